@@ -1,0 +1,3 @@
+from hscc_trace.cli import main
+
+main()

@@ -1,0 +1,37 @@
+"""Errors and warnings that reach the user.
+
+Library code raises :class:`InputError` for bad input (exit code 2 at the CLI, one line, no
+traceback) and collects :class:`Warn` records for partial results (counts, never silent drops).
+Library code never prints.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class HsccError(Exception):
+    """Base class for every error hscc-trace reports to the user as one line."""
+
+    exit_code = 2
+
+
+class InputError(HsccError):
+    """The input (file, flow id, option value) cannot be used."""
+
+
+class UsageError(HsccError):
+    """The command line or configuration is inconsistent."""
+
+
+@dataclass(frozen=True)
+class Warn:
+    """A problem that did not stop the work: what happened and how often."""
+
+    source: str  # file or component the warning is about
+    message: str  # one line, no trailing period
+    count: int = 1
+
+    def __str__(self) -> str:
+        n = f" ({self.count}×)" if self.count != 1 else ""
+        return f"{self.source}: {self.message}{n}"

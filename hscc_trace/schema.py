@@ -1,0 +1,300 @@
+"""The single source of truth for every table hscc-trace produces.
+
+Each table is a tuple of :class:`Column` (name, polars dtype, unit, meaning). Code builds
+DataFrames with :func:`empty` / :func:`conform` and documents them with :func:`markdown`;
+docs/schema.md is generated from this module (``python -m hscc_trace.schema > docs/schema.md``).
+
+Conventions (all tables):
+
+* times are ``Int64`` nanoseconds since the Unix epoch (``*_ns``) or ``Float64`` seconds for
+  durations and RTTs (``*_s``);
+* sequence numbers in event streams are ``Int64`` bytes, unwrapped to 64 bits and relative to
+  the data sender's ISN (the first payload byte is 1 when the SYN was seen, as in Wireshark);
+* windows handed to and produced by replay are ``Float64`` MSS-sized packets (``*_pkts``);
+* ``dir`` is 0 for packets from endpoint A (the connection initiator, i.e. the SYN sender, or
+  the first-seen source when the handshake was not captured) to endpoint B, 1 for B → A.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Iterable
+
+import polars as pl
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    dtype: pl.DataType | type[pl.DataType]
+    unit: str
+    doc: str
+
+
+# Enumerations shared by several tables ------------------------------------------------------
+
+SEGMENT_KINDS = (
+    "new",  # first transmission of these bytes
+    "retransmission",  # tcp.analysis.retransmission (RTO or other)
+    "fast_retransmission",  # tcp.analysis.fast_retransmission (after >= 3 dup ACKs)
+    "spurious_retransmission",  # tcp.analysis.spurious_retransmission (bytes already ACKed)
+    "out_of_order",  # tcp.analysis.out_of_order (below highest seq, never seen, soon after)
+)
+SegmentKind = pl.Enum(list(SEGMENT_KINDS))
+
+RTT_SOURCES = ("seq", "ts")  # data/ACK matching (Karn-safe) or TCP timestamp echo
+RttSource = pl.Enum(list(RTT_SOURCES))
+
+CONG_STATES = ("open", "recovery", "loss")  # Linux TCP_CA_Open/Recovery/Loss (Disorder/CWR folded into open)
+CongState = pl.Enum(list(CONG_STATES))
+
+EPISODE_KINDS = ("fast_retransmit", "sack_recovery", "rto", "ecn")
+EpisodeKind = pl.Enum(list(EPISODE_KINDS))
+
+LIMITS = ("cwnd", "rwnd", "app")  # what limited the sender in an RTT round
+Limit = pl.Enum(list(LIMITS))
+
+VANTAGES = ("sender", "receiver", "mid-path", "unknown")
+Vantage = pl.Enum(list(VANTAGES))
+
+
+# Packets: one row per decoded TCP packet (hscc_trace.capture) -------------------------------
+
+PACKETS: tuple[Column, ...] = (
+    Column("frame", pl.UInt64, "", "1-based frame number in the capture file (as Wireshark)"),
+    Column("ts_ns", pl.Int64, "ns", "capture timestamp, ns since the Unix epoch"),
+    Column("iface", pl.UInt16, "", "pcapng interface id (0 for pcap)"),
+    Column("wire_len", pl.UInt32, "bytes", "original frame length on the wire"),
+    Column("cap_len", pl.UInt32, "bytes", "bytes captured (snaplen-limited)"),
+    Column("ip_version", pl.UInt8, "", "4 or 6"),
+    Column("src_hi", pl.UInt64, "", "source address, high 64 bits (IPv4 as ::ffff:a.b.c.d)"),
+    Column("src_lo", pl.UInt64, "", "source address, low 64 bits"),
+    Column("dst_hi", pl.UInt64, "", "destination address, high 64 bits"),
+    Column("dst_lo", pl.UInt64, "", "destination address, low 64 bits"),
+    Column("ip_id", pl.UInt32, "", "IPv4 identification (null for IPv6)"),
+    Column("ip_ttl", pl.UInt8, "", "IPv4 TTL / IPv6 hop limit"),
+    Column("ip_ecn", pl.UInt8, "", "IP ECN field (0 Not-ECT, 1 ECT(1), 2 ECT(0), 3 CE)"),
+    Column("sport", pl.UInt16, "", "TCP source port"),
+    Column("dport", pl.UInt16, "", "TCP destination port"),
+    Column("seq", pl.UInt32, "", "raw TCP sequence number"),
+    Column("ack", pl.UInt32, "", "raw TCP acknowledgment number"),
+    Column("flags", pl.UInt16, "", "TCP flags incl. NS(0x100) CWR(0x80) ECE(0x40) URG ACK PSH RST SYN FIN"),
+    Column("win", pl.UInt16, "", "raw (unscaled) TCP window field"),
+    Column("tcp_hlen", pl.UInt8, "bytes", "TCP header length incl. options"),
+    Column("payload_len", pl.UInt32, "bytes", "TCP payload length from the IP length (not snaplen-limited)"),
+    Column("truncated", pl.Boolean, "", "the captured bytes stop inside the TCP header or payload"),
+    Column("opt_mss", pl.UInt16, "bytes", "MSS option (null if absent)"),
+    Column("opt_wscale", pl.UInt8, "", "window-scale shift option (null if absent)"),
+    Column("opt_sack_perm", pl.Boolean, "", "SACK-permitted option present"),
+    Column("opt_tsval", pl.UInt32, "", "timestamp option TSval (null if absent)"),
+    Column("opt_tsecr", pl.UInt32, "", "timestamp option TSecr (null if absent)"),
+    Column("sack_n", pl.UInt8, "", "number of SACK blocks carried (0-4)"),
+    *(Column(f"sack_{e}{i}", pl.UInt32, "", f"SACK block {i} {'left' if e == 'l' else 'right'} edge, raw (null if absent)")
+      for i in range(4) for e in ("l", "r")),
+    Column("decoder", pl.UInt8, "", "0 = vectorized fast path, 1 = scapy fallback"),
+    Column("flow_id", pl.UInt32, "", "TCP connection this packet belongs to (see FLOWS)"),
+    Column("dir", pl.UInt8, "", "0 = A→B (initiator to responder), 1 = B→A"),
+)
+
+
+# Flows: one row per TCP connection (hscc_trace.flows) ---------------------------------------
+
+FLOWS: tuple[Column, ...] = (
+    Column("flow_id", pl.UInt32, "", "connection id, in order of first packet"),
+    Column("src", pl.String, "", "endpoint A address (initiator; first-seen source without handshake)"),
+    Column("sport", pl.UInt16, "", "endpoint A port"),
+    Column("dst", pl.String, "", "endpoint B address"),
+    Column("dport", pl.UInt16, "", "endpoint B port"),
+    Column("ip_version", pl.UInt8, "", "4 or 6"),
+    Column("first_ns", pl.Int64, "ns", "timestamp of the first packet"),
+    Column("last_ns", pl.Int64, "ns", "timestamp of the last packet"),
+    Column("duration_s", pl.Float64, "s", "last − first packet time"),
+    Column("pkts_ab", pl.UInt64, "packets", "packets A→B"),
+    Column("bytes_ab", pl.UInt64, "bytes", "frame bytes A→B (wire length, as tshark conv)"),
+    Column("pkts_ba", pl.UInt64, "packets", "packets B→A"),
+    Column("bytes_ba", pl.UInt64, "bytes", "frame bytes B→A"),
+    Column("payload_ab", pl.UInt64, "bytes", "TCP payload bytes A→B (incl. retransmissions)"),
+    Column("payload_ba", pl.UInt64, "bytes", "TCP payload bytes B→A"),
+    Column("sender_dir", pl.UInt8, "", "direction carrying most unique payload (0 = A→B, 1 = B→A)"),
+    Column("goodput_bps", pl.Float64, "bit/s", "unique payload bytes of the data sender · 8 / data duration"),
+    Column("mss", pl.UInt32, "bytes", "data sender's effective MSS: min(announced by receiver, largest segment seen)"),
+    Column("wscale_a", pl.Int8, "", "window scale announced by A (−1 = unknown)"),
+    Column("wscale_b", pl.Int8, "", "window scale announced by B (−1 = unknown)"),
+    Column("sack_ok", pl.Boolean, "", "SACK permitted by both SYNs"),
+    Column("ts_ok", pl.Boolean, "", "timestamps negotiated by both SYNs"),
+    Column("handshake", pl.Boolean, "", "SYN and SYN/ACK were both captured"),
+    Column("closed", pl.String, "", "how it ended: fin, rst or open"),
+    Column("retrans", pl.UInt64, "segments", "data sender's retransmitted segments (all kinds)"),
+    Column("rtt_min_s", pl.Float64, "s", "smallest RTT sample (null if none)"),
+    Column("rtt_median_s", pl.Float64, "s", "median RTT sample"),
+    Column("rtt_max_s", pl.Float64, "s", "largest RTT sample"),
+    Column("vantage", Vantage, "", "where the capture was taken relative to the data sender"),
+)
+
+
+# Event streams (hscc_trace.events), from the data sender's point of view --------------------
+
+SEGMENTS: tuple[Column, ...] = (
+    Column("frame", pl.UInt64, "", "frame number"),
+    Column("ts_ns", pl.Int64, "ns", "capture time"),
+    Column("seq", pl.Int64, "bytes", "first sequence number, unwrapped, relative to the ISN"),
+    Column("len", pl.UInt32, "bytes", "payload length"),
+    Column("kind", SegmentKind, "", "new / retransmission / fast_retransmission / spurious_retransmission / out_of_order"),
+    Column("ip_ecn", pl.UInt8, "", "IP ECN field of the segment"),
+)
+
+ACKS: tuple[Column, ...] = (
+    Column("frame", pl.UInt64, "", "frame number"),
+    Column("ts_ns", pl.Int64, "ns", "capture time"),
+    Column("ack", pl.Int64, "bytes", "cumulative ACK, unwrapped, relative to the sender's ISN"),
+    Column("acked_bytes", pl.Int64, "bytes", "bytes newly acknowledged cumulatively by this ACK"),
+    Column("sacked_bytes", pl.Int64, "bytes", "bytes newly SACKed by this ACK (above the cumulative ACK)"),
+    Column("dupack", pl.UInt32, "", "duplicate-ACK count (0 for an ACK that advances; 1, 2, 3… for duplicates)"),
+    Column("rwnd_bytes", pl.Int64, "bytes", "receive window, scale applied"),
+    Column("rwnd_scale_known", pl.Boolean, "", "False when the window scale is unknown (no handshake)"),
+    Column("ece", pl.Boolean, "", "ECN-Echo flag"),
+    Column("rtt_s", pl.Float64, "s", "RTT sample formed by this ACK (null if none)"),
+    Column("rtt_source", RttSource, "", "seq (Karn-safe data/ACK match) or ts (timestamp echo)"),
+    Column("snd_max", pl.Int64, "bytes", "highest sequence sent so far (end of highest segment)"),
+    Column("outstanding", pl.Int64, "bytes", "snd_max − ack after this ACK"),
+    Column("pipe", pl.Int64, "bytes", "RFC 6675 SACK-aware pipe estimate after this ACK"),
+    Column("round", pl.UInt32, "", "RTT-round index this ACK belongs to"),
+    Column("round_end", pl.Boolean, "", "this ACK covers the highest seq sent when the round began"),
+    Column("state", CongState, "", "the actual sender's congestion state inferred from the trace"),
+    Column("cong_event", EpisodeKind, "", "set on the ACK where a congestion episode begins (else null)"),
+    Column("spurious_undo", pl.Boolean, "", "the trace proves the episode this ACK ends was spurious"),
+)
+
+EPISODES: tuple[Column, ...] = (
+    Column("episode", pl.UInt32, "", "episode index within the flow"),
+    Column("kind", EpisodeKind, "", "fast_retransmit / sack_recovery / rto / ecn"),
+    Column("start_ns", pl.Int64, "ns", "time the episode began (first retransmission or ECE)"),
+    Column("end_ns", pl.Int64, "ns", "time the recovery point was cumulatively ACKed"),
+    Column("start_frame", pl.UInt64, "", "frame that began it"),
+    Column("flight_bytes", pl.Int64, "bytes", "outstanding bytes at onset"),
+    Column("retrans_bytes", pl.Int64, "bytes", "bytes retransmitted during the episode"),
+    Column("recovery_point", pl.Int64, "bytes", "snd_max at onset (relative seq)"),
+)
+
+ROUNDS: tuple[Column, ...] = (
+    Column("round", pl.UInt32, "", "round index"),
+    Column("start_ns", pl.Int64, "ns", "time of the ACK that opened the round"),
+    Column("end_ns", pl.Int64, "ns", "time of the ACK that closed it"),
+    Column("target_seq", pl.Int64, "bytes", "highest seq sent when the round began; the round ends when ACKed"),
+    Column("peak_flight_bytes", pl.Int64, "bytes", "largest outstanding bytes during the round"),
+    Column("acked_bytes", pl.Int64, "bytes", "bytes acknowledged during the round"),
+    Column("min_rtt_s", pl.Float64, "s", "smallest RTT sample in the round"),
+    Column("rwnd_bytes", pl.Int64, "bytes", "smallest receive window offered during the round"),
+    Column("limit", Limit, "", "cwnd-, receive-window- or application-limited"),
+    Column("in_recovery", pl.Boolean, "", "any part of the round was in recovery/loss"),
+)
+
+
+# Replay output (hscc_trace.replay): one row per replayed ACK event --------------------------
+# Every algorithm produces these columns, followed by its own named signals (documented per
+# algorithm in hscc_trace.replay.registry and docs/algorithms.md).
+
+REPLAY_BASE: tuple[Column, ...] = (
+    Column("ts_ns", pl.Int64, "ns", "time of the ACK event"),
+    Column("cwnd", pl.Float64, "packets", "congestion window the algorithm would have set"),
+    Column("ssthresh", pl.Float64, "packets", "slow-start threshold"),
+    Column("state", CongState, "", "congestion state driven by the trace"),
+)
+
+FIT_METRICS: tuple[Column, ...] = (
+    Column("flow_id", pl.UInt32, "", "flow"),
+    Column("algo", pl.String, "", "algorithm name (with non-default parameters)"),
+    Column("rounds", pl.UInt32, "", "cwnd-limited rounds used for the fit"),
+    Column("mare", pl.Float64, "", "median |replayed − actual| / actual over those rounds"),
+    Column("rmse_pkts", pl.Float64, "packets", "root-mean-square error"),
+    Column("corr", pl.Float64, "", "Pearson correlation of replayed and actual window"),
+    Column("goodput_pred_bps", pl.Float64, "bit/s", "goodput implied by the replayed window (cwnd·MSS/RTT)"),
+    Column("goodput_actual_bps", pl.Float64, "bit/s", "actual goodput over the same rounds"),
+    Column("rank", pl.UInt32, "", "1 = best fit (lowest mare)"),
+)
+
+
+# Kernel ground truth stored beside each sample (samples/<name>/truth_*.parquet) -------------
+# Written by the testbed from the tcp:tcp_probe, tcp:tcp_cong_state_set and
+# tcp:tcp_retransmit_skb tracepoints for the data sender's socket; clock aligned to the capture.
+
+TRUTH_PROBE: tuple[Column, ...] = (
+    Column("ts_ns", pl.Int64, "ns", "tracepoint time mapped onto the capture clock"),
+    Column("snd_nxt", pl.Int64, "bytes", "snd_nxt, unwrapped, relative to the sender's ISN"),
+    Column("snd_una", pl.Int64, "bytes", "snd_una, unwrapped, relative to the sender's ISN"),
+    Column("snd_cwnd", pl.UInt32, "packets", "kernel congestion window"),
+    Column("ssthresh", pl.UInt32, "packets", "kernel slow-start threshold (2147483647 = infinite)"),
+    Column("srtt_us", pl.UInt32, "µs", "kernel smoothed RTT (tp->srtt_us >> 3)"),
+    Column("snd_wnd", pl.UInt32, "bytes", "peer's receive window as the kernel sees it"),
+    Column("data_len", pl.UInt16, "bytes", "payload length of the skb that triggered the probe"),
+)
+
+TRUTH_CA_STATE: tuple[Column, ...] = (
+    Column("ts_ns", pl.Int64, "ns", "time of the transition on the capture clock"),
+    Column("state", pl.String, "", "new TCP_CA_* state: open, disorder, cwr, recovery, loss"),
+)
+
+TRUTH_RETRANS: tuple[Column, ...] = (
+    Column("ts_ns", pl.Int64, "ns", "time of the retransmission on the capture clock"),
+    Column("seq", pl.Int64, "bytes", "first byte retransmitted, relative to the ISN"),
+    Column("state", pl.String, "", "TCP state string reported by the tracepoint"),
+)
+
+
+TABLES: dict[str, tuple[Column, ...]] = {
+    "packets": PACKETS,
+    "flows": FLOWS,
+    "segments": SEGMENTS,
+    "acks": ACKS,
+    "episodes": EPISODES,
+    "rounds": ROUNDS,
+    "replay": REPLAY_BASE,
+    "fit": FIT_METRICS,
+    "truth_probe": TRUTH_PROBE,
+    "truth_ca_state": TRUTH_CA_STATE,
+    "truth_retrans": TRUTH_RETRANS,
+}
+
+
+def polars_schema(columns: Iterable[Column]) -> dict[str, pl.DataType]:
+    """``{name: dtype}`` for ``pl.DataFrame(..., schema=...)``."""
+    return {c.name: c.dtype for c in columns}
+
+
+def empty(columns: Iterable[Column]) -> pl.DataFrame:
+    """An empty DataFrame with exactly these columns and dtypes."""
+    return pl.DataFrame(schema=polars_schema(columns))
+
+
+def conform(df: pl.DataFrame, columns: Iterable[Column], *, extra: bool = False) -> pl.DataFrame:
+    """Select and cast ``df`` to the table's columns, in order.
+
+    Missing columns are an error (a producer bug, not user input). With ``extra=True`` columns
+    not in the table (e.g. an algorithm's own signals) are kept after the table's columns.
+    """
+    cols = list(columns)
+    missing = [c.name for c in cols if c.name not in df.columns]
+    if missing:
+        raise KeyError(f"table is missing columns: {', '.join(missing)}")
+    out = df.select([pl.col(c.name).cast(c.dtype) for c in cols])
+    if extra:
+        names = {c.name for c in cols}
+        out = out.hstack(df.select([c for c in df.columns if c not in names]))
+    return out
+
+
+def markdown() -> str:
+    """Every table as a markdown section: column, dtype, unit, meaning."""
+    lines = ["# Table schemas", "", "Generated from `hscc_trace/schema.py` — do not edit by hand.", ""]
+    for table, cols in TABLES.items():
+        lines += [f"## {table}", "", "| column | dtype | unit | meaning |", "|---|---|---|---|"]
+        for c in cols:
+            lines.append(f"| `{c.name}` | {c.dtype} | {c.unit} | {c.doc} |")
+        lines.append("")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":  # pragma: no cover - doc generator
+    import sys
+
+    sys.stdout.write(markdown())

@@ -1,0 +1,1 @@
+"""Replay engine and congestion-control algorithm library (installed as hscc_trace.replay)."""

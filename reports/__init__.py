@@ -1,0 +1,1 @@
+"""Plotly figures and the self-contained HTML report (installed as hscc_trace.reports)."""
