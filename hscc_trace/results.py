@@ -1,0 +1,428 @@
+"""Versioned JSON results of an `analyze` run (``--json results.json``).
+
+The document is described by ``results.schema.json`` beside this module (JSON Schema draft
+2020-12) and documented in docs/results.md. :data:`SCHEMA_VERSION` follows semantic
+versioning: a new optional field bumps the minor number, a removed or changed field the major
+number; readers accept any document with the same major number.
+
+Numbers that are not finite (NaN, ±inf: e.g. a correlation over a constant window) are written
+as ``null`` — JSON has no NaN. Times are integers in ns since the Unix epoch, durations and RTTs
+float seconds, windows packets, rates bit/s, as in :mod:`hscc_trace.schema`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import json
+import math
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import polars as pl
+
+from hscc_trace import schema
+from hscc_trace.errors import InputError, Warn
+from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowResult
+
+SCHEMA_VERSION = "1.0"
+SCHEMA_FILE = "results.schema.json"
+
+#: Fields that change from run to run of the same inputs; ignored when comparing runs.
+VOLATILE = ("created",)
+
+
+def utc_now() -> str:
+    """ISO 8601 UTC timestamp with second precision, e.g. ``2026-01-02T03:04:05Z``."""
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str | None:
+    """Hex SHA-256 of a file (None when it cannot be read); identifies a capture for baselines."""
+    h = hashlib.sha256()
+    try:
+        with open(path, "rb") as f:
+            while block := f.read(chunk):
+                h.update(block)
+    except OSError:
+        return None
+    return h.hexdigest()
+
+
+def clean(value: Any) -> Any:
+    """A JSON-safe copy: non-finite floats → None, tuples → lists, enums/paths → str."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, (bool, int, str)) or value is None:
+        return value
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if hasattr(value, "item"):  # numpy scalar
+        return clean(value.item())
+    return str(value)
+
+
+def _warn(w: Warn | str) -> dict[str, Any]:
+    if isinstance(w, Warn):
+        return {"source": w.source, "message": w.message, "count": int(w.count)}
+    return {"source": "", "message": str(w), "count": 1}
+
+
+def _meta(meta: CaptureMeta) -> dict[str, Any]:
+    return clean({
+        "format": meta.format,
+        "link_types": list(meta.link_types),
+        "snaplen": meta.snaplen,
+        "packets_total": meta.packets_total,
+        "packets_tcp": meta.packets_tcp,
+        "first_ns": meta.first_ns,
+        "last_ns": meta.last_ns,
+        "duration_s": meta.duration_s,
+        "bpf": meta.bpf,
+        "skipped": dict(meta.skipped),
+        "decoded_by": dict(meta.decoded_by),
+    })
+
+
+def cwnd_limited_rounds(rounds: pl.DataFrame) -> int:
+    """Number of RTT rounds (schema.ROUNDS) in which the congestion window was the limit."""
+    if rounds.height == 0 or "limit" not in rounds.columns:
+        return 0
+    return int(rounds.filter(pl.col("limit").cast(pl.String) == "cwnd").height)
+
+
+def _fit_rows(fit: pl.DataFrame) -> list[dict[str, Any]]:
+    names = [c.name for c in schema.FIT_METRICS if c.name != "flow_id"]
+    if fit.height == 0:
+        return []
+    cols = [n for n in names if n in fit.columns]
+    rows = fit.select(cols).sort("rank", nulls_last=True).to_dicts() if "rank" in cols else fit.select(cols).to_dicts()
+    return [clean(r) for r in rows]
+
+
+def best_algorithm(fit_rows: list[dict[str, Any]]) -> str | None:
+    """The algorithm ranked 1 (lowest mare) with a finite mare, or None when nothing was fitted."""
+    ranked = [r for r in fit_rows if r.get("mare") is not None and r.get("rounds")]
+    if not ranked:
+        return None
+    return min(ranked, key=lambda r: (r.get("rank") or 1 << 30, r["mare"]))["algo"]
+
+
+def flow_entry(fr: FlowResult) -> dict[str, Any]:
+    """One flow's JSON object: its schema.FLOWS row, event counts, fit metrics and best algorithm."""
+    flow = {c.name: fr.flow.get(c.name) for c in schema.FLOWS}
+    ev = fr.events
+    fit = _fit_rows(fr.fit)
+    warnings = [*fr.events.warnings, *fr.warnings] if fr.events is not None else list(fr.warnings)
+    entry = {
+        **flow,
+        "vantage": str(flow.get("vantage") or (ev.vantage if ev is not None else "unknown")),
+        "events": {
+            "segments": ev.segments.height if ev is not None else 0,
+            "acks": ev.acks.height if ev is not None else 0,
+            "episodes": ev.episodes.height if ev is not None else 0,
+            "rounds": ev.rounds.height if ev is not None else 0,
+            "cwnd_limited_rounds": cwnd_limited_rounds(ev.rounds) if ev is not None else 0,
+            "rtt_offset_s": float(ev.rtt_offset_s) if ev is not None else 0.0,
+        },
+        "fit": fit,
+        "best": best_algorithm(fit),
+        "warnings": [_warn(w) for w in _dedupe(warnings)],
+    }
+    return clean(entry)
+
+
+def _dedupe(ws: list[Warn]) -> list[Warn]:
+    seen: set[Any] = set()
+    out = []
+    for w in ws:
+        if w not in seen:
+            seen.add(w)
+            out.append(w)
+    return out
+
+
+def capture_entry(cr: CaptureResult, *, sha256: str | None = None, error: str | None = None) -> dict[str, Any]:
+    """One capture's JSON object (``error`` set and no flows when it could not be read)."""
+    p = Path(cr.meta.path)
+    size = p.stat().st_size if p.is_file() else None
+    return {
+        "path": cr.meta.path,
+        "name": p.name,
+        "size_bytes": size,
+        "sha256": sha256 if sha256 is not None else (sha256_file(p) if p.is_file() else None),
+        "meta": _meta(cr.meta),
+        "flows": [flow_entry(fr) for fr in cr.results],
+        "flows_total": int(cr.flows.height) if cr.flows is not None else len(cr.results),
+        "warnings": [_warn(w) for w in cr.warnings],
+        "error": error,
+    }
+
+
+def error_entry(path: str, message: str) -> dict[str, Any]:
+    """A capture that could not be read: its path, the one-line error and nothing else."""
+    p = Path(path)
+    return {
+        "path": path,
+        "name": p.name,
+        "size_bytes": p.stat().st_size if p.is_file() else None,
+        "sha256": sha256_file(p) if p.is_file() else None,
+        "meta": None,
+        "flows": [],
+        "flows_total": 0,
+        "warnings": [],
+        "error": message,
+    }
+
+
+def to_dict(
+    analysis: Analysis,
+    *,
+    failed: dict[str, str] | None = None,
+    order: list[str] | None = None,
+) -> dict[str, Any]:
+    """The results document for an :class:`~hscc_trace.model.Analysis`.
+
+    ``failed`` maps capture paths that could not be read to their one-line message; they
+    appear as capture entries with ``error`` set and no flows. ``order`` (the expanded input
+    paths) fixes the order of the capture entries; by default readable captures come first.
+    """
+    entries: dict[str, dict[str, Any]] = {}
+    for cr in analysis.captures:
+        entries[cr.meta.path] = capture_entry(cr)
+    for path, msg in (failed or {}).items():
+        entries[path] = error_entry(path, msg)
+    keys = [k for k in (order or []) if k in entries]
+    keys += [k for k in entries if k not in keys]
+    return clean({
+        "schema_version": SCHEMA_VERSION,
+        "tool": {"name": "hscc-trace", "version": analysis.version},
+        "created": analysis.created,
+        "algorithms": list(analysis.algorithms),
+        "params": analysis.params,
+        "captures": [entries[k] for k in keys],
+        "errors": list(analysis.errors),
+    })
+
+
+# --- reading, writing, validating --------------------------------------------------------------
+
+
+@lru_cache(maxsize=1)
+def json_schema() -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the results document."""
+    text = resources.files("hscc_trace").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def validate(doc: dict[str, Any]) -> None:
+    """Raise :class:`InputError` naming the first violation when ``doc`` does not match the schema.
+
+    Needs the ``jsonschema`` package (a test extra); without it only the version is checked.
+    """
+    major = str(doc.get("schema_version", "")).split(".")[0] if isinstance(doc, dict) else ""
+    if major != SCHEMA_VERSION.split(".")[0]:
+        raise InputError(
+            f"results schema_version {doc.get('schema_version') if isinstance(doc, dict) else None!r} "
+            f"is not compatible with {SCHEMA_VERSION}"
+        )
+    try:
+        import jsonschema
+    except ImportError:  # pragma: no cover - jsonschema is in the test extra
+        return
+    validator = jsonschema.Draft202012Validator(json_schema())
+    err = jsonschema.exceptions.best_match(validator.iter_errors(doc))
+    if err is not None:
+        where = "/".join(str(p) for p in err.absolute_path) or "(root)"
+        raise InputError(f"results document invalid at {where}: {err.message}")
+
+
+def dumps(doc: dict[str, Any]) -> str:
+    """Stable JSON text (2-space indent, keys in insertion order, trailing newline)."""
+    return json.dumps(clean(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+
+def write(doc: dict[str, Any], path: str | Path) -> Path:
+    """Write the document to ``path`` (parent directories created). Raises InputError on failure."""
+    p = Path(path)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(dumps(doc), encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{p}: cannot write results ({exc.strerror or exc})") from None
+    return p
+
+
+def read(path: str | Path, *, check_schema: bool = True) -> dict[str, Any]:
+    """Read a results document (e.g. a `check --baseline`), validating it against the schema."""
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise InputError(f"{p}: results file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"{p}: cannot read results ({exc})") from None
+    except json.JSONDecodeError as exc:
+        raise InputError(f"{p}: not a JSON results file ({exc.msg} at line {exc.lineno})") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{p}: not a JSON results file (top level is not an object)")
+    if check_schema:
+        try:
+            validate(doc)
+        except InputError as exc:
+            raise InputError(f"{p}: {exc}") from None
+    return doc
+
+
+def comparable(doc: dict[str, Any]) -> dict[str, Any]:
+    """A copy without the fields that differ between identical runs (:data:`VOLATILE`)."""
+    return {k: v for k, v in doc.items() if k not in VOLATILE}
+
+
+# --- the JSON Schema, generated from hscc_trace.schema ----------------------------------------
+# results.schema.json is this function's output (`python -m hscc_trace.results >
+# hscc_trace/results.schema.json`); tests/test_results_schema.py fails when they differ.
+
+
+def _column_schema(col: schema.Column) -> dict[str, Any]:
+    if col.name == "vantage":
+        t: dict[str, Any] = {"enum": list(schema.VANTAGES)}
+    elif col.dtype == pl.String:
+        t = {"type": ["string", "null"]}
+    elif col.dtype == pl.Boolean:
+        t = {"type": ["boolean", "null"]}
+    elif col.dtype in (pl.Float64, pl.Float32):
+        t = {"type": ["number", "null"]}
+    elif col.dtype in (pl.Int8, pl.Int16, pl.Int32, pl.Int64):
+        t = {"type": ["integer", "null"]}
+    elif col.dtype in (pl.UInt8, pl.UInt16, pl.UInt32, pl.UInt64):
+        t = {"type": ["integer", "null"], "minimum": 0}
+    else:  # pragma: no cover - a new dtype in schema.py needs a mapping here
+        raise TypeError(f"no JSON type for {col.name}: {col.dtype}")
+    return {**t, "description": col.doc + (f" [{col.unit}]" if col.unit else "")}
+
+
+def _columns_schema(cols: tuple[schema.Column, ...], skip: tuple[str, ...] = ()) -> dict[str, Any]:
+    return {c.name: _column_schema(c) for c in cols if c.name not in skip}
+
+
+def schema_document() -> dict[str, Any]:
+    """The JSON Schema of the results document, built from :mod:`hscc_trace.schema`."""
+    flow_props = _columns_schema(schema.FLOWS)
+    fit_props = _columns_schema(schema.FIT_METRICS, skip=("flow_id",))
+    fit_props["algo"]["type"] = "string"
+    count = {"type": "integer", "minimum": 0}
+    counts = {"type": "object", "additionalProperties": count}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://hscc-trace.invalid/results.schema.json",
+        "title": "hscc-trace analyze results",
+        "description": (
+            "Results of `hscc-trace analyze --json`, written by hscc_trace/results.py and documented in "
+            "docs/results.md. Units follow hscc_trace/schema.py: times ns since the Unix epoch, durations "
+            "and RTTs s, windows packets, rates bit/s. Non-finite numbers are null."
+        ),
+        "type": "object",
+        "required": ["schema_version", "tool", "created", "algorithms", "params", "captures", "errors"],
+        "additionalProperties": False,
+        "properties": {
+            "schema_version": {"type": "string", "pattern": r"^1\.[0-9]+$",
+                               "description": "MAJOR.MINOR; readers accept the same MAJOR"},
+            "tool": {"type": "object", "required": ["name", "version"], "additionalProperties": False,
+                     "properties": {"name": {"const": "hscc-trace"}, "version": {"type": "string"}}},
+            "created": {"type": "string", "format": "date-time", "description": "UTC time of the run (ISO 8601)"},
+            "algorithms": {"type": "array", "items": {"type": "string"},
+                           "description": "algorithm labels replayed, in order"},
+            "params": {"type": "object",
+                       "description": "algorithm label -> every parameter actually used (defaults included)",
+                       "additionalProperties": {"type": "object", "additionalProperties": {
+                           "type": ["number", "integer", "string", "boolean", "null"]}}},
+            "captures": {"type": "array", "items": {"$ref": "#/$defs/capture"},
+                         "description": "one entry per input capture, in input order"},
+            "errors": {"type": "array", "items": {"type": "string"},
+                       "description": "one line per capture that could not be read"},
+        },
+        "$defs": {
+            "warning": {
+                "type": "object", "required": ["source", "message", "count"], "additionalProperties": False,
+                "properties": {"source": {"type": "string"}, "message": {"type": "string"},
+                               "count": {"type": "integer", "minimum": 1}},
+            },
+            "meta": {
+                "type": "object", "additionalProperties": False,
+                "required": ["format", "link_types", "snaplen", "packets_total", "packets_tcp", "first_ns",
+                             "last_ns", "duration_s", "bpf", "skipped", "decoded_by"],
+                "properties": {
+                    "format": {"type": "string", "description": "pcap, pcap-ns or pcapng (+ .gz)"},
+                    "link_types": {"type": "array", "items": {"type": "string"}, "description": "libpcap DLT names"},
+                    "snaplen": {"type": ["integer", "null"], "description": "[bytes]"},
+                    "packets_total": {**count, "description": "records read"},
+                    "packets_tcp": {**count, "description": "records decoded as TCP"},
+                    "first_ns": {"type": ["integer", "null"], "description": "first record time [ns]"},
+                    "last_ns": {"type": ["integer", "null"], "description": "last record time [ns]"},
+                    "duration_s": {"type": "number", "minimum": 0, "description": "[s]"},
+                    "bpf": {"type": ["string", "null"], "description": "BPF filter applied when reading"},
+                    "skipped": {**counts, "description": "reason -> records not decoded as TCP"},
+                    "decoded_by": {**counts, "description": "decoder -> records"},
+                },
+            },
+            "events": {
+                "type": "object", "additionalProperties": False,
+                "required": ["segments", "acks", "episodes", "rounds", "cwnd_limited_rounds", "rtt_offset_s"],
+                "properties": {
+                    "segments": {**count, "description": "data segments of the sender"},
+                    "acks": {**count, "description": "ACKs from the receiver"},
+                    "episodes": {**count, "description": "congestion episodes"},
+                    "rounds": {**count, "description": "RTT rounds"},
+                    "cwnd_limited_rounds": {**count, "description": "rounds limited by the congestion window "
+                                                                    "(the only ones fitted)"},
+                    "rtt_offset_s": {"type": "number", "description": "RTT correction for the vantage point [s]"},
+                },
+            },
+            "fit": {"type": "object", "additionalProperties": False, "required": list(fit_props),
+                    "properties": fit_props},
+            "flow": {
+                "type": "object", "additionalProperties": False,
+                "required": [*flow_props, "events", "fit", "best", "warnings"],
+                "properties": {
+                    **flow_props,
+                    "events": {"$ref": "#/$defs/events"},
+                    "fit": {"type": "array", "items": {"$ref": "#/$defs/fit"},
+                            "description": "fit of each algorithm, best (rank 1) first"},
+                    "best": {"type": ["string", "null"],
+                             "description": "best-fitting algorithm (rank 1); null when nothing could be fitted"},
+                    "warnings": {"type": "array", "items": {"$ref": "#/$defs/warning"}},
+                },
+            },
+            "capture": {
+                "type": "object", "additionalProperties": False,
+                "required": ["path", "name", "size_bytes", "sha256", "meta", "flows", "flows_total", "warnings",
+                             "error"],
+                "properties": {
+                    "path": {"type": "string", "description": "the capture's path as given (directories expanded)"},
+                    "name": {"type": "string", "description": "file name"},
+                    "size_bytes": {"type": ["integer", "null"], "minimum": 0},
+                    "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$",
+                               "description": "identifies the capture when comparing with a baseline"},
+                    "meta": {"oneOf": [{"$ref": "#/$defs/meta"}, {"type": "null"}],
+                             "description": "null when the capture could not be read"},
+                    "flows": {"type": "array", "items": {"$ref": "#/$defs/flow"},
+                              "description": "analyzed flows, by flow_id"},
+                    "flows_total": {**count, "description": "flows in the capture (before --flow selection)"},
+                    "warnings": {"type": "array", "items": {"$ref": "#/$defs/warning"}},
+                    "error": {"type": ["string", "null"],
+                              "description": "one-line reason the capture could not be read"},
+                },
+            },
+        },
+    }
+
+
+if __name__ == "__main__":  # pragma: no cover - schema generator
+    import sys
+
+    sys.stdout.write(json.dumps(schema_document(), indent=2, ensure_ascii=False) + "\n")
