@@ -227,17 +227,22 @@ TRUTH_PROBE: tuple[Column, ...] = (
     Column("srtt_us", pl.UInt32, "µs", "kernel smoothed RTT (tp->srtt_us >> 3)"),
     Column("snd_wnd", pl.UInt32, "bytes", "peer's receive window as the kernel sees it"),
     Column("data_len", pl.UInt16, "bytes", "payload length of the skb that triggered the probe"),
+    Column("sport", pl.UInt16, "", "data sender's TCP port: identifies the flow when a sample holds several"),
 )
 
 TRUTH_CA_STATE: tuple[Column, ...] = (
     Column("ts_ns", pl.Int64, "ns", "time of the transition on the capture clock"),
     Column("state", pl.String, "", "new TCP_CA_* state: open, disorder, cwr, recovery, loss"),
+    Column("sport", pl.UInt16, "", "data sender's TCP port (flow)"),
 )
 
 TRUTH_RETRANS: tuple[Column, ...] = (
     Column("ts_ns", pl.Int64, "ns", "time of the retransmission on the capture clock"),
     Column("seq", pl.Int64, "bytes", "first byte retransmitted, relative to the ISN"),
     Column("state", pl.String, "", "TCP state string reported by the tracepoint"),
+    Column("end_seq", pl.Int64, "bytes", "one past the last byte retransmitted, relative to the ISN"),
+    Column("err", pl.Int32, "", "kernel return code of the retransmission (0 = sent)"),
+    Column("sport", pl.UInt16, "", "data sender's TCP port (flow)"),
 )
 
 

@@ -1,0 +1,302 @@
+/*
+ * linkemu: a user-space bottleneck link between two tun devices living in two network
+ * namespaces (the hscc-trace testbed's replacement for netem, which this kernel lacks).
+ *
+ * Model, per direction (A->B and B->A independently):
+ *   arrival (read from the tun fd) -> Bernoulli loss (TCP segments carrying payload only)
+ *   -> drop-tail FIFO (limit in packets and/or bytes; 0 = unlimited)
+ *   -> serialization at RATE bit/s (packet length = IP total length)
+ *   -> fixed propagation DELAY -> written to the other tun fd.
+ * The FIFO is a virtual-time queue: a packet accepted at time t finishes serialization at
+ * depart = max(t, previous depart) + 8*len/RATE and is released at depart + DELAY. A packet
+ * counts against the queue limit while depart > now (still waiting or being serialized).
+ *
+ * One thread; ppoll() with a nanosecond timeout and a 1 ns timer slack; CLOCK_MONOTONIC.
+ * Statistics (counts, release lateness histogram = actual write time - scheduled release)
+ * are written as JSON to --stats on SIGTERM/SIGINT.
+ *
+ * Build: gcc -O2 -Wall -o linkemu linkemu.c   (done by samples/testbed/run.py)
+ * Usage: linkemu --ns-a /var/run/netns/X --dev-a tunA --ns-b /var/run/netns/Y --dev-b tunB
+ *        [--rate-ab BPS] [--delay-ab NS] [--qpkts-ab N] [--qbytes-ab N] [--loss-ab P]
+ *        [--rate-ba ...] ... [--seed N] [--stats FILE] [--rt PRIO]
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/if.h>
+#include <linux/if_tun.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <time.h>
+#include <unistd.h>
+
+#define SLOT 2048
+#define NSLOTS 8192 /* per direction; at 20 Mbit/s and 200 ms one-way that is ~330 packets */
+#define HIST_US 20000 /* lateness histogram: 1 us bins up to 20 ms, then overflow */
+
+typedef struct {
+    uint64_t release_ns, depart_ns;
+    uint32_t len;
+    unsigned char data[SLOT];
+} pkt_t;
+
+typedef struct {
+    const char *name;
+    double rate_bps; /* 0 = infinite */
+    uint64_t delay_ns;
+    uint32_t qpkts, qbytes; /* 0 = unlimited */
+    double loss;
+    int in_fd, out_fd;
+    pkt_t *ring;
+    uint32_t head, tail; /* head = next to release, tail = next free */
+    uint32_t qhead;      /* first entry whose depart_ns may still be > now */
+    uint64_t qbytes_now;
+    uint64_t last_depart;
+    /* stats */
+    uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes, drop_loss, drop_queue, drop_ring, write_err;
+    uint64_t max_q_pkts;
+    uint64_t first_tx_ns, last_tx_ns;
+    uint64_t hist[HIST_US + 1];
+    uint64_t late_max_ns;
+} dir_t;
+
+static volatile sig_atomic_t stop_flag = 0;
+static void on_sig(int s) { (void)s; stop_flag = 1; }
+
+static uint64_t now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* xorshift64* PRNG: reproducible Bernoulli loss for a given --seed */
+static uint64_t rng_state = 88172645463325252ull;
+static double rng_uniform(void) {
+    rng_state ^= rng_state >> 12;
+    rng_state ^= rng_state << 25;
+    rng_state ^= rng_state >> 27;
+    return (double)((rng_state * 2685821657736338717ull) >> 11) / 9007199254740992.0;
+}
+
+static int open_tun_in_ns(const char *ns_path, const char *dev) {
+    int self = open("/proc/self/ns/net", O_RDONLY);
+    int ns = open(ns_path, O_RDONLY);
+    if (self < 0 || ns < 0) { perror("open netns"); exit(1); }
+    if (setns(ns, CLONE_NEWNET) < 0) { perror("setns"); exit(1); }
+    int fd = open("/dev/net/tun", O_RDWR | O_NONBLOCK);
+    if (fd < 0) { perror("open /dev/net/tun"); exit(1); }
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof ifr);
+    ifr.ifr_flags = IFF_TUN | IFF_NO_PI;
+    strncpy(ifr.ifr_name, dev, IFNAMSIZ - 1);
+    if (ioctl(fd, TUNSETIFF, &ifr) < 0) { perror("TUNSETIFF"); exit(1); }
+    if (setns(self, CLONE_NEWNET) < 0) { perror("setns back"); exit(1); }
+    close(ns);
+    close(self);
+    return fd;
+}
+
+/* IPv4/IPv6 TCP segment with payload? (loss is applied only to those) */
+static int tcp_has_payload(const unsigned char *p, uint32_t n) {
+    if (n < 20) return 0;
+    int v = p[0] >> 4;
+    if (v == 4) {
+        uint32_t ihl = (p[0] & 15) * 4, tot = (p[2] << 8) | p[3];
+        if (p[9] != 6 || n < ihl + 20) return 0;
+        uint32_t thl = (p[ihl + 12] >> 4) * 4;
+        return tot > ihl + thl;
+    } else if (v == 6) {
+        if (n < 60 || p[6] != 6) return 0;
+        uint32_t plen = (p[4] << 8) | p[5];
+        uint32_t thl = (p[40 + 12] >> 4) * 4;
+        return plen > thl;
+    }
+    return 0;
+}
+
+static void advance_queue(dir_t *d, uint64_t t) {
+    while (d->qhead != d->tail && d->ring[d->qhead % NSLOTS].depart_ns <= t) {
+        d->qbytes_now -= d->ring[d->qhead % NSLOTS].len;
+        d->qhead++;
+    }
+}
+
+static void on_readable(dir_t *d) {
+    for (;;) {
+        if (d->tail - d->head >= NSLOTS) { /* ring full: read and drop */
+            unsigned char tmp[SLOT];
+            ssize_t r = read(d->in_fd, tmp, sizeof tmp);
+            if (r <= 0) return;
+            d->rx_pkts++; d->rx_bytes += r; d->drop_ring++;
+            continue;
+        }
+        pkt_t *p = &d->ring[d->tail % NSLOTS];
+        ssize_t r = read(d->in_fd, p->data, SLOT);
+        if (r <= 0) return;
+        uint64_t t = now_ns();
+        d->rx_pkts++; d->rx_bytes += r;
+        if (d->loss > 0 && tcp_has_payload(p->data, r) && rng_uniform() < d->loss) {
+            d->drop_loss++;
+            continue;
+        }
+        advance_queue(d, t);
+        uint32_t qn = d->tail - d->qhead;
+        if ((d->qpkts && qn >= d->qpkts) || (d->qbytes && d->qbytes_now + r > d->qbytes)) {
+            d->drop_queue++;
+            continue;
+        }
+        uint64_t start = d->last_depart > t ? d->last_depart : t;
+        uint64_t ser = d->rate_bps > 0 ? (uint64_t)((double)r * 8e9 / d->rate_bps + 0.5) : 0;
+        p->len = (uint32_t)r;
+        p->depart_ns = start + ser;
+        p->release_ns = p->depart_ns + d->delay_ns;
+        d->last_depart = p->depart_ns;
+        d->qbytes_now += r;
+        d->tail++;
+        if (qn + 1 > d->max_q_pkts) d->max_q_pkts = qn + 1;
+    }
+}
+
+static void release_due(dir_t *d, uint64_t t) {
+    while (d->head != d->tail && d->ring[d->head % NSLOTS].release_ns <= t) {
+        pkt_t *p = &d->ring[d->head % NSLOTS];
+        uint64_t tw = now_ns(); /* lateness is measured when the write starts: writing into a
+                                   tun runs the receiving stack (and often its reply) inline */
+        ssize_t w = write(d->out_fd, p->data, p->len);
+        if (w < 0) d->write_err++;
+        else { d->tx_pkts++; d->tx_bytes += p->len; }
+        uint64_t late = tw > p->release_ns ? tw - p->release_ns : 0;
+        uint64_t us = late / 1000;
+        d->hist[us > HIST_US ? HIST_US : us]++;
+        if (late > d->late_max_ns) d->late_max_ns = late;
+        if (!d->first_tx_ns) d->first_tx_ns = tw;
+        d->last_tx_ns = tw;
+        if (d->qhead == d->head) { /* keep qhead >= head */
+            d->qbytes_now -= p->len;
+            d->qhead++;
+        }
+        d->head++;
+    }
+}
+
+static double pct(const dir_t *d, double q) {
+    uint64_t n = 0, acc = 0;
+    for (int i = 0; i <= HIST_US; i++) n += d->hist[i];
+    if (!n) return 0;
+    uint64_t target = (uint64_t)(q * n);
+    for (int i = 0; i <= HIST_US; i++) {
+        acc += d->hist[i];
+        if (acc > target) return i + 0.5;
+    }
+    return HIST_US;
+}
+
+static void dump_dir(FILE *f, const dir_t *d) {
+    fprintf(f,
+            "\"%s\": {\"rate_bps\": %.0f, \"delay_ns\": %llu, \"queue_pkts\": %u, \"queue_bytes\": %u, "
+            "\"loss\": %g, \"rx_pkts\": %llu, \"rx_bytes\": %llu, \"tx_pkts\": %llu, \"tx_bytes\": %llu, "
+            "\"drop_loss\": %llu, \"drop_queue\": %llu, \"drop_ring\": %llu, \"write_err\": %llu, "
+            "\"max_queue_pkts\": %llu, \"release_late_us\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, "
+            "\"p999\": %.1f, \"max\": %.1f}}",
+            d->name, d->rate_bps, (unsigned long long)d->delay_ns, d->qpkts, d->qbytes, d->loss,
+            (unsigned long long)d->rx_pkts, (unsigned long long)d->rx_bytes, (unsigned long long)d->tx_pkts,
+            (unsigned long long)d->tx_bytes, (unsigned long long)d->drop_loss,
+            (unsigned long long)d->drop_queue, (unsigned long long)d->drop_ring,
+            (unsigned long long)d->write_err, (unsigned long long)d->max_q_pkts, pct(d, 0.5), pct(d, 0.9),
+            pct(d, 0.99), pct(d, 0.999), d->late_max_ns / 1000.0);
+}
+
+int main(int argc, char **argv) {
+    static dir_t ab = {.name = "a_to_b"}, ba = {.name = "b_to_a"};
+    const char *ns_a = NULL, *ns_b = NULL, *dev_a = NULL, *dev_b = NULL, *stats = NULL;
+    uint64_t seed = 1;
+    int rt = 0;
+    for (int i = 1; i + 1 < argc; i += 2) {
+        const char *k = argv[i], *v = argv[i + 1];
+        if (!strcmp(k, "--ns-a")) ns_a = v;
+        else if (!strcmp(k, "--ns-b")) ns_b = v;
+        else if (!strcmp(k, "--dev-a")) dev_a = v;
+        else if (!strcmp(k, "--dev-b")) dev_b = v;
+        else if (!strcmp(k, "--stats")) stats = v;
+        else if (!strcmp(k, "--seed")) seed = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--rt")) rt = atoi(v);
+        else if (!strcmp(k, "--rate-ab")) ab.rate_bps = atof(v);
+        else if (!strcmp(k, "--rate-ba")) ba.rate_bps = atof(v);
+        else if (!strcmp(k, "--delay-ab")) ab.delay_ns = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--delay-ba")) ba.delay_ns = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--qpkts-ab")) ab.qpkts = atoi(v);
+        else if (!strcmp(k, "--qpkts-ba")) ba.qpkts = atoi(v);
+        else if (!strcmp(k, "--qbytes-ab")) ab.qbytes = atoi(v);
+        else if (!strcmp(k, "--qbytes-ba")) ba.qbytes = atoi(v);
+        else if (!strcmp(k, "--loss-ab")) ab.loss = atof(v);
+        else if (!strcmp(k, "--loss-ba")) ba.loss = atof(v);
+        else { fprintf(stderr, "linkemu: unknown option %s\n", k); return 2; }
+    }
+    if (!ns_a || !ns_b || !dev_a || !dev_b) {
+        fprintf(stderr, "linkemu: --ns-a --dev-a --ns-b --dev-b are required\n");
+        return 2;
+    }
+    rng_state ^= seed * 0x9E3779B97F4A7C15ull;
+    if (!rng_state) rng_state = 1;
+    prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
+    if (rt > 0) {
+        struct sched_param sp = {.sched_priority = rt};
+        if (sched_setscheduler(0, SCHED_FIFO, &sp) < 0) perror("sched_setscheduler (continuing)");
+    }
+    int fa = open_tun_in_ns(ns_a, dev_a), fb = open_tun_in_ns(ns_b, dev_b);
+    ab.in_fd = fa; ab.out_fd = fb;
+    ba.in_fd = fb; ba.out_fd = fa;
+    ab.ring = calloc(NSLOTS, sizeof(pkt_t));
+    ba.ring = calloc(NSLOTS, sizeof(pkt_t));
+    if (!ab.ring || !ba.ring) { perror("calloc"); return 1; }
+    signal(SIGTERM, on_sig);
+    signal(SIGINT, on_sig);
+    printf("ready\n");
+    fflush(stdout);
+
+    struct pollfd pfd[2] = {{.fd = fa, .events = POLLIN}, {.fd = fb, .events = POLLIN}};
+    while (!stop_flag) {
+        uint64_t t = now_ns();
+        release_due(&ab, t);
+        release_due(&ba, t);
+        uint64_t next = UINT64_MAX;
+        if (ab.head != ab.tail) next = ab.ring[ab.head % NSLOTS].release_ns;
+        if (ba.head != ba.tail && ba.ring[ba.head % NSLOTS].release_ns < next)
+            next = ba.ring[ba.head % NSLOTS].release_ns;
+        struct timespec to, *top = NULL;
+        if (next != UINT64_MAX) {
+            uint64_t t2 = now_ns();
+            uint64_t dt = next > t2 ? next - t2 : 0;
+            to.tv_sec = dt / 1000000000ull;
+            to.tv_nsec = dt % 1000000000ull;
+            top = &to;
+        }
+        int r = ppoll(pfd, 2, top, NULL);
+        if (r < 0) {
+            if (errno == EINTR) continue;
+            perror("ppoll");
+            break;
+        }
+        if (pfd[0].revents & POLLIN) on_readable(&ab);
+        if (pfd[1].revents & POLLIN) on_readable(&ba);
+    }
+    if (stats) {
+        FILE *f = fopen(stats, "w");
+        if (f) {
+            fprintf(f, "{");
+            dump_dir(f, &ab);
+            fprintf(f, ", ");
+            dump_dir(f, &ba);
+            fprintf(f, ", \"seed\": %llu}\n", (unsigned long long)seed);
+            fclose(f);
+        }
+    }
+    return 0;
+}
