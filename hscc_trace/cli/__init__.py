@@ -14,6 +14,8 @@ from .app import app
 
 # Command modules register themselves on import. Keep this list in sync with hscc_trace/cli/.
 from . import version_cmd  # noqa: F401,E402
+from . import analyze_cmd  # noqa: F401,E402
+from . import check_cmd  # noqa: F401,E402
 
 
 def main() -> None:

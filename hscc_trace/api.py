@@ -1,0 +1,273 @@
+"""The library API: every operation of the CLI as a function, for notebooks and scripts.
+
+>>> from hscc_trace import api
+>>> cap = api.load("samples/reno-bdp/capture.pcap")           # model.Capture
+>>> api.flows(cap)                                             # polars DataFrame, schema.FLOWS
+>>> ev = api.events(cap, 1)                                    # model.FlowEvents (segments, acks, …)
+>>> reps = api.replay(ev, ["reno", "cubic"])                   # {label: DataFrame}
+>>> api.fit(ev, reps)                                          # schema.FIT_METRICS, ranked
+>>> a = api.analyze(["samples/"], algorithms=["reno", "fusion"], jobs=2)   # model.Analysis
+>>> api.fit_table(a); api.flow_table(a)                        # DataFrames over every capture
+>>> api.report(a, "report.html"); api.results(a)               # HTML report, JSON results dict
+>>> api.check(a, expect="reno", max_error=0.15)                # list of check.Verdict
+
+Nothing here prints; errors are :class:`~hscc_trace.errors.InputError` /
+:class:`~hscc_trace.errors.UsageError` with a one-line message. The stages themselves live in
+:mod:`hscc_trace.capture`, :mod:`hscc_trace.events`, :mod:`hscc_trace.replay` and
+:mod:`hscc_trace.reports`; this module only composes them.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+import polars as pl
+
+from hscc_trace import schema
+from hscc_trace.errors import InputError, UsageError
+from hscc_trace.model import Analysis, Capture, FlowEvents
+
+PathLike = str | Path
+
+
+# --- capture, flows, events ----------------------------------------------------------------------
+
+
+def load(path: PathLike, bpf: str | None = None) -> Capture:
+    """Read and decode a capture (pcap or pcapng, optionally gzip'ed); ``bpf`` filters records."""
+    from hscc_trace import capture
+
+    return capture.load(str(path), bpf=bpf)
+
+
+def _capture(obj: Capture | PathLike, bpf: str | None = None) -> Capture:
+    return obj if isinstance(obj, Capture) else load(obj, bpf=bpf)
+
+
+def flows(capture: Capture | PathLike, bpf: str | None = None) -> pl.DataFrame:
+    """The flow (conversation) table of a capture: one row per TCP connection, schema.FLOWS."""
+    return _capture(capture, bpf).flows
+
+
+def events(capture: Capture | PathLike, flow_id: int, bpf: str | None = None) -> FlowEvents:
+    """One flow's event streams (segments, ACKs, episodes, rounds) from the data sender's side."""
+    from hscc_trace import events as _events
+
+    cap = _capture(capture, bpf)
+    ids = cap.flows["flow_id"].to_list() if cap.flows.height else []
+    if int(flow_id) not in ids:
+        have = f"flows {ids[0]}–{ids[-1]}" if ids else "no TCP flow"
+        raise InputError(f"{cap.meta.path}: no flow {flow_id} (the capture has {have})")
+    return _events.flow_events(cap, int(flow_id))
+
+
+# --- algorithms, replay, fit --------------------------------------------------------------------
+
+
+def algorithms() -> list[str]:
+    """Names of every registered algorithm, in registry order."""
+    from hscc_trace.replay import registry
+
+    return list(registry.names())
+
+
+def resolve(names: Iterable[str] | None = None,
+            params: dict[str, dict[str, Any]] | None = None) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
+    """Validate algorithm names and parameter overrides against the registry.
+
+    Returns ``(labels, full_params)``: ``labels`` in the order given (every registered algorithm
+    when ``names`` is None) and, for each, every parameter with the value that will be used
+    (defaults filled in). Raises :class:`UsageError` for an unknown algorithm or parameter, or a
+    parameter given for an algorithm that is not selected.
+    """
+    from hscc_trace.replay import registry
+
+    known = list(registry.names())
+    chosen = list(names) if names is not None else known
+    unknown = [n for n in chosen if n not in known]
+    if unknown:
+        raise UsageError(f"unknown algorithm{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
+                         f"(known: {', '.join(known)})")
+    params = params or {}
+    stray = [a for a in params if a not in chosen]
+    if stray:
+        raise UsageError(f"parameters given for {', '.join(stray)}, which is not among the algorithms run "
+                         f"({', '.join(chosen)})")
+    full: dict[str, dict[str, Any]] = {}
+    for name in chosen:
+        full[name] = registry.resolve_params(name, params.get(name, {}))
+    return tuple(dict.fromkeys(chosen)), full
+
+
+def replay(ev: FlowEvents, algorithms: Sequence[str] | None = None,
+           params: dict[str, dict[str, Any]] | None = None) -> dict[str, pl.DataFrame]:
+    """Replay algorithms on one flow's events: ``{label: DataFrame}`` (schema.REPLAY_BASE + signals).
+
+    Open-loop: each table says what the algorithm *would have set* given the trace's ACKs, RTTs
+    and losses, not what the network would then have done.
+    """
+    from hscc_trace import replay as _replay
+
+    labels, full = resolve(algorithms, params)
+    return {name: _replay.run(ev, name, full[name]) for name in labels}
+
+
+def empty_fit() -> pl.DataFrame:
+    """An empty schema.FIT_METRICS table (a flow with nothing to fit)."""
+    return schema.empty(schema.FIT_METRICS)
+
+
+def fit(ev: FlowEvents, replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Fit of every replay to the actual sender on cwnd-limited rounds: schema.FIT_METRICS, rank 1 first."""
+    from hscc_trace.replay import metrics
+
+    if not replays:
+        return empty_fit()
+    return metrics.fit(ev, replays)
+
+
+# --- whole runs ------------------------------------------------------------------------------------
+
+
+def analyze(paths: PathLike | Iterable[PathLike], algorithms: Sequence[str] | None = None,
+            params: dict[str, dict[str, Any]] | None = None, *, bpf: str | None = None,
+            flows: Sequence[int] | None = None, jobs: int = 1, strict: bool = True) -> Analysis:
+    """Analyze captures (files, or directories searched for captures) end to end.
+
+    Captures that cannot be read are listed in ``Analysis.errors``; with ``strict`` (the default)
+    an :class:`InputError` is raised instead when *no* capture could be read.
+    """
+    from hscc_trace import pipeline
+
+    run = analyze_run(paths, algorithms, params, bpf=bpf, flows=flows, jobs=jobs)
+    if strict and run.failed and not run.analysis.captures:
+        raise InputError("; ".join(run.failed.values()))
+    return run.analysis
+
+
+def analyze_run(paths: PathLike | Iterable[PathLike], algorithms: Sequence[str] | None = None,
+                params: dict[str, dict[str, Any]] | None = None, *, bpf: str | None = None,
+                flows: Sequence[int] | None = None, jobs: int = 1, progress: Any = None):
+    """Like :func:`analyze` but returns the :class:`hscc_trace.pipeline.Run` (analysis, inputs in
+    order, per-capture errors), as the CLI uses it. ``progress(done, total, text)`` is called
+    after every task."""
+    from hscc_trace import pipeline
+
+    if isinstance(paths, (str, Path)):
+        paths = [paths]
+    labels, full = resolve(algorithms, params)
+    if jobs < 1:
+        raise UsageError(f"jobs must be >= 1, got {jobs}")
+    opts = pipeline.Options(algorithms=labels, params=full, bpf=bpf,
+                            flows=tuple(int(f) for f in flows) if flows is not None else None, jobs=jobs)
+    return pipeline.run(list(paths), opts, progress=progress)
+
+
+# --- tables over a whole analysis ---------------------------------------------------------------
+
+
+def flow_table(analysis: Analysis) -> pl.DataFrame:
+    """Every analyzed flow of every capture: ``capture`` + schema.FLOWS + ``best`` + ``best_mare``."""
+    frames = []
+    for cr in analysis.captures:
+        for fr in cr.results:
+            row = {c.name: fr.flow.get(c.name) for c in schema.FLOWS}
+            best = fr.fit.sort("rank").row(0, named=True) if fr.fit.height else None
+            frames.append({"capture": cr.meta.path, **row,
+                           "best": best["algo"] if best else None,
+                           "best_mare": best["mare"] if best else None})
+    if not frames:
+        return pl.DataFrame(schema={"capture": pl.String, **schema.polars_schema(schema.FLOWS),
+                                    "best": pl.String, "best_mare": pl.Float64})
+    df = pl.DataFrame(frames, infer_schema_length=None)
+    return df.with_columns([pl.col(c.name).cast(c.dtype) for c in schema.FLOWS])
+
+
+def fit_table(analysis: Analysis) -> pl.DataFrame:
+    """Fit metrics of every flow of every capture: ``capture`` + schema.FIT_METRICS."""
+    frames = [fr.fit.with_columns(pl.lit(cr.meta.path).alias("capture"))
+              for cr in analysis.captures for fr in cr.results if fr.fit.height]
+    if not frames:
+        return pl.DataFrame(schema={"capture": pl.String, **schema.polars_schema(schema.FIT_METRICS)})
+    df = pl.concat([schema.conform(f, schema.FIT_METRICS, extra=True) for f in frames], how="diagonal_relaxed")
+    return df.select(["capture", *[c.name for c in schema.FIT_METRICS]])
+
+
+def flow_result(analysis: Analysis, flow_id: int, capture: int | str = 0):
+    """One :class:`~hscc_trace.model.FlowResult` by flow id (and capture index or path)."""
+    caps = analysis.captures
+    if isinstance(capture, int):
+        if not 0 <= capture < len(caps):
+            raise InputError(f"no capture {capture} (the analysis has {len(caps)})")
+        cr = caps[capture]
+    else:
+        match = [c for c in caps if c.meta.path == str(capture)]
+        if not match:
+            raise InputError(f"no capture {capture!r} in the analysis")
+        cr = match[0]
+    for fr in cr.results:
+        if int(fr.flow["flow_id"]) == int(flow_id):
+            return fr
+    raise InputError(f"{cr.meta.path}: flow {flow_id} was not analyzed")
+
+
+def results(analysis: Analysis, *, failed: dict[str, str] | None = None) -> dict[str, Any]:
+    """The versioned JSON results document (see docs/results.md) as a dict."""
+    from hscc_trace import results as _results
+
+    return _results.to_dict(analysis, failed=failed)
+
+
+def report(analysis: Analysis, path: PathLike) -> Path:
+    """Write the self-contained HTML report; returns its path."""
+    from hscc_trace import reports
+
+    out = Path(path)
+    reports.write_report(analysis, out)
+    return out
+
+
+def figures(analysis: Analysis, flow_id: int, capture: int | str = 0) -> Any:
+    """The report's Plotly figures for one flow (for notebooks: ``fig.show()``)."""
+    from hscc_trace import reports
+
+    return reports.flow_figures(analysis, flow_result(analysis, flow_id, capture))
+
+
+def export(obj: Any, path: PathLike, **kw: Any) -> Path:
+    """Write events, a replay or any table to parquet/csv/json by extension (:mod:`hscc_trace.export`)."""
+    from hscc_trace import export as _export
+
+    return _export.write(obj, path, **kw)
+
+
+def check(analysis: Analysis | dict[str, Any], expect: str | None = None, *, max_error: float | None = None,
+          rank_first: bool = False, min_rounds: int | None = None, flows: Sequence[int] | None = None,
+          baseline: PathLike | dict[str, Any] | None = None, tolerance: Any = None) -> list:
+    """Per-flow verdicts (:class:`hscc_trace.check.Verdict`) as `hscc-trace check` computes them."""
+    from dataclasses import replace
+
+    from hscc_trace import check as _check
+    from hscc_trace import config as _config
+    from hscc_trace import results as _results
+
+    doc = analysis if isinstance(analysis, dict) else _results.to_dict(analysis)
+    cfg = _config.CheckConfig()
+    kw: dict[str, Any] = {"expect": expect, "rank_first": rank_first}
+    if max_error is not None:
+        kw["max_error"] = max_error
+    if min_rounds is not None:
+        kw["min_rounds"] = min_rounds
+    cfg = replace(cfg, **kw)
+    verdicts = []
+    if expect is not None:
+        verdicts += _check.check_expectations(doc, cfg, flows)
+    if baseline is not None:
+        base = baseline if isinstance(baseline, dict) else _results.read(baseline)
+        tol = tolerance if isinstance(tolerance, _config.Tolerance) else _config.parse_tolerance(tolerance, cfg.tolerance)
+        verdicts += _check.check_baseline(doc, base, tol, algorithms=[expect] if expect else None,
+                                          min_rounds=cfg.min_rounds, flows=flows)
+    if expect is None and baseline is None:
+        raise UsageError("check needs an expected algorithm or a baseline")
+    return verdicts

@@ -1,0 +1,124 @@
+"""`hscc-trace analyze`: captures in; HTML report, JSON results and a terminal summary out."""
+
+from __future__ import annotations
+
+import sys
+import time
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import typer
+
+from hscc_trace import api, config, results
+from hscc_trace.errors import UsageError
+
+from .app import app
+
+
+@contextmanager
+def progress_bar(label: str, enabled: bool) -> Iterator[Any]:
+    """A rich progress bar on stderr when it is a terminal; a no-op callback otherwise."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
+                  TimeElapsedColumn(), TextColumn("{task.fields[what]}"),
+                  console=Console(stderr=True), transient=True) as bar:
+        task = bar.add_task(label, total=None, what="")
+
+        def update(done: int, total: int, what: str) -> None:
+            bar.update(task, completed=done, total=max(total, 1), what=what)
+
+        yield update
+
+
+def _mbit(x: Any) -> str:
+    return f"{x / 1e6:.2f} Mbit/s" if isinstance(x, (int, float)) else "—"
+
+
+def _ms(x: Any) -> str:
+    return f"{x * 1e3:.1f} ms" if isinstance(x, (int, float)) else "—"
+
+
+def summary_lines(doc: dict[str, Any]) -> list[str]:
+    """The terminal summary: per capture, its flows with goodput, RTT and the best-fitting algorithm."""
+    from hscc_trace.check import flow_label
+
+    out: list[str] = []
+    for cap in doc["captures"]:
+        if cap.get("error"):
+            continue
+        meta = cap["meta"]
+        out.append(f"{cap['path']}: {meta['packets_total']} packets, {meta['duration_s']:.2f} s, "
+                   f"{len(cap['flows'])} flow(s) analyzed of {cap['flows_total']}")
+        for f in cap["flows"]:
+            ev = f["events"]
+            if f["best"]:
+                row = next(r for r in f["fit"] if r["algo"] == f["best"])
+                fit = f"best fit: {f['best']} (mare {row['mare']:.3f}, {row['rounds']} cwnd-limited rounds)"
+            elif ev["segments"] == 0:
+                fit = "no data (handshake/control only)"
+            else:
+                fit = f"not fitted ({ev['cwnd_limited_rounds']} cwnd-limited rounds of {ev['rounds']})"
+            out.append(f"  {flow_label(f)}  {_mbit(f.get('goodput_bps'))}, rtt min {_ms(f.get('rtt_min_s'))}, "
+                       f"{f.get('retrans') or 0} retrans — {fit}")
+        for w in cap["warnings"]:
+            out.append(f"  warning: {w['message']}" + (f" ({w['count']}×)" if w["count"] != 1 else ""))
+    return out
+
+
+@app.command()
+def analyze(
+    inputs: list[str] = typer.Argument(..., metavar="FILE_OR_DIR...", help="Capture files (pcap, pcapng, .gz) or directories searched for them."),
+    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the self-contained HTML report here."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the versioned JSON results here (docs/results.md)."),
+    algo: Optional[str] = typer.Option(None, "--algo", help="Comma-separated algorithms to replay (default: all registered; see `hscc-trace algorithms`)."),
+    param: Optional[list[str]] = typer.Option(None, "--param", help="Algorithm parameter ALGO.NAME=VALUE (repeatable)."),
+    bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied when reading, e.g. 'tcp port 5201'."),
+    flow: Optional[list[int]] = typer.Option(None, "--flow", help="Only this flow id (repeatable; default: every flow)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default 1, or `jobs` in the configuration)."),
+    export_dir: Optional[Path] = typer.Option(None, "--export", help="Also write every flow's events, replays and fit as tables under this folder."),
+    export_format: str = typer.Option("parquet", "--export-format", help="Format for --export: parquet, csv, json or ndjson."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="Configuration file (default: hscc-trace.toml or [tool.hscc-trace] in pyproject.toml, searched upward)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary; errors only."),
+) -> None:
+    """Analyze captures: flows, event streams, replays of every algorithm, fit, report and JSON.
+
+    Exit code 0, or 2 when any input could not be read (the others are still analyzed).
+    """
+    cfg = config.with_overrides(config.load(config_file), algorithms=algo, params=param, bpf=bpf, jobs=jobs)
+    if export_dir is not None and export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
+        raise UsageError(f"--export-format {export_format!r}: use parquet, csv, json or ndjson")
+    t0 = time.perf_counter()
+    with progress_bar("analyzing", not quiet) as update:
+        run = api.analyze_run(inputs, cfg.algorithms, cfg.params, bpf=cfg.filter, flows=flow, jobs=cfg.jobs,
+                              progress=update)
+    for msg in run.failed.values():
+        typer.echo(f"hscc-trace: error: {msg}", err=True)
+    doc = run.to_json()
+    written = []
+    if output is not None and run.analysis.captures:
+        api.report(run.analysis, output)
+        written.append(f"report: {output}")
+    if json_out is not None:
+        results.write(doc, json_out)
+        written.append(f"results: {json_out}")
+    if export_dir is not None:
+        from hscc_trace import export
+
+        files = export.export_analysis(run.analysis, export_dir, export_format)
+        written.append(f"exported {len(files)} table(s) under {export_dir}")
+    if not quiet:
+        for line in summary_lines(doc):
+            typer.echo(line)
+        n_flows = sum(len(c["flows"]) for c in doc["captures"])
+        typer.echo(f"{len(run.analysis.captures)} capture(s), {n_flows} flow(s), {len(run.failed)} error(s), "
+                   f"{len(run.analysis.algorithms)} algorithm(s) in {time.perf_counter() - t0:.1f} s")
+        for w in written:
+            typer.echo(w)
+    if run.failed:
+        raise typer.Exit(2)

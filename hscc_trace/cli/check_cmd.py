@@ -1,0 +1,125 @@
+"""`hscc-trace check`: the CI gate — expectations or a baseline in, per-flow verdicts and an exit code out."""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from hscc_trace import api, check, config, results
+from hscc_trace.errors import InputError, UsageError
+
+from .analyze_cmd import progress_bar
+from .app import app
+
+
+@app.command("check")
+def check_cmd(
+    inputs: list[str] = typer.Argument(..., metavar="FILE_OR_DIR...", help="Capture files or directories."),
+    expect: Optional[str] = typer.Option(None, "--expect", help="Algorithm the sender should match (e.g. reno)."),
+    max_error: Optional[float] = typer.Option(None, "--max-error", help=f"Bound on the expected algorithm's mare (fraction; default {config.DEFAULT_MAX_ERROR})."),
+    rank_first: Optional[bool] = typer.Option(None, "--rank-first/--no-rank-first", help="Also require the expected algorithm to fit best among all replayed."),
+    baseline: Optional[Path] = typer.Option(None, "--baseline", help="A stored results.json: fail when metrics regressed beyond --tolerance."),
+    tolerance: Optional[str] = typer.Option(None, "--tolerance", help="Allowed regression, e.g. mare=0.02,rmse_pkts=1,corr=0.05,goodput=0.1 (none disables one)."),
+    junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here (one testsuite per capture, one testcase per flow)."),
+    min_rounds: Optional[int] = typer.Option(None, "--min-rounds", help=f"cwnd-limited rounds a flow needs to be judged (default {config.DEFAULT_MIN_ROUNDS}); fewer → skipped."),
+    flow: Optional[list[int]] = typer.Option(None, "--flow", help="Only this flow id (repeatable; default: every flow with enough data)."),
+    algo: Optional[str] = typer.Option(None, "--algo", help="Algorithms to replay (default: the expected one; all with --rank-first; the baseline's with --baseline)."),
+    param: Optional[list[str]] = typer.Option(None, "--param", help="Algorithm parameter ALGO.NAME=VALUE (repeatable)."),
+    bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied when reading."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes."),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the results (usable later as --baseline)."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="Configuration file ([check] table: expect, max_error, …)."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="Print failures and the tally only."),
+) -> None:
+    """Check captures against expectations: exit 0 when every verdict passes, 1 when any fails,
+    2 for usage or input errors. Flows with too little data are skipped, never passed."""
+    t0 = time.perf_counter()
+    cfg = config.with_overrides(config.load(config_file), params=param, bpf=bpf, jobs=jobs)
+    c = cfg.check
+    kw: dict = {}
+    if expect is not None:
+        kw["expect"] = expect
+    if max_error is not None:
+        if max_error < 0:
+            raise UsageError(f"--max-error must be >= 0, got {max_error}")
+        kw["max_error"] = max_error
+    if rank_first is not None:
+        kw["rank_first"] = rank_first
+    if min_rounds is not None:
+        if min_rounds < 1:
+            raise UsageError(f"--min-rounds must be >= 1, got {min_rounds}")
+        kw["min_rounds"] = min_rounds
+    if baseline is not None:
+        kw["baseline"] = str(baseline)
+    if junit is not None:
+        kw["junit"] = str(junit)
+    c = replace(c, **kw)
+    c = replace(c, tolerance=config.parse_tolerance(tolerance, c.tolerance))
+    if c.expect is None and not c.expectations and c.baseline is None:
+        raise UsageError("check needs --expect ALGO, --baseline results.json, or [check] expectations in the configuration")
+    base_doc = results.read(c.baseline) if c.baseline is not None else None
+
+    # Which algorithms to replay: as few as the verdicts need, so CI stays fast.
+    expected = [c.expect] if c.expect else list(dict.fromkeys(e.expect for e in c.expectations if e.expect))
+    if algo is not None:
+        algos = config.parse_algorithms(algo)
+    elif c.rank_first or any(e.rank_first for e in c.expectations):
+        algos = cfg.algorithms  # every configured (default: registered) algorithm
+    elif base_doc is not None:
+        known = set(api.algorithms())
+        algos = tuple(dict.fromkeys([*expected, *(a for a in base_doc.get("algorithms", []) if a in known)]))
+    else:
+        algos = tuple(expected)
+    if algos is not None:
+        missing = [e for e in expected if e not in algos]
+        if missing:
+            raise UsageError(f"--algo must include the expected algorithm {', '.join(missing)}")
+    params = {a: p for a, p in cfg.params.items() if algos is None or a in algos}
+
+    with progress_bar("checking", not quiet) as update:
+        run = api.analyze_run(inputs, algos, params, bpf=cfg.filter, flows=flow, jobs=cfg.jobs, progress=update)
+    doc = run.to_json()
+    if json_out is not None:
+        results.write(doc, json_out)
+
+    verdicts: list[check.Verdict] = []
+    if c.expect is not None or c.expectations:
+        verdicts += check.check_expectations(doc, c, flow)
+    if base_doc is not None:
+        verdicts += check.check_baseline(doc, base_doc, c.tolerance, algorithms=expected or None,
+                                         min_rounds=c.min_rounds, flows=flow)
+    if not verdicts and run.failed:
+        raise InputError("; ".join(run.failed.values()))
+
+    for v in verdicts:
+        if v.status == check.ERROR:
+            typer.echo(f"hscc-trace: error: {v.message}", err=True)
+    lines = check.terminal_lines(verdicts)
+    for v, line in zip(verdicts, lines):
+        if not quiet or v.status == check.FAIL:
+            typer.echo(line)
+    typer.echo(lines[-1] + f" in {time.perf_counter() - t0:.1f} s")
+
+    if c.junit is not None:
+        p = Path(c.junit)
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(check.junit_xml(verdicts, time_s=time.perf_counter() - t0), encoding="utf-8")
+        except OSError as exc:
+            raise InputError(f"{p}: cannot write JUnit XML ({exc.strerror or exc})") from None
+    if check.in_github_actions():
+        for line in check.github_annotations(verdicts):
+            typer.echo(line)
+        summary = os.environ.get("GITHUB_STEP_SUMMARY")
+        if summary:
+            try:
+                with open(summary, "a", encoding="utf-8") as f:
+                    f.write(check.markdown_summary(verdicts))
+            except OSError as exc:
+                typer.echo(f"hscc-trace: warning: cannot append to GITHUB_STEP_SUMMARY ({exc})", err=True)
+    raise typer.Exit(check.exit_code(verdicts))

@@ -1,0 +1,124 @@
+"""Exports through polars: event streams, replays and fit tables to parquet, CSV or JSON.
+
+The format follows the file extension:
+
+============  ====================================================================
+``.parquet``  Apache Parquet (zstd), dtypes kept exactly (Enums, UInt64 …)
+``.csv``      comma-separated with a header; Enums as text, nulls as empty fields
+``.json``     one JSON array of row objects
+``.ndjson``   one JSON object per line (also ``.jsonl``)
+============  ====================================================================
+
+Column names, dtypes and units are those of :mod:`hscc_trace.schema` (docs/schema.md).
+Replays of several algorithms are written as one long table with an ``algo`` column first;
+columns an algorithm does not have (another's signals) are null.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Iterable
+
+import polars as pl
+
+from hscc_trace.errors import InputError, UsageError
+from hscc_trace.model import Analysis, FlowEvents, FlowResult
+
+FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".ndjson": "ndjson", ".jsonl": "ndjson"}
+EVENT_TABLES = ("segments", "acks", "episodes", "rounds")
+
+
+def format_of(path: str | Path) -> str:
+    """``parquet``, ``csv``, ``json`` or ``ndjson`` from the extension; UsageError otherwise."""
+    suffix = Path(path).suffix.lower()
+    if suffix not in FORMATS:
+        raise UsageError(f"{path}: unknown export format {suffix or '(no extension)'!r} "
+                         f"(use {', '.join(FORMATS)})")
+    return FORMATS[suffix]
+
+
+def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
+    """CSV has no nested types: lists and structs become JSON text."""
+    nested = [c for c, t in df.schema.items() if isinstance(t, (pl.List, pl.Array, pl.Struct))]
+    if not nested:
+        return df
+    return df.with_columns([pl.col(c).map_elements(lambda v: None if v is None else str(v), return_dtype=pl.String)
+                            for c in nested])
+
+
+def write_table(df: pl.DataFrame, path: str | Path) -> Path:
+    """Write one DataFrame; the format follows the extension. Returns the path."""
+    p = Path(path)
+    fmt = format_of(p)
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+        if fmt == "parquet":
+            df.write_parquet(p, compression="zstd")
+        elif fmt == "csv":
+            _csv_ready(df).write_csv(p)
+        elif fmt == "json":
+            df.write_json(p)
+        else:
+            df.write_ndjson(p)
+    except OSError as exc:
+        raise InputError(f"{p}: cannot write ({exc.strerror or exc})") from None
+    return p
+
+
+def replays_long(replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """Replays of several algorithms as one table: ``algo`` + schema.REPLAY_BASE + every signal."""
+    frames = [df.with_columns(pl.lit(name).alias("algo")).select(["algo", *df.columns])
+              for name, df in replays.items()]
+    if not frames:
+        return pl.DataFrame(schema={"algo": pl.String})
+    return pl.concat(frames, how="diagonal_relaxed")
+
+
+def write(obj: Any, path: str | Path, *, table: str | None = None) -> Path:
+    """Write a DataFrame, a :class:`FlowEvents` table (``table`` = segments/acks/episodes/rounds,
+    default acks), a ``{label: replay}`` dict (long format) or a :class:`FlowResult`'s replays."""
+    if isinstance(obj, pl.DataFrame):
+        return write_table(obj, path)
+    if isinstance(obj, FlowEvents):
+        name = table or "acks"
+        if name not in EVENT_TABLES:
+            raise UsageError(f"unknown event table {name!r} (use {', '.join(EVENT_TABLES)})")
+        return write_table(getattr(obj, name), path)
+    if isinstance(obj, FlowResult):
+        return write_table(replays_long(obj.replays) if table in (None, "replay") else getattr(obj.events, table), path)
+    if isinstance(obj, dict) and all(isinstance(v, pl.DataFrame) for v in obj.values()):
+        return write_table(replays_long(obj), path)
+    raise UsageError(f"cannot export a {type(obj).__name__}")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "capture"
+
+
+def export_analysis(analysis: Analysis, folder: str | Path, fmt: str = "parquet",
+                    tables: Iterable[str] = (*EVENT_TABLES, "replay", "fit")) -> list[Path]:
+    """Every analyzed flow's tables under ``folder``: ``<capture>/flow<ID>.<table>.<fmt>``.
+
+    ``<capture>`` is the capture's file name (its index is prefixed when two captures share a
+    name). Returns the files written, in order.
+    """
+    ext = "." + fmt.lower().lstrip(".")
+    format_of(f"x{ext}")
+    out: list[Path] = []
+    names = [Path(cr.meta.path).name for cr in analysis.captures]
+    for i, cr in enumerate(analysis.captures):
+        stem = _slug(names[i]) if names.count(names[i]) == 1 else f"{i:03d}-{_slug(names[i])}"
+        for fr in cr.results:
+            fid = int(fr.flow["flow_id"])
+            for t in tables:
+                if t in EVENT_TABLES:
+                    df = getattr(fr.events, t)
+                elif t == "replay":
+                    df = replays_long(fr.replays)
+                elif t == "fit":
+                    df = fr.fit
+                else:
+                    raise UsageError(f"unknown table {t!r} (use {', '.join((*EVENT_TABLES, 'replay', 'fit'))})")
+                out.append(write_table(df, Path(folder) / stem / f"flow{fid}.{t}{ext}"))
+    return out
