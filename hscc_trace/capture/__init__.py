@@ -1,0 +1,138 @@
+"""Capture ingestion: a capture file in, a :class:`~hscc_trace.model.Capture` out.
+
+``load(path)`` reads pcap / pcapng (optionally gzip-compressed) in chunks
+(:mod:`.reader`), applies a BPF ``--filter`` compiled by libpcap (:mod:`.bpf`), decodes TCP with
+the compiled fast path (:mod:`.decode`) and hands whatever it does not know to scapy
+(:mod:`.slow`); then :func:`hscc_trace.flows.build_flows` assigns connections. Every record
+that does not become a TCP packet row is counted by reason in ``CaptureMeta.skipped`` and
+reported as a warning.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+import polars as pl
+
+from hscc_trace import schema
+from hscc_trace.errors import InputError, Warn
+from hscc_trace.model import Capture, CaptureMeta
+
+from .decode import FALLBACK, FRAGMENT, OK, REASONS, decode
+from .reader import ReadInfo, iter_batches, linktype_name
+
+__all__ = ["load", "load_packets"]
+
+_PACKET_COLS = [c.name for c in schema.PACKETS if c.name not in ("flow_id", "dir")]
+
+
+def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: bool = True,
+                 force_slow: bool = False) -> tuple[pl.DataFrame, CaptureMeta, list[Warn]]:
+    """Read and decode ``path``: (TCP packet rows in capture order without flow_id/dir, meta, warnings).
+
+    ``fallback=False`` disables the scapy decoder (its records are then counted as skipped);
+    ``force_slow=True`` decodes *every* record with scapy (for the fast/slow parity test).
+    Records removed by ``bpf`` are neither decoded nor counted as skipped.
+    """
+    path = os.fspath(path)
+    info = ReadInfo()
+    parts: list[pl.DataFrame] = []
+    skipped: dict[str, int] = {}
+    slow_recs: list[tuple[int, int, int, int, int, bytes]] = []  # frame, ts_ns, iface, wire, linktype, bytes
+    flt = None
+    if bpf is not None:
+        from .bpf import BpfFilter
+
+        flt = BpfFilter(bpf)
+    matched = 0
+    for batch in iter_batches(path, info):
+        if flt is not None:
+            batch = batch.subset(flt.match(batch))
+            if len(batch) == 0:
+                continue
+        matched += len(batch)
+        if force_slow:
+            status = np.full(len(batch), FALLBACK, np.uint8)
+        else:
+            df, status = decode(batch)
+            if df.height:
+                parts.append(df)
+        bad = np.flatnonzero(status != OK)
+        if not len(bad):
+            continue
+        codes, counts = np.unique(status[bad], return_counts=True)
+        for c, k in zip(codes.tolist(), counts.tolist()):
+            if fallback and c in (FALLBACK, FRAGMENT):
+                continue
+            r = REASONS.get(c, f"decoder status {c}")
+            skipped[r] = skipped.get(r, 0) + k
+        if fallback:
+            sel = bad[(status[bad] == FALLBACK) | (status[bad] == FRAGMENT)]
+            frames = batch.frame_numbers(sel)
+            for j, i in enumerate(sel.tolist()):
+                o = int(batch.off[i])
+                slow_recs.append((int(frames[j]), int(batch.ts_ns[i]), int(batch.iface[i]), int(batch.wire[i]),
+                                  int(batch.linktype[i]), bytes(batch.buf[o : o + int(batch.cap[i])])))
+    decoded_by = {"fast": sum(p.height for p in parts)}
+    if slow_recs:
+        from .slow import decode_records
+
+        sdf, sskip = decode_records(slow_recs)
+        for r, k in sskip.items():
+            skipped[r] = skipped.get(r, 0) + k
+        decoded_by["scapy"] = sdf.height
+        if sdf.height:
+            parts.append(sdf)
+    if parts:
+        pk = pl.concat([p.select(_PACKET_COLS) for p in parts], how="vertical_relaxed")
+        if len(parts) > 1 and not pk["frame"].is_sorted():
+            pk = pk.sort("frame")
+    else:
+        pk = schema.empty(schema.PACKETS).select(_PACKET_COLS)
+    pk = pk.with_columns([pl.col(c.name).cast(c.dtype) for c in schema.PACKETS if c.name in _PACKET_COLS])
+    warnings: list[Warn] = [Warn(path, reason, k) for reason, k in info.problems.items()]
+    warnings += [Warn(path, f"skipped: {reason}", k) for reason, k in skipped.items()]
+    meta = CaptureMeta(
+        path=path,
+        format=info.format,
+        link_types=[linktype_name(lt) for lt in info.linktypes],
+        snaplen=info.snaplen,
+        packets_total=info.records,
+        packets_tcp=pk.height,
+        first_ns=int(pk["ts_ns"].min()) if pk.height else None,
+        last_ns=int(pk["ts_ns"].max()) if pk.height else None,
+        bpf=bpf,
+        skipped=skipped,
+        decoded_by={k: v for k, v in decoded_by.items() if v},
+    )
+    if flt is not None and matched == 0 and info.records:
+        raise InputError(f"{path}: no packet matches the filter {bpf!r} ({info.records} packets read)")
+    return pk, meta, warnings
+
+
+def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
+    """Read, decode and group a capture into packets (schema.PACKETS) and flows (schema.FLOWS).
+
+    Raises :class:`~hscc_trace.errors.InputError` (one line) for unusable input: a missing,
+    empty or non-capture file, an unsupported link type, an invalid filter, or a capture in which
+    no TCP packet could be decoded. Partial problems (truncated last record, undecodable records)
+    become warnings with counts.
+    """
+    from hscc_trace.flows import build_flows
+
+    pk, meta, warnings = load_packets(path, bpf=bpf)
+    if pk.height == 0:
+        raise InputError(_no_tcp_message(meta, warnings))
+    packets, flows = build_flows(pk)
+    return Capture(meta=meta, packets=packets, flows=flows, warnings=warnings)
+
+
+def _no_tcp_message(meta: CaptureMeta, warnings: list[Warn]) -> str:
+    p = meta.path
+    if meta.packets_total == 0:
+        why = "; ".join(w.message for w in warnings) or "the file holds no packet records"
+        return f"{p}: no packets could be read ({why})"
+    reasons = ", ".join(f"{r}: {k}" for r, k in sorted(meta.skipped.items(), key=lambda x: -x[1]))
+    lts = ",".join(meta.link_types)
+    return f"{p}: no TCP packets among {meta.packets_total} records (link type {lts}; {reasons})"

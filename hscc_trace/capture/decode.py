@@ -1,0 +1,351 @@
+"""Fast-path decoder: link layer → IPv4/IPv6 → TCP header and options, compiled with numba.
+
+One compiled loop over a batch's record index fills parallel column arrays (no Python object
+per packet). Link types: Ethernet (any stack of 802.1Q / 802.1ad / QinQ tags), Linux cooked SLL
+and SLL2, raw IP (LINKTYPE_RAW 101 and the DLT_RAW values 12/14, IPV4 228, IPV6 229), BSD NULL
+(host byte order, either) and LOOP (network byte order). IPv4 with options; IPv6 with
+hop-by-hop, routing, destination-options and AH extension headers skipped (RFC 8200 §4);
+BIG TCP / TSO super-packets whose IP length field is 0 take their length from the frame length
+(IPv4 tot_len 0, as tcpdump does; IPv6 jumbo payload option, RFC 2675). TCP options (RFC 9293
+§3.1, RFC 7323, RFC 2018): MSS (kind 2), window scale (3), SACK-permitted (4), SACK blocks (5,
+up to 4), timestamps (8).
+
+Each record gets a status: :data:`OK` or a skip reason (:data:`REASONS`). Records the fast path
+does not understand — other link types, MPLS, PPPoE, 802.3/LLC frames, GRE/IP-in-IP/VXLAN
+tunnels and IP fragments — get :data:`FALLBACK` and go to the scapy decoder
+(:mod:`hscc_trace.capture.slow`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+OK = 0
+FALLBACK = 7
+FRAGMENT = 6
+#: status code -> human reason used in CaptureMeta.skipped
+REASONS = {
+    1: "link-layer header truncated",
+    2: "not IP (ARP, LLDP, STP, …)",
+    3: "IP but not TCP (UDP, ICMP, …)",
+    4: "IP header truncated or malformed",
+    5: "TCP header truncated by the snapshot length",
+    6: "IP fragment",
+    7: "not decodable (unknown link type or encapsulation)",
+    8: "malformed TCP header",
+}
+
+
+@njit(cache=True, inline="always")
+def _be16(b, p):
+    return (np.uint32(b[p]) << 8) | np.uint32(b[p + 1])
+
+
+@njit(cache=True, inline="always")
+def _be32(b, p):
+    return (np.uint32(b[p]) << 24) | (np.uint32(b[p + 1]) << 16) | (np.uint32(b[p + 2]) << 8) | np.uint32(b[p + 3])
+
+
+@njit(cache=True, inline="always")
+def _be64(b, p):
+    return (np.uint64(_be32(b, p)) << np.uint64(32)) | np.uint64(_be32(b, p + 4))
+
+
+@njit(cache=True)
+def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid, ttl, ecn, sport, dport,
+                 seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc, has_wsc, sackp, tsval, tsecr,
+                 has_ts, sack_n, sack):
+    """Decode every record; see the module docstring. Output arrays are filled in place."""
+    n = len(off)
+    for i in range(n):
+        p0 = off[i]
+        end = p0 + cap[i]
+        t = lt[i]
+        st = 0
+        l3 = -1
+        ver = 0
+        et = np.uint32(0)
+        # ---- link layer -----------------------------------------------------------------
+        if t == 1:  # Ethernet
+            if end - p0 < 14:
+                status[i] = 1
+                continue
+            et = _be16(buf, p0 + 12)
+            q = p0 + 14
+            while et == 0x8100 or et == 0x88A8 or et == 0x9100 or et == 0x9200:
+                if q + 4 > end:
+                    st = 1
+                    break
+                et = _be16(buf, q + 2)
+                q += 4
+            if st:
+                status[i] = st
+                continue
+            l3 = q
+        elif t == 113:  # Linux SLL
+            if end - p0 < 16:
+                status[i] = 1
+                continue
+            et = _be16(buf, p0 + 14)
+            q = p0 + 16
+            while et == 0x8100 or et == 0x88A8:
+                if q + 4 > end:
+                    st = 1
+                    break
+                et = _be16(buf, q + 2)
+                q += 4
+            if st:
+                status[i] = st
+                continue
+            l3 = q
+        elif t == 276:  # Linux SLL2
+            if end - p0 < 20:
+                status[i] = 1
+                continue
+            et = _be16(buf, p0)
+            l3 = p0 + 20
+        elif t == 101 or t == 12 or t == 14:  # raw IP
+            if end - p0 < 1:
+                status[i] = 4
+                continue
+            v = buf[p0] >> 4
+            et = 0x0800 if v == 4 else (0x86DD if v == 6 else 0)
+            l3 = p0
+        elif t == 228:
+            et = 0x0800
+            l3 = p0
+        elif t == 229:
+            et = 0x86DD
+            l3 = p0
+        elif t == 0 or t == 108:  # BSD NULL (host order) / LOOP (network order)
+            if end - p0 < 4:
+                status[i] = 1
+                continue
+            fam_be = _be32(buf, p0)
+            fam_le = (np.uint32(buf[p0 + 3]) << 24) | (np.uint32(buf[p0 + 2]) << 16) | (np.uint32(buf[p0 + 1]) << 8) | np.uint32(buf[p0])
+            fam = fam_be if t == 108 else (fam_le if fam_le < 256 else fam_be)
+            if fam == 2:
+                et = 0x0800
+            elif fam == 24 or fam == 28 or fam == 30 or fam == 10:
+                et = 0x86DD
+            else:
+                status[i] = 2
+                continue
+            l3 = p0 + 4
+        else:
+            status[i] = FALLBACK
+            continue
+        if et == 0x0800:
+            ver = 4
+        elif et == 0x86DD:
+            ver = 6
+        elif et == 0x8847 or et == 0x8848 or et == 0x8864 or et < 0x0600:
+            status[i] = FALLBACK  # MPLS, PPPoE session, 802.3 length field (LLC/SNAP)
+            continue
+        else:
+            status[i] = 2
+            continue
+        # ---- IP ---------------------------------------------------------------------------
+        l4 = 0
+        ip_end = 0
+        if ver == 4:
+            if l3 + 20 > end or (buf[l3] >> 4) != 4:
+                status[i] = 4
+                continue
+            ihl = (buf[l3] & 0x0F) * 4
+            tot = _be16(buf, l3 + 2)
+            if tot == 0:  # TSO/BIG TCP super-packet: length from the frame
+                tot = np.uint32(wire[i] - (l3 - p0))
+            if ihl < 20 or tot < ihl:
+                status[i] = 4
+                continue
+            proto = buf[l3 + 9]
+            frag = _be16(buf, l3 + 6)
+            if (frag & 0x3FFF) != 0:
+                status[i] = FRAGMENT
+                continue
+            if proto != 6:
+                if proto == 47 or proto == 4 or proto == 41:
+                    status[i] = FALLBACK
+                elif proto == 17 and l3 + ihl + 4 <= end and _be16(buf, l3 + ihl + 2) == 4789:
+                    status[i] = FALLBACK  # VXLAN
+                else:
+                    status[i] = 3
+                continue
+            ipv[i] = 4
+            shi[i] = 0
+            slo[i] = np.uint64(0xFFFF00000000) | np.uint64(_be32(buf, l3 + 12))
+            dhi[i] = 0
+            dlo[i] = np.uint64(0xFFFF00000000) | np.uint64(_be32(buf, l3 + 16))
+            ipid[i] = _be16(buf, l3 + 4)
+            ttl[i] = buf[l3 + 8]
+            ecn[i] = buf[l3 + 1] & 3
+            l4 = l3 + ihl
+            ip_end = l3 + tot
+        else:
+            if l3 + 40 > end or (buf[l3] >> 4) != 6:
+                status[i] = 4
+                continue
+            pl = np.int64(_be16(buf, l3 + 4))
+            nh = buf[l3 + 6]
+            q = l3 + 40
+            bad = False
+            jumbo = np.int64(-1)
+            while nh == 0 or nh == 43 or nh == 60 or nh == 51:
+                if q + 8 > end:
+                    bad = True
+                    break
+                hl = (np.int64(buf[q + 1]) + 2) * 4 if nh == 51 else (np.int64(buf[q + 1]) + 1) * 8
+                if nh == 0:  # hop-by-hop: look for the jumbo payload option (RFC 2675)
+                    o = q + 2
+                    while o + 2 <= q + hl and o + 2 <= end:
+                        ot = buf[o]
+                        if ot == 0:
+                            o += 1
+                            continue
+                        ol = buf[o + 1]
+                        if ot == 0xC2 and ol == 4 and o + 6 <= end:
+                            jumbo = np.int64(_be32(buf, o + 2))
+                        o += 2 + ol
+                nh = buf[q]
+                q += hl
+            if bad:
+                status[i] = 4
+                continue
+            if nh == 44:
+                status[i] = FRAGMENT
+                continue
+            if nh != 6:
+                if nh == 4 or nh == 41 or nh == 47:
+                    status[i] = FALLBACK
+                elif nh == 17 and q + 4 <= end and _be16(buf, q + 2) == 4789:
+                    status[i] = FALLBACK
+                else:
+                    status[i] = 3
+                continue
+            if pl == 0:
+                pl = jumbo if jumbo >= 0 else np.int64(wire[i]) - (l3 - p0) - 40
+            ipv[i] = 6
+            shi[i] = _be64(buf, l3 + 8)
+            slo[i] = _be64(buf, l3 + 16)
+            dhi[i] = _be64(buf, l3 + 24)
+            dlo[i] = _be64(buf, l3 + 32)
+            ipid[i] = 0
+            ttl[i] = buf[l3 + 7]
+            ecn[i] = (buf[l3 + 1] >> 4) & 3
+            l4 = q
+            ip_end = l3 + 40 + pl
+        # ---- TCP --------------------------------------------------------------------------
+        if l4 + 20 > end:
+            status[i] = 5 if l4 < ip_end else 8
+            continue
+        hl = np.int64(buf[l4 + 12] >> 4) * 4
+        if hl < 20 or l4 + hl > ip_end:
+            status[i] = 8
+            continue
+        sport[i] = _be16(buf, l4)
+        dport[i] = _be16(buf, l4 + 2)
+        seq[i] = _be32(buf, l4 + 4)
+        ack[i] = _be32(buf, l4 + 8)
+        flags[i] = ((np.uint32(buf[l4 + 12]) & 1) << 8) | np.uint32(buf[l4 + 13])
+        win[i] = _be16(buf, l4 + 14)
+        thl[i] = hl
+        plen[i] = ip_end - l4 - hl
+        trunc[i] = ip_end > end
+        # options, as far as they were captured
+        o = l4 + 20
+        oend = min(l4 + hl, end)
+        if l4 + hl > end:
+            trunc[i] = True
+        ns = 0
+        while o < oend:
+            kind = buf[o]
+            if kind == 0:
+                break
+            if kind == 1:
+                o += 1
+                continue
+            if o + 2 > oend:
+                break
+            ln = np.int64(buf[o + 1])
+            if ln < 2 or o + ln > oend:
+                break
+            if kind == 2 and ln == 4:
+                mss[i] = _be16(buf, o + 2)
+                has_mss[i] = True
+            elif kind == 3 and ln == 3:
+                wsc[i] = buf[o + 2]
+                has_wsc[i] = True
+            elif kind == 4 and ln == 2:
+                sackp[i] = True
+            elif kind == 5 and ln >= 10:
+                nb = (ln - 2) // 8
+                for b in range(nb):
+                    if ns < 4:
+                        sack[i, 2 * ns] = _be32(buf, o + 2 + 8 * b)
+                        sack[i, 2 * ns + 1] = _be32(buf, o + 6 + 8 * b)
+                        ns += 1
+            elif kind == 8 and ln == 10:
+                tsval[i] = _be32(buf, o + 2)
+                tsecr[i] = _be32(buf, o + 6)
+                has_ts[i] = True
+            o += ln
+        sack_n[i] = ns
+        status[i] = OK
+
+
+def decode(batch) -> tuple["pl.DataFrame", np.ndarray]:
+    """Decode a :class:`~hscc_trace.capture.reader.Batch`.
+
+    Returns (rows of schema.PACKETS without flow_id/dir for the records decoded as TCP,
+    status per record). Records with a non-OK status are not in the frame.
+    """
+    import polars as pl
+
+    n = len(batch)
+    z = np.zeros
+    status = np.full(n, 255, np.uint8)
+    ipv, ttl, ecn, thl, wsc, sack_n = (z(n, np.uint8) for _ in range(6))
+    shi, slo, dhi, dlo = (z(n, np.uint64) for _ in range(4))
+    ipid, seq, ack, plen, tsval, tsecr = (z(n, np.uint32) for _ in range(6))
+    sport, dport, flags, win, mss = (z(n, np.uint16) for _ in range(5))
+    trunc, has_mss, has_wsc, sackp, has_ts = (z(n, np.bool_) for _ in range(5))
+    sack = z((n, 8), np.uint32)
+    decode_batch(batch.buf, batch.off, batch.cap, batch.wire, batch.linktype, status, ipv, shi, slo, dhi, dlo,
+                 ipid, ttl, ecn, sport, dport, seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc,
+                 has_wsc, sackp, tsval, tsecr, has_ts, sack_n, sack)
+    ok = status == OK
+    idx = np.flatnonzero(ok)
+    frame = batch.frame_numbers(idx)
+    cols = {
+        "frame": frame,
+        "ts_ns": batch.ts_ns[idx],
+        "iface": batch.iface[idx],
+        "wire_len": batch.wire[idx],
+        "cap_len": batch.cap[idx],
+        "ip_version": ipv[idx],
+        "src_hi": shi[idx], "src_lo": slo[idx], "dst_hi": dhi[idx], "dst_lo": dlo[idx],
+        "ip_id": ipid[idx], "ip_ttl": ttl[idx], "ip_ecn": ecn[idx],
+        "sport": sport[idx], "dport": dport[idx], "seq": seq[idx], "ack": ack[idx],
+        "flags": flags[idx], "win": win[idx], "tcp_hlen": thl[idx], "payload_len": plen[idx],
+        "truncated": trunc[idx],
+        "opt_mss": mss[idx], "opt_wscale": wsc[idx], "opt_sack_perm": sackp[idx],
+        "opt_tsval": tsval[idx], "opt_tsecr": tsecr[idx], "sack_n": sack_n[idx],
+    }
+    sk = sack[idx]
+    for b in range(4):
+        cols[f"sack_l{b}"] = sk[:, 2 * b]
+        cols[f"sack_r{b}"] = sk[:, 2 * b + 1]
+    df = pl.DataFrame(cols)
+    m_mss, m_ws, m_ts = has_mss[idx], has_wsc[idx], has_ts[idx]
+    df = df.with_columns(
+        pl.when(pl.Series(m_mss)).then(pl.col("opt_mss")).alias("opt_mss"),
+        pl.when(pl.Series(m_ws)).then(pl.col("opt_wscale")).alias("opt_wscale"),
+        pl.when(pl.Series(m_ts)).then(pl.col("opt_tsval")).alias("opt_tsval"),
+        pl.when(pl.Series(m_ts)).then(pl.col("opt_tsecr")).alias("opt_tsecr"),
+        pl.when(pl.col("ip_version") == 4).then(pl.col("ip_id")).alias("ip_id"),
+        *(pl.when(pl.col("sack_n") > b).then(pl.col(f"sack_{e}{b}")).alias(f"sack_{e}{b}") for b in range(4) for e in "lr"),
+        pl.lit(0, pl.UInt8).alias("decoder"),
+    )
+    return df, status

@@ -1,0 +1,553 @@
+"""Capture file reading: pcap (µs/ns, either byte order, Kuznetzov "modified"), pcapng and gzip.
+
+Records come out in batches of parallel numpy arrays (:class:`Batch`) over one bytes buffer, so
+the decoder never touches a Python object per packet. The record walk is a compiled (numba) loop
+over a chunk of the file; the file is read in chunks of :data:`CHUNK` bytes, so memory stays
+bounded by the chunk size plus the decoded columns, never by the file size.
+
+Why not libpcap's ``next_batch`` for the records themselves: pcapy-ng's batch records carry
+(sec, usec, offset, caplen) only — no original (wire) length, which the conversation table needs
+for tshark-equal byte counts, and microseconds only, which loses nanosecond files' precision;
+and the bundled libpcap 1.9.1 refuses pcapng files whose interfaces have different link types.
+libpcap is still used for what it is best at: compiling ``--filter`` expressions
+(:mod:`hscc_trace.capture.bpf`) and as the reader of last resort for a file whose magic number
+this module does not know (:func:`_libpcap_batches`), so anything libpcap opens, we open.
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+from dataclasses import dataclass, field
+from typing import BinaryIO, Iterator
+
+import numpy as np
+from numba import njit
+
+from hscc_trace.errors import InputError
+
+#: bytes read from the file per chunk (records never straddle a batch; the tail is carried over)
+CHUNK = 16 * 1024 * 1024
+#: largest captured length accepted per record (libpcap's MAXIMUM_SNAPLEN, 256 KiB)
+MAX_CAPLEN = 262144
+
+PCAP_MAGICS = {
+    0xA1B2C3D4: ("pcap", False, 16),
+    0xA1B23C4D: ("pcap-ns", True, 16),
+    0xA1B2CD34: ("pcap-modified", False, 24),  # Kuznetzov patched libpcap: 8 extra header bytes
+}
+PCAPNG_SHB = 0x0A0D0D0A
+BYTE_ORDER_MAGIC = 0x1A2B3C4D
+
+# LINKTYPE_* numbers (as stored in files) -> libpcap DLT names
+LINKTYPE_NAMES = {
+    0: "NULL", 1: "EN10MB", 6: "IEEE802", 7: "ARCNET", 8: "SLIP", 9: "PPP", 10: "FDDI",
+    12: "RAW", 14: "RAW", 50: "PPP_SERIAL", 51: "PPP_ETHER", 101: "RAW", 104: "C_HDLC",
+    105: "IEEE802_11", 108: "LOOP", 113: "LINUX_SLL", 127: "IEEE802_11_RADIO", 192: "PPI",
+    228: "IPV4", 229: "IPV6", 276: "LINUX_SLL2",
+}
+
+
+def linktype_name(lt: int) -> str:
+    return LINKTYPE_NAMES.get(lt, f"LINKTYPE_{lt}")
+
+
+@dataclass
+class Batch:
+    """Records of one chunk: packet ``i`` is ``buf[off[i] : off[i] + cap[i]]``."""
+
+    buf: np.ndarray  # uint8
+    off: np.ndarray  # int64, offset of the packet bytes in buf
+    cap: np.ndarray  # uint32, captured length
+    wire: np.ndarray  # uint32, original length
+    ts_ns: np.ndarray  # int64, ns since the epoch
+    iface: np.ndarray  # uint16, pcapng interface id (section-local), 0 for pcap
+    linktype: np.ndarray  # uint16, LINKTYPE_* of each record
+    first_frame: int  # 1-based frame number of record 0
+    frames: np.ndarray | None = None  # explicit frame numbers (after filtering), else consecutive
+
+    def __len__(self) -> int:
+        return len(self.off)
+
+    def frame_numbers(self, idx: np.ndarray) -> np.ndarray:
+        """1-based frame numbers (uint64) of the records at positions ``idx``."""
+        if self.frames is not None:
+            return self.frames[idx].astype(np.uint64)
+        return (self.first_frame + idx).astype(np.uint64)
+
+    def subset(self, keep: np.ndarray) -> "Batch":
+        """The kept records only, frame numbers preserved."""
+        idx = np.flatnonzero(keep)
+        return Batch(self.buf, self.off[idx], self.cap[idx], self.wire[idx], self.ts_ns[idx], self.iface[idx],
+                     self.linktype[idx], self.first_frame, self.frame_numbers(idx).astype(np.int64))
+
+
+@dataclass
+class ReadInfo:
+    """What the reader learnt about the file; problems are (reason, count) not exceptions."""
+
+    format: str = ""
+    snaplen: int | None = None
+    linktypes: list[int] = field(default_factory=list)  # in order of first appearance
+    records: int = 0
+    problems: dict[str, int] = field(default_factory=dict)  # reason -> count (file-level)
+
+    def problem(self, reason: str, n: int = 1) -> None:
+        self.problems[reason] = self.problems.get(reason, 0) + n
+
+
+# ------------------------------------------------------------------------------------------
+# compiled record walkers
+
+
+@njit(cache=True, inline="always")
+def _u32(buf, p, be):
+    if be:
+        return (np.uint32(buf[p]) << 24) | (np.uint32(buf[p + 1]) << 16) | (np.uint32(buf[p + 2]) << 8) | np.uint32(buf[p + 3])
+    return (np.uint32(buf[p + 3]) << 24) | (np.uint32(buf[p + 2]) << 16) | (np.uint32(buf[p + 1]) << 8) | np.uint32(buf[p])
+
+
+@njit(cache=True, inline="always")
+def _u16(buf, p, be):
+    if be:
+        return (np.uint32(buf[p]) << 8) | np.uint32(buf[p + 1])
+    return (np.uint32(buf[p + 1]) << 8) | np.uint32(buf[p])
+
+
+@njit(cache=True)
+def _walk_pcap(buf, n, be, nsec, hdrlen, max_cap, off, cap, wire, ts):
+    """Walk pcap records in buf[:n]. Returns (bytes consumed, records, status).
+
+    status 0 = buffer exhausted at a record boundary or mid-record (caller carries the tail),
+    2 = a record claims more than max_cap bytes (stop: the rest of the file is unreliable),
+    3 = output arrays full.
+    """
+    pos = 0
+    k = 0
+    m = len(off)
+    while True:
+        if k >= m:
+            return pos, k, 3
+        if pos + hdrlen > n:
+            return pos, k, 0
+        sec = _u32(buf, pos, be)
+        frac = _u32(buf, pos + 4, be)
+        c = _u32(buf, pos + 8, be)
+        w = _u32(buf, pos + 12, be)
+        if c > max_cap:
+            return pos, k, 2
+        if pos + hdrlen + c > n:
+            return pos, k, 0
+        off[k] = pos + hdrlen
+        cap[k] = c
+        wire[k] = w
+        if nsec:
+            ts[k] = np.int64(sec) * 1000000000 + np.int64(frac)
+        else:
+            ts[k] = np.int64(sec) * 1000000000 + np.int64(frac) * 1000
+        pos += hdrlen + c
+        k += 1
+
+
+@njit(cache=True)
+def _walk_pcapng(buf, n, be, if_snap, if_pow2, if_exp, if_offs, off, cap, wire, ts, iface):
+    """Walk pcapng blocks in buf[:n] until a block Python must handle.
+
+    Packet blocks (EPB 6, SPB 3, obsolete PB 2) become records; other block types are skipped.
+    Returns (bytes consumed, records, status, block type): status 0 = need more data,
+    1 = a section header or interface description block is next (Python parses it),
+    2 = malformed block length, 3 = output full, 4 = packet on an undeclared interface.
+    """
+    pos = 0
+    k = 0
+    m = len(off)
+    nif = len(if_snap)
+    while True:
+        if k >= m:
+            return pos, k, 3, 0
+        if pos + 12 > n:
+            return pos, k, 0, 0
+        btype = _u32(buf, pos, be)
+        blen = _u32(buf, pos + 4, be)
+        if btype == 0x0A0D0D0A or btype == 1:
+            return pos, k, 1, btype
+        if blen < 12 or (blen & 3) != 0 or blen > 16 * 1024 * 1024:
+            return pos, k, 2, btype
+        if pos + blen > n:
+            return pos, k, 0, btype
+        body = pos + 8
+        c = np.uint32(0)
+        w = np.uint32(0)
+        ifid = np.int64(0)
+        t = np.uint64(0)
+        dataoff = 0
+        ok = False
+        if btype == 6 and blen >= 32:
+            ifid = np.int64(_u32(buf, body, be))
+            t = (np.uint64(_u32(buf, body + 4, be)) << np.uint64(32)) | np.uint64(_u32(buf, body + 8, be))
+            c = _u32(buf, body + 12, be)
+            w = _u32(buf, body + 16, be)
+            dataoff = body + 20
+            if dataoff + c > pos + blen - 4:
+                return pos, k, 2, btype
+            ok = True
+        elif btype == 2 and blen >= 32:
+            ifid = np.int64(_u16(buf, body, be))
+            t = (np.uint64(_u32(buf, body + 4, be)) << np.uint64(32)) | np.uint64(_u32(buf, body + 8, be))
+            c = _u32(buf, body + 12, be)
+            w = _u32(buf, body + 16, be)
+            dataoff = body + 20
+            if dataoff + c > pos + blen - 4:
+                return pos, k, 2, btype
+            ok = True
+        elif btype == 3 and blen >= 16:
+            ifid = np.int64(0)
+            w = _u32(buf, body, be)
+            c = w
+            room = np.uint32(blen - 16)
+            if c > room:
+                c = room
+            if nif > 0 and if_snap[0] > 0 and c > if_snap[0]:
+                c = np.uint32(if_snap[0])
+            dataoff = body + 4
+            ok = True
+        if ok:
+            if ifid >= nif:
+                return pos, k, 4, btype
+            off[k] = dataoff
+            cap[k] = c
+            wire[k] = w
+            iface[k] = ifid
+            if btype == 3:
+                ts[k] = 0
+            elif if_pow2[ifid]:
+                e = np.uint64(if_exp[ifid])
+                whole = t >> e
+                frac = t & ((np.uint64(1) << e) - np.uint64(1))
+                ts[k] = np.int64(whole) * 1000000000 + np.int64((frac * np.uint64(1000000000)) >> e) + if_offs[ifid]
+            else:
+                e = if_exp[ifid]
+                if e <= 9:
+                    mul = np.int64(1)
+                    for _ in range(9 - e):
+                        mul *= 10
+                    ts[k] = np.int64(t) * mul + if_offs[ifid]
+                else:
+                    div = np.uint64(1)
+                    for _ in range(e - 9):
+                        div *= np.uint64(10)
+                    ts[k] = np.int64(t // div) + if_offs[ifid]
+            k += 1
+        pos += blen
+
+
+# ------------------------------------------------------------------------------------------
+# file access
+
+
+def _open(path: str) -> tuple[BinaryIO, bool]:
+    """Open ``path`` for reading, transparently gunzipping; returns (stream, compressed)."""
+    if not os.path.exists(path):
+        raise InputError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise InputError(f"{path}: is a directory, not a capture file")
+    try:
+        f = open(path, "rb")
+    except OSError as exc:
+        raise InputError(f"{path}: cannot open: {exc.strerror}") from None
+    head = f.read(2)
+    f.seek(0)
+    if head == b"\x1f\x8b":
+        return gzip.GzipFile(fileobj=f, mode="rb"), True  # streamed: never decompressed to memory
+    return f, False
+
+
+def _read_into(f: BinaryIO, view: memoryview) -> int:
+    """Fill ``view`` as far as the stream allows; returns bytes read."""
+    got = 0
+    while got < len(view):
+        try:
+            n = f.readinto(view[got:])
+        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            raise InputError(f"corrupt compressed data: {exc}") from None
+        if not n:
+            break
+        got += n
+    return got
+
+
+class _Chunks:
+    """Sequential chunk reader keeping an unconsumed tail between reads."""
+
+    def __init__(self, f: BinaryIO, first: bytes):
+        self.f = f
+        self.buf = np.empty(CHUNK + MAX_CAPLEN * 2, dtype=np.uint8)
+        self.n = len(first)
+        self.buf[: self.n] = np.frombuffer(first, dtype=np.uint8)
+        self.eof = False
+
+    def fill(self) -> None:
+        if self.eof or self.n >= len(self.buf):
+            return
+        got = _read_into(self.f, memoryview(self.buf)[self.n :])
+        self.n += got
+        if self.n < len(self.buf):
+            self.eof = True
+
+    def consume(self, k: int) -> None:
+        """Drop the first k bytes (copying the tail to the front of a fresh buffer)."""
+        rest = self.n - k
+        new = np.empty_like(self.buf)
+        new[:rest] = self.buf[k : self.n]
+        self.buf = new  # the old buffer stays alive in the Batch that references it
+        self.n = rest
+
+    def grow(self, need: int) -> None:
+        if need > len(self.buf):
+            new = np.empty(need + CHUNK, dtype=np.uint8)
+            new[: self.n] = self.buf[: self.n]
+            self.buf = new
+            self.eof = False
+
+
+def iter_batches(path: str, info: ReadInfo) -> Iterator[Batch]:
+    """Yield record batches of the capture at ``path``; fill ``info`` as a side effect.
+
+    Raises :class:`InputError` when the file is missing, empty or not a capture.
+    """
+    f, gz = _open(path)
+    try:
+        head = f.read(24)
+        if len(head) == 0:
+            raise InputError(f"{path}: empty file (0 bytes)")
+        if len(head) < 4:
+            raise InputError(f"{path}: not a capture file (only {len(head)} bytes)")
+        magic_le = int.from_bytes(head[:4], "little")
+        magic_be = int.from_bytes(head[:4], "big")
+        suffix = ".gz" if gz else ""
+        if magic_le in PCAP_MAGICS or magic_be in PCAP_MAGICS:
+            be = magic_be in PCAP_MAGICS
+            yield from _pcap_batches(path, f, head, be, info, suffix)
+        elif magic_le == PCAPNG_SHB:
+            yield from _pcapng_batches(path, f, head, info, suffix)
+        else:
+            if gz:
+                raise InputError(f"{path}: gzip data is not a pcap or pcapng capture")
+            yield from _libpcap_batches(path, info)
+    finally:
+        f.close()
+
+
+def _pcap_batches(path: str, f: BinaryIO, head: bytes, be: bool, info: ReadInfo, suffix: str) -> Iterator[Batch]:
+    if len(head) < 24:
+        raise InputError(f"{path}: truncated pcap file header ({len(head)} of 24 bytes)")
+    order = "big" if be else "little"
+    magic = int.from_bytes(head[:4], order)
+    fmt, nsec, hdrlen = PCAP_MAGICS[magic]
+    snaplen = int.from_bytes(head[16:20], order)
+    network = int.from_bytes(head[20:24], order)
+    linktype = network & 0xFFFF
+    if network & 0x03FF0000:
+        raise InputError(
+            f"{path}: unsupported link type field 0x{network:08x} (reserved bits set; libpcap and Wireshark refuse it too)"
+        )
+    info.format = fmt + suffix
+    info.snaplen = snaplen
+    info.linktypes = [linktype]
+    max_cap = max(MAX_CAPLEN, min(snaplen, 16 * 1024 * 1024))
+    ch = _Chunks(f, b"")
+    frame = 1
+    while True:
+        ch.fill()
+        nmax = max(1, ch.n // (hdrlen + 20) + 1)
+        off = np.empty(nmax, np.int64)
+        cap = np.empty(nmax, np.uint32)
+        wire = np.empty(nmax, np.uint32)
+        ts = np.empty(nmax, np.int64)
+        used, k, status = _walk_pcap(ch.buf, ch.n, be, nsec, hdrlen, max_cap, off, cap, wire, ts)
+        if k:
+            info.records += k
+            yield Batch(ch.buf, off[:k], cap[:k], wire[:k], ts[:k], np.zeros(k, np.uint16),
+                        np.full(k, linktype, np.uint16), frame)
+            frame += k
+        if status == 2:
+            info.problem(f"record {frame} claims an absurd captured length (> {max_cap} bytes); rest of file ignored")
+            return
+        ch.consume(used)
+        if status == 3:
+            continue
+        if ch.eof:
+            if ch.n:
+                info.problem(f"file ends inside record {frame} ({ch.n} bytes of it present); that record ignored")
+            return
+        if k == 0:
+            # one record larger than the buffer: grow (bounded by max_cap)
+            ch.grow(ch.n + max_cap + hdrlen)
+
+
+def _parse_shb(path: str, blk: bytes) -> bool:
+    """Return True when the section is big-endian."""
+    bom = blk[8:12]
+    if bom == b"\x4d\x3c\x2b\x1a":
+        return False
+    if bom == b"\x1a\x2b\x3c\x4d":
+        return True
+    raise InputError(f"{path}: pcapng section header has a bad byte-order magic")
+
+
+def _parse_idb(blk: bytes, be: bool) -> tuple[int, int, bool, int, int]:
+    """(linktype, snaplen, tsresol is power of 2, exponent, ts offset ns) of an IDB."""
+    order = "big" if be else "little"
+    lt = int.from_bytes(blk[8:10], order)
+    snap = int.from_bytes(blk[12:16], order)
+    pow2, exp, offs = False, 6, 0
+    p, end = 16, len(blk) - 4
+    while p + 4 <= end:
+        code = int.from_bytes(blk[p : p + 2], order)
+        olen = int.from_bytes(blk[p + 2 : p + 4], order)
+        val = blk[p + 4 : p + 4 + olen]
+        if code == 0:
+            break
+        if code == 9 and olen >= 1:  # if_tsresol
+            pow2, exp = bool(val[0] & 0x80), val[0] & 0x7F
+        elif code == 14 and olen >= 8:  # if_tsoffset, seconds
+            offs = int.from_bytes(val[:8], order, signed=True) * 1_000_000_000
+        p += 4 + ((olen + 3) & ~3)
+    if not pow2 and exp > 18:
+        exp = 18
+    if pow2 and exp > 63:
+        exp = 63
+    return lt, snap, pow2, exp, offs
+
+
+def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix: str) -> Iterator[Batch]:
+    info.format = "pcapng" + suffix
+    ch = _Chunks(f, head)
+    be = False
+    # interfaces of the current section
+    lts: list[int] = []
+    snaps: list[int] = []
+    pow2s: list[bool] = []
+    exps: list[int] = []
+    offss: list[int] = []
+    seen_shb = False
+    frame = 1
+    while True:
+        ch.fill()
+        nmax = max(1, ch.n // 32 + 1)
+        off = np.empty(nmax, np.int64)
+        cap = np.empty(nmax, np.uint32)
+        wire = np.empty(nmax, np.uint32)
+        ts = np.empty(nmax, np.int64)
+        iface = np.empty(nmax, np.uint16)
+        if_lt = np.array(lts, np.uint16)
+        used, k, status, btype = _walk_pcapng(
+            ch.buf, ch.n, be, np.array(snaps, np.uint32), np.array(pow2s, np.bool_),
+            np.array(exps, np.int64), np.array(offss, np.int64), off, cap, wire, ts, iface,
+        )
+        if k:
+            info.records += k
+            yield Batch(ch.buf, off[:k], cap[:k], wire[:k], ts[:k], iface[:k].copy(), if_lt[iface[:k]], frame)
+            frame += k
+        if status == 2 or status == 4:
+            what = "a malformed block" if status == 2 else "a packet on an undeclared interface"
+            info.problem(f"pcapng: {what} after record {frame - 1}; rest of file ignored")
+            return
+        if status == 1:
+            # SHB or IDB at `used`: make sure the whole block is buffered, then parse it
+            blen_bytes = bytes(ch.buf[used + 4 : used + 8])
+            if len(blen_bytes) < 4:
+                ch.consume(used)
+                if ch.eof:
+                    info.problem("pcapng: file ends inside a block")
+                    return
+                continue
+            if btype == PCAPNG_SHB:
+                bom = bytes(ch.buf[used + 8 : used + 12]) if ch.n >= used + 12 else b""
+                be = bom == b"\x1a\x2b\x3c\x4d"
+            blen = int.from_bytes(blen_bytes, "big" if be else "little")
+            if blen < 12 or blen % 4 or blen > 16 * 1024 * 1024:
+                if not seen_shb:
+                    raise InputError(f"{path}: not a capture file (bad pcapng section header)")
+                info.problem(f"pcapng: malformed block length {blen} after record {frame - 1}; rest of file ignored")
+                return
+            if used + blen > ch.n:
+                ch.consume(used)
+                ch.grow(blen)
+                ch.fill()
+                if ch.n < blen:
+                    if not seen_shb:
+                        raise InputError(f"{path}: truncated pcapng section header")
+                    info.problem("pcapng: file ends inside a block")
+                    return
+                continue
+            blk = bytes(ch.buf[used : used + blen])
+            if btype == PCAPNG_SHB:
+                be = _parse_shb(path, blk)
+                seen_shb = True
+                lts, snaps, pow2s, exps, offss = [], [], [], [], []
+            else:
+                lt, snap, p2, e, o = _parse_idb(blk, be)
+                lts.append(lt)
+                snaps.append(snap)
+                pow2s.append(p2)
+                exps.append(e)
+                offss.append(o)
+                if lt not in info.linktypes:
+                    info.linktypes.append(lt)
+                if info.snaplen is None or (snap and snap > info.snaplen):
+                    info.snaplen = snap or None
+            ch.consume(used + blen)
+            continue
+        ch.consume(used)
+        if status == 3:
+            continue
+        if ch.eof:
+            if ch.n:
+                info.problem(f"file ends inside a pcapng block after record {frame - 1} ({ch.n} bytes); ignored")
+            return
+
+
+def _libpcap_batches(path: str, info: ReadInfo) -> Iterator[Batch]:
+    """Last resort: whatever libpcap itself can open (per-packet ``next()``, full headers)."""
+    import pcapy
+
+    try:
+        r = pcapy.open_offline(path)
+    except Exception as exc:  # pcapy.PcapError
+        msg = str(exc).split(": ", 1)[-1] if str(exc) else "unknown format"
+        raise InputError(f"{path}: not a pcap/pcapng capture ({msg})") from None
+    lt = {12: 101}.get(r.datalink(), r.datalink())  # DLT_RAW -> LINKTYPE_RAW
+    info.format = "libpcap"
+    info.linktypes = [lt]
+    datas: list[bytes] = []
+    caps: list[int] = []
+    wires: list[int] = []
+    tss: list[int] = []
+    frame = 1
+    while True:
+        try:
+            hdr, data = r.next()
+        except Exception as exc:
+            info.problem(f"libpcap: {exc}")
+            break
+        if hdr is None:
+            break
+        sec, usec = hdr.getts()
+        datas.append(data)
+        caps.append(hdr.getcaplen())
+        wires.append(hdr.getlen())
+        tss.append(sec * 1_000_000_000 + usec * 1000)
+    if not datas:
+        return
+    buf = np.frombuffer(b"".join(datas), dtype=np.uint8)
+    capa = np.array(caps, np.uint32)
+    off = np.zeros(len(caps), np.int64)
+    off[1:] = np.cumsum(capa[:-1], dtype=np.int64)
+    k = len(caps)
+    info.records += k
+    yield Batch(buf, off, capa, np.array(wires, np.uint32), np.array(tss, np.int64), np.zeros(k, np.uint16),
+                np.full(k, lt, np.uint16), frame)
+
+
+__all__ = ["Batch", "ReadInfo", "iter_batches", "linktype_name", "CHUNK", "MAX_CAPLEN"]
