@@ -1,0 +1,233 @@
+"""hscc_trace.check: verdict logic, baselines, JUnit XML and GitHub Actions outputs.
+
+Works on hand-written results documents (the shape of hscc_trace.results), one per branch.
+"""
+
+from __future__ import annotations
+
+import copy
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from hscc_trace import check
+from hscc_trace.check import ERROR, FAIL, PASS, SKIP
+from hscc_trace.config import CheckConfig, Expectation, Tolerance
+
+
+def fit(algo: str, mare: float | None, rank: int, rounds: int = 20, rmse: float = 1.0, corr: float | None = 0.9) -> dict:
+    return {"algo": algo, "rounds": rounds, "mare": mare, "rmse_pkts": rmse, "corr": corr,
+            "goodput_pred_bps": 1e7, "goodput_actual_bps": 1e7, "rank": rank}
+
+
+def flow(fid: int, fits: list[dict], *, segments: int = 1000, limited: int = 20, rounds: int = 25,
+         goodput: float = 1e7, sender_dir: int = 0) -> dict:
+    best = min(fits, key=lambda r: r["rank"])["algo"] if fits else None
+    return {"flow_id": fid, "src": "10.0.0.1", "sport": 40000 + fid, "dst": "10.0.0.2", "dport": 5201,
+            "sender_dir": sender_dir, "goodput_bps": goodput,
+            "events": {"segments": segments, "acks": segments, "episodes": 1, "rounds": rounds,
+                       "cwnd_limited_rounds": limited, "rtt_offset_s": 0.0},
+            "fit": sorted(fits, key=lambda r: r["rank"]), "best": best, "warnings": []}
+
+
+def capture(path: str, flows: list[dict], sha: str | None = None, error: str | None = None) -> dict:
+    return {"path": path, "name": path.rsplit("/", 1)[-1], "sha256": sha, "flows": [] if error else flows,
+            "error": error, "warnings": []}
+
+
+def document(*caps: dict) -> dict:
+    return {"schema_version": "1.0", "algorithms": ["reno", "cubic", "fusion"], "captures": list(caps), "errors": []}
+
+
+RENO_FLOW = flow(1, [fit("reno", 0.03, 1), fit("cubic", 0.12, 2), fit("fusion", 0.41, 3)])
+CONTROL = flow(0, [], segments=0, limited=0, rounds=0)  # iperf3 control connection: nothing to judge
+DOC = document(capture("s/reno.pcap", [CONTROL, RENO_FLOW], sha="a" * 64))
+
+
+def only(verdicts: list[check.Verdict], status: str) -> list[check.Verdict]:
+    return [v for v in verdicts if v.status == status]
+
+
+# --- expectations --------------------------------------------------------------------------------
+
+
+def test_expected_algorithm_within_bound_passes() -> None:
+    vs = check.check_expectations(DOC, CheckConfig(expect="reno", max_error=0.15))
+    (p,) = only(vs, PASS)
+    assert p.flow_id == 1 and "reno mare 0.030 <= 0.150" in p.message and "rank 1 of 3" in p.message
+    assert check.exit_code(vs) == 0
+
+
+def test_handshake_only_flow_is_skipped_not_passed() -> None:
+    vs = check.check_expectations(DOC, CheckConfig(expect="reno"))
+    (s,) = only(vs, SKIP)
+    assert s.flow_id == 0 and "no data segments" in s.message
+
+
+def test_expected_algorithm_above_bound_fails_with_numbers() -> None:
+    vs = check.check_expectations(DOC, CheckConfig(expect="fusion", max_error=0.05))
+    (f,) = only(vs, FAIL)
+    # the message carries the measured error, the bound, the rank and the best fit
+    assert "fusion mare 0.410 > 0.050" in f.message and "rank 3 of 3" in f.message and "best: reno mare 0.030" in f.message
+    assert f.metrics["mare"] == 0.41 and f.metrics["max_error"] == 0.05
+    assert check.exit_code(vs) == 1
+
+
+def test_rank_first_fails_a_good_fit_that_is_not_best() -> None:
+    # cubic fits within 0.15 (0.12) but reno fits better: passes without, fails with --rank-first
+    assert check.exit_code(check.check_expectations(DOC, CheckConfig(expect="cubic", max_error=0.15))) == 0
+    vs = check.check_expectations(DOC, CheckConfig(expect="cubic", max_error=0.15, rank_first=True))
+    (f,) = only(vs, FAIL)
+    assert "cubic ranks 2, not 1" in f.message
+
+
+def test_too_few_cwnd_limited_rounds_is_skipped() -> None:
+    d = document(capture("s/rwnd.pcap", [flow(1, [fit("reno", 0.5, 1, rounds=2)], limited=2, rounds=40)]))
+    vs = check.check_expectations(d, CheckConfig(expect="reno", max_error=0.15, min_rounds=4))
+    assert [v.status for v in vs] == [SKIP, FAIL]
+    assert "2 cwnd-limited rounds of 40 (need >= 4)" in vs[0].message
+    # ... and a capture where nothing could be judged does not pass silently
+    assert vs[1].flow_id is None and "nothing could be verified" in vs[1].message
+    assert check.exit_code(vs) == 1
+
+
+def test_undefined_error_fails() -> None:
+    d = document(capture("s/x.pcap", [flow(1, [fit("reno", None, 1)])]))
+    (f,) = only(check.check_expectations(d, CheckConfig(expect="reno")), FAIL)
+    assert "mare undefined" in f.message
+
+
+def test_algorithm_not_replayed_is_an_error() -> None:
+    vs = check.check_expectations(DOC, CheckConfig(expect="vegas"))
+    (e,) = only(vs, ERROR)
+    assert "vegas was not replayed" in e.message and check.exit_code(vs) == 2
+
+
+def test_unreadable_capture_is_an_error_verdict_exit_2() -> None:
+    d = document(capture("s/bad.pcap", [], error="s/bad.pcap: not a capture file"), DOC["captures"][0])
+    vs = check.check_expectations(d, CheckConfig(expect="reno"))
+    assert vs[0].status == ERROR and vs[0].message == "s/bad.pcap: not a capture file"
+    assert check.exit_code(vs) == 2  # input errors outrank failures
+
+
+def test_flow_selection_and_missing_flow() -> None:
+    vs = check.check_expectations(DOC, CheckConfig(expect="reno"), flows=[1])
+    assert [(v.flow_id, v.status) for v in vs] == [(1, PASS)]
+    vs = check.check_expectations(DOC, CheckConfig(expect="reno"), flows=[7])
+    (f,) = vs
+    assert f.status == FAIL and "flow 7 not found" in f.message
+
+
+def test_per_capture_expectations_by_glob() -> None:
+    d = document(capture("s/reno-bdp/capture.pcap", [RENO_FLOW]), capture("s/other.pcap", [RENO_FLOW]))
+    cfg = CheckConfig(expectations=(Expectation(match="s/reno-*/*.pcap", expect="reno", max_error=0.1),))
+    vs = check.check_expectations(d, cfg)
+    assert [(v.capture, v.status) for v in vs] == [("s/reno-bdp/capture.pcap", PASS), ("s/other.pcap", SKIP)]
+    assert "no expectation matches" in vs[1].message
+
+
+def test_label_puts_the_data_sender_first_and_brackets_ipv6() -> None:
+    f = flow(3, [], sender_dir=1)
+    f.update(src="2001:db8::1", dst="2001:db8::2", sport=5201, dport=40000)
+    assert check.flow_label(f) == "flow 3 [2001:db8::2]:40000 → [2001:db8::1]:5201"
+
+
+# --- baselines -----------------------------------------------------------------------------------
+
+
+def test_baseline_identical_passes() -> None:
+    vs = check.check_baseline(DOC, copy.deepcopy(DOC), Tolerance())
+    assert [v.status for v in vs] == [SKIP, PASS]
+    assert "3 algorithm fit(s) within tolerance" in vs[1].message
+
+
+def test_baseline_regression_beyond_tolerance_fails() -> None:
+    cur = copy.deepcopy(DOC)
+    reno = cur["captures"][0]["flows"][1]["fit"][0]
+    reno["mare"] = 0.06  # +0.03 > 0.02
+    reno["corr"] = 0.87  # -0.03 <= 0.05: fine
+    vs = check.check_baseline(cur, DOC, Tolerance(mare=0.02, corr=0.05))
+    (f,) = only(vs, FAIL)
+    assert "1 regression(s)" in f.message and "reno mare 0.030 → 0.060 (+0.030 > tolerance 0.020)" in f.message
+
+
+def test_baseline_improvement_is_not_a_regression() -> None:
+    cur = copy.deepcopy(DOC)
+    cur["captures"][0]["flows"][1]["fit"][0]["mare"] = 0.001
+    assert check.exit_code(check.check_baseline(cur, DOC, Tolerance())) == 0
+
+
+def test_baseline_goodput_drop_checked_only_when_asked() -> None:
+    cur = copy.deepcopy(DOC)
+    cur["captures"][0]["flows"][1]["goodput_bps"] = 8e6  # -20 %
+    assert check.exit_code(check.check_baseline(cur, DOC, Tolerance())) == 0
+    vs = check.check_baseline(cur, DOC, Tolerance(goodput=0.1))
+    (f,) = only(vs, FAIL)
+    assert "goodput 10.00 → 8.00 Mbit/s (-20.0% > tolerance 10.0%)" in f.message
+
+
+def test_baseline_matches_by_content_then_path_then_name() -> None:
+    base = document(capture("old/place/reno.pcap", [RENO_FLOW], sha="a" * 64))
+    assert check.match_capture(DOC["captures"][0], base) is base["captures"][0]  # same sha256
+    moved = document(capture("s/reno.pcap", [RENO_FLOW], sha="b" * 64))
+    assert check.match_capture(DOC["captures"][0], moved) is moved["captures"][0]  # same path
+    vs = check.check_baseline(DOC, document(capture("s/other.pcap", [RENO_FLOW], sha="c" * 64)), Tolerance())
+    (f,) = vs
+    assert f.status == FAIL and "no entry for this capture in the baseline" in f.message
+
+
+def test_baseline_restricted_to_expected_algorithm() -> None:
+    cur = copy.deepcopy(DOC)
+    cur["captures"][0]["flows"][1]["fit"][2]["mare"] = 0.9  # fusion got much worse
+    assert check.exit_code(check.check_baseline(cur, DOC, Tolerance(), algorithms=["reno"])) == 0
+    assert check.exit_code(check.check_baseline(cur, DOC, Tolerance())) == 1
+
+
+# --- outputs -------------------------------------------------------------------------------------
+
+
+@pytest.fixture()
+def mixed() -> list[check.Verdict]:
+    d = document(capture("s/bad.pcap", [], error="s/bad.pcap: truncated file"), DOC["captures"][0])
+    return check.check_expectations(d, CheckConfig(expect="fusion", max_error=0.05))
+
+
+def test_junit_one_suite_per_capture_with_numbers(mixed: list[check.Verdict]) -> None:
+    root = ET.fromstring(check.junit_xml(mixed, time_s=1.5))
+    assert root.tag == "testsuites"
+    assert (root.get("tests"), root.get("failures"), root.get("errors"), root.get("skipped")) == ("3", "1", "1", "1")
+    suites = root.findall("testsuite")
+    assert [s.get("name") for s in suites] == ["s/bad.pcap", "s/reno.pcap"]
+    assert suites[0].find("testcase/error").get("message") == "s/bad.pcap: truncated file"
+    cases = suites[1].findall("testcase")
+    assert [c.get("name") for c in cases] == [
+        "flow 0 10.0.0.1:40000 → 10.0.0.2:5201: expect fusion (mare <= 0.050)",
+        "flow 1 10.0.0.1:40001 → 10.0.0.2:5201: expect fusion (mare <= 0.050)",
+    ]
+    assert cases[0].find("skipped") is not None
+    failure = cases[1].find("failure")
+    assert "fusion mare 0.410 > 0.050" in failure.get("message")
+
+
+def test_github_annotations_escape_and_cover_failures(mixed: list[check.Verdict]) -> None:
+    lines = check.github_annotations(mixed)
+    errors = [l for l in lines if l.startswith("::error ")]
+    notices = [l for l in lines if l.startswith("::notice ")]
+    assert len(errors) == 2 and len(notices) == 2
+    assert errors[1].startswith("::error file=s/reno.pcap,title=hscc-trace check%3A expect fusion (mare <= 0.050)::")
+    assert "0 passed, 1 failed, 1 skipped, 0 errors" in notices[1]
+    # workflow-command data escaping: %, CR, LF
+    v = check.Verdict("a,b:c.pcap", None, "", "t", FAIL, "100% bad\nline")
+    (err, _) = check.github_annotations([v])
+    assert err == "::error file=a%2Cb%3Ac.pcap,title=hscc-trace check%3A t::100%25 bad%0Aline"
+
+
+def test_markdown_summary_table(mixed: list[check.Verdict]) -> None:
+    md = check.markdown_summary(mixed)
+    assert "**0 passed, 1 failed, 1 skipped, 1 errors** — exit code 2" in md
+    assert md.count("\n| `s/") == 3 and "❌ fail" in md and "⏭️ skip" in md
+
+
+def test_in_github_actions() -> None:
+    assert check.in_github_actions({"GITHUB_ACTIONS": "true"})
+    assert not check.in_github_actions({})
