@@ -1,0 +1,162 @@
+"""The algorithm interface (in the spirit of Linux ``struct tcp_congestion_ops``).
+
+An algorithm is ONE small module (e.g. ``replay/reno.py``) that defines
+
+* hook functions decorated with :func:`hscc_trace.replay._jit.jit` — see :data:`HOOKS`;
+* integer constants naming its state slots (``W_MAX = 0  # packets``) and parameter slots
+  (``P_C = 0``), and ``NSTATE`` / ``NPARAMS``;
+* ``ALGORITHMS``: a tuple of :class:`Algorithm` declarations (usually one; presets of the same
+  hooks with different parameter defaults may add more, e.g. HRF's comparison rows).
+
+Every hook receives ``st`` (the algorithm's private float64 state), ``p`` (its parameters, float64,
+in ``params`` order; choices are indices) and ``tp`` (the engine's context, slots in
+:mod:`hscc_trace.replay.tp`). Windows are packets, times seconds. Hooks change the window by
+writing ``tp[CWND]`` (and ``tp[CWND_CNT]``), exactly as Linux modules write ``tp->snd_cwnd``.
+
+Composition (Kyushu-TCP over HighSpeed/CUBIC/…): a module whose declaration has
+``wraps=True`` is a *wrapper*. Instead of the plain hooks it may define ``pre_<hook>`` and
+``post_<hook>`` for any hook; the engine composes ``wrapper+base`` as
+
+    pre_<hook>(ws, wp, tp, …) -> bool   # False skips the base hook (not for ssthresh/undo_cwnd)
+    <base hook>(bs, bp, tp, …)
+    post_<hook>(ws, wp, tp, …)          # ssthresh/undo_cwnd: post_<hook>(ws, wp, tp, value) -> value
+
+where ``ws = st[:wrapper NSTATE]`` and ``bs = st[wrapper NSTATE:]`` (likewise ``p``): the
+wrapper's hooks see only their own slice; the base runs unchanged on its own slice. A wrapper's
+``init`` is ``pre_init``/``post_init``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from types import ModuleType
+from typing import Any
+
+from hscc_trace.errors import InputError
+
+#: hook name -> (required, signature, contract)
+HOOKS: dict[str, tuple[bool, str, str]] = {
+    "init": (True, "init(st, p, tp)",
+             "once before the first ACK; the engine has set cwnd = iw and ssthresh = inf"),
+    "ssthresh": (True, "ssthresh(st, p, tp) -> float",
+                 "congestion event (entry into recovery, RTO from open, ECN): return the new "
+                 "ssthresh (packets); cwnd is still the pre-event window, tp[EVENT] says which"),
+    "cong_avoid": (True, "cong_avoid(st, p, tp, n)",
+                   "ACK newly acknowledging data outside recovery: grow tp[CWND] for n newly "
+                   "acked + SACKed packets (slow start and congestion avoidance)"),
+    "on_ack": (False, "on_ack(st, p, tp)",
+               "every ACK, after the RTT update and before the state machine (measurements)"),
+    "on_rtt_sample": (False, "on_rtt_sample(st, p, tp, rtt)",
+                      "each RTT sample (s), after the engine updated min RTT / srtt / round min"),
+    "on_round_end": (False, "on_round_end(st, p, tp)",
+                     "the ACK that closes an RTT round; tp[ROUND_MIN_RTT] and tp[ROUND_SAMPLES] "
+                     "describe the round just completed"),
+    "on_recovery_exit": (False, "on_recovery_exit(st, p, tp)",
+                         "recovery ended; the engine already set cwnd = ssthresh"),
+    "on_rto": (False, "on_rto(st, p, tp)",
+               "retransmission timeout; the engine already set ssthresh (hook) and cwnd = 1"),
+    "undo_cwnd": (False, "undo_cwnd(st, p, tp) -> float",
+                  "the trace proved the reduction spurious: return the restored cwnd "
+                  "(default max(cwnd, prior_cwnd), Linux tcp_reno_undo_cwnd)"),
+}
+REQUIRED_HOOKS = tuple(h for h, (req, _, _) in HOOKS.items() if req)
+#: hooks whose composed form returns a value (post_<hook> receives and returns it)
+VALUE_HOOKS = ("ssthresh", "undo_cwnd")
+
+KINDS = ("float", "int", "bool", "choice")
+
+
+@dataclass(frozen=True)
+class Param:
+    """One documented parameter: ``name`` (as in ``algo.name=value``), unit, default, source."""
+
+    name: str
+    unit: str
+    default: float | int | bool | str
+    source: str  # paper section / RFC / Linux file the default comes from
+    doc: str
+    kind: str = "float"  # float | int | bool | choice
+    choices: tuple[str, ...] = ()
+    lo: float | None = None  # inclusive bounds for numeric kinds
+    hi: float | None = None
+
+    def encode(self, value: Any) -> float:
+        """The float stored in the parameter array (choice → index, bool → 0/1)."""
+        if self.kind == "choice":
+            return float(self.choices.index(value))
+        if self.kind == "bool":
+            return 1.0 if value else 0.0
+        return float(value)
+
+    def parse(self, text: str, algo: str) -> float | int | bool | str:
+        """Parse a command-line value; InputError with the accepted form otherwise."""
+        where = f"parameter {algo}.{self.name}"
+        t = text.strip()
+        if self.kind == "choice":
+            if t not in self.choices:
+                raise InputError(f"{where}: {t!r} is not one of {', '.join(self.choices)}")
+            return t
+        if self.kind == "bool":
+            low = t.lower()
+            if low in ("1", "true", "on", "yes"):
+                return True
+            if low in ("0", "false", "off", "no"):
+                return False
+            raise InputError(f"{where}: {t!r} is not a boolean (on/off, true/false, 1/0)")
+        try:
+            v: float | int = int(t) if self.kind == "int" else float(t)
+        except ValueError:
+            raise InputError(f"{where}: {t!r} is not {'an integer' if self.kind == 'int' else 'a number'}"
+                             f" ({self.unit or 'no unit'})") from None
+        if v != v or v in (float("inf"), float("-inf")):
+            raise InputError(f"{where}: {t!r} is not a finite number")
+        if self.lo is not None and v < self.lo:
+            raise InputError(f"{where}: {t} is below the minimum {self.lo:g}")
+        if self.hi is not None and v > self.hi:
+            raise InputError(f"{where}: {t} is above the maximum {self.hi:g}")
+        return v
+
+    def describe_default(self) -> str:
+        if self.kind == "bool":
+            return "on" if self.default else "off"
+        return str(self.default)
+
+
+@dataclass(frozen=True)
+class Signal:
+    """A named output column: the value of state slot ``slot`` after each ACK."""
+
+    name: str
+    slot: str  # state slot name (module constant ``slot.upper()``)
+    unit: str
+    doc: str
+    kind: str = "float"  # float | bool | enum
+    labels: tuple[str, ...] = ()  # enum: value i ↦ labels[i]
+
+
+@dataclass(frozen=True)
+class Algorithm:
+    """The declaration of one algorithm (one row of ``hscc-trace algorithms``)."""
+
+    name: str
+    summary: str
+    citation: str  # the paper section / RFC the module implements
+    state: tuple[str, ...]  # slot names, in slot order (units in the module's comments)
+    params: tuple[Param, ...] = ()
+    signals: tuple[Signal, ...] = ()
+    default_flavor: str = "rfc"  # value of the common `flavor` parameter
+    flavor_doc: str = "rfc: the paper/RFC model; linux: the same algorithm in the Linux TCP core model"
+    wraps: bool = False  # a wrapper (composed as name+base)
+    defaults: dict[str, Any] = field(default_factory=dict)  # preset overrides of param defaults
+    doc_page: str = ""  # docs page for this algorithm (relative to docs/)
+    module: ModuleType | None = None  # filled in at registration
+
+
+def common_params(algo: Algorithm) -> tuple[Param, ...]:
+    """Parameters every algorithm has; the engine reads them (tp[FLAVOR], tp[IW])."""
+    return (
+        Param("flavor", "", algo.default_flavor, "ALGORITHMS.md (switch flavor)", algo.flavor_doc,
+              kind="choice", choices=("rfc", "linux")),
+        Param("iw", "packets", 10.0, "RFC 6928 §2; Linux TCP_INIT_CWND",
+              "initial window; 0 = the trace's own first flight", lo=0.0, hi=1e6),
+    )

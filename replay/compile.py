@@ -1,0 +1,174 @@
+"""Per-algorithm loop modules, generated once and compiled with ``numba.njit(cache=True)``.
+
+Why generate code: numba cannot cache a function that receives other jitted functions as
+arguments (first-class function types and closures defeat its cache), and its cache does not
+notice when a *called* function in another file changes. So for each algorithm (or
+``wrapper+base`` composition) we write a tiny module into the cache directory:
+
+* the text of :mod:`hscc_trace.replay._loop` (the engine's event loop, hooks called by name);
+* bindings of those names to the algorithm module's hooks (or to composed wrapper+base hooks
+  generated here, or to :mod:`hscc_trace.replay._defaults` for omitted optional hooks);
+* ``run_loop_jit = numba.njit(run_loop, cache=True)``.
+
+The file name carries a hash of every source file of the replay package plus the numba and
+Python versions, so any change to an algorithm, helper or the engine yields a new module (and a
+fresh compilation); unchanged code loads the machine code from numba's cache on later runs.
+
+Cache directory: ``$HSCC_TRACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/hscc-trace`` (default
+``~/.cache/hscc-trace``), subfolder ``replay``; a temporary directory if neither is writable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+import threading
+from functools import lru_cache
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Callable
+
+from . import _jit, _loop
+from .api import HOOKS, VALUE_HOOKS, Algorithm
+from .registry import module_sources
+
+_LOCK = threading.Lock()
+
+# hook -> extra arguments after (st, p, tp)
+_ARGS = {"init": "", "ssthresh": "", "cong_avoid": ", n", "on_ack": "", "on_rtt_sample": ", rtt",
+         "on_round_end": "", "on_recovery_exit": "", "on_rto": "", "undo_cwnd": ""}
+assert set(_ARGS) == set(HOOKS)
+
+
+def cache_dir() -> Path:
+    env = os.environ.get("HSCC_TRACE_CACHE_DIR")
+    if env:
+        base = Path(env)
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = (Path(xdg) if xdg else Path.home() / ".cache") / "hscc-trace"
+    d = base / "replay"
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+        probe = d / f".w{os.getpid()}"
+        probe.write_text("")
+        probe.unlink()
+        return d
+    except OSError:
+        d = Path(tempfile.gettempdir()) / f"hscc-trace-{os.getuid()}" / "replay"
+        d.mkdir(parents=True, exist_ok=True)
+        return d
+
+
+@lru_cache(maxsize=1)
+def source_hash() -> str:
+    import numba
+
+    h = hashlib.sha256()
+    for f in module_sources():
+        h.update(f.name.encode())
+        h.update(f.read_bytes())
+    h.update(numba.__version__.encode())
+    h.update(sys.version.encode())
+    h.update(b"nojit" if _jit.NO_JIT else b"jit")
+    return h.hexdigest()[:16]
+
+
+def _bindings(base: Algorithm, wrapper: Algorithm | None) -> str:
+    bmod = base.module.__name__
+    lines = ["", "# ---- generated bindings (do not edit) " + "-" * 40, "import numba as _numba",
+             "from hscc_trace.replay._jit import jit as _jit_deco", f"import {bmod} as _B"]
+    if wrapper is None:
+        for h in HOOKS:
+            if callable(getattr(base.module, h, None)):
+                lines.append(f"{h} = _B.{h}")
+        return "\n".join(lines) + "\n"
+    wmod = wrapper.module.__name__
+    lines += [f"import {wmod} as _W", f"_NW = {int(wrapper.module.NSTATE)}",
+              f"_NPW = {int(wrapper.module.NPARAMS)}"]
+    for h in HOOKS:
+        a = _ARGS[h]
+        pre = callable(getattr(wrapper.module, f"pre_{h}", None))
+        post = callable(getattr(wrapper.module, f"post_{h}", None))
+        has_base = callable(getattr(base.module, h, None))
+        if not (pre or post):
+            if has_base:
+                lines.append("")
+                lines.append("@_jit_deco")
+                lines.append(f"def {h}(st, p, tp{a}):")
+                lines.append(f"    return _B.{h}(st[_NW:], p[_NPW:], tp{a})")
+            continue
+        call_base = f"_B.{h}(st[_NW:], p[_NPW:], tp{a})" if has_base else f"_D_{h}(st[_NW:], p[_NPW:], tp{a})"
+        if not has_base:
+            lines.append(f"from hscc_trace.replay._defaults import {h} as _D_{h}")
+        body = ["", "@_jit_deco", f"def {h}(st, p, tp{a}):", "    ws = st[:_NW]", "    wp = p[:_NPW]"]
+        if h in VALUE_HOOKS:
+            if pre:
+                body.append(f"    _W.pre_{h}(ws, wp, tp{a})")
+            body.append(f"    v = {call_base}")
+            if post:
+                body.append(f"    v = _W.post_{h}(ws, wp, tp{a}, v)")
+            body.append("    return v")
+        else:
+            if pre:
+                body.append(f"    if _W.pre_{h}(ws, wp, tp{a}):")
+                body.append(f"        {call_base}")
+            else:
+                body.append(f"    {call_base}")
+            if post:
+                body.append(f"    _W.post_{h}(ws, wp, tp{a})")
+        lines += body
+    return "\n".join(lines) + "\n"
+
+
+def generated_source(base: Algorithm, wrapper: Algorithm | None) -> str:
+    src = Path(_loop.__file__).read_text()
+    # the template imports relatively; the generated module lives outside the package
+    src = src.replace("from ._defaults import", "from hscc_trace.replay._defaults import")
+    src = src.replace("from .tp import", "from hscc_trace.replay.tp import")
+    header = (f"# Generated by hscc_trace.replay.compile for "
+              f"{(wrapper.name + '+') if wrapper else ''}{base.name} — do not edit.\n")
+    tail = "\nrun_loop_jit = _numba.njit(run_loop, cache=True, nogil=True)\n" if not _jit.NO_JIT \
+        else "\nrun_loop_jit = run_loop\n"
+    return header + src + _bindings(base, wrapper) + tail
+
+
+_MODULES: dict[str, ModuleType] = {}
+
+
+def loop_module(base: Algorithm, wrapper: Algorithm | None = None) -> ModuleType:
+    """The generated loop module for ``base`` (optionally wrapped); written and imported once."""
+    key = (wrapper.module.__name__.rpartition(".")[2] + "_" if wrapper else "") + base.module.__name__.rpartition(".")[2]
+    modname = f"hscc_trace_replay_gen_{key}_{source_hash()}"
+    with _LOCK:
+        if modname in _MODULES:
+            return _MODULES[modname]
+        path = cache_dir() / f"{modname}.py"
+        text = generated_source(base, wrapper)
+        if not path.exists() or path.read_text() != text:
+            tmp = path.with_suffix(f".{os.getpid()}.tmp")
+            tmp.write_text(text)
+            os.replace(tmp, path)
+        spec = importlib.util.spec_from_file_location(modname, path)
+        assert spec and spec.loader
+        mod = importlib.util.module_from_spec(spec)
+        sys.modules[modname] = mod
+        spec.loader.exec_module(mod)
+        _MODULES[modname] = mod
+        return mod
+
+
+def loop_function(base: Algorithm, wrapper: Algorithm | None = None, compiled: bool = True) -> Callable[..., Any]:
+    """``run_loop(ev, tp, st, p, sig_idx, out)`` — compiled, or the same source as plain Python."""
+    mod = loop_module(base, wrapper)
+    if compiled and not _jit.NO_JIT:
+        return mod.run_loop_jit
+    return _pure_loop(mod.__name__)
+
+
+@lru_cache(maxsize=None)
+def _pure_loop(modname: str) -> Callable[..., Any]:
+    return _jit.pure(sys.modules[modname].run_loop)

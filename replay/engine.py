@@ -1,0 +1,207 @@
+"""The replay engine: a flow's ACK stream in, each algorithm's window and signals out.
+
+Open-loop semantics (docs/replay.md): the ACK stream, RTT samples, losses and RTT rounds are
+those the *actual* sender produced. A replay answers "what would this algorithm have set as its
+window, given exactly these ACKs?" — not "what would the network have done had it sent that
+window". The congestion state (open / recovery / loss) follows the trace's ``state`` and
+``cong_event`` columns; rounds follow the trace's ``round`` / ``round_end``.
+
+Entry points: :func:`prepare` (schema.ACKS → the per-ACK input matrix), :func:`run` (one
+algorithm over a prepared stream), :func:`replay` (a DataFrame and algorithm names in, one
+DataFrame per algorithm out) and :func:`replay_flow` (a :class:`~hscc_trace.model.FlowEvents`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+import numpy as np
+import polars as pl
+
+from hscc_trace import schema
+from hscc_trace.errors import InputError
+
+from . import tp as T
+from .compile import loop_function
+from .registry import Resolved, resolve, resolve_many
+
+_STATE_CODE = {s: i for i, s in enumerate(schema.CONG_STATES)}  # open 0, recovery 1, loss 2
+_EVENT_CODE = {"fast_retransmit": T.EV_FAST_RETRANSMIT, "sack_recovery": T.EV_SACK_RECOVERY,
+               "rto": T.EV_RTO, "ecn": T.EV_ECN}
+
+
+@dataclass
+class Prepared:
+    """A flow's ACK stream as the engine consumes it."""
+
+    ev: np.ndarray  # (n, tp.NEV) float64, columns tp.E_*
+    ts_ns: np.ndarray  # (n,) int64 — ACK capture times
+    mss: int  # bytes
+    first_flight: float  # packets in flight before the first ACK of new data (iw = 0)
+
+    def __len__(self) -> int:
+        return int(self.ev.shape[0])
+
+
+def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) -> Prepared:
+    """Build the input matrix from a schema.ACKS DataFrame.
+
+    ``mss`` (bytes) converts bytes to packets. ``segments`` (schema.SEGMENTS), when given, adds
+    retransmitted packets to the per-ACK "sent since the previous ACK" count that PRR and the
+    cwnd-limited test use; without it only new data (growth of ``snd_max``) is counted.
+    """
+    if mss is None or mss <= 0:
+        raise InputError(f"MSS must be a positive number of bytes (got {mss!r})")
+    missing = [c.name for c in schema.ACKS if c.name not in acks.columns]
+    if missing:
+        raise InputError(f"ACK stream lacks column(s) {', '.join(missing)} (see docs/schema.md)")
+    n = acks.height
+    ev = np.zeros((n, T.NEV), dtype=np.float64)
+    if n == 0:
+        return Prepared(ev, np.zeros(0, dtype=np.int64), int(mss), 0.0)
+    m = float(mss)
+
+    def col(name: str, fill: float = 0.0) -> np.ndarray:
+        return acks.get_column(name).cast(pl.Float64).fill_null(fill).to_numpy().astype(np.float64, copy=False)
+
+    ts = acks.get_column("ts_ns").fill_null(strategy="forward").fill_null(0).to_numpy().astype(np.int64)
+    t0 = ts[0]
+    ev[:, T.E_T] = (ts - t0) / 1e9
+    acked_b = np.maximum(col("acked_bytes"), 0.0)
+    ev[:, T.E_ACKED] = acked_b / m
+    ev[:, T.E_SACKED] = np.maximum(col("sacked_bytes"), 0.0) / m
+    ev[:, T.E_RTT] = col("rtt_s", math.nan)
+    outstanding = np.maximum(col("outstanding"), 0.0)
+    ev[:, T.E_FLIGHT] = outstanding / m
+    pipe = acks.get_column("pipe").cast(pl.Float64)
+    pipe_b = np.where(pipe.is_null().to_numpy(), outstanding, pipe.fill_null(0.0).to_numpy())
+    ev[:, T.E_PIPE] = np.maximum(pipe_b, 0.0) / m
+    ack = col("ack")
+    snd_max = col("snd_max")
+    prev_ack = np.empty(n)
+    prev_ack[0] = ack[0] - acked_b[0]
+    prev_ack[1:] = ack[:-1]
+    prev_snd_max = np.empty(n)
+    prev_snd_max[0] = prev_ack[0]  # everything outstanding before the first ACK was "sent since"
+    prev_snd_max[1:] = snd_max[:-1]
+    sent = np.maximum(snd_max - prev_snd_max, 0.0) / m
+    if segments is not None and segments.height:
+        sent = sent + _retransmitted_between(segments, ts) / m
+    ev[:, T.E_SENT] = sent
+    prev_pipe = np.empty(n)
+    prev_pipe[0] = 0.0
+    prev_pipe[1:] = pipe_b[:-1]
+    ev[:, T.E_PRIOR_FLIGHT] = np.maximum(prev_pipe / m + sent, 0.0)
+    ev[:, T.E_RWND] = col("rwnd_bytes", math.inf) / m
+    ev[:, T.E_STATE] = acks.get_column("state").cast(pl.String).replace_strict(
+        _STATE_CODE, default=0, return_dtype=pl.Float64).to_numpy()
+    ev[:, T.E_EVENT] = acks.get_column("cong_event").cast(pl.String).replace_strict(
+        _EVENT_CODE, default=-1, return_dtype=pl.Float64).to_numpy()
+    ev[:, T.E_UNDO] = acks.get_column("spurious_undo").fill_null(False).cast(pl.Float64).to_numpy()
+    ev[:, T.E_ROUND] = col("round")
+    ev[:, T.E_ROUND_END] = acks.get_column("round_end").fill_null(False).cast(pl.Float64).to_numpy()
+    ev[:, T.E_ECE] = acks.get_column("ece").fill_null(False).cast(pl.Float64).to_numpy()
+    ev[:, T.E_DUPACK] = col("dupack")
+    ev[:, T.E_ACK] = ack
+    ev[:, T.E_SND_MAX] = snd_max
+    ev[:, T.E_PREV_ACK] = prev_ack
+    first = np.flatnonzero(acked_b > 0)
+    first_flight = float(ev[first[0], T.E_PRIOR_FLIGHT]) if first.size else 0.0
+    return Prepared(np.ascontiguousarray(ev), ts, int(mss), first_flight)
+
+
+def _retransmitted_between(segments: pl.DataFrame, ack_ts: np.ndarray) -> np.ndarray:
+    """Bytes retransmitted in (ACK i−1, ACK i] for every ACK i (first: everything before it)."""
+    rx = segments.filter(pl.col("kind").cast(pl.String) != "new")
+    out = np.zeros(ack_ts.shape[0])
+    if rx.height == 0:
+        return out
+    t = rx.get_column("ts_ns").to_numpy()
+    b = rx.get_column("len").cast(pl.Float64).to_numpy()
+    idx = np.searchsorted(ack_ts, t, side="left")  # segment before ACK idx
+    ok = idx < ack_ts.shape[0]
+    np.add.at(out, idx[ok], b[ok])
+    return out
+
+
+def run(algo: Resolved | str, prep: Prepared, *, compiled: bool = True) -> pl.DataFrame:
+    """Replay one algorithm over a prepared stream → schema.REPLAY_BASE + the algorithm's signals."""
+    r = resolve(algo) if isinstance(algo, str) else algo
+    fn = loop_function(r.base, r.wrapper, compiled=compiled)
+    n = len(prep)
+    sigs = r.signals()
+    tpa = np.zeros(T.NTP, dtype=np.float64)
+    flavor = r.values["flavor"]
+    tpa[T.FLAVOR] = T.LINUX if flavor == "linux" else T.RFC
+    iw = float(r.values["iw"])
+    if iw <= 0.0:
+        iw = max(round(prep.first_flight), 1.0) if prep.first_flight > 0 else 10.0
+    tpa[T.IW] = iw
+    tpa[T.CWND] = iw
+    tpa[T.SSTHRESH] = math.inf
+    tpa[T.MSS] = float(prep.mss)
+    for k in (T.RTT, T.MIN_RTT, T.SRTT, T.RTTVAR, T.ROUND_MIN_RTT, T.CUR_ROUND_MIN_RTT):
+        tpa[k] = math.nan
+    tpa[T.LAST_ECN_ROUND] = -1.0
+    tpa[T.CWND_USAGE_SEQ] = -math.inf
+    st = np.zeros(r.nstate, dtype=np.float64)
+    p = r.param_array()
+    sig_idx = np.array([i for _, i in sigs], dtype=np.int64)
+    out = np.empty((n, 3 + len(sigs)), dtype=np.float64)
+    fn(prep.ev, tpa, st, p, sig_idx, out)
+    return _frame(prep.ts_ns, out, sigs)
+
+
+def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list) -> pl.DataFrame:
+    ssthresh = out[:, 1].copy()
+    cols: dict[str, Any] = {
+        "ts_ns": pl.Series("ts_ns", ts_ns, dtype=pl.Int64),
+        "cwnd": pl.Series("cwnd", out[:, 0], dtype=pl.Float64),
+        # infinite ssthresh (never set) is null
+        "ssthresh": pl.Series("ssthresh", np.where(np.isfinite(ssthresh), ssthresh, np.nan),
+                              dtype=pl.Float64).fill_nan(None),
+        "state": pl.Series("state", np.asarray(schema.CONG_STATES)[out[:, 2].astype(np.int64)],
+                           dtype=schema.CongState),
+    }
+    for k, (s, _) in enumerate(sigs):
+        v = out[:, 3 + k]
+        if s.name in cols:
+            raise RuntimeError(f"signal {s.name!r} collides with a base column")
+        if s.kind == "bool":
+            cols[s.name] = pl.Series(s.name, v != 0.0, dtype=pl.Boolean)
+        elif s.kind == "enum":
+            codes = np.clip(np.nan_to_num(v, nan=0.0).astype(np.int64), 0, len(s.labels) - 1)
+            cols[s.name] = pl.Series(s.name, np.asarray(s.labels)[codes], dtype=pl.Enum(list(s.labels)))
+        else:
+            cols[s.name] = pl.Series(s.name, v, dtype=pl.Float64).fill_nan(None)
+    return pl.DataFrame(list(cols.values()))
+
+
+def replay(acks: pl.DataFrame, mss: int, algos: Iterable[str | Resolved], params: Iterable[str] = (),
+           *, segments: pl.DataFrame | None = None, compiled: bool = True) -> dict[str, pl.DataFrame]:
+    """Replay several algorithms over one ACK stream → ``{label: frame}``.
+
+    ``algos`` are names (``reno``, ``kyushu+cubic``) or resolved algorithms; ``params`` are
+    ``algo.name=value`` overrides for the named ones.
+    """
+    names = [a for a in algos if isinstance(a, str)]
+    resolved = {id(a): a for a in algos if not isinstance(a, str)}
+    rs = resolve_many(names, params) if names else []
+    order = [a if not isinstance(a, str) else rs.pop(0) for a in algos]
+    del resolved
+    prep = prepare(acks, mss, segments)
+    out: dict[str, pl.DataFrame] = {}
+    for r in order:
+        label = r.label
+        if label in out:
+            raise InputError(f"algorithm {label} requested twice")
+        out[label] = run(r, prep, compiled=compiled)
+    return out
+
+
+def replay_flow(events: Any, algos: Iterable[str | Resolved], params: Iterable[str] = (),
+                *, compiled: bool = True) -> dict[str, pl.DataFrame]:
+    """:func:`replay` on a :class:`hscc_trace.model.FlowEvents`."""
+    return replay(events.acks, events.mss, algos, params, segments=events.segments, compiled=compiled)

@@ -1,0 +1,148 @@
+"""Shared building blocks that algorithms call (no class hierarchy).
+
+Every function is ``@jit`` (compiled into the calling loop, or plain Python under
+``HSCC_TRACE_NO_JIT=1`` / ``compiled=False``). Windows are MSS-sized packets (floats), times
+seconds. Functions that change the window write ``tp[CWND]`` / ``tp[CWND_CNT]`` like their Linux
+counterparts write ``tp->snd_cwnd`` / ``tp->snd_cwnd_cnt``.
+
+Sources: RFC 5681 §3.1 (slow start, congestion avoidance), RFC 3465 §2.3 (appropriate byte
+counting, limit L), Linux net/ipv4/tcp_cong.c (``tcp_slow_start``, ``tcp_cong_avoid_ai``),
+include/net/tcp.h (``tcp_is_cwnd_limited``), net/ipv4/tcp_westwood.c (bandwidth filter),
+TCP-Fusion §II-A/B and HRF-TCP eq. 17 (Westwood-style decrease, Vegas diff).
+"""
+
+from __future__ import annotations
+
+import math
+
+from ._jit import jit
+from .tp import CWND, CWND_CNT, IS_CWND_LIMITED, MAX_PACKETS_OUT, MIN_RTT, NOW, RTT, SSTHRESH
+
+
+# --- generic (RFC) -----------------------------------------------------------------------------
+
+
+@jit
+def in_slow_start(tp):
+    """True while cwnd < ssthresh (RFC 5681 §3.1)."""
+    return tp[CWND] < tp[SSTHRESH]
+
+
+@jit
+def slow_start_abc(tp, n, limit):
+    """RFC 5681 §3.1 / RFC 3465 §2.3: ``cwnd += min(N, L)`` packets for an ACK of N packets."""
+    tp[CWND] += min(n, limit)
+
+
+@jit
+def additive_increase(tp, n, a):
+    """Congestion avoidance with byte counting: ``cwnd += a·N/cwnd`` (a packets per window)."""
+    tp[CWND] += a * n / tp[CWND]
+
+
+# --- Linux tcp_cong.c ---------------------------------------------------------------------------
+
+
+@jit
+def linux_slow_start(tp, acked):
+    """Linux ``tcp_slow_start``: cwnd = min(cwnd + acked, ssthresh); returns the acked packets
+    left over for congestion avoidance (``acked − (new cwnd − old cwnd)``)."""
+    cwnd = min(tp[CWND] + acked, tp[SSTHRESH])
+    acked -= cwnd - tp[CWND]
+    tp[CWND] = cwnd
+    return acked
+
+
+@jit
+def linux_cong_avoid_ai(tp, w, acked):
+    """Linux ``tcp_cong_avoid_ai``: one packet per ``w`` acked packets through the segment
+    counter ``snd_cwnd_cnt`` (integer arithmetic, credits at a higher w applied gently)."""
+    if tp[CWND_CNT] >= w:
+        tp[CWND_CNT] = 0.0
+        tp[CWND] += 1.0
+    tp[CWND_CNT] += acked
+    if tp[CWND_CNT] >= w:
+        delta = math.floor(tp[CWND_CNT] / w)
+        tp[CWND_CNT] -= delta * w
+        tp[CWND] += delta
+
+
+@jit
+def linux_cwnd_limited(tp):
+    """Linux ``tcp_is_cwnd_limited``: the window was the limit of the last flight
+    (``is_cwnd_limited``, emulated by the engine from the trace), or — in slow start — cwnd is
+    below twice the largest flight of the current window (``2·max_packets_out``)."""
+    if tp[IS_CWND_LIMITED] > 0.0:
+        return True
+    if tp[CWND] < tp[SSTHRESH]:
+        return tp[CWND] < 2.0 * tp[MAX_PACKETS_OUT]
+    return False
+
+
+# --- delay-based pieces ---------------------------------------------------------------------------
+
+
+@jit
+def vegas_diff(cwnd, rtt, rtt_min):
+    """Packets queued in the network, ``cwnd·(RTT − RTTmin)/RTT`` (TCP-Fusion §II-B; CTCP's
+    ``(Expected − Actual)·baseRTT``). 0 when either RTT is unknown."""
+    if not (rtt > 0.0) or not (rtt_min > 0.0):
+        return 0.0
+    return cwnd * (rtt - rtt_min) / rtt
+
+
+@jit
+def westwood_decrease(cwnd, rtt_min, rtt):
+    """The Westwood-style decrease of TCP-Fusion §II-A / HRF-TCP eq. 17:
+    ``max(RTTmin/RTT · cwnd, cwnd/2)``; plain halving when an RTT is unknown."""
+    if rtt > 0.0 and rtt_min > 0.0:
+        return max(rtt_min / rtt * cwnd, cwnd / 2.0)
+    return cwnd / 2.0
+
+
+# Westwood+ bandwidth filter (Linux net/ipv4/tcp_westwood.c). The caller reserves WW_NSLOTS
+# consecutive state slots starting at ``off`` and calls westwood_init once, westwood_on_ack on
+# every ACK with the bytes it newly acknowledged (cumulative + SACKed, Linux westwood_acked_count).
+WW_BK = 0  # bytes acknowledged in the current sampling window
+WW_WIN_START = 1  # s — start of the current sampling window (Linux rtt_win_sx)
+WW_BW_NS = 2  # bytes/s — first 7/8 filter stage (Linux bw_ns_est)
+WW_BW = 3  # bytes/s — bandwidth estimate B (Linux bw_est)
+WW_NSLOTS = 4
+WESTWOOD_RTT_MIN = 0.05  # s — Linux TCP_WESTWOOD_RTT_MIN (HZ/20)
+
+
+@jit
+def westwood_init(st, off, tp):
+    st[off + WW_BK] = 0.0
+    st[off + WW_WIN_START] = tp[NOW]
+    st[off + WW_BW_NS] = 0.0
+    st[off + WW_BW] = 0.0
+
+
+@jit
+def westwood_on_ack(st, off, tp, acked_bytes):
+    """Accumulate ``acked_bytes``; once per ``max(RTT, 50 ms)`` feed bk/Δt through two cascaded
+    7/8 filters (the first sample fills both). Returns B in bytes/s."""
+    st[off + WW_BK] += acked_bytes
+    delta = tp[NOW] - st[off + WW_WIN_START]
+    rtt = tp[RTT]
+    if rtt > 0.0 and delta > max(rtt, WESTWOOD_RTT_MIN):
+        sample = st[off + WW_BK] / delta
+        if st[off + WW_BW_NS] == 0.0 and st[off + WW_BW] == 0.0:
+            st[off + WW_BW_NS] = sample
+            st[off + WW_BW] = sample
+        else:
+            st[off + WW_BW_NS] = (7.0 * st[off + WW_BW_NS] + sample) / 8.0
+            st[off + WW_BW] = (7.0 * st[off + WW_BW] + st[off + WW_BW_NS]) / 8.0
+        st[off + WW_BK] = 0.0
+        st[off + WW_WIN_START] = tp[NOW]
+    return st[off + WW_BW]
+
+
+@jit
+def westwood_bw_rttmin(st, off, tp, mss):
+    """Linux ``tcp_westwood_bw_rttmin``: ``max(B·RTTmin/MSS, 2)`` packets."""
+    rtt_min = tp[MIN_RTT]
+    if not (rtt_min > 0.0):
+        return 2.0
+    return max(st[off + WW_BW] * rtt_min / mss, 2.0)

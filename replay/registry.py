@@ -1,0 +1,317 @@
+"""The registry: the one source of truth for algorithms, their parameters and signals.
+
+Algorithm modules in this package are discovered (every module defining ``ALGORITHMS``) and each
+declaration is checked when registered — a missing required hook, a state/parameter slot whose
+module constant disagrees with its position, or a signal naming an unknown slot fails loudly
+(:class:`RegistrationError`).
+
+``wrapper+base`` (e.g. ``kyushu+highspeed``) composes a wrapper over any base algorithm.
+Parameters are overridden with ``algo.name=value`` strings (:func:`parse_overrides`).
+
+``python -m hscc_trace.replay.registry --markdown`` prints the parameter tables of
+docs/algorithms.md.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterable
+
+import numpy as np
+
+from hscc_trace.errors import InputError
+
+from .api import HOOKS, REQUIRED_HOOKS, VALUE_HOOKS, Algorithm, Param, Signal, common_params
+
+_PKG = __name__.rpartition(".")[0]
+# infrastructure modules (never algorithms)
+_INFRA = {"api", "registry", "engine", "compile", "metrics", "helpers", "tp", "_jit", "_loop", "_defaults"}
+
+
+class RegistrationError(RuntimeError):
+    """An algorithm module breaks the interface contract (a programming error, not user input)."""
+
+
+_REGISTRY: dict[str, Algorithm] = {}
+_DISCOVERED = False
+
+
+def register(algo: Algorithm, module: ModuleType) -> Algorithm:
+    """Check ``algo`` against ``module`` and add it to the registry."""
+    name = algo.name
+    where = f"algorithm {name!r} ({module.__name__})"
+    if not name or any(c in name for c in ".,=+ "):
+        raise RegistrationError(f"{where}: names may not contain '.', ',', '=', '+' or spaces")
+    if name in _REGISTRY and _REGISTRY[name].module is not module:
+        raise RegistrationError(f"{where}: name already registered by {_REGISTRY[name].module.__name__}")
+    if algo.wraps:
+        hooks = [f"{w}_{h}" for h in HOOKS for w in ("pre", "post")]
+        if not any(callable(getattr(module, h, None)) for h in hooks):
+            raise RegistrationError(f"{where}: a wrapper must define at least one pre_/post_ hook")
+    else:
+        missing = [h for h in REQUIRED_HOOKS if not callable(getattr(module, h, None))]
+        if missing:
+            raise RegistrationError(f"{where}: missing required hook(s): {', '.join(missing)}")
+    _check_slots(where, module, "state", [s for s in algo.state], "", "NSTATE")
+    _check_slots(where, module, "parameter", [p.name for p in algo.params], "P_", "NPARAMS")
+    names = [p.name for p in algo.params]
+    for c in common_params(algo):
+        if c.name in names:
+            raise RegistrationError(f"{where}: parameter {c.name!r} is reserved for the engine")
+    if len(set(names)) != len(names):
+        raise RegistrationError(f"{where}: duplicate parameter names")
+    for p in algo.params:
+        if not p.source or not p.doc:
+            raise RegistrationError(f"{where}: parameter {p.name!r} needs a source and a doc line")
+        if p.kind == "choice" and p.default not in p.choices:
+            raise RegistrationError(f"{where}: default of {p.name!r} is not one of its choices")
+    allp = {p.name: p for p in (*common_params(algo), *algo.params)}
+    for k, v in algo.defaults.items():
+        if k not in allp:
+            raise RegistrationError(f"{where}: preset default for unknown parameter {k!r}")
+    if algo.default_flavor not in ("rfc", "linux"):
+        raise RegistrationError(f"{where}: default_flavor must be rfc or linux")
+    for s in algo.signals:
+        if s.slot not in algo.state:
+            raise RegistrationError(f"{where}: signal {s.name!r} names unknown state slot {s.slot!r}")
+        if s.kind == "enum" and not s.labels:
+            raise RegistrationError(f"{where}: enum signal {s.name!r} has no labels")
+    object.__setattr__(algo, "module", module)
+    _REGISTRY[name] = algo
+    return algo
+
+
+def _check_slots(where: str, module: ModuleType, what: str, names: list[str], prefix: str, count: str) -> None:
+    for i, s in enumerate(names):
+        const = prefix + s.upper()
+        v = getattr(module, const, None)
+        if v != i or not isinstance(v, int):
+            raise RegistrationError(f"{where}: {what} slot {s!r} must be module constant {const} = {i} (found {v!r})")
+    n = getattr(module, count, None)
+    if n != len(names):
+        raise RegistrationError(f"{where}: {count} must be {len(names)} (found {n!r})")
+
+
+def discover() -> dict[str, Algorithm]:
+    """Import every algorithm module of the package once; return the registry (name → Algorithm)."""
+    global _DISCOVERED
+    if not _DISCOVERED:
+        pkg = importlib.import_module(_PKG)
+        for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
+            if info.name in _INFRA or info.name.startswith("_") or info.ispkg:
+                continue
+            mod = importlib.import_module(f"{_PKG}.{info.name}")
+            for algo in getattr(mod, "ALGORITHMS", ()):
+                register(algo, mod)
+        _DISCOVERED = True
+    return dict(_REGISTRY)
+
+
+def names() -> list[str]:
+    return sorted(discover())
+
+
+def get(name: str) -> Algorithm:
+    reg = discover()
+    if name not in reg:
+        raise InputError(f"unknown algorithm {name!r} (known: {', '.join(sorted(reg))}; "
+                         "compose a wrapper as wrapper+base)")
+    return reg[name]
+
+
+# --- resolved, runnable algorithms --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """An algorithm ready to run: declarations, parameter values and their encoded arrays."""
+
+    name: str  # "reno", "kyushu+highspeed"
+    base: Algorithm
+    wrapper: Algorithm | None
+    values: dict[str, Any]  # every parameter (common + wrapper + base) -> value actually used
+    changed: dict[str, Any]  # parameters differing from the declared defaults
+
+    @property
+    def label(self) -> str:
+        """Name plus non-default parameters, e.g. ``reno[flavor=rfc]``."""
+        if not self.changed:
+            return self.name
+        return self.name + "[" + ",".join(f"{k}={_fmt(v)}" for k, v in self.changed.items()) + "]"
+
+    @property
+    def params(self) -> tuple[Param, ...]:
+        return all_params(self.base, self.wrapper)
+
+    @property
+    def nstate(self) -> int:
+        return int(self.base.module.NSTATE) + (int(self.wrapper.module.NSTATE) if self.wrapper else 0)
+
+    def param_array(self) -> np.ndarray:
+        """Wrapper parameters then base parameters (common ones live in tp)."""
+        ps = (*(self.wrapper.params if self.wrapper else ()), *self.base.params)
+        return np.array([p.encode(self.values[p.name]) for p in ps], dtype=np.float64)
+
+    def signals(self) -> list[tuple[Signal, int]]:
+        """(signal, index into the combined state) — wrapper signals first."""
+        out: list[tuple[Signal, int]] = []
+        off = 0
+        for a in ([self.wrapper] if self.wrapper else []) + [self.base]:
+            for s in a.signals:
+                out.append((s, off + a.state.index(s.slot)))
+            off += len(a.state)
+        return out
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, bool):
+        return "on" if v else "off"
+    if isinstance(v, float) and v.is_integer():
+        return str(int(v))
+    return str(v)
+
+
+def all_params(base: Algorithm, wrapper: Algorithm | None = None) -> tuple[Param, ...]:
+    return (*common_params(base), *(wrapper.params if wrapper else ()), *base.params)
+
+
+def _defaults(base: Algorithm, wrapper: Algorithm | None) -> dict[str, Any]:
+    vals = {p.name: p.default for p in all_params(base, wrapper)}
+    if wrapper:
+        vals.update(wrapper.defaults)
+    vals.update(base.defaults)
+    return vals
+
+
+def resolve(name: str, overrides: dict[str, Any] | None = None) -> Resolved:
+    """Look up ``name`` (``algo`` or ``wrapper+base``) and apply ``overrides``.
+
+    Override values may be strings (parsed and validated) or already-typed values.
+    """
+    name = name.strip()
+    if "+" in name:
+        wname, _, bname = name.partition("+")
+        wrapper, base = get(wname.strip()), get(bname.strip())
+        if not wrapper.wraps:
+            raise InputError(f"{wname!r} is not a wrapper algorithm; only wrappers compose as wrapper+base")
+        if base.wraps:
+            raise InputError(f"{bname!r} is a wrapper and cannot be a base algorithm")
+        name = f"{wrapper.name}+{base.name}"
+        clash = {p.name for p in wrapper.params} & {p.name for p in (*base.params, *common_params(base))}
+        if clash:
+            raise InputError(f"{name}: parameter name clash between wrapper and base: {', '.join(sorted(clash))}")
+    else:
+        base, wrapper = get(name), None
+        if base.wraps:
+            raise InputError(f"{name!r} is a wrapper: compose it over a base, e.g. {name}+highspeed")
+    declared = _defaults(base, wrapper)
+    values = dict(declared)
+    byname = {p.name: p for p in all_params(base, wrapper)}
+    for k, v in (overrides or {}).items():
+        if k not in byname:
+            raise InputError(f"unknown parameter {name}.{k} (parameters: {', '.join(sorted(byname))})")
+        p = byname[k]
+        values[k] = p.parse(v, name) if isinstance(v, str) else p.parse(_fmt(v), name)
+    changed = {k: v for k, v in values.items() if v != declared[k]}
+    return Resolved(name=name, base=base, wrapper=wrapper, values=values, changed=changed)
+
+
+def parse_overrides(items: Iterable[str], algos: Iterable[str]) -> dict[str, dict[str, str]]:
+    """``["cubic.c=0.5", "reno.flavor=rfc"]`` → ``{"cubic": {"c": "0.5"}, "reno": {...}}``.
+
+    ``algos`` are the requested algorithm names; a parameter for any other name is an error.
+    """
+    wanted = [a.strip() for a in algos]
+    out: dict[str, dict[str, str]] = {a: {} for a in wanted}
+    for item in items:
+        key, eq, value = item.partition("=")
+        if not eq or not value.strip():
+            raise InputError(f"--param {item!r}: expected algo.name=value")
+        algo, dot, pname = key.strip().rpartition(".")
+        if not dot or not algo or not pname:
+            raise InputError(f"--param {item!r}: expected algo.name=value")
+        if algo not in out:
+            raise InputError(f"--param {item!r}: algorithm {algo!r} is not among --algo ({', '.join(wanted)})")
+        out[algo][pname] = value
+    return out
+
+
+def resolve_many(algos: Iterable[str], params: Iterable[str] = ()) -> list[Resolved]:
+    """``--algo a,b`` and ``--param algo.name=value`` lists → resolved algorithms (validated)."""
+    wanted = [a.strip() for a in algos if a.strip()]
+    if not wanted:
+        raise InputError("no algorithm given (see `hscc-trace algorithms`)")
+    ov = parse_overrides(params, wanted)
+    return [resolve(a, ov[a]) for a in wanted]
+
+
+# --- documentation --------------------------------------------------------------------------
+
+
+def _cell(s: str) -> str:
+    return s.replace("|", "\\|").replace("\n", " ")
+
+
+def markdown(link_docs: bool = True) -> str:
+    """The generated part of docs/algorithms.md: one section per algorithm."""
+    reg = discover()
+    lines = ["| algorithm | summary | implements | default flavor |", "|---|---|---|---|"]
+    for name in sorted(reg):
+        a = reg[name]
+        link = f"[`{name}`](#{name})"
+        kind = " (wrapper: compose as `" + name + "+base`)" if a.wraps else ""
+        lines.append(f"| {link} | {_cell(a.summary)}{kind} | {_cell(a.citation)} | {a.default_flavor} |")
+    lines.append("")
+    for name in sorted(reg):
+        a = reg[name]
+        lines += [f"### {name}", "", a.summary + ".", "", f"Implements: {a.citation}.", ""]
+        if a.doc_page and link_docs:
+            lines += [f"Details: [{a.doc_page}]({a.doc_page}).", ""]
+        if a.defaults:
+            lines += ["Preset of `" + a.module.__name__.rpartition(".")[2] + "` with " +
+                      ", ".join(f"`{k}={_fmt(v)}`" for k, v in a.defaults.items()) + ".", ""]
+        lines += ["| parameter | unit | default | source | meaning |", "|---|---|---|---|---|"]
+        vals = _defaults(a, None) if not a.wraps else {p.name: p.default for p in a.params}
+        ps = a.params if a.wraps else all_params(a)
+        for p in ps:
+            choices = f" (one of {', '.join(p.choices)})" if p.kind == "choice" else ""
+            lines.append(f"| `{p.name}` | {p.unit or '—'} | {_fmt(vals[p.name])} | {_cell(p.source)} | "
+                         f"{_cell(p.doc)}{choices} |")
+        lines.append("")
+        if a.signals:
+            lines += ["| signal | unit | meaning |", "|---|---|---|"]
+            for s in a.signals:
+                extra = f" ({', '.join(f'{i} = {lab}' for i, lab in enumerate(s.labels))})" if s.labels else ""
+                lines.append(f"| `{s.name}` | {s.unit or '—'} | {_cell(s.doc)}{extra} |")
+            lines.append("")
+    return "\n".join(lines)
+
+
+def table_rows() -> list[dict[str, Any]]:
+    """One dict per (algorithm, parameter) for `hscc-trace algorithms --json`."""
+    rows = []
+    for name, a in sorted(discover().items()):
+        vals = _defaults(a, None) if not a.wraps else {p.name: p.default for p in a.params}
+        for p in (a.params if a.wraps else all_params(a)):
+            rows.append({"algorithm": name, "parameter": p.name, "unit": p.unit, "default": vals[p.name],
+                         "choices": list(p.choices), "source": p.source, "doc": p.doc})
+    return rows
+
+
+def module_sources() -> list[Path]:
+    """Every .py file of the package (the compile cache key covers them all)."""
+    pkg = importlib.import_module(_PKG)
+    return sorted(Path(pkg.__path__[0]).glob("*.py"))
+
+
+if __name__ == "__main__":  # pragma: no cover - doc generator
+    if "--markdown" in sys.argv[1:]:
+        sys.stdout.write(markdown() + "\n")
+    else:
+        for n in names():
+            sys.stdout.write(n + "\n")

@@ -1,0 +1,124 @@
+"""Reno and NewReno — RFC 5681, RFC 6582, RFC 3465, RFC 6928; Linux ``tcp_reno``.
+
+Two declarations share these hooks:
+
+* ``reno`` (default flavor ``linux``) and ``newreno`` (default flavor ``rfc``).
+
+Flavor ``rfc`` (RFC 5681 §3.1–3.2 with appropriate byte counting, RFC 3465 §2.3):
+
+* slow start while cwnd < ssthresh: ``cwnd += min(N, L)`` per ACK of N new packets, L = 2;
+* congestion avoidance: ``cwnd += N/cwnd`` (one packet per window of acknowledged data);
+* congestion event: ``ssthresh = max(FlightSize/2, 2)`` (RFC 5681 eq. 4, FlightSize = packets
+  outstanding); during recovery the engine holds cwnd at ssthresh (RFC 6675 §5) and sets
+  ``cwnd = ssthresh`` when recovery ends;
+* ``recovery_exit``: ``full_ack`` (RFC 6582 NewReno: recovery ends when the recovery point is
+  acknowledged — the trace's episode end) or ``new_ack`` (RFC 5681 §3.2 step 6, plain Reno: the
+  first ACK of new data deflates the window and ends recovery);
+* RTO: ``cwnd = 1`` (loss window, RFC 5681 §3.1), slow start.
+
+Flavor ``linux`` (net/ipv4/tcp_cong.c ``tcp_reno_cong_avoid``/``tcp_reno_ssthresh`` with the
+TCP core of net/ipv4/tcp_input.c, which the engine models):
+
+* no growth unless ``tcp_is_cwnd_limited`` (the last flight filled cwnd, or in slow start cwnd
+  < 2·max_packets_out) — helpers.linux_cwnd_limited;
+* slow start ``tcp_slow_start`` (cwnd += acked, capped at ssthresh, the rest carried into
+  congestion avoidance); congestion avoidance ``tcp_cong_avoid_ai`` with the ``snd_cwnd_cnt``
+  segment counter (+1 packet per cwnd packets acknowledged);
+* ``ssthresh = max(cwnd/2, 2)`` from cwnd (integer halving), PRR inside recovery (engine),
+  ``cwnd = ssthresh`` at recovery exit, RTO → in-flight + 1, undo on a proven spurious
+  retransmission (``tcp_reno_undo_cwnd``: max(cwnd, prior_cwnd)).
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import helpers as H
+from ._jit import jit
+from .api import Algorithm, Param, Signal
+from .tp import CWND, EXIT_ON_PARTIAL, FLAVOR, FLIGHT, LINUX, SSTHRESH
+
+# state slots
+LIMITED = 0  # 1 if the last growth opportunity was allowed (cwnd-limited), 0 if held
+PHASE = 1  # 0 slow start, 1 congestion avoidance (at the last growth opportunity)
+NSTATE = 2
+
+# parameter slots
+P_L = 0  # packets — ABC limit per ACK in slow start (rfc)
+P_RECOVERY_EXIT = 1  # 0 full_ack (NewReno), 1 new_ack (Reno)
+NPARAMS = 2
+
+
+@jit
+def init(st, p, tp):
+    st[LIMITED] = 1.0
+    st[PHASE] = 0.0
+    if tp[FLAVOR] != LINUX and p[P_RECOVERY_EXIT] == 1.0:
+        tp[EXIT_ON_PARTIAL] = 1.0
+
+
+@jit
+def ssthresh(st, p, tp):
+    if tp[FLAVOR] == LINUX:  # tcp_reno_ssthresh: max(snd_cwnd >> 1, 2)
+        return max(math.floor(tp[CWND] / 2.0), 2.0)
+    return max(tp[FLIGHT] / 2.0, 2.0)  # RFC 5681 eq. 4
+
+
+@jit
+def cong_avoid(st, p, tp, n):
+    if tp[FLAVOR] == LINUX:
+        if not H.linux_cwnd_limited(tp):
+            st[LIMITED] = 0.0
+            return
+        st[LIMITED] = 1.0
+        if tp[CWND] < tp[SSTHRESH]:
+            st[PHASE] = 0.0
+            n = H.linux_slow_start(tp, n)
+            if n <= 0.0:
+                return
+        st[PHASE] = 1.0
+        H.linux_cong_avoid_ai(tp, tp[CWND], n)
+        return
+    st[LIMITED] = 1.0
+    if tp[CWND] < tp[SSTHRESH]:
+        st[PHASE] = 0.0
+        H.slow_start_abc(tp, n, p[P_L])
+    else:
+        st[PHASE] = 1.0
+        H.additive_increase(tp, n, 1.0)
+
+
+_PARAMS = (
+    Param("L", "packets", 2.0, "RFC 3465 §2.3 (limit L); ALGORITHMS.md",
+          "flavor rfc: at most L packets of slow-start growth per ACK", lo=0.0, hi=1e6),
+    Param("recovery_exit", "", "new_ack", "RFC 5681 §3.2 step 6 (new_ack); RFC 6582 §3.2 step 3 (full_ack)",
+          "flavor rfc: when recovery ends — first ACK of new data (Reno) or the full ACK of the recovery "
+          "point (NewReno); flavor linux always follows the trace's episode end",
+          kind="choice", choices=("full_ack", "new_ack")),
+)
+_SIGNALS = (
+    Signal("cwnd_limited", "limited", "", "growth allowed on the last ACK of new data (linux: tcp_is_cwnd_limited)",
+           kind="bool"),
+    Signal("phase", "phase", "", "slow start or congestion avoidance at the last growth opportunity",
+           kind="enum", labels=("slow_start", "cong_avoid")),
+)
+_STATE = ("limited", "phase")
+
+ALGORITHMS = (
+    Algorithm(
+        name="reno",
+        summary="Reno: slow start, additive increase, halving on loss (Linux tcp_reno by default)",
+        citation="RFC 5681 §3.1-3.2, RFC 3465 §2.3, RFC 6928; Linux net/ipv4/tcp_cong.c tcp_reno",
+        state=_STATE, params=_PARAMS, signals=_SIGNALS, default_flavor="linux",
+        flavor_doc="rfc: RFC 5681 Reno with byte counting; linux: Linux tcp_reno in the Linux TCP core "
+                   "(segment counter, cwnd-limited check, PRR, undo)",
+    ),
+    Algorithm(
+        name="newreno",
+        summary="NewReno: Reno whose recovery ends only at the full ACK of the recovery point",
+        citation="RFC 6582 §3, RFC 5681 §3.1, RFC 3465 §2.3 (L = 2)",
+        state=_STATE, params=_PARAMS, signals=_SIGNALS, default_flavor="rfc",
+        flavor_doc="rfc: RFC 6582 NewReno with byte counting; linux: Linux tcp_reno in the Linux TCP core",
+        defaults={"recovery_exit": "full_ack"},
+    ),
+)
