@@ -1,0 +1,74 @@
+"""Write samples/index.json from every samples/<name>/meta.json (no root needed).
+
+    python samples/testbed/make_index.py
+
+Each entry: name, path, capture file, its size and packet count, capture point, congestion
+control, link settings, flows (5-tuples, ISN, capture summary), truth files, and ``shows``:
+what the sample demonstrates, which tests/test_samples.py checks against the ground truth.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+SAMPLES = Path(__file__).resolve().parent.parent
+
+SHOWS = {
+    "reno-bdp": "Reno sawtooth with a 1-BDP drop-tail buffer: each buffer overflow enters Recovery with "
+                "ssthresh = cwnd/2, then cwnd grows by about one packet per RTT",
+    "reno-bdp-receiver": "the reno-bdp run captured at the receiver (RTT samples and flight are shifted "
+                         "by the vantage point); truth is the sender's",
+    "reno-loss": "Reno under 0.5 % random loss: frequent halvings (ssthresh = cwnd/2), window well below BDP",
+    "cubic-longrtt": "CUBIC with a 100 ms base RTT: multiplicative decrease to 0.7·cwnd and cubic regrowth",
+    "cubic-loss": "CUBIC under 0.5 % random loss: ssthresh = 0.7·cwnd at each loss",
+    "bbr": "BBR (v1): model-based pacing; cwnd not halved on loss, flight bounded near 2·BDP",
+    "reno-vs-cubic": "two flows, Reno (sport 40001) and CUBIC (sport 40002), sharing one bottleneck; truth for both",
+    "rwnd-limited": "receive-window-limited flow: snd_nxt − snd_una sits at the peer's window, cwnd is not binding",
+    "app-limited": "application-limited flow (2 Mbit/s writer on a 10 Mbit/s link): flight well below cwnd",
+}
+
+
+def main() -> None:
+    entries = []
+    for meta_path in sorted(SAMPLES.glob("*/meta.json")):
+        d = meta_path.parent
+        if d.name in ("synthetic", "testbed"):
+            continue
+        meta = json.loads(meta_path.read_text())
+        cap = d / "capture.pcap"
+        entries.append({
+            "name": d.name,
+            "path": f"samples/{d.name}",
+            "capture": f"samples/{d.name}/capture.pcap",
+            "capture_bytes": cap.stat().st_size,
+            "packets": meta["capture"]["packets"],
+            "capture_point": meta["capture_point"],
+            "cc": meta["cc"],
+            "rate_bps": meta["rate_bps"],
+            "base_rtt_s": meta["base_rtt_s"],
+            "buffer_pkts": meta["buffer_pkts"],
+            "loss": meta["loss"],
+            "duration_s": meta["duration_s"],
+            "rwnd_rcvbuf_bytes": meta["rwnd_rcvbuf_bytes"],
+            "app_rate_bps": meta["app_rate_bps"],
+            "same_run_as": meta.get("same_run_as"),
+            "flows": [
+                {"proto": f["proto"], "src": f["src"], "sport": f["sport"], "dst": f["dst"], "dport": f["dport"],
+                 "cc": f["cc"], "isn": f["isn"], "throughput_bps": f["capture_summary"]["throughput_bps"],
+                 "retransmitted_segments": f["capture_summary"]["retransmitted_segments"]}
+                for f in meta["flows"]
+            ],
+            "truth": {k: f"samples/{d.name}/truth_{k}.parquet" for k in ("probe", "ca_state", "retrans")},
+            "meta": f"samples/{d.name}/meta.json",
+            "shows": SHOWS.get(d.name, ""),
+            "command": meta["command"],
+        })
+    out = {"version": 1, "samples": entries,
+           "notes": "real Linux captures made by samples/testbed/run.py (see samples/README.md); "
+                    "synthetic scapy captures live in samples/synthetic/ with their own index"}
+    (SAMPLES / "index.json").write_text(json.dumps(out, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
