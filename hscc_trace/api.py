@@ -19,6 +19,7 @@ Nothing here prints; errors are :class:`~hscc_trace.errors.InputError` /
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Sequence
 
@@ -62,42 +63,76 @@ def events(capture: Capture | PathLike, flow_id: int, bpf: str | None = None) ->
     return _events.flow_events(cap, int(flow_id))
 
 
+def all_events(capture: Capture | PathLike, bpf: str | None = None) -> dict[int, FlowEvents]:
+    """Event streams of every flow of a capture, ``{flow_id: FlowEvents}``."""
+    from hscc_trace import events as _events
+
+    return _events.all_flow_events(_capture(capture, bpf))
+
+
 # --- algorithms, replay, fit --------------------------------------------------------------------
 
 
 def algorithms() -> list[str]:
-    """Names of every registered algorithm, in registry order."""
+    """Names of every registered algorithm (wrappers such as ``kyushu`` included), sorted."""
     from hscc_trace.replay import registry
 
     return list(registry.names())
 
 
-def resolve(names: Iterable[str] | None = None,
-            params: dict[str, dict[str, Any]] | None = None) -> tuple[tuple[str, ...], dict[str, dict[str, Any]]]:
+#: Bases a wrapper algorithm (Kyushu-TCP) is composed over by default: the ones its paper uses.
+WRAPPER_BASES = ("highspeed", "cubic")
+
+
+def default_algorithms() -> list[str]:
+    """What `analyze` replays when no algorithm is named: every registered algorithm, with each
+    wrapper composed over the bases of :data:`WRAPPER_BASES` that are registered
+    (``kyushu+highspeed``, ``kyushu+cubic``)."""
+    from hscc_trace.replay import registry
+
+    reg = registry.discover()
+    plain = [n for n in sorted(reg) if not reg[n].wraps]
+    wrapped = [f"{w}+{b}" for w in sorted(reg) if reg[w].wraps for b in WRAPPER_BASES if b in plain]
+    return plain + wrapped
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Algorithms to replay, validated: names as requested, the parameter overrides given, the
+    labels results are keyed by (name plus non-default parameters, e.g. ``reno[flavor=rfc]``)
+    and, per label, every parameter with the value used (defaults filled in)."""
+
+    names: tuple[str, ...]
+    overrides: dict[str, dict[str, Any]]
+    labels: tuple[str, ...]
+    values: dict[str, dict[str, Any]]
+
+
+def resolve(names: Iterable[str] | None = None, params: dict[str, dict[str, Any]] | None = None) -> Selection:
     """Validate algorithm names and parameter overrides against the registry.
 
-    Returns ``(labels, full_params)``: ``labels`` in the order given (every registered algorithm
-    when ``names`` is None) and, for each, every parameter with the value that will be used
-    (defaults filled in). Raises :class:`UsageError` for an unknown algorithm or parameter, or a
-    parameter given for an algorithm that is not selected.
+    ``names`` None means :func:`default_algorithms`. Raises :class:`UsageError` for a parameter
+    given for an algorithm that is not selected, and the registry's one-line
+    :class:`InputError` for an unknown algorithm or parameter or an invalid value.
     """
     from hscc_trace.replay import registry
 
-    known = list(registry.names())
-    chosen = list(names) if names is not None else known
-    unknown = [n for n in chosen if n not in known]
-    if unknown:
-        raise UsageError(f"unknown algorithm{'s' if len(unknown) > 1 else ''} {', '.join(unknown)} "
-                         f"(known: {', '.join(known)})")
+    chosen = list(dict.fromkeys(n.strip() for n in names)) if names is not None else default_algorithms()
+    if not chosen:
+        raise UsageError("no algorithm given (see `hscc-trace algorithms`)")
     params = params or {}
     stray = [a for a in params if a not in chosen]
     if stray:
         raise UsageError(f"parameters given for {', '.join(stray)}, which is not among the algorithms run "
                          f"({', '.join(chosen)})")
-    full: dict[str, dict[str, Any]] = {}
+    labels: list[str] = []
+    values: dict[str, dict[str, Any]] = {}
     for name in chosen:
-        full[name] = registry.resolve_params(name, params.get(name, {}))
-    return tuple(dict.fromkeys(chosen)), full
+        r = registry.resolve(name, params.get(name, {}))
+        labels.append(r.label)
+        values[r.label] = dict(r.values)
+    return Selection(names=tuple(chosen), overrides={a: dict(p) for a, p in params.items()},
+                     labels=tuple(labels), values=values)
 
 
 def replay(ev: FlowEvents, algorithms: Sequence[str] | None = None,
@@ -105,12 +140,13 @@ def replay(ev: FlowEvents, algorithms: Sequence[str] | None = None,
     """Replay algorithms on one flow's events: ``{label: DataFrame}`` (schema.REPLAY_BASE + signals).
 
     Open-loop: each table says what the algorithm *would have set* given the trace's ACKs, RTTs
-    and losses, not what the network would then have done.
+    and losses, not what the network would then have done (docs/replay.md).
     """
-    from hscc_trace import replay as _replay
+    from hscc_trace.replay import engine, registry
 
-    labels, full = resolve(algorithms, params)
-    return {name: _replay.run(ev, name, full[name]) for name in labels}
+    sel = resolve(algorithms, params)
+    resolved = [registry.resolve(n, sel.overrides.get(n, {})) for n in sel.names]
+    return engine.replay_flow(ev, resolved)
 
 
 def empty_fit() -> pl.DataFrame:
@@ -156,10 +192,10 @@ def analyze_run(paths: PathLike | Iterable[PathLike], algorithms: Sequence[str] 
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    labels, full = resolve(algorithms, params)
+    sel = resolve(algorithms, params)
     if jobs < 1:
         raise UsageError(f"jobs must be >= 1, got {jobs}")
-    opts = pipeline.Options(algorithms=labels, params=full, bpf=bpf,
+    opts = pipeline.Options(algorithms=sel.names, params=sel.overrides, labels=sel.labels, values=sel.values, bpf=bpf,
                             flows=tuple(int(f) for f in flows) if flows is not None else None, jobs=jobs)
     return pipeline.run(list(paths), opts, progress=progress)
 

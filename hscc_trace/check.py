@@ -79,8 +79,8 @@ def fit_of(flow: dict[str, Any], algo: str) -> dict[str, Any] | None:
     for row in flow.get("fit") or []:
         if row.get("algo") == algo:
             return row
-    # labels with non-default parameters look like "fusion(dmin_ms=2)": accept the bare name
-    matches = [r for r in flow.get("fit") or [] if str(r.get("algo", "")).split("(")[0] == algo]
+    # labels with non-default parameters look like "reno[flavor=rfc]": accept the bare name
+    matches = [r for r in flow.get("fit") or [] if str(r.get("algo", "")).split("[")[0] == algo]
     return matches[0] if len(matches) == 1 else None
 
 

@@ -48,10 +48,14 @@ Progress = Callable[[int, int, str], None]
 
 @dataclass(frozen=True)
 class Options:
-    """What to run: algorithm labels and their full parameter tables, BPF, flow selection."""
+    """What to run (see :class:`hscc_trace.api.Selection`): algorithm names as requested and the
+    parameter overrides given (what workers replay), the labels and full parameter values
+    (what the results record), BPF and flow selection."""
 
     algorithms: tuple[str, ...]
     params: dict[str, dict[str, Any]]
+    labels: tuple[str, ...]
+    values: dict[str, dict[str, Any]]
     bpf: str | None = None
     flows: tuple[int, ...] | None = None  # None = every flow
     jobs: int = 1
@@ -145,8 +149,11 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
     rows = {int(r["flow_id"]): r for r in flows.to_dicts()}
     events: list[tuple[dict[str, Any], FlowEvents | None]] = []
     warnings = list(cap.warnings)
-    for fid in ids:
-        events.append((rows[fid], api.events(cap, fid)))
+    if flow_ids is None:
+        every = api.all_events(cap)  # packets partitioned once for all flows
+        events = [(rows[fid], every.get(fid)) for fid in ids]
+    else:
+        events = [(rows[fid], api.events(cap, fid)) for fid in ids]
     return Prepared(meta=cap.meta, flows=flows, events=events, warnings=warnings)
 
 
@@ -270,8 +277,8 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         captures.append(CaptureResult(meta=prep.meta, flows=prep.flows, results=flows, warnings=warns))
     analysis = Analysis(
         captures=captures,
-        algorithms=list(opts.algorithms),
-        params={a: dict(opts.params.get(a, {})) for a in opts.algorithms},
+        algorithms=list(opts.labels),
+        params={a: dict(opts.values.get(a, {})) for a in opts.labels},
         version=__version__,
         created=results.utc_now(),
         errors=errors,

@@ -71,8 +71,11 @@ def check_cmd(
     elif c.rank_first or any(e.rank_first for e in c.expectations):
         algos = cfg.algorithms  # every configured (default: registered) algorithm
     elif base_doc is not None:
-        known = set(api.algorithms())
-        algos = tuple(dict.fromkeys([*expected, *(a for a in base_doc.get("algorithms", []) if a in known)]))
+        # the baseline's labels ("reno[flavor=rfc]") name the algorithm before "["; the parameters
+        # used now come from the configuration and --param
+        known = set(api.algorithms()) | set(api.default_algorithms())
+        stored = [str(a).split("[")[0] for a in base_doc.get("algorithms", [])]
+        algos = tuple(dict.fromkeys([*expected, *(a for a in stored if a in known)]))
     else:
         algos = tuple(expected)
     if algos is not None:
