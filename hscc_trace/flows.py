@@ -69,15 +69,25 @@ def _split_connections(conv, side, flags, seq):
     return out
 
 
+#: per-packet sequence-analysis kinds returned by :func:`_seq_analysis`
+KIND_NONE, KIND_RETRANS, KIND_OOO, KIND_KEEPALIVE = 0, 1, 2, 3
+
+
 @njit(cache=True)
-def _seq_analysis(starts, dirs, flags, seq, ack, plen, ts):
+def _seq_analysis(starts, dirs, flags, seq, ack, win, plen, ts):
     """Per-flow, per-direction sequence analysis over packets grouped by flow (capture order within).
 
     starts: index of each flow's first packet (len nflows+1). Returns
-    (unique[nf,2], retrans[nf,2], data_first_ns[nf,2], data_last_ns[nf,2], max_seg[nf,2], rtt[n]):
+    (unique[nf,2], retrans[nf,2], data_first_ns[nf,2], data_last_ns[nf,2], max_seg[nf,2], rtt[n], kind[n]):
     unique payload bytes (highest end − lowest start), retransmitted data segments, time of the
-    first/last segment with payload, largest payload, and per packet the RTT sample (s) that ACK
-    gave for the data of the opposite direction (NaN if none).
+    first/last segment with payload, largest payload; per packet the RTT sample (s) that this
+    ACK gave for the data of the opposite direction (NaN if none) and the segment's KIND_*.
+
+    Classification of a segment that does not advance the highest sequence sent (Wireshark
+    ``tcp_analyze_sequence_number``, in its order): keep-alive (≤ 1 byte at next_seq − 1);
+    fast retransmission (≥ 2 duplicate ACKs for exactly this seq, last ACK < 20 ms ago);
+    out-of-order (< one initial RTT — or 3 ms without handshake — after the highest segment,
+    and not ending exactly at the highest sequence); otherwise a (spurious) retransmission.
     """
     n = len(dirs)
     nf = len(starts) - 1
@@ -87,35 +97,48 @@ def _seq_analysis(starts, dirs, flags, seq, ack, plen, ts):
     dlast = np.full((nf, 2), -1, np.int64)
     maxseg = np.zeros((nf, 2), np.int64)
     rtt = np.full(n, np.nan)
+    kind = np.zeros(n, np.uint8)
     # queues of sent-but-unacked new segments, per direction (reused across flows)
     q_end = np.empty((2, n), np.int64)
     q_ts = np.empty((2, n), np.int64)
     q_flag = np.empty((2, n), np.bool_)
     for f in range(nf):
         seq_set = np.zeros(2, np.bool_)
-        base = np.zeros(2, np.uint32)
         last_raw = np.zeros(2, np.uint32)
+        base = np.zeros(2, np.uint32)
         last_u = np.zeros(2, np.int64)
-        max_end = np.zeros(2, np.int64)
+        max_end = np.zeros(2, np.int64)  # Wireshark's nextseq (highest seq + len sent), relative
+        max_end_ts = np.zeros(2, np.int64)
         min_data = np.full(2, np.iinfo(np.int64).max, np.int64)
         max_data = np.full(2, np.iinfo(np.int64).min, np.int64)
         sent = np.zeros(2, np.bool_)
+        # ACK state indexed by the data direction being acknowledged
         ack_set = np.zeros(2, np.bool_)
         ack_raw = np.zeros(2, np.uint32)
-        ack_u = np.zeros(2, np.int64)
+        ack_u = np.zeros(2, np.int64)  # last ACK value (unwrapped, relative to base of that data)
+        ack_ts = np.zeros(2, np.int64)
         hi_ack = np.zeros(2, np.int64)
+        dup = np.zeros(2, np.int64)
+        lastwin = np.full(2, -1, np.int64)
         qh = np.zeros(2, np.int64)
         qt = np.zeros(2, np.int64)
+        mru_syn = np.int64(-1)
+        first_rtt = np.int64(0)
         for i in range(starts[f], starts[f + 1]):
             d = dirs[i]
+            o = 1 - d
             fl = flags[i]
+            t = ts[i]
+            if (fl & 0x12) == 0x02:
+                mru_syn = t
+            elif (fl & 0x12) == 0x10 and mru_syn >= 0 and first_rtt == 0:
+                first_rtt = t - mru_syn
             # ---- this packet as data of direction d
             if not seq_set[d]:
                 seq_set[d] = True
                 base[d] = seq[i]
                 last_raw[d] = seq[i]
                 last_u[d] = 0
-                max_end[d] = 0
                 u = np.int64(0)
             else:
                 u = last_u[d] + np.int64(np.int32(seq[i] - last_raw[d]))
@@ -123,45 +146,65 @@ def _seq_analysis(starts, dirs, flags, seq, ack, plen, ts):
                 last_u[d] = u
             ln = np.int64(plen[i])
             sl = ln + (1 if fl & 0x02 else 0) + (1 if fl & 0x01 else 0)
+            # ---- duplicate-ACK bookkeeping (this packet as an ACK of o's data), before it updates
+            if (fl & 0x10) and seq_set[o] and ack_set[o]:
+                a_new = ack_u[o] + np.int64(np.int32(ack[i] - ack_raw[o]))
+                if (ln == 0 and win[i] != 0 and np.int64(win[i]) == lastwin[d] and u == max_end[d]
+                        and a_new == ack_u[o] and (fl & 0x07) == 0):
+                    dup[o] += 1
+                elif a_new != ack_u[o]:
+                    dup[o] = 0
             if sl > 0 and not (fl & 0x04):
                 e = u + sl
                 if ln > 0:
                     if dfirst[f, d] < 0:
-                        dfirst[f, d] = ts[i]
-                    dlast[f, d] = ts[i]
+                        dfirst[f, d] = t
+                    dlast[f, d] = t
                     if ln > maxseg[f, d]:
                         maxseg[f, d] = ln
                     if u < min_data[d]:
                         min_data[d] = u
                     if u + ln > max_data[d]:
                         max_data[d] = u + ln
-                if sent[d] and u < max_end[d]:  # (part of) this sequence space was sent before
-                    keepalive = ln <= 1 and u == max_end[d] - 1 and (fl & 0x03) == 0
-                    if not keepalive:
-                        if ln > 0:
-                            retrans[f, d] += 1
-                        # Karn: queued segments overlapping [u, e) become ambiguous
-                        k = qh[d] + np.searchsorted(q_end[d, qh[d]:qt[d]], u, side="right")
-                        while k < qt[d]:
-                            q_flag[d, k] = True
-                            if q_end[d, k] >= e:
-                                break
-                            k += 1
-                    if e > max_end[d]:  # partly new: its timing is ambiguous
-                        q_end[d, qt[d]] = e
-                        q_ts[d, qt[d]] = ts[i]
-                        q_flag[d, qt[d]] = True
-                        qt[d] += 1
+                not_adv = sent[d] and u < max_end[d]  # (part of) this sequence space was sent before
+                k_ = KIND_NONE
+                if sent[d] and ln <= 1 and u == max_end[d] - 1 and (fl & 0x07) == 0:
+                    k_ = KIND_KEEPALIVE
                 else:
-                    q_end[d, qt[d]] = e
-                    q_ts[d, qt[d]] = ts[i]
-                    q_flag[d, qt[d]] = False
-                    qt[d] += 1
+                    if ln > 1 and u == max_end[d] - 1:  # after a zero-window probe: new data
+                        not_adv = False
+                    if ln > 0 and ack_set[d] and u + ln <= ack_u[d]:
+                        k_ = KIND_RETRANS  # spurious: already acknowledged
+                    elif not_adv and dup[d] >= 2 and ack_u[d] == u and t - ack_ts[d] < 20000000:
+                        k_ = KIND_RETRANS  # fast retransmission
+                    elif not_adv and 0 <= t - max_end_ts[d] < (first_rtt if first_rtt > 0 else 3000000) and max_end[d] != e:
+                        k_ = KIND_OOO
+                    elif not_adv:
+                        k_ = KIND_RETRANS
+                kind[i] = k_
+                if k_ == KIND_RETRANS and ln > 0:
+                    retrans[f, d] += 1
+                if k_ == KIND_RETRANS or k_ == KIND_OOO:
+                    # Karn: queued segments overlapping [u, e) become ambiguous
+                    k = qh[d] + np.searchsorted(q_end[d, qh[d]:qt[d]], u, side="right")
+                    while k < qt[d]:
+                        q_flag[d, k] = True
+                        if q_end[d, k] >= e:
+                            break
+                        k += 1
                 if not sent[d] or e > max_end[d]:
-                    max_end[d] = e
-                sent[d] = True
+                    q_end[d, qt[d]] = e
+                    q_ts[d, qt[d]] = t
+                    q_flag[d, qt[d]] = bool(sent[d] and u < max_end[d])  # partly re-sent: ambiguous
+                    qt[d] += 1
+            # Wireshark's nextseq advances on any packet (pure ACKs too) that ends beyond it
+            e_any = u + sl
+            if not sent[d] or e_any > max_end[d]:
+                max_end[d] = e_any
+                max_end_ts[d] = t
+            sent[d] = True
+            lastwin[d] = np.int64(win[i])
             # ---- this packet as an ACK for the data of direction o
-            o = 1 - d
             if (fl & 0x10) and seq_set[o]:
                 if not ack_set[o]:
                     ack_set[o] = True
@@ -169,6 +212,7 @@ def _seq_analysis(starts, dirs, flags, seq, ack, plen, ts):
                     hi_ack[o] = a
                     ack_raw[o] = ack[i]
                     ack_u[o] = a
+                    ack_ts[o] = t
                     # segments at or below the first ACK seen are not timed
                     while qh[o] < qt[o] and q_end[o, qh[o]] <= a:
                         qh[o] += 1
@@ -176,6 +220,7 @@ def _seq_analysis(starts, dirs, flags, seq, ack, plen, ts):
                     a = ack_u[o] + np.int64(np.int32(ack[i] - ack_raw[o]))
                     ack_raw[o] = ack[i]
                     ack_u[o] = a
+                    ack_ts[o] = t
                     if a > hi_ack[o]:
                         hi_ack[o] = a
                         last = -1
@@ -186,11 +231,11 @@ def _seq_analysis(starts, dirs, flags, seq, ack, plen, ts):
                                 amb = True
                             qh[o] += 1
                         if last >= 0 and not amb:
-                            rtt[i] = (ts[i] - q_ts[o, last]) * 1e-9
+                            rtt[i] = (t - q_ts[o, last]) * 1e-9
         for d in range(2):
             if min_data[d] < max_data[d]:
                 unique[f, d] = max_data[d] - min_data[d]
-    return unique, retrans, dfirst, dlast, maxseg, rtt
+    return unique, retrans, dfirst, dlast, maxseg, rtt, kind
 
 
 def _endpoint_side(packets: pl.DataFrame) -> pl.Series:
@@ -254,9 +299,9 @@ def _flow_table(pk: pl.DataFrame) -> pl.DataFrame:
     fidv = srt["flow_id"].to_numpy()
     nf = int(fidv.max()) + 1
     starts = np.searchsorted(fidv, np.arange(nf + 1)).astype(np.int64)
-    unique, retrans, dfirst, dlast, maxseg, rtt = _seq_analysis(
+    unique, retrans, dfirst, dlast, maxseg, rtt, _kind = _seq_analysis(
         starts, srt["dir"].to_numpy(), srt["flags"].to_numpy(), srt["seq"].to_numpy(), srt["ack"].to_numpy(),
-        srt["payload_len"].to_numpy(), srt["ts_ns"].to_numpy(),
+        srt["win"].to_numpy(), srt["payload_len"].to_numpy(), srt["ts_ns"].to_numpy(),
     )
     f = pl.col("flags")
     d0 = pl.col("dir") == 0
