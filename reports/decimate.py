@@ -1,0 +1,169 @@
+"""Shape-preserving decimation for report figures.
+
+A trace of a few million ACKs cannot go into an HTML page point by point, and must never be
+truncated. These helpers reduce a time series to what a screen can show without changing its
+shape: the time axis is cut into ``buckets`` equal columns (about one per pixel column of a
+figure), and each column keeps its first, minimum, maximum and last point (the "M4" scheme of
+Jugel et al., VLDB 2014). Drawn as a line at that width, the reduced series is pixel-identical
+to the full one: every peak, every drop to one packet after an RTO, every RTT spike survives.
+
+All functions take numpy arrays with ``x`` ascending (times in seconds) and return index arrays
+or reduced arrays; none of them mutate their input. Units are whatever the caller passes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """What one decimation did, for the report's "how was this decimated" note."""
+
+    n_in: int  # points before
+    n_out: int  # points after
+    buckets: int  # time columns used (0 when nothing was decimated)
+
+    @property
+    def decimated(self) -> bool:
+        return self.n_out < self.n_in
+
+
+def _bucket_ids(x: np.ndarray, buckets: int) -> np.ndarray:
+    """Column index 0..buckets-1 of each (ascending) time in ``x``."""
+    x0, x1 = float(x[0]), float(x[-1])
+    span = x1 - x0
+    if span <= 0:
+        return np.zeros(len(x), dtype=np.int64)
+    b = ((x - x0) * (buckets / span)).astype(np.int64)
+    np.clip(b, 0, buckets - 1, out=b)
+    return b
+
+
+def _segment_starts(b: np.ndarray) -> np.ndarray:
+    """Start index of each run of equal values in the non-decreasing array ``b``."""
+    return np.concatenate(([0], np.flatnonzero(b[1:] != b[:-1]) + 1))
+
+
+def _first_match_per_run(mask: np.ndarray, run_of: np.ndarray, n_runs: int) -> np.ndarray:
+    """For each run, the first index where ``mask`` holds (every run has at least one)."""
+    idx = np.flatnonzero(mask)
+    runs, first = np.unique(run_of[idx], return_index=True)
+    out = np.empty(n_runs, dtype=np.int64)
+    out[runs] = idx[first]
+    return out
+
+
+def m4_indices(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:
+    """Indices of the first, min, max and last point of every time column (sorted, unique).
+
+    ``x`` must be ascending and ``y`` free of NaN (drop missing samples first). When the series
+    already has at most ``4 * buckets`` points every index is returned: nothing is lost.
+    """
+    n = len(x)
+    if n <= 4 * buckets or buckets <= 0:
+        return np.arange(n, dtype=np.int64)
+    b = _bucket_ids(x, buckets)
+    starts = _segment_starts(b)
+    ends = np.concatenate((starts[1:], [n])) - 1
+    run_of = np.repeat(np.arange(len(starts)), np.diff(np.concatenate((starts, [n]))))
+    mins = np.minimum.reduceat(y, starts)
+    maxs = np.maximum.reduceat(y, starts)
+    i_min = _first_match_per_run(y == mins[run_of], run_of, len(starts))
+    i_max = _first_match_per_run(y == maxs[run_of], run_of, len(starts))
+    return np.unique(np.concatenate((starts, i_min, i_max, ends)))
+
+
+def m4(x: np.ndarray, y: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray, Reduction]:
+    """Drop NaN samples, then reduce ``(x, y)`` with :func:`m4_indices`."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    ok = ~np.isnan(y)
+    if not ok.all():
+        x, y = x[ok], y[ok]
+    if len(x) == 0:
+        return x, y, Reduction(0, 0, 0)
+    idx = m4_indices(x, y, buckets)
+    red = Reduction(len(x), len(idx), buckets if len(idx) < len(x) else 0)
+    return x[idx], y[idx], red
+
+
+def bars(t: np.ndarray, lo: np.ndarray, hi: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray, Reduction]:
+    """Vertical bars ``(t, lo)–(t, hi)`` as one polyline with gaps (tcptrace's segment marks).
+
+    Each bar becomes three points: bottom, top and a NaN break. With more than ``buckets`` bars,
+    the bars of each time column are replaced by one bar at the column's mean time from the
+    column's lowest ``lo`` to its highest ``hi`` — the exact envelope of what was there.
+    Returns ``(xs, ys, reduction)`` ready for a line trace (NaN = gap).
+    """
+    t = np.asarray(t, dtype=np.float64)
+    lo = np.asarray(lo, dtype=np.float64)
+    hi = np.asarray(hi, dtype=np.float64)
+    n = len(t)
+    if n == 0:
+        return t, t, Reduction(0, 0, 0)
+    if n > buckets > 0:
+        b = _bucket_ids(t, buckets)
+        starts = _segment_starts(b)
+        counts = np.diff(np.concatenate((starts, [n])))
+        t = np.add.reduceat(t, starts) / counts
+        lo = np.minimum.reduceat(lo, starts)
+        hi = np.maximum.reduceat(hi, starts)
+        red = Reduction(n, len(starts), buckets)
+    else:
+        red = Reduction(n, n, 0)
+    xs = np.repeat(t, 3)
+    ys = np.empty(len(xs))
+    ys[0::3], ys[1::3], ys[2::3] = lo, hi, np.nan
+    xs[2::3] = np.nan
+    return xs, ys, red
+
+
+def merge_intervals(start: np.ndarray, end: np.ndarray, min_gap: float) -> tuple[np.ndarray, np.ndarray]:
+    """Sort and merge intervals that overlap or lie closer than ``min_gap`` (one pixel column).
+
+    Used for shaded bands (congestion episodes, phases, limits): thousands of tiny intervals
+    become at most about one per pixel column and nothing that was shaded is lost.
+    """
+    start = np.asarray(start, dtype=np.float64)
+    end = np.maximum(np.asarray(end, dtype=np.float64), start)
+    if len(start) == 0:
+        return start, end
+    order = np.argsort(start, kind="stable")
+    s, e = start[order], end[order]
+    run_end = np.maximum.accumulate(e)
+    new = np.ones(len(s), dtype=bool)
+    new[1:] = s[1:] > run_end[:-1] + min_gap
+    grp = np.cumsum(new) - 1
+    starts = s[new]
+    ends = np.full(len(starts), -np.inf)
+    np.maximum.at(ends, grp, e)
+    return starts, ends
+
+
+def runs(x: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Runs of equal consecutive ``values``: (start x, end x, value) with a run ending where the
+    next one begins (the last run ends at the last sample). ``values`` may be any numpy dtype."""
+    n = len(values)
+    if n == 0:
+        empty = np.empty(0)
+        return empty, empty, values[:0]
+    change = np.ones(n, dtype=bool)
+    change[1:] = values[1:] != values[:-1]
+    starts = np.flatnonzero(change)
+    s = x[starts]
+    e = np.concatenate((x[starts[1:]], [x[-1]]))
+    return s, e, values[starts]
+
+
+def drop_flat(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Remove interior points of runs of equal ``y`` (lossless for a line or step drawing):
+    a constant signal of a million samples becomes its two end points."""
+    n = len(y)
+    if n <= 2:
+        return x, y
+    keep = np.ones(n, dtype=bool)
+    keep[1:-1] = (y[1:-1] != y[:-2]) | (y[1:-1] != y[2:])
+    return x[keep], y[keep]

@@ -1,0 +1,598 @@
+"""Plotly figures for one flow: what the sender did, and what each algorithm would have done.
+
+:func:`flow_figures` returns, in display order, one figure per panel, all on the same time axis
+(seconds since the flow's first packet):
+
+``window``   actual bytes in flight (packets) with every replayed cwnd (legend-toggleable);
+``rtt``      RTT samples, running min RTT and RFC 6298 smoothed RTT (ms);
+``goodput``  goodput (cumulatively ACKed bytes) and throughput (bytes sent, incl. retransmissions);
+``timeseq``  a tcptrace-style time/sequence graph: data segments, retransmissions by kind, the
+             ACK line, the receive-window line and SACK information;
+``algo:<label>``  each algorithm's own signals, one figure per algorithm that has any.
+
+Congestion episodes are shaded on every panel. Algorithm signals are rendered generically from
+the columns of the replay DataFrame beyond schema.REPLAY_BASE, so a new algorithm renders without
+a change here: numeric window-like signals (packets) share the window row, queue estimates and
+their thresholds (diff, alpha, 3·alpha, gamma, …) share a second row with thresholds dashed,
+booleans (e.g. Kyushu's non-aggressive period) and categorical signals (Fusion's phase, HRF's
+mode) shade the time ranges where they hold, and any other number gets a row of its own. A
+``dwnd`` signal is drawn stacked on the loss-based window (Compound TCP).
+
+Every series is decimated with :mod:`hscc_trace.reports.decimate` (first/min/max/last per time
+column) when it has more than ``max_points`` points; the reductions are returned by
+:func:`build_flow` for the report's decimation note.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+import numpy as np
+import plotly.graph_objects as go
+import polars as pl
+from plotly.subplots import make_subplots
+
+from hscc_trace import schema
+from hscc_trace.model import FlowResult
+
+from . import decimate as dec
+
+DEFAULT_MAX_POINTS = 4000  # points per series; 4 per time column → 1000 columns, about a screen width
+
+ALGO_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
+               "#393b79", "#637939", "#8c6d31", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1")
+ACTUAL_COLOR = "#111111"
+EPISODE_COLORS = {"fast_retransmit": "rgba(214,39,40,0.16)", "sack_recovery": "rgba(214,39,40,0.16)",
+                  "rto": "rgba(140,0,0,0.30)", "ecn": "rgba(148,103,189,0.22)"}
+LIMIT_COLORS = {"rwnd": "rgba(31,119,180,0.10)", "app": "rgba(127,127,127,0.14)"}
+SEGMENT_COLORS = {"new": "#1f3a93", "retransmission": "#d62728", "fast_retransmission": "#ff7f0e",
+                  "spurious_retransmission": "#e377c2", "out_of_order": "#17becf"}
+CATEGORY_COLORS = {  # known categorical signal values; anything else cycles through _CAT_PALETTE
+    "increase": "rgba(44,160,44,0.13)", "steady": "rgba(127,127,127,0.10)", "decrease": "rgba(214,39,40,0.13)",
+    "cr": "rgba(31,119,180,0.12)", "ci": "rgba(255,127,14,0.14)",
+    "slow_start": "rgba(188,189,34,0.14)", "recovery": "rgba(214,39,40,0.10)", "loss": "rgba(140,0,0,0.18)",
+}
+_CAT_PALETTE = ("rgba(23,190,207,0.14)", "rgba(188,189,34,0.16)", "rgba(148,103,189,0.14)",
+                "rgba(140,86,75,0.14)", "rgba(227,119,194,0.14)", "rgba(31,119,180,0.12)")
+_BOOL_COLOR = "rgba(148,103,189,0.16)"
+_QUIET = {"open", "none", "", "off", "false"}  # category values left unshaded
+
+HEIGHTS = {"window": 420, "rtt": 280, "goodput": 250, "timeseq": 420}
+
+TEMPLATE = go.layout.Template(layout=go.Layout(
+    font=dict(family="system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif", size=12,
+              color="#222"),
+    paper_bgcolor="white", plot_bgcolor="white",
+    margin=dict(l=70, r=20, t=36, b=40),
+    hovermode="x unified",
+    hoverlabel=dict(namelength=-1),
+    legend=dict(orientation="v", x=1.01, y=1, xanchor="left", font=dict(size=11)),
+    xaxis=dict(showgrid=True, gridcolor="#eee", zeroline=False, linecolor="#999", ticks="outside", showline=True),
+    yaxis=dict(showgrid=True, gridcolor="#eee", zeroline=False, linecolor="#999", ticks="outside", showline=True),
+))
+
+
+@dataclass
+class TraceNote:
+    """How one drawn series was reduced (for the decimation note)."""
+
+    panel: str
+    trace: str
+    reduction: dec.Reduction
+
+
+@dataclass
+class FlowFigures:
+    figures: dict[str, go.Figure]
+    notes: list[TraceNote] = field(default_factory=list)
+
+    @property
+    def points_in(self) -> int:
+        return sum(n.reduction.n_in for n in self.notes)
+
+    @property
+    def points_out(self) -> int:
+        return sum(n.reduction.n_out for n in self.notes)
+
+    @property
+    def decimated(self) -> list[TraceNote]:
+        return [n for n in self.notes if n.reduction.decimated]
+
+
+def algo_colors(labels: Iterable[str]) -> dict[str, str]:
+    """A stable colour per algorithm label (same colour on every panel)."""
+    return {lab: ALGO_COLORS[i % len(ALGO_COLORS)] for i, lab in enumerate(labels)}
+
+
+def _esc(text: object) -> str:
+    """Escape text placed in figure titles and legends (plotly renders a subset of HTML there)."""
+    return html.escape(str(text))
+
+
+def norm(name: str) -> str:
+    """Signal name reduced for matching: lower case, ′ → prime, only [a-z0-9] ("W_max" → "wmax")."""
+    return re.sub(r"[^a-z0-9]", "", name.lower().replace("′", "prime").replace("'", "prime"))
+
+
+def is_window_signal(name: str) -> bool:
+    """Window-sized signals in packets that share the algorithm's cwnd row."""
+    n = norm(name)
+    return (n.endswith("wnd") or "cwnd" in n or n in {"win", "wmax", "wlastmax", "wreno", "wtcp", "westimate",
+                                                      "renoestimate", "target", "wcubic", "origin"}
+            or re.fullmatch(r"w\d+", n) is not None)
+
+
+def is_threshold_signal(name: str) -> bool:
+    """Thresholds drawn dashed in the queue row (Fusion α and 3α, Compound γ, Vegas α/β)."""
+    n = norm(name)
+    return n.startswith(("alpha", "gamma")) or n in {"3alpha", "alpha3", "threealpha", "vegasalpha", "vegasbeta"}
+
+
+def is_queue_signal(name: str) -> bool:
+    """Queue estimates in packets (Vegas-style diff) that are compared against thresholds."""
+    n = norm(name)
+    return n.startswith("diff") or n in {"queue", "backlog", "qlen"}
+
+
+# ---------------------------------------------------------------------------------------------
+# small helpers
+
+
+def _t(ts_ns: pl.Series | np.ndarray, t0_ns: int) -> np.ndarray:
+    """Seconds since the flow start (float64)."""
+    arr = ts_ns.to_numpy() if isinstance(ts_ns, pl.Series) else np.asarray(ts_ns)
+    return (arr.astype(np.int64) - np.int64(t0_ns)) / 1e9
+
+
+def _f(s: pl.Series) -> np.ndarray:
+    """A numeric column as float64 with nulls as NaN."""
+    return s.cast(pl.Float64).fill_null(float("nan")).to_numpy()
+
+
+class _Panel:
+    """Collects traces for one figure while recording reductions."""
+
+    def __init__(self, key: str, notes: list[TraceNote], buckets: int) -> None:
+        self.key = key
+        self.notes = notes
+        self.buckets = buckets
+
+    def line(self, x: np.ndarray, y: np.ndarray, name: str, *, shape: str = "hv", mode: str = "lines",
+             **kw: Any) -> go.Scatter | None:
+        # Markers are one SVG element each: half the columns keep them cheap to draw.
+        xs, ys, red = dec.m4(x, y, self.buckets if mode == "lines" else max(self.buckets // 2, 1))
+        self.notes.append(TraceNote(self.key, name, red))
+        if len(xs) == 0:
+            return None
+        if mode == "lines":
+            xs, ys = dec.drop_flat(xs, ys)
+            kw.setdefault("line", {})
+            kw["line"] = {**kw["line"], "shape": shape}
+        return go.Scatter(x=xs, y=ys, name=name, mode=mode, **kw)
+
+    def bars(self, t: np.ndarray, lo: np.ndarray, hi: np.ndarray, name: str, color: str, **kw: Any) -> go.Scatter | None:
+        xs, ys, red = dec.bars(t, lo, hi, self.buckets)
+        self.notes.append(TraceNote(self.key, name, red))
+        if len(xs) == 0:
+            return None
+        return go.Scatter(x=xs, y=ys, name=name, mode="lines", line=dict(color=color, width=1.4),
+                          connectgaps=False, hoverinfo="skip", **kw)
+
+
+def _band(start: np.ndarray, end: np.ndarray, y0: float, y1: float, name: str, color: str, *, min_gap: float,
+          legendgroup: str, showlegend: bool, **kw: Any) -> go.Scatter | None:
+    """Shaded time ranges as one filled polygon trace (cheap even for thousands of ranges)."""
+    s, e = dec.merge_intervals(start, end, min_gap)
+    if len(s) == 0:
+        return None
+    e = np.maximum(e, s + min_gap * 0.5)  # an instant still gets a visible sliver
+    k = len(s)
+    xs = np.empty(k * 6)
+    ys = np.empty(k * 6)
+    xs[0::6], xs[1::6], xs[2::6], xs[3::6], xs[4::6], xs[5::6] = s, s, e, e, s, np.nan
+    ys[0::6], ys[1::6], ys[2::6], ys[3::6], ys[4::6], ys[5::6] = y0, y1, y1, y0, y0, np.nan
+    return go.Scatter(x=xs, y=ys, name=name, mode="lines", fill="toself", fillcolor=color, line=dict(width=0),
+                      hoverinfo="skip", legendgroup=legendgroup, showlegend=showlegend, **kw)
+
+
+def _extent(traces: Iterable[go.Scatter | None]) -> tuple[float, float]:
+    """y range covered by the (non-band) traces, for sizing bands; (0, 1) when empty."""
+    lo, hi = math.inf, -math.inf
+    for tr in traces:
+        if tr is None or tr.y is None:
+            continue
+        y = np.asarray(tr.y, dtype=np.float64)
+        y = y[np.isfinite(y)]
+        if len(y):
+            lo, hi = min(lo, float(y.min())), max(hi, float(y.max()))
+    if not math.isfinite(lo):
+        return 0.0, 1.0
+    lo = min(lo, 0.0)
+    if hi <= lo:
+        hi = lo + 1.0
+    return lo, hi + 0.04 * (hi - lo)
+
+
+# ---------------------------------------------------------------------------------------------
+# flow-level context shared by the panels
+
+
+@dataclass
+class _Ctx:
+    fr: FlowResult
+    t0: int
+    mss: int
+    duration: float
+    buckets: int
+    min_gap: float  # one time column (s)
+    colors: dict[str, str]
+    best: str | None
+    notes: list[TraceNote]
+    episodes: tuple[np.ndarray, np.ndarray, np.ndarray]  # start s, end s, kind
+
+    def panel(self, key: str) -> _Panel:
+        return _Panel(key, self.notes, self.buckets)
+
+    def episode_bands(self, y0: float, y1: float, *, legend: bool = True, **kw: Any) -> list[go.Scatter]:
+        s, e, kind = self.episodes
+        out = []
+        for k in schema.EPISODE_KINDS:
+            m = kind == k
+            if not m.any():
+                continue
+            label = {"fast_retransmit": "episode: fast retransmit", "sack_recovery": "episode: SACK recovery",
+                     "rto": "episode: RTO", "ecn": "episode: ECN"}[k]
+            tr = _band(s[m], e[m], y0, y1, label, EPISODE_COLORS[k], min_gap=self.min_gap,
+                       legendgroup=f"ep-{k}", showlegend=legend, **kw)
+            if tr is not None:
+                out.append(tr)
+        return out
+
+
+def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None) -> _Ctx:
+    ev = fr.events
+    firsts = [int(fr.flow["first_ns"])] if fr.flow.get("first_ns") is not None else []
+    for df in (ev.segments, ev.acks):
+        if df.height:
+            firsts.append(int(df["ts_ns"].min()))
+    t0 = min(firsts) if firsts else 0
+    lasts = [int(fr.flow["last_ns"])] if fr.flow.get("last_ns") is not None else []
+    for df in (ev.segments, ev.acks):
+        if df.height:
+            lasts.append(int(df["ts_ns"].max()))
+    duration = max((max(lasts) - t0) / 1e9, 1e-6) if lasts else 1e-6
+    buckets = max(max_points // 4, 1)
+    if ev.episodes.height:
+        eps = (_t(ev.episodes["start_ns"], t0), _t(ev.episodes["end_ns"].fill_null(ev.episodes["start_ns"]), t0),
+               ev.episodes["kind"].cast(pl.String).fill_null("fast_retransmit").to_numpy())
+    else:
+        eps = (np.empty(0), np.empty(0), np.empty(0, dtype=object))
+    best = None
+    if fr.fit is not None and fr.fit.height and "rank" in fr.fit.columns:
+        top = fr.fit.sort("rank").row(0, named=True)
+        best = top["algo"]
+    return _Ctx(fr=fr, t0=t0, mss=max(int(ev.mss or fr.flow.get("mss") or 1), 1), duration=duration, buckets=buckets,
+                min_gap=duration / buckets, colors=colors or algo_colors(fr.replays), best=best, notes=[],
+                episodes=eps)
+
+
+def _finish(fig: go.Figure, title: str, height: int, ytitle: str | None = None) -> go.Figure:
+    fig.update_layout(template=TEMPLATE, title=dict(text=title, x=0.0, xanchor="left", font=dict(size=14)),
+                      height=height)
+    if ytitle:
+        fig.update_yaxes(title_text=ytitle, row=1, col=1) if fig._has_subplots() else fig.update_yaxes(title_text=ytitle)
+    fig.update_xaxes(title_text=None)
+    return fig
+
+
+def _xlabel(fig: go.Figure) -> None:
+    # only the bottom axis of a figure carries the label
+    axes = [k for k in fig.layout if k.startswith("xaxis")]
+    bottom = sorted(axes, key=lambda k: int(k[5:] or 1))[-1] if axes else "xaxis"
+    fig.layout[bottom].title = dict(text="time since flow start (s)")
+
+
+# ---------------------------------------------------------------------------------------------
+# panels
+
+
+def _window_panel(c: _Ctx) -> go.Figure:
+    p = c.panel("window")
+    acks = c.fr.events.acks
+    traces: list[go.Scatter | None] = []
+    if acks.height:
+        t = _t(acks["ts_ns"], c.t0)
+        traces.append(p.line(t, _f(acks["outstanding"]) / c.mss, "actual: bytes in flight",
+                             line=dict(color=ACTUAL_COLOR, width=2),
+                             hovertemplate="%{y:.1f} pkts"))
+        if "pipe" in acks.columns and acks["pipe"].null_count() < acks.height:
+            traces.append(p.line(t, _f(acks["pipe"]) / c.mss, "actual: SACK-aware pipe",
+                                 line=dict(color="#555", width=1, dash="dot"), visible="legendonly",
+                                 hovertemplate="%{y:.1f} pkts"))
+        traces.append(p.line(t, _f(acks["rwnd_bytes"]) / c.mss, "receive window",
+                             line=dict(color="#b8860b", width=1, dash="dash"), visible="legendonly",
+                             hovertemplate="%{y:.1f} pkts"))
+    rounds = c.fr.events.rounds
+    if rounds.height:
+        cw = rounds.filter(pl.col("limit") == "cwnd")
+        if cw.height:
+            traces.append(p.line(_t(cw["end_ns"], c.t0), _f(cw["peak_flight_bytes"]) / c.mss,
+                                 "actual: round peak flight (cwnd-limited, fitted)", mode="markers",
+                                 marker=dict(color=ACTUAL_COLOR, size=4, symbol="circle-open"), visible="legendonly",
+                                 hovertemplate="%{y:.1f} pkts"))
+    for label, df in c.fr.replays.items():
+        if not df.height:
+            continue
+        best = label == c.best
+        traces.append(p.line(_t(df["ts_ns"], c.t0), _f(df["cwnd"]), f"{_esc(label)} cwnd" + (" (best fit)" if best else ""),
+                             line=dict(color=c.colors.get(label, "#444"), width=2.4 if best else 1.4),
+                             legendgroup=f"algo-{label}", hovertemplate="%{y:.1f}"))
+    y0, y1 = _extent(traces)
+    bands = c.episode_bands(y0, y1)
+    if rounds.height:
+        rs, re_, lim = _t(rounds["start_ns"], c.t0), _t(rounds["end_ns"], c.t0), rounds["limit"].cast(pl.String).to_numpy()
+        for k, color in LIMIT_COLORS.items():
+            m = lim == k
+            if m.any():
+                name = "receive-window-limited rounds" if k == "rwnd" else "application-limited rounds"
+                tr = _band(rs[m], re_[m], y0, y1, name, color, min_gap=c.min_gap, legendgroup=f"limit-{k}",
+                           showlegend=True)
+                if tr is not None:
+                    bands.append(tr)
+    fig = go.Figure([*bands, *(tr for tr in traces if tr is not None)])
+    _finish(fig, "Window: actual bytes in flight vs each replayed cwnd", HEIGHTS["window"], "packets (MSS)")
+    _xlabel(fig)
+    return fig
+
+
+def _rtt_panel(c: _Ctx) -> go.Figure:
+    p = c.panel("rtt")
+    acks = c.fr.events.acks
+    traces: list[go.Scatter | None] = []
+    if acks.height:
+        s = acks.select("ts_ns", "rtt_s").drop_nulls("rtt_s").filter(pl.col("rtt_s").is_not_nan())
+        if s.height:
+            t = _t(s["ts_ns"], c.t0)
+            r = s["rtt_s"].to_numpy() * 1e3
+            traces.append(p.line(t, r, "RTT sample", mode="markers", marker=dict(color="#4c78a8", size=3, opacity=0.6),
+                                 hovertemplate="%{y:.3f} ms"))
+            traces.append(p.line(t, np.fmin.accumulate(r), "min RTT", line=dict(color="#2ca02c", width=2),
+                                 hovertemplate="%{y:.3f} ms"))
+            srtt = s["rtt_s"].ewm_mean(alpha=1 / 8, adjust=False).to_numpy() * 1e3  # RFC 6298 SRTT, α = 1/8
+            traces.append(p.line(t, srtt, "smoothed RTT (RFC 6298)", shape="linear", line=dict(color="#d62728", width=1.6),
+                                 hovertemplate="%{y:.3f} ms"))
+    y0, y1 = _extent(traces)
+    fig = go.Figure([*c.episode_bands(y0, y1, legend=False), *(tr for tr in traces if tr is not None)])
+    title = "RTT samples, min RTT and smoothed RTT"
+    off = getattr(c.fr.events, "rtt_offset_s", 0.0) or 0.0
+    if off:
+        title += f" (corrected for the capture vantage by {off * 1e3:.3f} ms)"
+    _finish(fig, title, HEIGHTS["rtt"], "ms")
+    _xlabel(fig)
+    return fig
+
+
+def _binned_rate(t: np.ndarray, nbytes: np.ndarray, width: float, t_end: float) -> tuple[np.ndarray, np.ndarray]:
+    """Mbit/s per bin of ``width`` seconds, bins starting at 0 (x = bin start, drawn as steps)."""
+    nb = max(int(math.ceil(t_end / width)), 1)
+    idx = np.clip((t / width).astype(np.int64), 0, nb - 1)
+    sums = np.bincount(idx, weights=nbytes, minlength=nb)
+    return np.arange(nb) * width, sums * 8 / width / 1e6
+
+
+def _goodput_panel(c: _Ctx) -> go.Figure:
+    p = c.panel("goodput")
+    ev = c.fr.events
+    rtt_med = c.fr.flow.get("rtt_median_s") or 0.0
+    width = max(c.duration / min(c.buckets, 1000), float(rtt_med or 0.0), 1e-6)
+    traces: list[go.Scatter | None] = []
+    if ev.acks.height:
+        x, y = _binned_rate(_t(ev.acks["ts_ns"], c.t0), _f(ev.acks["acked_bytes"].clip(0)), width, c.duration)
+        traces.append(p.line(x, y, "goodput (newly ACKed)", line=dict(color=ACTUAL_COLOR, width=1.8),
+                             hovertemplate="%{y:.3f} Mbit/s"))
+    if ev.segments.height:
+        t = _t(ev.segments["ts_ns"], c.t0)
+        ln = _f(ev.segments["len"])
+        x, y = _binned_rate(t, ln, width, c.duration)
+        traces.append(p.line(x, y, "throughput (sent, incl. retransmissions)", line=dict(color="#4c78a8", width=1.2),
+                             hovertemplate="%{y:.3f} Mbit/s"))
+        kind = ev.segments["kind"].cast(pl.String).to_numpy()
+        rtx = (kind != "new") & (kind != "out_of_order")
+        if rtx.any():
+            x, y = _binned_rate(t[rtx], ln[rtx], width, c.duration)
+            traces.append(p.line(x, y, "retransmitted", line=dict(color="#d62728", width=1.2),
+                                 hovertemplate="%{y:.3f} Mbit/s"))
+    y0, y1 = _extent(traces)
+    fig = go.Figure([*c.episode_bands(y0, y1, legend=False), *(tr for tr in traces if tr is not None)])
+    _finish(fig, f"Goodput and throughput (bins of {width * 1e3:.3g} ms)", HEIGHTS["goodput"], "Mbit/s")
+    _xlabel(fig)
+    return fig
+
+
+def _timeseq_panel(c: _Ctx) -> go.Figure:
+    p = c.panel("timeseq")
+    ev = c.fr.events
+    traces: list[go.Scatter | None] = []
+    segs = ev.segments
+    if segs.height:
+        t = _t(segs["ts_ns"], c.t0)
+        lo = _f(segs["seq"])
+        hi = lo + _f(segs["len"])
+        kind = segs["kind"].cast(pl.String).to_numpy()
+        for k in schema.SEGMENT_KINDS:
+            m = kind == k
+            if m.any():
+                name = "data segment" if k == "new" else k.replace("_", " ")
+                traces.append(p.bars(t[m], lo[m], hi[m], name, SEGMENT_COLORS[k]))
+    acks = ev.acks
+    if acks.height:
+        t = _t(acks["ts_ns"], c.t0)
+        a = _f(acks["ack"])
+        traces.append(p.line(t, a, "ACK", line=dict(color="#2ca02c", width=1.4), hovertemplate="ack %{y:,.0f}"))
+        traces.append(p.line(t, a + _f(acks["rwnd_bytes"]), "receive window (ACK + rwnd)",
+                             line=dict(color="#b8860b", width=1.2), hovertemplate="rwnd edge %{y:,.0f}"))
+    sack = getattr(ev, "sack_blocks", None)
+    if isinstance(sack, pl.DataFrame) and sack.height and {"ts_ns", "left", "right"} <= set(sack.columns):
+        traces.append(p.bars(_t(sack["ts_ns"], c.t0), _f(sack["left"]), _f(sack["right"]), "SACK block", "#9467bd"))
+    elif acks.height and "sacked_bytes" in acks.columns:
+        sk = acks.filter(pl.col("sacked_bytes") > 0)
+        if sk.height:
+            # The event stream carries how much each ACK newly SACKed, not the block edges: mark the
+            # ACKs that brought SACK information at the cumulative ACK they carried.
+            traces.append(p.line(_t(sk["ts_ns"], c.t0), _f(sk["ack"]), "ACK carrying new SACK info",
+                                 mode="markers", marker=dict(color="#9467bd", size=5, symbol="triangle-up"),
+                                 hovertemplate="SACK at ack %{y:,.0f}"))
+    y0, y1 = _extent(traces)
+    fig = go.Figure([*c.episode_bands(y0, y1, legend=False), *(tr for tr in traces if tr is not None)])
+    _finish(fig, "Time/sequence graph (tcptrace style)", HEIGHTS["timeseq"], "relative sequence (bytes)")
+    _xlabel(fig)
+    return fig
+
+
+def _signal_kind(s: pl.Series) -> str:
+    if s.dtype == pl.Boolean:
+        return "bool"
+    if s.dtype in (pl.String, pl.Categorical) or isinstance(s.dtype, (pl.Enum, pl.Categorical)):
+        return "category"
+    if s.dtype.is_numeric():
+        return "number"
+    return "other"
+
+
+def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> go.Figure | None:
+    base = {col.name for col in schema.REPLAY_BASE}
+    sig = [s for s in df.columns if s not in base]
+    if not sig or not df.height:
+        return None
+    kinds = {s: _signal_kind(df[s]) for s in sig}
+    window = [s for s in sig if kinds[s] == "number" and is_window_signal(s)]
+    queue = [s for s in sig if kinds[s] == "number" and (is_queue_signal(s) or is_threshold_signal(s))]
+    others = [s for s in sig if kinds[s] == "number" and s not in window and s not in queue]
+    flags = [s for s in sig if kinds[s] in ("bool", "category")]
+    rows: list[tuple[str, list[str]]] = [("window", window)]
+    if queue:
+        rows.append(("queue", queue))
+    rows += [(s, [s]) for s in others]
+    titles = (["window (packets)"] + (["queue estimate vs thresholds (packets)"] if queue else [])
+              + [_esc(s) for s in others])
+    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=min(0.09, 0.5 / len(rows)),
+                        subplot_titles=titles, row_heights=[2.0] + [1.0] * (len(rows) - 1))
+    p = c.panel(f"algo:{label}")
+    t = _t(df["ts_ns"], c.t0)
+    color = c.colors.get(label, "#444")
+    palette = [col for col in ALGO_COLORS if col != color]
+    first_band_row = True
+    for r, (kind, names) in enumerate(rows, start=1):
+        traces: list[go.Scatter | None] = []
+        if kind == "window":
+            acks = c.fr.events.acks
+            if acks.height:
+                traces.append(p.line(_t(acks["ts_ns"], c.t0), _f(acks["outstanding"]) / c.mss, "actual: bytes in flight",
+                                     line=dict(color="#999", width=1), hovertemplate="%{y:.1f}"))
+            stacked = _stack_parts(df, names)
+            if stacked is not None:
+                loss_name, loss = stacked
+                traces.append(p.line(t, loss, f"{_esc(loss_name)} (loss-based part)", stackgroup="win",
+                                     line=dict(color=color, width=0.8), hovertemplate="%{y:.1f}"))
+                traces.append(p.line(t, _f(df["dwnd"]), "dwnd (delay part, stacked)", stackgroup="win",
+                                     line=dict(color="#ff9896", width=0.8), hovertemplate="%{y:.1f}"))
+            traces.append(p.line(t, _f(df["cwnd"]), f"{_esc(label)} cwnd", line=dict(color=color, width=2),
+                                 hovertemplate="%{y:.1f}"))
+            ss = _f(df["ssthresh"]).copy()
+            cap = 10 * max(np.nanmax(_f(df["cwnd"])) if df.height else 1.0, 1.0)
+            ss[ss > cap] = np.nan  # "infinite" ssthresh before the first loss
+            traces.append(p.line(t, ss, "ssthresh", line=dict(color=color, width=1, dash="dot"), visible="legendonly",
+                                 hovertemplate="%{y:.1f}"))
+            for i, s in enumerate(n for n in names if not (stacked and n in ("dwnd", stacked[0]))):
+                traces.append(p.line(t, _f(df[s]), _esc(s), line=dict(color=palette[i % len(palette)], width=1.3, dash="dash"),
+                                     hovertemplate="%{y:.2f}"))
+        else:
+            for i, s in enumerate(names):
+                thr = is_threshold_signal(s)
+                traces.append(p.line(t, _f(df[s]), _esc(s), line=dict(color=palette[(i + 3) % len(palette)] if not thr else "#444",
+                                                             width=1.2 if thr else 1.5, dash="dash" if thr else None),
+                                     hovertemplate="%{y:.4g}"))
+        y0, y1 = _extent(traces)
+        bands = c.episode_bands(y0, y1, legend=r == 1)
+        for s in flags:
+            bands += _flag_bands(c, t, df[s], s, y0, y1, legend=first_band_row)
+        first_band_row = False
+        for tr in [*bands, *(tr for tr in traces if tr is not None)]:
+            if tr is not None:
+                fig.add_trace(tr, row=r, col=1)
+    flag_note = f"; shaded: {', '.join(_esc(f) for f in flags)}" if flags else ""
+    height = 260 + 150 * (len(rows) - 1)
+    _finish(fig, f"{_esc(label)}: signals{flag_note}", height)
+    fig.update_annotations(font=dict(size=11), xanchor="left", x=0.0)
+    _xlabel(fig)
+    return fig
+
+
+def _stack_parts(df: pl.DataFrame, names: list[str]) -> tuple[str, np.ndarray] | None:
+    """Compound TCP: (name, loss-based window) to stack ``dwnd`` on, when the replay has a ``dwnd``."""
+    if "dwnd" not in df.columns:
+        return None
+    for cand in names:
+        if cand != "dwnd" and norm(cand) in {"lwnd", "cwndloss", "losscwnd", "cwndreno", "renocwnd", "losswnd"}:
+            return cand, _f(df[cand])
+    if "win" in df.columns:
+        return "win − dwnd", _f(df["win"]) - _f(df["dwnd"])
+    return "cwnd − dwnd", _f(df["cwnd"]) - _f(df["dwnd"])
+
+
+def _flag_bands(c: _Ctx, t: np.ndarray, s: pl.Series, name: str, y0: float, y1: float, *,
+                legend: bool) -> list[go.Scatter]:
+    """Shading for a boolean (where True) or categorical signal (one colour per value)."""
+    if s.dtype == pl.Boolean:
+        vals = s.fill_null(False).to_numpy()
+        st, en, v = dec.runs(t, vals)
+        m = v.astype(bool)
+        tr = _band(st[m], en[m], y0, y1, _esc(name), _BOOL_COLOR, min_gap=c.min_gap, legendgroup=f"flag-{name}",
+                   showlegend=legend)
+        return [tr] if tr is not None else []
+    vals = s.cast(pl.String).fill_null("").to_numpy()
+    st, en, v = dec.runs(t, vals)
+    out = []
+    cats = [x for x in dict.fromkeys(v.tolist()) if str(x).lower() not in _QUIET]
+    for i, cat in enumerate(sorted(cats, key=str)):
+        m = v == cat
+        color = CATEGORY_COLORS.get(str(cat).lower(), _CAT_PALETTE[i % len(_CAT_PALETTE)])
+        tr = _band(st[m], en[m], y0, y1, f"{_esc(name)} = {_esc(cat)}", color, min_gap=c.min_gap,
+                   legendgroup=f"flag-{name}-{cat}", showlegend=legend)
+        if tr is not None:
+            out.append(tr)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# public
+
+
+def build_flow(fr: FlowResult, *, max_points: int = DEFAULT_MAX_POINTS,
+               colors: dict[str, str] | None = None) -> FlowFigures:
+    """Every panel for one flow plus how each series was reduced."""
+    c = _context(fr, max_points, colors)
+    figs: dict[str, go.Figure] = {
+        "window": _window_panel(c),
+        "rtt": _rtt_panel(c),
+        "goodput": _goodput_panel(c),
+        "timeseq": _timeseq_panel(c),
+    }
+    for label, df in fr.replays.items():
+        fig = _algo_panel(c, label, df)
+        if fig is not None:
+            figs[f"algo:{label}"] = fig
+    return FlowFigures(figures=figs, notes=c.notes)
+
+
+def flow_figures(flow_result: FlowResult, *, max_points: int = DEFAULT_MAX_POINTS) -> dict[str, go.Figure]:
+    """Plotly figures for one flow, keyed ``window``, ``rtt``, ``goodput``, ``timeseq``, ``algo:<label>``.
+
+    For notebooks: ``flow_figures(res)["window"].show()``. Series longer than ``max_points`` are
+    decimated (first/min/max/last per time column), never truncated.
+    """
+    return build_flow(flow_result, max_points=max_points).figures

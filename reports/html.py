@@ -1,0 +1,538 @@
+"""The self-contained, offline HTML report for one :class:`~hscc_trace.model.Analysis`.
+
+One file, no network: plotly.js is inlined once (gzip-compressed, unpacked by the browser's
+``DecompressionStream``), each flow's figures are inlined as one compressed JSON payload, and a
+Content-Security-Policy that allows only the page's own two scripts (by hash) and forbids every
+request makes "no request leaves the page" a property of the file, not a promise.
+
+Everything that comes from a capture (file names, addresses, warning text …) is HTML-escaped:
+a capture is untrusted input.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as _dt
+import gzip
+import hashlib
+import html
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable
+
+import numpy as np
+import plotly
+import polars as pl
+from plotly.offline import get_plotlyjs
+
+from hscc_trace.errors import InputError
+from hscc_trace.model import Analysis, CaptureResult, FlowResult
+
+from . import figures as F
+
+DEFAULT_MAX_POINTS = F.DEFAULT_MAX_POINTS
+DEFAULT_MAX_FLOWS = 25  # flows that get a full section (largest first); all are in the overview
+DEFAULT_BUDGET_POINTS = 2_000_000  # points over all figures; per-series points shrink to fit
+MIN_POINTS = 400  # never fewer points per series than this (100 time columns)
+
+CAVEAT = (
+    "Open loop: the ACK stream in this capture was shaped by the actual sender. A replay says what "
+    "each algorithm <em>would have set</em> as its congestion window given those same ACKs, RTT samples "
+    "and losses — not what the network would then have done had that algorithm been sending. Windows "
+    "are in MSS-sized packets."
+)
+
+_PLOTLY_CONFIG = {
+    "displaylogo": False,
+    "responsive": True,
+    "typesetMath": False,
+    "modeBarButtonsToRemove": ["select2d", "lasso2d"],
+    "toImageButtonOptions": {"format": "png", "scale": 2},
+}
+
+
+@dataclass(frozen=True)
+class ReportInfo:
+    """What :func:`write_report` wrote."""
+
+    path: Path
+    size: int  # bytes
+    flows: int  # flow sections drawn
+    flows_omitted: int  # replayed flows beyond max_flows (listed in the overview only)
+    figures: int
+    traces: int  # data series drawn (bands excluded)
+    decimated_traces: int  # series reduced by min/max decimation
+    points_in: int  # samples before decimation
+    points_out: int  # samples drawn
+    max_points: int  # per-series point cap actually used
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def decimated(self) -> bool:
+        return self.decimated_traces > 0
+
+
+# ---------------------------------------------------------------------------------------------
+# formatting
+
+e = html.escape
+
+
+def _num(v: Any, fmt: str = "{:.3g}", none: str = "–") -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return none
+    return fmt.format(v)
+
+
+def _bps(v: Any) -> str:
+    if v is None or (isinstance(v, float) and not math.isfinite(v)):
+        return "–"
+    for unit, div in (("Gbit/s", 1e9), ("Mbit/s", 1e6), ("kbit/s", 1e3)):
+        if abs(v) >= div:
+            return f"{v / div:.3g} {unit}"
+    return f"{v:.3g} bit/s"
+
+
+def _ms(v: Any) -> str:
+    return "–" if v is None else f"{v * 1e3:.3g} ms"
+
+
+def _dur(v: float | None) -> str:
+    if v is None:
+        return "–"
+    return f"{v:.3f} s" if v < 100 else f"{v:.0f} s"
+
+
+def _when(ns: int | None) -> str:
+    if ns is None:
+        return "–"
+    return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+
+
+def _count(n: int) -> str:
+    return f"{n:,}"
+
+
+def _short(n: int) -> str:
+    for unit, div in (("M", 1e6), ("k", 1e3)):
+        if n >= div:
+            return f"{n / div:.3g} {unit}"
+    return str(n)
+
+
+def _endpoint(addr: Any, port: Any, v6: bool) -> str:
+    a = str(addr)
+    return f"[{a}]:{port}" if v6 or ":" in a else f"{a}:{port}"
+
+
+def _table(head: list[str], rows: Iterable[list[str]], *, num: set[int] = frozenset(), cls: list[str] | None = None) -> str:
+    """An HTML table; cells are already-escaped HTML."""
+    out = ["<div class=\"scroll\"><table><thead><tr>"]
+    out += [f"<th{' class=num' if i in num else ''}>{h}</th>" for i, h in enumerate(head)]
+    out.append("</tr></thead><tbody>")
+    for r, row in enumerate(rows):
+        c = f" class=\"{cls[r]}\"" if cls and cls[r] else ""
+        out.append(f"<tr{c}>" + "".join(f"<td{' class=num' if i in num else ''}>{v}</td>" for i, v in enumerate(row))
+                   + "</tr>")
+    out.append("</tbody></table></div>")
+    return "".join(out)
+
+
+# ---------------------------------------------------------------------------------------------
+# payload encoding
+
+
+def _decimals(arr: np.ndarray, sig: int = 5) -> int:
+    fin = arr[np.isfinite(arr)]
+    if not len(fin):
+        return 0
+    m = float(np.max(np.abs(fin)))
+    if m == 0:
+        return 0
+    return int(min(max(sig - 1 - math.floor(math.log10(m)), 0), 9))
+
+
+def _array_list(arr: np.ndarray, decimals: int) -> list[Any]:
+    """Rounded list for JSON: ints when no decimals are needed, NaN as null (a line gap)."""
+    arr = np.asarray(arr, dtype=np.float64)
+    nan = ~np.isfinite(arr)
+    if decimals == 0:
+        if nan.any():
+            return [None if bad else int(v) for v, bad in zip(np.rint(np.where(nan, 0, arr)).astype(np.int64).tolist(),
+                                                              nan.tolist())]
+        return np.rint(arr).astype(np.int64).tolist()
+    lst = np.round(arr, decimals).tolist()
+    if nan.any():
+        return [None if bad else v for v, bad in zip(lst, nan.tolist())]
+    return lst
+
+
+def _decode(v: Any) -> np.ndarray | None:
+    """A plotly array value (typed-array dict, ndarray, list or tuple) as float64, else None."""
+    if isinstance(v, dict) and "bdata" in v and "dtype" in v:
+        arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
+        if "shape" in v:
+            arr = arr.reshape([int(s) for s in str(v["shape"]).split(",")])
+        return arr.astype(np.float64)
+    if isinstance(v, np.ndarray):
+        return v.astype(np.float64)
+    if isinstance(v, (list, tuple)) and v and all(isinstance(x, (int, float)) or x is None for x in v):
+        return np.array([np.nan if x is None else x for x in v], dtype=np.float64)
+    return None
+
+
+def figure_payload(fig: Any) -> dict[str, Any]:
+    """A figure as compact JSON-able dict: rounded numbers, no per-figure template."""
+    d = fig.to_plotly_json()
+    d["layout"].pop("template", None)
+    for tr in d["data"]:
+        for key in ("x", "y"):
+            if key in tr:
+                arr = _decode(tr[key])
+                if arr is not None:
+                    tr[key] = _array_list(arr, 6 if key == "x" else _decimals(arr))
+    return {"data": d["data"], "layout": d["layout"]}
+
+
+def _gz64(text: str) -> str:
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+
+
+def _json_script(obj: Any) -> str:
+    """JSON safe inside a <script> element (no '</script>' or '<!--' can form)."""
+    return json.dumps(obj, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+
+
+_PLOTLY_CACHE: dict[str, tuple[str, str, str]] = {}
+BASIC_TRACE_TYPES = frozenset({"scatter", "bar", "pie"})  # what plotly.js' "basic" bundle draws
+
+
+def _plotly_js(basic: bool) -> tuple[str, str, str]:
+    """(gzip+base64 of plotly.js, its CSP sha256 source, version), computed once per process.
+
+    The report draws only scatter traces, so it inlines plotly.js' basic bundle (1.2 MB instead
+    of 4.8 MB: it parses four times faster); the full bundle from the plotly package is used when
+    a figure needs another trace type.
+    """
+    key = "basic" if basic else "full"
+    if key not in _PLOTLY_CACHE:
+        js = _asset("plotly-basic.min.js") if basic else get_plotlyjs()
+        m = re.search(r"plotly\.js(?: \([a-z -]+\))? v([\d.]+)", js[:3000])
+        _PLOTLY_CACHE[key] = (_gz64(js), _csp_hash(js), m.group(1) if m else plotly.__version__)
+    return _PLOTLY_CACHE[key]
+
+
+def _csp_hash(script: str) -> str:
+    return "'sha256-" + base64.b64encode(hashlib.sha256(script.encode("utf-8")).digest()).decode("ascii") + "'"
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+# ---------------------------------------------------------------------------------------------
+# page sections
+
+
+def _limit_share(fr: FlowResult) -> dict[str, float]:
+    r = fr.events.rounds
+    if r is None or not r.height:
+        return {}
+    counts = r["limit"].cast(pl.String).value_counts()
+    total = r.height
+    return {row[0]: row[1] / total for row in counts.iter_rows() if row[0] is not None}
+
+
+def _limits_text(share: dict[str, float]) -> str:
+    if not share:
+        return "–"
+    names = {"cwnd": "cwnd", "rwnd": "rwnd", "app": "app"}
+    return " / ".join(f"{names.get(k, e(k))} {share.get(k, 0) * 100:.0f}%" for k in ("cwnd", "rwnd", "app"))
+
+
+def _best(fr: FlowResult) -> dict[str, Any] | None:
+    if fr.fit is None or not fr.fit.height:
+        return None
+    return fr.fit.sort("rank").row(0, named=True)
+
+
+def _header(a: Analysis, n_figures: int, info_note: str) -> str:
+    out = [f"<h1>hscc-trace report</h1><p class=\"muted\">hscc-trace {e(a.version)} · created {e(a.created)} · "
+           f"{len(a.captures)} capture(s) · {sum(len(c.results) for c in a.captures)} flow(s) replayed · "
+           f"{n_figures} figures</p>",
+           f"<div class=\"caveat\"><strong>How to read a replay.</strong> {CAVEAT}</div>"]
+    # captures
+    rows = []
+    for c in a.captures:
+        m = c.meta
+        skipped = ", ".join(f"{e(k)}: {_count(v)}" for k, v in sorted(m.skipped.items())) or "none"
+        dec = ", ".join(f"{e(k)}: {_count(v)}" for k, v in sorted(m.decoded_by.items())) or "–"
+        rows.append([f"<code>{e(m.path)}</code>", e(m.format), e(", ".join(m.link_types) or "–"),
+                     _count(m.packets_total), _count(m.packets_tcp), skipped, dec, _dur(m.duration_s),
+                     e(_when(m.first_ns)), e(str(m.snaplen) if m.snaplen else "–"), f"<code>{e(m.bpf)}</code>" if m.bpf else "–",
+                     _count(c.flows.height if c.flows is not None else 0)])
+    out.append("<h2 id=\"captures\">Captures</h2>")
+    out.append(_table(["file", "format", "link type", "packets", "TCP packets", "not decoded (by reason)", "decoded by",
+                       "duration", "first packet", "snaplen", "BPF filter", "flows"], rows, num={3, 4, 7, 11}))
+    # vantage
+    vant: dict[str, int] = {}
+    for c in a.captures:
+        for fr in c.results:
+            v = str(fr.events.vantage or fr.flow.get("vantage") or "unknown")
+            vant[v] = vant.get(v, 0) + 1
+    if vant:
+        where = ", ".join(f"{e(k)} ({n} flow{'s' if n != 1 else ''})" for k, n in sorted(vant.items()))
+        out.append(f"<p><strong>Where the capture was taken</strong> (relative to each flow's data sender): {where}. "
+                   "At the receiver or mid-path, bytes in flight and RTTs are seen late or partially; RTT samples are "
+                   "corrected where the flow section says so.</p>")
+    # algorithms and parameters
+    out.append("<h2 id=\"algorithms\">Algorithms and parameters</h2>")
+    colors = F.algo_colors(a.algorithms)
+    rows = []
+    for algo in a.algorithms:
+        params = a.params.get(algo, {})
+        ptxt = "<br>".join(f"<code>{e(str(k))} = {e(_param(v))}</code>" for k, v in params.items()) or \
+            "<span class=\"muted\">no parameters</span>"
+        rows.append([f"<span style=\"color:{colors[algo]}\">■</span> <strong>{e(algo)}</strong>", ptxt])
+    for algo, params in a.params.items():  # parameters of labels not in the algorithm list (should not happen)
+        if algo not in colors:
+            rows.append([e(algo), "<br>".join(f"<code>{e(str(k))} = {e(_param(v))}</code>" for k, v in params.items())])
+    out.append("<div class=\"params\">" + _table(["algorithm", "every parameter used"], rows) + "</div>")
+    # warnings
+    warns = [e(x) for x in a.errors]
+    for c in a.captures:
+        warns += [e(str(w)) for w in c.warnings]
+        for fr in c.results:
+            warns += [e(str(w)) for w in (*fr.warnings, *fr.events.warnings)]
+    if warns:
+        shown = warns[:200]
+        more = f"<li>… and {len(warns) - len(shown)} more</li>" if len(warns) > len(shown) else ""
+        out.append("<h2 id=\"warnings\">Warnings</h2><div class=\"warn\"><ul>" + "".join(f"<li>{w}</li>" for w in shown)
+                   + more + "</ul></div>")
+    if info_note:
+        out.append(info_note)
+    return "\n".join(out)
+
+
+def _param(v: Any) -> str:
+    if isinstance(v, float):
+        return f"{v:g}"
+    return str(v)
+
+
+def _flow_anchor(ci: int, flow_id: Any) -> str:
+    return f"flow-{ci}-{int(flow_id)}"
+
+
+def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
+    out = ["<h2 id=\"flows\">Flows</h2>"]
+    for ci, c in enumerate(a.captures):
+        res = {int(fr.flow["flow_id"]): fr for fr in c.results}
+        if len(a.captures) > 1:
+            out.append(f"<h3>{e(c.meta.path)}</h3>")
+        rows, cls = [], []
+        flows = c.flows if c.flows is not None else pl.DataFrame()
+        for f in flows.iter_rows(named=True):
+            fid = int(f["flow_id"])
+            fr = res.get(fid)
+            v6 = f.get("ip_version") == 6
+            a_ep, b_ep = _endpoint(f["src"], f["sport"], v6), _endpoint(f["dst"], f["dport"], v6)
+            snd, rcv = (a_ep, b_ep) if not f.get("sender_dir") else (b_ep, a_ep)
+            link = f"<a href=\"#{_flow_anchor(ci, fid)}\">{fid}</a>" if (ci, fid) in drawn else str(fid)
+            best = _best(fr) if fr else None
+            best_txt = (f"<strong>{e(best['algo'])}</strong> (MARE {_num(best['mare'] * 100 if best['mare'] is not None else None, '{:.1f}')}%)"
+                        if best else ("<span class=\"muted\">not replayed</span>" if fr is None else "no fit"))
+            pkts = int((f.get("pkts_ab") or 0) + (f.get("pkts_ba") or 0))
+            rows.append([link, f"{e(snd)} → {e(rcv)}", _dur(f.get("duration_s")), _count(pkts), _bps(f.get("goodput_bps")),
+                         f"{_ms(f.get('rtt_min_s'))} / {_ms(f.get('rtt_median_s'))}", _count(int(f.get("retrans") or 0)),
+                         _limits_text(_limit_share(fr)) if fr else "–", best_txt, e(str(f.get("vantage") or "–"))])
+            cls.append("")
+        if not rows:
+            out.append("<p class=\"muted\">No TCP flows in this capture.</p>")
+            continue
+        out.append(_table(["flow", "data sender → receiver", "duration", "packets", "goodput", "RTT min / median",
+                           "retrans.", "rounds limited by (cwnd / rwnd / app)", "best-fitting algorithm", "vantage"],
+                          rows, num={2, 3, 4, 6}, cls=cls))
+    return "\n".join(out)
+
+
+def _metrics_table(fr: FlowResult, colors: dict[str, str]) -> str:
+    if fr.fit is None or not fr.fit.height:
+        return ("<p class=\"muted\">No fit metrics: the flow had no cwnd-limited rounds to compare against "
+                "(or no algorithm was replayed).</p>")
+    rows, cls = [], []
+    for r in fr.fit.sort("rank").iter_rows(named=True):
+        algo = r["algo"]
+        pred, act = r.get("goodput_pred_bps"), r.get("goodput_actual_bps")
+        ratio = _num(pred / act, "{:.2f}×") if pred is not None and act else "–"
+        rows.append([f"<span style=\"color:{colors.get(algo, '#444')}\">■</span> {e(algo)}", _num(r.get("rank"), "{}"),
+                     _num(r.get("rounds"), "{}"),
+                     _num(r["mare"] * 100 if r.get("mare") is not None else None, "{:.1f}%"),
+                     _num(r.get("rmse_pkts"), "{:.2f}"), _num(r.get("corr"), "{:.3f}"), _bps(pred), _bps(act), ratio])
+        cls.append("best" if r.get("rank") == 1 else "")
+    return ("<h3>Fit of each algorithm to the actual sender (cwnd-limited rounds only)</h3>"
+            + _table(["algorithm", "rank", "rounds", "median abs. rel. error", "RMSE (packets)", "correlation",
+                      "predicted goodput", "actual goodput", "predicted / actual"], rows, num={1, 2, 3, 4, 5, 6, 7, 8},
+                     cls=cls))
+
+
+def _flow_summary(fr: FlowResult) -> str:
+    f, ev = fr.flow, fr.events
+    parts = [f"data sender: {'A→B' if not ev.sender_dir else 'B→A'}", f"MSS {ev.mss} bytes",
+             f"vantage: {e(str(ev.vantage))}"]
+    if ev.rtt_offset_s:
+        parts.append(f"RTT corrected by {ev.rtt_offset_s * 1e3:.3f} ms for the vantage")
+    parts.append(f"goodput {_bps(f.get('goodput_bps'))}")
+    parts.append(f"RTT min/median/max {_ms(f.get('rtt_min_s'))} / {_ms(f.get('rtt_median_s'))} / {_ms(f.get('rtt_max_s'))}")
+    if ev.episodes is not None and ev.episodes.height:
+        kinds = ev.episodes["kind"].cast(pl.String).value_counts()
+        parts.append(f"{ev.episodes.height} congestion episode(s): "
+                     + ", ".join(f"{e(str(k)).replace('_', ' ')} {n}" for k, n in kinds.iter_rows()))
+    else:
+        parts.append("no congestion episodes")
+    parts.append(f"{_count(int(f.get('retrans') or 0))} retransmitted segment(s)")
+    parts.append(f"rounds limited by {_limits_text(_limit_share(fr))}")
+    best = _best(fr)
+    if best:
+        parts.append(f"best fit: <strong>{e(best['algo'])}</strong>")
+    flags = [k for k in ("handshake", "sack_ok", "ts_ok") if f.get(k)]
+    if flags:
+        parts.append("seen: " + ", ".join({"handshake": "handshake", "sack_ok": "SACK", "ts_ok": "timestamps"}[k] for k in flags))
+    return "<p class=\"summary\">" + " · ".join(parts) + "</p>"
+
+
+# ---------------------------------------------------------------------------------------------
+# public
+
+
+def _points_per_series(n_flows: int, n_algos: int, max_points: int, budget: int) -> int:
+    est_series = max(n_flows, 1) * (14 + 6 * max(n_algos, 1))
+    cap = budget // est_series
+    return int(max(min(max_points, cap), min(MIN_POINTS, max_points)))
+
+
+def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFAULT_MAX_POINTS,
+                 max_flows: int = DEFAULT_MAX_FLOWS, budget_points: int = DEFAULT_BUDGET_POINTS) -> ReportInfo:
+    """Write the self-contained HTML report for ``analysis`` to ``path``.
+
+    ``max_points`` caps the points drawn per series (first/min/max/last of ``max_points/4`` time
+    columns beyond it); with many flows the cap shrinks so that all figures together hold about
+    ``budget_points`` points (never below 400 per series). The ``max_flows`` flows with the most
+    data get a full section; every flow is in the overview table. Raises InputError when the file
+    cannot be written.
+    """
+    if max_points < 8:
+        raise InputError(f"max_points must be at least 8, got {max_points}")
+    path = Path(path)
+    results: list[tuple[int, FlowResult]] = [(ci, fr) for ci, c in enumerate(analysis.captures) for fr in c.results]
+    if len(results) > max_flows:
+        order = sorted(range(len(results)), key=lambda i: -int(results[i][1].flow.get("payload_ab", 0) or 0)
+                       - int(results[i][1].flow.get("payload_ba", 0) or 0))
+        keep = sorted(order[:max_flows])
+        drawn_results = [results[i] for i in keep]
+    else:
+        drawn_results = results
+    n_algos = max((len(fr.replays) for _, fr in drawn_results), default=1)
+    per_series = _points_per_series(len(drawn_results), n_algos, max_points, budget_points)
+    colors = F.algo_colors(dict.fromkeys([*analysis.algorithms, *(k for _, fr in results for k in fr.replays)]))
+
+    sections, payloads = [], []
+    n_fig = n_traces = n_dec = p_in = p_out = 0
+    drawn: set[tuple[int, int]] = set()
+    trace_types: set[str] = set()
+    for ci, fr in drawn_results:
+        fid = int(fr.flow["flow_id"])
+        anchor = _flow_anchor(ci, fid)
+        drawn.add((ci, fid))
+        ff = F.build_flow(fr, max_points=per_series, colors=colors)
+        n_traces += len(ff.notes)
+        n_dec += len(ff.decimated)
+        p_in += ff.points_in
+        p_out += ff.points_out
+        figs, divs = [], []
+        for key, fig in ff.figures.items():
+            n_fig += 1
+            div = f"fig{n_fig}"
+            h = int(fig.layout.height or 400)
+            divs.append(f"<div class=\"fig\" id=\"{div}\" data-panel=\"{e(key)}\" style=\"min-height:{h}px\"></div>")
+            figs.append({"div": div, **figure_payload(fig)})
+            trace_types.update(str(tr.type or "scatter") for tr in fig.data)
+        payloads.append(f"<script type=\"application/octet-stream\" data-flow-payload data-section=\"{anchor}\" id=\"payload-{anchor}\">"
+                        f"{_gz64(json.dumps(figs, separators=(',', ':'), allow_nan=False))}</script>")
+        f = fr.flow
+        v6 = f.get("ip_version") == 6
+        a_ep, b_ep = _endpoint(f.get("src"), f.get("sport"), v6), _endpoint(f.get("dst"), f.get("dport"), v6)
+        snd, rcv = (a_ep, b_ep) if not fr.events.sender_dir else (b_ep, a_ep)
+        dec_note = ""
+        if ff.decimated:
+            dec_note = (f"<p class=\"note\">Decimated: {len(ff.decimated)} of {len(ff.notes)} series reduced from "
+                        f"{_short(ff.points_in)} to {_short(ff.points_out)} points — each keeps the first, lowest, "
+                        f"highest and last sample of each of {per_series // 4} equal time columns (segment marks: "
+                        "one bar per column spanning the lowest to the highest byte); no sample range is cut "
+                        "off, so peaks, drops and gaps are all visible. Zooming shows the same reduced points.</p>")
+        cap = (f"<p class=\"muted\">capture <code>{e(analysis.captures[ci].meta.path)}</code></p>"
+               if len(analysis.captures) > 1 else "")
+        sections.append(f"<section class=\"flow\" id=\"{anchor}\"><h2>Flow {fid}: {e(snd)} → {e(rcv)}</h2>{cap}"
+                        f"{_flow_summary(fr)}{dec_note}{_metrics_table(fr, colors)}"
+                        "<p class=\"muted\">All figures of this flow share one time axis: zoom or pan one and the "
+                        "others follow; double-click resets. Click legend entries to hide or show series.</p>"
+                        + "".join(divs) + "</section>")
+
+    omitted = len(results) - len(drawn_results)
+    info = []
+    if n_dec:
+        info.append(f"<p class=\"note\"><strong>Decimation.</strong> {n_dec} of {n_traces} series had more than "
+                    f"{per_series:,} points and were reduced, shape-preserving, from {_short(p_in)} to {_short(p_out)} "
+                    "points in total (first/min/max/last per time column, never truncated). Each flow section says "
+                    "which.</p>")
+    if omitted:
+        info.append(f"<p class=\"note\">{omitted} replayed flow(s) beyond the {max_flows} with the most data are "
+                    "listed in the flow table without a section (select them with <code>--flow</code>).</p>")
+    toc = ""
+    if len(drawn_results) > 1:
+        toc = "<ul class=\"toc\">" + "".join(
+            f"<li><a href=\"#{_flow_anchor(ci, int(fr.flow['flow_id']))}\">flow {int(fr.flow['flow_id'])}</a></li>"
+            for ci, fr in drawn_results) + "</ul>"
+    body = "\n".join([
+        "<div id=\"render-error\" class=\"error\" hidden></div>",
+        _header(analysis, n_fig, "".join(info)),
+        _overview(analysis, drawn),
+        toc,
+        *sections,
+    ])
+    if not drawn_results:
+        body += "<p class=\"muted\">No flow was replayed, so there are no figures.</p>"
+
+    js = _asset("report.js")
+    plotly_gz, plotly_hash, plotly_version = _plotly_js(trace_types <= BASIC_TRACE_TYPES) if drawn_results else ("", "", "")
+    csp = ("default-src 'none'; " + f"script-src {_csp_hash(js)} {plotly_hash}; ".replace("  ", " ")
+           + "style-src 'unsafe-inline'; img-src data: blob:; font-src 'none'; connect-src 'none'; "
+           "base-uri 'none'; form-action 'none'")
+    first_path = analysis.captures[0].meta.path if analysis.captures else "no capture"
+    fields = {
+        "CSP": e(csp),
+        "VERSION": e(analysis.version),
+        "TITLE": e(f"hscc-trace report: {Path(first_path).name}" + (f" (+{len(analysis.captures) - 1})" if len(analysis.captures) > 1 else "")),
+        "CSS": _asset("report.css"),
+        "N_FIGURES": str(n_fig),
+        "BODY": body,
+        "CREATED": e(analysis.created),
+        "PLOTLY_VERSION": e(plotly_version),
+        "TEMPLATE_JSON": _json_script(F.TEMPLATE.to_plotly_json()),
+        "CONFIG_JSON": _json_script(_PLOTLY_CONFIG),
+        "PAYLOADS": "\n".join(payloads),
+        "PLOTLYJS_GZ": plotly_gz,
+        "JS": js,
+    }
+    page = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: fields[m.group(1)], _asset("template.html"))
+    try:
+        path.write_text(page, encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot write report {path}: {exc.strerror or exc}") from None
+    return ReportInfo(path=path, size=path.stat().st_size, flows=len(drawn_results), flows_omitted=omitted,
+                      figures=n_fig, traces=n_traces, decimated_traces=n_dec, points_in=p_in, points_out=p_out,
+                      max_points=per_series)
