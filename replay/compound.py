@@ -1,0 +1,268 @@
+"""Compound TCP — Tan, Song, Zhang, Sridharan, PFLDnet 2006 (papers/compound-tcp-paper.txt §III).
+
+The equation images of the paper are missing; ALGORITHMS.md fixes them:
+
+* §III-A eq. (1): ``win = min(cwnd + dwnd, awnd)`` — the sending window; ``cwnd`` (here
+  ``cwnd_loss``) is the loss-based Reno component, ``dwnd`` the delay-based component and
+  ``awnd`` the receiver's advertised window. The engine's window (``tp[CWND]``, the ``cwnd``
+  output column) is ``win``.
+* §III-A eq. (2): in congestion avoidance ``cwnd_loss += N/win`` per ACK of N packets; slow
+  start is Reno's with ``dwnd = 0`` (§III-A, "we initially set dwnd to zero if the connection
+  is in slow-start state").
+* §III-B eqs. (3)-(5), once per round with ``RTT = minRTT_round`` (skipped when the round had
+  ≤ 2 samples; no sampling or update during recovery): ``diff = win·(1 − baseRTT/RTT)``;
+  ``diff < γ`` → ``dwnd += max(α·win^k − 1, 0)``; ``diff ≥ γ`` → ``dwnd = max(dwnd − ζ·diff, 0)``.
+* Loss (§III-B eq. (5), third line): ``cwnd_loss = cwnd_loss/2``,
+  ``dwnd = max(win·(1 − β) − cwnd_loss_old/2, 0)``.
+* RTO (§III-B, last paragraph): ``dwnd = 0``, the delay component is off until congestion
+  avoidance, baseRTT is measured again.
+* The delay component is active only while ``win > low_window`` (§III-B, last sentence; 41 in
+  §IV's simulations); at or below it ``dwnd = 0`` (CTCP "reverts to standard TCP").
+* γ auto-tuning (§III-C; draft-sridharan-tcpm-ctcp): at each loss with a valid measurement
+  ``γ ← (1 − λ)·γ + λ·¾·diff_reno``, clamped to [γ_min, γ_max], where
+  ``diff_reno = cwnd_loss·(1 − baseRTT/RTT)`` is the Reno component's backlog measured at the
+  last round end.
+
+Interpretations (flagged in docs/algorithms/compound.md): the congestion-event ssthresh is the
+whole reduced window ``cwnd_loss/2 + dwnd`` (so recovery deflates to the CTCP window, not to its
+loss part); each round measurement feeds at most one γ update; with ``awnd`` on, dwnd is also
+kept ≤ awnd − cwnd_loss so that an unused delay window does not build up behind a receive-window
+limit.
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import helpers as H
+from ._jit import jit
+from .api import Algorithm, Param, Signal
+from .tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, OPEN, RWND, SSTHRESH, STATE
+
+# --- state slots -------------------------------------------------------------------------------
+CWND_LOSS = 0  # packets — loss-based (Reno) component
+DWND = 1  # packets — delay-based component
+WIN = 2  # packets — sending window min(cwnd_loss + dwnd, awnd)
+DIFF = 3  # packets — backlog estimate win·(1 − baseRTT/RTT) at the last round end
+GAMMA = 4  # packets — early-congestion threshold γ
+DIFF_RENO = 5  # packets — the Reno component's backlog cwnd_loss·(1 − baseRTT/RTT), last round end
+DIFF_RENO_VALID = 6  # 1 when DIFF_RENO is a fresh measurement not yet used by a γ update
+BASE_RTT = 7  # s — baseRTT, min sample since the start or the last RTO
+RND_MIN = 8  # s — min sample of the current round (samples taken outside recovery)
+RND_N = 9  # samples of the current round (outside recovery)
+PRIOR_LOSS = 10  # packets — cwnd_loss before the last reduction (undo)
+PRIOR_DWND = 11  # packets — dwnd before the last reduction (undo)
+ACTIVE = 12  # 1 if the delay component was active at the last round end
+NSTATE = 13
+
+# --- parameter slots ---------------------------------------------------------------------------
+P_ALPHA = 0
+P_BETA = 1
+P_K = 2
+P_ZETA = 3
+P_GAMMA = 4
+P_LOW_WINDOW = 5
+P_GAMMA_TUNING = 6
+P_LAMBDA = 7
+P_GAMMA_MIN = 8
+P_GAMMA_MAX = 9
+P_MIN_SAMPLES = 10
+P_AWND = 11
+P_L = 12
+NPARAMS = 13
+
+
+@jit
+def set_win(st, p, tp):
+    """dwnd = 0 at or below the low window; win = min(cwnd_loss + dwnd, awnd); tp[CWND] = win."""
+    if st[CWND_LOSS] + st[DWND] <= p[P_LOW_WINDOW]:
+        st[DWND] = 0.0
+    win = st[CWND_LOSS] + st[DWND]
+    if p[P_AWND] > 0.0 and tp[RWND] > 0.0:
+        awnd = max(tp[RWND], 1.0)
+        if win > awnd:
+            st[DWND] = max(min(st[DWND], awnd - st[CWND_LOSS]), 0.0)
+            win = awnd
+    st[WIN] = win
+    tp[CWND] = win
+
+
+@jit
+def dwnd_update(dwnd, win, diff, gamma, alpha, k, zeta):
+    """§III-B eq. (5), first two lines: the delay window after one round."""
+    if diff < gamma:
+        return dwnd + max(alpha * win ** k - 1.0, 0.0)
+    return max(dwnd - zeta * diff, 0.0)
+
+
+@jit
+def gamma_update(gamma, diff_reno, lam, gmin, gmax):
+    """§III-C γ auto-tuning: ``(1 − λ)·γ + λ·¾·diff_reno`` clamped to [gmin, gmax]."""
+    g = (1.0 - lam) * gamma + lam * 0.75 * diff_reno
+    return min(max(g, gmin), gmax)
+
+
+@jit
+def init(st, p, tp):
+    st[CWND_LOSS] = tp[CWND]
+    st[DWND] = 0.0
+    st[WIN] = tp[CWND]
+    st[DIFF] = 0.0
+    st[GAMMA] = p[P_GAMMA]
+    st[DIFF_RENO] = math.nan
+    st[DIFF_RENO_VALID] = 0.0
+    st[BASE_RTT] = math.nan
+    st[RND_MIN] = math.nan
+    st[RND_N] = 0.0
+    st[PRIOR_LOSS] = tp[CWND]
+    st[PRIOR_DWND] = 0.0
+    st[ACTIVE] = 0.0
+
+
+@jit
+def on_rtt_sample(st, p, tp, rtt):
+    if not (st[BASE_RTT] <= rtt):
+        st[BASE_RTT] = rtt
+    if tp[STATE] == OPEN:  # no sampling during recovery
+        if not (st[RND_MIN] <= rtt):
+            st[RND_MIN] = rtt
+        st[RND_N] += 1.0
+
+
+@jit
+def on_round_end(st, p, tp):
+    rtt = st[RND_MIN]
+    nsamp = st[RND_N]
+    st[RND_MIN] = math.nan
+    st[RND_N] = 0.0
+    if tp[STATE] != OPEN or tp[CWND] < tp[SSTHRESH]:  # recovery, or slow start (dwnd stays 0)
+        st[ACTIVE] = 0.0
+        return
+    if nsamp <= p[P_MIN_SAMPLES] or not (rtt > 0.0) or not (st[BASE_RTT] > 0.0):
+        return
+    q = 1.0 - st[BASE_RTT] / rtt
+    st[DIFF] = st[WIN] * q
+    st[DIFF_RENO] = st[CWND_LOSS] * q
+    st[DIFF_RENO_VALID] = 1.0
+    if st[WIN] > p[P_LOW_WINDOW]:
+        st[ACTIVE] = 1.0
+        if tp[FLAVOR] == LINUX and st[DIFF] < st[GAMMA] and not H.linux_cwnd_limited(tp):
+            return  # linux: no growth of an unused window
+        st[DWND] = dwnd_update(st[DWND], st[WIN], st[DIFF], st[GAMMA], p[P_ALPHA], p[P_K], p[P_ZETA])
+    else:
+        st[ACTIVE] = 0.0
+    set_win(st, p, tp)
+
+
+@jit
+def ssthresh(st, p, tp):
+    st[PRIOR_LOSS] = st[CWND_LOSS]
+    st[PRIOR_DWND] = st[DWND]
+    if tp[EVENT] != EV_RTO and p[P_GAMMA_TUNING] > 0.0 and st[DIFF_RENO_VALID] > 0.0:
+        st[GAMMA] = gamma_update(st[GAMMA], st[DIFF_RENO], p[P_LAMBDA], p[P_GAMMA_MIN], p[P_GAMMA_MAX])
+        st[DIFF_RENO_VALID] = 0.0
+    win = st[WIN]
+    half = st[CWND_LOSS] / 2.0
+    st[DWND] = max(win * (1.0 - p[P_BETA]) - half, 0.0)
+    st[CWND_LOSS] = max(half, 2.0)
+    if st[CWND_LOSS] + st[DWND] <= p[P_LOW_WINDOW]:
+        st[DWND] = 0.0
+    st[WIN] = st[CWND_LOSS] + st[DWND]
+    return st[WIN]
+
+
+@jit
+def on_recovery_exit(st, p, tp):
+    # the engine set cwnd = ssthresh = cwnd_loss + dwnd; apply awnd
+    set_win(st, p, tp)
+
+
+@jit
+def on_rto(st, p, tp):
+    st[CWND_LOSS] = tp[CWND]  # 1 packet, slow start
+    st[DWND] = 0.0
+    st[WIN] = tp[CWND]
+    st[BASE_RTT] = math.nan  # re-measured
+    st[RND_MIN] = math.nan
+    st[RND_N] = 0.0
+    st[DIFF_RENO_VALID] = 0.0
+    st[ACTIVE] = 0.0
+
+
+@jit
+def undo_cwnd(st, p, tp):
+    st[CWND_LOSS] = max(st[CWND_LOSS], st[PRIOR_LOSS])
+    st[DWND] = max(st[DWND], st[PRIOR_DWND])
+    st[WIN] = st[CWND_LOSS] + st[DWND]
+    return max(tp[CWND], st[WIN])
+
+
+@jit
+def cong_avoid(st, p, tp, n):
+    if tp[FLAVOR] == LINUX and not H.linux_cwnd_limited(tp):
+        return
+    if tp[CWND] < tp[SSTHRESH]:  # slow start: Reno's, dwnd = 0
+        if tp[FLAVOR] == LINUX:
+            H.linux_slow_start(tp, n)
+        else:
+            H.slow_start_abc(tp, n, p[P_L])
+        st[CWND_LOSS] = tp[CWND]
+        st[DWND] = 0.0
+        st[WIN] = tp[CWND]
+        return
+    if abs(tp[CWND] - st[WIN]) > 1e-9:  # the engine moved the window (e.g. ECN, undo): follow it
+        st[CWND_LOSS] = max(tp[CWND] - st[DWND], 1.0)
+    st[CWND_LOSS] += n / max(st[WIN], 1.0)  # eq. (2): +1/win per packet
+    set_win(st, p, tp)
+
+
+_PARAMS = (
+    Param("alpha", "", 0.125, "CTCP §III-C (α = 1/8); ALGORITHMS.md", "delay-window increase factor α"),
+    Param("beta", "", 0.5, "CTCP §III-C (β = 1/2); ALGORITHMS.md", "multiplicative decrease β of the whole window",
+          lo=0.0, hi=1.0),
+    Param("k", "", 0.75, "CTCP §III-C (k = 0.75, HSTCP-like aggressiveness)", "exponent k of α·win^k"),
+    Param("zeta", "", 1.0, "CTCP §III-B eq. (5); ALGORITHMS.md (ζ = 1)",
+          "how fast dwnd retreats per packet of backlog ζ"),
+    Param("gamma", "packets", 30.0, "CTCP §III-C; ALGORITHMS.md (γ starts at 30)",
+          "initial early-congestion threshold γ (fixed when gamma_tuning is off)", lo=0.0),
+    Param("low_window", "packets", 41.0, "CTCP §III-B/§IV (41 in the simulations); IETF drafts say 38",
+          "delay component active only while win > low_window", lo=0.0),
+    Param("gamma_tuning", "", True, "CTCP §III-C; draft-sridharan-tcpm-ctcp; ALGORITHMS.md (switch)",
+          "γ auto-tuning from the Reno component's backlog at each loss", kind="bool"),
+    Param("lambda", "", 0.25, "ALGORITHMS.md (γ auto-tuning, λ = 1/4)", "smoothing weight λ of γ updates",
+          lo=0.0, hi=1.0),
+    Param("gamma_min", "packets", 5.0, "ALGORITHMS.md (clamp γ to [5, 30])", "lower clamp of the tuned γ", lo=0.0),
+    Param("gamma_max", "packets", 30.0, "ALGORITHMS.md (clamp γ to [5, 30])", "upper clamp of the tuned γ", lo=0.0),
+    Param("min_samples", "", 2.0, "ALGORITHMS.md (round skipped when it had ≤ 2 samples)",
+          "a round with at most this many RTT samples does not update dwnd", kind="int", lo=0),
+    Param("awnd", "", True, "CTCP §III-A eq. (1) (win = min(cwnd + dwnd, awnd))",
+          "cap the window by the receiver's advertised window", kind="bool"),
+    Param("L", "packets", 2.0, "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
+          "flavor rfc: at most L packets of slow-start growth per ACK", lo=0.0),
+)
+
+_SIGNALS = (
+    Signal("cwnd_loss", "cwnd_loss", "packets", "loss-based component cwnd (§III-A)"),
+    Signal("dwnd", "dwnd", "packets", "delay-based component dwnd (§III-B)"),
+    Signal("win", "win", "packets", "sending window min(cwnd + dwnd, awnd) (§III-A eq. 1)"),
+    Signal("diff", "diff", "packets", "backlog estimate win·(1 − baseRTT/RTT) at the last round end (§III-B)"),
+    Signal("gamma", "gamma", "packets", "early-congestion threshold γ (§III-C, auto-tuned)"),
+    Signal("diff_reno", "diff_reno", "packets", "Reno component's backlog cwnd·(1 − baseRTT/RTT) (γ tuning)"),
+    Signal("delay_active", "active", "", "delay component active (win > low_window, congestion avoidance)",
+           kind="bool"),
+)
+
+_STATE = ("cwnd_loss", "dwnd", "win", "diff", "gamma", "diff_reno", "diff_reno_valid", "base_rtt",
+          "rnd_min", "rnd_n", "prior_loss", "prior_dwnd", "active")
+
+ALGORITHMS = (
+    Algorithm(
+        name="compound",
+        summary="Compound TCP: Reno window plus a scalable delay window, with γ auto-tuning",
+        citation="Tan et al., Compound TCP, PFLDnet 2006, §III-A (win), §III-B eq. (5) (dwnd), §III-C (k, γ)",
+        state=_STATE, params=_PARAMS, signals=_SIGNALS, default_flavor="rfc",
+        flavor_doc="rfc: the paper's model with byte counting; linux: the same rules in the Linux TCP core "
+                   "(cwnd-limited check, tcp_slow_start, PRR in recovery)",
+        doc_page="algorithms/compound.md",
+    ),
+)
