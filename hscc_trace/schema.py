@@ -42,6 +42,13 @@ SEGMENT_KINDS = (
 )
 SegmentKind = pl.Enum(list(SEGMENT_KINDS))
 
+PROBE_KINDS = (
+    "none",
+    "keepalive",  # tcp.analysis.keep_alive: 0/1 byte at snd_max - 1 (never a retransmission)
+    "zero_window_probe",  # tcp.analysis.zero_window_probe: 1 byte at snd_max while rwnd == 0
+)
+ProbeKind = pl.Enum(list(PROBE_KINDS))
+
 RTT_SOURCES = ("seq", "ts")  # data/ACK matching (Karn-safe) or TCP timestamp echo
 RttSource = pl.Enum(list(RTT_SOURCES))
 
@@ -141,6 +148,11 @@ SEGMENTS: tuple[Column, ...] = (
     Column("len", pl.UInt32, "bytes", "payload length"),
     Column("kind", SegmentKind, "", "new / retransmission / fast_retransmission / spurious_retransmission / out_of_order"),
     Column("ip_ecn", pl.UInt8, "", "IP ECN field of the segment"),
+    Column("end_seq", pl.Int64, "bytes", "seq + len (+1 for SYN/FIN, which occupy sequence space)"),
+    Column("probe", ProbeKind, "", "keep-alive / zero-window probe (Wireshark rules), else none"),
+    Column("rexmit", pl.Boolean, "", "re-sends bytes already sent (loss sense; probes never are)"),
+    Column("outstanding", pl.Int64, "bytes", "snd_max − snd_una after this segment (tcp.analysis.bytes_in_flight without SACK)"),
+    Column("round", pl.UInt32, "", "RTT round in progress when the segment was sent"),
 )
 
 ACKS: tuple[Column, ...] = (
@@ -163,6 +175,8 @@ ACKS: tuple[Column, ...] = (
     Column("state", CongState, "", "the actual sender's congestion state inferred from the trace"),
     Column("cong_event", EpisodeKind, "", "set on the ACK where a congestion episode begins (else null)"),
     Column("spurious_undo", pl.Boolean, "", "the trace proves the episode this ACK ends was spurious"),
+    Column("dsack_bytes", pl.Int64, "bytes", "bytes reported as received twice (D-SACK, RFC 2883)"),
+    Column("rtt_raw_s", pl.Float64, "s", "RTT sample as measured at the capture point (rtt_s minus the vantage correction)"),
 )
 
 EPISODES: tuple[Column, ...] = (
@@ -174,6 +188,8 @@ EPISODES: tuple[Column, ...] = (
     Column("flight_bytes", pl.Int64, "bytes", "outstanding bytes at onset"),
     Column("retrans_bytes", pl.Int64, "bytes", "bytes retransmitted during the episode"),
     Column("recovery_point", pl.Int64, "bytes", "snd_max at onset (relative seq)"),
+    Column("end_frame", pl.UInt64, "", "frame of the ACK that ended it (null if it never ended)"),
+    Column("spurious", pl.Boolean, "", "proved spurious by D-SACK (RFC 3708) or Eifel (RFC 3522)"),
 )
 
 ROUNDS: tuple[Column, ...] = (

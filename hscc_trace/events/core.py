@@ -1,0 +1,467 @@
+"""The per-packet state machine behind the event streams (numba, one pass in capture order).
+
+One call handles one flow: every packet of both directions, in frame order (not timestamp
+order, so that a clock stepping backwards cannot reorder the conversation — Wireshark does the
+same). Sequence numbers arrive already unwrapped to 64 bits and relative to the data sender's
+ISN (see :mod:`hscc_trace.events.prep`).
+
+What it computes, and from which source:
+
+* **Segment kinds** with the semantics of Wireshark's ``tcp.analysis`` flags
+  (``epan/dissectors/packet-tcp.c``, ``tcp_analyze_sequence_number``): zero-window probe,
+  keep-alive, spurious retransmission (``seq + len <= last ACK``), fast retransmission
+  (>= 2 duplicate ACKs, ``seq == last ACK`` and within 20 ms of the last ACK), out-of-order
+  (below the highest sequence, within the initial RTT — 3 ms when unknown — of the highest
+  segment, and not ending exactly at it), otherwise retransmission. Wireshark's own
+  duplicate-ACK rule (same window, non-zero window, same ACK, no payload) drives these.
+* **rexmit** (loss sense): the segment re-sends bytes already sent (overlaps the sent space
+  ``[first seen, snd_max)`` minus holes the capture never saw); keep-alives and zero-window
+  probes are never retransmissions in this sense.
+* **ACK stream**: cumulative ACK advance, duplicate ACKs (RFC 5681 §2 definition; with SACK an
+  ACK that SACKs new data also counts, RFC 6675 §2), the SACK scoreboard (RFC 2018) with
+  D-SACK detection (RFC 2883 §4: first block below the cumulative ACK or inside the second
+  block), RTT samples (Karn/Partridge — RFC 6298 §3: a data/ACK match only when none of the
+  newly acknowledged bytes was ever retransmitted or previously SACKed; otherwise from the
+  timestamp echo, RFC 7323 §4), ``outstanding = snd_max − snd_una`` and the RFC 6675 §4 pipe
+  with DupThresh and the IsLost rule.
+* **Congestion episodes and sender state**: see :func:`analyze` (rules documented in
+  docs/events.md) — fast retransmit / SACK recovery after duplicate ACKs or SACK, RTO after a
+  silence of about one RTO (RFC 6298 estimator with Linux's 200 ms minimum), ECN once per round
+  (RFC 3168 §6.1.2); an episode ends when its recovery point (snd_max at onset, RFC 6582 §3.2)
+  is cumulatively acknowledged. Spurious episodes: all retransmissions D-SACKed (RFC 3708) or
+  the Eifel check (RFC 3522: the ACK of the first retransmission echoes an older timestamp).
+* **Rounds**: a round ends on the first ACK at or above the snd_max recorded when the round
+  began (and above the round's starting ACK).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from . import ranges as rg
+
+NOTS = np.int64(-(2**62))  # "no timestamp option" sentinel for unwrapped TS values
+
+# segment kinds (order of schema.SEGMENT_KINDS)
+K_NEW, K_RETX, K_FAST, K_SPUR, K_OOO = 0, 1, 2, 3, 4
+# probe kinds (schema.PROBE_KINDS)
+P_NONE, P_KA, P_ZWP = 0, 1, 2
+# states (schema.CONG_STATES)
+S_OPEN, S_REC, S_LOSS = 0, 1, 2
+# episode kinds (schema.EPISODE_KINDS)
+E_FAST, E_SACK, E_RTO, E_ECN = 0, 1, 2, 3
+# RTT sources (schema.RTT_SOURCES)
+R_SEQ, R_TS = 0, 1
+
+F_FIN, F_SYN, F_RST, F_ACK, F_ECE = 0x01, 0x02, 0x04, 0x10, 0x40
+
+# warning counter slots
+W_TS_BACK, W_ACK_UNSEEN, W_NEG_RTT, W_GAP = 0, 1, 2, 3
+N_WARN = 4
+
+
+@njit(cache=True)
+def _ts_lookup(vals, times, n, v):
+    i = np.searchsorted(vals[:n], v)
+    if i < n and vals[i] == v:
+        return times[i]
+    return np.int64(-1)
+
+
+@njit(cache=True)
+def analyze(
+    snd, ts, seq, ack, plen, flags, win, tsv, tse, sl, sr, sn,
+    mss, rwnd_shift, sack_flow, dupthresh, ooo_thres_ns, rtt_offset_ns, rto_min_ns,
+    # per-packet outputs
+    o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
+    o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
+    o_round_end, o_state, o_cong, o_undo,
+    # episode outputs
+    e_kind, e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, e_spur,
+    warn,
+):
+    """Run the state machine; fills the output arrays, returns the number of episodes.
+
+    ``snd`` marks packets from the data sender; ``seq`` is the sender's relative unwrapped
+    sequence for sender packets and the receiver's own (unwrapped) sequence for receiver
+    packets; ``ack`` is the receiver's cumulative ACK in the sender's relative space (only
+    meaningful where ``flags & ACK``). Times in ns; ``mss`` in bytes; ``rwnd_shift`` the
+    receiver's window-scale shift (0 when unknown).
+    """
+    n = snd.shape[0]
+    cap = 64
+    # SACK scoreboard, retransmitted bytes (ever / since the last RTO), holes never seen
+    sbL = np.empty(cap, np.int64); sbR = np.empty(cap, np.int64); sbm = 0; sb_tot = 0
+    xaL = np.empty(cap, np.int64); xaR = np.empty(cap, np.int64); xam = 0
+    xpL = np.empty(cap, np.int64); xpR = np.empty(cap, np.int64); xpm = 0
+    hoL = np.empty(cap, np.int64); hoR = np.empty(cap, np.int64); hom = 0
+    # first-transmission records [s, e) with send time, sorted by e (for data/ACK RTT)
+    rcap = 2 * n + 2
+    rec_s = np.empty(rcap, np.int64); rec_e = np.empty(rcap, np.int64); rec_t = np.empty(rcap, np.int64)
+    rh = 0; rm = 0
+    # sender TSval -> first time it was seen (for TS-echo RTT and Eifel)
+    tsvals = np.empty(n + 1, np.int64); tstimes = np.empty(n + 1, np.int64); tsn = 0
+
+    have_snd = False; have_una = False
+    snd_min = np.int64(0); snd_max = np.int64(0); una = np.int64(0)
+    # Wireshark-semantics state
+    ws_have_next = False; ws_next = np.int64(0); ws_next_t = np.int64(0)
+    ws_have_lastack = False; ws_lastack = np.int64(0); ws_lastack_t = np.int64(0)
+    ws_dupnum = 0; rcv_win_raw = np.int64(-1); rcv_have_next = False; rcv_next = np.int64(0)
+    # own state
+    dup = 0; my_last_win = np.int64(-1)
+    last_adv_t = np.int64(0); have_adv = False
+    srtt = np.int64(-1); rttvar = np.int64(0)
+    state = S_OPEN
+    ep_n = 0; ep_active = False; ep_cur = -1
+    ep_first_retx_seq = np.int64(-1); ep_first_retx_tsv = NOTS; ep_eifel_done = True
+    ep_dsack = np.int64(0); ep_retx_lo = np.int64(0); ep_retx_hi = np.int64(0)
+    pending_cong = -1
+    last_ack_row = -1
+    last_end_row = -1
+    rnd = 0; rnd_started = False; rnd_target = np.int64(0); rnd_start_ack = np.int64(0)
+    last_ecn_round = -1
+    prev_t = ts[0] if n > 0 else np.int64(0)
+
+    for i in range(n):
+        t = ts[i]
+        if t < prev_t:
+            warn[W_TS_BACK] += 1
+        prev_t = t
+        f = flags[i]
+        syn = (f & F_SYN) != 0
+        fin = (f & F_FIN) != 0
+        rst = (f & F_RST) != 0
+        o_kind[i] = -1; o_probe[i] = 0; o_rexmit[i] = False; o_isack[i] = False
+        o_cong[i] = -1; o_undo[i] = False; o_rtt[i] = -1; o_rtt_src[i] = -1; o_round_end[i] = False
+
+        if snd[i]:
+            s = seq[i]
+            ln = plen[i]
+            e = s + ln + (1 if syn else 0) + (1 if fin else 0)
+            if not have_snd:
+                have_snd = True
+                snd_min = s; snd_max = s
+                if not have_una:
+                    una = s; have_una = True
+            if tsv[i] != NOTS and (tsn == 0 or tsv[i] > tsvals[tsn - 1]):
+                tsvals[tsn] = tsv[i]; tstimes[tsn] = t; tsn += 1
+            is_seg = (ln > 0 or syn or fin)
+            # ---- Wireshark tcp.analysis semantics -------------------------------------
+            probe = P_NONE
+            if ln == 1 and ws_have_next and s == ws_next and rcv_win_raw == 0:
+                probe = P_ZWP
+            elif ln <= 1 and ws_have_next and s == ws_next - 1 and not (syn or fin or rst):
+                probe = P_KA
+            kind = K_NEW
+            if is_seg and probe != P_KA:
+                not_adv = ws_have_next and s < ws_next
+                if ln > 1 and ws_have_next and ws_next - 1 == s:
+                    not_adv = False
+                if ln > 0 and ws_have_lastack and s + ln <= ws_lastack:
+                    kind = K_SPUR
+                elif not_adv and ws_dupnum >= 2 and ws_lastack == s and (t - ws_lastack_t) < 20_000_000:
+                    kind = K_FAST
+                elif not_adv and (t - ws_next_t) < ooo_thres_ns and ws_next != e:
+                    kind = K_OOO
+                elif not_adv:
+                    kind = K_RETX
+            if is_seg and probe != P_ZWP and ((not ws_have_next) or e > ws_next):
+                ws_have_next = True; ws_next = e; ws_next_t = t
+            # ---- loss-sense bookkeeping -----------------------------------------------
+            rexmit = False
+            if is_seg and not rst:
+                pre = 0
+                if s < snd_min:
+                    pre = (e if e < snd_min else snd_min) - s
+                ml = s if s > snd_min else snd_min
+                mr = e if e < snd_max else snd_max
+                inside = 0
+                if mr > ml:
+                    inside = (mr - ml) - rg.overlap(hoL, hoR, hom, ml, mr)
+                sent_before = pre + inside
+                rexmit = sent_before > 0 and probe == P_NONE
+                if probe != P_ZWP:
+                    # holes: a jump past snd_max leaves bytes the capture never saw
+                    if s > snd_max:
+                        hoL, hoR, hom, _a = rg.insert(hoL, hoR, hom, snd_max, s)
+                        warn[W_GAP] += 1
+                    newly_filled = 0
+                    if hom > 0:
+                        hoL, hoR, hom, newly_filled = rg.remove(hoL, hoR, hom, s, e)
+                    if rexmit:
+                        xl = s if s > una else una
+                        xr = e if e < snd_max else snd_max
+                        if xr > xl:
+                            xaL, xaR, xam, _a = rg.insert(xaL, xaR, xam, xl, xr)
+                            xpL, xpR, xpm, _a = rg.insert(xpL, xpR, xpm, xl, xr)
+                    elif sent_before == 0 and ln > 0:
+                        # first transmission: remember its send time (sorted by end)
+                        pos = rh + np.searchsorted(rec_e[rh:rm], e)
+                        q = rm
+                        while q > pos:
+                            rec_s[q] = rec_s[q - 1]; rec_e[q] = rec_e[q - 1]; rec_t[q] = rec_t[q - 1]
+                            q -= 1
+                        rec_s[pos] = s; rec_e[pos] = e; rec_t[pos] = t; rm += 1
+                    if e > snd_max:
+                        snd_max = e
+                # ---- congestion episodes triggered by a retransmission -------------------
+                if rexmit and e > una:
+                    if srtt > 0:
+                        var4 = 4 * rttvar
+                        rto = srtt + (var4 if var4 > rto_min_ns else rto_min_ns)
+                    else:
+                        rto = np.int64(1_000_000_000)
+                    ref = last_adv_t if have_adv else t
+                    elapsed = t - ref
+                    head = s <= una
+                    dup_or_sack = dup > 0 or sb_tot > 0
+                    start = -1
+                    if state == S_OPEN:
+                        if head and (not dup_or_sack) and elapsed * 10 >= rto * 9:
+                            start = E_RTO
+                        elif dup_or_sack:
+                            start = E_SACK if (sack_flow or sb_tot > 0) else E_FAST
+                        elif head and elapsed * 2 >= rto:
+                            start = E_RTO
+                    else:
+                        again = rg.overlap(xpL, xpR, xpm, una, una + 1) > 0 and ep_active and e_retx[ep_cur] > 0
+                        if head and elapsed * 10 >= rto * 9 and (state == S_LOSS or again or not dup_or_sack):
+                            if state == S_LOSS:
+                                # RTO backoff inside Loss: no new transition, recovery point moves
+                                e_rp[ep_cur] = snd_max
+                            else:
+                                start = E_RTO
+                    if start >= 0:
+                        if ep_active:
+                            e_end_t[ep_cur] = t; e_end_i[ep_cur] = i
+                        ep_cur = ep_n; ep_n += 1; ep_active = True
+                        e_kind[ep_cur] = start; e_start_t[ep_cur] = t; e_start_i[ep_cur] = i
+                        e_end_t[ep_cur] = -1; e_end_i[ep_cur] = -1
+                        e_flight[ep_cur] = snd_max - una; e_retx[ep_cur] = 0
+                        e_rp[ep_cur] = snd_max; e_spur[ep_cur] = False
+                        ep_first_retx_seq = s; ep_first_retx_tsv = tsv[i]; ep_eifel_done = tsv[i] == NOTS
+                        ep_dsack = 0; ep_retx_lo = s; ep_retx_hi = e
+                        if start != E_RTO and last_ack_row >= 0 and o_cong[last_ack_row] < 0 and last_ack_row > last_end_row:
+                            # fast retransmit / SACK recovery: the sender decided on the ACK it
+                            # just received (the DupThresh-th duplicate or the SACK that marked
+                            # loss) — mark that ACK and put it in recovery
+                            o_cong[last_ack_row] = start
+                            o_state[last_ack_row] = S_REC
+                        else:
+                            # RTO: the timer fired after the last ACK; mark the next ACK
+                            pending_cong = start
+                        if start == E_RTO:
+                            state = S_LOSS
+                            # Linux tcp_enter_loss: everything outstanding is lost; earlier
+                            # retransmissions are no longer counted in flight
+                            xpm = 0
+                            xl = s if s > una else una
+                            xr = e if e < snd_max else snd_max
+                            if xr > xl:
+                                xpL, xpR, xpm, _a = rg.insert(xpL, xpR, xpm, xl, xr)
+                        else:
+                            state = S_REC
+                    if ep_active and ep_cur >= 0 and e_kind[ep_cur] != E_ECN:
+                        e_retx[ep_cur] += (e if e < snd_max else snd_max) - (s if s > una else una)
+                        if s < ep_retx_lo:
+                            ep_retx_lo = s
+                        if e > ep_retx_hi:
+                            ep_retx_hi = e
+            if is_seg and not rst and (ln > 0 or syn or fin):
+                o_kind[i] = kind
+                o_probe[i] = probe
+                o_rexmit[i] = rexmit
+                o_seg_out[i] = snd_max - una
+                o_seg_round[i] = rnd
+            o_snd_max[i] = snd_max
+            continue
+
+        # ================= receiver -> sender =================================================
+        a = ack[i]
+        has_ack = (f & F_ACK) != 0
+        rs = seq[i]
+        # Wireshark duplicate-ACK bookkeeping for the receiver direction
+        if has_ack:
+            if (plen[i] == 0 and win[i] != 0 and win[i] == rcv_win_raw and rcv_have_next and rs == rcv_next
+                    and ws_have_lastack and a == ws_lastack and not (syn or fin or rst)):
+                ws_dupnum += 1
+            if (not ws_have_lastack) or a != ws_lastack:
+                ws_dupnum = 0
+            ws_have_lastack = True; ws_lastack = a
+        ws_lastack_t = t
+        rcv_win_raw = win[i]
+        re = rs + plen[i] + (1 if syn else 0) + (1 if fin else 0)
+        if (not rcv_have_next) or re > rcv_next:
+            rcv_next = re; rcv_have_next = True
+        if not has_ack:
+            o_snd_max[i] = snd_max
+            continue
+        if not have_snd and not have_una:
+            una = a; snd_max = a; snd_min = a; have_una = True
+        elif not have_una:
+            una = a; have_una = True
+        if a > snd_max:
+            warn[W_ACK_UNSEEN] += 1
+            if hom > 0:
+                hoL, hoR, hom, _a = rg.remove(hoL, hoR, hom, snd_max, a)
+            snd_max = a
+        acked = np.int64(0)
+        rtt = np.int64(-1); src = -1
+        if a > una:
+            acked = a - una
+            if rm > rh:
+                idx = rh + np.searchsorted(rec_e[rh:rm], a)
+                if idx < rm and rec_e[idx] == a:
+                    if rg.overlap(xaL, xaR, xam, una, a) == 0 and rg.overlap(sbL, sbR, sbm, una, a) == 0:
+                        rtt = t - rec_t[idx]; src = R_SEQ
+                rh = rh + np.searchsorted(rec_e[rh:rm], a, side="right")
+            una = a
+            sbm, pr = rg.prune_below(sbL, sbR, sbm, una)
+            sb_tot -= pr
+            xam, _p = rg.prune_below(xaL, xaR, xam, una)
+            xpm, _p = rg.prune_below(xpL, xpR, xpm, una)
+            hom, _p = rg.prune_below(hoL, hoR, hom, una)
+            dup = 0
+            last_adv_t = t; have_adv = True
+        # SACK blocks and D-SACK
+        newly = np.int64(0); dsk = np.int64(0)
+        nb = sn[i]
+        for k in range(nb):
+            l = sl[i, k]; r = sr[i, k]
+            if r <= l:
+                continue
+            isd = False
+            if k == 0:
+                if r <= a:
+                    isd = True
+                elif nb > 1 and l >= sl[i, 1] and r <= sr[i, 1]:
+                    isd = True
+            if isd:
+                dsk += r - l
+                if ep_cur >= 0:
+                    ol = l if l > ep_retx_lo else ep_retx_lo
+                    orr = r if r < ep_retx_hi else ep_retx_hi
+                    if orr > ol:
+                        ep_dsack += orr - ol
+                continue
+            if l < una:
+                l = una
+            if r > snd_max:
+                r = snd_max
+            if r > l:
+                sbL, sbR, sbm, added = rg.insert(sbL, sbR, sbm, l, r)
+                newly += added
+        sb_tot += newly
+        # timestamp-echo RTT when data/ACK matching gave none (RFC 7323 §4: ACKs of new data)
+        if src < 0 and acked > 0 and tse[i] != NOTS and tsn > 0:
+            t0 = _ts_lookup(tsvals, tstimes, tsn, tse[i])
+            if t0 >= 0:
+                rtt = t - t0; src = R_TS
+        if src >= 0 and rtt < 0:
+            warn[W_NEG_RTT] += 1
+            rtt = -1; src = -1
+        if src >= 0:
+            sample = rtt + rtt_offset_ns
+            if srtt < 0:
+                srtt = sample; rttvar = sample // 2
+            else:  # RFC 6298 §2.3, alpha = 1/8, beta = 1/4
+                d = srtt - sample
+                if d < 0:
+                    d = -d
+                rttvar = (3 * rttvar + d) // 4
+                srtt = (7 * srtt + sample) // 8
+        # duplicate ACK (RFC 5681 §2; with SACK, new SACK information counts — RFC 6675 §2)
+        if (acked == 0 and a == una and plen[i] == 0 and not (fin or rst or syn) and snd_max > una
+                and (win[i] == my_last_win or newly > 0)):
+            dup += 1
+        my_last_win = win[i]
+        undo = False
+        # Eifel (RFC 3522 §2): the ACK covering the first retransmission echoes an older TSval
+        if ep_cur >= 0 and not ep_eifel_done and una > ep_first_retx_seq and tse[i] != NOTS:
+            ep_eifel_done = True
+            if tse[i] < ep_first_retx_tsv and not e_spur[ep_cur]:
+                e_spur[ep_cur] = True; undo = True
+        # D-SACK (RFC 3708 §3): every retransmitted byte of the episode reported twice
+        if ep_cur >= 0 and not e_spur[ep_cur] and e_kind[ep_cur] != E_ECN and e_retx[ep_cur] > 0 and ep_dsack >= e_retx[ep_cur]:
+            e_spur[ep_cur] = True; undo = True
+        # episode end: the recovery point is cumulatively acknowledged (RFC 6582 §3.2 step 3)
+        if ep_active and una >= e_rp[ep_cur]:
+            ep_active = False
+            e_end_t[ep_cur] = t; e_end_i[ep_cur] = i
+            state = S_OPEN
+            last_end_row = i
+        # ECN echo: one reaction per round (RFC 3168 §6.1.2)
+        cong = -1
+        if (f & F_ECE) != 0 and not syn and state == S_OPEN and not ep_active and last_ecn_round != rnd:
+            last_ecn_round = rnd
+            ep_cur = ep_n; ep_n += 1; ep_active = True
+            e_kind[ep_cur] = E_ECN; e_start_t[ep_cur] = t; e_start_i[ep_cur] = i
+            e_end_t[ep_cur] = -1; e_end_i[ep_cur] = -1
+            e_flight[ep_cur] = snd_max - una; e_retx[ep_cur] = 0; e_rp[ep_cur] = snd_max
+            e_spur[ep_cur] = False; ep_eifel_done = True; ep_dsack = 0
+            ep_retx_lo = 0; ep_retx_hi = 0
+            if snd_max <= una:
+                ep_active = False
+                e_end_t[ep_cur] = t; e_end_i[ep_cur] = i
+            cong = E_ECN
+        if syn:
+            # SYN/ACK: moves snd_una past the SYN but is not part of the ACK clock
+            o_snd_max[i] = snd_max
+            continue
+        if pending_cong >= 0 and cong < 0:
+            cong = pending_cong
+            pending_cong = -1
+        # pipe (RFC 6675 §4 SetPipe, in bytes)
+        out = snd_max - una
+        lost = np.int64(0)
+        if state == S_LOSS and ep_cur >= 0:
+            rp = e_rp[ep_cur] if e_rp[ep_cur] < snd_max else snd_max
+            if rp > una:
+                lost = (rp - una) - rg.overlap(sbL, sbR, sbm, una, rp)
+        elif sbm > 0:
+            cum = np.int64(0)
+            cnt = 0
+            k = sbm - 1
+            while k >= 0:
+                cum += sbR[k] - sbL[k]
+                cnt += 1
+                if cum > (dupthresh - 1) * mss or cnt >= dupthresh:
+                    lost = (sbL[k] - una) - (sb_tot - cum)
+                    break
+                k -= 1
+        xp_tot = np.int64(0)
+        for k in range(xpm):
+            xp_tot += xpR[k] - xpL[k]
+        retx_in = xp_tot - rg.overlap_sets(xpL, xpR, xpm, sbL, sbR, sbm)
+        pipe = out - sb_tot - lost + retx_in
+        if pipe < 0:
+            pipe = 0
+        # RTT rounds
+        rend = False
+        myr = rnd
+        if not rnd_started:
+            rnd_started = True; rnd_target = snd_max; rnd_start_ack = una
+        elif una >= rnd_target and una > rnd_start_ack:
+            rend = True
+            rnd += 1; rnd_target = snd_max; rnd_start_ack = una
+        o_isack[i] = True
+        o_ackrel[i] = a
+        o_acked[i] = acked
+        o_sacked[i] = newly
+        o_dsack[i] = dsk
+        o_dup[i] = dup
+        o_rwnd[i] = win[i] << rwnd_shift
+        o_rtt[i] = rtt
+        o_rtt_src[i] = src
+        o_snd_max[i] = snd_max
+        o_out[i] = out
+        o_pipe[i] = pipe
+        o_round[i] = myr
+        o_round_end[i] = rend
+        o_state[i] = state
+        o_cong[i] = cong
+        o_undo[i] = undo
+        last_ack_row = i
+    return ep_n

@@ -1,0 +1,170 @@
+"""Sorted, disjoint byte ranges ``[L[i], R[i])`` kept in growable int64 arrays (numba).
+
+These are the building blocks of the SACK scoreboard (RFC 6675 §3), the retransmitted-bytes
+map and the map of sequence-space holes the capture never saw. Every function returns the
+(possibly reallocated) arrays and the new length, so callers write
+``L, R, m, added = insert(L, R, m, l, r)``.
+
+Units: sequence numbers in bytes (relative, unwrapped to 64 bits).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _grow(a: np.ndarray, need: int) -> np.ndarray:
+    if need <= a.shape[0]:
+        return a
+    cap = a.shape[0] * 2
+    if cap < need:
+        cap = need
+    b = np.empty(cap, dtype=a.dtype)
+    b[: a.shape[0]] = a
+    return b
+
+
+@njit(cache=True)
+def insert(L, R, m, l, r):
+    """Add ``[l, r)``; overlapping or touching ranges merge. Returns ``(L, R, m, added_bytes)``."""
+    if r <= l:
+        return L, R, m, 0
+    # first range whose right edge reaches l (touching merges too)
+    i = np.searchsorted(R[:m], l)
+    j = i
+    covered = 0
+    nl = l
+    nr = r
+    while j < m and L[j] <= r:
+        ol = L[j] if L[j] > l else l
+        orr = R[j] if R[j] < r else r
+        if orr > ol:
+            covered += orr - ol
+        if L[j] < nl:
+            nl = L[j]
+        if R[j] > nr:
+            nr = R[j]
+        j += 1
+    added = (r - l) - covered
+    k = j - i
+    if k == 0:
+        L = _grow(L, m + 1)
+        R = _grow(R, m + 1)
+        q = m
+        while q > i:
+            L[q] = L[q - 1]
+            R[q] = R[q - 1]
+            q -= 1
+        L[i] = l
+        R[i] = r
+        m += 1
+    else:
+        L[i] = nl
+        R[i] = nr
+        if k > 1:
+            d = k - 1
+            for q in range(i + 1, m - d):
+                L[q] = L[q + d]
+                R[q] = R[q + d]
+            m -= d
+    return L, R, m, added
+
+
+@njit(cache=True)
+def remove(L, R, m, l, r):
+    """Remove ``[l, r)`` from the set (splitting a range if needed). Returns ``(L, R, m, removed)``."""
+    if r <= l or m == 0:
+        return L, R, m, 0
+    removed = 0
+    i = np.searchsorted(R[:m], l, side="right")
+    while i < m and L[i] < r:
+        a = L[i]
+        b = R[i]
+        ol = a if a > l else l
+        orr = b if b < r else r
+        if orr <= ol:
+            i += 1
+            continue
+        removed += orr - ol
+        if a < ol and b > orr:  # split in two
+            L = _grow(L, m + 1)
+            R = _grow(R, m + 1)
+            q = m
+            while q > i + 1:
+                L[q] = L[q - 1]
+                R[q] = R[q - 1]
+                q -= 1
+            R[i] = ol
+            L[i + 1] = orr
+            R[i + 1] = b
+            m += 1
+            return L, R, m, removed
+        if a < ol:
+            R[i] = ol
+            i += 1
+        elif b > orr:
+            L[i] = orr
+            i += 1
+        else:  # whole range goes
+            for q in range(i, m - 1):
+                L[q] = L[q + 1]
+                R[q] = R[q + 1]
+            m -= 1
+    return L, R, m, removed
+
+
+@njit(cache=True)
+def prune_below(L, R, m, una):
+    """Drop everything below ``una``. Returns ``(m, removed_bytes)``."""
+    if m == 0 or L[0] >= una:
+        return m, 0
+    removed = 0
+    k = 0
+    while k < m and R[k] <= una:
+        removed += R[k] - L[k]
+        k += 1
+    if k > 0:
+        for q in range(0, m - k):
+            L[q] = L[q + k]
+            R[q] = R[q + k]
+        m -= k
+    if m > 0 and L[0] < una:
+        removed += una - L[0]
+        L[0] = una
+    return m, removed
+
+
+@njit(cache=True)
+def overlap(L, R, m, l, r):
+    """Bytes of ``[l, r)`` covered by the set."""
+    if r <= l or m == 0:
+        return 0
+    tot = 0
+    i = np.searchsorted(R[:m], l, side="right")
+    while i < m and L[i] < r:
+        ol = L[i] if L[i] > l else l
+        orr = R[i] if R[i] < r else r
+        if orr > ol:
+            tot += orr - ol
+        i += 1
+    return tot
+
+
+@njit(cache=True)
+def overlap_sets(L1, R1, m1, L2, R2, m2):
+    """Bytes covered by both sets (merge walk, O(m1 + m2))."""
+    i = 0
+    j = 0
+    tot = 0
+    while i < m1 and j < m2:
+        lo = L1[i] if L1[i] > L2[j] else L2[j]
+        hi = R1[i] if R1[i] < R2[j] else R2[j]
+        if hi > lo:
+            tot += hi - lo
+        if R1[i] < R2[j]:
+            i += 1
+        else:
+            j += 1
+    return tot

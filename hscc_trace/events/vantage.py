@@ -1,0 +1,121 @@
+"""Where was the capture taken, relative to the data sender, and how to correct RTTs.
+
+Handshake rule (when SYN, SYN/ACK and the third ACK were captured). With ``d1`` = SYN → SYN/ACK
+and ``d2`` = SYN/ACK → ACK at the capture point: near the initiator A, ``d1`` is a full RTT and
+``d2`` is A's processing time; near the responder B, the reverse. The capture is *near* a side
+when that side's gap is below :data:`NEAR_FRACTION` of ``d1 + d2``; otherwise it is mid-path.
+
+Data rule (no handshake): ``S`` = median time from a data segment to the ACK that first covers
+exactly its end (the capture point → receiver → capture point part), ``X`` = median time from a
+receiver packet to the sender's reaction (the sender's TSecr echoing the receiver's TSval, RFC
+7323; without timestamps: ACK → next new data segment), the capture point → sender → capture
+point part. At the sender ``X`` is tiny, at the receiver ``S`` is tiny.
+
+Correction: an RTT sample measured at the capture point covers only the receiver-side part.
+The missing sender-side part is the handshake gap on the sender's side (``d2`` when A sends the
+data, ``d1`` when B does) or ``X``; it is added to every sample as a constant
+(``FlowEvents.rtt_offset_s``; 0 at the sender). Queueing that changes during the flow on the
+sender-side part is not captured by a constant — documented in docs/events.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .prep import F_ACK, F_SYN, FlowArrays
+
+NEAR_FRACTION = 0.1  # a side whose gap is < 10 % of the total is where the capture was taken
+MIN_SAMPLES = 5  # data rule needs at least this many matches of each kind
+
+
+@dataclass
+class Vantage:
+    vantage: str  # schema.VANTAGES
+    offset_ns: int  # added to every RTT sample measured at the capture point
+    method: str  # "handshake", "data", or "none"
+    near_gap_ns: int | None = None  # receiver-side part (S or the receiver's handshake gap)
+    far_gap_ns: int | None = None  # sender-side part (X or the sender's handshake gap)
+
+
+def _classify(sender_part: float, receiver_part: float) -> str:
+    tot = sender_part + receiver_part
+    if tot <= 0:
+        return "unknown"
+    if sender_part < NEAR_FRACTION * tot:
+        return "sender"
+    if receiver_part < NEAR_FRACTION * tot:
+        return "receiver"
+    return "mid-path"
+
+
+def _data_parts(fa: FlowArrays) -> tuple[float | None, float | None]:
+    snd = fa.snd
+    ackrows = (~snd) & ((fa.flags & F_ACK) != 0) & ((fa.flags & F_SYN) == 0)
+    seg = snd & (fa.plen > 0)
+    # S: first segment ending at e -> first ACK == e
+    S = None
+    if seg.any() and ackrows.any():
+        ends = fa.seq[seg] + fa.plen[seg]
+        tseg = fa.ts[seg]
+        ue, first = np.unique(ends, return_index=True)
+        acks = fa.ack[ackrows]
+        tack = fa.ts[ackrows]
+        ua, firsta = np.unique(acks, return_index=True)
+        common, ie, ia = np.intersect1d(ue, ua, return_indices=True)
+        if common.size:
+            d = tack[firsta[ia]] - tseg[first[ie]]
+            d = d[d >= 0]
+            if d.size >= MIN_SAMPLES:
+                S = float(np.median(d))
+    X = None
+    rt = fa.rtsv
+    rv = (~snd) & (rt != np.iinfo(np.int64).min) & (rt > -(2**61))
+    sv = snd & (rt > -(2**61)) & ((fa.flags & F_ACK) != 0)
+    if rv.any() and sv.any():
+        uv, fr = np.unique(rt[rv], return_index=True)
+        us, fs = np.unique(rt[sv], return_index=True)
+        common, ir, is_ = np.intersect1d(uv, us, return_indices=True)
+        if common.size:
+            d = fa.ts[sv][fs[is_]] - fa.ts[rv][fr[ir]]
+            d = d[d >= 0]
+            if d.size >= MIN_SAMPLES:
+                X = float(np.median(d))
+    if X is None and seg.any() and ackrows.any():
+        # ACK that advances -> next segment carrying new data
+        acks = fa.ack[ackrows]
+        adv = np.concatenate(([True], acks[1:] > np.maximum.accumulate(acks)[:-1]))
+        tack = fa.ts[ackrows][adv]
+        iack = np.flatnonzero(ackrows)[adv]
+        ends = fa.seq[seg] + fa.plen[seg]
+        newdata = ends > np.concatenate(([np.iinfo(np.int64).min], np.maximum.accumulate(ends)[:-1]))
+        iseg = np.flatnonzero(seg)[newdata]
+        j = np.searchsorted(iseg, iack)
+        ok = j < iseg.size
+        if ok.sum() >= MIN_SAMPLES:
+            d = fa.ts[iseg[j[ok]]] - tack[ok]
+            d = d[d >= 0]
+            if d.size >= MIN_SAMPLES:
+                X = float(np.median(d))
+    return S, X
+
+
+def detect(fa: FlowArrays) -> Vantage:
+    """Vantage point and RTT offset for one flow (rules in the module docstring)."""
+    h = fa.handshake
+    if h.seen and h.syn_ns is not None and h.synack_ns is not None and h.ack_ns is not None:
+        d1 = h.synack_ns - h.syn_ns  # B's side: capture -> B -> capture
+        d2 = h.ack_ns - h.synack_ns  # A's side: capture -> A -> capture
+        if d1 >= 0 and d2 >= 0 and d1 + d2 > 0:
+            sender_part = d2 if fa.sender_dir == 0 else d1
+            receiver_part = d1 if fa.sender_dir == 0 else d2
+            v = _classify(sender_part, receiver_part)
+            off = 0 if v == "sender" else int(sender_part)
+            return Vantage(v, off, "handshake", int(receiver_part), int(sender_part))
+    S, X = _data_parts(fa)
+    if S is None or X is None:
+        return Vantage("unknown", 0, "none", None if S is None else int(S), None if X is None else int(X))
+    v = _classify(X, S)
+    off = 0 if v == "sender" else int(X)
+    return Vantage(v, off, "data", int(S), int(X))
