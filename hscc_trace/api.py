@@ -268,7 +268,7 @@ def figures(analysis: Analysis, flow_id: int, capture: int | str = 0) -> Any:
     """The report's Plotly figures for one flow (for notebooks: ``fig.show()``)."""
     from hscc_trace import reports
 
-    return reports.flow_figures(analysis, flow_result(analysis, flow_id, capture))
+    return reports.flow_figures(flow_result(analysis, flow_id, capture))
 
 
 def export(obj: Any, path: PathLike, **kw: Any) -> Path:

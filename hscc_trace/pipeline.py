@@ -124,6 +124,11 @@ def expand_inputs(paths: Iterable[str | Path]) -> tuple[list[str], dict[str, str
 # --- the two tasks (module-level so that worker processes can unpickle them) -----------------------
 
 
+def _short(path: str) -> str:
+    """``reno-bdp/capture.pcap``: enough of a path to tell captures apart in progress text."""
+    return str(Path(*Path(path).parts[-2:])) if len(Path(path).parts) > 1 else path
+
+
 def _one_line(path: str, exc: BaseException) -> str:
     msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return msg if msg.startswith(path) else f"{path}: {msg}"
@@ -222,12 +227,12 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         nonlocal total
         if not ok:
             failed[path] = value
-            tick(f"{Path(path).name}: error")
+            tick(f"{_short(path)}: error")
             return []
         prepared[path] = value
         todo = [(i, row, ev) for i, (row, ev) in enumerate(value.events) if ev is not None]
         total += len(todo)
-        tick(f"{Path(path).name}: {len(todo)} flow(s)")
+        tick(f"{_short(path)}: {len(todo)} flow(s)")
         return todo
 
     def take_flow(path: str, i: int, ok: bool, value: Any) -> None:
@@ -235,7 +240,7 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
             flow_results[(path, i)] = value
         else:
             flow_errors[(path, i)] = value
-        tick(f"{Path(path).name}: flow {i}")
+        tick(f"{_short(path)}: flow {prepared[path].events[i][0].get('flow_id')}")
 
     if opts.jobs <= 1 or not inputs:
         for path in inputs:

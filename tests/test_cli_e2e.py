@@ -1,0 +1,252 @@
+"""End to end: `hscc-trace analyze` and `hscc-trace check` run as subprocesses on the real samples.
+
+Samples come from samples/index.json (real Linux senders captured by the testbed). To stay fast
+the tests use the smallest Reno sample, replay a subset of algorithms except in the one test that
+is about "all algorithms", and share module-scoped runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from hscc_trace import results
+
+REPO = Path(__file__).resolve().parents[1]
+INDEX = REPO / "samples" / "index.json"
+CLI = [sys.executable, "-m", "hscc_trace"]
+FAST_ALGOS = "reno,fusion"  # an exact-model baseline and a high-speed algorithm that should not fit Reno
+
+
+def _samples() -> list[dict]:
+    if not INDEX.is_file():
+        return []
+    return json.loads(INDEX.read_text())["samples"]
+
+
+def _smallest(cc: str) -> Path | None:
+    cands = [s for s in _samples() if s.get("cc") == cc and s.get("capture_point", "sender") == "sender"
+             and (REPO / s["capture"]).is_file()]
+    if not cands:
+        return None
+    return REPO / min(cands, key=lambda s: s["capture_bytes"])["capture"]
+
+
+RENO = _smallest("reno")
+CUBIC = _smallest("cubic")
+needs_reno = pytest.mark.skipif(RENO is None, reason="no Reno sample in samples/index.json")
+
+
+def run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    e = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    e.update(env or {})
+    return subprocess.run([*CLI, *args], cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout)
+
+
+def no_traceback(p: subprocess.CompletedProcess) -> None:
+    assert "Traceback" not in p.stderr and "Traceback" not in p.stdout, p.stderr
+
+
+@pytest.fixture(scope="module")
+def work(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("e2e")
+
+
+@pytest.fixture(scope="module")
+def corrupt(work: Path) -> Path:
+    p = work / "corrupt.pcap"
+    p.write_bytes(b"this is not a capture file\n" * 20)
+    return p
+
+
+@pytest.fixture(scope="module")
+def full_run(work: Path) -> tuple[subprocess.CompletedProcess, Path, Path]:
+    """The README quick start: every registered algorithm on the smallest Reno sample."""
+    if RENO is None:
+        pytest.skip("no Reno sample")
+    out = work / "full"
+    out.mkdir()
+    p = run(["analyze", str(RENO), "-o", "report.html", "--json", "results.json"], cwd=out)
+    return p, out / "report.html", out / "results.json"
+
+
+@pytest.fixture(scope="module")
+def fast_json(work: Path) -> Path:
+    """A results document with the fast subset, used as a baseline."""
+    if RENO is None:
+        pytest.skip("no Reno sample")
+    p = run(["analyze", str(RENO), "--algo", FAST_ALGOS, "--json", "base.json", "-q"], cwd=work)
+    assert p.returncode == 0, p.stderr
+    return work / "base.json"
+
+
+# --- analyze -----------------------------------------------------------------------------------------
+
+
+@needs_reno
+def test_analyze_all_algorithms_writes_report_and_valid_json(full_run) -> None:
+    p, report, res = full_run
+    no_traceback(p)
+    assert p.returncode == 0, p.stderr
+    html = report.read_text(encoding="utf-8")
+    assert html.lstrip().lower().startswith("<!doctype html") and len(html) > 10_000
+    doc = json.loads(res.read_text())
+    jsonschema.Draft202012Validator(results.json_schema()).validate(doc)
+    from hscc_trace import api
+
+    assert doc["algorithms"] == api.resolve(None).labels  # default: every registered algorithm
+    (cap,) = doc["captures"]
+    assert cap["error"] is None and cap["meta"]["packets_total"] > 1000
+    data = [f for f in cap["flows"] if f["events"]["segments"] > 0]
+    assert data, "the sample has a data flow"
+    f = max(data, key=lambda f: f["events"]["segments"])
+    assert len(f["fit"]) == len(doc["algorithms"]) and f["best"] in doc["algorithms"]
+    assert f["events"]["cwnd_limited_rounds"] > 0
+    # the terminal summary names the flow and its best-fitting algorithm
+    assert f"best fit: {f['best']}" in p.stdout and "1 capture(s)" in p.stdout
+
+
+@needs_reno
+def test_corrupt_capture_exit_2_one_line_others_still_processed(work: Path, corrupt: Path) -> None:
+    p = run(["analyze", str(corrupt), "-q"], cwd=work)
+    no_traceback(p)
+    assert p.returncode == 2
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hscc-trace: error: ") and "corrupt.pcap" in lines[0]
+
+    p = run(["analyze", str(corrupt), str(RENO), "--algo", "reno", "--json", "mixed.json", "-q"], cwd=work)
+    no_traceback(p)
+    assert p.returncode == 2
+    assert len(p.stderr.strip().splitlines()) == 1
+    doc = results.read(work / "mixed.json")
+    assert [c["path"] for c in doc["captures"]] == [str(corrupt), str(RENO)]
+    assert doc["captures"][0]["error"] and doc["captures"][1]["error"] is None
+    assert doc["captures"][1]["flows"]
+
+
+def test_missing_file_and_bad_options_exit_2(work: Path) -> None:
+    p = run(["analyze", "nope.pcap", "-q"], cwd=work)
+    no_traceback(p)
+    assert p.returncode == 2 and "nope.pcap: no such file or directory" in p.stderr
+    p = run(["analyze", "nope.pcap", "--algo", "no-such-algo"], cwd=work)
+    no_traceback(p)
+    assert p.returncode == 2 and "no-such-algo" in p.stderr and len(p.stderr.strip().splitlines()) == 1
+    p = run(["check", "nope.pcap"], cwd=work)  # neither --expect nor --baseline
+    no_traceback(p)
+    assert p.returncode == 2 and "--expect" in p.stderr
+
+
+@needs_reno
+def test_jobs_2_gives_the_same_results_as_jobs_1(work: Path) -> None:
+    inputs = [str(RENO)] + ([str(CUBIC)] if CUBIC else [])
+    docs = []
+    for jobs in (1, 2):
+        p = run(["analyze", *inputs, "--algo", FAST_ALGOS, "--jobs", str(jobs), "--json", f"j{jobs}.json", "-q"],
+                cwd=work)
+        no_traceback(p)
+        assert p.returncode == 0, p.stderr
+        docs.append(results.comparable(json.loads((work / f"j{jobs}.json").read_text())))
+    assert docs[0] == docs[1]
+    assert len(docs[0]["captures"]) == len(inputs)
+
+
+@needs_reno
+def test_export_tables(work: Path) -> None:
+    p = run(["analyze", str(RENO), "--algo", "reno", "--export", "exp", "--export-format", "csv", "-q"], cwd=work)
+    assert p.returncode == 0, p.stderr
+    files = sorted(f.name for f in (work / "exp").rglob("*.csv"))
+    assert any(f.endswith(".acks.csv") for f in files) and any(f.endswith(".replay.csv") for f in files)
+    import polars as pl
+
+    acks = pl.read_csv(next((work / "exp").rglob("*.acks.csv")))
+    assert {"ts_ns", "ack", "rtt_s", "round"} <= set(acks.columns) and acks.height > 0
+
+
+# --- check -----------------------------------------------------------------------------------------
+
+
+@needs_reno
+def test_check_reno_sample_passes_expect_reno(work: Path) -> None:
+    p = run(["check", str(RENO), "--expect", "reno", "--junit", "pass.xml"], cwd=work)
+    no_traceback(p)
+    assert p.returncode == 0, p.stdout + p.stderr
+    root = ET.parse(work / "pass.xml").getroot()
+    assert root.get("failures") == "0" and root.get("errors") == "0"
+    cases = root.findall("testsuite/testcase")
+    passed = [c for c in cases if c.find("failure") is None and c.find("skipped") is None and c.find("error") is None]
+    assert passed, "at least one flow was judged (not only skipped)"
+    assert "reno mare" in p.stdout
+
+
+@needs_reno
+def test_check_reno_sample_fails_expect_fusion(work: Path) -> None:
+    p = run(["check", str(RENO), "--expect", "fusion", "--max-error", "0.05", "--junit", "fail.xml"], cwd=work)
+    no_traceback(p)
+    assert p.returncode == 1, p.stdout + p.stderr
+    root = ET.parse(work / "fail.xml").getroot()
+    failures = root.findall("testsuite/testcase/failure")
+    assert failures and "fusion mare" in failures[0].get("message") and "> 0.050" in failures[0].get("message")
+
+
+@needs_reno
+def test_check_corrupt_capture_exit_2(work: Path, corrupt: Path) -> None:
+    p = run(["check", str(corrupt), str(RENO), "--expect", "reno", "--junit", "err.xml"], cwd=work)
+    no_traceback(p)
+    assert p.returncode == 2
+    root = ET.parse(work / "err.xml").getroot()
+    assert root.get("errors") == "1" and root.find("testsuite/testcase/error") is not None
+
+
+@needs_reno
+def test_check_github_actions_annotations_and_summary(work: Path) -> None:
+    summary = work / "summary.md"
+    summary.write_text("# earlier step\n")
+    p = run(["check", str(RENO), "--expect", "fusion", "--max-error", "0.05"], cwd=work,
+            env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    assert p.returncode == 1
+    assert any(l.startswith("::error file=") and "fusion mare" in l for l in p.stdout.splitlines())
+    assert any(l.startswith("::notice file=") for l in p.stdout.splitlines())
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n") and "### hscc-trace check" in text and "❌ fail" in text
+
+
+@needs_reno
+def test_check_against_baseline(work: Path, fast_json: Path) -> None:
+    p = run(["check", str(RENO), "--baseline", str(fast_json)], cwd=work)
+    no_traceback(p)
+    assert p.returncode == 0, p.stdout + p.stderr
+    # a baseline in which reno fitted far better than it does now: a regression
+    doc = json.loads(fast_json.read_text())
+    for cap in doc["captures"]:
+        for f in cap["flows"]:
+            for r in f["fit"]:
+                if r["algo"] == "reno" and r["mare"] is not None:
+                    r["mare"] = max(r["mare"] - 0.5, 0.0)
+    (work / "better.json").write_text(json.dumps(doc))
+    p = run(["check", str(RENO), "--baseline", "better.json", "--junit", "reg.xml"], cwd=work)
+    assert p.returncode == 1, p.stdout
+    msg = ET.parse(work / "reg.xml").getroot().find("testsuite/testcase/failure").get("message")
+    assert "reno mare" in msg and "tolerance 0.020" in msg
+
+
+@needs_reno
+def test_check_reads_expectations_from_config(work: Path) -> None:
+    cfgdir = work / "cfg"
+    cfgdir.mkdir()
+    (cfgdir / "hscc-trace.toml").write_text(
+        f'[check]\nmax_error = 0.05\n\n[[check.expectations]]\nmatch = "*.pcap"\nexpect = "fusion"\n')
+    p = run(["check", str(RENO)], cwd=cfgdir)
+    assert p.returncode == 1, p.stdout + p.stderr  # fusion does not fit a Reno sender within 5 %
+    p = run(["check", str(RENO), "--expect", "reno", "--max-error", "0.15"], cwd=cfgdir)  # CLI overrides
+    assert p.returncode == 0, p.stdout + p.stderr
+    (cfgdir / "hscc-trace.toml").write_text("[check]\nmax_eror = 0.05\n")
+    p = run(["check", str(RENO), "--expect", "reno"], cwd=cfgdir)
+    no_traceback(p)
+    assert p.returncode == 2 and "max_eror" in p.stderr
