@@ -40,6 +40,7 @@ from hscc_trace import schema
 from hscc_trace.model import FlowResult
 
 from . import decimate as dec
+from . import meta
 
 DEFAULT_MAX_POINTS = 4000  # points per series; 4 per time column → 1000 columns, about a screen width
 
@@ -203,7 +204,7 @@ def _extent(traces: Iterable[go.Scatter | None]) -> tuple[float, float]:
     """y range covered by the (non-band) traces, for sizing bands; (0, 1) when empty."""
     lo, hi = math.inf, -math.inf
     for tr in traces:
-        if tr is None or tr.y is None:
+        if tr is None or tr.y is None or tr.visible == "legendonly":
             continue
         y = np.asarray(tr.y, dtype=np.float64)
         y = y[np.isfinite(y)]
@@ -281,8 +282,9 @@ def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None) -> 
 
 
 def _finish(fig: go.Figure, title: str, height: int, ytitle: str | None = None) -> go.Figure:
+    entries = sum(1 for tr in fig.data if tr.showlegend is not False)
     fig.update_layout(template=TEMPLATE, title=dict(text=title, x=0.0, xanchor="left", font=dict(size=14)),
-                      height=height)
+                      height=max(height, 80 + 27 * entries))  # the legend fits without scrolling
     if ytitle:
         fig.update_yaxes(title_text=ytitle, row=1, col=1) if fig._has_subplots() else fig.update_yaxes(title_text=ytitle)
     fig.update_xaxes(title_text=None)
@@ -303,36 +305,37 @@ def _xlabel(fig: go.Figure) -> None:
 def _window_panel(c: _Ctx) -> go.Figure:
     p = c.panel("window")
     acks = c.fr.events.acks
-    traces: list[go.Scatter | None] = []
+    actual: list[go.Scatter | None] = []
+    replays: list[go.Scatter | None] = []
     if acks.height:
         t = _t(acks["ts_ns"], c.t0)
-        traces.append(p.line(t, _f(acks["outstanding"]) / c.mss, "actual: bytes in flight",
-                             line=dict(color=ACTUAL_COLOR, width=2),
+        actual.append(p.line(t, _f(acks["outstanding"]) / c.mss, "actual: bytes in flight",
+                             line=dict(color=ACTUAL_COLOR, width=2.2), legendrank=1,
                              hovertemplate="%{y:.1f} pkts"))
         if "pipe" in acks.columns and acks["pipe"].null_count() < acks.height:
-            traces.append(p.line(t, _f(acks["pipe"]) / c.mss, "actual: SACK-aware pipe",
-                                 line=dict(color="#555", width=1, dash="dot"), visible="legendonly",
+            actual.append(p.line(t, _f(acks["pipe"]) / c.mss, "actual: SACK-aware pipe",
+                                 line=dict(color="#555", width=1, dash="dot"), visible="legendonly", legendrank=2,
                                  hovertemplate="%{y:.1f} pkts"))
-        traces.append(p.line(t, _f(acks["rwnd_bytes"]) / c.mss, "receive window",
-                             line=dict(color="#b8860b", width=1, dash="dash"), visible="legendonly",
+        actual.append(p.line(t, _f(acks["rwnd_bytes"]) / c.mss, "receive window",
+                             line=dict(color="#b8860b", width=1.2, dash="dash"), visible="legendonly", legendrank=3,
                              hovertemplate="%{y:.1f} pkts"))
     rounds = c.fr.events.rounds
     if rounds.height:
         cw = rounds.filter(pl.col("limit") == "cwnd")
         if cw.height:
-            traces.append(p.line(_t(cw["end_ns"], c.t0), _f(cw["peak_flight_bytes"]) / c.mss,
-                                 "actual: round peak flight (cwnd-limited, fitted)", mode="markers",
-                                 marker=dict(color=ACTUAL_COLOR, size=4, symbol="circle-open"), visible="legendonly",
-                                 hovertemplate="%{y:.1f} pkts"))
-    for label, df in c.fr.replays.items():
+            actual.append(p.line(_t(cw["end_ns"], c.t0), _f(cw["peak_flight_bytes"]) / c.mss,
+                                 "actual: peak flight of fitted rounds", mode="markers",
+                                 marker=dict(color=ACTUAL_COLOR, size=5, symbol="circle-open"), visible="legendonly",
+                                 legendrank=4, hovertemplate="%{y:.1f} pkts"))
+    for i, (label, df) in enumerate(c.fr.replays.items()):
         if not df.height:
             continue
         best = label == c.best
-        traces.append(p.line(_t(df["ts_ns"], c.t0), _f(df["cwnd"]), f"{_esc(label)} cwnd" + (" (best fit)" if best else ""),
-                             line=dict(color=c.colors.get(label, "#444"), width=2.4 if best else 1.4),
-                             legendgroup=f"algo-{label}", hovertemplate="%{y:.1f}"))
-    y0, y1 = _extent(traces)
-    bands = c.episode_bands(y0, y1)
+        replays.append(p.line(_t(df["ts_ns"], c.t0), _f(df["cwnd"]), f"{_esc(label)} cwnd" + (" (best fit)" if best else ""),
+                              line=dict(color=c.colors.get(label, "#444"), width=2.6 if best else 1.4),
+                              legendgroup=f"algo-{label}", legendrank=100 + i, hovertemplate="%{y:.1f}"))
+    y0, y1 = _extent([*actual, *replays])
+    bands = c.episode_bands(y0, y1, legendrank=1000)
     if rounds.height:
         rs, re_, lim = _t(rounds["start_ns"], c.t0), _t(rounds["end_ns"], c.t0), rounds["limit"].cast(pl.String).to_numpy()
         for k, color in LIMIT_COLORS.items():
@@ -340,11 +343,14 @@ def _window_panel(c: _Ctx) -> go.Figure:
             if m.any():
                 name = "receive-window-limited rounds" if k == "rwnd" else "application-limited rounds"
                 tr = _band(rs[m], re_[m], y0, y1, name, color, min_gap=c.min_gap, legendgroup=f"limit-{k}",
-                           showlegend=True)
+                           showlegend=True, legendrank=1001)
                 if tr is not None:
                     bands.append(tr)
-    fig = go.Figure([*bands, *(tr for tr in traces if tr is not None)])
-    _finish(fig, "Window: actual bytes in flight vs each replayed cwnd", HEIGHTS["window"], "packets (MSS)")
+    # drawn bottom to top: shading, replays, then the actual sender on top of everything
+    data = [*bands, *(tr for tr in replays if tr is not None), *(tr for tr in actual if tr is not None)]
+    fig = go.Figure(data)
+    _finish(fig, "Window: what the sender had in flight (black) and what each algorithm would have set",
+            HEIGHTS["window"], "packets (MSS)")
     _xlabel(fig)
     return fig
 
@@ -427,7 +433,11 @@ def _timeseq_panel(c: _Ctx) -> go.Figure:
             m = kind == k
             if m.any():
                 name = "data segment" if k == "new" else k.replace("_", " ")
-                traces.append(p.bars(t[m], lo[m], hi[m], name, SEGMENT_COLORS[k]))
+                tr = p.bars(t[m], lo[m], hi[m], name, SEGMENT_COLORS[k])
+                if tr is not None and k != "new":  # marks visible even when zoomed out
+                    tr.update(mode="lines+markers", marker=dict(size=5, symbol="x-thin", line=dict(width=1.5,
+                                                                                                   color=SEGMENT_COLORS[k])))
+                traces.append(tr)
     acks = ev.acks
     if acks.height:
         t = _t(acks["ts_ns"], c.t0)
@@ -453,14 +463,39 @@ def _timeseq_panel(c: _Ctx) -> go.Figure:
     return fig
 
 
-def _signal_kind(s: pl.Series) -> str:
+def _signal_kind(s: pl.Series, info: meta.SignalInfo | None) -> str:
+    """bool | category | number | other, from the registry's declaration where there is one."""
     if s.dtype == pl.Boolean:
         return "bool"
-    if s.dtype in (pl.String, pl.Categorical) or isinstance(s.dtype, (pl.Enum, pl.Categorical)):
+    if s.dtype == pl.String or isinstance(s.dtype, (pl.Enum, pl.Categorical)):
         return "category"
     if s.dtype.is_numeric():
+        if info is not None and info.kind == "bool":
+            return "bool"
+        if info is not None and info.kind == "enum":
+            return "category"
         return "number"
     return "other"
+
+
+def _as_flag(s: pl.Series, info: meta.SignalInfo | None) -> pl.Series:
+    """Numeric bool/enum signals as Boolean / String (enum index i ↦ its declared label)."""
+    if s.dtype.is_numeric():
+        if info is not None and info.kind == "bool":
+            return s.fill_null(0) != 0
+        if info is not None and info.kind == "enum" and info.labels:
+            labels = list(info.labels)
+            return s.cast(pl.Int64).map_elements(lambda i: labels[i] if 0 <= i < len(labels) else str(i),
+                                                 return_dtype=pl.String)
+        return s.cast(pl.String)
+    return s
+
+
+_THRESHOLD_DASH = ("dash", "dot", "dashdot", "longdash", "longdashdot")
+
+
+def _unit_title(name: str, unit: str) -> str:
+    return f"{_esc(name)} ({_esc(unit)})" if unit else _esc(name)
 
 
 def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> go.Figure | None:
@@ -468,65 +503,72 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> go.Figure | None:
     sig = [s for s in df.columns if s not in base]
     if not sig or not df.height:
         return None
-    kinds = {s: _signal_kind(df[s]) for s in sig}
-    window = [s for s in sig if kinds[s] == "number" and is_window_signal(s)]
-    queue = [s for s in sig if kinds[s] == "number" and (is_queue_signal(s) or is_threshold_signal(s))]
-    others = [s for s in sig if kinds[s] == "number" and s not in window and s not in queue]
+    infos = meta.signals(label)
+    kinds = {s: _signal_kind(df[s], infos.get(s)) for s in sig}
+    unit = {s: (infos[s].unit if s in infos else "") for s in sig}
+    num = [s for s in sig if kinds[s] == "number"]
+    window = [s for s in num if is_window_signal(s)]
+    queue = [s for s in num if s not in window and (is_queue_signal(s) or is_threshold_signal(s))]
+    others = [s for s in num if s not in window and s not in queue]
     flags = [s for s in sig if kinds[s] in ("bool", "category")]
-    rows: list[tuple[str, list[str]]] = [("window", window)]
+    rows: list[tuple[str, list[str], str]] = [("window", window, "window (packets)")]
     if queue:
-        rows.append(("queue", queue))
-    rows += [(s, [s]) for s in others]
-    titles = (["window (packets)"] + (["queue estimate vs thresholds (packets)"] if queue else [])
-              + [_esc(s) for s in others])
-    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=min(0.09, 0.5 / len(rows)),
-                        subplot_titles=titles, row_heights=[2.0] + [1.0] * (len(rows) - 1))
+        rows.append(("queue", queue, "queue estimate vs thresholds (packets)"))
+    groups: dict[str, list[str]] = {}  # other numeric signals: one row per unit (unknown unit: own row)
+    for s in others:
+        groups.setdefault(unit[s] or f"\0{s}", []).append(s)
+    for u, names in groups.items():
+        title = ", ".join(_esc(n) for n in names) + (f" ({_esc(u)})" if not u.startswith("\0") and u else "")
+        rows.append(("other", names, title))
+    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=min(0.08, 0.45 / len(rows)),
+                        subplot_titles=[r[2] for r in rows], row_heights=[2.2] + [1.0] * (len(rows) - 1))
     p = c.panel(f"algo:{label}")
     t = _t(df["ts_ns"], c.t0)
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
-    first_band_row = True
-    for r, (kind, names) in enumerate(rows, start=1):
+    flag_series = {s: _as_flag(df[s], infos.get(s)) for s in flags}
+    for r, (kind, names, _title) in enumerate(rows, start=1):
         traces: list[go.Scatter | None] = []
         if kind == "window":
             acks = c.fr.events.acks
-            if acks.height:
-                traces.append(p.line(_t(acks["ts_ns"], c.t0), _f(acks["outstanding"]) / c.mss, "actual: bytes in flight",
-                                     line=dict(color="#999", width=1), hovertemplate="%{y:.1f}"))
             stacked = _stack_parts(df, names)
             if stacked is not None:
                 loss_name, loss = stacked
                 traces.append(p.line(t, loss, f"{_esc(loss_name)} (loss-based part)", stackgroup="win",
                                      line=dict(color=color, width=0.8), hovertemplate="%{y:.1f}"))
-                traces.append(p.line(t, _f(df["dwnd"]), "dwnd (delay part, stacked)", stackgroup="win",
+                traces.append(p.line(t, _f(df["dwnd"]), "dwnd (delay-based part, stacked on it)", stackgroup="win",
                                      line=dict(color="#ff9896", width=0.8), hovertemplate="%{y:.1f}"))
-            traces.append(p.line(t, _f(df["cwnd"]), f"{_esc(label)} cwnd", line=dict(color=color, width=2),
+            traces.append(p.line(t, _f(df["cwnd"]), f"{_esc(label)} cwnd", line=dict(color=color, width=2.2),
                                  hovertemplate="%{y:.1f}"))
             ss = _f(df["ssthresh"]).copy()
-            cap = 10 * max(np.nanmax(_f(df["cwnd"])) if df.height else 1.0, 1.0)
+            cap = 10 * max(float(np.nanmax(_f(df["cwnd"]))) if df.height else 1.0, 1.0)
             ss[ss > cap] = np.nan  # "infinite" ssthresh before the first loss
             traces.append(p.line(t, ss, "ssthresh", line=dict(color=color, width=1, dash="dot"), visible="legendonly",
                                  hovertemplate="%{y:.1f}"))
             for i, s in enumerate(n for n in names if not (stacked and n in ("dwnd", stacked[0]))):
-                traces.append(p.line(t, _f(df[s]), _esc(s), line=dict(color=palette[i % len(palette)], width=1.3, dash="dash"),
+                traces.append(p.line(t, _f(df[s]), _esc(s), line=dict(color=palette[i % len(palette)], width=1.4, dash="dash"),
                                      hovertemplate="%{y:.2f}"))
+            if acks.height:
+                traces.append(p.line(_t(acks["ts_ns"], c.t0), _f(acks["outstanding"]) / c.mss, "actual: bytes in flight",
+                                     line=dict(color=ACTUAL_COLOR, width=1), opacity=0.55, hovertemplate="%{y:.1f}"))
         else:
+            n_thr = 0
             for i, s in enumerate(names):
                 thr = is_threshold_signal(s)
-                traces.append(p.line(t, _f(df[s]), _esc(s), line=dict(color=palette[(i + 3) % len(palette)] if not thr else "#444",
-                                                             width=1.2 if thr else 1.5, dash="dash" if thr else None),
+                style = (dict(color="#333", width=1.3, dash=_THRESHOLD_DASH[n_thr % len(_THRESHOLD_DASH)]) if thr
+                         else dict(color=palette[(i + 3) % len(palette)], width=1.5))
+                n_thr += thr
+                traces.append(p.line(t, _f(df[s]), _esc(s) + (" (threshold)" if thr else ""), line=style,
                                      hovertemplate="%{y:.4g}"))
         y0, y1 = _extent(traces)
         bands = c.episode_bands(y0, y1, legend=r == 1)
         for s in flags:
-            bands += _flag_bands(c, t, df[s], s, y0, y1, legend=first_band_row)
-        first_band_row = False
+            bands += _flag_bands(c, t, flag_series[s], s, y0, y1, legend=r == 1)
         for tr in [*bands, *(tr for tr in traces if tr is not None)]:
-            if tr is not None:
-                fig.add_trace(tr, row=r, col=1)
-    flag_note = f"; shaded: {', '.join(_esc(f) for f in flags)}" if flags else ""
-    height = 260 + 150 * (len(rows) - 1)
-    _finish(fig, f"{_esc(label)}: signals{flag_note}", height)
+            fig.add_trace(tr, row=r, col=1)
+    flag_note = f" — shaded: {', '.join(_esc(f) for f in flags)}" if flags else ""
+    height = 270 + 150 * (len(rows) - 1)
+    _finish(fig, f"{_esc(label)}: the algorithm's own signals{flag_note}", height)
     fig.update_annotations(font=dict(size=11), xanchor="left", x=0.0)
     _xlabel(fig)
     return fig
@@ -537,7 +579,7 @@ def _stack_parts(df: pl.DataFrame, names: list[str]) -> tuple[str, np.ndarray] |
     if "dwnd" not in df.columns:
         return None
     for cand in names:
-        if cand != "dwnd" and norm(cand) in {"lwnd", "cwndloss", "losscwnd", "cwndreno", "renocwnd", "losswnd"}:
+        if cand != "dwnd" and norm(cand) in {"lwnd", "cwndloss", "losscwnd", "cwndreno", "losswnd"}:
             return cand, _f(df[cand])
     if "win" in df.columns:
         return "win − dwnd", _f(df["win"]) - _f(df["dwnd"])

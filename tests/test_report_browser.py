@@ -144,6 +144,21 @@ class Browser:
             self.send("Emulation.setDeviceMetricsOverride", {"width": self.width, "height": self.height,
                                                              "deviceScaleFactor": 1, "mobile": False})
 
+    def screenshot_elements(self, selector: str, prefix: Path, limit: int = 40) -> int:
+        """One PNG per matching element (clipped from the full page), for looking at figures."""
+        import base64
+
+        rects = self.evaluate(f"""Array.from(document.querySelectorAll({json.dumps(selector)})).slice(0, {limit})
+            .map(e => {{ const r = e.getBoundingClientRect();
+                         return [r.left + window.scrollX, r.top + window.scrollY, r.width, r.height]; }})""")
+        for i, (x, y, w, h) in enumerate(rects):
+            if w < 1 or h < 1:
+                continue
+            data = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
+                                                         "clip": {"x": x, "y": y, "width": w, "height": h, "scale": 1}})["data"]
+            Path(f"{prefix}-{i:02d}.png").write_bytes(base64.b64decode(data))
+        return len(rects)
+
     def close(self) -> None:
         try:
             self.send("Browser.close", session=False, timeout=5)
@@ -203,6 +218,7 @@ def open_report(report: Path, *, shots: str | None = None, timeout: float = 60.0
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             b.screenshot(ARTIFACTS / f"{shots}-top.png", full=False)
             b.screenshot(ARTIFACTS / f"{shots}-full.png", full=True)
+            b.screenshot_elements("section.flow:first-of-type > *:not(.fig), div.fig", ARTIFACTS / f"{shots}-part")
         time.sleep(0.1)
         errors = []
         for ev in list(b.events):
