@@ -16,6 +16,8 @@ from .app import app
 from . import version_cmd  # noqa: F401,E402
 from . import analyze_cmd  # noqa: F401,E402
 from . import check_cmd  # noqa: F401,E402
+from . import flows_cmd  # noqa: F401,E402
+from . import events_cmd  # noqa: F401,E402
 
 
 def main() -> None:

@@ -161,14 +161,21 @@ def analyze(
                     not_adv = False
                 if ln > 0 and ws_have_lastack and s + ln <= ws_lastack:
                     kind = K_SPUR
-                elif not_adv and ws_dupnum >= 2 and ws_lastack == s and (t - ws_lastack_t) < 20_000_000:
+                # Wireshark computes these gaps as unsigned: a clock step back never qualifies
+                elif not_adv and ws_dupnum >= 2 and ws_lastack == s and 0 <= (t - ws_lastack_t) < 20_000_000:
                     kind = K_FAST
-                elif not_adv and (t - ws_next_t) < ooo_thres_ns and ws_next != e:
+                elif not_adv and 0 <= (t - ws_next_t) < ooo_thres_ns and ws_next != e:
                     kind = K_OOO
                 elif not_adv:
                     kind = K_RETX
-            if is_seg and probe != P_ZWP and ((not ws_have_next) or e > ws_next):
+            # Wireshark advances nextseq on every packet (a pure ACK carries snd_nxt too)
+            if probe != P_ZWP and ((not ws_have_next) or e > ws_next):
                 ws_have_next = True; ws_next = e; ws_next_t = t
+            if (not is_seg) and (not rst) and s > snd_max:
+                # a pure ACK's sequence number is the sender's snd_nxt: data the capture missed
+                hoL, hoR, hom, _a = rg.insert(hoL, hoR, hom, snd_max, s)
+                warn[W_GAP] += 1
+                snd_max = s
             # ---- loss-sense bookkeeping -----------------------------------------------
             rexmit = False
             if is_seg and not rst:
@@ -182,7 +189,10 @@ def analyze(
                     inside = (mr - ml) - rg.overlap(hoL, hoR, hom, ml, mr)
                 sent_before = pre + inside
                 rexmit = sent_before > 0 and probe == P_NONE
-                if probe != P_ZWP:
+                if probe == P_ZWP:
+                    # a probe byte may be sent many times: an ACK covering it gives no RTT (Karn)
+                    xaL, xaR, xam, _a = rg.insert(xaL, xaR, xam, s, e)
+                else:
                     # holes: a jump past snd_max leaves bytes the capture never saw
                     if s > snd_max:
                         hoL, hoR, hom, _a = rg.insert(hoL, hoR, hom, snd_max, s)
@@ -273,7 +283,7 @@ def analyze(
                 o_kind[i] = kind
                 o_probe[i] = probe
                 o_rexmit[i] = rexmit
-                o_seg_out[i] = snd_max - una
+                o_seg_out[i] = (e if (probe == P_ZWP and e > snd_max) else snd_max) - una
                 o_seg_round[i] = rnd
             o_snd_max[i] = snd_max
             continue

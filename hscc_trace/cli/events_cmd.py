@@ -1,0 +1,38 @@
+"""`hscc-trace events FILE --flow ID --kind segments|acks|episodes|rounds -o OUT`."""
+
+from __future__ import annotations
+
+import sys
+from enum import Enum
+from typing import Optional
+
+import typer
+
+from .app import app
+
+
+class Kind(str, Enum):
+    segments = "segments"
+    acks = "acks"
+    episodes = "episodes"
+    rounds = "rounds"
+
+
+@app.command()
+def events(
+    file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, optionally .gz."),
+    flow: int = typer.Option(..., "--flow", help="Flow id (see `hscc-trace flows FILE`)."),
+    kind: Kind = typer.Option(Kind.acks, "--kind", help="Which event stream to write (columns: docs/events.md)."),
+    out: str = typer.Option("-", "-o", "--out", help="Output: .parquet, .csv or .json by extension; '-' = CSV on stdout."),
+    bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax."),
+) -> None:
+    """Write one flow's event stream (segments, ACKs, congestion episodes or RTT rounds)."""
+    from hscc_trace.capture import load
+    from hscc_trace.events import flow_events
+    from hscc_trace.events.io import write_table
+
+    cap = load(file, bpf=bpf)
+    fe = flow_events(cap, flow)
+    for w in [*cap.warnings, *fe.warnings]:
+        print(f"hscc-trace: warning: {w}", file=sys.stderr)
+    write_table(getattr(fe, kind.value), out)
