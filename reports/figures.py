@@ -333,7 +333,7 @@ def _window_panel(c: _Ctx) -> go.Figure:
         best = label == c.best
         replays.append(p.line(_t(df["ts_ns"], c.t0), _f(df["cwnd"]), f"{_esc(label)} cwnd" + (" (best fit)" if best else ""),
                               line=dict(color=c.colors.get(label, "#444"), width=2.6 if best else 1.4),
-                              legendgroup=f"algo-{label}", legendrank=100 + i, hovertemplate="%{y:.1f}"))
+                              legendgroup=f"algo-{_esc(label)}", legendrank=100 + i, hovertemplate="%{y:.1f}"))
     y0, y1 = _extent([*actual, *replays])
     bands = c.episode_bands(y0, y1, legendrank=1000)
     if rounds.height:
@@ -593,7 +593,7 @@ def _flag_bands(c: _Ctx, t: np.ndarray, s: pl.Series, name: str, y0: float, y1: 
         vals = s.fill_null(False).to_numpy()
         st, en, v = dec.runs(t, vals)
         m = v.astype(bool)
-        tr = _band(st[m], en[m], y0, y1, _esc(name), _BOOL_COLOR, min_gap=c.min_gap, legendgroup=f"flag-{name}",
+        tr = _band(st[m], en[m], y0, y1, _esc(name), _BOOL_COLOR, min_gap=c.min_gap, legendgroup=f"flag-{_esc(name)}",
                    showlegend=legend)
         return [tr] if tr is not None else []
     vals = s.cast(pl.String).fill_null("").to_numpy()
@@ -604,7 +604,7 @@ def _flag_bands(c: _Ctx, t: np.ndarray, s: pl.Series, name: str, y0: float, y1: 
         m = v == cat
         color = CATEGORY_COLORS.get(str(cat).lower(), _CAT_PALETTE[i % len(_CAT_PALETTE)])
         tr = _band(st[m], en[m], y0, y1, f"{_esc(name)} = {_esc(cat)}", color, min_gap=c.min_gap,
-                   legendgroup=f"flag-{name}-{cat}", showlegend=legend)
+                   legendgroup=f"flag-{_esc(name)}-{_esc(cat)}", showlegend=legend)
         if tr is not None:
             out.append(tr)
     return out

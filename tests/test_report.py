@@ -1,0 +1,304 @@
+"""The HTML report and its figures, on synthetic Analysis objects that follow hscc_trace.schema.
+
+Decimation is checked against small series worked out by hand; the report is checked by
+decoding what it embeds (each flow's figures are gzip+base64 JSON) rather than by string
+matching alone. The browser side is in test_report_browser.py.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import html as htmlmod
+import json
+import re
+from pathlib import Path
+
+import numpy as np
+import plotly.graph_objects as go
+import polars as pl
+import pytest
+
+from hscc_trace import schema
+from hscc_trace.errors import InputError, Warn
+from hscc_trace.reports import ReportInfo, flow_figures, write_report
+from hscc_trace.reports import decimate as dec
+from hscc_trace.reports.synthetic import make_analysis, make_flow
+
+EVIL = "<script>alert(1)</script>"
+
+
+# --- decimation, worked by hand -----------------------------------------------------------------
+
+
+def test_m4_keeps_everything_when_small() -> None:
+    x = np.arange(8.0)
+    assert dec.m4_indices(x, x[::-1].copy(), buckets=2).tolist() == list(range(8))  # 8 ≤ 4·2
+
+
+def test_m4_first_min_max_last_per_column() -> None:
+    # 16 points, 2 columns over x = 0..15: column = floor(x·2/15) → x 0..7 in column 0, 8..15 in 1.
+    # column 0, y = 5 1 9 3 3 3 3 4 → first i0, min i1 (1), max i2 (9), last i7
+    # column 1, y = 2 2 8 8 0 7 7 6 → first i8, min i12 (0), max i10 (first of the two 8s), last i15
+    x = np.arange(16.0)
+    y = np.array([5, 1, 9, 3, 3, 3, 3, 4, 2, 2, 8, 8, 0, 7, 7, 6], dtype=float)
+    assert dec.m4_indices(x, y, buckets=2).tolist() == [0, 1, 2, 7, 8, 10, 12, 15]
+
+
+def test_m4_drops_nan_and_reports_reduction() -> None:
+    x = np.arange(100.0)
+    y = np.where(x % 2 == 0, x, np.nan)  # 50 real samples
+    xs, ys, red = dec.m4(x, y, buckets=5)  # 50 > 20 → decimated
+    assert not np.isnan(ys).any()
+    assert red.n_in == 50 and red.n_out == len(xs) and red.decimated and red.buckets == 5
+    assert ys.min() == 0 and ys.max() == 98 and xs[0] == 0 and xs[-1] == 98
+
+
+def test_m4_preserves_every_column_extreme_on_random_data() -> None:
+    rng = np.random.default_rng(7)
+    x = np.sort(rng.uniform(0, 10, 50_000))
+    y = np.cumsum(rng.normal(size=50_000))
+    idx = dec.m4_indices(x, y, buckets=100)
+    assert len(idx) <= 400
+    cols = np.clip(((x - x[0]) * 100 / (x[-1] - x[0])).astype(int), 0, 99)
+    kept = set(idx.tolist())
+    for b in (0, 17, 99):
+        members = np.flatnonzero(cols == b)
+        assert members[0] in kept and members[-1] in kept
+        assert y[members].max() == max(y[i] for i in members if i in kept)
+        assert y[members].min() == min(y[i] for i in members if i in kept)
+
+
+def test_bars_full_resolution_then_envelope() -> None:
+    xs, ys, red = dec.bars(np.array([0.0, 1.0]), np.array([10.0, 20.0]), np.array([11.0, 21.0]), buckets=5)
+    assert not red.decimated
+    assert xs[:2].tolist() == [0.0, 0.0] and ys[:2].tolist() == [10.0, 11.0] and np.isnan(ys[2])
+    # 6 bars into 2 columns: t 0,1,2 → column 0; t 3,4,5 → column 1 (t·2/5 floored, last clipped)
+    t = np.arange(6.0)
+    xs, ys, red = dec.bars(t, t * 10, t * 10 + 5, buckets=2)
+    assert red.n_in == 6 and red.n_out == 2
+    assert xs[0::3].tolist() == [1.0, 4.0]  # mean time of each column
+    assert ys[0::3].tolist() == [0.0, 30.0] and ys[1::3].tolist() == [25.0, 55.0]  # lowest lo, highest hi
+
+
+def test_merge_intervals_merges_overlaps_and_close_gaps() -> None:
+    s, e = dec.merge_intervals(np.array([5.0, 0.0, 1.5, 10.0]), np.array([6.0, 1.0, 2.0, 10.0]), min_gap=0.6)
+    # [0,1] and [1.5,2] are 0.5 apart (< 0.6) → [0,2]; [5,6] alone; [10,10] alone
+    assert s.tolist() == [0.0, 5.0, 10.0] and e.tolist() == [2.0, 6.0, 10.0]
+
+
+def test_drop_flat_and_runs() -> None:
+    x = np.arange(6.0)
+    y = np.array([1, 1, 1, 2, 2, 3], dtype=float)
+    xs, ys = dec.drop_flat(x, y)
+    assert xs.tolist() == [0, 2, 3, 4, 5] and ys.tolist() == [1, 1, 2, 2, 3]
+    s, e, v = dec.runs(x, np.array(["a", "a", "b", "b", "b", "a"]))
+    assert s.tolist() == [0, 2, 5] and e.tolist() == [2, 5, 5] and v.tolist() == ["a", "b", "a"]
+
+
+# --- the report -----------------------------------------------------------------------------------
+
+
+def _payloads(page: str) -> list[list[dict]]:
+    blobs = re.findall(r'<script type="application/octet-stream" data-flow-payload[^>]*>([^<]*)</script>', page)
+    return [json.loads(gzip.decompress(base64.b64decode(b))) for b in blobs]
+
+
+def _visible_html(page: str) -> str:
+    """The page without its inlined scripts and compressed payloads (what the HTML parser sees as markup)."""
+    return re.sub(r"<script\b[^>]*>.*?</script>", "", page, flags=re.S)
+
+
+@pytest.fixture(scope="module")
+def evil_analysis():
+    a = make_analysis(n_flows=2, n_acks=6000, path=f"/tmp/{EVIL}.pcap", src=EVIL)
+    c = a.captures[0]
+    c.warnings.append(Warn(source=EVIL, message=f"odd packet {EVIL}", count=2))
+    a.errors.append(f"{EVIL}.pcap: not a capture")
+    # a user-named algorithm label and parameter value reach the page too
+    fr = c.results[0]
+    fr.replays[f"x{EVIL}"] = fr.replays["reno"]
+    a.algorithms.append(f"x{EVIL}")
+    a.params[f"x{EVIL}"] = {"note": EVIL}
+    return a
+
+
+@pytest.fixture(scope="module")
+def evil_report(evil_analysis, tmp_path_factory) -> tuple[str, ReportInfo]:
+    path = tmp_path_factory.mktemp("rep") / "report.html"
+    info = write_report(evil_analysis, path)
+    return path.read_text(encoding="utf-8"), info
+
+
+def test_capture_strings_are_escaped_everywhere(evil_report) -> None:
+    page, _ = evil_report
+    assert EVIL not in page
+    assert "<script>alert" not in page
+    vis = _visible_html(page)
+    assert htmlmod.escape(EVIL) in vis  # shown as text: file name, address, warning, label, parameter
+    assert vis.count(htmlmod.escape(EVIL)) >= 5
+    for figs in _payloads(page):
+        text = json.dumps(figs)
+        assert "<script" not in text  # names/titles in figures are escaped too (plotly renders some HTML)
+
+
+def test_header_has_metadata_every_parameter_and_the_caveat(evil_analysis, evil_report) -> None:
+    page, info = evil_report
+    vis = _visible_html(page)
+    assert "Open loop" in vis and "would have set" in vis and "not what the network would then have done" in vis
+    m = evil_analysis.captures[0].meta
+    assert "EN10MB" in vis and f"{m.packets_total:,}" in vis and f"{m.packets_tcp:,}" in vis and "non-ip: 3" in vis
+    for algo, params in evil_analysis.params.items():
+        for k, v in params.items():
+            assert htmlmod.escape(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}") in vis, (algo, k)
+    assert "Where the capture was taken" in vis and "sender (2 flows)" in vis
+    assert vis.count("odd packet") == 1 and "not a capture" in vis
+
+
+def test_offline_and_plotly_inlined_once(evil_report) -> None:
+    page, info = evil_report
+    assert page.count('id="plotlyjs"') == 1
+    assert len(re.findall(r"<script\b", page)) == 3 + 1 + info.flows  # template, config, plotly, loader + payloads
+    vis = _visible_html(page)
+    assert not re.search(r"\b(src|href)\s*=\s*\"(?!#)", vis)  # only in-page links
+    assert "<link" not in vis and "@import" not in vis and "url(" not in vis
+    csp = htmlmod.unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1))
+    assert "default-src 'none'" in csp and "connect-src 'none'" in csp and "unsafe-inline' " not in csp.split("style-src")[0]
+    # the two scripts that may run are allowed by hash: the loader and the (compressed) plotly.js
+    loader = re.search(r"<script>(.*?)</script>", page, flags=re.S).group(1)
+    plotly_js = gzip.decompress(base64.b64decode(re.search(r'id="plotlyjs">([^<]*)<', page).group(1))).decode()
+    for src in (loader, plotly_js):
+        h = base64.b64encode(hashlib.sha256(src.encode()).digest()).decode()
+        assert f"'sha256-{h}'" in csp
+    assert "window.Plotly" in plotly_js
+
+
+def test_flow_overview_links_to_each_flow_section(evil_report) -> None:
+    page, info = evil_report
+    vis = _visible_html(page)
+    for fid in (0, 1):
+        assert f'<a href="#flow-0-{fid}">{fid}</a>' in vis
+        assert f'<section class="flow" id="flow-0-{fid}">' in vis
+    assert "best-fitting algorithm" in vis and "<strong>reno</strong> (MARE 2.0%)" in vis
+    assert "cwnd 88% / rwnd 6% / app 4%" in vis or re.search(r"cwnd \d+% / rwnd \d+% / app \d+%", vis)
+
+
+def test_metrics_table_per_flow(evil_report) -> None:
+    vis = _visible_html(evil_report[0])
+    assert vis.count("Fit of each algorithm to the actual sender") == 2
+    assert "median abs. rel. error" in vis and "predicted goodput" in vis and "correlation" in vis
+    assert '<tr class="best">' in vis
+
+
+def test_every_figure_is_embedded_with_consistent_traces(evil_analysis, evil_report) -> None:
+    page, info = evil_report
+    payloads = _payloads(page)
+    assert len(payloads) == info.flows == 2
+    figs = [f for p in payloads for f in p]
+    assert len(figs) == info.figures
+    divs = re.findall(r'<div class="fig" id="(fig\d+)" data-panel="([^"]+)"', page)
+    assert [f["div"] for f in figs] == [d for d, _ in divs]
+    panels = [p for _, p in divs[: len(payloads[0])]]
+    assert panels[:4] == ["window", "rtt", "goodput", "timeseq"]
+    assert {"algo:fusion", "algo:ctcp", "algo:hrf", "algo:kyushu-highspeed", "algo:cubic", "algo:highspeed"} <= set(panels)
+    for f in figs:
+        assert f["data"], f["div"]
+        assert "template" not in f["layout"]  # one shared template in the page, not one per figure
+        for tr in f["data"]:
+            assert len(tr["x"]) == len(tr["y"])
+        # congestion episodes are shaded on every panel
+        assert any(str(tr.get("legendgroup", "")).startswith("ep-") for tr in f["data"]), f["div"]
+    window = figs[0]
+    names = [tr["name"] for tr in window["data"]]
+    for algo in evil_analysis.captures[0].results[0].replays:
+        assert any(n.startswith(htmlmod.escape(algo) + " cwnd") for n in names), algo
+    assert "actual: bytes in flight" in names and "reno cwnd (best fit)" in names
+
+
+def test_signal_panels_render_thresholds_phases_and_stacks(evil_report) -> None:
+    page, _ = evil_report
+    figs = {f["div"]: f for f in _payloads(page)[0]}
+    by_title = {f["layout"]["title"]["text"].split(":")[0]: f for f in figs.values()}
+    fusion = [tr["name"] for tr in by_title["fusion"]["data"]]
+    assert {"diff", "alpha (threshold)", "alpha3 (threshold)", "phase = increase", "phase = steady",
+            "phase = decrease"} <= set(fusion)
+    ctcp = by_title["ctcp"]["data"]
+    stacked = [tr["name"] for tr in ctcp if tr.get("stackgroup") == "win"]
+    assert stacked == ["lwnd (loss-based part)", "dwnd (delay-based part, stacked on it)"]
+    assert "gamma (threshold)" in [tr["name"] for tr in ctcp]
+    hrf = [tr["name"] for tr in by_title["hrf"]["data"]]
+    assert "mode = CR" in hrf and "mode = CI" in hrf
+    ky = [tr["name"] for tr in by_title["kyushu-highspeed"]["data"]]
+    assert "non_aggressive" in ky and "w2" in ky
+    assert "w_max" in [tr["name"] for tr in by_title["cubic"]["data"]]
+    hs = by_title["highspeed"]
+    assert {"a_w", "b_w"} <= {tr["name"] for tr in hs["data"]}
+
+
+def test_a_new_algorithm_renders_from_its_signal_columns(tmp_path: Path) -> None:
+    fr = make_flow(n_acks=3000)
+    base = fr.replays["reno"]
+    n = base.height
+    fr.replays = {"brand-new": base.with_columns(
+        pl.Series("lookahead_wnd", np.linspace(1, 50, n)),
+        pl.Series("zeta_gain", np.linspace(0, 1, n)),
+        pl.Series("probing", np.arange(n) % 500 < 100),
+        pl.Series("stage", np.where(np.arange(n) < n // 2, "warm", "hot"), dtype=pl.String))}
+    figs = flow_figures(fr)
+    assert set(figs) == {"window", "rtt", "goodput", "timeseq", "algo:brand-new"}
+    names = [tr.name for tr in figs["algo:brand-new"].data]
+    assert "lookahead_wnd" in names and "zeta_gain" in names
+    assert "probing" in names and "stage = warm" in names and "stage = hot" in names
+    assert all(isinstance(f, go.Figure) for f in figs.values())
+
+
+def test_large_flow_is_decimated_not_truncated(tmp_path: Path) -> None:
+    a = make_analysis(n_flows=1, n_acks=120_000, duration_s=30.0)
+    info = write_report(a, tmp_path / "big.html", max_points=800)
+    page = (tmp_path / "big.html").read_text()
+    assert info.decimated and info.points_out < info.points_in / 20
+    assert "Decimated:" in page and "first, lowest, highest and last sample of each of 200 equal time columns" in page
+    fr = a.captures[0].results[0]
+    window = _payloads(page)[0][0]
+    actual = next(tr for tr in window["data"] if tr["name"] == "actual: bytes in flight")
+    assert len(actual["x"]) <= 800
+    flight = fr.events.acks["outstanding"].to_numpy() / fr.events.mss
+    t0 = min(fr.flow["first_ns"], fr.events.segments["ts_ns"].min(), fr.events.acks["ts_ns"].min())
+    t = (fr.events.acks["ts_ns"].to_numpy() - t0) / 1e9
+    # nothing cut off: the whole time range, the highest and the lowest value are all still drawn
+    assert max(actual["y"]) == pytest.approx(flight.max(), abs=0.01)
+    assert min(actual["y"]) == pytest.approx(flight.min(), abs=0.01)
+    assert actual["x"][0] == pytest.approx(t[0], abs=1e-6) and actual["x"][-1] == pytest.approx(t[-1], abs=1e-6)
+    for f in _payloads(page)[0]:
+        for tr in f["data"]:
+            assert len(tr["x"]) <= 6 * 800  # bands: 6 points per merged interval, ≤ one per column
+
+
+def test_many_flows_share_a_point_budget_and_extra_flows_are_listed(tmp_path: Path) -> None:
+    a = make_analysis(n_flows=3, n_acks=3000)
+    info = write_report(a, tmp_path / "r.html", max_flows=2, budget_points=100_000)
+    page = (tmp_path / "r.html").read_text()
+    assert info.flows == 2 and info.flows_omitted == 1
+    assert "1 replayed flow(s) beyond the 2 with the most data" in page
+    assert len(_payloads(page)) == 2
+    assert 400 <= info.max_points < 4000  # shrunk to the budget, never below 400
+
+
+def test_empty_analysis_and_flow_without_replays(tmp_path: Path) -> None:
+    a = make_analysis(n_flows=1, n_acks=2000)
+    a.captures[0].results[0].replays = {}
+    a.captures[0].results[0].fit = schema.empty(schema.FIT_METRICS)
+    info = write_report(a, tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert info.figures == 4 and "No fit metrics" in page
+    a.captures = []
+    info = write_report(a, tmp_path / "e.html")
+    page = (tmp_path / "e.html").read_text()
+    assert info.figures == 0 and 'id="plotlyjs"></script>' in page and "No flow was replayed" in page
+
+
+def test_unwritable_path_is_an_input_error(tmp_path: Path) -> None:
+    a = make_analysis(n_flows=1, n_acks=1000)
+    with pytest.raises(InputError, match="cannot write report"):
+        write_report(a, tmp_path / "missing-dir" / "r.html")
