@@ -72,7 +72,7 @@ def _ts_lookup(vals, times, n, v):
 @njit(cache=True)
 def analyze(
     snd, ts, seq, ack, plen, flags, win, tsv, tse, sl, sr, sn,
-    mss, rwnd_shift, sack_flow, dupthresh, ooo_thres_ns, rtt_offset_ns, rto_min_ns,
+    mss, rwnd_shift, sack_flow, dupthresh, ooo_thres_ns, rtt_offset_ns, rto_min_ns, at_sender,
     # per-packet outputs
     o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
     o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
@@ -120,6 +120,7 @@ def analyze(
     pending_cong = -1
     last_ack_row = -1
     last_end_row = -1
+    trig_row = -1
     rnd = 0; rnd_started = False; rnd_target = np.int64(0); rnd_start_ack = np.int64(0)
     last_ecn_round = -1
     prev_t = ts[0] if n > 0 else np.int64(0)
@@ -188,7 +189,15 @@ def analyze(
                 if mr > ml:
                     inside = (mr - ml) - rg.overlap(hoL, hoR, hom, ml, mr)
                 sent_before = pre + inside
-                rexmit = sent_before > 0 and probe == P_NONE
+                # a segment filling a hole long after the highest one (Wireshark: not
+                # out-of-order) re-sends bytes lost before the capture point
+                # out-of-order, long after the highest one (Wireshark: not out-of-order) or once
+                # the receiver has SACKed more than (DupThresh - 1) * MSS above it (RFC 6675
+                # IsLost), re-sends bytes lost before the capture point
+                rexmit = probe == P_NONE and (sent_before > 0 or kind == K_RETX or kind == K_FAST or kind == K_SPUR)
+                if (not rexmit) and probe == P_NONE and e < snd_max and sbm > 0:
+                    if rg.overlap(sbL, sbR, sbm, e, snd_max) > (dupthresh - 1) * mss:
+                        rexmit = True
                 if probe == P_ZWP:
                     # a probe byte may be sent many times: an ACK covering it gives no RTT (Karn)
                     xaL, xaR, xam, _a = rg.insert(xaL, xaR, xam, s, e)
@@ -253,6 +262,13 @@ def analyze(
                         e_rp[ep_cur] = snd_max; e_spur[ep_cur] = False
                         ep_first_retx_seq = s; ep_first_retx_tsv = tsv[i]; ep_eifel_done = tsv[i] == NOTS
                         ep_dsack = 0; ep_retx_lo = s; ep_retx_hi = e
+                        mark = last_ack_row
+                        if (not at_sender) and trig_row > last_end_row and trig_row >= 0:
+                            # away from the sender the retransmission is seen late: the episode
+                            # began at the ACK that crossed DupThresh (duplicates or SACKed bytes)
+                            mark = trig_row
+                            e_start_t[ep_cur] = ts[mark]; e_start_i[ep_cur] = mark
+                        last_ack_row = mark
                         if start != E_RTO and last_ack_row >= 0 and o_cong[last_ack_row] < 0 and last_ack_row > last_end_row:
                             # fast retransmit / SACK recovery: the sender decided on the ACK it
                             # just received (the DupThresh-th duplicate or the SACK that marked
@@ -334,6 +350,7 @@ def analyze(
             xpm, _p = rg.prune_below(xpL, xpR, xpm, una)
             hom, _p = rg.prune_below(hoL, hoR, hom, una)
             dup = 0
+            trig_row = -1
             last_adv_t = t; have_adv = True
         # SACK blocks and D-SACK
         newly = np.int64(0); dsk = np.int64(0)
@@ -373,7 +390,7 @@ def analyze(
             warn[W_NEG_RTT] += 1
             rtt = -1; src = -1
         if src >= 0:
-            sample = rtt + rtt_offset_ns
+            sample = rtt + rtt_offset_ns[i]
             if srtt < 0:
                 srtt = sample; rttvar = sample // 2
             else:  # RFC 6298 §2.3, alpha = 1/8, beta = 1/4
@@ -474,4 +491,6 @@ def analyze(
         o_cong[i] = cong
         o_undo[i] = undo
         last_ack_row = i
+        if trig_row < 0 and state == S_OPEN and (dup >= dupthresh or sb_tot > (dupthresh - 1) * mss):
+            trig_row = i
     return ep_n

@@ -27,7 +27,7 @@ from hscc_trace.model import FlowEvents
 
 from . import core
 from .prep import prepare
-from .vantage import detect
+from .vantage import detect, dynamic_offsets
 
 DUPTHRESH = 3  # RFC 6675 §2 DupThresh
 RTO_MIN_NS = 200_000_000  # Linux TCP_RTO_MIN (200 ms); RFC 6298 §2.4 allows below 1 s
@@ -63,11 +63,15 @@ def build_events(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: in
     fa = prepare(packets, flow)
     vt = detect(fa)
     o, e, warn = _run(fa)
+    if vt.vantage in ("receiver", "mid-path") and vt.offset_ns > 0:
+        off = dynamic_offsets(fa, vt.offset_ns)
+    else:
+        off = np.full(fa.ts.shape[0], vt.offset_ns, np.int64)
     ooo = fa.handshake.irtt_ns if fa.handshake.irtt_ns else OOO_DEFAULT_NS
     n_ep = core.analyze(
         fa.snd, fa.ts, fa.seq, fa.ack, fa.plen, fa.flags, fa.win, fa.tsv, fa.tse, fa.sl, fa.sr, fa.sn,
         np.int64(fa.mss), np.int64(fa.rwnd_shift), fa.sack_flow, np.int64(DUPTHRESH), np.int64(ooo),
-        np.int64(vt.offset_ns), np.int64(RTO_MIN_NS),
+        off, np.int64(RTO_MIN_NS), vt.vantage in ("sender", "unknown"),
         o["kind"], o["probe"], o["rexmit"], o["seg_out"], o["seg_round"], o["isack"], o["ackrel"], o["acked"],
         o["sacked"], o["dsack"], o["dup"], o["rwnd"], o["rtt"], o["rtt_src"], o["snd_max"], o["out"], o["pipe"],
         o["round"], o["round_end"], o["state"], o["cong"], o["undo"],
@@ -87,8 +91,10 @@ def build_events(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: in
             warnings.append(Warn(src, msg, int(warn[k])))
     if not fa.rwnd_scale_known and (~fa.snd).any():
         warnings.append(Warn(src, "window scale unknown (handshake not captured): rwnd_bytes is the raw window"))
+    if vt.vantage in ("receiver", "mid-path") and vt.offset_ns > 0:
+        _correct_flight(fa, o, off)
     segs = _segments(fa, o)
-    acks = _acks(fa, o, vt.offset_ns)
+    acks = _acks(fa, o, off)
     eps = _episodes(fa, e, n_ep)
     rounds = _rounds(acks, segs, eps, fa.mss, fa.rwnd_scale_known)
     return FlowEvents(
@@ -96,6 +102,28 @@ def build_events(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: in
         segments=segs, acks=acks, episodes=eps, rounds=rounds,
         rtt_offset_s=vt.offset_ns / 1e9, warnings=warnings,
     )
+
+
+def _correct_flight(fa, o, offset_ns: np.ndarray) -> None:
+    """Receiver-side / mid-path captures: estimate the sender's flight when it gets each ACK.
+
+    An ACK that leaves the capture point at ``t`` reaches the sender about ``offset/2`` later;
+    what the sender has sent by then reaches the capture point by about ``t + offset`` (offset =
+    the sender-side part of the RTT, :mod:`.vantage`). So the sender's snd_max at that ACK is
+    estimated as the highest sequence seen at the capture point up to ``t + offset``, and
+    ``outstanding``/``pipe`` are raised by the difference. ``snd_max`` keeps what was observed.
+    """
+    seg = fa.snd & (o["kind"] >= 0)
+    if not seg.any():
+        return
+    t_seg = np.maximum.accumulate(fa.ts[seg])
+    hi = np.maximum.accumulate(o["snd_max"][seg])
+    m = o["isack"]
+    j = np.searchsorted(t_seg, fa.ts[m] + offset_ns[m], side="right") - 1
+    ahead = np.where(j >= 0, hi[np.clip(j, 0, None)], 0)
+    extra = np.maximum(ahead - o["snd_max"][m], 0)
+    o["out"][m] += extra
+    o["pipe"][m] += extra
 
 
 def _segments(fa, o) -> pl.DataFrame:
@@ -118,7 +146,7 @@ def _segments(fa, o) -> pl.DataFrame:
     return schema.conform(df, schema.SEGMENTS)
 
 
-def _acks(fa, o, offset_ns: int) -> pl.DataFrame:
+def _acks(fa, o, offset_ns: np.ndarray) -> pl.DataFrame:
     m = o["isack"]
     rtt = o["rtt"][m]
     has = rtt >= 0
@@ -134,7 +162,7 @@ def _acks(fa, o, offset_ns: int) -> pl.DataFrame:
         "rwnd_bytes": o["rwnd"][m],
         "rwnd_scale_known": np.full(int(m.sum()), fa.rwnd_scale_known),
         "ece": (fa.flags[m] & core.F_ECE) != 0,
-        "rtt_s": pl.Series(np.where(has, (rtt + offset_ns) / 1e9, np.nan)).fill_nan(None),
+        "rtt_s": pl.Series(np.where(has, (rtt + offset_ns[m]) / 1e9, np.nan)).fill_nan(None),
         "rtt_source": pl.Series(np.asarray(schema.RTT_SOURCES + ("",))[src], dtype=pl.String).replace("", None),
         "snd_max": o["snd_max"][m],
         "outstanding": o["out"][m],

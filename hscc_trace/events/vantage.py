@@ -119,3 +119,46 @@ def detect(fa: FlowArrays) -> Vantage:
     v = _classify(X, S)
     off = 0 if v == "sender" else int(X)
     return Vantage(v, off, "data", int(S), int(X))
+
+
+def dynamic_offsets(fa: FlowArrays, base_ns: int) -> np.ndarray:
+    """Per-packet sender-side RTT part (ns) for receiver-side / mid-path captures.
+
+    With TCP timestamps, each receiver packet with TSval ``v`` is followed at the capture point
+    by the first sender packet echoing ``v`` in TSecr (RFC 7323 §4.3, TS.Recent): that delay is
+    the capture point → sender → capture point part *at that moment*, queueing included. Packets
+    without a match take the last known value; before the first match, ``base_ns``.
+    """
+    n = fa.ts.shape[0]
+    out = np.full(n, float(base_ns))
+    rt = fa.rtsv
+    rv = (~fa.snd) & (rt > -(2**61))
+    sv = fa.snd & (rt > -(2**61)) & ((fa.flags & F_ACK) != 0)
+    if not (rv.any() and sv.any()):
+        return out.astype(np.int64)
+    r_idx = np.flatnonzero(rv)
+    s_idx = np.flatnonzero(sv)
+    uv, fr = np.unique(rt[r_idx], return_index=True)
+    us, fs = np.unique(rt[s_idx], return_index=True)
+    common, ir, is_ = np.intersect1d(uv, us, return_indices=True)
+    if common.size == 0:
+        return out.astype(np.int64)
+    first_r = r_idx[fr[ir]]
+    d = fa.ts[s_idx[fs[is_]]] - fa.ts[first_r]
+    ok = d >= 0
+    val = np.full(n, np.nan)
+    # every receiver packet carrying v gets v's delay
+    dv = dict(zip(common[ok].tolist(), d[ok].tolist()))
+    rv_vals = rt[r_idx]
+    mapped = np.array([dv.get(int(v), np.nan) for v in rv_vals]) if r_idx.size < 200_000 else None
+    if mapped is None:
+        pos = np.searchsorted(common[ok], rv_vals)
+        pos = np.clip(pos, 0, max(int(ok.sum()) - 1, 0))
+        hit = common[ok][pos] == rv_vals
+        mapped = np.where(hit, d[ok][pos], np.nan)
+    val[r_idx] = mapped
+    # forward fill
+    idx = np.where(~np.isnan(val), np.arange(n), -1)
+    np.maximum.accumulate(idx, out=idx)
+    out = np.where(idx >= 0, val[np.clip(idx, 0, None)], float(base_ns))
+    return out.astype(np.int64)
