@@ -74,7 +74,10 @@ NPARAMS = 13
 
 @jit
 def set_win(st, p, tp):
-    """dwnd = 0 at or below the low window; win = min(cwnd_loss + dwnd, awnd); tp[CWND] = win."""
+    """dwnd = 0 at or below the low window; win = min(cwnd_loss + dwnd, awnd); tp[CWND] = win.
+
+    Only called in congestion avoidance: a window that shrank below ssthresh lowers ssthresh with
+    it, so that the flow does not fall back into slow start."""
     if st[CWND_LOSS] + st[DWND] <= p[P_LOW_WINDOW]:
         st[DWND] = 0.0
     win = st[CWND_LOSS] + st[DWND]
@@ -85,6 +88,8 @@ def set_win(st, p, tp):
             win = awnd
     st[WIN] = win
     tp[CWND] = win
+    if win < tp[SSTHRESH]:  # a retreating dwnd / awnd cap stays in congestion avoidance (Linux tcp_vegas)
+        tp[SSTHRESH] = win
 
 
 @jit

@@ -23,7 +23,9 @@ Congestion event (§II-A, the TCPW-RE decrease with a 1/2 floor):
 windows (ALGORITHMS.md; the paper is silent): ssthresh as Reno's, cwnd = reno_cwnd = 1.
 
 Slow start is Reno's (the paper changes only congestion avoidance); the Reno window follows the
-sending window while in slow start.
+sending window while in slow start. A decrease phase that takes cwnd below ssthresh lowers
+ssthresh to cwnd so that the flow stays in congestion avoidance (as Linux ``tcp_vegas`` does
+with ``tcp_vegas_ssthresh``).
 
 Interpretations (docs/algorithms/fusion.md): the per-ACK formulas of the paper assume one ACK
 per packet; with N packets acknowledged by one ACK the increment is multiplied by N (byte
@@ -167,6 +169,8 @@ def cong_avoid(st, p, tp, n):
     else:
         st[PHASE] = STEADY
     tp[CWND] = max(cwnd, st[RENO_CWND])
+    if tp[CWND] < tp[SSTHRESH]:  # a decrease phase stays in congestion avoidance (as Linux tcp_vegas)
+        tp[SSTHRESH] = tp[CWND]
 
 
 _PARAMS = (

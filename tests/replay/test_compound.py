@@ -1,0 +1,267 @@
+"""Compound TCP (replay/compound.py): one test per branch, per-ACK values worked out by hand.
+
+Paper: papers/compound-tcp-paper.txt §III (equations fixed by ALGORITHMS.md). Defaults: α = 1/8,
+β = 1/2, k = 0.75, ζ = 1, γ = 30, low_window = 41, λ = 1/4, γ clamped to [5, 30].
+RTTs are chosen as exact binary fractions where a branch sits near a threshold.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hs
+
+from hscc_trace.replay import engine
+from hscc_trace.replay import tp as T
+
+from hook_harness import Hooks, ack_streams
+from replay_synth import MSS, ack, frame
+
+
+def ca(loss: float, dwnd: float, **slots: float) -> Hooks:
+    """CTCP in congestion avoidance with the given components (win = loss + dwnd)."""
+    h = Hooks("compound", **{k: v for k, v in slots.items() if k in ("gamma_tuning", "zeta", "awnd")})
+    h.call("init")
+    h.set(cwnd_loss=loss, dwnd=dwnd, win=loss + dwnd, CWND=loss + dwnd, SSTHRESH=min(loss, 40.0))
+    h.set(**{k: v for k, v in slots.items() if k not in ("gamma_tuning", "zeta", "awnd")})
+    return h
+
+
+# --- §III-A: the loss-based component and slow start ----------------------------------------------
+
+
+def test_ctcp_loss_component_adds_n_over_win_in_congestion_avoidance():
+    # cwnd 50, dwnd 30 → win 80. ACK of 1 packet: cwnd = 50 + 1/80 = 50.0125, win 80.0125.
+    # ACK of 2 packets: 50.0125 + 2/80.0125 = 50.0125 + 0.0249961 = 50.0374961, win 80.0374961.
+    h = ca(50.0, 30.0)
+    h.call("cong_avoid", 1.0)
+    assert h["cwnd_loss"] == pytest.approx(50.0125, abs=1e-12)
+    assert h["CWND"] == pytest.approx(80.0125, abs=1e-12)
+    h.call("cong_avoid", 2.0)
+    assert h["cwnd_loss"] == pytest.approx(50.0374961, abs=1e-7)
+    assert h["win"] == pytest.approx(80.0374961, abs=1e-7)
+    assert h["dwnd"] == 30.0
+
+
+def test_ctcp_dwnd_zero_in_slow_start():
+    # slow start (ssthresh ∞): Reno's cwnd += min(N, 2): 10 + min(3, 2) = 12, dwnd stays 0 even
+    # when a round ends with no queue (3 samples at baseRTT).
+    h = Hooks("compound")
+    h.set(CWND=10.0)
+    h.call("init")
+    h.call("cong_avoid", 3.0)
+    assert h["CWND"] == 12.0 and h["cwnd_loss"] == 12.0 and h["dwnd"] == 0.0
+    h.set(base_rtt=0.1, rnd_min=0.1, rnd_n=3.0)
+    h.call("on_round_end")
+    assert h["dwnd"] == 0.0 and h["CWND"] == 12.0
+
+
+# --- §III-B eq. (5): the delay window once per round ---------------------------------------------------
+
+
+def test_ctcp_dwnd_grows_alpha_win_pow_k_minus_1_when_diff_below_gamma():
+    # win = cwnd = 100, baseRTT 100 ms, round min 101 ms (3 samples):
+    #   diff = 100·(1 − 100/101) = 0.990099 < γ = 30
+    #   dwnd += 0.125·100^0.75 − 1 = 0.125·31.6227766 − 1 = 3.9528471 − 1 = 2.9528471
+    h = ca(100.0, 0.0, SSTHRESH=50.0, base_rtt=0.100, rnd_min=0.101, rnd_n=3.0)
+    h.call("on_round_end")
+    assert h["diff"] == pytest.approx(0.990099, abs=1e-6)
+    assert h["dwnd"] == pytest.approx(2.9528471, abs=1e-7)
+    assert h["win"] == pytest.approx(102.9528471, abs=1e-7)
+    assert h["CWND"] == h["win"]
+    assert h["diff_reno"] == pytest.approx(0.990099, abs=1e-6)  # dwnd was 0: same backlog
+
+
+def test_ctcp_dwnd_retreats_by_zeta_diff_when_diff_reaches_gamma():
+    # cwnd 100, dwnd 100, win 200; baseRTT 93.75 ms, round min 125 ms → 1 − 0.75 = 0.25:
+    #   diff = 200·0.25 = 50 ≥ 30 → dwnd = 100 − 1·50 = 50, win 150; diff_reno = 100·0.25 = 25
+    h = ca(100.0, 100.0, SSTHRESH=50.0, base_rtt=0.09375, rnd_min=0.125, rnd_n=3.0)
+    h.call("on_round_end")
+    assert h["diff"] == 50.0
+    assert h["dwnd"] == 50.0
+    assert h["win"] == 150.0
+    assert h["diff_reno"] == 25.0
+
+
+def test_ctcp_dwnd_retreat_scaled_by_zeta():
+    # as above with ζ = 0.5: dwnd = 100 − 0.5·50 = 75
+    h = ca(100.0, 100.0, zeta=0.5, SSTHRESH=50.0, base_rtt=0.09375, rnd_min=0.125, rnd_n=3.0)
+    h.call("on_round_end")
+    assert h["dwnd"] == 75.0
+
+
+def test_ctcp_dwnd_retreat_floored_at_zero():
+    # cwnd 100, dwnd 20, win 120; baseRTT 62.5 ms, round min 125 ms → 1 − 0.5:
+    #   diff = 60 ≥ 30 → dwnd = max(20 − 60, 0) = 0, win = 100
+    h = ca(100.0, 20.0, SSTHRESH=50.0, base_rtt=0.0625, rnd_min=0.125, rnd_n=3.0)
+    h.call("on_round_end")
+    assert h["dwnd"] == 0.0
+    assert h["CWND"] == 100.0
+
+
+def test_ctcp_round_with_two_samples_is_skipped():
+    # the growth case above but only 2 samples in the round: no update
+    h = ca(100.0, 0.0, SSTHRESH=50.0, base_rtt=0.100, rnd_min=0.101, rnd_n=2.0)
+    h.call("on_round_end")
+    assert h["dwnd"] == 0.0 and h["CWND"] == 100.0
+    assert math.isnan(h["diff_reno"])
+    assert h["rnd_n"] == 0.0 and math.isnan(h["rnd_min"])  # the next round starts afresh
+
+
+def test_ctcp_no_sampling_or_update_during_recovery():
+    h = ca(100.0, 10.0, SSTHRESH=50.0, base_rtt=0.100, rnd_min=0.101, rnd_n=3.0, STATE=float(T.RECOVERY))
+    h.call("on_rtt_sample", 0.090)
+    assert h["rnd_n"] == 3.0  # a sample during recovery is not a round sample …
+    assert h["base_rtt"] == 0.090  # … but baseRTT is still the minimum of all samples
+    h.call("on_round_end")
+    assert h["dwnd"] == 10.0 and h["CWND"] == 110.0
+
+
+def test_ctcp_dwnd_zero_at_or_below_low_window():
+    # win = 41 = low_window: the delay component is off, no growth
+    h = ca(41.0, 0.0, SSTHRESH=20.0, base_rtt=0.100, rnd_min=0.100, rnd_n=3.0)
+    h.call("on_round_end")
+    assert h["dwnd"] == 0.0 and h["active"] == 0.0
+    # win = 42 > 41: dwnd += 0.125·42^0.75 − 1 = 0.125·16.4982153 − 1 = 1.0622769
+    h = ca(42.0, 0.0, SSTHRESH=20.0, base_rtt=0.100, rnd_min=0.100, rnd_n=3.0)
+    h.call("on_round_end")
+    assert h["dwnd"] == pytest.approx(1.0622769, abs=1e-7)
+
+
+# --- loss, RTO, γ auto-tuning ---------------------------------------------------------------------------
+
+
+def test_ctcp_loss_halves_cwnd_and_sets_dwnd_to_reduced_window_gap():
+    # cwnd 100, dwnd 60, win 160: cwnd = 50; dwnd = 160·(1 − 1/2) − 100/2 = 80 − 50 = 30;
+    # the reduced window (ssthresh) 80 = 160·(1 − β)
+    h = ca(100.0, 60.0, EVENT=float(T.EV_FAST_RETRANSMIT))
+    assert h.call("ssthresh") == 80.0
+    assert h["cwnd_loss"] == 50.0 and h["dwnd"] == 30.0
+
+
+def test_ctcp_loss_below_low_window_clears_dwnd():
+    # cwnd 50, dwnd 20, win 70: cwnd 25, dwnd = 35 − 25 = 10, win 35 ≤ 41 → dwnd 0, ssthresh 25
+    h = ca(50.0, 20.0, EVENT=float(T.EV_FAST_RETRANSMIT))
+    assert h.call("ssthresh") == 25.0
+    assert h["dwnd"] == 0.0
+
+
+def test_ctcp_gamma_autotune_moves_toward_three_quarters_diff_reno():
+    # γ = 30, diff_reno = 9 at the last round end: γ = 0.75·30 + 0.25·0.75·9 = 22.5 + 1.6875 = 24.1875
+    h = ca(100.0, 60.0, EVENT=float(T.EV_FAST_RETRANSMIT), diff_reno=9.0, diff_reno_valid=1.0)
+    h.call("ssthresh")
+    assert h["gamma"] == 24.1875
+    # the measurement is used once: a second loss before the next round end leaves γ alone
+    h.call("ssthresh")
+    assert h["gamma"] == 24.1875
+
+
+@pytest.mark.parametrize("gamma0, diff_reno, expected", [
+    (6.0, 0.5, 5.0),     # 0.75·6 + 0.25·0.75·0.5 = 4.5 + 0.09375 = 4.59375 → clamp 5
+    (30.0, 200.0, 30.0),  # 22.5 + 37.5 = 60 → clamp 30
+    (10.0, 20.0, 11.25),  # 7.5 + 3.75 = 11.25 (inside)
+])
+def test_ctcp_gamma_autotune_clamps(gamma0, diff_reno, expected):
+    h = ca(100.0, 60.0, EVENT=float(T.EV_FAST_RETRANSMIT), gamma=gamma0, diff_reno=diff_reno, diff_reno_valid=1.0)
+    h.call("ssthresh")
+    assert h["gamma"] == expected
+
+
+def test_ctcp_gamma_tuning_off_keeps_gamma():
+    h = ca(100.0, 60.0, gamma_tuning="off", EVENT=float(T.EV_FAST_RETRANSMIT), diff_reno=9.0, diff_reno_valid=1.0)
+    h.call("ssthresh")
+    assert h["gamma"] == 30.0
+
+
+def test_ctcp_rto_resets_dwnd_and_remeasures_base_rtt():
+    h = ca(100.0, 60.0, EVENT=float(T.EV_RTO), base_rtt=0.05, diff_reno=9.0, diff_reno_valid=1.0)
+    h.call("ssthresh")
+    assert h["gamma"] == 30.0  # an RTO is not a light loss: no γ update
+    h.set(CWND=1.0)
+    h.call("on_rto")
+    assert h["cwnd_loss"] == 1.0 and h["dwnd"] == 0.0
+    assert math.isnan(h["base_rtt"])
+    h.call("on_rtt_sample", 0.2)
+    assert h["base_rtt"] == 0.2
+
+
+def test_ctcp_awnd_caps_window():
+    # cwnd 100, dwnd 50, awnd 120: cwnd = 100 + 1/150 = 100.0066667; cwnd + dwnd = 150.0066667 > 120
+    # → win = 120 and dwnd trimmed to 120 − 100.0066667 = 19.9933333
+    h = ca(100.0, 50.0, RWND=120.0)
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 120.0
+    assert h["dwnd"] == pytest.approx(19.9933333, abs=1e-7)
+    # with awnd off the window is the plain sum
+    h = ca(100.0, 50.0, awnd="off", RWND=120.0)
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == pytest.approx(150.0066667, abs=1e-7)
+
+
+def test_ctcp_undo_restores_both_components():
+    h = ca(100.0, 60.0, EVENT=float(T.EV_FAST_RETRANSMIT))
+    h.call("ssthresh")
+    h.set(CWND=80.0)
+    assert h.call("undo_cwnd") == 160.0
+    assert h["cwnd_loss"] == 100.0 and h["dwnd"] == 60.0
+
+
+# --- engine-level sequence --------------------------------------------------------------------------------
+
+
+def test_ctcp_engine_sequence_loss_round_growth_and_retreat():
+    # iw 162, MSS 1000 B, flavor rfc.
+    # ACK0-2 duplicate ACKs with RTT 100 ms (baseRTT; 3 round samples, all in open state)
+    # ACK3 fast retransmit: cwnd 162 → 81, dwnd = 162·0.5 − 81 = 0, ssthresh 81 (rfc: cwnd = 81)
+    # ACK4 recovery ends (cwnd = 81) and closes round 0: diff = 0 < 30 →
+    #      dwnd = 0.125·81^0.75 − 1 = 0.125·27 − 1 = 2.375; then +1 packet: cwnd = 81 + 1/83.375
+    #      = 81.0119940, win 83.3869940
+    # ACK5 RTT 200 ms: cwnd 81.0119940 + 1/83.3869940 = 81.0239863, win 83.3989863
+    # ACK6 RTT 200 ms: 81.0239863 + 1/83.3989863 = 81.0359768, win 83.4109768
+    # ACK7 RTT 200 ms closes round 1 (3 samples, min 200 ms): diff = 83.4109768·(1 − 0.1/0.2)
+    #      = 41.7054884 ≥ 30 → dwnd = max(2.375 − 41.7054884, 0) = 0; diff_reno = 81.0359768·0.5
+    #      = 40.5179884; then +1 packet: 81.0359768 + 1/81.0359768 = 81.0483170
+    # ACK8 fast retransmit: γ = 0.75·30 + 0.25·0.75·40.5179884 = 22.5 + 7.5971228 = 30.097 → 30;
+    #      cwnd 81.0483170/2 = 40.5241585, dwnd = 81.0483170·0.5 − 40.5241585 = 0
+    flight = 100 * MSS
+    dup = dict(acked_bytes=0, dupack=1, ack=0, snd_max=flight, outstanding=flight)
+    rows = [ack(rtt_s=0.1, **dup), ack(rtt_s=0.1, **dup), ack(rtt_s=0.1, **dup),
+            ack(rtt_s=None, state="recovery", cong_event="fast_retransmit", **dup),
+            ack(rtt_s=None, ack=MSS, snd_max=flight + MSS, outstanding=flight, round_end=True)]
+    for i in range(3):
+        rows.append(ack(rtt_s=0.2, ack=(2 + i) * MSS, snd_max=flight + (2 + i) * MSS, outstanding=flight,
+                        round=1, round_end=i == 2))
+    rows.append(ack(rtt_s=None, acked_bytes=0, dupack=3, ack=4 * MSS, snd_max=flight + 4 * MSS, outstanding=flight,
+                    round=2, state="recovery", cong_event="fast_retransmit"))
+    out = next(iter(engine.replay(frame(rows), MSS, ["compound"], ["compound.iw=162"], compiled=False).values()))
+    assert out["cwnd"].to_list() == pytest.approx(
+        [162, 162, 162, 81, 83.3869940, 83.3989863, 83.4109768, 81.0483170, 40.5241585], abs=1e-6)
+    assert out["dwnd"].to_list() == pytest.approx([0, 0, 0, 0, 2.375, 2.375, 2.375, 0, 0], abs=1e-12)
+    assert out["diff"][7] == pytest.approx(41.7054884, abs=1e-6)
+    assert out["diff_reno"][7] == pytest.approx(40.5179884, abs=1e-6)
+    assert out["gamma"].to_list()[-1] == 30.0
+    assert out["cwnd_loss"].to_list()[-1] == pytest.approx(40.5241585, abs=1e-6)
+
+
+# --- property ----------------------------------------------------------------------------------------------
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(ack_streams(), hs.sampled_from(["rfc", "linux"]), hs.sampled_from([5, 41]))
+def test_ctcp_property_dwnd_nonnegative_zero_in_slow_start_and_below_low_window(df, flavor, low):
+    out = next(iter(engine.replay(df, MSS, ["compound"], [f"compound.flavor={flavor}",
+                                                          f"compound.low_window={low}", "compound.iw=60"],
+                                  compiled=False).values()))
+    dwnd = out["dwnd"].to_numpy()
+    loss = out["cwnd_loss"].to_numpy()
+    cwnd = out["cwnd"].to_numpy()
+    ssth = out["ssthresh"].fill_null(math.inf).to_numpy()
+    not_recovery = (out["state"] != "recovery").to_numpy()
+    assert np.all(np.isfinite(cwnd)) and np.all(cwnd > 0)
+    assert np.all(dwnd >= 0.0)
+    assert np.all(dwnd[not_recovery & (cwnd < ssth)] == 0.0)  # slow start
+    assert np.all(dwnd[loss + dwnd <= low] == 0.0)  # at or below the low window
+    assert np.all(out["gamma"].to_numpy() >= 5.0) and np.all(out["gamma"].to_numpy() <= 30.0)
