@@ -1,6 +1,6 @@
 """The TCP flow table: packets → connections (schema.FLOWS), Wireshark's conversation table and more.
 
-A *flow* is one TCP connection. Packets are first grouped into conversations by their unordered
+A *flow* is one TCP connection. Packets are grouped into conversations by their unordered
 5-tuple; a conversation is split into several connections where a port pair is reused: a SYN
 (without ACK) whose sequence number differs from the base sequence number already seen from
 that endpoint starts a new connection. This is Wireshark's rule (``packet-tcp.c``: a SYN whose
@@ -11,14 +11,19 @@ connections in order of first packet. A retransmitted SYN (same ISN) stays in it
 Endpoint A is the SYN sender; without a SYN, the receiver of the first SYN/ACK; without either,
 the source of the first packet. ``dir`` is 0 for A→B.
 
-Per connection, one compiled pass (numba) over its packets in capture order unwraps sequence and
-acknowledgment numbers (RFC 9293 modulo-2³² comparison), counts retransmissions (a segment
-carrying payload whose sequence space lies below the highest sequence already sent in that
-direction — Wireshark's ``tcp.analysis.retransmission`` family, keep-alives excluded), measures
-the unique payload each way, and takes RTT samples by data/ACK matching with Karn's rule
-(Karn & Partridge 1987; RFC 6298 §3): an ACK that advances the cumulative ACK yields
-``t_ack − t_send`` of the newest segment it fully covers, unless any byte it newly covers was
-retransmitted. SYN and FIN occupy one sequence number, so the handshake gives a sample too.
+Everything is one compiled (numba) streaming pass over the packets in capture order,
+:func:`_flow_kernel`, with per-connection state in an int64 matrix and conversations found
+through an open-addressing hash table — so the same code serves :func:`build_flows` (a packet
+table in memory) and :func:`flows_from_file` (batches straight from the decoder, never
+materializing the packet table: the ``hscc-trace flows`` fast path). Per connection and
+direction it unwraps sequence and acknowledgment numbers (RFC 9293 §3.4 modulo-2³² arithmetic),
+classifies segments that do not advance the highest sequence number exactly as Wireshark's
+``tcp_analyze_sequence_number`` does (keep-alive, spurious / fast / plain retransmission,
+out-of-order; see :data:`KIND_RETRANS`), measures unique payload, and takes RTT samples by
+data/ACK matching with Karn's rule (Karn & Partridge 1987; RFC 6298 §3): an ACK that advances
+the cumulative ACK yields ``t_ack − t_send`` of the newest segment it fully covers, unless any
+of the bytes it newly covers was sent more than once. SYN and FIN occupy one sequence number,
+so the handshake gives a sample too.
 """
 
 from __future__ import annotations
@@ -32,401 +37,528 @@ from hscc_trace.addr import to_str
 
 SYN, ACK, FIN, RST = 0x02, 0x10, 0x01, 0x04
 
-
-@njit(cache=True)
-def _split_connections(conv, side, flags, seq):
-    """Assign a connection id (in order of first packet) to each packet, packets in capture order.
-
-    conv: conversation id per packet (0..nconv-1); side: 0/1 which endpoint of the conversation
-    sent the packet. Returns int64 flow ids.
-    """
-    n = len(conv)
-    nconv = 0
-    for i in range(n):
-        if conv[i] + 1 > nconv:
-            nconv = conv[i] + 1
-    cur = np.full(nconv, -1, np.int64)
-    base = np.zeros((nconv, 2), np.uint32)
-    bset = np.zeros((nconv, 2), np.bool_)
-    out = np.empty(n, np.int64)
-    nxt = 0
-    for i in range(n):
-        c = conv[i]
-        s = side[i]
-        is_syn = (flags[i] & 0x12) == 0x02
-        if cur[c] < 0:
-            cur[c] = nxt
-            nxt += 1
-        elif is_syn and bset[c, s] and seq[i] != base[c, s]:
-            cur[c] = nxt
-            nxt += 1
-            bset[c, 0] = False
-            bset[c, 1] = False
-        if not bset[c, s]:
-            base[c, s] = seq[i] if (flags[i] & 0x02) else seq[i] - np.uint32(1)
-            bset[c, s] = True
-        out[i] = cur[c]
-    return out
-
-
-#: per-packet sequence-analysis kinds returned by :func:`_seq_analysis`
+#: per-packet segment kinds from the kernel (``kind`` output)
 KIND_NONE, KIND_RETRANS, KIND_OOO, KIND_KEEPALIVE = 0, 1, 2, 3
 
+# ---- per-connection state: columns of an int64 matrix; per-side fields take two columns ----
+_FLOW_FIELDS = ("ipv", "port0", "port1", "first_ts", "last_ts", "first_side", "syn_side", "synack_side",
+                "t_syn", "t_synack", "t_ack3", "rst", "fin", "mru_syn", "first_rtt")
+_SIDE_FIELDS = ("pkts", "bytes", "payload", "mss", "ws", "sackp", "tsopt", "split_set", "split_base",
+                "seq_set", "last_raw", "last_u", "base", "max_end", "max_end_ts", "min_data", "max_data",
+                "sent", "ack_set", "ack_raw", "ack_u", "ack_ts", "hi_ack", "dup", "lastwin", "qh", "qt",
+                "dfirst", "dlast", "maxseg", "retrans", "unique")
+_COL: dict[str, int] = {}
+for _n in _FLOW_FIELDS:
+    _COL[_n] = len(_COL)
+for _n in _SIDE_FIELDS:
+    _COL[_n] = len(_COL)
+    _COL[_n + "_1"] = len(_COL)
+NCOL = len(_COL)
+_I64_MAX = np.iinfo(np.int64).max
+_I64_MIN = np.iinfo(np.int64).min
+_DEFAULT = np.zeros(NCOL, np.int64)
+for _n, _v in (("first_side", -1), ("syn_side", -1), ("synack_side", -1), ("t_syn", -1), ("t_synack", -1),
+               ("t_ack3", -1), ("mru_syn", -1), ("mss", -1), ("ws", -1), ("min_data", _I64_MAX),
+               ("max_data", _I64_MIN), ("lastwin", -1), ("qh", -1), ("qt", -1), ("dfirst", -1), ("dlast", -1)):
+    _DEFAULT[_COL[_n]] = _v
+    if _n in _SIDE_FIELDS:
+        _DEFAULT[_COL[_n] + 1] = _v
+
+# numba sees these as compile-time constants
+C_IPV, C_PORT0, C_FIRST_TS, C_LAST_TS, C_FIRST_SIDE = _COL["ipv"], _COL["port0"], _COL["first_ts"], _COL["last_ts"], _COL["first_side"]
+C_SYN_SIDE, C_SYNACK_SIDE, C_T_SYN, C_T_SYNACK, C_T_ACK3 = _COL["syn_side"], _COL["synack_side"], _COL["t_syn"], _COL["t_synack"], _COL["t_ack3"]
+C_RST, C_FIN, C_MRU_SYN, C_FIRST_RTT = _COL["rst"], _COL["fin"], _COL["mru_syn"], _COL["first_rtt"]
+C_PKTS, C_BYTES, C_PAYLOAD, C_MSS, C_WS, C_SACKP, C_TSOPT = (_COL[n] for n in ("pkts", "bytes", "payload", "mss", "ws", "sackp", "tsopt"))
+C_SPLIT_SET, C_SPLIT_BASE, C_SEQ_SET, C_LAST_RAW, C_LAST_U, C_BASE = (_COL[n] for n in ("split_set", "split_base", "seq_set", "last_raw", "last_u", "base"))
+C_MAX_END, C_MAX_END_TS, C_MIN_DATA, C_MAX_DATA, C_SENT = (_COL[n] for n in ("max_end", "max_end_ts", "min_data", "max_data", "sent"))
+C_ACK_SET, C_ACK_RAW, C_ACK_U, C_ACK_TS, C_HI_ACK, C_DUP, C_LASTWIN = (_COL[n] for n in ("ack_set", "ack_raw", "ack_u", "ack_ts", "hi_ack", "dup", "lastwin"))
+C_QH, C_QT, C_DFIRST, C_DLAST, C_MAXSEG, C_RETRANS, C_UNIQUE = (_COL[n] for n in ("qh", "qt", "dfirst", "dlast", "maxseg", "retrans", "unique"))
+
+# kernel return status
+ST_DONE, ST_GROW_FLOWS, ST_GROW_TABLE, ST_GROW_NODES = 0, 1, 2, 3
+
+
+@njit(cache=True, inline="always")
+def _s32(x):
+    """Signed 32-bit difference of two raw sequence numbers held in int64 (RFC 9293 §3.4)."""
+    x = x & 0xFFFFFFFF
+    return x - 0x100000000 if x >= 0x80000000 else x
+
+
+@njit(cache=True, inline="always")
+def _hash(k0, k1, k2, k3, k4):
+    h = np.uint64(0x9E3779B97F4A7C15)
+    for k in (k0, k1, k2, k3, k4):
+        h = (h ^ k) * np.uint64(0xBF58476D1CE4E5B9)
+        h = h ^ (h >> np.uint64(31))
+    return h
+
 
 @njit(cache=True)
-def _seq_analysis(starts, dirs, flags, seq, ack, win, plen, ts):
-    """Per-flow, per-direction sequence analysis over packets grouped by flow (capture order within).
+def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, plen, wire, ts,
+                 mss, has_mss, ws, has_ws, sackp, has_tsopt, ipv,
+                 S, ADDR, default, tkeys, tval, n_end, n_ts, n_flag, n_next, ctl,
+                 out_flow, out_side, out_kind, out_rtt):
+    """Process packets i0.. in capture order; returns (next packet index, ST_*).
 
-    starts: index of each flow's first packet (len nflows+1). Returns
-    (unique[nf,2], retrans[nf,2], data_first_ns[nf,2], data_last_ns[nf,2], max_seg[nf,2], rtt[n], kind[n]):
-    unique payload bytes (highest end − lowest start), retransmitted data segments, time of the
-    first/last segment with payload, largest payload; per packet the RTT sample (s) that this
-    ACK gave for the data of the opposite direction (NaN if none) and the segment's KIND_*.
-
-    Classification of a segment that does not advance the highest sequence sent (Wireshark
-    ``tcp_analyze_sequence_number``, in its order): keep-alive (≤ 1 byte at next_seq − 1);
-    fast retransmission (≥ 2 duplicate ACKs for exactly this seq, last ACK < 20 ms ago);
-    out-of-order (< one initial RTT — or 3 ms without handshake — after the highest segment,
-    and not ending exactly at the highest sequence); otherwise a (spurious) retransmission.
+    ctl = [flows used, free node list head, node high-water mark, conversations in table].
+    The kernel stops *before* a packet that could overflow a table; the caller grows it and
+    calls again from the returned index.
     """
-    n = len(dirs)
-    nf = len(starts) - 1
-    unique = np.zeros((nf, 2), np.int64)
-    retrans = np.zeros((nf, 2), np.int64)
-    dfirst = np.full((nf, 2), -1, np.int64)
-    dlast = np.full((nf, 2), -1, np.int64)
-    maxseg = np.zeros((nf, 2), np.int64)
-    rtt = np.full(n, np.nan)
-    kind = np.zeros(n, np.uint8)
-    # queues of sent-but-unacked new segments, per direction (reused across flows)
-    q_end = np.empty((2, n), np.int64)
-    q_ts = np.empty((2, n), np.int64)
-    q_flag = np.empty((2, n), np.bool_)
-    for f in range(nf):
-        seq_set = np.zeros(2, np.bool_)
-        last_raw = np.zeros(2, np.uint32)
-        base = np.zeros(2, np.uint32)
-        last_u = np.zeros(2, np.int64)
-        max_end = np.zeros(2, np.int64)  # Wireshark's nextseq (highest seq + len sent), relative
-        max_end_ts = np.zeros(2, np.int64)
-        min_data = np.full(2, np.iinfo(np.int64).max, np.int64)
-        max_data = np.full(2, np.iinfo(np.int64).min, np.int64)
-        sent = np.zeros(2, np.bool_)
-        # ACK state indexed by the data direction being acknowledged
-        ack_set = np.zeros(2, np.bool_)
-        ack_raw = np.zeros(2, np.uint32)
-        ack_u = np.zeros(2, np.int64)  # last ACK value (unwrapped, relative to base of that data)
-        ack_ts = np.zeros(2, np.int64)
-        hi_ack = np.zeros(2, np.int64)
-        dup = np.zeros(2, np.int64)
-        lastwin = np.full(2, -1, np.int64)
-        qh = np.zeros(2, np.int64)
-        qt = np.zeros(2, np.int64)
-        mru_syn = np.int64(-1)
-        first_rtt = np.int64(0)
-        for i in range(starts[f], starts[f + 1]):
-            d = dirs[i]
-            o = 1 - d
-            fl = flags[i]
-            t = ts[i]
-            if (fl & 0x12) == 0x02:
-                mru_syn = t
-            elif (fl & 0x12) == 0x10 and mru_syn >= 0 and first_rtt == 0:
-                first_rtt = t - mru_syn
-            # ---- this packet as data of direction d
-            if not seq_set[d]:
-                seq_set[d] = True
-                base[d] = seq[i]
-                last_raw[d] = seq[i]
-                last_u[d] = 0
-                u = np.int64(0)
+    n = len(flags)
+    tmask = len(tval) - 1
+    for i in range(i0, n):
+        # capacity checks (one packet adds at most one flow, one conversation, one node)
+        if ctl[0] + 1 > S.shape[0]:
+            return i, ST_GROW_FLOWS
+        if (ctl[3] + 1) * 2 > len(tval):
+            return i, ST_GROW_TABLE
+        if ctl[1] < 0 and ctl[2] >= len(n_end):
+            return i, ST_GROW_NODES
+        # ---- conversation lookup: side 0 is the (addr, port) that sorts first
+        a_hi, a_lo, b_hi, b_lo = shi[i], slo[i], dhi[i], dlo[i]
+        pa, pb = np.uint64(sport[i]), np.uint64(dport[i])
+        lt = a_hi < b_hi or (a_hi == b_hi and (a_lo < b_lo or (a_lo == b_lo and pa <= pb)))
+        s = 0 if lt else 1
+        if lt:
+            k0, k1, k2, k3, k4 = a_hi, a_lo, b_hi, b_lo, (pa << np.uint64(16)) | pb
+        else:
+            k0, k1, k2, k3, k4 = b_hi, b_lo, a_hi, a_lo, (pb << np.uint64(16)) | pa
+        slot = np.int64(_hash(k0, k1, k2, k3, k4) & np.uint64(tmask))
+        while tval[slot] >= 0 and not (tkeys[slot, 0] == k0 and tkeys[slot, 1] == k1 and tkeys[slot, 2] == k2
+                                       and tkeys[slot, 3] == k3 and tkeys[slot, 4] == k4):
+            slot = (slot + 1) & tmask
+        fl = np.int64(flags[i])
+        sq = np.int64(seq[i])
+        t = ts[i]
+        pure_syn = (fl & 0x12) == 0x02
+        r = tval[slot]
+        new = r < 0
+        if not new and pure_syn and S[r, C_SPLIT_SET + s] == 1 and sq != S[r, C_SPLIT_BASE + s]:
+            new = True  # port reuse: a new connection on this 5-tuple
+        if new:
+            r = ctl[0]
+            ctl[0] += 1
+            S[r, :] = default
+            if tval[slot] < 0:
+                ctl[3] += 1
+                tkeys[slot, 0] = k0
+                tkeys[slot, 1] = k1
+                tkeys[slot, 2] = k2
+                tkeys[slot, 3] = k3
+                tkeys[slot, 4] = k4
+            tval[slot] = r
+            ADDR[r, 0] = k0
+            ADDR[r, 1] = k1
+            ADDR[r, 2] = k2
+            ADDR[r, 3] = k3
+            S[r, C_PORT0] = np.int64(k4 >> np.uint64(16))
+            S[r, C_PORT0 + 1] = np.int64(k4 & np.uint64(0xFFFF))
+            S[r, C_IPV] = ipv[i]
+            S[r, C_FIRST_TS] = t
+            S[r, C_FIRST_SIDE] = s
+        if S[r, C_SPLIT_SET + s] == 0:
+            S[r, C_SPLIT_SET + s] = 1
+            S[r, C_SPLIT_BASE + s] = sq if (fl & 0x02) else ((sq - 1) & 0xFFFFFFFF)
+        o = 1 - s
+        out_flow[i] = r
+        out_side[i] = s
+        # ---- counters and handshake
+        ln = np.int64(plen[i])
+        S[r, C_LAST_TS] = t
+        S[r, C_PKTS + s] += 1
+        S[r, C_BYTES + s] += wire[i]
+        S[r, C_PAYLOAD + s] += ln
+        if fl & 0x04:
+            S[r, C_RST] = 1
+        if fl & 0x01:
+            S[r, C_FIN] = 1
+        if fl & 0x02:
+            if has_mss[i] and S[r, C_MSS + s] < 0:
+                S[r, C_MSS + s] = mss[i]
+            if has_ws[i] and S[r, C_WS + s] < 0:
+                S[r, C_WS + s] = ws[i]
+            if sackp[i]:
+                S[r, C_SACKP + s] = 1
+            if has_tsopt[i]:
+                S[r, C_TSOPT + s] = 1
+        if pure_syn:
+            if S[r, C_SYN_SIDE] < 0:
+                S[r, C_SYN_SIDE] = s
+                S[r, C_T_SYN] = t
+            S[r, C_MRU_SYN] = t
+        elif (fl & 0x12) == 0x12:
+            if S[r, C_T_SYNACK] < 0 and S[r, C_SYN_SIDE] != s:
+                S[r, C_SYNACK_SIDE] = s
+                S[r, C_T_SYNACK] = t
+        elif (fl & 0x10) != 0:
+            if S[r, C_MRU_SYN] >= 0 and S[r, C_FIRST_RTT] == 0:
+                S[r, C_FIRST_RTT] = t - S[r, C_MRU_SYN]
+            if S[r, C_T_SYNACK] >= 0 and S[r, C_T_ACK3] < 0 and s != S[r, C_SYNACK_SIDE] and t >= S[r, C_T_SYNACK]:
+                S[r, C_T_ACK3] = t
+        # ---- sequence analysis of this packet as data of side s
+        if S[r, C_SEQ_SET + s] == 0:
+            S[r, C_SEQ_SET + s] = 1
+            S[r, C_BASE + s] = sq
+            S[r, C_LAST_RAW + s] = sq
+            S[r, C_LAST_U + s] = 0
+            u = np.int64(0)
+        else:
+            u = S[r, C_LAST_U + s] + _s32(sq - S[r, C_LAST_RAW + s])
+            S[r, C_LAST_RAW + s] = sq
+            S[r, C_LAST_U + s] = u
+        sl = ln + (1 if fl & 0x02 else 0) + (1 if fl & 0x01 else 0)
+        # duplicate-ACK bookkeeping (this packet as an ACK of o's data), before it updates
+        if (fl & 0x10) and S[r, C_SEQ_SET + o] == 1 and S[r, C_ACK_SET + o] == 1:
+            a_new = S[r, C_ACK_U + o] + _s32(np.int64(ack[i]) - S[r, C_ACK_RAW + o])
+            if (ln == 0 and win[i] != 0 and np.int64(win[i]) == S[r, C_LASTWIN + s] and u == S[r, C_MAX_END + s]
+                    and a_new == S[r, C_ACK_U + o] and (fl & 0x07) == 0):
+                S[r, C_DUP + o] += 1
+            elif a_new != S[r, C_ACK_U + o]:
+                S[r, C_DUP + o] = 0
+        k_ = KIND_NONE
+        if sl > 0 and not (fl & 0x04):
+            e = u + sl
+            sent = S[r, C_SENT + s] == 1
+            max_end = S[r, C_MAX_END + s]
+            if ln > 0:
+                if S[r, C_DFIRST + s] < 0:
+                    S[r, C_DFIRST + s] = t
+                S[r, C_DLAST + s] = t
+                if ln > S[r, C_MAXSEG + s]:
+                    S[r, C_MAXSEG + s] = ln
+                if u < S[r, C_MIN_DATA + s]:
+                    S[r, C_MIN_DATA + s] = u
+                if u + ln > S[r, C_MAX_DATA + s]:
+                    S[r, C_MAX_DATA + s] = u + ln
+            not_adv = sent and u < max_end  # (part of) this sequence space was sent before
+            if sent and ln <= 1 and u == max_end - 1 and (fl & 0x07) == 0:
+                k_ = KIND_KEEPALIVE
             else:
-                u = last_u[d] + np.int64(np.int32(seq[i] - last_raw[d]))
-                last_raw[d] = seq[i]
-                last_u[d] = u
-            ln = np.int64(plen[i])
-            sl = ln + (1 if fl & 0x02 else 0) + (1 if fl & 0x01 else 0)
-            # ---- duplicate-ACK bookkeeping (this packet as an ACK of o's data), before it updates
-            if (fl & 0x10) and seq_set[o] and ack_set[o]:
-                a_new = ack_u[o] + np.int64(np.int32(ack[i] - ack_raw[o]))
-                if (ln == 0 and win[i] != 0 and np.int64(win[i]) == lastwin[d] and u == max_end[d]
-                        and a_new == ack_u[o] and (fl & 0x07) == 0):
-                    dup[o] += 1
-                elif a_new != ack_u[o]:
-                    dup[o] = 0
-            if sl > 0 and not (fl & 0x04):
-                e = u + sl
-                if ln > 0:
-                    if dfirst[f, d] < 0:
-                        dfirst[f, d] = t
-                    dlast[f, d] = t
-                    if ln > maxseg[f, d]:
-                        maxseg[f, d] = ln
-                    if u < min_data[d]:
-                        min_data[d] = u
-                    if u + ln > max_data[d]:
-                        max_data[d] = u + ln
-                not_adv = sent[d] and u < max_end[d]  # (part of) this sequence space was sent before
-                k_ = KIND_NONE
-                if sent[d] and ln <= 1 and u == max_end[d] - 1 and (fl & 0x07) == 0:
-                    k_ = KIND_KEEPALIVE
-                else:
-                    if ln > 1 and u == max_end[d] - 1:  # after a zero-window probe: new data
-                        not_adv = False
-                    if ln > 0 and ack_set[d] and u + ln <= ack_u[d]:
-                        k_ = KIND_RETRANS  # spurious: already acknowledged
-                    elif not_adv and dup[d] >= 2 and ack_u[d] == u and t - ack_ts[d] < 20000000:
-                        k_ = KIND_RETRANS  # fast retransmission
-                    elif not_adv and 0 <= t - max_end_ts[d] < (first_rtt if first_rtt > 0 else 3000000) and max_end[d] != e:
-                        k_ = KIND_OOO
-                    elif not_adv:
-                        k_ = KIND_RETRANS
-                kind[i] = k_
-                if k_ == KIND_RETRANS and ln > 0:
-                    retrans[f, d] += 1
-                if k_ == KIND_RETRANS or k_ == KIND_OOO:
-                    # Karn: queued segments overlapping [u, e) become ambiguous
-                    k = qh[d] + np.searchsorted(q_end[d, qh[d]:qt[d]], u, side="right")
-                    while k < qt[d]:
-                        q_flag[d, k] = True
-                        if q_end[d, k] >= e:
+                if ln > 1 and u == max_end - 1:  # after a zero-window probe: new data
+                    not_adv = False
+                thres = S[r, C_FIRST_RTT] if S[r, C_FIRST_RTT] > 0 else 3000000
+                dt_hi = t - S[r, C_MAX_END_TS + s]
+                if ln > 0 and S[r, C_ACK_SET + s] == 1 and u + ln <= S[r, C_ACK_U + s]:
+                    k_ = KIND_RETRANS  # spurious: already acknowledged
+                elif (not_adv and S[r, C_DUP + s] >= 2 and S[r, C_ACK_U + s] == u
+                      and t - S[r, C_ACK_TS + s] < 20000000):
+                    k_ = KIND_RETRANS  # fast retransmission
+                elif not_adv and 0 <= dt_hi < thres and max_end != e:
+                    k_ = KIND_OOO
+                elif not_adv:
+                    k_ = KIND_RETRANS
+            if k_ == KIND_RETRANS and ln > 0:
+                S[r, C_RETRANS + s] += 1
+            if k_ == KIND_RETRANS or k_ == KIND_OOO:
+                # Karn: queued segments overlapping [u, e) become ambiguous
+                nd = S[r, C_QH + s]
+                while nd >= 0:
+                    if n_end[nd] > u:
+                        n_flag[nd] = True
+                        if n_end[nd] >= e:
                             break
-                        k += 1
-                if not sent[d] or e > max_end[d]:
-                    q_end[d, qt[d]] = e
-                    q_ts[d, qt[d]] = t
-                    q_flag[d, qt[d]] = bool(sent[d] and u < max_end[d])  # partly re-sent: ambiguous
-                    qt[d] += 1
-            # Wireshark's nextseq advances on any packet (pure ACKs too) that ends beyond it
-            e_any = u + sl
-            if not sent[d] or e_any > max_end[d]:
-                max_end[d] = e_any
-                max_end_ts[d] = t
-            sent[d] = True
-            lastwin[d] = np.int64(win[i])
-            # ---- this packet as an ACK for the data of direction o
-            if (fl & 0x10) and seq_set[o]:
-                if not ack_set[o]:
-                    ack_set[o] = True
-                    a = np.int64(np.int32(ack[i] - base[o]))
-                    hi_ack[o] = a
-                    ack_raw[o] = ack[i]
-                    ack_u[o] = a
-                    ack_ts[o] = t
-                    # segments at or below the first ACK seen are not timed
-                    while qh[o] < qt[o] and q_end[o, qh[o]] <= a:
-                        qh[o] += 1
+                    nd = n_next[nd]
+            if not sent or e > max_end:
+                if ctl[1] >= 0:
+                    nd = ctl[1]
+                    ctl[1] = n_next[nd]
                 else:
-                    a = ack_u[o] + np.int64(np.int32(ack[i] - ack_raw[o]))
-                    ack_raw[o] = ack[i]
-                    ack_u[o] = a
-                    ack_ts[o] = t
-                    if a > hi_ack[o]:
-                        hi_ack[o] = a
-                        last = -1
-                        amb = False
-                        while qh[o] < qt[o] and q_end[o, qh[o]] <= a:
-                            last = qh[o]
-                            if q_flag[o, qh[o]]:
-                                amb = True
-                            qh[o] += 1
-                        if last >= 0 and not amb:
-                            rtt[i] = (t - q_ts[o, last]) * 1e-9
-        for d in range(2):
-            if min_data[d] < max_data[d]:
-                unique[f, d] = max_data[d] - min_data[d]
-    return unique, retrans, dfirst, dlast, maxseg, rtt, kind
+                    nd = ctl[2]
+                    ctl[2] += 1
+                n_end[nd] = e
+                n_ts[nd] = t
+                n_flag[nd] = sent and u < max_end  # partly re-sent: its timing is ambiguous
+                n_next[nd] = -1
+                if S[r, C_QT + s] < 0:
+                    S[r, C_QH + s] = nd
+                else:
+                    n_next[S[r, C_QT + s]] = nd
+                S[r, C_QT + s] = nd
+        out_kind[i] = k_
+        # Wireshark's nextseq advances on any packet (pure ACKs too) that ends beyond it
+        e_any = u + sl
+        if S[r, C_SENT + s] == 0 or e_any > S[r, C_MAX_END + s]:
+            S[r, C_MAX_END + s] = e_any
+            S[r, C_MAX_END_TS + s] = t
+        S[r, C_SENT + s] = 1
+        S[r, C_LASTWIN + s] = win[i]
+        # ---- this packet as an ACK for the data of side o
+        out_rtt[i] = np.nan
+        if (fl & 0x10) and S[r, C_SEQ_SET + o] == 1:
+            if S[r, C_ACK_SET + o] == 0:
+                S[r, C_ACK_SET + o] = 1
+                a = _s32(np.int64(ack[i]) - S[r, C_BASE + o])
+                S[r, C_HI_ACK + o] = a
+                S[r, C_ACK_RAW + o] = np.int64(ack[i])
+                S[r, C_ACK_U + o] = a
+                S[r, C_ACK_TS + o] = t
+                # segments at or below the first ACK seen are not timed
+                nd = S[r, C_QH + o]
+                while nd >= 0 and n_end[nd] <= a:
+                    nxt = n_next[nd]
+                    n_next[nd] = ctl[1]
+                    ctl[1] = nd
+                    nd = nxt
+                S[r, C_QH + o] = nd
+                if nd < 0:
+                    S[r, C_QT + o] = -1
+            else:
+                a = S[r, C_ACK_U + o] + _s32(np.int64(ack[i]) - S[r, C_ACK_RAW + o])
+                S[r, C_ACK_RAW + o] = np.int64(ack[i])
+                S[r, C_ACK_U + o] = a
+                S[r, C_ACK_TS + o] = t
+                if a > S[r, C_HI_ACK + o]:
+                    S[r, C_HI_ACK + o] = a
+                    last_ts = np.int64(-1)
+                    amb = False
+                    nd = S[r, C_QH + o]
+                    while nd >= 0 and n_end[nd] <= a:
+                        last_ts = n_ts[nd]
+                        if n_flag[nd]:
+                            amb = True
+                        nxt = n_next[nd]
+                        n_next[nd] = ctl[1]
+                        ctl[1] = nd
+                        nd = nxt
+                    S[r, C_QH + o] = nd
+                    if nd < 0:
+                        S[r, C_QT + o] = -1
+                    if last_ts >= 0 and not amb:
+                        out_rtt[i] = (t - last_ts) * 1e-9
+    return n, ST_DONE
 
 
-def _endpoint_side(packets: pl.DataFrame) -> pl.Series:
-    """0 if (src, sport) sorts before (dst, dport), else 1 — the packet's side in its conversation."""
-    s = packets
-    lt = (pl.col("src_hi") < pl.col("dst_hi")) | (
-        (pl.col("src_hi") == pl.col("dst_hi"))
-        & ((pl.col("src_lo") < pl.col("dst_lo")) | ((pl.col("src_lo") == pl.col("dst_lo")) & (pl.col("sport") <= pl.col("dport"))))
-    )
-    return s.select((~lt).cast(pl.UInt8).alias("side")).to_series()
+@njit(cache=True)
+def _rehash(tkeys, tval, size):
+    nk = np.zeros((size, 5), np.uint64)
+    nv = np.full(size, -1, np.int64)
+    mask = size - 1
+    for j in range(len(tval)):
+        if tval[j] >= 0:
+            slot = np.int64(_hash(tkeys[j, 0], tkeys[j, 1], tkeys[j, 2], tkeys[j, 3], tkeys[j, 4]) & np.uint64(mask))
+            while nv[slot] >= 0:
+                slot = (slot + 1) & mask
+            nk[slot, :] = tkeys[j, :]
+            nv[slot] = tval[j]
+    return nk, nv
+
+
+class FlowTracker:
+    """Streaming state of :func:`_flow_kernel`: feed packet columns batch by batch, then finish."""
+
+    def __init__(self, flows: int = 1024, nodes: int = 1 << 16):
+        self.S = np.zeros((flows, NCOL), np.int64)
+        self.ADDR = np.zeros((flows, 4), np.uint64)
+        self.tkeys = np.zeros((4096, 5), np.uint64)
+        self.tval = np.full(4096, -1, np.int64)
+        self.n_end = np.zeros(nodes, np.int64)
+        self.n_ts = np.zeros(nodes, np.int64)
+        self.n_flag = np.zeros(nodes, np.bool_)
+        self.n_next = np.full(nodes, -1, np.int64)
+        self.ctl = np.array([0, -1, 0, 0], np.int64)
+        self._rtt_flow: list[np.ndarray] = []
+        self._rtt_side: list[np.ndarray] = []
+        self._rtt_val: list[np.ndarray] = []
+
+    def feed(self, c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """Process one batch of packet columns (capture order); returns per packet (flow row, side, kind, rtt s)."""
+        n = len(c["flags"])
+        out_flow = np.empty(n, np.int64)
+        out_side = np.empty(n, np.uint8)
+        out_kind = np.empty(n, np.uint8)
+        out_rtt = np.empty(n, np.float64)
+        i = 0
+        while True:
+            i, st = _flow_kernel(
+                i, c["src_hi"], c["src_lo"], c["dst_hi"], c["dst_lo"], c["sport"], c["dport"], c["flags"], c["seq"],
+                c["ack"], c["win"], c["payload_len"], c["wire_len"], c["ts_ns"], c["opt_mss"], c["has_mss"],
+                c["opt_wscale"], c["has_ws"], c["opt_sack_perm"], c["has_ts"], c["ip_version"],
+                self.S, self.ADDR, _DEFAULT, self.tkeys, self.tval, self.n_end, self.n_ts, self.n_flag, self.n_next,
+                self.ctl, out_flow, out_side, out_kind, out_rtt,
+            )
+            if st == ST_DONE:
+                break
+            if st == ST_GROW_FLOWS:
+                grow = self.S.shape[0] * 2
+                self.S = np.concatenate([self.S, np.zeros((grow - self.S.shape[0], NCOL), np.int64)])
+                self.ADDR = np.concatenate([self.ADDR, np.zeros((grow - self.ADDR.shape[0], 4), np.uint64)])
+            elif st == ST_GROW_TABLE:
+                self.tkeys, self.tval = _rehash(self.tkeys, self.tval, len(self.tval) * 4)
+            else:
+                m = len(self.n_end)
+                self.n_end = np.concatenate([self.n_end, np.zeros(m, np.int64)])
+                self.n_ts = np.concatenate([self.n_ts, np.zeros(m, np.int64)])
+                self.n_flag = np.concatenate([self.n_flag, np.zeros(m, np.bool_)])
+                self.n_next = np.concatenate([self.n_next, np.full(m, -1, np.int64)])
+        has = ~np.isnan(out_rtt)
+        if has.any():
+            self._rtt_flow.append(out_flow[has])
+            self._rtt_side.append((1 - out_side[has]).astype(np.uint8))  # the sample times the other side's data
+            self._rtt_val.append(out_rtt[has])
+        return out_flow, out_side, out_kind, out_rtt
+
+    @property
+    def n_flows(self) -> int:
+        return int(self.ctl[0])
+
+    def a_side(self) -> np.ndarray:
+        """Per flow, which canonical side is endpoint A (the SYN sender)."""
+        S = self.S[: self.n_flows]
+        syn, synack, first = S[:, C_SYN_SIDE], S[:, C_SYNACK_SIDE], S[:, C_FIRST_SIDE]
+        return np.where(syn >= 0, syn, np.where(synack >= 0, 1 - synack, first)).astype(np.uint8)
+
+    def table(self) -> pl.DataFrame:
+        """The flow table (schema.FLOWS) of everything fed so far."""
+        nf = self.n_flows
+        if nf == 0:
+            return schema.empty(schema.FLOWS)
+        S = self.S[:nf]
+        A = self.a_side().astype(np.int64)
+        B = 1 - A
+        rows = np.arange(nf)
+
+        def side(col: int, which: np.ndarray) -> np.ndarray:
+            return S[rows, col + which]
+
+        # unique payload bytes per side: highest data end − lowest data start
+        uniq = np.where(S[:, [C_MAX_DATA, C_MAX_DATA + 1]] > S[:, [C_MIN_DATA, C_MIN_DATA + 1]],
+                        S[:, [C_MAX_DATA, C_MAX_DATA + 1]] - S[:, [C_MIN_DATA, C_MIN_DATA + 1]], 0)
+        u_a, u_b = uniq[rows, A], uniq[rows, B]
+        sender = (u_b > u_a).astype(np.uint8)  # 0 = A→B carries most unique payload
+        snd = np.where(sender == 0, A, B)
+        rcv = 1 - snd
+        u_s = uniq[rows, snd]
+        first_s, last_s = side(C_DFIRST, snd), side(C_DLAST, snd)
+        dur = (last_s - first_s) * 1e-9
+        with np.errstate(divide="ignore", invalid="ignore"):
+            goodput = np.where((first_s >= 0) & (dur > 0), u_s * 8.0 / dur, np.nan)
+        ann = side(C_MSS, rcv).astype(np.float64)
+        seen = side(C_MAXSEG, snd).astype(np.float64)
+        ann[ann < 0] = np.nan
+        seen[seen <= 0] = np.nan
+        mss = np.fmin(ann, seen)
+        # RTT of the data sender's segments
+        rmin, rmed, rmax = self._rtt_stats(nf, snd)
+        # vantage from the handshake: at A the SYN→SYN/ACK gap is ~RTT and SYN/ACK→ACK tiny; at B the reverse
+        t_syn, t_sa, t_a3 = S[:, C_T_SYN], S[:, C_T_SYNACK], S[:, C_T_ACK3]
+        hs_ok = (t_syn >= 0) & (t_sa >= 0) & (t_a3 >= 0) & (t_sa >= t_syn)
+        g1 = (t_sa - t_syn).astype(np.float64)
+        g2 = (t_a3 - t_sa).astype(np.float64)
+        near_a, near_b = g2 * 4 < g1, g1 * 4 < g2
+        sender_is_a = sender == 0
+        vantage = np.where(~hs_ok, "unknown",
+                           np.where(near_a, np.where(sender_is_a, "sender", "receiver"),
+                                    np.where(near_b, np.where(sender_is_a, "receiver", "sender"), "mid-path")))
+        handshake = (S[:, C_SYN_SIDE] >= 0) & (S[:, C_SYNACK_SIDE] >= 0) & (S[:, C_SYNACK_SIDE] != S[:, C_SYN_SIDE])
+        ipv = S[:, C_IPV]
+        addr = self.ADDR[:nf]
+        a_hi, a_lo = addr[rows, 2 * A], addr[rows, 2 * A + 1]
+        b_hi, b_lo = addr[rows, 2 * B], addr[rows, 2 * B + 1]
+        src = [to_str(int(h), int(lo), int(v)) for h, lo, v in zip(a_hi, a_lo, ipv)]
+        dst = [to_str(int(h), int(lo), int(v)) for h, lo, v in zip(b_hi, b_lo, ipv)]
+        ws_a, ws_b = side(C_WS, A), side(C_WS, B)
+        df = pl.DataFrame({
+            "flow_id": rows.astype(np.uint32),
+            "src": src,
+            "sport": side(C_PORT0, A),
+            "dst": dst,
+            "dport": side(C_PORT0, B),
+            "ip_version": ipv,
+            "first_ns": S[:, C_FIRST_TS],
+            "last_ns": S[:, C_LAST_TS],
+            "duration_s": (S[:, C_LAST_TS] - S[:, C_FIRST_TS]) * 1e-9,
+            "pkts_ab": side(C_PKTS, A),
+            "bytes_ab": side(C_BYTES, A),
+            "pkts_ba": side(C_PKTS, B),
+            "bytes_ba": side(C_BYTES, B),
+            "payload_ab": side(C_PAYLOAD, A),
+            "payload_ba": side(C_PAYLOAD, B),
+            "sender_dir": sender,
+            "goodput_bps": goodput,
+            "mss": mss,
+            "wscale_a": np.where(ws_a >= 0, ws_a, -1),
+            "wscale_b": np.where(ws_b >= 0, ws_b, -1),
+            "sack_ok": (side(C_SACKP, A) == 1) & (side(C_SACKP, B) == 1),
+            "ts_ok": (side(C_TSOPT, A) == 1) & (side(C_TSOPT, B) == 1),
+            "handshake": handshake,
+            "closed": np.where(S[:, C_RST] == 1, "rst", np.where(S[:, C_FIN] == 1, "fin", "open")),
+            "retrans": side(C_RETRANS, snd),
+            "rtt_min_s": rmin,
+            "rtt_median_s": rmed,
+            "rtt_max_s": rmax,
+            "vantage": vantage,
+        }, nan_to_null=True)
+        return schema.conform(df, schema.FLOWS)
+
+    def _rtt_stats(self, nf: int, snd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        rmin = np.full(nf, np.nan)
+        rmed = np.full(nf, np.nan)
+        rmax = np.full(nf, np.nan)
+        if not self._rtt_val:
+            return rmin, rmed, rmax
+        fl = np.concatenate(self._rtt_flow)
+        sd = np.concatenate(self._rtt_side)
+        v = np.concatenate(self._rtt_val)
+        keep = sd == snd[fl]
+        fl, v = fl[keep], v[keep]
+        if not len(v):
+            return rmin, rmed, rmax
+        order = np.lexsort((v, fl))
+        fl, v = fl[order], v[order]
+        starts = np.flatnonzero(np.r_[True, fl[1:] != fl[:-1]])
+        ends = np.r_[starts[1:], len(fl)]
+        ids = fl[starts]
+        rmin[ids] = v[starts]
+        rmax[ids] = v[ends - 1]
+        cnt = ends - starts
+        lo = v[starts + (cnt - 1) // 2]
+        hi = v[starts + cnt // 2]
+        rmed[ids] = (lo + hi) / 2
+        return rmin, rmed, rmax
+
+
+def _columns(pk: pl.DataFrame) -> dict[str, np.ndarray]:
+    """Kernel inputs from a packet table (nullable options become value + presence mask)."""
+    c = {name: pk[name].to_numpy() for name in ("src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport", "flags",
+                                                  "seq", "ack", "win", "payload_len", "wire_len", "ts_ns", "ip_version")}
+    c["opt_mss"] = pk["opt_mss"].fill_null(0).to_numpy()
+    c["has_mss"] = pk["opt_mss"].is_not_null().to_numpy()
+    c["opt_wscale"] = pk["opt_wscale"].fill_null(0).to_numpy()
+    c["has_ws"] = pk["opt_wscale"].is_not_null().to_numpy()
+    c["opt_sack_perm"] = pk["opt_sack_perm"].fill_null(False).to_numpy()
+    c["has_ts"] = pk["opt_tsval"].is_not_null().to_numpy()
+    return c
 
 
 def build_flows(packets: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Assign ``flow_id`` and ``dir`` to every packet and build the flow table.
 
-    ``packets`` follows schema.PACKETS (``flow_id``/``dir`` may be absent or stale) in capture
-    order. Returns (packets conforming to schema.PACKETS, flows conforming to schema.FLOWS).
+    ``packets`` follows schema.PACKETS (``flow_id``/``dir`` may be absent or stale). Returns
+    (packets in capture order conforming to schema.PACKETS, flows conforming to schema.FLOWS).
     """
     cols = [c.name for c in schema.PACKETS if c.name not in ("flow_id", "dir")]
     pk = packets.select(cols)
     if pk.height == 0:
-        return schema.conform(pk.with_columns(flow_id=pl.lit(0, pl.UInt32), dir=pl.lit(0, pl.UInt8)), schema.PACKETS), schema.empty(schema.FLOWS)
+        empty = pk.with_columns(flow_id=pl.lit(0, pl.UInt32), dir=pl.lit(0, pl.UInt8))
+        return schema.conform(empty, schema.PACKETS), schema.empty(schema.FLOWS)
     if not pk["frame"].is_sorted():
         pk = pk.sort("frame")
-    side = _endpoint_side(pk)
-    pk = pk.with_columns(side)
-    lo_hi = pl.when(pl.col("side") == 0)
-    keys = pk.select(
-        lo_hi.then(pl.col("src_hi")).otherwise(pl.col("dst_hi")).alias("k0"),
-        lo_hi.then(pl.col("src_lo")).otherwise(pl.col("dst_lo")).alias("k1"),
-        lo_hi.then(pl.col("sport")).otherwise(pl.col("dport")).alias("k2"),
-        lo_hi.then(pl.col("dst_hi")).otherwise(pl.col("src_hi")).alias("k3"),
-        lo_hi.then(pl.col("dst_lo")).otherwise(pl.col("src_lo")).alias("k4"),
-        lo_hi.then(pl.col("dport")).otherwise(pl.col("sport")).alias("k5"),
-    )
-    conv = keys.select(pl.struct(pl.all()).rank("dense").alias("c")).to_series().to_numpy().astype(np.int64) - 1
-    fid = _split_connections(conv, pk["side"].to_numpy(), pk["flags"].to_numpy(), pk["seq"].to_numpy())
-    pk = pk.with_columns(pl.Series("flow_id", fid, pl.UInt32))
-
-    # endpoint A per flow: first pure SYN's sender; else first SYN/ACK's receiver; else first source
-    f = pl.col("flags")
-    a_side = (
-        pk.group_by("flow_id")
-        .agg(
-            pl.col("side").filter((f & 0x12) == 0x02).first().alias("syn_side"),
-            (1 - pl.col("side").filter((f & 0x12) == 0x12).first()).alias("synack_side"),
-            pl.col("side").first().alias("first_side"),
-        )
-        .select("flow_id", pl.coalesce("syn_side", "synack_side", "first_side").cast(pl.UInt8).alias("a_side"))
-    )
-    pk = pk.join(a_side, on="flow_id", how="left", maintain_order="left")
-    pk = pk.with_columns((pl.col("side") != pl.col("a_side")).cast(pl.UInt8).alias("dir")).drop("side", "a_side")
-    packets_out = schema.conform(pk, schema.PACKETS)
-    return packets_out, _flow_table(packets_out)
+    tr = FlowTracker(flows=max(16, pk.height // 64), nodes=max(1024, pk.height // 4))
+    flow, side, _kind, _rtt = tr.feed(_columns(pk))
+    a = tr.a_side()
+    pk = pk.with_columns(pl.Series("flow_id", flow.astype(np.uint32)),
+                         pl.Series("dir", (side ^ a[flow]).astype(np.uint8)))
+    return schema.conform(pk, schema.PACKETS), tr.table()
 
 
-def _flow_table(pk: pl.DataFrame) -> pl.DataFrame:
-    """schema.FLOWS from packets carrying flow_id and dir."""
-    order = pk.select(pl.arg_sort_by("flow_id", "frame")).to_series().to_numpy()
-    srt = pk[order] if not pk["flow_id"].is_sorted() else pk
-    fidv = srt["flow_id"].to_numpy()
-    nf = int(fidv.max()) + 1
-    starts = np.searchsorted(fidv, np.arange(nf + 1)).astype(np.int64)
-    unique, retrans, dfirst, dlast, maxseg, rtt, _kind = _seq_analysis(
-        starts, srt["dir"].to_numpy(), srt["flags"].to_numpy(), srt["seq"].to_numpy(), srt["ack"].to_numpy(),
-        srt["win"].to_numpy(), srt["payload_len"].to_numpy(), srt["ts_ns"].to_numpy(),
-    )
-    f = pl.col("flags")
-    d0 = pl.col("dir") == 0
-    d1 = pl.col("dir") == 1
-    syn0 = ((f & 0x12) == 0x02) & d0  # SYN from A
-    syn1 = ((f & 0x12) == 0x12) & d1  # SYN/ACK from B
-    anysyn_a = ((f & 0x02) != 0) & d0
-    anysyn_b = ((f & 0x02) != 0) & d1
-    agg = (
-        srt.with_columns(pl.Series("rtt_ab", rtt).fill_nan(None))  # sample from an ACK in dir d for data of the other dir
-        .group_by("flow_id", maintain_order=True)
-        .agg(
-            pl.col("src_hi").filter(d0).first().alias("a_hi"),
-            pl.col("src_lo").filter(d0).first().alias("a_lo"),
-            pl.col("sport").filter(d0).first().alias("a_port"),
-            pl.col("dst_hi").filter(d0).first().alias("b_hi"),
-            pl.col("dst_lo").filter(d0).first().alias("b_lo"),
-            pl.col("dport").filter(d0).first().alias("b_port"),
-            pl.col("dst_hi").filter(d1).first().alias("a_hi1"),
-            pl.col("dst_lo").filter(d1).first().alias("a_lo1"),
-            pl.col("dport").filter(d1).first().alias("a_port1"),
-            pl.col("src_hi").filter(d1).first().alias("b_hi1"),
-            pl.col("src_lo").filter(d1).first().alias("b_lo1"),
-            pl.col("sport").filter(d1).first().alias("b_port1"),
-            pl.col("ip_version").first(),
-            pl.col("ts_ns").min().alias("first_ns"),
-            pl.col("ts_ns").max().alias("last_ns"),
-            d0.sum().alias("pkts_ab"),
-            pl.col("wire_len").filter(d0).sum().alias("bytes_ab"),
-            d1.sum().alias("pkts_ba"),
-            pl.col("wire_len").filter(d1).sum().alias("bytes_ba"),
-            pl.col("payload_len").filter(d0).sum().alias("payload_ab"),
-            pl.col("payload_len").filter(d1).sum().alias("payload_ba"),
-            pl.col("opt_mss").filter(anysyn_a).drop_nulls().first().alias("mss_a"),
-            pl.col("opt_mss").filter(anysyn_b).drop_nulls().first().alias("mss_b"),
-            pl.col("opt_wscale").filter(anysyn_a).drop_nulls().first().alias("ws_a"),
-            pl.col("opt_wscale").filter(anysyn_b).drop_nulls().first().alias("ws_b"),
-            pl.col("opt_sack_perm").filter(anysyn_a).any().alias("sp_a"),
-            pl.col("opt_sack_perm").filter(anysyn_b).any().alias("sp_b"),
-            pl.col("opt_tsval").filter(anysyn_a).is_not_null().any().alias("ts_a"),
-            pl.col("opt_tsval").filter(anysyn_b).is_not_null().any().alias("ts_b"),
-            anysyn_a.any().alias("syn_a_seen"),
-            anysyn_b.any().alias("syn_b_seen"),
-            syn0.any().alias("has_syn"),
-            syn1.any().alias("has_synack"),
-            ((f & RST) != 0).any().alias("has_rst"),
-            ((f & FIN) != 0).any().alias("has_fin"),
-            pl.col("ts_ns").filter(syn0).first().alias("t_syn"),
-            pl.col("ts_ns").filter(syn1).first().alias("t_synack"),
-            pl.col("rtt_ab").filter(d1).min().alias("rtt0_min"),  # ACKs from B time A's data
-            pl.col("rtt_ab").filter(d1).median().alias("rtt0_med"),
-            pl.col("rtt_ab").filter(d1).max().alias("rtt0_max"),
-            pl.col("rtt_ab").filter(d0).min().alias("rtt1_min"),
-            pl.col("rtt_ab").filter(d0).median().alias("rtt1_med"),
-            pl.col("rtt_ab").filter(d0).max().alias("rtt1_max"),
-        )
-    )
-    # handshake third packet: first A→B ACK (no SYN) after the SYN/ACK
-    third = (
-        srt.select("flow_id", "ts_ns", "dir", "flags")
-        .join(agg.select("flow_id", "t_synack"), on="flow_id")
-        .filter((pl.col("dir") == 0) & ((f & 0x12) == 0x10) & (pl.col("ts_ns") >= pl.col("t_synack")))
-        .group_by("flow_id")
-        .agg(pl.col("ts_ns").min().alias("t_ack3"))
-    )
-    agg = agg.join(third, on="flow_id", how="left", maintain_order="left")
-    fids = agg["flow_id"].to_numpy().astype(np.int64)
-    sender = (unique[fids, 1] > unique[fids, 0]).astype(np.uint8)
-    u_s = unique[fids, sender]
-    first_s = dfirst[fids, sender]
-    last_s = dlast[fids, sender]
-    dur_s = (last_s - first_s) * 1e-9
-    with np.errstate(divide="ignore", invalid="ignore"):
-        goodput = np.where((first_s >= 0) & (dur_s > 0), u_s * 8.0 / dur_s, np.nan)
-    agg = agg.with_columns(
-        pl.Series("sender_dir", sender, pl.UInt8),
-        pl.Series("goodput_bps", goodput, pl.Float64).fill_nan(None),
-        pl.Series("retrans", retrans[fids, sender], pl.UInt64),
-        pl.Series("maxseg", maxseg[fids, sender], pl.Int64),
-    )
-    s0 = pl.col("sender_dir") == 0
-    # receiver's announced MSS limits the sender; without it, the largest segment seen
-    ann = pl.when(s0).then(pl.col("mss_b")).otherwise(pl.col("mss_a")).cast(pl.Int64)
-    seen = pl.when(pl.col("maxseg") > 0).then(pl.col("maxseg"))
-    mss = pl.min_horizontal(ann, seen)
-    g1 = (pl.col("t_synack") - pl.col("t_syn")).cast(pl.Float64)
-    g2 = (pl.col("t_ack3") - pl.col("t_synack")).cast(pl.Float64)
-    near_a = g2 * 4 < g1
-    near_b = g1 * 4 < g2
-    vantage = (
-        pl.when(pl.col("t_syn").is_null() | pl.col("t_synack").is_null() | pl.col("t_ack3").is_null() | (g1 < 0))
-        .then(pl.lit("unknown"))
-        .when(near_a)
-        .then(pl.when(s0).then(pl.lit("sender")).otherwise(pl.lit("receiver")))
-        .when(near_b)
-        .then(pl.when(s0).then(pl.lit("receiver")).otherwise(pl.lit("sender")))
-        .otherwise(pl.lit("mid-path"))
-    )
-    out = agg.with_columns(
-        pl.coalesce("a_hi", "a_hi1").alias("a_hi"),
-        pl.coalesce("a_lo", "a_lo1").alias("a_lo"),
-        pl.coalesce("a_port", "a_port1").alias("sport"),
-        pl.coalesce("b_hi", "b_hi1").alias("b_hi"),
-        pl.coalesce("b_lo", "b_lo1").alias("b_lo"),
-        pl.coalesce("b_port", "b_port1").alias("dport"),
-        ((pl.col("last_ns") - pl.col("first_ns")) * 1e-9).alias("duration_s"),
-        mss.alias("mss"),
-        pl.col("ws_a").cast(pl.Int8).fill_null(-1).alias("wscale_a"),
-        pl.col("ws_b").cast(pl.Int8).fill_null(-1).alias("wscale_b"),
-        (pl.col("sp_a") & pl.col("sp_b")).fill_null(False).alias("sack_ok"),
-        (pl.col("ts_a") & pl.col("ts_b")).fill_null(False).alias("ts_ok"),
-        (pl.col("has_syn") & pl.col("has_synack")).alias("handshake"),
-        pl.when(pl.col("has_rst")).then(pl.lit("rst")).when(pl.col("has_fin")).then(pl.lit("fin")).otherwise(pl.lit("open")).alias("closed"),
-        pl.when(s0).then(pl.col("rtt0_min")).otherwise(pl.col("rtt1_min")).alias("rtt_min_s"),
-        pl.when(s0).then(pl.col("rtt0_med")).otherwise(pl.col("rtt1_med")).alias("rtt_median_s"),
-        pl.when(s0).then(pl.col("rtt0_max")).otherwise(pl.col("rtt1_max")).alias("rtt_max_s"),
-        vantage.alias("vantage"),
-    )
-    names = _addr_strings(out)
-    out = out.with_columns(pl.Series("src", names[0], pl.String), pl.Series("dst", names[1], pl.String))
-    return schema.conform(out, schema.FLOWS)
+def segment_kinds(packets: pl.DataFrame) -> np.ndarray:
+    """Per packet KIND_* (in the order of ``packets``, which must be in capture order).
+
+    Exposed for tests and for comparison with Wireshark's tcp.analysis flags.
+    """
+    tr = FlowTracker()
+    return tr.feed(_columns(packets))[2]
 
 
-def _addr_strings(flows: pl.DataFrame) -> tuple[list[str], list[str]]:
-    ver = flows["ip_version"].to_list()
-    src = [to_str(h, l, v) for h, l, v in zip(flows["a_hi"].to_list(), flows["a_lo"].to_list(), ver)]
-    dst = [to_str(h, l, v) for h, l, v in zip(flows["b_hi"].to_list(), flows["b_lo"].to_list(), ver)]
-    return src, dst
+__all__ = ["build_flows", "FlowTracker", "segment_kinds", "KIND_NONE", "KIND_RETRANS", "KIND_OOO", "KIND_KEEPALIVE"]

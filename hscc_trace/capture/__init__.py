@@ -19,10 +19,10 @@ from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.model import Capture, CaptureMeta
 
-from .decode import FALLBACK, FRAGMENT, OK, REASONS, decode
+from .decode import FALLBACK, FRAGMENT, OK, REASONS, decode, decode_arrays
 from .reader import ReadInfo, iter_batches, linktype_name
 
-__all__ = ["load", "load_packets"]
+__all__ = ["load", "load_packets", "load_flows"]
 
 _PACKET_COLS = [c.name for c in schema.PACKETS if c.name not in ("flow_id", "dir")]
 
@@ -136,3 +136,61 @@ def _no_tcp_message(meta: CaptureMeta, warnings: list[Warn]) -> str:
     reasons = ", ".join(f"{r}: {k}" for r, k in sorted(meta.skipped.items(), key=lambda x: -x[1]))
     lts = ",".join(meta.link_types)
     return f"{p}: no TCP packets among {meta.packets_total} records (link type {lts}; {reasons})"
+
+
+def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.DataFrame, CaptureMeta, list[Warn]]:
+    """The flow table (schema.FLOWS) of a capture without building its packet table.
+
+    The fast path of ``hscc-trace flows``: each decoded batch goes straight into the streaming
+    flow kernel (:class:`hscc_trace.flows.FlowTracker`), so memory holds one batch plus the
+    per-connection state. The result equals ``load(path).flows``. A capture with records the
+    fast decoder hands to scapy (other link types, tunnels, fragments) takes the full
+    :func:`load` path instead, because those rows must be merged in frame order.
+    """
+    from hscc_trace.flows import FlowTracker
+
+    p = os.fspath(path)
+    info = ReadInfo()
+    flt = None
+    if bpf is not None:
+        from .bpf import BpfFilter
+
+        flt = BpfFilter(bpf)
+    skipped: dict[str, int] = {}
+    tr = FlowTracker()
+    matched = tcp = 0
+    first_ns: int | None = None
+    last_ns: int | None = None
+    for batch in iter_batches(p, info):
+        if flt is not None:
+            batch = batch.subset(flt.match(batch))
+            if len(batch) == 0:
+                continue
+        matched += len(batch)
+        cols, status = decode_arrays(batch)
+        bad = status != OK
+        if bad.any():
+            codes, counts = np.unique(status[bad], return_counts=True)
+            if np.isin(codes, (FALLBACK, FRAGMENT)).any():
+                cap = load(p, bpf=bpf)
+                return cap.flows, cap.meta, cap.warnings
+            for c, k in zip(codes.tolist(), counts.tolist()):
+                r = REASONS.get(c, f"decoder status {c}")
+                skipped[r] = skipped.get(r, 0) + k
+        n = len(cols["flags"])
+        if n:
+            tcp += n
+            tr.feed(cols)
+            lo, hi = int(cols["ts_ns"].min()), int(cols["ts_ns"].max())
+            first_ns = lo if first_ns is None else min(first_ns, lo)
+            last_ns = hi if last_ns is None else max(last_ns, hi)
+    if flt is not None and matched == 0 and info.records:
+        raise InputError(f"{p}: no packet matches the filter {bpf!r} ({info.records} packets read)")
+    warnings = [Warn(p, reason, k) for reason, k in info.problems.items()]
+    warnings += [Warn(p, f"skipped: {reason}", k) for reason, k in skipped.items()]
+    meta = CaptureMeta(path=p, format=info.format, link_types=[linktype_name(lt) for lt in info.linktypes],
+                       snaplen=info.snaplen, packets_total=info.records, packets_tcp=tcp, first_ns=first_ns,
+                       last_ns=last_ns, bpf=bpf, skipped=skipped, decoded_by={"fast": tcp} if tcp else {})
+    if tcp == 0:
+        raise InputError(_no_tcp_message(meta, warnings))
+    return tr.table(), meta, warnings

@@ -295,14 +295,13 @@ def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid,
         status[i] = OK
 
 
-def decode(batch) -> tuple["pl.DataFrame", np.ndarray]:
-    """Decode a :class:`~hscc_trace.capture.reader.Batch`.
+def decode_arrays(batch) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Decode a :class:`~hscc_trace.capture.reader.Batch` into numpy columns of its TCP records.
 
-    Returns (rows of schema.PACKETS without flow_id/dir for the records decoded as TCP,
-    status per record). Records with a non-OK status are not in the frame.
+    Returns (columns named as schema.PACKETS — options as value arrays plus ``has_mss``,
+    ``has_ws``, ``has_ts`` presence masks, SACK edges as ``sack`` (n×8) — for the records
+    decoded as TCP, status per record). Records with a non-OK status are not in the columns.
     """
-    import polars as pl
-
     n = len(batch)
     z = np.zeros
     status = np.full(n, 255, np.uint8)
@@ -315,30 +314,38 @@ def decode(batch) -> tuple["pl.DataFrame", np.ndarray]:
     decode_batch(batch.buf, batch.off, batch.cap, batch.wire, batch.linktype, status, ipv, shi, slo, dhi, dlo,
                  ipid, ttl, ecn, sport, dport, seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc,
                  has_wsc, sackp, tsval, tsecr, has_ts, sack_n, sack)
-    ok = status == OK
-    idx = np.flatnonzero(ok)
-    frame = batch.frame_numbers(idx)
+    idx = np.flatnonzero(status == OK)
+    if len(idx) == n:
+        idx = slice(None)
+        frame = batch.frame_numbers(np.arange(n))
+    else:
+        frame = batch.frame_numbers(idx)
     cols = {
-        "frame": frame,
-        "ts_ns": batch.ts_ns[idx],
-        "iface": batch.iface[idx],
-        "wire_len": batch.wire[idx],
-        "cap_len": batch.cap[idx],
-        "ip_version": ipv[idx],
+        "frame": frame, "ts_ns": batch.ts_ns[idx], "iface": batch.iface[idx], "wire_len": batch.wire[idx],
+        "cap_len": batch.cap[idx], "ip_version": ipv[idx],
         "src_hi": shi[idx], "src_lo": slo[idx], "dst_hi": dhi[idx], "dst_lo": dlo[idx],
         "ip_id": ipid[idx], "ip_ttl": ttl[idx], "ip_ecn": ecn[idx],
         "sport": sport[idx], "dport": dport[idx], "seq": seq[idx], "ack": ack[idx],
         "flags": flags[idx], "win": win[idx], "tcp_hlen": thl[idx], "payload_len": plen[idx],
         "truncated": trunc[idx],
-        "opt_mss": mss[idx], "opt_wscale": wsc[idx], "opt_sack_perm": sackp[idx],
-        "opt_tsval": tsval[idx], "opt_tsecr": tsecr[idx], "sack_n": sack_n[idx],
+        "opt_mss": mss[idx], "has_mss": has_mss[idx], "opt_wscale": wsc[idx], "has_ws": has_wsc[idx],
+        "opt_sack_perm": sackp[idx], "opt_tsval": tsval[idx], "opt_tsecr": tsecr[idx], "has_ts": has_ts[idx],
+        "sack_n": sack_n[idx], "sack": sack[idx],
     }
-    sk = sack[idx]
+    return cols, status
+
+
+def decode(batch) -> tuple["pl.DataFrame", np.ndarray]:
+    """Decode a batch into rows of schema.PACKETS (without flow_id/dir) and a status per record."""
+    import polars as pl
+
+    c, status = decode_arrays(batch)
+    sk = c.pop("sack")
+    m_mss, m_ws, m_ts = c.pop("has_mss"), c.pop("has_ws"), c.pop("has_ts")
     for b in range(4):
-        cols[f"sack_l{b}"] = sk[:, 2 * b]
-        cols[f"sack_r{b}"] = sk[:, 2 * b + 1]
-    df = pl.DataFrame(cols)
-    m_mss, m_ws, m_ts = has_mss[idx], has_wsc[idx], has_ts[idx]
+        c[f"sack_l{b}"] = sk[:, 2 * b]
+        c[f"sack_r{b}"] = sk[:, 2 * b + 1]
+    df = pl.DataFrame(c)
     df = df.with_columns(
         pl.when(pl.Series(m_mss)).then(pl.col("opt_mss")).alias("opt_mss"),
         pl.when(pl.Series(m_ws)).then(pl.col("opt_wscale")).alias("opt_wscale"),

@@ -27,7 +27,7 @@ from numba import njit
 from hscc_trace.errors import InputError
 
 #: bytes read from the file per chunk (records never straddle a batch; the tail is carried over)
-CHUNK = 16 * 1024 * 1024
+CHUNK = 8 * 1024 * 1024
 #: largest captured length accepted per record (libpcap's MAXIMUM_SNAPLEN, 256 KiB)
 MAX_CAPLEN = 262144
 
@@ -56,7 +56,7 @@ def linktype_name(lt: int) -> str:
 class Batch:
     """Records of one chunk: packet ``i`` is ``buf[off[i] : off[i] + cap[i]]``."""
 
-    buf: np.ndarray  # uint8
+    buf: np.ndarray  # uint8; reused by the reader once the next batch is requested
     off: np.ndarray  # int64, offset of the packet bytes in buf
     cap: np.ndarray  # uint32, captured length
     wire: np.ndarray  # uint32, original length
@@ -282,6 +282,7 @@ class _Chunks:
     def __init__(self, f: BinaryIO, first: bytes):
         self.f = f
         self.buf = np.empty(CHUNK + MAX_CAPLEN * 2, dtype=np.uint8)
+        self.spare = np.empty_like(self.buf)
         self.n = len(first)
         self.buf[: self.n] = np.frombuffer(first, dtype=np.uint8)
         self.eof = False
@@ -295,11 +296,16 @@ class _Chunks:
             self.eof = True
 
     def consume(self, k: int) -> None:
-        """Drop the first k bytes (copying the tail to the front of a fresh buffer)."""
+        """Drop the first k bytes: the tail moves to the front of the other buffer.
+
+        Two buffers alternate, so a batch handed out stays valid until the *next* batch is
+        requested (consumers copy what they keep), and no page is faulted in twice.
+        """
         rest = self.n - k
-        new = np.empty_like(self.buf)
-        new[:rest] = self.buf[k : self.n]
-        self.buf = new  # the old buffer stays alive in the Batch that references it
+        if len(self.spare) != len(self.buf):
+            self.spare = np.empty_like(self.buf)
+        self.spare[:rest] = self.buf[k : self.n]
+        self.buf, self.spare = self.spare, self.buf
         self.n = rest
 
     def grow(self, need: int) -> None:

@@ -1,0 +1,78 @@
+"""`hscc-trace flows FILE`: the TCP connection table (schema.FLOWS) as a table or a JSON array."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, Optional
+
+import typer
+
+from .app import app
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= div:
+            return f"{n / div:.1f} {unit}"
+    return f"{n} B"
+
+
+def _fmt_s(x: Optional[float], scale: float = 1e3, unit: str = "ms") -> str:
+    return "—" if x is None else f"{x * scale:.1f} {unit}"
+
+
+def _endpoint(addr: str, port: int) -> str:
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+
+def render_table(rows: list[dict[str, Any]], title: str) -> Any:
+    """A rich Table of flow rows (dicts of schema.FLOWS)."""
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for name, just in (("id", "right"), ("A → B", "left"), ("pkts A→B/B→A", "right"), ("bytes A→B/B→A", "right"),
+                       ("dur", "right"), ("goodput", "right"), ("MSS", "right"), ("retx", "right"),
+                       ("RTT min/med/max", "right"), ("hs", "center"), ("end", "left"), ("vantage", "left")):
+        t.add_column(name, justify=just, no_wrap=name in ("A → B",))
+    for r in rows:
+        arrow = "⇒" if r["sender_dir"] == 0 else "⇐"
+        gp = r["goodput_bps"]
+        t.add_row(
+            str(r["flow_id"]),
+            f"{_endpoint(r['src'], r['sport'])} {arrow} {_endpoint(r['dst'], r['dport'])}",
+            f"{r['pkts_ab']}/{r['pkts_ba']}",
+            f"{_fmt_bytes(r['bytes_ab'])}/{_fmt_bytes(r['bytes_ba'])}",
+            f"{r['duration_s']:.2f} s",
+            "—" if gp is None else f"{gp / 1e6:.2f} Mb/s",
+            "—" if r["mss"] is None else str(r["mss"]),
+            str(r["retrans"]),
+            f"{_fmt_s(r['rtt_min_s'])} / {_fmt_s(r['rtt_median_s'])} / {_fmt_s(r['rtt_max_s'])}",
+            "✓" if r["handshake"] else "·",
+            r["closed"],
+            r["vantage"],
+        )
+    return t
+
+
+@app.command()
+def flows(
+    file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, optionally .gz."),
+    bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax (e.g. 'tcp port 5201')."),
+    as_json: bool = typer.Option(False, "--json", help="Print the flow table as a JSON array (fields: docs/flows.md)."),
+) -> None:
+    """List the TCP connections in a capture (Wireshark's conversation table and more)."""
+    from hscc_trace.capture import load_flows
+
+    table, m, warnings = load_flows(file, bpf=bpf)
+    for w in warnings:
+        print(f"hscc-trace: warning: {w}", file=sys.stderr)
+    rows = table.with_columns(table["vantage"].cast(str)).to_dicts()
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
+        return
+    from rich.console import Console
+
+    title = (f"{file}: {m.format}, {','.join(m.link_types)}, {m.packets_total} packets "
+             f"({m.packets_tcp} TCP), {len(rows)} connection(s)")
+    Console(width=max(160, Console().width)).print(render_table(rows, title))
