@@ -110,7 +110,7 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
             tp[CWND_CNT] = 0.0  # noqa: F405
             state = OPEN  # noqa: F405
         elif state == RECOVERY and (ts == OPEN or evk == EV_FAST_RETRANSMIT or evk == EV_SACK_RECOVERY  # noqa: F405
-                                    or (not linux and tp[EXIT_ON_PARTIAL] > 0.0 and acked > 0.0)):  # noqa: F405
+                                    or (not linux and tp[EXIT_ON_PARTIAL] > 0.0 and ev[i, E_DATA_ACKED] > 0.0)):  # noqa: F405
             # end of recovery (Linux tcp_end_cwnd_reduction; RFC 6582 step 3 "full ACK";
             # RFC 5681 §3.2 step 6 for EXIT_ON_PARTIAL): deflate to ssthresh
             if tp[SSTHRESH] < 1e300:  # noqa: F405
@@ -177,7 +177,7 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
                     sndcnt = math.ceil(tp[SSTHRESH] * tp[PRR_DELIVERED] / tp[PRIOR_CWND] - 1e-9) - tp[PRR_OUT]  # noqa: F405
                 else:
                     sndcnt = max(tp[PRR_DELIVERED] - tp[PRR_OUT], n)  # noqa: F405
-                    if acked > 0.0:
+                    if ev[i, E_DATA_ACKED] > 0.0:  # noqa: F405 - FLAG_SND_UNA_ADVANCED
                         sndcnt += 1.0
                     sndcnt = min(delta, sndcnt)
                 if tp[PRR_OUT] == 0.0:  # noqa: F405 - force the fast retransmit
@@ -185,7 +185,7 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
                 else:
                     sndcnt = max(sndcnt, 0.0)
                 tp[CWND] = pipe + sndcnt  # noqa: F405
-        elif acked > 0.0:
+        elif ev[i, E_DATA_ACKED] > 0.0:  # noqa: F405
             cong_avoid(st, p, tp, n)  # noqa: F821
 
         # 6. output ------------------------------------------------------------------------------

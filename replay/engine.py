@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+import numba
 import numpy as np
 import polars as pl
 
@@ -70,10 +71,12 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     t0 = ts[0]
     ev[:, T.E_T] = (ts - t0) / 1e9
     acked_b = np.maximum(col("acked_bytes"), 0.0)
-    ev[:, T.E_ACKED] = acked_b / m
-    ev[:, T.E_SACKED] = np.maximum(col("sacked_bytes"), 0.0) / m
-    ev[:, T.E_RTT] = col("rtt_s", math.nan)
+    sacked_b = np.maximum(col("sacked_bytes"), 0.0)
     outstanding = np.maximum(col("outstanding"), 0.0)
+    delivered_cum = _newly_delivered(acked_b, sacked_b, outstanding, m)
+    ev[:, T.E_ACKED] = delivered_cum / m
+    ev[:, T.E_SACKED] = sacked_b / m
+    ev[:, T.E_RTT] = col("rtt_s", math.nan)
     ev[:, T.E_FLIGHT] = outstanding / m
     pipe = acks.get_column("pipe").cast(pl.Float64)
     pipe_b = np.where(pipe.is_null().to_numpy(), outstanding, pipe.fill_null(0.0).to_numpy())
@@ -107,9 +110,38 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     ev[:, T.E_ACK] = ack
     ev[:, T.E_SND_MAX] = snd_max
     ev[:, T.E_PREV_ACK] = prev_ack
+    ev[:, T.E_DATA_ACKED] = (acked_b > 0).astype(np.float64)
     first = np.flatnonzero(acked_b > 0)
     first_flight = float(ev[first[0], T.E_PRIOR_FLIGHT]) if first.size else 0.0
     return Prepared(np.ascontiguousarray(ev), ts, int(mss), first_flight)
+
+
+@numba.njit(cache=True, nogil=True)
+def _newly_delivered(acked, sacked, outstanding, mss):  # pragma: no cover - compiled
+    """Bytes each ACK newly delivers *cumulatively*, excluding bytes already SACKed before
+    (Linux ``tcp_newly_delivered`` counts a packet once: when SACKed or, if never SACKed, when
+    cumulatively ACKed).
+
+    schema.ACKS gives the cumulative advance ``acked_bytes`` and the newly SACKed bytes but not
+    the SACK scoreboard, so the SACKed bytes above the cumulative ACK are tracked as a running
+    total S: an ACK that advances while S > 0 must first cover a hole (at least one MSS that was
+    never SACKed — the retransmission), and the rest of its advance is taken from S.
+    """
+    n = acked.shape[0]
+    out = np.empty(n)
+    s = 0.0
+    for i in range(n):
+        a = acked[i]
+        covered = 0.0
+        if a > 0.0 and s > 0.0:
+            covered = min(s, max(a - mss, 0.0))
+        out[i] = a - covered
+        s = s - covered + sacked[i]
+        if s > outstanding[i]:
+            s = outstanding[i]
+        if s < 0.0:
+            s = 0.0
+    return out
 
 
 def _retransmitted_between(segments: pl.DataFrame, ack_ts: np.ndarray) -> np.ndarray:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from ._jit import jit
-from .tp import CWND, CWND_CNT, IS_CWND_LIMITED, MAX_PACKETS_OUT, MIN_RTT, NOW, RTT, SSTHRESH
+from .tp import CWND, CWND_CNT, FLAVOR, IS_CWND_LIMITED, LINUX, MAX_PACKETS_OUT, MIN_RTT, NOW, RTT, SSTHRESH
 
 
 # --- generic (RFC) -----------------------------------------------------------------------------
@@ -79,6 +79,28 @@ def linux_cwnd_limited(tp):
     return False
 
 
+@jit
+def reno_cong_avoid(tp, n, limit):
+    """Reno growth for N newly acknowledged packets in either flavor; returns 0 when held
+    (flavor linux and not cwnd-limited), 1 after slow-start growth, 2 after congestion
+    avoidance. ``rfc``: ``cwnd += min(N, L)`` below ssthresh, else ``cwnd += N/cwnd``.
+    ``linux``: ``tcp_reno_cong_avoid`` (cwnd-limited check, tcp_slow_start, tcp_cong_avoid_ai)."""
+    if tp[FLAVOR] == LINUX:
+        if not linux_cwnd_limited(tp):
+            return 0
+        if tp[CWND] < tp[SSTHRESH]:
+            n = linux_slow_start(tp, n)
+            if n <= 0.0:
+                return 1
+        linux_cong_avoid_ai(tp, tp[CWND], n)
+        return 2
+    if tp[CWND] < tp[SSTHRESH]:
+        slow_start_abc(tp, n, limit)
+        return 1
+    additive_increase(tp, n, 1.0)
+    return 2
+
+
 # --- delay-based pieces ---------------------------------------------------------------------------
 
 
@@ -121,9 +143,10 @@ def westwood_init(st, off, tp):
 
 @jit
 def westwood_on_ack(st, off, tp, acked_bytes):
-    """Accumulate ``acked_bytes``; once per ``max(RTT, 50 ms)`` feed bk/Δt through two cascaded
-    7/8 filters (the first sample fills both). Returns B in bytes/s."""
-    st[off + WW_BK] += acked_bytes
+    """Linux ``tcp_westwood_ack``: first ``westwood_update_window`` — once more than
+    ``max(RTT, 50 ms)`` has passed since the window began, feed bk/Δt through two cascaded 7/8
+    filters (the first sample fills both) and restart — then add this ACK's ``acked_bytes``
+    to bk. Returns B in bytes/s."""
     delta = tp[NOW] - st[off + WW_WIN_START]
     rtt = tp[RTT]
     if rtt > 0.0 and delta > max(rtt, WESTWOOD_RTT_MIN):
@@ -136,6 +159,7 @@ def westwood_on_ack(st, off, tp, acked_bytes):
             st[off + WW_BW] = (7.0 * st[off + WW_BW] + st[off + WW_BW_NS]) / 8.0
         st[off + WW_BK] = 0.0
         st[off + WW_WIN_START] = tp[NOW]
+    st[off + WW_BK] += acked_bytes
     return st[off + WW_BW]
 
 

@@ -66,26 +66,12 @@ def ssthresh(st, p, tp):
 
 @jit
 def cong_avoid(st, p, tp, n):
-    if tp[FLAVOR] == LINUX:
-        if not H.linux_cwnd_limited(tp):
-            st[LIMITED] = 0.0
-            return
-        st[LIMITED] = 1.0
-        if tp[CWND] < tp[SSTHRESH]:
-            st[PHASE] = 0.0
-            n = H.linux_slow_start(tp, n)
-            if n <= 0.0:
-                return
-        st[PHASE] = 1.0
-        H.linux_cong_avoid_ai(tp, tp[CWND], n)
-        return
-    st[LIMITED] = 1.0
-    if tp[CWND] < tp[SSTHRESH]:
-        st[PHASE] = 0.0
-        H.slow_start_abc(tp, n, p[P_L])
+    r = H.reno_cong_avoid(tp, n, p[P_L])
+    if r == 0:
+        st[LIMITED] = 0.0
     else:
-        st[PHASE] = 1.0
-        H.additive_increase(tp, n, 1.0)
+        st[LIMITED] = 1.0
+        st[PHASE] = 0.0 if r == 1 else 1.0
 
 
 _PARAMS = (

@@ -36,7 +36,7 @@ ROUND_SAMPLES = 16  # samples in the last completed round
 CUR_ROUND_MIN_RTT = 17  # s — smallest sample so far in the current round
 CUR_ROUND_SAMPLES = 18  # samples so far in the current round
 # --- the current ACK (inputs) ---
-ACKED = 19  # packets newly acknowledged cumulatively by this ACK
+ACKED = 19  # packets newly delivered by the cumulative ACK (not counting bytes SACKed before)
 SACKED = 20  # packets newly SACKed by this ACK
 DELIVERED = 21  # packets delivered so far (cumulative sum of ACKED + SACKED)
 FLIGHT = 22  # packets outstanding after this ACK (snd_max − ack)
@@ -82,7 +82,8 @@ E_DUPACK = 15  # duplicate-ACK count
 E_ACK = 16  # bytes, cumulative ACK
 E_SND_MAX = 17  # bytes, highest sequence sent
 E_PREV_ACK = 18  # bytes, cumulative ACK before this ACK (snd_una when the sender last transmitted)
-NEV = 19
+E_DATA_ACKED = 19  # 1 if the cumulative ACK advanced (Linux FLAG_DATA_ACKED)
+NEV = 20
 
 # --- enumerations -----------------------------------------------------------------------------
 OPEN = 0

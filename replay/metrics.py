@@ -1,0 +1,158 @@
+"""Fit metrics: how well a replayed window matches the actual sender (and, on samples with
+kernel ground truth, the kernel's own ``snd_cwnd``).
+
+Fit to the actual sender (schema.FIT_METRICS), over the flow's RTT rounds that were
+**cwnd-limited** (schema.ROUNDS ``limit == "cwnd"``) and **not in recovery**:
+
+* the actual window of a round is its **peak flight** in packets (``peak_flight_bytes / mss``):
+  on a cwnd-limited round the sender filled its window, so the peak flight is the best
+  observation of cwnd the trace offers;
+* the replayed window of a round is the replayed cwnd **at the round's last ACK** (the ACK that
+  closes it, ``end_ns``) — the window the algorithm holds when the next flight is sent; taking
+  the round's maximum instead would favour algorithms that overshoot inside a round;
+* ``mare`` — median over rounds of ``|replayed − actual| / actual``;
+* ``rmse_pkts`` — root-mean-square of ``replayed − actual`` (packets);
+* ``corr`` — Pearson correlation of the two series (null with fewer than 3 rounds or no variance);
+* ``goodput_pred_bps`` — mean over the rounds of ``replayed·MSS·8 / RTT`` with RTT the round's
+  min RTT sample (the rate the replayed window would sustain at that RTT);
+  ``goodput_actual_bps`` — bytes acknowledged in those rounds · 8 / their total duration;
+* ``rank`` — 1 = lowest mare (ties: lower RMSE, then name).
+
+:func:`truth_alignment` pairs replay rows with the kernel's tcp_probe rows (samples/) for the
+fidelity tests: a probe fires *before* its triggering ACK is processed, so its ``snd_cwnd`` is
+the window after the previous ACK, the one whose cumulative ACK equals the probe's ``snd_una``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from hscc_trace import schema
+
+
+def round_table(acks: pl.DataFrame, rounds: pl.DataFrame, replay: pl.DataFrame, mss: int) -> pl.DataFrame:
+    """Per usable round: ``round``, ``actual_pkts``, ``replayed_pkts``, ``rtt_s``, ``dur_s``,
+    ``acked_bytes`` (cwnd-limited rounds outside recovery only)."""
+    if rounds.height == 0 or replay.height == 0:
+        return pl.DataFrame(schema={"round": pl.UInt32, "actual_pkts": pl.Float64, "replayed_pkts": pl.Float64,
+                                    "rtt_s": pl.Float64, "dur_s": pl.Float64, "acked_bytes": pl.Int64})
+    use = rounds.filter((pl.col("limit") == "cwnd") & ~pl.col("in_recovery").fill_null(True)
+                        & (pl.col("peak_flight_bytes") > 0))
+    ts = replay.get_column("ts_ns").to_numpy()
+    cw = replay.get_column("cwnd").to_numpy()
+    end = use.get_column("end_ns").to_numpy()
+    idx = np.searchsorted(ts, end, side="right") - 1  # last replay row at or before the round's end
+    ok = idx >= 0
+    use = use.filter(pl.Series(ok))
+    idx = idx[ok]
+    return pl.DataFrame({
+        "round": use.get_column("round"),
+        "actual_pkts": use.get_column("peak_flight_bytes").cast(pl.Float64) / float(mss),
+        "replayed_pkts": pl.Series(cw[idx], dtype=pl.Float64),
+        "rtt_s": use.get_column("min_rtt_s").cast(pl.Float64),
+        "dur_s": ((use.get_column("end_ns") - use.get_column("start_ns")).cast(pl.Float64) / 1e9),
+        "acked_bytes": use.get_column("acked_bytes").cast(pl.Int64),
+    })
+
+
+def fit_one(rt: pl.DataFrame, mss: int) -> dict[str, Any]:
+    """Metrics of one replay from its :func:`round_table`."""
+    n = rt.height
+    out: dict[str, Any] = {"rounds": n, "mare": None, "rmse_pkts": None, "corr": None,
+                           "goodput_pred_bps": None, "goodput_actual_bps": None}
+    if n == 0:
+        return out
+    a = rt.get_column("actual_pkts").to_numpy()
+    r = rt.get_column("replayed_pkts").to_numpy()
+    good = np.isfinite(a) & np.isfinite(r) & (a > 0)
+    a, r = a[good], r[good]
+    if a.size == 0:
+        return out
+    out["mare"] = float(np.median(np.abs(r - a) / a))
+    out["rmse_pkts"] = float(math.sqrt(np.mean((r - a) ** 2)))
+    if a.size >= 3 and np.std(a) > 0 and np.std(r) > 0:
+        out["corr"] = float(np.corrcoef(a, r)[0, 1])
+    rtt = rt.get_column("rtt_s").to_numpy()[good]
+    okr = np.isfinite(rtt) & (rtt > 0)
+    if okr.any():
+        out["goodput_pred_bps"] = float(np.mean(r[okr] * mss * 8.0 / rtt[okr]))
+    dur = float(rt.get_column("dur_s").sum())
+    if dur > 0:
+        out["goodput_actual_bps"] = float(rt.get_column("acked_bytes").sum()) * 8.0 / dur
+    return out
+
+
+def fit(events: Any, replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
+    """schema.FIT_METRICS for every replay of one flow (a :class:`~hscc_trace.model.FlowEvents`),
+    ranked (1 = lowest mare; algorithms with no usable round are ranked last)."""
+    rows = []
+    for label, rep in replays.items():
+        rt = round_table(events.acks, events.rounds, rep, events.mss)
+        m = fit_one(rt, events.mss)
+        rows.append({"flow_id": events.flow_id, "algo": label, **m})
+    if not rows:
+        return schema.empty(schema.FIT_METRICS)
+    order = sorted(range(len(rows)), key=lambda i: (
+        rows[i]["mare"] is None, rows[i]["mare"] if rows[i]["mare"] is not None else 0.0,
+        rows[i]["rmse_pkts"] if rows[i]["rmse_pkts"] is not None else 0.0, rows[i]["algo"]))
+    for rank, i in enumerate(order, 1):
+        rows[i]["rank"] = rank
+    df = pl.DataFrame([rows[i] for i in order], schema=schema.polars_schema(schema.FIT_METRICS))
+    return schema.conform(df, schema.FIT_METRICS)
+
+
+# --- kernel ground truth (samples/<name>/truth_probe.parquet) --------------------------------------
+
+
+def truth_alignment(acks: pl.DataFrame, truth: pl.DataFrame, max_shift_s: float = 0.003) -> np.ndarray:
+    """For each tcp_probe row, the index of the ACK whose processing its ``snd_cwnd`` reflects
+    (−1 when none matches).
+
+    The probe fires before its triggering ACK is processed, so it shows the state after the
+    previous ACK, whose cumulative ACK equals the probe's ``snd_una``. Tracepoint and capture
+    clocks agree only to within a fraction of a millisecond, so the probe times are shifted by
+    the offset (searched in ±``max_shift_s``) that makes the most ``snd_una`` values match;
+    probes that still do not match are left out (−1).
+    """
+    ats = acks.get_column("ts_ns").to_numpy()
+    ack = acks.get_column("ack").to_numpy()
+    pts = truth.get_column("ts_ns").to_numpy()
+    una = truth.get_column("snd_una").to_numpy()
+    if ats.size == 0 or pts.size == 0:
+        return np.full(pts.shape[0], -1, dtype=np.int64)
+    best, best_idx = -1.0, None
+    for d in np.arange(-max_shift_s, max_shift_s + 1e-12, 5e-5):
+        idx = np.searchsorted(ats, pts - int(d * 1e9), side="right") - 1
+        ok = idx >= 0
+        rate = float(np.mean(una[ok] == ack[idx[ok]])) if ok.any() else 0.0
+        if rate > best:
+            best, best_idx = rate, idx
+    idx = best_idx if best_idx is not None else np.full(pts.shape[0], -1)
+    ok = idx >= 0
+    match = np.zeros(pts.shape[0], dtype=bool)
+    match[ok] = una[ok] == ack[idx[ok]]
+    return np.where(match, idx, -1).astype(np.int64)
+
+
+def truth_errors(acks: pl.DataFrame, replay: pl.DataFrame, truth: pl.DataFrame,
+                 ca_state: pl.DataFrame | None = None) -> pl.DataFrame:
+    """Per matched probe: ``ts_ns``, ``kernel_cwnd``, ``replayed_cwnd``, ``rel_err``, and
+    ``outside_recovery`` (the kernel's TCP_CA state at that time was not recovery/loss/cwr)."""
+    idx = truth_alignment(acks, truth)
+    m = idx >= 0
+    pts = truth.get_column("ts_ns").to_numpy()[m]
+    kern = truth.get_column("snd_cwnd").cast(pl.Float64).to_numpy()[m]
+    rep = replay.get_column("cwnd").to_numpy()[idx[m]]
+    outside = np.ones(pts.shape[0], dtype=bool)
+    if ca_state is not None and ca_state.height:
+        cts = ca_state.get_column("ts_ns").to_numpy()
+        cst = ca_state.get_column("state").to_numpy()
+        ci = np.searchsorted(cts, pts, side="right") - 1
+        st = np.where(ci >= 0, cst[np.maximum(ci, 0)], "open")
+        outside = ~np.isin(st, ["recovery", "loss", "cwr"])
+    return pl.DataFrame({"ts_ns": pts, "kernel_cwnd": kern, "replayed_cwnd": rep,
+                         "rel_err": np.abs(rep - kern) / np.maximum(kern, 1.0), "outside_recovery": outside})

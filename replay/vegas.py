@@ -1,0 +1,163 @@
+"""TCP Vegas — Brakmo & Peterson (1995); Linux net/ipv4/tcp_vegas.c (defaults α=2, β=4, γ=1).
+
+Once per RTT round (the trace's round end, Linux ``after(ack, beg_snd_nxt)``), with ``RTT`` the
+smallest sample of the round (Vegas' own ``minRTT``, reset every round) and ``baseRTT`` the
+smallest sample ever, when the round had more than 2 samples (else Reno for that ACK):
+
+* ``diff`` — packets queued. Flavor ``linux``: ``cwnd·(RTT − baseRTT)/baseRTT`` (tcp_vegas.c);
+  flavor ``rfc``: ``(Expected − Actual)·baseRTT = cwnd·(RTT − baseRTT)/RTT`` (Brakmo & Peterson,
+  the same quantity as TCP-Fusion §II-B / CTCP; helpers.vegas_diff);
+* slow start: if ``diff > γ`` leave slow start: ``cwnd = min(cwnd, cwnd·baseRTT/RTT + 1)`` (the
+  expected window + 1),
+  ``ssthresh = min(ssthresh, cwnd − 1)``; otherwise slow start continues (Linux tcp_slow_start);
+* congestion avoidance: ``diff > β`` → ``cwnd −= 1`` (and ssthresh = min(ssthresh, cwnd − 1));
+  ``diff < α`` → ``cwnd += 1``; otherwise hold; cwnd ≥ 2;
+* between round ends: slow start grows per ACK (``tcp_slow_start``); congestion avoidance holds.
+
+Losses: Reno (``ssthresh = max(cwnd/2, 2)``, ``tcp_reno_ssthresh``); Vegas restarts its round
+sampling when it re-enters the open state (Linux ``tcp_vegas_state`` → ``vegas_enable``).
+"""
+
+from __future__ import annotations
+
+import math
+
+from . import helpers as H
+from ._jit import jit
+from .api import Algorithm, Param, Signal
+from .tp import CWND, FLAVOR, LINUX, ROUND_END, SSTHRESH
+
+# state slots
+BASE_RTT = 0  # s — smallest RTT sample ever (Vegas baseRTT)
+MIN_RTT = 1  # s — smallest sample since the last per-round adjustment (Vegas minRTT)
+CNT_RTT = 2  # samples since the last adjustment (Vegas cntRTT)
+DIFF = 3  # packets — diff at the last adjustment
+ADJUST = 4  # −1 / 0 / +1 — the last per-round decision (2 = left slow start)
+PENDING = 5  # 1 = a round ended and the adjustment has not been made yet (made on the next cong_avoid)
+NSTATE = 6
+
+P_ALPHA = 0  # packets
+P_BETA = 1  # packets
+P_GAMMA = 2  # packets
+NPARAMS = 3
+
+
+@jit
+def _reset_round(st):
+    st[MIN_RTT] = math.inf
+    st[CNT_RTT] = 0.0
+    st[PENDING] = 0.0
+
+
+@jit
+def init(st, p, tp):
+    st[BASE_RTT] = math.inf
+    st[DIFF] = 0.0
+    st[ADJUST] = 0.0
+    _reset_round(st)
+
+
+@jit
+def on_rtt_sample(st, p, tp, rtt):
+    st[BASE_RTT] = min(st[BASE_RTT], rtt)
+    st[MIN_RTT] = min(st[MIN_RTT], rtt)
+    st[CNT_RTT] += 1.0
+
+
+@jit
+def on_round_end(st, p, tp):
+    st[PENDING] = 1.0
+
+
+@jit
+def on_recovery_exit(st, p, tp):
+    _reset_round(st)
+
+
+@jit
+def on_rto(st, p, tp):
+    _reset_round(st)
+
+
+@jit
+def ssthresh(st, p, tp):
+    return max(math.floor(tp[CWND] / 2.0), 2.0)
+
+
+@jit
+def cong_avoid(st, p, tp, n):
+    linux = tp[FLAVOR] == LINUX
+    if linux and not H.linux_cwnd_limited(tp):
+        return
+    if st[PENDING] > 0.0 or tp[ROUND_END] > 0.0:
+        if st[CNT_RTT] <= 2.0:
+            H.reno_cong_avoid(tp, n, 2.0)  # too few samples: Reno for this ACK
+        else:
+            rtt = st[MIN_RTT]
+            base = st[BASE_RTT]
+            cwnd = tp[CWND]
+            if linux:
+                diff = cwnd * (rtt - base) / base
+            else:
+                diff = H.vegas_diff(cwnd, rtt, base)
+            st[DIFF] = diff
+            if diff > p[P_GAMMA] and cwnd < tp[SSTHRESH]:
+                # going too fast: leave slow start at the expected window + 1
+                target = cwnd * base / rtt
+                if linux:
+                    target = math.floor(target)
+                tp[CWND] = min(cwnd, target + 1.0)
+                tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND] - 1.0)
+                st[ADJUST] = 2.0
+            elif cwnd < tp[SSTHRESH]:
+                if linux:
+                    H.linux_slow_start(tp, n)
+                else:
+                    H.slow_start_abc(tp, n, 2.0)
+                st[ADJUST] = 0.0
+            elif diff > p[P_BETA]:
+                tp[CWND] = cwnd - 1.0
+                tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND] - 1.0)
+                st[ADJUST] = -1.0
+            elif diff < p[P_ALPHA]:
+                tp[CWND] = cwnd + 1.0
+                st[ADJUST] = 1.0
+            else:
+                st[ADJUST] = 0.0
+            if tp[CWND] < 2.0:
+                tp[CWND] = 2.0
+            # Linux: snd_ssthresh = tcp_current_ssthresh() = max(ssthresh, (cwnd>>1) + (cwnd>>2))
+            if linux:
+                tp[SSTHRESH] = max(tp[SSTHRESH], math.floor(tp[CWND] / 2.0) + math.floor(tp[CWND] / 4.0))
+        _reset_round(st)
+    elif tp[CWND] < tp[SSTHRESH]:
+        if linux:
+            H.linux_slow_start(tp, n)
+        else:
+            H.slow_start_abc(tp, n, 2.0)
+
+
+ALGORITHMS = (
+    Algorithm(
+        name="vegas",
+        summary="TCP Vegas: once per round, +1 when fewer than α packets are queued, −1 above β",
+        citation="Brakmo & Peterson, TCP Vegas (1995) §3; Linux net/ipv4/tcp_vegas.c",
+        state=("base_rtt", "min_rtt", "cnt_rtt", "diff", "adjust", "pending"),
+        params=(
+            Param("alpha", "packets", 2.0, "Linux tcp_vegas.c (alpha = 2)", "grow by 1 per round below this backlog",
+                  lo=0.0),
+            Param("beta", "packets", 4.0, "Linux tcp_vegas.c (beta = 4)", "shrink by 1 per round above this backlog",
+                  lo=0.0),
+            Param("gamma", "packets", 1.0, "Linux tcp_vegas.c (gamma = 1)", "leave slow start above this backlog",
+                  lo=0.0),
+        ),
+        signals=(
+            Signal("diff", "diff", "packets", "Vegas backlog estimate at the last per-round adjustment"),
+            Signal("base_rtt", "base_rtt", "s", "baseRTT: smallest RTT sample"),
+            Signal("adjust", "adjust", "", "last per-round decision: −1 shrink, 0 hold, +1 grow, 2 left slow start"),
+        ),
+        default_flavor="linux",
+        flavor_doc="linux: tcp_vegas.c (diff over baseRTT, integer windows, cwnd-limited check); "
+                   "rfc: Brakmo & Peterson's diff = (Expected − Actual)·baseRTT",
+    ),
+)

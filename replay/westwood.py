@@ -1,0 +1,109 @@
+"""Westwood+ — Mascolo et al. (TCP Westwood+, "bandwidth estimation"), as summarised in
+TCP-Fusion §II-A and HRF-TCP §2.2; Linux net/ipv4/tcp_westwood.c.
+
+Bandwidth estimate B: bytes acknowledged (cumulative + SACKed, Linux ``westwood_acked_count``)
+summed over a sampling window of ``max(RTT, 50 ms)`` and fed once per window through two
+cascaded 7/8 low-pass filters (helpers.westwood_on_ack; the first sample fills both stages).
+
+* growth: Reno's (helpers.reno_cong_avoid, both flavors);
+* congestion event, flavor ``rfc`` (Westwood+ as published: "ssthresh = B·RTTmin/MSS" on 3
+  dupACKs and on timeout): ``ssthresh = max(B·RTTmin/MSS, 2)``;
+  flavor ``linux``: ``tcp_reno_ssthresh`` (cwnd/2) on entering recovery, B·RTTmin on RTO
+  (``CA_EVENT_LOSS``);
+* recovery exit (both; Linux ``CA_EVENT_COMPLETE_CWR``): ``cwnd = ssthresh = max(B·RTTmin/MSS, 2)``
+  — no cwnd/2 floor (ALGORITHMS.md);
+* RTO: ``cwnd = 1``; Linux also re-measures its RTTmin from the next sample (``reset_rtt_min``),
+  which this module does with its own RTTmin slot.
+"""
+
+from __future__ import annotations
+
+from . import helpers as H
+from ._jit import jit
+from .api import Algorithm, Param, Signal
+from .tp import ACKED, CWND, FLAVOR, LINUX, MSS, SACKED, SSTHRESH
+
+# state slots
+WW = 0  # first of helpers.WW_NSLOTS Westwood+ filter slots: bk (bytes), window start (s), bw_ns (bytes/s), bw (bytes/s)
+WW_1 = 1
+WW_2 = 2
+WW_3 = 3
+RTT_MIN = 4  # s — Westwood's own RTTmin (re-measured after an RTO, Linux reset_rtt_min)
+RESET_RTT_MIN = 5  # 1 = take the next sample as RTTmin
+BW_BPS = 6  # bit/s — B for output
+BW_RTTMIN = 7  # packets — B·RTTmin/MSS (at least 2), the window the estimate supports
+NSTATE = 8
+
+P_L = 0  # packets — ABC limit (flavor rfc slow start)
+NPARAMS = 1
+
+
+@jit
+def init(st, p, tp):
+    H.westwood_init(st, WW, tp)
+    st[RTT_MIN] = 0.0
+    st[RESET_RTT_MIN] = 1.0
+
+
+@jit
+def on_rtt_sample(st, p, tp, rtt):
+    if st[RESET_RTT_MIN] > 0.0 or rtt < st[RTT_MIN]:
+        st[RTT_MIN] = rtt
+        st[RESET_RTT_MIN] = 0.0
+
+
+@jit
+def _bw_rttmin(st, tp):
+    if not (st[RTT_MIN] > 0.0):
+        return 2.0
+    return max(st[WW + H.WW_BW] * st[RTT_MIN] / tp[MSS], 2.0)
+
+
+@jit
+def on_ack(st, p, tp):
+    bw = H.westwood_on_ack(st, WW, tp, (tp[ACKED] + tp[SACKED]) * tp[MSS])
+    st[BW_BPS] = bw * 8.0
+    st[BW_RTTMIN] = _bw_rttmin(st, tp)
+
+
+@jit
+def ssthresh(st, p, tp):
+    if tp[FLAVOR] == LINUX:
+        return max(float(int(tp[CWND] / 2.0)), 2.0)  # tcp_reno_ssthresh
+    return _bw_rttmin(st, tp)
+
+
+@jit
+def on_rto(st, p, tp):
+    tp[SSTHRESH] = _bw_rttmin(st, tp)  # CA_EVENT_LOSS
+    st[RESET_RTT_MIN] = 1.0
+
+
+@jit
+def on_recovery_exit(st, p, tp):
+    w = _bw_rttmin(st, tp)  # CA_EVENT_COMPLETE_CWR
+    tp[SSTHRESH] = w
+    tp[CWND] = w
+
+
+@jit
+def cong_avoid(st, p, tp, n):
+    H.reno_cong_avoid(tp, n, p[P_L])
+
+
+ALGORITHMS = (
+    Algorithm(
+        name="westwood",
+        summary="Westwood+: Reno growth, window set to the bandwidth-delay estimate B·RTTmin after a loss",
+        citation="Mascolo et al., TCP Westwood+ (TCP-Fusion §II-A, HRF-TCP §2.2); Linux net/ipv4/tcp_westwood.c",
+        state=("ww", "ww_1", "ww_2", "ww_3", "rtt_min", "reset_rtt_min", "bw_bps", "bw_rttmin"),
+        params=(Param("L", "packets", 2.0, "RFC 3465 §2.3", "flavor rfc: slow-start growth limit per ACK",
+                      lo=0.0, hi=1e6),),
+        signals=(Signal("B", "bw_bps", "bit/s", "Westwood+ bandwidth estimate (two cascaded 7/8 filters)"),
+                 Signal("bw_rttmin", "bw_rttmin", "packets", "B·RTTmin/MSS (≥ 2): ssthresh after a loss"),
+                 Signal("rtt_min", "rtt_min", "s", "Westwood's RTTmin (re-measured after an RTO)")),
+        default_flavor="rfc",
+        flavor_doc="rfc: ssthresh = B·RTTmin at every congestion event; linux: tcp_westwood "
+                   "(cwnd/2 on entering recovery, B·RTTmin at recovery exit and RTO) in the Linux TCP core",
+    ),
+)
