@@ -243,7 +243,7 @@ def _rounds(acks: pl.DataFrame, segs: pl.DataFrame, eps: pl.DataFrame, mss: int,
         es = eps.get_column("start_ns").to_numpy()
         ee = eps.get_column("end_ns").fill_null(np.iinfo(np.int64).max).to_numpy()
         for k in range(len(start)):
-            if ((es <= end[k]) & (ee >= start[k])).any():
+            if ((es <= end[k]) & (ee > start[k])).any():
                 rec[k] = True
     limits = []
     ref_hist: list[int] = []
