@@ -1,8 +1,7 @@
 """Kyushu-TCP (KTCP) add-on — Yoshimizu, Koga, Kouyama, Shimamura, Kumazoe, Tsuru, IEICE Trans. Commun.
 E93-B(5), 2010 (papers/kyushu-tcp-paper.txt §3, Figs. 2-3, §4).
 
-A wrapper composed over any base algorithm (``kyushu+highspeed``, ``kyushu+cubic``; alias
-``ktcp``). The base runs unchanged; KTCP only adds a *non-aggressive period* to its congestion
+A wrapper composed over any base algorithm (``kyushu+highspeed``, ``kyushu+cubic``). The base runs unchanged; KTCP only adds a *non-aggressive period* to its congestion
 avoidance (§3, Fig. 2):
 
 * on a congestion event: ``w1`` = the window just before the drop, ``w2 = α·w1`` (eq. 1,
@@ -170,4 +169,4 @@ def _decl(name: str) -> Algorithm:
     )
 
 
-ALGORITHMS = (_decl("kyushu"), _decl("ktcp"))
+ALGORITHMS = (_decl("kyushu"),)

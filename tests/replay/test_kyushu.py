@@ -155,8 +155,8 @@ def test_kyushu_over_cubic_holds_at_w2():
     assert f["sent_in_period"][after] == 100 and f["cwnd"][after] >= 90.0
 
 
-def test_kyushu_alias_ktcp_and_signals():
-    f = run("ktcp+newreno", [("fr", 0, 100), ("ack", 1, 100)], "iw=100")
+def test_kyushu_signals():
+    f = run("kyushu+newreno", [("fr", 0, 100), ("ack", 1, 100)], "iw=100")
     assert f.columns[:4] == ["ts_ns", "cwnd", "ssthresh", "state"]
     for c in ("w1", "w2", "Tc", "B", "non_aggressive", "sent_in_period"):
         assert c in f.columns
