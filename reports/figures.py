@@ -42,7 +42,7 @@ from hscc_trace.model import FlowResult
 from . import decimate as dec
 from . import meta
 
-DEFAULT_MAX_POINTS = 4000  # points per series; 4 per time column → 1000 columns, about a screen width
+DEFAULT_MAX_POINTS = 2000  # points per series; 4 per time column → 500 columns (≈ 2 px each on a wide screen)
 
 ALGO_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
                "#393b79", "#637939", "#8c6d31", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1")
@@ -527,6 +527,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> go.Figure | None:
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
     flag_series = {s: _as_flag(df[s], infos.get(s)) for s in flags}
+    n_color = 0
     for r, (kind, names, _title) in enumerate(rows, start=1):
         traces: list[go.Scatter | None] = []
         if kind == "window":
@@ -553,17 +554,19 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> go.Figure | None:
                                      line=dict(color=ACTUAL_COLOR, width=1), opacity=0.55, hovertemplate="%{y:.1f}"))
         else:
             n_thr = 0
-            for i, s in enumerate(names):
+            for s in names:
                 thr = is_threshold_signal(s)
                 style = (dict(color="#333", width=1.3, dash=_THRESHOLD_DASH[n_thr % len(_THRESHOLD_DASH)]) if thr
-                         else dict(color=palette[(i + 3) % len(palette)], width=1.5))
+                         else dict(color=palette[(n_color + 3) % len(palette)], width=1.5))
                 n_thr += thr
+                n_color += not thr
                 traces.append(p.line(t, _f(df[s]), _esc(s) + (" (threshold)" if thr else ""), line=style,
                                      hovertemplate="%{y:.4g}"))
         y0, y1 = _extent(traces)
         bands = c.episode_bands(y0, y1, legend=r == 1)
-        for s in flags:
-            bands += _flag_bands(c, t, flag_series[s], s, y0, y1, legend=r == 1)
+        if kind != "other":  # phases/modes shade the window and threshold rows (episodes shade all)
+            for s in flags:
+                bands += _flag_bands(c, t, flag_series[s], s, y0, y1, legend=r == 1)
         for tr in [*bands, *(tr for tr in traces if tr is not None)]:
             fig.add_trace(tr, row=r, col=1)
     flag_note = f" — shaded: {', '.join(_esc(f) for f in flags)}" if flags else ""

@@ -13,6 +13,7 @@ Skipped, with the reason shown, when no chromium binary is installed (.ci/run in
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import shutil
@@ -46,8 +47,12 @@ class Browser:
         self._r, from_child_w = os.pipe()
 
         def child_fds() -> None:  # the protocol pipe must be fds 3 (commands in) and 4 (replies out)
-            os.dup2(to_child_r, 3)
-            os.dup2(from_child_w, 4)
+            # copy both ends above 10 first, so neither dup2 can clobber the other, and dup2 (which
+            # clears close-on-exec) is never a no-op on an fd that is already 3 or 4
+            a = fcntl.fcntl(to_child_r, fcntl.F_DUPFD, 10)
+            b = fcntl.fcntl(from_child_w, fcntl.F_DUPFD, 10)
+            os.dup2(a, 3)
+            os.dup2(b, 4)
 
         self.proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={self.profile}", f"--window-size={width},{height}",
                                       "about:blank"], preexec_fn=child_fds, close_fds=False,
