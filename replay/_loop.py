@@ -28,8 +28,18 @@ from __future__ import annotations
 
 import math
 
+from ._jit import jit
 from ._defaults import on_ack, on_recovery_exit, on_round_end, on_rto, on_rtt_sample, undo_cwnd  # noqa: F401
 from .tp import *  # noqa: F401,F403
+
+
+@jit
+def _current_ssthresh(tp, linux):
+    """Linux ``tcp_current_ssthresh`` (remembered for undo): max(ssthresh, ¾·cwnd) outside a
+    reduction; the RFC flavor remembers ssthresh itself."""
+    if linux:
+        return max(tp[SSTHRESH], math.floor(tp[CWND] / 2.0) + math.floor(tp[CWND] / 4.0))  # noqa: F405
+    return tp[SSTHRESH]  # noqa: F405
 
 
 def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purpose (compiled)
@@ -125,7 +135,7 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
         if evk == EV_RTO or (ts == LOSS and state != LOSS):  # noqa: F405 - Linux tcp_enter_loss
             tp[STATE] = state  # noqa: F405
             if state == OPEN:  # noqa: F405 - reduce ssthresh only once per episode
-                tp[PRIOR_SSTHRESH] = tp[SSTHRESH]  # noqa: F405
+                tp[PRIOR_SSTHRESH] = _current_ssthresh(tp, linux)  # noqa: F405
                 tp[PRIOR_CWND] = tp[CWND]  # noqa: F405
                 tp[EVENT] = EV_RTO  # noqa: F405
                 tp[SSTHRESH] = ssthresh(st, p, tp)  # noqa: F405,F821
@@ -136,7 +146,7 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
             on_rto(st, p, tp)
         elif ((evk == EV_FAST_RETRANSMIT or evk == EV_SACK_RECOVERY or ts == RECOVERY)  # noqa: F405
               and state == OPEN and not suppressed):  # noqa: F405 - Linux tcp_enter_recovery
-            tp[PRIOR_SSTHRESH] = tp[SSTHRESH]  # noqa: F405
+            tp[PRIOR_SSTHRESH] = _current_ssthresh(tp, linux)  # noqa: F405
             tp[PRIOR_CWND] = tp[CWND]  # noqa: F405
             if evk < 0:
                 tp[EVENT] = EV_FAST_RETRANSMIT  # noqa: F405
@@ -150,7 +160,7 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
         elif evk == EV_ECN and state == OPEN and tp[LAST_ECN_ROUND] != tp[ROUND]:  # noqa: F405
             # RFC 3168 §6.1.2: react at most once per round; Linux enters CWR (PRR down to
             # ssthresh) — modelled as an immediate reduction to ssthresh.
-            tp[PRIOR_SSTHRESH] = tp[SSTHRESH]  # noqa: F405
+            tp[PRIOR_SSTHRESH] = _current_ssthresh(tp, linux)  # noqa: F405
             tp[PRIOR_CWND] = tp[CWND]  # noqa: F405
             tp[SSTHRESH] = ssthresh(st, p, tp)  # noqa: F405,F821
             tp[CWND] = min(tp[CWND], tp[SSTHRESH])  # noqa: F405

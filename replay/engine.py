@@ -218,11 +218,15 @@ def replay(acks: pl.DataFrame, mss: int, algos: Iterable[str | Resolved], params
     ``algos`` are names (``reno``, ``kyushu+cubic``) or resolved algorithms; ``params`` are
     ``algo.name=value`` overrides for the named ones.
     """
+    algos = list(algos)
     names = [a for a in algos if isinstance(a, str)]
-    resolved = {id(a): a for a in algos if not isinstance(a, str)}
+    params = list(params)
+    if params and not names:
+        raise InputError("--param overrides apply to algorithms given by name")
     rs = resolve_many(names, params) if names else []
     order = [a if not isinstance(a, str) else rs.pop(0) for a in algos]
-    del resolved
+    if not order:
+        raise InputError("no algorithm given (see `hscc-trace algorithms`)")
     prep = prepare(acks, mss, segments)
     out: dict[str, pl.DataFrame] = {}
     for r in order:

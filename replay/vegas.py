@@ -4,7 +4,8 @@ Once per RTT round (the trace's round end, Linux ``after(ack, beg_snd_nxt)``), w
 smallest sample of the round (Vegas' own ``minRTT``, reset every round) and ``baseRTT`` the
 smallest sample ever, when the round had more than 2 samples (else Reno for that ACK):
 
-* ``diff`` — packets queued. Flavor ``linux``: ``cwnd·(RTT − baseRTT)/baseRTT`` (tcp_vegas.c);
+* ``diff`` — packets queued. Flavor ``linux``: ``cwnd·(RTT − baseRTT)/baseRTT`` in integer
+  microseconds, RTT + 1 µs (tcp_vegas.c);
   flavor ``rfc``: ``(Expected − Actual)·baseRTT = cwnd·(RTT − baseRTT)/RTT`` (Brakmo & Peterson,
   the same quantity as TCP-Fusion §II-B / CTCP; helpers.vegas_diff);
 * slow start: if ``diff > γ`` leave slow start: ``cwnd = min(cwnd, cwnd·baseRTT/RTT + 1)`` (the
@@ -96,8 +97,10 @@ def cong_avoid(st, p, tp, n):
             rtt = st[MIN_RTT]
             base = st[BASE_RTT]
             cwnd = tp[CWND]
-            if linux:
-                diff = cwnd * (rtt - base) / base
+            if linux:  # integer µs arithmetic, vrtt = rtt_us + 1 (tcp_vegas_pkts_acked)
+                rtt_us = math.floor(rtt * 1e6) + 1.0
+                base_us = math.floor(base * 1e6) + 1.0
+                diff = math.floor(cwnd * (rtt_us - base_us) / base_us)
             else:
                 diff = H.vegas_diff(cwnd, rtt, base)
             st[DIFF] = diff
@@ -105,7 +108,7 @@ def cong_avoid(st, p, tp, n):
                 # going too fast: leave slow start at the expected window + 1
                 target = cwnd * base / rtt
                 if linux:
-                    target = math.floor(target)
+                    target = math.floor(cwnd * (math.floor(base * 1e6) + 1.0) / (math.floor(rtt * 1e6) + 1.0))
                 tp[CWND] = min(cwnd, target + 1.0)
                 tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND] - 1.0)
                 st[ADJUST] = 2.0

@@ -18,6 +18,7 @@ from . import analyze_cmd  # noqa: F401,E402
 from . import check_cmd  # noqa: F401,E402
 from . import flows_cmd  # noqa: F401,E402
 from . import events_cmd  # noqa: F401,E402
+from . import replay_cmd  # noqa: F401,E402
 
 
 def main() -> None:

@@ -1,0 +1,264 @@
+"""HighSpeed, CUBIC, Vegas and Westwood+ branch tests with values worked out by hand.
+
+Formula checks call the hooks as plain Python on a crafted context (hook_harness.Hooks, the same
+source the engine compiles); sequences go through the engine (replay_synth.stream).
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from hscc_trace.replay import cubic as CU
+from hscc_trace.replay import engine, helpers as H
+from hscc_trace.replay import highspeed as HS
+from hscc_trace.replay._jit import pure
+
+from hook_harness import Hooks
+from replay_synth import MSS, stream
+
+# --- HighSpeed (RFC 3649) ------------------------------------------------------------------------
+
+a_of_w = pure(HS.a_of_w)
+b_of_w = pure(HS.b_of_w)
+
+
+def a_b(w):
+    return a_of_w(w, 38.0, 83000.0, 1e-7, 0.1, False), b_of_w(w, 38.0, 83000.0, 0.1)
+
+
+@pytest.mark.parametrize("w,a,b", [
+    # RFC 3649 Appendix B: the window at which a(w) reaches each integer, with b(w).
+    (38, 1, 0.50), (118, 2, 0.44), (221, 3, 0.41), (347, 4, 0.38), (495, 5, 0.37), (663, 6, 0.35),
+    (851, 7, 0.34), (1058, 8, 0.33), (1284, 9, 0.32), (2076, 12, 0.29), (5036, 20, 0.25),
+    (10661, 30, 0.21), (24402, 45, 0.16), (84035, 71, 0.10),
+])
+def test_highspeed_rfc3649_table(w, a, b):
+    got_a, got_b = a_b(w)
+    assert got_a == pytest.approx(a, abs=0.05 if w < 50000 else 0.1)
+    assert got_b == pytest.approx(b, abs=0.006)
+
+
+def test_highspeed_w1000():
+    # b(1000) = −0.4·(ln 1000 − ln 38)/(ln 83000 − ln 38) + 0.5 = −0.4·3.2702/7.6890 + 0.5 = 0.3299
+    # p(1000) = 0.078/1000^1.2 = 1.9593e-5; a = 1000²·p·2b/(2 − b) = 19.593·0.6598/1.6701 = 7.74
+    a, b = a_b(1000.0)
+    assert b == pytest.approx(0.3299, abs=1e-4)
+    assert a == pytest.approx(7.74, abs=0.01)
+
+
+def test_highspeed_reno_below_low_window():
+    assert a_b(38.0) == (1.0, 0.5)
+    assert a_b(10.0) == (1.0, 0.5)
+
+
+def test_highspeed_congestion_avoidance_increment_rfc():
+    # cwnd 1000 ≥ ssthresh 500: an ACK of 2 packets adds a(1000)·2/1000 = 7.7404·2/1000 = 0.015481.
+    h = Hooks("highspeed").set(CWND=1000.0, SSTHRESH=500.0)
+    h.call("cong_avoid", 2.0)
+    assert h["CWND"] == pytest.approx(1000.0 + 2 * a_b(1000.0)[0] / 1000.0, abs=1e-12)
+    assert h["CWND"] == pytest.approx(1000.01548, abs=1e-5)
+
+
+def test_highspeed_loss_decrease_rfc():
+    # ssthresh = w·(1 − b(w)): w = 1000 → 1000·(1 − 0.3299) = 670.1; w = 30 (Reno) → 15.
+    h = Hooks("highspeed").set(CWND=1000.0)
+    assert h.call("ssthresh") == pytest.approx(670.1, abs=0.05)
+    assert Hooks("highspeed").set(CWND=30.0).call("ssthresh") == 15.0
+
+
+def test_highspeed_linux_table_increment_and_decrease():
+    # tcp_highspeed: cwnd 120 lies in (118, 221] → ai = 2 (a = 3); per ACK cnt += 3; the counter
+    # reaches cwnd = 120 after 40 ACKs → cwnd 121. ssthresh = 120 − (120·104 >> 8) = 120 − 48 = 72.
+    h = Hooks("highspeed").set(FLAVOR=1.0, CWND=120.0, SSTHRESH=60.0, IS_CWND_LIMITED=1.0)
+    for _ in range(39):
+        h.call("cong_avoid", 1.0)
+    assert (h["CWND"], h["CWND_CNT"], h["ai"]) == (120.0, 117.0, 2.0)
+    h.call("cong_avoid", 1.0)
+    assert (h["CWND"], h["CWND_CNT"]) == (121.0, 0.0)
+    h.set(CWND=120.0)
+    assert h.call("ssthresh") == 72.0
+
+
+# --- CUBIC (RFC 9438) ------------------------------------------------------------------------------
+
+
+def test_cubic_rfc_k_and_w_of_t():
+    # Engine run, flavor rfc, iw 100, RTT samples 0.1 s (srtt 0.1).
+    # ACK0 (t = 0): loss with 100 outstanding: W_max = 100 (first loss), ssthresh = 100·0.7 = 70.
+    # ACK1 (t = 0.01) ends recovery: cwnd = 70; the CA epoch starts: K = ∛((100 − 70)/0.4) = ∛75
+    #   = 4.21716 s; W_est = 70 + 0.52941/70 = 70.00756 (α = 3·0.3/1.7 = 0.52941 while W_est <
+    #   cwnd_prior = 100); W_cubic(0) = 0.4·(−4.21716)³ + 100 = 70 < W_est → Reno-friendly:
+    #   cwnd = W_est = 70.00756.
+    # ACK2 (t = 2.01, 2 s into the epoch): W_est = 70.00756 + 0.52941/70.00756 = 70.01512;
+    #   W_cubic(2) = 0.4·(2 − 4.21716)³ + 100 = 0.4·(−10.89922) + 100 = 95.64031 > W_est →
+    #   concave: target = W_cubic(2 + 0.1) = 0.4·(−2.11716)³ + 100 = 0.4·(−9.48992) + 100 = 96.20403
+    #   (inside [cwnd, 1.5·cwnd]); cwnd = 70.00756 + 26.19647/70.00756 = 70.38176.
+    specs = [{"a": 0, "t": 0.0, "state": "recovery", "event": "fast_retransmit"},
+             {"t": 0.01}, {"t": 2.01}]
+    out = next(iter(engine.replay(stream(specs), MSS, ["cubic"], ["cubic.iw=100"]).values()))
+    assert out["W_max"].to_list() == [100.0, 100.0, 100.0]
+    assert out["ssthresh"][0] == pytest.approx(70.0)
+    assert out["K"][1] == pytest.approx(75 ** (1 / 3), abs=1e-9)
+    assert out["K"][1] == pytest.approx(4.21716, abs=1e-5)
+    assert out["region"].to_list() == ["slow_start", "reno_friendly", "concave"]
+    assert out["cwnd"][1] == pytest.approx(70.00756, abs=1e-5)
+    assert out["target"][2] == pytest.approx(96.20403, abs=1e-4)
+    assert out["cwnd"][2] == pytest.approx(70.38176, abs=1e-4)
+
+
+def test_cubic_rfc_fast_convergence():
+    # W_max = 100 from the previous loss; a new loss at cwnd 80 < W_max with fast convergence:
+    # W_max = 80·(1 + 0.7)/2 = 68; without it W_max = 80.
+    h = Hooks("cubic").set(CWND=80.0, FLIGHT=80.0, w_max=100.0)
+    assert h.call("ssthresh") == pytest.approx(56.0)
+    assert h["w_max"] == pytest.approx(68.0)
+    h = Hooks("cubic", fast_convergence="off").set(CWND=80.0, FLIGHT=80.0, w_max=100.0)
+    h.call("ssthresh")
+    assert h["w_max"] == 80.0
+
+
+def test_cubic_linux_cubic_root():
+    root = pure(CU.linux_cubic_root)
+    # a < 64: (v[a] + 35) >> 6: a = 27 → (190 + 35) >> 6 = 3; a = 8 → (123 + 35) >> 6 = 2.
+    assert root(27) == 3 and root(8) == 2
+    # a = 1000: fls = 10 → b = ((10·84) >> 8) − 1 = 2; shift = 1000 >> 6 = 15;
+    # x = ((v[15] + 10) << 2) >> 6 = (166·4) >> 6 = 10; Newton: 2·10 + 1000 // (10·9) = 31;
+    # (31·341) >> 10 = 10.
+    assert root(1000) == 10
+    # K for W_max − cwnd = 30 packets: cube_factor·30 = 2681735677·30 → ∛ = 4317.6 (2⁻¹⁰ s)
+    assert root(2681735677 * 30) == pytest.approx(4317.6, rel=0.005)
+
+
+def test_cubic_linux_ssthresh_and_w_max():
+    # cubictcp_recalc_ssthresh: cwnd 100 → max(100·717 >> 10, 2) = 70 (70.02 floored); W_max = 100.
+    # Next loss at 80 < 100 with fast convergence: W_max = 80·(1024 + 717)/2048 = 68.0 (floor 68).
+    h = Hooks("cubic").set(FLAVOR=1.0, CWND=100.0)
+    assert h.call("ssthresh") == 70.0
+    assert h["w_max"] == 100.0
+    h.set(CWND=80.0)
+    assert h.call("ssthresh") == 56.0  # 80·717/1024 = 56.02
+    assert h["w_max"] == 68.0
+
+
+def test_cubic_linux_state_wiped_on_rto():
+    h = Hooks("cubic").set(FLAVOR=1.0, CWND=100.0, w_max=120.0, delay_min=40000.0, t_epoch=10.0)
+    h.call("on_rto")
+    assert (h["w_max"], h["delay_min"], h["t_epoch"]) == (0.0, 0.0, -1.0)
+
+
+# --- Vegas -----------------------------------------------------------------------------------------
+
+
+def test_vegas_plus_minus_one_per_round():
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=20.0, SSTHRESH=10.0, IS_CWND_LIMITED=1.0)
+    h.call("init")
+    # Linux arithmetic: integer µs with vrtt = rtt_us + 1 (baseRTT 0.1 s → 100001).
+    # Round 1: three samples of 0.100 s → baseRTT = minRTT = 100001, cntRTT 3.
+    # diff = cwnd·(RTT − base)/base = 0 < α = 2 → cwnd + 1 = 21.
+    for r in (0.1, 0.1, 0.1):
+        h.call("on_rtt_sample", r)
+    h.set(ROUND_END=1.0)
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 21.0 and h["adjust"] == 1.0
+    # Between round ends congestion avoidance holds.
+    h.set(ROUND_END=0.0)
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 21.0
+    # Round 2: minRTT 0.125 s → diff = 21·(125001 − 100001) // 100001 = 525000 // 100001 = 5 > β = 4
+    # → cwnd 20; ssthresh = min(10, 20 − 1) = 10, then tcp_current_ssthresh:
+    # max(10, (20 >> 1) + (20 >> 2)) = 15.
+    for r in (0.125, 0.13, 0.14):
+        h.call("on_rtt_sample", r)
+    h.set(ROUND_END=1.0)
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 20.0 and h["adjust"] == -1.0 and h["diff"] == 5.0
+    assert h["SSTHRESH"] == 15.0
+    # Round 3: minRTT 0.115 → diff = 20·15000 // 100001 = 2: neither < α nor > β → hold.
+    for r in (0.115, 0.115, 0.12):
+        h.call("on_rtt_sample", r)
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 20.0 and h["adjust"] == 0.0 and h["diff"] == 2.0
+    # Round 4: minRTT 0.11 → diff = 20·10000 // 100001 = 1 < α → 21.
+    for r in (0.11, 0.11, 0.11):
+        h.call("on_rtt_sample", r)
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 21.0 and h["adjust"] == 1.0
+
+
+def test_vegas_too_few_samples_behaves_like_reno():
+    # cntRTT = 2 ≤ 2 at the round end: Reno for this ACK (segment counter 0 → 1, cwnd 20).
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=20.0, SSTHRESH=10.0, IS_CWND_LIMITED=1.0)
+    h.call("init")
+    h.call("on_rtt_sample", 0.1)
+    h.call("on_rtt_sample", 0.3)
+    h.set(ROUND_END=1.0)
+    h.call("cong_avoid", 1.0)
+    assert (h["CWND"], h["CWND_CNT"]) == (20.0, 1.0)
+
+
+def test_vegas_rfc_diff_over_rtt():
+    # Brakmo & Peterson: diff = cwnd·(RTT − base)/RTT = 21·(0.12 − 0.1)/0.12 = 3.5 (≤ β: hold).
+    h = Hooks("vegas").set(FLAVOR=0.0, CWND=21.0, SSTHRESH=10.0)
+    h.call("init")
+    for r in (0.1, 0.12, 0.12):
+        h.call("on_rtt_sample", r)
+    h.st[h.mod.MIN_RTT] = 0.12
+    h.set(ROUND_END=1.0)
+    h.call("cong_avoid", 1.0)
+    assert h["diff"] == pytest.approx(3.5) and h["CWND"] == 21.0
+
+
+# --- Westwood+ -------------------------------------------------------------------------------------
+
+
+def test_westwood_filter_values():
+    on_ack = pure(H.westwood_on_ack)
+    h = Hooks("westwood").set(NOW=0.0, RTT=0.1)
+    pure(H.westwood_init)(h.st, 0, h.tp)
+    # t = 0.05, 10000 B: 0.05 s < max(RTT 0.1, 50 ms) → no sample yet; bk = 10000.
+    h.set(NOW=0.05)
+    assert on_ack(h.st, 0, h.tp, 10000.0) == 0.0
+    # t = 0.12, 5000 B: window of 0.12 s > 0.1 → sample 10000/0.12 = 83333.33 B/s fills both
+    # stages; new window, bk = 5000.
+    h.set(NOW=0.12)
+    assert on_ack(h.st, 0, h.tp, 5000.0) == pytest.approx(83333.333, abs=1e-3)
+    # t = 0.25: 0.13 s > 0.1 → sample 5000/0.13 = 38461.54;
+    # bw_ns = (7·83333.33 + 38461.54)/8 = 77724.36; bw = (7·83333.33 + 77724.36)/8 = 82632.21.
+    h.set(NOW=0.25)
+    assert on_ack(h.st, 0, h.tp, 0.0) == pytest.approx(82632.21, abs=0.01)
+    assert h.st[H.WW_BW_NS] == pytest.approx(77724.36, abs=0.01)
+
+
+def test_westwood_recovery_exit_sets_bandwidth_delay_window():
+    # B = 82632.21 B/s, RTTmin 0.1 s, MSS 1000 B: cwnd = ssthresh = 8263.221·… /1000 = 8.2632.
+    h = Hooks("westwood").set(CWND=20.0, SSTHRESH=10.0, rtt_min=0.1)
+    h.st[h.mod.WW + H.WW_BW] = 82632.21
+    h.call("on_recovery_exit")
+    assert h["CWND"] == pytest.approx(8.263221) and h["SSTHRESH"] == pytest.approx(8.263221)
+    # B·RTTmin below 2 packets: floor 2.
+    h.st[h.mod.WW + H.WW_BW] = 1000.0
+    h.call("on_recovery_exit")
+    assert h["CWND"] == 2.0
+
+
+def test_westwood_ssthresh_by_flavor():
+    h = Hooks("westwood").set(CWND=40.0, rtt_min=0.1)
+    h.st[h.mod.WW + H.WW_BW] = 200000.0  # → B·RTTmin/MSS = 20 packets
+    assert h.call("ssthresh") == pytest.approx(20.0)  # rfc: Westwood+ sets ssthresh = B·RTTmin
+    h.set(FLAVOR=1.0)
+    assert h.call("ssthresh") == 20.0  # linux: tcp_reno_ssthresh = 40 >> 1
+
+
+def test_helpers_westwood_decrease_and_vegas_diff():
+    # max(RTTmin/RTT·cwnd, cwnd/2): 0.1/0.125·100 = 80 > 50 → 80; 0.1/0.3·100 = 33.3 < 50 → 50.
+    assert pure(H.westwood_decrease)(100.0, 0.1, 0.125) == pytest.approx(80.0)
+    assert pure(H.westwood_decrease)(100.0, 0.1, 0.3) == 50.0
+    # diff = cwnd·(RTT − RTTmin)/RTT = 100·0.025/0.125 = 20 packets queued.
+    assert pure(H.vegas_diff)(100.0, 0.125, 0.1) == pytest.approx(20.0)
+    assert pure(H.vegas_diff)(100.0, math.nan, 0.1) == 0.0
+    # additive increase with byte counting: cwnd 10, N = 2 → 10 + 1·2/10 = 10.2
+    h = Hooks("reno").set(CWND=10.0)
+    pure(H.additive_increase)(h.tp, 2.0, 1.0)
+    assert h["CWND"] == pytest.approx(10.2)
