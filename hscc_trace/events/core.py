@@ -72,7 +72,7 @@ def _ts_lookup(vals, times, n, v):
 @njit(cache=True)
 def analyze(
     snd, ts, seq, ack, plen, flags, win, tsv, tse, sl, sr, sn,
-    mss, rwnd_shift, sack_flow, dupthresh, ooo_thres_ns, rtt_offset_ns, rto_min_ns, at_sender,
+    mss, rwnd_shift, sack_flow, dupthresh, ooo_thres_ns, rtt_offset_ns, rto_min_ns, at_sender, ahead,
     # per-packet outputs
     o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
     o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
@@ -82,6 +82,10 @@ def analyze(
     warn,
 ):
     """Run the state machine; fills the output arrays, returns the number of episodes.
+
+    ``rtt_offset_ns`` (per packet) is added to RTT samples before they feed the RTO estimator;
+    ``at_sender`` is False for receiver-side/mid-path captures, where ``ahead`` (per packet)
+    estimates the sender's snd_max at each ACK.
 
     ``snd`` marks packets from the data sender; ``seq`` is the sender's relative unwrapped
     sequence for sender packets and the receiver's own (unwrapped) sequence for receiver
@@ -468,11 +472,14 @@ def analyze(
         # RTT rounds
         rend = False
         myr = rnd
+        # away from the sender, the sender's snd_max at this ACK is estimated from what the
+        # capture point sees one sender-side RTT part later (``ahead``, see tables.py)
+        tgt = snd_max if at_sender or ahead[i] < snd_max else ahead[i]
         if not rnd_started:
-            rnd_started = True; rnd_target = snd_max; rnd_start_ack = una
+            rnd_started = True; rnd_target = tgt; rnd_start_ack = una
         elif una >= rnd_target and una > rnd_start_ack:
             rend = True
-            rnd += 1; rnd_target = snd_max; rnd_start_ack = una
+            rnd += 1; rnd_target = tgt; rnd_start_ack = una
         o_isack[i] = True
         o_ackrel[i] = a
         o_acked[i] = acked

@@ -7,10 +7,18 @@ Round limit classification (per round, first rule that applies):
    in the round minus one MSS (``peak >= rwnd_min − MSS``).
 2. **app** — the application had nothing to send (in the spirit of Linux's
    ``tcp_rate_check_app_limited``: nothing queued while the window had room): no loss/recovery
-   in the round, and either the flight drained completely (an ACK in the round left nothing
-   outstanding), or the peak flight stayed below :data:`APP_FRACTION` of the largest peak of the
-   previous :data:`APP_LOOKBACK` rounds since the last congestion episode ended (a window that
-   shrinks by itself without a congestion signal is not the congestion window).
+   in the round, and one of
+
+   * the flight drained completely (an ACK in the round left nothing outstanding);
+   * the peak flight stayed below :data:`APP_FRACTION` of the largest peak of the previous
+     :data:`APP_LOOKBACK` rounds since the last congestion episode ended (a window that shrinks
+     by itself without a congestion signal is not the congestion window);
+   * captures at the sender only: the data was not released by ACKs — fewer than half of the
+     round's new segments (at least :data:`CLOCK_MIN_SEGMENTS`) left within
+     :data:`CLOCK_NS` of the latest ACK. A window-limited sender transmits as soon as an ACK
+     frees room; an application-limited one when the application writes. A paced sender (BBR,
+     fq pacing) is not ACK-clocked either and is reported here as well: its rounds are not
+     cwnd-limited, which is what the fit needs to know.
 3. **cwnd** — otherwise.
 """
 
@@ -34,6 +42,8 @@ RTO_MIN_NS = 200_000_000  # Linux TCP_RTO_MIN (200 ms); RFC 6298 §2.4 allows be
 OOO_DEFAULT_NS = 3_000_000  # Wireshark: out-of-order window when the initial RTT is unknown
 APP_FRACTION = 0.5
 APP_LOOKBACK = 8
+CLOCK_NS = 500_000  # a segment within 0.5 ms after an ACK was released by it
+CLOCK_MIN_SEGMENTS = 4
 
 
 def _run(fa) -> dict[str, np.ndarray]:
@@ -63,15 +73,18 @@ def build_events(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: in
     fa = prepare(packets, flow)
     vt = detect(fa)
     o, e, warn = _run(fa)
-    if vt.vantage in ("receiver", "mid-path") and vt.offset_ns > 0:
+    at_sender = not (vt.vantage in ("receiver", "mid-path") and vt.offset_ns > 0)
+    if not at_sender:
         off = dynamic_offsets(fa, vt.offset_ns)
+        ahead = _snd_max_ahead(fa, off)
     else:
         off = np.full(fa.ts.shape[0], vt.offset_ns, np.int64)
+        ahead = np.zeros(fa.ts.shape[0], np.int64)
     ooo = fa.handshake.irtt_ns if fa.handshake.irtt_ns else OOO_DEFAULT_NS
     n_ep = core.analyze(
         fa.snd, fa.ts, fa.seq, fa.ack, fa.plen, fa.flags, fa.win, fa.tsv, fa.tse, fa.sl, fa.sr, fa.sn,
         np.int64(fa.mss), np.int64(fa.rwnd_shift), fa.sack_flow, np.int64(DUPTHRESH), np.int64(ooo),
-        off, np.int64(RTO_MIN_NS), vt.vantage in ("sender", "unknown"),
+        off, np.int64(RTO_MIN_NS), at_sender, ahead,
         o["kind"], o["probe"], o["rexmit"], o["seg_out"], o["seg_round"], o["isack"], o["ackrel"], o["acked"],
         o["sacked"], o["dsack"], o["dup"], o["rwnd"], o["rtt"], o["rtt_src"], o["snd_max"], o["out"], o["pipe"],
         o["round"], o["round_end"], o["state"], o["cong"], o["undo"],
@@ -91,12 +104,16 @@ def build_events(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: in
             warnings.append(Warn(src, msg, int(warn[k])))
     if not fa.rwnd_scale_known and (~fa.snd).any():
         warnings.append(Warn(src, "window scale unknown (handshake not captured): rwnd_bytes is the raw window"))
-    if vt.vantage in ("receiver", "mid-path") and vt.offset_ns > 0:
-        _correct_flight(fa, o, off)
+    if not at_sender:
+        # estimated sender-side flight at each ACK (docstring of _snd_max_ahead)
+        m = o["isack"]
+        extra = np.maximum(ahead[m] - o["snd_max"][m], 0)
+        o["out"][m] += extra
+        o["pipe"][m] += extra
     segs = _segments(fa, o)
     acks = _acks(fa, o, off)
     eps = _episodes(fa, e, n_ep)
-    rounds = _rounds(acks, segs, eps, fa.mss, fa.rwnd_scale_known)
+    rounds = _rounds(acks, segs, eps, fa.mss, fa.rwnd_scale_known, at_sender and vt.vantage == "sender")
     return FlowEvents(
         flow_id=flow_id, sender_dir=fa.sender_dir, mss=fa.mss, vantage=vt.vantage,
         segments=segs, acks=acks, episodes=eps, rounds=rounds,
@@ -104,26 +121,25 @@ def build_events(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: in
     )
 
 
-def _correct_flight(fa, o, offset_ns: np.ndarray) -> None:
-    """Receiver-side / mid-path captures: estimate the sender's flight when it gets each ACK.
+def _snd_max_ahead(fa, offset_ns: np.ndarray) -> np.ndarray:
+    """Receiver-side / mid-path captures: the sender's snd_max when it gets each packet's ACK.
 
     An ACK that leaves the capture point at ``t`` reaches the sender about ``offset/2`` later;
     what the sender has sent by then reaches the capture point by about ``t + offset`` (offset =
-    the sender-side part of the RTT, :mod:`.vantage`). So the sender's snd_max at that ACK is
-    estimated as the highest sequence seen at the capture point up to ``t + offset``, and
-    ``outstanding``/``pipe`` are raised by the difference. ``snd_max`` keeps what was observed.
+    the sender-side part of the RTT at that moment, :func:`.vantage.dynamic_offsets`). So the
+    sender's snd_max at that ACK is estimated as the highest sequence number seen at the capture
+    point up to ``t + offset``. Used for the round boundaries and to raise ``outstanding`` and
+    ``pipe``; the ``snd_max`` column keeps what was observed.
     """
-    seg = fa.snd & (o["kind"] >= 0)
+    n = fa.ts.shape[0]
+    seg = fa.snd & ((fa.plen > 0) | ((fa.flags & (core.F_SYN | core.F_FIN)) != 0))
     if not seg.any():
-        return
+        return np.zeros(n, np.int64)
+    ends = fa.seq[seg] + fa.plen[seg] + ((fa.flags[seg] & core.F_SYN) != 0) + ((fa.flags[seg] & core.F_FIN) != 0)
     t_seg = np.maximum.accumulate(fa.ts[seg])
-    hi = np.maximum.accumulate(o["snd_max"][seg])
-    m = o["isack"]
-    j = np.searchsorted(t_seg, fa.ts[m] + offset_ns[m], side="right") - 1
-    ahead = np.where(j >= 0, hi[np.clip(j, 0, None)], 0)
-    extra = np.maximum(ahead - o["snd_max"][m], 0)
-    o["out"][m] += extra
-    o["pipe"][m] += extra
+    hi = np.maximum.accumulate(ends)
+    j = np.searchsorted(t_seg, fa.ts + offset_ns, side="right") - 1
+    return np.where(j >= 0, hi[np.clip(j, 0, None)], 0).astype(np.int64)
 
 
 def _segments(fa, o) -> pl.DataFrame:
@@ -203,7 +219,8 @@ def _episodes(fa, e, n: int) -> pl.DataFrame:
     return schema.conform(df, schema.EPISODES)
 
 
-def _rounds(acks: pl.DataFrame, segs: pl.DataFrame, eps: pl.DataFrame, mss: int, scale_known: bool) -> pl.DataFrame:
+def _rounds(acks: pl.DataFrame, segs: pl.DataFrame, eps: pl.DataFrame, mss: int, scale_known: bool,
+            clock_test: bool) -> pl.DataFrame:
     if acks.height == 0:
         return schema.empty(schema.ROUNDS)
     a = acks.group_by("round").agg(
@@ -221,6 +238,17 @@ def _rounds(acks: pl.DataFrame, segs: pl.DataFrame, eps: pl.DataFrame, mss: int,
         pl.col("snd_max").first().alias("first_snd_max"),
     )
     s = segs.group_by("round").agg(pl.col("outstanding").max().alias("seg_peak"))
+    if clock_test:
+        newseg = segs.filter((pl.col("len") > 0) & ~pl.col("rexmit") & (pl.col("probe") == "none")).sort("frame")
+        last_ack = acks.select(pl.col("frame").alias("ack_frame"), pl.col("ts_ns").alias("ack_ns")).sort("ack_frame")
+        # segments sent before the first ACK (initial window) say nothing about ACK clocking
+        ck = (newseg.join_asof(last_ack, left_on="frame", right_on="ack_frame", strategy="backward")
+              .filter(pl.col("ack_ns").is_not_null())
+              .with_columns(((pl.col("ts_ns") - pl.col("ack_ns")) <= CLOCK_NS).alias("clocked"))
+              .group_by("round").agg(pl.col("clocked").mean().alias("clocked_frac"), pl.len().alias("n_new")))
+        s = s.join(ck, on="round", how="left")
+    else:
+        s = s.with_columns(pl.lit(None, pl.Float64).alias("clocked_frac"), pl.lit(0, pl.UInt32).alias("n_new"))
     r = a.join(s, on="round", how="left").sort("round")
     # a round opens at the ACK that closed the previous one (the first ACK for round 0)
     r = r.with_columns(
@@ -237,6 +265,8 @@ def _rounds(acks: pl.DataFrame, segs: pl.DataFrame, eps: pl.DataFrame, mss: int,
     rw = r.get_column("rwnd_bytes").to_numpy()
     rec = (r.get_column("rec_state") | r.get_column("rec_event")).to_numpy()
     drained = r.get_column("drained").to_numpy()
+    unclocked = ((r.get_column("n_new").fill_null(0) >= CLOCK_MIN_SEGMENTS)
+                 & (r.get_column("clocked_frac").fill_null(1.0) < 0.5)).to_numpy()
     start = r.get_column("start_ns").to_numpy()
     end = r.get_column("end_ns").to_numpy()
     if eps.height:
@@ -254,7 +284,7 @@ def _rounds(acks: pl.DataFrame, segs: pl.DataFrame, eps: pl.DataFrame, mss: int,
             continue
         if rw[k] == 0 or (scale_known and peak[k] >= rw[k] - mss):
             limits.append("rwnd")
-        elif drained[k] or (ref_hist and peak[k] < APP_FRACTION * max(ref_hist[-APP_LOOKBACK:])):
+        elif drained[k] or unclocked[k] or (ref_hist and peak[k] < APP_FRACTION * max(ref_hist[-APP_LOOKBACK:])):
             limits.append("app")
         else:
             limits.append("cwnd")
