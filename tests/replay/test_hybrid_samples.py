@@ -133,3 +133,22 @@ def test_hybrid_samples_kyushu_invariants(replays):
         assert ((f["B"] - f["Tc"] ** 2 * f["w2"]).drop_nulls().abs() < 1e-9).all(), key
         held_any += h.height
     assert held_any > 0  # the non-aggressive period engages on real traces
+
+
+@pytest.mark.parametrize("name, page", [("fusion", "fusion"), ("compound", "compound"), ("hrf", "hrf"),
+                                        ("hrf-cr", "hrf"), ("hrf-w-cr-cr", "hrf"), ("kyushu", "kyushu")])
+def test_docs_pages_list_every_parameter_and_signal(name, page):
+    """docs/algorithms/<page>.md documents each parameter (with its default) and each signal."""
+    from hscc_trace.replay import registry
+
+    a = registry.get(name)
+    assert a.doc_page == f"algorithms/{page}.md"
+    text = (ROOT / "docs" / a.doc_page).read_text()
+    assert f"`{name}`" in text
+    for p in a.params:
+        row = next((ln for ln in text.splitlines() if ln.startswith(f"| `{p.name}` |")), None)
+        assert row is not None, f"{page}.md lacks parameter {p.name}"
+        default = {True: "on", False: "off"}.get(p.default, p.default) if isinstance(p.default, bool) else p.default
+        assert f"| {default:g} |" in row if isinstance(default, float) else f"| {default} |" in row, row
+    for s in a.signals:
+        assert f"| `{s.name}` |" in text, f"{page}.md lacks signal {s.name}"
