@@ -332,17 +332,38 @@ def test_emulator_accuracy_recorded_and_within_bounds():
         assert emu["release_late_us"]["p50"] < 200 and emu["release_late_us"]["p99"] < 1000, name
 
 
+def test_emulator_rate_and_delay_measured_on_the_reno_bdp_capture_pair():
+    # the two captures of one run share a clock: every ACK seen leaving the receiver is seen
+    # arriving at the sender 20 ms (configured one-way delay) + 42 µs (52 B at 10 Mbit/s) later
+    spec = importlib.util.spec_from_file_location("hscc_samples_accuracy", SAMPLES / "testbed" / "accuracy.py")
+    acc = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = acc
+    spec.loader.exec_module(acc)
+    r = acc.measure(SAMPLES / "reno-bdp", SAMPLES / "reno-bdp-receiver")
+    d = r["ack_path_delay_error_us"]
+    assert r["ack_path_packets"] > 1000
+    assert 0 <= d["1"] and d["50"] < 300 and d["99"] < 2000  # µs
+    assert abs(r["rate_error_median"]) < 0.02
+
+
 # ---------------------------------------------------------------------------------------------
 # repeatability
 
 def test_repeatability_record_agrees_within_10_percent():
+    # samples/testbed/repeat.py ran every configuration several times with identical settings.
+    # Throughput must agree within 10 % between every pair of runs, and so must the loss counts
+    # of the seeded random-loss configurations. reno-bdp's losses are buffer overflows, most of
+    # them in the slow-start overshoot, whose size depends on µs timing: its counts are allowed
+    # 15 % (observed 74-83 over 8 runs; see samples/README.md "Repeatability").
     rec = json.loads((SAMPLES / "repeatability.json").read_text())
-    assert len(rec["results"]) >= 2
+    assert {r["name"] for r in rec["results"]} >= {"reno-bdp", "reno-loss", "cubic-loss"}
     for r in rec["results"]:
-        for k, v in r["rel_diff"].items():
-            a, b = r["run1"][k], r["run2"][k]
-            assert abs(a - b) <= 0.10 * (a + b) / 2, (r["name"], k, a, b)
-            assert v <= 0.10
+        runs = r["runs"]
+        assert len(runs) >= 2
+        for k in ("throughput_bps", "retransmitted_segments", "kernel_total_retrans"):
+            hi, lo = max(x[k] for x in runs), min(x[k] for x in runs)
+            tol = 0.15 if (r["name"] == "reno-bdp" and k != "throughput_bps") else 0.10
+            assert hi - lo <= tol * (hi + lo) / 2, (r["name"], k, hi, lo)
 
 
 @pytest.mark.skipif(os.environ.get("HSCC_TESTBED") != "1" or os.geteuid() != 0,

@@ -68,6 +68,40 @@ def main() -> None:
            "notes": "real Linux captures made by samples/testbed/run.py (see samples/README.md); "
                     "synthetic scapy captures live in samples/synthetic/ with their own index"}
     (SAMPLES / "index.json").write_text(json.dumps(out, indent=1) + "\n")
+    update_readme(entries)
+
+
+BEGIN, END = "<!-- BEGIN GENERATED: make_index.py -->", "<!-- END GENERATED -->"
+
+
+def update_readme(entries: list[dict]) -> None:
+    """Refresh the per-sample table in samples/README.md (between the markers)."""
+    readme = SAMPLES / "README.md"
+    if not readme.exists():
+        return
+    rows = ["| sample | cc | link (rate, base RTT, buffer, loss) | capture | size | packets | "
+            "throughput (Mbit/s) | retransmitted segments | clock-alignment residual p50 / p95 (µs) |",
+            "|---|---|---|---|---|---|---|---|---|"]
+    for e in entries:
+        meta = json.loads((SAMPLES / e["name"] / "meta.json").read_text())
+        al = list(meta["trace"]["alignment"].values())
+        res = " ; ".join(f"{a['residual_abs_us_p50']:.1f} / {a['residual_abs_us_p95']:.1f}" for a in al)
+        link = (f"{e['rate_bps'] / 1e6:g} Mbit/s, {e['base_rtt_s'] * 1e3:g} ms, {e['buffer_pkts']} pkts, "
+                f"{e['loss'] * 100:g} %")
+        if e["rwnd_rcvbuf_bytes"]:
+            link += f", SO_RCVBUF {e['rwnd_rcvbuf_bytes']} B"
+        if e["app_rate_bps"]:
+            link += f", app {e['app_rate_bps'] / 1e6:g} Mbit/s"
+        tput = " + ".join(f"{f['throughput_bps'] / 1e6:.2f}" for f in e["flows"])
+        rtx = " + ".join(str(f["retransmitted_segments"]) for f in e["flows"])
+        cc = e["cc"] if isinstance(e["cc"], str) else " vs ".join(e["cc"])
+        rows.append(f"| `{e['name']}` | {cc} | {link} | {e['capture_point']} | {e['capture_bytes'] / 1e6:.2f} MB | "
+                    f"{e['packets']} | {tput} | {rtx} | {res} |")
+    text = readme.read_text()
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        _, tail = rest.split(END, 1)
+        readme.write_text(head + BEGIN + "\n" + "\n".join(rows) + "\n" + END + tail)
 
 
 if __name__ == "__main__":

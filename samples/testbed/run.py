@@ -389,7 +389,7 @@ def main() -> None:
             if fn == "receiver.pcap" and a.capture != "both":
                 continue
             cmd = ["ip", "netns", "exec", ns, "tcpdump", "-i", dev, "-s", str(SNAPLEN), "-B", "16384",
-                   "--time-stamp-precision", "nano", "-n", "-w", str(work / fn), "tcp"]
+                   "--time-stamp-precision", "nano", "--immediate-mode", "-U", "-n", "-w", str(work / fn), "tcp"]
             p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
             procs.append(p)
             line = p.stderr.readline()
@@ -419,7 +419,7 @@ def main() -> None:
         for p in senders + receivers:
             if p.wait(timeout=a.duration + 60) != 0:
                 raise RuntimeError(f"flow process failed: {p.args}")
-        time.sleep(0.3)
+        time.sleep(1.0)  # let the last packets reach both taps (tcpdump runs in immediate mode)
         text, tstats = trace_stop_and_read()
         dump_stats = {}
         for fn, p, cmd in dumps:
