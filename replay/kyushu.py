@@ -29,7 +29,7 @@ import math
 
 from ._jit import jit
 from .api import Algorithm, Param, Signal
-from .tp import CWND, EV_ECN, EV_FAST_RETRANSMIT, EV_RTO, EV_SACK_RECOVERY, EVENT, SSTHRESH
+from .tp import ACKED, CWND, EV_ECN, EV_FAST_RETRANSMIT, EV_RTO, EV_SACK_RECOVERY, EVENT, SACKED, SSTHRESH
 
 # --- state slots (the wrapper's own slice) ---------------------------------------------------------
 W1 = 0  # packets — window just before the last drop
@@ -105,10 +105,17 @@ def post_undo_cwnd(ws, wp, tp, value):
 
 
 @jit
+def post_on_ack(ws, wp, tp):
+    # every ACK during the period: the held window releases one packet per packet delivered
+    # (cumulative + SACKed, also on ACKs that do not call cong_avoid)
+    if ws[NON_AGGR] > 0.0:
+        ws[SENT] += tp[ACKED] + tp[SACKED]
+
+
+@jit
 def pre_cong_avoid(ws, wp, tp, n):
     """False (skip the base's growth) while the window is held at w2."""
     if ws[NON_AGGR] > 0.0:
-        ws[SENT] += n
         if ws[SENT] > ws[B]:  # period over: the base grows again from this ACK
             ws[NON_AGGR] = 0.0
             ws[ARMED] = 0.0
