@@ -77,7 +77,13 @@ class Run:
 
     analysis: Analysis
     inputs: list[str]  # expanded capture paths, in order
-    failed: dict[str, str]  # path -> one-line error
+    failed: dict[str, str]  # path -> one-line error (capture not readable)
+    flow_failed: list[str] = field(default_factory=list)  # one line per flow whose replay/fit failed
+
+    @property
+    def errors(self) -> list[str]:
+        """Every one-line error: unreadable captures, then flows that could not be analyzed."""
+        return [*self.failed.values(), *self.flow_failed]
 
     def to_json(self) -> dict[str, Any]:
         """The versioned results document (:mod:`hscc_trace.results`)."""
@@ -90,7 +96,8 @@ class Run:
 def expand_inputs(paths: Iterable[str | Path]) -> tuple[list[str], dict[str, str]]:
     """Files as given; directories replaced by the capture files below them (sorted, recursive).
 
-    Returns ``(captures, errors)``; ``errors`` maps an unusable argument (missing, or a directory
+    Returns ``(entries, errors)``: ``entries`` lists every capture to read and every unusable
+    argument, in argument order; ``errors`` maps an unusable argument (missing, or a directory
     without captures) to its one-line message. Duplicates are read once.
     """
     out: list[str] = []
@@ -112,12 +119,14 @@ def expand_inputs(paths: Iterable[str | Path]) -> tuple[list[str], dict[str, str
             )
             if not found:
                 errors[str(raw)] = f"{raw}: no capture files in directory ({', '.join(CAPTURE_SUFFIXES[:3])} …)"
+                out.append(str(raw))
             for f in found:
                 add(f)
         elif p.exists():
             add(str(raw))
         else:
             errors[str(raw)] = f"{raw}: no such file or directory"
+            out.append(str(raw))
     return out, errors
 
 
@@ -205,8 +214,8 @@ def _flow_task(path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tupl
 
 def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = None) -> Run:
     """Analyze captures: files as given and directories expanded. See the module docstring."""
-    inputs, input_errors = expand_inputs(paths)
-    order = list(inputs) + [p for p in input_errors if p not in inputs]
+    order, input_errors = expand_inputs(paths)
+    inputs = [p for p in order if p not in input_errors]
     failed: dict[str, str] = dict(input_errors)
     prepared: dict[str, Prepared] = {}
     flow_results: dict[tuple[str, int], FlowResult] = {}
@@ -266,6 +275,7 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
 
     captures: list[CaptureResult] = []
     errors: list[str] = []
+    flow_failed: list[str] = []
     for path in order:
         if path in failed:
             errors.append(failed[path])
@@ -277,6 +287,8 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
             if (path, i) in flow_results:
                 flows.append(flow_results[(path, i)])
             elif (path, i) in flow_errors:
+                flow_failed.append(f"{path}: flow {row.get('flow_id')}: "
+                                   f"{flow_errors[(path, i)].removeprefix(path + ': ')}")
                 warns.append(Warn(path, f"flow {row.get('flow_id')} not replayed: "
                                         f"{flow_errors[(path, i)].removeprefix(path + ': ')}"))
         captures.append(CaptureResult(meta=prep.meta, flows=prep.flows, results=flows, warnings=warns))
@@ -286,9 +298,10 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         params={a: dict(opts.values.get(a, {})) for a in opts.labels},
         version=__version__,
         created=results.utc_now(),
-        errors=errors,
+        errors=errors + flow_failed,
     )
-    return Run(analysis=analysis, inputs=order, failed={p: failed[p] for p in order if p in failed})
+    return Run(analysis=analysis, inputs=order, failed={p: failed[p] for p in order if p in failed},
+               flow_failed=flow_failed)
 
 
 def _future_result(fut: Future, path: str) -> tuple[bool, Any]:

@@ -344,7 +344,8 @@ def schema_document() -> dict[str, Any]:
             "captures": {"type": "array", "items": {"$ref": "#/$defs/capture"},
                          "description": "one entry per input capture, in input order"},
             "errors": {"type": "array", "items": {"type": "string"},
-                       "description": "one line per capture that could not be read"},
+                       "description": "one line per capture that could not be read and per flow that could "
+                                      "not be analyzed"},
         },
         "$defs": {
             "warning": {

@@ -88,7 +88,8 @@ def analyze(
 ) -> None:
     """Analyze captures: flows, event streams, replays of every algorithm, fit, report and JSON.
 
-    Exit code 0, or 2 when any input could not be read (the others are still analyzed).
+    Exit code 0, or 2 when any input could not be read or any flow could not be analyzed (the
+    others are still analyzed and reported).
     """
     cfg = config.with_overrides(config.load(config_file), algorithms=algo, params=param, bpf=bpf, jobs=jobs)
     if export_dir is not None and export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
@@ -97,7 +98,7 @@ def analyze(
     with progress_bar("analyzing", not quiet) as update:
         run = api.analyze_run(inputs, cfg.algorithms, cfg.params, bpf=cfg.filter, flows=flow, jobs=cfg.jobs,
                               progress=update)
-    for msg in run.failed.values():
+    for msg in run.errors:
         typer.echo(f"hscc-trace: error: {msg}", err=True)
     doc = run.to_json()
     written = []
@@ -116,9 +117,9 @@ def analyze(
         for line in summary_lines(doc):
             typer.echo(line)
         n_flows = sum(len(c["flows"]) for c in doc["captures"])
-        typer.echo(f"{len(run.analysis.captures)} capture(s), {n_flows} flow(s), {len(run.failed)} error(s), "
+        typer.echo(f"{len(run.analysis.captures)} capture(s), {n_flows} flow(s), {len(run.errors)} error(s), "
                    f"{len(run.analysis.algorithms)} algorithm(s) in {time.perf_counter() - t0:.1f} s")
         for w in written:
             typer.echo(w)
-    if run.failed:
+    if run.errors:
         raise typer.Exit(2)

@@ -125,4 +125,6 @@ def check_cmd(
                     f.write(check.markdown_summary(verdicts))
             except OSError as exc:
                 typer.echo(f"hscc-trace: warning: cannot append to GITHUB_STEP_SUMMARY ({exc})", err=True)
-    raise typer.Exit(check.exit_code(verdicts))
+    for msg in run.flow_failed:
+        typer.echo(f"hscc-trace: error: {msg}", err=True)
+    raise typer.Exit(2 if run.flow_failed else check.exit_code(verdicts))
