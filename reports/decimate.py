@@ -167,3 +167,37 @@ def drop_flat(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     keep = np.ones(n, dtype=bool)
     keep[1:-1] = (y[1:-1] != y[:-2]) | (y[1:-1] != y[2:])
     return x[keep], y[keep]
+
+
+def coverage_levels(start: np.ndarray, end: np.ndarray, t0: float, t1: float, columns: int,
+                    levels: int = 4) -> list[tuple[float, np.ndarray, np.ndarray]]:
+    """Dense intervals as shading per time column, graded by how much of the column they cover.
+
+    When thousands of intervals fall into a few hundred columns (e.g. receive-window-limited
+    rounds of a long flow), drawing each is impossible and merging neighbours would paint a
+    column fully that was covered 5 %. Instead each column gets the covered fraction of its
+    time, rounded up to ``1/levels`` (so any coverage stays visible), and runs of columns with
+    the same grade become one interval. Returns ``[(grade in (0, 1], starts, ends), …]``.
+    """
+    s, e = merge_intervals(start, end, 0.0)
+    if len(s) == 0 or t1 <= t0 or columns <= 0:
+        return []
+    edges = np.linspace(t0, t1, columns + 1)
+    cum = np.concatenate(([0.0], np.cumsum(e - s)))  # covered time before interval k
+
+    def covered_until(x: np.ndarray) -> np.ndarray:
+        k = np.searchsorted(s, x, side="right")  # intervals starting at or before x
+        inside = np.where(k > 0, np.clip(x - s[np.maximum(k - 1, 0)], 0, None), 0.0)
+        last_len = np.where(k > 0, (e - s)[np.maximum(k - 1, 0)], 0.0)
+        return cum[np.maximum(k - 1, 0)] * (k > 0) + np.minimum(inside, last_len)
+
+    frac = np.diff(covered_until(edges)) / (edges[1] - edges[0])
+    grade = np.ceil(np.clip(frac, 0, 1) * levels - 1e-9) / levels
+    out = []
+    for g in np.unique(grade[grade > 0]):
+        st, en, v = runs(np.arange(columns, dtype=np.float64), (grade == g).astype(np.int8))
+        # runs() gives [start col, next run's start col); turn the grade-g runs into times
+        starts_col = st[v == 1].astype(np.int64)
+        ends_col = np.concatenate((st[1:], [columns])).astype(np.int64)[v == 1]
+        out.append((float(g), edges[starts_col], edges[ends_col]))
+    return out

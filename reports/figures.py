@@ -184,20 +184,47 @@ class _Panel:
                           connectgaps=False, hoverinfo="skip", **kw)
 
 
-def _band(start: np.ndarray, end: np.ndarray, y0: float, y1: float, name: str, color: str, *, min_gap: float,
-          legendgroup: str, showlegend: bool, **kw: Any) -> go.Scatter | None:
-    """Shaded time ranges as one filled polygon trace (cheap even for thousands of ranges)."""
-    s, e = dec.merge_intervals(start, end, min_gap)
-    if len(s) == 0:
-        return None
-    e = np.maximum(e, s + min_gap * 0.5)  # an instant still gets a visible sliver
+def _poly(s: np.ndarray, e: np.ndarray, y0: float, y1: float) -> tuple[np.ndarray, np.ndarray]:
     k = len(s)
     xs = np.empty(k * 6)
     ys = np.empty(k * 6)
     xs[0::6], xs[1::6], xs[2::6], xs[3::6], xs[4::6], xs[5::6] = s, s, e, e, s, np.nan
     ys[0::6], ys[1::6], ys[2::6], ys[3::6], ys[4::6], ys[5::6] = y0, y1, y1, y0, y0, np.nan
-    return go.Scatter(x=xs, y=ys, name=name, mode="lines", fill="toself", fillcolor=color, line=dict(width=0),
-                      hoverinfo="skip", legendgroup=legendgroup, showlegend=showlegend, **kw)
+    return xs, ys
+
+
+def _scale_alpha(color: str, k: float) -> str:
+    m = re.fullmatch(r"rgba\((\d+),\s*(\d+),\s*(\d+),\s*([\d.]+)\)", color)
+    if not m:
+        return color
+    return f"rgba({m.group(1)},{m.group(2)},{m.group(3)},{float(m.group(4)) * k:.3f})"
+
+
+def _band(start: np.ndarray, end: np.ndarray, y0: float, y1: float, name: str, color: str, *, min_gap: float,
+          legendgroup: str, showlegend: bool, t_end: float | None = None, **kw: Any) -> list[go.Scatter]:
+    """Shaded time ranges as filled polygon traces (one per shade; cheap even for thousands of ranges).
+
+    Up to one range per two time columns: each range is drawn exactly (at least half a column wide,
+    so an instant stays visible). Denser than that: each column is shaded by the share of its time
+    the ranges cover (four grades, see decimate.coverage_levels) — never a solid block for a column
+    that was covered 5 %.
+    """
+    s, e = dec.merge_intervals(start, end, 0.0)
+    if len(s) == 0:
+        return []
+    common = dict(mode="lines", fill="toself", line=dict(width=0), hoverinfo="skip", legendgroup=legendgroup, **kw)
+    columns = int(round((t_end or float(e.max())) / min_gap)) if min_gap > 0 else 0
+    if len(s) <= max(columns // 2, 1) or columns <= 0:
+        e = np.maximum(e, s + min_gap * 0.5)
+        xs, ys = _poly(s, e, y0, y1)
+        return [go.Scatter(x=xs, y=ys, name=name, fillcolor=color, showlegend=showlegend, **common)]
+    out = []
+    grades = dec.coverage_levels(s, e, 0.0, columns * min_gap, columns)
+    for i, (g, gs, ge) in enumerate(sorted(grades, key=lambda x: -x[0])):
+        xs, ys = _poly(gs, ge, y0, y1)
+        out.append(go.Scatter(x=xs, y=ys, name=name, fillcolor=_scale_alpha(color, g),
+                              showlegend=showlegend and i == 0, **common))
+    return out
 
 
 def _extent(traces: Iterable[go.Scatter | None]) -> tuple[float, float]:
@@ -247,10 +274,8 @@ class _Ctx:
                 continue
             label = {"fast_retransmit": "episode: fast retransmit", "sack_recovery": "episode: SACK recovery",
                      "rto": "episode: RTO", "ecn": "episode: ECN"}[k]
-            tr = _band(s[m], e[m], y0, y1, label, EPISODE_COLORS[k], min_gap=self.min_gap,
-                       legendgroup=f"ep-{k}", showlegend=legend, **kw)
-            if tr is not None:
-                out.append(tr)
+            out += _band(s[m], e[m], y0, y1, label, EPISODE_COLORS[k], min_gap=self.min_gap,
+                         legendgroup=f"ep-{k}", showlegend=legend, t_end=self.duration, **kw)
         return out
 
 
@@ -342,10 +367,8 @@ def _window_panel(c: _Ctx) -> go.Figure:
             m = lim == k
             if m.any():
                 name = "receive-window-limited rounds" if k == "rwnd" else "application-limited rounds"
-                tr = _band(rs[m], re_[m], y0, y1, name, color, min_gap=c.min_gap, legendgroup=f"limit-{k}",
-                           showlegend=True, legendrank=1001)
-                if tr is not None:
-                    bands.append(tr)
+                bands += _band(rs[m], re_[m], y0, y1, name, color, min_gap=c.min_gap, legendgroup=f"limit-{k}",
+                               showlegend=True, legendrank=1001, t_end=c.duration)
     # drawn bottom to top: shading, replays, then the actual sender on top of everything
     data = [*bands, *(tr for tr in replays if tr is not None), *(tr for tr in actual if tr is not None)]
     fig = go.Figure(data)
@@ -596,9 +619,8 @@ def _flag_bands(c: _Ctx, t: np.ndarray, s: pl.Series, name: str, y0: float, y1: 
         vals = s.fill_null(False).to_numpy()
         st, en, v = dec.runs(t, vals)
         m = v.astype(bool)
-        tr = _band(st[m], en[m], y0, y1, _esc(name), _BOOL_COLOR, min_gap=c.min_gap, legendgroup=f"flag-{_esc(name)}",
-                   showlegend=legend)
-        return [tr] if tr is not None else []
+        return _band(st[m], en[m], y0, y1, _esc(name), _BOOL_COLOR, min_gap=c.min_gap,
+                     legendgroup=f"flag-{_esc(name)}", showlegend=legend, t_end=c.duration)
     vals = s.cast(pl.String).fill_null("").to_numpy()
     st, en, v = dec.runs(t, vals)
     out = []
@@ -606,10 +628,8 @@ def _flag_bands(c: _Ctx, t: np.ndarray, s: pl.Series, name: str, y0: float, y1: 
     for i, cat in enumerate(sorted(cats, key=str)):
         m = v == cat
         color = CATEGORY_COLORS.get(str(cat).lower(), _CAT_PALETTE[i % len(_CAT_PALETTE)])
-        tr = _band(st[m], en[m], y0, y1, f"{_esc(name)} = {_esc(cat)}", color, min_gap=c.min_gap,
-                   legendgroup=f"flag-{_esc(name)}-{_esc(cat)}", showlegend=legend)
-        if tr is not None:
-            out.append(tr)
+        out += _band(st[m], en[m], y0, y1, f"{_esc(name)} = {_esc(cat)}", color, min_gap=c.min_gap,
+                     legendgroup=f"flag-{_esc(name)}-{_esc(cat)}", showlegend=legend, t_end=c.duration)
     return out
 
 

@@ -33,6 +33,7 @@ from hscc_trace.errors import InputError
 from hscc_trace.model import Analysis, CaptureResult, FlowResult
 
 from . import figures as F
+from . import meta
 
 DEFAULT_MAX_POINTS = F.DEFAULT_MAX_POINTS
 DEFAULT_MAX_FLOWS = 25  # flows that get a full section (largest first); all are in the overview
@@ -260,7 +261,7 @@ def _best(fr: FlowResult) -> dict[str, Any] | None:
     return fr.fit.sort("rank").row(0, named=True)
 
 
-def _header(a: Analysis, n_figures: int, info_note: str) -> str:
+def _header(a: Analysis, n_figures: int, info_note: str, overview: str) -> str:
     out = [f"<h1>hscc-trace report</h1><p class=\"muted\">hscc-trace {e(a.version)} · created {e(a.created)} · "
            f"{len(a.captures)} capture(s) · {sum(len(c.results) for c in a.captures)} flow(s) replayed · "
            f"{n_figures} figures</p>",
@@ -289,19 +290,31 @@ def _header(a: Analysis, n_figures: int, info_note: str) -> str:
         out.append(f"<p><strong>Where the capture was taken</strong> (relative to each flow's data sender): {where}. "
                    "At the receiver or mid-path, bytes in flight and RTTs are seen late or partially; RTT samples are "
                    "corrected where the flow section says so.</p>")
+    out.append(overview)
     # algorithms and parameters
     out.append("<h2 id=\"algorithms\">Algorithms and parameters</h2>")
+    out.append("<p class=\"muted\">Every parameter each replay used; <strong>bold</strong> values differ from the "
+               "algorithm's documented default (hover a parameter for its meaning and source).</p>")
     colors = F.algo_colors(a.algorithms)
     rows = []
-    for algo in a.algorithms:
+    labels = list(dict.fromkeys([*a.algorithms, *a.params]))
+    for algo in labels:
         params = a.params.get(algo, {})
-        ptxt = "<br>".join(f"<code>{e(str(k))} = {e(_param(v))}</code>" for k, v in params.items()) or \
-            "<span class=\"muted\">no parameters</span>"
-        rows.append([f"<span style=\"color:{colors[algo]}\">■</span> <strong>{e(algo)}</strong>", ptxt])
-    for algo, params in a.params.items():  # parameters of labels not in the algorithm list (should not happen)
-        if algo not in colors:
-            rows.append([e(algo), "<br>".join(f"<code>{e(str(k))} = {e(_param(v))}</code>" for k, v in params.items())])
-    out.append("<div class=\"params\">" + _table(["algorithm", "every parameter used"], rows) + "</div>")
+        info = meta.params(algo)
+        chips = []
+        for k, v in params.items():
+            pi = info.get(str(k))
+            unit = f" {pi.unit}" if pi and pi.unit and pi.unit not in ("", "-") else ""
+            changed = pi is not None and _param(pi.default) != _param(v)
+            tip = f"{pi.doc} — default {_param(pi.default)}{unit} ({pi.source})" if pi else ""
+            val = f"<strong>{e(_param(v))}</strong>" if changed else e(_param(v))
+            chips.append(f"<code title=\"{e(tip)}\">{e(str(k))} = {val}{e(unit)}</code>")
+        ptxt = " · ".join(chips) or "<span class=\"muted\">no parameters</span>"
+        summ = meta.summary(algo)
+        color = colors.get(algo, "#444")
+        rows.append([f"<span style=\"color:{color}\">■</span> <strong>{e(algo)}</strong>",
+                     (f"<div class=\"muted\">{e(summ)}</div>" if summ else "") + ptxt])
+    out.append("<div class=\"params\">" + _table(["algorithm", "what it is · every parameter used"], rows) + "</div>")
     # warnings
     warns = [e(x) for x in a.errors]
     for c in a.captures:
@@ -405,6 +418,28 @@ def _flow_summary(fr: FlowResult) -> str:
     return "<p class=\"summary\">" + " · ".join(parts) + "</p>"
 
 
+def _signal_docs(label: str, fr: FlowResult) -> str:
+    """What each plotted signal of ``label`` means (from the replay registry), under its figure."""
+    infos = meta.signals(label)
+    df = fr.replays.get(label)
+    if df is None:
+        return ""
+    base = {"ts_ns", "cwnd", "ssthresh", "state"}
+    items = []
+    for col in df.columns:
+        if col in base:
+            continue
+        si = infos.get(col)
+        unit = f" ({e(si.unit)})" if si and si.unit else ""
+        items.append(f"<li><code>{e(col)}</code>{unit}: {e(si.doc) if si else '<span class=muted>undocumented</span>'}</li>")
+    if not items:
+        return ""
+    summ = meta.summary(label)
+    head = f"<p class=\"muted\">{e(summ)}</p>" if summ else ""
+    return (f"<details class=\"signals\"><summary>What the signals of {e(label)} mean</summary>{head}<ul>"
+            + "".join(items) + "</ul></details>")
+
+
 # ---------------------------------------------------------------------------------------------
 # public
 
@@ -459,6 +494,8 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
             div = f"fig{n_fig}"
             h = int(fig.layout.height or 400)
             divs.append(f"<div class=\"fig\" id=\"{div}\" data-panel=\"{e(key)}\" style=\"min-height:{h}px\"></div>")
+            if key.startswith("algo:"):
+                divs.append(_signal_docs(key[5:], fr))
             figs.append({"div": div, **figure_payload(fig)})
             trace_types.update(str(tr.type or "scatter") for tr in fig.data)
         payloads.append(f"<script type=\"application/octet-stream\" data-flow-payload data-section=\"{anchor}\" id=\"payload-{anchor}\">"
@@ -499,8 +536,7 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
             for ci, fr in drawn_results) + "</ul>"
     body = "\n".join([
         "<div id=\"render-error\" class=\"error\" hidden></div>",
-        _header(analysis, n_fig, "".join(info)),
-        _overview(analysis, drawn),
+        _header(analysis, n_fig, "".join(info), _overview(analysis, drawn)),
         toc,
         *sections,
     ])
