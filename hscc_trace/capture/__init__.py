@@ -28,12 +28,13 @@ _PACKET_COLS = [c.name for c in schema.PACKETS if c.name not in ("flow_id", "dir
 
 
 def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: bool = True,
-                 force_slow: bool = False) -> tuple[pl.DataFrame, CaptureMeta, list[Warn]]:
+                 force_slow: bool = False, limit: int | None = None) -> tuple[pl.DataFrame, CaptureMeta, list[Warn]]:
     """Read and decode ``path``: (TCP packet rows in capture order without flow_id/dir, meta, warnings).
 
     ``fallback=False`` disables the scapy decoder (its records are then counted as skipped);
-    ``force_slow=True`` decodes *every* record with scapy (for the fast/slow parity test).
-    Records removed by ``bpf`` are neither decoded nor counted as skipped.
+    ``force_slow=True`` decodes *every* record with scapy (for the fast/slow parity test);
+    ``limit`` stops after that many records. Records removed by ``bpf`` are neither decoded
+    nor counted as skipped.
     """
     path = os.fspath(path)
     info = ReadInfo()
@@ -46,7 +47,14 @@ def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: b
 
         flt = BpfFilter(bpf)
     matched = 0
+    seen = 0
     for batch in iter_batches(path, info):
+        if limit is not None:
+            if seen >= limit:
+                break
+            if seen + len(batch) > limit:
+                batch = batch.subset(np.arange(len(batch)) < limit - seen)
+            seen += len(batch)
         if flt is not None:
             batch = batch.subset(flt.match(batch))
             if len(batch) == 0:
@@ -98,7 +106,7 @@ def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: b
         format=info.format,
         link_types=[linktype_name(lt) for lt in info.linktypes],
         snaplen=info.snaplen,
-        packets_total=info.records,
+        packets_total=info.records if limit is None else min(info.records, limit),
         packets_tcp=pk.height,
         first_ns=int(pk["ts_ns"].min()) if pk.height else None,
         last_ns=int(pk["ts_ns"].max()) if pk.height else None,

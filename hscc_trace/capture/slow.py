@@ -94,6 +94,9 @@ def decode_records(recs: list[tuple[int, int, int, int, int, bytes]]) -> tuple[p
             _collect_v6(frags, frame, ts, iface, wire, len(data), ip6f, rows, skip)
             continue
         ip, tcp = _ip_tcp(pkt)
+        if tcp is None and isinstance(ip, IPv6) and ip.plen == 0 and ip.nh == 6 and len(ip.original) >= 60:
+            tcp = TCP(ip.original[40:])  # BIG TCP / TSO: payload length 0, length from the frame
+            tcp.underlayer = ip
         if ip is None:
             skip(R_NOT_IP if not isinstance(pkt.lastlayer(), Raw) or pkt.getlayer(Raw) is not pkt else R_UNKNOWN)
             continue
@@ -143,7 +146,7 @@ def _row(frame, ts, iface, wire, cap, ip, tcp, wire_ip_len):
         ihl = ip.ihl * 4
         tot = ip.len if wire_ip_len is None else wire_ip_len
         if tot == 0:  # TSO / BIG TCP: length from the frame
-            tot = wire - (cap - len(bytes(ip)))
+            tot = wire - (cap - len(ip.original))
         plen = tot - ihl - thl
         ipid, ttl, ecn = ip.id, ip.ttl, ip.tos & 3
     else:
@@ -153,7 +156,7 @@ def _row(frame, ts, iface, wire, cap, ip, tcp, wire_ip_len):
         if pl_ == 0:
             pl_ = _jumbo(ip)
             if pl_ is None:
-                pl_ = wire - (cap - len(bytes(ip))) - 40
+                pl_ = wire - (cap - len(ip.original)) - 40
         plen = pl_ - ext - thl
         ipid, ttl, ecn = None, ip.hlim, ip.tc & 3
     if plen < 0:
@@ -176,7 +179,7 @@ def _row(frame, ts, iface, wire, cap, ip, tcp, wire_ip_len):
         elif name == "Timestamp" and isinstance(val, tuple):
             tsv, tse = val
     nsack = min(len(sacks) // 2, 4)
-    tcp_cap = len(bytes(tcp))
+    tcp_cap = len(tcp.original) if getattr(tcp, "original", None) is not None else len(bytes(tcp))
     row = {
         "frame": frame, "ts_ns": ts, "iface": iface, "wire_len": wire, "cap_len": cap, "ip_version": ver,
         "src_hi": sh, "src_lo": sl, "dst_hi": dh, "dst_lo": dl, "ip_id": ipid, "ip_ttl": ttl, "ip_ecn": ecn,
