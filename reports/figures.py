@@ -309,7 +309,7 @@ def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None) -> 
 def _finish(fig: go.Figure, title: str, height: int, ytitle: str | None = None) -> go.Figure:
     entries = sum(1 for tr in fig.data if tr.showlegend is not False)
     fig.update_layout(template=TEMPLATE, title=dict(text=title, x=0.0, xanchor="left", font=dict(size=14)),
-                      height=max(height, 80 + 27 * entries))  # the legend fits without scrolling
+                      height=max(height, 100 + 29 * entries))  # the legend fits without scrolling
     if ytitle:
         fig.update_yaxes(title_text=ytitle, row=1, col=1) if fig._has_subplots() else fig.update_yaxes(title_text=ytitle)
     fig.update_xaxes(title_text=None)
@@ -325,6 +325,21 @@ def _xlabel(fig: go.Figure) -> None:
 
 # ---------------------------------------------------------------------------------------------
 # panels
+
+
+MAX_SHOWN = 6  # replayed cwnds drawn at first in the window panel; the rest start hidden in the legend
+
+
+def _initially_shown(c: _Ctx) -> set[str]:
+    """The best-fitting MAX_SHOWN algorithms (all when there are few; replay order without a fit)."""
+    labels = list(c.fr.replays)
+    if len(labels) <= MAX_SHOWN:
+        return set(labels)
+    fit = c.fr.fit
+    if fit is not None and fit.height and {"rank", "algo"} <= set(fit.columns):
+        ranked = [a for a in fit.sort("rank")["algo"].to_list() if a in c.fr.replays]
+        labels = ranked + [lab for lab in labels if lab not in ranked]
+    return set(labels[:MAX_SHOWN])
 
 
 def _window_panel(c: _Ctx) -> go.Figure:
@@ -352,12 +367,14 @@ def _window_panel(c: _Ctx) -> go.Figure:
                                  "actual: peak flight of fitted rounds", mode="markers",
                                  marker=dict(color=ACTUAL_COLOR, size=5, symbol="circle-open"), visible="legendonly",
                                  legendrank=4, hovertemplate="%{y:.1f} pkts"))
+    shown = _initially_shown(c)
     for i, (label, df) in enumerate(c.fr.replays.items()):
         if not df.height:
             continue
         best = label == c.best
         replays.append(p.line(_t(df["ts_ns"], c.t0), _f(df["cwnd"]), f"{_esc(label)} cwnd" + (" (best fit)" if best else ""),
                               line=dict(color=c.colors.get(label, "#444"), width=2.6 if best else 1.4),
+                              visible=True if label in shown else "legendonly",
                               legendgroup=f"algo-{_esc(label)}", legendrank=100 + i, hovertemplate="%{y:.1f}"))
     y0, y1 = _extent([*actual, *replays])
     bands = c.episode_bands(y0, y1, legendrank=1000)
@@ -372,7 +389,9 @@ def _window_panel(c: _Ctx) -> go.Figure:
     # drawn bottom to top: shading, replays, then the actual sender on top of everything
     data = [*bands, *(tr for tr in replays if tr is not None), *(tr for tr in actual if tr is not None)]
     fig = go.Figure(data)
-    _finish(fig, "Window: what the sender had in flight (black) and what each algorithm would have set",
+    hidden = len([lab for lab in c.fr.replays if lab not in shown])
+    more = f" — the {len(shown)} best-fitting shown; {hidden} more in the legend (click to show)" if hidden else ""
+    _finish(fig, "Window: what the sender had in flight (black) and what each algorithm would have set" + more,
             HEIGHTS["window"], "packets (MSS)")
     _xlabel(fig)
     return fig
