@@ -254,3 +254,45 @@ def test_check_reads_expectations_from_config(work: Path) -> None:
     p = run(["check", str(RENO), "--expect", "reno"], cwd=cfgdir)
     no_traceback(p)
     assert p.returncode == 2 and "max_eror" in p.stderr
+
+
+# --- input expansion and exports, in process -----------------------------------------------------
+
+
+def test_expand_inputs_order_directories_and_errors(tmp_path: Path) -> None:
+    from hscc_trace import pipeline
+
+    d = tmp_path / "caps"
+    (d / "sub").mkdir(parents=True)
+    for name in ("b.pcap", "a.pcapng", "sub/c.pcap.gz", "notes.txt"):
+        (d / name).write_bytes(b"x")
+    (tmp_path / "empty").mkdir()
+    single = tmp_path / "z.dat"  # a file named explicitly is read whatever its extension
+    single.write_bytes(b"x")
+    args = [str(single), "missing.pcap", str(d), str(tmp_path / "empty"), str(d / "b.pcap")]
+    entries, errors = pipeline.expand_inputs(args)
+    assert entries == [str(single), "missing.pcap", str(d / "a.pcapng"), str(d / "b.pcap"),
+                       str(d / "sub" / "c.pcap.gz"), str(tmp_path / "empty")]  # b.pcap once
+    assert errors == {"missing.pcap": "missing.pcap: no such file or directory",
+                      str(tmp_path / "empty"): f"{tmp_path / 'empty'}: no capture files in directory (.pcap, .pcapng, .cap …)"}
+
+
+@needs_reno
+def test_export_keeps_dtypes_in_parquet_and_writes_json(tmp_path: Path) -> None:
+    import polars as pl
+
+    from hscc_trace import api, export, schema
+
+    cap = api.load(RENO)
+    fid = int(cap.flows.sort("payload_ab", descending=True)["flow_id"][0])
+    ev = api.events(cap, fid)
+    p = api.export(ev, tmp_path / "acks.parquet")
+    back = pl.read_parquet(p)
+    assert back.schema == ev.acks.schema and back.height == ev.acks.height
+    assert [c.name for c in schema.ACKS] == back.columns[: len(schema.ACKS)]
+    reps = api.replay(ev, ["reno"])
+    j = export.write(reps, tmp_path / "rep.json")
+    rows = json.loads(j.read_text())
+    assert len(rows) == reps["reno"].height and rows[0]["algo"] == "reno" and "cwnd" in rows[0]
+    with pytest.raises(Exception, match="unknown export format"):
+        export.write(ev, tmp_path / "acks.xlsx")
