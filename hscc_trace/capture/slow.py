@@ -32,6 +32,7 @@ def _fddi(data: bytes):
 
 def _layer_class(linktype: int):
     import scapy.all  # noqa: F401  (registers every default layer's link type in conf.l2types)
+    import scapy.contrib.mpls  # noqa: F401  (binds Ethernet type 0x8847/0x8848)
     from scapy.config import conf
 
     if linktype == 10:
