@@ -10,9 +10,10 @@ notice when a *called* function in another file changes. So for each algorithm (
   generated here, or to :mod:`hscc_trace.replay._defaults` for omitted optional hooks);
 * ``run_loop_jit = numba.njit(run_loop, cache=True)``.
 
-The file name carries a hash of every source file of the replay package plus the numba and
-Python versions, so any change to an algorithm, helper or the engine yields a new module (and a
-fresh compilation); unchanged code loads the machine code from numba's cache on later runs.
+The file name carries a hash of the engine's source files, the algorithm's module(s) and every
+package module they use, plus the numba and Python versions, so any change to the algorithm, a
+helper or the engine yields a new module (and a fresh compilation); unchanged code loads the
+machine code from numba's cache on later runs.
 
 Cache directory: ``$HSCC_TRACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/hscc-trace`` (default
 ``~/.cache/hscc-trace``), subfolder ``replay``; a temporary directory if neither is writable.
@@ -33,7 +34,6 @@ from typing import Any, Callable
 
 from . import _jit, _loop
 from .api import HOOKS, VALUE_HOOKS, Algorithm
-from .registry import module_sources
 
 _LOCK = threading.Lock()
 
@@ -63,18 +63,52 @@ def cache_dir() -> Path:
         return d
 
 
-@lru_cache(maxsize=1)
-def source_hash() -> str:
+_CORE = ("_loop", "_defaults", "_jit", "tp", "helpers", "compile", "api")
+
+
+def _deps(mod: ModuleType, seen: dict[str, ModuleType]) -> None:
+    """``mod`` and every module of this package it uses (module aliases, imported functions)."""
+    name = mod.__name__
+    if name in seen:
+        return
+    seen[name] = mod
+    pkg = __name__.rpartition(".")[0]
+    for v in list(vars(mod).values()):
+        if isinstance(v, ModuleType):
+            other = v
+        else:
+            m = getattr(getattr(v, "py_func", v), "__module__", None)
+            other = sys.modules.get(m) if isinstance(m, str) else None
+        if other is not None and other.__name__.startswith(pkg) and getattr(other, "__file__", None):
+            _deps(other, seen)
+
+
+def source_hash(*modules: ModuleType) -> str:
+    """Hash of the engine's core files, the given algorithm modules and everything they use from
+    this package, plus the numba and Python versions: any change there yields a new loop module
+    (a fresh compilation); edits to unrelated algorithms do not invalidate this one's cache."""
     import numba
 
+    seen: dict[str, ModuleType] = {}
+    pkg = __name__.rpartition(".")[0]
+    for c in _CORE:
+        _deps(sys.modules.get(f"{pkg}.{c}") or __import__(f"{pkg}.{c}", fromlist=["_"]), seen)
+    for m in modules:
+        _deps(m, seen)
     h = hashlib.sha256()
-    for f in module_sources():
-        h.update(f.name.encode())
-        h.update(f.read_bytes())
+    for name in sorted(seen):
+        f = Path(seen[name].__file__)
+        h.update(name.encode())
+        h.update(_file_bytes(str(f)))
     h.update(numba.__version__.encode())
     h.update(sys.version.encode())
     h.update(b"nojit" if _jit.NO_JIT else b"jit")
     return h.hexdigest()[:16]
+
+
+@lru_cache(maxsize=None)
+def _file_bytes(path: str) -> bytes:
+    return Path(path).read_bytes()
 
 
 def _bindings(base: Algorithm, wrapper: Algorithm | None) -> str:
@@ -141,7 +175,8 @@ _MODULES: dict[str, ModuleType] = {}
 def loop_module(base: Algorithm, wrapper: Algorithm | None = None) -> ModuleType:
     """The generated loop module for ``base`` (optionally wrapped); written and imported once."""
     key = (wrapper.module.__name__.rpartition(".")[2] + "_" if wrapper else "") + base.module.__name__.rpartition(".")[2]
-    modname = f"hscc_trace_replay_gen_{key}_{source_hash()}"
+    mods = (base.module, wrapper.module) if wrapper else (base.module,)
+    modname = f"hscc_trace_replay_gen_{key}_{source_hash(*mods)}"
     with _LOCK:
         if modname in _MODULES:
             return _MODULES[modname]

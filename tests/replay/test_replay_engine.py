@@ -1,0 +1,286 @@
+"""The algorithm interface, registry, composition, compilation cache and compiled/plain parity."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+import types
+from pathlib import Path
+
+import numpy as np
+import polars as pl
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hs
+
+from hscc_trace.errors import InputError
+from hscc_trace.replay import _jit, compile as C, engine, registry
+from hscc_trace.replay.api import Algorithm, Param, Signal
+from hscc_trace.replay.registry import RegistrationError
+
+from replay_synth import MSS, rich, stream
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def all_algorithms() -> list[str]:
+    reg = registry.discover()
+    plain = sorted(n for n, a in reg.items() if not a.wraps)
+    wrapped = [f"{w}+{b}" for w, a in sorted(reg.items()) if a.wraps for b in ("highspeed", "cubic", "reno")]
+    return plain + wrapped
+
+
+# --- registration --------------------------------------------------------------------------------
+
+
+def _fake_module(**attrs) -> types.ModuleType:
+    m = types.ModuleType("hscc_trace.replay.fake_for_test")
+    m.NSTATE = 1
+    m.NPARAMS = 1
+    m.X = 0
+    m.P_K = 0
+    for h in ("init", "ssthresh", "cong_avoid"):
+        setattr(m, h, lambda *a: None)
+    for k, v in attrs.items():
+        if v is None:
+            delattr(m, k)
+        else:
+            setattr(m, k, v)
+    return m
+
+
+def _algo(**kw) -> Algorithm:
+    base = dict(name="fake", summary="s", citation="c", state=("x",),
+                params=(Param("k", "packets", 1.0, "src", "doc"),),
+                signals=(Signal("x", "x", "packets", "doc"),))
+    base.update(kw)
+    return Algorithm(**base)
+
+
+def test_registration_missing_required_hook_fails_loudly():
+    with pytest.raises(RegistrationError, match="missing required hook.*cong_avoid"):
+        registry.register(_algo(), _fake_module(cong_avoid=None))
+
+
+def test_registration_state_constant_mismatch_fails():
+    with pytest.raises(RegistrationError, match="state slot 'x' must be module constant X = 0"):
+        registry.register(_algo(), _fake_module(X=3))
+    with pytest.raises(RegistrationError, match="NSTATE must be 1"):
+        registry.register(_algo(), _fake_module(NSTATE=2))
+
+
+def test_registration_param_and_signal_checks():
+    with pytest.raises(RegistrationError, match="parameter slot 'k' must be module constant P_K"):
+        registry.register(_algo(), _fake_module(P_K=None))
+    with pytest.raises(RegistrationError, match="unknown state slot 'nope'"):
+        registry.register(_algo(signals=(Signal("y", "nope", "", "d"),)), _fake_module())
+    with pytest.raises(RegistrationError, match="reserved for the engine"):
+        registry.register(_algo(params=(Param("flavor", "", 1.0, "s", "d"),)), _fake_module(P_FLAVOR=0, P_K=None))
+    with pytest.raises(RegistrationError, match="needs a source"):
+        registry.register(_algo(params=(Param("k", "packets", 1.0, "", "doc"),)), _fake_module())
+    with pytest.raises(RegistrationError, match="may not contain"):
+        registry.register(_algo(name="a.b"), _fake_module())
+    assert "fake" not in registry.discover()
+
+
+def test_every_registered_algorithm_documents_params_and_signals():
+    reg = registry.discover()
+    for name in ("reno", "newreno", "westwood", "vegas", "highspeed", "cubic"):
+        a = reg[name]
+        assert a.citation and a.module.__doc__ and len(a.module.__doc__) > 200
+        for p in registry.all_params(a):
+            assert p.source and p.doc
+
+
+# --- parameters ------------------------------------------------------------------------------------
+
+
+def test_param_override_parsing_and_labels():
+    r = registry.resolve("cubic", {"C": "0.5", "flavor": "linux", "hystart": "off"})
+    assert r.values["C"] == 0.5 and r.values["flavor"] == "linux" and r.values["hystart"] is False
+    assert r.label == "cubic[flavor=linux,C=0.5,hystart=off]"
+    assert registry.resolve("reno").label == "reno"
+    assert registry.resolve("newreno").values["recovery_exit"] == "full_ack"
+    p = r.param_array()
+    assert p[0] == 0.5 and p[4] == 0.0  # C, hystart (bool → 0)
+
+
+@pytest.mark.parametrize("items,msg", [
+    (["cubic.C=abc"], "parameter cubic.C: 'abc' is not a number"),
+    (["cubic.flavor=bsd"], "not one of rfc, linux"),
+    (["cubic.nope=1"], "unknown parameter cubic.nope"),
+    (["reno.L=1"], "algorithm 'reno' is not among --algo"),
+    (["cubic.C"], "expected algo.name=value"),
+    (["cubic.beta=2"], "above the maximum 1"),
+    (["cubic.hystart=maybe"], "not a boolean"),
+    (["cubic.C=nan"], "not a finite number"),
+])
+def test_param_errors_are_one_line_input_errors(items, msg):
+    with pytest.raises(InputError, match=msg):
+        registry.resolve_many(["cubic"], items)
+
+
+def test_unknown_algorithm_and_bad_composition():
+    with pytest.raises(InputError, match="unknown algorithm 'foo'"):
+        registry.resolve("foo")
+    with pytest.raises(InputError, match="not a wrapper"):
+        registry.resolve("reno+cubic")
+
+
+# --- composition (wrapper+base) -----------------------------------------------------------------------
+
+
+WRAPPER_SRC = '''
+"""Test wrapper: caps the base's window at `cap` packets and counts ssthresh calls."""
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.api import Algorithm, Param, Signal
+from hscc_trace.replay.tp import CWND
+
+CALLS = 0  # ssthresh calls seen
+NSTATE = 1
+P_CAP = 0  # packets
+NPARAMS = 1
+
+
+@jit
+def post_cong_avoid(st, p, tp, n):
+    if tp[CWND] > p[P_CAP]:
+        tp[CWND] = p[P_CAP]
+
+
+@jit
+def pre_ssthresh(st, p, tp):
+    st[CALLS] += 1.0
+
+
+@jit
+def post_ssthresh(st, p, tp, v):
+    return v - 1.0
+
+
+ALGORITHMS = (Algorithm(name="capper", summary="cap", citation="test", state=("calls",),
+                        params=(Param("cap", "packets", 12.0, "test", "cap"),),
+                        signals=(Signal("calls", "calls", "", "ssthresh calls"),), wraps=True),)
+'''
+
+
+@pytest.fixture(scope="module")
+def capper(tmp_path_factory):
+    d = tmp_path_factory.mktemp("wrapmod")
+    (d / "capper_wrap_test.py").write_text(WRAPPER_SRC)
+    sys.path.insert(0, str(d))
+    import capper_wrap_test
+
+    registry.register(capper_wrap_test.ALGORITHMS[0], capper_wrap_test)
+    yield capper_wrap_test
+    registry._REGISTRY.pop("capper", None)
+    sys.path.remove(str(d))
+
+
+def test_wrapper_composes_over_base(capper):
+    # Reno (linux) slow start from 10: 11, 12, then capped at 12 by the wrapper's post hook.
+    # At the loss (ACK3): the base's ssthresh = 12 >> 1 = 6, the wrapper's post hook subtracts 1 → 5;
+    # the wrapper's own state counted one call; its signal comes first, then the base's.
+    specs = [{}, {}, {}, {"a": 0, "state": "recovery", "event": "fast_retransmit"}]
+    out = engine.replay(stream(specs), MSS, ["capper+reno"])["capper+reno"]
+    assert out["cwnd"].to_list()[:3] == [11.0, 12.0, 12.0]
+    assert out["ssthresh"][3] == 5.0
+    assert out["calls"].to_list() == [0.0, 0.0, 0.0, 1.0]
+    assert out.columns[4:] == ["calls", "cwnd_limited", "phase"]
+    r = registry.resolve("capper+reno", {"cap": "11", "flavor": "rfc"})
+    assert r.label == "capper+reno[flavor=rfc,cap=11]"
+    assert list(r.param_array()) == [11.0, 2.0, 1.0]  # wrapper params first, then the base's
+    pure_out = engine.replay(stream(specs), MSS, ["capper+reno"], compiled=False)["capper+reno"]
+    assert pure_out.equals(out)
+
+
+def test_wrapper_cannot_run_alone(capper):
+    with pytest.raises(InputError, match="is a wrapper"):
+        registry.resolve("capper")
+
+
+# --- compilation cache ---------------------------------------------------------------------------
+
+
+def test_generated_loop_module_is_cached_and_keyed_by_source_hash():
+    r = registry.resolve("reno")
+    mod = C.loop_module(r.base)
+    path = Path(mod.__file__)
+    assert path.parent == C.cache_dir() and C.source_hash(r.base.module) in path.name
+    # the hash covers the engine core and what the algorithm uses, not unrelated algorithms
+    assert C.source_hash(r.base.module) != C.source_hash(registry.get("cubic").module)
+    assert "run_loop_jit = _numba.njit(run_loop, cache=True" in path.read_text()
+    assert C.loop_module(r.base) is mod
+    if not _jit.NO_JIT:
+        engine.run(r, engine.prepare(stream([{}]), MSS))
+        cached = list((path.parent / "__pycache__").glob(path.stem + ".run_loop-*.nbi"))
+        assert cached, "numba cache index missing"
+
+
+def test_no_jit_environment_runs_plain_python(tmp_path):
+    # HSCC_TRACE_NO_JIT=1 from process start: everything is plain Python; results equal compiled.
+    code = textwrap.dedent("""
+        import sys, polars as pl
+        sys.path.insert(0, %r)
+        from replay_synth import rich, MSS
+        from hscc_trace.replay import engine, _jit
+        assert _jit.NO_JIT
+        out = engine.replay(rich(12), MSS, ["reno", "cubic"], ["cubic.flavor=linux"])
+        pl.concat([df.select("cwnd", "ssthresh") for df in out.values()]).write_parquet(%r)
+    """) % (str(ROOT / "tests" / "replay"), str(tmp_path / "nojit.parquet"))
+    env = dict(os.environ, HSCC_TRACE_NO_JIT="1")
+    subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT, timeout=300)
+    out = engine.replay(rich(12), MSS, ["reno", "cubic"], ["cubic.flavor=linux"])
+    ref = pl.concat([df.select("cwnd", "ssthresh") for df in out.values()])
+    assert pl.read_parquet(tmp_path / "nojit.parquet").equals(ref)
+
+
+# --- parity: compiled and plain Python give identical outputs ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rich_prep():
+    return engine.prepare(rich(40), MSS)
+
+
+@pytest.mark.parametrize("flavor", ["rfc", "linux"])
+def test_parity_compiled_vs_python_every_algorithm(rich_prep, flavor):
+    for name in all_algorithms():
+        r = registry.resolve(name, {"flavor": flavor})
+        fast = engine.run(r, rich_prep)
+        slow = engine.run(r, rich_prep, compiled=False)
+        assert fast.equals(slow), f"{r.label}: compiled and plain-Python replays differ"
+        assert fast.height == len(rich_prep)
+        assert fast["cwnd"].is_finite().all() and (fast["cwnd"] > 0).all(), r.label
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(hs.lists(hs.fixed_dictionaries({
+    "a": hs.integers(0, 4), "s": hs.integers(0, 2), "F": hs.integers(1, 60),
+    "rtt": hs.one_of(hs.none(), hs.floats(0.01, 0.3)),
+    "state": hs.sampled_from(["open", "open", "open", "recovery", "loss"]),
+    "round_end": hs.booleans()}), min_size=1, max_size=60),
+    hs.sampled_from(["reno", "cubic", "vegas", "highspeed", "westwood"]), hs.sampled_from(["rfc", "linux"]))
+def test_property_parity_and_sane_windows(specs, name, flavor):
+    prep = engine.prepare(stream(specs), MSS)
+    r = registry.resolve(name, {"flavor": flavor})
+    fast = engine.run(r, prep)
+    assert fast.equals(engine.run(r, prep, compiled=False))
+    cw = fast["cwnd"].to_numpy()
+    assert np.all(np.isfinite(cw)) and np.all(cw >= 1.0)
+    ss = fast["ssthresh"].drop_nulls().to_numpy()
+    assert np.all(ss >= 1.0)
+
+
+def test_empty_and_malformed_streams():
+    empty = stream([{}]).head(0)
+    res = engine.replay(empty, MSS, ["reno", "cubic"])
+    assert all(df.height == 0 for df in res.values())
+    with pytest.raises(InputError, match="lacks column"):
+        engine.prepare(stream([{}]).drop("pipe"), MSS)
+    with pytest.raises(InputError, match="MSS must be a positive"):
+        engine.prepare(stream([{}]), 0)
+    with pytest.raises(InputError, match="requested twice"):
+        engine.replay(stream([{}]), MSS, ["reno", "reno"])
