@@ -55,7 +55,7 @@ for _n in _SIDE_FIELDS:
     _COL[_n + "_1"] = len(_COL)
 NCOL = len(_COL)
 _I64_MAX = np.iinfo(np.int64).max
-_I64_MIN = np.iinfo(np.int64).min
+_I64_MIN = np.iinfo(np.int64).min  # numba freezes module globals as constants
 _DEFAULT = np.zeros(NCOL, np.int64)
 for _n, _v in (("first_side", -1), ("syn_side", -1), ("synack_side", -1), ("t_syn", -1), ("t_synack", -1),
                ("t_ack3", -1), ("mru_syn", -1), ("mss", -1), ("ws", -1), ("min_data", _I64_MAX),
@@ -286,16 +286,24 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
         # ---- this packet as an ACK for the data of side o
         out_rtt[i] = np.nan
         if (fl & 0x10) and S[r, C_SEQ_SET + o] == 1:
-            if S[r, C_ACK_SET + o] == 0:
+            if S[r, C_ACK_SET + o] == 0:  # first ACK of o's data: relative to o's first seq seen
                 S[r, C_ACK_SET + o] = 1
                 a = _s32(np.int64(ack[i]) - S[r, C_BASE + o])
+                S[r, C_HI_ACK + o] = _I64_MIN
+            else:
+                a = S[r, C_ACK_U + o] + _s32(np.int64(ack[i]) - S[r, C_ACK_RAW + o])
+            S[r, C_ACK_RAW + o] = np.int64(ack[i])
+            S[r, C_ACK_U + o] = a
+            S[r, C_ACK_TS + o] = t
+            if a > S[r, C_HI_ACK + o]:
                 S[r, C_HI_ACK + o] = a
-                S[r, C_ACK_RAW + o] = np.int64(ack[i])
-                S[r, C_ACK_U + o] = a
-                S[r, C_ACK_TS + o] = t
-                # segments at or below the first ACK seen are not timed
+                last_ts = np.int64(-1)
+                amb = False
                 nd = S[r, C_QH + o]
                 while nd >= 0 and n_end[nd] <= a:
+                    last_ts = n_ts[nd]
+                    if n_flag[nd]:
+                        amb = True
                     nxt = n_next[nd]
                     n_next[nd] = ctl[1]
                     ctl[1] = nd
@@ -303,29 +311,8 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
                 S[r, C_QH + o] = nd
                 if nd < 0:
                     S[r, C_QT + o] = -1
-            else:
-                a = S[r, C_ACK_U + o] + _s32(np.int64(ack[i]) - S[r, C_ACK_RAW + o])
-                S[r, C_ACK_RAW + o] = np.int64(ack[i])
-                S[r, C_ACK_U + o] = a
-                S[r, C_ACK_TS + o] = t
-                if a > S[r, C_HI_ACK + o]:
-                    S[r, C_HI_ACK + o] = a
-                    last_ts = np.int64(-1)
-                    amb = False
-                    nd = S[r, C_QH + o]
-                    while nd >= 0 and n_end[nd] <= a:
-                        last_ts = n_ts[nd]
-                        if n_flag[nd]:
-                            amb = True
-                        nxt = n_next[nd]
-                        n_next[nd] = ctl[1]
-                        ctl[1] = nd
-                        nd = nxt
-                    S[r, C_QH + o] = nd
-                    if nd < 0:
-                        S[r, C_QT + o] = -1
-                    if last_ts >= 0 and not amb:
-                        out_rtt[i] = (t - last_ts) * 1e-9
+                if last_ts >= 0 and not amb:
+                    out_rtt[i] = (t - last_ts) * 1e-9
     return n, ST_DONE
 
 

@@ -1,0 +1,215 @@
+"""Flow table (hscc_trace.flows) on hand-built connections; expected values worked out by hand.
+
+Conventions in the comments: A = 10.0.0.1:40000 (client), B = 10.0.0.2:80; times in seconds;
+"seq" is relative to the sender's ISN (the SYN occupies relative 0, data starts at 1).
+"""
+
+from __future__ import annotations
+
+import pytest
+from polars.testing import assert_frame_equal
+
+from hscc_trace.capture import load, load_flows
+from hscc_trace.flows import KIND_KEEPALIVE, KIND_NONE, KIND_OOO, KIND_RETRANS, build_flows, segment_kinds
+
+from test_capture_support import need_corpus, pcap_bytes
+
+S = pytest.importorskip("scapy.all")
+T0 = 1_700_000_000 * 10**9
+A, B, PA, PB = "10.0.0.1", "10.0.0.2", 40000, 80
+ISN_A, ISN_B = 1000, 5000
+
+
+def a2b(t, flags="A", seq=0, ack=0, data=b"", **kw):
+    """A→B packet at t seconds; seq/ack relative (to ISN_A / ISN_B)."""
+    return (t, S.Ether() / S.IP(src=A, dst=B) / S.TCP(sport=PA, dport=PB, flags=flags, seq=(ISN_A + seq) % 2**32,
+                                                    ack=(ISN_B + ack) % 2**32, **kw) / data)
+
+
+def b2a(t, flags="A", seq=0, ack=0, data=b"", **kw):
+    return (t, S.Ether() / S.IP(src=B, dst=A) / S.TCP(sport=PB, dport=PA, flags=flags, seq=(ISN_B + seq) % 2**32,
+                                                    ack=(ISN_A + ack) % 2**32, **kw) / data)
+
+
+def cap(tmp_path, pkts, name="t.pcap"):
+    p = tmp_path / name
+    p.write_bytes(pcap_bytes([(T0 + round(t * 1e9), bytes(x)) for t, x in pkts], nsec=True))
+    return load(p)
+
+
+def handshake(t_syn=0.0, t_synack=0.030, t_ack=0.031, **opts):
+    return [a2b(t_syn, "S", 0, 0, options=opts.get("a", [])), b2a(t_synack, "SA", 0, 1, options=opts.get("b", [])),
+            a2b(t_ack, "A", 1, 1)]
+
+
+def test_handshake_counts_bytes_and_goodput(tmp_path):
+    # 10 segments of 1000 bytes from A at t = 1.0, 1.1, …, 1.9, each ACKed 50 ms later
+    pkts = handshake()
+    for k in range(10):
+        pkts.append(a2b(1.0 + k / 10, "PA", 1 + 1000 * k, 1, b"d" * 1000))
+        pkts.append(b2a(1.05 + k / 10, "A", 1, 1 + 1000 * (k + 1)))
+    c = cap(tmp_path, pkts)
+    f = c.flows.row(0, named=True)
+    assert (f["src"], f["sport"], f["dst"], f["dport"]) == (A, PA, B, PB)
+    # A→B: SYN + ACK + 10 data = 12 packets; frame bytes 14+20+20 = 54 (no options), data 1054
+    assert (f["pkts_ab"], f["bytes_ab"]) == (12, 2 * 54 + 10 * 1054)
+    # B→A: SYN/ACK + 10 ACKs, 54 bytes each (Ethernet frames below 60 are not padded by scapy)
+    assert (f["pkts_ba"], f["bytes_ba"]) == (11, 11 * 54)
+    assert (f["payload_ab"], f["payload_ba"]) == (10000, 0)
+    assert f["sender_dir"] == 0 and f["handshake"] and f["closed"] == "open" and f["retrans"] == 0
+    # goodput = unique bytes · 8 / (last − first data segment) = 10000 · 8 / 0.9 s
+    assert f["goodput_bps"] == pytest.approx(80000 / 0.9)
+    assert f["duration_s"] == pytest.approx(1.95)
+    # the largest segment seen: no MSS option announced by B
+    assert f["mss"] == 1000
+    assert c.packets["dir"].to_list()[:3] == [0, 1, 0]
+
+
+def test_rtt_min_median_max_with_karn(tmp_path):
+    pkts = handshake()  # SYN/ACK at 0.030 ACKs A's SYN: sample 0.030 for A's data
+    pkts += [
+        a2b(1.0, "PA", 1, 1, b"x" * 1000),     # seg1 [1, 1001)
+        a2b(1.1, "PA", 1001, 1, b"x" * 1000),  # seg2 [1001, 2001)
+        b2a(1.05, "A", 1, 1001),               # covers seg1 (sent 1.0): sample 0.05
+        b2a(1.3, "A", 1, 2001),                # covers seg2 (sent 1.1, newest covered): sample 0.2
+        a2b(1.4, "PA", 2001, 1, b"x" * 1000),  # seg3 [2001, 3001)
+        a2b(2.4, "PA", 2001, 1, b"x" * 1000),  # seg3 again, 1 s later (> initial RTT 0.031): retransmission
+        b2a(2.45, "A", 1, 3001),               # ambiguous (Karn): no sample
+    ]
+    pkts.sort(key=lambda p: p[0])
+    f = cap(tmp_path, pkts).flows.row(0, named=True)
+    assert f["retrans"] == 1
+    # A's samples: 0.030, 0.05, 0.2
+    assert (f["rtt_min_s"], f["rtt_median_s"], f["rtt_max_s"]) == pytest.approx((0.030, 0.05, 0.2))
+
+
+def test_segment_kinds_follow_wireshark(tmp_path):
+    """Wireshark 4.x tcp_analyze_sequence_number order: keep-alive, spurious, fast retrans, out-of-order, retrans.
+
+    Initial RTT (SYN → first ACK) = 0.031 s is the out-of-order threshold."""
+    pkts = handshake() + [
+        a2b(1.000, "PA", 1001, 1, b"y" * 1000),  # 3: [1001,2001) arrives first: new (hole below)
+        a2b(1.001, "PA", 1, 1, b"y" * 1000),     # 4: [1,1001) 1 ms later, below highest, < 31 ms: out-of-order
+        b2a(1.050, "A", 1, 2001),                # 5: ACK all
+        a2b(1.100, "PA", 1, 1, b"y" * 1000),     # 6: already ACKed: spurious retransmission
+        a2b(1.200, "PA", 2001, 1, b"y" * 1000),  # 7: [2001,3001) new
+        a2b(1.201, "PA", 3001, 1, b"y" * 1000),  # 8: [3001,4001) new
+        b2a(1.250, "A", 1, 2001),                # 9: dup ACK #1 (ack 2001, same window, no data)
+        b2a(1.251, "A", 1, 2001),                # 10: dup ACK #2
+        a2b(1.260, "PA", 2001, 1, b"y" * 1000),  # 11: = last ACK, ≥ 2 dup ACKs, < 20 ms: fast retransmission
+        b2a(1.300, "A", 1, 4001),                # 12
+        a2b(1.400, "A", 4000, 1, b"k"),          # 13: 1 byte at next_seq − 1: keep-alive
+        a2b(5.000, "PA", 3001, 1, b"y" * 1000),  # 14: below highest, 3.6 s later: retransmission
+    ]
+    c = cap(tmp_path, pkts)
+    kinds = segment_kinds(c.packets).tolist()
+    assert kinds == [KIND_NONE] * 3 + [KIND_NONE, KIND_OOO, KIND_NONE, KIND_RETRANS, KIND_NONE, KIND_NONE, KIND_NONE,
+                                        KIND_NONE, KIND_RETRANS, KIND_NONE, KIND_KEEPALIVE, KIND_RETRANS]
+    # spurious + fast + plain = 3 retransmitted data segments by the sender A
+    assert c.flows["retrans"].to_list() == [3]
+
+
+def test_port_reuse_starts_a_new_connection(tmp_path):
+    pkts = handshake()
+    pkts.insert(1, a2b(0.001, "S", 0, 0))  # SYN retransmitted with the same ISN: same connection
+    pkts += [a2b(0.5, "FA", 1, 1), b2a(0.51, "FA", 1, 2), a2b(0.52, "A", 2, 2)]
+    # same 5-tuple, new ISN: new connection (Wireshark: SYN with seq != base_seq)
+    pkts += [(t, p) for t, p in [
+        (1.0, S.Ether() / S.IP(src=A, dst=B) / S.TCP(sport=PA, dport=PB, flags="S", seq=777)),
+        (1.03, S.Ether() / S.IP(src=B, dst=A) / S.TCP(sport=PB, dport=PA, flags="SA", seq=888, ack=778)),
+    ]]
+    c = cap(tmp_path, pkts)
+    assert c.flows.height == 2
+    assert c.packets["flow_id"].to_list() == [0] * 7 + [1, 1]
+    assert c.flows["closed"].to_list() == ["fin", "open"]
+    assert c.flows["handshake"].to_list() == [True, True]
+    assert (c.flows["pkts_ab"].to_list(), c.flows["pkts_ba"].to_list()) == ([5, 1], [2, 1])
+
+
+def test_endpoint_a_without_syn_is_the_synack_receiver(tmp_path):
+    c = cap(tmp_path, [b2a(0.0, "SA", 0, 1), a2b(0.01, "A", 1, 1), b2a(0.1, "PA", 1, 1, b"z" * 10)])
+    f = c.flows.row(0, named=True)
+    assert (f["src"], f["dst"], f["handshake"], f["sender_dir"]) == (A, B, False, 1)
+    assert c.packets["dir"].to_list() == [1, 0, 1]
+
+
+def test_endpoint_a_without_handshake_is_the_first_source(tmp_path):
+    c = cap(tmp_path, [b2a(0.0, "PA", 1, 1, b"z" * 10), a2b(0.01, "A", 1, 11)])
+    f = c.flows.row(0, named=True)
+    assert (f["src"], f["sport"], f["handshake"], f["vantage"]) == (B, PB, False, "unknown")
+    assert c.packets["dir"].to_list() == [0, 1] and f["sender_dir"] == 0
+
+
+def test_flow_ids_follow_first_packet_order(tmp_path):
+    other = lambda t, sp: (t, S.Ether() / S.IP(src="10.9.9.9", dst=B) / S.TCP(sport=sp, dport=PB, flags="S"))  # noqa: E731
+    c = cap(tmp_path, [other(0.0, 1), a2b(0.1, "S"), other(0.2, 2), other(0.3, 1)])
+    assert c.packets["flow_id"].to_list() == [0, 1, 2, 0]
+    assert c.flows["sport"].to_list() == [1, PA, 2]
+
+
+@pytest.mark.parametrize("gaps,sender_is_a,want", [
+    ((0.100, 0.0001), True, "sender"),      # SYN→SYN/ACK = RTT, SYN/ACK→ACK tiny: capture beside A
+    ((0.0001, 0.100), True, "receiver"),    # the reverse: beside B
+    ((0.050, 0.050), True, "mid-path"),
+    ((0.100, 0.0001), False, "receiver"),   # beside A, but B sends the data
+    ((0.0001, 0.100), False, "sender"),
+])
+def test_vantage_from_handshake_gaps(tmp_path, gaps, sender_is_a, want):
+    g1, g2 = gaps
+    pkts = handshake(0.0, g1, g1 + g2)
+    pkts.append(a2b(1.0, "PA", 1, 1, b"q" * 500) if sender_is_a else b2a(1.0, "PA", 1, 1, b"q" * 500))
+    assert cap(tmp_path, pkts).flows["vantage"].to_list() == [want]
+
+
+def test_options_negotiated_in_the_syns(tmp_path):
+    a = [("MSS", 1460), ("WScale", 7), ("SAckOK", b""), ("Timestamp", (1, 0))]
+    b = [("MSS", 1400), ("WScale", 9), ("Timestamp", (2, 1))]
+    pkts = handshake(a=a, b=b) + [a2b(1.0, "PA", 1, 1, b"m" * 1388)]
+    f = cap(tmp_path, pkts).flows.row(0, named=True)
+    assert (f["wscale_a"], f["wscale_b"], f["sack_ok"], f["ts_ok"]) == (7, 9, False, True)
+    # A sends: MSS = min(B's announced 1400, largest segment 1388)
+    assert f["mss"] == 1388
+
+
+def test_no_options_means_unknown_wscale(tmp_path):
+    f = cap(tmp_path, handshake()).flows.row(0, named=True)
+    assert (f["wscale_a"], f["wscale_b"], f["sack_ok"], f["ts_ok"], f["mss"]) == (-1, -1, False, False, None)
+    assert f["goodput_bps"] is None and f["retrans"] == 0
+
+
+def test_sequence_numbers_wrap_around(tmp_path):
+    global ISN_A
+    old, ISN_A = ISN_A, 2**32 - 500
+    try:
+        pkts = handshake()
+        for k in range(5):  # 5 × 300 bytes across the 2^32 boundary
+            pkts.append(a2b(1.0 + k / 100, "PA", 1 + 300 * k, 1, b"w" * 300))
+        pkts.append(b2a(1.2, "A", 1, 1501))
+        f = cap(tmp_path, pkts).flows.row(0, named=True)
+    finally:
+        ISN_A = old
+    assert f["retrans"] == 0 and f["goodput_bps"] == pytest.approx(1500 * 8 / 0.04)
+    assert f["rtt_max_s"] == pytest.approx(1.2 - 1.04)  # newest segment covered was sent at 1.04
+
+
+def test_rst_is_reported(tmp_path):
+    assert cap(tmp_path, handshake() + [b2a(0.2, "R", 1, 0)]).flows["closed"].to_list() == ["rst"]
+
+
+def test_build_flows_is_idempotent_and_load_flows_equals_load():
+    c = need_corpus()
+    for name in ("tcptrace__discard.solaris.pcap", "zeek__206_example_b.pcap", "tcptrace__urgent.pcap",
+                 "mlab-etl__ndt-4dh2l_1591894023_0000000000363A84.pcap", "zeek__irc-dcc-send.pcapng"):
+        cap_ = load(c / name)
+        pk2, fl2 = build_flows(cap_.packets.sample(fraction=1.0, shuffle=True, seed=1))
+        assert_frame_equal(pk2, cap_.packets)
+        assert_frame_equal(fl2, cap_.flows)
+        fl3, meta, _ = load_flows(c / name)
+        assert_frame_equal(fl3, cap_.flows)
+        assert meta.packets_tcp == cap_.packets.height
+
+
+def test_load_flows_falls_back_to_full_load_for_scapy_records():
+    c = need_corpus()
+    fl, meta, _ = load_flows(c / "tcptrace__ppp_encap.pcap")
+    assert meta.decoded_by == {"scapy": 25} and fl.height == 1
