@@ -1,10 +1,14 @@
 // hscc-trace report loader: unpacks the inlined plotly.js and each flow's figures (gzip, base64),
-// draws them in order and links the time axes of every figure of a flow (zoom one, all follow).
+// draws every figure and links the time axes of the figures of one flow (zoom one, all follow).
 // No network: everything is in this file; the page's Content-Security-Policy forbids requests.
+// Figures near the viewport are drawn first, the rest in document order in the background, so
+// the first screen is ready quickly even when a report holds many flows.
 "use strict";
 (function () {
   const t0 = performance.now();
-  const status = (window.hsccStatus = { expected: 0, rendered: 0, done: false, error: null, ms: null, steps: [] });
+  const status = (window.hsccStatus = {
+    expected: 0, rendered: 0, done: false, error: null, ms: null, firstScreenMs: null, steps: [],
+  });
   const step = (what, t) => status.steps.push([what, Math.round(performance.now() - t)]);
 
   function bytesOf(b64) {
@@ -29,24 +33,33 @@
     console.error(err);
   }
 
-  // Zooming or panning the time axis of one figure applies the same range to its siblings.
-  function linkAxes(divs) {
-    let busy = false;
-    for (const d of divs) {
-      d.on("plotly_relayout", (ev) => {
-        if (busy) return;
-        let upd = null;
-        for (const k of Object.keys(ev)) {
-          const m = /^xaxis\d*\.range\[([01])\]$/.exec(k);
-          if (m) { upd = upd || {}; upd["xaxis.range[" + m[1] + "]"] = ev[k]; }
-          else if (/^xaxis\d*\.range$/.test(k)) upd = { "xaxis.range": ev[k] };
-          else if (/^xaxis\d*\.autorange$/.test(k) && ev[k]) upd = { "xaxis.autorange": true };
-        }
-        if (!upd) return;
-        busy = true;
-        Promise.all(divs.filter((o) => o !== d).map((o) => Plotly.relayout(o, upd))).finally(() => { busy = false; });
+  // --- linked time axes: one group per flow -----------------------------------------------------
+  const groups = new Map(); // section id -> {divs: [], range: null | [a, b]}
+  function group(id) {
+    if (!groups.has(id)) groups.set(id, { divs: [], range: null, busy: false });
+    return groups.get(id);
+  }
+  function attach(g, div) {
+    g.divs.push(div);
+    div.on("plotly_relayout", (ev) => {
+      if (g.busy) return;
+      let upd = null;
+      for (const k of Object.keys(ev)) {
+        const m = /^xaxis\d*\.range\[([01])\]$/.exec(k);
+        if (m) {
+          upd = upd || {};
+          upd["xaxis.range[" + m[1] + "]"] = ev[k];
+        } else if (/^xaxis\d*\.range$/.test(k)) upd = { "xaxis.range": ev[k] };
+        else if (/^xaxis\d*\.autorange$/.test(k) && ev[k]) upd = { "xaxis.autorange": true };
+      }
+      if (!upd) return;
+      const xr = div.layout.xaxis && div.layout.xaxis.range;
+      g.range = upd["xaxis.autorange"] ? null : xr ? xr.slice() : null;
+      g.busy = true;
+      Promise.all(g.divs.filter((o) => o !== div).map((o) => Plotly.relayout(o, upd))).finally(() => {
+        g.busy = false;
       });
-    }
+    });
   }
 
   async function main() {
@@ -54,8 +67,13 @@
     const config = JSON.parse(document.getElementById("plotly-config").textContent);
     const payloads = Array.from(document.querySelectorAll("script[data-flow-payload]"));
     status.expected = Number(document.body.dataset.figures || 0);
-    if (!payloads.length) { status.done = true; status.ms = performance.now() - t0; return; }
-    if (typeof DecompressionStream === "undefined") throw new Error("this browser lacks DecompressionStream (needs Chrome/Edge 80+, Firefox 113+, Safari 16.4+)");
+    if (!payloads.length) {
+      status.done = true;
+      status.ms = status.firstScreenMs = performance.now() - t0;
+      return;
+    }
+    if (typeof DecompressionStream === "undefined")
+      throw new Error("this browser lacks DecompressionStream (needs Chrome/Edge 80+, Firefox 113+, Safari 16.4+)");
     let t = performance.now();
     const js = await gunzip("plotlyjs");
     step("unpack plotly.js", t);
@@ -65,46 +83,68 @@
     document.head.appendChild(s);
     step("load plotly.js", t);
     if (!window.Plotly) throw new Error("plotly.js did not load");
-    // Flows are drawn one after another, yielding between figures so the page stays responsive;
-    // a flow section that comes into view (scrolling, a link from the flow table) jumps the queue.
-    const queue = payloads.slice();
-    const bySection = new Map(payloads.map((p) => [p.dataset.section, p]));
-    if ("IntersectionObserver" in window) {
-      const io = new IntersectionObserver((entries) => {
-        for (const en of entries) {
-          const p = bySection.get(en.target.id);
-          const i = queue.indexOf(p);
-          if (en.isIntersecting && i > 0) { queue.splice(i, 1); queue.unshift(p); }
-        }
-      }, { rootMargin: "800px 0px" });
-      for (const id of bySection.keys()) { const el = document.getElementById(id); if (el) io.observe(el); }
+
+    // One job per figure div, in document order; a flow's payload is unpacked on first use.
+    const figsOf = new Map(); // payload id -> Promise<[{div, data, layout}]>
+    const jobs = [];
+    for (const p of payloads) {
+      const section = document.getElementById(p.dataset.section);
+      for (const div of section.querySelectorAll("div.fig")) jobs.push({ div, payload: p, section: p.dataset.section });
     }
-    while (queue.length) {
-      const p = queue.shift();
-      t = performance.now();
-      const figs = JSON.parse(await gunzip(p.id));
-      step("unpack " + p.id, t);
-      const divs = [];
-      for (const f of figs) {
-        const div = document.getElementById(f.div);
-        f.layout.template = template;
-        t = performance.now();
-        await Plotly.newPlot(div, f.data, f.layout, config);
-        step(div.dataset.panel, t);
-        div.style.minHeight = "";
-        divs.push(div);
-        status.rendered++;
-        await new Promise((r) => setTimeout(r, 0));
+    const pending = new Set(jobs);
+    const near = new Set(); // jobs whose div is within about a screen of the viewport
+    const io = "IntersectionObserver" in window ? new IntersectionObserver((entries) => {
+      for (const en of entries) {
+        const job = jobs.find((j) => j.div === en.target);
+        if (en.isIntersecting) near.add(job);
+        else near.delete(job);
       }
-      linkAxes(divs);
-      if (status.firstFlowMs == null) status.firstFlowMs = performance.now();
+    }, { rootMargin: "600px 0px" }) : null;
+    if (io) for (const j of jobs) io.observe(j.div);
+    await new Promise((r) => requestAnimationFrame(() => r())); // let the observer report the first screen
+    const firstScreen = new Set(Array.from(near).filter((j) => pending.has(j)));
+
+    async function draw(job) {
+      const id = job.payload.id;
+      if (!figsOf.has(id)) {
+        const tu = performance.now();
+        figsOf.set(id, gunzip(id).then((txt) => JSON.parse(txt)));
+        await figsOf.get(id);
+        step("unpack " + id, tu);
+      }
+      const figs = await figsOf.get(id);
+      const f = figs.find((x) => x.div === job.div.id);
+      const g = group(job.section);
+      f.layout.template = template;
+      if (g.range) f.layout.xaxis = Object.assign({}, f.layout.xaxis || {}, { range: g.range.slice(), autorange: false });
+      const td = performance.now();
+      await Plotly.newPlot(job.div, f.data, f.layout, config);
+      step(job.div.dataset.panel, td);
+      job.div.style.minHeight = "";
+      attach(g, job.div);
+      status.rendered++;
     }
+
+    while (pending.size) {
+      let job = null;
+      for (const j of near) if (pending.has(j)) { job = j; break; }
+      if (!job) job = jobs.find((j) => pending.has(j));
+      pending.delete(job);
+      if (io) io.unobserve(job.div);
+      near.delete(job);
+      await draw(job);
+      firstScreen.delete(job);
+      if (!firstScreen.size && status.firstScreenMs == null) status.firstScreenMs = performance.now() - t0;
+      await new Promise((r) => setTimeout(r, 0)); // stay responsive between figures
+    }
+    if (io) io.disconnect();
     status.ms = performance.now() - t0;
+    if (status.firstScreenMs == null) status.firstScreenMs = status.ms;
     status.sinceNavigation = performance.now();
     status.done = true;
     document.documentElement.dataset.rendered = "true";
     const note = document.getElementById("render-time");
-    if (note) note.textContent = "figures drawn in " + (status.ms / 1000).toFixed(2) + " s";
+    if (note) note.textContent = "Figures drawn in " + (status.ms / 1000).toFixed(2) + " s.";
   }
 
   main().catch(fail);
