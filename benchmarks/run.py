@@ -297,6 +297,22 @@ def replay_bench(capture: str, repeat: int, log: Callable[[str], None]) -> dict[
     return out
 
 
+def warm_up(capture: str, log: Callable[[str], None]) -> dict[str, Any]:
+    """Compile caches: one analyze with EMPTY caches (the cold first-run cost, recorded), then one
+    with the default caches so that the timed runs measure steady-state work, not compilation."""
+    pcap = DATA / f"{capture}.pcap"
+    out: dict[str, Any] = dict(capture=capture)
+    tmp = Path(tempfile.mkdtemp(prefix="hscc-bench-cold-"))
+    env = dict(os.environ, HSCC_TRACE_CACHE_DIR=str(tmp / "hscc"), NUMBA_CACHE_DIR=str(tmp / "numba"))
+    argv = [HSCC, "analyze", str(pcap), "-o", str(tmp / "r.html"), "--json", str(tmp / "r.json"), "-q"]
+    for phase, e in (("cold", env), ("warm", None), ("steady", None)):
+        r = measure(argv, 3600, env=e)
+        out[phase] = {k: r[k] for k in ("wall_s", "cpu_s", "rss_mib", "rc")}
+        log(f"  analyze {capture}, {phase} caches: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s cpu, rc {r['rc']}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    return out
+
+
 def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
     """Evaluate the issue's targets on the largest bulk capture (and memory/linearity on every size)."""
     caps = res["captures"]
@@ -422,6 +438,18 @@ def markdown(res: dict[str, Any]) -> str:
             s = c["cases"].get(k)
             cells.append("—" if not s else f"{s['wall_s'] / c['packets'] * 1e6:.2f}, {s['rss_mib']:.0f}")
         L.append(f"| {name} | {c['packets']:,} | {c['flows']:,} | " + " | ".join(cells) + " |")
+    wu = res.get("warmup")
+    if wu:
+        L.append("")
+        L.append(f"### First run vs cached (hscc-trace analyze on {wu['capture']})")
+        L.append("")
+        L.append("| compile caches | wall s | CPU s | peak RSS MiB |")
+        L.append("|---|---:|---:|---:|")
+        for ph, what in (("cold", "empty (numba + replay caches in a new folder): cold first run"),
+                         ("warm", "default caches, first run after the cold one"),
+                         ("steady", "default caches, again (what the tables above measure)")):
+            w = wu[ph]
+            L.append(f"| {what} | {w['wall_s']:.2f} | {w['cpu_s']:.2f} | {w['rss_mib']:.0f} |")
     rp = res.get("replay") or {}
     warm = (rp.get("warm") or {}).get("algorithms") or {}
     cold = (rp.get("cold") or {}).get("algorithms") or {}
@@ -469,6 +497,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scapy-slice", type=int, default=SCAPY_SLICE)
     ap.add_argument("--replay-capture", default="replica-1M", help="capture for the replay throughput ('' = skip)")
     ap.add_argument("--replay-repeat", type=int, default=3)
+    ap.add_argument("--no-warmup", action="store_true", help="skip the cold/warm compile-cache runs")
     ap.add_argument("--no-render", action="store_true", help="skip the headless-chromium render timing")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--stamp", help="results file name (default: UTC date-time)")
@@ -508,6 +537,8 @@ def main(argv: list[str] | None = None) -> int:
                                params=dict(runs=a.runs, max_repeat_s=a.max_repeat_s, scapy_slice=a.scapy_slice,
                                            captures=captures), skipped=skipped)
     log(f"machine: {res['machine']}")
+    if any(c.key == "hscc_analyze" for c in cases) and not a.no_warmup:
+        res["warmup"] = warm_up(captures[0], log)
     res["captures"] = run_captures(captures, a.runs, a.max_repeat_s, a.timeout_s, cases, log)
     bulk = [c for c in captures if "flows10k" not in c]
     if bulk:

@@ -1,0 +1,185 @@
+"""The benchmark's own logic (benchmarks/), without peer tools and without timing anything.
+
+* make_capture: a replication of crafted full-payload captures (IPv4 and IPv6) keeps every
+  checksum valid after the client address is shifted (RFC 1624 incremental update), makes each
+  copy a distinct connection, shifts each copy by exactly k · stagger and keeps every copy's
+  packet order and inter-packet times.
+* run.py: the target verdicts and ratios computed from a results document, its markdown, and
+  the process measurement (exit code, peak RSS from wait4) on a tiny Python child.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+BENCH = REPO / "benchmarks"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses look their module up here
+    sys.path.insert(0, str(BENCH))
+    try:
+        spec.loader.exec_module(mod)
+    finally:
+        sys.path.remove(str(BENCH))
+    return mod
+
+
+@pytest.fixture(scope="module")
+def mc():
+    return _load("make_capture")
+
+
+@pytest.fixture(scope="module")
+def sources(tmp_path_factory):
+    """Two tiny full-payload captures (so that tools can verify the TCP checksum): IPv4 and IPv6."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.inet6 import IPv6
+    from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
+
+    d = tmp_path_factory.mktemp("src")
+    out = []
+    for fam, cli, srv in ((IP, "10.1.255.254", "192.0.2.1"), (IPv6, "2001:db8::1:fffe", "2001:db8:ff::1")):
+        e = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
+        pk = [e / fam(src=cli, dst=srv) / TCP(sport=40000, dport=5201, flags="S", seq=100),
+              e / fam(src=srv, dst=cli) / TCP(sport=5201, dport=40000, flags="SA", seq=900, ack=101),
+              e / fam(src=cli, dst=srv) / TCP(sport=40000, dport=5201, flags="A", seq=101, ack=901),
+              e / fam(src=cli, dst=srv) / TCP(sport=40000, dport=5201, flags="PA", seq=101, ack=901) / (b"x" * 20),
+              e / fam(src=srv, dst=cli) / TCP(sport=5201, dport=40000, flags="A", seq=901, ack=121)]
+        pkts = [Ether(bytes(p)) for p in pk]  # bytes(): checksums computed
+        for i, p in enumerate(pkts):  # the IPv6 source starts later in absolute time: irrelevant
+            p.time = 1_700_000_000 + 0.001 * i + (7.0 if fam is IPv6 else 0.0)
+        path = d / f"v{4 if fam is IP else 6}.pcap"
+        wrpcap(str(path), pkts)
+        out.append(path)
+    return out
+
+
+def test_replica_checksums_addresses_and_times(mc, sources, tmp_path):
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.inet6 import IPv6
+    from scapy.utils import rdpcap
+
+    m = mc.make("t", None, 0.25, None, 4, sources, out_dir=tmp_path)
+    assert m["packets"] == 4 * 5 and m["flows"] == 4
+    pk = rdpcap(m["file"])
+    assert len(pk) == 20
+    clients = []
+    for p in pk:
+        fam = IP if IP in p else IPv6
+        # scapy recomputes a checksum when the field is deleted: the written one must equal it
+        t = p[TCP]
+        got = t.chksum
+        q = p.copy()
+        del q[TCP].chksum
+        if fam is IP:
+            del q[IP].chksum
+            assert p[IP].chksum == fam(bytes(q[fam]))[IP].chksum
+        assert got == fam(bytes(q[fam]))[TCP].chksum
+        cl = p[fam].src if t.sport == 40000 else p[fam].dst
+        clients.append(cl)
+    # copy k = source k mod 2, client + k: IPv4 10.1.255.254 + 0, +2 (wraps inside the /16);
+    # IPv6 ...:1:fffe + 1, + 3 (low 32 bits: 0x0001fffe + 3 = 0x00020001)
+    assert set(clients) == {"10.1.255.254", "10.1.0.0", "2001:db8::1:ffff", "2001:db8::2:1"}
+    # each copy: 5 packets, original order and spacing, started at k · 0.25 s
+    by = {}
+    for p in pk:
+        fam = IP if IP in p else IPv6
+        by.setdefault(p[fam].src if p[TCP].sport == 40000 else p[fam].dst, []).append(p)
+    starts = {}
+    for cl, ps in by.items():
+        assert [str(p[TCP].flags) for p in ps] == ["S", "SA", "A", "PA", "A"]
+        gaps = [round(float(b.time - a.time), 6) for a, b in zip(ps, ps[1:])]
+        assert gaps == [0.001] * 4
+        starts[cl] = round(float(ps[0].time) - 1_700_000_000, 6)
+    # (copies are placed relative to source 0's first packet, each at its own offset 0)
+    assert starts == {"10.1.255.254": 0.0, "2001:db8::1:ffff": 0.25, "10.1.0.0": 0.5, "2001:db8::2:1": 0.75}
+    # merged stream is in time order
+    ts = [float(p.time) for p in pk]
+    assert ts == sorted(ts)
+
+
+def test_replica_prefix_and_packet_cut(mc, sources, tmp_path):
+    m = mc.make("p", None, 1.0, 2, 3, sources, out_dir=tmp_path)  # 3 copies × first 2 packets
+    assert m["packets"] == 6
+    m2 = mc.make("n", 7, 0.0, None, None, sources, out_dir=tmp_path)  # copies until ≥ 7, cut at 7
+    assert m2["packets"] == 7 and m2["flows"] == 2
+    # deterministic: same parameters → same bytes
+    m3 = mc.make("n", 7, 0.0, None, None, sources, out_dir=tmp_path, force=True)
+    assert m3["sha256"] == m2["sha256"]
+
+
+def test_non_tcp_source_is_refused(mc, tmp_path):
+    from scapy.layers.inet import IP, UDP
+    from scapy.layers.l2 import Ether
+    from scapy.utils import wrpcap
+
+    f = tmp_path / "udp.pcap"
+    wrpcap(str(f), [Ether() / IP(src="10.0.0.1", dst="10.0.0.2") / UDP()])
+    with pytest.raises(SystemExit, match="not Ethernet/IPv4\\|IPv6/TCP"):
+        mc.read_source(f)
+
+
+def _doc(run, tcptrace_s, flows_s, tshark_s, analyze_s, events_s, rss, loop_eps):
+    def case(label, wall, rss_mib=10.0):
+        return dict(label=label, wall_s=wall, cpu_s=wall, rss_mib=rss_mib, n=3, n_ok=3, pkts_per_s=1e6 / wall,
+                    x_hscc_flows=wall / flows_s, x_hscc_analyze=wall / analyze_s)
+
+    caps = {}
+    for name, n, scale in (("replica-0.1M", 100_000, 0.1), ("replica-1M", 1_000_000, 1.0), ("replica-5M", 5_000_000, 5.0)):
+        caps[name] = dict(packets=n, flows=5, bytes=100 * 2**20 * scale, sha256="x", cases=dict(
+            hscc_flows=case("hscc-trace flows", flows_s * scale, rss * scale),
+            hscc_events=case("hscc-trace events", events_s * scale, rss * scale),
+            hscc_analyze=case("hscc-trace analyze", analyze_s * scale, rss * scale),
+            tcptrace=case("tcptrace -l", tcptrace_s * scale),
+            tshark_conv=case("tshark conv", tshark_s * scale)))
+    return dict(date="2026-01-01 00:00", params=dict(runs=3, max_repeat_s=60.0),
+                machine=dict(nproc=2, cpu_model="cpu", mem_gib=1, kernel="k", loadavg_start=["0", "0", "0"],
+                             **{k: "v" for k in ("hscc_trace", "tshark", "tcptrace", "python", "polars", "numba",
+                                                 "numpy", "dpkt", "scapy")}),
+                captures=caps, replay=dict(capture="replica-1M", warm=dict(ack_events=10, flows=1, repeat=1, algorithms={
+                    "reno": dict(loop_events_per_s=loop_eps * 2, run_events_per_s=1e6, first_run_s=0.1),
+                    "cubic": dict(loop_events_per_s=loop_eps, run_events_per_s=1e6, first_run_s=0.1)})))
+
+
+def test_targets_pass_and_fail_from_ratios():
+    run = _load("run")
+    # flows 0.8 s vs tcptrace 1.0 s (0.8×, pass); tshark 30 s = 37.5× flows (< 50×, fail);
+    # analyze 1.9 s (1.9×, pass); events 1.6 s (1.6×, fail); rss 50 MiB/5M-capture of 500 MiB (0.1, pass)
+    doc = _doc(run, tcptrace_s=1.0, flows_s=0.8, tshark_s=30.0, analyze_s=1.9, events_s=1.6, rss=10.0, loop_eps=15e6)
+    t = {x["target"]: x for x in run.targets(doc)}
+    assert t["flows ≤ 1.0× tcptrace -l"]["value"] == pytest.approx(0.8) and t["flows ≤ 1.0× tcptrace -l"]["passed"]
+    ts = t["flows ≥ 50× faster than tshark conv"]
+    assert ts["value"] == pytest.approx(37.5) and ts["passed"] is False
+    assert t["analyze (all algorithms + report) ≤ 2.0× tcptrace -l"]["passed"] is True
+    assert t["events path ≤ 1.5× tcptrace -l"]["passed"] is False
+    mem = t["peak memory of hscc-trace flows ≤ capture size"]
+    assert mem["value"] == pytest.approx(50 / 500) and mem["passed"]
+    # every time scales exactly with packets (startup 0): marginal cost ratio 1.0 → linear
+    lin = t["hscc flows: time linear in packets"]
+    assert lin["value"] == pytest.approx(1.0) and lin["passed"]
+    rp = t["replay ≥ 20 M ACK events/s per algorithm per core (slowest algorithm)"]
+    assert rp["value"] == 15e6 and rp["passed"] is False and "cubic" in rp["detail"]
+    md = run.markdown(dict(doc, targets=list(t.values())))
+    assert "| flows ≤ 1.0× tcptrace -l | 0.80 | <= 1 | **pass** |" in md
+    assert "| flows ≥ 50× faster than tshark conv | 37.50 | >= 50 | **FAIL** |" in md
+    assert "| cubic | 15.0 | 1.0 |" in md
+
+
+def test_measure_reports_exit_code_and_peak_memory():
+    run = _load("run")
+    # a child that holds ~200 MiB: ru_maxrss must see it; exit code passed through
+    r = run.measure([sys.executable, "-c", "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); "
+                                           "raise SystemExit(3)"], timeout_s=60)
+    assert r["rc"] == 3 and not r["timeout"]
+    assert 200 <= r["rss_mib"] < 400
+    s = run.summarize([dict(r, rc=0, wall_s=w) for w in (3.0, 1.0, 2.0)])
+    assert s["wall_s"] == 2.0 and s["n_ok"] == 3
