@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as hs
 
 from hscc_trace.replay import engine
 from hscc_trace.replay import tp as T
@@ -208,7 +209,7 @@ def test_fusion_engine_sequence_loss_then_increase_decrease_steady():
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(ack_streams(), __import__("hypothesis").strategies.sampled_from(["rfc", "linux"]))
+@given(ack_streams(), hs.sampled_from(["rfc", "linux"]))
 def test_fusion_property_never_below_reno_window(df, flavor):
     out = engine.replay(df, MSS, ["fusion"], [f"fusion.flavor={flavor}"], compiled=False)
     f = next(iter(out.values()))
