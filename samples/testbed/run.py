@@ -149,9 +149,16 @@ def configure_devices() -> dict[str, str]:
 # ------------------------------------------------------------------------------------------
 # tracing
 
+_PRINTK_GLOBAL_BEFORE: str | None = None
+
+
 def trace_setup(sports: list[int]) -> None:
+    global _PRINTK_GLOBAL_BEFORE
     if not (TRACEFS / "events").exists():
         sh(f"mount -t tracefs nodev {TRACEFS}")
+    # loading a bpf_trace_printk user turns the event on in the top-level buffer too; restored
+    # in trace_teardown()
+    _PRINTK_GLOBAL_BEFORE = (TRACEFS / "events" / PRINTK / "enable").read_text().strip()
     inst = TRACEFS / "instances" / INSTANCE
     trace_teardown()
     inst.mkdir()
@@ -192,6 +199,8 @@ def trace_teardown() -> None:
             if p.exists():
                 p.write_text("0")
         inst.rmdir()
+    if _PRINTK_GLOBAL_BEFORE is not None:
+        (TRACEFS / "events" / PRINTK / "enable").write_text(_PRINTK_GLOBAL_BEFORE)
 
 
 LINE = re.compile(r"^\s*(.+?)\s+\[\d+\]\s+\S+\s+(\d+)\.(\d+):\s+(\w+):\s+(.*)$")
