@@ -39,6 +39,38 @@
     if (!groups.has(id)) groups.set(id, { divs: [], range: null, busy: false });
     return groups.get(id);
   }
+  // After a time-range change, fit each y axis to the data visible in that range (shaded
+  // bands excluded), so zooming into a second of a long flow shows its detail.
+  function fitY(div, range) {
+    const upd = {};
+    const ext = new Map();
+    for (const tr of div.data) {
+      if (tr.visible === false || tr.visible === "legendonly" || tr.fill === "toself" || !tr.x || !tr.y) continue;
+      const ax = "yaxis" + ((tr.yaxis || "y").slice(1));
+      let [lo, hi] = ext.get(ax) || [Infinity, -Infinity];
+      const xs = tr.x, ys = tr.y;
+      for (let i = 0; i < xs.length; i++) {
+        const x = xs[i], y = ys[i];
+        if (x == null || y == null || x < range[0] || x > range[1]) continue;
+        if (y < lo) lo = y;
+        if (y > hi) hi = y;
+      }
+      ext.set(ax, [lo, hi]);
+    }
+    for (const [ax, [lo, hi]] of ext) {
+      if (!isFinite(lo)) continue;
+      const pad = (hi - lo) * 0.06 || Math.abs(hi) * 0.06 || 1;
+      upd[ax + ".range"] = [lo - pad, hi + pad];
+    }
+    return Object.keys(upd).length ? Plotly.relayout(div, upd) : Promise.resolve();
+  }
+
+  function resetY(div) {
+    const upd = {};
+    for (const k of Object.keys(div.layout)) if (/^yaxis\d*$/.test(k)) upd[k + ".autorange"] = true;
+    return Plotly.relayout(div, upd);
+  }
+
   function attach(g, div) {
     g.divs.push(div);
     div.on("plotly_relayout", (ev) => {
@@ -55,10 +87,12 @@
       if (!upd) return;
       const xr = div.layout.xaxis && div.layout.xaxis.range;
       g.range = upd["xaxis.autorange"] ? null : xr ? xr.slice() : null;
+      const userY = Object.keys(ev).some((k) => /^yaxis\d*\.range/.test(k)); // a box zoom chose y itself
       g.busy = true;
-      Promise.all(g.divs.filter((o) => o !== div).map((o) => Plotly.relayout(o, upd))).finally(() => {
-        g.busy = false;
-      });
+      const adjust = (o) => (g.range ? fitY(o, g.range) : resetY(o));
+      Promise.all(g.divs.map((o) => (o === div ? (userY ? null : adjust(o))
+                                              : Plotly.relayout(o, upd).then(() => adjust(o)))))
+        .finally(() => { g.busy = false; });
     });
   }
 
@@ -119,6 +153,7 @@
       if (g.range) f.layout.xaxis = Object.assign({}, f.layout.xaxis || {}, { range: g.range.slice(), autorange: false });
       const td = performance.now();
       await Plotly.newPlot(job.div, f.data, f.layout, config);
+      if (g.range) await fitY(job.div, g.range);
       step(job.div.dataset.panel, td);
       job.div.style.minHeight = "";
       attach(g, job.div);
