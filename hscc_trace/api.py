@@ -260,7 +260,11 @@ def report(analysis: Analysis, path: PathLike) -> Path:
     from hscc_trace import reports
 
     out = Path(path)
-    reports.write_report(analysis, out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        reports.write_report(analysis, out)
+    except OSError as exc:
+        raise InputError(f"{out}: cannot write the report ({exc.strerror or exc})") from None
     return out
 
 

@@ -11,7 +11,8 @@ The format follows the file extension:
 
 Column names, dtypes and units are those of :mod:`hscc_trace.schema` (docs/schema.md).
 Replays of several algorithms are written as one long table with an ``algo`` column first;
-columns an algorithm does not have (another's signals) are null.
+columns an algorithm does not have (another's signals) are null, and enumerations (``state``,
+phases, modes) are written as text.
 """
 
 from __future__ import annotations
@@ -68,8 +69,14 @@ def write_table(df: pl.DataFrame, path: str | Path) -> Path:
 
 def replays_long(replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """Replays of several algorithms as one table: ``algo`` + schema.REPLAY_BASE + every signal."""
-    frames = [df.with_columns(pl.lit(name).alias("algo")).select(["algo", *df.columns])
-              for name, df in replays.items()]
+    # Enum columns of different algorithms (state, phase, mode …) have different categories:
+    # as text they concatenate; a single replay keeps its Enums
+    if len(replays) == 1:
+        ((name, df),) = replays.items()
+        return df.with_columns(pl.lit(name).alias("algo")).select(["algo", *df.columns])
+    frames = [df.with_columns(pl.lit(name).alias("algo"),
+                              *[pl.col(c).cast(pl.String) for c, t in df.schema.items() if isinstance(t, pl.Enum)])
+              .select(["algo", *df.columns]) for name, df in replays.items()]
     if not frames:
         return pl.DataFrame(schema={"algo": pl.String})
     return pl.concat(frames, how="diagonal_relaxed")

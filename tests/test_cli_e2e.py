@@ -82,7 +82,8 @@ def fast_json(work: Path) -> Path:
     """A results document with the fast subset, used as a baseline."""
     if RENO is None:
         pytest.skip("no Reno sample")
-    p = run(["analyze", str(RENO), "--algo", FAST_ALGOS, "--json", "base.json", "-q"], cwd=work)
+    p = run(["analyze", str(RENO), "--algo", FAST_ALGOS, "--json", "base.json", "--export", "exp",
+             "--export-format", "csv", "-q"], cwd=work)
     assert p.returncode == 0, p.stderr
     return work / "base.json"
 
@@ -158,9 +159,7 @@ def test_jobs_2_gives_the_same_results_as_jobs_1(work: Path) -> None:
 
 
 @needs_reno
-def test_export_tables(work: Path) -> None:
-    p = run(["analyze", str(RENO), "--algo", "reno", "--export", "exp", "--export-format", "csv", "-q"], cwd=work)
-    assert p.returncode == 0, p.stderr
+def test_export_tables(work: Path, fast_json: Path) -> None:
     files = sorted(f.name for f in (work / "exp").rglob("*.csv"))
     assert any(f.endswith(".acks.csv") for f in files) and any(f.endswith(".replay.csv") for f in files)
     import polars as pl
@@ -187,12 +186,20 @@ def test_check_reno_sample_passes_expect_reno(work: Path) -> None:
 
 @needs_reno
 def test_check_reno_sample_fails_expect_fusion(work: Path) -> None:
-    p = run(["check", str(RENO), "--expect", "fusion", "--max-error", "0.05", "--junit", "fail.xml"], cwd=work)
+    """Also run as a GitHub Actions step would: annotations on stdout, a job summary appended."""
+    summary = work / "summary.md"
+    summary.write_text("# earlier step\n")
+    p = run(["check", str(RENO), "--expect", "fusion", "--max-error", "0.05", "--junit", "fail.xml"], cwd=work,
+            env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
     no_traceback(p)
     assert p.returncode == 1, p.stdout + p.stderr
     root = ET.parse(work / "fail.xml").getroot()
     failures = root.findall("testsuite/testcase/failure")
     assert failures and "fusion mare" in failures[0].get("message") and "> 0.050" in failures[0].get("message")
+    assert any(l.startswith("::error file=") and "fusion mare" in l for l in p.stdout.splitlines())
+    assert any(l.startswith("::notice file=") for l in p.stdout.splitlines())
+    text = summary.read_text()
+    assert text.startswith("# earlier step\n") and "### hscc-trace check" in text and "❌ fail" in text
 
 
 @needs_reno
@@ -202,19 +209,6 @@ def test_check_corrupt_capture_exit_2(work: Path, corrupt: Path) -> None:
     assert p.returncode == 2
     root = ET.parse(work / "err.xml").getroot()
     assert root.get("errors") == "1" and root.find("testsuite/testcase/error") is not None
-
-
-@needs_reno
-def test_check_github_actions_annotations_and_summary(work: Path) -> None:
-    summary = work / "summary.md"
-    summary.write_text("# earlier step\n")
-    p = run(["check", str(RENO), "--expect", "fusion", "--max-error", "0.05"], cwd=work,
-            env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
-    assert p.returncode == 1
-    assert any(l.startswith("::error file=") and "fusion mare" in l for l in p.stdout.splitlines())
-    assert any(l.startswith("::notice file=") for l in p.stdout.splitlines())
-    text = summary.read_text()
-    assert text.startswith("# earlier step\n") and "### hscc-trace check" in text and "❌ fail" in text
 
 
 @needs_reno

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from contextlib import contextmanager
@@ -11,9 +12,26 @@ from typing import Any, Iterator, Optional
 import typer
 
 from hscc_trace import api, config, results
-from hscc_trace.errors import UsageError
+from hscc_trace.errors import HsccError, UsageError
+from hscc_trace.pipeline import DEBUG_ENV
 
 from .app import app
+
+
+@contextmanager
+def one_line_errors() -> Iterator[None]:
+    """Turn an unexpected exception (a bug) into the one-line error of :func:`hscc_trace.cli.main`
+    instead of a traceback; ``HSCC_TRACE_DEBUG=1`` lets it through."""
+    try:
+        yield
+    except HsccError:
+        raise
+    except Exception as exc:  # noqa: BLE001
+        if os.environ.get(DEBUG_ENV):
+            raise
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise HsccError(f"internal error ({type(exc).__name__}: {first}); "
+                        f"rerun with {DEBUG_ENV}=1 for a traceback") from None
 
 
 @contextmanager
@@ -91,6 +109,15 @@ def analyze(
     Exit code 0, or 2 when any input could not be read or any flow could not be analyzed (the
     others are still analyzed and reported).
     """
+    with one_line_errors():
+        code = _analyze(inputs, output, json_out, algo, param, bpf, flow, jobs, export_dir, export_format,
+                        config_file, quiet)
+    raise typer.Exit(code)
+
+
+def _analyze(inputs: list[str], output: Optional[Path], json_out: Optional[Path], algo: Optional[str],
+             param: Optional[list[str]], bpf: Optional[str], flow: Optional[list[int]], jobs: Optional[int],
+             export_dir: Optional[Path], export_format: str, config_file: Optional[Path], quiet: bool) -> int:
     cfg = config.with_overrides(config.load(config_file), algorithms=algo, params=param, bpf=bpf, jobs=jobs)
     if export_dir is not None and export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
         raise UsageError(f"--export-format {export_format!r}: use parquet, csv, json or ndjson")
@@ -121,5 +148,4 @@ def analyze(
                    f"{len(run.analysis.algorithms)} algorithm(s) in {time.perf_counter() - t0:.1f} s")
         for w in written:
             typer.echo(w)
-    if run.errors:
-        raise typer.Exit(2)
+    return 2 if run.errors else 0

@@ -13,7 +13,7 @@ import typer
 from hscc_trace import api, check, config, results
 from hscc_trace.errors import InputError, UsageError
 
-from .analyze_cmd import progress_bar
+from .analyze_cmd import one_line_errors, progress_bar
 from .app import app
 
 
@@ -38,6 +38,15 @@ def check_cmd(
 ) -> None:
     """Check captures against expectations: exit 0 when every verdict passes, 1 when any fails,
     2 for usage or input errors. Flows with too little data are skipped, never passed."""
+    with one_line_errors():
+        code = _check(inputs, expect, max_error, rank_first, baseline, tolerance, junit, min_rounds, flow, algo, param, bpf, jobs, json_out, config_file, quiet)
+    raise typer.Exit(code)
+
+
+def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float], rank_first: Optional[bool],
+           baseline: Optional[Path], tolerance: Optional[str], junit: Optional[Path], min_rounds: Optional[int],
+           flow: Optional[list[int]], algo: Optional[str], param: Optional[list[str]], bpf: Optional[str],
+           jobs: Optional[int], json_out: Optional[Path], config_file: Optional[Path], quiet: bool) -> int:
     t0 = time.perf_counter()
     cfg = config.with_overrides(config.load(config_file), params=param, bpf=bpf, jobs=jobs)
     c = cfg.check
@@ -127,4 +136,4 @@ def check_cmd(
                 typer.echo(f"hscc-trace: warning: cannot append to GITHUB_STEP_SUMMARY ({exc})", err=True)
     for msg in run.flow_failed:
         typer.echo(f"hscc-trace: error: {msg}", err=True)
-    raise typer.Exit(2 if run.flow_failed else check.exit_code(verdicts))
+    return 2 if run.flow_failed else check.exit_code(verdicts)
