@@ -290,3 +290,24 @@ def test_export_keeps_dtypes_in_parquet_and_writes_json(tmp_path: Path) -> None:
     assert len(rows) == reps["reno"].height and rows[0]["algo"] == "reno" and "cwnd" in rows[0]
     with pytest.raises(Exception, match="unknown export format"):
         export.write(ev, tmp_path / "acks.xlsx")
+
+
+@needs_reno
+def test_library_api_tables_checks_and_figures(tmp_path: Path) -> None:
+    """The notebook path (docs/api.md): the same analysis as the CLI, as DataFrames and figures."""
+    from hscc_trace import api, check
+
+    a = api.analyze(RENO, algorithms=["reno", "fusion"])
+    ft = api.flow_table(a)
+    assert ft.height == len(a.captures[0].results) and {"capture", "flow_id", "best", "best_mare"} <= set(ft.columns)
+    fits = api.fit_table(a)
+    assert set(fits["algo"].unique()) == {"reno", "fusion"} and fits["capture"].unique().to_list() == [str(RENO)]
+    data = ft.sort("payload_ab", descending=True).row(0, named=True)
+    fr = api.flow_result(a, data["flow_id"])
+    assert set(fr.replays) == {"reno", "fusion"} and fr.events.acks.height > 0
+    verdicts = api.check(a, expect="reno")
+    assert check.exit_code(verdicts) == 0 and any(v.status == check.PASS for v in verdicts)
+    figs = api.figures(a, data["flow_id"])
+    assert figs and all(hasattr(f, "to_dict") for f in figs.values())
+    with pytest.raises(Exception, match="was not analyzed"):
+        api.flow_result(a, 999)
