@@ -282,3 +282,35 @@ def test_report_blocks_a_request_that_a_page_would_make(tmp_path: Path) -> None:
                     "</script></body></html>")
     res = open_report(page)
     assert any(u.startswith("http://192.0.2.1/") for u in res["requests"] + res["blocked"])
+
+
+def _measure(argv: list[str]) -> None:  # pragma: no cover - run by hand for docs/report.md
+    """``python tests/test_report_browser.py FLOWS ACKS DURATION_S [RUNS]``: size and render time
+    of the report of a synthetic capture (each flow has ACKS ACKs and as many data segments)."""
+    import statistics
+    import sys
+
+    n_flows, n_acks, dur = int(argv[0]), int(argv[1]), float(argv[2])
+    runs = int(argv[3]) if len(argv) > 3 else 3
+    a = make_analysis(n_flows=n_flows, n_acks=n_acks, duration_s=dur)
+    path = Path(tempfile.mkdtemp()) / "report.html"
+    t = time.monotonic()
+    info = write_report(a, path)
+    t_write = time.monotonic() - t
+    first, full = [], []
+    for _ in range(runs):
+        res = open_report(path)
+        assert not res["errors"] and not res["requests"] and res["status"]["error"] is None, res
+        assert res["figures"]["drawn"] == info.figures
+        first.append(res["status"]["firstScreenMs"] / 1000)
+        full.append(res["status"]["sinceNavigation"] / 1000)
+    load = os.getloadavg()[0]
+    sys.stdout.write(f"| {n_flows} × {n_acks:,} ACKs | {a.captures[0].meta.packets_total:,} | {info.size / 1e6:.2f} MB | "
+                     f"{info.points_in:,} → {info.points_out:,} | {t_write:.1f} s | {info.figures} | "
+                     f"{statistics.median(first):.2f} s | {statistics.median(full):.2f} s | {load:.1f} |\n")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    _measure(sys.argv[1:])
