@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
 
@@ -262,18 +263,30 @@ def _open(path: str) -> tuple[BinaryIO, bool]:
     return f, False
 
 
-def _read_into(f: BinaryIO, view: memoryview) -> int:
-    """Fill ``view`` as far as the stream allows; returns bytes read."""
+def _read_into(f: BinaryIO, view: memoryview) -> tuple[int, str | None]:
+    """Fill ``view`` as far as the stream allows; returns (bytes read, problem or None).
+
+    A gzip stream that stops early is a truncated file (a warning, like a cut-short pcap);
+    gzip data that cannot be decompressed at all is an input error.
+    """
     got = 0
+    gz = isinstance(f, gzip.GzipFile)
     while got < len(view):
         try:
-            n = f.readinto(view[got:])
-        except (OSError, EOFError, gzip.BadGzipFile) as exc:
+            if gz:  # read1: one decompression step at a time, so a cut-short stream keeps what came before
+                chunk = f.read1(min(len(view) - got, 1 << 20))
+                n = len(chunk)
+                view[got : got + n] = chunk
+            else:
+                n = f.readinto(view[got:])
+        except EOFError:
+            return got, "compressed data ends early (gzip stream cut short)"
+        except (OSError, gzip.BadGzipFile, zlib.error) as exc:
             raise InputError(f"corrupt compressed data: {exc}") from None
         if not n:
             break
         got += n
-    return got
+    return got, None
 
 
 class _Chunks:
@@ -283,6 +296,7 @@ class _Chunks:
         self.f = f
         self.buf = np.empty(CHUNK + MAX_CAPLEN * 2, dtype=np.uint8)
         self.spare = np.empty_like(self.buf)
+        self.problem: str | None = None
         self.n = len(first)
         self.buf[: self.n] = np.frombuffer(first, dtype=np.uint8)
         self.eof = False
@@ -290,7 +304,10 @@ class _Chunks:
     def fill(self) -> None:
         if self.eof or self.n >= len(self.buf):
             return
-        got = _read_into(self.f, memoryview(self.buf)[self.n :])
+        got, problem = _read_into(self.f, memoryview(self.buf)[self.n :])
+        if problem:
+            self.problem = problem
+            self.eof = True
         self.n += got
         if self.n < len(self.buf):
             self.eof = True
@@ -323,7 +340,11 @@ def iter_batches(path: str, info: ReadInfo) -> Iterator[Batch]:
     """
     f, gz = _open(path)
     try:
-        head = f.read(24)
+        buf = bytearray(24)
+        n, problem = _read_into(f, memoryview(buf))
+        head = bytes(buf[:n])
+        if problem and n < 24:
+            raise InputError(f"{path}: {problem}")
         if len(head) == 0:
             raise InputError(f"{path}: empty file (0 bytes)")
         if len(head) < 4:
@@ -383,6 +404,8 @@ def _pcap_batches(path: str, f: BinaryIO, head: bytes, be: bool, info: ReadInfo,
         if status == 3:
             continue
         if ch.eof:
+            if ch.problem:
+                info.problem(ch.problem)
             if ch.n:
                 info.problem(f"file ends inside record {frame} ({ch.n} bytes of it present); that record ignored")
             return
@@ -509,6 +532,8 @@ def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix:
         if status == 3:
             continue
         if ch.eof:
+            if ch.problem:
+                info.problem(ch.problem)
             if ch.n:
                 info.problem(f"file ends inside a pcapng block after record {frame - 1} ({ch.n} bytes); ignored")
             return
