@@ -29,7 +29,7 @@ import math
 
 from ._jit import jit
 from .api import Algorithm, Param, Signal
-from .tp import ACKED, CWND, EV_ECN, EV_FAST_RETRANSMIT, EV_RTO, EV_SACK_RECOVERY, EVENT, SACKED, SSTHRESH
+from .tp import CWND, DELIVERED, EV_ECN, EV_FAST_RETRANSMIT, EV_RTO, EV_SACK_RECOVERY, EVENT, SSTHRESH
 
 # --- state slots (the wrapper's own slice) ---------------------------------------------------------
 W1 = 0  # packets — window just before the last drop
@@ -47,7 +47,8 @@ PRIOR_B = 11
 PRIOR_NON_AGGR = 12
 PRIOR_SENT = 13
 PRIOR_ARMED = 14
-NSTATE = 15
+DELIV0 = 15  # packets — engine's delivered count when the period began
+NSTATE = 16
 
 # --- parameter slots ---------------------------------------------------------------------------
 P_REDUCTION_RATIO = 0  # α of eq. (1)
@@ -66,6 +67,7 @@ def post_init(ws, wp, tp):
     ws[SENT] = 0.0
     ws[ARMED] = 0.0
     ws[CWND_BEFORE] = tp[CWND]
+    ws[DELIV0] = 0.0
     for i in range(PRIOR_W1, PRIOR_ARMED + 1):
         ws[i] = ws[i - PRIOR_W1]
 
@@ -105,17 +107,12 @@ def post_undo_cwnd(ws, wp, tp, value):
 
 
 @jit
-def post_on_ack(ws, wp, tp):
-    # every ACK during the period: the held window releases one packet per packet delivered
-    # (cumulative + SACKed, also on ACKs that do not call cong_avoid)
-    if ws[NON_AGGR] > 0.0:
-        ws[SENT] += tp[ACKED] + tp[SACKED]
-
-
-@jit
 def pre_cong_avoid(ws, wp, tp, n):
     """False (skip the base's growth) while the window is held at w2."""
     if ws[NON_AGGR] > 0.0:
+        # the held window releases one packet per packet delivered (cumulative + SACKed, also
+        # on ACKs that do not call cong_avoid): the engine's delivered count since the start
+        ws[SENT] = tp[DELIVERED] - ws[DELIV0]
         if ws[SENT] > ws[B]:  # period over: the base grows again from this ACK
             ws[NON_AGGR] = 0.0
             ws[ARMED] = 0.0
@@ -141,6 +138,7 @@ def post_cong_avoid(ws, wp, tp, n):
     tp[CWND] = w2
     ws[NON_AGGR] = 1.0
     ws[SENT] = 0.0
+    ws[DELIV0] = tp[DELIVERED]
 
 
 _PARAMS = (
@@ -164,7 +162,7 @@ _SIGNALS = (
 )
 
 _STATE = ("w1", "w2", "tc", "b", "non_aggr", "sent", "armed", "cwnd_before", "prior_w1", "prior_w2",
-          "prior_tc", "prior_b", "prior_non_aggr", "prior_sent", "prior_armed")
+          "prior_tc", "prior_b", "prior_non_aggr", "prior_sent", "prior_armed", "deliv0")
 
 
 def _decl(name: str) -> Algorithm:
