@@ -140,8 +140,8 @@ def _expect_verdict(path: str, flow: dict[str, Any], exp: Expectation, min_round
     metrics = {"algo": algo, "mare": mare, "max_error": exp.max_error, "rank": rank, "algorithms": n_algos,
                "rounds": row.get("rounds"), "rmse_pkts": row.get("rmse_pkts"), "corr": row.get("corr"),
                "best": best, "best_mare": best_row.get("mare") if best_row else None}
-    detail = (f"rank {_fmt(rank)} of {n_algos}, {_fmt(row.get('rounds'))} rounds, "
-              f"rmse {_fmt(row.get('rmse_pkts'), 2)} pkts, corr {_fmt(row.get('corr'))}")
+    detail = (f"rank {_fmt(rank)} of {n_algos}, " if n_algos > 1 else "") + (
+        f"{_fmt(row.get('rounds'))} rounds, rmse {_fmt(row.get('rmse_pkts'), 2)} pkts, corr {_fmt(row.get('corr'))}")
     if best and best != algo and best_row is not None:
         detail += f"; best: {best} mare {_fmt(best_row.get('mare'))}"
     problems = []

@@ -231,3 +231,9 @@ def test_markdown_summary_table(mixed: list[check.Verdict]) -> None:
 def test_in_github_actions() -> None:
     assert check.in_github_actions({"GITHUB_ACTIONS": "true"})
     assert not check.in_github_actions({})
+
+
+def test_rank_not_quoted_when_only_one_algorithm_was_replayed() -> None:
+    d = document(capture("s/x.pcap", [flow(1, [fit("reno", 0.01, 1)])]))
+    (p,) = check.check_expectations(d, CheckConfig(expect="reno"))
+    assert p.status == PASS and "rank" not in p.message and "20 rounds" in p.message
