@@ -135,6 +135,23 @@ def resolve(names: Iterable[str] | None = None, params: dict[str, dict[str, Any]
                      labels=tuple(labels), values=values)
 
 
+def select_params(names: Sequence[str] | None, configured: dict[str, dict[str, Any]],
+                  given: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+    """Parameter overrides for a run of ``names`` (None = the defaults).
+
+    ``configured`` (from a configuration file) may hold tables for registered algorithms that
+    this run does not replay: those are dropped. Tables for names that are not registered at
+    all stay, so that :func:`resolve` reports the typo. ``given`` (``--param``) is applied on
+    top, name by name, and is never dropped.
+    """
+    from hscc_trace import config as _config
+
+    chosen = set(names) if names is not None else set(default_algorithms())
+    known = set(algorithms()) | set(default_algorithms())
+    kept = {a: t for a, t in configured.items() if a in chosen or a not in known}
+    return _config.merge_params(kept, given or {})
+
+
 def replay(ev: FlowEvents, algorithms: Sequence[str] | None = None,
            params: dict[str, dict[str, Any]] | None = None) -> dict[str, pl.DataFrame]:
     """Replay algorithms on one flow's events: ``{label: DataFrame}`` (schema.REPLAY_BASE + signals).

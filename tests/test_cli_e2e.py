@@ -311,3 +311,20 @@ def test_library_api_tables_checks_and_figures(tmp_path: Path) -> None:
     assert figs and all(hasattr(f, "to_dict") for f in figs.values())
     with pytest.raises(Exception, match="was not analyzed"):
         api.flow_result(a, 999)
+
+
+def test_configured_params_for_algorithms_not_run_are_dropped_given_ones_are_not() -> None:
+    from hscc_trace import api
+    from hscc_trace.errors import UsageError
+
+    assert api.select_params(["reno"], {"fusion": {"dmin_ms": 2}, "reno": {"iw": 4}}) == {"reno": {"iw": 4}}
+    # a table for a name that is not registered at all is kept, so that resolve reports the typo
+    typo = api.select_params(["reno"], {"fuison": {"dmin_ms": 2}})
+    with pytest.raises(UsageError, match="fuison"):
+        api.resolve(["reno"], typo)
+    # --param for an algorithm that is not run is an error, not silently ignored
+    given = api.select_params(["reno"], {}, {"fusion": {"dmin_ms": 2}})
+    with pytest.raises(UsageError, match="fusion"):
+        api.resolve(["reno"], given)
+    sel = api.resolve(["reno"], api.select_params(["reno"], {"reno": {"iw": 4}}))
+    assert sel.labels == ("reno[iw=4]",) and sel.values["reno[iw=4]"]["iw"] == 4

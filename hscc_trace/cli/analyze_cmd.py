@@ -118,12 +118,13 @@ def analyze(
 def _analyze(inputs: list[str], output: Optional[Path], json_out: Optional[Path], algo: Optional[str],
              param: Optional[list[str]], bpf: Optional[str], flow: Optional[list[int]], jobs: Optional[int],
              export_dir: Optional[Path], export_format: str, config_file: Optional[Path], quiet: bool) -> int:
-    cfg = config.with_overrides(config.load(config_file), algorithms=algo, params=param, bpf=bpf, jobs=jobs)
+    cfg = config.with_overrides(config.load(config_file), algorithms=algo, bpf=bpf, jobs=jobs)
+    params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
     if export_dir is not None and export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
         raise UsageError(f"--export-format {export_format!r}: use parquet, csv, json or ndjson")
     t0 = time.perf_counter()
     with progress_bar("analyzing", not quiet) as update:
-        run = api.analyze_run(inputs, cfg.algorithms, cfg.params, bpf=cfg.filter, flows=flow, jobs=cfg.jobs,
+        run = api.analyze_run(inputs, cfg.algorithms, params, bpf=cfg.filter, flows=flow, jobs=cfg.jobs,
                               progress=update)
     for msg in run.errors:
         typer.echo(f"hscc-trace: error: {msg}", err=True)

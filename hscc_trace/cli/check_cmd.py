@@ -48,7 +48,7 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
            flow: Optional[list[int]], algo: Optional[str], param: Optional[list[str]], bpf: Optional[str],
            jobs: Optional[int], json_out: Optional[Path], config_file: Optional[Path], quiet: bool) -> int:
     t0 = time.perf_counter()
-    cfg = config.with_overrides(config.load(config_file), params=param, bpf=bpf, jobs=jobs)
+    cfg = config.with_overrides(config.load(config_file), bpf=bpf, jobs=jobs)
     c = cfg.check
     kw: dict = {}
     if expect is not None:
@@ -91,7 +91,7 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
         missing = [e for e in expected if e not in algos]
         if missing:
             raise UsageError(f"--algo must include the expected algorithm {', '.join(missing)}")
-    params = {a: p for a, p in cfg.params.items() if algos is None or a in algos}
+    params = api.select_params(algos, cfg.params, config.parse_param_overrides(param))
 
     with progress_bar("checking", not quiet) as update:
         run = api.analyze_run(inputs, algos, params, bpf=cfg.filter, flows=flow, jobs=cfg.jobs, progress=update)
