@@ -67,6 +67,8 @@ class FlowEvents:
     # RTT correction applied for the vantage point (s); 0.0 at the sender
     rtt_offset_s: float = 0.0
     warnings: list[Warn] = field(default_factory=list)
+    # schema.SACK_BLOCKS of the receiver's ACKs, when known (the report's time/sequence graph)
+    sack_blocks: pl.DataFrame | None = None
 
 
 @dataclass

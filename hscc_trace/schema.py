@@ -262,6 +262,17 @@ TRUTH_RETRANS: tuple[Column, ...] = (
 )
 
 
+# SACK blocks carried by the receiver's ACKs (optional FlowEvents.sack_blocks; drawn in the report's
+# time/sequence graph; hscc_trace.reports.sack.sack_blocks derives them from the packets) ------
+
+SACK_BLOCKS: tuple[Column, ...] = (
+    Column("frame", pl.UInt64, "", "frame number of the ACK carrying the block"),
+    Column("ts_ns", pl.Int64, "ns", "capture time of that ACK"),
+    Column("left", pl.Int64, "bytes", "first byte the block covers, unwrapped, relative to the sender's ISN"),
+    Column("right", pl.Int64, "bytes", "one past the last byte it covers (relative)"),
+)
+
+
 TABLES: dict[str, tuple[Column, ...]] = {
     "packets": PACKETS,
     "flows": FLOWS,
@@ -271,6 +282,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "rounds": ROUNDS,
     "replay": REPLAY_BASE,
     "fit": FIT_METRICS,
+    "sack_blocks": SACK_BLOCKS,
     "truth_probe": TRUTH_PROBE,
     "truth_ca_state": TRUTH_CA_STATE,
     "truth_retrans": TRUTH_RETRANS,

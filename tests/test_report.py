@@ -302,3 +302,33 @@ def test_unwritable_path_is_an_input_error(tmp_path: Path) -> None:
     a = make_analysis(n_flows=1, n_acks=1000)
     with pytest.raises(InputError, match="cannot write report"):
         write_report(a, tmp_path / "missing-dir" / "r.html")
+
+
+# --- SACK blocks in the event streams' sequence space ---------------------------------------------
+
+
+def test_sack_blocks_relative_to_the_ack_and_across_wraparound() -> None:
+    from hscc_trace.reports.sack import sack_blocks
+
+    fr = make_flow(n_acks=10)
+    acks = fr.events.acks
+    # ACK frame 4 (second ACK): relative ack 2897. Its raw ack is 4294967000 (296 below 2³²) and it
+    # carries one block 1448…2896 bytes above it, both edges past the wrap:
+    #   raw left  = (4294967000 + 1448) mod 2³² = 1152 → 2897 + signed32(1152 − 4294967000) = 2897 + 1448 = 4345
+    #   raw right = (4294967000 + 2896) mod 2³² = 2600 → 2897 + signed32(2600 − 4294967000) = 2897 + 2896 = 5793
+    # ACK frame 6 (third, relative ack 4345) carries a D-SACK block below its ack:
+    #   raw ack 100, block [raw (100 − 500) mod 2³² = 4294966896, raw 100 − 52 = 48] (it straddles the wrap)
+    #   → 4345 − 500 = 3845 … 4345 − 52 = 4293
+    rows = {"frame": [4, 6, 7], "flow_id": [0, 0, 0], "dir": [1, 1, 0], "ack": [4294967000, 100, 0],
+            "sack_n": [1, 1, 1], "sack_l0": [1152, 4294966896, 5], "sack_r0": [2600, 48, 9]}
+    for i in range(4):
+        for e in ("l", "r"):
+            rows.setdefault(f"sack_{e}{i}", [None, None, None])
+    pk = pl.DataFrame(rows, schema_overrides={f"sack_{e}{i}": pl.UInt32 for i in range(4) for e in ("l", "r")})
+    assert acks["frame"].to_list()[1:3] == [4, 6] and acks["ack"].to_list()[1:3] == [2897, 4345]
+    sb = sack_blocks(pk, fr.events)  # frame 7 is the sender's own packet (dir 0): ignored
+    assert sb.columns == [c.name for c in schema.SACK_BLOCKS]
+    assert sb.select("frame", "left", "right").rows() == [(4, 4345, 5793), (6, 3845, 4293)]
+    fr.events.sack_blocks = sb
+    names = [tr.name for tr in flow_figures(fr)["timeseq"].data]
+    assert "SACK block" in names and "ACK carrying new SACK info" not in names

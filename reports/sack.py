@@ -1,0 +1,52 @@
+"""SACK blocks of a flow's ACKs in the event streams' sequence space (schema.SACK_BLOCKS).
+
+The time/sequence graph draws each SACK block the receiver reported, as tcptrace does. The
+packet table keeps the blocks' raw 32-bit edges; the event streams use sequence numbers unwrapped
+to 64 bits and relative to the sender's ISN. The ACK that carried a block knows both spaces (its
+raw ``ack`` in the packet table, its relative ``ack`` in the ACK stream), and a block lies within
+2³¹ bytes of the cumulative ACK (RFC 2018 blocks sit above it, D-SACK blocks just below), so
+
+    relative edge = relative ack + signed32(raw edge − raw ack)
+
+needs no ISN and survives sequence wrap-around. The pipeline stores the result on
+``FlowEvents.sack_blocks``; the report draws it when present.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from hscc_trace import schema
+from hscc_trace.model import FlowEvents
+
+
+def _signed32(expr: pl.Expr) -> pl.Expr:
+    """(x mod 2³²) as a signed 32-bit distance, in Int64."""
+    m = expr % (1 << 32)
+    return pl.when(m >= (1 << 31)).then(m - (1 << 32)).otherwise(m)
+
+
+def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
+    """Every SACK block carried by ``events``' ACKs (schema.SACK_BLOCKS), ordered by time.
+
+    ``packets`` is the capture's packet table (schema.PACKETS, with flow_id and dir); only the
+    flow's receiver-to-sender packets that are in ``events.acks`` are used.
+    """
+    need = {"frame", "flow_id", "dir", "ack", "sack_n"}
+    if not need <= set(packets.columns) or events.acks is None or not events.acks.height:
+        return schema.empty(schema.SACK_BLOCKS)
+    rx = (packets.lazy()
+          .filter((pl.col("flow_id") == events.flow_id) & (pl.col("dir") == 1 - events.sender_dir)
+                  & (pl.col("sack_n") > 0))
+          .select("frame", pl.col("ack").cast(pl.Int64).alias("ack_raw"),
+                  *(pl.col(f"sack_{e}{i}").cast(pl.Int64) for i in range(4) for e in ("l", "r")))
+          .join(events.acks.lazy().select("frame", "ts_ns", pl.col("ack").alias("ack_rel")), on="frame", how="inner"))
+    parts = []
+    for i in range(4):
+        left, right = pl.col(f"sack_l{i}"), pl.col(f"sack_r{i}")
+        parts.append(rx.filter(left.is_not_null() & right.is_not_null()).select(
+            "frame", "ts_ns",
+            (pl.col("ack_rel") + _signed32(left - pl.col("ack_raw"))).alias("left"),
+            (pl.col("ack_rel") + _signed32(right - pl.col("ack_raw"))).alias("right")))
+    out = pl.concat(parts).sort("ts_ns", "frame", "left").collect()
+    return schema.conform(out, schema.SACK_BLOCKS)
