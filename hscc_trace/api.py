@@ -191,8 +191,6 @@ def analyze(paths: PathLike | Iterable[PathLike], algorithms: Sequence[str] | No
     Captures that cannot be read are listed in ``Analysis.errors``; with ``strict`` (the default)
     an :class:`InputError` is raised instead when *no* capture could be read.
     """
-    from hscc_trace import pipeline
-
     run = analyze_run(paths, algorithms, params, bpf=bpf, flows=flows, jobs=jobs)
     if strict and run.failed and not run.analysis.captures:
         raise InputError("; ".join(run.failed.values()))

@@ -168,6 +168,10 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
         events = [(rows[fid], every.get(fid)) for fid in ids]
     else:
         events = [(rows[fid], api.events(cap, fid)) for fid in ids]
+    missing_ev = [str(fid) for fid, (_, ev) in zip(ids, events) if ev is None]
+    if missing_ev:
+        warnings.append(Warn(path, f"no event streams for flow {', '.join(missing_ev)}: not analyzed",
+                             len(missing_ev)))
     return Prepared(meta=cap.meta, flows=flows, events=events, warnings=warnings)
 
 
