@@ -181,21 +181,26 @@ def run(algo: Resolved | str, prep: Prepared, *, compiled: bool = True) -> pl.Da
     st = np.zeros(r.nstate, dtype=np.float64)
     p = r.param_array()
     sig_idx = np.array([i for _, i in sigs], dtype=np.int64)
-    out = np.empty((n, 3 + len(sigs)), dtype=np.float64)
+    out = np.empty((n, 3 + len(sigs)), dtype=np.float64, order="F")  # columns contiguous → zero-copy Series
     fn(prep.ev, tpa, st, p, sig_idx, out)
     return _frame(prep.ts_ns, out, sigs)
 
 
+def _enum(name: str, labels: list[str], codes: np.ndarray) -> pl.Series:
+    """Float codes 0..k−1 → an Enum column (gathered from the labels, no per-row strings)."""
+    idx = np.clip(np.nan_to_num(codes, nan=0.0), 0, len(labels) - 1).astype(np.uint32)
+    return pl.Series(name, labels, dtype=pl.Enum(labels)).gather(idx)
+
+
 def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list) -> pl.DataFrame:
-    ssthresh = out[:, 1].copy()
+    ssthresh = out[:, 1]
     cols: dict[str, Any] = {
         "ts_ns": pl.Series("ts_ns", ts_ns, dtype=pl.Int64),
-        "cwnd": pl.Series("cwnd", out[:, 0], dtype=pl.Float64),
+        "cwnd": pl.Series("cwnd", out[:, 0], dtype=pl.Float64, nan_to_null=True),
         # infinite ssthresh (never set) is null
         "ssthresh": pl.Series("ssthresh", np.where(np.isfinite(ssthresh), ssthresh, np.nan),
-                              dtype=pl.Float64).fill_nan(None),
-        "state": pl.Series("state", np.asarray(schema.CONG_STATES)[out[:, 2].astype(np.int64)],
-                           dtype=schema.CongState),
+                              dtype=pl.Float64, nan_to_null=True),
+        "state": _enum("state", list(schema.CONG_STATES), out[:, 2]),
     }
     for k, (s, _) in enumerate(sigs):
         v = out[:, 3 + k]
@@ -204,10 +209,9 @@ def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list) -> pl.DataFrame:
         if s.kind == "bool":
             cols[s.name] = pl.Series(s.name, v != 0.0, dtype=pl.Boolean)
         elif s.kind == "enum":
-            codes = np.clip(np.nan_to_num(v, nan=0.0).astype(np.int64), 0, len(s.labels) - 1)
-            cols[s.name] = pl.Series(s.name, np.asarray(s.labels)[codes], dtype=pl.Enum(list(s.labels)))
+            cols[s.name] = _enum(s.name, list(s.labels), v)
         else:
-            cols[s.name] = pl.Series(s.name, v, dtype=pl.Float64).fill_nan(None)
+            cols[s.name] = pl.Series(s.name, v, dtype=pl.Float64, nan_to_null=True)
     return pl.DataFrame(list(cols.values()))
 
 

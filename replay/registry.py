@@ -28,7 +28,7 @@ from hscc_trace.errors import InputError
 
 from .api import HOOKS, REQUIRED_HOOKS, VALUE_HOOKS, Algorithm, Param, Signal, common_params
 
-_PKG = __name__.rpartition(".")[0]
+_PKG = __package__ or "hscc_trace.replay"
 # infrastructure modules (never algorithms)
 _INFRA = {"api", "registry", "engine", "compile", "metrics", "helpers", "tp", "_jit", "_loop", "_defaults"}
 
@@ -257,27 +257,32 @@ def _cell(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown(link_docs: bool = True) -> str:
-    """The generated part of docs/algorithms.md: one section per algorithm."""
+def markdown() -> str:
+    """The generated part of docs/algorithms.md: an index and, per algorithm, its parameters
+    (unit, default, source) and signals — straight from the declarations."""
     reg = discover()
-    lines = ["| algorithm | summary | implements | default flavor |", "|---|---|---|---|"]
+    lines = ["| algorithm | what it is | implements | default flavor | details |", "|---|---|---|---|---|"]
     for name in sorted(reg):
         a = reg[name]
-        link = f"[`{name}`](#{name})"
-        kind = " (wrapper: compose as `" + name + "+base`)" if a.wraps else ""
-        lines.append(f"| {link} | {_cell(a.summary)}{kind} | {_cell(a.citation)} | {a.default_flavor} |")
+        kind = f" Wrapper: compose as `{name}+base`." if a.wraps else ""
+        details = f"[{a.doc_page}]({a.doc_page})" if a.doc_page else "[below](#building-blocks)"
+        lines.append(f"| [`{name}`](#{name}) | {_cell(a.summary)}.{kind} | {_cell(a.citation)} | "
+                     f"{'—' if a.wraps else a.default_flavor} | {details} |")
     lines.append("")
     for name in sorted(reg):
         a = reg[name]
-        lines += [f"### {name}", "", a.summary + ".", "", f"Implements: {a.citation}.", ""]
-        if a.doc_page and link_docs:
-            lines += [f"Details: [{a.doc_page}]({a.doc_page}).", ""]
+        lines += [f"### {name}", "", f"{a.summary}. Implements: {a.citation}."
+                  + (f" Details: [{a.doc_page}]({a.doc_page})." if a.doc_page else ""), ""]
         if a.defaults:
-            lines += ["Preset of `" + a.module.__name__.rpartition(".")[2] + "` with " +
+            lines += ["Preset of module `" + a.module.__name__.rpartition(".")[2] + "` with " +
                       ", ".join(f"`{k}={_fmt(v)}`" for k, v in a.defaults.items()) + ".", ""]
+        if a.wraps:
+            vals = {p.name: p.default for p in a.params}
+            ps = a.params
+        else:
+            vals = _defaults(a, None)
+            ps = all_params(a)
         lines += ["| parameter | unit | default | source | meaning |", "|---|---|---|---|---|"]
-        vals = _defaults(a, None) if not a.wraps else {p.name: p.default for p in a.params}
-        ps = a.params if a.wraps else all_params(a)
         for p in ps:
             choices = f" (one of {', '.join(p.choices)})" if p.kind == "choice" else ""
             lines.append(f"| `{p.name}` | {p.unit or '—'} | {_fmt(vals[p.name])} | {_cell(p.source)} | "
@@ -285,11 +290,36 @@ def markdown(link_docs: bool = True) -> str:
         lines.append("")
         if a.signals:
             lines += ["| signal | unit | meaning |", "|---|---|---|"]
-            for s in a.signals:
-                extra = f" ({', '.join(f'{i} = {lab}' for i, lab in enumerate(s.labels))})" if s.labels else ""
-                lines.append(f"| `{s.name}` | {s.unit or '—'} | {_cell(s.doc)}{extra} |")
+            for sg in a.signals:
+                extra = f" ({', '.join(f'{lab}' for lab in sg.labels)})" if sg.labels else ""
+                lines.append(f"| `{sg.name}` | {sg.unit or '—'} | {_cell(sg.doc)}{extra} |")
             lines.append("")
     return "\n".join(lines)
+
+
+BEGIN = "<!-- BEGIN GENERATED: python -m hscc_trace.replay.registry --update docs/algorithms.md -->"
+END = "<!-- END GENERATED -->"
+
+
+def update_doc(path: str | Path) -> bool:
+    """Replace the generated block of ``path`` (between BEGIN/END markers); True if it changed."""
+    p = Path(path)
+    text = p.read_text()
+    if BEGIN not in text or END not in text:
+        raise RuntimeError(f"{p}: generated-block markers not found")
+    head, _, rest = text.partition(BEGIN)
+    _, _, tail = rest.partition(END)
+    new = head + BEGIN + "\n\n" + markdown() + "\n" + END + tail
+    if new != text:
+        p.write_text(new)
+        return True
+    return False
+
+
+def generated_block(path: str | Path) -> str:
+    """The generated block currently in ``path`` (for the up-to-date test)."""
+    text = Path(path).read_text()
+    return text.partition(BEGIN)[2].partition(END)[0].strip("\n")
 
 
 def table_rows() -> list[dict[str, Any]]:
@@ -312,6 +342,9 @@ def module_sources() -> list[Path]:
 if __name__ == "__main__":  # pragma: no cover - doc generator
     if "--markdown" in sys.argv[1:]:
         sys.stdout.write(markdown() + "\n")
+    elif "--update" in sys.argv[1:]:
+        target = sys.argv[sys.argv.index("--update") + 1]
+        sys.stdout.write(("updated " if update_doc(target) else "up to date ") + target + "\n")
     else:
         for n in names():
             sys.stdout.write(n + "\n")

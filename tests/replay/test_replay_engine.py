@@ -284,3 +284,9 @@ def test_empty_and_malformed_streams():
         engine.prepare(stream([{}]), 0)
     with pytest.raises(InputError, match="requested twice"):
         engine.replay(stream([{}]), MSS, ["reno", "reno"])
+
+
+def test_algorithms_doc_is_generated_from_registry():
+    # docs/algorithms.md's tables come from the declarations; regenerate with
+    # `python -m hscc_trace.replay.registry --update docs/algorithms.md`.
+    assert registry.generated_block(ROOT / "docs" / "algorithms.md") == registry.markdown().strip("\n")
