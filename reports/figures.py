@@ -330,6 +330,14 @@ def _xlabel(fig: go.Figure) -> None:
 MAX_SHOWN = 6  # replayed cwnds drawn at first in the window panel; the rest start hidden in the legend
 
 
+def _ranks(c: _Ctx) -> dict[str, int]:
+    """Fit rank per algorithm label (legend order: best first)."""
+    fit = c.fr.fit
+    if fit is None or not fit.height or not {"rank", "algo"} <= set(fit.columns):
+        return {}
+    return {str(a): int(r) for a, r in fit.select("algo", "rank").iter_rows() if r is not None}
+
+
 def _initially_shown(c: _Ctx) -> set[str]:
     """The best-fitting MAX_SHOWN algorithms (all when there are few; replay order without a fit)."""
     labels = list(c.fr.replays)
@@ -368,6 +376,7 @@ def _window_panel(c: _Ctx) -> go.Figure:
                                  marker=dict(color=ACTUAL_COLOR, size=5, symbol="circle-open"), visible="legendonly",
                                  legendrank=4, hovertemplate="%{y:.1f} pkts"))
     shown = _initially_shown(c)
+    rank = _ranks(c)
     for i, (label, df) in enumerate(c.fr.replays.items()):
         if not df.height:
             continue
@@ -375,7 +384,8 @@ def _window_panel(c: _Ctx) -> go.Figure:
         replays.append(p.line(_t(df["ts_ns"], c.t0), _f(df["cwnd"]), f"{_esc(label)} cwnd" + (" (best fit)" if best else ""),
                               line=dict(color=c.colors.get(label, "#444"), width=2.6 if best else 1.4),
                               visible=True if label in shown else "legendonly",
-                              legendgroup=f"algo-{_esc(label)}", legendrank=100 + i, hovertemplate="%{y:.1f}"))
+                              legendgroup=f"algo-{_esc(label)}", legendrank=100 + rank.get(label, 100 + i),
+                              hovertemplate="%{y:.1f}"))
     y0, y1 = _extent([*actual, *replays])
     bands = c.episode_bands(y0, y1, legendrank=1000)
     if rounds.height:
