@@ -72,16 +72,16 @@ SS, INCREASE, STEADY, DECREASE = 0.0, 1.0, 2.0, 3.0
 
 
 @jit
-def phase_rtt(p, tp):
-    """The RTT (s) of the phase decision per ``rtt_source``; falls back to the last sample."""
-    src = p[P_RTT_SOURCE]
+def phase_rtt(src, round_min, srtt, last):
+    """The RTT (s) of the phase decision per ``rtt_source`` (0 round_min, 1 srtt, 2 last); falls
+    back to the last sample. Scalars only: array arguments cost a reference count per call."""
     rtt = math.nan
     if src == 0.0:
-        rtt = tp[ROUND_MIN_RTT]
+        rtt = round_min
     elif src == 1.0:
-        rtt = tp[SRTT]
+        rtt = srtt
     if not (rtt > 0.0):
-        rtt = tp[RTT]
+        rtt = last
     return rtt
 
 
@@ -112,9 +112,11 @@ def init(st, p, tp):
 @jit
 def on_ack(st, p, tp):
     # Westwood+ filter over every ACK (bytes newly acked cumulatively + SACKed)
+    start = st[WW + H.WW_WIN_START]
     bw = H.westwood_on_ack(st, WW, tp, (tp[ACKED] + tp[SACKED]) * tp[MSS])
-    st[BW] = 8.0 * bw
-    st[W_INC] = max(bw * p[P_DWINC] / tp[MSS], p[P_WINC_MIN])
+    if st[WW + H.WW_WIN_START] != start:  # a new bandwidth sample was taken
+        st[BW] = 8.0 * bw
+        st[W_INC] = max(bw * p[P_DWINC] / tp[MSS], p[P_WINC_MIN])
 
 
 @jit
@@ -155,7 +157,7 @@ def cong_avoid(st, p, tp, n):
     # the Reno window: +1/reno_cwnd per acknowledged packet
     st[RENO_CWND] += n / st[RENO_CWND]
     cwnd = tp[CWND]
-    rtt = phase_rtt(p, tp)
+    rtt = phase_rtt(p[P_RTT_SOURCE], tp[ROUND_MIN_RTT], tp[SRTT], tp[RTT])
     st[RTT_USED] = rtt
     if rtt > 0.0 and tp[MIN_RTT] > 0.0:
         diff = H.vegas_diff(cwnd, rtt, tp[MIN_RTT])

@@ -57,16 +57,16 @@ CR, CI, RENO, SS = 0.0, 1.0, 2.0, 3.0
 
 
 @jit
-def mode_rtt(p, tp):
-    """RTT (s) of the mode decision per ``rtt_source``; falls back to the last sample."""
-    src = p[P_RTT_SOURCE]
-    rtt = tp[RTT]
+def mode_rtt(src, last, round_min, srtt):
+    """RTT (s) of the mode decision per ``rtt_source`` (0 last, 1 round_min, 2 srtt); falls back
+    to the last sample. Scalars only: array arguments cost a reference count per call."""
+    rtt = last
     if src == 1.0:
-        rtt = tp[ROUND_MIN_RTT]
+        rtt = round_min
     elif src == 2.0:
-        rtt = tp[SRTT]
+        rtt = srtt
     if not (rtt > 0.0):
-        rtt = tp[RTT]
+        rtt = last
     return rtt
 
 
@@ -111,7 +111,7 @@ def cong_avoid(st, p, tp, n):
         else:
             H.slow_start_abc(tp, n, p[P_L])
         return
-    rtt = mode_rtt(p, tp)
+    rtt = mode_rtt(p[P_RTT_SOURCE], tp[RTT], tp[ROUND_MIN_RTT], tp[SRTT])
     rmin = tp[MIN_RTT]
     st[RTT_USED] = rtt
     if not (rtt > 0.0 and rmin > 0.0):  # no delay information yet: Reno

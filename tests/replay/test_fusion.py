@@ -119,14 +119,21 @@ def test_fusion_rtt_source_round_min_falls_back_to_last_sample():
     (0.75e6, 1500, 1.0),  # 6 Mbit/s → 0.5 packets, floored at 1 (ALGORITHMS.md)
 ])
 def test_fusion_winc_is_bandwidth_times_1ms_over_mss_at_least_1(bw_bytes_s, mss, w_inc):
+    # The Westwood+ sampling window began at t = 0.9 s with bw_bytes_s·0.1 bytes acknowledged;
+    # this ACK at t = 1.0 s (RTT 50 ms, so the window max(RTT, 50 ms) has passed) closes it:
+    # the first sample fills both filter stages, B = bytes / 0.1 s = bw_bytes_s.
     h = Hooks("fusion")
     h.call("init")
-    h.set(MSS=float(mss), NOW=1.0, RTT=0.05)
-    h.st[h.mod.WW + 1] = 1.0  # filter window started now: no new sample on this ACK
-    h.st[h.mod.WW + 3] = bw_bytes_s  # B (bytes/s)
+    h.set(MSS=float(mss), NOW=1.0, RTT=0.05, ACKED=0.0, SACKED=0.0)
+    h.st[h.mod.WW + 0] = bw_bytes_s * 0.1  # bytes acknowledged in the sampling window
+    h.st[h.mod.WW + 1] = 0.9  # window start (s)
     h.call("on_ack")
     assert h["w_inc"] == pytest.approx(w_inc)
     assert h["bw"] == pytest.approx(8 * bw_bytes_s)  # B signal in bit/s
+    # the next ACK (no new sample yet) keeps W_inc
+    h.set(NOW=1.01, ACKED=1.0)
+    h.call("on_ack")
+    assert h["w_inc"] == pytest.approx(w_inc)
 
 
 # --- §II-A: decrease on a congestion event ----------------------------------------------------------
