@@ -168,6 +168,14 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
         events = [(rows[fid], every.get(fid)) for fid in ids]
     else:
         events = [(rows[fid], api.events(cap, fid)) for fid in ids]
+    # SACK blocks for the report's time/sequence graph come from the packet table, which stays
+    # here: attach them to the events (only packets that carry SACK blocks are scanned)
+    from hscc_trace.reports.sack import sack_blocks
+
+    sack_pk = cap.packets.filter(pl.col("sack_n") > 0) if "sack_n" in cap.packets.columns else cap.packets.clear()
+    for _, ev in events:
+        if ev is not None and ev.sack_blocks is None:
+            ev.sack_blocks = sack_blocks(sack_pk, ev)
     missing_ev = [str(fid) for fid, (_, ev) in zip(ids, events) if ev is None]
     if missing_ev:
         warnings.append(Warn(path, f"no event streams for flow {', '.join(missing_ev)}: not analyzed",
