@@ -209,6 +209,9 @@ def test_reno_ssthresh_halves_at_every_recovery_entry():
     entries = {f: recovery_entries(*f) for f in flows_with_cc("reno")}
     assert set(entries) >= {("reno-bdp", 40001), ("reno-loss", 40001), ("reno-vs-cubic", 40001)}
     for f, ev in entries.items():
+        if f[0] in ("rwnd-limited", "app-limited"):
+            assert ev == [], f  # no losses there (checked below: ssthresh is never set)
+            continue
         assert len(ev) >= 3, f
         for cw, _, ss, _ in ev:
             assert ss == max(cw // 2, 2), (f, cw, ss)
@@ -234,8 +237,6 @@ def test_cubic_ssthresh_is_0_7_cwnd_at_every_recovery_entry():
     entries = {f: recovery_entries(*f) for f in flows_with_cc("cubic")}
     assert set(entries) >= {("cubic-longrtt", 40001), ("cubic-loss", 40001), ("reno-vs-cubic", 40002)}
     for f, ev in entries.items():
-        if f[0] in ("rwnd-limited", "app-limited"):
-            continue  # no losses there
         assert len(ev) >= 3, f
         for cw, _, ss, _ in ev:
             assert ss == max(cw * 717 // 1024, 2), (f, cw, ss)
@@ -274,6 +275,7 @@ def test_reno_vs_cubic_has_two_competing_flows_with_truth():
 
 def test_rwnd_limited_flight_sits_at_the_receive_window():
     m = meta("rwnd-limited")
+    assert [f["sender_stats"]["cc"] for f in m["flows"]] == ["reno"]  # the kernel's own report
     info = m["flows"][0]["sender_stats"]["tcp_info_at_end_of_writing"]
     mss = info["snd_mss"]
     p = truth("rwnd-limited", "probe")
@@ -289,8 +291,47 @@ def test_rwnd_limited_flight_sits_at_the_receive_window():
     assert info["rwnd_limited_us"] > 0.8 * info["busy_time_us"]  # the kernel agrees
 
 
+def _unused_window_is_not_grown(name: str) -> tuple[int, int]:
+    """Linux grows cwnd only while tcp_is_cwnd_limited(); returns (flat cwnd, max flight packets).
+
+    Neither sample loses a packet, so ssthresh is never set and the sender stays in slow start,
+    where tcp_is_cwnd_limited() is ``cwnd < 2 · max_packets_out``: cwnd climbs to twice the
+    largest flight and then stays flat, although every later ACK acknowledges new data (an
+    unvalidated slow start would add one packet per acknowledged packet: thousands).
+    """
+    mss = meta(name)["flows"][0]["sender_stats"]["tcp_info_at_end_of_writing"]["snd_mss"]
+    p = truth(name, "probe")
+    assert (p["ssthresh"] == INF_SSTHRESH).all() and truth(name, "ca_state").height == 0
+    assert truth(name, "retrans").height == 0
+    max_flight = int((p["snd_nxt"] - p["snd_una"]).max()) / mss
+    late = p.filter(pl.col("ts_ns") > p["ts_ns"][0] + 1_000_000_000)  # after the first second
+    cw = late["snd_cwnd"]
+    assert cw.min() == cw.max(), f"{name}: cwnd moved from {cw.min()} to {cw.max()}"
+    new_data_acks = int((late["snd_una"].diff() > 0).sum())
+    assert new_data_acks > 1000
+    # the flat value is twice the largest flight; slow start adds the ACK's packets at once, so
+    # it may overshoot by an ACK's worth (2 packets allowed)
+    assert 2 * max_flight <= cw[0] <= 2 * max_flight + 2, (name, cw[0], max_flight)
+    return int(cw[0]), int(max_flight)
+
+
+def test_rwnd_limited_cwnd_stays_flat_at_twice_the_window():
+    # Worked by hand: SO_RCVBUF 24 576 B → advertised window 28 960 B = 20 MSS of 1448 B, so the
+    # flight never exceeds 20 packets and Reno's slow start stops at cwnd = 2 · 20 = 40 within
+    # the first 0.1 s; it then stays 40 for ~2 300 ACKs of new data.
+    assert _unused_window_is_not_grown("rwnd-limited") == (40, 20)
+
+
+def test_app_limited_cwnd_stays_flat_at_twice_the_largest_flight():
+    # Worked by hand: 2 Mbit/s · 40 ms / (8 · 1448 B) = 6.9 packets per RTT, so the usual flight
+    # is 7-8 packets; one scheduling burst of the paced writer in the first 0.2 s put 15 in
+    # flight and cwnd climbed to 2 · 15 = 30, where it stays for the remaining ~9.8 s.
+    assert _unused_window_is_not_grown("app-limited") == (30, 15)
+
+
 def test_app_limited_flight_well_below_cwnd():
     m = meta("app-limited")
+    assert [f["sender_stats"]["cc"] for f in m["flows"]] == ["reno"]  # the kernel's own report
     mss = m["flows"][0]["sender_stats"]["tcp_info_at_end_of_writing"]["snd_mss"]
     p = truth("app-limited", "probe")
     p = p.filter(pl.col("ts_ns") > p["ts_ns"][0] + 1_000_000_000)

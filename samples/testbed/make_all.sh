@@ -18,8 +18,9 @@ $RUN --name cubic-loss --cc cubic --rate 10mbit --delay 20ms --buffer-pkts 100 -
 $RUN --name bbr --cc bbr --rate 10mbit --delay 20ms --buffer-pkts 50 --loss 0 --duration 10
 # Reno and CUBIC sharing the bottleneck (ports 40001 -> 5001 reno, 40002 -> 5002 cubic)
 $RUN --name reno-vs-cubic --cc reno,cubic --rate 10mbit --delay 20ms --buffer-pkts 33 --loss 0 --duration 15
-# Receive-window-limited: SO_RCVBUF 24 kB at the receiver, BDP 100 kB (20 Mbit/s x 40 ms)
-$RUN --name rwnd-limited --cc cubic --rate 20mbit --delay 20ms --buffer-pkts 100 --loss 0 --duration 10 --rwnd 24576
-# Application-limited: the writer paces 1448-byte writes at 2 Mbit/s over a 10 Mbit/s link
-$RUN --name app-limited --cc cubic --rate 10mbit --delay 20ms --buffer-pkts 50 --loss 0 --duration 10 --app-rate 2mbit
+# Receive-window-limited: SO_RCVBUF 24 kB at the receiver, BDP 100 kB (20 Mbit/s x 40 ms).
+# Reno (like app-limited): replaying Linux Reno must hold the unused window where the kernel held it
+$RUN --name rwnd-limited --cc reno --rate 20mbit --delay 20ms --buffer-pkts 100 --loss 0 --duration 10 --rwnd 24576
+# Application-limited, Reno: the writer paces 1448-byte writes at 2 Mbit/s over a 10 Mbit/s link
+$RUN --name app-limited --cc reno --rate 10mbit --delay 20ms --buffer-pkts 50 --loss 0 --duration 10 --app-rate 2mbit
 $PY samples/testbed/make_index.py

@@ -24,8 +24,10 @@ SHOWS = {
     "cubic-loss": "CUBIC under 0.5 % random loss: ssthresh = 0.7·cwnd at each loss",
     "bbr": "BBR (v1): model-based pacing; cwnd not halved on loss, flight bounded near 2·BDP",
     "reno-vs-cubic": "two flows, Reno (sport 40001) and CUBIC (sport 40002), sharing one bottleneck; truth for both",
-    "rwnd-limited": "receive-window-limited flow: snd_nxt − snd_una sits at the peer's window, cwnd is not binding",
-    "app-limited": "application-limited flow (2 Mbit/s writer on a 10 Mbit/s link): flight well below cwnd",
+    "rwnd-limited": "receive-window-limited Reno flow: snd_nxt − snd_una sits at the peer's window (20 MSS), cwnd "
+                    "is not binding and Linux stops growing it at 2 × the flight (40) — flat for the whole run",
+    "app-limited": "application-limited Reno flow (2 Mbit/s writer on a 10 Mbit/s link): flight well below cwnd; "
+                   "Linux grows no unused window, cwnd stays flat at 2 × the largest flight",
 }
 
 
