@@ -676,7 +676,10 @@ def build_flow(fr: FlowResult, *, max_points: int = DEFAULT_MAX_POINTS,
         "goodput": _goodput_panel(c),
         "timeseq": _timeseq_panel(c),
     }
-    for label, df in fr.replays.items():
+    rank = _ranks(c)  # signal panels of the best-fitting algorithms first
+    order = sorted(fr.replays, key=lambda lab: (rank.get(lab, 10**6), list(fr.replays).index(lab)))
+    for label in order:
+        df = fr.replays[label]
         fig = _algo_panel(c, label, df)
         if fig is not None:
             figs[f"algo:{label}"] = fig

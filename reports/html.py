@@ -418,6 +418,9 @@ def _flow_summary(fr: FlowResult) -> str:
     return "<p class=\"summary\">" + " · ".join(parts) + "</p>"
 
 
+_PANEL_NAMES = {"window": "window", "rtt": "RTT", "goodput": "goodput", "timeseq": "time/sequence"}
+
+
 def _signal_docs(label: str, fr: FlowResult) -> str:
     """What each plotted signal of ``label`` means (from the replay registry), under its figure."""
     infos = meta.signals(label)
@@ -488,11 +491,12 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
         n_dec += len(ff.decimated)
         p_in += ff.points_in
         p_out += ff.points_out
-        figs, divs = [], []
+        figs, divs, nav = [], [], []
         for key, fig in ff.figures.items():
             n_fig += 1
             div = f"fig{n_fig}"
             h = int(fig.layout.height or 400)
+            nav.append(f"<a href=\"#{div}\">{e(_PANEL_NAMES.get(key, key[5:] if key.startswith('algo:') else key))}</a>")
             divs.append(f"<div class=\"fig\" id=\"{div}\" data-panel=\"{e(key)}\" style=\"min-height:{h}px\"></div>")
             if key.startswith("algo:"):
                 divs.append(_signal_docs(key[5:], fr))
@@ -517,6 +521,8 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
                         f"{_flow_summary(fr)}{dec_note}{_metrics_table(fr, colors)}"
                         "<p class=\"muted\">All figures of this flow share one time axis: zoom or pan one and the "
                         "others follow; double-click resets. Click legend entries to hide or show series.</p>"
+                        f"<p class=\"figs-nav\">Figures: {' · '.join(nav[:4])}<br>Signals (best fit first): "
+                        f"{' · '.join(nav[4:]) or '–'}</p>"
                         + "".join(divs) + "</section>")
 
     omitted = len(results) - len(drawn_results)
