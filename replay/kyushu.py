@@ -20,7 +20,8 @@ the ACK whose count makes ``sent > B`` ends the period and the base grows again 
 a period of ``B = 0`` (Tc = 0 after an RTO) is empty (no hold); while held the base's growth
 hook is not called (CUBIC's clock keeps running, so CUBIC resumes on its curve); an ECN echo is
 a light congestion event and counts in Tc (switch ``ecn_counts``); a proven spurious reduction
-(undo) restores w1, w2, Tc and the period as they were before it.
+(undo) restores w1, w2, Tc and the period as they were before it; with flavor ``linux`` w2 is
+rounded down to whole packets (the kernel's snd_cwnd is an integer).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import math
 
 from ._jit import jit
 from .api import Algorithm, Param, Signal
-from .tp import CWND, DELIVERED, EV_ECN, EV_FAST_RETRANSMIT, EV_RTO, EV_SACK_RECOVERY, EVENT, SSTHRESH
+from .tp import CWND, DELIVERED, EV_ECN, EV_FAST_RETRANSMIT, EV_RTO, EV_SACK_RECOVERY, EVENT, FLAVOR, LINUX, SSTHRESH
 
 # --- state slots (the wrapper's own slice) ---------------------------------------------------------
 W1 = 0  # packets — window just before the last drop
@@ -79,6 +80,8 @@ def post_ssthresh(ws, wp, tp, value):
     ev = tp[EVENT]
     ws[W1] = tp[CWND]  # the engine calls ssthresh with the pre-event window
     ws[W2] = wp[P_REDUCTION_RATIO] * ws[W1]
+    if tp[FLAVOR] == LINUX:  # the Linux core counts whole packets (snd_cwnd is an integer)
+        ws[W2] = math.floor(ws[W2])
     if ev == EV_RTO:
         ws[TC] = 0.0
     elif ev == EV_FAST_RETRANSMIT or ev == EV_SACK_RECOVERY or (ev == EV_ECN and wp[P_ECN_COUNTS] > 0.0):

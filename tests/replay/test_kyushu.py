@@ -199,3 +199,12 @@ def test_kyushu_property_holds_at_w2_for_tc2_w2_packets(steps, algo, ratio):
     for i in range(1, len(steps)):
         if na[i - 1] and not na[i] and kinds[i] == "ack":
             assert sent[i] > b[i] and sent[i] - n[i] <= b[i] + 1e-9
+
+
+def test_kyushu_linux_flavor_w2_whole_packets():
+    # flavor linux (NewReno's hooks in the Linux core): w1 = 100, α = 0.555 → w2 = ⌊55.5⌋ = 55;
+    # flavor rfc keeps 55.5
+    f = run("kyushu+newreno", [("fr", 0, 100), ("ack", 1, 100)], "iw=100", "reduction_ratio=0.555", "flavor=linux")
+    assert f["w2"][0] == 55.0
+    g = run("kyushu+newreno", [("fr", 0, 100), ("ack", 1, 100)], "iw=100", "reduction_ratio=0.555")
+    assert g["w2"][0] == pytest.approx(55.5)
