@@ -57,8 +57,8 @@ CATEGORY_COLORS = {  # known categorical signal values; anything else cycles thr
     "cr": "rgba(31,119,180,0.12)", "ci": "rgba(255,127,14,0.14)",
     "slow_start": "rgba(188,189,34,0.14)", "recovery": "rgba(214,39,40,0.10)", "loss": "rgba(140,0,0,0.18)",
 }
-_CAT_PALETTE = ("rgba(23,190,207,0.14)", "rgba(188,189,34,0.16)", "rgba(148,103,189,0.14)",
-                "rgba(140,86,75,0.14)", "rgba(227,119,194,0.14)", "rgba(31,119,180,0.12)")
+_CAT_PALETTE = ("rgba(23,190,207,0.14)", "rgba(148,103,189,0.14)", "rgba(140,86,75,0.14)",
+                "rgba(227,119,194,0.14)", "rgba(57,59,121,0.12)", "rgba(99,121,57,0.14)")
 _BOOL_COLOR = "rgba(148,103,189,0.16)"
 _QUIET = {"open", "none", "", "off", "false"}  # category values left unshaded
 
@@ -123,7 +123,7 @@ def is_window_signal(name: str) -> bool:
     """Window-sized signals in packets that share the algorithm's cwnd row."""
     n = norm(name)
     return (n.endswith("wnd") or "cwnd" in n or n in {"win", "wmax", "wlastmax", "wreno", "wtcp", "westimate",
-                                                      "renoestimate", "target", "wcubic", "origin"}
+                                                      "renoestimate", "target", "wcubic", "origin", "west", "wtarget", "bwrttmin"}
             or re.fullmatch(r"w\d+", n) is not None)
 
 
@@ -654,9 +654,11 @@ def _flag_bands(c: _Ctx, t: np.ndarray, s: pl.Series, name: str, y0: float, y1: 
     st, en, v = dec.runs(t, vals)
     out = []
     cats = [x for x in dict.fromkeys(v.tolist()) if str(x).lower() not in _QUIET]
-    for i, cat in enumerate(sorted(cats, key=str)):
+    known = {CATEGORY_COLORS[str(x).lower()] for x in cats if str(x).lower() in CATEGORY_COLORS}
+    free = iter([col for col in _CAT_PALETTE if col not in known] or list(_CAT_PALETTE))
+    for cat in sorted(cats, key=str):
         m = v == cat
-        color = CATEGORY_COLORS.get(str(cat).lower(), _CAT_PALETTE[i % len(_CAT_PALETTE)])
+        color = CATEGORY_COLORS.get(str(cat).lower()) or next(free, _CAT_PALETTE[0])
         out += _band(st[m], en[m], y0, y1, f"{_esc(name)} = {_esc(cat)}", color, min_gap=c.min_gap,
                      legendgroup=f"flag-{_esc(name)}-{_esc(cat)}", showlegend=legend, t_end=c.duration)
     return out
