@@ -479,30 +479,36 @@ class FlowTracker:
         return schema.conform(df, schema.FLOWS)
 
     def _rtt_stats(self, nf: int, snd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """min / median / max of the samples that timed each flow's data sender."""
         rmin = np.full(nf, np.nan)
         rmed = np.full(nf, np.nan)
         rmax = np.full(nf, np.nan)
-        if not self._rtt_val:
-            return rmin, rmed, rmax
-        fl = np.concatenate(self._rtt_flow)
-        sd = np.concatenate(self._rtt_side)
-        v = np.concatenate(self._rtt_val)
-        keep = sd == snd[fl]
-        fl, v = fl[keep], v[keep]
-        if not len(v):
-            return rmin, rmed, rmax
-        order = np.lexsort((v, fl))
-        fl, v = fl[order], v[order]
-        starts = np.flatnonzero(np.r_[True, fl[1:] != fl[:-1]])
-        ends = np.r_[starts[1:], len(fl)]
-        ids = fl[starts]
-        rmin[ids] = v[starts]
-        rmax[ids] = v[ends - 1]
-        cnt = ends - starts
-        lo = v[starts + (cnt - 1) // 2]
-        hi = v[starts + cnt // 2]
-        rmed[ids] = (lo + hi) / 2
+        if self._rtt_val:
+            fl = np.concatenate(self._rtt_flow)
+            sd = np.concatenate(self._rtt_side)
+            v = np.concatenate(self._rtt_val)
+            keep = sd == snd[fl]
+            fl, v = fl[keep], v[keep]
+            order = np.argsort(fl, kind="stable")  # radix sort on integers
+            _group_stats(fl[order], v[order], rmin, rmed, rmax)
         return rmin, rmed, rmax
+
+
+@njit(cache=True)
+def _group_stats(fl, v, rmin, rmed, rmax):
+    """Per run of equal ``fl``: min, median (mean of the two middle values if even), max of ``v``."""
+    n = len(fl)
+    i = 0
+    while i < n:
+        j = i
+        while j < n and fl[j] == fl[i]:
+            j += 1
+        g = np.sort(v[i:j])
+        m = j - i
+        rmin[fl[i]] = g[0]
+        rmax[fl[i]] = g[m - 1]
+        rmed[fl[i]] = (g[(m - 1) // 2] + g[m // 2]) / 2
+        i = j
 
 
 def _columns(pk: pl.DataFrame) -> dict[str, np.ndarray]:

@@ -19,7 +19,7 @@ from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.model import Capture, CaptureMeta
 
-from .decode import FALLBACK, FRAGMENT, OK, REASONS, decode, decode_arrays
+from .decode import FALLBACK, FRAGMENT, OK, REASONS, Scratch, decode, decode_arrays
 from .reader import ReadInfo, iter_batches, linktype_name
 
 __all__ = ["load", "load_packets", "load_flows"]
@@ -166,6 +166,7 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
         flt = BpfFilter(bpf)
     skipped: dict[str, int] = {}
     tr = FlowTracker()
+    scratch = Scratch()
     matched = tcp = 0
     first_ns: int | None = None
     last_ns: int | None = None
@@ -175,7 +176,7 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
             if len(batch) == 0:
                 continue
         matched += len(batch)
-        cols, status = decode_arrays(batch)
+        cols, status = decode_arrays(batch, scratch)
         bad = status != OK
         if bad.any():
             codes, counts = np.unique(status[bad], return_counts=True)

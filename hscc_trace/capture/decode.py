@@ -253,6 +253,16 @@ def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid,
         thl[i] = hl
         plen[i] = ip_end - l4 - hl
         trunc[i] = ip_end > end
+        mss[i] = 0
+        has_mss[i] = False
+        wsc[i] = 0
+        has_wsc[i] = False
+        sackp[i] = False
+        tsval[i] = 0
+        tsecr[i] = 0
+        has_ts[i] = False
+        for j in range(8):
+            sack[i, j] = 0
         # options, as far as they were captured
         o = l4 + 20
         oend = min(l4 + hl, end)
@@ -295,22 +305,43 @@ def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid,
         status[i] = OK
 
 
-def decode_arrays(batch) -> tuple[dict[str, np.ndarray], np.ndarray]:
+class Scratch:
+    """Output arrays reused from batch to batch (no allocation and page faults per batch).
+
+    Only for consumers that are done with a batch's columns before decoding the next one
+    (the streaming flow table); DataFrames may share numpy memory, so :func:`decode` never uses it.
+    """
+
+    def __init__(self) -> None:
+        self.cap = 0
+        self.arrays: tuple[np.ndarray, ...] = ()
+
+    def get(self, n: int) -> tuple[np.ndarray, ...]:
+        if n > self.cap:
+            self.cap = max(n, 2 * self.cap)
+            self.arrays = _alloc(self.cap)
+        return tuple(a[:n] for a in self.arrays)
+
+
+def _alloc(n: int) -> tuple[np.ndarray, ...]:
+    e = np.empty  # decode_batch writes every field of every record it decodes as TCP
+    return (e(n, np.uint8),) + tuple(e(n, np.uint8) for _ in range(6)) + tuple(e(n, np.uint64) for _ in range(4)) \
+        + tuple(e(n, np.uint32) for _ in range(6)) + tuple(e(n, np.uint16) for _ in range(5)) \
+        + tuple(e(n, np.bool_) for _ in range(5)) + (e((n, 8), np.uint32),)
+
+
+def decode_arrays(batch, scratch: Scratch | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Decode a :class:`~hscc_trace.capture.reader.Batch` into numpy columns of its TCP records.
 
     Returns (columns named as schema.PACKETS — options as value arrays plus ``has_mss``,
     ``has_ws``, ``has_ts`` presence masks, SACK edges as ``sack`` (n×8) — for the records
     decoded as TCP, status per record). Records with a non-OK status are not in the columns.
+    With ``scratch`` the columns are only valid until the next call.
     """
     n = len(batch)
-    z = np.zeros
-    status = np.full(n, 255, np.uint8)
-    ipv, ttl, ecn, thl, wsc, sack_n = (z(n, np.uint8) for _ in range(6))
-    shi, slo, dhi, dlo = (z(n, np.uint64) for _ in range(4))
-    ipid, seq, ack, plen, tsval, tsecr = (z(n, np.uint32) for _ in range(6))
-    sport, dport, flags, win, mss = (z(n, np.uint16) for _ in range(5))
-    trunc, has_mss, has_wsc, sackp, has_ts = (z(n, np.bool_) for _ in range(5))
-    sack = z((n, 8), np.uint32)
+    arrs = scratch.get(n) if scratch is not None else _alloc(n)
+    (status, ipv, ttl, ecn, thl, wsc, sack_n, shi, slo, dhi, dlo, ipid, seq, ack, plen, tsval, tsecr,
+     sport, dport, flags, win, mss, trunc, has_mss, has_wsc, sackp, has_ts, sack) = arrs
     decode_batch(batch.buf, batch.off, batch.cap, batch.wire, batch.linktype, status, ipv, shi, slo, dhi, dlo,
                  ipid, ttl, ecn, sport, dport, seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc,
                  has_wsc, sackp, tsval, tsecr, has_ts, sack_n, sack)

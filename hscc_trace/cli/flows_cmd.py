@@ -26,33 +26,56 @@ def _endpoint(addr: str, port: int) -> str:
     return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
 
 
+COLUMNS = (("id", "right"), ("A → B", "left"), ("pkts A→B/B→A", "right"), ("bytes A→B/B→A", "right"),
+           ("dur", "right"), ("goodput", "right"), ("MSS", "right"), ("retx", "right"),
+           ("RTT min/med/max", "right"), ("hs", "center"), ("end", "left"), ("vantage", "left"))
+#: above this many connections the table is printed as plain aligned text (rich needs ~1 ms a row)
+RICH_MAX_ROWS = 500
+
+
+def cells(r: dict[str, Any]) -> list[str]:
+    """The printed cells of one flow row (a dict of schema.FLOWS)."""
+    arrow = "⇒" if r["sender_dir"] == 0 else "⇐"
+    gp = r["goodput_bps"]
+    return [
+        str(r["flow_id"]),
+        f"{_endpoint(r['src'], r['sport'])} {arrow} {_endpoint(r['dst'], r['dport'])}",
+        f"{r['pkts_ab']}/{r['pkts_ba']}",
+        f"{_fmt_bytes(r['bytes_ab'])}/{_fmt_bytes(r['bytes_ba'])}",
+        f"{r['duration_s']:.2f} s",
+        "—" if gp is None else f"{gp / 1e6:.2f} Mb/s",
+        "—" if r["mss"] is None else str(r["mss"]),
+        str(r["retrans"]),
+        f"{_fmt_s(r['rtt_min_s'])} / {_fmt_s(r['rtt_median_s'])} / {_fmt_s(r['rtt_max_s'])}",
+        "✓" if r["handshake"] else "·",
+        r["closed"],
+        r["vantage"],
+    ]
+
+
 def render_table(rows: list[dict[str, Any]], title: str) -> Any:
     """A rich Table of flow rows (dicts of schema.FLOWS)."""
     from rich.table import Table
 
     t = Table(title=title, title_justify="left")
-    for name, just in (("id", "right"), ("A → B", "left"), ("pkts A→B/B→A", "right"), ("bytes A→B/B→A", "right"),
-                       ("dur", "right"), ("goodput", "right"), ("MSS", "right"), ("retx", "right"),
-                       ("RTT min/med/max", "right"), ("hs", "center"), ("end", "left"), ("vantage", "left")):
-        t.add_column(name, justify=just, no_wrap=name in ("A → B",))
+    for name, just in COLUMNS:
+        t.add_column(name, justify=just, no_wrap=True)
     for r in rows:
-        arrow = "⇒" if r["sender_dir"] == 0 else "⇐"
-        gp = r["goodput_bps"]
-        t.add_row(
-            str(r["flow_id"]),
-            f"{_endpoint(r['src'], r['sport'])} {arrow} {_endpoint(r['dst'], r['dport'])}",
-            f"{r['pkts_ab']}/{r['pkts_ba']}",
-            f"{_fmt_bytes(r['bytes_ab'])}/{_fmt_bytes(r['bytes_ba'])}",
-            f"{r['duration_s']:.2f} s",
-            "—" if gp is None else f"{gp / 1e6:.2f} Mb/s",
-            "—" if r["mss"] is None else str(r["mss"]),
-            str(r["retrans"]),
-            f"{_fmt_s(r['rtt_min_s'])} / {_fmt_s(r['rtt_median_s'])} / {_fmt_s(r['rtt_max_s'])}",
-            "✓" if r["handshake"] else "·",
-            r["closed"],
-            r["vantage"],
-        )
+        t.add_row(*cells(r))
     return t
+
+
+def render_plain(rows: list[dict[str, Any]], title: str) -> str:
+    """The same table as aligned plain text (for thousands of connections)."""
+    body = [[name for name, _ in COLUMNS]] + [cells(r) for r in rows]
+    widths = [max(len(row[k]) for row in body) for k in range(len(COLUMNS))]
+    out = [title]
+    for i, row in enumerate(body):
+        out.append("  ".join(c.rjust(w) if just == "right" else c.ljust(w)
+                             for c, w, (_, just) in zip(row, widths, COLUMNS)).rstrip())
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out) + "\n"
 
 
 @app.command()
@@ -75,4 +98,7 @@ def flows(
 
     title = (f"{file}: {m.format}, {','.join(m.link_types)}, {m.packets_total} packets "
              f"({m.packets_tcp} TCP), {len(rows)} connection(s)")
-    Console(width=max(160, Console().width)).print(render_table(rows, title))
+    if len(rows) > RICH_MAX_ROWS:
+        sys.stdout.write(render_plain(rows, title))
+        return
+    Console(width=max(200, Console().width)).print(render_table(rows, title))
