@@ -213,3 +213,13 @@ def test_load_flows_falls_back_to_full_load_for_scapy_records():
     c = need_corpus()
     fl, meta, _ = load_flows(c / "tcptrace__ppp_encap.pcap")
     assert meta.decoded_by == {"scapy": 25} and fl.height == 1
+
+
+def test_docs_list_every_flow_field():
+    from pathlib import Path
+
+    from hscc_trace import schema
+
+    doc = (Path(__file__).resolve().parent.parent / "docs" / "flows.md").read_text()
+    for c in schema.FLOWS:
+        assert f"| `{c.name}` |" in doc, c.name
