@@ -292,8 +292,13 @@ def replay_bench(capture: str, repeat: int, log: Callable[[str], None]) -> dict[
     shutil.rmtree(cache, ignore_errors=True)
     other = BENCH / "replay_speed.py"
     if other.exists():  # engineer C's replay throughput script, when present: recorded as it prints
-        r = subprocess.run([PY, str(other)], capture_output=True, text=True, timeout=1800, cwd=REPO)
-        out["replay_speed_py"] = dict(rc=r.returncode, stdout=r.stdout[-4000:], stderr=r.stderr[-500:])
+        argv = [PY, str(other), "--events", "2000000", "--repeat", str(repeat)]
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=1800, cwd=REPO)
+        try:
+            out["replay_speed_py"] = dict(json.loads(r.stdout), command=" ".join(argv[1:]))
+        except ValueError:
+            out["replay_speed_py"] = dict(rc=r.returncode, stdout=r.stdout[-2000:], stderr=r.stderr[-500:])
+        log(f"  replay_speed.py: rc {r.returncode}")
     return out
 
 
@@ -333,14 +338,18 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
         def ratio(a: str, b: str) -> float | None:
             return t(a) / t(b) if t(a) and t(b) else None
 
+        def cpu(a: str, b: str) -> str:
+            x, y = cs.get(a, {}).get("cpu_s"), cs.get(b, {}).get("cpu_s")
+            return f"; CPU-time ratio {x / y:.2f}" if x and y else ""
+
         add("flows ≤ 1.0× tcptrace -l", ratio("hscc_flows", "tcptrace"), "<=", TARGET_FLOWS_VS_TCPTRACE,
-            f"{big}: hscc-trace flows / tcptrace -l wall time")
+            f"{big}: hscc-trace flows / tcptrace -l wall time" + cpu("hscc_flows", "tcptrace"))
         add("flows ≥ 50× faster than tshark conv", ratio("tshark_conv", "hscc_flows"), ">=", TARGET_FLOWS_VS_TSHARK,
-            f"{big}: tshark -z conv,tcp / hscc-trace flows wall time")
+            f"{big}: tshark -z conv,tcp / hscc-trace flows wall time" + cpu("tshark_conv", "hscc_flows"))
         add("analyze (all algorithms + report) ≤ 2.0× tcptrace -l", ratio("hscc_analyze", "tcptrace"), "<=",
-            TARGET_ANALYZE_VS_TCPTRACE, f"{big}: hscc-trace analyze / tcptrace -l wall time")
+            TARGET_ANALYZE_VS_TCPTRACE, f"{big}: hscc-trace analyze / tcptrace -l wall time" + cpu("hscc_analyze", "tcptrace"))
         add("events path ≤ 1.5× tcptrace -l", ratio("hscc_events", "tcptrace"), "<=", TARGET_EVENTS_VS_TCPTRACE,
-            f"{big}: capture → events of every flow / tcptrace -l wall time")
+            f"{big}: capture → events of every flow / tcptrace -l wall time" + cpu("hscc_events", "tcptrace"))
         size_mib = caps[big]["bytes"] / 2**20
         for k in ("hscc_flows", "hscc_events", "hscc_analyze"):
             if k in cs:
@@ -366,11 +375,19 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
                     f"{pts[-2][0]:,}→{pts[-1][0]:,}: {m2 * 1e6:.2f} (ratio)")
     rp = res.get("replay") or {}
     warm = rp.get("warm", {}).get("algorithms") or {}
+    rs = (rp.get("replay_speed_py") or {}).get("algorithms") or {}
+    if rs:  # the replay owner's benchmark: one long real ACK stream, CPU time
+        worst = min(rs.items(), key=lambda kv: kv[1]["loop_Mev_s"])
+        add("replay ≥ 20 M ACK events/s per algorithm per core (slowest algorithm)", worst[1]["loop_Mev_s"] * 1e6,
+            ">=", TARGET_REPLAY_EVENTS_PER_S,
+            f"slowest: {worst[0]}, compiled per-ACK loop, benchmarks/replay_speed.py "
+            f"({rp['replay_speed_py'].get('events', 0):,} events of samples/reno-loss tiled), CPU time")
     if warm:
         worst = min(warm.items(), key=lambda kv: kv[1]["loop_events_per_s"] or 0)
-        add("replay ≥ 20 M ACK events/s per algorithm per core (slowest algorithm)",
+        add("replay ≥ 20 M ACK events/s per algorithm per core, on the replica's flows (slowest algorithm)",
             worst[1]["loop_events_per_s"], ">=", TARGET_REPLAY_EVENTS_PER_S,
-            f"slowest: {worst[0]}, compiled per-ACK loop, {rp['warm'].get('ack_events'):,} ACK events")
+            f"slowest: {worst[0]}, compiled per-ACK loop over every flow of {rp.get('capture')}, "
+            f"{rp['warm'].get('ack_events'):,} ACK events, CPU time")
     return out
 
 
@@ -403,7 +420,7 @@ def markdown(res: dict[str, Any]) -> str:
         L.append("")
         L.append(f"### {name}: {c['packets']:,} packets, {c['flows']:,} flows, {c['bytes'] / 2**20:.1f} MiB")
         L.append("")
-        L.append("| tool | wall s (median) | CPU s | peak RSS MiB | packets/s | ÷ hscc flows | ÷ hscc analyze | runs |")
+        L.append("| tool | wall s (median) | CPU s | peak RSS MiB | packets/s | time ÷ hscc flows | time ÷ hscc analyze | runs |")
         L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
         for k, s in c["cases"].items():
             if k.startswith("_"):
@@ -467,6 +484,17 @@ def markdown(res: dict[str, Any]) -> str:
                      f"{_f(w['run_events_per_s'] / 1e6 if w['run_events_per_s'] else None, '{:.1f}')} | "
                      f"{_f(c0.get('first_run_s'))} | {_f(w['first_run_s'])} | "
                      f"{'pass' if (w['loop_events_per_s'] or 0) >= TARGET_REPLAY_EVENTS_PER_S else 'FAIL'} |")
+    rs = (rp.get("replay_speed_py") or {}).get("algorithms") or {}
+    if rs:
+        L.append("")
+        L.append(f"`python benchmarks/{rp['replay_speed_py'].get('command', 'replay_speed.py')}` (the replay owner's "
+                 f"benchmark: one long real ACK stream, {rp['replay_speed_py'].get('events', 0):,} events, CPU time):")
+        L.append("")
+        L.append("| algorithm | compiled loop, M ACK/s | engine.run incl. output frame, M ACK/s | ≥ 20 M/s |")
+        L.append("|---|---:|---:|---|")
+        for a, w in rs.items():
+            L.append(f"| {a} | {w['loop_Mev_s']:.1f} | {w['run_Mev_s']:.1f} | "
+                     f"{'pass' if w['loop_Mev_s'] * 1e6 >= TARGET_REPLAY_EVENTS_PER_S else 'FAIL'} |")
     L.append("")
     L.append("Tool versions: " + "; ".join(f"{k} {m[k]}" for k in ("hscc_trace", "tshark", "tcptrace", "python",
                                                                    "polars", "numba", "numpy", "dpkt", "scapy")))
