@@ -61,6 +61,18 @@ W_TS_BACK, W_ACK_UNSEEN, W_NEG_RTT, W_GAP = 0, 1, 2, 3
 N_WARN = 4
 
 
+@njit(cache=True, inline="always")
+def _bsearch(a, lo, hi, v, right):
+    """First index in [lo, hi) with a[i] >= v (right: > v); a sorted ascending."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < v or (right and a[mid] == v):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
 @njit(cache=True)
 def _ts_lookup(vals, times, n, v):
     i = np.searchsorted(vals[:n], v)
@@ -76,7 +88,7 @@ def analyze(
     # per-packet outputs
     o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
     o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
-    o_round_end, o_state, o_cong, o_undo,
+    o_round_end, o_tgt, o_state, o_cong, o_undo,
     # episode outputs
     e_kind, e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, e_spur,
     warn,
@@ -191,7 +203,7 @@ def analyze(
                 mr = e if e < snd_max else snd_max
                 inside = 0
                 if mr > ml:
-                    inside = (mr - ml) - rg.overlap(hoL, hoR, hom, ml, mr)
+                    inside = (mr - ml) - (rg.overlap(hoL, hoR, hom, ml, mr) if hom > 0 else 0)
                 sent_before = pre + inside
                 # a segment filling a hole long after the highest one (Wireshark: not
                 # out-of-order) re-sends bytes lost before the capture point
@@ -221,7 +233,7 @@ def analyze(
                             xpL, xpR, xpm, _a = rg.insert(xpL, xpR, xpm, xl, xr)
                     elif sent_before == 0 and ln > 0:
                         # first transmission: remember its send time (sorted by end)
-                        pos = rh + np.searchsorted(rec_e[rh:rm], e)
+                        pos = rm if (rm == rh or rec_e[rm - 1] <= e) else _bsearch(rec_e, rh, rm, e, False)
                         q = rm
                         while q > pos:
                             rec_s[q] = rec_s[q - 1]; rec_e[q] = rec_e[q - 1]; rec_t[q] = rec_t[q - 1]
@@ -342,17 +354,21 @@ def analyze(
         if a > una:
             acked = a - una
             if rm > rh:
-                idx = rh + np.searchsorted(rec_e[rh:rm], a)
+                idx = _bsearch(rec_e, rh, rm, a, False)
                 if idx < rm and rec_e[idx] == a:
-                    if rg.overlap(xaL, xaR, xam, una, a) == 0 and rg.overlap(sbL, sbR, sbm, una, a) == 0:
+                    if (xam == 0 or rg.overlap(xaL, xaR, xam, una, a) == 0) and (sbm == 0 or rg.overlap(sbL, sbR, sbm, una, a) == 0):
                         rtt = t - rec_t[idx]; src = R_SEQ
-                rh = rh + np.searchsorted(rec_e[rh:rm], a, side="right")
+                rh = _bsearch(rec_e, rh, rm, a, True)
             una = a
-            sbm, pr = rg.prune_below(sbL, sbR, sbm, una)
-            sb_tot -= pr
-            xam, _p = rg.prune_below(xaL, xaR, xam, una)
-            xpm, _p = rg.prune_below(xpL, xpR, xpm, una)
-            hom, _p = rg.prune_below(hoL, hoR, hom, una)
+            if sbm > 0:
+                sbm, pr = rg.prune_below(sbL, sbR, sbm, una)
+                sb_tot -= pr
+            if xam > 0:
+                xam, _p = rg.prune_below(xaL, xaR, xam, una)
+            if xpm > 0:
+                xpm, _p = rg.prune_below(xpL, xpR, xpm, una)
+            if hom > 0:
+                hom, _p = rg.prune_below(hoL, hoR, hom, una)
             dup = 0
             trig_row = -1
             last_adv_t = t; have_adv = True
@@ -387,7 +403,8 @@ def analyze(
         sb_tot += newly
         # timestamp-echo RTT when data/ACK matching gave none (RFC 7323 §4: ACKs of new data)
         if src < 0 and acked > 0 and tse[i] != NOTS and tsn > 0:
-            t0 = _ts_lookup(tsvals, tstimes, tsn, tse[i])
+            j = _bsearch(tsvals, 0, tsn, tse[i], False)
+            t0 = tstimes[j] if (j < tsn and tsvals[j] == tse[i]) else np.int64(-1)
             if t0 >= 0:
                 rtt = t - t0; src = R_TS
         if src >= 0 and rtt < 0:
@@ -450,7 +467,7 @@ def analyze(
         if state == S_LOSS and ep_cur >= 0:
             rp = e_rp[ep_cur] if e_rp[ep_cur] < snd_max else snd_max
             if rp > una:
-                lost = (rp - una) - rg.overlap(sbL, sbR, sbm, una, rp)
+                lost = (rp - una) - (rg.overlap(sbL, sbR, sbm, una, rp) if sbm > 0 else 0)
         elif sbm > 0:
             cum = np.int64(0)
             cnt = 0
@@ -465,7 +482,7 @@ def analyze(
         xp_tot = np.int64(0)
         for k in range(xpm):
             xp_tot += xpR[k] - xpL[k]
-        retx_in = xp_tot - rg.overlap_sets(xpL, xpR, xpm, sbL, sbR, sbm)
+        retx_in = xp_tot - (rg.overlap_sets(xpL, xpR, xpm, sbL, sbR, sbm) if (xpm > 0 and sbm > 0) else 0)
         pipe = out - sb_tot - lost + retx_in
         if pipe < 0:
             pipe = 0
@@ -494,6 +511,7 @@ def analyze(
         o_pipe[i] = pipe
         o_round[i] = myr
         o_round_end[i] = rend
+        o_tgt[i] = rnd_target
         o_state[i] = state
         o_cong[i] = cong
         o_undo[i] = undo

@@ -177,7 +177,8 @@ def prepare(packets: pl.DataFrame, flow: dict[str, Any] | None = None) -> FlowAr
         raise InputError(f"packets table lacks columns: {', '.join(missing)}")
     if packets.height == 0:
         raise InputError("flow has no packets")
-    df = packets.sort("frame")
+    fr = packets.get_column("frame")
+    df = packets if fr.is_sorted() else packets.sort("frame")
     h = handshake_info(df)
     sdir = choose_sender(df, flow)
     rdir = 1 - sdir

@@ -26,6 +26,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from numba import njit
+
 import numpy as np
 import polars as pl
 
@@ -55,7 +57,7 @@ def _run(fa) -> dict[str, np.ndarray]:
         "sacked": np.zeros(n, np.int64), "dsack": np.zeros(n, np.int64), "dup": np.zeros(n, np.int64),
         "rwnd": np.zeros(n, np.int64), "rtt": np.empty(n, np.int64), "rtt_src": np.empty(n, np.int8),
         "snd_max": np.zeros(n, np.int64), "out": np.zeros(n, np.int64), "pipe": np.zeros(n, np.int64),
-        "round": np.zeros(n, np.int64), "round_end": np.empty(n, np.bool_), "state": np.zeros(n, np.int8),
+        "round": np.zeros(n, np.int64), "round_end": np.empty(n, np.bool_), "tgt": np.zeros(n, np.int64), "state": np.zeros(n, np.int8),
         "cong": np.empty(n, np.int8), "undo": np.empty(n, np.bool_),
     }
     e = {
@@ -87,7 +89,7 @@ def build_events(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: in
         off, np.int64(RTO_MIN_NS), at_sender, ahead,
         o["kind"], o["probe"], o["rexmit"], o["seg_out"], o["seg_round"], o["isack"], o["ackrel"], o["acked"],
         o["sacked"], o["dsack"], o["dup"], o["rwnd"], o["rtt"], o["rtt_src"], o["snd_max"], o["out"], o["pipe"],
-        o["round"], o["round_end"], o["state"], o["cong"], o["undo"],
+        o["round"], o["round_end"], o["tgt"], o["state"], o["cong"], o["undo"],
         e["kind"], e["start_t"], e["end_t"], e["start_i"], e["end_i"], e["flight"], e["retx"], e["rp"], e["spur"],
         warn,
     )
@@ -113,7 +115,7 @@ def build_events(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: in
     segs = _segments(fa, o)
     acks = _acks(fa, o, off)
     eps = _episodes(fa, e, n_ep)
-    rounds = _rounds(acks, segs, eps, fa.mss, fa.rwnd_scale_known, at_sender and vt.vantage == "sender")
+    rounds = _rounds(fa, o, segs, eps, off, fa.mss, fa.rwnd_scale_known, at_sender and vt.vantage == "sender")
     return FlowEvents(
         flow_id=flow_id, sender_dir=fa.sender_dir, mss=fa.mss, vantage=vt.vantage,
         segments=segs, acks=acks, episodes=eps, rounds=rounds,
@@ -142,56 +144,92 @@ def _snd_max_ahead(fa, offset_ns: np.ndarray) -> np.ndarray:
     return np.where(j >= 0, hi[np.clip(j, 0, None)], 0).astype(np.int64)
 
 
+_ENUMS: dict[tuple[str, ...], pl.Series] = {}
+
+
+def _enum(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:
+    """Enum series from integer codes (negative = null), without building strings."""
+    cats = _ENUMS.get(names)
+    if cats is None:
+        cats = _ENUMS[names] = pl.Series(list(names), dtype=pl.Enum(list(names)))
+    neg = codes < 0
+    if neg.any():
+        # a null index gathers a null
+        return cats.gather(pl.Series(codes.astype(np.float64)).fill_nan(None).cast(pl.UInt32, strict=False)
+                           .scatter(np.flatnonzero(neg), None))
+    return cats.gather(pl.Series(codes.astype(np.uint32)))
+
+
+def _opt_float(x: np.ndarray) -> pl.Series:
+    """Float64 with NaN as null."""
+    return pl.Series(x.astype(np.float64)).fill_nan(None)
+
+
+def _frame(cols: dict[str, Any], table: tuple[schema.Column, ...]) -> pl.DataFrame:
+    """DataFrame in the table's column order and dtypes (numpy columns are cast zero-copy where possible)."""
+    out = []
+    for c in table:
+        v = cols[c.name]
+        if isinstance(v, pl.Series):
+            sr = v.alias(c.name)
+            if sr.dtype != c.dtype:
+                sr = sr.cast(c.dtype)
+        else:
+            sr = pl.Series(c.name, v)
+            if sr.dtype != c.dtype:
+                sr = sr.cast(c.dtype)
+        out.append(sr)
+    return pl.DataFrame(out)
+
+
 def _segments(fa, o) -> pl.DataFrame:
     m = o["kind"] >= 0
     syn = ((fa.flags[m] & core.F_SYN) != 0).astype(np.int64)
     fin = ((fa.flags[m] & core.F_FIN) != 0).astype(np.int64)
-    df = pl.DataFrame({
-        "frame": fa.frame[m],
+    seq = fa.seq[m]
+    plen = fa.plen[m]
+    return _frame({
+        "frame": fa.frame[m].astype(np.uint64),
         "ts_ns": fa.ts[m],
-        "seq": fa.seq[m],
-        "len": fa.plen[m],
-        "kind": pl.Series(np.asarray(schema.SEGMENT_KINDS)[o["kind"][m]], dtype=pl.String),
-        "ip_ecn": fa.ecn[m],
-        "end_seq": fa.seq[m] + fa.plen[m] + syn + fin,
-        "probe": pl.Series(np.asarray(schema.PROBE_KINDS)[o["probe"][m]], dtype=pl.String),
+        "seq": seq,
+        "len": plen.astype(np.uint32),
+        "kind": _enum(o["kind"][m], schema.SEGMENT_KINDS),
+        "ip_ecn": fa.ecn[m].astype(np.uint8),
+        "end_seq": seq + plen + syn + fin,
+        "probe": _enum(o["probe"][m], schema.PROBE_KINDS),
         "rexmit": o["rexmit"][m],
         "outstanding": o["seg_out"][m],
-        "round": o["seg_round"][m],
-    })
-    return schema.conform(df, schema.SEGMENTS)
+        "round": o["seg_round"][m].astype(np.uint32),
+    }, schema.SEGMENTS)
 
 
 def _acks(fa, o, offset_ns: np.ndarray) -> pl.DataFrame:
     m = o["isack"]
     rtt = o["rtt"][m]
     has = rtt >= 0
-    src = o["rtt_src"][m]
-    cong = o["cong"][m]
-    df = pl.DataFrame({
-        "frame": fa.frame[m],
+    return _frame({
+        "frame": fa.frame[m].astype(np.uint64),
         "ts_ns": fa.ts[m],
         "ack": o["ackrel"][m],
         "acked_bytes": o["acked"][m],
         "sacked_bytes": o["sacked"][m],
-        "dupack": o["dup"][m],
+        "dupack": o["dup"][m].astype(np.uint32),
         "rwnd_bytes": o["rwnd"][m],
         "rwnd_scale_known": np.full(int(m.sum()), fa.rwnd_scale_known),
         "ece": (fa.flags[m] & core.F_ECE) != 0,
-        "rtt_s": pl.Series(np.where(has, (rtt + offset_ns[m]) / 1e9, np.nan)).fill_nan(None),
-        "rtt_source": pl.Series(np.asarray(schema.RTT_SOURCES + ("",))[src], dtype=pl.String).replace("", None),
+        "rtt_s": _opt_float(np.where(has, (rtt + offset_ns[m]) / 1e9, np.nan)),
+        "rtt_source": _enum(o["rtt_src"][m], schema.RTT_SOURCES),
         "snd_max": o["snd_max"][m],
         "outstanding": o["out"][m],
         "pipe": o["pipe"][m],
-        "round": o["round"][m],
+        "round": o["round"][m].astype(np.uint32),
         "round_end": o["round_end"][m],
-        "state": pl.Series(np.asarray(schema.CONG_STATES)[o["state"][m]], dtype=pl.String),
-        "cong_event": pl.Series(np.asarray(schema.EPISODE_KINDS + ("",))[cong], dtype=pl.String).replace("", None),
+        "state": _enum(o["state"][m], schema.CONG_STATES),
+        "cong_event": _enum(o["cong"][m], schema.EPISODE_KINDS),
         "spurious_undo": o["undo"][m],
         "dsack_bytes": o["dsack"][m],
-        "rtt_raw_s": pl.Series(np.where(has, rtt / 1e9, np.nan)).fill_nan(None),
-    })
-    return schema.conform(df, schema.ACKS)
+        "rtt_raw_s": _opt_float(np.where(has, rtt / 1e9, np.nan)),
+    }, schema.ACKS)
 
 
 def _episodes(fa, e, n: int) -> pl.DataFrame:
@@ -200,97 +238,114 @@ def _episodes(fa, e, n: int) -> pl.DataFrame:
     sl = slice(0, n)
     end_i = e["end_i"][sl]
     ended = end_i >= 0
-    df = pl.DataFrame({
-        "episode": np.arange(n),
-        "kind": pl.Series(np.asarray(schema.EPISODE_KINDS)[e["kind"][sl]], dtype=pl.String),
+    return _frame({
+        "episode": np.arange(n, dtype=np.uint32),
+        "kind": _enum(e["kind"][sl].astype(np.int64), schema.EPISODE_KINDS),
         "start_ns": e["start_t"][sl],
-        "end_ns": pl.Series(np.where(ended, e["end_t"][sl], 0)),
-        "start_frame": fa.frame[e["start_i"][sl]],
+        "end_ns": pl.Series(e["end_t"][sl]).set(pl.Series(~ended), None) if not ended.all() else e["end_t"][sl],
+        "start_frame": fa.frame[e["start_i"][sl]].astype(np.uint64),
         "flight_bytes": e["flight"][sl],
         "retrans_bytes": e["retx"][sl],
         "recovery_point": e["rp"][sl],
-        "end_frame": pl.Series(fa.frame[np.where(ended, end_i, 0)]),
+        "end_frame": (pl.Series(fa.frame[np.where(ended, end_i, 0)].astype(np.uint64)).set(pl.Series(~ended), None)
+                      if not ended.all() else fa.frame[end_i].astype(np.uint64)),
         "spurious": e["spur"][sl],
-        "_ended": ended,
-    }).with_columns(
-        pl.when(pl.col("_ended")).then(pl.col("end_ns")).otherwise(None).alias("end_ns"),
-        pl.when(pl.col("_ended")).then(pl.col("end_frame")).otherwise(None).alias("end_frame"),
-    )
-    return schema.conform(df, schema.EPISODES)
+    }, schema.EPISODES)
 
 
-def _rounds(acks: pl.DataFrame, segs: pl.DataFrame, eps: pl.DataFrame, mss: int, scale_known: bool,
+@njit(cache=True)
+def _limits(peak, rw, rec, drained, unclocked, mss, scale_known, frac, lookback):
+    """Per-round limit codes (0 cwnd, 1 rwnd, 2 app) — rules in the module docstring."""
+    n = peak.shape[0]
+    out = np.zeros(n, np.int8)
+    hist = np.empty(n, np.int64)
+    h = 0
+    for k in range(n):
+        if rec[k]:
+            out[k] = 0
+            h = 0
+            continue
+        if rw[k] == 0 or (scale_known and peak[k] >= rw[k] - mss):
+            out[k] = 1
+        else:
+            ref = np.int64(-1)
+            lo = h - lookback if h - lookback > 0 else 0
+            for q in range(lo, h):
+                if hist[q] > ref:
+                    ref = hist[q]
+            if drained[k] or unclocked[k] or (ref >= 0 and peak[k] < frac * ref):
+                out[k] = 2
+        hist[h] = peak[k]
+        h += 1
+    return out
+
+
+def _rounds(fa, o, segs: pl.DataFrame, eps: pl.DataFrame, rtt_off: np.ndarray, mss: int, scale_known: bool,
             clock_test: bool) -> pl.DataFrame:
-    if acks.height == 0:
+    m = o["isack"]
+    if not m.any():
         return schema.empty(schema.ROUNDS)
-    a = acks.group_by("round").agg(
-        pl.col("ts_ns").first().alias("first_ack_ns"),
-        pl.col("ts_ns").last().alias("end_ns"),
-        pl.col("outstanding").max().alias("ack_peak"),
-        pl.col("acked_bytes").sum().alias("acked_bytes"),
-        pl.col("rtt_s").min().alias("min_rtt_s"),
-        pl.col("rwnd_bytes").min().alias("rwnd_bytes"),
-        (pl.col("state") != "open").any().alias("rec_state"),
-        pl.col("cong_event").is_not_null().any().alias("rec_event"),
-        (pl.col("outstanding") == 0).any().alias("drained"),
-        pl.col("round_end").any().alias("closed"),
-        pl.col("ack").first().alias("first_ack"),
-        pl.col("snd_max").first().alias("first_snd_max"),
-    )
-    s = segs.group_by("round").agg(pl.col("outstanding").max().alias("seg_peak"))
-    if clock_test:
-        newseg = segs.filter((pl.col("len") > 0) & ~pl.col("rexmit") & (pl.col("probe") == "none")).sort("frame")
-        last_ack = acks.select(pl.col("frame").alias("ack_frame"), pl.col("ts_ns").alias("ack_ns")).sort("ack_frame")
-        # segments sent before the first ACK (initial window) say nothing about ACK clocking
-        ck = (newseg.join_asof(last_ack, left_on="frame", right_on="ack_frame", strategy="backward")
-              .filter(pl.col("ack_ns").is_not_null())
-              .with_columns(((pl.col("ts_ns") - pl.col("ack_ns")) <= CLOCK_NS).alias("clocked"))
-              .group_by("round").agg(pl.col("clocked").mean().alias("clocked_frac"), pl.len().alias("n_new")))
-        s = s.join(ck, on="round", how="left")
-    else:
-        s = s.with_columns(pl.lit(None, pl.Float64).alias("clocked_frac"), pl.lit(0, pl.UInt32).alias("n_new"))
-    r = a.join(s, on="round", how="left").sort("round")
-    # a round opens at the ACK that closed the previous one (the first ACK for round 0)
-    r = r.with_columns(
-        pl.col("end_ns").shift(1).fill_null(pl.col("first_ack_ns")).alias("start_ns"),
-        pl.max_horizontal(pl.col("ack_peak"), pl.col("seg_peak").fill_null(0)).alias("peak_flight_bytes"),
-    )
-    # target: snd_max when the round began (recorded on the closing ACK of the previous round)
-    closing = acks.filter(pl.col("round_end")).select(
-        (pl.col("round") + 1).alias("round"), pl.col("snd_max").alias("target_seq"))
-    r = r.join(closing.with_columns(pl.col("round").cast(r.schema["round"])), on="round", how="left").with_columns(
-        pl.col("target_seq").fill_null(pl.col("first_snd_max")))
-    # limit classification (module docstring)
-    peak = r.get_column("peak_flight_bytes").to_numpy()
-    rw = r.get_column("rwnd_bytes").to_numpy()
-    rec = (r.get_column("rec_state") | r.get_column("rec_event")).to_numpy()
-    drained = r.get_column("drained").to_numpy()
-    unclocked = ((r.get_column("n_new").fill_null(0) >= CLOCK_MIN_SEGMENTS)
-                 & (r.get_column("clocked_frac").fill_null(1.0) < 0.5)).to_numpy()
-    start = r.get_column("start_ns").to_numpy()
-    end = r.get_column("end_ns").to_numpy()
+    rnd = o["round"][m]
+    ts = fa.ts[m]
+    starts = np.flatnonzero(np.r_[True, rnd[1:] != rnd[:-1]])
+    ends = np.r_[starts[1:], rnd.size] - 1
+    rid = rnd[starts]
+    out = o["out"][m]
+    rtt = np.where(o["rtt"][m] >= 0, (o["rtt"][m] + rtt_off[m]) / 1e9, np.nan)
+    ack_peak = np.maximum.reduceat(out, starts)
+    acked = np.add.reduceat(o["acked"][m], starts)
+    with np.errstate(invalid="ignore"):
+        min_rtt = np.fmin.reduceat(rtt, starts)
+    rwnd = np.minimum.reduceat(o["rwnd"][m], starts)
+    rec = np.maximum.reduceat(((o["state"][m] != core.S_OPEN) | (o["cong"][m] >= 0)).astype(np.int8), starts) > 0
+    drained = np.maximum.reduceat((out == 0).astype(np.int8), starts) > 0
+    end_ns = ts[ends]
+    start_ns = np.r_[ts[0], end_ns[:-1]]
+    tgt = o["tgt"][m]
+    target = np.r_[tgt[starts[0]], tgt[ends[:-1]]]
+    # segment peaks per round
+    seg_round = segs.get_column("round").to_numpy().astype(np.int64)
+    seg_out = segs.get_column("outstanding").to_numpy()
+    peak = ack_peak.copy()
+    if seg_round.size:
+        ss = np.flatnonzero(np.r_[True, seg_round[1:] != seg_round[:-1]])
+        sp = np.maximum.reduceat(seg_out, ss)
+        pos = np.searchsorted(rid, seg_round[ss])
+        ok = (pos < rid.size) & (rid[np.clip(pos, 0, rid.size - 1)] == seg_round[ss])
+        np.maximum.at(peak, pos[ok], sp[ok])
+    # ACK clocking (sender-side captures)
+    unclocked = np.zeros(rid.size, np.bool_)
+    if clock_test and seg_round.size:
+        sm = ((segs.get_column("len").to_numpy() > 0) & ~segs.get_column("rexmit").to_numpy()
+              & (segs.get_column("probe").to_physical().to_numpy() == 0))
+        sf = segs.get_column("frame").to_numpy()[sm]
+        st = segs.get_column("ts_ns").to_numpy()[sm]
+        sr = seg_round[sm]
+        af = fa.frame[m]
+        j = np.searchsorted(af, sf) - 1
+        valid = j >= 0
+        clocked = valid & ((st - ts[np.clip(j, 0, None)]) <= CLOCK_NS)
+        pos = np.searchsorted(rid, sr)
+        pos = np.clip(pos, 0, rid.size - 1)
+        okr = valid & (rid[pos] == sr)
+        n_new = np.bincount(pos[okr], minlength=rid.size)
+        n_clk = np.bincount(pos[okr], weights=clocked[okr].astype(np.float64), minlength=rid.size)
+        unclocked = (n_new >= CLOCK_MIN_SEGMENTS) & (n_clk < 0.5 * n_new)
     if eps.height:
         es = eps.get_column("start_ns").to_numpy()
         ee = eps.get_column("end_ns").fill_null(np.iinfo(np.int64).max).to_numpy()
-        for k in range(len(start)):
-            if ((es <= end[k]) & (ee > start[k])).any():
-                rec[k] = True
-    limits = []
-    ref_hist: list[int] = []
-    for k in range(len(peak)):
-        if rec[k]:
-            limits.append("cwnd")
-            ref_hist = []
-            continue
-        if rw[k] == 0 or (scale_known and peak[k] >= rw[k] - mss):
-            limits.append("rwnd")
-        elif drained[k] or unclocked[k] or (ref_hist and peak[k] < APP_FRACTION * max(ref_hist[-APP_LOOKBACK:])):
-            limits.append("app")
-        else:
-            limits.append("cwnd")
-        ref_hist.append(int(peak[k]))
-    r = r.with_columns(
-        pl.Series("limit", limits, dtype=pl.String),
-        pl.Series("in_recovery", rec),
-    )
-    return schema.conform(r, schema.ROUNDS)
+        for a, b in zip(es, ee):
+            rec |= (start_ns < b) & (end_ns >= a)
+    lim = _limits(peak, rwnd, rec, drained, unclocked, np.int64(mss), scale_known, APP_FRACTION, APP_LOOKBACK)
+    return _frame({
+        "round": rid.astype(np.uint32),
+        "start_ns": start_ns,
+        "end_ns": end_ns,
+        "target_seq": target,
+        "peak_flight_bytes": peak,
+        "acked_bytes": acked,
+        "min_rtt_s": _opt_float(min_rtt),
+        "rwnd_bytes": rwnd,
+        "limit": _enum(lim.astype(np.int64), schema.LIMITS),
+        "in_recovery": rec,
+    }, schema.ROUNDS)

@@ -148,14 +148,12 @@ def dynamic_offsets(fa: FlowArrays, base_ns: int) -> np.ndarray:
     ok = d >= 0
     val = np.full(n, np.nan)
     # every receiver packet carrying v gets v's delay
-    dv = dict(zip(common[ok].tolist(), d[ok].tolist()))
     rv_vals = rt[r_idx]
-    mapped = np.array([dv.get(int(v), np.nan) for v in rv_vals]) if r_idx.size < 200_000 else None
-    if mapped is None:
-        pos = np.searchsorted(common[ok], rv_vals)
-        pos = np.clip(pos, 0, max(int(ok.sum()) - 1, 0))
-        hit = common[ok][pos] == rv_vals
-        mapped = np.where(hit, d[ok][pos], np.nan)
+    keys = common[ok]
+    pos = np.clip(np.searchsorted(keys, rv_vals), 0, max(keys.size - 1, 0))
+    if keys.size == 0:
+        return out.astype(np.int64)
+    mapped = np.where(keys[pos] == rv_vals, d[ok][pos], np.nan)
     val[r_idx] = mapped
     # forward fill
     idx = np.where(~np.isnan(val), np.arange(n), -1)
