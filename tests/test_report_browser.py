@@ -6,7 +6,7 @@ makes is intercepted: only the report's own file:// URL may load, anything else 
 counted. The test asserts no console error or uncaught exception, every figure drawn (each
 plotly div has an SVG with trace groups), no request left the page, and records the render time
 (not asserted here: speed targets live in benchmarks/ — docs/report.md has the measured figures).
-Screenshots go to tests/artifacts/ (gitignored).
+Screenshots (the first screen and the first flow section) go to tests/artifacts/ (gitignored).
 
 Skipped, with the reason shown, when no chromium binary is installed (.ci/run installs it).
 """
@@ -182,7 +182,7 @@ class Browser:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def open_report(report: Path, *, shots: str | None = None, timeout: float = 60.0,
+def open_report(report: Path, *, shots: str | None = None, parts: bool = False, timeout: float = 60.0,
                 exe: str | None = None) -> dict[str, Any]:
     """Load ``report`` in headless chromium and return what happened (see the module docstring)."""
     exe = exe or CHROMIUM
@@ -219,11 +219,24 @@ def open_report(report: Path, *, shots: str | None = None, timeout: float = 60.0
                     plots: d.filter(x => x.classList.contains('js-plotly-plot')).length,
                     drawn: d.filter(x => x.querySelector('svg.main-svg') &&
                                          x.querySelectorAll('.scatterlayer .trace').length > 0).length}; })()""")
+        linked = None
+        if figs["drawn"] >= 2:
+            # zoom the first figure of the first flow; every figure of that flow must follow
+            linked = b.evaluate("""(async () => {
+                const divs = Array.from(document.querySelector('section.flow').querySelectorAll('div.fig'));
+                const r = divs[0].layout.xaxis.range;
+                const want = [r[0] + (r[1] - r[0]) * 0.25, r[0] + (r[1] - r[0]) * 0.5];
+                await Plotly.relayout(divs[0], {'xaxis.range': want});
+                await new Promise(res => setTimeout(res, 500));
+                return divs.map(d => { const rr = d.layout.xaxis.range;
+                                       return Math.abs(rr[0] - want[0]) < 1e-9 && Math.abs(rr[1] - want[1]) < 1e-9; });
+            })()""")
         if shots:
             ARTIFACTS.mkdir(parents=True, exist_ok=True)
             b.screenshot(ARTIFACTS / f"{shots}-top.png", full=False)
-            b.screenshot(ARTIFACTS / f"{shots}-full.png", full=True)
-            b.screenshot_elements("section.flow:first-of-type > *:not(.fig), div.fig", ARTIFACTS / f"{shots}-part")
+            b.screenshot_elements("section.flow", ARTIFACTS / f"{shots}-flow", limit=1)  # the first flow, whole
+            if parts:  # one PNG per part of the first flow, for looking at the design
+                b.screenshot_elements("section.flow:first-of-type > *:not(.fig), div.fig", ARTIFACTS / f"{shots}-part")
         time.sleep(0.1)
         errors = []
         for ev in list(b.events):
@@ -234,7 +247,7 @@ def open_report(report: Path, *, shots: str | None = None, timeout: float = 60.0
                 errors.append("exception: " + json.dumps(p.get("exceptionDetails", {}))[:500])
             elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
                 errors.append("log: " + p["entry"].get("text", ""))
-        return {"status": status, "wall_s": wall, "figures": figs, "errors": errors,
+        return {"status": status, "wall_s": wall, "figures": figs, "errors": errors, "linked": linked,
                 "requests": [u for u in requests if u != page_url], "blocked": blocked,
                 "alert": b.evaluate("window.__xss === true")}
     finally:
@@ -247,9 +260,9 @@ needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
-    # Two flows, 100 k ACKs each: enough to be decimated, small enough to stay fast. The file
+    # Two flows, 40 k ACKs each: enough to be decimated, small enough to stay fast. The file
     # name carries markup that must come out as text (and the page sets window.__xss if not).
-    a = make_analysis(n_flows=2, n_acks=100_000, path="<img src=x onerror=\"window.__xss=true\"><script>window.__xss=true</script>.pcap")
+    a = make_analysis(n_flows=2, n_acks=40_000, path="<img src=x onerror=\"window.__xss=true\"><script>window.__xss=true</script>.pcap")
     path = tmp_path_factory.mktemp("browser") / "report.html"
     return path, write_report(a, path)
 
@@ -268,6 +281,7 @@ def test_report_renders_offline_in_chromium(report: tuple[Path, Any]) -> None:
     assert res["figures"]["drawn"] == info.figures
     assert st["rendered"] == info.figures
     assert res["alert"] is False
+    assert res["linked"] and all(res["linked"]), res["linked"]  # zooming one figure moved every figure of the flow
     print(f"\nreport {info.size / 1e6:.2f} MB, {info.figures} figures drawn in {st['ms'] / 1000:.2f} s "
           f"(page load to last figure {st['sinceNavigation'] / 1000:.2f} s)")
 
