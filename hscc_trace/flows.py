@@ -94,7 +94,7 @@ def _hash(k0, k1, k2, k3, k4):
     return h
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, plen, wire, ts,
                  mss, has_mss, ws, has_ws, sackp, has_tsopt, ipv,
                  S, ADDR, default, tkeys, tval, n_end, n_ts, n_flag, n_next, ctl,

@@ -149,12 +149,17 @@ def _no_tcp_message(meta: CaptureMeta, warnings: list[Warn]) -> str:
 def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.DataFrame, CaptureMeta, list[Warn]]:
     """The flow table (schema.FLOWS) of a capture without building its packet table.
 
-    The fast path of ``hscc-trace flows``: each decoded batch goes straight into the streaming
-    flow kernel (:class:`hscc_trace.flows.FlowTracker`), so memory holds one batch plus the
-    per-connection state. The result equals ``load(path).flows``. A capture with records the
-    fast decoder hands to scapy (other link types, tunnels, fragments) takes the full
-    :func:`load` path instead, because those rows must be merged in frame order.
+    The fast path of ``hscc-trace flows``: a reader thread reads, filters and decodes batches
+    (compiled code that releases the GIL, as does gzip) while this thread feeds each decoded
+    batch straight into the streaming flow kernel (:class:`hscc_trace.flows.FlowTracker`);
+    memory holds a few batches plus the per-connection state. The result equals
+    ``load(path).flows``. A capture with records the fast decoder hands to scapy (other link
+    types, tunnels, fragments) takes the full :func:`load` path instead, because those rows must
+    be merged in frame order.
     """
+    import queue
+    import threading
+
     from hscc_trace.flows import FlowTracker
 
     p = os.fspath(path)
@@ -164,35 +169,65 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
         from .bpf import BpfFilter
 
         flt = BpfFilter(bpf)
+    q: queue.Queue = queue.Queue(maxsize=1)
+    stop = threading.Event()
+
+    def produce() -> None:
+        # three scratch sets: one being fed by the consumer, one queued, one being decoded
+        scratches = [Scratch(), Scratch(), Scratch()]
+        k = 0
+        try:
+            for batch in iter_batches(p, info):
+                if stop.is_set():
+                    return
+                if flt is not None:
+                    batch = batch.subset(flt.match(batch))
+                    if len(batch) == 0:
+                        continue
+                cols, status = decode_arrays(batch, scratches[k % 3])
+                k += 1
+                q.put(("batch", len(batch), cols, status))
+            q.put(("end",))
+        except BaseException as exc:  # handed to the consumer, re-raised there
+            q.put(("error", exc))
+
+    worker = threading.Thread(target=produce, name="hscc-capture-reader", daemon=True)
+    worker.start()
     skipped: dict[str, int] = {}
     tr = FlowTracker()
-    scratch = Scratch()
     matched = tcp = 0
     first_ns: int | None = None
     last_ns: int | None = None
-    for batch in iter_batches(p, info):
-        if flt is not None:
-            batch = batch.subset(flt.match(batch))
-            if len(batch) == 0:
-                continue
-        matched += len(batch)
-        cols, status = decode_arrays(batch, scratch)
-        bad = status != OK
-        if bad.any():
-            codes, counts = np.unique(status[bad], return_counts=True)
-            if np.isin(codes, (FALLBACK, FRAGMENT)).any():
-                cap = load(p, bpf=bpf)
-                return cap.flows, cap.meta, cap.warnings
-            for c, k in zip(codes.tolist(), counts.tolist()):
-                r = REASONS.get(c, f"decoder status {c}")
-                skipped[r] = skipped.get(r, 0) + k
-        n = len(cols["flags"])
-        if n:
-            tcp += n
-            tr.feed(cols)
-            lo, hi = int(cols["ts_ns"].min()), int(cols["ts_ns"].max())
-            first_ns = lo if first_ns is None else min(first_ns, lo)
-            last_ns = hi if last_ns is None else max(last_ns, hi)
+    try:
+        while True:
+            msg = q.get()
+            if msg[0] == "end":
+                break
+            if msg[0] == "error":
+                raise msg[1]
+            _, nrec, cols, status = msg
+            matched += nrec
+            bad = status != OK
+            if bad.any():
+                codes, counts = np.unique(status[bad], return_counts=True)
+                if np.isin(codes, (FALLBACK, FRAGMENT)).any():
+                    stop.set()
+                    _drain(q, worker)
+                    cap = load(p, bpf=bpf)
+                    return cap.flows, cap.meta, cap.warnings
+                for c, k in zip(codes.tolist(), counts.tolist()):
+                    r = REASONS.get(c, f"decoder status {c}")
+                    skipped[r] = skipped.get(r, 0) + k
+            n = len(cols["flags"])
+            if n:
+                tcp += n
+                tr.feed(cols)
+                lo, hi = int(cols["ts_ns"].min()), int(cols["ts_ns"].max())
+                first_ns = lo if first_ns is None else min(first_ns, lo)
+                last_ns = hi if last_ns is None else max(last_ns, hi)
+    finally:
+        stop.set()
+        _drain(q, worker)
     if flt is not None and matched == 0 and info.records:
         raise InputError(f"{p}: no packet matches the filter {bpf!r} ({info.records} packets read)")
     warnings = [Warn(p, reason, k) for reason, k in info.problems.items()]
@@ -203,3 +238,15 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
     if tcp == 0:
         raise InputError(_no_tcp_message(meta, warnings))
     return tr.table(), meta, warnings
+
+
+def _drain(q, worker) -> None:
+    """Let a stopped reader thread finish (it may be blocked handing over a batch)."""
+    import queue
+
+    while worker.is_alive():
+        try:
+            q.get(timeout=0.05)
+        except queue.Empty:
+            pass
+    worker.join()

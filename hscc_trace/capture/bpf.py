@@ -31,7 +31,7 @@ def _ld(buf, p, end, k, size):
     return v, True
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _run(prog, buf, off, cap, wire, sel, out):
     """Run the BPF program ``prog`` (n×4 int64: code, jt, jf, k) on records ``sel``; out[i] = accept."""
     nins = prog.shape[0]

@@ -52,7 +52,7 @@ def _be64(b, p):
     return (np.uint64(_be32(b, p)) << np.uint64(32)) | np.uint64(_be32(b, p + 4))
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid, ttl, ecn, sport, dport,
                  seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc, has_wsc, sackp, tsval, tsecr,
                  has_ts, sack_n, sack):

@@ -115,7 +115,7 @@ def _u16(buf, p, be):
     return (np.uint32(buf[p + 1]) << 8) | np.uint32(buf[p])
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _walk_pcap(buf, n, be, nsec, hdrlen, max_cap, off, cap, wire, ts):
     """Walk pcap records in buf[:n]. Returns (bytes consumed, records, status).
 
@@ -150,7 +150,7 @@ def _walk_pcap(buf, n, be, nsec, hdrlen, max_cap, off, cap, wire, ts):
         k += 1
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _walk_pcapng(buf, n, be, if_snap, if_pow2, if_exp, if_offs, off, cap, wire, ts, iface):
     """Walk pcapng blocks in buf[:n] until a block Python must handle.
 
