@@ -36,6 +36,13 @@ def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: b
     ``limit`` stops after that many records. Records removed by ``bpf`` are neither decoded
     nor counted as skipped.
     """
+    pk, meta, warnings, _ = _read_packets(path, bpf=bpf, fallback=fallback, force_slow=force_slow, limit=limit)
+    return pk, meta, warnings
+
+
+def _read_packets(path, *, bpf=None, fallback=True, force_slow=False, limit=None, tracker=None):
+    """load_packets(); with a FlowTracker, rows also carry flow_id/side unless scapy rows were
+    merged in (4th value False: the caller must then run build_flows on the whole table)."""
     path = os.fspath(path)
     info = ReadInfo()
     parts: list[pl.DataFrame] = []
@@ -63,7 +70,7 @@ def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: b
         if force_slow:
             status = np.full(len(batch), FALLBACK, np.uint8)
         else:
-            df, status = decode(batch)
+            df, status = decode(batch, tracker)
             if df.height:
                 parts.append(df)
         bad = np.flatnonzero(status != OK)
@@ -92,8 +99,12 @@ def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: b
         decoded_by["scapy"] = sdf.height
         if sdf.height:
             parts.append(sdf)
+    tracked = tracker is not None and not slow_recs and not force_slow
+    cols = _PACKET_COLS + (["flow_id", "side"] if tracked else [])
     if parts:
-        pk = pl.concat([p.select(_PACKET_COLS) for p in parts], how="vertical_relaxed")
+        sel = [p.select(cols) for p in parts]
+        same = all(x.schema == sel[0].schema for x in sel)
+        pk = pl.concat(sel, how="vertical" if same else "vertical_relaxed", rechunk=False)
         if len(parts) > 1 and not pk["frame"].is_sorted():
             pk = pk.sort("frame")
     else:
@@ -116,7 +127,7 @@ def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: b
     )
     if flt is not None and matched == 0 and info.records:
         raise InputError(f"{path}: no packet matches the filter {bpf!r} ({info.records} packets read)")
-    return pk, meta, warnings
+    return pk, meta, warnings, tracked and pk.height > 0
 
 
 def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
@@ -127,12 +138,18 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
     no TCP packet could be decoded. Partial problems (truncated last record, undecodable records)
     become warnings with counts.
     """
-    from hscc_trace.flows import build_flows
+    from hscc_trace.flows import FlowTracker, build_flows
 
-    pk, meta, warnings = load_packets(path, bpf=bpf)
+    tracker = FlowTracker()
+    pk, meta, warnings, tracked = _read_packets(path, bpf=bpf, tracker=tracker)
     if pk.height == 0:
         raise InputError(_no_tcp_message(meta, warnings))
-    packets, flows = build_flows(pk)
+    if tracked:  # connections were assigned batch by batch, in capture order, as build_flows would
+        a_side = pl.lit(pl.Series(tracker.a_side(), dtype=pl.UInt8))
+        pk = pk.with_columns((pl.col("side") ^ a_side.gather(pl.col("flow_id"))).alias("dir"))
+        packets, flows = schema.conform(pk, schema.PACKETS), tracker.table()
+    else:  # scapy rows were merged in frame order: assign connections over the whole table
+        packets, flows = build_flows(pk)
     return Capture(meta=meta, packets=packets, flows=flows, warnings=warnings)
 
 

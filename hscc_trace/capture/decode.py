@@ -366,16 +366,25 @@ def decode_arrays(batch, scratch: Scratch | None = None) -> tuple[dict[str, np.n
     return cols, status
 
 
-def decode(batch) -> tuple["pl.DataFrame", np.ndarray]:
-    """Decode a batch into rows of schema.PACKETS (without flow_id/dir) and a status per record."""
+def decode(batch, tracker=None) -> tuple["pl.DataFrame", np.ndarray]:
+    """Decode a batch into rows of schema.PACKETS (without flow_id/dir) and a status per record.
+
+    With a :class:`hscc_trace.flows.FlowTracker` the rows are also fed to it, in order, and get
+    two extra columns: ``flow_id`` (connection) and ``side`` (which endpoint of the 5-tuple sent it).
+    """
     import polars as pl
 
     c, status = decode_arrays(batch)
+    extra = {}
+    if tracker is not None and len(c["flags"]):
+        flow, side, _kind, _rtt = tracker.feed(c)
+        extra = {"flow_id": flow.astype(np.uint32), "side": side}
     sk = c.pop("sack")
     m_mss, m_ws, m_ts = c.pop("has_mss"), c.pop("has_ws"), c.pop("has_ts")
     for b in range(4):
         c[f"sack_l{b}"] = sk[:, 2 * b]
         c[f"sack_r{b}"] = sk[:, 2 * b + 1]
+    c.update(extra)
     df = pl.DataFrame(c)
     df = df.with_columns(
         pl.when(pl.Series(m_mss)).then(pl.col("opt_mss")).alias("opt_mss"),
