@@ -298,9 +298,9 @@ def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None) -> 
     else:
         eps = (np.empty(0), np.empty(0), np.empty(0, dtype=object))
     best = None
-    if fr.fit is not None and fr.fit.height and "rank" in fr.fit.columns:
-        top = fr.fit.sort("rank").row(0, named=True)
-        best = top["algo"]
+    if fr.fit is not None and fr.fit.height and {"rank", "mare"} <= set(fr.fit.columns):
+        top = fr.fit.sort("rank", nulls_last=True).row(0, named=True)
+        best = top["algo"] if top.get("mare") is not None else None
     return _Ctx(fr=fr, t0=t0, mss=max(int(ev.mss or fr.flow.get("mss") or 1), 1), duration=duration, buckets=buckets,
                 min_gap=duration / buckets, colors=colors or algo_colors(fr.replays), best=best, notes=[],
                 episodes=eps)

@@ -256,9 +256,13 @@ def _limits_text(share: dict[str, float]) -> str:
 
 
 def _best(fr: FlowResult) -> dict[str, Any] | None:
+    """The rank-1 fit row, if the fit had rounds to work with (else None)."""
     if fr.fit is None or not fr.fit.height:
         return None
-    return fr.fit.sort("rank").row(0, named=True)
+    row = fr.fit.sort("rank", nulls_last=True).row(0, named=True)
+    if row.get("mare") is None or not row.get("rounds"):
+        return None
+    return row
 
 
 def _header(a: Analysis, n_figures: int, info_note: str, overview: str) -> str:
@@ -358,7 +362,8 @@ def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
             link = f"<a href=\"#{_flow_anchor(ci, fid)}\">{fid}</a>" if (ci, fid) in drawn else str(fid)
             best = _best(fr) if fr else None
             best_txt = (f"<strong>{e(best['algo'])}</strong> (MARE {_num(best['mare'] * 100 if best['mare'] is not None else None, '{:.1f}')}%)"
-                        if best else ("<span class=\"muted\">not replayed</span>" if fr is None else "no fit"))
+                        if best else ("<span class=\"muted\">not replayed</span>" if fr is None
+                                      else "<span class=\"muted\">no fit: no cwnd-limited rounds</span>"))
             pkts = int((f.get("pkts_ab") or 0) + (f.get("pkts_ba") or 0))
             rows.append([link, f"{e(snd)} → {e(rcv)}", _dur(f.get("duration_s")), _count(pkts), _bps(f.get("goodput_bps")),
                          f"{_ms(f.get('rtt_min_s'))} / {_ms(f.get('rtt_median_s'))}", _count(int(f.get("retrans") or 0)),
@@ -374,7 +379,7 @@ def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
 
 
 def _metrics_table(fr: FlowResult, colors: dict[str, str]) -> str:
-    if fr.fit is None or not fr.fit.height:
+    if fr.fit is None or not fr.fit.height or _best(fr) is None:
         return ("<p class=\"muted\">No fit metrics: the flow had no cwnd-limited rounds to compare against "
                 "(or no algorithm was replayed).</p>")
     rows, cls = [], []

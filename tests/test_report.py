@@ -332,3 +332,15 @@ def test_sack_blocks_relative_to_the_ack_and_across_wraparound() -> None:
     fr.events.sack_blocks = sb
     names = [tr.name for tr in flow_figures(fr)["timeseq"].data]
     assert "SACK block" in names and "ACK carrying new SACK info" not in names
+
+
+def test_flow_without_cwnd_limited_rounds_has_no_best_fit(tmp_path: Path) -> None:
+    a = make_analysis(n_flows=1, n_acks=2000)
+    fr = a.captures[0].results[0]
+    fr.fit = fr.fit.with_columns(pl.lit(None, dtype=pl.Float64).alias("mare"), pl.lit(0, dtype=pl.UInt32).alias("rounds"))
+    write_report(a, tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    vis = _visible_html(page)
+    assert "no fit: no cwnd-limited rounds" in vis and "No fit metrics" in vis and "best fit:" not in vis
+    names = [tr["name"] for tr in _payloads(page)[0][0]["data"]]
+    assert not any("(best fit)" in n for n in names)
