@@ -219,6 +219,12 @@ def open_report(report: Path, *, shots: str | None = None, parts: bool = False, 
                     plots: d.filter(x => x.classList.contains('js-plotly-plot')).length,
                     drawn: d.filter(x => x.querySelector('svg.main-svg') &&
                                          x.querySelectorAll('.scatterlayer .trace').length > 0).length}; })()""")
+        if shots:
+            ARTIFACTS.mkdir(parents=True, exist_ok=True)
+            b.screenshot(ARTIFACTS / f"{shots}-top.png", full=False)
+            b.screenshot_elements("section.flow", ARTIFACTS / f"{shots}-flow", limit=1)  # the first flow, whole
+            if parts:  # one PNG per part of the first flow, for looking at the design
+                b.screenshot_elements("section.flow:first-of-type > *:not(.fig), div.fig", ARTIFACTS / f"{shots}-part")
         linked = None
         if figs["drawn"] >= 2:
             # zoom the first figure of the first flow; every figure of that flow must follow
@@ -231,12 +237,6 @@ def open_report(report: Path, *, shots: str | None = None, parts: bool = False, 
                 return divs.map(d => { const rr = d.layout.xaxis.range;
                                        return Math.abs(rr[0] - want[0]) < 1e-9 && Math.abs(rr[1] - want[1]) < 1e-9; });
             })()""")
-        if shots:
-            ARTIFACTS.mkdir(parents=True, exist_ok=True)
-            b.screenshot(ARTIFACTS / f"{shots}-top.png", full=False)
-            b.screenshot_elements("section.flow", ARTIFACTS / f"{shots}-flow", limit=1)  # the first flow, whole
-            if parts:  # one PNG per part of the first flow, for looking at the design
-                b.screenshot_elements("section.flow:first-of-type > *:not(.fig), div.fig", ARTIFACTS / f"{shots}-part")
         time.sleep(0.1)
         errors = []
         for ev in list(b.events):
