@@ -159,7 +159,8 @@ _SIGNALS = (
     Signal("w1", "w1", "packets", "window just before the last drop (§3)"),
     Signal("w2", "w2", "packets", "hold level α·w1, the estimated stably available BDP (eq. 1)"),
     Signal("Tc", "tc", "", "fast retransmissions since the last slow start (Fig. 3)"),
-    Signal("B", "b", "packets", "length of the non-aggressive period Tc²·w2 (eq. 2)"),
+    Signal("B_ktcp", "b", "packets", "B, length of the non-aggressive period Tc²·w2 (eq. 2); named apart "
+           "from the Westwood+ estimate B of Fusion/Westwood bases"),
     Signal("non_aggressive", "non_aggr", "", "window held at w2 (non-aggressive period)", kind="bool"),
     Signal("sent_in_period", "sent", "packets", "packets sent since the non-aggressive period began"),
 )

@@ -129,8 +129,8 @@ def test_hybrid_samples_kyushu_invariants(replays):
             continue
         h = f.filter(pl.col("non_aggressive"))
         assert (h["cwnd"] == h["w2"]).all(), key
-        assert (h["sent_in_period"] <= h["B"] + 1e-9).all(), key
-        assert ((f["B"] - f["Tc"] ** 2 * f["w2"]).drop_nulls().abs() < 1e-9).all(), key
+        assert (h["sent_in_period"] <= h["B_ktcp"] + 1e-9).all(), key
+        assert ((f["B_ktcp"] - f["Tc"] ** 2 * f["w2"]).drop_nulls().abs() < 1e-9).all(), key
         held_any += h.height
     assert held_any > 0  # the non-aggressive period engages on real traces
 

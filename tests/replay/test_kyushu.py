@@ -58,7 +58,7 @@ def test_kyushu_holds_at_w2_for_tc2_w2_packets():
     assert f["non_aggressive"].to_list() == [False] * 3 + [True] * 6 + [False] * 2
     assert f["sent_in_period"].to_list()[3:10] == [0, 10, 20, 30, 40, 50, 60]
     assert f["w1"][0] == 100 and f["w2"][0] == pytest.approx(55) and f["Tc"][0] == 1
-    assert f["B"][0] == pytest.approx(55)
+    assert f["B_ktcp"][0] == pytest.approx(55)
 
 
 def test_kyushu_second_fast_retransmit_quadruples_period():
@@ -74,7 +74,7 @@ def test_kyushu_second_fast_retransmit_quadruples_period():
     assert f["cwnd"].to_list() == pytest.approx([50, 50.02, 30, 30.012, 30.012, 30.012, 30.012, 31.3448002],
                                                 abs=1e-7)
     assert f["Tc"].to_list() == [1, 1, 2, 2, 2, 2, 2, 2]
-    assert f["B"][2] == pytest.approx(120.048)
+    assert f["B_ktcp"][2] == pytest.approx(120.048)
     assert f["non_aggressive"].to_list() == [False, False, False, True, True, True, True, False]
 
 
@@ -86,7 +86,7 @@ def test_kyushu_new_loss_ends_the_period():
     f = run("kyushu+newreno", steps, "iw=100", "reduction_ratio=0.55", "engage_above=0")
     assert f["non_aggressive"].to_list() == [False, False, False, True, True, False, False]
     assert f["w1"][5] == pytest.approx(55) and f["w2"][5] == pytest.approx(30.25) and f["Tc"][5] == 2
-    assert f["B"][5] == pytest.approx(121.0)
+    assert f["B_ktcp"][5] == pytest.approx(121.0)
     assert f["cwnd"][5] == 50 and f["cwnd"][6] == pytest.approx(50.2)  # 50 + 10/50
 
 
@@ -97,7 +97,7 @@ def test_kyushu_rto_resets_tc_and_gives_an_empty_period():
     steps = [("fr", 0, 100), ("rto", 0, 100), ("ack", 49, 100)] + [("ack", 100, 100)] * 3
     f = run("kyushu+newreno", steps, "iw=100", "reduction_ratio=0.55", "engage_above=0", "L=100")
     assert f["Tc"].to_list() == [1, 0, 0, 0, 0, 0]
-    assert f["B"].to_list()[1:] == [0, 0, 0, 0, 0]
+    assert f["B_ktcp"].to_list()[1:] == [0, 0, 0, 0, 0]
     assert f["cwnd"].to_list() == pytest.approx([50, 1, 50, 52, 53.9230769, 55.7775705], abs=1e-7)
     assert not any(f["non_aggressive"].to_list())
 
@@ -127,7 +127,7 @@ def test_kyushu_over_highspeed_in_high_speed_regime():
     steps = [("fr", 0, 1000)] + [("ack", 100, 1000)] * 400
     f = run("kyushu+highspeed", steps, "iw=1000")
     assert f["cwnd"][0] == pytest.approx(670.1217, abs=1e-4)
-    assert (f["w1"][0], f["w2"][0], f["Tc"][0], f["B"][0]) == (1000, 900, 1, 900)
+    assert (f["w1"][0], f["w2"][0], f["Tc"][0], f["B_ktcp"][0]) == (1000, 900, 1, 900)
     held = f.with_row_index().filter(pl.col("non_aggressive"))
     assert held["cwnd"].to_list() == [900.0] * 10
     assert held["sent_in_period"].to_list() == [0, 100, 200, 300, 400, 500, 600, 700, 800, 900]
@@ -146,7 +146,7 @@ def test_kyushu_over_cubic_holds_at_w2():
         (pl.int_range(0, pl.len(), dtype=pl.Int64) * 10_000_000 + 1_000_000_000).alias("ts_ns"))  # 10 ms apart
     f = next(iter(engine.replay(rows, MSS, ["kyushu+cubic"], ["kyushu+cubic.iw=100"], compiled=False).values()))
     assert f["cwnd"][0] == pytest.approx(70.0)
-    assert (f["w1"][0], f["w2"][0], f["B"][0]) == (100, 90, 90)
+    assert (f["w1"][0], f["w2"][0], f["B_ktcp"][0]) == (100, 90, 90)
     held = f.with_row_index().filter(pl.col("non_aggressive"))
     assert held.height == 10  # the entry ACK (sent 0) and sent 10 … 90
     assert set(held["cwnd"].to_list()) == {90.0}
@@ -158,7 +158,7 @@ def test_kyushu_over_cubic_holds_at_w2():
 def test_kyushu_signals():
     f = run("kyushu+newreno", [("fr", 0, 100), ("ack", 1, 100)], "iw=100")
     assert f.columns[:4] == ["ts_ns", "cwnd", "ssthresh", "state"]
-    for c in ("w1", "w2", "Tc", "B", "non_aggressive", "sent_in_period"):
+    for c in ("w1", "w2", "Tc", "B_ktcp", "non_aggressive", "sent_in_period"):
         assert c in f.columns
     assert f["w2"][0] == pytest.approx(90.0)  # default α = 0.9
 
@@ -188,7 +188,7 @@ def test_kyushu_property_holds_at_w2_for_tc2_w2_packets(steps, algo, ratio):
     f = run(algo, steps, f"iw={iw}", f"reduction_ratio={ratio}", "engage_above=0")
     n = np.array([s[1] for s in steps], dtype=float)
     na = f["non_aggressive"].to_numpy()
-    cwnd, w2, b, sent, tc = (f[c].to_numpy() for c in ("cwnd", "w2", "B", "sent_in_period", "Tc"))
+    cwnd, w2, b, sent, tc = (f[c].to_numpy() for c in ("cwnd", "w2", "B_ktcp", "sent_in_period", "Tc"))
     assert np.all(np.isfinite(cwnd)) and np.all(cwnd > 0)
     # while held: exactly w2, never more than B = Tc²·w2 packets sent
     assert np.all(cwnd[na] == w2[na])
@@ -208,3 +208,16 @@ def test_kyushu_linux_flavor_w2_whole_packets():
     assert f["w2"][0] == 55.0
     g = run("kyushu+newreno", [("fr", 0, 100), ("ack", 1, 100)], "iw=100", "reduction_ratio=0.555")
     assert g["w2"][0] == pytest.approx(55.5)
+
+
+def test_kyushu_composes_over_every_registered_base():
+    """A wrapper over any base: no parameter or signal name clash, a finite positive window."""
+    from hscc_trace.replay import registry
+
+    steps = [("fr", 0, 100)] + [("ack", 5, 100)] * 30 + [("rto", 0, 100), ("ack", 5, 100)]
+    bases = [n for n in registry.names() if not registry.get(n).wraps]
+    assert {"highspeed", "cubic", "reno", "fusion", "westwood"} <= set(bases)
+    for b in bases:
+        f = run(f"kyushu+{b}", steps, "iw=100")
+        assert np.all(np.isfinite(f["cwnd"].to_numpy())) and (f["cwnd"] > 0).all(), b
+        assert f["w2"][0] == pytest.approx(90.0), b
