@@ -386,3 +386,24 @@ def test_pcapng_files_bundled_libpcap_refuses_are_read():
                 pass
         cap = load(c / name)
         assert cap.meta.packets_total == total and cap.meta.format == "pcapng"
+
+
+def test_pcapng_block_larger_than_the_read_buffer(tmp_path, monkeypatch):
+    from hscc_trace.capture import reader
+
+    monkeypatch.setattr(reader, "CHUNK", 4096)  # buffer 4 KiB + 512 KiB: a 600 KiB block exceeds it
+    big = bytes(S.Ether() / _ip4() / _tcp()) + b"\0" * 600_000
+    p = tmp_path / "big.pcapng"
+    p.write_bytes(pcapng_bytes([(1, None)], [(0, 1, big), (0, 2, bytes(S.Ether() / _ip4() / _tcp(seq=7)))]))
+    pk, meta, _ = load_packets(p)
+    assert pk["seq"].to_list() == [1000, 7] and pk["wire_len"].to_list()[0] == len(big)
+
+
+def test_pcap_with_many_tiny_records_and_small_chunks(tmp_path, monkeypatch):
+    from hscc_trace.capture import reader
+
+    monkeypatch.setattr(reader, "CHUNK", 1000)
+    frames = [bytes(S.Ether() / _ip4() / _tcp(seq=i)) for i in range(300)] + [b""] * 50
+    pk, meta, _ = load_packets(_write(tmp_path, "tiny.pcap", frames))
+    assert pk["seq"].to_list() == list(range(300)) and meta.packets_total == 350
+    assert meta.skipped == {"link-layer header truncated": 50}

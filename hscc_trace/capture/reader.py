@@ -537,6 +537,8 @@ def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix:
             if ch.n:
                 info.problem(f"file ends inside a pcapng block after record {frame - 1} ({ch.n} bytes); ignored")
             return
+        if k == 0 and ch.n >= len(ch.buf):
+            ch.grow(2 * len(ch.buf))  # one block larger than the buffer (blocks are capped at 16 MiB)
 
 
 def _libpcap_batches(path: str, info: ReadInfo) -> Iterator[Batch]:
