@@ -39,7 +39,8 @@ def check_cmd(
     """Check captures against expectations: exit 0 when every verdict passes, 1 when any fails,
     2 for usage or input errors. Flows with too little data are skipped, never passed."""
     with one_line_errors():
-        code = _check(inputs, expect, max_error, rank_first, baseline, tolerance, junit, min_rounds, flow, algo, param, bpf, jobs, json_out, config_file, quiet)
+        code = _check(inputs, expect, max_error, rank_first, baseline, tolerance, junit, min_rounds, flow, algo,
+                      param, bpf, jobs, json_out, config_file, quiet)
     raise typer.Exit(code)
 
 
@@ -90,7 +91,8 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
     if algos is not None:
         missing = [e for e in expected if e not in algos]
         if missing:
-            raise UsageError(f"--algo must include the expected algorithm {', '.join(missing)}")
+            raise UsageError(f"the algorithms replayed ({', '.join(algos)}; from --algo or the configuration) "
+                             f"must include the expected {', '.join(missing)}")
     params = api.select_params(algos, cfg.params, config.parse_param_overrides(param))
 
     with progress_bar("checking", not quiet) as update:
