@@ -58,7 +58,8 @@ def events(capture: Capture | PathLike, flow_id: int, bpf: str | None = None) ->
     cap = _capture(capture, bpf)
     ids = cap.flows["flow_id"].to_list() if cap.flows.height else []
     if int(flow_id) not in ids:
-        have = f"flows {ids[0]}–{ids[-1]}" if ids else "no TCP flow"
+        have = ("no TCP flow" if not ids else f"only flow {ids[0]}" if len(ids) == 1
+                else f"{len(ids)} flows, {ids[0]}–{ids[-1]}")
         raise InputError(f"{cap.meta.path}: no flow {flow_id} (the capture has {have})")
     return _events.flow_events(cap, int(flow_id))
 

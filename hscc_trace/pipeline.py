@@ -157,7 +157,8 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
     if flow_ids is not None:
         missing = [i for i in flow_ids if i not in ids]
         if missing:
-            have = f"flows {ids[0]}–{ids[-1]}" if ids else "no TCP flow"
+            have = ("no TCP flow" if not ids else f"only flow {ids[0]}" if len(ids) == 1
+                    else f"{len(ids)} flows, {ids[0]}–{ids[-1]}")
             raise InputError(f"{path}: no flow {', '.join(map(str, missing))} (the capture has {have})")
         ids = [i for i in ids if i in set(flow_ids)]
     rows = {int(r["flow_id"]): r for r in flows.to_dicts()}
