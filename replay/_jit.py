@@ -29,7 +29,7 @@ def jit(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn
     import numba
 
-    return numba.njit(fn, cache=False, nogil=True, fastmath=False, error_model="numpy")
+    return numba.njit(fn, cache=False, nogil=True, fastmath=False, error_model="numpy", inline="always", _nrt=False)
 
 
 def _is_dispatcher(obj: object) -> bool:

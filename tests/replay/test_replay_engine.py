@@ -167,16 +167,22 @@ ALGORITHMS = (Algorithm(name="capper", summary="cap", citation="test", state=("c
 
 
 @pytest.fixture(scope="module")
-def capper(tmp_path_factory):
+def capper_module(tmp_path_factory):
     d = tmp_path_factory.mktemp("wrapmod")
     (d / "capper_wrap_test.py").write_text(WRAPPER_SRC)
     sys.path.insert(0, str(d))
     import capper_wrap_test
 
-    registry.register(capper_wrap_test.ALGORITHMS[0], capper_wrap_test)
     yield capper_wrap_test
-    registry._REGISTRY.pop("capper", None)
     sys.path.remove(str(d))
+
+
+@pytest.fixture
+def capper(capper_module):
+    # registered only for the test using it (the registry is process-wide)
+    registry.register(capper_module.ALGORITHMS[0], capper_module)
+    yield capper_module
+    registry._REGISTRY.pop("capper", None)
 
 
 def test_wrapper_composes_over_base(capper):
