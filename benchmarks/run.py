@@ -141,7 +141,7 @@ def measure(argv: list[str], timeout_s: float, stdout: Any = subprocess.DEVNULL,
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in runs if r["rc"] == 0 and not r["timeout"]]
     use = ok or runs
-    return dict(n=len(runs), n_ok=len(ok),
+    return dict(n=len(runs), n_ok=len(ok), timed_out=all(r["timeout"] for r in runs),
                 wall_s=statistics.median(r["wall_s"] for r in use),
                 cpu_s=statistics.median(r["cpu_s"] for r in use),
                 rss_mib=max(r["rss_mib"] for r in use))
@@ -302,15 +302,16 @@ def replay_bench(capture: str, repeat: int, log: Callable[[str], None]) -> dict[
     return out
 
 
-def warm_up(capture: str, log: Callable[[str], None]) -> dict[str, Any]:
-    """Compile caches: one analyze with EMPTY caches (the cold first-run cost, recorded), then one
-    with the default caches so that the timed runs measure steady-state work, not compilation."""
+def warm_up(capture: str, cold: bool, log: Callable[[str], None]) -> dict[str, Any]:
+    """Compile caches: with ``cold``, one analyze with EMPTY caches (the cold first-run cost,
+    recorded); then one with the default caches so that the timed runs measure steady-state work,
+    not compilation after a source change."""
     pcap = DATA / f"{capture}.pcap"
     out: dict[str, Any] = dict(capture=capture)
     tmp = Path(tempfile.mkdtemp(prefix="hscc-bench-cold-"))
     env = dict(os.environ, HSCC_TRACE_CACHE_DIR=str(tmp / "hscc"), NUMBA_CACHE_DIR=str(tmp / "numba"))
     argv = [HSCC, "analyze", str(pcap), "-o", str(tmp / "r.html"), "--json", str(tmp / "r.json"), "-q"]
-    for phase, e in (("cold", env), ("warm", None), ("steady", None)):
+    for phase, e in ((("cold", env),) if cold else ()) + (("warm", None),):
         r = measure(argv, 3600, env=e)
         out[phase] = {k: r[k] for k in ("wall_s", "cpu_s", "rss_mib", "rc")}
         log(f"  analyze {capture}, {phase} caches: {r['wall_s']:.1f} s wall, {r['cpu_s']:.1f} s cpu, rc {r['rc']}")
@@ -340,7 +341,8 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
 
         def cpu(a: str, b: str) -> str:
             x, y = cs.get(a, {}).get("cpu_s"), cs.get(b, {}).get("cpu_s")
-            return f"; CPU-time ratio {x / y:.2f}" if x and y else ""
+            lb = "; a run hit the time limit: lower bound" if any(cs.get(k, {}).get("timed_out") for k in (a, b)) else ""
+            return (f"; CPU-time ratio {x / y:.2f}" if x and y else "") + lb
 
         add("flows ≤ 1.0× tcptrace -l", ratio("hscc_flows", "tcptrace"), "<=", TARGET_FLOWS_VS_TCPTRACE,
             f"{big}: hscc-trace flows / tcptrace -l wall time" + cpu("hscc_flows", "tcptrace"))
@@ -420,6 +422,9 @@ def markdown(res: dict[str, Any]) -> str:
         L.append("")
         L.append(f"### {name}: {c['packets']:,} packets, {c['flows']:,} flows, {c['bytes'] / 2**20:.1f} MiB")
         L.append("")
+        if c.get("measured"):
+            L.append(f"_Measured {c['measured']}._")
+            L.append("")
         L.append("| tool | wall s (median) | CPU s | peak RSS MiB | packets/s | time ÷ hscc flows | time ÷ hscc analyze | runs |")
         L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
         for k, s in c["cases"].items():
@@ -427,7 +432,10 @@ def markdown(res: dict[str, Any]) -> str:
                 continue
             label = s["label"] + (" *(extrapolated)*" if s.get("extrapolated") else "")
             fail = "" if s["n_ok"] == s["n"] else f" ⚠ {s['n'] - s['n_ok']} failed"
-            L.append(f"| {label} | {_f(s['wall_s'])} | {_f(s['cpu_s'])} | {_f(s['rss_mib'], '{:.0f}')} | "
+            if s.get("timed_out"):
+                fail = " ⚠ stopped at the time limit"
+                label += " — **did not finish**"
+            L.append(f"| {label} | {'> ' if s.get('timed_out') else ''}{_f(s['wall_s'])} | {_f(s['cpu_s'])} | {_f(s['rss_mib'], '{:.0f}')} | "
                      f"{_f(s['pkts_per_s'], '{:,.0f}')} | {_f(s['x_hscc_flows'])} | {_f(s['x_hscc_analyze'])} | "
                      f"{s['n']}{fail} |")
         notes = [f"{s['label']}: {s['note']}" for s in c["cases"].values() if isinstance(s, dict) and s.get("note")]
@@ -463,9 +471,11 @@ def markdown(res: dict[str, Any]) -> str:
         L.append("| compile caches | wall s | CPU s | peak RSS MiB |")
         L.append("|---|---:|---:|---:|")
         for ph, what in (("cold", "empty (numba + replay caches in a new folder): cold first run"),
-                         ("warm", "default caches, first run after the cold one"),
-                         ("steady", "default caches, again (what the tables above measure)")):
-            w = wu[ph]
+                         ("warm", "default caches, first run of this benchmark (compiles what changed since "
+                                  "the caches were filled); the timed runs come after it")):
+            w = wu.get(ph)
+            if not w:
+                continue
             L.append(f"| {what} | {w['wall_s']:.2f} | {w['cpu_s']:.2f} | {w['rss_mib']:.0f} |")
     rp = res.get("replay") or {}
     warm = (rp.get("warm") or {}).get("algorithms") or {}
@@ -518,14 +528,17 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--captures", default=",".join(DEFAULT_CAPTURES), help="names under benchmarks/data (no .pcap)")
     ap.add_argument("--runs", type=int, default=3)
-    ap.add_argument("--max-repeat-s", type=float, default=60.0, help="do not repeat a case whose first run took longer")
-    ap.add_argument("--timeout-s", type=float, default=1800.0)
+    ap.add_argument("--max-repeat-s", type=float, default=45.0, help="do not repeat a case whose first run took longer")
+    ap.add_argument("--timeout-s", type=float, default=900.0, help="per run; a run stopped there is reported as such")
     ap.add_argument("--cases", help="comma-separated case keys (default: all available): "
                                     + ",".join(c.key for c in CASES))
     ap.add_argument("--scapy-slice", type=int, default=SCAPY_SLICE)
     ap.add_argument("--replay-capture", default="replica-1M", help="capture for the replay throughput ('' = skip)")
     ap.add_argument("--replay-repeat", type=int, default=3)
-    ap.add_argument("--no-warmup", action="store_true", help="skip the cold/warm compile-cache runs")
+    ap.add_argument("--no-warmup", action="store_true", help="skip the compile-cache warm-up run")
+    ap.add_argument("--cold", action="store_true", help="also time analyze with empty compile caches")
+    ap.add_argument("--include", type=Path, action="append", default=[],
+                    help="results JSON of an earlier run whose captures (not measured now) join the tables")
     ap.add_argument("--no-render", action="store_true", help="skip the headless-chromium render timing")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--stamp", help="results file name (default: UTC date-time)")
@@ -566,7 +579,7 @@ def main(argv: list[str] | None = None) -> int:
                                            captures=captures), skipped=skipped)
     log(f"machine: {res['machine']}")
     if any(c.key == "hscc_analyze" for c in cases) and not a.no_warmup:
-        res["warmup"] = warm_up(captures[0], log)
+        res["warmup"] = warm_up("replica-0.1M", a.cold, log)
     res["captures"] = run_captures(captures, a.runs, a.max_repeat_s, a.timeout_s, cases, log)
     bulk = [c for c in captures if "flows10k" not in c]
     if bulk:
@@ -578,6 +591,13 @@ def main(argv: list[str] | None = None) -> int:
         res["replay"] = replay_bench(a.replay_capture, a.replay_repeat, log) or {}
         res["replay"]["capture"] = a.replay_capture
     res["loadavg_end"] = Path("/proc/loadavg").read_text().split()[:3]
+    for f in a.include:
+        old = json.loads(f.read_text())
+        for name, c in old["captures"].items():
+            if name not in res["captures"]:
+                c["measured"] = f"{old['date']} UTC in a separate run ({f.name}), load average " \
+                                f"{' '.join(old['machine']['loadavg_start'])} → {' '.join(old.get('loadavg_end', ['?']))}"
+                res["captures"][name] = c
     res["targets"] = targets(res)
     md = markdown(res)
     a.out.mkdir(parents=True, exist_ok=True)
