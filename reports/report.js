@@ -123,8 +123,11 @@
     const jobs = [];
     for (const p of payloads) {
       const section = document.getElementById(p.dataset.section);
-      for (const div of section.querySelectorAll("div.fig")) jobs.push({ div, payload: p, section: p.dataset.section });
+      for (const div of section.querySelectorAll("div.fig")) jobs.push({ div, payload: p, section: p.dataset.section, i: jobs.length });
     }
+    // background order: the four main figures of every flow first, then the signal panels
+    const background = jobs.slice().sort((a, b) =>
+      (a.div.dataset.panel.startsWith("algo:") - b.div.dataset.panel.startsWith("algo:")) || a.i - b.i);
     const pending = new Set(jobs);
     const near = new Set(); // jobs whose div is within about a screen of the viewport
     const io = "IntersectionObserver" in window ? new IntersectionObserver((entries) => {
@@ -163,7 +166,7 @@
     while (pending.size) {
       let job = null;
       for (const j of near) if (pending.has(j)) { job = j; break; }
-      if (!job) job = jobs.find((j) => pending.has(j));
+      if (!job) job = background.find((j) => pending.has(j));
       pending.delete(job);
       if (io) io.unobserve(job.div);
       near.delete(job);
