@@ -48,9 +48,17 @@ def _limited(cc: str) -> Path | None:
     return REPO / min(cands, key=lambda s: s["capture_bytes"])["capture"] if cands else None
 
 
-RENO = _smallest("reno")
+def _named(*names: str) -> Path | None:
+    for n in names:
+        if (REPO / "samples" / n / "capture.pcap").is_file():
+            return REPO / "samples" / n / "capture.pcap"
+    return None
+
+
+# window-limited Linux Reno senders (samples/README.md), smallest first; else whatever the index offers
+RENO = _named("reno-loss", "reno-bdp") or _smallest("reno")
 RENO_LIMITED = _limited("reno")
-CUBIC = _smallest("cubic")
+CUBIC = _named("cubic-loss") or _smallest("cubic")
 needs_reno = pytest.mark.skipif(RENO is None, reason="no Reno sample in samples/index.json")
 
 
