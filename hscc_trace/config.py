@@ -11,7 +11,7 @@ with a ``[tool.hscc-trace]`` table is used (``hscc-trace.toml`` first). Example:
     jobs = 2                                    # worker processes
 
     [params.fusion]                             # per-algorithm parameters (see `hscc-trace algorithms`)
-    dmin_ms = 4
+    dmin = 0.004                                # s (see `hscc-trace algorithms`)
 
     [check]                                     # defaults for `hscc-trace check`
     expect = "reno"
@@ -364,13 +364,13 @@ def parse_value(text: str) -> Any:
 
 
 def parse_param_overrides(items: list[str] | None) -> dict[str, dict[str, Any]]:
-    """``["fusion.dmin_ms=4", "reno.flavor=rfc"]`` → ``{"fusion": {"dmin_ms": 4}, "reno": {"flavor": "rfc"}}``."""
+    """``["fusion.dmin=0.002", "reno.flavor=rfc"]`` → ``{"fusion": {"dmin": 0.002}, "reno": {"flavor": "rfc"}}``."""
     out: dict[str, dict[str, Any]] = {}
     for item in items or []:
         key, sep, value = item.partition("=")
         algo, dot, name = key.strip().partition(".")
         if not sep or not dot or not algo or not name:
-            raise UsageError(f"--param {item!r}: expected ALGO.NAME=VALUE, e.g. fusion.dmin_ms=4")
+            raise UsageError(f"--param {item!r}: expected ALGO.NAME=VALUE, e.g. fusion.dmin=0.002")
         out.setdefault(algo, {})[name] = parse_value(value)
     return out
 
