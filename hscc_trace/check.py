@@ -142,19 +142,20 @@ def _expect_verdict(path: str, flow: dict[str, Any], exp: Expectation, min_round
                "best": best, "best_mare": best_row.get("mare") if best_row else None}
     detail = (f"rank {_fmt(rank)} of {n_algos}, " if n_algos > 1 else "") + (
         f"{_fmt(row.get('rounds'))} rounds, rmse {_fmt(row.get('rmse_pkts'), 2)} pkts, corr {_fmt(row.get('corr'))}")
-    if best and best != algo and best_row is not None:
+    if best and best != row.get("algo") and best_row is not None:
         detail += f"; best: {best} mare {_fmt(best_row.get('mare'))}"
+    name = row.get("algo") or algo  # the label, with non-default parameters, e.g. cubic[flavor=linux]
     problems = []
     if mare is None:
-        problems.append(f"{algo} mare undefined")
+        problems.append(f"{name} mare undefined")
     elif mare > exp.max_error:
-        problems.append(f"{algo} mare {_fmt(mare)} > {_fmt(exp.max_error)}")
+        problems.append(f"{name} mare {_fmt(mare)} > {_fmt(exp.max_error)}")
     if exp.rank_first and rank != 1:
-        problems.append(f"{algo} ranks {_fmt(rank)}, not 1")
+        problems.append(f"{name} ranks {_fmt(rank)}, not 1")
     if problems:
         return Verdict(path, flow.get("flow_id"), label, test, FAIL, f"{'; '.join(problems)} ({detail})", metrics)
     return Verdict(path, flow.get("flow_id"), label, test, PASS,
-                   f"{algo} mare {_fmt(mare)} <= {_fmt(exp.max_error)} ({detail})", metrics)
+                   f"{name} mare {_fmt(mare)} <= {_fmt(exp.max_error)} ({detail})", metrics)
 
 
 def check_expectations(doc: dict[str, Any], cfg: CheckConfig, flows: Iterable[int] | None = None) -> list[Verdict]:

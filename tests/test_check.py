@@ -237,3 +237,9 @@ def test_rank_not_quoted_when_only_one_algorithm_was_replayed() -> None:
     d = document(capture("s/x.pcap", [flow(1, [fit("reno", 0.01, 1)])]))
     (p,) = check.check_expectations(d, CheckConfig(expect="reno"))
     assert p.status == PASS and "rank" not in p.message and "20 rounds" in p.message
+
+
+def test_expected_name_matches_a_label_with_parameters() -> None:
+    d = document(capture("s/c.pcap", [flow(1, [fit("cubic[flavor=linux]", 0.0, 1), fit("reno", 0.07, 2)])]))
+    (p,) = check.check_expectations(d, CheckConfig(expect="cubic", rank_first=True))
+    assert p.status == PASS and p.message.startswith("cubic[flavor=linux] mare 0.000 <= 0.100") and "best:" not in p.message
