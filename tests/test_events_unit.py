@@ -52,13 +52,13 @@ def run(pkts):
 # ---- range sets ---------------------------------------------------------------------------------
 
 def test_ranges_insert_merge_remove_prune():
-    L = np.empty(2, np.int64)
-    R = np.empty(2, np.int64)
-    L, R, m, added = insert(L, R, 0, 10, 20)
-    L, R, m, a2 = insert(L, R, m, 30, 40)
-    L, R, m, a3 = insert(L, R, m, 15, 35)  # bridges both: adds 20..30 only
+    L = np.empty(4, np.int64)
+    R = np.empty(4, np.int64)
+    m, added = insert(L, R, 0, 10, 20)
+    m, a2 = insert(L, R, m, 30, 40)
+    m, a3 = insert(L, R, m, 15, 35)  # bridges both: adds 20..30 only
     assert (added, a2, a3, m, L[0], R[0]) == (10, 10, 10, 1, 10, 40)
-    L, R, m, rem = remove(L, R, m, 20, 25)  # split
+    m, rem = remove(L, R, m, 20, 25)  # split
     assert (m, list(L[:m]), list(R[:m]), rem) == (2, [10, 25], [20, 40], 5)
     assert overlap(L, R, m, 0, 100) == 25
     m, pr = prune_below(L, R, m, 30)  # drops 10..20, clips 25..40 to 30..40

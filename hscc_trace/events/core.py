@@ -73,6 +73,32 @@ def _bsearch(a, lo, hi, v, right):
     return lo
 
 
+@njit(cache=True, inline="always")
+def _gsearch(a, lo, hi, v, right, from_end):
+    """Like :func:`_bsearch`, galloping from one end first (the answer is usually near it)."""
+    if hi - lo <= 8:
+        return _bsearch(a, lo, hi, v, right)
+    if from_end:
+        step = 1
+        j = hi - 1
+        while j >= lo and (a[j] > v or ((not right) and a[j] == v)):
+            hi = j
+            j = hi - step
+            step *= 2
+        if j < lo:
+            j = lo
+        return _bsearch(a, j, hi, v, right)
+    step = 1
+    j = lo
+    while j < hi and (a[j] < v or (right and a[j] == v)):
+        lo = j + 1
+        j = lo + step
+        step *= 2
+    if j > hi:
+        j = hi
+    return _bsearch(a, lo, j, v, right)
+
+
 @njit(cache=True)
 def _ts_lookup(vals, times, n, v):
     i = np.searchsorted(vals[:n], v)
@@ -106,12 +132,21 @@ def analyze(
     receiver's window-scale shift (0 when unknown).
     """
     n = snd.shape[0]
-    cap = 64
-    # SACK scoreboard, retransmitted bytes (ever / since the last RTO), holes never seen
-    sbL = np.empty(cap, np.int64); sbR = np.empty(cap, np.int64); sbm = 0; sb_tot = 0
-    xaL = np.empty(cap, np.int64); xaR = np.empty(cap, np.int64); xam = 0
-    xpL = np.empty(cap, np.int64); xpR = np.empty(cap, np.int64); xpm = 0
-    hoL = np.empty(cap, np.int64); hoR = np.empty(cap, np.int64); hom = 0
+    # SACK scoreboard, retransmitted bytes (ever / since the last RTO), holes never seen.
+    # Worst-case sizes (one range per insertion, one more per split): never reallocated.
+    n_snd = 0
+    n_blk = 0
+    for i in range(n):
+        if snd[i]:
+            n_snd += 1
+        else:
+            n_blk += sn[i]
+    cap_sb = n_blk + 8
+    cap_x = n_snd + 8
+    sbL = np.empty(cap_sb, np.int64); sbR = np.empty(cap_sb, np.int64); sbm = 0; sb_tot = 0
+    xaL = np.empty(cap_x, np.int64); xaR = np.empty(cap_x, np.int64); xam = 0
+    xpL = np.empty(cap_x, np.int64); xpR = np.empty(cap_x, np.int64); xpm = 0
+    hoL = np.empty(2 * cap_x + n, np.int64); hoR = np.empty(2 * cap_x + n, np.int64); hom = 0
     # first-transmission records [s, e) with send time, sorted by e (for data/ACK RTT)
     rcap = 2 * n + 2
     rec_s = np.empty(rcap, np.int64); rec_e = np.empty(rcap, np.int64); rec_t = np.empty(rcap, np.int64)
@@ -190,7 +225,7 @@ def analyze(
                 ws_have_next = True; ws_next = e; ws_next_t = t
             if (not is_seg) and (not rst) and s > snd_max:
                 # a pure ACK's sequence number is the sender's snd_nxt: data the capture missed
-                hoL, hoR, hom, _a = rg.insert(hoL, hoR, hom, snd_max, s)
+                hom, _a = rg.insert(hoL, hoR, hom, snd_max, s)
                 warn[W_GAP] += 1
                 snd_max = s
             # ---- loss-sense bookkeeping -----------------------------------------------
@@ -205,8 +240,6 @@ def analyze(
                 if mr > ml:
                     inside = (mr - ml) - (rg.overlap(hoL, hoR, hom, ml, mr) if hom > 0 else 0)
                 sent_before = pre + inside
-                # a segment filling a hole long after the highest one (Wireshark: not
-                # out-of-order) re-sends bytes lost before the capture point
                 # out-of-order, long after the highest one (Wireshark: not out-of-order) or once
                 # the receiver has SACKed more than (DupThresh - 1) * MSS above it (RFC 6675
                 # IsLost), re-sends bytes lost before the capture point
@@ -216,24 +249,24 @@ def analyze(
                         rexmit = True
                 if probe == P_ZWP:
                     # a probe byte may be sent many times: an ACK covering it gives no RTT (Karn)
-                    xaL, xaR, xam, _a = rg.insert(xaL, xaR, xam, s, e)
+                    xam, _a = rg.insert(xaL, xaR, xam, s, e)
                 else:
                     # holes: a jump past snd_max leaves bytes the capture never saw
                     if s > snd_max:
-                        hoL, hoR, hom, _a = rg.insert(hoL, hoR, hom, snd_max, s)
+                        hom, _a = rg.insert(hoL, hoR, hom, snd_max, s)
                         warn[W_GAP] += 1
                     newly_filled = 0
-                    if hom > 0:
-                        hoL, hoR, hom, newly_filled = rg.remove(hoL, hoR, hom, s, e)
+                    if hom > 0 and s < hoR[hom - 1] and e > hoL[0]:
+                        hom, newly_filled = rg.remove(hoL, hoR, hom, s, e)
                     if rexmit:
                         xl = s if s > una else una
                         xr = e if e < snd_max else snd_max
                         if xr > xl:
-                            xaL, xaR, xam, _a = rg.insert(xaL, xaR, xam, xl, xr)
-                            xpL, xpR, xpm, _a = rg.insert(xpL, xpR, xpm, xl, xr)
+                            xam, _a = rg.insert(xaL, xaR, xam, xl, xr)
+                            xpm, _a = rg.insert(xpL, xpR, xpm, xl, xr)
                     elif sent_before == 0 and ln > 0:
                         # first transmission: remember its send time (sorted by end)
-                        pos = rm if (rm == rh or rec_e[rm - 1] <= e) else _bsearch(rec_e, rh, rm, e, False)
+                        pos = rm if (rm == rh or rec_e[rm - 1] <= e) else _gsearch(rec_e, rh, rm, e, False, True)
                         q = rm
                         while q > pos:
                             rec_s[q] = rec_s[q - 1]; rec_e[q] = rec_e[q - 1]; rec_t[q] = rec_t[q - 1]
@@ -302,7 +335,7 @@ def analyze(
                             xl = s if s > una else una
                             xr = e if e < snd_max else snd_max
                             if xr > xl:
-                                xpL, xpR, xpm, _a = rg.insert(xpL, xpR, xpm, xl, xr)
+                                xpm, _a = rg.insert(xpL, xpR, xpm, xl, xr)
                         else:
                             state = S_REC
                     if ep_active and ep_cur >= 0 and e_kind[ep_cur] != E_ECN:
@@ -347,18 +380,18 @@ def analyze(
         if a > snd_max:
             warn[W_ACK_UNSEEN] += 1
             if hom > 0:
-                hoL, hoR, hom, _a = rg.remove(hoL, hoR, hom, snd_max, a)
+                hom, _a = rg.remove(hoL, hoR, hom, snd_max, a)
             snd_max = a
         acked = np.int64(0)
         rtt = np.int64(-1); src = -1
         if a > una:
             acked = a - una
             if rm > rh:
-                idx = _bsearch(rec_e, rh, rm, a, False)
+                idx = _gsearch(rec_e, rh, rm, a, False, False)
                 if idx < rm and rec_e[idx] == a:
                     if (xam == 0 or rg.overlap(xaL, xaR, xam, una, a) == 0) and (sbm == 0 or rg.overlap(sbL, sbR, sbm, una, a) == 0):
                         rtt = t - rec_t[idx]; src = R_SEQ
-                rh = _bsearch(rec_e, rh, rm, a, True)
+                rh = _gsearch(rec_e, rh, rm, a, True, False)
             una = a
             if sbm > 0:
                 sbm, pr = rg.prune_below(sbL, sbR, sbm, una)
@@ -398,12 +431,12 @@ def analyze(
             if r > snd_max:
                 r = snd_max
             if r > l:
-                sbL, sbR, sbm, added = rg.insert(sbL, sbR, sbm, l, r)
+                sbm, added = rg.insert(sbL, sbR, sbm, l, r)
                 newly += added
         sb_tot += newly
         # timestamp-echo RTT when data/ACK matching gave none (RFC 7323 §4: ACKs of new data)
         if src < 0 and acked > 0 and tse[i] != NOTS and tsn > 0:
-            j = _bsearch(tsvals, 0, tsn, tse[i], False)
+            j = _gsearch(tsvals, 0, tsn, tse[i], False, True)
             t0 = tstimes[j] if (j < tsn and tsvals[j] == tse[i]) else np.int64(-1)
             if t0 >= 0:
                 rtt = t - t0; src = R_TS

@@ -1,9 +1,11 @@
-"""Sorted, disjoint byte ranges ``[L[i], R[i])`` kept in growable int64 arrays (numba).
+"""Sorted, disjoint byte ranges ``[L[i], R[i])`` kept in preallocated int64 arrays (numba).
 
 These are the building blocks of the SACK scoreboard (RFC 6675 §3), the retransmitted-bytes
-map and the map of sequence-space holes the capture never saw. Every function returns the
-(possibly reallocated) arrays and the new length, so callers write
-``L, R, m, added = insert(L, R, m, l, r)``.
+map and the map of sequence-space holes the capture never saw. The caller allocates arrays
+large enough for the worst case (one range per insertion, one more per split; ``np.empty`` pages
+are only touched when used) so that no array is ever replaced inside the hot loop — a replaced
+array costs reference-count traffic on every iteration. Functions return the new length:
+``m, added = insert(L, R, m, l, r)``.
 
 Units: sequence numbers in bytes (relative, unwrapped to 64 bits).
 """
@@ -15,22 +17,10 @@ from numba import njit
 
 
 @njit(cache=True)
-def _grow(a: np.ndarray, need: int) -> np.ndarray:
-    if need <= a.shape[0]:
-        return a
-    cap = a.shape[0] * 2
-    if cap < need:
-        cap = need
-    b = np.empty(cap, dtype=a.dtype)
-    b[: a.shape[0]] = a
-    return b
-
-
-@njit(cache=True)
 def insert(L, R, m, l, r):
-    """Add ``[l, r)``; overlapping or touching ranges merge. Returns ``(L, R, m, added_bytes)``."""
+    """Add ``[l, r)``; overlapping or touching ranges merge. Returns ``(m, added_bytes)``."""
     if r <= l:
-        return L, R, m, 0
+        return m, 0
     # first range whose right edge reaches l (touching merges too)
     i = np.searchsorted(R[:m], l)
     j = i
@@ -50,8 +40,6 @@ def insert(L, R, m, l, r):
     added = (r - l) - covered
     k = j - i
     if k == 0:
-        L = _grow(L, m + 1)
-        R = _grow(R, m + 1)
         q = m
         while q > i:
             L[q] = L[q - 1]
@@ -69,14 +57,14 @@ def insert(L, R, m, l, r):
                 L[q] = L[q + d]
                 R[q] = R[q + d]
             m -= d
-    return L, R, m, added
+    return m, added
 
 
 @njit(cache=True)
 def remove(L, R, m, l, r):
-    """Remove ``[l, r)`` from the set (splitting a range if needed). Returns ``(L, R, m, removed)``."""
+    """Remove ``[l, r)`` from the set (splitting a range if needed). Returns ``(m, removed)``."""
     if r <= l or m == 0:
-        return L, R, m, 0
+        return m, 0
     removed = 0
     i = np.searchsorted(R[:m], l, side="right")
     while i < m and L[i] < r:
@@ -89,8 +77,6 @@ def remove(L, R, m, l, r):
             continue
         removed += orr - ol
         if a < ol and b > orr:  # split in two
-            L = _grow(L, m + 1)
-            R = _grow(R, m + 1)
             q = m
             while q > i + 1:
                 L[q] = L[q - 1]
@@ -100,7 +86,7 @@ def remove(L, R, m, l, r):
             L[i + 1] = orr
             R[i + 1] = b
             m += 1
-            return L, R, m, removed
+            return m, removed
         if a < ol:
             R[i] = ol
             i += 1
@@ -112,7 +98,7 @@ def remove(L, R, m, l, r):
                 L[q] = L[q + 1]
                 R[q] = R[q + 1]
             m -= 1
-    return L, R, m, removed
+    return m, removed
 
 
 @njit(cache=True)
