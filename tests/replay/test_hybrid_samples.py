@@ -152,3 +152,20 @@ def test_docs_pages_list_every_parameter_and_signal(name, page):
         assert f"| {default:g} |" in row if isinstance(default, float) else f"| {default} |" in row, row
     for s in a.signals:
         assert f"| `{s.name}` |" in text, f"{page}.md lacks signal {s.name}"
+
+
+@pytest.mark.parametrize("algo", ["fusion", "compound", "hrf", "kyushu+highspeed"])
+def test_hybrid_samples_linux_flavor_parity_and_sanity(flows, algo):
+    """Flavor linux (cwnd-limited check, Linux slow start, PRR in recovery) on every sample."""
+    params = [f"{algo}.flavor=linux"]
+    for key, ev in flows.items():
+        c = next(iter(engine.replay_flow(ev, [algo], params, compiled=True).values()))
+        p = next(iter(engine.replay_flow(ev, [algo], params, compiled=False).values()))
+        assert_frame_equal(c, p, check_exact=True)
+        cwnd = c["cwnd"].to_numpy()
+        assert np.all(np.isfinite(cwnd)) and np.all(cwnd > 0), key
+        if algo == "fusion":
+            o = c.filter(pl.col("state") == "open")
+            assert (o["cwnd"] >= o["reno_cwnd"] - 1e-9).all(), key
+        if algo == "compound":
+            assert (c["dwnd"] >= 0).all(), key
