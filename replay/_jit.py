@@ -24,7 +24,14 @@ _PKG = __name__.rpartition(".")[0]  # hscc_trace.replay
 
 
 def jit(fn: Callable[..., Any]) -> Callable[..., Any]:
-    """Mark ``fn`` as replay code: a numba ``njit`` dispatcher, or ``fn`` itself under NO_JIT."""
+    """Mark ``fn`` as replay code: a numba ``njit`` dispatcher, or ``fn`` itself under NO_JIT.
+
+    Compiled with ``inline="always"`` (numba-level inlining into the loop) and without numba's
+    reference counting (``_nrt=False``): replay code never allocates — it only reads and writes
+    arrays the engine passes in (and takes views of them for wrapper composition) — so the
+    atomic incref/decref calls numba would otherwise emit around every hook call are pure
+    overhead (they made the loop 3-5x slower). Code that needs to allocate cannot be a hook.
+    """
     if NO_JIT:
         return fn
     import numba
