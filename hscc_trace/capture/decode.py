@@ -110,13 +110,13 @@ def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid,
                 status[i] = 4
                 continue
             v = buf[p0] >> 4
-            et = 0x0800 if v == 4 else (0x86DD if v == 6 else 0)
+            et = np.uint32(0x0800) if v == 4 else (np.uint32(0x86DD) if v == 6 else np.uint32(0))
             l3 = p0
         elif t == 228:
-            et = 0x0800
+            et = np.uint32(0x0800)
             l3 = p0
         elif t == 229:
-            et = 0x86DD
+            et = np.uint32(0x86DD)
             l3 = p0
         elif t == 0 or t == 108:  # BSD NULL (host order) / LOOP (network order)
             if end - p0 < 4:
@@ -126,9 +126,9 @@ def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid,
             fam_le = (np.uint32(buf[p0 + 3]) << 24) | (np.uint32(buf[p0 + 2]) << 16) | (np.uint32(buf[p0 + 1]) << 8) | np.uint32(buf[p0])
             fam = fam_be if t == 108 else (fam_le if fam_le < 256 else fam_be)
             if fam == 2:
-                et = 0x0800
+                et = np.uint32(0x0800)
             elif fam == 24 or fam == 28 or fam == 30 or fam == 10:
-                et = 0x86DD
+                et = np.uint32(0x86DD)
             else:
                 status[i] = 2
                 continue
@@ -253,16 +253,11 @@ def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid,
         thl[i] = hl
         plen[i] = ip_end - l4 - hl
         trunc[i] = ip_end > end
-        mss[i] = 0
+        # presence flags only: values behind a False flag (or beyond sack_n) are never read
         has_mss[i] = False
-        wsc[i] = 0
         has_wsc[i] = False
         sackp[i] = False
-        tsval[i] = 0
-        tsecr[i] = 0
         has_ts[i] = False
-        for j in range(8):
-            sack[i, j] = 0
         # options, as far as they were captured
         o = l4 + 20
         oend = min(l4 + hl, end)
