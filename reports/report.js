@@ -9,6 +9,7 @@
   const status = (window.hsccStatus = {
     expected: 0, rendered: 0, done: false, error: null, ms: null, firstScreenMs: null, steps: [],
   });
+  window.hsccRenderAll = () => Promise.resolve(status.rendered); // replaced once figures exist
   const step = (what, t) => status.steps.push([what, Math.round(performance.now() - t)]);
 
   function bytesOf(b64) {
@@ -125,19 +126,32 @@
       const section = document.getElementById(p.dataset.section);
       for (const div of section.querySelectorAll("div.fig")) jobs.push({ div, payload: p, section: p.dataset.section, i: jobs.length });
     }
-    // background order: the four main figures of every flow first, then the signal panels
-    const background = jobs.slice().sort((a, b) =>
-      (a.div.dataset.panel.startsWith("algo:") - b.div.dataset.panel.startsWith("algo:")) || a.i - b.i);
+    // Background order: the four main figures of every flow, then the signal panels. A report
+    // with more than EAGER_MAX figures draws signal panels only as they come near the viewport
+    // (or when window.hsccRenderAll() is called), so a capture with many flows does not keep the
+    // browser busy drawing hundreds of figures nobody has scrolled to.
+    const EAGER_MAX = 60;
+    const isAlgo = (j) => j.div.dataset.panel.startsWith("algo:");
+    const background = jobs.slice().sort((a, b) => (isAlgo(a) - isAlgo(b)) || a.i - b.i);
+    let forceAll = jobs.length <= EAGER_MAX;
     const pending = new Set(jobs);
     const near = new Set(); // jobs whose div is within about a screen of the viewport
+    let wake = null;
+    const wakeUp = () => { if (wake) { const w = wake; wake = null; w(); } };
+    const byDiv = new Map(jobs.map((j) => [j.div, j]));
     const io = "IntersectionObserver" in window ? new IntersectionObserver((entries) => {
       for (const en of entries) {
-        const job = jobs.find((j) => j.div === en.target);
+        const job = byDiv.get(en.target);
         if (en.isIntersecting) near.add(job);
         else near.delete(job);
       }
-    }, { rootMargin: "600px 0px" }) : null;
+      wakeUp();
+    }, { rootMargin: "800px 0px" }) : null;
     if (io) for (const j of jobs) io.observe(j.div);
+    else forceAll = true;
+    let resolveAll;
+    const allDrawn = new Promise((r) => { resolveAll = r; });
+    window.hsccRenderAll = () => { forceAll = true; wakeUp(); return allDrawn.then(() => status.rendered); };
     await new Promise((r) => requestAnimationFrame(() => r())); // let the observer report the first screen
     const firstScreen = new Set(Array.from(near).filter((j) => pending.has(j)));
 
@@ -163,10 +177,28 @@
       status.rendered++;
     }
 
+    function finishScheduled() {
+      if (status.done) return;
+      status.ms = performance.now() - t0;
+      if (status.firstScreenMs == null) status.firstScreenMs = status.ms;
+      status.sinceNavigation = performance.now();
+      status.onDemand = pending.size; // signal panels waiting to be scrolled to
+      status.done = true;
+      document.documentElement.dataset.rendered = "true";
+      const note = document.getElementById("render-time");
+      if (note) note.textContent = "Figures drawn in " + (status.ms / 1000).toFixed(2) + " s" +
+        (pending.size ? " (" + pending.size + " signal panels are drawn as you scroll to them)." : ".");
+    }
+
     while (pending.size) {
       let job = null;
       for (const j of near) if (pending.has(j)) { job = j; break; }
-      if (!job) job = background.find((j) => pending.has(j));
+      if (!job) job = background.find((j) => pending.has(j) && (forceAll || !isAlgo(j)));
+      if (!job) {
+        finishScheduled();
+        await new Promise((r) => { wake = r; });
+        continue;
+      }
       pending.delete(job);
       if (io) io.unobserve(job.div);
       near.delete(job);
@@ -176,13 +208,9 @@
       await new Promise((r) => setTimeout(r, 0)); // stay responsive between figures
     }
     if (io) io.disconnect();
-    status.ms = performance.now() - t0;
-    if (status.firstScreenMs == null) status.firstScreenMs = status.ms;
-    status.sinceNavigation = performance.now();
-    status.done = true;
-    document.documentElement.dataset.rendered = "true";
-    const note = document.getElementById("render-time");
-    if (note) note.textContent = "Figures drawn in " + (status.ms / 1000).toFixed(2) + " s.";
+    finishScheduled();
+    status.allMs = performance.now() - t0;
+    resolveAll();
   }
 
   main().catch(fail);

@@ -119,8 +119,9 @@ class Browser:
         self.session = self.send("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True},
                                  session=False)["sessionId"]
 
-    def evaluate(self, expr: str) -> Any:
-        r = self.send("Runtime.evaluate", {"expression": expr, "returnByValue": True, "awaitPromise": True})
+    def evaluate(self, expr: str, timeout: float = 60.0) -> Any:
+        r = self.send("Runtime.evaluate", {"expression": expr, "returnByValue": True, "awaitPromise": True},
+                      timeout=timeout)
         if "exceptionDetails" in r:
             raise RuntimeError(f"evaluate failed: {r['exceptionDetails']}")
         return r["result"].get("value")
@@ -214,6 +215,9 @@ def open_report(report: Path, *, shots: str | None = None, parts: bool = False, 
         status = b.wait_for("window.hsccStatus && (window.hsccStatus.done || window.hsccStatus.error) "
                             "&& window.hsccStatus", timeout)
         wall = time.monotonic() - t_nav
+        # Large reports draw signal panels as they are scrolled to; draw every remaining one now.
+        b.evaluate("window.hsccRenderAll ? window.hsccRenderAll() : 0", timeout=timeout)
+        status = {**b.evaluate("window.hsccStatus"), "scheduled_ms": status["ms"], "onDemand": status.get("onDemand", 0)}
         figs = b.evaluate("""(() => { const d = Array.from(document.querySelectorAll('div.fig'));
             return {divs: d.length,
                     plots: d.filter(x => x.classList.contains('js-plotly-plot')).length,
