@@ -308,7 +308,8 @@ def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None) -> 
 
 def _finish(fig: go.Figure, title: str, height: int, ytitle: str | None = None) -> go.Figure:
     entries = sum(1 for tr in fig.data if tr.showlegend is not False)
-    fig.update_layout(template=TEMPLATE, title=dict(text=title, x=0.0, xanchor="left", font=dict(size=14)),
+    # (the shared TEMPLATE is applied by flow_figures; the HTML page applies it once for all figures)
+    fig.update_layout(title=dict(text=title, x=0.0, xanchor="left", font=dict(size=14)),
                       height=max(height, 100 + 29 * entries))  # the legend fits without scrolling
     if ytitle:
         fig.update_yaxes(title_text=ytitle, row=1, col=1) if fig._has_subplots() else fig.update_yaxes(title_text=ytitle)
@@ -580,6 +581,8 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> go.Figure | None:
     palette = [col for col in ALGO_COLORS if col != color]
     flag_series = {s: _as_flag(df[s], infos.get(s)) for s in flags}
     n_color = 0
+    all_traces: list[go.Scatter] = []
+    all_rows: list[int] = []
     for r, (kind, names, _title) in enumerate(rows, start=1):
         traces: list[go.Scatter | None] = []
         if kind == "window":
@@ -620,7 +623,9 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> go.Figure | None:
             for s in flags:
                 bands += _flag_bands(c, t, flag_series[s], s, y0, y1, legend=r == 1)
         for tr in [*bands, *(tr for tr in traces if tr is not None)]:
-            fig.add_trace(tr, row=r, col=1)
+            all_traces.append(tr)
+            all_rows.append(r)
+    fig.add_traces(all_traces, rows=all_rows, cols=[1] * len(all_rows))  # one call: add_trace is O(n) each
     flag_note = f" — shaded: {', '.join(_esc(f) for f in flags)}" if flags else ""
     height = 270 + 150 * (len(rows) - 1)
     _finish(fig, f"{_esc(label)}: the algorithm's own signals{flag_note}", height)
@@ -694,4 +699,7 @@ def flow_figures(flow_result: FlowResult, *, max_points: int = DEFAULT_MAX_POINT
     For notebooks: ``flow_figures(res)["window"].show()``. Series longer than ``max_points`` are
     decimated (first/min/max/last per time column), never truncated.
     """
-    return build_flow(flow_result, max_points=max_points).figures
+    figs = build_flow(flow_result, max_points=max_points).figures
+    for fig in figs.values():
+        fig.update_layout(template=TEMPLATE)
+    return figs
