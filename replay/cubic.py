@@ -37,7 +37,7 @@ import numpy as np
 from . import helpers as H
 from ._jit import jit
 from .api import Algorithm, Param, Signal
-from .tp import (CWND, CWND_CNT, FLAVOR, FLIGHT, LINUX, MSS, NOW, PRIOR_CWND, SND_MAX, SND_UNA, SRTT,
+from .tp import (CWND, FLAVOR, FLIGHT, LINUX, MSS, NOW, PRIOR_CWND, SND_MAX, SND_UNA, SRTT,
                  SSTHRESH)
 
 # --- state slots ----------------------------------------------------------------------------

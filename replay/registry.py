@@ -26,7 +26,7 @@ import numpy as np
 
 from hscc_trace.errors import InputError
 
-from .api import HOOKS, REQUIRED_HOOKS, VALUE_HOOKS, Algorithm, Param, Signal, common_params
+from .api import HOOKS, REQUIRED_HOOKS, Algorithm, Param, Signal, common_params
 
 _PKG = __package__ or "hscc_trace.replay"
 # infrastructure modules (never algorithms)
@@ -331,12 +331,6 @@ def table_rows() -> list[dict[str, Any]]:
             rows.append({"algorithm": name, "parameter": p.name, "unit": p.unit, "default": vals[p.name],
                          "choices": list(p.choices), "source": p.source, "doc": p.doc})
     return rows
-
-
-def module_sources() -> list[Path]:
-    """Every .py file of the package (the compile cache key covers them all)."""
-    pkg = importlib.import_module(_PKG)
-    return sorted(Path(pkg.__path__[0]).glob("*.py"))
 
 
 if __name__ == "__main__":  # pragma: no cover - doc generator

@@ -36,7 +36,7 @@ import math
 from . import helpers as H
 from ._jit import jit
 from .api import Algorithm, Param, Signal
-from .tp import CWND, EXIT_ON_PARTIAL, FLAVOR, FLIGHT, LINUX, SSTHRESH
+from .tp import CWND, EXIT_ON_PARTIAL, FLAVOR, FLIGHT, LINUX
 
 # state slots
 LIMITED = 0  # 1 if the last growth opportunity was allowed (cwnd-limited), 0 if held
