@@ -563,7 +563,9 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> go.Figure | None:
     window = [s for s in num if is_window_signal(s)]
     queue = [s for s in num if s not in window and (is_queue_signal(s) or is_threshold_signal(s))]
     others = [s for s in num if s not in window and s not in queue]
-    flags = [s for s in sig if kinds[s] in ("bool", "category")]
+    # categorical signals (phase, mode, region) first: the first flag shades the full row height,
+    # further ones a strip each along the top, so overlapping shadings stay readable
+    flags = ([s for s in sig if kinds[s] == "category"] + [s for s in sig if kinds[s] == "bool"])
     rows: list[tuple[str, list[str], str]] = [("window", window, "window (packets)")]
     if queue:
         rows.append(("queue", queue, "queue estimate vs thresholds (packets)"))
@@ -620,8 +622,9 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> go.Figure | None:
         y0, y1 = _extent(traces)
         bands = c.episode_bands(y0, y1, legend=r == 1)
         if kind != "other":  # phases/modes shade the window and threshold rows (episodes shade all)
-            for s in flags:
-                bands += _flag_bands(c, t, flag_series[s], s, y0, y1, legend=r == 1)
+            for k, s in enumerate(flags):
+                lo, hi = (y0, y1) if k == 0 else (y1 - 0.08 * k * (y1 - y0), y1 - 0.08 * (k - 1) * (y1 - y0))
+                bands += _flag_bands(c, t, flag_series[s], s, lo, hi, legend=r == 1, strong=k > 0)
         for tr in [*bands, *(tr for tr in traces if tr is not None)]:
             all_traces.append(tr)
             all_rows.append(r)
@@ -647,13 +650,13 @@ def _stack_parts(df: pl.DataFrame, names: list[str]) -> tuple[str, np.ndarray] |
 
 
 def _flag_bands(c: _Ctx, t: np.ndarray, s: pl.Series, name: str, y0: float, y1: float, *,
-                legend: bool) -> list[go.Scatter]:
+                legend: bool, strong: bool = False) -> list[go.Scatter]:
     """Shading for a boolean (where True) or categorical signal (one colour per value)."""
     if s.dtype == pl.Boolean:
         vals = s.fill_null(False).to_numpy()
         st, en, v = dec.runs(t, vals)
         m = v.astype(bool)
-        return _band(st[m], en[m], y0, y1, _esc(name), _BOOL_COLOR, min_gap=c.min_gap,
+        return _band(st[m], en[m], y0, y1, _esc(name), _scale_alpha(_BOOL_COLOR, 3.0 if strong else 1.0), min_gap=c.min_gap,
                      legendgroup=f"flag-{_esc(name)}", showlegend=legend, t_end=c.duration)
     vals = s.cast(pl.String).fill_null("").to_numpy()
     st, en, v = dec.runs(t, vals)
@@ -664,6 +667,7 @@ def _flag_bands(c: _Ctx, t: np.ndarray, s: pl.Series, name: str, y0: float, y1: 
     for cat in sorted(cats, key=str):
         m = v == cat
         color = CATEGORY_COLORS.get(str(cat).lower()) or next(free, _CAT_PALETTE[0])
+        color = _scale_alpha(color, 3.0) if strong else color
         out += _band(st[m], en[m], y0, y1, f"{_esc(name)} = {_esc(cat)}", color, min_gap=c.min_gap,
                      legendgroup=f"flag-{_esc(name)}-{_esc(cat)}", showlegend=legend, t_end=c.duration)
     return out
