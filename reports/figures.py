@@ -206,7 +206,7 @@ def _band(start: np.ndarray, end: np.ndarray, y0: float, y1: float, name: str, c
 
     Up to one range per two time columns: each range is drawn exactly (at least half a column wide,
     so an instant stays visible). Denser than that: each column is shaded by the share of its time
-    the ranges cover (four grades, see decimate.coverage_levels) — never a solid block for a column
+    the ranges cover (two grades, see decimate.coverage_levels) — never a solid block for a column
     that was covered 5 %.
     """
     s, e = dec.merge_intervals(start, end, 0.0)
@@ -219,7 +219,7 @@ def _band(start: np.ndarray, end: np.ndarray, y0: float, y1: float, name: str, c
         xs, ys = _poly(s, e, y0, y1)
         return [go.Scatter(x=xs, y=ys, name=name, fillcolor=color, showlegend=showlegend, **common)]
     out = []
-    grades = dec.coverage_levels(s, e, 0.0, columns * min_gap, columns)
+    grades = dec.coverage_levels(s, e, 0.0, columns * min_gap, columns, levels=2)
     for i, (g, gs, ge) in enumerate(sorted(grades, key=lambda x: -x[0])):
         xs, ys = _poly(gs, ge, y0, y1)
         out.append(go.Scatter(x=xs, y=ys, name=name, fillcolor=_scale_alpha(color, g),

@@ -344,3 +344,15 @@ def test_flow_without_cwnd_limited_rounds_has_no_best_fit(tmp_path: Path) -> Non
     assert "no fit: no cwnd-limited rounds" in vis and "No fit metrics" in vis and "best fit:" not in vis
     names = [tr["name"] for tr in _payloads(page)[0][0]["data"]]
     assert not any("(best fit)" in n for n in names)
+
+
+def test_coverage_levels_grade_each_column_by_covered_share() -> None:
+    # 10 columns of 1 s over [0, 10]: [0.5, 1] covers half of column 0, [2, 4] all of columns 2 and 3,
+    # [9.9, 10] a tenth of column 9. Four grades (share rounded up to quarters): 0.5, 1, 1, 0.25.
+    g = {lvl: (s.tolist(), e.tolist()) for lvl, s, e in
+         dec.coverage_levels(np.array([0.5, 2.0, 9.9]), np.array([1.0, 4.0, 10.0]), 0.0, 10.0, 10)}
+    assert g == {0.25: ([9.0], [10.0]), 0.5: ([0.0], [1.0]), 1.0: ([2.0], [4.0])}
+    # two grades: up to half → 0.5, more → 1
+    g2 = {lvl: s.tolist() for lvl, s, _ in
+          dec.coverage_levels(np.array([0.5, 2.0, 9.9]), np.array([1.0, 4.0, 10.0]), 0.0, 10.0, 10, levels=2)}
+    assert g2 == {0.5: [0.0, 9.0], 1.0: [2.0]}
