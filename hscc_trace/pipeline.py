@@ -7,7 +7,8 @@ Work is split into two kinds of task:
 2. per flow: replay every algorithm on the flow's events and fit them to the actual sender
    (:func:`replay_flow`).
 
-With ``jobs == 1`` the tasks run in this process, one after the other. With ``jobs > 1`` they
+With ``jobs == 1`` (or inputs too small to pay for worker start-up, see
+:data:`PARALLEL_MIN_BYTES`) the tasks run in this process, one after the other. Otherwise they
 run in a :class:`concurrent.futures.ProcessPoolExecutor` (``spawn`` start method: polars and
 numba keep threads, which ``fork`` would copy half-way): capture tasks for all files are
 submitted at once and each capture's flow tasks as soon as its events are ready, so files and
@@ -224,6 +225,32 @@ def _flow_task(path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tupl
 
 # --- the run -----------------------------------------------------------------------------------------
 
+#: Worker processes pay a fixed start-up (interpreter, polars/numba imports, loading the compiled
+#: decoder, event and replay loops from the cache: about 1.5 s each on an idle core), which small
+#: inputs never earn back. With ``--jobs N > 1`` the run uses processes only when the captures
+#: total at least this many bytes; smaller inputs run in this process (same results, sooner).
+#: Override with the environment variable HSCC_TRACE_PARALLEL_MIN_BYTES (0 = always).
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+PARALLEL_MIN_BYTES_ENV = "HSCC_TRACE_PARALLEL_MIN_BYTES"
+
+
+def use_processes(inputs: list[str], jobs: int) -> bool:
+    """Whether a run with ``jobs`` over ``inputs`` should use worker processes (see
+    :data:`PARALLEL_MIN_BYTES`)."""
+    if jobs <= 1 or not inputs:
+        return False
+    try:
+        threshold = int(os.environ.get(PARALLEL_MIN_BYTES_ENV, PARALLEL_MIN_BYTES))
+    except ValueError:
+        threshold = PARALLEL_MIN_BYTES
+    total = 0
+    for p in inputs:
+        try:
+            total += os.path.getsize(p)
+        except OSError:
+            pass
+    return total >= threshold
+
 
 def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = None) -> Run:
     """Analyze captures: files as given and directories expanded. See the module docstring."""
@@ -264,13 +291,14 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
             flow_errors[(path, i)] = value
         tick(f"{_short(path)}: flow {prepared[path].events[i][0].get('flow_id')}")
 
-    if opts.jobs <= 1 or not inputs:
+    if not use_processes(inputs, opts.jobs):
         for path in inputs:
             for i, row, ev in take_prepared(path, *_prepare_task(path, opts.bpf, opts.flows)):
                 take_flow(path, i, *_flow_task(path, row, ev, opts.algorithms, opts.params))
     else:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=opts.jobs, mp_context=ctx) as pool:
+        pool = ProcessPoolExecutor(max_workers=opts.jobs, mp_context=ctx)
+        try:
             pending: dict[Future, tuple[str, str, int]] = {}
             for path in inputs:
                 pending[pool.submit(_prepare_task, path, opts.bpf, opts.flows)] = ("capture", path, -1)
@@ -285,6 +313,9 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
                             pending[f] = ("flow", path, j)
                     else:
                         take_flow(path, i, ok, value)
+        finally:
+            # every result is in: let the idle workers exit while the caller writes its outputs
+            pool.shutdown(wait=False, cancel_futures=True)
 
     captures: list[CaptureResult] = []
     errors: list[str] = []
