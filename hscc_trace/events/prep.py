@@ -76,7 +76,7 @@ class FlowArrays:
 
 def _i32wrap(x: np.ndarray) -> np.ndarray:
     """Signed 32-bit interpretation of int64 differences (RFC 1982 serial arithmetic)."""
-    return ((x + 2**31) % 2**32) - 2**31
+    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
 
 
 @njit(cache=True)
@@ -217,16 +217,22 @@ def prepare(packets: pl.DataFrame, flow: dict[str, Any] | None = None) -> FlowAr
     sn = _col(df, "sack_n") if "sack_n" in df.columns else np.zeros(n, np.int64)
     sl = np.zeros((n, 4), np.int64)
     sr = np.zeros((n, 4), np.int64)
-    if "sack_l0" in df.columns and sn.any():
+    rows = np.flatnonzero((sn > 0) & ~snd & ackf) if ("sack_l0" in df.columns and sn.any()) else np.empty(0, np.int64)
+    if rows.size:
+        idx = pl.Series(rows)
+        a_rows = ack[rows]
+        r_raw = ack_raw[rows]
         for k in range(4):
-            lk = df.get_column(f"sack_l{k}").fill_null(0).to_numpy().astype(np.int64)
-            rk = df.get_column(f"sack_r{k}").fill_null(0).to_numpy().astype(np.int64)
-            sl[:, k] = ack + _i32wrap(lk - ack_raw)
-            sr[:, k] = ack + _i32wrap(rk - ack_raw)
-        valid = (np.arange(4)[None, :] < sn[:, None]) & (~snd)[:, None] & ackf[:, None]
-        sl = np.where(valid, sl, 0)
-        sr = np.where(valid, sr, 0)
-        sn = np.where(~snd & ackf, sn, 0)
+            lk = df.get_column(f"sack_l{k}").gather(idx).fill_null(0).to_numpy().astype(np.int64)
+            rk = df.get_column(f"sack_r{k}").gather(idx).fill_null(0).to_numpy().astype(np.int64)
+            sl[rows, k] = a_rows + _i32wrap(lk - r_raw)
+            sr[rows, k] = a_rows + _i32wrap(rk - r_raw)
+        blocks = np.arange(4)[None, :] < sn[rows][:, None]
+        sl[rows] = np.where(blocks, sl[rows], 0)
+        sr[rows] = np.where(blocks, sr[rows], 0)
+        keep = np.zeros(n, np.bool_)
+        keep[rows] = True
+        sn = np.where(keep, sn, 0)
     else:
         sn = np.zeros(n, np.int64)
 

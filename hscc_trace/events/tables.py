@@ -162,7 +162,7 @@ def _enum(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:
 
 def _opt_float(x: np.ndarray) -> pl.Series:
     """Float64 with NaN as null."""
-    return pl.Series(x.astype(np.float64)).fill_nan(None)
+    return pl.Series(x.astype(np.float64), nan_to_null=True)
 
 
 def _frame(cols: dict[str, Any], table: tuple[schema.Column, ...]) -> pl.DataFrame:
@@ -170,14 +170,9 @@ def _frame(cols: dict[str, Any], table: tuple[schema.Column, ...]) -> pl.DataFra
     out = []
     for c in table:
         v = cols[c.name]
-        if isinstance(v, pl.Series):
-            sr = v.alias(c.name)
-            if sr.dtype != c.dtype:
-                sr = sr.cast(c.dtype)
-        else:
-            sr = pl.Series(c.name, v)
-            if sr.dtype != c.dtype:
-                sr = sr.cast(c.dtype)
+        sr = v.alias(c.name) if isinstance(v, pl.Series) else pl.Series(c.name, v)
+        if sr.dtype != c.dtype:
+            sr = sr.cast(c.dtype)
         out.append(sr)
     return pl.DataFrame(out)
 
