@@ -30,7 +30,7 @@ import polars as pl
 from plotly.offline import get_plotlyjs
 
 from hscc_trace.errors import InputError
-from hscc_trace.model import Analysis, CaptureResult, FlowResult
+from hscc_trace.model import Analysis, FlowResult
 
 from . import figures as F
 from . import meta
