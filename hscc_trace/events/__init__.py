@@ -25,6 +25,11 @@ from .tables import build_events
 
 __all__ = ["flow_events", "events_from_packets", "all_flow_events"]
 
+# schema.PACKETS columns the event streams read
+_USED = ("frame", "ts_ns", "dir", "flow_id", "seq", "ack", "flags", "win", "payload_len", "ip_ecn",
+         "opt_mss", "opt_wscale", "opt_sack_perm", "opt_tsval", "opt_tsecr", "sack_n",
+         *(f"sack_{e}{i}" for i in range(4) for e in ("l", "r")))
+
 
 def events_from_packets(packets: pl.DataFrame, flow: dict[str, Any] | None = None,
                         flow_id: int | None = None) -> FlowEvents:
@@ -62,7 +67,8 @@ def all_flow_events(capture: Capture) -> dict[int, FlowEvents]:
     out: dict[int, FlowEvents] = {}
     if capture.packets.height == 0:
         return out
-    for key, pk in capture.packets.partition_by("flow_id", as_dict=True, maintain_order=True).items():
+    used = [c for c in _USED if c in capture.packets.columns]
+    for key, pk in capture.packets.select(used).partition_by("flow_id", as_dict=True, maintain_order=True).items():
         fid = int(key[0] if isinstance(key, tuple) else key)
         out[fid] = build_events(pk, rows.get(fid), fid)
     return out

@@ -155,8 +155,8 @@ def _enum(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:
     neg = codes < 0
     if neg.any():
         # a null index gathers a null
-        return cats.gather(pl.Series(codes.astype(np.float64)).fill_nan(None).cast(pl.UInt32, strict=False)
-                           .scatter(np.flatnonzero(neg), None))
+        idx = pl.Series(np.where(neg, np.nan, codes).astype(np.float64), nan_to_null=True).cast(pl.UInt32)
+        return cats.gather(idx)
     return cats.gather(pl.Series(codes.astype(np.uint32)))
 
 
