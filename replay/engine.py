@@ -97,7 +97,11 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     prev_pipe[0] = 0.0
     prev_pipe[1:] = pipe_b[:-1]
     ev[:, T.E_PRIOR_FLIGHT] = np.maximum(prev_pipe / m + sent, 0.0)
-    ev[:, T.E_RWND] = col("rwnd_bytes", math.inf) / m
+    # A window whose scale is unknown (handshake not captured) is only a lower bound of the
+    # real one: treat it as no limit rather than clamp the replay to an unscaled window.
+    rwnd = col("rwnd_bytes", math.inf)
+    scale_known = acks.get_column("rwnd_scale_known").fill_null(True).to_numpy()
+    ev[:, T.E_RWND] = np.where(scale_known, rwnd, math.inf) / m
     ev[:, T.E_STATE] = acks.get_column("state").cast(pl.String).replace_strict(
         _STATE_CODE, default=0, return_dtype=pl.Float64).to_numpy()
     ev[:, T.E_EVENT] = acks.get_column("cong_event").cast(pl.String).replace_strict(

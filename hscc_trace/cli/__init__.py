@@ -6,6 +6,7 @@ library errors into one line on stderr and exit code 2 — never a traceback.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from hscc_trace.errors import HsccError
@@ -30,3 +31,9 @@ def main() -> None:
     except KeyboardInterrupt:
         print("hscc-trace: interrupted", file=sys.stderr)
         sys.exit(130)
+    except Exception as exc:  # a bug, not bad input: still one line unless debugging
+        if os.environ.get("HSCC_TRACE_DEBUG"):
+            raise
+        print(f"hscc-trace: internal error: {type(exc).__name__}: {exc} "
+              "(set HSCC_TRACE_DEBUG=1 for a traceback, and please report it)", file=sys.stderr)
+        sys.exit(70)  # EX_SOFTWARE

@@ -296,3 +296,18 @@ def test_algorithms_doc_is_generated_from_registry():
     # docs/algorithms.md's tables come from the declarations; regenerate with
     # `python -m hscc_trace.replay.registry --update docs/algorithms.md`.
     assert registry.generated_block(ROOT / "docs" / "algorithms.md") == registry.markdown().strip("\n")
+
+
+def test_prepare_unknown_window_scale_means_no_receive_window_limit():
+    # Mid-flow capture: the raw window 512 cannot be scaled, so it is no limit (inf), while a
+    # known-scale window of 20 000 B with MSS 1000 B is 20 packets.
+    acks = stream([{"a": 1}, {"a": 1}])
+    acks = acks.with_columns(
+        pl.Series("rwnd_bytes", [512, 20_000], dtype=pl.Int64),
+        pl.Series("rwnd_scale_known", [False, True]),
+    )
+    prep = engine.prepare(acks, MSS)
+    from hscc_trace.replay import tp as T
+
+    assert prep.ev[0, T.E_RWND] == np.inf
+    assert prep.ev[1, T.E_RWND] == 20.0

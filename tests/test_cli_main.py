@@ -1,0 +1,40 @@
+"""hscc_trace.cli.main: errors become one line on stderr with a defined exit code."""
+
+from __future__ import annotations
+
+import pytest
+
+from hscc_trace import cli
+from hscc_trace.errors import InputError
+
+
+def _run_main(monkeypatch, exc: BaseException) -> None:
+    def boom() -> None:
+        raise exc
+
+    monkeypatch.setattr(cli, "app", boom)
+    cli.main()
+
+
+def test_input_error_is_one_line_exit_2(monkeypatch, capsys):
+    with pytest.raises(SystemExit) as ei:
+        _run_main(monkeypatch, InputError("x.pcap: not a capture file"))
+    assert ei.value.code == 2
+    err = capsys.readouterr().err
+    assert err == "hscc-trace: error: x.pcap: not a capture file\n"
+
+
+def test_unexpected_exception_is_one_line_exit_70(monkeypatch, capsys):
+    monkeypatch.delenv("HSCC_TRACE_DEBUG", raising=False)
+    with pytest.raises(SystemExit) as ei:
+        _run_main(monkeypatch, ZeroDivisionError("division by zero"))
+    assert ei.value.code == 70
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "internal error: ZeroDivisionError: division by zero" in err
+
+
+def test_unexpected_exception_propagates_when_debugging(monkeypatch):
+    monkeypatch.setenv("HSCC_TRACE_DEBUG", "1")
+    with pytest.raises(ZeroDivisionError):
+        _run_main(monkeypatch, ZeroDivisionError("division by zero"))
