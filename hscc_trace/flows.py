@@ -46,7 +46,7 @@ _FLOW_FIELDS = ("ipv", "port0", "port1", "first_ts", "last_ts", "first_side", "s
 _SIDE_FIELDS = ("pkts", "bytes", "payload", "mss", "ws", "sackp", "tsopt", "split_set", "split_base",
                 "seq_set", "last_raw", "last_u", "base", "max_end", "max_end_ts", "min_data", "max_data",
                 "sent", "ack_set", "ack_raw", "ack_u", "ack_ts", "hi_ack", "dup", "lastwin", "qh", "qt",
-                "dfirst", "dlast", "maxseg", "retrans", "unique")
+                "dfirst", "dlast", "maxseg", "retrans", "unique", "ooo")
 _COL: dict[str, int] = {}
 for _n in _FLOW_FIELDS:
     _COL[_n] = len(_COL)
@@ -73,6 +73,7 @@ C_SPLIT_SET, C_SPLIT_BASE, C_SEQ_SET, C_LAST_RAW, C_LAST_U, C_BASE = (_COL[n] fo
 C_MAX_END, C_MAX_END_TS, C_MIN_DATA, C_MAX_DATA, C_SENT = (_COL[n] for n in ("max_end", "max_end_ts", "min_data", "max_data", "sent"))
 C_ACK_SET, C_ACK_RAW, C_ACK_U, C_ACK_TS, C_HI_ACK, C_DUP, C_LASTWIN = (_COL[n] for n in ("ack_set", "ack_raw", "ack_u", "ack_ts", "hi_ack", "dup", "lastwin"))
 C_QH, C_QT, C_DFIRST, C_DLAST, C_MAXSEG, C_RETRANS, C_UNIQUE = (_COL[n] for n in ("qh", "qt", "dfirst", "dlast", "maxseg", "retrans", "unique"))
+C_OOO = _COL["ooo"]
 
 # kernel return status
 ST_DONE, ST_GROW_FLOWS, ST_GROW_TABLE, ST_GROW_NODES = 0, 1, 2, 3
@@ -250,6 +251,8 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
                     k_ = KIND_RETRANS
             if k_ == KIND_RETRANS and ln > 0:
                 S[r, C_RETRANS + s] += 1
+            elif k_ == KIND_OOO and ln > 0:
+                S[r, C_OOO + s] += 1
             if k_ == KIND_RETRANS or k_ == KIND_OOO:
                 # Karn: queued segments overlapping [u, e) become ambiguous
                 nd = S[r, C_QH + s]
@@ -471,6 +474,7 @@ class FlowTracker:
             "handshake": handshake,
             "closed": np.where(S[:, C_RST] == 1, "rst", np.where(S[:, C_FIN] == 1, "fin", "open")),
             "retrans": side(C_RETRANS, snd),
+            "out_of_order": side(C_OOO, snd),
             "rtt_min_s": rmin,
             "rtt_median_s": rmed,
             "rtt_max_s": rmax,

@@ -27,7 +27,9 @@ from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowResult
 
-SCHEMA_VERSION = "1.0"
+SCHEMA_VERSION = "1.1"
+#: flow fields added after 1.0: written always, optional when read, so 1.0 baselines still validate
+ADDED_SINCE_1_0 = ("out_of_order",)
 SCHEMA_FILE = "results.schema.json"
 
 #: Fields that change from run to run of the same inputs; ignored when comparing runs.
@@ -388,7 +390,7 @@ def schema_document() -> dict[str, Any]:
                     "properties": fit_props},
             "flow": {
                 "type": "object", "additionalProperties": False,
-                "required": [*flow_props, "events", "fit", "best", "warnings"],
+                "required": [*(k for k in flow_props if k not in ADDED_SINCE_1_0), "events", "fit", "best", "warnings"],
                 "properties": {
                     **flow_props,
                     "events": {"$ref": "#/$defs/events"},

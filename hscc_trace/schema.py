@@ -132,6 +132,7 @@ FLOWS: tuple[Column, ...] = (
     Column("handshake", pl.Boolean, "", "SYN and SYN/ACK were both captured"),
     Column("closed", pl.String, "", "how it ended: fin, rst or open"),
     Column("retrans", pl.UInt64, "segments", "data sender's retransmitted segments with payload (all kinds: Wireshark's retransmission, fast and spurious retransmission; out-of-order and keep-alives excluded)"),
+    Column("out_of_order", pl.UInt64, "segments", "data sender's segments with payload Wireshark labels out-of-order (below the highest sequence, soon after it); at a sender-side capture these are retransmissions too"),
     Column("rtt_min_s", pl.Float64, "s", "smallest RTT sample of the data sender's segments (Karn-safe data/ACK matching; null if none)"),
     Column("rtt_median_s", pl.Float64, "s", "median RTT sample"),
     Column("rtt_max_s", pl.Float64, "s", "largest RTT sample"),

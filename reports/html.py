@@ -366,14 +366,14 @@ def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
                                       else "<span class=\"muted\">no fit: no cwnd-limited rounds</span>"))
             pkts = int((f.get("pkts_ab") or 0) + (f.get("pkts_ba") or 0))
             rows.append([link, f"{e(snd)} → {e(rcv)}", _dur(f.get("duration_s")), _count(pkts), _bps(f.get("goodput_bps")),
-                         f"{_ms(f.get('rtt_min_s'))} / {_ms(f.get('rtt_median_s'))}", _count(int(f.get("retrans") or 0)),
+                         f"{_ms(f.get('rtt_min_s'))} / {_ms(f.get('rtt_median_s'))}", _retrans_text(f),
                          _limits_text(_limit_share(fr)) if fr else "–", best_txt, e(str(f.get("vantage") or "–"))])
             cls.append("")
         if not rows:
             out.append("<p class=\"muted\">No TCP flows in this capture.</p>")
             continue
         out.append(_table(["flow", "data sender → receiver", "duration", "packets", "goodput", "RTT min / median",
-                           "retrans.", "rounds limited by (cwnd / rwnd / app)", "best-fitting algorithm", "vantage"],
+                           "retrans. (+out-of-order)", "rounds limited by (cwnd / rwnd / app)", "best-fitting algorithm", "vantage"],
                           rows, num={2, 3, 4, 6}, cls=cls))
     return "\n".join(out)
 
@@ -398,6 +398,14 @@ def _metrics_table(fr: FlowResult, colors: dict[str, str]) -> str:
                      cls=cls))
 
 
+def _retrans_text(f: dict) -> str:
+    """Overview cell: ``retrans`` and, when non-zero, ``(+N)`` out-of-order segments (schema.FLOWS; at a sender-side capture
+    Wireshark's out-of-order segments are retransmissions too, see docs/flows.md)."""
+    txt = _count(int(f.get("retrans") or 0))
+    ooo = int(f.get("out_of_order") or 0)
+    return f"{txt} (+{_count(ooo)})" if ooo else txt
+
+
 def _flow_summary(fr: FlowResult) -> str:
     f, ev = fr.flow, fr.events
     parts = [f"data sender: {'A→B' if not ev.sender_dir else 'B→A'}", f"MSS {ev.mss} bytes",
@@ -412,7 +420,9 @@ def _flow_summary(fr: FlowResult) -> str:
                      + ", ".join(f"{e(str(k)).replace('_', ' ')} {n}" for k, n in kinds.iter_rows()))
     else:
         parts.append("no congestion episodes")
-    parts.append(f"{_count(int(f.get('retrans') or 0))} retransmitted segment(s)")
+    ooo = int(f.get("out_of_order") or 0)
+    parts.append(f"{_count(int(f.get('retrans') or 0))} retransmitted segment(s)"
+                 + (f" (+{_count(ooo)} Wireshark calls out-of-order)" if ooo else ""))
     parts.append(f"rounds limited by {_limits_text(_limit_share(fr))}")
     best = _best(fr)
     if best:

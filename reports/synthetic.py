@@ -172,7 +172,7 @@ def make_flow(flow_id: int = 0, *, n_acks: int = 20_000, duration_s: float = 20.
         "pkts_ab": n_acks + n_rtx, "bytes_ab": (n_acks + n_rtx) * (MSS + 66), "pkts_ba": n_acks, "bytes_ba": n_acks * 66,
         "payload_ab": (n_acks + n_rtx) * MSS, "payload_ba": 0, "sender_dir": 0,
         "goodput_bps": n_acks * MSS * 8 / duration_s, "mss": MSS, "wscale_a": 7, "wscale_b": 7,
-        "sack_ok": True, "ts_ok": True, "handshake": True, "closed": "fin", "retrans": n_rtx,
+        "sack_ok": True, "ts_ok": True, "handshake": True, "closed": "fin", "retrans": n_rtx, "out_of_order": 0,
         "rtt_min_s": float(rtt_valid.min()), "rtt_median_s": float(np.median(rtt_valid)),
         "rtt_max_s": float(rtt_valid.max()), "vantage": "sender",
     }

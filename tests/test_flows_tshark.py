@@ -3,8 +3,8 @@ tests/golden/tshark_conv/, made by tests/golden/make_tshark_conv.py; tshark is n
 
 Checked per capture: the same conversations (endpoints, and flow_id == tcp.stream, both numbering
 connections in order of first packet), the same frames and frame bytes each way as
-``tshark -q -z conv,tcp``, and per frame the same retransmission / out-of-order verdicts as
-``tcp.analysis.*``.
+``tshark -q -z conv,tcp``, per frame the same retransmission / out-of-order verdicts as
+``tcp.analysis.*``, and per connection ``out_of_order`` = tshark's out-of-order frames from its data sender.
 
 Principled disagreements, each pinned to the file and checked exactly (not loosened):
 
@@ -90,12 +90,20 @@ def test_retransmissions_match_tshark_frame_by_frame(golden, corpus):
     g = json.loads(golden.read_text())
     if g["file"] in NO_TCP:
         return
-    pk = load(corpus / g["file"]).packets
+    cap = load(corpus / g["file"])
+    pk = cap.packets
     kinds = segment_kinds(pk)
     data = pk["payload_len"].to_numpy() > 0
     frames = pk["frame"].to_numpy()
     assert sorted(frames[(kinds == KIND_RETRANS) & data].tolist()) == g["retrans"]
     assert sorted(frames[(kinds == KIND_OOO) & data].tolist()) == g["ooo"]
+    # flows.out_of_order == tshark's out-of-order data frames sent by each connection's data
+    # sender (frames from the golden; flow_id == tcp.stream is checked above)
+    ooo = np.isin(frames, np.asarray(g["ooo"], dtype=frames.dtype))
+    fid, dirn = pk["flow_id"].to_numpy(), pk["dir"].to_numpy()
+    for f in cap.flows.iter_rows(named=True):
+        want = int(np.count_nonzero(ooo & (fid == f["flow_id"]) & (dirn == f["sender_dir"])))
+        assert f["out_of_order"] == want, (g["file"], f["flow_id"])
 
 
 def test_flow_retrans_column_is_the_senders_share(corpus):

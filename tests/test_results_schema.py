@@ -26,7 +26,7 @@ def _flow_row(fid: int, **kw: object) -> dict:
         "first_ns": 1_700_000_000_000_000_000, "last_ns": 1_700_000_002_000_000_000, "duration_s": 2.0,
         "pkts_ab": 100, "bytes_ab": 150_000, "pkts_ba": 50, "bytes_ba": 3300, "payload_ab": 144_800,
         "payload_ba": 0, "sender_dir": 0, "goodput_bps": 579_200.0, "mss": 1448, "wscale_a": 7, "wscale_b": 7,
-        "sack_ok": True, "ts_ok": True, "handshake": True, "closed": "fin", "retrans": 1,
+        "sack_ok": True, "ts_ok": True, "handshake": True, "closed": "fin", "retrans": 1, "out_of_order": 0,
         "rtt_min_s": 0.02, "rtt_median_s": 0.025, "rtt_max_s": 0.04, "vantage": "sender",
     }
     row.update(kw)
@@ -98,7 +98,9 @@ def test_schema_file_is_generated_from_schema_py() -> None:
 
 def test_every_flow_and_fit_column_is_in_the_json_schema() -> None:
     defs = results.json_schema()["$defs"]
-    assert set(defs["flow"]["required"]) >= {c.name for c in schema.FLOWS}
+    assert set(defs["flow"]["properties"]) >= {c.name for c in schema.FLOWS}
+    # required unless added after 1.0 (optional when read so that 1.0 baselines still validate)
+    assert set(defs["flow"]["required"]) >= {c.name for c in schema.FLOWS} - set(results.ADDED_SINCE_1_0)
     assert set(defs["fit"]["required"]) == {c.name for c in schema.FIT_METRICS} - {"flow_id"}
 
 
@@ -153,6 +155,16 @@ def test_invalid_documents_rejected_with_location(doc: dict, mutate, fragment: s
     with pytest.raises(InputError) as info:
         results.validate(bad)
     assert fragment in str(info.value)
+
+
+def test_version_1_0_document_without_out_of_order_still_reads(doc: dict, tmp_path: Path) -> None:
+    old = dict(json.loads(results.dumps(doc)), schema_version="1.0")
+    for cap in old["captures"]:
+        for f in cap["flows"]:
+            assert f.pop("out_of_order") == 0  # written by 1.1
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(old))
+    assert results.read(p)["schema_version"] == "1.0"
 
 
 def test_incompatible_major_version_rejected(doc: dict, tmp_path: Path) -> None:

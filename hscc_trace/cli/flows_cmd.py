@@ -27,7 +27,7 @@ def _endpoint(addr: str, port: int) -> str:
 
 
 COLUMNS = (("id", "right"), ("A → B", "left"), ("pkts A→B/B→A", "right"), ("bytes A→B/B→A", "right"),
-           ("dur", "right"), ("goodput", "right"), ("MSS", "right"), ("retx", "right"),
+           ("dur", "right"), ("goodput", "right"), ("MSS", "right"), ("retx+ooo", "right"),
            ("RTT min/med/max", "right"), ("hs", "center"), ("end", "left"), ("vantage", "left"))
 #: above this many connections the table is printed as plain aligned text (rich needs ~1 ms a row)
 RICH_MAX_ROWS = 500
@@ -45,7 +45,7 @@ def cells(r: dict[str, Any]) -> list[str]:
         f"{r['duration_s']:.2f} s",
         "—" if gp is None else f"{gp / 1e6:.2f} Mb/s",
         "—" if r["mss"] is None else str(r["mss"]),
-        str(r["retrans"]),
+        f"{r['retrans']}+{r['out_of_order']}",  # Wireshark's retransmissions + its out-of-order segments
         f"{_fmt_s(r['rtt_min_s'])} / {_fmt_s(r['rtt_median_s'])} / {_fmt_s(r['rtt_max_s'])}",
         "✓" if r["handshake"] else "·",
         r["closed"],
