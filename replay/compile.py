@@ -83,10 +83,14 @@ def _deps(mod: ModuleType, seen: dict[str, ModuleType]) -> None:
             _deps(other, seen)
 
 
+@lru_cache(maxsize=None)
 def source_hash(*modules: ModuleType) -> str:
     """Hash of the engine's core files, the given algorithm modules and everything they use from
     this package, plus the numba and Python versions: any change there yields a new loop module
-    (a fresh compilation); edits to unrelated algorithms do not invalidate this one's cache."""
+    (a fresh compilation); edits to unrelated algorithms do not invalidate this one's cache.
+
+    Memoised per process (file contents are read once per process anyway): ``engine.run`` asks
+    for it on every replay, and walking the module dependencies cost ~3 ms a call."""
     import numba
 
     seen: dict[str, ModuleType] = {}
