@@ -183,17 +183,10 @@ def _walk_pcapng(buf, n, be, if_snap, if_pow2, if_exp, if_offs, off, cap, wire, 
         t = np.uint64(0)
         dataoff = 0
         ok = False
-        if btype == 6 and blen >= 32:
-            ifid = np.int64(_u32(buf, body, be))
-            t = (np.uint64(_u32(buf, body + 4, be)) << np.uint64(32)) | np.uint64(_u32(buf, body + 8, be))
-            c = _u32(buf, body + 12, be)
-            w = _u32(buf, body + 16, be)
-            dataoff = body + 20
-            if dataoff + c > pos + blen - 4:
-                return pos, k, 2, btype
-            ok = True
-        elif btype == 2 and blen >= 32:
-            ifid = np.int64(_u16(buf, body, be))
+        if (btype == 6 or btype == 2) and blen >= 32:
+            # Enhanced Packet Block (6): 32-bit interface id; obsolete Packet Block (2): 16-bit
+            # interface id + 16-bit drops count. The rest of the two layouts is the same.
+            ifid = np.int64(_u32(buf, body, be)) if btype == 6 else np.int64(_u16(buf, body, be))
             t = (np.uint64(_u32(buf, body + 4, be)) << np.uint64(32)) | np.uint64(_u32(buf, body + 8, be))
             c = _u32(buf, body + 12, be)
             w = _u32(buf, body + 16, be)
