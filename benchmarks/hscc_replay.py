@@ -23,6 +23,8 @@ import json
 import sys
 import time
 
+from replay_speed import timed_loops  # benchmarks/ is sys.path[0] when run as a script
+
 
 def main() -> None:
     path = sys.argv[1]
@@ -45,21 +47,16 @@ def main() -> None:
     n_events = sum(len(p) for p in preps)
     t_setup = time.perf_counter() - t0
 
-    inner = [0.0]
-    real_loop_function = engine.loop_function
-
-    def timed_loop_function(*a, **kw):
-        fn = real_loop_function(*a, **kw)
-
-        def timed(*args):
-            s = time.process_time()
-            fn(*args)
-            inner[0] += time.process_time() - s
-
-        return timed
-
-    engine.loop_function = timed_loop_function
     out = {}
+    with timed_loops() as inner:
+        _measure(algos, preps, repeat, n_events, inner, out)
+    print(json.dumps(dict(file=path, flows=len(preps), ack_events=n_events, setup_s=t_setup,
+                          cache_dir=str(rcompile.cache_dir()), repeat=repeat, algorithms=out)))
+
+
+def _measure(algos, preps, repeat, n_events, inner, out) -> None:
+    from hscc_trace.replay import engine, registry
+
     for name in algos:
         r = registry.resolve(name, {})
         s = time.perf_counter()
@@ -76,8 +73,6 @@ def main() -> None:
         out[name] = dict(first_run_s=first, loop_s=best_loop, run_s=best_run,
                          loop_events_per_s=n_events / best_loop if best_loop > 0 else None,
                          run_events_per_s=n_events / best_run if best_run > 0 else None)
-    print(json.dumps(dict(file=path, flows=len(preps), ack_events=n_events, setup_s=t_setup,
-                          cache_dir=str(rcompile.cache_dir()), repeat=repeat, algorithms=out)))
 
 
 if __name__ == "__main__":
