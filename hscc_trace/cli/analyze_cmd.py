@@ -11,9 +11,8 @@ from typing import Any, Iterator, Optional
 
 import typer
 
-from hscc_trace import api, config, results
+from hscc_trace import config
 from hscc_trace.errors import HsccError, UsageError
-from hscc_trace.pipeline import DEBUG_ENV
 
 from .app import app
 
@@ -27,6 +26,8 @@ def one_line_errors() -> Iterator[None]:
     except HsccError:
         raise
     except Exception as exc:  # noqa: BLE001
+        from hscc_trace.pipeline import DEBUG_ENV
+
         if os.environ.get(DEBUG_ENV):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
@@ -118,6 +119,8 @@ def analyze(
 def _analyze(inputs: list[str], output: Optional[Path], json_out: Optional[Path], algo: Optional[str],
              param: Optional[list[str]], bpf: Optional[str], flow: Optional[list[int]], jobs: Optional[int],
              export_dir: Optional[Path], export_format: str, config_file: Optional[Path], quiet: bool) -> int:
+    from hscc_trace import api, results  # polars, numba, plotly: only when a command needs them
+
     cfg = config.with_overrides(config.load(config_file), algorithms=algo, bpf=bpf, jobs=jobs)
     params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
     if export_dir is not None and export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
