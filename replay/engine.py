@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Iterable
 
 import numba
@@ -64,10 +65,19 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
         return Prepared(ev, np.zeros(0, dtype=np.int64), int(mss), 0.0)
     m = float(mss)
 
-    def col(name: str, fill: float = 0.0) -> np.ndarray:
-        return acks.get_column(name).cast(pl.Float64).fill_null(fill).to_numpy().astype(np.float64, copy=False)
+    # Every eager polars expression (fill_null, replace_strict, filter …) plans and runs a query
+    # (~0.1 ms); a flow has ~20 columns, so nulls are filled only where there are any (casts
+    # and to_numpy are direct), which matters with thousands of short flows.
+    def col(name: str, fill: float | bool = 0.0) -> np.ndarray:
+        s = acks.get_column(name).cast(pl.Float64)
+        if s.null_count():
+            s = s.fill_null(float(fill))
+        return s.to_numpy().astype(np.float64, copy=False)
 
-    ts = acks.get_column("ts_ns").fill_null(strategy="forward").fill_null(0).to_numpy().astype(np.int64)
+    ts_s = acks.get_column("ts_ns")
+    if ts_s.null_count():
+        ts_s = ts_s.fill_null(strategy="forward").fill_null(0)
+    ts = ts_s.to_numpy().astype(np.int64)
     t0 = ts[0]
     ev[:, T.E_T] = (ts - t0) / 1e9
     acked_b = np.maximum(col("acked_bytes"), 0.0)
@@ -79,7 +89,8 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     ev[:, T.E_RTT] = col("rtt_s", math.nan)
     ev[:, T.E_FLIGHT] = outstanding / m
     pipe = acks.get_column("pipe").cast(pl.Float64)
-    pipe_b = np.where(pipe.is_null().to_numpy(), outstanding, pipe.fill_null(0.0).to_numpy())
+    pipe_b = (np.where(pipe.is_null().to_numpy(), outstanding, pipe.fill_null(0.0).to_numpy())
+              if pipe.null_count() else pipe.to_numpy())
     ev[:, T.E_PIPE] = np.maximum(pipe_b, 0.0) / m
     ack = col("ack")
     snd_max = col("snd_max")
@@ -100,16 +111,14 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     # A window whose scale is unknown (handshake not captured) is only a lower bound of the
     # real one: treat it as no limit rather than clamp the replay to an unscaled window.
     rwnd = col("rwnd_bytes", math.inf)
-    scale_known = acks.get_column("rwnd_scale_known").fill_null(True).to_numpy()
+    scale_known = col("rwnd_scale_known", 1.0) != 0.0
     ev[:, T.E_RWND] = np.where(scale_known, rwnd, math.inf) / m
-    ev[:, T.E_STATE] = acks.get_column("state").cast(pl.String).replace_strict(
-        _STATE_CODE, default=0, return_dtype=pl.Float64).to_numpy()
-    ev[:, T.E_EVENT] = acks.get_column("cong_event").cast(pl.String).replace_strict(
-        _EVENT_CODE, default=-1, return_dtype=pl.Float64).to_numpy()
-    ev[:, T.E_UNDO] = acks.get_column("spurious_undo").fill_null(False).cast(pl.Float64).to_numpy()
+    ev[:, T.E_STATE] = _codes(acks.get_column("state"), _STATE_CODE, 0.0)
+    ev[:, T.E_EVENT] = _codes(acks.get_column("cong_event"), _EVENT_CODE, -1.0)
+    ev[:, T.E_UNDO] = col("spurious_undo")
     ev[:, T.E_ROUND] = col("round")
-    ev[:, T.E_ROUND_END] = acks.get_column("round_end").fill_null(False).cast(pl.Float64).to_numpy()
-    ev[:, T.E_ECE] = acks.get_column("ece").fill_null(False).cast(pl.Float64).to_numpy()
+    ev[:, T.E_ROUND_END] = col("round_end")
+    ev[:, T.E_ECE] = col("ece")
     ev[:, T.E_DUPACK] = col("dupack")
     ev[:, T.E_ACK] = ack
     ev[:, T.E_SND_MAX] = snd_max
@@ -118,6 +127,19 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     first = np.flatnonzero(acked_b > 0)
     first_flight = float(ev[first[0], T.E_PRIOR_FLIGHT]) if first.size else 0.0
     return Prepared(np.ascontiguousarray(ev), ts, int(mss), first_flight)
+
+
+def _codes(s: pl.Series, code: dict[str, float], default: float) -> np.ndarray:
+    """Labels → float codes (``default`` for null or unmapped labels). An Enum column maps its
+    physical codes through a lookup table; any other dtype goes through strings."""
+    if isinstance(s.dtype, pl.Enum):
+        cats = s.dtype.categories.to_list()
+        lut = np.array([code.get(c, default) for c in cats] + [default], dtype=np.float64)
+        phys = s.to_physical()
+        if phys.null_count():
+            phys = phys.fill_null(len(cats))
+        return lut[phys.to_numpy()]
+    return s.cast(pl.String).replace_strict(code, default=default, return_dtype=pl.Float64).to_numpy()
 
 
 @numba.njit(cache=True, nogil=True)
@@ -150,12 +172,16 @@ def _newly_delivered(acked, sacked, outstanding, mss):  # pragma: no cover - com
 
 def _retransmitted_between(segments: pl.DataFrame, ack_ts: np.ndarray) -> np.ndarray:
     """Bytes retransmitted in (ACK i−1, ACK i] for every ACK i (first: everything before it)."""
-    rx = segments.filter(pl.col("kind").cast(pl.String) != "new")
     out = np.zeros(ack_ts.shape[0])
-    if rx.height == 0:
+    not_new = _codes(segments.get_column("kind"), {"new": 0.0}, 1.0)  # null kind: dropped below
+    kind = segments.get_column("kind")
+    if kind.null_count():
+        not_new[kind.is_null().to_numpy()] = 0.0
+    rx = np.flatnonzero(not_new)
+    if rx.size == 0:
         return out
-    t = rx.get_column("ts_ns").to_numpy()
-    b = rx.get_column("len").cast(pl.Float64).to_numpy()
+    t = segments.get_column("ts_ns").to_numpy()[rx]
+    b = segments.get_column("len").cast(pl.Float64).to_numpy()[rx]
     idx = np.searchsorted(ack_ts, t, side="left")  # segment before ACK idx
     ok = idx < ack_ts.shape[0]
     np.add.at(out, idx[ok], b[ok])
@@ -190,21 +216,33 @@ def run(algo: Resolved | str, prep: Prepared, *, compiled: bool = True) -> pl.Da
     return _frame(prep.ts_ns, out, sigs)
 
 
-def _enum(name: str, labels: list[str], codes: np.ndarray) -> pl.Series:
+@lru_cache(maxsize=256)
+def _enum_labels(name: str, labels: tuple[str, ...]) -> pl.Series:
+    """The labels of an Enum column as a Series of that Enum (built once per process: creating
+    the Enum dtype and its string Series costs ~1 ms, more than the whole rest of a frame)."""
+    return pl.Series(name, list(labels), dtype=pl.Enum(list(labels)))
+
+
+def _enum(name: str, labels: tuple[str, ...], codes: np.ndarray) -> pl.Series:
     """Float codes 0..k−1 → an Enum column (gathered from the labels, no per-row strings)."""
     idx = np.clip(np.nan_to_num(codes, nan=0.0), 0, len(labels) - 1).astype(np.uint32)
-    return pl.Series(name, labels, dtype=pl.Enum(labels)).gather(idx)
+    return _enum_labels(name, labels)[idx]  # Series[ndarray] gathers without the expression engine
+
+
+_STATES = tuple(schema.CONG_STATES)
 
 
 def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list) -> pl.DataFrame:
+    """The replay table from the loop's output matrix: one Series per column straight from numpy
+    (no expression engine: each eager polars expression costs a query plan, ~0.1 ms)."""
     ssthresh = out[:, 1]
-    cols: dict[str, Any] = {
+    cols: dict[str, pl.Series] = {
         "ts_ns": pl.Series("ts_ns", ts_ns, dtype=pl.Int64),
         "cwnd": pl.Series("cwnd", out[:, 0], dtype=pl.Float64, nan_to_null=True),
         # infinite ssthresh (never set) is null
         "ssthresh": pl.Series("ssthresh", np.where(np.isfinite(ssthresh), ssthresh, np.nan),
                               dtype=pl.Float64, nan_to_null=True),
-        "state": _enum("state", list(schema.CONG_STATES), out[:, 2]),
+        "state": _enum("state", _STATES, out[:, 2]),
     }
     for k, (s, _) in enumerate(sigs):
         v = out[:, 3 + k]
@@ -213,7 +251,7 @@ def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list) -> pl.DataFrame:
         if s.kind == "bool":
             cols[s.name] = pl.Series(s.name, v != 0.0, dtype=pl.Boolean)
         elif s.kind == "enum":
-            cols[s.name] = _enum(s.name, list(s.labels), v)
+            cols[s.name] = _enum(s.name, tuple(s.labels), v)
         else:
             cols[s.name] = pl.Series(s.name, v, dtype=pl.Float64, nan_to_null=True)
     return pl.DataFrame(list(cols.values()))

@@ -86,13 +86,77 @@ def fit_one(rt: pl.DataFrame, mss: int) -> dict[str, Any]:
     return out
 
 
+class _UsableRounds:
+    """The usable rounds of one flow (see :func:`round_table`) as arrays, computed once per flow
+    and shared by every replay of it: only the replayed window differs between algorithms."""
+
+    def __init__(self, rounds: pl.DataFrame, mss: int) -> None:
+        self.empty = rounds.height == 0
+        use = rounds.filter((pl.col("limit") == "cwnd") & ~pl.col("in_recovery").fill_null(True)
+                            & (pl.col("peak_flight_bytes") > 0)) if not self.empty else rounds
+        self.end = use.get_column("end_ns").to_numpy()
+        # the same polars expressions as round_table's columns, so the values are bit-identical
+        self.actual = (use.get_column("peak_flight_bytes").cast(pl.Float64) / float(mss)).to_numpy()
+        self.rtt = use.get_column("min_rtt_s").cast(pl.Float64).to_numpy()
+        self.dur = (use.get_column("end_ns") - use.get_column("start_ns")).cast(pl.Float64) / 1e9
+        self.acked = use.get_column("acked_bytes").cast(pl.Int64)
+        self._sums: tuple[float, float] | None = None
+
+    def sums(self, ok: np.ndarray) -> tuple[float, float]:
+        """(total duration s, total acked bytes) of the rounds selected by ``ok``."""
+        if ok.all():
+            if self._sums is None:
+                self._sums = (float(self.dur.sum()), float(self.acked.sum()))
+            return self._sums
+        m = pl.Series(ok)
+        return float(self.dur.filter(m).sum()), float(self.acked.filter(m).sum())
+
+
+def _fit_replay(u: _UsableRounds, replay: pl.DataFrame, mss: int) -> dict[str, Any]:
+    """:func:`fit_one` of :func:`round_table` without building the table (same operations on
+    the same values, so the same numbers)."""
+    out: dict[str, Any] = {"rounds": 0, "mare": None, "rmse_pkts": None, "corr": None,
+                           "goodput_pred_bps": None, "goodput_actual_bps": None}
+    if u.empty or replay.height == 0:
+        return out
+    ts = replay.get_column("ts_ns").to_numpy()
+    cw = replay.get_column("cwnd").to_numpy()
+    idx = np.searchsorted(ts, u.end, side="right") - 1  # last replay row at or before the round's end
+    ok = idx >= 0
+    n = int(ok.sum())
+    out["rounds"] = n
+    if n == 0:
+        return out
+    a = u.actual[ok]
+    r = cw[idx[ok]].astype(np.float64, copy=False)
+    good = np.isfinite(a) & np.isfinite(r) & (a > 0)
+    a, r = a[good], r[good]
+    if a.size == 0:
+        return out
+    out["mare"] = float(np.median(np.abs(r - a) / a))
+    out["rmse_pkts"] = float(math.sqrt(np.mean((r - a) ** 2)))
+    if a.size >= 3 and np.std(a) > 0 and np.std(r) > 0:
+        out["corr"] = float(np.corrcoef(a, r)[0, 1])
+    rtt = u.rtt[ok][good]
+    okr = np.isfinite(rtt) & (rtt > 0)
+    if okr.any():
+        out["goodput_pred_bps"] = float(np.mean(r[okr] * mss * 8.0 / rtt[okr]))
+    dur, acked = u.sums(ok)
+    if dur > 0:
+        out["goodput_actual_bps"] = acked * 8.0 / dur
+    return out
+
+
 def fit(events: Any, replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """schema.FIT_METRICS for every replay of one flow (a :class:`~hscc_trace.model.FlowEvents`),
-    ranked (1 = lowest mare; algorithms with no usable round are ranked last)."""
+    ranked (1 = lowest mare; algorithms with no usable round are ranked last).
+
+    Equivalent to :func:`fit_one` of :func:`round_table` per replay; the usable rounds are
+    selected once per flow (:class:`_UsableRounds`) rather than once per algorithm."""
     rows = []
+    u = _UsableRounds(events.rounds, events.mss) if replays else None
     for label, rep in replays.items():
-        rt = round_table(events.acks, events.rounds, rep, events.mss)
-        m = fit_one(rt, events.mss)
+        m = _fit_replay(u, rep, events.mss)
         rows.append({"flow_id": events.flow_id, "algo": label, **m})
     if not rows:
         return schema.empty(schema.FIT_METRICS)
