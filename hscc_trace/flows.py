@@ -28,12 +28,15 @@ so the handshake gives a sample too.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import polars as pl
 from numba import njit
 
-from hscc_trace import schema
 from hscc_trace.addr import to_str
+
+if TYPE_CHECKING:  # polars is imported where a table is built, so the flows fast path can import it
+    import polars as pl  # in the background while the compiled kernels run (hscc_trace.capture.load_flows)
 
 SYN, ACK, FIN, RST = 0x02, 0x10, 0x01, 0x04
 
@@ -97,18 +100,28 @@ def _hash(k0, k1, k2, k3, k4):
 
 @njit(cache=True, nogil=True)
 def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, plen, wire, ts,
-                 mss, has_mss, ws, has_ws, sackp, has_tsopt, ipv,
+                 mss, has_mss, ws, has_ws, sackp, has_tsopt, ipv, status,
                  S, ADDR, default, tkeys, tval, n_end, n_ts, n_flag, n_next, ctl,
                  out_flow, out_side, out_kind, out_rtt):
     """Process packets i0.. in capture order; returns (next packet index, ST_*).
 
+    ``status`` is the decoder's status per packet (:mod:`hscc_trace.capture.decode`): packets
+    whose status is not 0 are not TCP rows and are skipped (``out_flow`` −1, ``out_rtt`` NaN);
+    an empty ``status`` means every packet is a TCP row.
     ctl = [flows used, free node list head, node high-water mark, conversations in table].
     The kernel stops *before* a packet that could overflow a table; the caller grows it and
     calls again from the returned index.
     """
     n = len(flags)
     tmask = len(tval) - 1
+    check = len(status) > 0
     for i in range(i0, n):
+        if check and status[i] != 0:
+            out_flow[i] = -1
+            out_side[i] = 0
+            out_kind[i] = KIND_NONE
+            out_rtt[i] = np.nan
+            continue
         # capacity checks (one packet adds at most one flow, one conversation, one node)
         if ctl[0] + 1 > S.shape[0]:
             return i, ST_GROW_FLOWS
@@ -347,23 +360,46 @@ class FlowTracker:
         self.n_flag = np.zeros(nodes, np.bool_)
         self.n_next = np.full(nodes, -1, np.int64)
         self.ctl = np.array([0, -1, 0, 0], np.int64)
-        self._rtt_flow: list[np.ndarray] = []
-        self._rtt_side: list[np.ndarray] = []
-        self._rtt_val: list[np.ndarray] = []
+        # RTT samples (flow row, side whose data they time, seconds); rtt_acc[0] = samples held
+        self.rtt_flow = np.empty(0, np.int64)
+        self.rtt_side = np.empty(0, np.uint8)
+        self.rtt_val = np.empty(0, np.float64)
+        self.rtt_acc = np.zeros(1, np.int64)
+        #: what :meth:`feed_decoded` saw: [TCP rows, first ts_ns, last ts_ns]
+        self.acc = np.zeros(3, np.int64)
+        self.acc[1], self.acc[2] = _I64_MAX, _I64_MIN
+        self._out: tuple[np.ndarray, ...] = ()
 
     def feed(self, c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Process one batch of packet columns (capture order); returns per packet (flow row, side, kind, rtt s)."""
         n = len(c["flags"])
-        out_flow = np.empty(n, np.int64)
-        out_side = np.empty(n, np.uint8)
-        out_kind = np.empty(n, np.uint8)
-        out_rtt = np.empty(n, np.float64)
+        out = (np.empty(n, np.int64), np.empty(n, np.uint8), np.empty(n, np.uint8), np.empty(n, np.float64))
+        self._run(c, _NO_STATUS, out)
+        return out
+
+    def feed_decoded(self, c: dict[str, np.ndarray], status: np.ndarray) -> None:
+        """Process every record of one decoded batch whose ``status`` is 0 (a TCP row), in order.
+
+        ``c`` holds the decoder's columns for *all* records of the batch (values of non-TCP
+        records are garbage and never read). Nothing per packet is returned, so the output
+        arrays are reused from batch to batch; :attr:`acc` counts the TCP rows and keeps their
+        first/last timestamp.
+        """
+        n = len(status)
+        if not self._out or len(self._out[0]) < n:
+            self._out = (np.empty(n, np.int64), np.empty(n, np.uint8), np.empty(n, np.uint8), np.empty(n, np.float64))
+        self._run(c, status, tuple(a[:n] for a in self._out))
+        _ts_range(status, c["ts_ns"], self.acc)
+
+    def _run(self, c: dict[str, np.ndarray], status: np.ndarray, out: tuple[np.ndarray, ...]) -> None:
+        out_flow, out_side, out_kind, out_rtt = out
+        n = len(out_flow)
         i = 0
         while True:
             i, st = _flow_kernel(
                 i, c["src_hi"], c["src_lo"], c["dst_hi"], c["dst_lo"], c["sport"], c["dport"], c["flags"], c["seq"],
                 c["ack"], c["win"], c["payload_len"], c["wire_len"], c["ts_ns"], c["opt_mss"], c["has_mss"],
-                c["opt_wscale"], c["has_ws"], c["opt_sack_perm"], c["has_ts"], c["ip_version"],
+                c["opt_wscale"], c["has_ws"], c["opt_sack_perm"], c["has_ts"], c["ip_version"], status,
                 self.S, self.ADDR, _DEFAULT, self.tkeys, self.tval, self.n_end, self.n_ts, self.n_flag, self.n_next,
                 self.ctl, out_flow, out_side, out_kind, out_rtt,
             )
@@ -381,12 +417,13 @@ class FlowTracker:
                 self.n_ts = np.concatenate([self.n_ts, np.zeros(m, np.int64)])
                 self.n_flag = np.concatenate([self.n_flag, np.zeros(m, np.bool_)])
                 self.n_next = np.concatenate([self.n_next, np.full(m, -1, np.int64)])
-        has = ~np.isnan(out_rtt)
-        if has.any():
-            self._rtt_flow.append(out_flow[has])
-            self._rtt_side.append((1 - out_side[has]).astype(np.uint8))  # the sample times the other side's data
-            self._rtt_val.append(out_rtt[has])
-        return out_flow, out_side, out_kind, out_rtt
+        used = int(self.rtt_acc[0])
+        if used + n > len(self.rtt_val):  # room for one sample per packet
+            size = max(used + n, 2 * len(self.rtt_val), 4096)
+            self.rtt_flow = np.concatenate([self.rtt_flow[:used], np.empty(size - used, np.int64)])
+            self.rtt_side = np.concatenate([self.rtt_side[:used], np.empty(size - used, np.uint8)])
+            self.rtt_val = np.concatenate([self.rtt_val[:used], np.empty(size - used, np.float64)])
+        _keep_rtt(out_flow, out_side, out_rtt, self.rtt_flow, self.rtt_side, self.rtt_val, self.rtt_acc)
 
     @property
     def n_flows(self) -> int:
@@ -400,6 +437,10 @@ class FlowTracker:
 
     def table(self) -> pl.DataFrame:
         """The flow table (schema.FLOWS) of everything fed so far."""
+        import polars as pl
+
+        from hscc_trace import schema
+
         nf = self.n_flows
         if nf == 0:
             return schema.empty(schema.FLOWS)
@@ -487,32 +528,79 @@ class FlowTracker:
         rmin = np.full(nf, np.nan)
         rmed = np.full(nf, np.nan)
         rmax = np.full(nf, np.nan)
-        if self._rtt_val:
-            fl = np.concatenate(self._rtt_flow)
-            sd = np.concatenate(self._rtt_side)
-            v = np.concatenate(self._rtt_val)
-            keep = sd == snd[fl]
-            fl, v = fl[keep], v[keep]
-            order = np.argsort(fl, kind="stable")  # radix sort on integers
-            _group_stats(fl[order], v[order], rmin, rmed, rmax)
+        used = int(self.rtt_acc[0])
+        if used:
+            _group_stats(self.rtt_flow[:used], self.rtt_side[:used], self.rtt_val[:used], snd.astype(np.int64),
+                         rmin, rmed, rmax)
         return rmin, rmed, rmax
 
 
-@njit(cache=True)
-def _group_stats(fl, v, rmin, rmed, rmax):
-    """Per run of equal ``fl``: min, median (mean of the two middle values if even), max of ``v``."""
-    n = len(fl)
-    i = 0
-    while i < n:
-        j = i
-        while j < n and fl[j] == fl[i]:
-            j += 1
-        g = np.sort(v[i:j])
-        m = j - i
-        rmin[fl[i]] = g[0]
-        rmax[fl[i]] = g[m - 1]
-        rmed[fl[i]] = (g[(m - 1) // 2] + g[m // 2]) / 2
-        i = j
+_NO_STATUS = np.zeros(0, np.uint8)  # feed(): every packet is a TCP row
+
+
+@njit(cache=True, nogil=True)
+def _keep_rtt(out_flow, out_side, out_rtt, rf, rs, rv, acc):
+    """Append the batch's RTT samples (flow, side whose data was timed, s) at rf/rs/rv[acc[0]:]."""
+    k = acc[0]
+    for i in range(len(out_rtt)):
+        if not np.isnan(out_rtt[i]):
+            rf[k] = out_flow[i]
+            rs[k] = 1 - out_side[i]  # the sample times the other side's data
+            rv[k] = out_rtt[i]
+            k += 1
+    acc[0] = k
+
+
+@njit(cache=True, nogil=True)
+def _ts_range(status, ts, acc):
+    """acc[0] += TCP rows (status 0); acc[1] / acc[2] = min / max of their timestamps."""
+    for i in range(len(status)):
+        if status[i] == 0:
+            acc[0] += 1
+            if ts[i] < acc[1]:
+                acc[1] = ts[i]
+            if ts[i] > acc[2]:
+                acc[2] = ts[i]
+
+
+@njit(cache=True, nogil=True)
+def _group_stats(fl, sd, v, snd, rmin, rmed, rmax):
+    """Per flow f: min, median (mean of the two middle values if even), max of the samples v
+    with fl == f that timed the data sender's segments (sd == snd[f]).
+
+    Samples are bucketed by flow (counting sort, capture order kept) and the median is found by
+    selection (np.partition) rather than a full sort.
+    """
+    nf = len(snd)
+    cnt = np.zeros(nf + 1, np.int64)
+    for i in range(len(fl)):
+        if sd[i] == snd[fl[i]]:
+            cnt[fl[i] + 1] += 1
+    for f in range(nf):
+        cnt[f + 1] += cnt[f]
+    pos = cnt[:nf].copy()
+    g = np.empty(cnt[nf], np.float64)
+    for i in range(len(fl)):
+        f = fl[i]
+        if sd[i] == snd[f]:
+            g[pos[f]] = v[i]
+            pos[f] += 1
+    for f in range(nf):
+        m = cnt[f + 1] - cnt[f]
+        if m == 0:
+            continue
+        part = g[cnt[f] : cnt[f + 1]]
+        k = (m - 1) // 2
+        lo_ = np.partition(part, k)  # lo_[k] is the k-th smallest; everything after it is >= it
+        hi = lo_[k]
+        if m % 2 == 0:
+            hi = lo_[k + 1]
+            for j in range(k + 2, m):
+                if lo_[j] < hi:
+                    hi = lo_[j]
+        rmin[f] = part.min()
+        rmax[f] = part.max()
+        rmed[f] = (lo_[k] + hi) / 2
 
 
 def _columns(pk: pl.DataFrame) -> dict[str, np.ndarray]:
@@ -534,6 +622,10 @@ def build_flows(packets: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     ``packets`` follows schema.PACKETS (``flow_id``/``dir`` may be absent or stale). Returns
     (packets in capture order conforming to schema.PACKETS, flows conforming to schema.FLOWS).
     """
+    import polars as pl
+
+    from hscc_trace import schema
+
     cols = [c.name for c in schema.PACKETS if c.name not in ("flow_id", "dir")]
     pk = packets.select(cols)
     if pk.height == 0:

@@ -11,20 +11,27 @@ reported as a warning.
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import numpy as np
-import polars as pl
 
-from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
-from hscc_trace.model import Capture, CaptureMeta
 
-from .decode import FALLBACK, FRAGMENT, OK, REASONS, Scratch, decode, decode_arrays
+from .decode import FALLBACK, FRAGMENT, OK, REASONS, Scratch, decode, decode_all, decode_arrays
 from .reader import ReadInfo, iter_batches, linktype_name
+
+if TYPE_CHECKING:  # polars (via schema/model) is imported where tables are built: see load_flows
+    import polars as pl
+
+    from hscc_trace.model import Capture, CaptureMeta
 
 __all__ = ["load", "load_packets", "load_flows"]
 
-_PACKET_COLS = [c.name for c in schema.PACKETS if c.name not in ("flow_id", "dir")]
+
+def _packet_cols() -> list[str]:
+    from hscc_trace import schema
+
+    return [c.name for c in schema.PACKETS if c.name not in ("flow_id", "dir")]
 
 
 def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: bool = True,
@@ -43,6 +50,12 @@ def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: b
 def _read_packets(path, *, bpf=None, fallback=True, force_slow=False, limit=None, tracker=None):
     """load_packets(); with a FlowTracker, rows also carry flow_id/side unless scapy rows were
     merged in (4th value False: the caller must then run build_flows on the whole table)."""
+    import polars as pl
+
+    from hscc_trace import schema
+    from hscc_trace.model import CaptureMeta
+
+    _PACKET_COLS = _packet_cols()
     path = os.fspath(path)
     info = ReadInfo()
     parts: list[pl.DataFrame] = []
@@ -138,7 +151,11 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
     no TCP packet could be decoded. Partial problems (truncated last record, undecodable records)
     become warnings with counts.
     """
+    import polars as pl
+
+    from hscc_trace import schema
     from hscc_trace.flows import FlowTracker, build_flows
+    from hscc_trace.model import Capture
 
     tracker = FlowTracker()
     pk, meta, warnings, tracked = _read_packets(path, bpf=bpf, tracker=tracker)
@@ -168,8 +185,10 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
 
     The fast path of ``hscc-trace flows``: a reader thread reads, filters and decodes batches
     (compiled code that releases the GIL, as does gzip) while this thread feeds each decoded
-    batch straight into the streaming flow kernel (:class:`hscc_trace.flows.FlowTracker`);
-    memory holds a few batches plus the per-connection state. The result equals
+    batch straight into the streaming flow kernel (:meth:`hscc_trace.flows.FlowTracker.feed_decoded`,
+    which skips the records that are not TCP by their decoder status, so no column is copied);
+    a third thread imports polars meanwhile (needed only for the final table). Memory holds a
+    few batches plus the per-connection state and the RTT samples. The result equals
     ``load(path).flows``. A capture with records the fast decoder hands to scapy (other link
     types, tunnels, fragments) takes the full :func:`load` path instead, because those rows must
     be merged in frame order.
@@ -201,20 +220,19 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
                     batch = batch.subset(flt.match(batch))
                     if len(batch) == 0:
                         continue
-                cols, status = decode_arrays(batch, scratches[k % 3])
+                cols, status = decode_all(batch, scratches[k % 3])
                 k += 1
-                q.put(("batch", len(batch), cols, status))
+                q.put(("batch", len(batch), cols, status, np.bincount(status, minlength=len(REASONS) + 1)))
             q.put(("end",))
         except BaseException as exc:  # handed to the consumer, re-raised there
             q.put(("error", exc))
 
     worker = threading.Thread(target=produce, name="hscc-capture-reader", daemon=True)
     worker.start()
+    importer: threading.Thread | None = None
     skipped: dict[str, int] = {}
     tr = FlowTracker()
-    matched = tcp = 0
-    first_ns: int | None = None
-    last_ns: int | None = None
+    matched = 0
     try:
         while True:
             msg = q.get()
@@ -222,31 +240,31 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
                 break
             if msg[0] == "error":
                 raise msg[1]
-            _, nrec, cols, status = msg
+            _, nrec, cols, status, counts = msg
             matched += nrec
-            bad = status != OK
-            if bad.any():
-                codes, counts = np.unique(status[bad], return_counts=True)
-                if np.isin(codes, (FALLBACK, FRAGMENT)).any():
-                    stop.set()
-                    _drain(q, worker)
-                    cap = load(p, bpf=bpf)
-                    return cap.flows, cap.meta, cap.warnings
-                for c, k in zip(codes.tolist(), counts.tolist()):
-                    r = REASONS.get(c, f"decoder status {c}")
-                    skipped[r] = skipped.get(r, 0) + k
-            n = len(cols["flags"])
-            if n:
-                tcp += n
-                tr.feed(cols)
-                lo, hi = int(cols["ts_ns"].min()), int(cols["ts_ns"].max())
-                first_ns = lo if first_ns is None else min(first_ns, lo)
-                last_ns = hi if last_ns is None else max(last_ns, hi)
+            if counts[FALLBACK] or counts[FRAGMENT]:
+                stop.set()
+                _drain(q, worker)
+                cap = load(p, bpf=bpf)
+                return cap.flows, cap.meta, cap.warnings
+            for c in np.flatnonzero(counts[1:]).tolist():
+                r = REASONS.get(c + 1, f"decoder status {c + 1}")
+                skipped[r] = skipped.get(r, 0) + int(counts[c + 1])
+            tr.feed_decoded(cols, status)
+            if importer is None:  # the kernels are loaded: import polars while they run
+                importer = threading.Thread(target=_import_tables, name="hscc-import", daemon=True)
+                importer.start()
     finally:
         stop.set()
         _drain(q, worker)
+    if importer is not None:
+        importer.join()
+    from hscc_trace.model import CaptureMeta
+
     if flt is not None and matched == 0 and info.records:
         raise InputError(f"{p}: no packet matches the filter {bpf!r} ({info.records} packets read)")
+    tcp = int(tr.acc[0])
+    first_ns, last_ns = (int(tr.acc[1]), int(tr.acc[2])) if tcp else (None, None)
     warnings = [Warn(p, reason, k) for reason, k in info.problems.items()]
     warnings += [Warn(p, f"skipped: {reason}", k) for reason, k in skipped.items()]
     meta = CaptureMeta(path=p, format=info.format, link_types=[linktype_name(lt) for lt in info.linktypes],
@@ -255,6 +273,13 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
     if tcp == 0:
         raise InputError(_no_tcp_message(meta, warnings))
     return tr.table(), meta, warnings
+
+
+def _import_tables() -> None:
+    """Import polars and the table modules (run in a thread while compiled kernels hold no GIL)."""
+    import polars  # noqa: F401
+
+    from hscc_trace import model, schema  # noqa: F401
 
 
 def _drain(q, worker) -> None:

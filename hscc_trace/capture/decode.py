@@ -325,6 +325,27 @@ def _alloc(n: int) -> tuple[np.ndarray, ...]:
         + tuple(e(n, np.bool_) for _ in range(5)) + (e((n, 8), np.uint32),)
 
 
+def decode_all(batch, scratch: Scratch) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Decode a batch into scratch columns covering *every* record, and the status per record.
+
+    Like :func:`decode_arrays` but without picking out the TCP records: the values of records
+    whose status is not :data:`OK` are garbage (for consumers that skip them by status, such as
+    :meth:`hscc_trace.flows.FlowTracker.feed_decoded`). Valid until ``scratch`` is reused.
+    """
+    (status, ipv, ttl, ecn, thl, wsc, sack_n, shi, slo, dhi, dlo, ipid, seq, ack, plen, tsval, tsecr,
+     sport, dport, flags, win, mss, trunc, has_mss, has_wsc, sackp, has_ts, sack) = scratch.get(len(batch))
+    decode_batch(batch.buf, batch.off, batch.cap, batch.wire, batch.linktype, status, ipv, shi, slo, dhi, dlo,
+                 ipid, ttl, ecn, sport, dport, seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc,
+                 has_wsc, sackp, tsval, tsecr, has_ts, sack_n, sack)
+    cols = {
+        "ts_ns": batch.ts_ns, "wire_len": batch.wire, "ip_version": ipv, "src_hi": shi, "src_lo": slo,
+        "dst_hi": dhi, "dst_lo": dlo, "sport": sport, "dport": dport, "seq": seq, "ack": ack, "flags": flags,
+        "win": win, "payload_len": plen, "opt_mss": mss, "has_mss": has_mss, "opt_wscale": wsc, "has_ws": has_wsc,
+        "opt_sack_perm": sackp, "has_ts": has_ts,
+    }
+    return cols, status
+
+
 def decode_arrays(batch, scratch: Scratch | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Decode a :class:`~hscc_trace.capture.reader.Batch` into numpy columns of its TCP records.
 
