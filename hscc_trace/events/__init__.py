@@ -16,19 +16,47 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from hscc_trace.errors import InputError
 from hscc_trace.model import Capture, FlowEvents
 
-from .tables import build_events
+from .prep import NEED, group_rows, source_columns
+from .tables import build_flows
 
 __all__ = ["flow_events", "events_from_packets", "all_flow_events"]
 
-# schema.PACKETS columns the event streams read
-_USED = ("frame", "ts_ns", "dir", "flow_id", "seq", "ack", "flags", "win", "payload_len", "ip_ecn",
-         "opt_mss", "opt_wscale", "opt_sack_perm", "opt_tsval", "opt_tsecr", "sack_n",
-         *(f"sack_{e}{i}" for i in range(4) for e in ("l", "r")))
+
+def _check(packets: pl.DataFrame) -> None:
+    missing = [c for c in NEED if c not in packets.columns]
+    if missing:
+        raise InputError(f"packets table lacks columns: {', '.join(missing)}")
+
+
+def _frame_order(frame: np.ndarray) -> np.ndarray:
+    """Rows in frame order (empty when they already are)."""
+    if frame.size < 2 or bool((frame[1:] >= frame[:-1]).all()):
+        return np.empty(0, np.int64)
+    return np.argsort(frame, kind="stable")
+
+
+def _one_flow(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: int) -> FlowEvents:
+    _check(packets)
+    if packets.height == 0:
+        raise InputError("flow has no packets")
+    src = source_columns(packets)
+    order = _frame_order(src[0])
+    if order.size == 0:
+        order = np.arange(packets.height, dtype=np.int64)
+
+    def get(name: str, unknown: int) -> np.ndarray:
+        v = None if flow is None else flow.get(name)
+        return np.array([unknown if v is None else int(v)], np.int64)
+
+    mss = get("mss", 0)
+    return build_flows(src, order, np.array([0, packets.height], np.int64), [flow_id],
+                       get("sender_dir", -1), np.maximum(mss, 0), get("wscale_a", -1), get("wscale_b", -1))[0]
 
 
 def events_from_packets(packets: pl.DataFrame, flow: dict[str, Any] | None = None,
@@ -41,7 +69,7 @@ def events_from_packets(packets: pl.DataFrame, flow: dict[str, Any] | None = Non
             flow_id = int(packets.get_column("flow_id")[0])
         else:
             flow_id = 0
-    return build_events(packets, flow, flow_id)
+    return _one_flow(packets, flow, flow_id)
 
 
 def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
@@ -56,19 +84,55 @@ def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
     if pk.height == 0:
         known = "" if flows is None or not flows.height else f" (flows: 0..{flows.height - 1})"
         raise InputError(f"no flow with id {flow_id} in {capture.meta.path}{known}")
-    return build_events(pk, row, flow_id)
+    return _one_flow(pk, row, flow_id)
+
+
+def _flow_params(flows: pl.DataFrame | None, fids: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per flow of ``fids``: sender_dir (-1), mss (0), wscale_a (-1), wscale_b (-1) from the flows
+    table (unknown in brackets); the last row of a flow id wins."""
+    n = fids.size
+    out = [np.full(n, -1, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64), np.full(n, -1, np.int64)]
+    if flows is None or not flows.height or "flow_id" not in flows.columns:
+        return tuple(out)
+    pos = {int(v): i for i, v in enumerate(flows.get_column("flow_id").to_list())}
+    rows = np.array([pos.get(int(f), -1) for f in fids], np.int64)
+    hit = rows >= 0
+    for k, (name, unknown) in enumerate((("sender_dir", -1), ("mss", 0), ("wscale_a", -1), ("wscale_b", -1))):
+        if name in flows.columns:
+            v = flows.get_column(name).cast(pl.Int64).fill_null(unknown).to_numpy()
+            out[k][hit] = v[rows[hit]]
+    out[1] = np.maximum(out[1], 0)
+    return tuple(out)
 
 
 def all_flow_events(capture: Capture) -> dict[int, FlowEvents]:
-    """Event streams of every flow (packets are partitioned once)."""
-    rows = {}
-    if capture.flows is not None and capture.flows.height:
-        rows = {int(r["flow_id"]): r for r in capture.flows.iter_rows(named=True)}
+    """Event streams of every flow, in order of each flow's first packet in the table.
+
+    The packets are grouped by flow once (a counting sort of the row numbers; no table copy) and
+    the flows are processed in batches (:func:`.tables.build_flows`).
+    """
+    pk = capture.packets
     out: dict[int, FlowEvents] = {}
-    if capture.packets.height == 0:
+    if pk.height == 0:
         return out
-    used = [c for c in _USED if c in capture.packets.columns]
-    for key, pk in capture.packets.select(used).partition_by("flow_id", as_dict=True, maintain_order=True).items():
-        fid = int(key[0] if isinstance(key, tuple) else key)
-        out[fid] = build_events(pk, rows.get(fid), fid)
+    _check(pk)
+    if "flow_id" not in pk.columns:
+        raise InputError("packets table lacks columns: flow_id")
+    src = source_columns(pk)
+    fid = pk.get_column("flow_id")
+    if fid.null_count():
+        fid = fid.fill_null(0)  # (the old partition would have failed on a null key)
+    key = fid.to_numpy()
+    ids = None
+    if key.size and int(key.max()) > 4 * key.size + 1024:  # sparse ids: compact them first
+        ids, key = np.unique(key, return_inverse=True)
+    nbins = int(key.max()) + 1
+    order, bounds, first = group_rows(key, _frame_order(src[0]), nbins)
+    present = np.flatnonzero(first >= 0)
+    fids = present if ids is None else ids[present]
+    sdir, mss, wsa, wsb = _flow_params(capture.flows, fids)
+    bnd = np.concatenate((bounds[present], [bounds[-1]]))  # (ids without packets are empty groups)
+    evs = build_flows(src, order, bnd.astype(np.int64), [int(f) for f in fids], sdir, mss, wsa, wsb)
+    for k in np.argsort(first[present], kind="stable"):
+        out[int(fids[k])] = evs[k]
     return out

@@ -552,3 +552,57 @@ def analyze(
         if trig_row < 0 and state == S_OPEN and (dup >= dupthresh or sb_tot > (dupthresh - 1) * mss):
             trig_row = i
     return ep_n
+
+
+@njit(cache=True)
+def analyze_flows(
+    bounds, snd, ts, seq, ack, plen, flags, win, tsv, tse, sl, sr, sn,
+    f_mss, f_shift, f_sack, dupthresh, f_ooo, rtt_offset_ns, rto_min_ns, f_at_sender, ahead,
+    o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
+    o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
+    o_round_end, o_tgt, o_state, o_cong, o_undo,
+    e_kind, e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, e_spur,
+    warn, n_ep, n_seg, n_ack,
+):
+    """:func:`analyze` for several flows: flow ``f`` is rows ``bounds[f]:bounds[f+1]``.
+
+    Per-flow parameters are arrays indexed by flow; flow ``f``'s episodes are written from row
+    ``bounds[f] + f`` of the episode arrays (``analyze`` needs rows + 1), its warning counters to
+    ``warn[f]``, its episode, segment and ACK counts to ``n_ep[f]``, ``n_seg[f]``, ``n_ack[f]``. Away from the sender (``f_at_sender`` False)
+    ``outstanding`` and ``pipe`` of each ACK are raised to the estimated sender-side flight
+    (``ahead``; see hscc_trace.events.tables._snd_max_ahead).
+    """
+    nf = bounds.shape[0] - 1
+    for f in range(nf):
+        lo = bounds[f]
+        hi = bounds[f + 1]
+        el = lo + f
+        eh = hi + f + 1
+        n_ep[f] = analyze(
+            snd[lo:hi], ts[lo:hi], seq[lo:hi], ack[lo:hi], plen[lo:hi], flags[lo:hi], win[lo:hi],
+            tsv[lo:hi], tse[lo:hi], sl[lo:hi], sr[lo:hi], sn[lo:hi],
+            f_mss[f], f_shift[f], f_sack[f], dupthresh, f_ooo[f], rtt_offset_ns[lo:hi], rto_min_ns,
+            f_at_sender[f], ahead[lo:hi],
+            o_kind[lo:hi], o_probe[lo:hi], o_rexmit[lo:hi], o_seg_out[lo:hi], o_seg_round[lo:hi],
+            o_isack[lo:hi], o_ackrel[lo:hi], o_acked[lo:hi], o_sacked[lo:hi], o_dsack[lo:hi],
+            o_dup[lo:hi], o_rwnd[lo:hi], o_rtt[lo:hi], o_rtt_src[lo:hi], o_snd_max[lo:hi],
+            o_out[lo:hi], o_pipe[lo:hi], o_round[lo:hi], o_round_end[lo:hi], o_tgt[lo:hi],
+            o_state[lo:hi], o_cong[lo:hi], o_undo[lo:hi],
+            e_kind[el:eh], e_start_t[el:eh], e_end_t[el:eh], e_start_i[el:eh], e_end_i[el:eh],
+            e_flight[el:eh], e_retx[el:eh], e_rp[el:eh], e_spur[el:eh],
+            warn[f],
+        )
+        ns = 0
+        na = 0
+        for i in range(lo, hi):
+            if o_kind[i] >= 0:
+                ns += 1
+            if o_isack[i]:
+                na += 1
+                if not f_at_sender[f]:
+                    extra = ahead[i] - o_snd_max[i]
+                    if extra > 0:
+                        o_out[i] += extra
+                        o_pipe[i] += extra
+        n_seg[f] = ns
+        n_ack[f] = na

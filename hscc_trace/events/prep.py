@@ -16,14 +16,10 @@ Everything here is vectorized (numpy/polars). The main job is sequence arithmeti
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import polars as pl
-
-from hscc_trace.errors import InputError
-
 from numba import njit
 
 from .core import NOTS
@@ -40,10 +36,6 @@ class Handshake:
     synack_ns: int | None = None  # first SYN/ACK from B
     ack_ns: int | None = None  # first ACK from A after the SYN/ACK (third packet)
     irtt_ns: int | None = None  # Wireshark iRTT: SYN to first pure ACK
-    wscale: dict[int, int | None] = field(default_factory=lambda: {0: None, 1: None})
-    mss: dict[int, int | None] = field(default_factory=lambda: {0: None, 1: None})
-    sack_perm: dict[int, bool] = field(default_factory=lambda: {0: False, 1: False})
-    syn_seq: dict[int, int | None] = field(default_factory=lambda: {0: None, 1: None})
 
 
 @dataclass
@@ -107,191 +99,327 @@ def _unwrap_joint(raw, use, lead, origin):
     return out
 
 
-def _col(df: pl.DataFrame, name: str, dtype=np.int64, fill: int = 0) -> np.ndarray:
-    s = df.get_column(name)
-    if s.null_count():
-        s = s.fill_null(fill)
-    return s.to_numpy().astype(dtype, copy=False)
+NONE = np.int64(np.iinfo(np.int64).min)  # per-flow time "not captured"
+
+# schema.PACKETS columns the kernel reads, in its argument order, with the dtype it is compiled for
+# and the value a null stands for (the old per-flow code filled nulls the same way)
+_SOURCE = (
+    ("frame", np.uint64, 0), ("ts_ns", np.int64, 0), ("dir", np.uint8, 0), ("seq", np.uint32, 0),
+    ("ack", np.uint32, 0), ("flags", np.uint16, 0), ("win", np.uint16, 0), ("payload_len", np.uint32, 0),
+    ("ip_ecn", np.uint8, 0), ("sack_n", np.uint8, 0),
+    *((f"sack_{e}{i}", np.uint32, 0) for i in range(4) for e in ("l", "r")),
+    ("opt_tsval", np.uint32, 0), ("opt_tsecr", np.uint32, 0),
+    ("opt_mss", np.uint16, 0), ("opt_wscale", np.int16, -1), ("opt_sack_perm", np.bool_, False),
+)
+NEED = ("frame", "ts_ns", "dir", "seq", "ack", "flags", "win", "payload_len")
+USED = tuple(name for name, _d, _f in _SOURCE) + ("flow_id",)
 
 
-def handshake_info(df: pl.DataFrame) -> Handshake:
-    """Handshake timing and options of one flow (``df`` sorted by frame)."""
-    h = Handshake()
-    flags = _col(df, "flags")
-    d = _col(df, "dir")
-    ts = _col(df, "ts_ns")
-    syn = (flags & F_SYN) != 0
-    ackf = (flags & F_ACK) != 0
-    idx_syn = np.flatnonzero(syn & ~ackf)
-    idx_sa = np.flatnonzero(syn & ackf)
-    for direction in (0, 1):
-        pick = idx_syn if direction == 0 else idx_sa
-        pick = pick[d[pick] == direction] if pick.size else pick
-        if pick.size == 0:
-            # a SYN-only packet from B or SYN/ACK from A (simultaneous open) still carries options
-            alt = np.flatnonzero(syn & (d == direction))
-            pick = alt
-        if pick.size:
-            row = df.row(int(pick[0]), named=True)
-            h.wscale[direction] = row.get("opt_wscale")
-            h.mss[direction] = row.get("opt_mss")
-            h.sack_perm[direction] = bool(row.get("opt_sack_perm") or False)
-            h.syn_seq[direction] = int(row["seq"])
-    a_syn = idx_syn[d[idx_syn] == 0] if idx_syn.size else idx_syn
-    b_sa = idx_sa[d[idx_sa] == 1] if idx_sa.size else idx_sa
-    if a_syn.size and b_sa.size:
-        h.seen = True
-        first_sa = int(b_sa[0])
-        before = a_syn[a_syn < first_sa]
-        syn_i = int(before[-1]) if before.size else int(a_syn[0])
-        h.syn_ns = int(ts[syn_i])
-        h.synack_ns = int(ts[first_sa])
-        third = np.flatnonzero((d == 0) & ackf & ~syn & (np.arange(len(d)) > first_sa))
-        if third.size:
-            h.ack_ns = int(ts[int(third[0])])
-    if a_syn.size:
-        pure = np.flatnonzero(ackf & ~syn & (np.arange(len(d)) > int(a_syn[0])))
-        if pure.size:
-            # Wireshark: ts_mru_syn is the most recent SYN before the first pure ACK
-            syns_before = a_syn[a_syn < pure[0]]
-            h.irtt_ns = int(ts[int(pure[0])] - ts[int(syns_before[-1])])
-    return h
+def source_columns(packets: Any) -> tuple[np.ndarray, ...]:
+    """The kernel's input columns from a schema.PACKETS DataFrame (zero-copy where possible).
+
+    A missing optional column reads as all-null (as the per-flow code treated it); nulls are
+    filled as the per-flow code did (0, -1 for an absent window scale, False). A column of an
+    unexpected dtype is cast to int64 (all of them then, so the kernel has one other signature).
+    """
+    import polars as pl
+
+    from hscc_trace import schema
+
+    n = packets.height
+    names = packets.columns
+    want_dtype = {c.name: c.dtype for c in schema.PACKETS}
+    odd = any(name in names and packets.schema[name] != want_dtype[name] for name, _d, _f in _SOURCE)
+    out = []
+    for name, dt, fill in _SOURCE:
+        want = np.bool_ if dt is np.bool_ else (np.int64 if odd else dt)
+        if name not in names or (name.startswith("sack_") and name != "sack_n" and "sack_l0" not in names):
+            out.append(np.zeros(n, want))
+            continue
+        s = packets.get_column(name)
+        if name == "opt_wscale":
+            s = s.cast(pl.Int16)
+        if s.null_count():
+            s = s.fill_null(fill)
+        out.append(s.to_numpy().astype(want, copy=False))
+    if "sack_l0" not in names:  # the per-flow code read no SACK blocks without the edge columns
+        out[9] = np.zeros(n, out[9].dtype)
+    tv = packets.get_column("opt_tsval") if "opt_tsval" in names else None
+    has_ts = np.zeros(n, np.bool_) if tv is None else (
+        ~tv.is_null().to_numpy() if tv.null_count() else np.ones(n, np.bool_))
+    # kernel order: ..., opt_tsval, opt_tsecr, has_ts, opt_mss, opt_wscale, opt_sack_perm
+    return (*out[:20], has_ts, *out[20:])
 
 
-def choose_sender(df: pl.DataFrame, flow: dict[str, Any] | None) -> int:
-    """The data sender's direction: the flow row's ``sender_dir`` or the direction with more payload."""
-    if flow is not None and flow.get("sender_dir") is not None:
-        return int(flow["sender_dir"])
-    d = _col(df, "dir")
-    p = _col(df, "payload_len")
-    b0 = int(p[d == 0].sum())
-    b1 = int(p[d == 1].sum())
-    return 1 if b1 > b0 else 0
+@njit(cache=True, inline="always")
+def _wrap32(x):
+    """Signed 32-bit interpretation of an int64 difference (RFC 1982 serial arithmetic)."""
+    return ((x + np.int64(2**31)) & np.int64(0xFFFFFFFF)) - np.int64(2**31)
 
 
-def prepare(packets: pl.DataFrame, flow: dict[str, Any] | None = None) -> FlowArrays:
-    """Arrays for one flow. ``packets`` are that flow's rows of schema.PACKETS (any order)."""
-    need = ("frame", "ts_ns", "dir", "seq", "ack", "flags", "win", "payload_len")
-    missing = [c for c in need if c not in packets.columns]
-    if missing:
-        raise InputError(f"packets table lacks columns: {', '.join(missing)}")
-    if packets.height == 0:
-        raise InputError("flow has no packets")
-    fr = packets.get_column("frame")
-    df = packets if fr.is_sorted() else packets.sort("frame")
-    h = handshake_info(df)
-    sdir = choose_sender(df, flow)
-    rdir = 1 - sdir
-    n = df.height
-    d = _col(df, "dir")
-    snd = d == sdir
-    flags = _col(df, "flags")
-    seq_raw = _col(df, "seq")
-    ack_raw = _col(df, "ack")
-    ts = _col(df, "ts_ns")
-    plen = _col(df, "payload_len")
-    win = _col(df, "win")
-    ackf = (flags & F_ACK) != 0
+@njit(cache=True, inline="always")
+def _unwrap_step(raw, origin, cur):
+    """``raw`` (u32 as int64) placed within ±2^31 of ``cur``, relative to ``origin`` (see _unwrap_joint)."""
+    m32 = np.int64(2**32)
+    h31 = np.int64(2**31)
+    rel = (raw - origin) % m32
+    d = (rel - (cur % m32) + h31) % m32 - h31
+    return cur + d
 
-    # ---- joint unwrap of the sender's seq space (sender seq + receiver ack) -------------------
-    use = snd | (~snd & ackf)
-    vals = np.where(snd, seq_raw, ack_raw)
-    if h.syn_seq[sdir] is not None:
-        origin = h.syn_seq[sdir]
-    elif snd.any():
-        origin = int(seq_raw[np.flatnonzero(snd)[0]]) - 1
-    else:
-        first_ack = np.flatnonzero(~snd & ackf)
-        origin = int(ack_raw[first_ack[0]]) - 1 if first_ack.size else 0
-    un = _unwrap_joint(vals, use, snd, np.int64(origin))
-    seq = np.where(snd, un, 0)
-    ack = np.where(~snd & ackf, un, 0)
-    # receiver's own sequence (for Wireshark's duplicate-ACK rule), unwrapped on its own
-    rpos = np.flatnonzero(~snd)
-    if rpos.size:
-        r0 = h.syn_seq[rdir] if h.syn_seq[rdir] is not None else int(seq_raw[rpos[0]]) - 1
-        rsq = _unwrap_joint(seq_raw[rpos], np.ones(rpos.size, np.bool_), np.ones(rpos.size, np.bool_), np.int64(r0))
-        seq[rpos] = rsq
 
-    # ---- SACK blocks relative to the same packet's ACK -----------------------------------------
-    sn = _col(df, "sack_n") if "sack_n" in df.columns else np.zeros(n, np.int64)
-    sl = np.zeros((n, 4), np.int64)
-    sr = np.zeros((n, 4), np.int64)
-    rows = np.flatnonzero((sn > 0) & ~snd & ackf) if ("sack_l0" in df.columns and sn.any()) else np.empty(0, np.int64)
-    if rows.size:
-        idx = pl.Series(rows)
-        a_rows = ack[rows]
-        r_raw = ack_raw[rows]
-        for k in range(4):
-            lk = df.get_column(f"sack_l{k}").gather(idx).fill_null(0).to_numpy().astype(np.int64)
-            rk = df.get_column(f"sack_r{k}").gather(idx).fill_null(0).to_numpy().astype(np.int64)
-            sl[rows, k] = a_rows + _i32wrap(lk - r_raw)
-            sr[rows, k] = a_rows + _i32wrap(rk - r_raw)
-        blocks = np.arange(4)[None, :] < sn[rows][:, None]
-        sl[rows] = np.where(blocks, sl[rows], 0)
-        sr[rows] = np.where(blocks, sr[rows], 0)
-        keep = np.zeros(n, np.bool_)
-        keep[rows] = True
-        sn = np.where(keep, sn, 0)
-    else:
-        sn = np.zeros(n, np.int64)
+@njit(cache=True)
+def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
+               c_frame, c_ts, c_dir, c_seq, c_ack, c_flags, c_win, c_plen, c_ecn, c_sn,
+               c_l0, c_r0, c_l1, c_r1, c_l2, c_r2, c_l3, c_r3,
+               c_tsv, c_tse, c_hasts, c_mss, c_ws, c_sperm,
+               frame, snd, ts, seq, ack, plen, flags, win, tsv, tse, rtsv, sl, sr, sn, ecn,
+               o_sdir, o_mss, o_shift, o_known, o_sackflow, o_tsflow, o_seen, o_syn, o_synack, o_ack3, o_irtt):
+    """Arrays of several flows for :func:`hscc_trace.events.core.analyze` (rules in the module docstring).
 
-    # ---- timestamps -----------------------------------------------------------------------------
-    tsv = np.full(n, NOTS, np.int64)
-    tse = np.full(n, NOTS, np.int64)
-    rtsv = np.full(n, NOTS, np.int64)
-    ts_flow = False
-    if "opt_tsval" in df.columns:
-        tv = df.get_column("opt_tsval")
-        te = df.get_column("opt_tsecr")
-        has = ~tv.is_null().to_numpy()
-        tvr = tv.fill_null(0).to_numpy().astype(np.int64)
-        ter = te.fill_null(0).to_numpy().astype(np.int64)
-        ts_flow = bool(has.any())
-        s_has = has & snd
-        if s_has.any():
-            ref = int(tvr[np.flatnonzero(s_has)[0]])
-            tsv[s_has] = ref + _i32wrap(tvr[s_has] - ref)
-            r_e = has & ~snd & ackf & ~((flags & F_SYN) != 0)
-            tse[r_e] = ref + _i32wrap(ter[r_e] - ref)
-        r_has = has & ~snd
-        if r_has.any():
-            ref = int(tvr[np.flatnonzero(r_has)[0]])
-            rtsv[r_has] = ref + _i32wrap(tvr[r_has] - ref)
-            s_e = has & snd & ackf & ~((flags & F_SYN) != 0)
-            rtsv[s_e] = ref + _i32wrap(ter[s_e] - ref)
-
-    # ---- window scale, MSS, SACK ----------------------------------------------------------------
-    if h.seen:
-        ws_s, ws_r = h.wscale[sdir], h.wscale[rdir]
-        shift = int(ws_r) if (ws_s is not None and ws_r is not None) else 0
-        shift = min(shift, 14)  # RFC 7323 §2.3: values above 14 are treated as 14
-        scale_known = True
-    else:
-        shift = 0
-        scale_known = False
-        if flow is not None:
-            fw = flow.get("wscale_b" if sdir == 0 else "wscale_a")
-            if fw is not None and int(fw) >= 0:
-                shift, scale_known = min(int(fw), 14), True
-    seg_lens = plen[snd & (plen > 0)]
-    mss = 0
-    if flow is not None and flow.get("mss"):
-        mss = int(flow["mss"])
-    if mss <= 0:
-        announced = h.mss[rdir]
-        biggest = int(seg_lens.max()) if seg_lens.size else 0
-        if announced:
-            mss = min(int(announced), biggest) if biggest else int(announced)
+    Flow ``f`` is rows ``order[bounds[f]:bounds[f+1]]`` of the source columns ``c_*`` (in frame
+    order); its arrays are written to rows ``bounds[f]:bounds[f+1]`` of the outputs. Per flow:
+    ``f_sdir`` the flows table's sender direction (-1 unknown), ``f_mss`` its MSS (0 unknown),
+    ``f_wsa``/``f_wsb`` its window scales (-1 unknown). Handshake times are :data:`NONE` when
+    not captured.
+    """
+    nf = bounds.shape[0] - 1
+    for f in range(nf):
+        lo = bounds[f]
+        hi = bounds[f + 1]
+        # ---- gather; handshake candidates; payload per direction ---------------------------
+        pick0 = -1; alt0 = -1; pick1 = -1; alt1 = -1
+        b0 = np.int64(0); b1 = np.int64(0)
+        for i in range(lo, hi):
+            g = order[i]
+            frame[i] = c_frame[g]
+            ts[i] = c_ts[g]
+            fl = np.int64(c_flags[g])
+            flags[i] = fl
+            p = np.int64(c_plen[g])
+            plen[i] = p
+            win[i] = np.int64(c_win[g])
+            ecn[i] = np.int64(c_ecn[g])
+            d = np.int64(c_dir[g])
+            # raw values for the passes below (one read of each source row; rows of a flow are
+            # scattered over the table): direction in sn, raw seq/ack in seq/ack, raw ack again
+            # in rtsv (ack is unwrapped in place), TSval/TSecr (-1 = no option), SACK count in sl
+            sn[i] = d
+            seq[i] = np.int64(c_seq[g])
+            ack[i] = np.int64(c_ack[g])
+            rtsv[i] = ack[i]
+            if c_hasts[g]:
+                tsv[i] = np.int64(c_tsv[g])
+                tse[i] = np.int64(c_tse[g])
+            else:
+                tsv[i] = -1
+            sl[i, 0] = np.int64(c_sn[g])
+            if d == 0:
+                b0 += p
+            elif d == 1:
+                b1 += p
+            if (fl & F_SYN) != 0:
+                k = i - lo
+                if d == 0:
+                    if alt0 < 0:
+                        alt0 = k
+                    if (fl & F_ACK) == 0 and pick0 < 0:
+                        pick0 = k
+                elif d == 1:
+                    if alt1 < 0:
+                        alt1 = k
+                    if (fl & F_ACK) != 0 and pick1 < 0:
+                        pick1 = k
+        # SYN from A / SYN-ACK from B carry each side's options (else any SYN of that side)
+        ws = np.full(2, np.int64(-1)); mo = np.zeros(2, np.int64); sp = np.zeros(2, np.bool_)
+        sseq = np.zeros(2, np.int64); sknown = np.zeros(2, np.bool_)
+        for side in range(2):
+            pk = (pick0 if pick0 >= 0 else alt0) if side == 0 else (pick1 if pick1 >= 0 else alt1)
+            if pk >= 0:
+                g = order[lo + pk]
+                ws[side] = np.int64(c_ws[g]); mo[side] = np.int64(c_mss[g]); sp[side] = c_sperm[g]
+                sseq[side] = np.int64(c_seq[g]); sknown[side] = True
+        seen = pick0 >= 0 and pick1 >= 0
+        syn_ns = NONE; synack_ns = NONE; ack3 = NONE; irtt = NONE
+        if seen:
+            first_sa = pick1
+            syn_i = pick0
+            for k in range(pick0, first_sa):  # last SYN from A before the first SYN/ACK
+                fl = flags[lo + k]
+                if (fl & F_SYN) != 0 and (fl & F_ACK) == 0 and sn[lo + k] == 0:
+                    syn_i = k
+            syn_ns = ts[lo + syn_i]
+            synack_ns = ts[lo + first_sa]
+            for k in range(first_sa + 1, hi - lo):
+                fl = flags[lo + k]
+                if sn[lo + k] == 0 and (fl & F_ACK) != 0 and (fl & F_SYN) == 0:
+                    ack3 = ts[lo + k]
+                    break
+        if pick0 >= 0:
+            # Wireshark iRTT: the most recent SYN before the first pure ACK, to that ACK
+            last_syn = pick0
+            for k in range(pick0 + 1, hi - lo):
+                fl = flags[lo + k]
+                if (fl & F_ACK) != 0 and (fl & F_SYN) == 0:
+                    irtt = ts[lo + k] - ts[lo + last_syn]
+                    break
+                if (fl & F_SYN) != 0 and (fl & F_ACK) == 0 and sn[lo + k] == 0:
+                    last_syn = k
+        sdir = f_sdir[f] if f_sdir[f] >= 0 else (1 if b1 > b0 else 0)
+        rdir = 1 - sdir
+        # ---- joint unwrap of the sender's sequence space ----------------------------------
+        first_snd = -1; first_rack = -1; first_rcv = -1
+        for i in range(lo, hi):
+            s_ = sn[i] == sdir
+            snd[i] = s_
+            if s_:
+                if first_snd < 0:
+                    first_snd = i
+            else:
+                if first_rcv < 0:
+                    first_rcv = i
+                if first_rack < 0 and (flags[i] & F_ACK) != 0:
+                    first_rack = i
+        if sknown[sdir]:
+            origin = sseq[sdir]
+        elif first_snd >= 0:
+            origin = seq[first_snd] - 1
+        elif first_rack >= 0:
+            origin = ack[first_rack] - 1
         else:
-            mss = biggest
-    if mss <= 0:
-        mss = 536  # RFC 9293 §3.7.1 default send MSS
-    sack_flow = bool(h.sack_perm[0] and h.sack_perm[1]) or bool(sn.any())
-    ecn = _col(df, "ip_ecn") if "ip_ecn" in df.columns else np.zeros(n, np.int64)
-    return FlowArrays(
-        frame=_col(df, "frame"), snd=snd, ts=ts, seq=seq, ack=ack, plen=plen, flags=flags, win=win,
-        tsv=tsv, tse=tse, rtsv=rtsv, sl=sl, sr=sr, sn=sn.astype(np.int64), ecn=ecn,
-        sender_dir=sdir, handshake=h, mss=mss, rwnd_shift=shift, rwnd_scale_known=scale_known,
-        sack_flow=sack_flow, ts_flow=ts_flow,
-    )
+            origin = np.int64(0)
+        r0 = np.int64(0)
+        if first_rcv >= 0:
+            r0 = sseq[rdir] if sknown[rdir] else seq[first_rcv] - 1
+        cur = np.int64(0); have = False
+        for i in range(lo, hi):
+            if snd[i]:
+                v = _unwrap_step(seq[i], origin, cur)
+                seq[i] = v; ack[i] = 0
+                if (not have) or v > cur:
+                    cur = v
+                have = True
+            elif (flags[i] & F_ACK) != 0:
+                v = _unwrap_step(ack[i], origin, cur)
+                ack[i] = v
+                if not have:
+                    cur = v
+                    have = True
+            else:
+                ack[i] = 0
+        # the receiver's own sequence (Wireshark's duplicate-ACK rule), unwrapped on its own
+        if first_rcv >= 0:
+            cur = np.int64(0); have = False
+            for i in range(lo, hi):
+                if not snd[i]:
+                    v = _unwrap_step(seq[i], r0, cur)
+                    seq[i] = v
+                    if (not have) or v > cur:
+                        cur = v
+                    have = True
+        # ---- SACK edges relative to the same packet's ACK; TCP timestamps -------------------
+        sref = np.int64(0); have_s = False; rref = np.int64(0); have_r = False
+        for i in range(lo, hi):
+            if tsv[i] >= 0:
+                if snd[i]:
+                    if not have_s:
+                        sref = tsv[i]; have_s = True
+                elif not have_r:
+                    rref = tsv[i]; have_r = True
+                if have_s and have_r:
+                    break
+        any_sn = False
+        biggest = np.int64(0)
+        for i in range(lo, hi):
+            fl = flags[i]
+            ackf = (fl & F_ACK) != 0
+            synf = (fl & F_SYN) != 0
+            s_ = snd[i]
+            nb = sl[i, 0]
+            rr = rtsv[i]
+            if nb > 0 and (not s_) and ackf:
+                g = order[i]
+                a = ack[i]
+                for k in range(4):
+                    if k < nb:
+                        if k == 0:
+                            l_ = np.int64(c_l0[g]); r_ = np.int64(c_r0[g])
+                        elif k == 1:
+                            l_ = np.int64(c_l1[g]); r_ = np.int64(c_r1[g])
+                        elif k == 2:
+                            l_ = np.int64(c_l2[g]); r_ = np.int64(c_r2[g])
+                        else:
+                            l_ = np.int64(c_l3[g]); r_ = np.int64(c_r3[g])
+                        sl[i, k] = a + _wrap32(l_ - rr)
+                        sr[i, k] = a + _wrap32(r_ - rr)
+                    else:
+                        sl[i, k] = 0; sr[i, k] = 0
+                sn[i] = nb
+                any_sn = True
+            else:
+                sn[i] = 0
+                for k in range(4):
+                    sl[i, k] = 0; sr[i, k] = 0
+            tv = tsv[i]; te = tse[i]
+            tsv[i] = NOTS; tse[i] = NOTS; rtsv[i] = NOTS
+            if tv >= 0:
+                if s_:
+                    tsv[i] = sref + _wrap32(tv - sref)
+                    if have_r and ackf and not synf:
+                        rtsv[i] = rref + _wrap32(te - rref)
+                else:
+                    rtsv[i] = rref + _wrap32(tv - rref)
+                    if have_s and ackf and not synf:
+                        tse[i] = sref + _wrap32(te - sref)
+            if s_ and plen[i] > biggest:
+                biggest = plen[i]
+        # ---- window scale, MSS, SACK ----------------------------------------------------------
+        if seen:
+            shift = ws[rdir] if (ws[sdir] >= 0 and ws[rdir] >= 0) else np.int64(0)
+            known = True
+        else:
+            shift = np.int64(0); known = False
+            fw = np.int64(f_wsb[f]) if sdir == 0 else np.int64(f_wsa[f])
+            if fw >= 0:
+                shift = fw; known = True
+        if shift > 14:
+            shift = np.int64(14)  # RFC 7323 §2.3: values above 14 are treated as 14
+        mss = np.int64(f_mss[f]) if f_mss[f] > 0 else np.int64(0)
+        if mss <= 0:
+            announced = mo[rdir]
+            if announced != 0:
+                mss = (announced if announced < biggest else biggest) if biggest else announced
+            else:
+                mss = biggest
+        if mss <= 0:
+            mss = np.int64(536)  # RFC 9293 §3.7.1 default send MSS
+        o_sdir[f] = sdir; o_mss[f] = mss; o_shift[f] = shift; o_known[f] = known
+        o_sackflow[f] = (sp[0] and sp[1]) or any_sn
+        o_tsflow[f] = have_s or have_r
+        o_seen[f] = seen; o_syn[f] = syn_ns; o_synack[f] = synack_ns; o_ack3[f] = ack3; o_irtt[f] = irtt
+
+
+@njit(cache=True)
+def group_rows(key, within, nbins):
+    """Rows grouped by ``key`` (0 <= key < nbins), each group in the order of ``within`` (a
+    permutation of the rows; empty = table order). Returns ``(order, bounds, first)``: group ``g``
+    is ``order[bounds[g]:bounds[g+1]]``; ``first[g]`` is the table row where it first appears
+    (-1 if empty). A counting sort: two passes, stable."""
+    n = key.shape[0]
+    counts = np.zeros(nbins + 1, np.int64)
+    first = np.full(nbins, np.int64(-1))
+    for i in range(n):
+        k = key[i]
+        counts[k + 1] += 1
+        if first[k] < 0:
+            first[k] = i
+    for g in range(nbins):
+        counts[g + 1] += counts[g]
+    bounds = counts.copy()
+    order = np.empty(n, np.int64)
+    use_within = within.shape[0] == n
+    for j in range(n):
+        i = within[j] if use_within else j
+        k = key[i]
+        order[counts[k]] = i
+        counts[k] += 1
+    return order, bounds, first

@@ -1,4 +1,4 @@
-"""Run the state machine for one flow and assemble the schema tables.
+"""Run the state machine for a batch of flows and assemble the schema tables.
 
 Round limit classification (per round, first rule that applies):
 
@@ -36,7 +36,7 @@ from hscc_trace.errors import Warn
 from hscc_trace.model import FlowEvents
 
 from . import core
-from .prep import prepare
+from .prep import NONE, FlowArrays, Handshake, prep_flows
 from .vantage import detect, dynamic_offsets
 
 DUPTHRESH = 3  # RFC 6675 §2 DupThresh
@@ -48,79 +48,447 @@ CLOCK_NS = 500_000  # a segment within 0.5 ms after an ACK was released by it
 CLOCK_MIN_SEGMENTS = 4
 
 
-def _run(fa) -> dict[str, np.ndarray]:
-    n = fa.ts.shape[0]
-    o = {
-        "kind": np.empty(n, np.int8), "probe": np.empty(n, np.int8), "rexmit": np.empty(n, np.bool_),
-        "seg_out": np.zeros(n, np.int64), "seg_round": np.zeros(n, np.int64),
-        "isack": np.empty(n, np.bool_), "ackrel": np.zeros(n, np.int64), "acked": np.zeros(n, np.int64),
-        "sacked": np.zeros(n, np.int64), "dsack": np.zeros(n, np.int64), "dup": np.zeros(n, np.int64),
-        "rwnd": np.zeros(n, np.int64), "rtt": np.empty(n, np.int64), "rtt_src": np.empty(n, np.int8),
-        "snd_max": np.zeros(n, np.int64), "out": np.zeros(n, np.int64), "pipe": np.zeros(n, np.int64),
-        "round": np.zeros(n, np.int64), "round_end": np.empty(n, np.bool_), "tgt": np.zeros(n, np.int64), "state": np.zeros(n, np.int8),
-        "cong": np.empty(n, np.int8), "undo": np.empty(n, np.bool_),
-    }
-    e = {
-        "kind": np.zeros(n + 1, np.int8), "start_t": np.zeros(n + 1, np.int64), "end_t": np.zeros(n + 1, np.int64),
-        "start_i": np.zeros(n + 1, np.int64), "end_i": np.zeros(n + 1, np.int64),
-        "flight": np.zeros(n + 1, np.int64), "retx": np.zeros(n + 1, np.int64), "rp": np.zeros(n + 1, np.int64),
-        "spur": np.zeros(n + 1, np.bool_),
-    }
-    warn = np.zeros(core.N_WARN, np.int64)
-    return o, e, warn
+
+CHUNK_ROWS = 1 << 18  # packets per batch of flows: bounds the working arrays (~400 B per packet)
 
 
-def build_events(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: int) -> FlowEvents:
-    """Everything for one flow: prepare, detect the vantage point, run the state machine, tabulate."""
-    fa = prepare(packets, flow)
-    vt = detect(fa)
-    o, e, warn = _run(fa)
-    at_sender = not (vt.vantage in ("receiver", "mid-path") and vt.offset_ns > 0)
-    if not at_sender:
-        off = dynamic_offsets(fa, vt.offset_ns)
-        ahead = _snd_max_ahead(fa, off)
-    else:
-        off = np.full(fa.ts.shape[0], vt.offset_ns, np.int64)
-        ahead = np.zeros(fa.ts.shape[0], np.int64)
-    ooo = fa.handshake.irtt_ns if fa.handshake.irtt_ns else OOO_DEFAULT_NS
-    n_ep = core.analyze(
-        fa.snd, fa.ts, fa.seq, fa.ack, fa.plen, fa.flags, fa.win, fa.tsv, fa.tse, fa.sl, fa.sr, fa.sn,
-        np.int64(fa.mss), np.int64(fa.rwnd_shift), fa.sack_flow, np.int64(DUPTHRESH), np.int64(ooo),
-        off, np.int64(RTO_MIN_NS), at_sender, ahead,
-        o["kind"], o["probe"], o["rexmit"], o["seg_out"], o["seg_round"], o["isack"], o["ackrel"], o["acked"],
-        o["sacked"], o["dsack"], o["dup"], o["rwnd"], o["rtt"], o["rtt_src"], o["snd_max"], o["out"], o["pipe"],
-        o["round"], o["round_end"], o["tgt"], o["state"], o["cong"], o["undo"],
-        e["kind"], e["start_t"], e["end_t"], e["start_i"], e["end_i"], e["flight"], e["retx"], e["rp"], e["spur"],
-        warn,
+@njit(cache=True)
+def _rounds_flows(bounds, isack, rnd, ts, out, rtt, off, acked, rwnd, state, cong, tgt,
+                  kind, seg_round, seg_out, plen, rexmit, probe,
+                  f_clock, f_mss, f_known, n_ep, e_start_t, e_end_t, e_end_i, frac, lookback,
+                  r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit, n_rounds):
+    """RTT rounds of several flows (flow ``f`` = rows ``bounds[f]:bounds[f+1]``), written one
+    after another to the ``r_*`` arrays; ``n_rounds[f]`` rounds per flow. Rules: module docstring.
+
+    A round is a run of ACKs with the same ``round``; it starts at the previous round's end (the
+    flow's first ACK for the first round) and targets the ``tgt`` of the previous round's last
+    ACK. Flight peaks include the segments sent in the round.
+    """
+    nf = bounds.shape[0] - 1
+    q = 0
+    big = np.iinfo(np.int64).max
+    for f in range(nf):
+        lo = bounds[f]
+        hi = bounds[f + 1]
+        q0 = q
+        have = False
+        prev_r = np.int64(0)
+        last = -1
+        first_ts = np.int64(0)
+        for i in range(lo, hi):
+            if not isack[i]:
+                continue
+            r = rnd[i]
+            v = (rtt[i] + off[i]) / 1e9 if rtt[i] >= 0 else np.nan
+            if (not have) or r != prev_r:
+                if have:
+                    r_end[q - 1] = ts[last]
+                    tg = tgt[last]
+                else:
+                    first_ts = ts[i]
+                    tg = tgt[i]
+                r_id[q] = r
+                r_target[q] = tg
+                r_peak[q] = out[i]
+                r_acked[q] = acked[i]
+                r_minrtt[q] = v
+                r_rwnd[q] = rwnd[i]
+                r_rec[q] = state[i] != core.S_OPEN or cong[i] >= 0
+                r_limit[q] = 1 if out[i] == 0 else 0  # drained, until the limits below
+                q += 1
+                have = True
+                prev_r = r
+            else:
+                k = q - 1
+                if out[i] > r_peak[k]:
+                    r_peak[k] = out[i]
+                r_acked[k] += acked[i]
+                if np.isnan(r_minrtt[k]) or v < r_minrtt[k]:  # fmin: NaN only when all are
+                    r_minrtt[k] = v
+                if rwnd[i] < r_rwnd[k]:
+                    r_rwnd[k] = rwnd[i]
+                if state[i] != core.S_OPEN or cong[i] >= 0:
+                    r_rec[k] = True
+                if out[i] == 0:
+                    r_limit[k] = 1
+            last = i
+        n_rounds[f] = q - q0
+        if not have:
+            continue
+        r_end[q - 1] = ts[last]
+        r_start[q0] = first_ts
+        for k in range(q0 + 1, q):
+            r_start[k] = r_end[k - 1]
+        nr = q - q0
+        rid = r_id[q0:q]
+        drained = r_limit[q0:q] == 1
+        # flight peaks of the segments sent in each round
+        have_seg = False
+        cur_r = np.int64(0)
+        cur_m = np.int64(0)
+        for i in range(lo, hi + 1):
+            if i < hi and kind[i] < 0:
+                continue
+            if have_seg and (i == hi or seg_round[i] != cur_r):
+                pos = np.searchsorted(rid, cur_r)
+                if pos < nr and rid[pos] == cur_r and cur_m > r_peak[q0 + pos]:
+                    r_peak[q0 + pos] = cur_m
+                have_seg = False
+            if i == hi:
+                break
+            if not have_seg:
+                have_seg = True
+                cur_r = seg_round[i]
+                cur_m = seg_out[i]
+            elif seg_out[i] > cur_m:
+                cur_m = seg_out[i]
+        # ACK clocking (sender-side captures): new segments within CLOCK_NS of the latest ACK
+        unclocked = np.zeros(nr, np.bool_)
+        if f_clock[f]:
+            n_new = np.zeros(nr, np.int64)
+            n_clk = np.zeros(nr, np.int64)
+            any_seg = False
+            last_ack = -1
+            for i in range(lo, hi):
+                if isack[i]:
+                    last_ack = i
+                    continue
+                if kind[i] < 0:
+                    continue
+                any_seg = True
+                if plen[i] > 0 and not rexmit[i] and probe[i] == 0 and last_ack >= 0:
+                    pos = np.searchsorted(rid, seg_round[i])
+                    if pos > nr - 1:
+                        pos = nr - 1
+                    if rid[pos] == seg_round[i]:
+                        n_new[pos] += 1
+                        if ts[i] - ts[last_ack] <= CLOCK_NS:
+                            n_clk[pos] += 1
+            if any_seg:
+                for k in range(nr):
+                    unclocked[k] = n_new[k] >= CLOCK_MIN_SEGMENTS and n_clk[k] < 0.5 * n_new[k]
+        rec = r_rec[q0:q]
+        eb = lo + f
+        for j in range(n_ep[f]):
+            a = e_start_t[eb + j]
+            b = e_end_t[eb + j] if e_end_i[eb + j] >= 0 else big
+            for k in range(nr):
+                if r_start[q0 + k] < b and r_end[q0 + k] >= a:
+                    rec[k] = True
+        lim = _limits(r_peak[q0:q], r_rwnd[q0:q], rec, drained, unclocked, f_mss[f], f_known[f], frac, lookback)
+        r_limit[q0:q] = lim
+
+
+@njit(cache=True)
+def _compact(bounds, f_known, off, frame, ts, seq, plen, flags, ecn,
+             o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
+             o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
+             o_round_end, o_state, o_cong, o_undo,
+             s_frame, s_ts, s_seq, s_len, s_kind, s_ecn, s_end, s_probe, s_rexmit, s_out, s_round,
+             a_frame, a_ts, a_ack, a_acked, a_sacked, a_dup, a_rwnd, a_known, a_ece, a_rtt, a_src,
+             a_snd_max, a_out, a_pipe, a_round, a_rend, a_state, a_cong, a_undo, a_dsack, a_rtt_raw):
+    """The rows of schema.SEGMENTS (``o_kind >= 0``) and schema.ACKS (``o_isack``) of a batch,
+    in one pass. Enum columns as category indices (-1 = null); RTTs in s (NaN = none)."""
+    nf = bounds.shape[0] - 1
+    j = 0
+    k = 0
+    for f in range(nf):
+        known = f_known[f]
+        for i in range(bounds[f], bounds[f + 1]):
+            if o_kind[i] >= 0:
+                fl = flags[i]
+                s_frame[j] = frame[i]
+                s_ts[j] = ts[i]
+                s_seq[j] = seq[i]
+                s_len[j] = plen[i]
+                s_kind[j] = o_kind[i]
+                s_ecn[j] = ecn[i]
+                s_end[j] = seq[i] + plen[i] + (1 if (fl & core.F_SYN) != 0 else 0) + (1 if (fl & core.F_FIN) != 0 else 0)
+                s_probe[j] = o_probe[i]
+                s_rexmit[j] = o_rexmit[i]
+                s_out[j] = o_seg_out[i]
+                s_round[j] = o_seg_round[i]
+                j += 1
+            if o_isack[i]:
+                a_frame[k] = frame[i]
+                a_ts[k] = ts[i]
+                a_ack[k] = o_ackrel[i]
+                a_acked[k] = o_acked[i]
+                a_sacked[k] = o_sacked[i]
+                a_dup[k] = o_dup[i]
+                a_rwnd[k] = o_rwnd[i]
+                a_known[k] = known
+                a_ece[k] = (flags[i] & core.F_ECE) != 0
+                r = o_rtt[i]
+                if r >= 0:
+                    a_rtt[k] = (r + off[i]) / 1e9
+                    a_rtt_raw[k] = r / 1e9
+                else:
+                    a_rtt[k] = np.nan
+                    a_rtt_raw[k] = np.nan
+                a_src[k] = o_rtt_src[i]
+                a_snd_max[k] = o_snd_max[i]
+                a_out[k] = o_out[i]
+                a_pipe[k] = o_pipe[i]
+                a_round[k] = o_round[i]
+                a_rend[k] = o_round_end[i]
+                a_state[k] = o_state[i]
+                a_cong[k] = o_cong[i]
+                a_undo[k] = o_undo[i]
+                a_dsack[k] = o_dsack[i]
+                k += 1
+
+
+class _Work:
+    """Working arrays of a batch of flows (rows in flow order, each flow in frame order), allocated
+    once for the largest batch and reused: a fresh allocation per batch costs page faults."""
+
+    def __init__(self, n: int, nf: int) -> None:
+        e = np.empty
+        i64 = np.int64
+        # prep_flows outputs
+        self.frame = e(n, np.uint64)
+        self.snd = e(n, np.bool_)
+        self.ts, self.seq, self.ack, self.plen, self.flags, self.win = (e(n, i64) for _ in range(6))
+        self.tsv, self.tse, self.rtsv, self.sn, self.ecn = (e(n, i64) for _ in range(5))
+        self.sl = e((n, 4), i64)
+        self.sr = e((n, 4), i64)
+        self.sdir, self.mss, self.shift = (e(nf, i64) for _ in range(3))
+        self.known, self.sack, self.tsflow, self.seen = (e(nf, np.bool_) for _ in range(4))
+        self.syn, self.synack, self.ack3, self.irtt = (e(nf, i64) for _ in range(4))
+        # vantage
+        self.off = e(n, i64)
+        self.ahead = e(n, i64)
+        # analyze outputs (per packet, per episode row: rows + flows)
+        self.o8 = [e(n, np.int8) for _ in range(5)]  # kind, probe, rtt_src, state, cong
+        self.ob = [e(n, np.bool_) for _ in range(4)]  # rexmit, isack, round_end, undo
+        self.o64 = [e(n, i64) for _ in range(14)]
+        self.e_kind = e(n + nf, np.int8)
+        self.e_spur = e(n + nf, np.bool_)
+        self.e64 = [e(n + nf, i64) for _ in range(7)]
+
+    def prep_args(self, n: int, nf: int) -> tuple:
+        r, q = slice(0, n), slice(0, nf)
+        return (self.frame[r], self.snd[r], self.ts[r], self.seq[r], self.ack[r], self.plen[r], self.flags[r],
+                self.win[r], self.tsv[r], self.tse[r], self.rtsv[r], self.sl[r], self.sr[r], self.sn[r],
+                self.ecn[r], self.sdir[q], self.mss[q], self.shift[q], self.known[q], self.sack[q],
+                self.tsflow[q], self.seen[q], self.syn[q], self.synack[q], self.ack3[q], self.irtt[q])
+
+    def flow(self, f: int, lo: int, hi: int) -> FlowArrays:
+        def opt(x: int) -> int | None:
+            return None if x == NONE else int(x)
+
+        h = Handshake(seen=bool(self.seen[f]), syn_ns=opt(self.syn[f]), synack_ns=opt(self.synack[f]),
+                      ack_ns=opt(self.ack3[f]), irtt_ns=opt(self.irtt[f]))
+        s = slice(lo, hi)
+        return FlowArrays(
+            frame=self.frame[s], snd=self.snd[s], ts=self.ts[s], seq=self.seq[s], ack=self.ack[s],
+            plen=self.plen[s], flags=self.flags[s], win=self.win[s], tsv=self.tsv[s], tse=self.tse[s],
+            rtsv=self.rtsv[s], sl=self.sl[s], sr=self.sr[s], sn=self.sn[s], ecn=self.ecn[s],
+            sender_dir=int(self.sdir[f]), handshake=h, mss=int(self.mss[f]), rwnd_shift=int(self.shift[f]),
+            rwnd_scale_known=bool(self.known[f]), sack_flow=bool(self.sack[f]), ts_flow=bool(self.tsflow[f]),
+        )
+
+
+_WARN_MSGS = {
+    core.W_TS_BACK: "capture timestamps go backwards (packets kept in capture order)",
+    core.W_ACK_UNSEEN: "ACKs for data the capture did not see (snd_max moved to the ACK)",
+    core.W_NEG_RTT: "negative RTT samples dropped (clock stepped back)",
+    core.W_GAP: "gaps in the sender's sequence (segments missing from the capture)",
+}
+
+
+def build_flows(src: tuple[np.ndarray, ...], order: np.ndarray, bounds: np.ndarray, fids: list[int],
+                f_sdir: np.ndarray, f_mss: np.ndarray, f_wsa: np.ndarray, f_wsb: np.ndarray) -> list[FlowEvents]:
+    """Event streams of the flows ``fids``: flow ``k`` is rows ``order[bounds[k]:bounds[k+1]]`` of
+    the source columns ``src`` (:func:`.prep.source_columns`), in frame order. Per-flow facts from
+    the flows table (``-1``/``0`` = unknown): sender direction, MSS, window scales of A and B.
+
+    Flows are processed in batches of about :data:`CHUNK_ROWS` packets (a larger flow is a batch
+    of its own): each stage runs once per batch (compiled loops over its flows), the working
+    arrays are reused from batch to batch, and every flow's tables are zero-copy slices of its
+    batch's tables.
+    """
+    nf = len(fids)
+    cuts = [0]
+    while cuts[-1] < nf:
+        f0 = cuts[-1]
+        f1 = int(np.searchsorted(bounds, bounds[f0] + CHUNK_ROWS, side="right")) - 1
+        cuts.append(min(max(f1, f0 + 1), nf))
+    rows = max(int(bounds[b] - bounds[a]) for a, b in zip(cuts[:-1], cuts[1:])) if nf else 0
+    flows = max(b - a for a, b in zip(cuts[:-1], cuts[1:])) if nf else 0
+    work = _Work(rows, flows)
+    out: list[FlowEvents] = []
+    for f0, f1 in zip(cuts[:-1], cuts[1:]):
+        out.extend(_batch(work, src, order, bounds[f0:f1 + 1], fids[f0:f1], f_sdir[f0:f1], f_mss[f0:f1],
+                          f_wsa[f0:f1], f_wsb[f0:f1]))
+    return out
+
+
+def _enum_idx(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:
+    """Enum series from category indices (uint32; ``null`` marks the nulls, or None)."""
+    cats = _ENUMS.get(names)
+    if cats is None:
+        cats = _ENUMS[names] = pl.Series(list(names), dtype=pl.Enum(list(names)))
+    return cats.gather(pl.Series(codes))
+
+
+def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> list[FlowEvents]:
+    base = int(bounds[0])
+    b = (bounds - base).astype(np.int64)
+    n = int(b[-1])
+    nf = len(fids)
+    prep_flows(order[base:base + n], b, f_sdir, f_mss, f_wsa, f_wsb, *src, *W.prep_args(n, nf))
+    # ---- vantage point and RTT correction per flow ---------------------------------------------
+    off = W.off[:n]
+    ahead = W.ahead[:n]
+    at_sender = np.empty(nf, np.bool_)
+    clock = np.empty(nf, np.bool_)
+    ooo = np.empty(nf, np.int64)
+    vts = []
+    for f in range(nf):
+        lo, hi = int(b[f]), int(b[f + 1])
+        fa = W.flow(f, lo, hi)
+        vt = detect(fa)
+        vts.append(vt)
+        at = not (vt.vantage in ("receiver", "mid-path") and vt.offset_ns > 0)
+        at_sender[f] = at
+        clock[f] = at and vt.vantage == "sender"
+        if at:
+            off[lo:hi] = vt.offset_ns
+            ahead[lo:hi] = 0
+        else:
+            off[lo:hi] = dynamic_offsets(fa, vt.offset_ns)
+            ahead[lo:hi] = _snd_max_ahead(fa, off[lo:hi])
+        irtt = fa.handshake.irtt_ns
+        ooo[f] = irtt if irtt else OOO_DEFAULT_NS
+    # ---- the state machine --------------------------------------------------------------------
+    o_kind, o_probe, o_rtt_src, o_state, o_cong = (a[:n] for a in W.o8)
+    o_rexmit, o_isack, o_round_end, o_undo = (a[:n] for a in W.ob)
+    (o_seg_out, o_seg_round, o_ackrel, o_acked, o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_snd_max,
+     o_out, o_pipe, o_round, o_tgt) = (a[:n] for a in W.o64)
+    ne = n + nf
+    e_kind = W.e_kind[:ne]
+    e_spur = W.e_spur[:ne]
+    e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp = (a[:ne] for a in W.e64)
+    warn = np.zeros((nf, core.N_WARN), np.int64)
+    n_ep = np.zeros(nf, np.int64)
+    n_seg = np.zeros(nf, np.int64)
+    n_ack = np.zeros(nf, np.int64)
+    mss = W.mss[:nf]
+    known = W.known[:nf]
+    core.analyze_flows(
+        b, W.snd[:n], W.ts[:n], W.seq[:n], W.ack[:n], W.plen[:n], W.flags[:n], W.win[:n], W.tsv[:n],
+        W.tse[:n], W.sl[:n], W.sr[:n], W.sn[:n],
+        mss, W.shift[:nf], W.sack[:nf], np.int64(DUPTHRESH), ooo, off, np.int64(RTO_MIN_NS), at_sender, ahead,
+        o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
+        o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
+        o_round_end, o_tgt, o_state, o_cong, o_undo,
+        e_kind, e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, e_spur,
+        warn, n_ep, n_seg, n_ack,
     )
-    src = f"flow {flow_id}"
-    warnings: list[Warn] = []
-    msgs = {
-        core.W_TS_BACK: "capture timestamps go backwards (packets kept in capture order)",
-        core.W_ACK_UNSEEN: "ACKs for data the capture did not see (snd_max moved to the ACK)",
-        core.W_NEG_RTT: "negative RTT samples dropped (clock stepped back)",
-        core.W_GAP: "gaps in the sender's sequence (segments missing from the capture)",
-    }
-    for k, msg in msgs.items():
-        if warn[k]:
-            warnings.append(Warn(src, msg, int(warn[k])))
-    if not fa.rwnd_scale_known and (~fa.snd).any():
-        warnings.append(Warn(src, "window scale unknown (handshake not captured): rwnd_bytes is the raw window"))
-    if not at_sender:
-        # estimated sender-side flight at each ACK (docstring of _snd_max_ahead)
-        m = o["isack"]
-        extra = np.maximum(ahead[m] - o["snd_max"][m], 0)
-        o["out"][m] += extra
-        o["pipe"][m] += extra
-    segs = _segments(fa, o)
-    acks = _acks(fa, o, off)
-    eps = _episodes(fa, e, n_ep)
-    rounds = _rounds(fa, o, segs, eps, off, fa.mss, fa.rwnd_scale_known, at_sender and vt.vantage == "sender")
-    return FlowEvents(
-        flow_id=flow_id, sender_dir=fa.sender_dir, mss=fa.mss, vantage=vt.vantage,
-        segments=segs, acks=acks, episodes=eps, rounds=rounds,
-        rtt_offset_s=vt.offset_ns / 1e9, warnings=warnings,
-    )
+    # ---- segments and ACKs of the whole batch, one pass -------------------------------------------
+    seg_at = np.concatenate(([0], np.cumsum(n_seg)))
+    ack_at = np.concatenate(([0], np.cumsum(n_ack)))
+    ns, na = int(seg_at[-1]), int(ack_at[-1])
+    e = np.empty
+    S = dict(frame=e(ns, np.uint64), ts_ns=e(ns, np.int64), seq=e(ns, np.int64), len=e(ns, np.uint32),
+             kind=e(ns, np.uint32), ip_ecn=e(ns, np.uint8), end_seq=e(ns, np.int64), probe=e(ns, np.uint32),
+             rexmit=e(ns, np.bool_), outstanding=e(ns, np.int64), round=e(ns, np.uint32))
+    A = dict(frame=e(na, np.uint64), ts_ns=e(na, np.int64), ack=e(na, np.int64), acked_bytes=e(na, np.int64),
+             sacked_bytes=e(na, np.int64), dupack=e(na, np.uint32), rwnd_bytes=e(na, np.int64),
+             rwnd_scale_known=e(na, np.bool_), ece=e(na, np.bool_), rtt_s=e(na, np.float64),
+             rtt_source=e(na, np.int32), snd_max=e(na, np.int64), outstanding=e(na, np.int64),
+             pipe=e(na, np.int64), round=e(na, np.uint32), round_end=e(na, np.bool_), state=e(na, np.uint32),
+             cong_event=e(na, np.int32), spurious_undo=e(na, np.bool_), dsack_bytes=e(na, np.int64),
+             rtt_raw_s=e(na, np.float64))
+    _compact(b, known, off, W.frame[:n], W.ts[:n], W.seq[:n], W.plen[:n], W.flags[:n], W.ecn[:n],
+             o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
+             o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
+             o_round_end, o_state, o_cong, o_undo, *S.values(), *A.values())
+    segs = _frame({**S, "kind": _enum_idx(S["kind"], schema.SEGMENT_KINDS),
+                   "probe": _enum_idx(S["probe"], schema.PROBE_KINDS)}, schema.SEGMENTS)
+    del S
+    A["rtt_s"] = pl.Series(A["rtt_s"], nan_to_null=True)
+    A["rtt_raw_s"] = pl.Series(A["rtt_raw_s"], nan_to_null=True)
+    A["state"] = _enum_idx(A["state"], schema.CONG_STATES)
+    for name, cats in (("rtt_source", schema.RTT_SOURCES), ("cong_event", schema.EPISODE_KINDS)):
+        codes = A[name]
+        none = codes < 0
+        idx = pl.Series(codes.view(np.uint32))
+        if none.any():
+            idx = idx.set(pl.Series(none), None)  # a null index gathers a null
+        A[name] = _enum_idx(idx, cats)
+    acks = _frame(A, schema.ACKS)
+    del A
+    # ---- episodes: flow f's are rows b[f] + f + (0 .. n_ep[f]) of the episode arrays ---------------
+    n_tot = int(n_ep.sum())
+    ep_at = np.concatenate(([0], np.cumsum(n_ep)))
+    local = np.arange(n_tot) - np.repeat(ep_at[:-1], n_ep)
+    row0 = np.repeat(b[:-1], n_ep)
+    idx = row0 + np.repeat(np.arange(nf), n_ep) + local
+    end_i = e_end_i[idx]
+    ended = end_i >= 0
+    end_t = pl.Series(e_end_t[idx])
+    end_frame = pl.Series(W.frame[row0 + np.where(ended, end_i, 0)])
+    if not ended.all():
+        unended = pl.Series(~ended)
+        end_t = end_t.set(unended, None)
+        end_frame = end_frame.set(unended, None)
+    eps = _frame({
+        "episode": local.astype(np.uint32),
+        "kind": _enum(e_kind[idx].astype(np.int64), schema.EPISODE_KINDS),
+        "start_ns": e_start_t[idx],
+        "end_ns": end_t,
+        "start_frame": W.frame[row0 + e_start_i[idx]],
+        "flight_bytes": e_flight[idx],
+        "retrans_bytes": e_retx[idx],
+        "recovery_point": e_rp[idx],
+        "end_frame": end_frame,
+        "spurious": e_spur[idx],
+    }, schema.EPISODES)
+    # ---- rounds ---------------------------------------------------------------------------------------
+    r_id, r_start, r_end, r_target, r_peak, r_acked, r_rwnd = (e(na, np.int64) for _ in range(7))
+    r_minrtt = e(na, np.float64)
+    r_rec = e(na, np.bool_)
+    r_limit = e(na, np.int8)
+    n_rounds = np.zeros(nf, np.int64)
+    _rounds_flows(b, o_isack, o_round, W.ts[:n], o_out, o_rtt, off, o_acked, o_rwnd, o_state, o_cong, o_tgt,
+                  o_kind, o_seg_round, o_seg_out, W.plen[:n], o_rexmit, o_probe,
+                  clock, mss, known, n_ep, e_start_t, e_end_t, e_end_i, APP_FRACTION, APP_LOOKBACK,
+                  r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit, n_rounds)
+    nr = int(n_rounds.sum())
+    rnd_at = np.concatenate(([0], np.cumsum(n_rounds)))
+    rounds = _frame({
+        "round": r_id[:nr].astype(np.uint32),
+        "start_ns": r_start[:nr],
+        "end_ns": r_end[:nr],
+        "target_seq": r_target[:nr],
+        "peak_flight_bytes": r_peak[:nr],
+        "acked_bytes": r_acked[:nr],
+        "min_rtt_s": _opt_float(r_minrtt[:nr]),
+        "rwnd_bytes": r_rwnd[:nr],
+        "limit": _enum(r_limit[:nr].astype(np.int64), schema.LIMITS),
+        "in_recovery": r_rec[:nr],
+    }, schema.ROUNDS)
+    # ---- one FlowEvents per flow: slices of the batch tables ------------------------------------
+    n_rcv = np.diff(b) - np.add.reduceat(W.snd[:n], b[:-1], dtype=np.int64)
+    res = []
+    for f in range(nf):
+        src_name = f"flow {fids[f]}"
+        warnings = [Warn(src_name, msg, int(warn[f, k])) for k, msg in _WARN_MSGS.items() if warn[f, k]]
+        if not known[f] and n_rcv[f]:
+            warnings.append(Warn(src_name, "window scale unknown (handshake not captured): rwnd_bytes is the raw window"))
+        vt = vts[f]
+        res.append(FlowEvents(
+            flow_id=fids[f], sender_dir=int(W.sdir[f]), mss=int(mss[f]), vantage=vt.vantage,
+            segments=segs.slice(int(seg_at[f]), int(n_seg[f])),
+            acks=acks.slice(int(ack_at[f]), int(n_ack[f])),
+            episodes=eps.slice(int(ep_at[f]), int(n_ep[f])),
+            rounds=rounds.slice(int(rnd_at[f]), int(n_rounds[f])),
+            rtt_offset_s=vt.offset_ns / 1e9, warnings=warnings,
+        ))
+    return res
 
 
 def _snd_max_ahead(fa, offset_ns: np.ndarray) -> np.ndarray:
@@ -177,77 +545,6 @@ def _frame(cols: dict[str, Any], table: tuple[schema.Column, ...]) -> pl.DataFra
     return pl.DataFrame(out)
 
 
-def _segments(fa, o) -> pl.DataFrame:
-    m = o["kind"] >= 0
-    syn = ((fa.flags[m] & core.F_SYN) != 0).astype(np.int64)
-    fin = ((fa.flags[m] & core.F_FIN) != 0).astype(np.int64)
-    seq = fa.seq[m]
-    plen = fa.plen[m]
-    return _frame({
-        "frame": fa.frame[m].astype(np.uint64),
-        "ts_ns": fa.ts[m],
-        "seq": seq,
-        "len": plen.astype(np.uint32),
-        "kind": _enum(o["kind"][m], schema.SEGMENT_KINDS),
-        "ip_ecn": fa.ecn[m].astype(np.uint8),
-        "end_seq": seq + plen + syn + fin,
-        "probe": _enum(o["probe"][m], schema.PROBE_KINDS),
-        "rexmit": o["rexmit"][m],
-        "outstanding": o["seg_out"][m],
-        "round": o["seg_round"][m].astype(np.uint32),
-    }, schema.SEGMENTS)
-
-
-def _acks(fa, o, offset_ns: np.ndarray) -> pl.DataFrame:
-    m = o["isack"]
-    rtt = o["rtt"][m]
-    has = rtt >= 0
-    return _frame({
-        "frame": fa.frame[m].astype(np.uint64),
-        "ts_ns": fa.ts[m],
-        "ack": o["ackrel"][m],
-        "acked_bytes": o["acked"][m],
-        "sacked_bytes": o["sacked"][m],
-        "dupack": o["dup"][m].astype(np.uint32),
-        "rwnd_bytes": o["rwnd"][m],
-        "rwnd_scale_known": np.full(int(m.sum()), fa.rwnd_scale_known),
-        "ece": (fa.flags[m] & core.F_ECE) != 0,
-        "rtt_s": _opt_float(np.where(has, (rtt + offset_ns[m]) / 1e9, np.nan)),
-        "rtt_source": _enum(o["rtt_src"][m], schema.RTT_SOURCES),
-        "snd_max": o["snd_max"][m],
-        "outstanding": o["out"][m],
-        "pipe": o["pipe"][m],
-        "round": o["round"][m].astype(np.uint32),
-        "round_end": o["round_end"][m],
-        "state": _enum(o["state"][m], schema.CONG_STATES),
-        "cong_event": _enum(o["cong"][m], schema.EPISODE_KINDS),
-        "spurious_undo": o["undo"][m],
-        "dsack_bytes": o["dsack"][m],
-        "rtt_raw_s": _opt_float(np.where(has, rtt / 1e9, np.nan)),
-    }, schema.ACKS)
-
-
-def _episodes(fa, e, n: int) -> pl.DataFrame:
-    if n == 0:
-        return schema.empty(schema.EPISODES)
-    sl = slice(0, n)
-    end_i = e["end_i"][sl]
-    ended = end_i >= 0
-    return _frame({
-        "episode": np.arange(n, dtype=np.uint32),
-        "kind": _enum(e["kind"][sl].astype(np.int64), schema.EPISODE_KINDS),
-        "start_ns": e["start_t"][sl],
-        "end_ns": pl.Series(e["end_t"][sl]).set(pl.Series(~ended), None) if not ended.all() else e["end_t"][sl],
-        "start_frame": fa.frame[e["start_i"][sl]].astype(np.uint64),
-        "flight_bytes": e["flight"][sl],
-        "retrans_bytes": e["retx"][sl],
-        "recovery_point": e["rp"][sl],
-        "end_frame": (pl.Series(fa.frame[np.where(ended, end_i, 0)].astype(np.uint64)).set(pl.Series(~ended), None)
-                      if not ended.all() else fa.frame[end_i].astype(np.uint64)),
-        "spurious": e["spur"][sl],
-    }, schema.EPISODES)
-
-
 @njit(cache=True)
 def _limits(peak, rw, rec, drained, unclocked, mss, scale_known, frac, lookback):
     """Per-round limit codes (0 cwnd, 1 rwnd, 2 app) — rules in the module docstring."""
@@ -273,74 +570,3 @@ def _limits(peak, rw, rec, drained, unclocked, mss, scale_known, frac, lookback)
         hist[h] = peak[k]
         h += 1
     return out
-
-
-def _rounds(fa, o, segs: pl.DataFrame, eps: pl.DataFrame, rtt_off: np.ndarray, mss: int, scale_known: bool,
-            clock_test: bool) -> pl.DataFrame:
-    m = o["isack"]
-    if not m.any():
-        return schema.empty(schema.ROUNDS)
-    rnd = o["round"][m]
-    ts = fa.ts[m]
-    starts = np.flatnonzero(np.r_[True, rnd[1:] != rnd[:-1]])
-    ends = np.r_[starts[1:], rnd.size] - 1
-    rid = rnd[starts]
-    out = o["out"][m]
-    rtt = np.where(o["rtt"][m] >= 0, (o["rtt"][m] + rtt_off[m]) / 1e9, np.nan)
-    ack_peak = np.maximum.reduceat(out, starts)
-    acked = np.add.reduceat(o["acked"][m], starts)
-    with np.errstate(invalid="ignore"):
-        min_rtt = np.fmin.reduceat(rtt, starts)
-    rwnd = np.minimum.reduceat(o["rwnd"][m], starts)
-    rec = np.maximum.reduceat(((o["state"][m] != core.S_OPEN) | (o["cong"][m] >= 0)).astype(np.int8), starts) > 0
-    drained = np.maximum.reduceat((out == 0).astype(np.int8), starts) > 0
-    end_ns = ts[ends]
-    start_ns = np.r_[ts[0], end_ns[:-1]]
-    tgt = o["tgt"][m]
-    target = np.r_[tgt[starts[0]], tgt[ends[:-1]]]
-    # segment peaks per round
-    seg_round = segs.get_column("round").to_numpy().astype(np.int64)
-    seg_out = segs.get_column("outstanding").to_numpy()
-    peak = ack_peak.copy()
-    if seg_round.size:
-        ss = np.flatnonzero(np.r_[True, seg_round[1:] != seg_round[:-1]])
-        sp = np.maximum.reduceat(seg_out, ss)
-        pos = np.searchsorted(rid, seg_round[ss])
-        ok = (pos < rid.size) & (rid[np.clip(pos, 0, rid.size - 1)] == seg_round[ss])
-        np.maximum.at(peak, pos[ok], sp[ok])
-    # ACK clocking (sender-side captures)
-    unclocked = np.zeros(rid.size, np.bool_)
-    if clock_test and seg_round.size:
-        sm = ((segs.get_column("len").to_numpy() > 0) & ~segs.get_column("rexmit").to_numpy()
-              & (segs.get_column("probe").to_physical().to_numpy() == 0))
-        sf = segs.get_column("frame").to_numpy()[sm]
-        st = segs.get_column("ts_ns").to_numpy()[sm]
-        sr = seg_round[sm]
-        af = fa.frame[m]
-        j = np.searchsorted(af, sf) - 1
-        valid = j >= 0
-        clocked = valid & ((st - ts[np.clip(j, 0, None)]) <= CLOCK_NS)
-        pos = np.searchsorted(rid, sr)
-        pos = np.clip(pos, 0, rid.size - 1)
-        okr = valid & (rid[pos] == sr)
-        n_new = np.bincount(pos[okr], minlength=rid.size)
-        n_clk = np.bincount(pos[okr], weights=clocked[okr].astype(np.float64), minlength=rid.size)
-        unclocked = (n_new >= CLOCK_MIN_SEGMENTS) & (n_clk < 0.5 * n_new)
-    if eps.height:
-        es = eps.get_column("start_ns").to_numpy()
-        ee = eps.get_column("end_ns").fill_null(np.iinfo(np.int64).max).to_numpy()
-        for a, b in zip(es, ee):
-            rec |= (start_ns < b) & (end_ns >= a)
-    lim = _limits(peak, rwnd, rec, drained, unclocked, np.int64(mss), scale_known, APP_FRACTION, APP_LOOKBACK)
-    return _frame({
-        "round": rid.astype(np.uint32),
-        "start_ns": start_ns,
-        "end_ns": end_ns,
-        "target_seq": target,
-        "peak_flight_bytes": peak,
-        "acked_bytes": acked,
-        "min_rtt_s": _opt_float(min_rtt),
-        "rwnd_bytes": rwnd,
-        "limit": _enum(lim.astype(np.int64), schema.LIMITS),
-        "in_recovery": rec,
-    }, schema.ROUNDS)
