@@ -29,7 +29,8 @@ def _endpoint(addr: str, port: int) -> str:
 COLUMNS = (("id", "right"), ("A → B", "left"), ("pkts A→B/B→A", "right"), ("bytes A→B/B→A", "right"),
            ("dur", "right"), ("goodput", "right"), ("MSS", "right"), ("retx+ooo", "right"),
            ("RTT min/med/max", "right"), ("hs", "center"), ("end", "left"), ("vantage", "left"))
-#: above this many connections the table is printed as plain aligned text (rich needs ~1 ms a row)
+#: above this many connections (or when stdout is not a terminal) the table is printed as plain
+#: aligned text (rich needs ~1 ms a row, and truncates cells wider than the terminal)
 RICH_MAX_ROWS = 500
 
 
@@ -94,11 +95,12 @@ def flows(
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
         return
-    from rich.console import Console
-
     title = (f"{file}: {m.format}, {','.join(m.link_types)}, {m.packets_total} packets "
              f"({m.packets_tcp} TCP), {len(rows)} connection(s)")
-    if len(rows) > RICH_MAX_ROWS:
+    if len(rows) > RICH_MAX_ROWS or not sys.stdout.isatty():
+        # piped or redirected: plain aligned text (never truncates a cell, greppable, no rich import)
         sys.stdout.write(render_plain(rows, title))
         return
+    from rich.console import Console
+
     Console(width=max(200, Console().width)).print(render_table(rows, title))
