@@ -53,12 +53,20 @@ def _be64(b, p):
 
 
 @njit(cache=True, nogil=True)
-def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid, ttl, ecn, sport, dport,
+def decode_batch(buf, off, cap, wire, lt, compact, status, ipv, shi, slo, dhi, dlo, ipid, ttl, ecn, sport, dport,
                  seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc, has_wsc, sackp, tsval, tsecr,
                  has_ts, sack_n, sack):
-    """Decode every record; see the module docstring. Output arrays are filled in place."""
+    """Decode every record; see the module docstring. Output arrays are filled in place.
+
+    ``status[i]`` is record i's status. With ``compact`` the columns of the TCP records (status
+    :data:`OK`) are packed at the front of the output arrays, in record order; otherwise column
+    row i belongs to record i. ``sack`` is 8×n (left, right edge of blocks 0-3, one row each).
+    Returns the number of TCP records.
+    """
     n = len(off)
+    k = 0  # TCP records so far
     for i in range(n):
+        j = k if compact else i  # output row
         p0 = off[i]
         end = p0 + cap[i]
         t = lt[i]
@@ -173,14 +181,14 @@ def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid,
                 else:
                     status[i] = 3
                 continue
-            ipv[i] = 4
-            shi[i] = 0
-            slo[i] = np.uint64(0xFFFF00000000) | np.uint64(_be32(buf, l3 + 12))
-            dhi[i] = 0
-            dlo[i] = np.uint64(0xFFFF00000000) | np.uint64(_be32(buf, l3 + 16))
-            ipid[i] = _be16(buf, l3 + 4)
-            ttl[i] = buf[l3 + 8]
-            ecn[i] = buf[l3 + 1] & 3
+            ipv[j] = 4
+            shi[j] = 0
+            slo[j] = np.uint64(0xFFFF00000000) | np.uint64(_be32(buf, l3 + 12))
+            dhi[j] = 0
+            dlo[j] = np.uint64(0xFFFF00000000) | np.uint64(_be32(buf, l3 + 16))
+            ipid[j] = _be16(buf, l3 + 4)
+            ttl[j] = buf[l3 + 8]
+            ecn[j] = buf[l3 + 1] & 3
             l4 = l3 + ihl
             ip_end = l3 + tot
         else:
@@ -226,14 +234,14 @@ def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid,
                 continue
             if pl == 0:
                 pl = jumbo if jumbo >= 0 else np.int64(wire[i]) - (l3 - p0) - 40
-            ipv[i] = 6
-            shi[i] = _be64(buf, l3 + 8)
-            slo[i] = _be64(buf, l3 + 16)
-            dhi[i] = _be64(buf, l3 + 24)
-            dlo[i] = _be64(buf, l3 + 32)
-            ipid[i] = 0
-            ttl[i] = buf[l3 + 7]
-            ecn[i] = (buf[l3 + 1] >> 4) & 3
+            ipv[j] = 6
+            shi[j] = _be64(buf, l3 + 8)
+            slo[j] = _be64(buf, l3 + 16)
+            dhi[j] = _be64(buf, l3 + 24)
+            dlo[j] = _be64(buf, l3 + 32)
+            ipid[j] = 0
+            ttl[j] = buf[l3 + 7]
+            ecn[j] = (buf[l3 + 1] >> 4) & 3
             l4 = q
             ip_end = l3 + 40 + pl
         # ---- TCP --------------------------------------------------------------------------
@@ -244,25 +252,25 @@ def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid,
         if hl < 20 or l4 + hl > ip_end:
             status[i] = 8
             continue
-        sport[i] = _be16(buf, l4)
-        dport[i] = _be16(buf, l4 + 2)
-        seq[i] = _be32(buf, l4 + 4)
-        ack[i] = _be32(buf, l4 + 8)
-        flags[i] = ((np.uint32(buf[l4 + 12]) & 1) << 8) | np.uint32(buf[l4 + 13])
-        win[i] = _be16(buf, l4 + 14)
-        thl[i] = hl
-        plen[i] = ip_end - l4 - hl
-        trunc[i] = ip_end > end
+        sport[j] = _be16(buf, l4)
+        dport[j] = _be16(buf, l4 + 2)
+        seq[j] = _be32(buf, l4 + 4)
+        ack[j] = _be32(buf, l4 + 8)
+        flags[j] = ((np.uint32(buf[l4 + 12]) & 1) << 8) | np.uint32(buf[l4 + 13])
+        win[j] = _be16(buf, l4 + 14)
+        thl[j] = hl
+        plen[j] = ip_end - l4 - hl
+        trunc[j] = ip_end > end
         # presence flags only: values behind a False flag (or beyond sack_n) are never read
-        has_mss[i] = False
-        has_wsc[i] = False
-        sackp[i] = False
-        has_ts[i] = False
+        has_mss[j] = False
+        has_wsc[j] = False
+        sackp[j] = False
+        has_ts[j] = False
         # options, as far as they were captured
         o = l4 + 20
         oend = min(l4 + hl, end)
         if l4 + hl > end:
-            trunc[i] = True
+            trunc[j] = True
         ns = 0
         while o < oend:
             kind = buf[o]
@@ -277,27 +285,29 @@ def decode_batch(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, ipid,
             if ln < 2 or o + ln > oend:
                 break
             if kind == 2 and ln == 4:
-                mss[i] = _be16(buf, o + 2)
-                has_mss[i] = True
+                mss[j] = _be16(buf, o + 2)
+                has_mss[j] = True
             elif kind == 3 and ln == 3:
-                wsc[i] = buf[o + 2]
-                has_wsc[i] = True
+                wsc[j] = buf[o + 2]
+                has_wsc[j] = True
             elif kind == 4 and ln == 2:
-                sackp[i] = True
+                sackp[j] = True
             elif kind == 5 and ln >= 10:
                 nb = (ln - 2) // 8
                 for b in range(nb):
                     if ns < 4:
-                        sack[i, 2 * ns] = _be32(buf, o + 2 + 8 * b)
-                        sack[i, 2 * ns + 1] = _be32(buf, o + 6 + 8 * b)
+                        sack[2 * ns, j] = _be32(buf, o + 2 + 8 * b)
+                        sack[2 * ns + 1, j] = _be32(buf, o + 6 + 8 * b)
                         ns += 1
             elif kind == 8 and ln == 10:
-                tsval[i] = _be32(buf, o + 2)
-                tsecr[i] = _be32(buf, o + 6)
-                has_ts[i] = True
+                tsval[j] = _be32(buf, o + 2)
+                tsecr[j] = _be32(buf, o + 6)
+                has_ts[j] = True
             o += ln
-        sack_n[i] = ns
+        sack_n[j] = ns
         status[i] = OK
+        k += 1
+    return k
 
 
 class Scratch:
@@ -315,14 +325,14 @@ class Scratch:
         if n > self.cap:
             self.cap = max(n, 2 * self.cap)
             self.arrays = _alloc(self.cap)
-        return tuple(a[:n] for a in self.arrays)
+        return tuple(a[:n] if a.ndim == 1 else a[:, :n] for a in self.arrays)
 
 
 def _alloc(n: int) -> tuple[np.ndarray, ...]:
     e = np.empty  # decode_batch writes every field of every record it decodes as TCP
     return (e(n, np.uint8),) + tuple(e(n, np.uint8) for _ in range(6)) + tuple(e(n, np.uint64) for _ in range(4)) \
         + tuple(e(n, np.uint32) for _ in range(6)) + tuple(e(n, np.uint16) for _ in range(5)) \
-        + tuple(e(n, np.bool_) for _ in range(5)) + (e((n, 8), np.uint32),)
+        + tuple(e(n, np.bool_) for _ in range(5)) + (e((8, n), np.uint32),)
 
 
 def decode_all(batch, scratch: Scratch) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -334,8 +344,8 @@ def decode_all(batch, scratch: Scratch) -> tuple[dict[str, np.ndarray], np.ndarr
     """
     (status, ipv, ttl, ecn, thl, wsc, sack_n, shi, slo, dhi, dlo, ipid, seq, ack, plen, tsval, tsecr,
      sport, dport, flags, win, mss, trunc, has_mss, has_wsc, sackp, has_ts, sack) = scratch.get(len(batch))
-    decode_batch(batch.buf, batch.off, batch.cap, batch.wire, batch.linktype, status, ipv, shi, slo, dhi, dlo,
-                 ipid, ttl, ecn, sport, dport, seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc,
+    decode_batch(batch.buf, batch.off, batch.cap, batch.wire, batch.linktype, False, status, ipv, shi, slo, dhi,
+                 dlo, ipid, ttl, ecn, sport, dport, seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc,
                  has_wsc, sackp, tsval, tsecr, has_ts, sack_n, sack)
     cols = {
         "ts_ns": batch.ts_ns, "wire_len": batch.wire, "ip_version": ipv, "src_hi": shi, "src_lo": slo,
@@ -350,34 +360,35 @@ def decode_arrays(batch, scratch: Scratch | None = None) -> tuple[dict[str, np.n
     """Decode a :class:`~hscc_trace.capture.reader.Batch` into numpy columns of its TCP records.
 
     Returns (columns named as schema.PACKETS — options as value arrays plus ``has_mss``,
-    ``has_ws``, ``has_ts`` presence masks, SACK edges as ``sack`` (n×8) — for the records
-    decoded as TCP, status per record). Records with a non-OK status are not in the columns.
+    ``has_ws``, ``has_ts`` presence masks, SACK edges as ``sack`` (8×n, one row per edge) — for
+    the records decoded as TCP, status per record). Records with a non-OK status are not in the
+    columns: the decoder packs the TCP rows itself, so no column is copied afterwards.
     With ``scratch`` the columns are only valid until the next call.
     """
     n = len(batch)
     arrs = scratch.get(n) if scratch is not None else _alloc(n)
     (status, ipv, ttl, ecn, thl, wsc, sack_n, shi, slo, dhi, dlo, ipid, seq, ack, plen, tsval, tsecr,
      sport, dport, flags, win, mss, trunc, has_mss, has_wsc, sackp, has_ts, sack) = arrs
-    decode_batch(batch.buf, batch.off, batch.cap, batch.wire, batch.linktype, status, ipv, shi, slo, dhi, dlo,
-                 ipid, ttl, ecn, sport, dport, seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc,
-                 has_wsc, sackp, tsval, tsecr, has_ts, sack_n, sack)
-    idx = np.flatnonzero(status == OK)
-    if len(idx) == n:
-        idx = slice(None)
+    k = decode_batch(batch.buf, batch.off, batch.cap, batch.wire, batch.linktype, True, status, ipv, shi, slo, dhi,
+                     dlo, ipid, ttl, ecn, sport, dport, seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc,
+                     has_wsc, sackp, tsval, tsecr, has_ts, sack_n, sack)
+    if k == n:
         frame = batch.frame_numbers(np.arange(n))
+        ts, iface, wire, cap = batch.ts_ns, batch.iface, batch.wire, batch.cap
     else:
+        idx = np.flatnonzero(status == OK)
         frame = batch.frame_numbers(idx)
+        ts, iface, wire, cap = batch.ts_ns[idx], batch.iface[idx], batch.wire[idx], batch.cap[idx]
     cols = {
-        "frame": frame, "ts_ns": batch.ts_ns[idx], "iface": batch.iface[idx], "wire_len": batch.wire[idx],
-        "cap_len": batch.cap[idx], "ip_version": ipv[idx],
-        "src_hi": shi[idx], "src_lo": slo[idx], "dst_hi": dhi[idx], "dst_lo": dlo[idx],
-        "ip_id": ipid[idx], "ip_ttl": ttl[idx], "ip_ecn": ecn[idx],
-        "sport": sport[idx], "dport": dport[idx], "seq": seq[idx], "ack": ack[idx],
-        "flags": flags[idx], "win": win[idx], "tcp_hlen": thl[idx], "payload_len": plen[idx],
-        "truncated": trunc[idx],
-        "opt_mss": mss[idx], "has_mss": has_mss[idx], "opt_wscale": wsc[idx], "has_ws": has_wsc[idx],
-        "opt_sack_perm": sackp[idx], "opt_tsval": tsval[idx], "opt_tsecr": tsecr[idx], "has_ts": has_ts[idx],
-        "sack_n": sack_n[idx], "sack": sack[idx],
+        "frame": frame, "ts_ns": ts, "iface": iface, "wire_len": wire, "cap_len": cap, "ip_version": ipv[:k],
+        "src_hi": shi[:k], "src_lo": slo[:k], "dst_hi": dhi[:k], "dst_lo": dlo[:k],
+        "ip_id": ipid[:k], "ip_ttl": ttl[:k], "ip_ecn": ecn[:k],
+        "sport": sport[:k], "dport": dport[:k], "seq": seq[:k], "ack": ack[:k],
+        "flags": flags[:k], "win": win[:k], "tcp_hlen": thl[:k], "payload_len": plen[:k],
+        "truncated": trunc[:k],
+        "opt_mss": mss[:k], "has_mss": has_mss[:k], "opt_wscale": wsc[:k], "has_ws": has_wsc[:k],
+        "opt_sack_perm": sackp[:k], "opt_tsval": tsval[:k], "opt_tsecr": tsecr[:k], "has_ts": has_ts[:k],
+        "sack_n": sack_n[:k], "sack": sack[:, :k],
     }
     return cols, status
 
@@ -398,8 +409,8 @@ def decode(batch, tracker=None) -> tuple["pl.DataFrame", np.ndarray]:
     sk = c.pop("sack")
     m_mss, m_ws, m_ts = c.pop("has_mss"), c.pop("has_ws"), c.pop("has_ts")
     for b in range(4):
-        c[f"sack_l{b}"] = sk[:, 2 * b]
-        c[f"sack_r{b}"] = sk[:, 2 * b + 1]
+        c[f"sack_l{b}"] = sk[2 * b]  # rows of the 8×n array: contiguous, handed to polars without a copy
+        c[f"sack_r{b}"] = sk[2 * b + 1]
     c.update(extra)
     df = pl.DataFrame(c)
     df = df.with_columns(
