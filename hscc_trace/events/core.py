@@ -523,7 +523,7 @@ def analyze(
         rend = False
         myr = rnd
         # away from the sender, the sender's snd_max at this ACK is estimated from what the
-        # capture point sees one sender-side RTT part later (``ahead``, see tables.py)
+        # capture point sees one sender-side RTT part later (``ahead``, see vantage.snd_max_ahead)
         tgt = snd_max if at_sender or ahead[i] < snd_max else ahead[i]
         if not rnd_started:
             rnd_started = True; rnd_target = tgt; rnd_start_ack = una
@@ -570,7 +570,7 @@ def analyze_flows(
     ``bounds[f] + f`` of the episode arrays (``analyze`` needs rows + 1), its warning counters to
     ``warn[f]``, its episode, segment and ACK counts to ``n_ep[f]``, ``n_seg[f]``, ``n_ack[f]``. Away from the sender (``f_at_sender`` False)
     ``outstanding`` and ``pipe`` of each ACK are raised to the estimated sender-side flight
-    (``ahead``; see hscc_trace.events.tables._snd_max_ahead).
+    (``ahead``; see hscc_trace.events.vantage.snd_max_ahead).
     """
     nf = bounds.shape[0] - 1
     for f in range(nf):

@@ -112,15 +112,17 @@ _SOURCE = (
     ("opt_mss", np.uint16, 0), ("opt_wscale", np.int16, -1), ("opt_sack_perm", np.bool_, False),
 )
 NEED = ("frame", "ts_ns", "dir", "seq", "ack", "flags", "win", "payload_len")
-USED = tuple(name for name, _d, _f in _SOURCE) + ("flow_id",)
 
 
 def source_columns(packets: Any) -> tuple[np.ndarray, ...]:
-    """The kernel's input columns from a schema.PACKETS DataFrame (zero-copy where possible).
+    """The kernel's input columns from a schema.PACKETS DataFrame, in :func:`prep_flows` order.
 
-    A missing optional column reads as all-null (as the per-flow code treated it); nulls are
-    filled as the per-flow code did (0, -1 for an absent window scale, False). A column of an
-    unexpected dtype is cast to int64 (all of them then, so the kernel has one other signature).
+    Per-packet columns are the table's own buffers where they have no nulls (no copy). SACK
+    edges are taken only for the rows that carry SACK blocks and the SYN options only for SYN
+    rows (``sack_rows``/``syn_rows``: sorted table rows; nearly all other values are null). A
+    missing optional column reads as all-null; nulls read as the per-flow code read them (0, -1
+    for an absent window scale, False). If a column has an unexpected dtype, every column is
+    cast to int64 (one other compiled signature).
     """
     import polars as pl
 
@@ -130,25 +132,35 @@ def source_columns(packets: Any) -> tuple[np.ndarray, ...]:
     names = packets.columns
     want_dtype = {c.name: c.dtype for c in schema.PACKETS}
     odd = any(name in names and packets.schema[name] != want_dtype[name] for name, _d, _f in _SOURCE)
-    out = []
-    for name, dt, fill in _SOURCE:
+
+    def col(df: Any, name: str, dt: Any, fill: Any, rows: int) -> np.ndarray:
         want = np.bool_ if dt is np.bool_ else (np.int64 if odd else dt)
-        if name not in names or (name.startswith("sack_") and name != "sack_n" and "sack_l0" not in names):
-            out.append(np.zeros(n, want))
-            continue
-        s = packets.get_column(name)
+        if name not in df.columns:
+            return np.zeros(rows, want)
+        s = df.get_column(name)
         if name == "opt_wscale":
             s = s.cast(pl.Int16)
         if s.null_count():
             s = s.fill_null(fill)
-        out.append(s.to_numpy().astype(want, copy=False))
+        return s.to_numpy().astype(want, copy=False)
+
+    spec = {name: (dt, fill) for name, dt, fill in _SOURCE}
+    per_row = [col(packets, name, *spec[name], n) for name in
+               ("frame", "ts_ns", "dir", "seq", "ack", "flags", "win", "payload_len", "ip_ecn", "sack_n")]
     if "sack_l0" not in names:  # the per-flow code read no SACK blocks without the edge columns
-        out[9] = np.zeros(n, out[9].dtype)
+        per_row[9] = np.zeros(n, per_row[9].dtype)
+    sack_rows = np.flatnonzero(per_row[9] > 0)
+    edges = [f"sack_{e}{i}" for i in range(4) for e in ("l", "r")]
+    sub = packets.select([c for c in edges if c in names])[sack_rows]
+    sack = [col(sub, name, *spec[name], sack_rows.size) for name in edges]
     tv = packets.get_column("opt_tsval") if "opt_tsval" in names else None
     has_ts = np.zeros(n, np.bool_) if tv is None else (
         ~tv.is_null().to_numpy() if tv.null_count() else np.ones(n, np.bool_))
-    # kernel order: ..., opt_tsval, opt_tsecr, has_ts, opt_mss, opt_wscale, opt_sack_perm
-    return (*out[:20], has_ts, *out[20:])
+    ts_opt = [col(packets, name, *spec[name], n) for name in ("opt_tsval", "opt_tsecr")]
+    syn_rows = np.flatnonzero((per_row[5] & F_SYN) != 0)
+    sub = packets.select([c for c in ("opt_mss", "opt_wscale", "opt_sack_perm") if c in names])[syn_rows]
+    syn_opt = [col(sub, name, *spec[name], syn_rows.size) for name in ("opt_mss", "opt_wscale", "opt_sack_perm")]
+    return (*per_row, sack_rows, *sack, *ts_opt, has_ts, syn_rows, *syn_opt)
 
 
 @njit(cache=True, inline="always")
@@ -170,8 +182,8 @@ def _unwrap_step(raw, origin, cur):
 @njit(cache=True)
 def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
                c_frame, c_ts, c_dir, c_seq, c_ack, c_flags, c_win, c_plen, c_ecn, c_sn,
-               c_l0, c_r0, c_l1, c_r1, c_l2, c_r2, c_l3, c_r3,
-               c_tsv, c_tse, c_hasts, c_mss, c_ws, c_sperm,
+               sack_rows, c_l0, c_r0, c_l1, c_r1, c_l2, c_r2, c_l3, c_r3,
+               c_tsv, c_tse, c_hasts, syn_rows, c_mss, c_ws, c_sperm,
                frame, snd, ts, seq, ack, plen, flags, win, tsv, tse, rtsv, sl, sr, sn, ecn,
                o_sdir, o_mss, o_shift, o_known, o_sackflow, o_tsflow, o_seen, o_syn, o_synack, o_ack3, o_irtt):
     """Arrays of several flows for :func:`hscc_trace.events.core.analyze` (rules in the module docstring).
@@ -235,9 +247,9 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
         for side in range(2):
             pk = (pick0 if pick0 >= 0 else alt0) if side == 0 else (pick1 if pick1 >= 0 else alt1)
             if pk >= 0:
-                g = order[lo + pk]
+                g = np.searchsorted(syn_rows, order[lo + pk])  # (a SYN row)
                 ws[side] = np.int64(c_ws[g]); mo[side] = np.int64(c_mss[g]); sp[side] = c_sperm[g]
-                sseq[side] = np.int64(c_seq[g]); sknown[side] = True
+                sseq[side] = seq[lo + pk]; sknown[side] = True
         seen = pick0 >= 0 and pick1 >= 0
         syn_ns = NONE; synack_ns = NONE; ack3 = NONE; irtt = NONE
         if seen:
@@ -337,7 +349,7 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
             nb = sl[i, 0]
             rr = rtsv[i]
             if nb > 0 and (not s_) and ackf:
-                g = order[i]
+                g = np.searchsorted(sack_rows, order[i])  # (a row with SACK blocks)
                 a = ack[i]
                 for k in range(4):
                     if k < nb:

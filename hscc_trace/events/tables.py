@@ -37,7 +37,7 @@ from hscc_trace.model import FlowEvents
 
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
-from .vantage import detect, dynamic_offsets
+from .vantage import _dynamic_offsets, detect, snd_max_ahead
 
 DUPTHRESH = 3  # RFC 6675 §2 DupThresh
 RTO_MIN_NS = 200_000_000  # Linux TCP_RTO_MIN (200 ms); RFC 6298 §2.4 allows below 1 s
@@ -49,7 +49,7 @@ CLOCK_MIN_SEGMENTS = 4
 
 
 
-CHUNK_ROWS = 1 << 18  # packets per batch of flows: bounds the working arrays (~400 B per packet)
+CHUNK_ROWS = 1 << 17  # packets per batch of flows: bounds the working arrays (~350 B per packet)
 
 
 @njit(cache=True)
@@ -358,8 +358,8 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
             off[lo:hi] = vt.offset_ns
             ahead[lo:hi] = 0
         else:
-            off[lo:hi] = dynamic_offsets(fa, vt.offset_ns)
-            ahead[lo:hi] = _snd_max_ahead(fa, off[lo:hi])
+            _dynamic_offsets(fa.ts, fa.snd, fa.flags, fa.rtsv, np.int64(vt.offset_ns), off[lo:hi])
+            snd_max_ahead(fa.ts, fa.snd, fa.plen, fa.flags, fa.seq, off[lo:hi], ahead[lo:hi])
         irtt = fa.handshake.irtt_ns
         ooo[f] = irtt if irtt else OOO_DEFAULT_NS
     # ---- the state machine --------------------------------------------------------------------
@@ -489,27 +489,6 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
             rtt_offset_s=vt.offset_ns / 1e9, warnings=warnings,
         ))
     return res
-
-
-def _snd_max_ahead(fa, offset_ns: np.ndarray) -> np.ndarray:
-    """Receiver-side / mid-path captures: the sender's snd_max when it gets each packet's ACK.
-
-    An ACK that leaves the capture point at ``t`` reaches the sender about ``offset/2`` later;
-    what the sender has sent by then reaches the capture point by about ``t + offset`` (offset =
-    the sender-side part of the RTT at that moment, :func:`.vantage.dynamic_offsets`). So the
-    sender's snd_max at that ACK is estimated as the highest sequence number seen at the capture
-    point up to ``t + offset``. Used for the round boundaries and to raise ``outstanding`` and
-    ``pipe``; the ``snd_max`` column keeps what was observed.
-    """
-    n = fa.ts.shape[0]
-    seg = fa.snd & ((fa.plen > 0) | ((fa.flags & (core.F_SYN | core.F_FIN)) != 0))
-    if not seg.any():
-        return np.zeros(n, np.int64)
-    ends = fa.seq[seg] + fa.plen[seg] + ((fa.flags[seg] & core.F_SYN) != 0) + ((fa.flags[seg] & core.F_FIN) != 0)
-    t_seg = np.maximum.accumulate(fa.ts[seg])
-    hi = np.maximum.accumulate(ends)
-    j = np.searchsorted(t_seg, fa.ts + offset_ns, side="right") - 1
-    return np.where(j >= 0, hi[np.clip(j, 0, None)], 0).astype(np.int64)
 
 
 _ENUMS: dict[tuple[str, ...], pl.Series] = {}

@@ -23,8 +23,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
-from .prep import F_ACK, F_SYN, FlowArrays
+from .prep import F_ACK, F_FIN, F_SYN, FlowArrays
 
 NEAR_FRACTION = 0.1  # a side whose gap is < 10 % of the total is where the capture was taken
 MIN_SAMPLES = 5  # data rule needs at least this many matches of each kind
@@ -127,36 +128,115 @@ def dynamic_offsets(fa: FlowArrays, base_ns: int) -> np.ndarray:
     With TCP timestamps, each receiver packet with TSval ``v`` is followed at the capture point
     by the first sender packet echoing ``v`` in TSecr (RFC 7323 §4.3, TS.Recent): that delay is
     the capture point → sender → capture point part *at that moment*, queueing included. Packets
-    without a match take the last known value; before the first match, ``base_ns``.
+    without a match take the last known value; before the first match, ``base_ns``. (A value
+    whose first echo comes before its first sighting is no match.)
     """
-    n = fa.ts.shape[0]
-    out = np.full(n, float(base_ns))
-    rt = fa.rtsv
-    rv = (~fa.snd) & (rt > -(2**61))
-    sv = fa.snd & (rt > -(2**61)) & ((fa.flags & F_ACK) != 0)
-    if not (rv.any() and sv.any()):
-        return out.astype(np.int64)
-    r_idx = np.flatnonzero(rv)
-    s_idx = np.flatnonzero(sv)
-    uv, fr = np.unique(rt[r_idx], return_index=True)
-    us, fs = np.unique(rt[s_idx], return_index=True)
-    common, ir, is_ = np.intersect1d(uv, us, return_indices=True)
-    if common.size == 0:
-        return out.astype(np.int64)
-    first_r = r_idx[fr[ir]]
-    d = fa.ts[s_idx[fs[is_]]] - fa.ts[first_r]
-    ok = d >= 0
-    val = np.full(n, np.nan)
-    # every receiver packet carrying v gets v's delay
-    rv_vals = rt[r_idx]
-    keys = common[ok]
-    pos = np.clip(np.searchsorted(keys, rv_vals), 0, max(keys.size - 1, 0))
-    if keys.size == 0:
-        return out.astype(np.int64)
-    mapped = np.where(keys[pos] == rv_vals, d[ok][pos], np.nan)
-    val[r_idx] = mapped
-    # forward fill
-    idx = np.where(~np.isnan(val), np.arange(n), -1)
-    np.maximum.accumulate(idx, out=idx)
-    out = np.where(idx >= 0, val[np.clip(idx, 0, None)], float(base_ns))
-    return out.astype(np.int64)
+    out = np.empty(fa.ts.shape[0], np.int64)
+    _dynamic_offsets(fa.ts, fa.snd, fa.flags, fa.rtsv, np.int64(base_ns), out)
+    return out
+
+
+@njit(cache=True)
+def _first_times(vals, times):
+    """Distinct values of ``vals`` (sorted) and the time of each one's first occurrence."""
+    o = np.argsort(vals, kind="mergesort")
+    u = np.empty(vals.shape[0], np.int64)
+    t = np.empty(vals.shape[0], np.int64)
+    m = 0
+    for j in range(o.shape[0]):
+        v = vals[o[j]]
+        if m == 0 or u[m - 1] != v:
+            u[m] = v
+            t[m] = times[o[j]]
+            m += 1
+    return u[:m], t[:m]
+
+
+@njit(cache=True)
+def _dynamic_offsets(ts, snd, flags, rt, base_ns, out):
+    n = ts.shape[0]
+    lim = -(2**61)
+    nr = 0
+    ns = 0
+    for i in range(n):
+        if rt[i] > lim:
+            if not snd[i]:
+                nr += 1
+            elif (flags[i] & F_ACK) != 0:
+                ns += 1
+    out[:] = base_ns
+    if nr == 0 or ns == 0:
+        return
+    rv = np.empty(nr, np.int64); rtm = np.empty(nr, np.int64)
+    sv = np.empty(ns, np.int64); stm = np.empty(ns, np.int64)
+    a = 0
+    b = 0
+    for i in range(n):
+        if rt[i] > lim:
+            if not snd[i]:
+                rv[a] = rt[i]; rtm[a] = ts[i]; a += 1
+            elif (flags[i] & F_ACK) != 0:
+                sv[b] = rt[i]; stm[b] = ts[i]; b += 1
+    ur, tr = _first_times(rv, rtm)
+    us, tsd = _first_times(sv, stm)
+    # delay of each value seen on both sides (first echo − first sighting), kept when >= 0
+    keys = np.empty(min(ur.shape[0], us.shape[0]), np.int64)
+    dly = np.empty(keys.shape[0], np.int64)
+    m = 0
+    j = 0
+    for k in range(ur.shape[0]):
+        while j < us.shape[0] and us[j] < ur[k]:
+            j += 1
+        if j < us.shape[0] and us[j] == ur[k]:
+            d = tsd[j] - tr[k]
+            if d >= 0:
+                keys[m] = ur[k]; dly[m] = d; m += 1
+    if m == 0:
+        return
+    cur = base_ns
+    for i in range(n):
+        if rt[i] > lim and not snd[i]:
+            p = np.searchsorted(keys[:m], rt[i])
+            if p < m and keys[p] == rt[i]:
+                cur = dly[p]
+        out[i] = cur
+
+
+@njit(cache=True)
+def snd_max_ahead(ts, snd, plen, flags, seq, offset_ns, out):
+    """Receiver-side / mid-path captures: the sender's snd_max when it gets each packet's ACK.
+
+    An ACK that leaves the capture point at ``t`` reaches the sender about ``offset/2`` later;
+    what the sender has sent by then reaches the capture point by about ``t + offset`` (offset =
+    the sender-side part of the RTT at that moment, :func:`dynamic_offsets`). So the sender's
+    snd_max at that ACK is estimated as the highest sequence number seen at the capture point up
+    to ``t + offset`` (segment times taken as their running maximum; 0 before the first
+    segment). Used for the round boundaries and to raise ``outstanding`` and ``pipe``; the
+    ``snd_max`` column keeps what was observed.
+    """
+    n = ts.shape[0]
+    m = 0
+    for i in range(n):
+        if snd[i] and (plen[i] > 0 or (flags[i] & (F_SYN | F_FIN)) != 0):
+            m += 1
+    out[:] = 0
+    if m == 0:
+        return
+    t_seg = np.empty(m, np.int64)
+    hi = np.empty(m, np.int64)
+    k = 0
+    for i in range(n):
+        if snd[i] and (plen[i] > 0 or (flags[i] & (F_SYN | F_FIN)) != 0):
+            e = seq[i] + plen[i] + (1 if (flags[i] & F_SYN) != 0 else 0) + (1 if (flags[i] & F_FIN) != 0 else 0)
+            t = ts[i]
+            if k > 0:
+                if t_seg[k - 1] > t:
+                    t = t_seg[k - 1]
+                if hi[k - 1] > e:
+                    e = hi[k - 1]
+            t_seg[k] = t
+            hi[k] = e
+            k += 1
+    for i in range(n):
+        j = np.searchsorted(t_seg, ts[i] + offset_ns[i], side="right") - 1
+        out[i] = hi[j] if j >= 0 else 0
