@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from numba import njit
 
 
 @dataclass(frozen=True)
@@ -50,18 +51,74 @@ def _segment_starts(b: np.ndarray) -> np.ndarray:
 def _first_match_per_run(mask: np.ndarray, run_of: np.ndarray, n_runs: int) -> np.ndarray:
     """For each run, the first index where ``mask`` holds (every run has at least one)."""
     idx = np.flatnonzero(mask)
-    runs, first = np.unique(run_of[idx], return_index=True)
+    r = run_of[idx]  # non-decreasing: the first index of each run is where r changes (no sort needed)
+    first = np.ones(len(r), dtype=bool)
+    first[1:] = r[1:] != r[:-1]
     out = np.empty(n_runs, dtype=np.int64)
-    out[runs] = idx[first]
+    out[r[first]] = idx[first]
     return out
+
+
+@njit(cache=True, nogil=True)
+def _m4_kernel(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:  # pragma: no cover - compiled
+    """One pass: per column (same bucket arithmetic as :func:`_bucket_ids`) the first, the first
+    lowest, the first highest and the last index, ascending and without repeats."""
+    n = len(x)
+    out = np.empty(4 * buckets, dtype=np.int64)
+    x0 = x[0]
+    span = x[n - 1] - x0
+    scale = buckets / span if span > 0 else 0.0
+    k = 0
+    i = 0
+    while i < n:
+        b = min(max(np.int64((x[i] - x0) * scale), 0), buckets - 1)
+        start = i
+        imin = i
+        imax = i
+        vmin = y[i]
+        vmax = y[i]
+        j = i + 1
+        while j < n and min(max(np.int64((x[j] - x0) * scale), 0), buckets - 1) == b:
+            v = y[j]
+            if v < vmin:
+                vmin = v
+                imin = j
+            if v > vmax:
+                vmax = v
+                imax = j
+            j += 1
+        lo = min(imin, imax)
+        hi = max(imin, imax)
+        out[k] = start
+        k += 1
+        if lo > start:
+            out[k] = lo
+            k += 1
+        if hi > lo:
+            out[k] = hi
+            k += 1
+        if j - 1 > hi:
+            out[k] = j - 1
+            k += 1
+        i = j
+    return out[:k]
 
 
 def m4_indices(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:
     """Indices of the first, min, max and last point of every time column (sorted, unique).
 
     ``x`` must be ascending and ``y`` free of NaN (drop missing samples first). When the series
-    already has at most ``4 * buckets`` points every index is returned: nothing is lost.
+    already has at most ``4 * buckets`` points every index is returned: nothing is lost. One
+    compiled pass (:func:`m4_indices_numpy` is the vectorised twin the tests compare it with).
     """
+    n = len(x)
+    if n <= 4 * buckets or buckets <= 0:
+        return np.arange(n, dtype=np.int64)
+    return _m4_kernel(np.ascontiguousarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), int(buckets))
+
+
+def m4_indices_numpy(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:
+    """:func:`m4_indices` in vectorised numpy (the reference for the compiled pass)."""
     n = len(x)
     if n <= 4 * buckets or buckets <= 0:
         return np.arange(n, dtype=np.int64)

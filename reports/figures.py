@@ -32,9 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 import numpy as np
-import plotly.graph_objects as go
 import polars as pl
-from plotly.subplots import make_subplots
 
 from hscc_trace import schema
 from hscc_trace.model import FlowResult
@@ -62,19 +60,25 @@ _CAT_PALETTE = ("rgba(23,190,207,0.14)", "rgba(148,103,189,0.14)", "rgba(140,86,
 _BOOL_COLOR = "rgba(148,103,189,0.16)"
 _QUIET = {"open", "none", "", "off", "false"}  # category values left unshaded
 
-HEIGHTS = {"window": 420, "rtt": 280, "goodput": 250, "timeseq": 420}
+ROW_PX = {"window": 320, "rtt": 190, "goodput": 160, "timeseq": 320}  # plot height of each main panel (px)
+ALGO_ROW_PX = (190, 100)  # an algorithm's window row, each further signal row (px)
+LEGEND_ENTRY_PX = 21  # one legend entry at font size 11
 
-TEMPLATE = go.layout.Template(layout=go.Layout(
-    font=dict(family="system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif", size=12,
-              color="#222"),
-    paper_bgcolor="white", plot_bgcolor="white",
-    margin=dict(l=70, r=20, t=36, b=40),
-    hovermode="x unified",
-    hoverlabel=dict(namelength=-1),
-    legend=dict(orientation="v", x=1.01, y=1, xanchor="left", font=dict(size=11)),
-    xaxis=dict(showgrid=True, gridcolor="#eee", zeroline=False, linecolor="#999", ticks="outside", showline=True),
-    yaxis=dict(showgrid=True, gridcolor="#eee", zeroline=False, linecolor="#999", ticks="outside", showline=True),
-))
+TEMPLATE: dict[str, Any] = {"layout": {
+    "font": {"family": "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif", "size": 12,
+             "color": "#222"},
+    "paper_bgcolor": "white", "plot_bgcolor": "white",
+    "margin": {"l": 70, "r": 20, "t": 36, "b": 40},
+    "hovermode": "x unified",
+    "hoverlabel": {"namelength": -1},
+    "legend": {"orientation": "v", "x": 1.01, "y": 1, "xanchor": "left", "font": {"size": 11}},
+    "xaxis": {"showgrid": True, "gridcolor": "#eee", "zeroline": False, "linecolor": "#999", "ticks": "outside",
+              "showline": True},
+    "yaxis": {"showgrid": True, "gridcolor": "#eee", "zeroline": False, "linecolor": "#999", "ticks": "outside",
+              "showline": True},
+}}
+
+Trace = dict[str, Any]  # a plotly scatter trace as a plain dict; "x"/"y" are float64 numpy arrays
 
 
 @dataclass
@@ -87,8 +91,30 @@ class TraceNote:
 
 
 @dataclass
+class Row:
+    """One subplot: traces on their own y axis, on the flow's shared time axis."""
+
+    traces: list[Trace]
+    px: int  # plot height (px)
+    title: str = ""  # small title above the row (already escaped)
+    ytitle: str = ""
+
+
+@dataclass
+class Block:
+    """One panel (window, RTT, goodput, time/sequence, or one algorithm's signals): a title, a
+    legend of its own and one or more rows. Blocks are stacked into one figure per flow part."""
+
+    key: str
+    title: str  # already escaped
+    rows: list[Row]
+
+
+@dataclass
 class FlowFigures:
-    figures: dict[str, go.Figure]
+    """The blocks of one flow (in display order) and how each series was reduced."""
+
+    blocks: dict[str, Block]
     notes: list[TraceNote] = field(default_factory=list)
 
     @property
@@ -102,6 +128,14 @@ class FlowFigures:
     @property
     def decimated(self) -> list[TraceNote]:
         return [n for n in self.notes if n.reduction.decimated]
+
+    @property
+    def main(self) -> list[Block]:
+        return [b for k, b in self.blocks.items() if not k.startswith("algo:")]
+
+    @property
+    def signals(self) -> list[Block]:
+        return [b for k, b in self.blocks.items() if k.startswith("algo:")]
 
 
 def algo_colors(labels: Iterable[str]) -> dict[str, str]:
@@ -150,12 +184,20 @@ def _t(ts_ns: pl.Series | np.ndarray, t0_ns: int) -> np.ndarray:
 
 
 def _f(s: pl.Series) -> np.ndarray:
-    """A numeric column as float64 with nulls as NaN."""
-    return s.cast(pl.Float64).fill_null(float("nan")).to_numpy()
+    """A numeric column as float64 with nulls as NaN (zero-copy for a float64 column without nulls)."""
+    if s.dtype == pl.Boolean:
+        s = s.cast(pl.UInt8)
+    return np.asarray(s.to_numpy(), dtype=np.float64)  # polars writes nulls of numeric columns as NaN
+
+
+def scatter(x: np.ndarray, y: np.ndarray, name: str, **kw: Any) -> Trace:
+    """A plotly scatter trace as a plain dict (no graph_objects validation: the report builds
+    thousands of traces, and plotly's Python objects cost far more than the data)."""
+    return {"type": "scatter", "x": x, "y": y, "name": name, **kw}
 
 
 class _Panel:
-    """Collects traces for one figure while recording reductions."""
+    """Collects traces for one block while recording reductions."""
 
     def __init__(self, key: str, notes: list[TraceNote], buckets: int) -> None:
         self.key = key
@@ -163,7 +205,7 @@ class _Panel:
         self.buckets = buckets
 
     def line(self, x: np.ndarray, y: np.ndarray, name: str, *, shape: str = "hv", mode: str = "lines",
-             **kw: Any) -> go.Scatter | None:
+             **kw: Any) -> Trace | None:
         # Markers are one SVG element each: half the columns keep them cheap to draw.
         xs, ys, red = dec.m4(x, y, self.buckets if mode == "lines" else max(self.buckets // 2, 1))
         self.notes.append(TraceNote(self.key, name, red))
@@ -171,17 +213,16 @@ class _Panel:
             return None
         if mode == "lines":
             xs, ys = dec.drop_flat(xs, ys)
-            kw.setdefault("line", {})
-            kw["line"] = {**kw["line"], "shape": shape}
-        return go.Scatter(x=xs, y=ys, name=name, mode=mode, **kw)
+            kw["line"] = {**kw.get("line", {}), "shape": shape}
+        return scatter(xs, ys, name, mode=mode, **kw)
 
-    def bars(self, t: np.ndarray, lo: np.ndarray, hi: np.ndarray, name: str, color: str, **kw: Any) -> go.Scatter | None:
+    def bars(self, t: np.ndarray, lo: np.ndarray, hi: np.ndarray, name: str, color: str, **kw: Any) -> Trace | None:
         xs, ys, red = dec.bars(t, lo, hi, self.buckets)
         self.notes.append(TraceNote(self.key, name, red))
         if len(xs) == 0:
             return None
-        return go.Scatter(x=xs, y=ys, name=name, mode="lines", line=dict(color=color, width=1.4),
-                          connectgaps=False, hoverinfo="skip", **kw)
+        return scatter(xs, ys, name, mode="lines", line={"color": color, "width": 1.4}, connectgaps=False,
+                       hoverinfo="skip", **kw)
 
 
 def _poly(s: np.ndarray, e: np.ndarray, y0: float, y1: float) -> tuple[np.ndarray, np.ndarray]:
@@ -201,7 +242,7 @@ def _scale_alpha(color: str, k: float) -> str:
 
 
 def _band(start: np.ndarray, end: np.ndarray, y0: float, y1: float, name: str, color: str, *, min_gap: float,
-          legendgroup: str, showlegend: bool, t_end: float | None = None, **kw: Any) -> list[go.Scatter]:
+          legendgroup: str, showlegend: bool, t_end: float | None = None, **kw: Any) -> list[Trace]:
     """Shaded time ranges as filled polygon traces (one per shade; cheap even for thousands of ranges).
 
     Up to one range per two time columns: each range is drawn exactly (at least half a column wide,
@@ -212,28 +253,27 @@ def _band(start: np.ndarray, end: np.ndarray, y0: float, y1: float, name: str, c
     s, e = dec.merge_intervals(start, end, 0.0)
     if len(s) == 0:
         return []
-    common = dict(mode="lines", fill="toself", line=dict(width=0), hoverinfo="skip", legendgroup=legendgroup, **kw)
+    common = dict(mode="lines", fill="toself", line={"width": 0}, hoverinfo="skip", legendgroup=legendgroup, **kw)
     columns = int(round((t_end or float(e.max())) / min_gap)) if min_gap > 0 else 0
     if len(s) <= max(columns // 2, 1) or columns <= 0:
         e = np.maximum(e, s + min_gap * 0.5)
         xs, ys = _poly(s, e, y0, y1)
-        return [go.Scatter(x=xs, y=ys, name=name, fillcolor=color, showlegend=showlegend, **common)]
+        return [scatter(xs, ys, name, fillcolor=color, showlegend=showlegend, **common)]
     out = []
     grades = dec.coverage_levels(s, e, 0.0, columns * min_gap, columns, levels=2)
     for i, (g, gs, ge) in enumerate(sorted(grades, key=lambda x: -x[0])):
         xs, ys = _poly(gs, ge, y0, y1)
-        out.append(go.Scatter(x=xs, y=ys, name=name, fillcolor=_scale_alpha(color, g),
-                              showlegend=showlegend and i == 0, **common))
+        out.append(scatter(xs, ys, name, fillcolor=_scale_alpha(color, g), showlegend=showlegend and i == 0, **common))
     return out
 
 
-def _extent(traces: Iterable[go.Scatter | None]) -> tuple[float, float]:
+def _extent(traces: Iterable[Trace | None]) -> tuple[float, float]:
     """y range covered by the (non-band) traces, for sizing bands; (0, 1) when empty."""
     lo, hi = math.inf, -math.inf
     for tr in traces:
-        if tr is None or tr.y is None or tr.visible == "legendonly":
+        if tr is None or tr.get("y") is None or tr.get("visible") == "legendonly":
             continue
-        y = np.asarray(tr.y, dtype=np.float64)
+        y = np.asarray(tr["y"], dtype=np.float64)
         y = y[np.isfinite(y)]
         if len(y):
             lo, hi = min(lo, float(y.min())), max(hi, float(y.max()))
@@ -265,7 +305,7 @@ class _Ctx:
     def panel(self, key: str) -> _Panel:
         return _Panel(key, self.notes, self.buckets)
 
-    def episode_bands(self, y0: float, y1: float, *, legend: bool = True, **kw: Any) -> list[go.Scatter]:
+    def episode_bands(self, y0: float, y1: float, *, legend: bool = True, **kw: Any) -> list[Trace]:
         s, e, kind = self.episodes
         out = []
         for k in schema.EPISODE_KINDS:
@@ -306,24 +346,6 @@ def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None) -> 
                 episodes=eps)
 
 
-def _finish(fig: go.Figure, title: str, height: int, ytitle: str | None = None) -> go.Figure:
-    entries = sum(1 for tr in fig.data if tr.showlegend is not False)
-    # (the shared TEMPLATE is applied by flow_figures; the HTML page applies it once for all figures)
-    fig.update_layout(title=dict(text=title, x=0.0, xanchor="left", font=dict(size=14)),
-                      height=max(height, 100 + 29 * entries))  # the legend fits without scrolling
-    if ytitle:
-        fig.update_yaxes(title_text=ytitle, row=1, col=1) if fig._has_subplots() else fig.update_yaxes(title_text=ytitle)
-    fig.update_xaxes(title_text=None)
-    return fig
-
-
-def _xlabel(fig: go.Figure) -> None:
-    # only the bottom axis of a figure carries the label
-    axes = [k for k in fig.layout if k.startswith("xaxis")]
-    bottom = sorted(axes, key=lambda k: int(k[5:] or 1))[-1] if axes else "xaxis"
-    fig.layout[bottom].title = dict(text="time since flow start (s)")
-
-
 # ---------------------------------------------------------------------------------------------
 # panels
 
@@ -351,11 +373,11 @@ def _initially_shown(c: _Ctx) -> set[str]:
     return set(labels[:MAX_SHOWN])
 
 
-def _window_panel(c: _Ctx) -> go.Figure:
+def _window_panel(c: _Ctx) -> Block:
     p = c.panel("window")
     acks = c.fr.events.acks
-    actual: list[go.Scatter | None] = []
-    replays: list[go.Scatter | None] = []
+    actual: list[Trace | None] = []
+    replays: list[Trace | None] = []
     if acks.height:
         t = _t(acks["ts_ns"], c.t0)
         actual.append(p.line(t, _f(acks["outstanding"]) / c.mss, "actual: bytes in flight",
@@ -399,19 +421,16 @@ def _window_panel(c: _Ctx) -> go.Figure:
                                showlegend=True, legendrank=1001, t_end=c.duration)
     # drawn bottom to top: shading, replays, then the actual sender on top of everything
     data = [*bands, *(tr for tr in replays if tr is not None), *(tr for tr in actual if tr is not None)]
-    fig = go.Figure(data)
     hidden = len([lab for lab in c.fr.replays if lab not in shown])
     more = f" — the {len(shown)} best-fitting shown; {hidden} more in the legend (click to show)" if hidden else ""
-    _finish(fig, "Window: what the sender had in flight (black) and what each algorithm would have set" + more,
-            HEIGHTS["window"], "packets (MSS)")
-    _xlabel(fig)
-    return fig
+    return Block("window", "Window: what the sender had in flight (black) and what each algorithm would have set" + more,
+                 [Row(data, ROW_PX["window"], ytitle="packets (MSS)")])
 
 
-def _rtt_panel(c: _Ctx) -> go.Figure:
+def _rtt_panel(c: _Ctx) -> Block:
     p = c.panel("rtt")
     acks = c.fr.events.acks
-    traces: list[go.Scatter | None] = []
+    traces: list[Trace | None] = []
     if acks.height:
         s = acks.select("ts_ns", "rtt_s").drop_nulls("rtt_s").filter(pl.col("rtt_s").is_not_nan())
         if s.height:
@@ -425,14 +444,12 @@ def _rtt_panel(c: _Ctx) -> go.Figure:
             traces.append(p.line(t, srtt, "smoothed RTT (RFC 6298)", shape="linear", line=dict(color="#d62728", width=1.6),
                                  hovertemplate="%{y:.3f} ms"))
     y0, y1 = _extent(traces)
-    fig = go.Figure([*c.episode_bands(y0, y1, legend=False), *(tr for tr in traces if tr is not None)])
+    data = [*c.episode_bands(y0, y1, legend=False), *(tr for tr in traces if tr is not None)]
     title = "RTT samples, min RTT and smoothed RTT"
     off = getattr(c.fr.events, "rtt_offset_s", 0.0) or 0.0
     if off:
         title += f" (corrected for the capture vantage by {off * 1e3:.3f} ms)"
-    _finish(fig, title, HEIGHTS["rtt"], "ms")
-    _xlabel(fig)
-    return fig
+    return Block("rtt", title, [Row(data, ROW_PX["rtt"], ytitle="ms")])
 
 
 def _binned_rate(t: np.ndarray, nbytes: np.ndarray, width: float, t_end: float) -> tuple[np.ndarray, np.ndarray]:
@@ -443,12 +460,12 @@ def _binned_rate(t: np.ndarray, nbytes: np.ndarray, width: float, t_end: float) 
     return np.arange(nb) * width, sums * 8 / width / 1e6
 
 
-def _goodput_panel(c: _Ctx) -> go.Figure:
+def _goodput_panel(c: _Ctx) -> Block:
     p = c.panel("goodput")
     ev = c.fr.events
     rtt_med = c.fr.flow.get("rtt_median_s") or 0.0
     width = max(c.duration / min(c.buckets, 1000), float(rtt_med or 0.0), 1e-6)
-    traces: list[go.Scatter | None] = []
+    traces: list[Trace | None] = []
     if ev.acks.height:
         x, y = _binned_rate(_t(ev.acks["ts_ns"], c.t0), _f(ev.acks["acked_bytes"].clip(0)), width, c.duration)
         traces.append(p.line(x, y, "goodput (newly ACKed)", line=dict(color=ACTUAL_COLOR, width=1.8),
@@ -466,16 +483,15 @@ def _goodput_panel(c: _Ctx) -> go.Figure:
             traces.append(p.line(x, y, "retransmitted", line=dict(color="#d62728", width=1.2),
                                  hovertemplate="%{y:.3f} Mbit/s"))
     y0, y1 = _extent(traces)
-    fig = go.Figure([*c.episode_bands(y0, y1, legend=False), *(tr for tr in traces if tr is not None)])
-    _finish(fig, f"Goodput and throughput (bins of {width * 1e3:.3g} ms)", HEIGHTS["goodput"], "Mbit/s")
-    _xlabel(fig)
-    return fig
+    data = [*c.episode_bands(y0, y1, legend=False), *(tr for tr in traces if tr is not None)]
+    return Block("goodput", f"Goodput and throughput (bins of {width * 1e3:.3g} ms)",
+                 [Row(data, ROW_PX["goodput"], ytitle="Mbit/s")])
 
 
-def _timeseq_panel(c: _Ctx) -> go.Figure:
+def _timeseq_panel(c: _Ctx) -> Block:
     p = c.panel("timeseq")
     ev = c.fr.events
-    traces: list[go.Scatter | None] = []
+    traces: list[Trace | None] = []
     segs = ev.segments
     if segs.height:
         t = _t(segs["ts_ns"], c.t0)
@@ -488,8 +504,8 @@ def _timeseq_panel(c: _Ctx) -> go.Figure:
                 name = "data segment" if k == "new" else k.replace("_", " ")
                 tr = p.bars(t[m], lo[m], hi[m], name, SEGMENT_COLORS[k])
                 if tr is not None and k != "new":  # marks visible even when zoomed out
-                    tr.update(mode="lines+markers", marker=dict(size=5, symbol="x-thin", line=dict(width=1.5,
-                                                                                                   color=SEGMENT_COLORS[k])))
+                    tr.update(mode="lines+markers", marker={"size": 5, "symbol": "x-thin",
+                                                            "line": {"width": 1.5, "color": SEGMENT_COLORS[k]}})
                 traces.append(tr)
     acks = ev.acks
     if acks.height:
@@ -510,10 +526,9 @@ def _timeseq_panel(c: _Ctx) -> go.Figure:
                                  mode="markers", marker=dict(color="#9467bd", size=5, symbol="triangle-up"),
                                  hovertemplate="SACK at ack %{y:,.0f}"))
     y0, y1 = _extent(traces)
-    fig = go.Figure([*c.episode_bands(y0, y1, legend=False), *(tr for tr in traces if tr is not None)])
-    _finish(fig, "Time/sequence graph (tcptrace style)", HEIGHTS["timeseq"], "relative sequence (bytes)")
-    _xlabel(fig)
-    return fig
+    data = [*c.episode_bands(y0, y1, legend=False), *(tr for tr in traces if tr is not None)]
+    return Block("timeseq", "Time/sequence graph (tcptrace style)",
+                 [Row(data, ROW_PX["timeseq"], ytitle="relative sequence (bytes)")])
 
 
 def _signal_kind(s: pl.Series, info: meta.SignalInfo | None) -> str:
@@ -538,8 +553,10 @@ def _as_flag(s: pl.Series, info: meta.SignalInfo | None) -> pl.Series:
             return s.fill_null(0) != 0
         if info is not None and info.kind == "enum" and info.labels:
             labels = list(info.labels)
-            return s.cast(pl.Int64).map_elements(lambda i: labels[i] if 0 <= i < len(labels) else str(i),
-                                                 return_dtype=pl.String)
+            idx = s.cast(pl.Int64)
+            known = pl.Series(labels, dtype=pl.String).gather(idx.clip(0, len(labels) - 1))
+            ok = (idx >= 0) & (idx < len(labels))
+            return pl.select(pl.when(ok).then(known).otherwise(idx.cast(pl.String))).to_series()
         return s.cast(pl.String)
     return s
 
@@ -551,7 +568,7 @@ def _unit_title(name: str, unit: str) -> str:
     return f"{_esc(name)} ({_esc(unit)})" if unit else _esc(name)
 
 
-def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> go.Figure | None:
+def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     base = {col.name for col in schema.REPLAY_BASE}
     sig = [s for s in df.columns if s not in base]
     if not sig or not df.height:
@@ -575,25 +592,22 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> go.Figure | None:
     for u, names in groups.items():
         title = ", ".join(_esc(n) for n in names) + (f" ({_esc(u)})" if not u.startswith("\0") and u else "")
         rows.append(("other", names, title))
-    fig = make_subplots(rows=len(rows), cols=1, shared_xaxes=True, vertical_spacing=min(0.08, 0.45 / len(rows)),
-                        subplot_titles=[r[2] for r in rows], row_heights=[2.2] + [1.0] * (len(rows) - 1))
     p = c.panel(f"algo:{label}")
     t = _t(df["ts_ns"], c.t0)
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
     flag_series = {s: _as_flag(df[s], infos.get(s)) for s in flags}
     n_color = 0
-    all_traces: list[go.Scatter] = []
-    all_rows: list[int] = []
+    out_rows: list[Row] = []
     for r, (kind, names, _title) in enumerate(rows, start=1):
-        traces: list[go.Scatter | None] = []
+        traces: list[Trace | None] = []
         if kind == "window":
             acks = c.fr.events.acks
             stacked = _stack_parts(df, names)
             if stacked is not None:
                 loss_name, loss = stacked
                 traces.append(p.line(t, loss, f"{_esc(loss_name)} (loss-based part)", stackgroup="win",
-                                     line=dict(color=color, width=0.8), hovertemplate="%{y:.1f}"))
+                                     line={"color": color, "width": 0.8}, hovertemplate="%{y:.1f}"))
                 traces.append(p.line(t, _f(df["dwnd"]), "dwnd (delay-based part, stacked on it)", stackgroup="win",
                                      line=dict(color="#ff9896", width=0.8), hovertemplate="%{y:.1f}"))
             traces.append(p.line(t, _f(df["cwnd"]), f"{_esc(label)} cwnd", line=dict(color=color, width=2.2),
@@ -625,16 +639,10 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> go.Figure | None:
             for k, s in enumerate(flags):
                 lo, hi = (y0, y1) if k == 0 else (y1 - 0.08 * k * (y1 - y0), y1 - 0.08 * (k - 1) * (y1 - y0))
                 bands += _flag_bands(c, t, flag_series[s], s, lo, hi, legend=r == 1, strong=k > 0)
-        for tr in [*bands, *(tr for tr in traces if tr is not None)]:
-            all_traces.append(tr)
-            all_rows.append(r)
-    fig.add_traces(all_traces, rows=all_rows, cols=[1] * len(all_rows))  # one call: add_trace is O(n) each
+        out_rows.append(Row([*bands, *(tr for tr in traces if tr is not None)],
+                            ALGO_ROW_PX[0] if r == 1 else ALGO_ROW_PX[1], title=_title))
     flag_note = f" — shaded: {', '.join(_esc(f) for f in flags)}" if flags else ""
-    height = 270 + 150 * (len(rows) - 1)
-    _finish(fig, f"{_esc(label)}: the algorithm's own signals{flag_note}", height)
-    fig.update_annotations(font=dict(size=11), xanchor="left", x=0.0)
-    _xlabel(fig)
-    return fig
+    return Block(f"algo:{label}", f"{_esc(label)}: the algorithm's own signals{flag_note}", out_rows)
 
 
 def _stack_parts(df: pl.DataFrame, names: list[str]) -> tuple[str, np.ndarray] | None:
@@ -650,7 +658,7 @@ def _stack_parts(df: pl.DataFrame, names: list[str]) -> tuple[str, np.ndarray] |
 
 
 def _flag_bands(c: _Ctx, t: np.ndarray, s: pl.Series, name: str, y0: float, y1: float, *,
-                legend: bool, strong: bool = False) -> list[go.Scatter]:
+                legend: bool, strong: bool = False) -> list[Trace]:
     """Shading for a boolean (where True) or categorical signal (one colour per value)."""
     if s.dtype == pl.Boolean:
         vals = s.fill_null(False).to_numpy()
@@ -658,8 +666,12 @@ def _flag_bands(c: _Ctx, t: np.ndarray, s: pl.Series, name: str, y0: float, y1: 
         m = v.astype(bool)
         return _band(st[m], en[m], y0, y1, _esc(name), _scale_alpha(_BOOL_COLOR, 3.0 if strong else 1.0), min_gap=c.min_gap,
                      legendgroup=f"flag-{_esc(name)}", showlegend=legend, t_end=c.duration)
-    vals = s.cast(pl.String).fill_null("").to_numpy()
-    st, en, v = dec.runs(t, vals)
+    vals = s.cast(pl.String).fill_null("")
+    # runs of equal values (as dec.runs, but compared in polars: numpy object arrays are slow)
+    starts = np.flatnonzero(np.diff(vals.rle_id().to_numpy(), prepend=-1))
+    st = t[starts]
+    en = np.concatenate((t[starts[1:]], t[-1:]))
+    v = vals.gather(starts).to_numpy()
     out = []
     cats = [x for x in dict.fromkeys(v.tolist()) if str(x).lower() not in _QUIET]
     known = {CATEGORY_COLORS[str(x).lower()] for x in cats if str(x).lower() in CATEGORY_COLORS}
@@ -679,31 +691,100 @@ def _flag_bands(c: _Ctx, t: np.ndarray, s: pl.Series, name: str, y0: float, y1: 
 
 def build_flow(fr: FlowResult, *, max_points: int = DEFAULT_MAX_POINTS,
                colors: dict[str, str] | None = None) -> FlowFigures:
-    """Every panel for one flow plus how each series was reduced."""
+    """Every panel (block) of one flow plus how each series was reduced."""
     c = _context(fr, max_points, colors)
-    figs: dict[str, go.Figure] = {
-        "window": _window_panel(c),
-        "rtt": _rtt_panel(c),
-        "goodput": _goodput_panel(c),
-        "timeseq": _timeseq_panel(c),
-    }
+    blocks = {b.key: b for b in (_window_panel(c), _rtt_panel(c), _goodput_panel(c), _timeseq_panel(c))}
     rank = _ranks(c)  # signal panels of the best-fitting algorithms first
     order = sorted(fr.replays, key=lambda lab: (rank.get(lab, 10**6), list(fr.replays).index(lab)))
     for label in order:
-        df = fr.replays[label]
-        fig = _algo_panel(c, label, df)
-        if fig is not None:
-            figs[f"algo:{label}"] = fig
-    return FlowFigures(figures=figs, notes=c.notes)
+        b = _algo_panel(c, label, fr.replays[label])
+        if b is not None:
+            blocks[b.key] = b
+    return FlowFigures(blocks=blocks, notes=c.notes)
 
 
-def flow_figures(flow_result: FlowResult, *, max_points: int = DEFAULT_MAX_POINTS) -> dict[str, go.Figure]:
+# gaps between rows (px): x tick labels of the row above, a row title, a block title
+_TICKS_PX, _ROW_TITLE_PX, _BLOCK_TITLE_PX, _BOTTOM_PX = 24, 18, 30, 46
+
+
+def stack(blocks: list[Block]) -> dict[str, Any]:
+    """Stack blocks into one figure dict (``data``, ``layout``): one row per subplot, all rows on
+    one shared time axis (x axes matched: zoom one, all follow), a legend per block next to it.
+
+    Rows are cheaper to draw as subplots of one figure than as separate figures (one layout, one
+    pass of plotly.js). A block's first row grows until the block's legend fits beside it.
+    """
+    data: list[Trace] = []
+    layout: dict[str, Any] = {"annotations": [], "showlegend": True}
+    index: list[dict[str, Any]] = []  # which block is which legend and which axes (for tests and tools)
+    y = 0  # px from the top of the plot area
+    spans: list[tuple[int, int]] = []  # (top px, bottom px) per row
+    n = 0
+    for bi, blk in enumerate(blocks):
+        lg = "legend" if bi == 0 else f"legend{bi + 1}"
+        entries = sum(1 for r in blk.rows for tr in r.traces if tr.get("showlegend", True) is not False)
+        y += (_TICKS_PX + 8 if bi else 0) + _BLOCK_TITLE_PX + (_ROW_TITLE_PX if blk.rows[0].title else 0)
+        block_top = y
+        index.append({"key": blk.key, "title": blk.title, "legend": lg, "yaxes": []})
+        block_px = sum(r.px for r in blk.rows) + sum(_TICKS_PX + _ROW_TITLE_PX for _ in blk.rows[1:])
+        need = entries * LEGEND_ENTRY_PX + 8 - block_px
+        for ri, row in enumerate(blk.rows):
+            n += 1
+            if ri:
+                y += _TICKS_PX + _ROW_TITLE_PX
+            px = row.px + (max(need, 0) if ri == 0 else 0)
+            spans.append((y, y + px))
+            xa, ya = ("x", "y") if n == 1 else (f"x{n}", f"y{n}")
+            index[-1]["yaxes"].append(ya)
+            for tr in row.traces:
+                tr["xaxis"], tr["yaxis"], tr["legend"] = xa, ya, lg
+                data.append(tr)
+            layout["xaxis" if n == 1 else f"xaxis{n}"] = {"anchor": ya, **({} if n == 1 else {"matches": "x"})}
+            layout["yaxis" if n == 1 else f"yaxis{n}"] = {"anchor": xa, "title": {"text": row.ytitle} if row.ytitle else None}
+            if row.title:
+                layout["annotations"].append({"text": row.title, "_top": y, "yshift": 2, "font": {"size": 11}})
+            if ri == 0:
+                layout["annotations"].append({"text": blk.title, "_top": y, "yshift": 4 + (_ROW_TITLE_PX if row.title else 0),
+                                              "font": {"size": 14}})
+            y += px
+        layout[lg] = {"x": 1.01, "xanchor": "left", "yanchor": "top", "_top": block_top, "orientation": "v",
+                      "font": {"size": 11}, "tracegroupgap": 4}
+    plot_px = max(y, 1)
+    top_margin = 8
+    layout["height"] = plot_px + top_margin + _BOTTOM_PX
+    layout["margin"] = {"l": 70, "r": 20, "t": top_margin, "b": _BOTTOM_PX}
+    frac = lambda px: round(1.0 - px / plot_px, 6)  # noqa: E731 - px from the top → paper fraction
+    for i, (top, bottom) in enumerate(spans, start=1):
+        ax = layout["yaxis" if i == 1 else f"yaxis{i}"]
+        ax["domain"] = [max(frac(bottom), 0.0), min(frac(top), 1.0)]
+        if ax.get("title") is None:
+            ax.pop("title", None)
+    last = "xaxis" if len(spans) == 1 else f"xaxis{len(spans)}"
+    if spans:
+        layout[last]["title"] = {"text": "time since flow start (s)"}
+    for k, v in list(layout.items()):
+        if k.startswith("legend") and isinstance(v, dict):
+            v["y"] = frac(v.pop("_top"))
+    for ann in layout["annotations"]:
+        ann.update(xref="paper", yref="paper", x=0.0, xanchor="left", y=frac(ann.pop("_top")), yanchor="bottom",
+                   showarrow=False, align="left")
+    return {"data": data, "layout": layout, "blocks": index}
+
+
+def flow_figures(flow_result: FlowResult, *, max_points: int = DEFAULT_MAX_POINTS) -> dict[str, Any]:
     """Plotly figures for one flow, keyed ``window``, ``rtt``, ``goodput``, ``timeseq``, ``algo:<label>``.
 
     For notebooks: ``flow_figures(res)["window"].show()``. Series longer than ``max_points`` are
-    decimated (first/min/max/last per time column), never truncated.
+    decimated (first/min/max/last per time column), never truncated. (The HTML report stacks the
+    same panels into two figures per flow: the four main panels, and every algorithm's signals.)
     """
-    figs = build_flow(flow_result, max_points=max_points).figures
-    for fig in figs.values():
-        fig.update_layout(template=TEMPLATE)
-    return figs
+    import plotly.graph_objects as go  # only for notebooks: the report itself never builds plotly objects
+
+    ff = build_flow(flow_result, max_points=max_points)
+    out = {}
+    for key, blk in ff.blocks.items():
+        fig = stack([blk])
+        fig.pop("blocks")
+        fig["layout"]["template"] = TEMPLATE
+        out[key] = go.Figure(fig)
+    return out

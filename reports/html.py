@@ -19,6 +19,7 @@ import html
 import json
 import math
 import re
+import secrets
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -157,50 +158,47 @@ def _decimals(arr: np.ndarray, sig: int = 5) -> int:
     return int(min(max(sig - 1 - math.floor(math.log10(m)), 0), 9))
 
 
-def _array_list(arr: np.ndarray, decimals: int) -> list[Any]:
-    """Rounded list for JSON: ints when no decimals are needed, NaN as null (a line gap)."""
+def _array_json(arr: np.ndarray, decimals: int) -> str:
+    """A numeric array as JSON text: rounded, ints when no decimals are needed, NaN/inf as null
+    (a line gap). Text (not typed arrays) because it gzips far better and the loader reads it."""
     arr = np.asarray(arr, dtype=np.float64)
-    nan = ~np.isfinite(arr)
+    bad = ~np.isfinite(arr)
     if decimals == 0:
-        if nan.any():
-            return [None if bad else int(v) for v, bad in zip(np.rint(np.where(nan, 0, arr)).astype(np.int64).tolist(),
-                                                              nan.tolist())]
-        return np.rint(arr).astype(np.int64).tolist()
-    lst = np.round(arr, decimals).tolist()
-    if nan.any():
-        return [None if bad else v for v, bad in zip(lst, nan.tolist())]
-    return lst
+        txt = np.rint(np.where(bad, 0.0, arr)).astype(np.int64).astype(str)
+        if bad.any():
+            txt[bad] = "null"
+        return "[" + ",".join(txt.tolist()) + "]"
+    if bad.any():
+        arr = np.where(bad, np.nan, arr)
+    return json.dumps(np.round(arr, decimals).tolist()).replace("NaN", "null")  # numbers only: safe
 
 
-def _decode(v: Any) -> np.ndarray | None:
-    """A plotly array value (typed-array dict, ndarray, list or tuple) as float64, else None."""
-    if isinstance(v, dict) and "bdata" in v and "dtype" in v:
-        arr = np.frombuffer(base64.b64decode(v["bdata"]), dtype=np.dtype(v["dtype"]))
-        if "shape" in v:
-            arr = arr.reshape([int(s) for s in str(v["shape"]).split(",")])
-        return arr.astype(np.float64)
-    if isinstance(v, np.ndarray):
-        return v.astype(np.float64)
-    if isinstance(v, (list, tuple)) and v and all(isinstance(x, (int, float)) or x is None for x in v):
-        return np.array([np.nan if x is None else x for x in v], dtype=np.float64)
-    return None
+def _array_list(arr: np.ndarray, decimals: int) -> list[Any]:
+    """Rounded list (ints when no decimals are needed, NaN as None): what the payload decodes to."""
+    return json.loads(_array_json(arr, decimals))
 
 
-def figure_payload(fig: Any) -> dict[str, Any]:
-    """A figure as compact JSON-able dict: rounded numbers, no per-figure template."""
-    d = fig.to_plotly_json()
-    d["layout"].pop("template", None)
-    for tr in d["data"]:
+def figure_json(fig: dict[str, Any]) -> str:
+    """A figure dict (from :func:`figures.stack`) as compact JSON; x and y numpy arrays are written
+    straight to text (times to 1 µs, other values to 5 significant digits)."""
+    nonce = secrets.token_hex(8)  # array placeholders no label text can imitate
+    arrays: list[str] = []
+    data = []
+    for tr in fig["data"]:
+        tr = dict(tr)
         for key in ("x", "y"):
-            if key in tr:
-                arr = _decode(tr[key])
-                if arr is not None:
-                    tr[key] = _array_list(arr, 6 if key == "x" else _decimals(arr))
-    return {"data": d["data"], "layout": d["layout"]}
+            v = tr.get(key)
+            if isinstance(v, np.ndarray):
+                arrays.append(_array_json(v, 6 if key == "x" else _decimals(v)))
+                tr[key] = f"\0{nonce}:{len(arrays) - 1}\0"
+        data.append(tr)
+    text = json.dumps({**fig, "data": data}, separators=(",", ":"), allow_nan=False)
+    return re.sub(r'"\\u0000' + nonce + r':(\d+)\\u0000"', lambda m: arrays[int(m.group(1))], text)
 
 
 def _gz64(text: str) -> str:
-    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=9, mtime=0)).decode("ascii")
+    # level 6: 1 % larger than 9 on the figure data, in half the time
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
 
 
 def _json_script(obj: Any) -> str:
@@ -506,19 +504,26 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
         n_dec += len(ff.decimated)
         p_in += ff.points_in
         p_out += ff.points_out
-        figs, divs, nav = [], [], []
-        for key, fig in ff.figures.items():
+        # two figures per flow, rows on one shared time axis: the four main panels, and the
+        # signals of every algorithm (best fit first); subplots draw far faster than figures
+        figs, divs, nav_main, nav_sig = [], [], [], []
+        for part, blocks in (("main", ff.main), ("signals", ff.signals)):
+            if not blocks:
+                continue
             n_fig += 1
             div = f"fig{n_fig}"
-            h = int(fig.layout.height or 400)
-            nav.append(f"<a href=\"#{div}\">{e(_PANEL_NAMES.get(key, key[5:] if key.startswith('algo:') else key))}</a>")
-            divs.append(f"<div class=\"fig\" id=\"{div}\" data-panel=\"{e(key)}\" style=\"min-height:{h}px\"></div>")
-            if key.startswith("algo:"):
-                divs.append(_signal_docs(key[5:], fr))
-            figs.append({"div": div, **figure_payload(fig)})
-            trace_types.update(str(tr.type or "scatter") for tr in fig.data)
+            fig = F.stack(blocks)
+            h = int(fig["layout"]["height"])
+            for b in blocks:
+                name = _PANEL_NAMES.get(b.key, b.key[5:] if b.key.startswith("algo:") else b.key)
+                (nav_sig if part == "signals" else nav_main).append(f"<a href=\"#{div}\">{e(name)}</a>")
+            divs.append(f"<div class=\"fig\" id=\"{div}\" data-panel=\"{part}\" style=\"min-height:{h}px\"></div>")
+            if part == "signals":
+                divs += [_signal_docs(b.key[5:], fr) for b in blocks]
+            figs.append(f'{{"div":"{div}",' + figure_json(fig)[1:])
+            trace_types.update(str(tr.get("type", "scatter")) for tr in fig["data"])
         payloads.append(f"<script type=\"application/octet-stream\" data-flow-payload data-section=\"{anchor}\" id=\"payload-{anchor}\">"
-                        f"{_gz64(json.dumps(figs, separators=(',', ':'), allow_nan=False))}</script>")
+                        f"{_gz64('[' + ','.join(figs) + ']')}</script>")
         f = fr.flow
         v6 = f.get("ip_version") == 6
         a_ep, b_ep = _endpoint(f.get("src"), f.get("sport"), v6), _endpoint(f.get("dst"), f.get("dport"), v6)
@@ -534,10 +539,10 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
                if len(analysis.captures) > 1 else "")
         sections.append(f"<section class=\"flow\" id=\"{anchor}\"><h2>Flow {fid}: {e(snd)} → {e(rcv)}</h2>{cap}"
                         f"{_flow_summary(fr)}{dec_note}{_metrics_table(fr, colors)}"
-                        "<p class=\"muted\">All figures of this flow share one time axis: zoom or pan one and the "
+                        "<p class=\"muted\">Every panel of this flow shares one time axis: zoom or pan one and the "
                         "others follow; double-click resets. Click legend entries to hide or show series.</p>"
-                        f"<p class=\"figs-nav\">Figures: {' · '.join(nav[:4])}<br>Signals (best fit first): "
-                        f"{' · '.join(nav[4:]) or '–'}</p>"
+                        f"<p class=\"figs-nav\">Panels: {' · '.join(nav_main)}<br>Signals of each algorithm (best fit "
+                        f"first): {' · '.join(nav_sig) or '–'}</p>"
                         + "".join(divs) + "</section>")
 
     omitted = len(results) - len(drawn_results)
@@ -579,7 +584,7 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
         "BODY": body,
         "CREATED": e(analysis.created),
         "PLOTLY_VERSION": e(plotly_version),
-        "TEMPLATE_JSON": _json_script(F.TEMPLATE.to_plotly_json()),
+        "TEMPLATE_JSON": _json_script(F.TEMPLATE),
         "CONFIG_JSON": _json_script(_PLOTLY_CONFIG),
         "PAYLOADS": "\n".join(payloads),
         "PLOTLYJS_GZ": plotly_gz,

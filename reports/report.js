@@ -130,8 +130,8 @@
     // with more than EAGER_MAX figures draws signal panels only as they come near the viewport
     // (or when window.hsccRenderAll() is called), so a capture with many flows does not keep the
     // browser busy drawing hundreds of figures nobody has scrolled to.
-    const EAGER_MAX = 60;
-    const isAlgo = (j) => j.div.dataset.panel.startsWith("algo:");
+    const EAGER_MAX = 8;
+    const isAlgo = (j) => j.div.dataset.panel === "signals";
     const background = jobs.slice().sort((a, b) => (isAlgo(a) - isAlgo(b)) || a.i - b.i);
     let forceAll = jobs.length <= EAGER_MAX;
     const pending = new Set(jobs);

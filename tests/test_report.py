@@ -70,6 +70,22 @@ def test_m4_preserves_every_column_extreme_on_random_data() -> None:
         assert y[members].min() == min(y[i] for i in members if i in kept)
 
 
+def test_m4_compiled_pass_matches_the_numpy_twin() -> None:
+    # random walks, integer plateaus (ties: the first lowest/highest wins), repeated times, few and
+    # many columns: the one-pass kernel must pick exactly the indices of the vectorised reference
+    rng = np.random.default_rng(11)
+    for trial in range(200):
+        n, b = int(rng.integers(5, 3000)), int(rng.integers(1, 200))
+        x = np.sort(rng.uniform(0, rng.uniform(0.001, 100), n))
+        if trial % 5 == 0:
+            x[: n // 2] = x[0]
+        y = rng.integers(0, 4, n).astype(float) if trial % 2 else np.cumsum(rng.normal(size=n))
+        assert np.array_equal(dec.m4_indices(x, y, b), dec.m4_indices_numpy(x, y, b)), (trial, n, b)
+    x = np.full(50, 3.0)  # zero time span: one column
+    y = np.arange(50.0)[::-1]
+    assert dec.m4_indices(x, y, 4).tolist() == [0, 49]  # first = max, last = min
+
+
 def test_bars_full_resolution_then_envelope() -> None:
     xs, ys, red = dec.bars(np.array([0.0, 1.0]), np.array([10.0, 20.0]), np.array([11.0, 21.0]), buckets=5)
     assert not red.decimated
@@ -191,26 +207,40 @@ def test_metrics_table_per_flow(evil_report) -> None:
     assert '<tr class="best">' in vis
 
 
+def _blocks(fig: dict) -> dict[str, list[dict]]:
+    """The traces of each panel (block) of an embedded figure, by block key, in display order."""
+    return {b["key"]: [tr for tr in fig["data"] if tr["legend"] == b["legend"]] for b in fig["blocks"]}
+
+
 def test_every_figure_is_embedded_with_consistent_traces(evil_analysis, evil_report) -> None:
     page, info = evil_report
     payloads = _payloads(page)
     assert len(payloads) == info.flows == 2
     figs = [f for p in payloads for f in p]
-    assert len(figs) == info.figures
+    assert len(figs) == info.figures == 4  # per flow: the main panels, and every algorithm's signals
     divs = re.findall(r'<div class="fig" id="(fig\d+)" data-panel="([^"]+)"', page)
     assert [f["div"] for f in figs] == [d for d, _ in divs]
-    panels = [p for _, p in divs[: len(payloads[0])]]
-    assert panels[:4] == ["window", "rtt", "goodput", "timeseq"]
-    assert {"algo:fusion", "algo:ctcp", "algo:hrf", "algo:kyushu-highspeed", "algo:cubic", "algo:highspeed"} <= set(panels)
+    assert [p for _, p in divs] == ["main", "signals"] * 2
+    main, sig = _blocks(payloads[0][0]), _blocks(payloads[0][1])
+    assert list(main) == ["window", "rtt", "goodput", "timeseq"]
+    assert {"algo:fusion", "algo:ctcp", "algo:hrf", "algo:kyushu-highspeed", "algo:cubic", "algo:highspeed"} <= set(sig)
     for f in figs:
         assert f["data"], f["div"]
         assert "template" not in f["layout"]  # one shared template in the page, not one per figure
+        lay = f["layout"]
         for tr in f["data"]:
             assert len(tr["x"]) == len(tr["y"])
-        # congestion episodes are shaded on every panel
-        assert any(str(tr.get("legendgroup", "")).startswith("ep-") for tr in f["data"]), f["div"]
-    window = figs[0]
-    names = [tr["name"] for tr in window["data"]]
+        # one shared time axis: every row's x axis follows the first one
+        xaxes = sorted((k for k in lay if re.fullmatch(r"xaxis\d*", k)), key=lambda k: int(k[5:] or 1))
+        assert len(xaxes) >= 4 and all(lay[k]["matches"] == "x" for k in xaxes[1:])
+        # rows stacked top to bottom without overlapping
+        doms = [lay["yaxis" + k[5:]]["domain"] for k in xaxes]
+        assert all(lo < hi for lo, hi in doms) and all(doms[i][0] > doms[i + 1][1] for i in range(len(doms) - 1))
+        # congestion episodes are shaded on every row of every panel
+        for b in f["blocks"]:
+            for ya in b["yaxes"]:
+                assert any(tr["yaxis"] == ya and str(tr.get("legendgroup", "")).startswith("ep-") for tr in f["data"]), (b["key"], ya)
+    names = [tr["name"] for tr in main["window"]]
     for algo in evil_analysis.captures[0].results[0].replays:
         assert any(n.startswith(htmlmod.escape(algo) + " cwnd") for n in names), algo
     assert "actual: bytes in flight" in names and "reno cwnd (best fit)" in names
@@ -218,22 +248,27 @@ def test_every_figure_is_embedded_with_consistent_traces(evil_analysis, evil_rep
 
 def test_signal_panels_render_thresholds_phases_and_stacks(evil_report) -> None:
     page, _ = evil_report
-    figs = {f["div"]: f for f in _payloads(page)[0]}
-    by_title = {f["layout"]["title"]["text"].split(":")[0]: f for f in figs.values()}
-    fusion = [tr["name"] for tr in by_title["fusion"]["data"]]
+    blocks = _blocks(_payloads(page)[0][1])
+    sig = {k[5:]: traces for k, traces in blocks.items()}
+    titles = {b["key"]: b["title"] for b in _payloads(page)[0][1]["blocks"]}
+    assert titles["algo:fusion"] == "fusion: the algorithm's own signals — shaded: phase"
+    fusion = [tr["name"] for tr in sig["fusion"]]
     assert {"diff", "alpha (threshold)", "alpha3 (threshold)", "phase = increase", "phase = steady",
             "phase = decrease"} <= set(fusion)
-    ctcp = by_title["ctcp"]["data"]
+    ctcp = sig["ctcp"]
     stacked = [tr["name"] for tr in ctcp if tr.get("stackgroup") == "win"]
     assert stacked == ["lwnd (loss-based part)", "dwnd (delay-based part, stacked on it)"]
     assert "gamma (threshold)" in [tr["name"] for tr in ctcp]
-    hrf = [tr["name"] for tr in by_title["hrf"]["data"]]
+    hrf = [tr["name"] for tr in sig["hrf"]]
     assert "mode = CR" in hrf and "mode = CI" in hrf
-    ky = [tr["name"] for tr in by_title["kyushu-highspeed"]["data"]]
+    ky = [tr["name"] for tr in sig["kyushu-highspeed"]]
     assert "non_aggressive" in ky and "w2" in ky
-    assert "w_max" in [tr["name"] for tr in by_title["cubic"]["data"]]
-    hs = by_title["highspeed"]
-    assert {"a_w", "b_w"} <= {tr["name"] for tr in hs["data"]}
+    assert "w_max" in [tr["name"] for tr in sig["cubic"]]
+    assert {"a_w", "b_w"} <= {tr["name"] for tr in sig["highspeed"]}
+    # a_w and b_w have rows of their own below HighSpeed's window row
+    hs = next(b for b in _payloads(page)[0][1]["blocks"] if b["key"] == "algo:highspeed")
+    rows = {tr["name"]: tr["yaxis"] for tr in sig["highspeed"]}
+    assert rows["highspeed cwnd"] == hs["yaxes"][0] and rows["a_w"] in hs["yaxes"][1:] and rows["b_w"] in hs["yaxes"][1:]
 
 
 def test_a_new_algorithm_renders_from_its_signal_columns(tmp_path: Path) -> None:
@@ -260,8 +295,8 @@ def test_large_flow_is_decimated_not_truncated(tmp_path: Path) -> None:
     assert info.decimated and info.points_out < info.points_in / 20
     assert "Decimated:" in page and "first, lowest, highest and last sample of each of 200 equal time columns" in page
     fr = a.captures[0].results[0]
-    window = _payloads(page)[0][0]
-    actual = next(tr for tr in window["data"] if tr["name"] == "actual: bytes in flight")
+    window = _blocks(_payloads(page)[0][0])["window"]
+    actual = next(tr for tr in window if tr["name"] == "actual: bytes in flight")
     assert len(actual["x"]) <= 800
     flight = fr.events.acks["outstanding"].to_numpy() / fr.events.mss
     t0 = min(fr.flow["first_ns"], fr.events.segments["ts_ns"].min(), fr.events.acks["ts_ns"].min())
@@ -291,7 +326,8 @@ def test_empty_analysis_and_flow_without_replays(tmp_path: Path) -> None:
     a.captures[0].results[0].fit = schema.empty(schema.FIT_METRICS)
     info = write_report(a, tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
-    assert info.figures == 4 and "No fit metrics" in page
+    assert info.figures == 1 and "No fit metrics" in page  # the main panels; no signals without replays
+    assert re.findall(r'data-panel="([^"]+)"', page) == ["main"]
     a.captures = []
     info = write_report(a, tmp_path / "e.html")
     page = (tmp_path / "e.html").read_text()
@@ -302,6 +338,47 @@ def test_unwritable_path_is_an_input_error(tmp_path: Path) -> None:
     a = make_analysis(n_flows=1, n_acks=1000)
     with pytest.raises(InputError, match="cannot write report"):
         write_report(a, tmp_path / "missing-dir" / "r.html")
+
+
+def test_figure_json_writes_arrays_as_rounded_text() -> None:
+    from hscc_trace.reports.html import figure_json
+
+    fig = {"data": [{"type": "scatter", "name": "\u00000\u0000", "x": np.array([0.1234567, np.nan, 2.0]),
+                     "y": np.array([1.0, np.inf, 1234567.0])},
+                    {"type": "scatter", "name": "b", "x": np.array([1.0, 2.0]), "y": np.array([0.000123456, 0.5])}],
+           "layout": {"title": {"text": "t"}}}
+    out = json.loads(figure_json(fig))
+    a, b = out["data"]
+    assert a["name"] == "\u00000\u0000"  # a name that looks like an array placeholder stays text
+    assert a["x"] == [0.123457, None, 2.0]  # times to 1 µs, NaN → null (a gap)
+    assert a["y"] == [1, None, 1234567]  # 5 significant digits of 1.2e6 → integers; inf → null
+    # 5 significant digits of the largest value: 0.5 → 5 decimals (4 after its first digit + 1), so 0.000123456 → 0.00012
+    assert b["y"] == [0.00012, 0.5]
+    assert out["layout"] == {"title": {"text": "t"}}
+
+
+def test_stack_puts_rows_on_one_time_axis_with_a_legend_per_panel() -> None:
+    from hscc_trace.reports import figures as F
+
+    tr = lambda name: F.scatter(np.array([0.0, 1.0]), np.array([1.0, 2.0]), name)  # noqa: E731
+    fig = F.stack([F.Block("a", "A", [F.Row([tr("a1")], 200, ytitle="pk"), F.Row([tr("a2")], 100, title="row 2")]),
+                   F.Block("b", "B &lt;", [F.Row([tr(f"b{i}") for i in range(30)], 100)])])
+    lay = fig["layout"]
+    assert [t["yaxis"] for t in fig["data"][:2]] == ["y", "y2"] and {t["yaxis"] for t in fig["data"][2:]} == {"y3"}
+    assert [t["legend"] for t in fig["data"][:3]] == ["legend", "legend", "legend2"]
+    assert lay["xaxis2"]["matches"] == "x" and lay["xaxis3"]["matches"] == "x" and "matches" not in lay["xaxis"]
+    assert lay["xaxis3"]["title"]["text"] == "time since flow start (s)" and "title" not in lay["xaxis"]
+    d1, d2, d3 = (lay[k]["domain"] for k in ("yaxis", "yaxis2", "yaxis3"))
+    plot_px = lay["height"] - lay["margin"]["t"] - lay["margin"]["b"]
+    assert d1[1] == pytest.approx(1 - F._BLOCK_TITLE_PX / plot_px, abs=1e-5)  # room for the title "A" above
+    assert d1[0] > d2[1] and d2[0] > d3[1] and d3[0] == 0.0
+    # the rows keep their pixel heights; block b's only row grew so its 30 legend entries fit
+    assert (d1[1] - d1[0]) * plot_px == pytest.approx(200, abs=0.01)
+    assert (d3[1] - d3[0]) * plot_px == pytest.approx(30 * F.LEGEND_ENTRY_PX + 8, abs=0.01)
+    assert lay["legend2"]["y"] == pytest.approx(d3[1]) and lay["legend"]["y"] == pytest.approx(d1[1])
+    assert [a["text"] for a in lay["annotations"]] == ["A", "row 2", "B &lt;"]
+    assert fig["blocks"] == [{"key": "a", "title": "A", "legend": "legend", "yaxes": ["y", "y2"]},
+                             {"key": "b", "title": "B &lt;", "legend": "legend2", "yaxes": ["y3"]}]
 
 
 # --- SACK blocks in the event streams' sequence space ---------------------------------------------
