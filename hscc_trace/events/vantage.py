@@ -138,18 +138,27 @@ def dynamic_offsets(fa: FlowArrays, base_ns: int) -> np.ndarray:
 
 @njit(cache=True)
 def _first_times(vals, times):
-    """Distinct values of ``vals`` (sorted) and the time of each one's first occurrence."""
-    o = np.argsort(vals, kind="mergesort")
-    u = np.empty(vals.shape[0], np.int64)
-    t = np.empty(vals.shape[0], np.int64)
+    """Distinct values of ``vals`` (sorted), the time of each one's first occurrence, and for
+    every element the index of its value among the distinct ones."""
+    n = vals.shape[0]
+    ordered = True
+    for j in range(1, n):
+        if vals[j] < vals[j - 1]:
+            ordered = False
+            break
+    o = np.arange(n) if ordered else np.argsort(vals, kind="mergesort")  # (TS values usually are)
+    u = np.empty(n, np.int64)
+    t = np.empty(n, np.int64)
+    grp = np.empty(n, np.int64)
     m = 0
-    for j in range(o.shape[0]):
+    for j in range(n):
         v = vals[o[j]]
         if m == 0 or u[m - 1] != v:
             u[m] = v
             t[m] = times[o[j]]
             m += 1
-    return u[:m], t[:m]
+        grp[o[j]] = m - 1
+    return u[:m], t[:m], grp
 
 
 @njit(cache=True)
@@ -177,28 +186,30 @@ def _dynamic_offsets(ts, snd, flags, rt, base_ns, out):
                 rv[a] = rt[i]; rtm[a] = ts[i]; a += 1
             elif (flags[i] & F_ACK) != 0:
                 sv[b] = rt[i]; stm[b] = ts[i]; b += 1
-    ur, tr = _first_times(rv, rtm)
-    us, tsd = _first_times(sv, stm)
+    ur, tr, grp = _first_times(rv, rtm)
+    us, tsd, _g = _first_times(sv, stm)
     # delay of each value seen on both sides (first echo − first sighting), kept when >= 0
-    keys = np.empty(min(ur.shape[0], us.shape[0]), np.int64)
-    dly = np.empty(keys.shape[0], np.int64)
-    m = 0
+    dly = np.full(ur.shape[0], np.int64(-1))
     j = 0
+    found = False
     for k in range(ur.shape[0]):
         while j < us.shape[0] and us[j] < ur[k]:
             j += 1
         if j < us.shape[0] and us[j] == ur[k]:
             d = tsd[j] - tr[k]
             if d >= 0:
-                keys[m] = ur[k]; dly[m] = d; m += 1
-    if m == 0:
+                dly[k] = d
+                found = True
+    if not found:
         return
     cur = base_ns
+    a = 0
     for i in range(n):
         if rt[i] > lim and not snd[i]:
-            p = np.searchsorted(keys[:m], rt[i])
-            if p < m and keys[p] == rt[i]:
-                cur = dly[p]
+            d = dly[grp[a]]
+            if d >= 0:
+                cur = d
+            a += 1
         out[i] = cur
 
 
@@ -237,6 +248,22 @@ def snd_max_ahead(ts, snd, plen, flags, seq, offset_ns, out):
             t_seg[k] = t
             hi[k] = e
             k += 1
+    # last segment at or before ts + offset: gallop from the previous answer (times nearly sorted)
+    j = -1
     for i in range(n):
-        j = np.searchsorted(t_seg, ts[i] + offset_ns[i], side="right") - 1
+        x = ts[i] + offset_ns[i]
+        if j >= 0 and t_seg[j] > x:
+            step = 1
+            while j >= 0 and t_seg[j] > x:
+                j -= step
+                step *= 2
+            lo = j + 1 if j >= 0 else 0  # t_seg[lo - 1] <= x (or lo = 0)
+            j = lo + np.searchsorted(t_seg[lo:j + step], x, side="right") - 1
+        else:
+            step = 1
+            while j + step < m and t_seg[j + step] <= x:
+                j += step
+                step *= 2
+            hi_ = j + step if j + step < m else m  # t_seg[hi_] > x (or hi_ = m)
+            j = j + 1 + np.searchsorted(t_seg[j + 1:hi_], x, side="right") - 1
         out[i] = hi[j] if j >= 0 else 0
