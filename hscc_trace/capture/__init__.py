@@ -11,13 +11,13 @@ reported as a warning.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Iterator, TypeVar
 
 import numpy as np
 
 from hscc_trace.errors import InputError, Warn
 
-from .decode import FALLBACK, FRAGMENT, OK, REASONS, Scratch, decode, decode_all, decode_arrays
+from .decode import FALLBACK, FRAGMENT, OK, REASONS, Scratch, decode, decode_all, decode_arrays, to_frame
 from .reader import ReadInfo, iter_batches, linktype_name
 
 if TYPE_CHECKING:  # polars (via schema/model) is imported where tables are built: see load_flows
@@ -67,41 +67,48 @@ def _read_packets(path, *, bpf=None, fallback=True, force_slow=False, limit=None
 
         flt = BpfFilter(bpf)
     matched = 0
-    seen = 0
-    for batch in iter_batches(path, info):
-        if limit is not None:
-            if seen >= limit:
-                break
-            if seen + len(batch) > limit:
-                batch = batch.subset(np.arange(len(batch)) < limit - seen)
-            seen += len(batch)
-        if flt is not None:
-            batch = batch.subset(flt.match(batch))
-            if len(batch) == 0:
-                continue
-        matched += len(batch)
-        if force_slow:
-            status = np.full(len(batch), FALLBACK, np.uint8)
-        else:
-            df, status = decode(batch, tracker)
-            if df.height:
-                parts.append(df)
-        bad = np.flatnonzero(status != OK)
-        if not len(bad):
-            continue
-        codes, counts = np.unique(status[bad], return_counts=True)
-        for c, k in zip(codes.tolist(), counts.tolist()):
+
+    def produce() -> Iterator[tuple[int, dict | None, np.ndarray, list]]:
+        """Reader thread: read, filter, decode (compiled, no GIL) and copy out scapy's records."""
+        seen = 0
+        for batch in iter_batches(path, info):
+            if limit is not None:
+                if seen >= limit:
+                    break
+                if seen + len(batch) > limit:
+                    batch = batch.subset(np.arange(len(batch)) < limit - seen)
+                seen += len(batch)
+            if flt is not None:
+                batch = batch.subset(flt.match(batch))
+                if len(batch) == 0:
+                    continue
+            if force_slow:
+                cols, status = None, np.full(len(batch), FALLBACK, np.uint8)
+            else:
+                cols, status = decode_arrays(batch)
+            recs = []
+            if fallback:  # the batch buffer is reused for the next batch: copy these records now
+                sel = np.flatnonzero((status == FALLBACK) | (status == FRAGMENT))
+                frames = batch.frame_numbers(sel)
+                for j, i in enumerate(sel.tolist()):
+                    o = int(batch.off[i])
+                    recs.append((int(frames[j]), int(batch.ts_ns[i]), int(batch.iface[i]), int(batch.wire[i]),
+                                 int(batch.linktype[i]), bytes(batch.buf[o : o + int(batch.cap[i])])))
+            yield len(batch), cols, status, recs
+
+    # this thread assigns connections and builds the batch tables while the reader decodes the next
+    for nrec, cols, status, recs in _in_thread(produce):
+        matched += nrec
+        slow_recs += recs
+        if cols is not None and len(cols["flags"]):
+            parts.append(to_frame(cols, tracker))
+        counts = np.bincount(status, minlength=len(REASONS) + 1)
+        for c in np.flatnonzero(counts[1:]).tolist():
+            c += 1
             if fallback and c in (FALLBACK, FRAGMENT):
                 continue
             r = REASONS.get(c, f"decoder status {c}")
-            skipped[r] = skipped.get(r, 0) + k
-        if fallback:
-            sel = bad[(status[bad] == FALLBACK) | (status[bad] == FRAGMENT)]
-            frames = batch.frame_numbers(sel)
-            for j, i in enumerate(sel.tolist()):
-                o = int(batch.off[i])
-                slow_recs.append((int(frames[j]), int(batch.ts_ns[i]), int(batch.iface[i]), int(batch.wire[i]),
-                                  int(batch.linktype[i]), bytes(batch.buf[o : o + int(batch.cap[i])])))
+            skipped[r] = skipped.get(r, 0) + int(counts[c])
     decoded_by = {"fast": sum(p.height for p in parts)}
     if slow_recs:
         from .slow import decode_records
@@ -193,7 +200,6 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
     types, tunnels, fragments) takes the full :func:`load` path instead, because those rows must
     be merged in frame order.
     """
-    import queue
     import threading
 
     from hscc_trace.flows import FlowTracker
@@ -205,58 +211,38 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
         from .bpf import BpfFilter
 
         flt = BpfFilter(bpf)
-    q: queue.Queue = queue.Queue(maxsize=1)
-    stop = threading.Event()
 
-    def produce() -> None:
+    def produce() -> Iterator[tuple[int, dict, np.ndarray, np.ndarray]]:
         # three scratch sets: one being fed by the consumer, one queued, one being decoded
         scratches = [Scratch(), Scratch(), Scratch()]
         k = 0
-        try:
-            for batch in iter_batches(p, info):
-                if stop.is_set():
-                    return
-                if flt is not None:
-                    batch = batch.subset(flt.match(batch))
-                    if len(batch) == 0:
-                        continue
-                cols, status = decode_all(batch, scratches[k % 3])
-                k += 1
-                q.put(("batch", len(batch), cols, status, np.bincount(status, minlength=len(REASONS) + 1)))
-            q.put(("end",))
-        except BaseException as exc:  # handed to the consumer, re-raised there
-            q.put(("error", exc))
+        for batch in iter_batches(p, info):
+            if flt is not None:
+                batch = batch.subset(flt.match(batch))
+                if len(batch) == 0:
+                    continue
+            cols, status = decode_all(batch, scratches[k % 3])
+            k += 1
+            yield len(batch), cols, status, np.bincount(status, minlength=len(REASONS) + 1)
 
-    worker = threading.Thread(target=produce, name="hscc-capture-reader", daemon=True)
-    worker.start()
     importer: threading.Thread | None = None
     skipped: dict[str, int] = {}
     tr = FlowTracker()
     matched = 0
-    try:
-        while True:
-            msg = q.get()
-            if msg[0] == "end":
-                break
-            if msg[0] == "error":
-                raise msg[1]
-            _, nrec, cols, status, counts = msg
-            matched += nrec
-            if counts[FALLBACK] or counts[FRAGMENT]:
-                stop.set()
-                _drain(q, worker)
-                cap = load(p, bpf=bpf)
-                return cap.flows, cap.meta, cap.warnings
-            for c in np.flatnonzero(counts[1:]).tolist():
-                r = REASONS.get(c + 1, f"decoder status {c + 1}")
-                skipped[r] = skipped.get(r, 0) + int(counts[c + 1])
-            tr.feed_decoded(cols, status)
-            if importer is None:  # the kernels are loaded: import polars while they run
-                importer = threading.Thread(target=_import_tables, name="hscc-import", daemon=True)
-                importer.start()
-    finally:
-        stop.set()
-        _drain(q, worker)
+    batches = _in_thread(produce)
+    for nrec, cols, status, counts in batches:
+        matched += nrec
+        if counts[FALLBACK] or counts[FRAGMENT]:
+            batches.close()  # stops and joins the reader thread
+            cap = load(p, bpf=bpf)
+            return cap.flows, cap.meta, cap.warnings
+        for c in np.flatnonzero(counts[1:]).tolist():
+            r = REASONS.get(c + 1, f"decoder status {c + 1}")
+            skipped[r] = skipped.get(r, 0) + int(counts[c + 1])
+        tr.feed_decoded(cols, status)
+        if importer is None:  # the kernels are loaded: import polars while they run
+            importer = threading.Thread(target=_import_tables, name="hscc-import", daemon=True)
+            importer.start()
     if importer is not None:
         importer.join()
     from hscc_trace.model import CaptureMeta
@@ -280,6 +266,47 @@ def _import_tables() -> None:
     import polars  # noqa: F401
 
     from hscc_trace import model, schema  # noqa: F401
+
+
+T = TypeVar("T")
+
+
+def _in_thread(produce: Callable[[], Iterator[T]], depth: int = 1) -> Iterator[T]:
+    """Run the generator ``produce()`` in a reader thread, yielding its items here, in order.
+
+    At most ``depth`` items wait between the threads (plus one being produced and the one the
+    caller holds). An exception in the reader is re-raised here; closing this generator early
+    (or an exception here) stops the reader and waits for it.
+    """
+    import queue
+    import threading
+
+    q: queue.Queue = queue.Queue(maxsize=depth)
+    stop = threading.Event()
+
+    def run() -> None:
+        try:
+            for item in produce():
+                if stop.is_set():
+                    return
+                q.put(("item", item))
+            q.put(("end", None))
+        except BaseException as exc:  # handed to the consumer, re-raised there
+            q.put(("error", exc))
+
+    worker = threading.Thread(target=run, name="hscc-capture-reader", daemon=True)
+    worker.start()
+    try:
+        while True:
+            kind, val = q.get()
+            if kind == "end":
+                return
+            if kind == "error":
+                raise val
+            yield val
+    finally:
+        stop.set()
+        _drain(q, worker)
 
 
 def _drain(q, worker) -> None:

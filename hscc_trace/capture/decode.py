@@ -399,9 +399,20 @@ def decode(batch, tracker=None) -> tuple["pl.DataFrame", np.ndarray]:
     With a :class:`hscc_trace.flows.FlowTracker` the rows are also fed to it, in order, and get
     two extra columns: ``flow_id`` (connection) and ``side`` (which endpoint of the 5-tuple sent it).
     """
+    c, status = decode_arrays(batch)
+    df = to_frame(c, tracker) if len(c["flags"]) else to_frame(c, None)
+    return df, status
+
+
+def to_frame(c: dict[str, np.ndarray], tracker=None) -> "pl.DataFrame":
+    """Rows of schema.PACKETS (without flow_id/dir) from :func:`decode_arrays` columns.
+
+    With a :class:`hscc_trace.flows.FlowTracker` the rows are fed to it and get ``flow_id`` and
+    ``side`` (see :func:`decode`). Numeric columns are shared with ``c``, not copied.
+    """
     import polars as pl
 
-    c, status = decode_arrays(batch)
+    c = dict(c)
     extra = {}
     if tracker is not None and len(c["flags"]):
         flow, side, _kind, _rtt = tracker.feed(c)
@@ -422,4 +433,4 @@ def decode(batch, tracker=None) -> tuple["pl.DataFrame", np.ndarray]:
         *(pl.when(pl.col("sack_n") > b).then(pl.col(f"sack_{e}{b}")).alias(f"sack_{e}{b}") for b in range(4) for e in "lr"),
         pl.lit(0, pl.UInt8).alias("decoder"),
     )
-    return df, status
+    return df
