@@ -266,6 +266,17 @@ class _Work:
         self.e_kind = e(n + nf, np.int8)
         self.e_spur = e(n + nf, np.bool_)
         self.e64 = [e(n + nf, i64) for _ in range(7)]
+        self._n = n
+        self._tmp: dict[str, np.ndarray] = {}
+
+    def tmp(self, name: str, k: int, dtype: Any) -> np.ndarray:
+        """Scratch array ``name`` of ``k`` (<= rows) elements, reused from batch to batch: for
+        columns polars copies anyway (booleans, Enum indices) and for the rounds before their
+        final length is known."""
+        a = self._tmp.get(name)
+        if a is None:
+            a = self._tmp[name] = np.empty(self._n, dtype)
+        return a[:k]
 
     def prep_args(self, n: int, nf: int) -> tuple:
         r, q = slice(0, n), slice(0, nf)
@@ -392,16 +403,18 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
     ack_at = np.concatenate(([0], np.cumsum(n_ack)))
     ns, na = int(seg_at[-1]), int(ack_at[-1])
     e = np.empty
+    t = W.tmp  # (polars copies booleans and gathers Enums: those columns are scratch)
     S = dict(frame=e(ns, np.uint64), ts_ns=e(ns, np.int64), seq=e(ns, np.int64), len=e(ns, np.uint32),
-             kind=e(ns, np.uint32), ip_ecn=e(ns, np.uint8), end_seq=e(ns, np.int64), probe=e(ns, np.uint32),
-             rexmit=e(ns, np.bool_), outstanding=e(ns, np.int64), round=e(ns, np.uint32))
+             kind=t("s_kind", ns, np.uint32), ip_ecn=e(ns, np.uint8), end_seq=e(ns, np.int64),
+             probe=t("s_probe", ns, np.uint32), rexmit=t("s_rexmit", ns, np.bool_), outstanding=e(ns, np.int64),
+             round=e(ns, np.uint32))
     A = dict(frame=e(na, np.uint64), ts_ns=e(na, np.int64), ack=e(na, np.int64), acked_bytes=e(na, np.int64),
              sacked_bytes=e(na, np.int64), dupack=e(na, np.uint32), rwnd_bytes=e(na, np.int64),
-             rwnd_scale_known=e(na, np.bool_), ece=e(na, np.bool_), rtt_s=e(na, np.float64),
-             rtt_source=e(na, np.int32), snd_max=e(na, np.int64), outstanding=e(na, np.int64),
-             pipe=e(na, np.int64), round=e(na, np.uint32), round_end=e(na, np.bool_), state=e(na, np.uint32),
-             cong_event=e(na, np.int32), spurious_undo=e(na, np.bool_), dsack_bytes=e(na, np.int64),
-             rtt_raw_s=e(na, np.float64))
+             rwnd_scale_known=t("a_known", na, np.bool_), ece=t("a_ece", na, np.bool_), rtt_s=e(na, np.float64),
+             rtt_source=t("a_src", na, np.int32), snd_max=e(na, np.int64), outstanding=e(na, np.int64),
+             pipe=e(na, np.int64), round=e(na, np.uint32), round_end=t("a_rend", na, np.bool_),
+             state=t("a_state", na, np.uint32), cong_event=t("a_cong", na, np.int32),
+             spurious_undo=t("a_undo", na, np.bool_), dsack_bytes=e(na, np.int64), rtt_raw_s=e(na, np.float64))
     _compact(b, known, off, W.frame[:n], W.ts[:n], W.seq[:n], W.plen[:n], W.flags[:n], W.ecn[:n],
              o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
              o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
@@ -448,10 +461,10 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         "spurious": e_spur[idx],
     }, schema.EPISODES)
     # ---- rounds ---------------------------------------------------------------------------------------
-    r_id, r_start, r_end, r_target, r_peak, r_acked, r_rwnd = (e(na, np.int64) for _ in range(7))
-    r_minrtt = e(na, np.float64)
-    r_rec = e(na, np.bool_)
-    r_limit = e(na, np.int8)
+    r_id, r_start, r_end, r_target, r_peak, r_acked, r_rwnd = (t(f"r{k}", na, np.int64) for k in range(7))
+    r_minrtt = t("r_minrtt", na, np.float64)
+    r_rec = t("r_rec", na, np.bool_)
+    r_limit = t("r_limit", na, np.int8)
     n_rounds = np.zeros(nf, np.int64)
     _rounds_flows(b, o_isack, o_round, W.ts[:n], o_out, o_rtt, off, o_acked, o_rwnd, o_state, o_cong, o_tgt,
                   o_kind, o_seg_round, o_seg_out, W.plen[:n], o_rexmit, o_probe,
@@ -459,15 +472,15 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
                   r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit, n_rounds)
     nr = int(n_rounds.sum())
     rnd_at = np.concatenate(([0], np.cumsum(n_rounds)))
-    rounds = _frame({
+    rounds = _frame({  # (copies: the scratch arrays are reused)
         "round": r_id[:nr].astype(np.uint32),
-        "start_ns": r_start[:nr],
-        "end_ns": r_end[:nr],
-        "target_seq": r_target[:nr],
-        "peak_flight_bytes": r_peak[:nr],
-        "acked_bytes": r_acked[:nr],
+        "start_ns": r_start[:nr].copy(),
+        "end_ns": r_end[:nr].copy(),
+        "target_seq": r_target[:nr].copy(),
+        "peak_flight_bytes": r_peak[:nr].copy(),
+        "acked_bytes": r_acked[:nr].copy(),
         "min_rtt_s": _opt_float(r_minrtt[:nr]),
-        "rwnd_bytes": r_rwnd[:nr],
+        "rwnd_bytes": r_rwnd[:nr].copy(),
         "limit": _enum(r_limit[:nr].astype(np.int64), schema.LIMITS),
         "in_recovery": r_rec[:nr],
     }, schema.ROUNDS)
