@@ -250,3 +250,72 @@ def test_retrans_plus_out_of_order_is_the_kernels_count_at_the_sender(capture, t
     for t in truth:
         f = fl.filter(fl["sport"] == t["sport"]).row(0, named=True)  # matched by the sender's port
         assert f["retrans"] + f["out_of_order"] == t["retransmitted_segments"], (capture, t["sport"], f["retrans"])
+
+
+def test_rtt_stats_min_median_max_per_flow_and_sender_side():
+    """_group_stats on hand-made samples (flow row, side whose data the sample timed, seconds).
+
+    Flow 0, data sender side 0: samples 0.003, 0.001, 0.002 → sorted 1, 2, 3 ms: min 1, median
+    the middle one 2, max 3 ms; its side-1 sample 0.050 times the receiver's data and is left out.
+    Flow 1, sender side 1: 0.004, 0.001, 0.003, 0.002 → sorted 1, 2, 3, 4 ms: an even count, so
+    the median is the mean of the two middle values (2 + 3) / 2 = 2.5 ms. Flow 2: no sample → NaN.
+    """
+    import numpy as np
+
+    from hscc_trace.flows import _group_stats
+
+    fl = np.array([0, 1, 0, 1, 0, 1, 1, 0], np.int64)
+    sd = np.array([0, 1, 0, 1, 0, 1, 1, 1], np.uint8)
+    v = np.array([0.003, 0.004, 0.001, 0.001, 0.002, 0.003, 0.002, 0.050])
+    rmin, rmed, rmax = np.full(3, np.nan), np.full(3, np.nan), np.full(3, np.nan)
+    _group_stats(fl, sd, v, np.array([0, 1, 0], np.int64), rmin, rmed, rmax)
+    assert rmin[:2].tolist() == [0.001, 0.001] and rmax[:2].tolist() == [0.003, 0.004]
+    assert rmed[0] == 0.002 and rmed[1] == pytest.approx(0.0025, abs=0)
+    assert np.isnan([rmin[2], rmed[2], rmax[2]]).all()
+
+
+def test_load_flows_equals_load_with_non_tcp_records_across_many_batches(tmp_path, monkeypatch):
+    """The fast path skips non-TCP records by decoder status inside the flow kernel (no column
+    copies); with ARP, UDP and truncated frames between the TCP ones and a read chunk of a few
+    records, every batch mixes statuses — the flow table, TCP count, first/last time and skip
+    counts must still equal load()'s."""
+    from hscc_trace.capture import reader
+
+    monkeypatch.setattr(reader, "CHUNK", 600)  # read buffer CHUNK + 2 × MAX_CAPLEN: a few records per batch
+    monkeypatch.setattr(reader, "MAX_CAPLEN", 100)
+    tcp = handshake() + [a2b(0.040 + 0.001 * i, "A", 1 + 100 * i, 1, data=b"x" * 100) for i in range(20)] \
+        + [b2a(0.080 + 0.001 * i, "A", 1, 1 + 100 * (i + 1)) for i in range(20)]
+    other = [(0.035 + 0.002 * i, S.Ether() / S.ARP(pdst=B)) for i in range(10)] \
+        + [(0.036 + 0.002 * i, S.Ether() / S.IP(src=A, dst=B) / S.UDP(sport=53, dport=53) / b"q") for i in range(10)] \
+        + [(0.050, S.Ether(bytes(S.Ether() / S.IP(src=A, dst=B) / S.TCP())[:20]))]
+    pkts = sorted(tcp + other, key=lambda x: x[0])
+    p = tmp_path / "mixed.pcap"
+    p.write_bytes(pcap_bytes([(T0 + round(t * 1e9), bytes(x)) for t, x in pkts], nsec=True))
+    assert len(list(reader.iter_batches(str(p), reader.ReadInfo()))) >= 8
+    full = load(p)
+    fl, meta, warnings = load_flows(p)
+    assert_frame_equal(fl, full.flows)
+    assert (meta.packets_tcp, meta.first_ns, meta.last_ns) == (full.meta.packets_tcp, full.meta.first_ns, full.meta.last_ns)
+    assert meta.packets_tcp == len(tcp) and meta.skipped == full.meta.skipped and len(meta.skipped) == 3
+    assert [str(w) for w in warnings] == [str(w) for w in full.warnings]
+
+
+def test_flows_command_prints_plain_columns_when_not_a_terminal(tmp_path):
+    """Piped or redirected, `hscc-trace flows` prints the plain aligned table (no rich box
+    drawing, no cell cut short with "…" however long the addresses are)."""
+    from typer.testing import CliRunner
+
+    from hscc_trace.cli import app
+
+    p = tmp_path / "t.pcap"
+    long_a, long_b = "2600:1700:42d0:67b0:71e7:d89:1d89:950f", "2001:668:1f:1c::203"
+    pk = [(t, S.Ether() / S.IPv6(src=s, dst=d) / S.TCP(sport=sp, dport=dp, flags=f, seq=sq, ack=ak))
+          for t, s, d, sp, dp, f, sq, ak in ((0.0, long_a, long_b, 49319, 443, "S", 10, 0),
+                                              (0.01, long_b, long_a, 443, 49319, "SA", 70, 11),
+                                              (0.011, long_a, long_b, 49319, 443, "A", 11, 71))]
+    p.write_bytes(pcap_bytes([(T0 + round(t * 1e9), bytes(x)) for t, x in pk], nsec=True))
+    res = CliRunner().invoke(app, ["flows", str(p)])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[1].split()[:4] == ["id", "A", "→", "B"] and set(lines[2].replace(" ", "")) == {"-"}
+    assert f"[{long_a}]:49319 ⇒ [{long_b}]:443" in lines[3] and "…" not in res.output and "┃" not in res.output
