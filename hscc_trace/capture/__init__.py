@@ -262,10 +262,24 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
 
 
 def _import_tables() -> None:
-    """Import polars and the table modules (run in a thread while compiled kernels hold no GIL)."""
-    import polars  # noqa: F401
+    """Import polars and the table modules (run in a thread while compiled kernels hold no GIL).
 
-    from hscc_trace import model, schema  # noqa: F401
+    Importing is Python code holding the GIL; the reader and flow threads need it only briefly
+    between compiled calls, so the switch interval is shortened meanwhile (default 5 ms: each
+    of those brief needs could otherwise wait that long).
+    """
+    import sys
+
+    if "polars" in sys.modules and "hscc_trace.model" in sys.modules:
+        return
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(min(old, 2e-4))
+    try:
+        import polars  # noqa: F401
+
+        from hscc_trace import model, schema  # noqa: F401
+    finally:
+        sys.setswitchinterval(old)
 
 
 T = TypeVar("T")
