@@ -554,7 +554,7 @@ def analyze(
     return ep_n
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def analyze_flows(
     bounds, snd, ts, seq, ack, plen, flags, win, tsv, tse, sl, sr, sn,
     f_mss, f_shift, f_sack, dupthresh, f_ooo, rtt_offset_ns, rto_min_ns, f_at_sender, ahead,

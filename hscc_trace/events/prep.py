@@ -179,7 +179,7 @@ def _unwrap_step(raw, origin, cur):
     return cur + d
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
                c_frame, c_ts, c_dir, c_seq, c_ack, c_flags, c_win, c_plen, c_ecn, c_sn,
                sack_rows, c_l0, c_r0, c_l1, c_r1, c_l2, c_r2, c_l3, c_r3,

@@ -24,6 +24,9 @@ Round limit classification (per round, first rule that applies):
 
 from __future__ import annotations
 
+import os
+import queue
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from numba import njit
@@ -49,10 +52,13 @@ CLOCK_MIN_SEGMENTS = 4
 
 
 
+# threads running batches side by side (at most 2: the target machines have few cores, and a
+# pipeline may already run one process per core)
+THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 CHUNK_ROWS = 1 << 17  # packets per batch of flows: bounds the working arrays (~350 B per packet)
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _rounds_flows(bounds, isack, rnd, ts, out, rtt, off, acked, rwnd, state, cong, tgt,
                   kind, seg_round, seg_out, plen, rexmit, probe,
                   f_clock, f_mss, f_known, n_ep, e_start_t, e_end_t, e_end_i, frac, lookback,
@@ -179,7 +185,7 @@ def _rounds_flows(bounds, isack, rnd, ts, out, rtt, off, acked, rwnd, state, con
         r_limit[q0:q] = lim
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _compact(bounds, f_known, off, frame, ts, seq, plen, flags, ecn,
              o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
              o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
@@ -328,12 +334,27 @@ def build_flows(src: tuple[np.ndarray, ...], order: np.ndarray, bounds: np.ndarr
         cuts.append(min(max(f1, f0 + 1), nf))
     rows = max(int(bounds[b] - bounds[a]) for a, b in zip(cuts[:-1], cuts[1:])) if nf else 0
     flows = max(b - a for a, b in zip(cuts[:-1], cuts[1:])) if nf else 0
-    work = _Work(rows, flows)
-    out: list[FlowEvents] = []
-    for f0, f1 in zip(cuts[:-1], cuts[1:]):
-        out.extend(_batch(work, src, order, bounds[f0:f1 + 1], fids[f0:f1], f_sdir[f0:f1], f_mss[f0:f1],
-                          f_wsa[f0:f1], f_wsb[f0:f1]))
-    return out
+    jobs = [(src, order, bounds[f0:f1 + 1], fids[f0:f1], f_sdir[f0:f1], f_mss[f0:f1], f_wsa[f0:f1], f_wsb[f0:f1])
+            for f0, f1 in zip(cuts[:-1], cuts[1:])]
+    threads = min(THREADS, len(jobs))
+    if threads <= 1:
+        work = _Work(rows, flows)
+        return [ev for job in jobs for ev in _batch(work, *job)]
+    # two batches at a time: the compiled stages release the GIL, so they run side by side while
+    # the other thread does its Python/polars part; one set of working arrays per thread
+    free: queue.SimpleQueue[_Work] = queue.SimpleQueue()
+    for _ in range(threads):
+        free.put(_Work(rows, flows))
+
+    def run(job: tuple) -> list[FlowEvents]:
+        work = free.get()
+        try:
+            return _batch(work, *job)
+        finally:
+            free.put(work)
+
+    with ThreadPoolExecutor(threads) as pool:
+        return [ev for part in pool.map(run, jobs) for ev in part]
 
 
 def _enum_idx(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:

@@ -161,7 +161,7 @@ def _first_times(vals, times):
     return u[:m], t[:m], grp
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _dynamic_offsets(ts, snd, flags, rt, base_ns, out):
     n = ts.shape[0]
     lim = -(2**61)
@@ -213,7 +213,7 @@ def _dynamic_offsets(ts, snd, flags, rt, base_ns, out):
         out[i] = cur
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def snd_max_ahead(ts, snd, plen, flags, seq, offset_ns, out):
     """Receiver-side / mid-path captures: the sender's snd_max when it gets each packet's ACK.
 
