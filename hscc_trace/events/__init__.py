@@ -22,7 +22,7 @@ import polars as pl
 from hscc_trace.errors import InputError
 from hscc_trace.model import Capture, FlowEvents
 
-from .prep import NEED, group_rows, source_columns
+from .prep import COLUMNS, NEED, group_rows, source_columns
 from .tables import build_flows
 
 __all__ = ["flow_events", "events_from_packets", "all_flow_events"]
@@ -80,7 +80,9 @@ def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
         hit = flows.filter(pl.col("flow_id") == flow_id)
         if hit.height:
             row = hit.row(0, named=True)
-    pk = capture.packets.filter(pl.col("flow_id") == flow_id)
+    packets = capture.packets
+    read = [c for c in (*COLUMNS, "flow_id") if c in packets.columns]  # (not all 39 columns)
+    pk = packets.select(read).filter(pl.col("flow_id") == flow_id)
     if pk.height == 0:
         known = "" if flows is None or not flows.height else f" (flows: 0..{flows.height - 1})"
         raise InputError(f"no flow with id {flow_id} in {capture.meta.path}{known}")

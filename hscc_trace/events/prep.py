@@ -112,6 +112,7 @@ _SOURCE = (
     ("opt_mss", np.uint16, 0), ("opt_wscale", np.int16, -1), ("opt_sack_perm", np.bool_, False),
 )
 NEED = ("frame", "ts_ns", "dir", "seq", "ack", "flags", "win", "payload_len")
+COLUMNS = tuple(name for name, _d, _f in _SOURCE)  # every schema.PACKETS column the events read
 
 
 def source_columns(packets: Any) -> tuple[np.ndarray, ...]:
