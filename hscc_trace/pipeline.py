@@ -8,12 +8,13 @@ Work is split into two kinds of task:
    (:func:`replay_flow`).
 
 With ``jobs == 1`` (or inputs too small to pay for worker start-up, see
-:data:`PARALLEL_MIN_BYTES`) the tasks run in this process, one after the other. Otherwise they
-run in a :class:`concurrent.futures.ProcessPoolExecutor` (``spawn`` start method: polars and
-numba keep threads, which ``fork`` would copy half-way): capture tasks for all files are
-submitted at once and each capture's flow tasks as soon as its events are ready, so files and
-flows overlap. Results are put back in input order (captures as given, directories expanded in
-sorted order; flows by ``flow_id``), so ``--jobs 2`` gives exactly the results of ``--jobs 1``.
+:data:`PARALLEL_MIN_BYTES`) the tasks run in this process, one after the other. Otherwise
+(:func:`_run_parallel`) this process and ``jobs − 1`` worker processes (``spawn`` start method:
+polars and numba keep threads, which ``fork`` would copy half-way) take tasks from one queue:
+captures largest first, then each capture's flows in batches as soon as its events are ready, so
+files and flows overlap. This process starts working at once, while the workers start up.
+Results are put back in input order (captures as given, directories expanded in sorted order;
+flows by ``flow_id``), so ``--jobs 2`` gives exactly the results of ``--jobs 1``.
 
 A capture that cannot be read (:class:`~hscc_trace.errors.InputError`) becomes a one-line
 error for that capture; the others are still processed. Library code never prints: progress
@@ -22,9 +23,10 @@ is reported through an optional callback.
 
 from __future__ import annotations
 
+import itertools
 import multiprocessing
 import os
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -226,12 +228,18 @@ def _flow_task(path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tupl
 # --- the run -----------------------------------------------------------------------------------------
 
 #: Worker processes pay a fixed start-up (interpreter, polars/numba imports, loading the compiled
-#: decoder, event and replay loops from the cache: about 1.5 s each on an idle core), which small
-#: inputs never earn back. With ``--jobs N > 1`` the run uses processes only when the captures
-#: total at least this many bytes; smaller inputs run in this process (same results, sooner).
+#: decoder, event and replay loops from the cache: about 1.5 s each on an idle core). This process
+#: works through the task queue itself while they start (see :func:`_run_parallel`), so a worker
+#: that is not ready in time costs no wall time, only that start-up CPU on another core. With
+#: ``--jobs N > 1`` the run uses worker processes when the captures total at least this many bytes
+#: (below it a worker could not finish its start-up before this process is done).
 #: Override with the environment variable HSCC_TRACE_PARALLEL_MIN_BYTES (0 = always).
-PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+PARALLEL_MIN_BYTES = 2 * 1024 * 1024
 PARALLEL_MIN_BYTES_ENV = "HSCC_TRACE_PARALLEL_MIN_BYTES"
+
+#: Flow tasks per lane (this process and each worker) a capture's flows are split into: enough
+#: that lanes finishing early still find work, few enough that per-task costs stay small.
+BATCHES_PER_LANE = 4
 
 
 def use_processes(inputs: list[str], jobs: int) -> bool:
@@ -250,6 +258,302 @@ def use_processes(inputs: list[str], jobs: int) -> bool:
         except OSError:
             pass
     return total >= threshold
+
+
+def _flow_outcome(path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...],
+                  params: dict[str, dict[str, Any]]) -> tuple[bool, Any]:
+    """:func:`_flow_task` without the events in the result (the parent holds them already):
+    ``(True, (replays, fit, warnings))`` or ``(False, one-line error)``."""
+    ok, value = _flow_task(path, flow, ev, algorithms, params)
+    return (True, (value.replays, value.fit, value.warnings)) if ok else (False, value)
+
+
+def _warm_up(algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]) -> None:
+    """Import every stage and load the compiled replay loops of the selected algorithms (what the
+    first task of a fresh worker would otherwise pay for)."""
+    import numpy as np
+
+    from hscc_trace import api, capture, events  # noqa: F401
+    from hscc_trace.replay import engine, metrics, registry  # noqa: F401
+    from hscc_trace.replay import tp as T
+    from hscc_trace.reports import sack  # noqa: F401
+
+    prep = engine.Prepared(np.zeros((0, T.NEV)), np.zeros(0, dtype=np.int64), 1448, 0.0)
+    for name in algorithms:
+        engine.run(registry.resolve(name, params.get(name, {})), prep)
+    engine._newly_delivered(np.zeros(1), np.zeros(1), np.zeros(1), 1.0)
+
+
+def _worker_main(conn: Any, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]) -> None:
+    """A worker process: warm up, then run the tasks the parent sends until it sends None.
+
+    Messages in: ``("capture", path, bpf, flow_ids)`` → ``(ok, Prepared | error)``; the events of a
+    capture prepared here are kept (``held``) so that its flow batches run without shipping them
+    back; ``("flows", path, indices, items | None, release)`` → ``[(ok, outcome), …]`` where
+    ``items`` are the ``(FLOWS row, events)`` pairs when this worker does not hold them and
+    ``release`` lists captures whose events are no longer needed here."""
+    try:
+        _warm_up(algorithms, params)
+    except Exception:  # noqa: BLE001 - a task will report the problem with its capture's path
+        pass
+    conn.send("ready")
+    held: dict[str, list[tuple[dict[str, Any], FlowEvents | None]]] = {}
+    while True:
+        msg = conn.recv()
+        if msg is None:
+            return
+        if msg[0] == "capture":
+            _, path, bpf, flow_ids = msg
+            ok, value = _prepare_task(path, bpf, flow_ids)
+            if ok:
+                held[path] = value.events
+            conn.send((ok, value))
+        else:
+            _, path, idx, items, release = msg
+            for p in release:
+                held.pop(p, None)
+            if items is None:
+                items = [held[path][i] for i in idx]
+            conn.send([_flow_outcome(path, row, ev, algorithms, params) for row, ev in items])
+
+
+_TASK_KEYS = itertools.count()
+
+
+@dataclass
+class _Task:
+    kind: str  # "capture" or "flows"
+    path: str
+    weight: float  # bytes of the file (capture) or ACK rows (flows): larger first
+    idx: tuple[int, ...] = ()  # flows: indices into the capture's Prepared.events
+    origin: int = -1  # flows: the lane holding the capture's events besides this process (-1: none)
+    key: int = field(default_factory=lambda: next(_TASK_KEYS))  # unique (id() is reused after GC)
+
+
+class _Scheduler:
+    """Shared task queue of a parallel run. Lane -1 is this process; lanes 0… are worker processes,
+    each driven by a thread. Every method runs under one condition variable."""
+
+    def __init__(self, inputs: list[str], opts: Options, lanes: int,
+                 on_capture: Callable[[str, bool, Any], list[tuple[int, dict[str, Any], FlowEvents]]],
+                 on_flow: Callable[[str, int, bool, Any], None]) -> None:
+        self.cv = threading.Condition()
+        self.opts = opts
+        self.lanes = lanes
+        self.on_capture, self.on_flow = on_capture, on_flow
+        self.queue: list[_Task] = sorted(
+            (_Task("capture", p, float(_size(p))) for p in inputs), key=lambda t: -t.weight)
+        self.inflight: dict[int, tuple[int, _Task]] = {}  # _Task.key -> (lane, task)
+        self.completed: set[int] = set()  # keys of tasks whose outcome is recorded
+        self.backup: set[int] = set()  # keys of worker tasks this process runs as well
+        self.alive = lanes + 1  # lanes that can still take tasks (this process always can)
+        self.events: dict[str, list[tuple[dict[str, Any], FlowEvents | None]]] = {}
+        self.held: dict[int, set[str]] = {lane: set() for lane in range(lanes)}
+        self.error: BaseException | None = None
+
+    # queue --------------------------------------------------------------------------------------
+
+    def _pick(self, lane: int) -> _Task | None:
+        if not self.queue:
+            return None
+        pos = 0
+        if self.queue[0].kind == "flows":  # flows whose events a worker holds: preferably that worker
+            pos = next((k for k, t in enumerate(self.queue) if t.origin == lane), 0)
+        return self.queue.pop(pos)
+
+    @property
+    def running(self) -> int:
+        return len(self.inflight)
+
+    def next(self, lane: int) -> _Task | None:
+        """The next task for ``lane``, waiting while other lanes may still add some; None when done.
+
+        With the queue empty, this process (lane −1) does not sit idle while a worker is still
+        busy: it runs the largest such task as well (a backup task), and the first outcome to
+        arrive counts. A run with workers thus never ends later than this process alone would
+        have finished the tail (same results: the tasks are deterministic)."""
+        with self.cv:
+            while True:
+                if self.error is not None:
+                    return None
+                task = self._pick(lane)
+                if task is not None:
+                    self.inflight[task.key] = (lane, task)
+                    return task
+                if not self.inflight:
+                    self.cv.notify_all()
+                    return None
+                if lane < 0:
+                    spare = [t for ln, t in self.inflight.values() if ln >= 0 and t.key not in self.backup]
+                    if spare:
+                        task = max(spare, key=lambda t: t.weight)
+                        self.backup.add(task.key)
+                        return task
+                self.cv.wait()
+
+    def finished(self, lane: int, task: _Task, ok: bool, value: Any) -> None:
+        """Record a task's outcome (any thread; the first of a backed-up task's two outcomes
+        counts) and queue the flow batches of a new capture."""
+        with self.cv:
+            if task.key in self.completed:
+                return
+            self.completed.add(task.key)
+            try:
+                if task.kind == "capture":
+                    todo = self.on_capture(task.path, ok, value)
+                    if ok:
+                        self.events[task.path] = value.events
+                        if lane >= 0:
+                            self.held[lane].add(task.path)
+                    self.queue.extend(self._batches(task.path, todo, lane))
+                    self.queue.sort(key=lambda t: (t.kind != "capture", -t.weight))
+                else:
+                    for i, (fok, fval) in zip(task.idx, value):
+                        self.on_flow(task.path, i, fok, fval)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
+                self.error = exc
+            finally:
+                self.inflight.pop(task.key, None)
+                self.cv.notify_all()
+
+    def _batches(self, path: str, todo: list[tuple[int, dict[str, Any], FlowEvents]], origin: int) -> list[_Task]:
+        if not todo:
+            return []
+        n = min(len(todo), BATCHES_PER_LANE * (self.lanes + 1))
+        by_size = sorted(todo, key=lambda t: -t[2].acks.height)
+        groups: list[list[int]] = [[] for _ in range(n)]
+        weights = [0.0] * n
+        for i, _, ev in by_size:  # largest first onto the lightest batch
+            k = min(range(n), key=weights.__getitem__)
+            groups[k].append(i)
+            weights[k] += ev.acks.height + 1
+        return [_Task("flows", path, weights[k], tuple(sorted(groups[k])), origin) for k in range(n) if groups[k]]
+
+    def message(self, lane: int, task: _Task) -> tuple:
+        """What to send a worker lane for ``task`` (events only when it does not hold them)."""
+        with self.cv:
+            if task.kind == "capture":
+                return ("capture", task.path, self.opts.bpf, self.opts.flows)
+            mine = task.origin == lane
+            pending = {t.path for t in self.queue if t.kind == "flows" and t.origin == lane}
+            release = tuple(p for p in self.held[lane] if p not in pending and not (mine and p == task.path))
+            self.held[lane].difference_update(release)
+            items = None if mine else [self.events[task.path][i] for i in task.idx]
+            return ("flows", task.path, task.idx, items, release)
+
+    def lane_failed(self, lane: int, task: _Task | None, exc: BaseException) -> None:
+        """A worker died (e.g. killed by the OOM killer): its task fails, its held events are
+        shipped from here from now on, and the other lanes carry on."""
+        with self.cv:
+            self.alive -= 1
+            self.held[lane].clear()
+            for t in self.queue:
+                if t.origin == lane:
+                    t.origin = -1
+        if task is not None and task.key not in self.backup:  # else this process's outcome counts
+            msg = f"worker failed ({type(exc).__name__}: {exc})"
+            if task.kind == "capture":
+                self.finished(lane, task, False, f"{task.path}: {msg}")
+            else:
+                self.finished(lane, task, True, [(False, f"{task.path}: {msg}")] * len(task.idx))
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
+
+
+#: Tests set this to False to make worker processes do every task (this process only waits).
+_PARENT_WORKS = True
+
+
+def _run_parallel(inputs: list[str], opts: Options,
+                  on_capture: Callable[[str, bool, Any], list[tuple[int, dict[str, Any], FlowEvents]]],
+                  on_flow: Callable[[str, int, bool, Any], None]) -> None:
+    """Run every task over ``opts.jobs`` lanes: this process plus ``jobs − 1`` worker processes.
+
+    Why this shape: worker start-up (~1.5 s) is spent while this process already works through
+    the queue, so a worker never delays a run; results a worker sends back carry no events this
+    process already has (capture events come back once, with the capture; flow batches of a
+    capture a worker prepared run preferably on that worker, which kept its events); flows are
+    batched (:data:`BATCHES_PER_LANE`) so 10 000 short flows are not 10 000 messages."""
+    ctx = multiprocessing.get_context("spawn")
+    sched = _Scheduler(inputs, opts, opts.jobs - 1, on_capture, on_flow)
+    procs: list[Any] = []
+    conns: list[Any] = []
+    ready = [False] * sched.lanes  # warmed up
+    busy = [False] * sched.lanes  # waiting for a task's outcome
+
+    def drive(lane: int) -> None:
+        conn = conns[lane]
+        task = None
+        try:
+            if conn.recv() != "ready":
+                raise RuntimeError("worker did not start")
+            ready[lane] = True
+            while True:
+                task = sched.next(lane)
+                if task is None:
+                    return
+                busy[lane] = True
+                conn.send(sched.message(lane, task))
+                value = conn.recv()
+                busy[lane] = False
+                ok, val = (value if task.kind == "capture" else (True, value))
+                done, task = task, None
+                sched.finished(lane, done, ok, val)
+        except (EOFError, OSError, RuntimeError) as exc:
+            sched.lane_failed(lane, task, exc)
+
+    threads = []
+    try:
+        for lane in range(sched.lanes):
+            parent_end, child_end = ctx.Pipe()
+            p = ctx.Process(target=_worker_main, args=(child_end, opts.algorithms, opts.params), daemon=True)
+            p.start()
+            child_end.close()
+            procs.append(p)
+            conns.append(parent_end)
+            t = threading.Thread(target=drive, args=(lane,), daemon=True)
+            t.start()
+            threads.append(t)
+        if not _PARENT_WORKS:  # wait for the workers; take over only if every one of them died
+            with sched.cv:
+                while (sched.queue or sched.running) and sched.error is None and sched.alive > 1:
+                    sched.cv.wait()
+        while True:
+            task = sched.next(-1)
+            if task is None:
+                break
+            if task.kind == "capture":
+                ok, value = _prepare_task(task.path, opts.bpf, opts.flows)
+            else:
+                ev = sched.events[task.path]
+                ok, value = True, [_flow_outcome(task.path, ev[i][0], ev[i][1], opts.algorithms, opts.params)
+                                   for i in task.idx]
+            sched.finished(-1, task, ok, value)
+        if sched.error is not None:
+            raise sched.error
+    finally:
+        with sched.cv:
+            sched.queue.clear()
+            sched.cv.notify_all()
+        for lane, p in enumerate(procs):
+            if ready[lane] and not busy[lane] and sched.error is None:
+                try:
+                    conns[lane].send(None)  # idle worker: let it exit on its own
+                except OSError:
+                    pass
+            else:
+                # still starting up, or busy with a task this process finished first (backup):
+                # its outcome is not needed
+                p.terminate()
+        for t in threads:
+            t.join(timeout=1.0)
+        for c in conns:
+            c.close()
 
 
 def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = None) -> Run:
@@ -285,37 +589,21 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         return todo
 
     def take_flow(path: str, i: int, ok: bool, value: Any) -> None:
+        row, ev = prepared[path].events[i]
         if ok:
+            if isinstance(value, tuple):  # (replays, fit, warnings) from a parallel run
+                value = FlowResult(flow=row, events=ev, replays=value[0], fit=value[1], warnings=value[2])
             flow_results[(path, i)] = value
         else:
             flow_errors[(path, i)] = value
-        tick(f"{_short(path)}: flow {prepared[path].events[i][0].get('flow_id')}")
+        tick(f"{_short(path)}: flow {row.get('flow_id')}")
 
     if not use_processes(inputs, opts.jobs):
         for path in inputs:
             for i, row, ev in take_prepared(path, *_prepare_task(path, opts.bpf, opts.flows)):
                 take_flow(path, i, *_flow_task(path, row, ev, opts.algorithms, opts.params))
     else:
-        ctx = multiprocessing.get_context("spawn")
-        pool = ProcessPoolExecutor(max_workers=opts.jobs, mp_context=ctx)
-        try:
-            pending: dict[Future, tuple[str, str, int]] = {}
-            for path in inputs:
-                pending[pool.submit(_prepare_task, path, opts.bpf, opts.flows)] = ("capture", path, -1)
-            while pending:
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for fut in finished:
-                    kind, path, i = pending.pop(fut)
-                    ok, value = _future_result(fut, path)
-                    if kind == "capture":
-                        for j, row, ev in take_prepared(path, ok, value):
-                            f = pool.submit(_flow_task, path, row, ev, opts.algorithms, opts.params)
-                            pending[f] = ("flow", path, j)
-                    else:
-                        take_flow(path, i, ok, value)
-        finally:
-            # every result is in: let the idle workers exit while the caller writes its outputs
-            pool.shutdown(wait=False, cancel_futures=True)
+        _run_parallel(inputs, opts, take_prepared, take_flow)
 
     captures: list[CaptureResult] = []
     errors: list[str] = []
@@ -346,12 +634,3 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
     )
     return Run(analysis=analysis, inputs=order, failed={p: failed[p] for p in order if p in failed},
                flow_failed=flow_failed)
-
-
-def _future_result(fut: Future, path: str) -> tuple[bool, Any]:
-    try:
-        return fut.result()
-    except Exception as exc:  # noqa: BLE001 - e.g. a worker killed by the OOM killer
-        if os.environ.get(DEBUG_ENV):
-            raise
-        return False, f"{path}: worker failed ({type(exc).__name__}: {exc})"

@@ -225,7 +225,8 @@ def _enum_labels(name: str, labels: tuple[str, ...]) -> pl.Series:
 
 def _enum(name: str, labels: tuple[str, ...], codes: np.ndarray) -> pl.Series:
     """Float codes 0..k−1 → an Enum column (gathered from the labels, no per-row strings)."""
-    idx = np.clip(np.nan_to_num(codes, nan=0.0), 0, len(labels) - 1).astype(np.uint32)
+    # nan and codes < 0 → 0, codes > k−1 → k−1 (comparisons with nan are False); truncated
+    idx = np.minimum(np.where(codes > 0.0, codes, 0.0), len(labels) - 1).astype(np.uint32)
     return _enum_labels(name, labels)[idx]  # Series[ndarray] gathers without the expression engine
 
 
