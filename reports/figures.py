@@ -503,10 +503,15 @@ def _timeseq_panel(c: _Ctx) -> Block:
             if m.any():
                 name = "data segment" if k == "new" else k.replace("_", " ")
                 tr = p.bars(t[m], lo[m], hi[m], name, SEGMENT_COLORS[k])
-                if tr is not None and k != "new":  # marks visible even when zoomed out
-                    tr.update(mode="lines+markers", marker={"size": 5, "symbol": "x-thin",
-                                                            "line": {"width": 1.5, "color": SEGMENT_COLORS[k]}})
                 traces.append(tr)
+                if tr is not None and k != "new":
+                    # a mark on top of each bar keeps a one-segment bar visible when zoomed out (one
+                    # mark per bar, not two: every marker is an SVG element the browser styles)
+                    tr.update(legendgroup=f"seg-{k}", showlegend=False)
+                    traces.append(scatter(tr["x"][0::3], tr["y"][1::3], name, mode="markers", legendgroup=f"seg-{k}",
+                                          marker={"size": 5, "symbol": "x-thin",
+                                                  "line": {"width": 1.5, "color": SEGMENT_COLORS[k]}},
+                                          hovertemplate=f"{name} %{{y:,.0f}}"))
     acks = ev.acks
     if acks.height:
         t = _t(acks["ts_ns"], c.t0)

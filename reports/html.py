@@ -1,7 +1,7 @@
 """The self-contained, offline HTML report for one :class:`~hscc_trace.model.Analysis`.
 
 One file, no network: plotly.js is inlined once (gzip-compressed, unpacked by the browser's
-``DecompressionStream``), each flow's figures are inlined as one compressed JSON payload, and a
+``DecompressionStream``), each figure is inlined as one compressed JSON payload, and a
 Content-Security-Policy that allows only the page's own two scripts (by hash) and forbids every
 request makes "no request leaves the page" a property of the file, not a promise.
 
@@ -506,7 +506,7 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
         p_out += ff.points_out
         # two figures per flow, rows on one shared time axis: the four main panels, and the
         # signals of every algorithm (best fit first); subplots draw far faster than figures
-        figs, divs, nav_main, nav_sig = [], [], [], []
+        divs, nav_main, nav_sig = [], [], []
         for part, blocks in (("main", ff.main), ("signals", ff.signals)):
             if not blocks:
                 continue
@@ -520,10 +520,11 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
             divs.append(f"<div class=\"fig\" id=\"{div}\" data-panel=\"{part}\" style=\"min-height:{h}px\"></div>")
             if part == "signals":
                 divs += [_signal_docs(b.key[5:], fr) for b in blocks]
-            figs.append(f'{{"div":"{div}",' + figure_json(fig)[1:])
             trace_types.update(str(tr.get("type", "scatter")) for tr in fig["data"])
-        payloads.append(f"<script type=\"application/octet-stream\" data-flow-payload data-section=\"{anchor}\" id=\"payload-{anchor}\">"
-                        f"{_gz64('[' + ','.join(figs) + ']')}</script>")
+            # one payload per figure: the signals (most of the data) are unpacked only when drawn
+            blob = _gz64('[{"div":"' + div + '",' + figure_json(fig)[1:] + "]")
+            payloads.append(f"<script type=\"application/octet-stream\" data-flow-payload data-section=\"{anchor}\" "
+                            f"data-div=\"{div}\" id=\"payload-{div}\">{blob}</script>")
         f = fr.flow
         v6 = f.get("ip_version") == 6
         a_ep, b_ep = _endpoint(f.get("src"), f.get("sport"), v6), _endpoint(f.get("dst"), f.get("dport"), v6)

@@ -1,4 +1,4 @@
-// hscc-trace report loader: unpacks the inlined plotly.js and each flow's figures (gzip, base64),
+// hscc-trace report loader: unpacks the inlined plotly.js and each figure's data (gzip, base64),
 // draws every figure and links the time axes of the figures of one flow (zoom one, all follow).
 // No network: everything is in this file; the page's Content-Security-Policy forbids requests.
 // Figures near the viewport are drawn first, the rest in document order in the background, so
@@ -119,12 +119,13 @@
     step("load plotly.js", t);
     if (!window.Plotly) throw new Error("plotly.js did not load");
 
-    // One job per figure div, in document order; a flow's payload is unpacked on first use.
+    // One job per figure div (each has its own payload), in document order; a payload is
+    // unpacked when its figure is drawn.
     const figsOf = new Map(); // payload id -> Promise<[{div, data, layout}]>
     const jobs = [];
     for (const p of payloads) {
-      const section = document.getElementById(p.dataset.section);
-      for (const div of section.querySelectorAll("div.fig")) jobs.push({ div, payload: p, section: p.dataset.section, i: jobs.length });
+      const div = document.getElementById(p.dataset.div);
+      if (div) jobs.push({ div, payload: p, section: p.dataset.section, i: jobs.length });
     }
     // Background order: the four main figures of every flow, then the signal panels. A report
     // with more than EAGER_MAX figures draws signal panels only as they come near the viewport

@@ -117,8 +117,15 @@ def test_drop_flat_and_runs() -> None:
 
 
 def _payloads(page: str) -> list[list[dict]]:
-    blobs = re.findall(r'<script type="application/octet-stream" data-flow-payload[^>]*>([^<]*)</script>', page)
-    return [json.loads(gzip.decompress(base64.b64decode(b))) for b in blobs]
+    """The embedded figures, one list per flow section (each figure is its own payload)."""
+    blobs = re.findall(r'<script type="application/octet-stream" data-flow-payload data-section="([^"]+)" '
+                       r'data-div="([^"]+)" id="payload-\2">([^<]*)</script>', page)
+    out: dict[str, list[dict]] = {}
+    for section, div, b in blobs:
+        figs = json.loads(gzip.decompress(base64.b64decode(b)))
+        assert [f["div"] for f in figs] == [div]
+        out.setdefault(section, []).extend(figs)
+    return list(out.values())
 
 
 def _visible_html(page: str) -> str:
@@ -175,7 +182,7 @@ def test_header_has_metadata_every_parameter_and_the_caveat(evil_analysis, evil_
 def test_offline_and_plotly_inlined_once(evil_report) -> None:
     page, info = evil_report
     assert page.count('id="plotlyjs"') == 1
-    assert len(re.findall(r"<script\b", page)) == 3 + 1 + info.flows  # template, config, plotly, loader + payloads
+    assert len(re.findall(r"<script\b", page)) == 3 + 1 + info.figures  # template, config, plotly, loader + payloads
     vis = _visible_html(page)
     assert not re.search(r"\b(src|href)\s*=\s*\"(?!#)", vis)  # only in-page links
     assert "<link" not in vis and "@import" not in vis and "url(" not in vis
