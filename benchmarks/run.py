@@ -23,6 +23,17 @@ Cases (``CASES``):
                      EXTRAPOLATED to the whole file (import time + loop time × total/slice);
                      its memory is the slice's
 
+and one case over several captures at once (``MULTI_CASES``, selected with ``--cases`` like the
+others):
+
+* ``hscc_jobs``      ``hscc-trace analyze CAPTURES… -o report.html --json results.json -q
+                     --jobs 1`` vs the same with ``--jobs 2``, for each group of ``JOBS_GROUPS``
+                     (the nine samples; the replicas 0.1M + 1M with the samples), the two
+                     interleaved, ``--runs`` times each after one untimed warm-up; reports both
+                     medians and the speedup (jobs 1 wall / jobs 2 wall) as the target
+                     "--jobs 2 faster than --jobs 1 on several captures" (issue #7). Peak memory
+                     is the largest process's (parent or worker), not their sum
+
 Then: replay throughput (benchmarks/hscc_replay.py, cold compile cache and warm), the report's
 size and render time in headless chromium (the browser helper of tests/test_report_browser.py),
 and the targets of issue #8 with pass/fail. Writes benchmarks/results/<date>.json and .md and,
@@ -108,6 +119,16 @@ CASES: list[Case] = [
                                               str(SCAPY_SLICE)], needs="py:scapy", extrapolate=True),
 ]
 SCAPY_SLICE = 20_000
+
+#: Cases over several captures at once (not per capture): key -> label.
+MULTI_CASES = {"hscc_jobs": "hscc-trace analyze --jobs 1 vs --jobs 2 (several captures)"}
+#: The groups of captures ``hscc_jobs`` analyzes in one run each: name -> paths (globs relative to
+#: the repository; missing files are left out and the group is skipped when none is left).
+JOBS_GROUPS = {
+    "samples": ["samples/*/capture.pcap"],
+    "replicas+samples": ["benchmarks/data/replica-0.1M.pcap", "benchmarks/data/replica-1M.pcap",
+                         "samples/*/capture.pcap"],
+}
 
 
 # --- measuring one process -------------------------------------------------------------------
@@ -254,6 +275,53 @@ def run_captures(captures: list[str], runs: int, max_repeat_s: float, timeout_s:
     return out
 
 
+def jobs_bench(runs: int, timeout_s: float, warm: bool, log: Callable[[str], None]) -> dict[str, Any]:
+    """``hscc_jobs``: each group of :data:`JOBS_GROUPS` analyzed in one process tree with --jobs 1
+    and --jobs 2, interleaved (the order alternates between rounds so that neither always runs
+    second), after one untimed --jobs 2 run (compile caches, page cache)."""
+    import glob
+
+    out: dict[str, Any] = {}
+    for name, pats in JOBS_GROUPS.items():
+        files = [f for pat in pats for f in sorted(glob.glob(str(REPO / pat)))]
+        files = list(dict.fromkeys(files))
+        if not files:
+            log(f"  jobs {name}: no captures, skipped")
+            continue
+        scratch = Path(tempfile.mkdtemp(prefix=f"hscc-bench-jobs-{name}-"))
+
+        def argv(j: int) -> list[str]:
+            return [HSCC, "analyze", *files, "-o", str(scratch / f"r{j}.html"), "--json", str(scratch / f"r{j}.json"),
+                    "-q", "--jobs", str(j)]
+
+        if warm:
+            measure(argv(2), timeout_s)
+        per: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
+        for r in range(runs):
+            for j in ((1, 2) if r % 2 == 0 else (2, 1)):
+                res = measure(argv(j), timeout_s)
+                per[j].append(res)
+                log(f"  jobs {name} run {r + 1} --jobs {j}: {res['wall_s']:.2f} s wall, {res['cpu_s']:.2f} s cpu, "
+                    f"{res['rss_mib']:.0f} MiB, rc {res['rc']}")
+        same = None
+        try:  # the two runs' results must agree (apart from timestamps and paths of the outputs)
+            sys.path.insert(0, str(REPO))
+            from hscc_trace import results as _results
+
+            docs = [_results.comparable(json.loads((scratch / f"r{j}.json").read_text())) for j in (1, 2)]
+            same = docs[0] == docs[1]
+        except (OSError, ValueError, ImportError) as exc:
+            log(f"  jobs {name}: results not compared ({exc})")
+        shutil.rmtree(scratch, ignore_errors=True)
+        s1, s2 = summarize(per[1]), summarize(per[2])
+        out[name] = dict(captures=[str(Path(f).relative_to(REPO)) if f.startswith(str(REPO)) else f for f in files],
+                         bytes=sum(os.path.getsize(f) for f in files), jobs1=s1, jobs2=s2,
+                         speedup=s1["wall_s"] / s2["wall_s"] if s2["wall_s"] else None, same_results=same,
+                         command=" ".join(argv(2)[:1] + ["analyze", "CAPTURES…"] + argv(2)[2 + len(files):])
+                         .replace(str(scratch), "OUT"))
+    return out
+
+
 def render_time(report: Path, log: Callable[[str], None]) -> dict[str, Any] | None:
     """Open the report in headless chromium with the helper of tests/test_report_browser.py."""
     helper = REPO / "tests" / "test_report_browser.py"
@@ -325,7 +393,8 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     def add(name: str, value: float | None, op: str, limit: float, detail: str) -> None:
-        ok = None if value is None else (value <= limit if op == "<=" else value >= limit)
+        ok = None if value is None else (value <= limit if op == "<=" else value > limit if op == ">"
+                                         else value >= limit)
         out.append(dict(target=name, value=value, op=op, limit=limit, passed=ok, detail=detail))
 
     bulk = [c for c in caps if "flows10k" not in c]
@@ -379,6 +448,12 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
                     f"marginal CPU µs/packet {pts[-3][0]:,}→{pts[-2][0]:,}: {m1 * 1e6:.2f}, "
                     f"{pts[-2][0]:,}→{pts[-1][0]:,}: {m2 * 1e6:.2f} (ratio); marginal memory "
                     f"{r1:.0f} then {r2:.0f} bytes/packet")
+    for name, g in (res.get("jobs") or {}).items():
+        add(f"--jobs 2 faster than --jobs 1 on several captures ({name})", g.get("speedup"), ">", 1.0,
+            f"{len(g['captures'])} captures, {g['bytes'] / 2**20:.1f} MiB: analyze --jobs 1 / --jobs 2 wall time "
+            f"(median of {g['jobs1']['n']} and {g['jobs2']['n']})"
+            + (f"; CPU time {g['jobs1']['cpu_s']:.1f} vs {g['jobs2']['cpu_s']:.1f} s"
+               if g.get("jobs1", {}).get("cpu_s") is not None and g.get("jobs2", {}).get("cpu_s") is not None else ""))
     rp = res.get("replay") or {}
     warm = rp.get("warm", {}).get("algorithms") or {}
     rs = (rp.get("replay_speed_py") or {}).get("algorithms") or {}
@@ -481,6 +556,19 @@ def markdown(res: dict[str, Any]) -> str:
             if not w:
                 continue
             L.append(f"| {what} | {w['wall_s']:.2f} | {w['cpu_s']:.2f} | {w['rss_mib']:.0f} |")
+    jobs = res.get("jobs") or {}
+    if jobs:
+        L.append("")
+        L.append("### --jobs 2 vs --jobs 1 (several captures in one analyze run)")
+        L.append("")
+        L.append("| captures | files | MiB | --jobs 1 wall s | cpu s | MiB | --jobs 2 wall s | cpu s | MiB | speedup | "
+                 "same results |")
+        L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
+        for name, g in jobs.items():
+            a, b = g["jobs1"], g["jobs2"]
+            L.append(f"| {name} | {len(g['captures'])} | {g['bytes'] / 2**20:.1f} | {a['wall_s']:.2f} | {a['cpu_s']:.2f} | "
+                     f"{a['rss_mib']:.0f} | {b['wall_s']:.2f} | {b['cpu_s']:.2f} | {b['rss_mib']:.0f} | "
+                     f"{_f(g['speedup'])}× | {'yes' if g['same_results'] else 'NO' if g['same_results'] is False else '—'} |")
     rp = res.get("replay") or {}
     warm = (rp.get("warm") or {}).get("algorithms") or {}
     cold = (rp.get("cold") or {}).get("algorithms") or {}
@@ -541,7 +629,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--max-repeat-s", type=float, default=45.0, help="do not repeat a case whose first run took longer")
     ap.add_argument("--timeout-s", type=float, default=900.0, help="per run; a run stopped there is reported as such")
     ap.add_argument("--cases", help="comma-separated case keys (default: all available): "
-                                    + ",".join(c.key for c in CASES))
+                                    + ",".join([*(c.key for c in CASES), *MULTI_CASES]))
     ap.add_argument("--scapy-slice", type=int, default=SCAPY_SLICE)
     ap.add_argument("--replay-capture", default="replica-1M", help="capture for the replay throughput ('' = skip)")
     ap.add_argument("--replay-repeat", type=int, default=3)
@@ -602,8 +690,12 @@ def main(argv: list[str] | None = None) -> int:
     log(f"machine: {res['machine']}")
     if any(c.key == "hscc_analyze" for c in cases) and not a.no_warmup:
         res["warmup"] = warm_up("replica-0.1M", a.cold, log)
-    res["captures"] = run_captures(captures, a.runs, a.max_repeat_s, a.timeout_s, cases, log)
-    bulk = [c for c in captures if "flows10k" not in c]
+    # only cases over several captures selected: no per-capture measurement
+    res["captures"] = run_captures(captures, a.runs, a.max_repeat_s, a.timeout_s, cases, log) \
+        if cases or wanted is None else {}
+    if wanted is None or "hscc_jobs" in wanted:
+        res["jobs"] = jobs_bench(a.runs, a.timeout_s, not a.no_warmup, log)
+    bulk = [c for c in res["captures"] if "flows10k" not in c]
     if bulk:
         big = max(bulk, key=lambda c: res["captures"][c]["packets"])
         rep = res["captures"][big]["cases"].get("_report")
