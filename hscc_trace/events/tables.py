@@ -58,24 +58,21 @@ THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity"
 CHUNK_ROWS = 1 << 17  # packets per batch of flows: bounds the working arrays (~350 B per packet)
 
 
-@njit(cache=True, nogil=True)
-def _rounds_flows(bounds, isack, rnd, ts, out, rtt, off, acked, rwnd, state, cong, tgt,
-                  kind, seg_round, seg_out, plen, rexmit, probe,
-                  f_clock, f_mss, f_known, n_ep, e_start_t, e_end_t, e_end_i, frac, lookback,
-                  r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit, n_rounds):
-    """RTT rounds of several flows (flow ``f`` = rows ``bounds[f]:bounds[f+1]``), written one
-    after another to the ``r_*`` arrays; ``n_rounds[f]`` rounds per flow. Rules: module docstring.
+@njit(cache=True)
+def _rounds_flow(lo, hi, q, isack, rnd, ts, out, rtt, off, acked, rwnd, state, cong, tgt,
+                 kind, seg_round, seg_out, plen, rexmit, probe,
+                 clock, mss, known, n_ep, e_start_t, e_end_t, e_end_i, frac, lookback,
+                 r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit):
+    """RTT rounds of the flow in rows ``lo:hi``, written to the ``r_*`` arrays from row ``q``;
+    returns the next free row. Its episodes are the first ``n_ep`` of ``e_*``. Rules: module
+    docstring.
 
     A round is a run of ACKs with the same ``round``; it starts at the previous round's end (the
     flow's first ACK for the first round) and targets the ``tgt`` of the previous round's last
     ACK. Flight peaks include the segments sent in the round.
     """
-    nf = bounds.shape[0] - 1
-    q = 0
     big = np.iinfo(np.int64).max
-    for f in range(nf):
-        lo = bounds[f]
-        hi = bounds[f + 1]
+    if True:
         q0 = q
         have = False
         prev_r = np.int64(0)
@@ -118,9 +115,8 @@ def _rounds_flows(bounds, isack, rnd, ts, out, rtt, off, acked, rwnd, state, con
                 if out[i] == 0:
                     r_limit[k] = 1
             last = i
-        n_rounds[f] = q - q0
         if not have:
-            continue
+            return q
         r_end[q - 1] = ts[last]
         r_start[q0] = first_ts
         for k in range(q0 + 1, q):
@@ -150,7 +146,7 @@ def _rounds_flows(bounds, isack, rnd, ts, out, rtt, off, acked, rwnd, state, con
                 cur_m = seg_out[i]
         # ACK clocking (sender-side captures): new segments within CLOCK_NS of the latest ACK
         unclocked = np.zeros(nr, np.bool_)
-        if f_clock[f]:
+        if clock:
             n_new = np.zeros(nr, np.int64)
             n_clk = np.zeros(nr, np.int64)
             any_seg = False
@@ -174,33 +170,30 @@ def _rounds_flows(bounds, isack, rnd, ts, out, rtt, off, acked, rwnd, state, con
                 for k in range(nr):
                     unclocked[k] = n_new[k] >= CLOCK_MIN_SEGMENTS and n_clk[k] < 0.5 * n_new[k]
         rec = r_rec[q0:q]
-        eb = lo + f
-        for j in range(n_ep[f]):
-            a = e_start_t[eb + j]
-            b = e_end_t[eb + j] if e_end_i[eb + j] >= 0 else big
+        for j in range(n_ep):
+            a = e_start_t[j]
+            b = e_end_t[j] if e_end_i[j] >= 0 else big
             for k in range(nr):
                 if r_start[q0 + k] < b and r_end[q0 + k] >= a:
                     rec[k] = True
-        lim = _limits(r_peak[q0:q], r_rwnd[q0:q], rec, drained, unclocked, f_mss[f], f_known[f], frac, lookback)
+        lim = _limits(r_peak[q0:q], r_rwnd[q0:q], rec, drained, unclocked, mss, known, frac, lookback)
         r_limit[q0:q] = lim
+    return q
 
 
-@njit(cache=True, nogil=True)
-def _compact(bounds, f_known, off, frame, ts, seq, plen, flags, ecn,
+@njit(cache=True)
+def _compact(lo, hi, j, k, known, off, frame, ts, seq, plen, flags, ecn,
              o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
              o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
              o_round_end, o_state, o_cong, o_undo,
              s_frame, s_ts, s_seq, s_len, s_kind, s_ecn, s_end, s_probe, s_rexmit, s_out, s_round,
              a_frame, a_ts, a_ack, a_acked, a_sacked, a_dup, a_rwnd, a_known, a_ece, a_rtt, a_src,
              a_snd_max, a_out, a_pipe, a_round, a_rend, a_state, a_cong, a_undo, a_dsack, a_rtt_raw):
-    """The rows of schema.SEGMENTS (``o_kind >= 0``) and schema.ACKS (``o_isack``) of a batch,
-    in one pass. Enum columns as category indices (-1 = null); RTTs in s (NaN = none)."""
-    nf = bounds.shape[0] - 1
-    j = 0
-    k = 0
-    for f in range(nf):
-        known = f_known[f]
-        for i in range(bounds[f], bounds[f + 1]):
+    """The rows of schema.SEGMENTS (``o_kind >= 0``) and schema.ACKS (``o_isack``) among rows
+    ``lo:hi``, written from rows ``j`` and ``k`` of the ``s_*`` and ``a_*`` columns; returns the
+    next free rows. Enum columns as category indices (-1 = null); RTTs in s (NaN = none)."""
+    if True:
+        for i in range(lo, hi):
             if o_kind[i] >= 0:
                 fl = flags[i]
                 s_frame[j] = frame[i]
@@ -243,6 +236,82 @@ def _compact(bounds, f_known, off, frame, ts, seq, plen, flags, ecn,
                 a_undo[k] = o_undo[i]
                 a_dsack[k] = o_dsack[i]
                 k += 1
+    return j, k
+
+
+@njit(cache=True, nogil=True)
+def _run_flows(
+    bounds, snd, ts, seq, ack, plen, flags, win, tsv, tse, sl, sr, sn, frame, ecn,
+    f_mss, f_shift, f_sack, f_known, f_clock, dupthresh, f_ooo, off, rto_min_ns, f_at_sender, ahead,
+    o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
+    o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
+    o_round_end, o_tgt, o_state, o_cong, o_undo,
+    e_kind, e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, e_spur,
+    s_frame, s_ts, s_seq, s_len, s_kind, s_ecn, s_end, s_probe, s_rexmit, s_out, s_round,
+    a_frame, a_ts, a_ack, a_acked, a_sacked, a_dup, a_rwnd, a_known, a_ece, a_rtt, a_src,
+    a_snd_max, a_out, a_pipe, a_round, a_rend, a_state, a_cong, a_undo, a_dsack, a_rtt_raw,
+    r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit,
+    frac, lookback, warn, n_ep, n_seg, n_ack, n_rounds,
+):
+    """Per flow of a batch (flow ``f`` = rows ``bounds[f]:bounds[f+1]``), while its rows are in
+    cache: the state machine (:func:`.core.analyze`), its segment and ACK rows into the ``s_*`` and
+    ``a_*`` columns (:func:`_compact`), its rounds into ``r_*`` (:func:`_rounds_flow`).
+
+    Flow ``f``'s episodes go to rows ``bounds[f] + f`` on of ``e_*`` (``analyze`` needs rows + 1),
+    its warning counters to ``warn[f]``, its counts to ``n_ep``, ``n_seg``, ``n_ack``,
+    ``n_rounds``. Away from the sender (``f_at_sender`` False) ``outstanding`` and ``pipe`` of each
+    ACK are raised to the estimated sender-side flight (``ahead``; see
+    hscc_trace.events.vantage.snd_max_ahead).
+    """
+    nf = bounds.shape[0] - 1
+    j = 0
+    k = 0
+    q = 0
+    for f in range(nf):
+        lo = bounds[f]
+        hi = bounds[f + 1]
+        el = lo + f
+        eh = hi + f + 1
+        ne = core.analyze(
+            snd[lo:hi], ts[lo:hi], seq[lo:hi], ack[lo:hi], plen[lo:hi], flags[lo:hi], win[lo:hi],
+            tsv[lo:hi], tse[lo:hi], sl[lo:hi], sr[lo:hi], sn[lo:hi],
+            f_mss[f], f_shift[f], f_sack[f], dupthresh, f_ooo[f], off[lo:hi], rto_min_ns,
+            f_at_sender[f], ahead[lo:hi],
+            o_kind[lo:hi], o_probe[lo:hi], o_rexmit[lo:hi], o_seg_out[lo:hi], o_seg_round[lo:hi],
+            o_isack[lo:hi], o_ackrel[lo:hi], o_acked[lo:hi], o_sacked[lo:hi], o_dsack[lo:hi],
+            o_dup[lo:hi], o_rwnd[lo:hi], o_rtt[lo:hi], o_rtt_src[lo:hi], o_snd_max[lo:hi],
+            o_out[lo:hi], o_pipe[lo:hi], o_round[lo:hi], o_round_end[lo:hi], o_tgt[lo:hi],
+            o_state[lo:hi], o_cong[lo:hi], o_undo[lo:hi],
+            e_kind[el:eh], e_start_t[el:eh], e_end_t[el:eh], e_start_i[el:eh], e_end_i[el:eh],
+            e_flight[el:eh], e_retx[el:eh], e_rp[el:eh], e_spur[el:eh],
+            warn[f],
+        )
+        n_ep[f] = ne
+        if not f_at_sender[f]:
+            for i in range(lo, hi):
+                if o_isack[i]:
+                    extra = ahead[i] - o_snd_max[i]
+                    if extra > 0:
+                        o_out[i] += extra
+                        o_pipe[i] += extra
+        j0 = j
+        k0 = k
+        j, k = _compact(lo, hi, j, k, f_known[f], off, frame, ts, seq, plen, flags, ecn,
+                        o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
+                        o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
+                        o_round_end, o_state, o_cong, o_undo,
+                        s_frame, s_ts, s_seq, s_len, s_kind, s_ecn, s_end, s_probe, s_rexmit, s_out, s_round,
+                        a_frame, a_ts, a_ack, a_acked, a_sacked, a_dup, a_rwnd, a_known, a_ece, a_rtt, a_src,
+                        a_snd_max, a_out, a_pipe, a_round, a_rend, a_state, a_cong, a_undo, a_dsack, a_rtt_raw)
+        n_seg[f] = j - j0
+        n_ack[f] = k - k0
+        q0 = q
+        q = _rounds_flow(lo, hi, q, o_isack, o_round, ts, o_out, o_rtt, off, o_acked, o_rwnd, o_state, o_cong,
+                         o_tgt, o_kind, o_seg_round, o_seg_out, plen, o_rexmit, o_probe,
+                         f_clock[f], f_mss[f], f_known[f], ne, e_start_t[el:eh], e_end_t[el:eh], e_end_i[el:eh],
+                         frac, lookback,
+                         r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit)
+        n_rounds[f] = q - q0
 
 
 class _Work:
@@ -394,7 +463,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
             snd_max_ahead(fa.ts, fa.snd, fa.plen, fa.flags, fa.seq, off[lo:hi], ahead[lo:hi])
         irtt = fa.handshake.irtt_ns
         ooo[f] = irtt if irtt else OOO_DEFAULT_NS
-    # ---- the state machine --------------------------------------------------------------------
+    # ---- state machine, segment/ACK rows and rounds, flow by flow ----------------------------------
     o_kind, o_probe, o_rtt_src, o_state, o_cong = (a[:n] for a in W.o8)
     o_rexmit, o_isack, o_round_end, o_undo = (a[:n] for a in W.ob)
     (o_seg_out, o_seg_round, o_ackrel, o_acked, o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_snd_max,
@@ -404,42 +473,53 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
     e_spur = W.e_spur[:ne]
     e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp = (a[:ne] for a in W.e64)
     warn = np.zeros((nf, core.N_WARN), np.int64)
-    n_ep = np.zeros(nf, np.int64)
-    n_seg = np.zeros(nf, np.int64)
-    n_ack = np.zeros(nf, np.int64)
+    n_ep, n_seg, n_ack, n_rounds = (np.zeros(nf, np.int64) for _ in range(4))
     mss = W.mss[:nf]
     known = W.known[:nf]
-    core.analyze_flows(
+    # segments come from the sender's rows, ACKs from the receiver's: room for that many
+    n_snd = int(np.count_nonzero(W.snd[:n]))
+    cs, ca = n_snd, n - n_snd
+    e = np.empty
+    t = W.tmp  # (polars copies booleans and gathers Enums: those columns are scratch)
+    S = dict(frame=e(cs, np.uint64), ts_ns=e(cs, np.int64), seq=e(cs, np.int64), len=e(cs, np.uint32),
+             kind=t("s_kind", cs, np.uint32), ip_ecn=e(cs, np.uint8), end_seq=e(cs, np.int64),
+             probe=t("s_probe", cs, np.uint32), rexmit=t("s_rexmit", cs, np.bool_), outstanding=e(cs, np.int64),
+             round=e(cs, np.uint32))
+    A = dict(frame=e(ca, np.uint64), ts_ns=e(ca, np.int64), ack=e(ca, np.int64), acked_bytes=e(ca, np.int64),
+             sacked_bytes=e(ca, np.int64), dupack=e(ca, np.uint32), rwnd_bytes=e(ca, np.int64),
+             rwnd_scale_known=t("a_known", ca, np.bool_), ece=t("a_ece", ca, np.bool_), rtt_s=e(ca, np.float64),
+             rtt_source=t("a_src", ca, np.int32), snd_max=e(ca, np.int64), outstanding=e(ca, np.int64),
+             pipe=e(ca, np.int64), round=e(ca, np.uint32), round_end=t("a_rend", ca, np.bool_),
+             state=t("a_state", ca, np.uint32), cong_event=t("a_cong", ca, np.int32),
+             spurious_undo=t("a_undo", ca, np.bool_), dsack_bytes=e(ca, np.int64), rtt_raw_s=e(ca, np.float64))
+    R = [t(f"r{k}", ca, np.int64) for k in range(7)]
+    r_id, r_start, r_end, r_target, r_peak, r_acked, r_rwnd = R
+    r_minrtt = t("r_minrtt", ca, np.float64)
+    r_rec = t("r_rec", ca, np.bool_)
+    r_limit = t("r_limit", ca, np.int8)
+    _run_flows(
         b, W.snd[:n], W.ts[:n], W.seq[:n], W.ack[:n], W.plen[:n], W.flags[:n], W.win[:n], W.tsv[:n],
-        W.tse[:n], W.sl[:n], W.sr[:n], W.sn[:n],
-        mss, W.shift[:nf], W.sack[:nf], np.int64(DUPTHRESH), ooo, off, np.int64(RTO_MIN_NS), at_sender, ahead,
+        W.tse[:n], W.sl[:n], W.sr[:n], W.sn[:n], W.frame[:n], W.ecn[:n],
+        mss, W.shift[:nf], W.sack[:nf], known, clock, np.int64(DUPTHRESH), ooo, off, np.int64(RTO_MIN_NS),
+        at_sender, ahead,
         o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
         o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
         o_round_end, o_tgt, o_state, o_cong, o_undo,
         e_kind, e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, e_spur,
-        warn, n_ep, n_seg, n_ack,
+        *S.values(), *A.values(),
+        r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit,
+        APP_FRACTION, APP_LOOKBACK, warn, n_ep, n_seg, n_ack, n_rounds,
     )
-    # ---- segments and ACKs of the whole batch, one pass -------------------------------------------
     seg_at = np.concatenate(([0], np.cumsum(n_seg)))
     ack_at = np.concatenate(([0], np.cumsum(n_ack)))
     ns, na = int(seg_at[-1]), int(ack_at[-1])
-    e = np.empty
-    t = W.tmp  # (polars copies booleans and gathers Enums: those columns are scratch)
-    S = dict(frame=e(ns, np.uint64), ts_ns=e(ns, np.int64), seq=e(ns, np.int64), len=e(ns, np.uint32),
-             kind=t("s_kind", ns, np.uint32), ip_ecn=e(ns, np.uint8), end_seq=e(ns, np.int64),
-             probe=t("s_probe", ns, np.uint32), rexmit=t("s_rexmit", ns, np.bool_), outstanding=e(ns, np.int64),
-             round=e(ns, np.uint32))
-    A = dict(frame=e(na, np.uint64), ts_ns=e(na, np.int64), ack=e(na, np.int64), acked_bytes=e(na, np.int64),
-             sacked_bytes=e(na, np.int64), dupack=e(na, np.uint32), rwnd_bytes=e(na, np.int64),
-             rwnd_scale_known=t("a_known", na, np.bool_), ece=t("a_ece", na, np.bool_), rtt_s=e(na, np.float64),
-             rtt_source=t("a_src", na, np.int32), snd_max=e(na, np.int64), outstanding=e(na, np.int64),
-             pipe=e(na, np.int64), round=e(na, np.uint32), round_end=t("a_rend", na, np.bool_),
-             state=t("a_state", na, np.uint32), cong_event=t("a_cong", na, np.int32),
-             spurious_undo=t("a_undo", na, np.bool_), dsack_bytes=e(na, np.int64), rtt_raw_s=e(na, np.float64))
-    _compact(b, known, off, W.frame[:n], W.ts[:n], W.seq[:n], W.plen[:n], W.flags[:n], W.ecn[:n],
-             o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
-             o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
-             o_round_end, o_state, o_cong, o_undo, *S.values(), *A.values())
+
+    def fit(col: np.ndarray, k: int) -> np.ndarray:
+        # the first k rows; a copy when much room is left unused (the table keeps the buffer)
+        return col[:k].copy() if k < 0.9 * col.shape[0] else col[:k]
+
+    S = {name: fit(col, ns) for name, col in S.items()}
+    A = {name: fit(col, na) for name, col in A.items()}
     segs = _frame({**S, "kind": _enum_idx(S["kind"], schema.SEGMENT_KINDS),
                    "probe": _enum_idx(S["probe"], schema.PROBE_KINDS)}, schema.SEGMENTS)
     del S
@@ -481,16 +561,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         "end_frame": end_frame,
         "spurious": e_spur[idx],
     }, schema.EPISODES)
-    # ---- rounds ---------------------------------------------------------------------------------------
-    r_id, r_start, r_end, r_target, r_peak, r_acked, r_rwnd = (t(f"r{k}", na, np.int64) for k in range(7))
-    r_minrtt = t("r_minrtt", na, np.float64)
-    r_rec = t("r_rec", na, np.bool_)
-    r_limit = t("r_limit", na, np.int8)
-    n_rounds = np.zeros(nf, np.int64)
-    _rounds_flows(b, o_isack, o_round, W.ts[:n], o_out, o_rtt, off, o_acked, o_rwnd, o_state, o_cong, o_tgt,
-                  o_kind, o_seg_round, o_seg_out, W.plen[:n], o_rexmit, o_probe,
-                  clock, mss, known, n_ep, e_start_t, e_end_t, e_end_i, APP_FRACTION, APP_LOOKBACK,
-                  r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit, n_rounds)
+    # ---- rounds (computed above) ---------------------------------------------------------------------
     nr = int(n_rounds.sum())
     rnd_at = np.concatenate(([0], np.cumsum(n_rounds)))
     rounds = _frame({  # (copies: the scratch arrays are reused)
