@@ -40,7 +40,7 @@ from hscc_trace.model import FlowEvents
 
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
-from .vantage import _dynamic_offsets, detect, snd_max_ahead
+from .vantage import _dynamic_offsets, detect, from_handshake, snd_max_ahead
 
 DUPTHRESH = 3  # RFC 6675 §2 DupThresh
 RTO_MIN_NS = 200_000_000  # Linux TCP_RTO_MIN (200 ms); RFC 6298 §2.4 allows below 1 s
@@ -360,12 +360,15 @@ class _Work:
                 self.ecn[r], self.sdir[q], self.mss[q], self.shift[q], self.known[q], self.sack[q],
                 self.tsflow[q], self.seen[q], self.syn[q], self.synack[q], self.ack3[q], self.irtt[q])
 
-    def flow(self, f: int, lo: int, hi: int) -> FlowArrays:
+    def handshake(self, f: int) -> Handshake:
         def opt(x: int) -> int | None:
             return None if x == NONE else int(x)
 
-        h = Handshake(seen=bool(self.seen[f]), syn_ns=opt(self.syn[f]), synack_ns=opt(self.synack[f]),
-                      ack_ns=opt(self.ack3[f]), irtt_ns=opt(self.irtt[f]))
+        return Handshake(seen=bool(self.seen[f]), syn_ns=opt(self.syn[f]), synack_ns=opt(self.synack[f]),
+                         ack_ns=opt(self.ack3[f]), irtt_ns=opt(self.irtt[f]))
+
+    def flow(self, f: int, lo: int, hi: int) -> FlowArrays:
+        h = self.handshake(f)
         s = slice(lo, hi)
         return FlowArrays(
             frame=self.frame[s], snd=self.snd[s], ts=self.ts[s], seq=self.seq[s], ack=self.ack[s],
@@ -449,8 +452,10 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
     vts = []
     for f in range(nf):
         lo, hi = int(b[f]), int(b[f + 1])
-        fa = W.flow(f, lo, hi)
-        vt = detect(fa)
+        h = W.handshake(f)
+        vt = from_handshake(h, int(W.sdir[f]))
+        if vt is None:  # the data rule needs the flow's arrays
+            vt = detect(W.flow(f, lo, hi))
         vts.append(vt)
         at = not (vt.vantage in ("receiver", "mid-path") and vt.offset_ns > 0)
         at_sender[f] = at
@@ -459,10 +464,10 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
             off[lo:hi] = vt.offset_ns
             ahead[lo:hi] = 0
         else:
-            _dynamic_offsets(fa.ts, fa.snd, fa.flags, fa.rtsv, np.int64(vt.offset_ns), off[lo:hi])
-            snd_max_ahead(fa.ts, fa.snd, fa.plen, fa.flags, fa.seq, off[lo:hi], ahead[lo:hi])
-        irtt = fa.handshake.irtt_ns
-        ooo[f] = irtt if irtt else OOO_DEFAULT_NS
+            r = slice(lo, hi)
+            _dynamic_offsets(W.ts[r], W.snd[r], W.flags[r], W.rtsv[r], np.int64(vt.offset_ns), off[r])
+            snd_max_ahead(W.ts[r], W.snd[r], W.plen[r], W.flags[r], W.seq[r], off[r], ahead[r])
+        ooo[f] = h.irtt_ns if h.irtt_ns else OOO_DEFAULT_NS
     # ---- state machine, segment/ACK rows and rounds, flow by flow ----------------------------------
     o_kind, o_probe, o_rtt_src, o_state, o_cong = (a[:n] for a in W.o8)
     o_rexmit, o_isack, o_round_end, o_undo = (a[:n] for a in W.ob)

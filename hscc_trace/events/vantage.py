@@ -25,7 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 from numba import njit
 
-from .prep import F_ACK, F_FIN, F_SYN, FlowArrays
+from .prep import F_ACK, F_FIN, F_SYN, FlowArrays, Handshake
 
 NEAR_FRACTION = 0.1  # a side whose gap is < 10 % of the total is where the capture was taken
 MIN_SAMPLES = 5  # data rule needs at least this many matches of each kind
@@ -104,22 +104,29 @@ def _data_parts(fa: FlowArrays) -> tuple[float | None, float | None]:
 
 def detect(fa: FlowArrays) -> Vantage:
     """Vantage point and RTT offset for one flow (rules in the module docstring)."""
-    h = fa.handshake
-    if h.seen and h.syn_ns is not None and h.synack_ns is not None and h.ack_ns is not None:
-        d1 = h.synack_ns - h.syn_ns  # B's side: capture -> B -> capture
-        d2 = h.ack_ns - h.synack_ns  # A's side: capture -> A -> capture
-        if d1 >= 0 and d2 >= 0 and d1 + d2 > 0:
-            sender_part = d2 if fa.sender_dir == 0 else d1
-            receiver_part = d1 if fa.sender_dir == 0 else d2
-            v = _classify(sender_part, receiver_part)
-            off = 0 if v == "sender" else int(sender_part)
-            return Vantage(v, off, "handshake", int(receiver_part), int(sender_part))
+    v = from_handshake(fa.handshake, fa.sender_dir)
+    if v is not None:
+        return v
     S, X = _data_parts(fa)
     if S is None or X is None:
         return Vantage("unknown", 0, "none", None if S is None else int(S), None if X is None else int(X))
     v = _classify(X, S)
     off = 0 if v == "sender" else int(X)
     return Vantage(v, off, "data", int(S), int(X))
+
+
+def from_handshake(h: Handshake, sender_dir: int) -> Vantage | None:
+    """The handshake rule alone (None when it does not apply: then the data rule decides)."""
+    if h.seen and h.syn_ns is not None and h.synack_ns is not None and h.ack_ns is not None:
+        d1 = h.synack_ns - h.syn_ns  # B's side: capture -> B -> capture
+        d2 = h.ack_ns - h.synack_ns  # A's side: capture -> A -> capture
+        if d1 >= 0 and d2 >= 0 and d1 + d2 > 0:
+            sender_part = d2 if sender_dir == 0 else d1
+            receiver_part = d1 if sender_dir == 0 else d2
+            v = _classify(sender_part, receiver_part)
+            off = 0 if v == "sender" else int(sender_part)
+            return Vantage(v, off, "handshake", int(receiver_part), int(sender_part))
+    return None
 
 
 def dynamic_offsets(fa: FlowArrays, base_ns: int) -> np.ndarray:
