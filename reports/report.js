@@ -97,6 +97,82 @@
     });
   }
 
+  // --- legends: plain HTML beside the figure, one per panel (block) --------------------------------
+  // plotly's SVG legend measures every entry's text while drawing (about a sixth of the drawing
+  // time of a flow's figures); an HTML list costs next to nothing and toggles series the same way:
+  // a click hides or shows the entry's series (all of its legend group within the panel).
+  const LEGEND_W = 250; // px to the right of the plot
+  const decoder = document.createElement("textarea");
+  function plain(s) { decoder.innerHTML = String(s == null ? "" : s); return decoder.value; } // names arrive HTML-escaped
+
+  function swatch(tr) {
+    const sw = document.createElement("span");
+    sw.className = "sw";
+    const line = tr.line || {};
+    const marker = tr.marker || {};
+    if (tr.fill === "toself" || tr.stackgroup) {
+      sw.style.background = tr.fillcolor || line.color || "#999";
+      if (tr.stackgroup) sw.style.opacity = "0.5";
+      sw.classList.add("box");
+    } else if ((tr.mode || "lines").indexOf("lines") < 0) {
+      sw.textContent = /^x/.test(marker.symbol || "") ? "×" : /triangle/.test(marker.symbol || "") ? "▲" : /open/.test(marker.symbol || "") ? "○" : "●";
+      sw.style.color = marker.color || (marker.line && marker.line.color) || "#444";
+    } else {
+      const dash = line.dash ? (line.dash === "dot" ? "dotted" : "dashed") : "solid";
+      sw.style.borderTop = Math.max(1, Math.min(3, Math.round(line.width || 2))) + "px " + dash + " " + (line.color || "#444");
+      sw.classList.add("line");
+    }
+    return sw;
+  }
+
+  function buildLegends(div, f) {
+    const wrap = div.parentNode;
+    for (const old of wrap.querySelectorAll(":scope > .legend")) old.remove();
+    const lay = f.layout;
+    const m = lay.margin || {};
+    lay.showlegend = false;
+    lay.margin = Object.assign({}, m, { r: LEGEND_W + 10 });
+    const plotH = lay.height - (m.t || 0) - (m.b || 0);
+    const items = []; // [entry element, trace indices]
+    const blocks = f.blocks || [];
+    blocks.forEach((b, bi) => {
+      const ax = lay["yaxis" + (b.yaxes[0] || "y").slice(1)] || {};
+      const top = (m.t || 0) + (1 - ((ax.domain || [0, 1])[1])) * plotH;
+      const next = blocks[bi + 1] && lay["yaxis" + blocks[bi + 1].yaxes[0].slice(1)];
+      const bottom = next ? (m.t || 0) + (1 - next.domain[1]) * plotH - 40 : lay.height - (m.b || 0);
+      const box = document.createElement("div");
+      box.className = "legend";
+      box.style.top = Math.round(top) + "px";
+      box.style.maxHeight = Math.max(60, Math.round(bottom - top)) + "px";
+      box.style.width = LEGEND_W + "px";
+      const mine = f.data.map((tr, i) => [tr, i]).filter(([tr]) => (tr.legend || "legend") === b.legend);
+      const shown = mine.filter(([tr]) => tr.showlegend !== false)
+        .sort((p, q) => ((p[0].legendrank ?? 1000) - (q[0].legendrank ?? 1000)) || p[1] - q[1]);
+      for (const [tr, i] of shown) {
+        const el = document.createElement("button");
+        el.type = "button";
+        el.className = "item";
+        el.append(swatch(tr));
+        const name = document.createElement("span");
+        name.textContent = plain(tr.name);
+        el.append(name);
+        const idx = tr.legendgroup ? mine.filter(([o]) => o.legendgroup === tr.legendgroup).map(([, j]) => j) : [i];
+        el.addEventListener("click", () => {
+          const hide = div.data[i].visible !== "legendonly";
+          Plotly.restyle(div, { visible: hide ? "legendonly" : true }, idx);
+          refresh();
+        });
+        items.push([el, i]);
+        box.append(el);
+      }
+      if (shown.length) wrap.append(box);
+    });
+    function refresh() {
+      for (const [el, i] of items) el.classList.toggle("off", div.data[i].visible === "legendonly");
+    }
+    return refresh;
+  }
+
   async function main() {
     const template = JSON.parse(document.getElementById("plotly-template").textContent);
     const config = JSON.parse(document.getElementById("plotly-config").textContent);
@@ -170,7 +246,9 @@
       f.layout.template = template;
       if (g.range) f.layout.xaxis = Object.assign({}, f.layout.xaxis || {}, { range: g.range.slice(), autorange: false });
       const td = performance.now();
+      const refreshLegend = buildLegends(job.div, f);
       await Plotly.newPlot(job.div, f.data, f.layout, config);
+      refreshLegend();
       if (g.range) await fitY(job.div, g.range);
       step(job.div.dataset.panel, td);
       job.div.style.minHeight = "";

@@ -241,6 +241,24 @@ def open_report(report: Path, *, shots: str | None = None, parts: bool = False, 
                 return divs.map(d => { const rr = d.layout.xaxis.range;
                                        return Math.abs(rr[0] - want[0]) < 1e-9 && Math.abs(rr[1] - want[1]) < 1e-9; });
             })()""")
+        legend = None
+        if figs["drawn"]:
+            # the HTML legend beside each figure: one box per panel, an entry per named series; a click
+            # on a shown entry hides its series (and a second click shows them again)
+            legend = b.evaluate("""(async () => {
+                const div = document.querySelector('div.fig');
+                const boxes = div.parentNode.querySelectorAll(':scope > .legend');
+                const hidden = () => div.data.filter(t => t.visible === 'legendonly').length;
+                const item = Array.from(div.parentNode.querySelectorAll('.legend .item')).find(e => !e.classList.contains('off'));
+                const before = hidden();
+                item.click();
+                await new Promise(res => setTimeout(res, 200));
+                const after = hidden(), off = item.classList.contains('off');
+                item.click();
+                await new Promise(res => setTimeout(res, 200));
+                return {boxes: boxes.length, panels: div.parentNode.querySelectorAll('.legend').length,
+                        hid: after > before && off, restored: hidden() === before && !item.classList.contains('off')};
+            })()""")
         time.sleep(0.1)
         errors = []
         for ev in list(b.events):
@@ -251,7 +269,7 @@ def open_report(report: Path, *, shots: str | None = None, parts: bool = False, 
                 errors.append("exception: " + json.dumps(p.get("exceptionDetails", {}))[:500])
             elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
                 errors.append("log: " + p["entry"].get("text", ""))
-        return {"status": status, "wall_s": wall, "figures": figs, "errors": errors, "linked": linked,
+        return {"status": status, "wall_s": wall, "figures": figs, "errors": errors, "linked": linked, "legend": legend,
                 "requests": [u for u in requests if u != page_url], "blocked": blocked,
                 "alert": b.evaluate("window.__xss === true")}
     finally:
@@ -286,6 +304,7 @@ def test_report_renders_offline_in_chromium(report: tuple[Path, Any]) -> None:
     assert st["rendered"] == info.figures
     assert res["alert"] is False
     assert res["linked"] and all(res["linked"]), res["linked"]  # zooming one figure moved every figure of the flow
+    assert res["legend"] == {"boxes": 4, "panels": 4, "hid": True, "restored": True}, res["legend"]  # main figure: 4 panels
     print(f"\nreport {info.size / 1e6:.2f} MB, {info.figures} figures drawn in {st['ms'] / 1000:.2f} s "
           f"(page load to last figure {st['sinceNavigation'] / 1000:.2f} s)")
 
