@@ -69,10 +69,14 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     # (~0.1 ms); a flow has ~20 columns, so nulls are filled only where there are any (casts
     # and to_numpy are direct), which matters with thousands of short flows.
     def col(name: str, fill: float | bool = 0.0) -> np.ndarray:
-        s = acks.get_column(name).cast(pl.Float64)
-        if s.null_count():
-            s = s.fill_null(float(fill))
-        return s.to_numpy().astype(np.float64, copy=False)
+        s = acks.get_column(name)
+        nulls = s.null_count()
+        if nulls and s.dtype.is_float() and not math.isnan(fill):
+            s = s.fill_null(float(fill))  # a float column may hold real NaNs besides its nulls
+        x = s.cast(pl.Float64).to_numpy().astype(np.float64, copy=False)
+        if nulls and not s.dtype.is_float():  # to_numpy gave NaN exactly at the nulls
+            x = np.where(np.isnan(x), float(fill), x)
+        return x
 
     ts_s = acks.get_column("ts_ns")
     if ts_s.null_count():
@@ -88,9 +92,11 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     ev[:, T.E_SACKED] = sacked_b / m
     ev[:, T.E_RTT] = col("rtt_s", math.nan)
     ev[:, T.E_FLIGHT] = outstanding / m
-    pipe = acks.get_column("pipe").cast(pl.Float64)
-    pipe_b = (np.where(pipe.is_null().to_numpy(), outstanding, pipe.fill_null(0.0).to_numpy())
-              if pipe.null_count() else pipe.to_numpy())
+    pipe = acks.get_column("pipe")
+    pipe_b = pipe.cast(pl.Float64).to_numpy()
+    if pipe.null_count():  # unknown pipe: the outstanding bytes
+        null = pipe.is_null().to_numpy()
+        pipe_b = np.where(null, outstanding, np.where(null, 0.0, pipe_b))
     ev[:, T.E_PIPE] = np.maximum(pipe_b, 0.0) / m
     ack = col("ack")
     snd_max = col("snd_max")
@@ -136,8 +142,9 @@ def _codes(s: pl.Series, code: dict[str, float], default: float) -> np.ndarray:
         cats = s.dtype.categories.to_list()
         lut = np.array([code.get(c, default) for c in cats] + [default], dtype=np.float64)
         phys = s.to_physical()
-        if phys.null_count():
-            phys = phys.fill_null(len(cats))
+        if phys.null_count():  # to_numpy gives floats with NaN at the nulls: they take the last entry
+            x = phys.to_numpy()
+            return lut[np.where(np.isnan(x), len(cats), x).astype(np.int64)]
         return lut[phys.to_numpy()]
     return s.cast(pl.String).replace_strict(code, default=default, return_dtype=pl.Float64).to_numpy()
 
@@ -191,9 +198,8 @@ def _retransmitted_between(segments: pl.DataFrame, ack_ts: np.ndarray) -> np.nda
 def run(algo: Resolved | str, prep: Prepared, *, compiled: bool = True) -> pl.DataFrame:
     """Replay one algorithm over a prepared stream → schema.REPLAY_BASE + the algorithm's signals."""
     r = resolve(algo) if isinstance(algo, str) else algo
-    fn = loop_function(r.base, r.wrapper, compiled=compiled)
+    fn, sigs, sig_idx = _plan(r, compiled)
     n = len(prep)
-    sigs = r.signals()
     tpa = np.zeros(T.NTP, dtype=np.float64)
     flavor = r.values["flavor"]
     tpa[T.FLAVOR] = T.LINUX if flavor == "linux" else T.RFC
@@ -210,10 +216,27 @@ def run(algo: Resolved | str, prep: Prepared, *, compiled: bool = True) -> pl.Da
     tpa[T.CWND_USAGE_SEQ] = -math.inf
     st = np.zeros(r.nstate, dtype=np.float64)
     p = r.param_array()
-    sig_idx = np.array([i for _, i in sigs], dtype=np.int64)
     out = np.empty((n, 3 + len(sigs)), dtype=np.float64, order="F")  # columns contiguous → zero-copy Series
     fn(prep.ev, tpa, st, p, sig_idx, out)
     return _frame(prep.ts_ns, out, sigs)
+
+
+_PLANS: dict[tuple[int, int, bool], tuple[Any, Any, Any, list, np.ndarray]] = {}
+
+
+def _plan(r: Resolved, compiled: bool) -> tuple[Any, list, np.ndarray]:
+    """(loop function, signals, their state indices) of an algorithm: the same for every flow, so
+    looked up once per process (finding the generated module and listing the signals cost
+    ~0.1 ms a call, as much as replaying a short flow). Keyed by the registry's Algorithm objects
+    (kept in the entry, so their ids stay theirs)."""
+    key = (id(r.base), id(r.wrapper), compiled)
+    hit = _PLANS.get(key)
+    if hit is None or hit[0] is not r.base or hit[1] is not r.wrapper:
+        sigs = r.signals()
+        hit = (r.base, r.wrapper, loop_function(r.base, r.wrapper, compiled=compiled), sigs,
+               np.array([i for _, i in sigs], dtype=np.int64))
+        _PLANS[key] = hit
+    return hit[2], hit[3], hit[4]
 
 
 @lru_cache(maxsize=256)
