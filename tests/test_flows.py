@@ -319,3 +319,21 @@ def test_flows_command_prints_plain_columns_when_not_a_terminal(tmp_path):
     lines = res.output.splitlines()
     assert lines[1].split()[:4] == ["id", "A", "→", "B"] and set(lines[2].replace(" ", "")) == {"-"}
     assert f"[{long_a}]:49319 ⇒ [{long_b}]:443" in lines[3] and "…" not in res.output and "┃" not in res.output
+
+
+def test_flow_table_addresses_are_formatted_as_addr_to_str():
+    """The flow table formats IPv4 dotted quads itself (fast path); it must match addr.to_str
+    (ipaddress) exactly — edge values, no leading zeros — and defer to it for IPv6."""
+    import random
+
+    import numpy as np
+
+    from hscc_trace.addr import from_str, to_str
+    from hscc_trace.flows import _addr_strings
+
+    r = random.Random(7)
+    texts = ["0.0.0.0", "255.255.255.255", "10.0.0.1", "1.2.3.40", "2001:db8::1", "::1", "::ffff:1.2.3.4"]
+    texts += [".".join(str(r.randrange(256)) for _ in range(4)) for _ in range(500)]
+    hi, lo, v = (np.array(x, dt) for x, dt in zip(zip(*map(from_str, texts)), (np.uint64, np.uint64, np.int64)))
+    assert _addr_strings(hi, lo, v) == [to_str(int(a), int(b), int(c)) for a, b, c in zip(hi, lo, v)]
+    assert _addr_strings(hi, lo, v)[:4] == texts[:4]
