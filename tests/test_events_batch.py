@@ -71,7 +71,12 @@ def _same(a, b) -> None:
 def test_batches_equal_one_flow_at_a_time(merged: Capture, monkeypatch: pytest.MonkeyPatch, threads: int) -> None:
     monkeypatch.setattr(tables, "CHUNK_ROWS", 300)
     monkeypatch.setattr(tables, "THREADS", threads)
+    monkeypatch.setattr(tables, "THREADED_ROWS", 1 << 30)
+    used = []
+    real = tables._batch
+    monkeypatch.setattr(tables, "_batch", lambda work, *job: used.append(id(work)) or real(work, *job))
     every = all_flow_events(merged)
+    assert len(set(used)) == threads  # one set of working arrays per thread
     # every flow, in order of its first packet in the table
     assert len(every) == merged.flows.height
     order = merged.packets.with_row_index().group_by("flow_id").agg(pl.col("index").min()).sort("index")
@@ -81,6 +86,19 @@ def test_batches_equal_one_flow_at_a_time(merged: Capture, monkeypatch: pytest.M
     assert sizes.max() > 3 * 300 and (sizes < 300).sum() >= 3
     for fid, ev in every.items():
         _same(ev, flow_events(merged, fid))
+
+
+def test_long_flows_run_in_one_thread(merged: Capture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # batches longer than THREADED_ROWS: one thread (one set of working arrays), same streams
+    monkeypatch.setattr(tables, "CHUNK_ROWS", 300)
+    monkeypatch.setattr(tables, "THREADED_ROWS", 1000)
+    used = []
+    real = tables._batch
+    monkeypatch.setattr(tables, "_batch", lambda work, *job: used.append(id(work)) or real(work, *job))
+    every = all_flow_events(merged)
+    assert len(set(used)) == 1 and len(used) > 10
+    for fid in list(every)[:4]:
+        _same(every[fid], flow_events(merged, fid))
 
 
 def test_table_out_of_frame_order_gives_the_same_streams(merged: Capture) -> None:

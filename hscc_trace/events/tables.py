@@ -55,6 +55,7 @@ CLOCK_MIN_SEGMENTS = 4
 # threads running batches side by side (at most 2: the target machines have few cores, and a
 # pipeline may already run one process per core)
 THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+THREADED_ROWS = 1 << 19  # largest batch (packets) run in threads: each thread has its working arrays
 CHUNK_ROWS = 1 << 17  # packets per batch of flows: bounds the working arrays (~350 B per packet)
 
 
@@ -396,7 +397,7 @@ def build_flows(src: tuple[np.ndarray, ...], order: np.ndarray, bounds: np.ndarr
     Flows are processed in batches of about :data:`CHUNK_ROWS` packets (a larger flow is a batch
     of its own): each stage runs once per batch (compiled loops over its flows), the working
     arrays are reused from batch to batch, and every flow's tables are zero-copy slices of its
-    batch's tables.
+    batch's tables. Up to :data:`THREADS` batches run at a time (one unless the batches are small).
     """
     nf = len(fids)
     cuts = [0]
@@ -409,6 +410,8 @@ def build_flows(src: tuple[np.ndarray, ...], order: np.ndarray, bounds: np.ndarr
     jobs = [(src, order, bounds[f0:f1 + 1], fids[f0:f1], f_sdir[f0:f1], f_mss[f0:f1], f_wsa[f0:f1], f_wsb[f0:f1])
             for f0, f1 in zip(cuts[:-1], cuts[1:])]
     threads = min(THREADS, len(jobs))
+    if rows > THREADED_ROWS:
+        threads = 1  # flows this long: one set of working arrays (~350 B per packet) is enough memory
     if threads <= 1:
         work = _Work(rows, flows)
         return [ev for job in jobs for ev in _batch(work, *job)]
