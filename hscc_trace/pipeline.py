@@ -230,11 +230,12 @@ def _flow_task(path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tupl
 #: Worker processes pay a fixed start-up (interpreter, polars/numba imports, loading the compiled
 #: decoder, event and replay loops from the cache: about 1.5 s each on an idle core). This process
 #: works through the task queue itself while they start (see :func:`_run_parallel`), so a worker
-#: that is not ready in time costs no wall time, only that start-up CPU on another core. With
-#: ``--jobs N > 1`` the run uses worker processes when the captures total at least this many bytes
-#: (below it a worker could not finish its start-up before this process is done).
+#: that is not ready in time costs no wall time directly, only that start-up CPU on another core
+#: (which this process's own threads — events, polars — would otherwise use). With ``--jobs N > 1``
+#: the run uses worker processes when the captures total at least this many bytes: the nine
+#: samples (9.5 MiB, ~1 s of work) are done before a worker is ready; the replicas are not.
 #: Override with the environment variable HSCC_TRACE_PARALLEL_MIN_BYTES (0 = always).
-PARALLEL_MIN_BYTES = 2 * 1024 * 1024
+PARALLEL_MIN_BYTES = 16 * 1024 * 1024
 PARALLEL_MIN_BYTES_ENV = "HSCC_TRACE_PARALLEL_MIN_BYTES"
 
 #: Flow tasks per lane (this process and each worker) a capture's flows are split into: enough
@@ -282,6 +283,32 @@ def _warm_up(algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]) -> 
     for name in algorithms:
         engine.run(registry.resolve(name, params.get(name, {})), prep)
     engine._newly_delivered(np.zeros(1), np.zeros(1), np.zeros(1), 1.0)
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="hscc-warm-") as d:  # reader, decoder and event loops
+        path = os.path.join(d, "warm.pcap")
+        with open(path, "wb") as fh:
+            fh.write(_tiny_pcap())
+        prepare_capture(path, None, None)
+
+
+def _tiny_pcap() -> bytes:
+    """A 4-packet pcap (handshake, 100 bytes of data, its ACK) that exercises every stage."""
+    import struct
+
+    def pkt(t: int, src: int, dst: int, sport: int, dport: int, seq: int, ack: int, flags: int,
+            payload: int = 0) -> bytes:
+        tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, 65535, 0, 0) + b"x" * payload
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0,
+                         src.to_bytes(4, "big"), dst.to_bytes(4, "big"))
+        eth = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00"
+        frame = eth + ip + tcp
+        return struct.pack("<IIII", 1_700_000_000, t, len(frame), len(frame)) + frame
+
+    a, b = 0x0A000001, 0x0A000002
+    return (struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+            + pkt(0, a, b, 40000, 5201, 0, 0, 0x02) + pkt(1000, b, a, 5201, 40000, 0, 1, 0x12)
+            + pkt(2000, a, b, 40000, 5201, 1, 1, 0x18, 100) + pkt(3000, b, a, 5201, 40000, 1, 101, 0x10))
 
 
 def _worker_main(conn: Any, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]) -> None:
