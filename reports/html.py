@@ -517,8 +517,10 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
             for b in blocks:
                 name = _PANEL_NAMES.get(b.key, b.key[5:] if b.key.startswith("algo:") else b.key)
                 (nav_sig if part == "signals" else nav_main).append(f"<a href=\"#{div}\">{e(name)}</a>")
-            divs.append(f"<div class=\"figwrap\"><div class=\"fig\" id=\"{div}\" data-panel=\"{part}\" "
-                        f"style=\"min-height:{h}px\"></div></div>")
+            # content-visibility (report.css) skips style, layout and paint of figures off screen;
+            # their exact height is known, so the page never jumps when they come into view
+            divs.append(f"<div class=\"figwrap\" style=\"contain-intrinsic-size:auto {h}px\"><div class=\"fig\" "
+                        f"id=\"{div}\" data-panel=\"{part}\" style=\"min-height:{h}px\"></div></div>")
             if part == "signals":
                 divs += [_signal_docs(b.key[5:], fr) for b in blocks]
             trace_types.update(str(tr.get("type", "scatter")) for tr in fig["data"])

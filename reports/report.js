@@ -228,7 +228,14 @@
     else forceAll = true;
     let resolveAll;
     const allDrawn = new Promise((r) => { resolveAll = r; });
-    window.hsccRenderAll = () => { forceAll = true; wakeUp(); return allDrawn.then(() => status.rendered); };
+    // hsccRenderAll: draw every figure now and lay all of them out, also off screen (for printing,
+    // screenshots of the whole page); otherwise figures off screen are not laid out or painted.
+    window.hsccRenderAll = () => {
+      forceAll = true;
+      document.documentElement.classList.add("show-all");
+      wakeUp();
+      return allDrawn.then(() => status.rendered);
+    };
     await new Promise((r) => requestAnimationFrame(() => r())); // let the observer report the first screen
     const firstScreen = new Set(Array.from(near).filter((j) => pending.has(j)));
 
