@@ -553,19 +553,39 @@ def _signal_kind(s: pl.Series, info: meta.SignalInfo | None) -> str:
     return "other"
 
 
-def _as_flag(s: pl.Series, info: meta.SignalInfo | None) -> pl.Series:
-    """Numeric bool/enum signals as Boolean / String (enum index i ↦ its declared label)."""
-    if s.dtype.is_numeric():
-        if info is not None and info.kind == "bool":
-            return s.fill_null(0) != 0
-        if info is not None and info.kind == "enum" and info.labels:
-            labels = list(info.labels)
-            idx = s.cast(pl.Int64)
-            known = pl.Series(labels, dtype=pl.String).gather(idx.clip(0, len(labels) - 1))
-            ok = (idx >= 0) & (idx < len(labels))
-            return pl.select(pl.when(ok).then(known).otherwise(idx.cast(pl.String))).to_series()
-        return s.cast(pl.String)
-    return s
+@dataclass
+class _FlagRuns:
+    """Runs of a boolean or categorical signal: start/end times (s) and the value of each run."""
+
+    start: np.ndarray
+    end: np.ndarray
+    values: np.ndarray  # bool (boolean signals) or str (categorical)
+    boolean: bool
+
+
+def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None) -> _FlagRuns:
+    """Runs of equal values of a bool/enum/category signal, computed on the raw column (numeric
+    codes or polars strings) and only then labelled: a million-row signal has a few hundred runs,
+    so casting every row to a string label first would cost far more than the runs themselves."""
+    if s.dtype == pl.Boolean:
+        vals = (s.fill_null(False) if s.null_count() else s).to_numpy()
+        st, en, v = dec.runs(t, vals)
+        return _FlagRuns(st, en, v.astype(bool), True)
+    if s.dtype.is_numeric() and info is not None and info.kind == "bool":
+        vals = _f(s)
+        st, en, v = dec.runs(t, (vals != 0) & ~np.isnan(vals))  # null → False
+        return _FlagRuns(st, en, v.astype(bool), True)
+    if s.dtype.is_numeric():  # an enum's index (labels declared by the registry) or a plain number
+        st, en, v = dec.runs(t, _f(s))
+        labels = list(info.labels) if info is not None and info.kind == "enum" else []
+        names = [("" if math.isnan(x) else labels[int(x)] if labels and x == int(x) and 0 <= int(x) < len(labels)
+                  else str(int(x)) if x == int(x) else str(x)) for x in v.tolist()]
+        return _FlagRuns(st, en, np.array(names, dtype=object), False)
+    starts = np.flatnonzero(np.diff(s.rle_id().to_numpy(), prepend=-1))
+    st = t[starts]
+    en = np.concatenate((t[starts[1:]], t[-1:]))
+    v = s.gather(starts).cast(pl.String).fill_null("").to_numpy()
+    return _FlagRuns(st, en, v, False)
 
 
 _THRESHOLD_DASH = ("dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -603,7 +623,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     t = _t(df["ts_ns"], c.t0)
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
-    flag_series = {s: _as_flag(df[s], infos.get(s)) for s in flags}
+    flag_runs = {s: _flag_runs(t, df[s], infos.get(s)) for s in flags}
     n_color = 0
     out_rows: list[Row] = []
     for r, (kind, names, _title) in enumerate(rows, start=1):
@@ -645,7 +665,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         if kind != "other":  # phases/modes shade the window and threshold rows (episodes shade all)
             for k, s in enumerate(flags):
                 lo, hi = (y0, y1) if k == 0 else (y1 - 0.08 * k * (y1 - y0), y1 - 0.08 * (k - 1) * (y1 - y0))
-                bands += _flag_bands(c, t, flag_series[s], s, lo, hi, legend=r == 1, strong=k > 0)
+                bands += _flag_bands(c, flag_runs[s], s, lo, hi, legend=r == 1, strong=k > 0)
         out_rows.append(Row([*bands, *(tr for tr in traces if tr is not None)],
                             ALGO_ROW_PX[0] if r == 1 else ALGO_ROW_PX[1], title=_title))
     flag_note = f" — shaded: {', '.join(_esc(f) for f in flags)}" if flags else ""
@@ -664,21 +684,13 @@ def _stack_parts(df: pl.DataFrame, names: list[str]) -> tuple[str, np.ndarray] |
     return "cwnd − dwnd", _f(df["cwnd"]) - _f(df["dwnd"])
 
 
-def _flag_bands(c: _Ctx, t: np.ndarray, s: pl.Series, name: str, y0: float, y1: float, *,
+def _flag_bands(c: _Ctx, runs: _FlagRuns, name: str, y0: float, y1: float, *,
                 legend: bool, strong: bool = False) -> list[Trace]:
     """Shading for a boolean (where True) or categorical signal (one colour per value)."""
-    if s.dtype == pl.Boolean:
-        vals = s.fill_null(False).to_numpy()
-        st, en, v = dec.runs(t, vals)
-        m = v.astype(bool)
-        return _band(st[m], en[m], y0, y1, _esc(name), _scale_alpha(_BOOL_COLOR, 3.0 if strong else 1.0), min_gap=c.min_gap,
+    st, en, v = runs.start, runs.end, runs.values
+    if runs.boolean:
+        return _band(st[v], en[v], y0, y1, _esc(name), _scale_alpha(_BOOL_COLOR, 3.0 if strong else 1.0), min_gap=c.min_gap,
                      legendgroup=f"flag-{_esc(name)}", showlegend=legend, t_end=c.duration)
-    vals = s.cast(pl.String).fill_null("")
-    # runs of equal values (as dec.runs, but compared in polars: numpy object arrays are slow)
-    starts = np.flatnonzero(np.diff(vals.rle_id().to_numpy(), prepend=-1))
-    st = t[starts]
-    en = np.concatenate((t[starts[1:]], t[-1:]))
-    v = vals.gather(starts).to_numpy()
     out = []
     cats = [x for x in dict.fromkeys(v.tolist()) if str(x).lower() not in _QUIET]
     known = {CATEGORY_COLORS[str(x).lower()] for x in cats if str(x).lower() in CATEGORY_COLORS}
