@@ -258,28 +258,40 @@ _STATES = tuple(schema.CONG_STATES)
 
 def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list) -> pl.DataFrame:
     """The replay table from the loop's output matrix: one Series per column straight from numpy
-    (no expression engine: each eager polars expression costs a query plan, ~0.1 ms)."""
-    # Float columns are zero-copy views of ``out`` (its columns are contiguous), and ts_ns of the
-    # flow's one array, shared by every algorithm's frame: a copy here would double the memory
-    # the replays of a long capture hold. So ssthresh is nulled in place.
-    ssthresh = out[:, 1]
-    ssthresh[~np.isfinite(ssthresh)] = np.nan  # infinite ssthresh (never set) is null
+    (no expression engine: each eager polars expression costs a query plan, ~0.1 ms).
+
+    Float columns are zero-copy views of a column-major float matrix, and ts_ns of the flow's one
+    array, shared by every algorithm's frame. Views keep their whole matrix alive, so when the
+    loop's output also holds columns that become Enum/Boolean Series (state, flags: a quarter of
+    all output columns over the default algorithms), the float columns are first moved to a
+    matrix of their own (a column copy each), which the replays of a long capture keep instead."""
+    kinds = ["float", "float", "enum", *(s.kind for s, _ in sigs)]
+    fidx = [c for c, k in enumerate(kinds) if k not in ("bool", "enum")]
+    if len(fidx) < out.shape[1]:
+        floats = np.empty((out.shape[0], len(fidx)), dtype=np.float64, order="F")
+        for j, c in enumerate(fidx):
+            floats[:, j] = out[:, c]
+    else:
+        floats = out
+    fcol = {c: floats[:, j] for j, c in enumerate(fidx)}
+    ssthresh = fcol[1]
+    ssthresh[~np.isfinite(ssthresh)] = np.nan  # infinite ssthresh (never set) is null, in place
     cols: dict[str, pl.Series] = {
         "ts_ns": pl.Series("ts_ns", ts_ns, dtype=pl.Int64),
-        "cwnd": pl.Series("cwnd", out[:, 0], dtype=pl.Float64, nan_to_null=True),
+        "cwnd": pl.Series("cwnd", fcol[0], dtype=pl.Float64, nan_to_null=True),
         "ssthresh": pl.Series("ssthresh", ssthresh, dtype=pl.Float64, nan_to_null=True),
         "state": _enum("state", _STATES, out[:, 2]),
     }
     for k, (s, _) in enumerate(sigs):
-        v = out[:, 3 + k]
+        c = 3 + k
         if s.name in cols:
             raise RuntimeError(f"signal {s.name!r} collides with a base column")
         if s.kind == "bool":
-            cols[s.name] = pl.Series(s.name, v != 0.0, dtype=pl.Boolean)
+            cols[s.name] = pl.Series(s.name, out[:, c] != 0.0, dtype=pl.Boolean)
         elif s.kind == "enum":
-            cols[s.name] = _enum(s.name, tuple(s.labels), v)
+            cols[s.name] = _enum(s.name, tuple(s.labels), out[:, c])
         else:
-            cols[s.name] = pl.Series(s.name, v, dtype=pl.Float64, nan_to_null=True)
+            cols[s.name] = pl.Series(s.name, fcol[c], dtype=pl.Float64, nan_to_null=True)
     return pl.DataFrame(list(cols.values()))
 
 
