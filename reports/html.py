@@ -26,9 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 import numpy as np
-import plotly
 import polars as pl
-from plotly.offline import get_plotlyjs
 
 from hscc_trace.errors import InputError
 from hscc_trace.model import Analysis, FlowResult
@@ -219,9 +217,14 @@ def _plotly_js(basic: bool) -> tuple[str, str, str]:
     """
     key = "basic" if basic else "full"
     if key not in _PLOTLY_CACHE:
-        js = _asset("plotly-basic.min.js") if basic else get_plotlyjs()
+        if basic:
+            js = _asset("plotly-basic.min.js")
+        else:  # the plotly package (its import costs ~0.3 s) only when a figure needs the full bundle
+            from plotly.offline import get_plotlyjs
+
+            js = get_plotlyjs()
         m = re.search(r"plotly\.js(?: \([a-z -]+\))? v([\d.]+)", js[:3000])
-        _PLOTLY_CACHE[key] = (_gz64(js), _csp_hash(js), m.group(1) if m else plotly.__version__)
+        _PLOTLY_CACHE[key] = (_gz64(js), _csp_hash(js), m.group(1) if m else "?")
     return _PLOTLY_CACHE[key]
 
 
