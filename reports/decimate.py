@@ -147,6 +147,28 @@ def m4(x: np.ndarray, y: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarr
     return x[idx], y[idx], red
 
 
+def m2(x: np.ndarray, y: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray, Reduction]:
+    """Marker series (samples drawn as dots): the lowest and the highest sample of each time column
+    (first occurrence), NaN samples dropped; everything when there are at most ``2 * buckets``.
+    A line needs a column's first and last point to join its neighbours; dots do not, and every
+    dot is an SVG element the browser must style, so half the points keep the same envelope."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    ok = ~np.isnan(y)
+    if not ok.all():
+        x, y = x[ok], y[ok]
+    n = len(x)
+    if n <= 2 * buckets or buckets <= 0:
+        return x, y, Reduction(n, n, 0)
+    b = _bucket_ids(x, buckets)
+    starts = _segment_starts(b)
+    run_of = np.repeat(np.arange(len(starts)), np.diff(np.concatenate((starts, [n]))))
+    i_min = _first_match_per_run(y == np.minimum.reduceat(y, starts)[run_of], run_of, len(starts))
+    i_max = _first_match_per_run(y == np.maximum.reduceat(y, starts)[run_of], run_of, len(starts))
+    idx = np.unique(np.concatenate((i_min, i_max)))
+    return x[idx], y[idx], Reduction(n, len(idx), buckets)
+
+
 def bars(t: np.ndarray, lo: np.ndarray, hi: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray, Reduction]:
     """Vertical bars ``(t, lo)–(t, hi)`` as one polyline with gaps (tcptrace's segment marks).
 

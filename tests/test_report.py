@@ -46,6 +46,18 @@ def test_m4_first_min_max_last_per_column() -> None:
     assert dec.m4_indices(x, y, buckets=2).tolist() == [0, 1, 2, 7, 8, 10, 12, 15]
 
 
+def test_m2_lowest_and_highest_per_column_for_markers() -> None:
+    # the series of the M4 test above: column 0 → min i1 (1), max i2 (9); column 1 → max i10 (first
+    # of the two 8s), min i12 (0); a NaN sample is dropped first (i5, inside column 0)
+    x = np.arange(16.0)
+    y = np.array([5, 1, 9, 3, 3, np.nan, 3, 4, 2, 2, 8, 8, 0, 7, 7, 6], dtype=float)
+    xs, ys, red = dec.m2(x, y, buckets=2)
+    assert xs.tolist() == [1, 2, 10, 12] and ys.tolist() == [1, 9, 8, 0]
+    assert red.n_in == 15 and red.n_out == 4 and red.decimated
+    xs, ys, red = dec.m2(x[:4], y[:4], buckets=2)  # 4 ≤ 2·2: all kept
+    assert xs.tolist() == [0, 1, 2, 3] and not red.decimated
+
+
 def test_m4_drops_nan_and_reports_reduction() -> None:
     x = np.arange(100.0)
     y = np.where(x % 2 == 0, x, np.nan)  # 50 real samples
