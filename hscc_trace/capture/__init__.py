@@ -97,18 +97,22 @@ def _read_packets(path, *, bpf=None, fallback=True, force_slow=False, limit=None
             yield len(batch), cols, status, recs
 
     # this thread assigns connections and builds the batch tables while the reader decodes the next
-    for nrec, cols, status, recs in _in_thread(produce):
-        matched += nrec
-        slow_recs += recs
-        if cols is not None and len(cols["flags"]):
-            parts.append(to_frame(cols, tracker))
-        counts = np.bincount(status, minlength=len(REASONS) + 1)
-        for c in np.flatnonzero(counts[1:]).tolist():
-            c += 1
-            if fallback and c in (FALLBACK, FRAGMENT):
-                continue
-            r = REASONS.get(c, f"decoder status {c}")
-            skipped[r] = skipped.get(r, 0) + int(counts[c])
+    batches = _in_thread(produce)
+    try:
+        for nrec, cols, status, recs in batches:
+            matched += nrec
+            slow_recs += recs
+            if cols is not None and len(cols["flags"]):
+                parts.append(to_frame(cols, tracker))
+            counts = np.bincount(status, minlength=len(REASONS) + 1)
+            for c in np.flatnonzero(counts[1:]).tolist():
+                c += 1
+                if fallback and c in (FALLBACK, FRAGMENT):
+                    continue
+                r = REASONS.get(c, f"decoder status {c}")
+                skipped[r] = skipped.get(r, 0) + int(counts[c])
+    finally:
+        batches.close()  # on an error here: stop and join the reader thread now
     decoded_by = {"fast": sum(p.height for p in parts)}
     if slow_recs:
         from .slow import decode_records
@@ -230,21 +234,27 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
     tr = FlowTracker()
     matched = 0
     batches = _in_thread(produce)
-    for nrec, cols, status, counts in batches:
-        matched += nrec
-        if counts[FALLBACK] or counts[FRAGMENT]:
-            batches.close()  # stops and joins the reader thread
-            cap = load(p, bpf=bpf)
-            return cap.flows, cap.meta, cap.warnings
-        for c in np.flatnonzero(counts[1:]).tolist():
-            r = REASONS.get(c + 1, f"decoder status {c + 1}")
-            skipped[r] = skipped.get(r, 0) + int(counts[c + 1])
-        tr.feed_decoded(cols, status)
-        if importer is None:  # the kernels are loaded: import polars while they run
-            importer = threading.Thread(target=_import_tables, name="hscc-import", daemon=True)
-            importer.start()
+    fallback = False
+    try:
+        for nrec, cols, status, counts in batches:
+            matched += nrec
+            if counts[FALLBACK] or counts[FRAGMENT]:
+                fallback = True
+                break
+            for c in np.flatnonzero(counts[1:]).tolist():
+                r = REASONS.get(c + 1, f"decoder status {c + 1}")
+                skipped[r] = skipped.get(r, 0) + int(counts[c + 1])
+            tr.feed_decoded(cols, status)
+            if importer is None:  # the kernels are loaded: import polars while they run
+                importer = threading.Thread(target=_import_tables, name="hscc-import", daemon=True)
+                importer.start()
+    finally:
+        batches.close()  # stops and joins the reader thread (early stop, or an error here)
     if importer is not None:
         importer.join()
+    if fallback:
+        cap = load(p, bpf=bpf)
+        return cap.flows, cap.meta, cap.warnings
     from hscc_trace.model import CaptureMeta
 
     if flt is not None and matched == 0 and info.records:
