@@ -18,6 +18,11 @@ booleans (e.g. Kyushu's non-aggressive period) and categorical signals (Fusion's
 mode) shade the time ranges where they hold, and any other number gets a row of its own. A
 ``dwnd`` signal is drawn stacked on the loss-based window (Compound TCP).
 
+Panels are built as :class:`Block` s of :class:`Row` s holding plain-dict traces (plotly's
+graph_objects cost far more than the data); :func:`stack` turns blocks into one figure dict with
+one subplot per row on a shared time axis — the report stacks the four main panels into one
+figure and every algorithm's signals into another.
+
 Every series is decimated with :mod:`hscc_trace.reports.decimate` (first/min/max/last per time
 column) when it has more than ``max_points`` points; the reductions are returned by
 :func:`build_flow` for the report's decimation note.
