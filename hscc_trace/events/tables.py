@@ -265,9 +265,9 @@ def _run_flows(
     hscc_trace.events.vantage.snd_max_ahead).
     """
     nf = bounds.shape[0] - 1
-    j = 0
-    k = 0
-    q = 0
+    j = np.int64(0)  # (typed: a literal 0 would compile the callees twice)
+    k = np.int64(0)
+    q = np.int64(0)
     for f in range(nf):
         lo = bounds[f]
         hi = bounds[f + 1]
