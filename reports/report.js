@@ -105,6 +105,8 @@
   const decoder = document.createElement("textarea");
   function plain(s) { decoder.innerHTML = String(s == null ? "" : s); return decoder.value; } // names arrive HTML-escaped
 
+  const hidden = (tr) => tr.visible === false || tr.visible === "legendonly";
+
   function swatch(tr) {
     const sw = document.createElement("span");
     sw.className = "sw";
@@ -158,8 +160,7 @@
         el.append(name);
         const idx = tr.legendgroup ? mine.filter(([o]) => o.legendgroup === tr.legendgroup).map(([, j]) => j) : [i];
         el.addEventListener("click", () => {
-          const hide = div.data[i].visible !== "legendonly";
-          Plotly.restyle(div, { visible: hide ? "legendonly" : true }, idx);
+          Plotly.restyle(div, { visible: hidden(div.data[i]) ? true : false }, idx);
           refresh();
         });
         items.push([el, i]);
@@ -168,8 +169,11 @@
       if (shown.length) wrap.append(box);
     });
     function refresh() {
-      for (const [el, i] of items) el.classList.toggle("off", div.data[i].visible === "legendonly");
+      for (const [el, i] of items) el.classList.toggle("off", hidden(div.data[i]));
     }
+    // Series hidden at first ("legendonly") become visible: false, which plotly skips entirely
+    // (no defaults, no calc): the legend is ours, so plotly need not know about them until shown.
+    for (const tr of f.data) if (tr.visible === "legendonly") tr.visible = false;
     return refresh;
   }
 

@@ -254,7 +254,7 @@ def open_report(report: Path, *, shots: str | None = None, parts: bool = False, 
             legend = b.evaluate("""(async () => {
                 const div = document.querySelector('div.fig');
                 const boxes = div.parentNode.querySelectorAll(':scope > .legend');
-                const hidden = () => div.data.filter(t => t.visible === 'legendonly').length;
+                const hidden = () => div.data.filter(t => t.visible === false || t.visible === 'legendonly').length;
                 const item = Array.from(div.parentNode.querySelectorAll('.legend .item')).find(e => !e.classList.contains('off'));
                 const before = hidden();
                 item.click();
