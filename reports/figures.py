@@ -123,6 +123,7 @@ class FlowFigures:
 
     blocks: dict[str, Block]
     notes: list[TraceNote] = field(default_factory=list)
+    duration: float | None = None  # s: the flow's time axis is [0, duration] in every figure
 
     @property
     def points_in(self) -> int:
@@ -724,14 +725,14 @@ def build_flow(fr: FlowResult, *, max_points: int = DEFAULT_MAX_POINTS,
         b = _algo_panel(c, label, fr.replays[label])
         if b is not None:
             blocks[b.key] = b
-    return FlowFigures(blocks=blocks, notes=c.notes)
+    return FlowFigures(blocks=blocks, notes=c.notes, duration=c.duration)
 
 
 # gaps between rows (px): x tick labels of the row above, a row title, a block title
 _TICKS_PX, _ROW_TITLE_PX, _BLOCK_TITLE_PX, _BOTTOM_PX = 24, 18, 30, 46
 
 
-def stack(blocks: list[Block]) -> dict[str, Any]:
+def stack(blocks: list[Block], x_range: tuple[float, float] | None = None) -> dict[str, Any]:
     """Stack blocks into one figure dict (``data``, ``layout``): one row per subplot, all rows on
     one shared time axis (x axes matched: zoom one, all follow), a legend per block next to it.
 
@@ -786,6 +787,8 @@ def stack(blocks: list[Block]) -> dict[str, Any]:
     last = "xaxis" if len(spans) == 1 else f"xaxis{len(spans)}"
     if spans:
         layout[last]["title"] = {"text": "time since flow start (s)"}
+        if x_range is not None:  # the same initial time range in every figure of the flow
+            layout["xaxis"]["range"] = [float(x_range[0]), float(x_range[1])]
     for k, v in list(layout.items()):
         if k.startswith("legend") and isinstance(v, dict):
             v["y"] = frac(v.pop("_top"))
@@ -807,7 +810,7 @@ def flow_figures(flow_result: FlowResult, *, max_points: int = DEFAULT_MAX_POINT
     ff = build_flow(flow_result, max_points=max_points)
     out = {}
     for key, blk in ff.blocks.items():
-        fig = stack([blk])
+        fig = stack([blk], (0.0, ff.duration) if ff.duration else None)
         fig.pop("blocks")
         fig["layout"]["template"] = TEMPLATE
         out[key] = go.Figure(fig)

@@ -515,7 +515,7 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
                 continue
             n_fig += 1
             div = f"fig{n_fig}"
-            fig = F.stack(blocks)
+            fig = F.stack(blocks, (0.0, ff.duration) if ff.duration else None)
             h = int(fig["layout"]["height"])
             for b in blocks:
                 name = _PANEL_NAMES.get(b.key, b.key[5:] if b.key.startswith("algo:") else b.key)

@@ -241,6 +241,10 @@ def test_every_figure_is_embedded_with_consistent_traces(evil_analysis, evil_rep
     assert [f["div"] for f in figs] == [d for d, _ in divs]
     assert [p for _, p in divs] == ["main", "signals"] * 2
     main, sig = _blocks(payloads[0][0]), _blocks(payloads[0][1])
+    # both figures of a flow start on the same time range: [0, the flow's duration]
+    for flow in payloads:
+        r = flow[0]["layout"]["xaxis"]["range"]
+        assert r[0] == 0 and r[1] > 0 and flow[1]["layout"]["xaxis"]["range"] == r
     assert list(main) == ["window", "rtt", "goodput", "timeseq"]
     assert {"algo:fusion", "algo:ctcp", "algo:hrf", "algo:kyushu-highspeed", "algo:cubic", "algo:highspeed"} <= set(sig)
     for f in figs:
