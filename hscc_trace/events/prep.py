@@ -412,11 +412,11 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
 
 
 @njit(cache=True)
-def group_rows(key, within, nbins):
+def group_rows(key, within, nbins, order):
     """Rows grouped by ``key`` (0 <= key < nbins), each group in the order of ``within`` (a
-    permutation of the rows; empty = table order). Returns ``(order, bounds, first)``: group ``g``
-    is ``order[bounds[g]:bounds[g+1]]``; ``first[g]`` is the table row where it first appears
-    (-1 if empty). A counting sort: two passes, stable."""
+    permutation of the rows; empty = table order), written to ``order`` (one slot per row).
+    Returns ``(bounds, first)``: group ``g`` is ``order[bounds[g]:bounds[g+1]]``; ``first[g]`` is
+    the table row where it first appears (-1 if empty). A counting sort: two passes, stable."""
     n = key.shape[0]
     counts = np.zeros(nbins + 1, np.int64)
     first = np.full(nbins, np.int64(-1))
@@ -428,11 +428,10 @@ def group_rows(key, within, nbins):
     for g in range(nbins):
         counts[g + 1] += counts[g]
     bounds = counts.copy()
-    order = np.empty(n, np.int64)
     use_within = within.shape[0] == n
     for j in range(n):
         i = within[j] if use_within else j
         k = key[i]
         order[counts[k]] = i
         counts[k] += 1
-    return order, bounds, first
+    return bounds, first
