@@ -28,7 +28,7 @@ others):
 
 * ``hscc_jobs``      ``hscc-trace analyze CAPTURES… -o report.html --json results.json -q
                      --jobs 1`` vs the same with ``--jobs 2``, for each group of ``JOBS_GROUPS``
-                     (the nine samples; the replicas 0.1M + 1M with the samples), the two
+                     (the nine samples; the replicas 0.1M + 1M + 5M with the samples), the two
                      interleaved, ``--runs`` times each after one untimed warm-up; reports both
                      medians and the speedup (jobs 1 wall / jobs 2 wall) as the target
                      "--jobs 2 faster than --jobs 1 on several captures" (issue #7). Peak memory
@@ -127,7 +127,7 @@ MULTI_CASES = {"hscc_jobs": "hscc-trace analyze --jobs 1 vs --jobs 2 (several ca
 JOBS_GROUPS = {
     "samples": ["samples/*/capture.pcap"],
     "replicas+samples": ["benchmarks/data/replica-0.1M.pcap", "benchmarks/data/replica-1M.pcap",
-                         "samples/*/capture.pcap"],
+                         "benchmarks/data/replica-5M.pcap", "samples/*/capture.pcap"],
 }
 
 
