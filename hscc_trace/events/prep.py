@@ -66,11 +66,6 @@ class FlowArrays:
     ts_flow: bool
 
 
-def _i32wrap(x: np.ndarray) -> np.ndarray:
-    """Signed 32-bit interpretation of int64 differences (RFC 1982 serial arithmetic)."""
-    return ((x + 2**31) & 0xFFFFFFFF) - 2**31
-
-
 @njit(cache=True)
 def _unwrap_joint(raw, use, lead, origin):
     """Unwrap u32 values (int64) of rows with ``use``; ``lead`` rows move the reference.

@@ -40,7 +40,7 @@ from hscc_trace.model import FlowEvents
 
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
-from .vantage import _dynamic_offsets, detect, from_handshake, snd_max_ahead
+from .vantage import detect, dynamic_offsets_into, from_handshake, snd_max_ahead
 
 DUPTHRESH = 3  # RFC 6675 §2 DupThresh
 RTO_MIN_NS = 200_000_000  # Linux TCP_RTO_MIN (200 ms); RFC 6298 §2.4 allows below 1 s
@@ -468,7 +468,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
             ahead[lo:hi] = 0
         else:
             r = slice(lo, hi)
-            _dynamic_offsets(W.ts[r], W.snd[r], W.flags[r], W.rtsv[r], np.int64(vt.offset_ns), off[r])
+            dynamic_offsets_into(W.ts[r], W.snd[r], W.flags[r], W.rtsv[r], np.int64(vt.offset_ns), off[r])
             snd_max_ahead(W.ts[r], W.snd[r], W.plen[r], W.flags[r], W.seq[r], off[r], ahead[r])
         ooo[f] = h.irtt_ns if h.irtt_ns else OOO_DEFAULT_NS
     # ---- state machine, segment/ACK rows and rounds, flow by flow ----------------------------------

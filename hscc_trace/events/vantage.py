@@ -139,7 +139,7 @@ def dynamic_offsets(fa: FlowArrays, base_ns: int) -> np.ndarray:
     whose first echo comes before its first sighting is no match.)
     """
     out = np.empty(fa.ts.shape[0], np.int64)
-    _dynamic_offsets(fa.ts, fa.snd, fa.flags, fa.rtsv, np.int64(base_ns), out)
+    dynamic_offsets_into(fa.ts, fa.snd, fa.flags, fa.rtsv, np.int64(base_ns), out)
     return out
 
 
@@ -169,7 +169,8 @@ def _first_times(vals, times):
 
 
 @njit(cache=True, nogil=True)
-def _dynamic_offsets(ts, snd, flags, rt, base_ns, out):
+def dynamic_offsets_into(ts, snd, flags, rt, base_ns, out):
+    """:func:`dynamic_offsets` on arrays, into ``out`` (ns per packet)."""
     n = ts.shape[0]
     lim = -(2**61)
     nr = 0
