@@ -233,6 +233,32 @@ class _Panel:
                        hoverinfo="skip", **kw)
 
 
+def to_rects(tr: Trace | None, width: float, min_h: float) -> Trace | None:
+    """Turn a bar trace (``(t, lo), (t, hi), gap`` triples, see decimate.bars) into filled
+    rectangles ``width`` seconds wide centred on t, at least ``min_h`` high (centred on the bar).
+
+    plotly.js draws every gap-separated piece of a line, and every marker, as its own SVG path,
+    styled one by one; a filled ``toself`` trace with ``mode: "none"`` is one path however many
+    rectangles it holds (25 flows × ~1000 bars and marks were ~2 s of the report's drawing).
+    ``meta: "data"`` tells the report's y-axis fitting that this fill is data, not shading.
+    """
+    if tr is None:
+        return None
+    x, y = np.asarray(tr["x"], dtype=np.float64), np.asarray(tr["y"], dtype=np.float64)
+    t, lo, hi = x[0::3], y[0::3], y[1::3]
+    grow = np.maximum(min_h - (hi - lo), 0.0) / 2
+    lo, hi = lo - grow, hi + grow
+    k = len(t)
+    xs, ys = np.empty(k * 6), np.empty(k * 6)
+    s, e = t - width / 2, t + width / 2
+    xs[0::6], xs[1::6], xs[2::6], xs[3::6], xs[4::6], xs[5::6] = s, s, e, e, s, np.nan
+    ys[0::6], ys[1::6], ys[2::6], ys[3::6], ys[4::6], ys[5::6] = lo, hi, hi, lo, lo, np.nan
+    color = tr.get("line", {}).get("color", "#444")
+    out = {k2: v for k2, v in tr.items() if k2 not in ("line", "connectgaps", "mode", "x", "y", "hoverinfo")}
+    return {**out, "x": xs, "y": ys, "mode": "none", "fill": "toself", "fillcolor": color, "meta": "data",
+            "hoveron": "fills", "hoverinfo": "name"}
+
+
 def _poly(s: np.ndarray, e: np.ndarray, y0: float, y1: float) -> tuple[np.ndarray, np.ndarray]:
     k = len(s)
     xs = np.empty(k * 6)
@@ -261,7 +287,8 @@ def _band(start: np.ndarray, end: np.ndarray, y0: float, y1: float, name: str, c
     s, e = dec.merge_intervals(start, end, 0.0)
     if len(s) == 0:
         return []
-    common = dict(mode="lines", fill="toself", line={"width": 0}, hoverinfo="skip", legendgroup=legendgroup, **kw)
+    # mode "none": the fill alone is one SVG path; a line (even of width 0) is one path per range
+    common = dict(mode="none", fill="toself", hoverinfo="skip", legendgroup=legendgroup, **kw)
     columns = int(round((t_end or float(e.max())) / min_gap)) if min_gap > 0 else 0
     if len(s) <= max(columns // 2, 1) or columns <= 0:
         e = np.maximum(e, s + min_gap * 0.5)
@@ -444,16 +471,19 @@ def _rtt_panel(c: _Ctx) -> Block:
         if s.height:
             t = _t(s["ts_ns"], c.t0)
             r = s["rtt_s"].to_numpy() * 1e3
-            traces.append(p.line(t, r, "RTT sample", mode="markers", marker=dict(color="#4c78a8", size=3, opacity=0.6),
-                                 hovertemplate="%{y:.3f} ms"))
+            # the samples of each time column as one bar from the lowest to the highest (drawn as
+            # filled rectangles below: one SVG path, where markers were one element per sample)
+            traces.append(p.bars(t, r, r, "RTT sample", "rgba(76,120,168,0.55)"))
             traces.append(p.line(t, np.fmin.accumulate(r), "min RTT", line=dict(color="#2ca02c", width=2),
                                  hovertemplate="%{y:.3f} ms"))
             srtt = s["rtt_s"].ewm_mean(alpha=1 / 8, adjust=False).to_numpy() * 1e3  # RFC 6298 SRTT, α = 1/8
             traces.append(p.line(t, srtt, "smoothed RTT (RFC 6298)", shape="linear", line=dict(color="#d62728", width=1.6),
                                  hovertemplate="%{y:.3f} ms"))
     y0, y1 = _extent(traces)
+    if traces:
+        traces[0] = to_rects(traces[0], 0.6 * c.min_gap, (y1 - y0) * 3 / ROW_PX["rtt"])
     data = [*c.episode_bands(y0, y1, legend=False), *(tr for tr in traces if tr is not None)]
-    title = "RTT samples, min RTT and smoothed RTT"
+    title = "RTT samples (lowest to highest per time column), min RTT and smoothed RTT"
     off = getattr(c.fr.events, "rtt_offset_s", 0.0) or 0.0
     if off:
         title += f" (corrected for the capture vantage by {off * 1e3:.3f} ms)"
@@ -500,6 +530,7 @@ def _timeseq_panel(c: _Ctx) -> Block:
     p = c.panel("timeseq")
     ev = c.fr.events
     traces: list[Trace | None] = []
+    bars: list[int] = []  # indices of bar traces (drawn as rectangles once the y extent is known)
     segs = ev.segments
     if segs.height:
         t = _t(segs["ts_ns"], c.t0)
@@ -510,16 +541,8 @@ def _timeseq_panel(c: _Ctx) -> Block:
             m = kind == k
             if m.any():
                 name = "data segment" if k == "new" else k.replace("_", " ")
-                tr = p.bars(t[m], lo[m], hi[m], name, SEGMENT_COLORS[k])
-                traces.append(tr)
-                if tr is not None and k != "new":
-                    # a mark on top of each bar keeps a one-segment bar visible when zoomed out (one
-                    # mark per bar, not two: every marker is an SVG element the browser styles)
-                    tr.update(legendgroup=f"seg-{k}", showlegend=False)
-                    traces.append(scatter(tr["x"][0::3], tr["y"][1::3], name, mode="markers", legendgroup=f"seg-{k}",
-                                          marker={"size": 5, "symbol": "x-thin",
-                                                  "line": {"width": 1.5, "color": SEGMENT_COLORS[k]}},
-                                          hovertemplate=f"{name} %{{y:,.0f}}"))
+                bars.append(len(traces))
+                traces.append(p.bars(t[m], lo[m], hi[m], name, SEGMENT_COLORS[k]))
     acks = ev.acks
     if acks.height:
         t = _t(acks["ts_ns"], c.t0)
@@ -529,6 +552,7 @@ def _timeseq_panel(c: _Ctx) -> Block:
                              line=dict(color="#b8860b", width=1.2), hovertemplate="rwnd edge %{y:,.0f}"))
     sack = getattr(ev, "sack_blocks", None)
     if isinstance(sack, pl.DataFrame) and sack.height and {"ts_ns", "left", "right"} <= set(sack.columns):
+        bars.append(len(traces))
         traces.append(p.bars(_t(sack["ts_ns"], c.t0), _f(sack["left"]), _f(sack["right"]), "SACK block", "#9467bd"))
     elif acks.height and "sacked_bytes" in acks.columns:
         sk = acks.filter(pl.col("sacked_bytes") > 0)
@@ -539,7 +563,18 @@ def _timeseq_panel(c: _Ctx) -> Block:
                                  mode="markers", marker=dict(color="#9467bd", size=5, symbol="triangle-up"),
                                  hovertemplate="SACK at ack %{y:,.0f}"))
     y0, y1 = _extent(traces)
-    data = [*c.episode_bands(y0, y1, legend=False), *(tr for tr in traces if tr is not None)]
+    # each bar (a segment, or the lowest to highest byte of a time column) a rectangle 0.6 column
+    # wide and at least 3 px high at first, so a one-segment retransmission stays visible
+    # (5 px for retransmissions and SACK blocks, the size of the marks they replace), drawn on top of
+    # the ACK and receive-window lines as in tcptrace
+    for i in bars:
+        px = 3 if traces[i] is not None and traces[i]["name"] == "data segment" else 5
+        traces[i] = to_rects(traces[i], 0.6 * c.min_gap, (y1 - y0) * px / ROW_PX["timeseq"])
+    lines = [tr for i, tr in enumerate(traces) if i not in bars and tr is not None]
+    # data segments, then SACK blocks, then retransmissions by kind on top (the marks to find)
+    order = sorted(bars, key=lambda i: (traces[i] or {}).get("name") != "data segment"
+                   and 1 + ((traces[i] or {}).get("name") != "SACK block"))
+    data = [*c.episode_bands(y0, y1, legend=False), *lines, *(traces[i] for i in order if traces[i] is not None)]
     return Block("timeseq", "Time/sequence graph (tcptrace style)",
                  [Row(data, ROW_PX["timeseq"], ytitle="relative sequence (bytes)")])
 

@@ -46,7 +46,7 @@
     const upd = {};
     const ext = new Map();
     for (const tr of div.data) {
-      if (tr.visible === false || tr.visible === "legendonly" || tr.fill === "toself" || !tr.x || !tr.y) continue;
+      if (tr.visible === false || tr.visible === "legendonly" || (tr.fill === "toself" && tr.meta !== "data") || !tr.x || !tr.y) continue;
       const ax = "yaxis" + ((tr.yaxis || "y").slice(1));
       let [lo, hi] = ext.get(ax) || [Infinity, -Infinity];
       const xs = tr.x, ys = tr.y;
