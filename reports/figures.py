@@ -249,10 +249,10 @@ def to_rects(tr: Trace | None, width: float, min_h: float) -> Trace | None:
     grow = np.maximum(min_h - (hi - lo), 0.0) / 2
     lo, hi = lo - grow, hi + grow
     k = len(t)
-    xs, ys = np.empty(k * 6), np.empty(k * 6)
+    xs, ys = np.empty(k * 5), np.empty(k * 5)
     s, e = t - width / 2, t + width / 2
-    xs[0::6], xs[1::6], xs[2::6], xs[3::6], xs[4::6], xs[5::6] = s, s, e, e, s, np.nan
-    ys[0::6], ys[1::6], ys[2::6], ys[3::6], ys[4::6], ys[5::6] = lo, hi, hi, lo, lo, np.nan
+    xs[0::5], xs[1::5], xs[2::5], xs[3::5], xs[4::5] = s, s, e, e, np.nan  # plotly closes each polygon
+    ys[0::5], ys[1::5], ys[2::5], ys[3::5], ys[4::5] = lo, hi, hi, lo, np.nan
     color = tr.get("line", {}).get("color", "#444")
     out = {k2: v for k2, v in tr.items() if k2 not in ("line", "connectgaps", "mode", "x", "y", "hoverinfo")}
     return {**out, "x": xs, "y": ys, "mode": "none", "fill": "toself", "fillcolor": color, "meta": "data",
@@ -261,10 +261,11 @@ def to_rects(tr: Trace | None, width: float, min_h: float) -> Trace | None:
 
 def _poly(s: np.ndarray, e: np.ndarray, y0: float, y1: float) -> tuple[np.ndarray, np.ndarray]:
     k = len(s)
-    xs = np.empty(k * 6)
-    ys = np.empty(k * 6)
-    xs[0::6], xs[1::6], xs[2::6], xs[3::6], xs[4::6], xs[5::6] = s, s, e, e, s, np.nan
-    ys[0::6], ys[1::6], ys[2::6], ys[3::6], ys[4::6], ys[5::6] = y0, y1, y1, y0, y0, np.nan
+    xs = np.empty(k * 5)
+    ys = np.empty(k * 5)
+    # four corners and a break: plotly.js closes each sub-polygon of a "toself" fill itself
+    xs[0::5], xs[1::5], xs[2::5], xs[3::5], xs[4::5] = s, s, e, e, np.nan
+    ys[0::5], ys[1::5], ys[2::5], ys[3::5], ys[4::5] = y0, y1, y1, y0, np.nan
     return xs, ys
 
 
