@@ -98,6 +98,38 @@ def test_m4_compiled_pass_matches_the_numpy_twin() -> None:
     assert dec.m4_indices(x, y, 4).tolist() == [0, 49]  # first = max, last = min
 
 
+def test_bars_become_filled_rectangles_with_a_minimum_height() -> None:
+    from hscc_trace.reports.figures import to_rects
+    # two bars: t=1 from 10 to 20 (tall enough), t=3 from 50 to 50.5 (grown to min_h 2 about its
+    # middle 50.25: 49.25..51.25); width 0.4 → x from t-0.2 to t+0.2; four corners and a break each
+    xs, ys, _ = dec.bars(np.array([1.0, 3.0]), np.array([10.0, 50.0]), np.array([20.0, 50.5]), buckets=10)
+    tr = to_rects({"type": "scatter", "x": xs, "y": ys, "name": "retransmission", "mode": "lines",
+                   "line": {"color": "#d62728", "width": 1.4}, "connectgaps": False, "hoverinfo": "skip"}, 0.4, 2.0)
+    assert tr["mode"] == "none" and tr["fill"] == "toself" and tr["fillcolor"] == "#d62728" and tr["meta"] == "data"
+    assert "line" not in tr and tr["name"] == "retransmission"
+    x, y = np.asarray(tr["x"]), np.asarray(tr["y"])
+    assert np.allclose(x[[0, 1, 2, 3, 5, 6, 7, 8]], [0.8, 0.8, 1.2, 1.2, 2.8, 2.8, 3.2, 3.2])
+    assert np.allclose(y[[0, 1, 2, 3, 5, 6, 7, 8]], [10, 20, 20, 10, 49.25, 51.25, 51.25, 49.25])
+    assert np.isnan(x[4]) and np.isnan(y[9]) and len(x) == 10
+    assert to_rects(None, 1.0, 1.0) is None
+
+
+def test_bars_samples_and_shading_are_one_filled_path_per_series() -> None:
+    fr = make_analysis(n_flows=1, n_acks=2000).captures[0].results[0]
+    figs = flow_figures(fr)  # plotly graph_objects: validates mode "none", meta, hoveron
+    for key, names in (("timeseq", {"data segment"}), ("rtt", {"RTT sample"})):
+        by = {tr.name: tr for tr in figs[key].data}
+        for n in names:
+            assert by[n].fill == "toself" and by[n].mode == "none" and by[n].meta == "data", (key, n)
+        # (the ACKs carrying new SACK info stay markers: drawn only when the SACK blocks are unknown)
+        assert not [tr.name for tr in figs[key].data if tr.mode and "markers" in tr.mode
+                    and tr.name != "ACK carrying new SACK info"]
+    bands = [tr for f in figs.values() for tr in f.data if tr.fill == "toself" and tr.meta != "data"]
+    assert bands and all(tr.mode == "none" for tr in bands)
+    ts = [tr.name for tr in figs["timeseq"].data]
+    assert ts.index("ACK") < ts.index("data segment")  # bars drawn on top of the ACK line
+
+
 def test_bars_full_resolution_then_envelope() -> None:
     xs, ys, red = dec.bars(np.array([0.0, 1.0]), np.array([10.0, 20.0]), np.array([11.0, 21.0]), buckets=5)
     assert not red.decimated
