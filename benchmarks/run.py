@@ -71,6 +71,8 @@ HSCC = str(Path(PY).with_name("hscc-trace")) if Path(PY).with_name("hscc-trace")
 DEFAULT_CAPTURES = ["replica-0.1M", "replica-1M", "replica-5M", "replica-flows10k"]
 
 # Targets of issue #8 (and #2, #4, #5): name -> limit
+#: --jobs 2 must beat --jobs 1 by more than run-to-run noise (a few %) to count as faster
+TARGET_JOBS_SPEEDUP = 1.05  # jobs 1 wall / jobs 2 wall ≥
 TARGET_FLOWS_VS_TCPTRACE = 1.0  # hscc flows time / tcptrace -l time  ≤
 TARGET_FLOWS_VS_TSHARK = 50.0  # tshark conv time / hscc flows time   ≥
 TARGET_ANALYZE_VS_TCPTRACE = 2.0  # hscc analyze / tcptrace -l           ≤
@@ -449,7 +451,8 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
                     f"{pts[-2][0]:,}→{pts[-1][0]:,}: {m2 * 1e6:.2f} (ratio); marginal memory "
                     f"{r1:.0f} then {r2:.0f} bytes/packet")
     for name, g in (res.get("jobs") or {}).items():
-        add(f"--jobs 2 faster than --jobs 1 on several captures ({name})", g.get("speedup"), ">", 1.0,
+        add(f"--jobs 2 faster than --jobs 1 on several captures ({name})", g.get("speedup"), ">=",
+            TARGET_JOBS_SPEEDUP,
             f"{len(g['captures'])} captures, {g['bytes'] / 2**20:.1f} MiB: analyze --jobs 1 / --jobs 2 wall time "
             f"(median of {g['jobs1']['n']} and {g['jobs2']['n']})"
             + (f"; CPU time {g['jobs1']['cpu_s']:.1f} vs {g['jobs2']['cpu_s']:.1f} s"
