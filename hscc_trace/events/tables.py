@@ -73,112 +73,111 @@ def _rounds_flow(lo, hi, q, isack, rnd, ts, out, rtt, off, acked, rwnd, state, c
     ACK. Flight peaks include the segments sent in the round.
     """
     big = np.iinfo(np.int64).max
-    if True:
-        q0 = q
-        have = False
-        prev_r = np.int64(0)
-        last = -1
-        first_ts = np.int64(0)
-        for i in range(lo, hi):
-            if not isack[i]:
-                continue
-            r = rnd[i]
-            v = (rtt[i] + off[i]) / 1e9 if rtt[i] >= 0 else np.nan
-            if (not have) or r != prev_r:
-                if have:
-                    r_end[q - 1] = ts[last]
-                    tg = tgt[last]
-                else:
-                    first_ts = ts[i]
-                    tg = tgt[i]
-                r_id[q] = r
-                r_target[q] = tg
-                r_peak[q] = out[i]
-                r_acked[q] = acked[i]
-                r_minrtt[q] = v
-                r_rwnd[q] = rwnd[i]
-                r_rec[q] = state[i] != core.S_OPEN or cong[i] >= 0
-                r_limit[q] = 1 if out[i] == 0 else 0  # drained, until the limits below
-                q += 1
-                have = True
-                prev_r = r
+    q0 = q
+    have = False
+    prev_r = np.int64(0)
+    last = -1
+    first_ts = np.int64(0)
+    for i in range(lo, hi):
+        if not isack[i]:
+            continue
+        r = rnd[i]
+        v = (rtt[i] + off[i]) / 1e9 if rtt[i] >= 0 else np.nan
+        if (not have) or r != prev_r:
+            if have:
+                r_end[q - 1] = ts[last]
+                tg = tgt[last]
             else:
-                k = q - 1
-                if out[i] > r_peak[k]:
-                    r_peak[k] = out[i]
-                r_acked[k] += acked[i]
-                if np.isnan(r_minrtt[k]) or v < r_minrtt[k]:  # fmin: NaN only when all are
-                    r_minrtt[k] = v
-                if rwnd[i] < r_rwnd[k]:
-                    r_rwnd[k] = rwnd[i]
-                if state[i] != core.S_OPEN or cong[i] >= 0:
-                    r_rec[k] = True
-                if out[i] == 0:
-                    r_limit[k] = 1
-            last = i
-        if not have:
-            return q
-        r_end[q - 1] = ts[last]
-        r_start[q0] = first_ts
-        for k in range(q0 + 1, q):
-            r_start[k] = r_end[k - 1]
-        nr = q - q0
-        rid = r_id[q0:q]
-        drained = r_limit[q0:q] == 1
-        # flight peaks of the segments sent in each round
-        have_seg = False
-        cur_r = np.int64(0)
-        cur_m = np.int64(0)
-        for i in range(lo, hi + 1):
-            if i < hi and kind[i] < 0:
+                first_ts = ts[i]
+                tg = tgt[i]
+            r_id[q] = r
+            r_target[q] = tg
+            r_peak[q] = out[i]
+            r_acked[q] = acked[i]
+            r_minrtt[q] = v
+            r_rwnd[q] = rwnd[i]
+            r_rec[q] = state[i] != core.S_OPEN or cong[i] >= 0
+            r_limit[q] = 1 if out[i] == 0 else 0  # drained, until the limits below
+            q += 1
+            have = True
+            prev_r = r
+        else:
+            k = q - 1
+            if out[i] > r_peak[k]:
+                r_peak[k] = out[i]
+            r_acked[k] += acked[i]
+            if np.isnan(r_minrtt[k]) or v < r_minrtt[k]:  # fmin: NaN only when all are
+                r_minrtt[k] = v
+            if rwnd[i] < r_rwnd[k]:
+                r_rwnd[k] = rwnd[i]
+            if state[i] != core.S_OPEN or cong[i] >= 0:
+                r_rec[k] = True
+            if out[i] == 0:
+                r_limit[k] = 1
+        last = i
+    if not have:
+        return q
+    r_end[q - 1] = ts[last]
+    r_start[q0] = first_ts
+    for k in range(q0 + 1, q):
+        r_start[k] = r_end[k - 1]
+    nr = q - q0
+    rid = r_id[q0:q]
+    drained = r_limit[q0:q] == 1
+    # flight peaks of the segments sent in each round
+    have_seg = False
+    cur_r = np.int64(0)
+    cur_m = np.int64(0)
+    for i in range(lo, hi + 1):
+        if i < hi and kind[i] < 0:
+            continue
+        if have_seg and (i == hi or seg_round[i] != cur_r):
+            pos = np.searchsorted(rid, cur_r)
+            if pos < nr and rid[pos] == cur_r and cur_m > r_peak[q0 + pos]:
+                r_peak[q0 + pos] = cur_m
+            have_seg = False
+        if i == hi:
+            break
+        if not have_seg:
+            have_seg = True
+            cur_r = seg_round[i]
+            cur_m = seg_out[i]
+        elif seg_out[i] > cur_m:
+            cur_m = seg_out[i]
+    # ACK clocking (sender-side captures): new segments within CLOCK_NS of the latest ACK
+    unclocked = np.zeros(nr, np.bool_)
+    if clock:
+        n_new = np.zeros(nr, np.int64)
+        n_clk = np.zeros(nr, np.int64)
+        any_seg = False
+        last_ack = -1
+        for i in range(lo, hi):
+            if isack[i]:
+                last_ack = i
                 continue
-            if have_seg and (i == hi or seg_round[i] != cur_r):
-                pos = np.searchsorted(rid, cur_r)
-                if pos < nr and rid[pos] == cur_r and cur_m > r_peak[q0 + pos]:
-                    r_peak[q0 + pos] = cur_m
-                have_seg = False
-            if i == hi:
-                break
-            if not have_seg:
-                have_seg = True
-                cur_r = seg_round[i]
-                cur_m = seg_out[i]
-            elif seg_out[i] > cur_m:
-                cur_m = seg_out[i]
-        # ACK clocking (sender-side captures): new segments within CLOCK_NS of the latest ACK
-        unclocked = np.zeros(nr, np.bool_)
-        if clock:
-            n_new = np.zeros(nr, np.int64)
-            n_clk = np.zeros(nr, np.int64)
-            any_seg = False
-            last_ack = -1
-            for i in range(lo, hi):
-                if isack[i]:
-                    last_ack = i
-                    continue
-                if kind[i] < 0:
-                    continue
-                any_seg = True
-                if plen[i] > 0 and not rexmit[i] and probe[i] == 0 and last_ack >= 0:
-                    pos = np.searchsorted(rid, seg_round[i])
-                    if pos > nr - 1:
-                        pos = nr - 1
-                    if rid[pos] == seg_round[i]:
-                        n_new[pos] += 1
-                        if ts[i] - ts[last_ack] <= CLOCK_NS:
-                            n_clk[pos] += 1
-            if any_seg:
-                for k in range(nr):
-                    unclocked[k] = n_new[k] >= CLOCK_MIN_SEGMENTS and n_clk[k] < 0.5 * n_new[k]
-        rec = r_rec[q0:q]
-        for j in range(n_ep):
-            a = e_start_t[j]
-            b = e_end_t[j] if e_end_i[j] >= 0 else big
+            if kind[i] < 0:
+                continue
+            any_seg = True
+            if plen[i] > 0 and not rexmit[i] and probe[i] == 0 and last_ack >= 0:
+                pos = np.searchsorted(rid, seg_round[i])
+                if pos > nr - 1:
+                    pos = nr - 1
+                if rid[pos] == seg_round[i]:
+                    n_new[pos] += 1
+                    if ts[i] - ts[last_ack] <= CLOCK_NS:
+                        n_clk[pos] += 1
+        if any_seg:
             for k in range(nr):
-                if r_start[q0 + k] < b and r_end[q0 + k] >= a:
-                    rec[k] = True
-        lim = _limits(r_peak[q0:q], r_rwnd[q0:q], rec, drained, unclocked, mss, known, frac, lookback)
-        r_limit[q0:q] = lim
+                unclocked[k] = n_new[k] >= CLOCK_MIN_SEGMENTS and n_clk[k] < 0.5 * n_new[k]
+    rec = r_rec[q0:q]
+    for j in range(n_ep):
+        a = e_start_t[j]
+        b = e_end_t[j] if e_end_i[j] >= 0 else big
+        for k in range(nr):
+            if r_start[q0 + k] < b and r_end[q0 + k] >= a:
+                rec[k] = True
+    lim = _limits(r_peak[q0:q], r_rwnd[q0:q], rec, drained, unclocked, mss, known, frac, lookback)
+    r_limit[q0:q] = lim
     return q
 
 
@@ -193,50 +192,49 @@ def _compact(lo, hi, j, k, known, off, frame, ts, seq, plen, flags, ecn,
     """The rows of schema.SEGMENTS (``o_kind >= 0``) and schema.ACKS (``o_isack``) among rows
     ``lo:hi``, written from rows ``j`` and ``k`` of the ``s_*`` and ``a_*`` columns; returns the
     next free rows. Enum columns as category indices (-1 = null); RTTs in s (NaN = none)."""
-    if True:
-        for i in range(lo, hi):
-            if o_kind[i] >= 0:
-                fl = flags[i]
-                s_frame[j] = frame[i]
-                s_ts[j] = ts[i]
-                s_seq[j] = seq[i]
-                s_len[j] = plen[i]
-                s_kind[j] = o_kind[i]
-                s_ecn[j] = ecn[i]
-                s_end[j] = seq[i] + plen[i] + (1 if (fl & core.F_SYN) != 0 else 0) + (1 if (fl & core.F_FIN) != 0 else 0)
-                s_probe[j] = o_probe[i]
-                s_rexmit[j] = o_rexmit[i]
-                s_out[j] = o_seg_out[i]
-                s_round[j] = o_seg_round[i]
-                j += 1
-            if o_isack[i]:
-                a_frame[k] = frame[i]
-                a_ts[k] = ts[i]
-                a_ack[k] = o_ackrel[i]
-                a_acked[k] = o_acked[i]
-                a_sacked[k] = o_sacked[i]
-                a_dup[k] = o_dup[i]
-                a_rwnd[k] = o_rwnd[i]
-                a_known[k] = known
-                a_ece[k] = (flags[i] & core.F_ECE) != 0
-                r = o_rtt[i]
-                if r >= 0:
-                    a_rtt[k] = (r + off[i]) / 1e9
-                    a_rtt_raw[k] = r / 1e9
-                else:
-                    a_rtt[k] = np.nan
-                    a_rtt_raw[k] = np.nan
-                a_src[k] = o_rtt_src[i]
-                a_snd_max[k] = o_snd_max[i]
-                a_out[k] = o_out[i]
-                a_pipe[k] = o_pipe[i]
-                a_round[k] = o_round[i]
-                a_rend[k] = o_round_end[i]
-                a_state[k] = o_state[i]
-                a_cong[k] = o_cong[i]
-                a_undo[k] = o_undo[i]
-                a_dsack[k] = o_dsack[i]
-                k += 1
+    for i in range(lo, hi):
+        if o_kind[i] >= 0:
+            fl = flags[i]
+            s_frame[j] = frame[i]
+            s_ts[j] = ts[i]
+            s_seq[j] = seq[i]
+            s_len[j] = plen[i]
+            s_kind[j] = o_kind[i]
+            s_ecn[j] = ecn[i]
+            s_end[j] = seq[i] + plen[i] + (1 if (fl & core.F_SYN) != 0 else 0) + (1 if (fl & core.F_FIN) != 0 else 0)
+            s_probe[j] = o_probe[i]
+            s_rexmit[j] = o_rexmit[i]
+            s_out[j] = o_seg_out[i]
+            s_round[j] = o_seg_round[i]
+            j += 1
+        if o_isack[i]:
+            a_frame[k] = frame[i]
+            a_ts[k] = ts[i]
+            a_ack[k] = o_ackrel[i]
+            a_acked[k] = o_acked[i]
+            a_sacked[k] = o_sacked[i]
+            a_dup[k] = o_dup[i]
+            a_rwnd[k] = o_rwnd[i]
+            a_known[k] = known
+            a_ece[k] = (flags[i] & core.F_ECE) != 0
+            r = o_rtt[i]
+            if r >= 0:
+                a_rtt[k] = (r + off[i]) / 1e9
+                a_rtt_raw[k] = r / 1e9
+            else:
+                a_rtt[k] = np.nan
+                a_rtt_raw[k] = np.nan
+            a_src[k] = o_rtt_src[i]
+            a_snd_max[k] = o_snd_max[i]
+            a_out[k] = o_out[i]
+            a_pipe[k] = o_pipe[i]
+            a_round[k] = o_round[i]
+            a_rend[k] = o_round_end[i]
+            a_state[k] = o_state[i]
+            a_cong[k] = o_cong[i]
+            a_undo[k] = o_undo[i]
+            a_dsack[k] = o_dsack[i]
+            k += 1
     return j, k
 
 
