@@ -59,6 +59,25 @@ def round_table(acks: pl.DataFrame, rounds: pl.DataFrame, replay: pl.DataFrame, 
     })
 
 
+def _window_metrics(out: dict[str, Any], a: np.ndarray, r: np.ndarray, rtt: np.ndarray, mss: int) -> bool:
+    """Fill ``mare``, ``rmse_pkts``, ``corr`` and ``goodput_pred_bps`` of ``out`` from the rounds'
+    actual and replayed windows (packets) and min RTTs (s), aligned; rounds without a finite
+    positive actual and a finite replayed window are left out. False when none is left."""
+    good = np.isfinite(a) & np.isfinite(r) & (a > 0)
+    a, r = a[good], r[good]
+    if a.size == 0:
+        return False
+    out["mare"] = float(np.median(np.abs(r - a) / a))
+    out["rmse_pkts"] = float(math.sqrt(np.mean((r - a) ** 2)))
+    if a.size >= 3 and np.std(a) > 0 and np.std(r) > 0:
+        out["corr"] = float(np.corrcoef(a, r)[0, 1])
+    rtt = rtt[good]
+    okr = np.isfinite(rtt) & (rtt > 0)
+    if okr.any():
+        out["goodput_pred_bps"] = float(np.mean(r[okr] * mss * 8.0 / rtt[okr]))
+    return True
+
+
 def fit_one(rt: pl.DataFrame, mss: int) -> dict[str, Any]:
     """Metrics of one replay from its :func:`round_table`."""
     n = rt.height
@@ -66,20 +85,9 @@ def fit_one(rt: pl.DataFrame, mss: int) -> dict[str, Any]:
                            "goodput_pred_bps": None, "goodput_actual_bps": None}
     if n == 0:
         return out
-    a = rt.get_column("actual_pkts").to_numpy()
-    r = rt.get_column("replayed_pkts").to_numpy()
-    good = np.isfinite(a) & np.isfinite(r) & (a > 0)
-    a, r = a[good], r[good]
-    if a.size == 0:
+    if not _window_metrics(out, rt.get_column("actual_pkts").to_numpy(), rt.get_column("replayed_pkts").to_numpy(),
+                           rt.get_column("rtt_s").to_numpy(), mss):
         return out
-    out["mare"] = float(np.median(np.abs(r - a) / a))
-    out["rmse_pkts"] = float(math.sqrt(np.mean((r - a) ** 2)))
-    if a.size >= 3 and np.std(a) > 0 and np.std(r) > 0:
-        out["corr"] = float(np.corrcoef(a, r)[0, 1])
-    rtt = rt.get_column("rtt_s").to_numpy()[good]
-    okr = np.isfinite(rtt) & (rtt > 0)
-    if okr.any():
-        out["goodput_pred_bps"] = float(np.mean(r[okr] * mss * 8.0 / rtt[okr]))
     dur = float(rt.get_column("dur_s").sum())
     if dur > 0:
         out["goodput_actual_bps"] = float(rt.get_column("acked_bytes").sum()) * 8.0 / dur
@@ -143,20 +151,8 @@ def _fit_replay(u: _UsableRounds, replay: pl.DataFrame, mss: int) -> dict[str, A
     out["rounds"] = n
     if n == 0:
         return out
-    a = u.actual[ok]
-    r = cw[idx[ok]].astype(np.float64, copy=False)
-    good = np.isfinite(a) & np.isfinite(r) & (a > 0)
-    a, r = a[good], r[good]
-    if a.size == 0:
+    if not _window_metrics(out, u.actual[ok], cw[idx[ok]].astype(np.float64, copy=False), u.rtt[ok], mss):
         return out
-    out["mare"] = float(np.median(np.abs(r - a) / a))
-    out["rmse_pkts"] = float(math.sqrt(np.mean((r - a) ** 2)))
-    if a.size >= 3 and np.std(a) > 0 and np.std(r) > 0:
-        out["corr"] = float(np.corrcoef(a, r)[0, 1])
-    rtt = u.rtt[ok][good]
-    okr = np.isfinite(rtt) & (rtt > 0)
-    if okr.any():
-        out["goodput_pred_bps"] = float(np.mean(r[okr] * mss * 8.0 / rtt[okr]))
     dur, acked = u.sums(ok)
     if dur > 0:
         out["goodput_actual_bps"] = acked * 8.0 / dur
