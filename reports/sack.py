@@ -33,7 +33,7 @@ def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
     flow's receiver-to-sender packets that are in ``events.acks`` are used.
     """
     need = {"frame", "flow_id", "dir", "ack", "sack_n"}
-    if not need <= set(packets.columns) or events.acks is None or not events.acks.height:
+    if not packets.height or not need <= set(packets.columns) or events.acks is None or not events.acks.height:
         return schema.empty(schema.SACK_BLOCKS)
     rx = (packets.lazy()
           .filter((pl.col("flow_id") == events.flow_id) & (pl.col("dir") == 1 - events.sender_dir)
@@ -48,5 +48,5 @@ def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
             "frame", "ts_ns",
             (pl.col("ack_rel") + _signed32(left - pl.col("ack_raw"))).alias("left"),
             (pl.col("ack_rel") + _signed32(right - pl.col("ack_raw"))).alias("right")))
-    out = pl.concat(parts).sort("ts_ns", "frame", "left").collect()
+    out = pl.concat(parts).sort("ts_ns", "frame", "left", "right").collect()  # total order: blocks may share a left edge
     return schema.conform(out, schema.SACK_BLOCKS)
