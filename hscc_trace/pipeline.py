@@ -146,11 +146,6 @@ def _one_line(path: str, exc: BaseException) -> str:
     return msg if msg.startswith(path) else f"{path}: {msg}"
 
 
-#: the packet columns reports.sack.sack_blocks reads
-_SACK_COLUMNS = frozenset(["frame", "flow_id", "dir", "ack", "sack_n",
-                           *(f"sack_{e}{i}" for i in range(4) for e in ("l", "r"))])
-
-
 def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> Prepared:
     """Read one capture and build the event streams of the selected flows.
 
@@ -179,7 +174,7 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
         events = [(rows[fid], api.events(cap, fid)) for fid in ids]
     # SACK blocks for the report's time/sequence graph come from the packet table, which stays
     # here: attach them to the events (only packets that carry SACK blocks are scanned)
-    from hscc_trace.reports.sack import sack_blocks
+    from hscc_trace.reports.sack import COLUMNS as SACK_COLUMNS, sack_blocks
 
     # (only the columns sack_blocks reads, grouped by flow once: a query per flow over the whole
     # capture's SACK packets cost ~2.5 ms a flow, 25 s for 10 000 flows)
@@ -187,7 +182,7 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
     no_sack = cap.packets.clear()
     if "sack_n" in cap.packets.columns:
         sack_pk = (cap.packets.lazy().filter(pl.col("sack_n") > 0)
-                   .select([c for c in cap.packets.columns if c in _SACK_COLUMNS]).collect())
+                   .select([c for c in cap.packets.columns if c in SACK_COLUMNS]).collect())
         no_sack = sack_pk.clear()
         by_flow = {k[0]: part for k, part in sack_pk.partition_by("flow_id", as_dict=True).items()}
     for _, ev in events:

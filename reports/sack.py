@@ -26,6 +26,11 @@ def _signed32(expr: pl.Expr) -> pl.Expr:
     return pl.when(m >= (1 << 31)).then(m - (1 << 32)).otherwise(m)
 
 
+#: the packet columns :func:`sack_blocks` reads (schema.PACKETS names)
+COLUMNS = frozenset(["frame", "flow_id", "dir", "ack", "sack_n",
+                     *(f"sack_{e}{i}" for i in range(4) for e in ("l", "r"))])
+
+
 def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
     """Every SACK block carried by ``events``' ACKs (schema.SACK_BLOCKS), ordered by time.
 
