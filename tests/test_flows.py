@@ -337,3 +337,100 @@ def test_flow_table_addresses_are_formatted_as_addr_to_str():
     hi, lo, v = (np.array(x, dt) for x, dt in zip(zip(*map(from_str, texts)), (np.uint64, np.uint64, np.int64)))
     assert _addr_strings(hi, lo, v) == [to_str(int(a), int(b), int(c)) for a, b, c in zip(hi, lo, v)]
     assert _addr_strings(hi, lo, v)[:4] == texts[:4]
+
+
+def _rows_json(rows: list[dict]) -> str:
+    """JSON as `hscc-trace flows --json` prints it: tells 1448 from 1448.0 and None from NaN."""
+    import json
+
+    return json.dumps(rows, indent=1)
+
+
+def test_flow_rows_equal_load_flows_table_rows_without_polars_types_and_all():
+    """flow_rows (what `hscc-trace flows` prints, built without polars) gives exactly the rows
+    of load_flows' DataFrame: same keys in schema order, same Python types (ints stay ints,
+    missing MSS / RTT / goodput are None), same values — on IPv4 and IPv6, with and without
+    handshakes, RTT samples, retransmissions; and the same title-line numbers and warnings."""
+    import polars as pl
+
+    from hscc_trace import schema
+    from hscc_trace.capture.flowscan import flow_rows
+
+    c = need_corpus()
+    names = ["tcptrace__discard.solaris.pcap", "zeek__206_example_b.pcap", "tcptrace__urgent.pcap",
+             "mlab-etl__ndt-4dh2l_1591894023_0000000000363A84.pcap", "zeek__irc-dcc-send.pcapng",
+             "tcpdump__bigtcp-ipv6.pcap", "ODD__mlab-packet-headers__v6-cut-short.pcap",
+             "pcapplusplus__many_interfaces-1.pcapng", "tcptrace__ppp_encap.pcap"]
+    nulls = 0
+    for name in names:
+        fl, meta, warnings = load_flows(c / name)
+        want = fl.with_columns(pl.col("vantage").cast(str)).to_dicts()
+        res = flow_rows(c / name)
+        assert _rows_json(res.rows) == _rows_json(want), name
+        assert [list(r) for r in res.rows] == [[col.name for col in schema.FLOWS]] * len(want)
+        assert [[type(v) for v in r.values()] for r in res.rows] == [[type(v) for v in r.values()] for r in want]
+        assert (res.format, res.link_types, res.packets_total, res.packets_tcp) == \
+            (meta.format, meta.link_types, meta.packets_total, meta.packets_tcp), name
+        assert [str(w) for w in res.warnings] == [str(w) for w in warnings], name
+        nulls += sum(v is None for r in res.rows for v in r.values())
+    assert nulls > 0  # the None paths (no MSS, no RTT sample) were exercised
+
+
+def test_flow_rows_errors_like_load_flows():
+    """A capture without TCP and a filter that matches nothing: the same one-line InputError."""
+    from hscc_trace.capture.flowscan import flow_rows
+    from hscc_trace.errors import InputError
+
+    c = need_corpus()
+    for name, bpf in (("suricata-verify__filecontainer-smb.pcap", "udp"), ("ODD__ndpi__fuzz-2021-10-13.pcap", None)):
+        with pytest.raises(InputError) as e1:
+            load_flows(c / name, bpf=bpf)
+        with pytest.raises(InputError) as e2:
+            flow_rows(c / name, bpf=bpf)
+        assert str(e1.value) == str(e2.value)
+
+
+@pytest.mark.parametrize("argv,want", [
+    (["flows", "x.pcap"], ("x.pcap", None, False)),
+    (["flows", "--json", "x.pcap"], ("x.pcap", None, True)),
+    (["flows", "x.pcap", "--filter", "tcp port 80", "--json"], ("x.pcap", "tcp port 80", True)),
+    (["flows", "--filter=tcp", "x.pcap"], ("x.pcap", "tcp", False)),
+    (["flows"], None),  # missing FILE: Typer's usage error
+    (["flows", "--help"], None),
+    (["flows", "x.pcap", "--json", "--json"], None),  # repeated option
+    (["flows", "x.pcap", "y.pcap"], None),  # extra argument
+    (["flows", "--filter", "x.pcap"], None),  # --filter without FILE after it
+    (["flows", "x.pcap", "--filter", "-x"], None),  # value looks like an option
+    (["flows", "x.pcap", "--filter="], None),  # empty filter
+    (["flows", "--", "x.pcap"], None),
+    (["flows", "-", "x.pcap"], None),
+    (["flows", "x.pcap", "--jso"], None),  # unknown option
+    (["events", "x.pcap"], None),
+    ([], None),
+])
+def test_flows_fast_path_takes_only_plain_command_lines(argv, want):
+    from hscc_trace.cli import _flows_fast_args
+
+    assert _flows_fast_args(argv) == want
+
+
+def test_flows_cli_fast_path_prints_what_the_typer_command_prints(tmp_path):
+    """`python -m hscc_trace flows …` (the fast path of cli.main, no Typer) and the Typer
+    command (CliRunner) print the same bytes, for the plain table, --json and a warning."""
+    import subprocess
+    import sys
+
+    from typer.testing import CliRunner
+
+    from hscc_trace.cli import app
+
+    c = need_corpus()
+    cases = [["flows", str(c / "tcptrace__discard.solaris.pcap")],
+             ["flows", "--json", str(c / "zeek__206_example_b.pcap"), "--filter", "tcp"],
+             ["flows", str(c / "ODD__mlab-packet-headers__v6-cut-short.pcap"), "--json"]]
+    for args in cases:
+        fast = subprocess.run([sys.executable, "-m", "hscc_trace", *args], capture_output=True, text=True, timeout=120)
+        typer_ = CliRunner().invoke(app, args)
+        assert fast.returncode == typer_.exit_code == 0
+        assert fast.stdout == typer_.stdout and fast.stdout
+        assert fast.stderr == typer_.stderr

@@ -11,15 +11,32 @@ import sys
 
 from hscc_trace.errors import HsccError
 
-from .app import app
+#: Command modules, in the order of ``hscc-trace --help``. Each registers itself on :data:`app`
+#: when imported (``flows_cmd`` through its ``register()``). Keep in sync with hscc_trace/cli/.
+#: They are imported on first use of :data:`app` (module ``__getattr__``), not when this package
+#: is imported: the ``hscc-trace flows`` fast path in :func:`main` runs without Typer.
+_COMMANDS = ("version_cmd", "analyze_cmd", "check_cmd", "flows_cmd", "events_cmd", "replay_cmd")
 
-# Command modules register themselves on import. Keep this list in sync with hscc_trace/cli/.
-from . import version_cmd  # noqa: F401,E402
-from . import analyze_cmd  # noqa: F401,E402
-from . import check_cmd  # noqa: F401,E402
-from . import flows_cmd  # noqa: F401,E402
-from . import events_cmd  # noqa: F401,E402
-from . import replay_cmd  # noqa: F401,E402
+
+def _load_app():
+    """The Typer application with every command registered (imported once, then a module global)."""
+    import importlib
+
+    from .app import app
+
+    for name in _COMMANDS:
+        mod = importlib.import_module(f"{__name__}.{name}")
+        register = getattr(mod, "register", None)
+        if register is not None:
+            register()
+    globals()["app"] = app
+    return app
+
+
+def __getattr__(name: str):
+    if name == "app":  # ``from hscc_trace.cli import app``, ``cli.app``
+        return _load_app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
@@ -29,15 +46,82 @@ def main() -> None:
     process then ends without the interpreter's module teardown (:func:`_exit_now`): with numba
     and polars loaded that teardown costs ~0.25 s, as long as ``hscc-trace flows`` on a 100 k
     packet capture. Called from Python (tests) it raises SystemExit as usual.
+
+    As the entry point, a plain ``flows FILE [--json] [--filter EXPR]`` command line (see
+    :func:`_flows_fast_args`) runs the command without importing Typer and the other commands,
+    with the cyclic garbage collector off (see :func:`_flows_process`); anything else — help,
+    unknown or repeated options, other commands — goes through Typer as usual.
     """
+    fast = _flows_fast_args(sys.argv[1:]) if _entry_point() else None
+    if fast is not None:
+        _flows_process()
     try:
-        _main()
+        _main(fast)
     except SystemExit as exc:
         if _entry_point():
             _exit_now(exc.code)
         raise
     if _entry_point():
         _exit_now(0)
+
+
+def _flows_fast_args(argv: list[str]) -> tuple[str, str | None, bool] | None:
+    """(FILE, --filter value or None, --json) when ``argv`` is a ``flows`` command line that
+    Typer would parse the same way without a question; None otherwise (Typer handles it).
+
+    Accepted: ``flows`` then exactly one FILE not starting with ``-``, at most one ``--json``,
+    at most one ``--filter EXPR`` / ``--filter=EXPR`` with a non-empty EXPR not starting with
+    ``-``, in any order. Everything else (``--help``, ``--``, unknown options, a missing FILE …)
+    returns None.
+    """
+    if not argv or argv[0] != "flows":
+        return None
+    file: str | None = None
+    bpf: str | None = None
+    as_json = False
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "--json":
+            if as_json:
+                return None
+            as_json = True
+        elif a == "--filter" or a.startswith("--filter="):
+            if bpf is not None:
+                return None
+            if a == "--filter":
+                if i + 1 >= len(argv):
+                    return None
+                i += 1
+                v = argv[i]
+            else:
+                v = a[len("--filter="):]
+            if not v or v.startswith("-"):
+                return None
+            bpf = v
+        elif not a or a.startswith("-") or file is not None:
+            return None
+        else:
+            file = a
+        i += 1
+    if file is None:
+        return None
+    return file, bpf, as_json
+
+
+def _flows_process() -> None:
+    """Settings for a process that runs only ``hscc-trace flows`` (the fast path of :func:`main`).
+
+    - The cyclic garbage collector is switched off: the command creates few objects and no
+      cycles worth collecting, but importing numpy and numba creates hundreds of thousands,
+      whose collections cost ≈ 0.1 s of CPU.
+    - OpenBLAS (loaded by numpy; never called here) starts no thread pool: its idle threads
+      otherwise spin on the CPU the reader and flow threads need.
+    """
+    import gc
+
+    gc.disable()
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _entry_point() -> bool:
@@ -71,9 +155,13 @@ def _exit_now(code: object) -> None:
     os._exit(status)
 
 
-def _main() -> None:
+def _main(fast: tuple[str, str | None, bool] | None = None) -> None:
     try:
-        app()
+        if fast is not None:
+            _run_flows(*fast)
+        else:
+            app = globals().get("app") or _load_app()
+            app()
     except HsccError as exc:
         print(f"hscc-trace: error: {exc}", file=sys.stderr)
         sys.exit(exc.exit_code)
@@ -86,3 +174,24 @@ def _main() -> None:
         print(f"hscc-trace: internal error: {type(exc).__name__}: {exc} "
               "(set HSCC_TRACE_DEBUG=1 for a traceback, and please report it)", file=sys.stderr)
         sys.exit(70)  # EX_SOFTWARE
+
+
+def _run_flows(file: str, bpf: str | None, as_json: bool) -> None:
+    """``hscc-trace flows`` without Typer; what Typer adds around a command is kept: Ctrl-C is
+    exit code 130 without a message, a closed output pipe exit code 1 without one."""
+    import errno
+
+    from .flows_cmd import run
+
+    try:
+        run(file, bpf, as_json)
+    except KeyboardInterrupt:
+        sys.exit(130)
+    except OSError as exc:
+        if exc.errno != errno.EPIPE:
+            raise
+        from typer._click.utils import PacifyFlushWrapper
+
+        sys.stdout = PacifyFlushWrapper(sys.stdout)
+        sys.stderr = PacifyFlushWrapper(sys.stderr)
+        sys.exit(1)

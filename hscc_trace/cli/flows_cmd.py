@@ -6,10 +6,6 @@ import json
 import sys
 from typing import Any, Optional
 
-import typer
-
-from .app import app
-
 
 def _fmt_bytes(n: int) -> str:
     for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -79,24 +75,20 @@ def render_plain(rows: list[dict[str, Any]], title: str) -> str:
     return "\n".join(out) + "\n"
 
 
-@app.command()
-def flows(
-    file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, optionally .gz."),
-    bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax (e.g. 'tcp port 5201')."),
-    as_json: bool = typer.Option(False, "--json", help="Print the flow table as a JSON array (fields: docs/flows.md)."),
-) -> None:
-    """List the TCP connections in a capture (Wireshark's conversation table and more)."""
-    from hscc_trace.capture import load_flows
+def run(file: str, bpf: str | None, as_json: bool) -> None:
+    """The command: print the flow table of ``file`` (also run by :func:`hscc_trace.cli.main`
+    directly, without Typer)."""
+    from hscc_trace.capture.flowscan import flow_rows
 
-    table, m, warnings = load_flows(file, bpf=bpf)
-    for w in warnings:
+    res = flow_rows(file, bpf=bpf)
+    for w in res.warnings:
         print(f"hscc-trace: warning: {w}", file=sys.stderr)
-    rows = table.with_columns(table["vantage"].cast(str)).to_dicts()
+    rows = res.rows
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
         return
-    title = (f"{file}: {m.format}, {','.join(m.link_types)}, {m.packets_total} packets "
-             f"({m.packets_tcp} TCP), {len(rows)} connection(s)")
+    title = (f"{file}: {res.format}, {','.join(res.link_types)}, {res.packets_total} packets "
+             f"({res.packets_tcp} TCP), {len(rows)} connection(s)")
     if len(rows) > RICH_MAX_ROWS or not sys.stdout.isatty():
         # piped or redirected: plain aligned text (never truncates a cell, greppable, no rich import)
         sys.stdout.write(render_plain(rows, title))
@@ -104,3 +96,27 @@ def flows(
     from rich.console import Console
 
     Console(width=max(200, Console().width)).print(render_table(rows, title))
+
+
+_registered = False
+
+
+def register() -> None:
+    """Register ``flows`` on the Typer app (called once by hscc_trace.cli when the app is built;
+    Typer is imported only then, so the fast path of :func:`hscc_trace.cli.main` does without it)."""
+    global _registered
+    if _registered:
+        return
+    _registered = True
+    import typer
+
+    from .app import app
+
+    @app.command()
+    def flows(
+        file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, optionally .gz."),
+        bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax (e.g. 'tcp port 5201')."),
+        as_json: bool = typer.Option(False, "--json", help="Print the flow table as a JSON array (fields: docs/flows.md)."),
+    ) -> None:
+        """List the TCP connections in a capture (Wireshark's conversation table and more)."""
+        run(file, bpf, as_json)
