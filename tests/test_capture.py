@@ -407,3 +407,31 @@ def test_pcap_with_many_tiny_records_and_small_chunks(tmp_path, monkeypatch):
     pk, meta, _ = load_packets(_write(tmp_path, "tiny.pcap", frames))
     assert pk["seq"].to_list() == list(range(300)) and meta.packets_total == 350
     assert meta.skipped == {"link-layer header truncated": 50}
+
+
+def test_decode_all_flow_columns_equal_the_full_decoder_on_every_capture():
+    """decode_all (the flows path: the decoder variant that skips the columns the flow table
+    does not read) gives the same status per record and, on the TCP records, the same values in
+    every column it returns as decode_arrays (the full decoder) — on every corpus capture."""
+    from hscc_trace.capture import decode, reader
+
+    checked = 0
+    for path in _parity_files():
+        info = reader.ReadInfo()
+        for batch in reader.iter_batches(str(path), info):
+            lite, st_lite = decode.decode_all(batch, decode.Scratch())
+            full, st_full = decode.decode_arrays(batch)
+            assert np.array_equal(st_lite, st_full), path.name
+            ok = st_lite == decode.OK
+            for name, col in lite.items():
+                want = full[name]
+                got = col[ok]
+                if name.startswith("has_") or name == "opt_sack_perm":
+                    assert np.array_equal(got, want), (path.name, name)
+                else:  # option values only count where present
+                    present = {"opt_mss": full["has_mss"], "opt_wscale": full["has_ws"]}.get(name)
+                    if present is not None:
+                        got, want = got[present], want[present]
+                    assert np.array_equal(got, want), (path.name, name)
+            checked += int(ok.sum())
+    assert checked > 12000
