@@ -10,7 +10,7 @@ behaviour, so that each stage can be developed and tested on its own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import polars as pl
 
@@ -44,12 +44,74 @@ class CaptureMeta:
 
 @dataclass
 class Capture:
-    """A capture read and decoded: packets (schema.PACKETS, with flow_id/dir) and flows (schema.FLOWS)."""
+    """A capture read and decoded: packets (schema.PACKETS, with flow_id/dir) and flows (schema.FLOWS).
+
+    ``packets`` may be given as a :class:`Deferred`: the table is then built on first access
+    (once, thread-safe) — :func:`hscc_trace.capture.load` does this, so that a caller that only
+    needs the event streams never pays for the 39-column table. ``decoded`` (optional) is the
+    decoder's own output behind ``packets`` (:class:`hscc_trace.capture.Decoded`): the event
+    builder reads only the columns it needs from it, in flow order. Assigning ``packets``
+    drops ``decoded`` (it would describe the old table).
+    """
 
     meta: CaptureMeta
     packets: pl.DataFrame
     flows: pl.DataFrame
     warnings: list[Warn] = field(default_factory=list)
+    decoded: Any = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:  # (pickle/copy: the table itself, not its builder)
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_packets", "decoded")}
+        state["_packets"] = self.packets
+        state["decoded"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+
+
+class Deferred:
+    """A table built on first use by ``build()`` (a zero-argument callable), at most once."""
+
+    def __init__(self, build: Callable[[], Any]) -> None:
+        import threading
+
+        self._build: Callable[[], Any] | None = build
+        self._value: Any = None
+        self._lock = threading.Lock()
+
+    def get(self) -> Any:
+        with self._lock:
+            if self._build is not None:
+                self._value = self._build()
+                self._build = None
+            return self._value
+
+    @property
+    def built(self) -> bool:
+        return self._build is None
+
+
+class _PacketsSlot:
+    """``Capture.packets``: a plain attribute, except that a :class:`Deferred` value is built on
+    first read and that assigning a table drops ``Capture.decoded`` (see :class:`Capture`)."""
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            raise AttributeError("packets")  # (dataclass: the field has no default)
+        v = obj.__dict__["_packets"]
+        if isinstance(v, Deferred):
+            v = v.get()
+            obj.__dict__["_packets"] = v
+        return v
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        if "_packets" in obj.__dict__ and "decoded" in obj.__dict__:
+            obj.__dict__["decoded"] = None
+        obj.__dict__["_packets"] = value
+
+
+Capture.packets = _PacketsSlot()  # type: ignore[assignment]  (after @dataclass: the field stays required)
 
 
 @dataclass

@@ -48,26 +48,85 @@ def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: b
     return pk, meta, warnings
 
 
-def _read_packets(path, *, bpf=None, fallback=True, force_slow=False, limit=None, tracker=None):
-    """load_packets(); with a FlowTracker, rows also carry flow_id/side unless scapy rows were
-    merged in (4th value False: the caller must then run build_flows on the whole table)."""
+class Decoded:
+    """The TCP rows of a capture as :func:`load` kept them when every record was decoded by the
+    fast path: grouped by connection as they were read (:class:`hscc_trace.events.source.Arena`:
+    the columns the event builder reads, in flow order, ``src``), the other columns in capture
+    order. :meth:`table` builds schema.PACKETS from it (on first use of ``Capture.packets``).
+    """
+
+    def __init__(self, arena, tracker) -> None:
+        from hscc_trace.flows import C_PORT0
+
+        nf = tracker.n_flows
+        self.arena = arena
+        self.n_flows = nf
+        self.rows = arena.rows
+        self.a_side = tracker.a_side()
+        self.src = arena.finish(self.a_side)  # (events.source.FlowSource)
+        self._addr = tracker.ADDR[:nf].copy()
+        self._ports = tracker.S[:nf, C_PORT0:C_PORT0 + 2].copy()
+
+    def table(self) -> pl.DataFrame:
+        """schema.PACKETS of these rows, exactly as the eager path builds it."""
+        return self.arena.table(self._addr, self._ports)
+
+
+def _concat(parts: list, cols: list[str]) -> pl.DataFrame:
+    """The batch tables as one table in frame order, columns ``cols`` cast to schema.PACKETS."""
     import polars as pl
 
     from hscc_trace import schema
-    from hscc_trace.model import CaptureMeta
 
     _PACKET_COLS = _packet_cols()
-    path = os.fspath(path)
-    info = ReadInfo()
-    parts: list[pl.DataFrame] = []
-    skipped: dict[str, int] = {}
-    slow_recs: list[tuple[int, int, int, int, int, bytes]] = []  # frame, ts_ns, iface, wire, linktype, bytes
+    if parts:
+        sel = [p.select(cols) for p in parts]
+        same = all(x.schema == sel[0].schema for x in sel)
+        pk = pl.concat(sel, how="vertical" if same else "vertical_relaxed", rechunk=False)
+        if len(parts) > 1 and not pk["frame"].is_sorted():
+            pk = pk.sort("frame")
+    else:
+        pk = schema.empty(schema.PACKETS).select(_PACKET_COLS)
+    return pk.with_columns([pl.col(c.name).cast(c.dtype) for c in schema.PACKETS if c.name in _PACKET_COLS])
+
+
+def _with_dir(pk: pl.DataFrame, a_side: np.ndarray) -> pl.DataFrame:
+    """Rows with flow_id/side (from the tracker) → schema.PACKETS with ``dir``."""
+    import polars as pl
+
+    from hscc_trace import schema
+
+    a = pl.lit(pl.Series(a_side, dtype=pl.UInt8))
+    pk = pk.with_columns((pl.col("side") ^ a.gather(pl.col("flow_id"))).alias("dir"))
+    return schema.conform(pk, schema.PACKETS)
+
+
+class _Raw:
+    """What :func:`_read` collected (see there)."""
+
+    def __init__(self) -> None:
+        self.parts: list[tuple[dict[str, np.ndarray], np.ndarray | None, np.ndarray | None]] = []
+        self.slow_recs: list[tuple[int, int, int, int, int, bytes]] = []  # frame, ts_ns, iface, wire, linktype, bytes
+        self.skipped: dict[str, int] = {}
+        self.info = ReadInfo()
+        self.matched = 0
+        self.rows = 0  # rows added to an arena
+        self.aborted = False
+
+
+def _read(path: str, *, bpf=None, fallback=True, force_slow=False, limit=None, tracker=None, arena=None) -> _Raw:
+    """Read and decode ``path`` (reader thread) and, with a FlowTracker, assign every TCP row its
+    connection here: the fast decoder's columns per batch (``parts``: columns, flow, side; no
+    table is built), the records for scapy, skip counts and the reader's info. With an ``arena``
+    (and a tracker) the rows go to the arena instead of ``parts``, and reading stops
+    (``aborted``) at the first record that needs scapy."""
+    raw = _Raw()
+    info, skipped = raw.info, raw.skipped
     flt = None
     if bpf is not None:
         from .bpf import BpfFilter
 
         flt = BpfFilter(bpf)
-    matched = 0
 
     def produce() -> Iterator[tuple[int, dict | None, np.ndarray, list]]:
         """Reader thread: read, filter, decode (compiled, no GIL) and copy out scapy's records."""
@@ -97,14 +156,25 @@ def _read_packets(path, *, bpf=None, fallback=True, force_slow=False, limit=None
                                  int(batch.linktype[i]), bytes(batch.buf[o : o + int(batch.cap[i])])))
             yield len(batch), cols, status, recs
 
-    # this thread assigns connections and builds the batch tables while the reader decodes the next
+    # this thread assigns connections while the reader decodes the next batch
     batches = _in_thread(produce)
     try:
         for nrec, cols, status, recs in batches:
-            matched += nrec
-            slow_recs += recs
+            raw.matched += nrec
+            raw.slow_recs += recs
+            if arena is not None and recs:  # scapy's rows must be merged: the caller reads again
+                raw.aborted = True
+                break
             if cols is not None and len(cols["flags"]):
-                parts.append(to_frame(cols, tracker))
+                if arena is not None:
+                    flow, side, _kind, _rtt = tracker.feed(cols)
+                    arena.add(cols, flow, side, tracker.n_flows)
+                    raw.rows += len(flow)
+                elif tracker is not None:
+                    flow, side, _kind, _rtt = tracker.feed(cols)
+                    raw.parts.append((cols, flow.astype(np.uint32), side))
+                else:
+                    raw.parts.append((cols, None, None))
             counts = np.bincount(status, minlength=len(REASONS) + 1)
             for c in np.flatnonzero(counts[1:]).tolist():
                 c += 1
@@ -114,27 +184,14 @@ def _read_packets(path, *, bpf=None, fallback=True, force_slow=False, limit=None
                 skipped[r] = skipped.get(r, 0) + int(counts[c])
     finally:
         batches.close()  # on an error here: stop and join the reader thread now
-    decoded_by = {"fast": sum(p.height for p in parts)}
-    if slow_recs:
-        from .slow import decode_records
+    return raw
 
-        sdf, sskip = decode_records(slow_recs)
-        for r, k in sskip.items():
-            skipped[r] = skipped.get(r, 0) + k
-        decoded_by["scapy"] = sdf.height
-        if sdf.height:
-            parts.append(sdf)
-    tracked = tracker is not None and not slow_recs and not force_slow
-    cols = _PACKET_COLS + (["flow_id", "side"] if tracked else [])
-    if parts:
-        sel = [p.select(cols) for p in parts]
-        same = all(x.schema == sel[0].schema for x in sel)
-        pk = pl.concat(sel, how="vertical" if same else "vertical_relaxed", rechunk=False)
-        if len(parts) > 1 and not pk["frame"].is_sorted():
-            pk = pk.sort("frame")
-    else:
-        pk = schema.empty(schema.PACKETS).select(_PACKET_COLS)
-    pk = pk.with_columns([pl.col(c.name).cast(c.dtype) for c in schema.PACKETS if c.name in _PACKET_COLS])
+
+def _meta(path: str, raw: _Raw, rows: int, first_ns: int | None, last_ns: int | None, bpf: str | None,
+          decoded_by: dict[str, int], limit: int | None = None) -> tuple[CaptureMeta, list[Warn]]:
+    from hscc_trace.model import CaptureMeta
+
+    info, skipped = raw.info, raw.skipped
     warnings: list[Warn] = [Warn(path, reason, k) for reason, k in info.problems.items()]
     warnings += [Warn(path, f"skipped: {reason}", k) for reason, k in skipped.items()]
     meta = CaptureMeta(
@@ -143,15 +200,51 @@ def _read_packets(path, *, bpf=None, fallback=True, force_slow=False, limit=None
         link_types=[linktype_name(lt) for lt in info.linktypes],
         snaplen=info.snaplen,
         packets_total=info.records if limit is None else min(info.records, limit),
-        packets_tcp=pk.height,
-        first_ns=int(pk["ts_ns"].min()) if pk.height else None,
-        last_ns=int(pk["ts_ns"].max()) if pk.height else None,
+        packets_tcp=rows,
+        first_ns=first_ns,
+        last_ns=last_ns,
         bpf=bpf,
         skipped=skipped,
         decoded_by={k: v for k, v in decoded_by.items() if v},
     )
-    if flt is not None and matched == 0 and info.records:
+    if bpf is not None and raw.matched == 0 and info.records:
         raise InputError(f"{path}: no packet matches the filter {bpf!r} ({info.records} packets read)")
+    return meta, warnings
+
+
+def _read_packets(path, *, bpf=None, fallback=True, force_slow=False, limit=None, tracker=None):
+    """load_packets(); with a FlowTracker, rows also carry flow_id/side unless scapy rows were
+    merged in (4th value False: the caller must then run build_flows on the whole table)."""
+    path = os.fspath(path)
+    raw = _read(path, bpf=bpf, fallback=fallback, force_slow=force_slow, limit=limit, tracker=tracker)
+    return _eager(path, raw, bpf=bpf, force_slow=force_slow, limit=limit, tracker=tracker)
+
+
+def _eager(path, raw: _Raw, *, bpf=None, force_slow=False, limit=None, tracker=None):
+    """The packets table of what :func:`_read` collected, scapy's rows merged in frame order."""
+    import polars as pl
+
+    parts: list[pl.DataFrame] = []
+    for c, flow, side in raw.parts:
+        df = to_frame(c, None)
+        if flow is not None:
+            df = df.with_columns(pl.Series("flow_id", flow), pl.Series("side", side))
+        parts.append(df)
+    skipped = raw.skipped
+    decoded_by = {"fast": sum(p.height for p in parts)}
+    if raw.slow_recs:
+        from .slow import decode_records
+
+        sdf, sskip = decode_records(raw.slow_recs)
+        for r, k in sskip.items():
+            skipped[r] = skipped.get(r, 0) + k
+        decoded_by["scapy"] = sdf.height
+        if sdf.height:
+            parts.append(sdf)
+    tracked = tracker is not None and not raw.slow_recs and not force_slow
+    pk = _concat(parts, _packet_cols() + (["flow_id", "side"] if tracked else []))
+    meta, warnings = _meta(path, raw, pk.height, int(pk["ts_ns"].min()) if pk.height else None,
+                           int(pk["ts_ns"].max()) if pk.height else None, bpf, decoded_by, limit)
     return pk, meta, warnings, tracked and pk.height > 0
 
 
@@ -162,24 +255,47 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
     empty or non-capture file, an unsupported link type, an invalid filter, or a capture in which
     no TCP packet could be decoded. Partial problems (truncated last record, undecodable records)
     become warnings with counts.
+
+    When every record was decoded by the fast path (no scapy rows to merge), no table is built
+    here: ``Capture.packets`` is built on first access from the decoder's columns, which the
+    event builder reads directly (``Capture.decoded``, :class:`Decoded`).
     """
-    import polars as pl
-
-    from hscc_trace import schema
     from hscc_trace.flows import FlowTracker, build_flows
-    from hscc_trace.model import Capture
+    from hscc_trace.model import Capture, Deferred
 
+    from hscc_trace.events.source import Arena
+
+    path = os.fspath(path)
     tracker = FlowTracker()
-    pk, meta, warnings, tracked = _read_packets(path, bpf=bpf, tracker=tracker)
-    if pk.height == 0:
-        raise InputError(_no_tcp_message(meta, warnings))
-    if tracked:  # connections were assigned batch by batch, in capture order, as build_flows would
-        a_side = pl.lit(pl.Series(tracker.a_side(), dtype=pl.UInt8))
-        pk = pk.with_columns((pl.col("side") ^ a_side.gather(pl.col("flow_id"))).alias("dir"))
-        packets, flows = schema.conform(pk, schema.PACKETS), tracker.table()
-    else:  # scapy rows were merged in frame order: assign connections over the whole table
-        packets, flows = build_flows(pk)
-    return Capture(meta=meta, packets=packets, flows=flows, warnings=warnings)
+    arena = Arena(_rows_hint(path))
+    raw = _read(path, bpf=bpf, tracker=tracker, arena=arena)
+    if raw.aborted or not raw.rows:  # scapy rows are merged in frame order: the whole table now
+        del arena
+        tracker = FlowTracker()
+        raw = _read(path, bpf=bpf, tracker=tracker)
+        pk, meta, warnings, tracked = _eager(path, raw, bpf=bpf, tracker=tracker)
+        if pk.height == 0:
+            raise InputError(_no_tcp_message(meta, warnings))
+        if tracked:  # connections were assigned batch by batch, in capture order, as build_flows would
+            packets, flows = _with_dir(pk, tracker.a_side()), tracker.table()
+        else:  # assign connections over the whole table
+            packets, flows = build_flows(pk)
+        return Capture(meta=meta, packets=packets, flows=flows, warnings=warnings)
+    dec = Decoded(arena, tracker)
+    meta, warnings = _meta(path, raw, dec.rows, arena.ts_range[0], arena.ts_range[1], bpf, {"fast": dec.rows})
+    return Capture(meta=meta, packets=Deferred(dec.table), flows=tracker.table(), warnings=warnings, decoded=dec)
+
+
+def _rows_hint(path: str) -> int:
+    """At most how many TCP rows ``path`` can hold (a record is ≥ 56 bytes: 16 of pcap header,
+    20 of IPv4, 20 of TCP); compressed files: 8 × that of their size."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return 1 << 20
+    if path.endswith(".gz"):
+        size *= 8
+    return min(size // 56 + 1, 1 << 28)
 
 
 def _no_tcp_message(meta: CaptureMeta, warnings: list[Warn]) -> str:

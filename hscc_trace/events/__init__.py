@@ -86,6 +86,14 @@ def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
         hit = flows.filter(pl.col("flow_id") == flow_id)
         if hit.height:
             row = hit.row(0, named=True)
+    dec = getattr(capture, "decoded", None)
+    if dec is not None:  # the decoder's columns in flow order: no packets table
+        fs = dec.src
+        if not 0 <= flow_id < dec.n_flows or fs.bounds[flow_id] == fs.bounds[flow_id + 1]:
+            known = "" if flows is None or not flows.height else f" (flows: 0..{flows.height - 1})"
+            raise InputError(f"no flow with id {flow_id} in {capture.meta.path}{known}")
+        sdir, mss, wsa, wsb = _flow_params(flows, np.array([flow_id], np.int64))
+        return build_flows(fs.src, fs.order, fs.bounds[flow_id:flow_id + 2].copy(), [flow_id], sdir, mss, wsa, wsb)[0]
     packets = capture.packets
     read = [c for c in (*COLUMNS, "flow_id") if c in packets.columns]  # (not all 39 columns)
     pk = packets.select(read).filter(pl.col("flow_id") == flow_id)
@@ -117,10 +125,23 @@ def all_flow_events(capture: Capture) -> dict[int, FlowEvents]:
     """Event streams of every flow, in order of each flow's first packet in the table.
 
     The packets are grouped by flow once (a counting sort of the row numbers; no table copy) and
-    the flows are processed in batches (:func:`.tables.build_flows`).
+    the flows are processed in batches (:func:`.tables.build_flows`). A capture from
+    :func:`hscc_trace.capture.load` is read from its decoder's columns instead
+    (``Capture.decoded``, :class:`.source.Arena`): only the columns the events need, copied
+    into flow order once; its packets table is not built.
     """
-    pk = capture.packets
     out: dict[int, FlowEvents] = {}
+    dec = getattr(capture, "decoded", None)
+    if dec is not None:  # the decoder's columns, put in flow order once (no packets table)
+        fs = dec.src
+        present = np.flatnonzero(fs.first >= 0)
+        sdir, mss, wsa, wsb = _flow_params(capture.flows, present)
+        bnd = np.concatenate((fs.bounds[present], [fs.bounds[-1]]))
+        evs = build_flows(fs.src, fs.order, bnd, [int(f) for f in present], sdir, mss, wsa, wsb)
+        for k in np.argsort(fs.first[present], kind="stable"):
+            out[int(present[k])] = evs[k]
+        return out
+    pk = capture.packets
     if pk.height == 0:
         return out
     _check(pk)

@@ -1,0 +1,333 @@
+"""The event builder's input columns straight from the decoder, grouped by flow while reading.
+
+:func:`hscc_trace.capture.load` hands every decoded batch, with each row's connection from the
+flow tracker, to :meth:`Arena.add`: the columns the events read (:func:`.prep.source_columns`'s
+layout, the same dtypes and null fill-ins) are appended to their flow's run of rows in an arena
+of fixed-size blocks (each flow a chain of blocks), while the batch is still in cache. No table
+in capture order is built for them and nothing is sorted afterwards: :meth:`Arena.finish` lists
+each flow's rows (``order``, runs of :data:`BLOCK` consecutive rows) for
+:func:`.tables.build_flows`. The other packet columns are kept per batch in capture order with
+each row's place in the arena, so the packets table can still be built, on demand
+(:meth:`Arena.table`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from .prep import F_SYN
+
+
+@dataclass
+class FlowSource:
+    """Flow ``f``'s rows are ``bounds[f]:bounds[f+1]`` of ``src`` (in frame order); ``first[f]``
+    is the capture-order row of its first packet (-1 = no packet); ``order`` is the identity
+    (the row numbers :func:`.tables.build_flows` reads through)."""
+
+    src: tuple[np.ndarray, ...]
+    bounds: np.ndarray
+    first: np.ndarray
+    order: np.ndarray
+
+
+#: rows per arena block: a flow's rows are runs of this many consecutive rows
+BLOCK = 256
+
+
+@njit(cache=True, nogil=True)
+def _place(row0, flow, head, tail, fill, count, first, nxt, ctl, pos, block):
+    """Arena row of each row of a batch (capture rows ``row0 ..``) into ``pos``: the next free
+    row of its flow's last block (a new block from ``ctl[0]`` when full). Returns the number of
+    rows placed (fewer when the arena ran out of blocks: grow it and call again from there)."""
+    nb = nxt.shape[0]
+    for i in range(ctl[1], flow.shape[0]):
+        f = flow[i]
+        if count[f] == 0 or fill[f] == block:
+            if ctl[0] >= nb:
+                ctl[1] = i
+                return i
+            b = ctl[0]
+            ctl[0] = b + 1
+            if count[f] == 0:
+                head[f] = b
+                first[f] = row0 + i
+            else:
+                nxt[tail[f]] = b
+            tail[f] = b
+            fill[f] = 0
+        pos[i] = tail[f] * block + fill[f]
+        fill[f] += 1
+        count[f] += 1
+    ctl[1] = flow.shape[0]
+    return flow.shape[0]
+
+
+@njit(cache=True, nogil=True)
+def _put(pos, x, out):
+    for i in range(pos.shape[0]):
+        out[pos[i]] = x[i]
+
+
+@njit(cache=True, nogil=True)
+def _put_ts(pos, x, has, out):
+    for i in range(pos.shape[0]):  # (the table's nulls read as 0)
+        out[pos[i]] = x[i] if has[i] else 0
+
+
+@njit(cache=True, nogil=True)
+def _sparse(row0, pos, flags, sn, sack, mss, hasmss, ws, hasws, sperm, at,
+            sk_g, sk_r, sk_edge, op_g, op_r, op_mss, op_ws, op_flag):
+    """Rows with SACK blocks → (arena row, capture row, 8 edges); SYN rows and rows with an
+    option → (arena row, capture row, MSS, window scale, flags: 1 has MSS, 2 has window scale,
+    4 SACK-permitted, 8 SYN). Appended at ``at[0]`` and ``at[1]``."""
+    ks = at[0]
+    ko = at[1]
+    for i in range(pos.shape[0]):
+        if sn[i] > 0:
+            sk_g[ks] = pos[i]
+            sk_r[ks] = row0 + i
+            for e in range(8):
+                sk_edge[ks, e] = sack[e, i]
+            ks += 1
+        fl = np.uint8(0)
+        if hasmss[i]:
+            fl |= 1
+        if hasws[i]:
+            fl |= 2
+        if sperm[i]:
+            fl |= 4
+        if (flags[i] & F_SYN) != 0:
+            fl |= 8
+        if fl != 0:
+            op_g[ko] = pos[i]
+            op_r[ko] = row0 + i
+            op_mss[ko] = mss[i] if hasmss[i] else 0
+            op_ws[ko] = ws[i] if hasws[i] else 0
+            op_flag[ko] = fl
+            ko += 1
+    at[0] = ks
+    at[1] = ko
+
+
+@njit(cache=True, nogil=True)
+def _chains(head, nxt, count, bounds, block, a_side, dirs, order):
+    """Each flow's arena rows in order (``order[bounds[f]:bounds[f+1]]``); its ``dirs`` turned
+    from the tracker's side into the direction (xor with the flow's A side)."""
+    for f in range(count.shape[0]):
+        k = bounds[f]
+        left = count[f]
+        b = head[f]
+        x = a_side[f]
+        while left > 0:
+            m = block if left > block else left
+            g0 = b * block
+            for j in range(m):
+                order[k + j] = g0 + j
+                dirs[g0 + j] ^= x
+            k += m
+            left -= m
+            b = nxt[b]
+
+
+def _grown(a: np.ndarray, n: int, keep: int) -> np.ndarray:
+    """``a`` with room for ``n`` rows (first axis), its first ``keep`` rows copied."""
+    out = np.empty((n, *a.shape[1:]), a.dtype)
+    out[:keep] = a[:keep]
+    return out
+
+
+# arena columns, in prep_flows' argument order (dir holds the tracker's side until finish())
+_ARENA = (("frame", np.uint64), ("ts_ns", np.int64), ("dir", np.uint8), ("seq", np.uint32), ("ack", np.uint32),
+          ("flags", np.uint16), ("win", np.uint16), ("payload_len", np.uint32), ("ip_ecn", np.uint8),
+          ("sack_n", np.uint8), ("opt_tsval", np.uint32), ("opt_tsecr", np.uint32), ("has_ts", np.bool_))
+# the decoder's columns kept per batch (capture order) for the packets table; the rest is in the
+# arena, the SACK/option stores, or follows from the connection (addresses, ports)
+KEEP = ("iface", "wire_len", "cap_len", "ip_version", "ip_id", "ip_ttl", "tcp_hlen", "truncated")
+
+
+class Arena:
+    """Decoded TCP rows grouped by flow as they are read (module docstring).
+
+    ``rows_hint``: an upper bound on the rows expected (e.g. from the file size) — the arena
+    is reserved for that many rows up front (pages are only used when written) and doubles
+    when it runs out.
+    """
+
+    def __init__(self, rows_hint: int = 1 << 20) -> None:
+        nb = max(64, rows_hint // BLOCK + 64)
+        self.cols = {name: np.empty(nb * BLOCK, dt) for name, dt in _ARENA}
+        self.nxt = np.full(nb, -1, np.int64)
+        self.ctl = np.zeros(2, np.int64)  # [blocks used, rows of the current batch placed]
+        nf = 256
+        self.head, self.tail, self.fill, self.count = (np.zeros(nf, np.int64) for _ in range(4))
+        self.first = np.full(nf, -1, np.int64)
+        self.at = np.zeros(2, np.int64)  # SACK rows, option rows stored
+        self._sparse_alloc(4096, 4096)
+        self.parts: list[tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]] = []
+        self.rows = 0
+        self.ts_range = [np.iinfo(np.int64).max, np.iinfo(np.int64).min]
+        self.n_flows = 0
+        self.src: FlowSource | None = None
+
+    def _sparse_alloc(self, ns: int, no: int) -> None:
+        ks, ko = int(self.at[0]), int(self.at[1])
+        old = getattr(self, "sk_g", None)
+        e = np.empty
+        if old is None or ns > len(self.sk_g):
+            self.sk_g = e(ns, np.int64) if old is None else _grown(self.sk_g, ns, ks)
+            self.sk_r = e(ns, np.int64) if old is None else _grown(self.sk_r, ns, ks)
+            self.sk_edge = e((ns, 8), np.uint32) if old is None else _grown(self.sk_edge, ns, ks)
+        if old is None or no > len(self.op_g):
+            self.op_g = e(no, np.int64) if old is None else _grown(self.op_g, no, ko)
+            self.op_r = e(no, np.int64) if old is None else _grown(self.op_r, no, ko)
+            self.op_mss = e(no, np.uint16) if old is None else _grown(self.op_mss, no, ko)
+            self.op_ws = e(no, np.uint8) if old is None else _grown(self.op_ws, no, ko)
+            self.op_flag = e(no, np.uint8) if old is None else _grown(self.op_flag, no, ko)
+
+    def add(self, c: dict[str, np.ndarray], flow: np.ndarray, side: np.ndarray, n_flows: int) -> None:
+        """One batch of :func:`hscc_trace.capture.decode.decode_arrays` columns (capture order) with
+        each row's connection (``flow``, ``side``) from the flow tracker, which now knows
+        ``n_flows`` connections. Keeps references to ``KEEP`` columns of ``c`` only."""
+        n = len(flow)
+        if n_flows > len(self.count):
+            old, m = len(self.count), max(n_flows, 2 * len(self.count))
+            for name in ("head", "tail", "fill", "count"):
+                v = np.zeros(m, np.int64)
+                v[:old] = getattr(self, name)
+                setattr(self, name, v)
+            first = np.full(m, -1, np.int64)
+            first[:old] = self.first
+            self.first = first
+        self.n_flows = max(self.n_flows, n_flows)
+        pos = np.empty(n, np.int64)
+        self.ctl[1] = 0
+        while _place(self.rows, flow, self.head, self.tail, self.fill, self.count, self.first, self.nxt, self.ctl,
+                     pos, BLOCK) < n:
+            self._grow_blocks()
+        a = self.cols
+        _put(pos, c["frame"], a["frame"])
+        _put(pos, c["ts_ns"], a["ts_ns"])
+        _put(pos, side, a["dir"])
+        _put(pos, c["seq"], a["seq"])
+        _put(pos, c["ack"], a["ack"])
+        _put(pos, c["flags"], a["flags"])
+        _put(pos, c["win"], a["win"])
+        _put(pos, c["payload_len"], a["payload_len"])
+        _put(pos, c["ip_ecn"], a["ip_ecn"])
+        _put(pos, c["sack_n"], a["sack_n"])
+        _put(pos, c["has_ts"], a["has_ts"])
+        _put_ts(pos, c["opt_tsval"], c["has_ts"], a["opt_tsval"])
+        _put_ts(pos, c["opt_tsecr"], c["has_ts"], a["opt_tsecr"])
+        ks, ko = int(self.at[0]), int(self.at[1])
+        if ks + n > len(self.sk_g) or ko + n > len(self.op_g):
+            self._sparse_alloc(max(len(self.sk_g), 2 * len(self.sk_g) if ks + n > len(self.sk_g) else 0, ks + n),
+                               max(len(self.op_g), 2 * len(self.op_g) if ko + n > len(self.op_g) else 0, ko + n))
+        _sparse(self.rows, pos, c["flags"], c["sack_n"], c["sack"], c["opt_mss"], c["has_mss"], c["opt_wscale"],
+                c["has_ws"], c["opt_sack_perm"], self.at, self.sk_g, self.sk_r, self.sk_edge, self.op_g, self.op_r,
+                self.op_mss, self.op_ws, self.op_flag)
+        self.parts.append(({k: c[k] for k in KEEP}, flow.astype(np.uint32), side, pos))
+        ts = c["ts_ns"]
+        self.ts_range = [min(self.ts_range[0], int(ts.min())), max(self.ts_range[1], int(ts.max()))]
+        self.rows += n
+
+    def _grow_blocks(self) -> None:
+        nb = len(self.nxt)
+        used = int(self.ctl[0]) * BLOCK
+        m = 2 * nb
+        self.cols = {k: _grown(v, m * BLOCK, used) for k, v in self.cols.items()}
+        nxt = np.full(m, -1, np.int64)
+        nxt[:nb] = self.nxt
+        self.nxt = nxt
+
+    def finish(self, a_side: np.ndarray) -> FlowSource:
+        """The events' input (:class:`FlowSource`) once every batch was added; ``a_side`` per
+        connection: the tracker's side that is endpoint A."""
+        nf = self.n_flows
+        self.a_side = a_side.astype(np.uint8)
+        count = self.count[:nf]
+        bounds = np.zeros(nf + 1, np.int64)
+        np.cumsum(count, out=bounds[1:])
+        n = int(bounds[-1])
+        order = np.empty(n, np.int64)
+        a = self.cols
+        _chains(self.head[:nf], self.nxt, count, bounds, BLOCK, self.a_side, a["dir"], order)
+        ks, ko = int(self.at[0]), int(self.at[1])
+        k = np.argsort(self.sk_g[:ks], kind="stable")
+        sack_rows = self.sk_g[:ks][k]
+        edges = [np.ascontiguousarray(self.sk_edge[:ks][k, j]) for j in range(8)]
+        syn = np.flatnonzero(self.op_flag[:ko] & 8)
+        syn = syn[np.argsort(self.op_g[syn], kind="stable")]
+        fl = self.op_flag[syn]
+        syn_mss = self.op_mss[syn]
+        syn_ws = np.where(fl & 2, self.op_ws[syn].astype(np.int16), np.int16(-1)).astype(np.int16)
+        syn_sperm = (fl & 4) != 0
+        src = (a["frame"], a["ts_ns"], a["dir"], a["seq"], a["ack"], a["flags"], a["win"], a["payload_len"],
+               a["ip_ecn"], a["sack_n"], sack_rows, *edges, a["opt_tsval"], a["opt_tsecr"], a["has_ts"],
+               self.op_g[syn], syn_mss, syn_ws, syn_sperm)
+        self.src = FlowSource(src=src, bounds=bounds, first=self.first[:nf].copy(), order=order)
+        return self.src
+
+    def table(self, addr: np.ndarray, ports: np.ndarray) -> Any:
+        """schema.PACKETS of every row (capture order), the values and nulls the decoder's own
+        table would have (:func:`hscc_trace.capture.decode.to_frame`); ``addr`` per connection:
+        the tracker's (hi, lo) of side 0 and of side 1, ``ports`` its ports of side 0 and 1."""
+        import polars as pl
+
+        from hscc_trace import schema
+
+        n = self.rows
+        pos = np.concatenate([p[3] for p in self.parts]) if self.parts else np.empty(0, np.int64)
+        flow = np.concatenate([p[1] for p in self.parts]) if self.parts else np.empty(0, np.uint32)
+        side = np.concatenate([p[2] for p in self.parts]) if self.parts else np.empty(0, np.uint8)
+        keep = {k: np.concatenate([p[0][k] for p in self.parts]) for k in KEEP}
+        a = self.cols
+        cols: dict[str, Any] = {name: a[name][pos] for name, _dt in _ARENA}
+        has_ts = cols.pop("has_ts")
+        d = cols.pop("dir")
+        fl64 = flow.astype(np.int64)
+        s64 = side.astype(np.int64)
+        cols.update(keep)
+        cols["src_hi"] = addr[fl64, 2 * s64]
+        cols["src_lo"] = addr[fl64, 2 * s64 + 1]
+        cols["dst_hi"] = addr[fl64, 2 - 2 * s64]
+        cols["dst_lo"] = addr[fl64, 3 - 2 * s64]
+        cols["sport"] = ports[fl64, s64].astype(np.uint16)
+        cols["dport"] = ports[fl64, 1 - s64].astype(np.uint16)
+        ks, ko = int(self.at[0]), int(self.at[1])
+        r = self.op_r[:ko]
+        f = self.op_flag[:ko]
+        mss = np.zeros(n, np.uint16)
+        mss[r] = self.op_mss[:ko]
+        has_mss = np.zeros(n, np.bool_)
+        has_mss[r] = (f & 1) != 0
+        ws = np.zeros(n, np.uint8)
+        ws[r] = self.op_ws[:ko]
+        has_ws = np.zeros(n, np.bool_)
+        has_ws[r] = (f & 2) != 0
+        sperm = np.zeros(n, np.bool_)
+        sperm[r] = (f & 4) != 0
+        cols.update(opt_mss=mss, opt_wscale=ws, opt_sack_perm=sperm)
+        r = self.sk_r[:ks]
+        for b in range(4):
+            for j, e in ((2 * b, "l"), (2 * b + 1, "r")):
+                v = np.zeros(n, np.uint32)
+                v[r] = self.sk_edge[:ks, j]
+                cols[f"sack_{e}{b}"] = v
+        cols["flow_id"] = flow
+        cols["dir"] = d
+        df = pl.DataFrame(cols)
+        df = df.with_columns(
+            pl.when(pl.Series(has_mss)).then(pl.col("opt_mss")).alias("opt_mss"),
+            pl.when(pl.Series(has_ws)).then(pl.col("opt_wscale")).alias("opt_wscale"),
+            pl.when(pl.Series(has_ts)).then(pl.col("opt_tsval")).alias("opt_tsval"),
+            pl.when(pl.Series(has_ts)).then(pl.col("opt_tsecr")).alias("opt_tsecr"),
+            pl.when(pl.col("ip_version") == 4).then(pl.col("ip_id")).alias("ip_id"),
+            *(pl.when(pl.col("sack_n") > b).then(pl.col(f"sack_{e}{b}")).alias(f"sack_{e}{b}")
+              for b in range(4) for e in "lr"),
+            pl.lit(0, pl.UInt8).alias("decoder"),
+        )
+        return schema.conform(df, schema.PACKETS)
