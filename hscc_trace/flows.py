@@ -102,7 +102,7 @@ def _hash(k0, k1, k2, k3, k4):
 def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, plen, wire, ts,
                  mss, has_mss, ws, has_ws, sackp, has_tsopt, ipv, status,
                  S, ADDR, default, tkeys, tval, n_end, n_ts, n_flag, n_next, ctl,
-                 out_flow, out_side, out_kind, out_rtt):
+                 per_packet, out_flow, out_side, out_kind, out_rtt, rf, rs, rv, rtt_acc, acc):
     """Process packets i0.. in capture order; returns (next packet index, ST_*).
 
     ``status`` is the decoder's status per packet (:mod:`hscc_trace.capture.decode`): packets
@@ -111,16 +111,21 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
     ctl = [flows used, free node list head, node high-water mark, conversations in table].
     The kernel stops *before* a packet that could overflow a table; the caller grows it and
     calls again from the returned index.
+    With ``per_packet`` the out_* arrays get each packet's (flow row, side, KIND_*, RTT sample s
+    or NaN); without, they are not touched (may be empty). Either way every RTT sample is
+    appended at rf/rs/rv[rtt_acc[0]] (flow row, side whose data it times, s; the caller leaves
+    room for one per packet) and acc = [TCP rows, first ts, last ts] is updated.
     """
     n = len(flags)
     tmask = len(tval) - 1
     check = len(status) > 0
     for i in range(i0, n):
         if check and status[i] != 0:
-            out_flow[i] = -1
-            out_side[i] = 0
-            out_kind[i] = KIND_NONE
-            out_rtt[i] = np.nan
+            if per_packet:
+                out_flow[i] = -1
+                out_side[i] = 0
+                out_kind[i] = KIND_NONE
+                out_rtt[i] = np.nan
             continue
         # capacity checks (one packet adds at most one flow, one conversation, one node)
         if ctl[0] + 1 > S.shape[0]:
@@ -129,6 +134,11 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
             return i, ST_GROW_TABLE
         if ctl[1] < 0 and ctl[2] >= len(n_end):
             return i, ST_GROW_NODES
+        acc[0] += 1
+        if ts[i] < acc[1]:
+            acc[1] = ts[i]
+        if ts[i] > acc[2]:
+            acc[2] = ts[i]
         # ---- conversation lookup: side 0 is the (addr, port) that sorts first
         a_hi, a_lo, b_hi, b_lo = shi[i], slo[i], dhi[i], dlo[i]
         pa, pb = np.uint64(sport[i]), np.uint64(dport[i])
@@ -175,8 +185,9 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
             S[r, C_SPLIT_SET + s] = 1
             S[r, C_SPLIT_BASE + s] = sq if (fl & 0x02) else ((sq - 1) & 0xFFFFFFFF)
         o = 1 - s
-        out_flow[i] = r
-        out_side[i] = s
+        if per_packet:
+            out_flow[i] = r
+            out_side[i] = s
         # ---- counters and handshake
         ln = np.int64(plen[i])
         S[r, C_LAST_TS] = t
@@ -291,7 +302,8 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
                 else:
                     n_next[S[r, C_QT + s]] = nd
                 S[r, C_QT + s] = nd
-        out_kind[i] = k_
+        if per_packet:
+            out_kind[i] = k_
         # Wireshark's nextseq advances on any packet (pure ACKs too) that ends beyond it
         e_any = u + sl
         if S[r, C_SENT + s] == 0 or e_any > S[r, C_MAX_END + s]:
@@ -300,7 +312,8 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
         S[r, C_SENT + s] = 1
         S[r, C_LASTWIN + s] = win[i]
         # ---- this packet as an ACK for the data of side o
-        out_rtt[i] = np.nan
+        if per_packet:
+            out_rtt[i] = np.nan
         if (fl & 0x10) and S[r, C_SEQ_SET + o] == 1:
             if S[r, C_ACK_SET + o] == 0:  # first ACK of o's data: relative to o's first seq seen
                 S[r, C_ACK_SET + o] = 1
@@ -328,7 +341,14 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
                 if nd < 0:
                     S[r, C_QT + o] = -1
                 if last_ts >= 0 and not amb:
-                    out_rtt[i] = (t - last_ts) * 1e-9
+                    rtt = (t - last_ts) * 1e-9
+                    if per_packet:
+                        out_rtt[i] = rtt
+                    k = rtt_acc[0]
+                    rf[k] = r
+                    rs[k] = o  # the sample times the other side's data
+                    rv[k] = rtt
+                    rtt_acc[0] = k + 1
     return n, ST_DONE
 
 
@@ -368,32 +388,32 @@ class FlowTracker:
         #: what :meth:`feed_decoded` saw: [TCP rows, first ts_ns, last ts_ns]
         self.acc = np.zeros(3, np.int64)
         self.acc[1], self.acc[2] = _I64_MAX, _I64_MIN
-        self._out: tuple[np.ndarray, ...] = ()
 
     def feed(self, c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Process one batch of packet columns (capture order); returns per packet (flow row, side, kind, rtt s)."""
         n = len(c["flags"])
         out = (np.empty(n, np.int64), np.empty(n, np.uint8), np.empty(n, np.uint8), np.empty(n, np.float64))
-        self._run(c, _NO_STATUS, out)
+        self._run(c, _NO_STATUS, True, out)
         return out
 
     def feed_decoded(self, c: dict[str, np.ndarray], status: np.ndarray) -> None:
         """Process every record of one decoded batch whose ``status`` is 0 (a TCP row), in order.
 
         ``c`` holds the decoder's columns for *all* records of the batch (values of non-TCP
-        records are garbage and never read). Nothing per packet is returned, so the output
-        arrays are reused from batch to batch; :attr:`acc` counts the TCP rows and keeps their
-        first/last timestamp.
+        records are garbage and never read). Nothing per packet is returned (the kernel writes
+        no per-packet output); :attr:`acc` counts the TCP rows and keeps their first/last timestamp.
         """
-        n = len(status)
-        if not self._out or len(self._out[0]) < n:
-            self._out = (np.empty(n, np.int64), np.empty(n, np.uint8), np.empty(n, np.uint8), np.empty(n, np.float64))
-        self._run(c, status, tuple(a[:n] for a in self._out))
-        _ts_range(status, c["ts_ns"], self.acc)
+        self._run(c, status, False, _NO_OUT)
 
-    def _run(self, c: dict[str, np.ndarray], status: np.ndarray, out: tuple[np.ndarray, ...]) -> None:
+    def _run(self, c: dict[str, np.ndarray], status: np.ndarray, per_packet: bool, out: tuple[np.ndarray, ...]) -> None:
         out_flow, out_side, out_kind, out_rtt = out
-        n = len(out_flow)
+        n = len(c["flags"])
+        used = int(self.rtt_acc[0])
+        if used + n > len(self.rtt_val):  # room for one sample per packet
+            size = max(used + n, 2 * len(self.rtt_val), 4096)
+            self.rtt_flow = np.concatenate([self.rtt_flow[:used], np.empty(size - used, np.int64)])
+            self.rtt_side = np.concatenate([self.rtt_side[:used], np.empty(size - used, np.uint8)])
+            self.rtt_val = np.concatenate([self.rtt_val[:used], np.empty(size - used, np.float64)])
         i = 0
         while True:
             i, st = _flow_kernel(
@@ -401,7 +421,8 @@ class FlowTracker:
                 c["ack"], c["win"], c["payload_len"], c["wire_len"], c["ts_ns"], c["opt_mss"], c["has_mss"],
                 c["opt_wscale"], c["has_ws"], c["opt_sack_perm"], c["has_ts"], c["ip_version"], status,
                 self.S, self.ADDR, _DEFAULT, self.tkeys, self.tval, self.n_end, self.n_ts, self.n_flag, self.n_next,
-                self.ctl, out_flow, out_side, out_kind, out_rtt,
+                self.ctl, per_packet, out_flow, out_side, out_kind, out_rtt, self.rtt_flow, self.rtt_side,
+                self.rtt_val, self.rtt_acc, self.acc,
             )
             if st == ST_DONE:
                 break
@@ -417,13 +438,6 @@ class FlowTracker:
                 self.n_ts = np.concatenate([self.n_ts, np.zeros(m, np.int64)])
                 self.n_flag = np.concatenate([self.n_flag, np.zeros(m, np.bool_)])
                 self.n_next = np.concatenate([self.n_next, np.full(m, -1, np.int64)])
-        used = int(self.rtt_acc[0])
-        if used + n > len(self.rtt_val):  # room for one sample per packet
-            size = max(used + n, 2 * len(self.rtt_val), 4096)
-            self.rtt_flow = np.concatenate([self.rtt_flow[:used], np.empty(size - used, np.int64)])
-            self.rtt_side = np.concatenate([self.rtt_side[:used], np.empty(size - used, np.uint8)])
-            self.rtt_val = np.concatenate([self.rtt_val[:used], np.empty(size - used, np.float64)])
-        _keep_rtt(out_flow, out_side, out_rtt, self.rtt_flow, self.rtt_side, self.rtt_val, self.rtt_acc)
 
     @property
     def n_flows(self) -> int:
@@ -581,33 +595,9 @@ def _addr_strings(hi: np.ndarray, lo: np.ndarray, ipv: np.ndarray) -> list[str]:
 
 
 _NO_STATUS = np.zeros(0, np.uint8)  # feed(): every packet is a TCP row
+_NO_OUT = (np.empty(0, np.int64), np.empty(0, np.uint8), np.empty(0, np.uint8), np.empty(0, np.float64))
 #: FlowTracker.rows(): float columns whose schema dtype is an integer (NaN = null)
 _ROW_KIND = {"mss": "int_or_none"}
-
-
-@njit(cache=True, nogil=True)
-def _keep_rtt(out_flow, out_side, out_rtt, rf, rs, rv, acc):
-    """Append the batch's RTT samples (flow, side whose data was timed, s) at rf/rs/rv[acc[0]:]."""
-    k = acc[0]
-    for i in range(len(out_rtt)):
-        if not np.isnan(out_rtt[i]):
-            rf[k] = out_flow[i]
-            rs[k] = 1 - out_side[i]  # the sample times the other side's data
-            rv[k] = out_rtt[i]
-            k += 1
-    acc[0] = k
-
-
-@njit(cache=True, nogil=True)
-def _ts_range(status, ts, acc):
-    """acc[0] += TCP rows (status 0); acc[1] / acc[2] = min / max of their timestamps."""
-    for i in range(len(status)):
-        if status[i] == 0:
-            acc[0] += 1
-            if ts[i] < acc[1]:
-                acc[1] = ts[i]
-            if ts[i] > acc[2]:
-                acc[2] = ts[i]
 
 
 @njit(cache=True, nogil=True)
