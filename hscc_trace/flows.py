@@ -119,6 +119,9 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
     n = len(flags)
     tmask = len(tval) - 1
     check = len(status) > 0
+    # slot and key of the last conversation looked up (slots do not move during one call)
+    mru = np.int64(-1)
+    m0 = m1 = m2 = m3 = m4 = np.uint64(0)
     for i in range(i0, n):
         if check and status[i] != 0:
             if per_packet:
@@ -148,10 +151,14 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
             k0, k1, k2, k3, k4 = a_hi, a_lo, b_hi, b_lo, (pa << np.uint64(16)) | pb
         else:
             k0, k1, k2, k3, k4 = b_hi, b_lo, a_hi, a_lo, (pb << np.uint64(16)) | pa
-        slot = np.int64(_hash(k0, k1, k2, k3, k4) & np.uint64(tmask))
-        while tval[slot] >= 0 and not (tkeys[slot, 0] == k0 and tkeys[slot, 1] == k1 and tkeys[slot, 2] == k2
-                                       and tkeys[slot, 3] == k3 and tkeys[slot, 4] == k4):
-            slot = (slot + 1) & tmask
+        if mru >= 0 and k4 == m4 and k1 == m1 and k3 == m3 and k0 == m0 and k2 == m2:
+            slot = mru  # same conversation as the previous TCP packet: no hashing
+        else:
+            slot = np.int64(_hash(k0, k1, k2, k3, k4) & np.uint64(tmask))
+            while tval[slot] >= 0 and not (tkeys[slot, 0] == k0 and tkeys[slot, 1] == k1 and tkeys[slot, 2] == k2
+                                           and tkeys[slot, 3] == k3 and tkeys[slot, 4] == k4):
+                slot = (slot + 1) & tmask
+            mru, m0, m1, m2, m3, m4 = slot, k0, k1, k2, k3, k4
         fl = np.int64(flags[i])
         sq = np.int64(seq[i])
         t = ts[i]
