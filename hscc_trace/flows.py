@@ -377,7 +377,13 @@ def _rehash(tkeys, tval, size):
 class FlowTracker:
     """Streaming state of :func:`_flow_kernel`: feed packet columns batch by batch, then finish."""
 
-    def __init__(self, flows: int = 1024, nodes: int = 1 << 16):
+    def __init__(self, flows: int = 1024, nodes: int = 1 << 16, samples: int = 0):
+        """Initial capacities (all grow as needed): connections, queued segments, RTT samples.
+
+        ``samples`` may be generous: the sample arrays are written in order, so memory pages
+        beyond the samples actually taken are never touched (not resident), and a large enough
+        reservation saves the copies of growing them.
+        """
         self.S = np.zeros((flows, NCOL), np.int64)
         self.ADDR = np.zeros((flows, 4), np.uint64)
         self.tkeys = np.zeros((4096, 5), np.uint64)
@@ -388,9 +394,9 @@ class FlowTracker:
         self.n_next = np.full(nodes, -1, np.int64)
         self.ctl = np.array([0, -1, 0, 0], np.int64)
         # RTT samples (flow row, side whose data they time, seconds); rtt_acc[0] = samples held
-        self.rtt_flow = np.empty(0, np.int64)
-        self.rtt_side = np.empty(0, np.uint8)
-        self.rtt_val = np.empty(0, np.float64)
+        self.rtt_flow = np.empty(samples, np.int64)
+        self.rtt_side = np.empty(samples, np.uint8)
+        self.rtt_val = np.empty(samples, np.float64)
         self.rtt_acc = np.zeros(1, np.int64)
         #: what :meth:`feed_decoded` saw: [TCP rows, first ts_ns, last ts_ns]
         self.acc = np.zeros(3, np.int64)

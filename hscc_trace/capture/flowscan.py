@@ -112,6 +112,10 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
     from hscc_trace.flows import FlowTracker
 
     info = ReadInfo()
+    try:  # RTT samples ≤ TCP packets; records take ≥ 70 bytes (pcap header + Ethernet/IP/TCP)
+        hint = min(os.path.getsize(p) // 70, 1 << 26)
+    except OSError:
+        hint = 0  # (the reader reports the missing file)
     flt = None
     if bpf is not None:
         from .bpf import BpfFilter
@@ -133,7 +137,7 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
 
     importer: threading.Thread | None = None
     skipped: dict[str, int] = {}
-    tr = FlowTracker()
+    tr = FlowTracker(samples=hint)
     matched = 0
     batches = in_thread(produce, depth=QUEUE_DEPTH)
     fallback = False
