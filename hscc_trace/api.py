@@ -21,13 +21,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
-import polars as pl
-
-from hscc_trace import schema
 from hscc_trace.errors import InputError, UsageError
 from hscc_trace.model import Analysis, Capture, FlowEvents
+
+if TYPE_CHECKING:  # polars is imported where a table is made: `load` reads the capture while it loads
+    import polars as pl
 
 PathLike = str | Path
 
@@ -191,6 +191,8 @@ def _resolved(algorithms: Sequence[str] | None, params: dict[str, dict[str, Any]
 
 def empty_fit() -> pl.DataFrame:
     """An empty schema.FIT_METRICS table (a flow with nothing to fit)."""
+    from hscc_trace import schema
+
     return schema.empty(schema.FIT_METRICS)
 
 
@@ -243,6 +245,10 @@ def analyze_run(paths: PathLike | Iterable[PathLike], algorithms: Sequence[str] 
 
 def flow_table(analysis: Analysis) -> pl.DataFrame:
     """Every analyzed flow of every capture: ``capture`` + schema.FLOWS + ``best`` + ``best_mare``."""
+    import polars as pl
+
+    from hscc_trace import schema
+
     frames = []
     for cr in analysis.captures:
         for fr in cr.results:
@@ -260,6 +266,10 @@ def flow_table(analysis: Analysis) -> pl.DataFrame:
 
 def fit_table(analysis: Analysis) -> pl.DataFrame:
     """Fit metrics of every flow of every capture: ``capture`` + schema.FIT_METRICS."""
+    import polars as pl
+
+    from hscc_trace import schema
+
     frames = [fr.fit.with_columns(pl.lit(cr.meta.path).alias("capture"))
               for cr in analysis.captures for fr in cr.results if fr.fit.height]
     if not frames:

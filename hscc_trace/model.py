@@ -10,11 +10,12 @@ behaviour, so that each stage can be developed and tested on its own.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
-
-import polars as pl
+from typing import TYPE_CHECKING, Any, Callable
 
 from hscc_trace.errors import Warn
+
+if TYPE_CHECKING:  # (annotations only: importing the model does not load polars)
+    import polars as pl
 
 
 @dataclass

@@ -10,7 +10,10 @@ reported as a warning.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import os
+import threading
 from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
@@ -158,8 +161,12 @@ def _read(path: str, *, bpf=None, fallback=True, force_slow=False, limit=None, t
 
     # this thread assigns connections while the reader decodes the next batch
     batches = _in_thread(produce)
+    importer = None
     try:
         for nrec, cols, status, recs in batches:
+            if importer is None:  # the compiled kernels are loaded: import polars while they run
+                importer = threading.Thread(target=_import_tables, name="hscc-import", daemon=True)
+                importer.start()
             raw.matched += nrec
             raw.slow_recs += recs
             if arena is not None and recs:  # scapy's rows must be merged: the caller reads again
@@ -184,7 +191,28 @@ def _read(path: str, *, bpf=None, fallback=True, force_slow=False, limit=None, t
                 skipped[r] = skipped.get(r, 0) + int(counts[c])
     finally:
         batches.close()  # on an error here: stop and join the reader thread now
+        if importer is not None:
+            importer.join()
     return raw
+
+
+def _import_tables() -> None:
+    """Import polars and the table schema (in a thread, while the reader and this module's
+    compiled loops run without the GIL). The switch interval is shortened meanwhile so that the
+    loops' threads, which need the GIL only briefly between compiled calls, do not wait 5 ms
+    for it each time."""
+    import sys
+
+    if "polars" in sys.modules and "hscc_trace.schema" in sys.modules:
+        return
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(min(old, 2e-4))
+    try:
+        import polars  # noqa: F401
+
+        from hscc_trace import schema  # noqa: F401
+    finally:
+        sys.setswitchinterval(old)
 
 
 def _meta(path: str, raw: _Raw, rows: int, first_ns: int | None, last_ns: int | None, bpf: str | None,
@@ -260,30 +288,52 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
     here: ``Capture.packets`` is built on first access from the decoder's columns, which the
     event builder reads directly (``Capture.decoded``, :class:`Decoded`).
     """
+    from hscc_trace.events.source import Arena
     from hscc_trace.flows import FlowTracker, build_flows
     from hscc_trace.model import Capture, Deferred
 
-    from hscc_trace.events.source import Arena
-
     path = os.fspath(path)
-    tracker = FlowTracker()
-    arena = Arena(_rows_hint(path))
-    raw = _read(path, bpf=bpf, tracker=tracker, arena=arena)
-    if raw.aborted or not raw.rows:  # scapy rows are merged in frame order: the whole table now
-        del arena
+    with _gc_paused():
         tracker = FlowTracker()
-        raw = _read(path, bpf=bpf, tracker=tracker)
-        pk, meta, warnings, tracked = _eager(path, raw, bpf=bpf, tracker=tracker)
-        if pk.height == 0:
-            raise InputError(_no_tcp_message(meta, warnings))
-        if tracked:  # connections were assigned batch by batch, in capture order, as build_flows would
-            packets, flows = _with_dir(pk, tracker.a_side()), tracker.table()
-        else:  # assign connections over the whole table
-            packets, flows = build_flows(pk)
-        return Capture(meta=meta, packets=packets, flows=flows, warnings=warnings)
-    dec = Decoded(arena, tracker)
-    meta, warnings = _meta(path, raw, dec.rows, arena.ts_range[0], arena.ts_range[1], bpf, {"fast": dec.rows})
-    return Capture(meta=meta, packets=Deferred(dec.table), flows=tracker.table(), warnings=warnings, decoded=dec)
+        arena = Arena(_rows_hint(path))
+        raw = _read(path, bpf=bpf, tracker=tracker, arena=arena)
+        if not raw.aborted and raw.rows:
+            dec = Decoded(arena, tracker)
+            meta, warnings = _meta(path, raw, dec.rows, arena.ts_range[0], arena.ts_range[1], bpf, {"fast": dec.rows})
+            return Capture(meta=meta, packets=Deferred(dec.table), flows=tracker.table(), warnings=warnings,
+                           decoded=dec)
+    # scapy's rows are merged in frame order: read again and build the whole table now
+    del arena
+    tracker = FlowTracker()
+    raw = _read(path, bpf=bpf, tracker=tracker)
+    pk, meta, warnings, tracked = _eager(path, raw, bpf=bpf, tracker=tracker)
+    if pk.height == 0:
+        raise InputError(_no_tcp_message(meta, warnings))
+    if tracked:  # connections were assigned batch by batch, in capture order, as build_flows would
+        packets, flows = _with_dir(pk, tracker.a_side()), tracker.table()
+    else:  # assign connections over the whole table
+        packets, flows = build_flows(pk)
+    return Capture(meta=meta, packets=packets, flows=flows, warnings=warnings)
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off while a capture is read by the fast path, then
+    back as it was.
+
+    Reading creates few objects of its own, but the first compiled calls and the background
+    import of polars create tens of thousands, and each of the ~100–270 collections they would
+    trigger scans every object of numba, numpy and polars (≈ 0.1–0.2 s in all). The fast path
+    forms no reference cycles, so nothing is held longer; the next collection after loading
+    sees what was created meanwhile. (The scapy path, whose packets do form cycles, runs with
+    the collector as it was.)"""
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
 
 
 def _rows_hint(path: str) -> int:

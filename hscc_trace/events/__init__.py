@@ -16,14 +16,18 @@ from __future__ import annotations
 
 from typing import Any
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import polars as pl
 
 from hscc_trace.errors import InputError
 from hscc_trace.model import Capture, FlowEvents
 
 from .prep import COLUMNS, NEED, group_rows, source_columns
 from .tables import build_flows
+
+if TYPE_CHECKING:  # (imported where needed: a capture can be read while polars loads)
+    import polars as pl
 
 __all__ = ["flow_events", "events_from_packets", "all_flow_events"]
 
@@ -80,6 +84,8 @@ def events_from_packets(packets: pl.DataFrame, flow: dict[str, Any] | None = Non
 
 def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
     """Event streams of flow ``flow_id`` of a decoded capture."""
+    import polars as pl
+
     flows = capture.flows
     row = None
     if flows is not None and flows.height and "flow_id" in flows.columns:
@@ -106,6 +112,8 @@ def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
 def _flow_params(flows: pl.DataFrame | None, fids: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per flow of ``fids``: sender_dir (-1), mss (0), wscale_a (-1), wscale_b (-1) from the flows
     table (unknown in brackets); the last row of a flow id wins."""
+    import polars as pl
+
     n = fids.size
     out = [np.full(n, -1, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64), np.full(n, -1, np.int64)]
     if flows is None or not flows.height or "flow_id" not in flows.columns:

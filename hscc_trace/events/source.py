@@ -67,15 +67,38 @@ def _place(row0, flow, head, tail, fill, count, first, nxt, ctl, pos, block):
 
 
 @njit(cache=True, nogil=True)
-def _put(pos, x, out):
-    for i in range(pos.shape[0]):
-        out[pos[i]] = x[i]
-
-
-@njit(cache=True, nogil=True)
-def _put_ts(pos, x, has, out):
-    for i in range(pos.shape[0]):  # (the table's nulls read as 0)
-        out[pos[i]] = x[i] if has[i] else 0
+def _fill(pos, frame, ts, side, seq, ack, flags, win, plen, ecn, sn, hasts, tsv, tse,
+          o_frame, o_ts, o_dir, o_seq, o_ack, o_flags, o_win, o_plen, o_ecn, o_sn, o_hasts, o_tsv, o_tse):
+    """Row ``i`` of each column to row ``pos[i]`` of the arena column: one column at a time (a
+    pass writes one run per flow, few pages at once); TSval/TSecr 0 without the option (the
+    table's nulls, read as 0)."""
+    n = pos.shape[0]
+    for i in range(n):
+        o_frame[pos[i]] = frame[i]
+    for i in range(n):
+        o_ts[pos[i]] = ts[i]
+    for i in range(n):
+        o_dir[pos[i]] = side[i]
+    for i in range(n):
+        o_seq[pos[i]] = seq[i]
+    for i in range(n):
+        o_ack[pos[i]] = ack[i]
+    for i in range(n):
+        o_flags[pos[i]] = flags[i]
+    for i in range(n):
+        o_win[pos[i]] = win[i]
+    for i in range(n):
+        o_plen[pos[i]] = plen[i]
+    for i in range(n):
+        o_ecn[pos[i]] = ecn[i]
+    for i in range(n):
+        o_sn[pos[i]] = sn[i]
+    for i in range(n):
+        o_hasts[pos[i]] = hasts[i]
+    for i in range(n):
+        o_tsv[pos[i]] = tsv[i] if hasts[i] else 0
+    for i in range(n):
+        o_tse[pos[i]] = tse[i] if hasts[i] else 0
 
 
 @njit(cache=True, nogil=True)
@@ -209,19 +232,10 @@ class Arena:
                      pos, BLOCK) < n:
             self._grow_blocks()
         a = self.cols
-        _put(pos, c["frame"], a["frame"])
-        _put(pos, c["ts_ns"], a["ts_ns"])
-        _put(pos, side, a["dir"])
-        _put(pos, c["seq"], a["seq"])
-        _put(pos, c["ack"], a["ack"])
-        _put(pos, c["flags"], a["flags"])
-        _put(pos, c["win"], a["win"])
-        _put(pos, c["payload_len"], a["payload_len"])
-        _put(pos, c["ip_ecn"], a["ip_ecn"])
-        _put(pos, c["sack_n"], a["sack_n"])
-        _put(pos, c["has_ts"], a["has_ts"])
-        _put_ts(pos, c["opt_tsval"], c["has_ts"], a["opt_tsval"])
-        _put_ts(pos, c["opt_tsecr"], c["has_ts"], a["opt_tsecr"])
+        _fill(pos, c["frame"], c["ts_ns"], side, c["seq"], c["ack"], c["flags"], c["win"], c["payload_len"],
+              c["ip_ecn"], c["sack_n"], c["has_ts"], c["opt_tsval"], c["opt_tsecr"], a["frame"], a["ts_ns"], a["dir"],
+              a["seq"], a["ack"], a["flags"], a["win"], a["payload_len"], a["ip_ecn"], a["sack_n"], a["has_ts"],
+              a["opt_tsval"], a["opt_tsecr"])
         ks, ko = int(self.at[0]), int(self.at[1])
         if ks + n > len(self.sk_g) or ko + n > len(self.op_g):
             self._sparse_alloc(max(len(self.sk_g), 2 * len(self.sk_g) if ks + n > len(self.sk_g) else 0, ks + n),

@@ -27,20 +27,23 @@ from __future__ import annotations
 import os
 import queue
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from numba import njit
 
 import numpy as np
-import polars as pl
 
-from hscc_trace import schema
 from hscc_trace.errors import Warn
 from hscc_trace.model import FlowEvents
 
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
 from .vantage import detect, dynamic_offsets_into, from_handshake, snd_max_ahead
+
+if TYPE_CHECKING:  # polars and the schema are imported where tables are built (after the capture is read)
+    import polars as pl
+
+    from hscc_trace import schema
 
 DUPTHRESH = 3  # RFC 6675 §2 DupThresh
 RTO_MIN_NS = 200_000_000  # Linux TCP_RTO_MIN (200 ms); RFC 6298 §2.4 allows below 1 s
@@ -432,6 +435,8 @@ def build_flows(src: tuple[np.ndarray, ...], order: np.ndarray, bounds: np.ndarr
 
 def _enum_idx(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:
     """Enum series from category indices (uint32; ``null`` marks the nulls, or None)."""
+    import polars as pl
+
     cats = _ENUMS.get(names)
     if cats is None:
         cats = _ENUMS[names] = pl.Series(list(names), dtype=pl.Enum(list(names)))
@@ -439,6 +444,10 @@ def _enum_idx(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:
 
 
 def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> list[FlowEvents]:
+    import polars as pl
+
+    from hscc_trace import schema
+
     base = int(bounds[0])
     b = (bounds - base).astype(np.int64)
     n = int(b[-1])
@@ -607,6 +616,8 @@ _ENUMS: dict[tuple[str, ...], pl.Series] = {}
 
 def _enum(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:
     """Enum series from integer codes (negative = null), without building strings."""
+    import polars as pl
+
     cats = _ENUMS.get(names)
     if cats is None:
         cats = _ENUMS[names] = pl.Series(list(names), dtype=pl.Enum(list(names)))
@@ -620,11 +631,17 @@ def _enum(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:
 
 def _opt_float(x: np.ndarray) -> pl.Series:
     """Float64 with NaN as null."""
+    import polars as pl
+
     return pl.Series(x.astype(np.float64), nan_to_null=True)
 
 
 def _frame(cols: dict[str, Any], table: tuple[schema.Column, ...]) -> pl.DataFrame:
     """DataFrame in the table's column order and dtypes (numpy columns are cast zero-copy where possible)."""
+    import polars as pl
+
+    from hscc_trace import schema
+
     out = []
     for c in table:
         v = cols[c.name]
