@@ -1,0 +1,166 @@
+"""``capture.load`` without a packets table: the events read the decoder's columns grouped by flow.
+
+``load`` feeds every decoded batch to an arena (hscc_trace.events.source.Arena) that appends each
+row's event columns to its flow's chain of blocks; ``Capture.packets`` is built only when read
+(model.Deferred). What can break: the arena's bookkeeping (blocks, chains, growth, the sparse
+SACK/option rows, the A/B direction fixed at the end), the table rebuilt from it (values and
+nulls of all 39 columns), the fallback for records that need scapy, the Capture's lazy
+attribute (assignment, pickling) and the process-level settings. The reference in each test is
+the eager path of the same module (the table the loader built before, and the events computed
+from that table).
+"""
+
+from __future__ import annotations
+
+import gc
+import pickle
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from polars.testing import assert_frame_equal
+
+import hscc_trace.capture as capture
+from hscc_trace.events import all_flow_events, flow_events, source
+from hscc_trace.flows import FlowTracker
+from hscc_trace.model import Capture, Deferred
+
+REPO = Path(__file__).resolve().parents[1]
+EXT = Path("/work/shared/captures/external")
+SAMPLES = ("reno-vs-cubic", "reno-bdp-receiver", "cubic-loss", "rwnd-limited")
+# several flows, SACK + D-SACK, zero windows, IPv6 + mid-flow start, pcapng
+EXTERNAL = ("tcptrace__discard.solaris.pcap", "tcptrace__dsack.pcap", "tcptrace__zwnd.pcap",
+            "ODD__mlab-packet-headers__v6-cut-short.pcap", "zeek__irc-dcc-send.pcapng")
+
+
+def _paths() -> list[Path]:
+    out = [REPO / "samples" / s / "capture.pcap" for s in SAMPLES]
+    out += [EXT / n for n in EXTERNAL if (EXT / n).exists()]
+    return out
+
+
+def _eager(path: Path):
+    """The packets table and flows as the loader builds them when it must build the table."""
+    tr = FlowTracker()
+    pk, _meta, _w, tracked = capture._read_packets(str(path), tracker=tr)
+    assert tracked
+    return capture._with_dir(pk, tr.a_side()), tr.table()
+
+
+def _same_events(a: dict, b: dict) -> None:
+    assert list(a) == list(b)
+    for k in a:
+        x, y = a[k], b[k]
+        for name in ("segments", "acks", "episodes", "rounds"):
+            assert_frame_equal(getattr(x, name), getattr(y, name))
+        assert (x.sender_dir, x.mss, x.vantage, x.rtt_offset_s, [str(w) for w in x.warnings]) == \
+               (y.sender_dir, y.mss, y.vantage, y.rtt_offset_s, [str(w) for w in y.warnings])
+
+
+@pytest.mark.parametrize("path", _paths(), ids=lambda p: p.parent.name if p.name == "capture.pcap" else p.name)
+def test_packets_built_on_first_access_equal_the_eager_table(path: Path) -> None:
+    cap = capture.load(path)
+    assert cap.decoded is not None
+    assert isinstance(cap.__dict__["_packets"], Deferred)  # not built by load
+    packets, flows = _eager(path)
+    assert_frame_equal(cap.flows, flows)
+    assert_frame_equal(cap.packets, packets)
+    assert cap.meta.packets_tcp == packets.height
+    assert (cap.meta.first_ns, cap.meta.last_ns) == (packets["ts_ns"].min(), packets["ts_ns"].max())
+
+
+@pytest.mark.parametrize("path", _paths(), ids=lambda p: p.parent.name if p.name == "capture.pcap" else p.name)
+def test_events_from_the_arena_equal_events_from_the_packets_table(path: Path) -> None:
+    cap = capture.load(path)
+    from_table = Capture(meta=cap.meta, packets=cap.packets, flows=cap.flows)  # no decoded columns
+    assert from_table.decoded is None
+    _same_events(all_flow_events(cap), all_flow_events(from_table))
+    for fid in cap.flows["flow_id"].to_list()[:3]:
+        _same_events({fid: flow_events(cap, fid)}, {fid: flow_events(from_table, fid)})
+
+
+def test_tiny_blocks_and_a_one_row_reservation_grow_the_arena(monkeypatch: pytest.MonkeyPatch) -> None:
+    # blocks of 3 rows: every flow is a long chain and blocks of different flows alternate; a
+    # reservation of 1 row makes the arena double many times while reading (copying the blocks
+    # used so far); 256 flow slots are outgrown by none of these files, so also start with 1
+    path = EXT / "tcptrace__discard.solaris.pcap"
+    if not path.exists():
+        pytest.skip("external captures not available")
+    ref = capture.load(path)
+    ref_events = all_flow_events(ref)
+    monkeypatch.setattr(source, "BLOCK", 3)
+    monkeypatch.setattr(capture, "_rows_hint", lambda _p: 1)
+    orig_init = source.Arena.__init__
+
+    def small(self, rows_hint=1):
+        orig_init(self, rows_hint)
+        for name in ("head", "tail", "fill", "count"):
+            setattr(self, name, getattr(self, name)[:1].copy())
+        self.first = self.first[:1].copy()
+
+    monkeypatch.setattr(source.Arena, "__init__", small)
+    cap = capture.load(path)
+    assert cap.flows.height > 1 and len(cap.decoded.arena.nxt) > 64  # grew
+    _same_events(all_flow_events(cap), ref_events)
+    assert_frame_equal(cap.packets, ref.packets)
+
+
+def test_records_for_scapy_make_load_build_the_table_eagerly() -> None:
+    path = EXT / "tcptrace__ppp_encap.pcap"  # PPP: decoded by scapy, merged in frame order
+    if not path.exists():
+        pytest.skip("external captures not available")
+    cap = capture.load(path)
+    assert cap.decoded is None and not isinstance(cap.__dict__["_packets"], Deferred)
+    assert cap.meta.decoded_by.get("scapy", 0) > 0
+    assert all_flow_events(cap)
+
+
+def test_assigning_packets_drops_the_decoded_columns_and_pickling_keeps_the_table() -> None:
+    cap = capture.load(REPO / "samples" / "reno-bdp" / "capture.pcap")
+    again = pickle.loads(pickle.dumps(cap))
+    assert again.decoded is None  # the table travels, not the arena
+    assert_frame_equal(again.packets, cap.packets)
+    other = capture.load(REPO / "samples" / "cubic-loss" / "capture.pcap")
+    cap.packets = other.packets
+    assert cap.decoded is None  # the arena would describe the old table
+    _same_events(all_flow_events(cap), all_flow_events(other))
+
+
+def test_deferred_builds_once() -> None:
+    calls = []
+    d = Deferred(lambda: calls.append(1) or "table")
+    assert not d.built
+    assert (d.get(), d.get(), d.built, len(calls)) == ("table", "table", True, 1)
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_load_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None:
+    was = gc.isenabled()
+    try:
+        gc.enable() if enabled else gc.disable()
+        capture.load(REPO / "samples" / "reno-bdp" / "capture.pcap")
+        assert gc.isenabled() is enabled
+    finally:
+        gc.enable() if was else gc.disable()
+
+
+_EXIT_PROBE = """
+import hscc_trace
+class A:
+    def __del__(self):
+        print("finalized", flush=True)
+a = A()
+a.me = a  # a reference cycle, unreachable after the next line
+del a
+"""
+
+
+@pytest.mark.parametrize("env, finalized", [({}, False), ({"HSCC_TRACE_EXIT_GC": "1"}, True)])
+def test_exit_collection_is_skipped_unless_asked_for(env: dict, finalized: bool) -> None:
+    import os
+
+    e = {k: v for k, v in os.environ.items() if k != "HSCC_TRACE_EXIT_GC"} | env
+    out = subprocess.run([sys.executable, "-c", _EXIT_PROBE], capture_output=True, text=True, env=e, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert ("finalized" in out.stdout) is finalized
