@@ -422,6 +422,15 @@ def test_decode_all_flow_columns_equal_the_full_decoder_on_every_capture():
             lite, st_lite = decode.decode_all(batch, decode.Scratch())
             full, st_full = decode.decode_arrays(batch)
             assert np.array_equal(st_lite, st_full), path.name
+            # decoded in two ranges (two threads share a batch on the flows path): the same
+            sc = decode.Scratch()
+            m = len(batch) // 3
+            decode.decode_all(batch, sc, 0, m)
+            split, st_split = decode.decode_all(batch, sc, m)
+            assert np.array_equal(st_split, st_lite), path.name
+            tcp = st_lite == decode.OK
+            for name in ("src_lo", "dst_hi", "sport", "seq", "ack", "flags", "payload_len", "has_ts", "has_mss"):
+                assert np.array_equal(split[name][tcp], lite[name][tcp]), (path.name, name)
             ok = st_lite == decode.OK
             for name, col in lite.items():
                 want = full[name]
@@ -435,3 +444,29 @@ def test_decode_all_flow_columns_equal_the_full_decoder_on_every_capture():
                     assert np.array_equal(got, want), (path.name, name)
             checked += int(ok.sum())
     assert checked > 12000
+
+
+@pytest.mark.parametrize("buffers", [2, 3])
+def test_batch_bytes_stay_valid_while_buffers_minus_one_more_batches_are_read(tmp_path, monkeypatch, buffers):
+    """iter_batches(buffers=b): the read buffers take turns, so a batch's bytes are unchanged
+    while the next b − 1 batches are read (the flows fast path hands a batch to another thread,
+    which decodes part of it while the reader reads on). Tiny chunks: a few records per batch."""
+    from hscc_trace.capture import reader
+
+    monkeypatch.setattr(reader, "CHUNK", 600)
+    monkeypatch.setattr(reader, "MAX_CAPLEN", 100)
+    recs = [(T0 + i * 1000, bytes(S.Ether() / _ip4() / _tcp(seq=i) / (bytes([i % 251]) * (i % 40)))) for i in range(300)]
+    p = tmp_path / "many.pcap"
+    p.write_bytes(pcap_bytes(recs))
+    held: list[tuple[reader.Batch, list[bytes]]] = []
+
+    def content(b: reader.Batch) -> list[bytes]:
+        return [bytes(b.buf[o : o + c]) for o, c in zip(b.off.tolist(), b.cap.tolist())]
+
+    seen = []
+    for batch in reader.iter_batches(str(p), reader.ReadInfo(), buffers=buffers):
+        for old, want in held[-(buffers - 1):]:  # the last b − 1 batches handed out
+            assert content(old) == want
+        held.append((batch, content(batch)))
+        seen += held[-1][1]
+    assert len(held) > 20 and seen == [r[1] for r in recs]

@@ -367,18 +367,27 @@ def _alloc(n: int) -> tuple[np.ndarray, ...]:
         + tuple(e(n, np.bool_) for _ in range(5)) + (e((8, n), np.uint32),)
 
 
-def decode_all(batch, scratch: Scratch) -> tuple[dict[str, np.ndarray], np.ndarray]:
+def decode_all(batch, scratch: Scratch, lo: int = 0, hi: int | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Decode a batch into scratch columns covering *every* record, and the status per record.
 
     Like :func:`decode_arrays` but without picking out the TCP records: the values of records
     whose status is not :data:`OK` are garbage (for consumers that skip them by status, such as
-    :meth:`hscc_trace.flows.FlowTracker.feed_decoded`). Valid until ``scratch`` is reused.
+    :meth:`hscc_trace.flows.FlowTracker.feed_decoded`). Only the columns returned are decoded.
+    Valid until ``scratch`` is reused.
+
+    With ``lo`` / ``hi`` only records lo..hi−1 are decoded (their rows of the same full-length
+    columns and status): two threads can share one batch's decoding, each calling with the same
+    scratch and its own range.
     """
+    n = len(batch)
+    hi = n if hi is None else hi
     (status, ipv, _ttl, _ecn, _thl, wsc, _sack_n, shi, slo, dhi, dlo, _ipid, seq, ack, plen, _tsval, _tsecr,
-     sport, dport, flags, win, mss, _trunc, has_mss, has_wsc, sackp, has_ts, _sack) = scratch.get(len(batch))
-    # only the columns returned below are decoded (the other scratch arrays stay untouched)
-    decode_batch_flows(batch.buf, batch.off, batch.cap, batch.wire, batch.linktype, status, ipv, shi, slo, dhi, dlo,
-                       sport, dport, seq, ack, flags, win, plen, mss, has_mss, wsc, has_wsc, sackp, has_ts)
+     sport, dport, flags, win, mss, _trunc, has_mss, has_wsc, sackp, has_ts, _sack) = scratch.get(n)
+    if hi > lo:
+        r = slice(lo, hi)
+        decode_batch_flows(batch.buf, batch.off[r], batch.cap[r], batch.wire[r], batch.linktype[r], status[r], ipv[r],
+                           shi[r], slo[r], dhi[r], dlo[r], sport[r], dport[r], seq[r], ack[r], flags[r], win[r],
+                           plen[r], mss[r], has_mss[r], wsc[r], has_wsc[r], sackp[r], has_ts[r])
     cols = {
         "ts_ns": batch.ts_ns, "wire_len": batch.wire, "ip_version": ipv, "src_hi": shi, "src_lo": slo,
         "dst_hi": dhi, "dst_lo": dlo, "sport": sport, "dport": dport, "seq": seq, "ack": ack, "flags": flags,

@@ -285,10 +285,10 @@ def _read_into(f: BinaryIO, view: memoryview) -> tuple[int, str | None]:
 class _Chunks:
     """Sequential chunk reader keeping an unconsumed tail between reads."""
 
-    def __init__(self, f: BinaryIO, first: bytes):
+    def __init__(self, f: BinaryIO, first: bytes, buffers: int = 2):
         self.f = f
         self.buf = np.empty(CHUNK + MAX_CAPLEN * 2, dtype=np.uint8)
-        self.spare = np.empty_like(self.buf)
+        self.spares = [np.empty_like(self.buf) for _ in range(max(buffers, 2) - 1)]
         self.problem: str | None = None
         self.n = len(first)
         self.buf[: self.n] = np.frombuffer(first, dtype=np.uint8)
@@ -306,16 +306,19 @@ class _Chunks:
             self.eof = True
 
     def consume(self, k: int) -> None:
-        """Drop the first k bytes: the tail moves to the front of the other buffer.
+        """Drop the first k bytes: the tail moves to the front of the next buffer.
 
-        Two buffers alternate, so a batch handed out stays valid until the *next* batch is
-        requested (consumers copy what they keep), and no page is faulted in twice.
+        The buffers take turns, so with ``buffers`` = b a batch handed out stays valid while
+        b − 1 more batches are requested (consumers copy what they keep), and no page is
+        faulted in twice.
         """
         rest = self.n - k
-        if len(self.spare) != len(self.buf):
-            self.spare = np.empty_like(self.buf)
-        self.spare[:rest] = self.buf[k : self.n]
-        self.buf, self.spare = self.spare, self.buf
+        nxt = self.spares.pop(0)
+        if len(nxt) != len(self.buf):
+            nxt = np.empty_like(self.buf)
+        nxt[:rest] = self.buf[k : self.n]
+        self.spares.append(self.buf)
+        self.buf = nxt
         self.n = rest
 
     def grow(self, need: int) -> None:
@@ -326,9 +329,11 @@ class _Chunks:
             self.eof = False
 
 
-def iter_batches(path: str, info: ReadInfo) -> Iterator[Batch]:
+def iter_batches(path: str, info: ReadInfo, *, buffers: int = 2) -> Iterator[Batch]:
     """Yield record batches of the capture at ``path``; fill ``info`` as a side effect.
 
+    A batch's bytes (``Batch.buf``) stay valid while ``buffers`` − 1 further batches are
+    requested (the read buffers take turns; each holds ``CHUNK`` + 2 × ``MAX_CAPLEN`` bytes).
     Raises :class:`InputError` when the file is missing, empty or not a capture.
     """
     f, gz = _open(path)
@@ -347,9 +352,9 @@ def iter_batches(path: str, info: ReadInfo) -> Iterator[Batch]:
         suffix = ".gz" if gz else ""
         if magic_le in PCAP_MAGICS or magic_be in PCAP_MAGICS:
             be = magic_be in PCAP_MAGICS
-            yield from _pcap_batches(path, f, head, be, info, suffix)
+            yield from _pcap_batches(path, f, head, be, info, suffix, buffers)
         elif magic_le == PCAPNG_SHB:
-            yield from _pcapng_batches(path, f, head, info, suffix)
+            yield from _pcapng_batches(path, f, head, info, suffix, buffers)
         else:
             if gz:
                 raise InputError(f"{path}: gzip data is not a pcap or pcapng capture")
@@ -358,7 +363,8 @@ def iter_batches(path: str, info: ReadInfo) -> Iterator[Batch]:
         f.close()
 
 
-def _pcap_batches(path: str, f: BinaryIO, head: bytes, be: bool, info: ReadInfo, suffix: str) -> Iterator[Batch]:
+def _pcap_batches(path: str, f: BinaryIO, head: bytes, be: bool, info: ReadInfo, suffix: str,
+                  buffers: int = 2) -> Iterator[Batch]:
     if len(head) < 24:
         raise InputError(f"{path}: truncated pcap file header ({len(head)} of 24 bytes)")
     order = "big" if be else "little"
@@ -375,7 +381,7 @@ def _pcap_batches(path: str, f: BinaryIO, head: bytes, be: bool, info: ReadInfo,
     info.snaplen = snaplen
     info.linktypes = [linktype]
     max_cap = max(MAX_CAPLEN, min(snaplen, 16 * 1024 * 1024))
-    ch = _Chunks(f, b"")
+    ch = _Chunks(f, b"", buffers)
     frame = 1
     while True:
         ch.fill()
@@ -442,9 +448,10 @@ def _parse_idb(blk: bytes, be: bool) -> tuple[int, int, bool, int, int]:
     return lt, snap, pow2, exp, offs
 
 
-def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix: str) -> Iterator[Batch]:
+def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix: str,
+                    buffers: int = 2) -> Iterator[Batch]:
     info.format = "pcapng" + suffix
-    ch = _Chunks(f, head)
+    ch = _Chunks(f, head, buffers)
     be = False
     # interfaces of the current section
     lts: list[int] = []
