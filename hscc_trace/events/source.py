@@ -39,10 +39,11 @@ BLOCK = 256
 
 
 @njit(cache=True, nogil=True)
-def _place(row0, flow, head, tail, fill, count, first, nxt, ctl, pos, block):
+def _place(row0, flow, head, tail, fill, count, first, nxt, owner, ctl, pos, block):
     """Arena row of each row of a batch (capture rows ``row0 ..``) into ``pos``: the next free
-    row of its flow's last block (a new block from ``ctl[0]`` when full). Returns the number of
-    rows placed (fewer when the arena ran out of blocks: grow it and call again from there)."""
+    row of its flow's last block (a new block from ``ctl[0]``, ``owner`` the flow, when full).
+    Returns the number of rows placed (fewer when the arena ran out of blocks: grow it and call
+    again from there)."""
     nb = nxt.shape[0]
     for i in range(ctl[1], flow.shape[0]):
         f = flow[i]
@@ -52,6 +53,7 @@ def _place(row0, flow, head, tail, fill, count, first, nxt, ctl, pos, block):
                 return i
             b = ctl[0]
             ctl[0] = b + 1
+            owner[b] = f
             if count[f] == 0:
                 head[f] = b
                 first[f] = row0 + i
@@ -181,16 +183,18 @@ class Arena:
     """
 
     def __init__(self, rows_hint: int = 1 << 20) -> None:
-        nb = max(64, rows_hint // BLOCK + 64)
-        self.cols = {name: np.empty(nb * BLOCK, dt) for name, dt in _ARENA}
+        self.block = BLOCK
+        nb = max(64, rows_hint // self.block + 64)
+        self.cols = {name: np.empty(nb * self.block, dt) for name, dt in _ARENA}
         self.nxt = np.full(nb, -1, np.int64)
+        self.owner = np.empty(nb, np.int64)  # flow of each block
         self.ctl = np.zeros(2, np.int64)  # [blocks used, rows of the current batch placed]
         nf = 256
         self.head, self.tail, self.fill, self.count = (np.zeros(nf, np.int64) for _ in range(4))
         self.first = np.full(nf, -1, np.int64)
         self.at = np.zeros(2, np.int64)  # SACK rows, option rows stored
         self._sparse_alloc(4096, 4096)
-        self.parts: list[tuple[dict[str, np.ndarray], np.ndarray, np.ndarray, np.ndarray]] = []
+        self.parts: list[tuple[dict[str, np.ndarray], np.ndarray]] = []  # KEEP columns, arena row
         self.rows = 0
         self.ts_range = [np.iinfo(np.int64).max, np.iinfo(np.int64).min]
         self.n_flows = 0
@@ -228,8 +232,8 @@ class Arena:
         self.n_flows = max(self.n_flows, n_flows)
         pos = np.empty(n, np.int64)
         self.ctl[1] = 0
-        while _place(self.rows, flow, self.head, self.tail, self.fill, self.count, self.first, self.nxt, self.ctl,
-                     pos, BLOCK) < n:
+        while _place(self.rows, flow, self.head, self.tail, self.fill, self.count, self.first, self.nxt, self.owner,
+                     self.ctl, pos, self.block) < n:
             self._grow_blocks()
         a = self.cols
         _fill(pos, c["frame"], c["ts_ns"], side, c["seq"], c["ack"], c["flags"], c["win"], c["payload_len"],
@@ -243,19 +247,21 @@ class Arena:
         _sparse(self.rows, pos, c["flags"], c["sack_n"], c["sack"], c["opt_mss"], c["has_mss"], c["opt_wscale"],
                 c["has_ws"], c["opt_sack_perm"], self.at, self.sk_g, self.sk_r, self.sk_edge, self.op_g, self.op_r,
                 self.op_mss, self.op_ws, self.op_flag)
-        self.parts.append(({k: c[k] for k in KEEP}, flow.astype(np.uint32), side, pos))
+        small = len(self.nxt) * self.block <= np.iinfo(np.int32).max
+        self.parts.append(({k: c[k] for k in KEEP}, pos.astype(np.int32) if small else pos))
         ts = c["ts_ns"]
         self.ts_range = [min(self.ts_range[0], int(ts.min())), max(self.ts_range[1], int(ts.max()))]
         self.rows += n
 
     def _grow_blocks(self) -> None:
         nb = len(self.nxt)
-        used = int(self.ctl[0]) * BLOCK
+        used = int(self.ctl[0]) * self.block
         m = 2 * nb
-        self.cols = {k: _grown(v, m * BLOCK, used) for k, v in self.cols.items()}
+        self.cols = {k: _grown(v, m * self.block, used) for k, v in self.cols.items()}
         nxt = np.full(m, -1, np.int64)
         nxt[:nb] = self.nxt
         self.nxt = nxt
+        self.owner = _grown(self.owner, m, nb)
 
     def finish(self, a_side: np.ndarray) -> FlowSource:
         """The events' input (:class:`FlowSource`) once every batch was added; ``a_side`` per
@@ -268,7 +274,7 @@ class Arena:
         n = int(bounds[-1])
         order = np.empty(n, np.int64)
         a = self.cols
-        _chains(self.head[:nf], self.nxt, count, bounds, BLOCK, self.a_side, a["dir"], order)
+        _chains(self.head[:nf], self.nxt, count, bounds, self.block, self.a_side, a["dir"], order)
         ks, ko = int(self.at[0]), int(self.at[1])
         k = np.argsort(self.sk_g[:ks], kind="stable")
         sack_rows = self.sk_g[:ks][k]
@@ -294,16 +300,15 @@ class Arena:
         from hscc_trace import schema
 
         n = self.rows
-        pos = np.concatenate([p[3] for p in self.parts]) if self.parts else np.empty(0, np.int64)
-        flow = np.concatenate([p[1] for p in self.parts]) if self.parts else np.empty(0, np.uint32)
-        side = np.concatenate([p[2] for p in self.parts]) if self.parts else np.empty(0, np.uint8)
+        pos = np.concatenate([p[1] for p in self.parts]) if self.parts else np.empty(0, np.int64)
         keep = {k: np.concatenate([p[0][k] for p in self.parts]) for k in KEEP}
         a = self.cols
         cols: dict[str, Any] = {name: a[name][pos] for name, _dt in _ARENA}
         has_ts = cols.pop("has_ts")
         d = cols.pop("dir")
-        fl64 = flow.astype(np.int64)
-        s64 = side.astype(np.int64)
+        fl64 = self.owner[pos // self.block]  # (a block holds rows of one flow)
+        flow = fl64.astype(np.uint32)
+        s64 = (d ^ self.a_side[fl64]).astype(np.int64)  # the tracker's side of each row
         cols.update(keep)
         cols["src_hi"] = addr[fl64, 2 * s64]
         cols["src_lo"] = addr[fl64, 2 * s64 + 1]
