@@ -272,13 +272,15 @@ class Arena:
         bounds = np.zeros(nf + 1, np.int64)
         np.cumsum(count, out=bounds[1:])
         n = int(bounds[-1])
-        order = np.empty(n, np.int64)
+        order = np.empty(n, np.int32 if len(self.nxt) * self.block <= np.iinfo(np.int32).max else np.int64)
         a = self.cols
         _chains(self.head[:nf], self.nxt, count, bounds, self.block, self.a_side, a["dir"], order)
         ks, ko = int(self.at[0]), int(self.at[1])
         k = np.argsort(self.sk_g[:ks], kind="stable")
         sack_rows = self.sk_g[:ks][k]
-        edges = [np.ascontiguousarray(self.sk_edge[:ks][k, j]) for j in range(8)]
+        e = self.sk_edge[:ks][k]
+        edges = [np.ascontiguousarray(e[:, j]) for j in range(8)]
+        del e
         syn = np.flatnonzero(self.op_flag[:ko] & 8)
         syn = syn[np.argsort(self.op_g[syn], kind="stable")]
         fl = self.op_flag[syn]
