@@ -7,14 +7,20 @@ Work is split into two kinds of task:
 2. per flow: replay every algorithm on the flow's events and fit them to the actual sender
    (:func:`replay_flow`).
 
-With ``jobs == 1`` (or inputs too small to pay for worker start-up, see
-:data:`PARALLEL_MIN_BYTES`) the tasks run in this process, one after the other. Otherwise
-(:func:`_run_parallel`) this process and ``jobs − 1`` worker processes (``spawn`` start method:
-polars and numba keep threads, which ``fork`` would copy half-way) take tasks from one queue:
-captures largest first, then each capture's flows in batches as soon as its events are ready, so
-files and flows overlap. This process starts working at once, while the workers start up.
-Results are put back in input order (captures as given, directories expanded in sorted order;
-flows by ``flow_id``), so ``--jobs 2`` gives exactly the results of ``--jobs 1``.
+With ``jobs == 1`` the tasks run in this thread, one after the other. With ``jobs = N > 1``
+(:func:`_run_parallel`) they run over N lanes of one process: this thread reads the captures,
+largest first, while N − 1 helper threads replay and fit the flows already read (largest
+first) and hash the input files for the JSON results; once every capture is read this thread
+replays as well. Threads rather than worker processes: a thread starts at once (a ``spawn``
+worker process needed ≈ 3 s of CPU for imports and compiled loops, more than it saved on two
+cores) and no event or replay table is copied between processes (pickling the replays back
+cost about as much as replaying them). The price is the GIL: the compiled replay loops
+(``nogil``), hashing and compression run in parallel, but building the replay frames and the
+fit (polars and numpy calls on ~10⁴-row columns, about two thirds of a flow task) take turns,
+so two lanes replay ≈ 1.3–1.5× as fast as one, not 2×. The CLI also
+writes the report while it builds the JSON results (``hscc_trace.cli.analyze_cmd``). Results
+are put in input order (captures as given, directories expanded in sorted order; flows by
+``flow_id``), so ``--jobs 2`` gives exactly the results of ``--jobs 1``.
 
 A capture that cannot be read (:class:`~hscc_trace.errors.InputError`) becomes a one-line
 error for that capture; the others are still processed. Library code never prints: progress
@@ -23,8 +29,10 @@ is reported through an optional callback.
 
 from __future__ import annotations
 
+import functools
+import heapq
 import itertools
-import multiprocessing
+import math
 import os
 import threading
 from dataclasses import dataclass, field
@@ -82,6 +90,7 @@ class Run:
     inputs: list[str]  # expanded capture paths, in order
     failed: dict[str, str]  # path -> one-line error (capture not readable)
     flow_failed: list[str] = field(default_factory=list)  # one line per flow whose replay/fit failed
+    digests: dict[str, str | None] = field(default_factory=dict)  # path -> SHA-256 hashed during the run
 
     @property
     def errors(self) -> list[str]:
@@ -90,7 +99,7 @@ class Run:
 
     def to_json(self) -> dict[str, Any]:
         """The versioned results document (:mod:`hscc_trace.results`)."""
-        return results.to_dict(self.analysis, failed=self.failed, order=self.inputs)
+        return results.to_dict(self.analysis, failed=self.failed, order=self.inputs, sha256=self.digests)
 
 
 # --- inputs ------------------------------------------------------------------------------------------
@@ -235,256 +244,131 @@ def _flow_task(path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tupl
 
 # --- the run -----------------------------------------------------------------------------------------
 
-#: Worker processes pay a fixed start-up (interpreter, polars/numba imports, loading the compiled
-#: decoder, event and replay loops from the cache: about 1.5 s each on an idle core). This process
-#: works through the task queue itself while they start (see :func:`_run_parallel`), so a worker
-#: that is not ready in time costs no wall time directly, only that start-up CPU on another core
-#: (which this process's own threads — events, polars — would otherwise use). With ``--jobs N > 1``
-#: the run uses worker processes when the captures total at least this many bytes: the nine
-#: samples (9.5 MiB, ~1 s of work) are done before a worker is ready; the replicas are not.
-#: Override with the environment variable HSCC_TRACE_PARALLEL_MIN_BYTES (0 = always).
-PARALLEL_MIN_BYTES = 16 * 1024 * 1024
-PARALLEL_MIN_BYTES_ENV = "HSCC_TRACE_PARALLEL_MIN_BYTES"
 
-#: Flow tasks per lane (this process and each worker) a capture's flows are split into: enough
-#: that lanes finishing early still find work, few enough that per-task costs stay small.
-BATCHES_PER_LANE = 4
+class _Lanes:
+    """The task queue of a parallel run: ``n`` helper threads and, once every capture is read,
+    the calling thread take tasks largest first; outcomes are handed back to the calling thread
+    (:meth:`drain`), which alone touches the run's results and calls ``progress``.
 
+    Threads, not processes: see the module docstring. A task's outcome is ``(True, value)`` or
+    ``(False, exception)``."""
 
-def use_processes(inputs: list[str], jobs: int) -> bool:
-    """Whether a run with ``jobs`` over ``inputs`` should use worker processes (see
-    :data:`PARALLEL_MIN_BYTES`)."""
-    if jobs <= 1 or not inputs:
-        return False
-    try:
-        threshold = int(os.environ.get(PARALLEL_MIN_BYTES_ENV, PARALLEL_MIN_BYTES))
-    except ValueError:
-        threshold = PARALLEL_MIN_BYTES
-    total = 0
-    for p in inputs:
-        try:
-            total += os.path.getsize(p)
-        except OSError:
-            pass
-    return total >= threshold
-
-
-def _flow_outcome(path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...],
-                  params: dict[str, dict[str, Any]]) -> tuple[bool, Any]:
-    """:func:`_flow_task` without the events in the result (the parent holds them already):
-    ``(True, (replays, fit, warnings))`` or ``(False, one-line error)``."""
-    ok, value = _flow_task(path, flow, ev, algorithms, params)
-    return (True, (value.replays, value.fit, value.warnings)) if ok else (False, value)
-
-
-def _warm_up() -> None:
-    """Import every stage and load the compiled reader, decoder and event loops (what the first
-    capture task of a fresh worker would otherwise pay for). The replay loops are not loaded here:
-    that takes ~0.17 s per algorithm (2.5 s for the default 15), and a worker is more useful
-    taking capture tasks meanwhile; its first flow task loads them."""
-    from hscc_trace import api, capture, events  # noqa: F401
-    from hscc_trace.replay import engine, metrics, registry  # noqa: F401
-    from hscc_trace.reports import sack  # noqa: F401
-    import tempfile
-
-    with tempfile.TemporaryDirectory(prefix="hscc-warm-") as d:  # reader, decoder and event loops
-        path = os.path.join(d, "warm.pcap")
-        with open(path, "wb") as fh:
-            fh.write(_tiny_pcap())
-        prepare_capture(path, None, None)
-
-
-def _tiny_pcap() -> bytes:
-    """A 4-packet pcap (handshake, 100 bytes of data, its ACK) that exercises every stage."""
-    import struct
-
-    def pkt(t: int, src: int, dst: int, sport: int, dport: int, seq: int, ack: int, flags: int,
-            payload: int = 0) -> bytes:
-        tcp = struct.pack("!HHIIBBHHH", sport, dport, seq, ack, 5 << 4, flags, 65535, 0, 0) + b"x" * payload
-        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 20 + len(tcp), 0, 0x4000, 64, 6, 0,
-                         src.to_bytes(4, "big"), dst.to_bytes(4, "big"))
-        eth = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00"
-        frame = eth + ip + tcp
-        return struct.pack("<IIII", 1_700_000_000, t, len(frame), len(frame)) + frame
-
-    a, b = 0x0A000001, 0x0A000002
-    return (struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
-            + pkt(0, a, b, 40000, 5201, 0, 0, 0x02) + pkt(1000, b, a, 5201, 40000, 0, 1, 0x12)
-            + pkt(2000, a, b, 40000, 5201, 1, 1, 0x18, 100) + pkt(3000, b, a, 5201, 40000, 1, 101, 0x10))
-
-
-def _worker_main(conn: Any, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]) -> None:
-    """A worker process: warm up, then run the tasks the parent sends until it sends None.
-
-    Messages in: ``("capture", path, bpf, flow_ids)`` → ``(ok, Prepared | error)``; the events of a
-    capture prepared here are kept (``held``) so that its flow batches run without shipping them
-    back; ``("flows", path, indices, items | None, release)`` → ``[(ok, outcome), …]`` where
-    ``items`` are the ``(FLOWS row, events)`` pairs when this worker does not hold them and
-    ``release`` lists captures whose events are no longer needed here."""
-    try:
-        _warm_up()
-    except Exception:  # noqa: BLE001 - a task will report the problem with its capture's path
-        pass
-    conn.send("ready")
-    held: dict[str, list[tuple[dict[str, Any], FlowEvents | None]]] = {}
-    while True:
-        msg = conn.recv()
-        if msg is None:
-            return
-        if msg[0] == "capture":
-            _, path, bpf, flow_ids = msg
-            ok, value = _prepare_task(path, bpf, flow_ids)
-            if ok:
-                held[path] = value.events
-            conn.send((ok, value))
-        else:
-            _, path, idx, items, release = msg
-            for p in release:
-                held.pop(p, None)
-            if items is None:
-                items = [held[path][i] for i in idx]
-            conn.send([_flow_outcome(path, row, ev, algorithms, params) for row, ev in items])
-
-
-_TASK_KEYS = itertools.count()
-
-
-@dataclass
-class _Task:
-    kind: str  # "capture" or "flows"
-    path: str
-    weight: float  # bytes of the file (capture) or ACK rows (flows): larger first
-    idx: tuple[int, ...] = ()  # flows: indices into the capture's Prepared.events
-    origin: int = -1  # flows: the lane holding the capture's events besides this process (-1: none)
-    key: int = field(default_factory=lambda: next(_TASK_KEYS))  # unique (id() is reused after GC)
-
-
-class _Scheduler:
-    """Shared task queue of a parallel run. Lane -1 is this process; lanes 0… are worker processes,
-    each driven by a thread. Every method runs under one condition variable."""
-
-    def __init__(self, inputs: list[str], opts: Options, lanes: int,
-                 on_capture: Callable[[str, bool, Any], list[tuple[int, dict[str, Any], FlowEvents]]],
-                 on_flow: Callable[[str, int, bool, Any], None]) -> None:
+    def __init__(self, n: int) -> None:
+        self._heap: list[tuple[float, int, Callable[[], Any], Any]] = []
+        self._seq = itertools.count()  # ties: first submitted first
         self.cv = threading.Condition()
-        self.opts = opts
-        self.lanes = lanes
-        self.on_capture, self.on_flow = on_capture, on_flow
-        self.queue: list[_Task] = sorted(
-            (_Task("capture", p, float(_size(p))) for p in inputs), key=lambda t: -t.weight)
-        self.inflight: dict[int, tuple[int, _Task]] = {}  # _Task.key -> (lane, task)
-        self.completed: set[int] = set()  # keys of tasks whose outcome is recorded
-        self.backup: set[int] = set()  # keys of worker tasks this process runs as well
-        self.alive = lanes + 1  # lanes that can still take tasks (this process always can)
-        self.events: dict[str, list[tuple[dict[str, Any], FlowEvents | None]]] = {}
-        self.held: dict[int, set[str]] = {lane: set() for lane in range(lanes)}
-        self.error: BaseException | None = None
+        self._outcomes: list[tuple[Any, tuple[bool, Any]]] = []
+        self._pending = 0  # tasks queued or running
+        self._closed = False
+        self._threads = [threading.Thread(target=self._work, name=f"hscc-lane-{k}", daemon=True) for k in range(n)]
+        for t in self._threads:
+            t.start()
 
-    # queue --------------------------------------------------------------------------------------
+    def submit(self, weight: float, fn: Callable[[], Any], tag: Any) -> None:
+        """Queue ``fn()``; larger ``weight`` runs first; ``tag`` comes back with its outcome."""
+        with self.cv:
+            heapq.heappush(self._heap, (-weight, next(self._seq), fn, tag))
+            self._pending += 1
+            self.cv.notify()
 
-    def _pick(self, lane: int) -> _Task | None:
-        if not self.queue:
-            return None
-        pos = 0
-        if self.queue[0].kind == "flows":  # flows whose events a worker holds: preferably that worker
-            pos = next((k for k, t in enumerate(self.queue) if t.origin == lane), 0)
-        return self.queue.pop(pos)
+    def _take(self, block: bool) -> tuple[Callable[[], Any], Any] | None:
+        with self.cv:
+            while not self._heap:
+                if self._closed or not block:
+                    return None
+                self.cv.wait()
+            _, _, fn, tag = heapq.heappop(self._heap)
+            return fn, tag
+
+    def _run(self, fn: Callable[[], Any], tag: Any) -> None:
+        try:
+            out: tuple[bool, Any] = (True, fn())
+        except BaseException as exc:  # noqa: BLE001 - handed back and re-raised by the caller
+            out = (False, exc)
+        with self.cv:
+            self._outcomes.append((tag, out))
+            self._pending -= 1
+            self.cv.notify_all()
+
+    def _work(self) -> None:
+        while (job := self._take(True)) is not None:
+            self._run(*job)
+
+    def drain(self, block: bool = False, work: bool = True) -> list[tuple[Any, tuple[bool, Any]]]:
+        """The outcomes that arrived since the last call. With ``block``, first make progress:
+        run a queued task in the calling thread (unless not ``work``) or wait for an outcome."""
+        if block:
+            job = self._take(False) if work else None
+            if job is not None:
+                self._run(*job)
+            else:
+                with self.cv:
+                    while self._pending and not self._outcomes:
+                        self.cv.wait()
+        with self.cv:
+            out, self._outcomes = self._outcomes, []
+        return out
 
     @property
-    def running(self) -> int:
-        return len(self.inflight)
-
-    def next(self, lane: int) -> _Task | None:
-        """The next task for ``lane``, waiting while other lanes may still add some; None when done.
-
-        With the queue empty, this process (lane −1) does not sit idle while a worker is still
-        busy: it runs the largest such task as well (a backup task), and the first outcome to
-        arrive counts. A run with workers thus never ends later than this process alone would
-        have finished the tail (same results: the tasks are deterministic)."""
+    def busy(self) -> bool:
+        """Whether a task is queued or running."""
         with self.cv:
-            while True:
-                if self.error is not None:
-                    return None
-                task = self._pick(lane)
-                if task is not None:
-                    self.inflight[task.key] = (lane, task)
-                    return task
-                if not self.inflight:
-                    self.cv.notify_all()
-                    return None
-                if lane < 0:
-                    spare = [t for ln, t in self.inflight.values() if ln >= 0 and t.key not in self.backup]
-                    if spare:
-                        task = max(spare, key=lambda t: t.weight)
-                        self.backup.add(task.key)
-                        return task
-                self.cv.wait()
+            return self._pending > 0
 
-    def finished(self, lane: int, task: _Task, ok: bool, value: Any) -> None:
-        """Record a task's outcome (any thread; the first of a backed-up task's two outcomes
-        counts) and queue the flow batches of a new capture."""
+    def close(self) -> None:
+        """Drop queued tasks and wait for the helper threads (each finishes its running task)."""
         with self.cv:
-            if task.key in self.completed:
-                return
-            self.completed.add(task.key)
-            try:
-                if task.kind == "capture":
-                    todo = self.on_capture(task.path, ok, value)
-                    if ok:
-                        self.events[task.path] = value.events
-                        if lane >= 0:
-                            self.held[lane].add(task.path)
-                    self.queue.extend(self._batches(task.path, todo, lane))
-                    self.queue.sort(key=lambda t: (t.kind != "capture", -t.weight))
-                else:
-                    for i, (fok, fval) in zip(task.idx, value):
-                        self.on_flow(task.path, i, fok, fval)
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the main thread
-                self.error = exc
-            finally:
-                self.inflight.pop(task.key, None)
-                self.cv.notify_all()
+            self._closed = True
+            self._heap.clear()
+            self.cv.notify_all()
+        for t in self._threads:
+            t.join()
 
-    def _batches(self, path: str, todo: list[tuple[int, dict[str, Any], FlowEvents]], origin: int) -> list[_Task]:
-        if not todo:
-            return []
-        n = min(len(todo), BATCHES_PER_LANE * (self.lanes + 1))
-        by_size = sorted(todo, key=lambda t: -t[2].acks.height)
-        groups: list[list[int]] = [[] for _ in range(n)]
-        weights = [0.0] * n
-        for i, _, ev in by_size:  # largest first onto the lightest batch
-            k = min(range(n), key=weights.__getitem__)
-            groups[k].append(i)
-            weights[k] += ev.acks.height + 1
-        return [_Task("flows", path, weights[k], tuple(sorted(groups[k])), origin) for k in range(n) if groups[k]]
 
-    def message(self, lane: int, task: _Task) -> tuple:
-        """What to send a worker lane for ``task`` (events only when it does not hold them)."""
-        with self.cv:
-            if task.kind == "capture":
-                return ("capture", task.path, self.opts.bpf, self.opts.flows)
-            mine = task.origin == lane
-            pending = {t.path for t in self.queue if t.kind == "flows" and t.origin == lane}
-            release = tuple(p for p in self.held[lane] if p not in pending and not (mine and p == task.path))
-            self.held[lane].difference_update(release)
-            items = None if mine else [self.events[task.path][i] for i in task.idx]
-            return ("flows", task.path, task.idx, items, release)
+#: Tests set this to False so that the helper threads replay every flow (this thread only reads).
+_CALLER_REPLAYS = True
 
-    def lane_failed(self, lane: int, task: _Task | None, exc: BaseException) -> None:
-        """A worker died (e.g. killed by the OOM killer): its task fails, its held events are
-        shipped from here from now on, and the other lanes carry on."""
-        with self.cv:
-            self.alive -= 1
-            self.held[lane].clear()
-            for t in self.queue:
-                if t.origin == lane:
-                    t.origin = -1
-        if task is not None and task.key not in self.backup:  # else this process's outcome counts
-            msg = f"worker failed ({type(exc).__name__}: {exc})"
-            if task.kind == "capture":
-                self.finished(lane, task, False, f"{task.path}: {msg}")
+
+def _run_parallel(inputs: list[str], opts: Options,
+                  on_capture: Callable[[str, bool, Any], list[tuple[int, dict[str, Any], FlowEvents]]],
+                  on_flow: Callable[[str, int, bool, Any], None]) -> dict[str, str | None]:
+    """Run every task over ``opts.jobs`` lanes: this thread reads the captures one after the
+    other, largest first (reading is itself multi-threaded: reader and event threads), while
+    ``jobs − 1`` helper threads replay and fit the flows already read, largest first; when every
+    capture is read this thread replays too. The helpers also hash the input files for the JSON
+    results meanwhile (returned: path → SHA-256, :func:`hscc_trace.results.sha256_file`).
+
+    Outcomes do not depend on which lane ran a task or when: :func:`run` files them by
+    ``(capture, flow index)``, so the results equal a one-lane run's."""
+    from hscc_trace.results import sha256_file
+
+    lanes = _Lanes(max(opts.jobs - 1, 1))
+    digests: dict[str, str | None] = {}
+
+    def hand_back(block: bool) -> None:
+        for tag, (ok, value) in lanes.drain(block, work=_CALLER_REPLAYS):
+            if not ok:  # _flow_task never raises but with HSCC_TRACE_DEBUG (or a bug in it)
+                raise value
+            if tag[0] == "sha256":
+                digests[tag[1]] = value
             else:
-                self.finished(lane, task, True, [(False, f"{task.path}: {msg}")] * len(task.idx))
+                on_flow(tag[1], tag[2], *value)
+
+    try:
+        for path in inputs:  # hashing reads the files from the page cache: cheap, and without the GIL
+            lanes.submit(math.inf, functools.partial(sha256_file, path), ("sha256", path))
+        for path in sorted(inputs, key=lambda p: -_size(p)):  # the largest capture's flows overlap the rest
+            todo = on_capture(path, *_prepare_task(path, opts.bpf, opts.flows))
+            for i, row, ev in todo:
+                lanes.submit(ev.acks.height, functools.partial(_flow_task, path, row, ev, opts.algorithms, opts.params),
+                             ("flow", path, i))
+            hand_back(False)
+        while lanes.busy:  # every capture read: this thread replays too
+            hand_back(True)
+        hand_back(False)
+    finally:
+        lanes.close()
+    return digests
 
 
 def _size(path: str) -> int:
@@ -492,97 +376,6 @@ def _size(path: str) -> int:
         return os.path.getsize(path)
     except OSError:
         return 0
-
-
-#: Tests set this to False to make worker processes do every task (this process only waits).
-_PARENT_WORKS = True
-
-
-def _run_parallel(inputs: list[str], opts: Options,
-                  on_capture: Callable[[str, bool, Any], list[tuple[int, dict[str, Any], FlowEvents]]],
-                  on_flow: Callable[[str, int, bool, Any], None]) -> None:
-    """Run every task over ``opts.jobs`` lanes: this process plus ``jobs − 1`` worker processes.
-
-    Why this shape: worker start-up (~1.5 s) is spent while this process already works through
-    the queue, so a worker never delays a run; results a worker sends back carry no events this
-    process already has (capture events come back once, with the capture; flow batches of a
-    capture a worker prepared run preferably on that worker, which kept its events); flows are
-    batched (:data:`BATCHES_PER_LANE`) so 10 000 short flows are not 10 000 messages."""
-    ctx = multiprocessing.get_context("spawn")
-    sched = _Scheduler(inputs, opts, opts.jobs - 1, on_capture, on_flow)
-    procs: list[Any] = []
-    conns: list[Any] = []
-    ready = [False] * sched.lanes  # warmed up
-    busy = [False] * sched.lanes  # waiting for a task's outcome
-
-    def drive(lane: int) -> None:
-        conn = conns[lane]
-        task = None
-        try:
-            if conn.recv() != "ready":
-                raise RuntimeError("worker did not start")
-            ready[lane] = True
-            while True:
-                task = sched.next(lane)
-                if task is None:
-                    return
-                busy[lane] = True
-                conn.send(sched.message(lane, task))
-                value = conn.recv()
-                busy[lane] = False
-                ok, val = (value if task.kind == "capture" else (True, value))
-                done, task = task, None
-                sched.finished(lane, done, ok, val)
-        except (EOFError, OSError, RuntimeError) as exc:
-            sched.lane_failed(lane, task, exc)
-
-    threads = []
-    try:
-        for lane in range(sched.lanes):
-            parent_end, child_end = ctx.Pipe()
-            p = ctx.Process(target=_worker_main, args=(child_end, opts.algorithms, opts.params), daemon=True)
-            p.start()
-            child_end.close()
-            procs.append(p)
-            conns.append(parent_end)
-            t = threading.Thread(target=drive, args=(lane,), daemon=True)
-            t.start()
-            threads.append(t)
-        if not _PARENT_WORKS:  # wait for the workers; take over only if every one of them died
-            with sched.cv:
-                while (sched.queue or sched.running) and sched.error is None and sched.alive > 1:
-                    sched.cv.wait()
-        while True:
-            task = sched.next(-1)
-            if task is None:
-                break
-            if task.kind == "capture":
-                ok, value = _prepare_task(task.path, opts.bpf, opts.flows)
-            else:
-                ev = sched.events[task.path]
-                ok, value = True, [_flow_outcome(task.path, ev[i][0], ev[i][1], opts.algorithms, opts.params)
-                                   for i in task.idx]
-            sched.finished(-1, task, ok, value)
-        if sched.error is not None:
-            raise sched.error
-    finally:
-        with sched.cv:
-            sched.queue.clear()
-            sched.cv.notify_all()
-        for lane, p in enumerate(procs):
-            if ready[lane] and not busy[lane] and sched.error is None:
-                try:
-                    conns[lane].send(None)  # idle worker: let it exit on its own
-                except OSError:
-                    pass
-            else:
-                # still starting up, or busy with a task this process finished first (backup):
-                # its outcome is not needed
-                p.terminate()
-        for t in threads:
-            t.join(timeout=1.0)
-        for c in conns:
-            c.close()
 
 
 def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = None) -> Run:
@@ -627,12 +420,13 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
             flow_errors[(path, i)] = value
         tick(f"{_short(path)}: flow {row.get('flow_id')}")
 
-    if not use_processes(inputs, opts.jobs):
+    digests: dict[str, str | None] = {}
+    if opts.jobs <= 1:
         for path in inputs:
             for i, row, ev in take_prepared(path, *_prepare_task(path, opts.bpf, opts.flows)):
                 take_flow(path, i, *_flow_task(path, row, ev, opts.algorithms, opts.params))
     else:
-        _run_parallel(inputs, opts, take_prepared, take_flow)
+        digests = _run_parallel(inputs, opts, take_prepared, take_flow)
 
     captures: list[CaptureResult] = []
     errors: list[str] = []
@@ -662,4 +456,4 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         errors=errors + flow_failed,
     )
     return Run(analysis=analysis, inputs=order, failed={p: failed[p] for p in order if p in failed},
-               flow_failed=flow_failed)
+               flow_failed=flow_failed, digests=digests)

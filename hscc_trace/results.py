@@ -165,14 +165,14 @@ def capture_entry(cr: CaptureResult, *, sha256: str | None = None, error: str | 
     }
 
 
-def error_entry(path: str, message: str) -> dict[str, Any]:
+def error_entry(path: str, message: str, *, sha256: str | None = None) -> dict[str, Any]:
     """A capture that could not be read: its path, the one-line error and nothing else."""
     p = Path(path)
     return {
         "path": path,
         "name": p.name,
         "size_bytes": p.stat().st_size if p.is_file() else None,
-        "sha256": sha256_file(p) if p.is_file() else None,
+        "sha256": sha256 if sha256 is not None else (sha256_file(p) if p.is_file() else None),
         "meta": None,
         "flows": [],
         "flows_total": 0,
@@ -186,18 +186,22 @@ def to_dict(
     *,
     failed: dict[str, str] | None = None,
     order: list[str] | None = None,
+    sha256: dict[str, str | None] | None = None,
 ) -> dict[str, Any]:
     """The results document for an :class:`~hscc_trace.model.Analysis`.
 
     ``failed`` maps capture paths that could not be read to their one-line message; they
     appear as capture entries with ``error`` set and no flows. ``order`` (the expanded input
     paths) fixes the order of the capture entries; by default readable captures come first.
+    ``sha256`` maps capture paths to digests already computed with :func:`sha256_file` (a
+    parallel run hashes the files while it works); other files are hashed here.
     """
+    digest = sha256 or {}
     entries: dict[str, dict[str, Any]] = {}
     for cr in analysis.captures:
-        entries[cr.meta.path] = capture_entry(cr)
+        entries[cr.meta.path] = capture_entry(cr, sha256=digest.get(cr.meta.path))
     for path, msg in (failed or {}).items():
-        entries[path] = error_entry(path, msg)
+        entries[path] = error_entry(path, msg, sha256=digest.get(path))
     keys = [k for k in (order or []) if k in entries]
     keys += [k for k in entries if k not in keys]
     return clean({

@@ -1,9 +1,10 @@
-"""The parallel pipeline (hscc_trace.pipeline._run_parallel): same results as one process, whichever
-lane does the work, and a worker that dies becomes a one-line error, not a hang or a traceback."""
+"""The parallel pipeline (hscc_trace.pipeline._run_parallel): ``--jobs N`` gives the results of one
+lane whichever thread does the work; a failing flow is a one-line error either way."""
 
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 import pytest
@@ -12,13 +13,14 @@ from hscc_trace import api, pipeline, results
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 CAPTURES = [str(p) for p in (SAMPLES / "reno-loss" / "capture.pcap", SAMPLES / "cubic-loss" / "capture.pcap",
-                             SAMPLES / "app-limited" / "capture.pcap") if p.exists()]
+                             SAMPLES / "app-limited" / "capture.pcap", SAMPLES / "reno-vs-cubic" / "capture.pcap")
+            if p.exists()]
 ALGOS = ["reno", "cubic"]
 pytestmark = pytest.mark.skipif(len(CAPTURES) < 2, reason="samples missing")
 
 
-def _doc(jobs: int) -> dict:
-    run = api.analyze_run(CAPTURES, ALGOS, jobs=jobs)
+def _doc(jobs: int, captures: list[str] = CAPTURES) -> dict:
+    run = api.analyze_run(captures, ALGOS, jobs=jobs)
     assert not run.errors
     return results.comparable(json.loads(json.dumps(run.to_json(), default=str)))
 
@@ -28,49 +30,118 @@ def serial() -> dict:
     return _doc(1)
 
 
-def test_workers_only_give_the_results_of_one_process(serial: dict, monkeypatch: pytest.MonkeyPatch) -> None:
-    # this process only waits: every capture and flow batch is done by the worker and sent back
-    monkeypatch.setenv(pipeline.PARALLEL_MIN_BYTES_ENV, "0")
-    monkeypatch.setattr(pipeline, "_PARENT_WORKS", False)
+def test_serial_results_are_not_empty(serial: dict) -> None:
+    # the parity tests below compare real work: every capture has flows with fitted algorithms
+    assert [c["path"] for c in serial["captures"]] == CAPTURES
+    fitted = [f for c in serial["captures"] for f in c["flows"] if f["fit"]]
+    assert len(fitted) >= 2 and all({r["algo"] for r in f["fit"]} == set(ALGOS) for f in fitted)
+    assert all(c["sha256"] and len(c["sha256"]) == 64 for c in serial["captures"])
+
+
+def test_helper_threads_alone_give_the_results_of_one_lane(serial: dict, monkeypatch: pytest.MonkeyPatch) -> None:
+    # this thread only reads captures: every flow is replayed by the helper thread, and every
+    # file hashed there (sha256 is part of the compared document)
+    monkeypatch.setattr(pipeline, "_CALLER_REPLAYS", False)
+    ran_in: set[str] = set()
+    real = pipeline._flow_task
+
+    def spy(*args):  # type: ignore[no-untyped-def]
+        ran_in.add(threading.current_thread().name)
+        return real(*args)
+
+    monkeypatch.setattr(pipeline, "_flow_task", spy)
     assert _doc(2) == serial
+    assert ran_in and all(name.startswith("hscc-lane-") for name in ran_in)
 
 
-def test_parent_and_workers_together_give_the_results_of_one_process(serial: dict,
-                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(pipeline.PARALLEL_MIN_BYTES_ENV, "0")
-    monkeypatch.setattr(pipeline, "BATCHES_PER_LANE", 1)
+def test_three_lanes_give_the_results_of_one_lane(serial: dict) -> None:
     assert _doc(3) == serial
 
 
-def test_a_worker_that_dies_fails_its_task_with_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
-    # a worker killed mid-task (as by the OOM killer): its capture is reported as failed with one
-    # line, the run finishes
-    monkeypatch.setenv(pipeline.PARALLEL_MIN_BYTES_ENV, "0")
-    monkeypatch.setattr(pipeline, "_PARENT_WORKS", False)
-    monkeypatch.setattr(pipeline, "_worker_main", _dying_worker)
-    run = api.analyze_run(CAPTURES[:1], ALGOS, jobs=2)
-    assert list(run.failed) == CAPTURES[:1]
-    msg = run.failed[CAPTURES[0]]
-    assert msg.startswith(CAPTURES[0] + ": worker failed") and "\n" not in msg
+def test_captures_are_read_largest_first_and_results_keep_input_order(serial: dict,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    read: list[str] = []
+    real = pipeline._prepare_task
+
+    def spy(path, *args):  # type: ignore[no-untyped-def]
+        read.append(path)
+        return real(path, *args)
+
+    monkeypatch.setattr(pipeline, "_prepare_task", spy)
+    assert _doc(2) == serial
+    sizes = [Path(p).stat().st_size for p in read]
+    assert sorted(read) == sorted(CAPTURES) and sizes == sorted(sizes, reverse=True)
 
 
-def _dying_worker(conn, algorithms, params) -> None:  # module level: the spawned worker imports it
-    import os
+def test_a_failing_flow_is_one_line_and_the_others_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
+    # a replay that raises (a bug, or memory) on one flow: with one lane and with two, that flow
+    # becomes the same one-line error and every other flow keeps its results
+    real = pipeline.replay_flow
 
-    conn.send("ready")
-    conn.recv()
-    os._exit(9)
+    def flaky(flow, ev, algorithms, params):  # type: ignore[no-untyped-def]
+        if ev.flow_id == 0:
+            raise ValueError("boom\nsecond line")
+        return real(flow, ev, algorithms, params)
+
+    monkeypatch.setattr(pipeline, "replay_flow", flaky)
+    monkeypatch.delenv(pipeline.DEBUG_ENV, raising=False)
+    runs = {jobs: api.analyze_run(CAPTURES[:2], ALGOS, jobs=jobs) for jobs in (1, 2)}
+    for run in runs.values():
+        assert len(run.flow_failed) == 2  # flow 0 of each of the two captures
+        assert all("ValueError: boom" in m and "\n" not in m for m in run.flow_failed)
+        assert not run.failed
+    assert runs[1].flow_failed == runs[2].flow_failed
+    docs = [results.comparable(json.loads(json.dumps(r.to_json(), default=str))) for r in runs.values()]
+    assert docs[0] == docs[1]
 
 
-def test_flow_batches_balance_ack_counts() -> None:
-    from types import SimpleNamespace
+def test_with_debug_a_failing_flow_raises_from_a_helper_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    # HSCC_TRACE_DEBUG=1: the exception of a flow replayed by a helper thread reaches the caller
+    # (for its traceback), and the run does not hang on the other lanes
+    def broken(flow, ev, algorithms, params):  # type: ignore[no-untyped-def]
+        raise KeyError("no such column")
 
-    sched = pipeline._Scheduler([], pipeline.Options((), {}, (), {}, jobs=2), 1, None, None)  # type: ignore[arg-type]
-    sizes = [100, 90, 10, 10, 10, 5, 5, 1, 1]
-    todo = [(i, {}, SimpleNamespace(acks=SimpleNamespace(height=h))) for i, h in enumerate(sizes)]
-    batches = sched._batches("f", todo, origin=0)
-    assert len(batches) == pipeline.BATCHES_PER_LANE * 2  # 2 lanes: this process + 1 worker
-    assert sorted(i for b in batches for i in b.idx) == list(range(len(sizes)))  # every flow once
-    # largest first onto the lightest: 100 and 90 alone, the rest spread below them
-    assert {b.idx for b in batches if b.weight > 50} == {(0,), (1,)}
-    assert all(b.origin == 0 for b in batches)
+    monkeypatch.setattr(pipeline, "replay_flow", broken)
+    monkeypatch.setattr(pipeline, "_CALLER_REPLAYS", False)
+    monkeypatch.setenv(pipeline.DEBUG_ENV, "1")
+    before = threading.active_count()
+    with pytest.raises(KeyError, match="no such column"):
+        api.analyze_run(CAPTURES[:1], ALGOS, jobs=2)
+    assert threading.active_count() == before  # helper threads joined
+
+
+def test_lanes_run_largest_first_and_hand_back_every_outcome() -> None:
+    lanes = pipeline._Lanes(1)
+    gate = threading.Event()
+    order: list[str] = []
+    try:
+        lanes.submit(0.0, lambda: gate.wait(5), "gate")  # holds the helper while the tasks below are queued
+        for weight, tag in ((1.0, "small"), (5.0, "large"), (3.0, "medium")):
+            lanes.submit(weight, lambda t=tag: order.append(t) or t, tag)
+        lanes.submit(2.0, lambda: 1 / 0, "fails")
+        gate.set()
+        got: dict[str, tuple[bool, object]] = {}
+        while lanes.busy:
+            got.update(lanes.drain(block=True, work=False))
+        got.update(lanes.drain())
+    finally:
+        lanes.close()
+    assert order == ["large", "medium", "small"]
+    assert set(got) == {"gate", "small", "large", "medium", "fails"}
+    assert got["large"] == (True, "large")
+    ok, exc = got["fails"]
+    assert not ok and isinstance(exc, ZeroDivisionError)
+
+
+def test_the_calling_thread_works_through_the_queue_too() -> None:
+    lanes = pipeline._Lanes(1)
+    gate, started = threading.Event(), threading.Event()
+    try:
+        lanes.submit(0.0, lambda: started.set() or gate.wait(5), "gate")
+        assert started.wait(5)  # the helper is blocked: only this thread can progress
+        lanes.submit(1.0, lambda: threading.current_thread().name, "where")
+        first = lanes.drain(block=True)  # runs "where" here instead of waiting
+        gate.set()
+    finally:
+        lanes.close()
+    assert first == [("where", (True, threading.current_thread().name))]

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 
@@ -55,6 +56,33 @@ def progress_bar(label: str, enabled: bool) -> Iterator[Any]:
         yield update
 
 
+@contextmanager
+def _alongside(enabled: bool, fn: Callable[[], Any]) -> Iterator[bool]:
+    """With ``enabled``, run ``fn`` in a thread while the body runs (``--jobs`` > 1: the report
+    is written while the JSON results are built; both only read the analysis, and the report's
+    compression and the file hashing run without the GIL); its exception is re-raised after the
+    body. Yields whether ``fn`` runs (False: the caller runs it itself)."""
+    if not enabled:
+        yield False
+        return
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+            failure.append(exc)
+
+    t = threading.Thread(target=target, name="hscc-report", daemon=True)
+    t.start()
+    try:
+        yield True
+    finally:
+        t.join()
+    if failure:
+        raise failure[0]
+
+
 def _mbit(x: Any) -> str:
     return f"{x / 1e6:.2f} Mbit/s" if isinstance(x, (int, float)) else "—"
 
@@ -99,7 +127,7 @@ def analyze(
     param: Optional[list[str]] = typer.Option(None, "--param", help="Algorithm parameter ALGO.NAME=VALUE (repeatable)."),
     bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied when reading, e.g. 'tcp port 5201'."),
     flow: Optional[list[int]] = typer.Option(None, "--flow", help="Only this flow id (repeatable; default: every flow)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes (default 1, or `jobs` in the configuration)."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Parallel lanes (threads in this process; default 1, or `jobs` in the configuration)."),
     export_dir: Optional[Path] = typer.Option(None, "--export", help="Also write every flow's events, replays and fit as tables under this folder."),
     export_format: str = typer.Option("parquet", "--export-format", help="Format for --export: parquet, csv, json or ndjson."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="Configuration file (default: hscc-trace.toml or [tool.hscc-trace] in pyproject.toml, searched upward)."),
@@ -131,13 +159,18 @@ def _analyze(inputs: list[str], output: Optional[Path], json_out: Optional[Path]
                               progress=update)
     for msg in run.errors:
         typer.echo(f"hscc-trace: error: {msg}", err=True)
-    doc = run.to_json()
     written = []
-    if output is not None and run.analysis.captures:
+    with _alongside(cfg.jobs > 1 and output is not None and bool(run.analysis.captures),
+                    lambda: api.report(run.analysis, output)) as report_done:
+        doc = run.to_json()
+        if json_out is not None:
+            results.write(doc, json_out)
+    if report_done:
+        written.append(f"report: {output}")
+    elif output is not None and run.analysis.captures:
         api.report(run.analysis, output)
         written.append(f"report: {output}")
     if json_out is not None:
-        results.write(doc, json_out)
         written.append(f"results: {json_out}")
     if export_dir is not None:
         from hscc_trace import export
