@@ -20,7 +20,7 @@ import numpy as np
 
 from hscc_trace.errors import InputError, Warn
 
-from .decode import FALLBACK, FRAGMENT, REASONS, decode_arrays, to_frame
+from .decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_arrays, to_frame
 from .pipe import in_thread as _in_thread
 from .reader import ReadInfo, iter_batches, linktype_name
 
@@ -134,6 +134,10 @@ def _read(path: str, *, bpf=None, fallback=True, force_slow=False, limit=None, t
     def produce() -> Iterator[tuple[int, dict | None, np.ndarray, list]]:
         """Reader thread: read, filter, decode (compiled, no GIL) and copy out scapy's records."""
         seen = 0
+        # with an arena the decoded columns are copied out before the next-but-one batch:
+        # decode into three reused sets (one being added, one queued, one being decoded)
+        scratches = [Scratch(), Scratch(), Scratch()] if arena is not None else None
+        k = 0
         for batch in iter_batches(path, info):
             if limit is not None:
                 if seen >= limit:
@@ -147,6 +151,9 @@ def _read(path: str, *, bpf=None, fallback=True, force_slow=False, limit=None, t
                     continue
             if force_slow:
                 cols, status = None, np.full(len(batch), FALLBACK, np.uint8)
+            elif scratches is not None:
+                cols, status = decode_arrays(batch, scratches[k % 3])
+                k += 1
             else:
                 cols, status = decode_arrays(batch)
             recs = []
@@ -175,7 +182,7 @@ def _read(path: str, *, bpf=None, fallback=True, force_slow=False, limit=None, t
             if cols is not None and len(cols["flags"]):
                 if arena is not None:
                     flow, side, _kind, _rtt = tracker.feed(cols)
-                    arena.add(cols, flow, side, tracker.n_flows)
+                    arena.add(cols, flow, side, tracker.n_flows, copy=True)
                     raw.rows += len(flow)
                 elif tracker is not None:
                     flow, side, _kind, _rtt = tracker.feed(cols)

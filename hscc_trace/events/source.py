@@ -158,6 +158,55 @@ def _chains(head, nxt, count, bounds, block, a_side, dirs, order):
             b = nxt[b]
 
 
+@njit(cache=True, nogil=True)
+def _unplace(pos, owner, block, a_side, addr, ports,
+             a_frame, a_ts, a_dir, a_seq, a_ack, a_flags, a_win, a_plen, a_ecn, a_sn, a_tsv, a_tse, a_hasts,
+             frame, ts, dir_, seq, ack, flags, win, plen, ecn, sn, tsv, tse, hasts,
+             flow, src_hi, src_lo, dst_hi, dst_lo, sport, dport):
+    """Capture row ``i`` from arena row ``pos[i]``; its connection from the arena block's owner,
+    addresses and ports from the connection and the row's side (``dir`` xor the A side). One
+    column at a time: each pass reads one run per flow (few pages at once)."""
+    n = pos.shape[0]
+    for i in range(n):
+        f = owner[pos[i] // block]
+        flow[i] = f
+    for i in range(n):
+        dir_[i] = a_dir[pos[i]]
+    for i in range(n):
+        frame[i] = a_frame[pos[i]]
+    for i in range(n):
+        ts[i] = a_ts[pos[i]]
+    for i in range(n):
+        seq[i] = a_seq[pos[i]]
+    for i in range(n):
+        ack[i] = a_ack[pos[i]]
+    for i in range(n):
+        flags[i] = a_flags[pos[i]]
+    for i in range(n):
+        win[i] = a_win[pos[i]]
+    for i in range(n):
+        plen[i] = a_plen[pos[i]]
+    for i in range(n):
+        ecn[i] = a_ecn[pos[i]]
+    for i in range(n):
+        sn[i] = a_sn[pos[i]]
+    for i in range(n):
+        tsv[i] = a_tsv[pos[i]]
+    for i in range(n):
+        tse[i] = a_tse[pos[i]]
+    for i in range(n):
+        hasts[i] = a_hasts[pos[i]]
+    for i in range(n):
+        f = flow[i]
+        s = dir_[i] ^ a_side[f]
+        src_hi[i] = addr[f, 2 * s]
+        src_lo[i] = addr[f, 2 * s + 1]
+        dst_hi[i] = addr[f, 2 - 2 * s]
+        dst_lo[i] = addr[f, 3 - 2 * s]
+        sport[i] = ports[f, s]
+        dport[i] = ports[f, 1 - s]
+
+
 def _grown(a: np.ndarray, n: int, keep: int) -> np.ndarray:
     """``a`` with room for ``n`` rows (first axis), its first ``keep`` rows copied."""
     out = np.empty((n, *a.shape[1:]), a.dtype)
@@ -215,10 +264,12 @@ class Arena:
             self.op_ws = e(no, np.uint8) if old is None else _grown(self.op_ws, no, ko)
             self.op_flag = e(no, np.uint8) if old is None else _grown(self.op_flag, no, ko)
 
-    def add(self, c: dict[str, np.ndarray], flow: np.ndarray, side: np.ndarray, n_flows: int) -> None:
+    def add(self, c: dict[str, np.ndarray], flow: np.ndarray, side: np.ndarray, n_flows: int,
+            copy: bool = False) -> None:
         """One batch of :func:`hscc_trace.capture.decode.decode_arrays` columns (capture order) with
         each row's connection (``flow``, ``side``) from the flow tracker, which now knows
-        ``n_flows`` connections. Keeps references to ``KEEP`` columns of ``c`` only."""
+        ``n_flows`` connections. Keeps the ``KEEP`` columns of ``c`` (copies with ``copy``: for
+        columns in a reused :class:`~hscc_trace.capture.decode.Scratch`)."""
         n = len(flow)
         if n_flows > len(self.count):
             old, m = len(self.count), max(n_flows, 2 * len(self.count))
@@ -248,7 +299,7 @@ class Arena:
                 c["has_ws"], c["opt_sack_perm"], self.at, self.sk_g, self.sk_r, self.sk_edge, self.op_g, self.op_r,
                 self.op_mss, self.op_ws, self.op_flag)
         small = len(self.nxt) * self.block <= np.iinfo(np.int32).max
-        self.parts.append(({k: c[k] for k in KEEP}, pos.astype(np.int32) if small else pos))
+        self.parts.append(({k: c[k].copy() if copy else c[k] for k in KEEP}, pos.astype(np.int32) if small else pos))
         ts = c["ts_ns"]
         self.ts_range = [min(self.ts_range[0], int(ts.min())), max(self.ts_range[1], int(ts.max()))]
         self.rows += n
@@ -303,21 +354,16 @@ class Arena:
 
         n = self.rows
         pos = np.concatenate([p[1] for p in self.parts]) if self.parts else np.empty(0, np.int64)
-        keep = {k: np.concatenate([p[0][k] for p in self.parts]) for k in KEEP}
+        cols: dict[str, Any] = {k: np.concatenate([p[0][k] for p in self.parts]) for k in KEEP}
+        e = np.empty
+        out = {name: e(n, dt) for name, dt in _ARENA}
+        out.update(flow_id=e(n, np.uint32), src_hi=e(n, np.uint64), src_lo=e(n, np.uint64), dst_hi=e(n, np.uint64),
+                   dst_lo=e(n, np.uint64), sport=e(n, np.uint16), dport=e(n, np.uint16))
         a = self.cols
-        cols: dict[str, Any] = {name: a[name][pos] for name, _dt in _ARENA}
-        has_ts = cols.pop("has_ts")
-        d = cols.pop("dir")
-        fl64 = self.owner[pos // self.block]  # (a block holds rows of one flow)
-        flow = fl64.astype(np.uint32)
-        s64 = (d ^ self.a_side[fl64]).astype(np.int64)  # the tracker's side of each row
-        cols.update(keep)
-        cols["src_hi"] = addr[fl64, 2 * s64]
-        cols["src_lo"] = addr[fl64, 2 * s64 + 1]
-        cols["dst_hi"] = addr[fl64, 2 - 2 * s64]
-        cols["dst_lo"] = addr[fl64, 3 - 2 * s64]
-        cols["sport"] = ports[fl64, s64].astype(np.uint16)
-        cols["dport"] = ports[fl64, 1 - s64].astype(np.uint16)
+        _unplace(pos, self.owner, self.block, self.a_side, addr, ports.astype(np.uint16),
+                 *(a[name] for name, _dt in _ARENA), *out.values())
+        has_ts = out.pop("has_ts")
+        cols.update(out)
         ks, ko = int(self.at[0]), int(self.at[1])
         r = self.op_r[:ko]
         f = self.op_flag[:ko]
@@ -338,8 +384,6 @@ class Arena:
                 v = np.zeros(n, np.uint32)
                 v[r] = self.sk_edge[:ks, j]
                 cols[f"sack_{e}{b}"] = v
-        cols["flow_id"] = flow
-        cols["dir"] = d
         df = pl.DataFrame(cols)
         df = df.with_columns(
             pl.when(pl.Series(has_mss)).then(pl.col("opt_mss")).alias("opt_mss"),
