@@ -58,9 +58,15 @@ def _same_events(a: dict, b: dict) -> None:
                (y.sender_dir, y.mss, y.vantage, y.rtt_offset_s, [str(w) for w in y.warnings])
 
 
+@pytest.mark.parametrize("reread", [True, False], ids=["read-again", "from-arena"])
 @pytest.mark.parametrize("path", _paths(), ids=lambda p: p.parent.name if p.name == "capture.pcap" else p.name)
-def test_packets_built_on_first_access_equal_the_eager_table(path: Path) -> None:
+def test_packets_built_on_first_access_equal_the_eager_table(path: Path, reread: bool,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # a regular file is read again for its table; anything else (a pipe) keeps the columns
+    if not reread:
+        monkeypatch.setattr(capture, "_file_id", lambda _p: None)
     cap = capture.load(path)
+    assert cap.decoded.arena.keep is not reread
     assert cap.decoded is not None
     assert isinstance(cap.__dict__["_packets"], Deferred)  # not built by load
     packets, flows = _eager(path)
@@ -88,22 +94,23 @@ def test_tiny_blocks_and_a_one_row_reservation_grow_the_arena(monkeypatch: pytes
     if not path.exists():
         pytest.skip("external captures not available")
     ref = capture.load(path)
-    ref_events = all_flow_events(ref)
+    ref_events, ref_packets = all_flow_events(ref), ref.packets
     monkeypatch.setattr(source, "BLOCK", 3)
     monkeypatch.setattr(capture, "_rows_hint", lambda _p: 1)
     orig_init = source.Arena.__init__
 
-    def small(self, rows_hint=1):
-        orig_init(self, rows_hint)
+    def small(self, rows_hint=1, keep=True):
+        orig_init(self, rows_hint, keep)
         for name in ("head", "tail", "fill", "count"):
             setattr(self, name, getattr(self, name)[:1].copy())
         self.first = self.first[:1].copy()
 
     monkeypatch.setattr(source.Arena, "__init__", small)
+    monkeypatch.setattr(capture, "_file_id", lambda _p: None)  # the table from the arena
     cap = capture.load(path)
     assert cap.flows.height > 1 and len(cap.decoded.arena.nxt) > 64  # grew
     _same_events(all_flow_events(cap), ref_events)
-    assert_frame_equal(cap.packets, ref.packets)
+    assert_frame_equal(cap.packets, ref_packets)
 
 
 def test_records_for_scapy_make_load_build_the_table_eagerly() -> None:
@@ -125,6 +132,20 @@ def test_assigning_packets_drops_the_decoded_columns_and_pickling_keeps_the_tabl
     cap.packets = other.packets
     assert cap.decoded is None  # the arena would describe the old table
     _same_events(all_flow_events(cap), all_flow_events(other))
+
+
+def test_a_file_changed_after_loading_is_not_read_for_its_packets(tmp_path: Path) -> None:
+    import shutil
+
+    from hscc_trace.errors import InputError
+
+    p = tmp_path / "c.pcap"
+    shutil.copy(REPO / "samples" / "reno-bdp" / "capture.pcap", p)
+    cap = capture.load(p)
+    all_flow_events(cap)  # the events need only what load kept
+    shutil.copy(REPO / "samples" / "cubic-loss" / "capture.pcap", p)
+    with pytest.raises(InputError, match="changed after it was loaded"):
+        cap.packets
 
 
 def test_deferred_builds_once() -> None:

@@ -54,11 +54,13 @@ def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: b
 class Decoded:
     """The TCP rows of a capture as :func:`load` kept them when every record was decoded by the
     fast path: grouped by connection as they were read (:class:`hscc_trace.events.source.Arena`:
-    the columns the event builder reads, in flow order, ``src``), the other columns in capture
-    order. :meth:`table` builds schema.PACKETS from it (on first use of ``Capture.packets``).
+    the columns the event builder reads, in flow order, ``src``). :meth:`table` builds
+    schema.PACKETS on first use of ``Capture.packets``: from a regular file by reading it again
+    (the arena then keeps nothing else: 18 bytes a packet less), otherwise from the other
+    columns, which the arena then keeps in capture order.
     """
 
-    def __init__(self, arena, tracker) -> None:
+    def __init__(self, arena, tracker, path: str, bpf: str | None, stat: os.stat_result | None) -> None:
         from hscc_trace.flows import C_PORT0
 
         nf = tracker.n_flows
@@ -69,10 +71,35 @@ class Decoded:
         self.src = arena.finish(self.a_side)  # (events.source.FlowSource)
         self._addr = tracker.ADDR[:nf].copy()
         self._ports = tracker.S[:nf, C_PORT0:C_PORT0 + 2].copy()
+        self._path, self._bpf, self._stat = path, bpf, stat
 
     def table(self) -> pl.DataFrame:
         """schema.PACKETS of these rows, exactly as the eager path builds it."""
-        return self.arena.table(self._addr, self._ports)
+        if self._stat is None:
+            return self.arena.table(self._addr, self._ports)
+        if _file_id(self._path) != self._stat:
+            raise InputError(f"{self._path}: the file changed after it was loaded; load it again to read its packets")
+        from hscc_trace.flows import FlowTracker
+
+        tracker = FlowTracker()
+        with _gc_paused():
+            pk, _meta, _w, tracked = _read_packets(self._path, bpf=self._bpf, tracker=tracker)
+        if not tracked or pk.height != self.rows:  # (cannot happen for an unchanged file)
+            raise InputError(f"{self._path}: the file changed after it was loaded; load it again to read its packets")
+        return _with_dir(pk, tracker.a_side())
+
+
+def _file_id(path: str) -> tuple[int, int, int, int] | None:
+    """(device, inode, size, mtime ns) of a regular file, else None (a pipe, a device …)."""
+    import stat
+
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    if not stat.S_ISREG(st.st_mode):
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _concat(parts: list, cols: list[str]) -> pl.DataFrame:
@@ -302,10 +329,11 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
     path = os.fspath(path)
     with _gc_paused():
         tracker = FlowTracker()
-        arena = Arena(_rows_hint(path))
+        fid = _file_id(path)  # a regular file can be read again for its packet table
+        arena = Arena(_rows_hint(path), keep=fid is None)
         raw = _read(path, bpf=bpf, tracker=tracker, arena=arena)
         if not raw.aborted and raw.rows:
-            dec = Decoded(arena, tracker)
+            dec = Decoded(arena, tracker, path, bpf, fid)
             meta, warnings = _meta(path, raw, dec.rows, arena.ts_range[0], arena.ts_range[1], bpf, {"fast": dec.rows})
             return Capture(meta=meta, packets=Deferred(dec.table), flows=tracker.table(), warnings=warnings,
                            decoded=dec)

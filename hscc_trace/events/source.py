@@ -228,10 +228,12 @@ class Arena:
 
     ``rows_hint``: an upper bound on the rows expected (e.g. from the file size) — the arena
     is reserved for that many rows up front (pages are only used when written) and doubles
-    when it runs out.
+    when it runs out. ``keep``: also keep the columns :meth:`table` needs (else it cannot be
+    called).
     """
 
-    def __init__(self, rows_hint: int = 1 << 20) -> None:
+    def __init__(self, rows_hint: int = 1 << 20, keep: bool = True) -> None:
+        self.keep = keep  # keep the other columns for table()
         self.block = BLOCK
         nb = max(64, rows_hint // self.block + 64)
         self.cols = {name: np.empty(nb * self.block, dt) for name, dt in _ARENA}
@@ -299,7 +301,9 @@ class Arena:
                 c["has_ws"], c["opt_sack_perm"], self.at, self.sk_g, self.sk_r, self.sk_edge, self.op_g, self.op_r,
                 self.op_mss, self.op_ws, self.op_flag)
         small = len(self.nxt) * self.block <= np.iinfo(np.int32).max
-        self.parts.append(({k: c[k].copy() if copy else c[k] for k in KEEP}, pos.astype(np.int32) if small else pos))
+        if self.keep:
+            kept = {k: c[k].copy() if copy else c[k] for k in KEEP}
+            self.parts.append((kept, pos.astype(np.int32) if small else pos))
         ts = c["ts_ns"]
         self.ts_range = [min(self.ts_range[0], int(ts.min())), max(self.ts_range[1], int(ts.max()))]
         self.rows += n
@@ -352,6 +356,8 @@ class Arena:
 
         from hscc_trace import schema
 
+        if not self.keep:
+            raise ValueError("Arena(keep=False) kept no columns for the packet table")
         n = self.rows
         pos = np.concatenate([p[1] for p in self.parts]) if self.parts else np.empty(0, np.int64)
         cols: dict[str, Any] = {k: np.concatenate([p[0][k] for p in self.parts]) for k in KEEP}
