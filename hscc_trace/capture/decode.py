@@ -73,7 +73,9 @@ def decode_batch(buf, off, cap, wire, lt, compact, status, ipv, shi, slo, dhi, d
 def decode_batch_flows(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, sport, dport, seq, ack, flags, win,
                        plen, mss, has_mss, wsc, has_wsc, sackp, has_ts):
     """:func:`decode_batch` (not compact) filling only what the flow table needs: no IP id, TTL,
-    ECN, TCP header length, truncation flag, timestamp values or SACK blocks (≈ 30 % less time)."""
+    ECN, TCP header length, truncation flag, timestamp values or SACK blocks, and the option
+    columns (mss, has_mss, wsc, has_wsc, sackp, has_ts) only for SYN segments (the flow table
+    reads the options of SYNs only); ≈ 40 % less time."""
     z8 = np.empty(0, np.uint8)
     z16 = np.empty(0, np.uint16)
     z32 = np.empty(0, np.uint32)
@@ -291,50 +293,54 @@ def _decode(full, inputs, outputs):
         if full:
             thl[j] = hl
             trunc[j] = ip_end > end
-        # presence flags only: values behind a False flag (or beyond sack_n) are never read
-        has_mss[j] = False
-        has_wsc[j] = False
-        sackp[j] = False
-        has_ts[j] = False
-        # options, as far as they were captured
-        o = l4 + 20
-        oend = min(l4 + hl, end)
         if full and l4 + hl > end:
             trunc[j] = True
         ns = 0
-        while o < oend:
-            kind = buf[o]
-            if kind == 0:
-                break
-            if kind == 1:
-                o += 1
-                continue
-            if o + 2 > oend:
-                break
-            ln = np.int64(buf[o + 1])
-            if ln < 2 or o + ln > oend:
-                break
-            if kind == 2 and ln == 4:
-                mss[j] = _be16(buf, o + 2)
-                has_mss[j] = True
-            elif kind == 3 and ln == 3:
-                wsc[j] = buf[o + 2]
-                has_wsc[j] = True
-            elif kind == 4 and ln == 2:
-                sackp[j] = True
-            elif kind == 5 and ln >= 10 and full:
-                nb = (ln - 2) // 8
-                for b in range(nb):
-                    if ns < 4:
-                        sack[2 * ns, j] = _be32(buf, o + 2 + 8 * b)
-                        sack[2 * ns + 1, j] = _be32(buf, o + 6 + 8 * b)
-                        ns += 1
-            elif kind == 8 and ln == 10:
-                if full:
-                    tsval[j] = _be32(buf, o + 2)
-                    tsecr[j] = _be32(buf, o + 6)
-                has_ts[j] = True
-            o += ln
+        # the flow table reads options of SYN segments only (MSS, window scale, SACK-permitted,
+        # timestamps negotiated): without ``full`` the options of other segments are not parsed
+        # and their option columns are left as they were
+        if full or (buf[l4 + 13] & 0x02) != 0:
+            # presence flags only: values behind a False flag (or beyond sack_n) are never read
+            has_mss[j] = False
+            has_wsc[j] = False
+            sackp[j] = False
+            has_ts[j] = False
+            # options, as far as they were captured
+            o = l4 + 20
+            oend = min(l4 + hl, end)
+            while o < oend:
+                kind = buf[o]
+                if kind == 0:
+                    break
+                if kind == 1:
+                    o += 1
+                    continue
+                if o + 2 > oend:
+                    break
+                ln = np.int64(buf[o + 1])
+                if ln < 2 or o + ln > oend:
+                    break
+                if kind == 2 and ln == 4:
+                    mss[j] = _be16(buf, o + 2)
+                    has_mss[j] = True
+                elif kind == 3 and ln == 3:
+                    wsc[j] = buf[o + 2]
+                    has_wsc[j] = True
+                elif kind == 4 and ln == 2:
+                    sackp[j] = True
+                elif kind == 5 and ln >= 10 and full:
+                    nb = (ln - 2) // 8
+                    for b in range(nb):
+                        if ns < 4:
+                            sack[2 * ns, j] = _be32(buf, o + 2 + 8 * b)
+                            sack[2 * ns + 1, j] = _be32(buf, o + 6 + 8 * b)
+                            ns += 1
+                elif kind == 8 and ln == 10:
+                    if full:
+                        tsval[j] = _be32(buf, o + 2)
+                        tsecr[j] = _be32(buf, o + 6)
+                    has_ts[j] = True
+                o += ln
         if full:
             sack_n[j] = ns
         status[i] = OK
@@ -372,7 +378,9 @@ def decode_all(batch, scratch: Scratch, lo: int = 0, hi: int | None = None) -> t
 
     Like :func:`decode_arrays` but without picking out the TCP records: the values of records
     whose status is not :data:`OK` are garbage (for consumers that skip them by status, such as
-    :meth:`hscc_trace.flows.FlowTracker.feed_decoded`). Only the columns returned are decoded.
+    :meth:`hscc_trace.flows.FlowTracker.feed_decoded`). Only the columns returned are decoded,
+    and the option columns (``opt_mss``, ``has_mss``, ``opt_wscale``, ``has_ws``,
+    ``opt_sack_perm``, ``has_ts``) only for SYN segments: other rows keep stale values.
     Valid until ``scratch`` is reused.
 
     With ``lo`` / ``hi`` only records lo..hi−1 are decoded (their rows of the same full-length
