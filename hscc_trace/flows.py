@@ -583,6 +583,13 @@ class FlowTracker:
             "vantage": vantage,
         }
 
+    def preload(self) -> None:
+        """Load the compiled RTT statistics kernel now (numba loads a cached kernel on its first
+        call, ≈ 10 ms holding the GIL): called while this thread would otherwise wait for the
+        first batch, so the final :meth:`table` / :meth:`rows` does not pay it."""
+        z = np.empty(0, np.float64)
+        _group_stats(self.rtt_flow[:0], self.rtt_side[:0], self.rtt_val[:0], np.empty(0, np.int64), z, z, z)
+
     def _rtt_stats(self, nf: int, snd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """min / median / max of the samples that timed each flow's data sender."""
         rmin = np.full(nf, np.nan)

@@ -151,6 +151,7 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
     batches = in_thread(produce, depth=QUEUE_DEPTH)
     fallback = False
     try:
+        tr.preload()  # while the reader thread reads the first batch
         for batch, sc, m, counts in batches:
             matched += len(batch)
             cols, status = decode_all(batch, sc, m)  # the rest of the batch, here
