@@ -235,7 +235,9 @@ class Arena:
     def __init__(self, rows_hint: int = 1 << 20, keep: bool = True) -> None:
         self.keep = keep  # keep the other columns for table()
         self.block = BLOCK
-        nb = max(64, rows_hint // self.block + 64)
+        # every flow wastes part of its last block: room for twice the rows hinted plus 4096
+        # flows (reserved only: pages that are never written are never made resident)
+        nb = 2 * (rows_hint // self.block) + 4096
         self.cols = {name: np.empty(nb * self.block, dt) for name, dt in _ARENA}
         self.nxt = np.full(nb, -1, np.int64)
         self.owner = np.empty(nb, np.int64)  # flow of each block
