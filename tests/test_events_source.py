@@ -187,3 +187,16 @@ def test_exit_collection_is_skipped_unless_asked_for(env: dict, finalized: bool)
     out = subprocess.run([sys.executable, "-c", _EXIT_PROBE], capture_output=True, text=True, env=e, timeout=60)
     assert out.returncode == 0, out.stderr
     assert ("finalized" in out.stdout) is finalized
+
+
+@pytest.mark.parametrize("given, expect", [(None, "0"), ("1", "1")])
+def test_numpy_huge_page_advice_is_off_unless_the_user_chose(given: str | None, expect: str) -> None:
+    import os
+
+    e = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
+    if given is not None:
+        e["NUMPY_MADVISE_HUGEPAGE"] = given
+    probe = "import hscc_trace, os, numpy; print(os.environ['NUMPY_MADVISE_HUGEPAGE'])"
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=e, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == expect
