@@ -347,10 +347,11 @@ def _run_parallel(inputs: list[str], opts: Options,
 
     def hand_back(block: bool) -> None:
         for tag, (ok, value) in lanes.drain(block, work=_CALLER_REPLAYS):
-            if not ok:  # _flow_task never raises but with HSCC_TRACE_DEBUG (or a bug in it)
-                raise value
             if tag[0] == "sha256":
-                digests[tag[1]] = value
+                if ok:  # else the JSON results hash the file themselves
+                    digests[tag[1]] = value
+            elif not ok:  # _flow_task never raises but with HSCC_TRACE_DEBUG (or a bug in it)
+                raise value
             else:
                 on_flow(tag[1], tag[2], *value)
 
