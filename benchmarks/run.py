@@ -32,7 +32,7 @@ others):
                      interleaved, ``--runs`` times each after one untimed warm-up; reports both
                      medians and the speedup (jobs 1 wall / jobs 2 wall) as the target
                      "--jobs 2 faster than --jobs 1 on several captures" (issue #7). Peak memory
-                     is the largest process's (parent or worker), not their sum
+                     is the largest process of the tree (analyze runs as one process; --jobs adds threads)
 
 Then: replay throughput (benchmarks/hscc_replay.py, cold compile cache and warm), the report's
 size and render time in headless chromium (the browser helper of tests/test_report_browser.py),

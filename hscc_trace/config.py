@@ -8,7 +8,7 @@ with a ``[tool.hscc-trace]`` table is used (``hscc-trace.toml`` first). Example:
     # hscc-trace.toml
     algorithms = ["reno", "cubic", "fusion"]   # default: every registered algorithm
     filter = "tcp port 5201"                    # BPF applied when reading captures
-    jobs = 2                                    # worker processes
+    jobs = 2                                    # threads replaying flows in parallel (--jobs)
 
     [params.fusion]                             # per-algorithm parameters (see `hscc-trace algorithms`)
     dmin = 0.004                                # s (see `hscc-trace algorithms`)

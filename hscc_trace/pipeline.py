@@ -142,7 +142,7 @@ def expand_inputs(paths: Iterable[str | Path]) -> tuple[list[str], dict[str, str
     return out, errors
 
 
-# --- the two tasks (module-level so that worker processes can unpickle them) -----------------------
+# --- the two tasks: read a capture, replay one flow ---------------------------------------------------
 
 
 def _short(path: str) -> str:

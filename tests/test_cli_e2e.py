@@ -167,10 +167,9 @@ def test_jobs_2_gives_the_same_results_as_jobs_1(work: Path) -> None:
     inputs = [str(RENO)] + ([str(CUBIC)] if CUBIC else [])
     docs = []
     for jobs in (1, 2):
-        # the samples are small: force worker processes (pipeline.PARALLEL_MIN_BYTES) so that the
-        # parallel path is what runs with --jobs 2
+        # --jobs 2: a helper thread replays flows while the main thread reads the next capture
         p = run(["analyze", *inputs, "--algo", FAST_ALGOS, "--jobs", str(jobs), "--json", f"j{jobs}.json", "-q"],
-                cwd=work, env={"HSCC_TRACE_PARALLEL_MIN_BYTES": "0"})
+                cwd=work)
         no_traceback(p)
         assert p.returncode == 0, p.stderr
         docs.append(results.comparable(json.loads((work / f"j{jobs}.json").read_text())))
@@ -282,19 +281,6 @@ def test_check_reads_expectations_from_config(work: Path) -> None:
 
 
 # --- input expansion and exports, in process -----------------------------------------------------
-
-
-def test_small_inputs_run_in_process_large_ones_use_workers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hscc_trace import pipeline
-
-    f = tmp_path / "a.pcap"
-    f.write_bytes(b"x" * 1000)
-    monkeypatch.delenv(pipeline.PARALLEL_MIN_BYTES_ENV, raising=False)
-    assert not pipeline.use_processes([str(f)], 2)  # 1 kB: not worth a worker
-    assert not pipeline.use_processes([str(f)], 1)
-    monkeypatch.setenv(pipeline.PARALLEL_MIN_BYTES_ENV, "1000")
-    assert pipeline.use_processes([str(f)], 2)
-    assert not pipeline.use_processes([str(f)], 1)  # --jobs 1 never spawns
 
 
 def test_expand_inputs_order_directories_and_errors(tmp_path: Path) -> None:

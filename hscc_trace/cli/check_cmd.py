@@ -31,7 +31,7 @@ def check_cmd(
     algo: Optional[str] = typer.Option(None, "--algo", help="Algorithms to replay (default: the expected one; all with --rank-first; the baseline's with --baseline)."),
     param: Optional[list[str]] = typer.Option(None, "--param", help="Algorithm parameter ALGO.NAME=VALUE (repeatable)."),
     bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied when reading."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Worker processes."),
+    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Parallel lanes (threads in this process; default 1, or `jobs` in the configuration)."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the results (usable later as --baseline)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="Configuration file ([check] table: expect, max_error, …)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print failures and the tally only."),
