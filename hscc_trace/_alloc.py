@@ -1,16 +1,17 @@
 """Process-level memory management of hscc-trace (imported first by ``hscc_trace/__init__.py``).
 
-**numpy without transparent huge pages.** numpy asks the kernel for transparent huge pages
-(``madvise(MADV_HUGEPAGE)``) on every array of 4 MB or more. On the virtual machines this project
-is measured on, memory touched for the first time is far more expensive in 2 MB pages than in
-4 kB pages: filling a fresh 400 MB array cost 0.66–1.05 s of system time with huge pages,
-and ``capture.load`` of replica-5M spent 0.54–0.87 s in the kernel with them against
-0.31–0.36 s without (4 interleaved pairs, 2026-11-22, THP in ``madvise`` mode, same number of
-bytes touched). Huge pages also make sparsely written arrays resident 2 MB at a time (the
-load arena reserves more than it writes). So ``NUMPY_MADVISE_HUGEPAGE=0`` is set in the
-environment before numpy is imported — unless the variable is already set (``1`` restores
-numpy's default), and without effect if numpy was imported before hscc_trace. Only the kernel's
-page-size advice changes; no value, no array and no result does.
+**Reading a capture without transparent huge pages** (:func:`small_pages`). numpy asks the
+kernel for transparent huge pages (``madvise(MADV_HUGEPAGE)``) on every array of 4 MB or more.
+On the virtual machines this project is measured on, memory touched for the first time is far
+more expensive in 2 MB pages than in 4 kB pages: ``capture.load`` of replica-5M spent
+0.54–0.87 s in the kernel with them against 0.31–0.36 s without (4 interleaved pairs,
+2026-11-22, THP in ``madvise`` mode), and huge pages make the load arena's sparsely written
+reservations resident 2 MB at a time. The compiled replay loops, on the other hand, run about
+twice as fast over arrays in huge pages (``benchmarks/replay_speed.py``: reno 31 → 66 M ACK/s,
+kyushu+cubic 14 → 41 M ACK/s, same session). So the advice is switched off only while a capture
+is read (``capture.load``) and restored afterwards; numpy's own switch
+``NUMPY_MADVISE_HUGEPAGE`` is left to the user. Only the kernel's page-size advice changes;
+no value, no array and no result does.
 
 **No full garbage collection at interpreter exit.** An analysis process holds several hundred
 thousand Python objects that live until the end — numba's compiler and typing tables, numpy,
@@ -28,7 +29,7 @@ uncollected at exit do not get their ``__del__`` run then — which CPython does
 either ("It is not guaranteed that ``__del__()`` methods are called for objects that still
 exist when the interpreter exits", Python reference, Data model §3.3.1); standard streams are
 flushed by the interpreter regardless. Processes that end with ``os._exit`` (the CLI's fast
-paths, pipeline workers) never get here.
+paths) never get here.
 
 Override: set the environment variable ``HSCC_TRACE_EXIT_GC=1`` to keep CPython's normal exit
 collections (read when hscc_trace is first imported).
@@ -39,13 +40,27 @@ from __future__ import annotations
 import atexit
 import gc
 import os
+from contextlib import contextmanager
+from typing import Iterator
 
 #: environment variable: "1" keeps the normal full collections at interpreter exit
 EXIT_GC_ENV = "HSCC_TRACE_EXIT_GC"
-#: numpy's own switch (read when numpy is imported): "0" = no madvise(MADV_HUGEPAGE)
-NUMPY_HUGEPAGE_ENV = "NUMPY_MADVISE_HUGEPAGE"
 
-os.environ.setdefault(NUMPY_HUGEPAGE_ENV, "0")
+
+@contextmanager
+def small_pages() -> Iterator[None]:
+    """numpy allocates without huge-page advice inside this block (restored on exit; a no-op when
+    this numpy has no such switch). Not thread-safe against another thread toggling it."""
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage as switch
+    except ImportError:  # (older or newer numpy without the private switch: nothing to do)
+        yield
+        return
+    before = switch(False)
+    try:
+        yield
+    finally:
+        switch(before)
 
 
 def _freeze_at_exit() -> None:

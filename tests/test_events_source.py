@@ -189,14 +189,17 @@ def test_exit_collection_is_skipped_unless_asked_for(env: dict, finalized: bool)
     assert ("finalized" in out.stdout) is finalized
 
 
-@pytest.mark.parametrize("given, expect", [(None, "0"), ("1", "1")])
-def test_numpy_huge_page_advice_is_off_unless_the_user_chose(given: str | None, expect: str) -> None:
-    import os
+def test_huge_page_advice_is_off_only_while_a_capture_is_read() -> None:
+    from numpy._core.multiarray import _set_madvise_hugepage as switch
 
-    e = {k: v for k, v in os.environ.items() if k != "NUMPY_MADVISE_HUGEPAGE"}
-    if given is not None:
-        e["NUMPY_MADVISE_HUGEPAGE"] = given
-    probe = "import hscc_trace, os, numpy; print(os.environ['NUMPY_MADVISE_HUGEPAGE'])"
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, env=e, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == expect
+    from hscc_trace._alloc import small_pages
+
+    seen = []
+    before = switch(True)  # numpy's default where the kernel offers THP
+    try:
+        with small_pages():
+            seen.append(switch(False))  # returns the setting in force inside the block
+        seen.append(switch(True))  # and after it
+    finally:
+        switch(before)
+    assert seen == [False, True]

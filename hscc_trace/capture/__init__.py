@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Iterator
 
 import numpy as np
 
+from hscc_trace._alloc import small_pages
 from hscc_trace.errors import InputError, Warn
 
 from .decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_arrays, to_frame
@@ -327,7 +328,7 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
     from hscc_trace.model import Capture, Deferred
 
     path = os.fspath(path)
-    with _gc_paused():
+    with _gc_paused(), small_pages():  # (hscc_trace._alloc: 4 kB pages are cheaper to fill here)
         tracker = FlowTracker()
         fid = _file_id(path)  # a regular file can be read again for its packet table
         arena = Arena(_rows_hint(path), keep=fid is None)
