@@ -22,6 +22,7 @@ from hscc_trace._alloc import small_pages
 from hscc_trace.errors import InputError, Warn
 
 from .decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_arrays, to_frame
+from .pipe import import_tables as _import_tables
 from .pipe import in_thread as _in_thread
 from .reader import ReadInfo, iter_batches, linktype_name
 
@@ -229,25 +230,6 @@ def _read(path: str, *, bpf=None, fallback=True, force_slow=False, limit=None, t
         if importer is not None:
             importer.join()
     return raw
-
-
-def _import_tables() -> None:
-    """Import polars and the table schema (in a thread, while the reader and this module's
-    compiled loops run without the GIL). The switch interval is shortened meanwhile so that the
-    loops' threads, which need the GIL only briefly between compiled calls, do not wait 5 ms
-    for it each time."""
-    import sys
-
-    if "polars" in sys.modules and "hscc_trace.schema" in sys.modules:
-        return
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(min(old, 2e-4))
-    try:
-        import polars  # noqa: F401
-
-        from hscc_trace import schema  # noqa: F401
-    finally:
-        sys.setswitchinterval(old)
 
 
 def _meta(path: str, raw: _Raw, rows: int, first_ns: int | None, last_ns: int | None, bpf: str | None,

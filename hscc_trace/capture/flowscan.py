@@ -11,6 +11,7 @@ import numpy as np
 from hscc_trace.errors import InputError, Warn
 
 from .decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_all
+from .pipe import import_tables as _import_tables
 from .pipe import in_thread
 from .reader import Batch, ReadInfo, iter_batches, linktype_name
 
@@ -182,24 +183,3 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
 
         raise InputError(_no_tcp_message(meta(), warnings))
     return tr, meta, warnings
-
-
-def _import_tables() -> None:
-    """Import polars and the table modules (run in a thread while compiled kernels hold no GIL).
-
-    Importing is Python code holding the GIL; the reader and flow threads need it only briefly
-    between compiled calls, so the switch interval is shortened meanwhile (default 5 ms: each
-    of those brief needs could otherwise wait that long).
-    """
-    import sys
-
-    if "polars" in sys.modules and "hscc_trace.model" in sys.modules:
-        return
-    old = sys.getswitchinterval()
-    sys.setswitchinterval(min(old, 2e-4))
-    try:
-        import polars  # noqa: F401
-
-        from hscc_trace import model, schema  # noqa: F401
-    finally:
-        sys.setswitchinterval(old)

@@ -1,4 +1,4 @@
-"""A generator run in a reader thread: the capture pipeline's two-stage hand-over."""
+"""The capture pipeline's threads: a generator run in a reader thread, and the background import of the table modules."""
 
 from __future__ import annotations
 
@@ -55,3 +55,25 @@ def _drain(q, worker) -> None:
         except queue.Empty:
             pass
     worker.join()
+
+
+def import_tables() -> None:
+    """Import polars and the table modules (schema, model) — run in a thread while the reader's
+    and the flow kernel's compiled loops hold no GIL (``load`` and ``load_flows``).
+
+    Importing is Python code holding the GIL; the loops' threads need it only briefly between
+    compiled calls, so the switch interval is shortened meanwhile (default 5 ms: each of those
+    brief needs could otherwise wait that long).
+    """
+    import sys
+
+    if all(m in sys.modules for m in ("polars", "hscc_trace.schema", "hscc_trace.model")):
+        return
+    old = sys.getswitchinterval()
+    sys.setswitchinterval(min(old, 2e-4))
+    try:
+        import polars  # noqa: F401
+
+        from hscc_trace import model, schema  # noqa: F401
+    finally:
+        sys.setswitchinterval(old)
