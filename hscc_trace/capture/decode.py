@@ -473,13 +473,22 @@ def to_frame(c: dict[str, np.ndarray], tracker=None) -> "pl.DataFrame":
         c[f"sack_r{b}"] = sk[2 * b + 1]
     c.update(extra)
     df = pl.DataFrame(c)
-    df = df.with_columns(
-        pl.when(pl.Series(m_mss)).then(pl.col("opt_mss")).alias("opt_mss"),
-        pl.when(pl.Series(m_ws)).then(pl.col("opt_wscale")).alias("opt_wscale"),
-        pl.when(pl.Series(m_ts)).then(pl.col("opt_tsval")).alias("opt_tsval"),
-        pl.when(pl.Series(m_ts)).then(pl.col("opt_tsecr")).alias("opt_tsecr"),
+    return df.with_columns(absent_as_null(m_mss, m_ws, m_ts))
+
+
+def absent_as_null(has_mss: np.ndarray, has_ws: np.ndarray, has_ts: np.ndarray) -> list:
+    """The polars expressions that turn decoded packet columns into schema.PACKETS values: an
+    option, the IPv4 id or a SACK edge the packet did not carry is null (the decoder writes 0
+    there), and ``decoder`` is 0 (the fast path). Shared by :func:`to_frame` and the load
+    arena's table (hscc_trace.events.source)."""
+    import polars as pl
+
+    return [
+        pl.when(pl.Series(has_mss)).then(pl.col("opt_mss")).alias("opt_mss"),
+        pl.when(pl.Series(has_ws)).then(pl.col("opt_wscale")).alias("opt_wscale"),
+        pl.when(pl.Series(has_ts)).then(pl.col("opt_tsval")).alias("opt_tsval"),
+        pl.when(pl.Series(has_ts)).then(pl.col("opt_tsecr")).alias("opt_tsecr"),
         pl.when(pl.col("ip_version") == 4).then(pl.col("ip_id")).alias("ip_id"),
         *(pl.when(pl.col("sack_n") > b).then(pl.col(f"sack_{e}{b}")).alias(f"sack_{e}{b}") for b in range(4) for e in "lr"),
         pl.lit(0, pl.UInt8).alias("decoder"),
-    )
-    return df
+    ]

@@ -357,6 +357,7 @@ class Arena:
         import polars as pl
 
         from hscc_trace import schema
+        from hscc_trace.capture.decode import absent_as_null
 
         if not self.keep:
             raise ValueError("Arena(keep=False) kept no columns for the packet table")
@@ -393,14 +394,5 @@ class Arena:
                 v[r] = self.sk_edge[:ks, j]
                 cols[f"sack_{e}{b}"] = v
         df = pl.DataFrame(cols)
-        df = df.with_columns(
-            pl.when(pl.Series(has_mss)).then(pl.col("opt_mss")).alias("opt_mss"),
-            pl.when(pl.Series(has_ws)).then(pl.col("opt_wscale")).alias("opt_wscale"),
-            pl.when(pl.Series(has_ts)).then(pl.col("opt_tsval")).alias("opt_tsval"),
-            pl.when(pl.Series(has_ts)).then(pl.col("opt_tsecr")).alias("opt_tsecr"),
-            pl.when(pl.col("ip_version") == 4).then(pl.col("ip_id")).alias("ip_id"),
-            *(pl.when(pl.col("sack_n") > b).then(pl.col(f"sack_{e}{b}")).alias(f"sack_{e}{b}")
-              for b in range(4) for e in "lr"),
-            pl.lit(0, pl.UInt8).alias("decoder"),
-        )
+        df = df.with_columns(absent_as_null(has_mss, has_ws, has_ts))
         return schema.conform(df, schema.PACKETS)
