@@ -31,7 +31,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from numba import njit
+from hscc_trace.jit import njit
 
 from hscc_trace.addr import to_str
 
@@ -98,7 +98,14 @@ def _hash(k0, k1, k2, k3, k4):
     return h
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, aot=(
+    "UniTuple(int64, 2)(int64, uint64[::1], uint64[::1], uint64[::1], uint64[::1], "
+    "uint16[::1], uint16[::1], uint16[::1], uint32[::1], uint32[::1], uint16[::1], "
+    "uint32[::1], uint32[::1], int64[::1], uint16[::1], boolean[::1], uint8[::1], "
+    "boolean[::1], boolean[::1], boolean[::1], uint8[::1], uint8[::1], int64[:, ::1], "
+    "uint64[:, ::1], int64[::1], uint64[:, ::1], int64[::1], int64[::1], int64[::1], "
+    "boolean[::1], int64[::1], int64[::1], boolean, int64[::1], uint8[::1], uint8[::1], "
+    "float64[::1], int64[::1], uint8[::1], float64[::1], int64[::1], int64[::1])"))
 def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, plen, wire, ts,
                  mss, has_mss, ws, has_ws, sackp, has_tsopt, ipv, status,
                  S, ADDR, default, tkeys, tval, n_end, n_ts, n_flag, n_next, ctl,
@@ -359,7 +366,8 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
     return n, ST_DONE
 
 
-@njit(cache=True)
+@njit(cache=True, aot=(
+    "Tuple((uint64[:, ::1], int64[::1]))(uint64[:, ::1], int64[::1], int64)"))
 def _rehash(tkeys, tval, size):
     nk = np.zeros((size, 5), np.uint64)
     nv = np.full(size, -1, np.int64)
@@ -620,7 +628,9 @@ _NO_OUT = (np.empty(0, np.int64), np.empty(0, np.uint8), np.empty(0, np.uint8), 
 _ROW_KIND = {"mss": "int_or_none"}
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, aot=(
+    "none(int64[::1], uint8[::1], float64[::1], int64[::1], float64[::1], float64[::1], "
+    "float64[::1])"))
 def _group_stats(fl, sd, v, snd, rmin, rmed, rmax):
     """Per flow f: min, median (mean of the two middle values if even), max of the samples v
     with fl == f that timed the data sender's segments (sd == snd[f]).

@@ -12,7 +12,7 @@ filter apply to a pcapng file whose interfaces have different link types (one pr
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from hscc_trace.jit import njit
 
 from hscc_trace.errors import InputError
 
@@ -31,7 +31,9 @@ def _ld(buf, p, end, k, size):
     return v, True
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, aot=(
+    "none(int64[:, ::1], uint8[::1], int64[::1], uint32[::1], uint32[::1], int64[::1], "
+    "boolean[::1])"))
 def _run(prog, buf, off, cap, wire, sel, out):
     """Run the BPF program ``prog`` (n×4 int64: code, jt, jf, k) on records ``sel``; out[i] = accept."""
     nins = prog.shape[0]

@@ -19,7 +19,7 @@ tunnels and IP fragments — get :data:`FALLBACK` and go to the scapy decoder
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from hscc_trace.jit import njit
 
 OK = 0
 FALLBACK = 7
@@ -69,7 +69,11 @@ def decode_batch(buf, off, cap, wire, lt, compact, status, ipv, shi, slo, dhi, d
                     trunc, mss, has_mss, wsc, has_wsc, sackp, tsval, tsecr, has_ts, sack_n, sack))
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, aot=(
+    "int64(uint8[::1], int64[::1], uint32[::1], uint32[::1], uint16[::1], uint8[::1], "
+    "uint8[::1], uint64[::1], uint64[::1], uint64[::1], uint64[::1], uint16[::1], "
+    "uint16[::1], uint32[::1], uint32[::1], uint16[::1], uint16[::1], uint32[::1], "
+    "uint16[::1], boolean[::1], uint8[::1], boolean[::1], boolean[::1], boolean[::1])"))
 def decode_batch_flows(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, sport, dport, seq, ack, flags, win,
                        plen, mss, has_mss, wsc, has_wsc, sackp, has_ts):
     """:func:`decode_batch` (not compact) filling only what the flow table needs: no IP id, TTL,

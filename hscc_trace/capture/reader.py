@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
 
 import numpy as np
-from numba import njit
+from hscc_trace.jit import njit
 
 from hscc_trace.errors import InputError
 
@@ -115,7 +115,9 @@ def _u16(buf, p, be):
     return (np.uint32(buf[p + 1]) << 8) | np.uint32(buf[p])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, aot=(
+    "UniTuple(int64, 3)(uint8[::1], int64, boolean, boolean, int64, int64, int64[::1], "
+    "uint32[::1], uint32[::1], int64[::1])"))
 def _walk_pcap(buf, n, be, nsec, hdrlen, max_cap, off, cap, wire, ts):
     """Walk pcap records in buf[:n]. Returns (bytes consumed, records, status).
 
@@ -150,7 +152,10 @@ def _walk_pcap(buf, n, be, nsec, hdrlen, max_cap, off, cap, wire, ts):
         k += 1
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True, nogil=True, aot=(
+    "Tuple((int64, int64, int64, float64))(uint8[::1], int64, boolean, uint32[::1], "
+    "boolean[::1], int64[::1], int64[::1], int64[::1], uint32[::1], uint32[::1], int64[::1], "
+    "uint16[::1])"))
 def _walk_pcapng(buf, n, be, if_snap, if_pow2, if_exp, if_offs, off, cap, wire, ts, iface):
     """Walk pcapng blocks in buf[:n] until a block Python must handle.
 
