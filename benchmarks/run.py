@@ -180,6 +180,14 @@ def _first_line(argv: list[str]) -> str:
         return f"unavailable ({type(exc).__name__})"
 
 
+def _nth_line(argv: list[str], n: int) -> str:
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+        return r.stdout.strip().splitlines()[n].removeprefix("flows kernels: ")
+    except Exception as exc:  # noqa: BLE001 - reported, not fatal
+        return f"unavailable ({type(exc).__name__})"
+
+
 def machine_info() -> dict[str, Any]:
     cpu = "unknown"
     for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -199,6 +207,8 @@ def machine_info() -> dict[str, Any]:
         numba=pyver[2] if len(pyver) > 2 else None, numpy=pyver[3] if len(pyver) > 3 else None,
         scapy=pyver[4] if len(pyver) > 4 else None, dpkt=dpkt_v or None,
         hscc_trace=_first_line([HSCC, "version"]) + (f" (git {commit})" if commit else ""),
+        # hscc-trace version's second line: ahead-of-time compiled flows kernels, or numba's JIT
+        flows_kernels=_nth_line([HSCC, "version"], 1),
         tshark=_first_line(["tshark", "--version"]), tcptrace=_first_line(["tcptrace", "-v"]),
         loadavg_start=Path("/proc/loadavg").read_text().split()[:3],
     )
@@ -609,6 +619,8 @@ def markdown(res: dict[str, Any]) -> str:
     L.append("")
     L.append("Tool versions: " + "; ".join(f"{k} {m[k]}" for k in ("hscc_trace", "tshark", "tcptrace", "python",
                                                                    "polars", "numba", "numpy", "dpkt", "scapy")))
+    L.append("")
+    L.append(f"hscc-trace flows kernels: {m.get('flows_kernels', 'not recorded')}.")
     return "\n".join(L) + "\n"
 
 

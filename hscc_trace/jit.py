@@ -83,7 +83,7 @@ class Kernel:
         return call(*args)
 
     def __getattr__(self, name: str) -> Any:
-        # dispatcher attributes (py_func is a slot): numba's typing (_numba_type_), inlining
+        # the dispatcher's other attributes: numba's typing (_numba_type_), inlining
         # (targetoptions), signatures, inspect_types … Dunder lookups are not forwarded.
         if name.startswith("__"):
             raise AttributeError(name)
