@@ -19,6 +19,7 @@ tunnels and IP fragments — get :data:`FALLBACK` and go to the scapy decoder
 from __future__ import annotations
 
 import numpy as np
+
 from hscc_trace.jit import njit
 
 OK = 0
