@@ -7,6 +7,7 @@ tests/test_install.py proves that both a regular and an editable install import 
 """
 
 import os
+import re
 import subprocess
 import sys
 
@@ -50,8 +51,10 @@ class BuildExt(build_ext):
         out = os.path.abspath(self.get_ext_fullpath(ext.name))
         proc = subprocess.run([sys.executable, "-m", "hscc_trace.aot", out], cwd=HERE, capture_output=True, text=True)
         if proc.returncode != 0:
-            tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["no output"]
-            raise CompileError(f"hscc-trace: ahead-of-time kernels not built ({tail[0]}); "
+            lines = (proc.stderr or proc.stdout).strip().splitlines()
+            errors = [ln for ln in lines if re.match(r"[\w.]+(Error|Exception): ", ln)]  # the raised one
+            why = (errors or lines or ["no output"])[-1]
+            raise CompileError(f"hscc-trace: ahead-of-time kernels not built ({why}); "
                                "numba will compile them on first use instead")
 
 
