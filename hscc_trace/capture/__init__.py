@@ -75,6 +75,11 @@ class Decoded:
         self._ports = tracker.S[:nf, C_PORT0:C_PORT0 + 2].copy()
         self._path, self._bpf, self._stat = path, bpf, stat
 
+    def sack_packets(self) -> pl.DataFrame:
+        """The rows with SACK blocks (:meth:`hscc_trace.events.source.Arena.sack_table`): the
+        columns of :meth:`table` the report's SACK blocks read, without reading the file again."""
+        return self.arena.sack_table()
+
     def table(self) -> pl.DataFrame:
         """schema.PACKETS of these rows, exactly as the eager path builds it."""
         if self._stat is None:

@@ -494,6 +494,15 @@ def absent_as_null(has_mss: np.ndarray, has_ws: np.ndarray, has_ts: np.ndarray) 
         pl.when(pl.Series(has_ts)).then(pl.col("opt_tsval")).alias("opt_tsval"),
         pl.when(pl.Series(has_ts)).then(pl.col("opt_tsecr")).alias("opt_tsecr"),
         pl.when(pl.col("ip_version") == 4).then(pl.col("ip_id")).alias("ip_id"),
-        *(pl.when(pl.col("sack_n") > b).then(pl.col(f"sack_{e}{b}")).alias(f"sack_{e}{b}") for b in range(4) for e in "lr"),
+        *sack_edges_as_null(),
         pl.lit(0, pl.UInt8).alias("decoder"),
     ]
+
+
+def sack_edges_as_null() -> list:
+    """The polars expressions that make the SACK edges of blocks a packet did not carry
+    (block index ≥ ``sack_n``) null, as schema.PACKETS has them (the decoder writes 0)."""
+    import polars as pl
+
+    return [pl.when(pl.col("sack_n") > b).then(pl.col(f"sack_{e}{b}")).alias(f"sack_{e}{b}")
+            for b in range(4) for e in "lr"]

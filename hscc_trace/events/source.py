@@ -350,6 +350,29 @@ class Arena:
         self.src = FlowSource(src=src, bounds=bounds, first=self.first[:nf].copy(), order=order)
         return self.src
 
+    def sack_table(self) -> Any:
+        """The rows that carry SACK blocks, in capture order, with the schema.PACKETS columns
+        ``frame, flow_id, dir, ack, sack_n, sack_l0 … sack_r3`` (values and nulls as in
+        :meth:`table`), from the arena and the SACK store: what the report's SACK blocks need
+        (:mod:`hscc_trace.reports.sack`) without building or reading the packet table. Call
+        after :meth:`finish` (``dir`` is then the direction)."""
+        import polars as pl
+
+        from hscc_trace import schema
+        from hscc_trace.capture.decode import sack_edges_as_null
+
+        ks = int(self.at[0])
+        g = self.sk_g[:ks]  # arena rows, appended in capture order
+        a = self.cols
+        cols: dict[str, np.ndarray] = {"frame": a["frame"][g], "flow_id": self.owner[g // self.block],
+                                       "dir": a["dir"][g], "ack": a["ack"][g], "sack_n": a["sack_n"][g]}
+        for b in range(4):
+            cols[f"sack_l{b}"] = self.sk_edge[:ks, 2 * b].copy()
+            cols[f"sack_r{b}"] = self.sk_edge[:ks, 2 * b + 1].copy()
+        order = [c.name for c in schema.PACKETS if c.name in cols]  # (the packet table's order)
+        dtype = {c.name: c.dtype for c in schema.PACKETS}
+        return pl.DataFrame(cols).with_columns(sack_edges_as_null()).select(order).cast({k: dtype[k] for k in cols})
+
     def table(self, addr: np.ndarray, ports: np.ndarray) -> Any:
         """schema.PACKETS of every row (capture order), the values and nulls the decoder's own
         table would have (:func:`hscc_trace.capture.decode.to_frame`); ``addr`` per connection:
