@@ -416,7 +416,7 @@ def _flow_summary(fr: FlowResult) -> str:
     parts.append(f"goodput {_bps(f.get('goodput_bps'))}")
     parts.append(f"RTT min/median/max {_ms(f.get('rtt_min_s'))} / {_ms(f.get('rtt_median_s'))} / {_ms(f.get('rtt_max_s'))}")
     if ev.episodes is not None and ev.episodes.height:
-        kinds = ev.episodes["kind"].cast(pl.String).value_counts()
+        kinds = ev.episodes["kind"].cast(pl.String).value_counts().sort("kind")  # (a stable order)
         parts.append(f"{ev.episodes.height} congestion episode(s): "
                      + ", ".join(f"{e(str(k)).replace('_', ' ')} {n}" for k, n in kinds.iter_rows()))
     else:
