@@ -172,20 +172,17 @@ def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
 
 # --- pieces -----------------------------------------------------------------------------------
 
-def _first_line(argv: list[str]) -> str:
+def _lines(argv: list[str]) -> list[str]:
+    """The output lines of a command (stdout, else stderr), or one line saying it is unavailable."""
     try:
         r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        return (r.stdout or r.stderr).strip().splitlines()[0]
+        return (r.stdout or r.stderr).strip().splitlines() or [""]
     except Exception as exc:  # noqa: BLE001 - a missing tool is reported, not fatal
-        return f"unavailable ({type(exc).__name__})"
+        return [f"unavailable ({type(exc).__name__})"]
 
 
-def _nth_line(argv: list[str], n: int) -> str:
-    try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=60)
-        return r.stdout.strip().splitlines()[n].removeprefix("flows kernels: ")
-    except Exception as exc:  # noqa: BLE001 - reported, not fatal
-        return f"unavailable ({type(exc).__name__})"
+def _first_line(argv: list[str]) -> str:
+    return _lines(argv)[0]
 
 
 def machine_info() -> dict[str, Any]:
@@ -200,15 +197,16 @@ def machine_info() -> dict[str, Any]:
                                       "numpy.__version__, scapy.__version__)"], capture_output=True, text=True).stdout.split()
     dpkt_v = subprocess.run([PY, "-c", "import dpkt; print(dpkt.__version__)"], capture_output=True, text=True).stdout.strip()
     commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    version = _lines([HSCC, "version"])
     return dict(
         nproc=os.cpu_count(), cpu_model=cpu, mem_gib=round(mem_kb / 1024 / 1024, 1), kernel=platform.release(),
         os=_first_line(["sh", "-c", ". /etc/os-release; echo $PRETTY_NAME"]),
         python=pyver[0] if pyver else None, polars=pyver[1] if len(pyver) > 1 else None,
         numba=pyver[2] if len(pyver) > 2 else None, numpy=pyver[3] if len(pyver) > 3 else None,
         scapy=pyver[4] if len(pyver) > 4 else None, dpkt=dpkt_v or None,
-        hscc_trace=_first_line([HSCC, "version"]) + (f" (git {commit})" if commit else ""),
+        hscc_trace=version[0] + (f" (git {commit})" if commit else ""),
         # hscc-trace version's second line: ahead-of-time compiled flows kernels, or numba's JIT
-        flows_kernels=_nth_line([HSCC, "version"], 1),
+        flows_kernels=(version[1:] or ["not reported"])[0].removeprefix("flows kernels: "),
         tshark=_first_line(["tshark", "--version"]), tcptrace=_first_line(["tcptrace", "-v"]),
         loadavg_start=Path("/proc/loadavg").read_text().split()[:3],
     )
