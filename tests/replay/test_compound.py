@@ -1,4 +1,4 @@
-"""Compound TCP (replay/compound.py): one test per branch, per-ACK values worked out by hand.
+"""Compound TCP (replay/algorithms/compound.py): one test per branch, per-ACK values worked out by hand.
 
 Paper: papers/compound-tcp-paper.txt §III (equations fixed by ALGORITHMS.md). Defaults: α = 1/8,
 β = 1/2, k = 0.75, ζ = 1, γ = 30, low_window = 41, λ = 1/4, γ clamped to [5, 30].

@@ -1,4 +1,4 @@
-"""TCP-Fusion (replay/fusion.py): one test per branch, per-ACK values worked out by hand.
+"""TCP-Fusion (replay/algorithms/fusion.py): one test per branch, per-ACK values worked out by hand.
 
 Units: windows in packets (MSS = 1000 bytes in the synthetic streams), RTTs in seconds.
 Paper: papers/tcp-fusion-paper.txt §II-A (decrease), §II-B (three phases), §II-C (α, W_inc).

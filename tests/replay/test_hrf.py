@@ -1,4 +1,4 @@
-"""HRF-TCP and the HRF paper's rows (replay/hrf.py): one test per branch, values worked by hand.
+"""HRF-TCP and the HRF paper's rows (replay/algorithms/hrf.py): one test per branch, values worked by hand.
 
 Paper: papers/hrf-tcp-paper.txt §2.3-2.4 (CR, CI), §4 eqs. 7, 14-17, §5.2 (rows).
 RTTref = 40 ms → k = 1/0.04² = 625 s⁻²; tol = 1 ms; MSS = 1000 B.

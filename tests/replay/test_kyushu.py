@@ -1,4 +1,4 @@
-"""Kyushu-TCP wrapper (replay/kyushu.py) over NewReno, HighSpeed and CUBIC, through the engine.
+"""Kyushu-TCP wrapper (replay/algorithms/kyushu.py) over NewReno, HighSpeed and CUBIC, through the engine.
 
 Paper: papers/kyushu-tcp-paper.txt §3 eqs. (1)-(2), Figs. 2-3. The base algorithms are engineer
 C's modules; NewReno (flavor rfc: ssthresh = FlightSize/2, cwnd += N/cwnd) keeps the hand

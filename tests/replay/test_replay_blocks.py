@@ -10,9 +10,9 @@ import math
 
 import pytest
 
-from hscc_trace.replay import cubic as CU
+from hscc_trace.replay.algorithms import cubic as CU
 from hscc_trace.replay import engine, helpers as H
-from hscc_trace.replay import highspeed as HS
+from hscc_trace.replay.algorithms import highspeed as HS
 from hscc_trace.replay._jit import pure
 
 from hook_harness import Hooks

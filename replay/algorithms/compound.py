@@ -34,10 +34,10 @@ from __future__ import annotations
 
 import math
 
-from . import helpers as H
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, OPEN, RWND, SSTHRESH, STATE
+from hscc_trace.replay import helpers as H
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, OPEN, RWND, SSTHRESH, STATE
 
 # --- state slots -------------------------------------------------------------------------------
 CWND_LOSS = 0  # packets — loss-based (Reno) component

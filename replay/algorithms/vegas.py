@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import math
 
-from . import helpers as H
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import CWND, FLAVOR, LINUX, ROUND_END, SSTHRESH
+from hscc_trace.replay import helpers as H
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import CWND, FLAVOR, LINUX, ROUND_END, SSTHRESH
 
 # state slots
 BASE_RTT = 0  # s — smallest RTT sample ever (Vegas baseRTT)

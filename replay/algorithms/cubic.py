@@ -34,10 +34,10 @@ import math
 
 import numpy as np
 
-from . import helpers as H
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import (CWND, FLAVOR, FLIGHT, LINUX, MSS, NOW, PRIOR_CWND, SND_MAX, SND_UNA, SRTT,
+from hscc_trace.replay import helpers as H
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import (CWND, FLAVOR, FLIGHT, LINUX, MSS, NOW, PRIOR_CWND, SND_MAX, SND_UNA, SRTT,
                  SSTHRESH)
 
 # --- state slots ----------------------------------------------------------------------------

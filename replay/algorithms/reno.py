@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import math
 
-from . import helpers as H
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import CWND, EXIT_ON_PARTIAL, FLAVOR, FLIGHT, LINUX
+from hscc_trace.replay import helpers as H
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import CWND, EXIT_ON_PARTIAL, FLAVOR, FLIGHT, LINUX
 
 # state slots
 LIMITED = 0  # 1 if the last growth opportunity was allowed (cwnd-limited), 0 if held

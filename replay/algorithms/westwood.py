@@ -18,10 +18,10 @@ cascaded 7/8 low-pass filters (helpers.westwood_on_ack; the first sample fills b
 
 from __future__ import annotations
 
-from . import helpers as H
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import ACKED, CWND, FLAVOR, LINUX, MSS, SACKED, SSTHRESH
+from hscc_trace.replay import helpers as H
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import ACKED, CWND, FLAVOR, LINUX, MSS, SACKED, SSTHRESH
 
 # state slots
 WW = 0  # first of helpers.WW_NSLOTS Westwood+ filter slots: bk (bytes), window start (s), bw_ns (bytes/s), bw (bytes/s)
