@@ -16,8 +16,13 @@ The equation images of the paper are missing; ALGORITHMS.md fixes them:
   ``dwnd = max(win·(1 − β) − cwnd_loss_old/2, 0)``.
 * RTO (§III-B, last paragraph): ``dwnd = 0``, the delay component is off until congestion
   avoidance, baseRTT is measured again.
-* The delay component is active only while ``win > low_window`` (§III-B, last sentence; 41 in
-  §IV's simulations); at or below it ``dwnd = 0`` (CTCP "reverts to standard TCP").
+* The delay component "only kicks in when win is larger than" ``low_window`` (§III-B, last
+  sentence; 41 in §IV's simulations): the per-round update of eq. (5) lines 1-2 runs only while
+  ``win > low_window``; at or below it dwnd is held, so the whole window grows by 1 packet per
+  round (eq. (2)) and halves on loss (eq. (5) line 3 with β = 1/2) — standard TCP behaviour,
+  as the paragraph asks ("CTCP also revert to standard TCP behavior when the window is small").
+  The loss rule always applies: the whole window goes to ``win·(1 − β)``, whether or not the
+  reduced window is above ``low_window``.
 * γ auto-tuning (§III-C; draft-sridharan-tcpm-ctcp): at each loss with a valid measurement
   ``γ ← (1 − λ)·γ + λ·¾·diff_reno``, clamped to [γ_min, γ_max], where
   ``diff_reno = cwnd_loss·(1 − baseRTT/RTT)`` is the Reno component's backlog measured at the
@@ -74,12 +79,10 @@ NPARAMS = 13
 
 @jit
 def set_win(st, p, tp):
-    """dwnd = 0 at or below the low window; win = min(cwnd_loss + dwnd, awnd); tp[CWND] = win.
+    """win = min(cwnd_loss + dwnd, awnd); tp[CWND] = win.
 
     Only called in congestion avoidance: a window that shrank below ssthresh lowers ssthresh with
     it, so that the flow does not fall back into slow start."""
-    if st[CWND_LOSS] + st[DWND] <= p[P_LOW_WINDOW]:
-        st[DWND] = 0.0
     win = st[CWND_LOSS] + st[DWND]
     if p[P_AWND] > 0.0 and tp[RWND] > 0.0:
         awnd = max(tp[RWND], 1.0)
@@ -170,8 +173,6 @@ def ssthresh(st, p, tp):
     half = st[CWND_LOSS] / 2.0
     st[DWND] = max(win * (1.0 - p[P_BETA]) - half, 0.0)
     st[CWND_LOSS] = max(half, 2.0)
-    if st[CWND_LOSS] + st[DWND] <= p[P_LOW_WINDOW]:
-        st[DWND] = 0.0
     st[WIN] = st[CWND_LOSS] + st[DWND]
     return st[WIN]
 
@@ -231,7 +232,8 @@ _PARAMS = (
     Param("gamma", "packets", 30.0, "CTCP §III-C; ALGORITHMS.md (γ starts at 30)",
           "initial early-congestion threshold γ (fixed when gamma_tuning is off)", lo=0.0),
     Param("low_window", "packets", 41.0, "CTCP §III-B/§IV (41 in the simulations); IETF drafts say 38",
-          "delay component active only while win > low_window", lo=0.0),
+          "the per-round dwnd update (eq. 5 lines 1-2) runs only while win > low_window; at or below it "
+          "dwnd is held (standard TCP behaviour of the whole window)", lo=0.0),
     Param("gamma_tuning", "", True, "CTCP §III-C; draft-sridharan-tcpm-ctcp; ALGORITHMS.md (switch)",
           "γ auto-tuning from the Reno component's backlog at each loss", kind="bool"),
     Param("lambda", "", 0.25, "ALGORITHMS.md (γ auto-tuning, λ = 1/4)", "smoothing weight λ of γ updates",
