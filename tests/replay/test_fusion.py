@@ -153,8 +153,16 @@ def test_fusion_loss_decrease_floored_at_half():
     assert h.call("ssthresh") == pytest.approx(50.0)
 
 
+def test_fusion_rto_ssthresh_flightsize_bounded_by_replayed_cwnd():
+    # RTO (rfc) goes through Reno's hook: max(min(flight, cwnd)/2, 2). Replayed cwnd 11 while the
+    # trace had 100 outstanding: min = 11 → 5.5 (the trace's flight gave 50, above the window).
+    h = ca(CWND=11.0, RTT=0.050, reno_cwnd=11.0, EVENT=T.EV_RTO, FLIGHT=100.0)
+    assert h.call("ssthresh") == 5.5
+
+
 def test_fusion_rto_is_reno_for_both_windows():
-    # RTO (rfc): Reno's ssthresh max(FlightSize/2, 2) = 64/2 = 32; after the engine set cwnd = 1
+    # RTO (rfc): Reno's ssthresh max(FlightSize/2, 2), FlightSize = min(64, 100) = 64 → 32; after
+    # the engine set cwnd = 1
     # the Reno window restarts at 1 as well.
     h = ca(CWND=100.0, RTT=0.050, reno_cwnd=60.0, EVENT=T.EV_RTO, FLIGHT=64.0)
     assert h.call("ssthresh") == 32.0

@@ -130,8 +130,12 @@ def test_hrf_slow_start_is_reno():
 
 
 def test_hrf_rto_uses_reno_ssthresh():
+    # max(FlightSize/2, 2) with FlightSize = min(trace flight, replayed cwnd):
+    # cwnd 200, flight 50 → 25; cwnd 11, flight 100 → 5.5 (the trace's flight alone gave 50)
     h = ca(MIN_RTT=0.080, RTT=0.100, EVENT=float(T.EV_RTO), FLIGHT=50.0)
-    assert h.call("ssthresh") == 25.0  # max(FlightSize/2, 2)
+    assert h.call("ssthresh") == 25.0
+    h = ca(cwnd=11.0, MIN_RTT=0.080, RTT=0.100, EVENT=float(T.EV_RTO), FLIGHT=100.0)
+    assert h.call("ssthresh") == 5.5
 
 
 def test_hrf_engine_sequence_cr_then_ci():

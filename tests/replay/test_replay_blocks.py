@@ -119,6 +119,18 @@ def test_cubic_rfc_fast_convergence():
     assert h["w_max"] == 80.0
 
 
+@pytest.mark.parametrize("cwnd, flight, expected", [
+    # RFC 9438 §4.6: ssthresh = max(flight_size·β, 2), β = 0.7, flight_size = min(trace flight, cwnd)
+    (11.0, 100.0, 7.7),   # trace flight 100 > replayed 11: 11·0.7 = 7.7 (the trace's 100 gave 70)
+    (80.0, 40.0, 28.0),   # application-limited: 40·0.7 = 28 (cwnd·β would be 56)
+    (2.0, 100.0, 2.0),    # 2·0.7 = 1.4 → floor 2
+])
+def test_cubic_rfc_ssthresh_flightsize_is_min_of_trace_flight_and_replayed_cwnd(cwnd, flight, expected):
+    h = Hooks("cubic").set(CWND=cwnd, FLIGHT=flight)
+    assert h.call("ssthresh") == pytest.approx(expected, abs=1e-12)
+    assert h["w_max"] == cwnd  # W_max is the window at the event (no earlier W_max)
+
+
 def test_cubic_linux_cubic_root():
     root = pure(CU.linux_cubic_root)
     # a < 64: (v[a] + 35) >> 6: a = 27 → (190 + 35) >> 6 = 3; a = 8 → (123 + 35) >> 6 = 2.
