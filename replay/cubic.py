@@ -4,7 +4,8 @@ Flavor ``rfc`` (RFC 9438 §4), windows in packets, t in seconds:
 
 * congestion event (§4.6): ``cwnd_prior = cwnd``; fast convergence (§4.7) ``W_max = cwnd·(1+β)/2``
   if cwnd < W_max else ``W_max = cwnd``; ``ssthresh = max(flight_size·β, 2)`` (RFC 9438 uses
-  flight_size; here ``min(flight, cwnd)``, helpers.flight_size), β = 0.7; the engine sets cwnd = ssthresh at recovery exit;
+  flight_size; here ``min(flight, cwnd)``, helpers.flight_size), β = 0.7; the engine sets
+  cwnd = ssthresh at recovery exit;
 * a congestion-avoidance epoch begins on the first ACK in congestion avoidance (§4.2):
   ``t_epoch = now``, ``cwnd_epoch = cwnd``, ``W_est = cwnd_epoch``,
   ``K = ∛((W_max − cwnd_epoch)/C)`` (0 when W_max ≤ cwnd_epoch), C = 0.4;
