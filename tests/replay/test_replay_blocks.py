@@ -13,6 +13,7 @@ import pytest
 from hscc_trace.replay import cubic as CU
 from hscc_trace.replay import engine, helpers as H
 from hscc_trace.replay import highspeed as HS
+from hscc_trace.replay import tp as T
 from hscc_trace.replay._jit import pure
 
 from hook_harness import Hooks
@@ -243,9 +244,10 @@ def test_westwood_filter_values():
     assert h.st[H.WW_BW_NS] == pytest.approx(77724.36, abs=0.01)
 
 
-def test_westwood_recovery_exit_sets_bandwidth_delay_window():
+def test_westwood_linux_recovery_exit_sets_bandwidth_delay_window():
+    # linux (tcp_westwood.c CA_EVENT_COMPLETE_CWR: snd_ssthresh = bw_rttmin; snd_cwnd = snd_ssthresh)
     # B = 82632.21 B/s, RTTmin 0.1 s, MSS 1000 B: cwnd = ssthresh = 8263.221·… /1000 = 8.2632.
-    h = Hooks("westwood").set(CWND=20.0, SSTHRESH=10.0, rtt_min=0.1)
+    h = Hooks("westwood").set(CWND=20.0, SSTHRESH=10.0, rtt_min=0.1, FLAVOR=1.0)
     h.st[h.mod.WW + H.WW_BW] = 82632.21
     h.call("on_recovery_exit")
     assert h["CWND"] == pytest.approx(8.263221) and h["SSTHRESH"] == pytest.approx(8.263221)
@@ -253,6 +255,38 @@ def test_westwood_recovery_exit_sets_bandwidth_delay_window():
     h.st[h.mod.WW + H.WW_BW] = 1000.0
     h.call("on_recovery_exit")
     assert h["CWND"] == 2.0
+
+
+def test_westwood_rfc_loss_cwnd_is_min_of_cwnd_and_bandwidth_delay_window():
+    # Westwood+ on n dupACKs: ssthresh = max(2, B·RTTmin/MSS); if cwnd > ssthresh: cwnd = ssthresh.
+    # B = 12 500 000 B/s (100 Mbit/s), RTTmin 80 ms, MSS 1000 B: B·RTTmin/MSS = 1 000 000/1000 = 1000.
+    # cwnd 70.7 < 1000: the window stays 70.7 (without the min it became 999-ish → 1000), and
+    # after recovery ssthresh = 1000 > cwnd, so the flow slow-starts towards it.
+    h = Hooks("westwood").set(CWND=70.7, rtt_min=0.08, EVENT=float(T.EV_FAST_RETRANSMIT))
+    h.st[h.mod.WW + H.WW_BW] = 12_500_000.0
+    assert h.call("ssthresh") == 70.7  # the engine holds cwnd here through recovery (rfc)
+    assert h["ssthresh_loss"] == pytest.approx(1000.0)
+    h.set(CWND=70.7, SSTHRESH=70.7)  # the engine's recovery exit: cwnd = ssthresh
+    h.call("on_recovery_exit")
+    assert h["CWND"] == 70.7 and h["SSTHRESH"] == pytest.approx(1000.0)
+    # cwnd 1500 > 1000: cwnd = ssthresh = 1000
+    h.set(CWND=1500.0)
+    assert h.call("ssthresh") == pytest.approx(1000.0)
+    # linux flavor for contrast: ssthresh = 70.7 >> 1 = 35 on entry, and CA_EVENT_COMPLETE_CWR
+    # sets cwnd = ssthresh = 1000 at the exit (the kernel has no min there)
+    h.set(CWND=70.7, FLAVOR=1.0)
+    assert h.call("ssthresh") == 35.0
+    h.set(CWND=35.0, SSTHRESH=35.0)
+    h.call("on_recovery_exit")
+    assert h["CWND"] == pytest.approx(1000.0)
+
+
+def test_westwood_rfc_ecn_returns_bandwidth_delay_ssthresh():
+    # ECN: the hook returns B·RTTmin/MSS = 1000 (as above) and the engine applies
+    # cwnd = min(cwnd, ssthresh) itself: 70.7 stays 70.7, ssthresh 1000.
+    h = Hooks("westwood").set(CWND=70.7, rtt_min=0.08, EVENT=float(T.EV_ECN))
+    h.st[h.mod.WW + H.WW_BW] = 12_500_000.0
+    assert h.call("ssthresh") == pytest.approx(1000.0)
 
 
 def test_westwood_ssthresh_by_flavor():
