@@ -180,7 +180,7 @@ def test_vegas_plus_minus_one_per_round():
     h.call("cong_avoid", 1.0)
     assert h["CWND"] == 21.0
     # Round 2: minRTT 0.125 s → diff = 21·(125001 − 100001) // 100001 = 525000 // 100001 = 5 > β = 4
-    # → cwnd 20; ssthresh = min(10, 20 − 1) = 10, then tcp_current_ssthresh:
+    # → cwnd 20; ssthresh = tcp_vegas_ssthresh = min(10, 20) = 10, then tcp_current_ssthresh:
     # max(10, (20 >> 1) + (20 >> 2)) = 15.
     for r in (0.125, 0.13, 0.14):
         h.call("on_rtt_sample", r)
@@ -198,6 +198,72 @@ def test_vegas_plus_minus_one_per_round():
         h.call("on_rtt_sample", r)
     h.call("cong_avoid", 1.0)
     assert h["CWND"] == 21.0 and h["adjust"] == 1.0
+
+
+def _vegas_round(h, samples):
+    for r in samples:
+        h.call("on_rtt_sample", r)
+    h.set(ROUND_END=1.0)
+    h.call("cong_avoid", 1.0)
+
+
+def test_vegas_linux_no_cwnd_limited_check_in_tcp_vegas_cong_avoid():
+    # kernel 6.x tcp_vegas_cong_avoid has no tcp_is_cwnd_limited check: an application-limited flow
+    # (IS_CWND_LIMITED 0, max_packets_out 0) still gets the per-round decision.
+    # cwnd 20, ssthresh 10 (CA); three samples of 0.1 s: diff = 0 < α = 2 → 21 (a cwnd-limited
+    # check would have held it at 20).
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=20.0, SSTHRESH=10.0, IS_CWND_LIMITED=0.0)
+    h.call("init")
+    _vegas_round(h, (0.1, 0.1, 0.1))
+    assert h["CWND"] == 21.0 and h["adjust"] == 1.0
+    # slow start between round ends: tcp_slow_start, also without the check: 5 + 1 = 6
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=5.0, SSTHRESH=10.0, IS_CWND_LIMITED=0.0)
+    h.call("init")
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 6.0
+
+
+def test_vegas_linux_outside_open_state_is_reno_with_its_cwnd_limited_check():
+    # after an RTO (state loss) tcp_vegas_state disabled Vegas: tcp_reno_cong_avoid, which checks
+    # tcp_is_cwnd_limited: not limited (IS_CWND_LIMITED 0; slow start needs cwnd < 2·max_packets_out
+    # = 0) → no growth, cwnd stays 2; the same ACK in the open state grows 2 → 3 (tcp_slow_start).
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=2.0, SSTHRESH=10.0, IS_CWND_LIMITED=0.0, STATE=2.0)
+    h.call("init")
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 2.0
+    h.set(STATE=0.0)
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 3.0
+    # cwnd-limited in the loss state: Reno's slow start grows, min(3 + 1, 10) = 4
+    h.set(STATE=2.0, IS_CWND_LIMITED=1.0)
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 4.0
+
+
+def test_vegas_linux_ssthresh_is_min_ssthresh_cwnd_not_cwnd_minus_1():
+    # tcp_vegas_ssthresh (6.x) = min(ssthresh, cwnd); older kernels used cwnd − 1.
+    # CA decrease: cwnd 20 = ssthresh 20, round min 0.15 s, base 0.1 s (µs + 1):
+    #   diff = 20·(150001 − 100001) // 100001 = 1000000 // 100001 = 9 > β = 4 → cwnd 19;
+    #   ssthresh = min(20, 19) = 19 (old: 18); tcp_current_ssthresh = max(19, 9 + 4) = 19 (old 18).
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=20.0, SSTHRESH=20.0, IS_CWND_LIMITED=1.0)
+    h.call("init")
+    h.call("on_rtt_sample", 0.1)
+    h.st[h.mod.MIN_RTT] = 0.15
+    h.st[h.mod.CNT_RTT] = 3.0
+    h.set(ROUND_END=1.0)
+    h.call("cong_avoid", 1.0)
+    assert h["diff"] == 9.0 and h["CWND"] == 19.0 and h["SSTHRESH"] == 19.0
+    # slow-start exit: cwnd 30, ssthresh ∞; diff = 30·50000 // 100001 = 14 > γ = 1;
+    #   target = 30·100001 // 150001 = 3000030 // 150001 = 20 → cwnd = min(30, 20 + 1) = 21;
+    #   ssthresh = min(∞, 21) = 21 (old: 20); tcp_current_ssthresh = max(21, 10 + 5) = 21 (old 20).
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=30.0, IS_CWND_LIMITED=1.0)
+    h.call("init")
+    h.call("on_rtt_sample", 0.1)
+    h.st[h.mod.MIN_RTT] = 0.15
+    h.st[h.mod.CNT_RTT] = 3.0
+    h.set(ROUND_END=1.0)
+    h.call("cong_avoid", 1.0)
+    assert h["diff"] == 14.0 and h["CWND"] == 21.0 and h["SSTHRESH"] == 21.0 and h["adjust"] == 2.0
 
 
 def test_vegas_too_few_samples_behaves_like_reno():
