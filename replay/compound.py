@@ -9,8 +9,11 @@ The equation images of the paper are missing; ALGORITHMS.md fixes them:
 * §III-A eq. (2): in congestion avoidance ``cwnd_loss += N/win`` per ACK of N packets; slow
   start is Reno's with ``dwnd = 0`` (§III-A, "we initially set dwnd to zero if the connection
   is in slow-start state").
-* §III-B eqs. (3)-(5), once per round with ``RTT = minRTT_round`` (skipped when the round had
-  ≤ 2 samples; no sampling or update during recovery): ``diff = win·(1 − baseRTT/RTT)``;
+* §III-B eqs. (3)-(5), once per round (skipped when the round had ≤ 2 samples; no sampling or
+  update during recovery), with ``RTT`` per the ``rtt_source`` parameter — ``round_min`` (default:
+  the smallest sample of the round, as Vegas, which §III-B says the scheme derives from) or
+  ``srtt`` (the "exponentially smoothed current RTT, sRTT" of §III-B's text; the engine's RFC 6298
+  srtt at the round end): ``diff = win·(1 − baseRTT/RTT)``;
   ``diff < γ`` → ``dwnd += max(α·win^k − 1, 0)``; ``diff ≥ γ`` → ``dwnd = max(dwnd − ζ·diff, 0)``.
 * Loss (§III-B eq. (5), third line): ``cwnd_loss = cwnd_loss/2``,
   ``dwnd = max(win·(1 − β) − cwnd_loss_old/2, 0)``.
@@ -42,7 +45,7 @@ import math
 from . import helpers as H
 from ._jit import jit
 from .api import Algorithm, Param, Signal
-from .tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, OPEN, RWND, SSTHRESH, STATE
+from .tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, OPEN, RWND, SRTT, SSTHRESH, STATE
 
 # --- state slots -------------------------------------------------------------------------------
 CWND_LOSS = 0  # packets — loss-based (Reno) component
@@ -74,7 +77,8 @@ P_GAMMA_MAX = 9
 P_MIN_SAMPLES = 10
 P_AWND = 11
 P_L = 12
-NPARAMS = 13
+P_RTT_SOURCE = 13  # 0 round_min, 1 srtt
+NPARAMS = 14
 
 
 @jit
@@ -139,7 +143,7 @@ def on_rtt_sample(st, p, tp, rtt):
 
 @jit
 def on_round_end(st, p, tp):
-    rtt = st[RND_MIN]
+    rtt = st[RND_MIN] if p[P_RTT_SOURCE] == 0.0 else tp[SRTT]
     nsamp = st[RND_N]
     st[RND_MIN] = math.nan
     st[RND_N] = 0.0
@@ -246,13 +250,21 @@ _PARAMS = (
           "cap the window by the receiver's advertised window", kind="bool"),
     Param("L", "packets", 2.0, "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
           "flavor rfc: at most L packets of slow-start growth per ACK", lo=0.0),
+    Param("rtt_source", "", "round_min",
+          "CTCP §III-B: srtt = the text's \"exponentially smoothed current RTT, sRTT\"; round_min = the "
+          "Vegas minRTT of the round (§III-B: \"derived from TCP Vegas\"; Linux tcp_vegas.c)",
+          "RTT of diff = win·(1 − baseRTT/RTT) at a round end: the round's smallest sample (default: "
+          "filters delayed-ACK and jitter noise, reacts within the round; docs/algorithms/compound.md) "
+          "or the engine's RFC 6298 srtt (the paper's text)",
+          kind="choice", choices=("round_min", "srtt")),
 )
 
 _SIGNALS = (
     Signal("cwnd_loss", "cwnd_loss", "packets", "loss-based component cwnd (§III-A)"),
     Signal("dwnd", "dwnd", "packets", "delay-based component dwnd (§III-B)"),
     Signal("win", "win", "packets", "sending window min(cwnd + dwnd, awnd) (§III-A eq. 1)"),
-    Signal("diff", "diff", "packets", "backlog estimate win·(1 − baseRTT/RTT) at the last round end (§III-B)"),
+    Signal("diff", "diff", "packets",
+           "backlog estimate win·(1 − baseRTT/RTT) at the last round end, RTT per rtt_source (§III-B)"),
     Signal("gamma", "gamma", "packets", "early-congestion threshold γ (§III-C, auto-tuned)"),
     Signal("diff_reno", "diff_reno", "packets", "Reno component's backlog cwnd·(1 − baseRTT/RTT) (γ tuning)"),
     Signal("delay_active", "active", "", "delay component active (win > low_window, congestion avoidance)",

@@ -23,10 +23,11 @@ from replay_synth import MSS, ack, frame
 
 def ca(loss: float, dwnd: float, **slots: float) -> Hooks:
     """CTCP in congestion avoidance with the given components (win = loss + dwnd)."""
-    h = Hooks("compound", **{k: v for k, v in slots.items() if k in ("gamma_tuning", "zeta", "awnd")})
+    params = ("gamma_tuning", "zeta", "awnd", "rtt_source")
+    h = Hooks("compound", **{k: v for k, v in slots.items() if k in params})
     h.call("init")
     h.set(cwnd_loss=loss, dwnd=dwnd, win=loss + dwnd, CWND=loss + dwnd, SSTHRESH=min(loss, 40.0))
-    h.set(**{k: v for k, v in slots.items() if k not in ("gamma_tuning", "zeta", "awnd")})
+    h.set(**{k: v for k, v in slots.items() if k not in params})
     return h
 
 
@@ -100,6 +101,22 @@ def test_ctcp_dwnd_retreat_floored_at_zero():
     h.call("on_round_end")
     assert h["dwnd"] == 0.0
     assert h["CWND"] == 100.0
+
+
+@pytest.mark.parametrize("source, diff, dwnd", [
+    # cwnd 150, dwnd 50, win 200; baseRTT 100 ms; the round's min sample 100 ms, srtt 125 ms.
+    # round_min: diff = 200·(1 − 0.1/0.1) = 0 < γ = 30 → dwnd += 0.125·200^0.75 − 1
+    #            = 0.125·53.1829590 − 1 = 6.6478699 − 1 = 5.6478699 → 55.6478699
+    # srtt:      diff = 200·(1 − 0.1/0.125) = 200·0.2 = 40 ≥ 30 → dwnd = 50 − 1·40 = 10
+    ("round_min", 0.0, 55.6478699),
+    ("srtt", 40.0, 10.0),
+])
+def test_ctcp_rtt_source_round_min_vs_srtt(source, diff, dwnd):
+    h = ca(150.0, 50.0, rtt_source=source, SSTHRESH=50.0, base_rtt=0.1, rnd_min=0.1, rnd_n=3.0, SRTT=0.125)
+    h.call("on_round_end")
+    assert h["diff"] == pytest.approx(diff, abs=1e-9)
+    assert h["dwnd"] == pytest.approx(dwnd, abs=1e-7)
+    assert h["CWND"] == pytest.approx(150.0 + dwnd, abs=1e-7)
 
 
 def test_ctcp_round_with_two_samples_is_skipped():
