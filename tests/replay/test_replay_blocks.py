@@ -54,12 +54,27 @@ def test_highspeed_reno_below_low_window():
     assert a_b(10.0) == (1.0, 0.5)
 
 
-def test_highspeed_congestion_avoidance_increment_rfc():
-    # cwnd 1000 ≥ ssthresh 500: an ACK of 2 packets adds a(1000)·2/1000 = 7.7404·2/1000 = 0.015481.
-    h = Hooks("highspeed").set(CWND=1000.0, SSTHRESH=500.0)
+@pytest.mark.parametrize("response, expected", [
+    # RFC 3649 §5 by hand at w = 1000 (Low_Window 38, High_Window 83000, High_P 1e-7, High_Decrease 0.1):
+    #   ln 1000 = 6.9077553, ln 38 = 3.6375862, ln 83000 = 11.3265959
+    #   b = (0.1 − 0.5)·(6.9077553 − 3.6375862)/(11.3265959 − 3.6375862) + 0.5
+    #     = −0.4·3.2701691/7.6890097 + 0.5 = −0.4·0.4253043 + 0.5 = 0.3298783
+    #   2b/(2 − b) = 0.6597565/1.6701217 = 0.3950350
+    # table: p = 0.078/1000^1.2 = 0.078/3981.0717 = 1.9592714e-5; w²·p = 19.592714
+    #   a = 19.592714·0.3950350 = 7.7398078; ACK of 2: 2·7.7398078/1000 = 0.0154796 → 1000.0154796
+    # exact: Low_P = (1.2/38)² = 9.9722992e-4; S = (ln 83000 − ln 38)/(ln 1e-7 − ln Low_P)
+    #   = 7.6890097/(−16.1180957 + 6.9105292) = 7.6890097/(−9.2075665) = −0.8350751
+    #   p = Low_P·(1000/38)^(1/S) = 9.9722992e-4·26.3157895^(−1.1974970) = 1.9865081e-5
+    #   a = 19.865081·0.3950350 = 7.8474024; ACK of 2: 0.0156948 → 1000.0156948
+    # (Reno would add 2/1000 = 0.002 → 1000.002)
+    ("table", 1000.0154796),
+    ("exact", 1000.0156948),
+])
+def test_highspeed_congestion_avoidance_increment_rfc(response, expected):
+    h = Hooks("highspeed", response=response).set(CWND=1000.0, SSTHRESH=500.0)
     h.call("cong_avoid", 2.0)
-    assert h["CWND"] == pytest.approx(1000.0 + 2 * a_b(1000.0)[0] / 1000.0, abs=1e-12)
-    assert h["CWND"] == pytest.approx(1000.01548, abs=1e-5)
+    assert h["CWND"] == pytest.approx(expected, abs=1e-7)
+    assert h["b_w"] == pytest.approx(0.3298783, abs=1e-7)
 
 
 def test_highspeed_loss_decrease_rfc():
