@@ -323,6 +323,7 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
         if not raw.aborted and raw.rows:
             dec = Decoded(arena, tracker, path, bpf, fid)
             meta, warnings = _meta(path, raw, dec.rows, arena.ts_range[0], arena.ts_range[1], bpf, {"fast": dec.rows})
+            _add(warnings, tracker.wscale_warning(path))
             return Capture(meta=meta, packets=Deferred(dec.table), flows=tracker.table(), warnings=warnings,
                            decoded=dec)
     # scapy's rows are merged in frame order: read again and build the whole table now
@@ -334,9 +335,15 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
         raise InputError(_no_tcp_message(meta, warnings))
     if tracked:  # connections were assigned batch by batch, in capture order, as build_flows would
         packets, flows = _with_dir(pk, tracker.a_side()), tracker.table()
+        _add(warnings, tracker.wscale_warning(path))
     else:  # assign connections over the whole table
-        packets, flows = build_flows(pk)
+        packets, flows = build_flows(pk, warnings=warnings, source=path)
     return Capture(meta=meta, packets=packets, flows=flows, warnings=warnings)
+
+
+def _add(warnings: list[Warn], w: Warn | None) -> None:
+    if w is not None:
+        warnings.append(w)
 
 
 @contextlib.contextmanager

@@ -177,6 +177,9 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
         raise InputError(f"{p}: no packet matches the filter {bpf!r} ({info.records} packets read)")
     warnings = [Warn(p, reason, k) for reason, k in info.problems.items()]
     warnings += [Warn(p, f"skipped: {reason}", k) for reason, k in skipped.items()]
+    ws = tr.wscale_warning(p)
+    if ws is not None:
+        warnings.append(ws)
     meta = _Meta(p, info, tr, bpf, skipped)
     if int(tr.acc[0]) == 0:
         from . import _no_tcp_message
