@@ -31,6 +31,11 @@ class Warn:
     source: str  # file or component the warning is about
     message: str  # one line, no trailing period
     count: int = 1
+    #: the capture was only partly read: data after the problem was not read (its message says
+    #: how much); ``hscc-trace check --strict`` fails such a capture
+    partial: bool = False
+    lost_bytes: int | None = None  # bytes not read (None: cannot be known)
+    lost_records: int | None = None  # estimate of the records not read (None: cannot be known)
 
     def __str__(self) -> str:
         n = f" ({self.count}×)" if self.count != 1 else ""

@@ -27,7 +27,7 @@ from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowResult
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 #: flow fields added after 1.0: written always, optional when read, so 1.0 baselines still validate
 ADDED_SINCE_1_0 = ("out_of_order",)
 SCHEMA_FILE = "results.schema.json"
@@ -70,7 +70,10 @@ def clean(value: Any) -> Any:
 
 def _warn(w: Warn | str) -> dict[str, Any]:
     if isinstance(w, Warn):
-        return {"source": w.source, "message": w.message, "count": int(w.count)}
+        out: dict[str, Any] = {"source": w.source, "message": w.message, "count": int(w.count)}
+        if w.partial:  # (1.2) the capture was only partly read
+            out["lost"] = {"bytes": w.lost_bytes, "records": w.lost_records}
+        return out
     return {"source": "", "message": str(w), "count": 1}
 
 
@@ -357,7 +360,14 @@ def schema_document() -> dict[str, Any]:
             "warning": {
                 "type": "object", "required": ["source", "message", "count"], "additionalProperties": False,
                 "properties": {"source": {"type": "string"}, "message": {"type": "string"},
-                               "count": {"type": "integer", "minimum": 1}},
+                               "count": {"type": "integer", "minimum": 1},
+                               "lost": {"type": "object", "additionalProperties": False,
+                                        "required": ["bytes", "records"],
+                                        "description": "(since 1.2) present when the capture was only partly "
+                                                       "read: what was not read (null: cannot be known)",
+                                        "properties": {"bytes": {"type": ["integer", "null"], "minimum": 0},
+                                                       "records": {"type": ["integer", "null"], "minimum": 0,
+                                                                   "description": "estimate"}}}},
             },
             "meta": {
                 "type": "object", "additionalProperties": False,

@@ -106,3 +106,68 @@ def test_reproducers_through_analyze_and_check(tmp_path):
     no_traceback(r)
     assert r.returncode == 1  # handshake-only captures: "nothing could be verified" is a failure
     assert "nothing could be verified" in r.stdout
+
+
+# --- 2. check never silently judges a partly read capture ----------------------------------------
+
+
+def garbage_in_the_middle(tmp_path: Path) -> tuple[Path, int, int]:
+    """The reno-bdp sample with 4096 bytes of 0xff inserted after the record that ends past the
+    middle of the file: (path, records before the garbage, bytes from the garbage to the end)."""
+    import struct
+
+    b = SAMPLE.read_bytes()
+    pos, n = 24, 0
+    while pos < len(b) // 2:
+        pos += 16 + struct.unpack("<I", b[pos + 8:pos + 12])[0]
+        n += 1
+    out = tmp_path / "garbage.pcap"
+    out.write_bytes(b[:pos] + b"\xff" * 4096 + b[pos:])
+    return out, n, len(b) - pos + 4096
+
+
+def test_check_reports_a_partly_read_capture_everywhere(tmp_path):
+    cap, before, lost = garbage_in_the_middle(tmp_path)
+    summary = tmp_path / "summary.md"
+    r = cli("check", str(cap), "--expect", "reno", "--junit", str(tmp_path / "j.xml"),
+            env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    no_traceback(r)
+    assert r.returncode == 0  # warned, not failed: --strict is off by default (docs/ci.md)
+    # the first record of the garbage is record before+1: 0xffffffff claims 4 GiB
+    what = f"record {before + 1} claims an absurd captured length"
+    # bytes not read: the garbage and everything after it; records: bytes ÷ mean record size so far
+    mean = (cap.stat().st_size - lost - 24) / before
+    counts = f"{lost} bytes, about {round(lost / mean)} records not read"
+    warn = [ln for ln in r.stderr.splitlines() if ln.startswith("hscc-trace: warning:")]
+    assert len(warn) == 1 and what in warn[0] and counts in warn[0], r.stderr
+    assert f"PASS  {cap}" in r.stdout and "[capture only partly read: " + what in r.stdout
+    import xml.etree.ElementTree as ET
+
+    suite = ET.parse(tmp_path / "j.xml").getroot().find("testsuite")
+    assert counts in suite.find("system-err").text
+    case = suite.find("testcase")
+    assert counts in case.find("system-out").text
+    ann = [ln for ln in r.stdout.splitlines() if ln.startswith("::warning ")]
+    assert len(ann) == 1 and counts in ann[0]
+    assert "only partly read" in summary.read_text() and counts in summary.read_text()
+
+
+def test_check_strict_fails_a_partly_read_capture(tmp_path):
+    cap, _, lost = garbage_in_the_middle(tmp_path)
+    r = cli("check", str(cap), "--expect", "reno", "--strict", "--junit", str(tmp_path / "j.xml"))
+    no_traceback(r)
+    assert r.returncode == 1
+    assert f"FAIL  {cap} [read capture (--strict)]: capture only partly read" in r.stdout
+    assert f"{lost} bytes" in r.stdout
+    assert 'failures="1"' in (tmp_path / "j.xml").read_text()
+    # a capture read to its end passes under --strict
+    r = cli("check", str(SAMPLE), "--expect", "reno", "--strict", "-q")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+def test_results_json_records_what_was_lost(tmp_path):
+    cap, _, lost = garbage_in_the_middle(tmp_path)
+    r = cli("analyze", str(cap), "--algo", "reno", "--json", str(tmp_path / "r.json"), "-q")
+    assert r.returncode == 0, r.stderr
+    (w,) = json.loads((tmp_path / "r.json").read_text())["captures"][0]["warnings"]
+    assert w["lost"]["bytes"] == lost and w["lost"]["records"] > 0

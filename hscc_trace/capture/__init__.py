@@ -242,7 +242,8 @@ def _meta(path: str, raw: _Raw, rows: int, first_ns: int | None, last_ns: int | 
     from hscc_trace.model import CaptureMeta
 
     info, skipped = raw.info, raw.skipped
-    warnings: list[Warn] = [Warn(path, reason, k) for reason, k in info.problems.items()]
+    warnings: list[Warn] = [Warn(path, reason, k, True, *info.lost.get(reason, (None, None)))
+                            for reason, k in info.problems.items()]
     warnings += [Warn(path, f"skipped: {reason}", k) for reason, k in skipped.items()]
     meta = CaptureMeta(
         path=path,

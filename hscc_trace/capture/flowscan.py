@@ -175,7 +175,7 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
         return None
     if flt is not None and matched == 0 and info.records:
         raise InputError(f"{p}: no packet matches the filter {bpf!r} ({info.records} packets read)")
-    warnings = [Warn(p, reason, k) for reason, k in info.problems.items()]
+    warnings = [Warn(p, reason, k, True, *info.lost.get(reason, (None, None))) for reason, k in info.problems.items()]
     warnings += [Warn(p, f"skipped: {reason}", k) for reason, k in skipped.items()]
     ws = tr.wscale_warning(p)
     if ws is not None:
