@@ -171,3 +171,34 @@ def test_results_json_records_what_was_lost(tmp_path):
     assert r.returncode == 0, r.stderr
     (w,) = json.loads((tmp_path / "r.json").read_text())["captures"][0]["warnings"]
     assert w["lost"]["bytes"] == lost and w["lost"]["records"] > 0
+
+
+# --- 7. gzip ------------------------------------------------------------------------------------------
+
+
+def test_gzip_with_a_bad_crc_keeps_the_result_with_a_warning_naming_the_file_and_counts(tmp_path):
+    import gzip
+
+    data = SAMPLE.read_bytes()
+    g = bytearray(gzip.compress(data))
+    g[-8] ^= 0xFF  # the CRC-32 of the gzip trailer (RFC 1952 §2.3)
+    f = tmp_path / "crc.pcap.gz"
+    f.write_bytes(bytes(g))
+    r = cli("flows", str(f), "--json")
+    no_traceback(r)
+    assert r.returncode == 0
+    ok = json.loads(cli("flows", str(SAMPLE), "--json").stdout)
+    assert json.loads(r.stdout) == ok  # every record was delivered before the trailer check failed
+    (line,) = r.stderr.splitlines()
+    assert line.startswith(f"hscc-trace: warning: {f}: gzip: corrupt compressed data (CRC check failed")
+    assert f"after {len(data)} decompressed bytes (13207 records)" in line
+
+
+def test_gzip_holding_an_empty_file_says_so(tmp_path):
+    import gzip
+
+    f = tmp_path / "empty.pcap.gz"
+    f.write_bytes(gzip.compress(b""))
+    for cmd in (["flows", str(f)], ["analyze", str(f), "-q"]):
+        line = one_error_line(cli(*cmd))
+        assert f"{f}: gzip holds an empty file" in line, line
