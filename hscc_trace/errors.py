@@ -24,6 +24,18 @@ class UsageError(HsccError):
     """The command line or configuration is inconsistent."""
 
 
+class InternalError(HsccError):
+    """A bug, not bad input: an unexpected exception turned into one line (exit code 70,
+    EX_SOFTWARE; ``HSCC_TRACE_DEBUG=1`` shows the traceback instead)."""
+
+    exit_code = 70
+
+
+class InternalMessage(str):
+    """A one-line error message (a ``str``) that reports an internal error, not bad input: the
+    pipeline files these with the input errors of a run, and the CLI exits 70 when one is there."""
+
+
 @dataclass(frozen=True)
 class Warn:
     """A problem that did not stop the work: what happened and how often."""

@@ -42,7 +42,7 @@ from typing import Any, Callable, Iterable
 import polars as pl
 
 from hscc_trace import __version__, results
-from hscc_trace.errors import HsccError, InputError, Warn
+from hscc_trace.errors import HsccError, InputError, InternalMessage, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowEvents, FlowResult
 
 #: File name endings taken from a directory argument (a file named explicitly is always read).
@@ -235,8 +235,9 @@ def _guard(fn: Callable[..., Any], path: str, *args: Any) -> tuple[bool, Any]:
     except Exception as exc:  # noqa: BLE001 - a stage bug on one capture must not lose the others
         if os.environ.get(DEBUG_ENV):
             raise
-        return False, f"{path}: internal error ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); " \
-                      f"rerun with {DEBUG_ENV}=1 for a traceback"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return False, InternalMessage(f"{path}: internal error ({type(exc).__name__}: {first}); "
+                                      f"rerun with {DEBUG_ENV}=1 for a traceback")
 
 
 def _prepare_task(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> tuple[bool, Any]:
@@ -449,8 +450,9 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
             if (path, i) in flow_results:
                 flows.append(flow_results[(path, i)])
             elif (path, i) in flow_errors:
-                flow_failed.append(f"{path}: flow {row.get('flow_id')}: "
-                                   f"{flow_errors[(path, i)].removeprefix(path + ': ')}")
+                msg = (f"{path}: flow {row.get('flow_id')}: "
+                       f"{flow_errors[(path, i)].removeprefix(path + ': ')}")
+                flow_failed.append(InternalMessage(msg) if isinstance(flow_errors[(path, i)], InternalMessage) else msg)
                 warns.append(Warn(path, f"flow {row.get('flow_id')} not replayed: "
                                         f"{flow_errors[(path, i)].removeprefix(path + ': ')}"))
         captures.append(CaptureResult(meta=prep.meta, flows=prep.flows, results=flows, warnings=warns))

@@ -202,3 +202,78 @@ def test_gzip_holding_an_empty_file_says_so(tmp_path):
     for cmd in (["flows", str(f)], ["analyze", str(f), "-q"]):
         line = one_error_line(cli(*cmd))
         assert f"{f}: gzip holds an empty file" in line, line
+
+
+# --- 6. exit codes: one table (docs/exit-codes.md), a test per command ----------------------------
+
+COMMANDS = ("flows", "events", "replay", "analyze", "check", "algorithms", "version")
+
+
+@pytest.mark.parametrize("cmd", COMMANDS)
+def test_usage_error_is_one_line_exit_2(cmd):
+    r = cli(cmd, "--bogus-option")
+    line = one_error_line(r, 2)
+    assert "No such option: --bogus-option" in line and f"'hscc-trace {cmd} --help'" in line
+    assert r.stdout == ""
+
+
+def test_missing_argument_and_bad_value_are_one_line():
+    assert "Missing argument 'FILE_OR_DIR...'" in one_error_line(cli("analyze"), 2)
+    assert "Invalid value for '--flow'" in one_error_line(cli("events", str(SAMPLE), "--flow", "x"), 2)
+    assert "No such command 'nope'" in one_error_line(cli("nope"), 2)
+
+
+def test_help_is_still_rendered():
+    r = cli("--help")
+    assert r.returncode == 0 and "Usage: hscc-trace" in r.stdout and "analyze" in r.stdout
+    r = cli("check", "--help")
+    assert r.returncode == 0 and "--strict" in r.stdout
+    r = cli()  # no arguments: the help, exit 2
+    assert r.returncode == 2 and "Usage: hscc-trace" in r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("cmd", ["flows", "events", "replay", "analyze", "check"])
+def test_input_error_is_one_line_exit_2(cmd, tmp_path):
+    extra = {"events": ["--flow", "0"], "replay": ["--flow", "0"], "check": ["--expect", "reno"],
+             "analyze": ["-q"]}.get(cmd, [])
+    line = one_error_line(cli(cmd, str(tmp_path / "missing.pcap"), *extra), 2)
+    assert "missing.pcap: no such file" in line
+
+
+def _in_process(monkeypatch, argv: list[str]) -> int:
+    from hscc_trace import cli as cli_mod
+
+    monkeypatch.delenv("HSCC_TRACE_DEBUG", raising=False)
+    monkeypatch.setattr(sys, "argv", ["hscc-trace", *argv])
+    with pytest.raises(SystemExit) as ei:
+        cli_mod.main()
+    return ei.value.code
+
+
+@pytest.mark.parametrize("cmd", ["flows", "events", "replay", "analyze", "check"])
+def test_internal_error_is_one_line_exit_70(cmd, monkeypatch, capsys):
+    # a bug (here: a polars-like message over three lines) is exit 70 and one line in every
+    # command; analyze and check exited 2 before
+    import hscc_trace.capture as capture
+    import hscc_trace.capture.flowscan as flowscan
+
+    def boom(*a, **k):
+        raise RuntimeError("could not append value: 128 of type: i64 to the builder\n\nHint: try\n  cast")
+
+    monkeypatch.setattr(capture, "load", boom)
+    monkeypatch.setattr(flowscan, "flow_rows", boom)
+    extra = {"events": ["--flow", "0"], "replay": ["--flow", "0", "--algo", "reno"],
+             "check": ["--expect", "reno"], "analyze": ["-q", "--algo", "reno"]}.get(cmd, [])
+    code = _in_process(monkeypatch, [cmd, str(SAMPLE), *extra])
+    err = capsys.readouterr().err
+    assert code == 70, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("hscc-trace: ") and "internal error" in lines[0], err
+    assert "could not append value: 128" in lines[0] and "Hint" not in lines[0]
+
+
+def test_exit_code_table_is_documented_and_linked():
+    doc = (REPO / "docs" / "exit-codes.md").read_text()
+    for code in ("| 0 |", "| 1 |", "| 2 |", "| 70 |"):
+        assert code in doc
+    assert "docs/exit-codes.md" in (REPO / "README.md").read_text()

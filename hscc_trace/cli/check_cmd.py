@@ -11,9 +11,9 @@ from typing import Optional
 import typer
 
 from hscc_trace import check, config
-from hscc_trace.errors import InputError, UsageError
+from hscc_trace.errors import InputError, InternalError, InternalMessage, UsageError
 
-from .analyze_cmd import one_line_errors, progress_bar
+from .analyze_cmd import exit_code_of, one_line_errors, progress_bar
 from .app import app
 
 
@@ -115,7 +115,8 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
         verdicts += check.check_baseline(doc, base_doc, c.tolerance, algorithms=expected or None,
                                          min_rounds=c.min_rounds, flows=flow)
     if not verdicts and run.failed:
-        raise InputError("; ".join(run.failed.values()))
+        cls = InternalError if any(isinstance(m, InternalMessage) for m in run.failed.values()) else InputError
+        raise cls("; ".join(run.failed.values()))
     # a capture only partly read is never judged silently: its warnings go to stderr, into every
     # verdict's message (terminal, JUnit, annotations, summary), JUnit <system-err> and GitHub
     # ::warning lines; with --strict it fails
@@ -154,4 +155,4 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
                 typer.echo(f"hscc-trace: warning: cannot append to GITHUB_STEP_SUMMARY ({exc})", err=True)
     for msg in run.flow_failed:
         typer.echo(f"hscc-trace: error: {msg}", err=True)
-    return 2 if run.flow_failed else check.exit_code(verdicts)
+    return exit_code_of([*run.failed.values(), *run.flow_failed], check.exit_code(verdicts))
