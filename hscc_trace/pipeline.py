@@ -124,6 +124,14 @@ def expand_inputs(paths: Iterable[str | Path]) -> tuple[list[str], dict[str, str
 
     for raw in paths:
         p = Path(raw)
+        try:
+            os.stat(p)
+        except OSError as exc:  # missing, a name too long for the file system …
+            from hscc_trace.names import os_error
+
+            errors[str(raw)] = os_error(raw, exc).replace(": no such file", ": no such file or directory", 1)
+            out.append(str(raw))
+            continue
         if p.is_dir():
             found = sorted(
                 str(f) for f in p.rglob("*")

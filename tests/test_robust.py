@@ -277,3 +277,110 @@ def test_exit_code_table_is_documented_and_linked():
     for code in ("| 0 |", "| 1 |", "| 2 |", "| 70 |"):
         assert code in doc
     assert "docs/exit-codes.md" in (REPO / "README.md").read_text()
+
+
+# --- 4. file names: not UTF-8, too long -------------------------------------------------------------
+
+
+def odd_name(tmp_path: Path) -> tuple[bytes, Path]:
+    """A copy of the sample under a name that is not UTF-8 (Latin-1 é and a lone 0xff byte)."""
+    import os
+    import shutil
+
+    raw = b"caf\xe9-\xff.pcap"
+    target = os.path.join(os.fsencode(tmp_path), raw)
+    shutil.copyfile(SAMPLE, target)
+    return raw, Path(os.fsdecode(target))  # str with surrogates, as Python gets it from argv
+
+
+def test_non_utf8_name_in_results_report_and_junit(tmp_path):
+    import os
+
+    raw, f = odd_name(tmp_path)
+    out = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"out-\xff.json"))
+    r = cli("analyze", str(f), "--algo", "reno", "--json", out, "-o", str(tmp_path / "r.html"), "-q",
+            env={"PYTHONIOENCODING": "utf-8"})  # a strict stdout, as outside a UTF-8 locale
+    no_traceback(r)
+    assert r.returncode == 0, r.stderr
+    doc = json.loads(Path(out).read_bytes())  # was "internal error (UnicodeEncodeError)" and a 0-byte file
+    cap = doc["captures"][0]
+    assert cap["name"] == "caf\ufffd-\ufffd.pcap" and cap["path"].endswith("caf\ufffd-\ufffd.pcap")
+    assert bytes.fromhex(cap["path_hex"]) == os.fsencode(f)
+    assert "caf\ufffd-\ufffd.pcap" in (tmp_path / "r.html").read_text(encoding="utf-8")
+    from hscc_trace import results
+
+    results.validate(doc)
+    r = cli("check", str(f), "--expect", "reno", "--junit", str(tmp_path / "j.xml"), env={"PYTHONIOENCODING": "utf-8"})
+    assert r.returncode == 0, r.stderr
+    assert "caf\ufffd-\ufffd.pcap" in (tmp_path / "j.xml").read_text(encoding="utf-8")
+    r = cli("flows", str(f), env={"PYTHONIOENCODING": "utf-8"})
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+
+
+def test_over_long_names_are_one_line_errors(tmp_path):
+    long = str(tmp_path / ("a" * 300 + ".pcap"))
+    for cmd in (["flows", long], ["events", long, "--flow", "0"], ["analyze", long, "-q"],
+                ["check", long, "--expect", "reno"]):
+        line = one_error_line(cli(*cmd), 2)
+        assert "file name too long (305 bytes in one name; file systems allow 255)" in line, line
+    # an output name too long: one line, no file left behind (not even the temporary one)
+    out = tmp_path / ("b" * 300 + ".json")
+    r = cli("analyze", str(CORPUS / "wscale128.pcap"), "--algo", "reno", "-q", "--json", str(out))
+    line = one_error_line(r, 2)
+    assert "cannot write results (File name too long)" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+
+
+# --- 5. atomic writes ------------------------------------------------------------------------------
+
+
+def test_a_failed_write_leaves_the_previous_file_and_no_temporary(tmp_path):
+    from hscc_trace import atomic
+    from hscc_trace.errors import InputError
+
+    target = tmp_path / "results.json"
+    target.write_text("previous")
+
+    def half_then_fail(p: Path) -> None:
+        p.write_text('{"half": ')
+        raise OSError(28, "No space left on device")
+
+    with pytest.raises(InputError, match=r"results.json: cannot write results \(No space left on device\)"):
+        atomic.write_with(target, half_then_fail, "results")
+    assert target.read_text() == "previous"
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+    with pytest.raises(KeyboardInterrupt):  # any exception: the temporary file goes
+        atomic.write_with(tmp_path / "new.json", lambda p: (_ for _ in ()).throw(KeyboardInterrupt()))
+    assert [p.name for p in tmp_path.iterdir()] == ["results.json"]
+    atomic.write_text(target, "new")
+    assert target.read_text() == "new"
+
+
+def test_atomic_writes_keep_permissions_and_write_devices_in_place(tmp_path):
+    import os
+
+    from hscc_trace import atomic
+
+    old = os.umask(0o022)
+    try:
+        atomic.write_text(tmp_path / "a.txt", "x")
+        assert (tmp_path / "a.txt").stat().st_mode & 0o777 == 0o644  # not mkstemp's 0600
+        (tmp_path / "b.txt").write_text("y")
+        os.chmod(tmp_path / "b.txt", 0o640)
+        atomic.write_text(tmp_path / "b.txt", "z")
+        assert (tmp_path / "b.txt").stat().st_mode & 0o777 == 0o640
+    finally:
+        os.umask(old)
+    r = cli("analyze", str(CORPUS / "wscale128.pcap"), "--algo", "reno", "-q", "--json", "/dev/stdout")
+    assert r.returncode == 0 and json.loads(r.stdout)["captures"][0]["flows_total"] == 1
+
+
+def test_every_writer_goes_through_the_atomic_helper():
+    # results JSON, the HTML report, JUnit, exports and event tables: no direct writes left
+    import re
+
+    for rel in ("hscc_trace/results.py", "reports/html.py", "hscc_trace/cli/check_cmd.py", "hscc_trace/export.py",
+                "hscc_trace/events/io.py"):
+        src = (REPO / rel).read_text()
+        assert "hscc_trace.atomic import" in src, rel
+        assert not re.search(r"\.write_text\(|\.write_bytes\(|write_(parquet|csv|json|ndjson)\((p|out|path)\b", src), rel

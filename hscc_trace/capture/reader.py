@@ -251,9 +251,13 @@ def _walk_pcapng(buf, n, be, if_snap, if_pow2, if_exp, if_offs, off, cap, wire, 
 
 def _open(path: str) -> tuple[BinaryIO, bool]:
     """Open ``path`` for reading, transparently gunzipping; returns (stream, compressed)."""
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    if os.path.isdir(path):
+    from hscc_trace.names import os_error
+
+    try:
+        st = os.stat(path)
+    except OSError as exc:  # missing, a name too long, a path through a non-directory …
+        raise InputError(os_error(path, exc)) from None
+    if stat.S_ISDIR(st.st_mode):
         raise InputError(f"{path}: is a directory, not a capture file")
     try:
         f = open(path, "rb")

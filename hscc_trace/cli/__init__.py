@@ -52,6 +52,7 @@ def main() -> None:
     with rare cyclic garbage collections (see :func:`_flows_process`); anything else — help,
     unknown or repeated options, other commands — goes through Typer as usual.
     """
+    _names_on_stdout()
     fast = _flows_fast_args(sys.argv[1:]) if _entry_point() else None
     if fast is not None:
         _flows_process()
@@ -63,6 +64,18 @@ def main() -> None:
         raise
     if _entry_point():
         _exit_now(0)
+
+
+def _names_on_stdout() -> None:
+    """A file name that is not valid UTF-8 (held with surrogateescape) is printed on stdout as
+    its bytes, as ``ls`` and tcpdump print it, instead of failing to encode (stdout is strict
+    unless Python runs in UTF-8 mode; stderr already escapes)."""
+    out = sys.stdout
+    if getattr(out, "errors", None) == "strict" and hasattr(out, "reconfigure"):
+        try:
+            out.reconfigure(errors="surrogateescape")
+        except (ValueError, OSError):  # (a stream that cannot change now)
+            pass
 
 
 def _flows_fast_args(argv: list[str]) -> tuple[str, str | None, bool] | None:

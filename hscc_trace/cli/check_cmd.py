@@ -137,12 +137,9 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
     typer.echo(lines[-1] + f" in {time.perf_counter() - t0:.1f} s")
 
     if c.junit is not None:
-        p = Path(c.junit)
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(check.junit_xml(verdicts, time_s=time.perf_counter() - t0, warnings=partial), encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"{p}: cannot write JUnit XML ({exc.strerror or exc})") from None
+        from hscc_trace.atomic import write_text
+
+        write_text(c.junit, check.junit_xml(verdicts, time_s=time.perf_counter() - t0, warnings=partial), "JUnit XML")
     if check.in_github_actions():
         for line in check.github_annotations(verdicts, partial):
             typer.echo(line)
