@@ -123,6 +123,11 @@ def expand_inputs(paths: Iterable[str | Path]) -> tuple[list[str], dict[str, str
             out.append(p)
 
     for raw in paths:
+        if str(raw) == "-":  # standard input (hscc_trace.capture.reader.STDIN)
+            if "-" not in seen:
+                seen.add("-")
+                out.append("-")
+            continue
         p = Path(raw)
         try:
             os.stat(p)
@@ -372,6 +377,8 @@ def _run_parallel(inputs: list[str], opts: Options,
 
     try:
         for path in inputs:  # hashing reads the files from the page cache: cheap, and without the GIL
+            if _is_stream(path):  # a pipe or standard input can be read once: by the reader
+                continue
             lanes.submit(math.inf, functools.partial(sha256_file, path), ("sha256", path))
         for path in sorted(inputs, key=lambda p: -_size(p)):  # the largest capture's flows overlap the rest
             todo = on_capture(path, *_prepare_task(path, opts.bpf, opts.flows))
@@ -385,6 +392,12 @@ def _run_parallel(inputs: list[str], opts: Options,
     finally:
         lanes.close()
     return digests
+
+
+def _is_stream(path: str) -> bool:
+    from hscc_trace.capture.reader import is_stream
+
+    return is_stream(path)
 
 
 def _size(path: str) -> int:

@@ -24,7 +24,7 @@ from hscc_trace.errors import InputError, Warn
 from .decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_arrays, to_frame
 from .pipe import import_tables as _import_tables
 from .pipe import in_thread as _in_thread
-from .reader import ReadInfo, iter_batches, linktype_name
+from .reader import ReadInfo, is_stream, iter_batches, linktype_name
 
 if TYPE_CHECKING:  # polars (via schema/model) is imported where tables are built: see load_flows
     import polars as pl
@@ -316,19 +316,22 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
     from hscc_trace.model import Capture, Deferred
 
     path = os.fspath(path)
-    with _gc_paused(), small_pages():  # (hscc_trace._alloc: 4 kB pages are cheaper to fill here)
-        tracker = FlowTracker()
-        fid = _file_id(path)  # a regular file can be read again for its packet table
-        arena = Arena(_rows_hint(path), keep=fid is None)
-        raw = _read(path, bpf=bpf, tracker=tracker, arena=arena)
-        if not raw.aborted and raw.rows:
-            dec = Decoded(arena, tracker, path, bpf, fid)
-            meta, warnings = _meta(path, raw, dec.rows, arena.ts_range[0], arena.ts_range[1], bpf, {"fast": dec.rows})
-            _add(warnings, tracker.wscale_warning(path))
-            return Capture(meta=meta, packets=Deferred(dec.table), flows=tracker.table(), warnings=warnings,
-                           decoded=dec)
-    # scapy's rows are merged in frame order: read again and build the whole table now
-    del arena
+    if not is_stream(path):
+        with _gc_paused(), small_pages():  # (hscc_trace._alloc: 4 kB pages are cheaper to fill here)
+            tracker = FlowTracker()
+            fid = _file_id(path)  # a regular file can be read again for its packet table
+            arena = Arena(_rows_hint(path), keep=fid is None)
+            raw = _read(path, bpf=bpf, tracker=tracker, arena=arena)
+            if not raw.aborted and raw.rows:
+                dec = Decoded(arena, tracker, path, bpf, fid)
+                meta, warnings = _meta(path, raw, dec.rows, arena.ts_range[0], arena.ts_range[1], bpf,
+                                       {"fast": dec.rows})
+                _add(warnings, tracker.wscale_warning(path))
+                return Capture(meta=meta, packets=Deferred(dec.table), flows=tracker.table(), warnings=warnings,
+                               decoded=dec)
+        del arena
+    # scapy's rows are merged in frame order: read again and build the whole table now (a pipe
+    # or standard input, which can be read only once, comes straight here)
     tracker = FlowTracker()
     raw = _read(path, bpf=bpf, tracker=tracker)
     pk, meta, warnings, tracked = _eager(path, raw, bpf=bpf, tracker=tracker)

@@ -13,7 +13,7 @@ from hscc_trace.errors import InputError, Warn
 from .decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_all
 from .pipe import import_tables as _import_tables
 from .pipe import in_thread
-from .reader import Batch, ReadInfo, iter_batches, linktype_name
+from .reader import Batch, ReadInfo, is_stream, iter_batches, linktype_name
 
 if TYPE_CHECKING:
     import polars as pl
@@ -44,7 +44,7 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
     the full :func:`load` path instead, because those rows must be merged in frame order.
     """
     p = os.fspath(path)
-    scan = _scan(p, bpf, import_tables=True)
+    scan = None if is_stream(p) else _scan(p, bpf, import_tables=True)  # (a pipe cannot be read twice)
     if scan is None:
         from . import load
 
@@ -75,7 +75,7 @@ def flow_rows(path: str | os.PathLike, *, bpf: str | None = None) -> FlowRows:
     five-million-packet capture. Captures that need scapy take the :func:`load` path (with polars).
     """
     p = os.fspath(path)
-    scan = _scan(p, bpf, import_tables=False)
+    scan = None if is_stream(p) else _scan(p, bpf, import_tables=False)  # (a pipe cannot be read twice)
     if scan is None:
         import polars as pl
 

@@ -249,10 +249,31 @@ def _walk_pcapng(buf, n, be, if_snap, if_pow2, if_exp, if_offs, off, cap, wire, 
 # file access
 
 
+#: the file name that means standard input (as for tcpdump -r -, tshark -r -, tcptrace -)
+STDIN = "-"
+
+
+def is_stream(path: str) -> bool:
+    """Whether ``path`` can be read only once, front to back: standard input (``-``), a pipe or
+    FIFO, a character device (``/dev/stdin``), a socket — anything but a regular file (and
+    ``-`` even when the shell redirected a regular file into it)."""
+    if path == STDIN:
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False  # (missing: the reader says so)
+
+
 def _open(path: str) -> tuple[BinaryIO, bool]:
-    """Open ``path`` for reading, transparently gunzipping; returns (stream, compressed)."""
+    """Open ``path`` for reading, transparently gunzipping; returns (stream, compressed).
+
+    ``-`` is standard input. Nothing is sought: pipes and other streams read like files."""
     from hscc_trace.names import os_error
 
+    if path == STDIN:
+        f = open(0, "rb", closefd=False)  # noqa: SIM115 - closed by the caller
+        return _maybe_gzip(f)
     try:
         st = os.stat(path)
     except OSError as exc:  # missing, a name too long, a path through a non-directory …
@@ -263,8 +284,13 @@ def _open(path: str) -> tuple[BinaryIO, bool]:
         f = open(path, "rb")
     except OSError as exc:
         raise InputError(f"{path}: cannot open: {exc.strerror}") from None
-    head = f.read(2)
-    f.seek(0)
+    return _maybe_gzip(f)
+
+
+def _maybe_gzip(f) -> tuple[BinaryIO, bool]:
+    """``f`` (a buffered binary stream), gunzipped when it starts with the gzip magic; the first
+    bytes are peeked at, not read, so a pipe needs no seek."""
+    head = f.peek(2)[:2]
     if head == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=f, mode="rb"), True  # streamed: never decompressed to memory
     return f, False
@@ -432,6 +458,8 @@ def iter_batches(path: str, info: ReadInfo, *, buffers: int = 2) -> Iterator[Bat
         else:
             if gz:
                 raise InputError(f"{path}: gzip data is not a pcap or pcapng capture")
+            if is_stream(path):  # libpcap would open it again: what was read is gone
+                raise InputError(f"{path}: not a pcap/pcapng capture (magic 0x{magic_le:08x})")
             yield from _libpcap_batches(path, info)
     finally:
         f.close()
