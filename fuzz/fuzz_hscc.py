@@ -142,7 +142,7 @@ def main() -> None:
     os.environ.pop(pipeline.DEBUG_ENV, None)
     argv = list(sys.argv)
     corpus = [a for a in argv[1:] if not a.startswith("-")]
-    if corpus:
+    if corpus and not Path(corpus[0]).is_file():  # a folder: the corpus (a file: run that input once)
         seeds.build(Path(corpus[0]))
     # import every stage and compile/load the numba kernels before fuzzing (libFuzzer's
     # -timeout counts per input): one sample prefix through everything, the report included
