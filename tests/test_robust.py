@@ -423,3 +423,12 @@ def test_pipe_of_gzip_and_of_a_capture_that_needs_scapy():
 def test_bad_input_on_a_pipe_is_one_line():
     assert "-: empty file (0 bytes)" in one_error_line(cli("flows", "-", stdin=b""))
     assert "-: not a pcap/pcapng capture" in one_error_line(cli("flows", "-", stdin=b"hello, world\n" * 10))
+
+
+def test_strict_from_the_configuration(tmp_path):
+    cap, _, _ = garbage_in_the_middle(tmp_path)
+    (tmp_path / "hscc-trace.toml").write_text("[check]\nexpect = \"reno\"\nstrict = true\n")
+    r = cli("check", str(cap), "-q", cwd=tmp_path)
+    assert r.returncode == 1 and "[read capture (--strict)]" in r.stdout, r.stdout + r.stderr
+    r = cli("check", str(cap), "-q", "--no-strict", cwd=tmp_path)  # the command line wins
+    assert r.returncode == 0, r.stdout + r.stderr
