@@ -18,6 +18,7 @@ with a ``[tool.hscc-trace]`` table is used (``hscc-trace.toml`` first). Example:
     max_error = 0.10                            # bound on the fit metric mare (fraction)
     rank_first = false
     min_rounds = 4                              # flows with fewer cwnd-limited rounds are skipped
+    strict = false                              # true: a capture only partly read fails (--strict)
     baseline = "ci/baseline.json"
 
     [check.tolerance]                           # allowed regression against the baseline
@@ -112,6 +113,8 @@ class CheckConfig:
     tolerance: Tolerance = field(default_factory=Tolerance)
     expectations: tuple[Expectation, ...] = ()
     junit: str | None = None
+    #: fail a capture that was only partly read (docs/ci.md#partly-read-captures)
+    strict: bool = False
 
     def expectations_for(self, path: str) -> list[Expectation]:
         """The expectations that apply to one capture.
@@ -139,7 +142,8 @@ class Config:
 # --- parsing -----------------------------------------------------------------------------------
 
 _TOP_KEYS = {"algorithms", "params", "filter", "jobs", "check"}
-_CHECK_KEYS = {"expect", "max_error", "rank_first", "min_rounds", "baseline", "tolerance", "expectations", "junit"}
+_CHECK_KEYS = {"expect", "max_error", "rank_first", "min_rounds", "baseline", "tolerance", "expectations", "junit",
+               "strict"}
 _EXPECTATION_KEYS = {"match", "expect", "max_error", "rank_first", "flows"}
 
 
@@ -250,6 +254,8 @@ def _check(src: str, v: Any, base_dir: Path) -> CheckConfig:
         kw["rank_first"] = _bool(src, "check.rank_first", v["rank_first"])
     if "min_rounds" in v:
         kw["min_rounds"] = _int(src, "check.min_rounds", v["min_rounds"], lo=1)
+    if "strict" in v:
+        kw["strict"] = _bool(src, "check.strict", v["strict"])
     if "baseline" in v:
         kw["baseline"] = str(_resolve(base_dir, _str(src, "check.baseline", v["baseline"])))
     if "junit" in v:

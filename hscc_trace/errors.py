@@ -24,6 +24,18 @@ class UsageError(HsccError):
     """The command line or configuration is inconsistent."""
 
 
+class InternalError(HsccError):
+    """A bug, not bad input: an unexpected exception turned into one line (exit code 70,
+    EX_SOFTWARE; ``HSCC_TRACE_DEBUG=1`` shows the traceback instead)."""
+
+    exit_code = 70
+
+
+class InternalMessage(str):
+    """A one-line error message (a ``str``) that reports an internal error, not bad input: the
+    pipeline files these with the input errors of a run, and the CLI exits 70 when one is there."""
+
+
 @dataclass(frozen=True)
 class Warn:
     """A problem that did not stop the work: what happened and how often."""
@@ -31,6 +43,11 @@ class Warn:
     source: str  # file or component the warning is about
     message: str  # one line, no trailing period
     count: int = 1
+    #: the capture was only partly read: data after the problem was not read (its message says
+    #: how much); ``hscc-trace check --strict`` fails such a capture
+    partial: bool = False
+    lost_bytes: int | None = None  # bytes not read (None: cannot be known)
+    lost_records: int | None = None  # estimate of the records not read (None: cannot be known)
 
     def __str__(self) -> str:
         n = f" ({self.count}×)" if self.count != 1 else ""

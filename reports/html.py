@@ -598,10 +598,9 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
         "JS": js,
     }
     page = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: fields[m.group(1)], _asset("template.html"))
-    try:
-        path.write_text(page, encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot write report {path}: {exc.strerror or exc}") from None
+    from hscc_trace.atomic import write_text
+
+    write_text(path, page, "report", parents=False)  # temporary file + rename: never a truncated report
     return ReportInfo(path=path, size=path.stat().st_size, flows=len(drawn_results), flows_omitted=omitted,
                       figures=n_fig, traces=n_traces, decimated_traces=n_dec, points_in=p_in, points_out=p_out,
                       max_points=per_series)

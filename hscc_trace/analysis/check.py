@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import os
 import xml.etree.ElementTree as ET
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any, Iterable
 
@@ -312,6 +312,38 @@ def check_baseline(
     return out
 
 
+# --- captures only partly read --------------------------------------------------------------------
+
+
+def partly_read(doc: dict[str, Any]) -> dict[str, list[str]]:
+    """``{capture path: [warning, …]}`` for every capture the reader did not read to its end
+    (warnings with ``lost``: a corrupt record, a truncated or corrupt gzip stream, a cut-short
+    last record). Each line says how much was not read."""
+    out: dict[str, list[str]] = {}
+    for cap in doc.get("captures", []):
+        lines = [w["message"] + (f" ({w['count']}×)" if w.get("count", 1) != 1 else "")
+                 for w in cap.get("warnings") or [] if w.get("lost") is not None]
+        if lines and not cap.get("error"):
+            out[cap["path"]] = lines
+    return out
+
+
+def with_partial_reads(verdicts: list[Verdict], partial: dict[str, list[str]], strict: bool) -> list[Verdict]:
+    """Verdicts that cannot hide a partly read capture: every verdict of such a capture says so
+    in its message, and with ``strict`` the capture gets a failing "read capture" verdict."""
+    if not partial:
+        return list(verdicts)
+    out = []
+    for v in verdicts:
+        lines = partial.get(v.capture)
+        out.append(replace(v, message=f"{v.message} [capture only partly read: {'; '.join(lines)}]") if lines else v)
+    if strict:
+        for path, lines in partial.items():
+            out.append(Verdict(path, None, "", "read capture (--strict)", FAIL,
+                               f"capture only partly read: {'; '.join(lines)}"))
+    return out
+
+
 # --- outcome ---------------------------------------------------------------------------------------
 
 
@@ -342,9 +374,11 @@ def by_capture(verdicts: Iterable[Verdict]) -> dict[str, list[Verdict]]:
 # --- JUnit XML -------------------------------------------------------------------------------------
 
 
-def junit_xml(verdicts: list[Verdict], *, suite_name: str = "hscc-trace check", time_s: float | None = None) -> str:
+def junit_xml(verdicts: list[Verdict], *, suite_name: str = "hscc-trace check", time_s: float | None = None,
+              warnings: dict[str, list[str]] | None = None) -> str:
     """JUnit XML: ``<testsuites>`` with one ``<testsuite>`` per capture and one ``<testcase>`` per
-    verdict; failures and errors carry the message with its numbers; skips say why."""
+    verdict; failures and errors carry the message with its numbers; skips say why. A capture's
+    ``warnings`` (e.g. :func:`partly_read`) go to its suite's ``<system-err>``, one per line."""
     root = ET.Element("testsuites", name=suite_name)
     total = counts(verdicts)
     root.set("tests", str(len(verdicts)))
@@ -370,6 +404,9 @@ def junit_xml(verdicts: list[Verdict], *, suite_name: str = "hscc-trace check", 
             else:
                 out = ET.SubElement(case, "system-out")
                 out.text = v.message
+        if warnings and warnings.get(path):
+            err = ET.SubElement(suite, "system-err")
+            err.text = "\n".join(f"warning: {w}" for w in warnings[path])
     ET.indent(root)
     return '<?xml version="1.0" encoding="UTF-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
@@ -390,10 +427,15 @@ def _gh_prop(s: str) -> str:
     return _gh_data(s).replace(":", "%3A").replace(",", "%2C")
 
 
-def github_annotations(verdicts: list[Verdict]) -> list[str]:
-    """Workflow-command lines: ``::error`` per failure or input error, ``::notice`` per capture
-    with its tally (passes and skips included)."""
+def github_annotations(verdicts: list[Verdict], warnings: dict[str, list[str]] | None = None) -> list[str]:
+    """Workflow-command lines: ``::error`` per failure or input error, ``::warning`` per capture
+    warning (e.g. :func:`partly_read`), ``::notice`` per capture with its tally (passes and skips
+    included)."""
     lines = []
+    for path, ws in (warnings or {}).items():
+        for w in ws:
+            lines.append(f"::warning file={_gh_prop(path)},title={_gh_prop('hscc-trace: capture only partly read')}::"
+                         + _gh_data(w))
     for v in verdicts:
         if v.status in (FAIL, ERROR):
             title = f"hscc-trace check: {v.test}" if v.status == FAIL else "hscc-trace: capture not readable"
@@ -413,13 +455,20 @@ def _md(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_summary(verdicts: list[Verdict], *, title: str = "hscc-trace check") -> str:
-    """A markdown job summary: the tally and one table row per verdict."""
+def markdown_summary(verdicts: list[Verdict], *, title: str = "hscc-trace check",
+                     warnings: dict[str, list[str]] | None = None) -> str:
+    """A markdown job summary: the tally, the captures' warnings (e.g. :func:`partly_read`) and
+    one table row per verdict."""
     c = counts(verdicts)
     lines = [f"### {title}", "",
              f"**{c[PASS]} passed, {c[FAIL]} failed, {c[SKIP]} skipped, {c[ERROR]} errors** "
-             f"— exit code {exit_code(verdicts)}", "",
-             "| capture | flow | test | result | details |", "|---|---|---|---|---|"]
+             f"— exit code {exit_code(verdicts)}", ""]
+    for path, ws in (warnings or {}).items():
+        for w in ws:
+            lines.append(f"- ⚠️ `{_md(path)}` only partly read: {_md(w)}")
+    if warnings:
+        lines.append("")
+    lines += ["| capture | flow | test | result | details |", "|---|---|---|---|---|"]
     for v in verdicts:
         lines.append(f"| `{_md(v.capture)}` | {_md(v.flow or '—')} | {_md(v.test)} | {_ICON[v.status]} | {_md(v.message)} |")
     return "\n".join(lines) + "\n"

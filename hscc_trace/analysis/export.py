@@ -23,7 +23,7 @@ from typing import Any, Iterable
 
 import polars as pl
 
-from hscc_trace.errors import InputError, UsageError
+from hscc_trace.errors import UsageError
 from hscc_trace.model import Analysis, FlowEvents, FlowResult
 
 FORMATS = {".parquet": "parquet", ".csv": "csv", ".json": "json", ".ndjson": "ndjson", ".jsonl": "ndjson"}
@@ -50,20 +50,22 @@ def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
 
 def write_table(df: pl.DataFrame, path: str | Path) -> Path:
     """Write one DataFrame; the format follows the extension. Returns the path."""
+    from hscc_trace.atomic import write_with
+
     p = Path(path)
     fmt = format_of(p)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
+
+    def write(t: Path) -> None:  # a temporary file next to p, renamed into place (hscc_trace.atomic)
         if fmt == "parquet":
-            df.write_parquet(p, compression="zstd")
+            df.write_parquet(t, compression="zstd")
         elif fmt == "csv":
-            _csv_ready(df).write_csv(p)
+            _csv_ready(df).write_csv(t)
         elif fmt == "json":
-            df.write_json(p)
+            df.write_json(t)
         else:
-            df.write_ndjson(p)
-    except OSError as exc:
-        raise InputError(f"{p}: cannot write ({exc.strerror or exc})") from None
+            df.write_ndjson(t)
+
+    write_with(p, write, "the table")
     return p
 
 

@@ -43,7 +43,7 @@ import polars as pl
 
 from hscc_trace import __version__
 from hscc_trace.analysis import results
-from hscc_trace.errors import HsccError, InputError, Warn
+from hscc_trace.errors import HsccError, InputError, InternalMessage, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowEvents, FlowResult
 
 #: File name endings taken from a directory argument (a file named explicitly is always read).
@@ -124,7 +124,20 @@ def expand_inputs(paths: Iterable[str | Path]) -> tuple[list[str], dict[str, str
             out.append(p)
 
     for raw in paths:
+        if str(raw) == "-":  # standard input (hscc_trace.capture.reader.STDIN)
+            if "-" not in seen:
+                seen.add("-")
+                out.append("-")
+            continue
         p = Path(raw)
+        try:
+            os.stat(p)
+        except OSError as exc:  # missing, a name too long for the file system …
+            from hscc_trace.names import os_error
+
+            errors[str(raw)] = os_error(raw, exc).replace(": no such file", ": no such file or directory", 1)
+            out.append(str(raw))
+            continue
         if p.is_dir():
             found = sorted(
                 str(f) for f in p.rglob("*")
@@ -220,8 +233,9 @@ def _guard(fn: Callable[..., Any], path: str, *args: Any) -> tuple[bool, Any]:
     except Exception as exc:  # noqa: BLE001 - a stage bug on one capture must not lose the others
         if os.environ.get(DEBUG_ENV):
             raise
-        return False, f"{path}: internal error ({type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}); " \
-                      f"rerun with {DEBUG_ENV}=1 for a traceback"
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        return False, InternalMessage(f"{path}: internal error ({type(exc).__name__}: {first}); "
+                                      f"rerun with {DEBUG_ENV}=1 for a traceback")
 
 
 def _prepare_task(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> tuple[bool, Any]:
@@ -348,6 +362,8 @@ def _run_parallel(inputs: list[str], opts: Options,
 
     try:
         for path in inputs:  # hashing reads the files from the page cache: cheap, and without the GIL
+            if _is_stream(path):  # a pipe or standard input can be read once: by the reader
+                continue
             lanes.submit(math.inf, functools.partial(sha256_file, path), ("sha256", path))
         for path in sorted(inputs, key=lambda p: -_size(p)):  # the largest capture's flows overlap the rest
             todo = on_capture(path, *_prepare_task(path, opts.bpf, opts.flows))
@@ -361,6 +377,12 @@ def _run_parallel(inputs: list[str], opts: Options,
     finally:
         lanes.close()
     return digests
+
+
+def _is_stream(path: str) -> bool:
+    from hscc_trace.capture.reader import is_stream
+
+    return is_stream(path)
 
 
 def _size(path: str) -> int:
@@ -434,8 +456,9 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
             if (path, i) in flow_results:
                 flows.append(flow_results[(path, i)])
             elif (path, i) in flow_errors:
-                flow_failed.append(f"{path}: flow {row.get('flow_id')}: "
-                                   f"{flow_errors[(path, i)].removeprefix(path + ': ')}")
+                msg = (f"{path}: flow {row.get('flow_id')}: "
+                       f"{flow_errors[(path, i)].removeprefix(path + ': ')}")
+                flow_failed.append(InternalMessage(msg) if isinstance(flow_errors[(path, i)], InternalMessage) else msg)
                 warns.append(Warn(path, f"flow {row.get('flow_id')} not replayed: "
                                         f"{flow_errors[(path, i)].removeprefix(path + ': ')}"))
         captures.append(CaptureResult(meta=prep.meta, flows=prep.flows, results=flows, warnings=warns))

@@ -27,7 +27,7 @@ from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowResult
 
-SCHEMA_VERSION = "1.1"
+SCHEMA_VERSION = "1.2"
 #: flow fields added after 1.0: written always, optional when read, so 1.0 baselines still validate
 ADDED_SINCE_1_0 = ("out_of_order",)
 SCHEMA_FILE = "results.schema.json"
@@ -57,7 +57,13 @@ def clean(value: Any) -> Any:
     """A JSON-safe copy: non-finite floats → None, tuples → lists, enums/paths → str."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
-    if isinstance(value, (bool, int, str)) or value is None:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:  # a file name that is not UTF-8 (surrogateescape): U+FFFD
+            return value.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+        return value
+    if isinstance(value, (bool, int)) or value is None:
         return value
     if isinstance(value, dict):
         return {str(k): clean(v) for k, v in value.items()}
@@ -70,7 +76,10 @@ def clean(value: Any) -> Any:
 
 def _warn(w: Warn | str) -> dict[str, Any]:
     if isinstance(w, Warn):
-        return {"source": w.source, "message": w.message, "count": int(w.count)}
+        out: dict[str, Any] = {"source": w.source, "message": w.message, "count": int(w.count)}
+        if w.partial:  # (1.2) the capture was only partly read
+            out["lost"] = {"bytes": w.lost_bytes, "records": w.lost_records}
+        return out
     return {"source": "", "message": str(w), "count": 1}
 
 
@@ -151,34 +160,57 @@ def _dedupe(ws: list[Warn]) -> list[Warn]:
 def capture_entry(cr: CaptureResult, *, sha256: str | None = None, error: str | None = None) -> dict[str, Any]:
     """One capture's JSON object (``error`` set and no flows when it could not be read)."""
     p = Path(cr.meta.path)
-    size = p.stat().st_size if p.is_file() else None
-    return {
+    size = _size(p)
+    return _with_hex({
         "path": cr.meta.path,
         "name": p.name,
         "size_bytes": size,
-        "sha256": sha256 if sha256 is not None else (sha256_file(p) if p.is_file() else None),
+        "sha256": sha256 if sha256 is not None else (sha256_file(p) if size is not None else None),
         "meta": _meta(cr.meta),
         "flows": [flow_entry(fr) for fr in cr.results],
         "flows_total": int(cr.flows.height) if cr.flows is not None else len(cr.results),
         "warnings": [_warn(w) for w in cr.warnings],
         "error": error,
-    }
+    })
+
+
+def _size(p: Path) -> int | None:
+    """Size of a regular file; None for anything else or when it cannot be looked at."""
+    import stat
+
+    try:
+        st = p.stat()
+    except (OSError, ValueError):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
+def _with_hex(entry: dict[str, Any]) -> dict[str, Any]:
+    """Add ``path_hex`` (since 1.2) when the path is not valid UTF-8: ``path`` and ``name`` are
+    then written with U+FFFD for the bytes that are not, and ``path_hex`` keeps the exact bytes."""
+    from hscc_trace.names import raw_hex
+
+    h = raw_hex(entry["path"])
+    if h is not None:
+        entry["path_hex"] = h
+    return entry
 
 
 def error_entry(path: str, message: str, *, sha256: str | None = None) -> dict[str, Any]:
     """A capture that could not be read: its path, the one-line error and nothing else."""
     p = Path(path)
-    return {
+    size = _size(p)
+    return _with_hex({
         "path": path,
         "name": p.name,
-        "size_bytes": p.stat().st_size if p.is_file() else None,
-        "sha256": sha256 if sha256 is not None else (sha256_file(p) if p.is_file() else None),
+        "size_bytes": size,
+        "sha256": sha256 if sha256 is not None else (sha256_file(p) if size is not None else None),
         "meta": None,
         "flows": [],
         "flows_total": 0,
         "warnings": [],
         "error": message,
-    }
+    })
 
 
 def to_dict(
@@ -254,13 +286,9 @@ def dumps(doc: dict[str, Any]) -> str:
 
 def write(doc: dict[str, Any], path: str | Path) -> Path:
     """Write the document to ``path`` (parent directories created). Raises InputError on failure."""
-    p = Path(path)
-    try:
-        p.parent.mkdir(parents=True, exist_ok=True)
-        p.write_text(dumps(doc), encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"{p}: cannot write results ({exc.strerror or exc})") from None
-    return p
+    from hscc_trace.atomic import write_text
+
+    return write_text(path, dumps(doc), "results")  # temporary file + rename: never a truncated file
 
 
 def read(path: str | Path, *, check_schema: bool = True) -> dict[str, Any]:
@@ -357,7 +385,14 @@ def schema_document() -> dict[str, Any]:
             "warning": {
                 "type": "object", "required": ["source", "message", "count"], "additionalProperties": False,
                 "properties": {"source": {"type": "string"}, "message": {"type": "string"},
-                               "count": {"type": "integer", "minimum": 1}},
+                               "count": {"type": "integer", "minimum": 1},
+                               "lost": {"type": "object", "additionalProperties": False,
+                                        "required": ["bytes", "records"],
+                                        "description": "(since 1.2) present when the capture was only partly "
+                                                       "read: what was not read (null: cannot be known)",
+                                        "properties": {"bytes": {"type": ["integer", "null"], "minimum": 0},
+                                                       "records": {"type": ["integer", "null"], "minimum": 0,
+                                                                   "description": "estimate"}}}},
             },
             "meta": {
                 "type": "object", "additionalProperties": False,
@@ -412,6 +447,9 @@ def schema_document() -> dict[str, Any]:
                 "properties": {
                     "path": {"type": "string", "description": "the capture's path as given (directories expanded)"},
                     "name": {"type": "string", "description": "file name"},
+                    "path_hex": {"type": "string", "pattern": "^([0-9a-f]{2})*$",
+                                 "description": "(since 1.2) the path's bytes in hex, present only when the "
+                                                "path is not valid UTF-8 (path and name then show U+FFFD)"},
                     "size_bytes": {"type": ["integer", "null"], "minimum": 0},
                     "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$",
                                "description": "identifies the capture when comparing with a baseline"},

@@ -4,7 +4,7 @@
 (:mod:`.bpf`), decodes TCP with the compiled fast path (:mod:`.decode`) and hands whatever it
 does not know to scapy (:mod:`.slow`). Every record that does not become a TCP packet row is
 counted by reason in ``CaptureMeta.skipped`` and reported as a warning. Connections are assigned
-one layer up (:mod:`hscc_trace.flows`): :func:`read` takes the flow tracker and the per-flow
+one layer up (:mod:`hscc_trace.flows.tracker`): :func:`read` takes the flow tracker and the per-flow
 arena as arguments and never imports them.
 """
 
@@ -172,7 +172,8 @@ def capture_meta(path: str, raw: RawRead, rows: int, first_ns: int | None, last_
     from hscc_trace.model import CaptureMeta
 
     info, skipped = raw.info, raw.skipped
-    warnings: list[Warn] = [Warn(path, reason, k) for reason, k in info.problems.items()]
+    warnings: list[Warn] = [Warn(path, reason, k, True, *info.lost.get(reason, (None, None)))
+                            for reason, k in info.problems.items()]
     warnings += [Warn(path, f"skipped: {reason}", k) for reason, k in skipped.items()]
     meta = CaptureMeta(
         path=path,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import gzip
 import os
+import stat
 import zlib
 from dataclasses import dataclass, field
 from typing import BinaryIO, Iterator
@@ -92,9 +93,13 @@ class ReadInfo:
     linktypes: list[int] = field(default_factory=list)  # in order of first appearance
     records: int = 0
     problems: dict[str, int] = field(default_factory=dict)  # reason -> count (file-level)
+    #: reason -> (bytes not read or None when unknowable, estimated records not read or None);
+    #: every file-level problem means data that was not read
+    lost: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
 
-    def problem(self, reason: str, n: int = 1) -> None:
+    def problem(self, reason: str, n: int = 1, lost: tuple[int | None, int | None] = (None, None)) -> None:
         self.problems[reason] = self.problems.get(reason, 0) + n
+        self.lost[reason] = lost
 
 
 # ------------------------------------------------------------------------------------------
@@ -244,18 +249,48 @@ def _walk_pcapng(buf, n, be, if_snap, if_pow2, if_exp, if_offs, off, cap, wire, 
 # file access
 
 
+#: the file name that means standard input (as for tcpdump -r -, tshark -r -, tcptrace -)
+STDIN = "-"
+
+
+def is_stream(path: str) -> bool:
+    """Whether ``path`` can be read only once, front to back: standard input (``-``), a pipe or
+    FIFO, a character device (``/dev/stdin``), a socket — anything but a regular file (and
+    ``-`` even when the shell redirected a regular file into it)."""
+    if path == STDIN:
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False  # (missing: the reader says so)
+
+
 def _open(path: str) -> tuple[BinaryIO, bool]:
-    """Open ``path`` for reading, transparently gunzipping; returns (stream, compressed)."""
-    if not os.path.exists(path):
-        raise InputError(f"{path}: no such file")
-    if os.path.isdir(path):
+    """Open ``path`` for reading, transparently gunzipping; returns (stream, compressed).
+
+    ``-`` is standard input. Nothing is sought: pipes and other streams read like files."""
+    from hscc_trace.names import os_error
+
+    if path == STDIN:
+        f = open(0, "rb", closefd=False)  # noqa: SIM115 - closed by the caller
+        return _maybe_gzip(f)
+    try:
+        st = os.stat(path)
+    except OSError as exc:  # missing, a name too long, a path through a non-directory …
+        raise InputError(os_error(path, exc)) from None
+    if stat.S_ISDIR(st.st_mode):
         raise InputError(f"{path}: is a directory, not a capture file")
     try:
         f = open(path, "rb")
     except OSError as exc:
         raise InputError(f"{path}: cannot open: {exc.strerror}") from None
-    head = f.read(2)
-    f.seek(0)
+    return _maybe_gzip(f)
+
+
+def _maybe_gzip(f) -> tuple[BinaryIO, bool]:
+    """``f`` (a buffered binary stream), gunzipped when it starts with the gzip magic; the first
+    bytes are peeked at, not read, so a pipe needs no seek."""
+    head = f.peek(2)[:2]
     if head == b"\x1f\x8b":
         return gzip.GzipFile(fileobj=f, mode="rb"), True  # streamed: never decompressed to memory
     return f, False
@@ -280,7 +315,10 @@ def _read_into(f: BinaryIO, view: memoryview) -> tuple[int, str | None]:
         except EOFError:
             return got, "compressed data ends early (gzip stream cut short)"
         except (OSError, gzip.BadGzipFile, zlib.error) as exc:
-            raise InputError(f"corrupt compressed data: {exc}") from None
+            # a CRC or length check fails after the member's data was delivered; corrupt deflate
+            # data stops the stream there: either way keep what came before (like a cut-short
+            # file), with a warning that says so
+            return got, f"corrupt compressed data ({exc})"
         if not n:
             break
         got += n
@@ -290,8 +328,9 @@ def _read_into(f: BinaryIO, view: memoryview) -> tuple[int, str | None]:
 class _Chunks:
     """Sequential chunk reader keeping an unconsumed tail between reads."""
 
-    def __init__(self, f: BinaryIO, first: bytes, buffers: int = 2):
+    def __init__(self, f: BinaryIO, first: bytes, buffers: int = 2, base: int = 0):
         self.f = f
+        self.base = base  # offset of buf[0] in the (decompressed) file
         self.buf = np.empty(CHUNK + MAX_CAPLEN * 2, dtype=np.uint8)
         self.spares = [np.empty_like(self.buf) for _ in range(max(buffers, 2) - 1)]
         self.problem: str | None = None
@@ -318,6 +357,7 @@ class _Chunks:
         faulted in twice.
         """
         rest = self.n - k
+        self.base += k
         nxt = self.spares.pop(0)
         if len(nxt) != len(self.buf):
             nxt = np.empty_like(self.buf)
@@ -332,6 +372,60 @@ class _Chunks:
             new[: self.n] = self.buf[: self.n]
             self.buf = new
             self.eof = False
+
+
+def _rest(ch: _Chunks, at: int, records: int, header: int) -> tuple[tuple[int | None, int | None], str]:
+    """How much of the file from ``buf[at]`` on is not read: ((bytes, estimated records), phrase).
+
+    Bytes: from the file size for a plain regular file, else by reading the rest of the stream
+    and counting (a gzip file, a pipe); a stream that breaks while counting gives a lower bound
+    ("or more"). Records: the bytes divided by the mean record size so far (header excluded).
+    """
+    pos = ch.base + at
+    f = ch.f
+    n: int | None = None
+    exact = True
+    if not isinstance(f, gzip.GzipFile):
+        try:
+            st = os.fstat(f.fileno())
+            if stat.S_ISREG(st.st_mode):
+                n = max(st.st_size - pos, 0)
+        except (OSError, AttributeError, ValueError):
+            pass
+    if n is None:
+        n = ch.n - at
+        if not ch.eof:
+            try:
+                while True:
+                    b = f.read1(1 << 20) if isinstance(f, gzip.GzipFile) else f.read(1 << 20)
+                    if not b:
+                        break
+                    n += len(b)
+            except (EOFError, OSError, zlib.error):
+                exact = False
+    est = round(n * records / (pos - header)) if records and pos > header else None
+    phrase = f"{n} bytes{'' if exact else ' or more'}" + (f", about {est} records" if est is not None else "")
+    return (n, est), phrase + " not read"
+
+
+def _stream_problem(ch: _Chunks, info: ReadInfo, records: int) -> None:
+    """The warning for a compressed stream that stopped early (cut short or corrupt)."""
+    done = ch.base + ch.n
+    if ch.problem.startswith("corrupt"):
+        f = getattr(ch.f, "fileobj", None)
+        left = None
+        try:
+            if f is not None:
+                left = max(os.fstat(f.fileno()).st_size - f.tell(), 0)
+        except (OSError, AttributeError, ValueError):
+            left = None
+        rest = (f"about {left} compressed bytes after it not read" if left else
+                "nothing after it is missing (a check at the end of the stream failed)")
+        info.problem(f"gzip: {ch.problem} after {done} decompressed bytes ({records} records); {rest}",
+                     lost=(None, None) if left else (0, 0))
+    else:
+        info.problem(f"{ch.problem} after {done} decompressed bytes ({records} records); how much is missing "
+                     "cannot be known")
 
 
 def iter_batches(path: str, info: ReadInfo, *, buffers: int = 2) -> Iterator[Batch]:
@@ -349,7 +443,8 @@ def iter_batches(path: str, info: ReadInfo, *, buffers: int = 2) -> Iterator[Bat
         if problem and n < 24:
             raise InputError(f"{path}: {problem}")
         if len(head) == 0:
-            raise InputError(f"{path}: empty file (0 bytes)")
+            raise InputError(f"{path}: gzip holds an empty file (0 bytes decompressed)" if gz
+                             else f"{path}: empty file (0 bytes)")
         if len(head) < 4:
             raise InputError(f"{path}: not a capture file (only {len(head)} bytes)")
         magic_le = int.from_bytes(head[:4], "little")
@@ -363,6 +458,8 @@ def iter_batches(path: str, info: ReadInfo, *, buffers: int = 2) -> Iterator[Bat
         else:
             if gz:
                 raise InputError(f"{path}: gzip data is not a pcap or pcapng capture")
+            if is_stream(path):  # libpcap would open it again: what was read is gone
+                raise InputError(f"{path}: not a pcap/pcapng capture (magic 0x{magic_le:08x})")
             yield from _libpcap_batches(path, info)
     finally:
         f.close()
@@ -386,7 +483,7 @@ def _pcap_batches(path: str, f: BinaryIO, head: bytes, be: bool, info: ReadInfo,
     info.snaplen = snaplen
     info.linktypes = [linktype]
     max_cap = max(MAX_CAPLEN, min(snaplen, 16 * 1024 * 1024))
-    ch = _Chunks(f, b"", buffers)
+    ch = _Chunks(f, b"", buffers, base=24)
     frame = 1
     while True:
         ch.fill()
@@ -402,16 +499,19 @@ def _pcap_batches(path: str, f: BinaryIO, head: bytes, be: bool, info: ReadInfo,
                         np.full(k, linktype, np.uint16), frame)
             frame += k
         if status == 2:
-            info.problem(f"record {frame} claims an absurd captured length (> {max_cap} bytes); rest of file ignored")
+            lost, phrase = _rest(ch, used, frame - 1, 24)
+            info.problem(f"record {frame} claims an absurd captured length (> {max_cap} bytes); rest of file "
+                         f"ignored ({phrase})", lost=lost)
             return
         ch.consume(used)
         if status == 3:
             continue
         if ch.eof:
             if ch.problem:
-                info.problem(ch.problem)
+                _stream_problem(ch, info, frame - 1)
             if ch.n:
-                info.problem(f"file ends inside record {frame} ({ch.n} bytes of it present); that record ignored")
+                info.problem(f"file ends inside record {frame} ({ch.n} bytes of it present); that record ignored",
+                             lost=(ch.n, 1))
             return
         if k == 0:
             # one record larger than the buffer: grow (bounded by max_cap)
@@ -485,7 +585,8 @@ def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix:
             frame += k
         if status == 2 or status == 4:
             what = "a malformed block" if status == 2 else "a packet on an undeclared interface"
-            info.problem(f"pcapng: {what} after record {frame - 1}; rest of file ignored")
+            lost, phrase = _rest(ch, used, frame - 1, 0)
+            info.problem(f"pcapng: {what} after record {frame - 1}; rest of file ignored ({phrase})", lost=lost)
             return
         if status == 1:
             # SHB or IDB at `used`: make sure the whole block is buffered, then parse it
@@ -493,7 +594,7 @@ def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix:
             if len(blen_bytes) < 4:
                 ch.consume(used)
                 if ch.eof:
-                    info.problem("pcapng: file ends inside a block")
+                    info.problem(f"pcapng: file ends inside a block ({ch.n} bytes not read)", lost=(ch.n, None))
                     return
                 continue
             if btype == PCAPNG_SHB:
@@ -503,7 +604,9 @@ def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix:
             if blen < 12 or blen % 4 or blen > 16 * 1024 * 1024:
                 if not seen_shb:
                     raise InputError(f"{path}: not a capture file (bad pcapng section header)")
-                info.problem(f"pcapng: malformed block length {blen} after record {frame - 1}; rest of file ignored")
+                lost, phrase = _rest(ch, used, frame - 1, 0)
+                info.problem(f"pcapng: malformed block length {blen} after record {frame - 1}; rest of file "
+                             f"ignored ({phrase})", lost=lost)
                 return
             if used + blen > ch.n:
                 ch.consume(used)
@@ -512,7 +615,7 @@ def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix:
                 if ch.n < blen:
                     if not seen_shb:
                         raise InputError(f"{path}: truncated pcapng section header")
-                    info.problem("pcapng: file ends inside a block")
+                    info.problem(f"pcapng: file ends inside a block ({ch.n} bytes not read)", lost=(ch.n, None))
                     return
                 continue
             blk = bytes(ch.buf[used : used + blen])
@@ -538,9 +641,10 @@ def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix:
             continue
         if ch.eof:
             if ch.problem:
-                info.problem(ch.problem)
+                _stream_problem(ch, info, frame - 1)
             if ch.n:
-                info.problem(f"file ends inside a pcapng block after record {frame - 1} ({ch.n} bytes); ignored")
+                info.problem(f"file ends inside a pcapng block after record {frame - 1} ({ch.n} bytes); ignored "
+                             f"({ch.n} bytes not read)", lost=(ch.n, None))
             return
         if k == 0 and ch.n >= len(ch.buf):
             ch.grow(2 * len(ch.buf))  # one block larger than the buffer (blocks are capped at 16 MiB)
@@ -567,7 +671,8 @@ def _libpcap_batches(path: str, info: ReadInfo) -> Iterator[Batch]:
         try:
             hdr, data = r.next()
         except Exception as exc:
-            info.problem(f"libpcap: {exc}")
+            info.problem(f"libpcap: {exc} after record {frame - 1 + len(datas)}; rest of file ignored "
+                         "(how much libpcap did not read cannot be known)")
             break
         if hdr is None:
             break

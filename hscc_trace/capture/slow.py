@@ -169,15 +169,22 @@ def _row(frame, ts, iface, wire, cap, ip, tcp, wire_ip_len):
     sacks: list[int] = []
     for opt in tcp.options:
         name, val = opt if isinstance(opt, tuple) and len(opt) == 2 else (opt, None)
+        # An option of the wrong length gives scapy's raw bytes (b'' for an MSS option of
+        # length 2) instead of a number: ignored, as the fast decoder ignores an MSS option whose
+        # length is not 4 or a window-scale option whose length is not 3 (RFC 9293 §3.2,
+        # RFC 7323 §2.2).
         if name == "MSS":
-            mss = val
+            if _uint(val, 0xFFFF):
+                mss = val
         elif name == "WScale":
-            ws = val
+            if _uint(val, 0xFF):
+                ws = val
         elif name == "SAckOK":
             sackp = True
-        elif name == "SAck" and isinstance(val, tuple):
+        elif name == "SAck" and isinstance(val, tuple) and all(_uint(v, 0xFFFFFFFF) for v in val):
             sacks.extend(val)
-        elif name == "Timestamp" and isinstance(val, tuple):
+        elif (name == "Timestamp" and isinstance(val, tuple) and len(val) == 2
+              and all(_uint(v, 0xFFFFFFFF) for v in val)):
             tsv, tse = val
     nsack = min(len(sacks) // 2, 4)
     tcp_cap = len(tcp.original) if getattr(tcp, "original", None) is not None else len(bytes(tcp))
@@ -194,6 +201,11 @@ def _row(frame, ts, iface, wire, cap, ip, tcp, wire_ip_len):
         row[f"sack_r{b}"] = sacks[2 * b + 1] if b < nsack else None
     row["decoder"] = 1
     return row
+
+
+def _uint(v: object, top: int) -> bool:
+    """Whether scapy decoded an option field as a number in 0..top (not raw bytes)."""
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= top
 
 
 def _v6_ext_len(ip6) -> int:

@@ -52,6 +52,7 @@ def main() -> None:
     with rare cyclic garbage collections (see :func:`hscc_trace.perf.activate`); anything else — help,
     unknown or repeated options, other commands — goes through Typer as usual.
     """
+    _names_on_stdout()
     fast = _flows_fast_args(sys.argv[1:]) if _entry_point() else None
     if _entry_point():
         from hscc_trace import perf
@@ -65,6 +66,18 @@ def main() -> None:
         raise
     if _entry_point():
         _exit_now(0)
+
+
+def _names_on_stdout() -> None:
+    """A file name that is not valid UTF-8 (held with surrogateescape) is printed on stdout as
+    its bytes, as ``ls`` and tcpdump print it, instead of failing to encode (stdout is strict
+    unless Python runs in UTF-8 mode; stderr already escapes)."""
+    out = sys.stdout
+    if getattr(out, "errors", None) == "strict" and hasattr(out, "reconfigure"):
+        try:
+            out.reconfigure(errors="surrogateescape")
+        except (ValueError, OSError):  # (a stream that cannot change now)
+            pass
 
 
 def _flows_fast_args(argv: list[str]) -> tuple[str, str | None, bool] | None:
@@ -142,15 +155,26 @@ def _exit_now(code: object) -> None:
     os._exit(status)
 
 
+#: Exit codes of every command (docs/exit-codes.md; README links it).
+EXIT_OK, EXIT_CHECK_FAILED, EXIT_INPUT, EXIT_INTERNAL = 0, 1, 2, 70
+
+
+def one_line(text: object) -> str:
+    """``text`` as one line: line breaks (polars' messages run to several lines) become " · ",
+    blank lines and surrounding space are dropped."""
+    lines = [ln.strip() for ln in str(text).splitlines() if ln.strip()]
+    return " · ".join(lines)
+
+
 def _main(fast: tuple[str, str | None, bool] | None = None) -> None:
     try:
         if fast is not None:
             _run_flows(*fast)
         else:
             app = globals().get("app") or _load_app()
-            app()
+            _run_app(app)
     except HsccError as exc:
-        print(f"hscc-trace: error: {exc}", file=sys.stderr)
+        print(f"hscc-trace: error: {one_line(exc)}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("hscc-trace: interrupted", file=sys.stderr)
@@ -158,9 +182,40 @@ def _main(fast: tuple[str, str | None, bool] | None = None) -> None:
     except Exception as exc:  # a bug, not bad input: still one line unless debugging
         if os.environ.get("HSCC_TRACE_DEBUG"):
             raise
-        print(f"hscc-trace: internal error: {type(exc).__name__}: {exc} "
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        print(f"hscc-trace: internal error: {type(exc).__name__}: {first} "
               "(set HSCC_TRACE_DEBUG=1 for a traceback, and please report it)", file=sys.stderr)
-        sys.exit(70)  # EX_SOFTWARE
+        sys.exit(EXIT_INTERNAL)  # EX_SOFTWARE
+
+
+def _run_app(app) -> None:
+    """Run the Typer app without Click's standalone mode, so that a usage error is one line
+    (``hscc-trace: error: No such option: --bogus (see 'hscc-trace flows --help')``, exit code
+    2) instead of Typer's usage box; ``--help`` and a bare ``hscc-trace`` print help as before."""
+    import typer
+    from typer._click.exceptions import ClickException
+    from typer.exceptions import Abort
+
+    if not isinstance(app, typer.Typer):  # (a stand-in, e.g. in tests)
+        app()
+        return
+    try:
+        rv = app(prog_name="hscc-trace", standalone_mode=False)
+    except ClickException as exc:
+        if type(exc).__name__ == "NoArgsIsHelpError":  # the help text itself (no arguments)
+            msg = exc.format_message()
+            if msg.strip():
+                print(msg, file=sys.stderr)
+            sys.exit(EXIT_INPUT)
+        ctx = getattr(exc, "ctx", None)
+        hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+        print(f"hscc-trace: error: {one_line(exc.format_message())}{hint}", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    except Abort:
+        print("hscc-trace: aborted", file=sys.stderr)
+        sys.exit(EXIT_CHECK_FAILED)
+    # a command returns None; typer.Exit(code) (and Ctrl-C: 130) come back as the code
+    sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
 def _run_flows(file: str, bpf: str | None, as_json: bool) -> None:

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterator, Optional
 import typer
 
 from hscc_trace import config
-from hscc_trace.errors import HsccError, UsageError
+from hscc_trace.errors import HsccError, InternalError, InternalMessage, UsageError
 
 from .app import app
 
@@ -32,8 +32,16 @@ def one_line_errors() -> Iterator[None]:
         if os.environ.get(DEBUG_ENV):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise HsccError(f"internal error ({type(exc).__name__}: {first}); "
-                        f"rerun with {DEBUG_ENV}=1 for a traceback") from None
+        raise InternalError(f"internal error ({type(exc).__name__}: {first}); "
+                            f"rerun with {DEBUG_ENV}=1 for a traceback") from None
+
+
+def exit_code_of(errors: list[str], otherwise: int) -> int:
+    """70 when any of a run's one-line errors is an internal error (a bug), else 2 when there is
+    any error (bad input), else ``otherwise`` (docs/exit-codes.md)."""
+    if any(isinstance(e, InternalMessage) for e in errors):
+        return InternalError.exit_code
+    return 2 if errors else otherwise
 
 
 @contextmanager
@@ -136,7 +144,7 @@ def analyze(
     """Analyze captures: flows, event streams, replays of every algorithm, fit, report and JSON.
 
     Exit code 0, or 2 when any input could not be read or any flow could not be analyzed (the
-    others are still analyzed and reported).
+    others are still analyzed and reported), 70 when that was an internal error.
     """
     with one_line_errors():
         code = _analyze(inputs, output, json_out, algo, param, bpf, flow, jobs, export_dir, export_format,
@@ -186,4 +194,4 @@ def _analyze(inputs: list[str], output: Optional[Path], json_out: Optional[Path]
                    f"{len(run.analysis.algorithms)} algorithm(s) in {time.perf_counter() - t0:.1f} s")
         for w in written:
             typer.echo(w)
-    return 2 if run.errors else 0
+    return exit_code_of(run.errors, 0)

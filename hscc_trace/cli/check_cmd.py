@@ -12,9 +12,9 @@ import typer
 
 from hscc_trace import config
 from hscc_trace.analysis import check
-from hscc_trace.errors import InputError, UsageError
+from hscc_trace.errors import InputError, InternalError, InternalMessage, UsageError
 
-from .analyze_cmd import one_line_errors, progress_bar
+from .analyze_cmd import exit_code_of, one_line_errors, progress_bar
 from .app import app
 
 
@@ -36,19 +36,22 @@ def check_cmd(
     json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the results (usable later as --baseline)."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="Configuration file ([check] table: expect, max_error, …)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print failures and the tally only."),
+    strict: Optional[bool] = typer.Option(None, "--strict/--no-strict", help="Fail a capture that was only partly read "
+                                          "(corrupt record, truncated or corrupt gzip); default: warn (docs/ci.md)."),
 ) -> None:
     """Check captures against expectations: exit 0 when every verdict passes, 1 when any fails,
     2 for usage or input errors. Flows with too little data are skipped, never passed."""
     with one_line_errors():
         code = _check(inputs, expect, max_error, rank_first, baseline, tolerance, junit, min_rounds, flow, algo,
-                      param, bpf, jobs, json_out, config_file, quiet)
+                      param, bpf, jobs, json_out, config_file, quiet, strict)
     raise typer.Exit(code)
 
 
 def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float], rank_first: Optional[bool],
            baseline: Optional[Path], tolerance: Optional[str], junit: Optional[Path], min_rounds: Optional[int],
            flow: Optional[list[int]], algo: Optional[str], param: Optional[list[str]], bpf: Optional[str],
-           jobs: Optional[int], json_out: Optional[Path], config_file: Optional[Path], quiet: bool) -> int:
+           jobs: Optional[int], json_out: Optional[Path], config_file: Optional[Path], quiet: bool,
+           strict: Optional[bool] = None) -> int:
     from hscc_trace import api
     from hscc_trace.analysis import results  # polars, numba, plotly: only when a command needs them
 
@@ -72,6 +75,8 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
         kw["baseline"] = str(baseline)
     if junit is not None:
         kw["junit"] = str(junit)
+    if strict is not None:
+        kw["strict"] = strict
     c = replace(c, **kw)
     c = replace(c, tolerance=config.parse_tolerance(tolerance, c.tolerance))
     if c.expect is None and not c.expectations and c.baseline is None:
@@ -112,7 +117,17 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
         verdicts += check.check_baseline(doc, base_doc, c.tolerance, algorithms=expected or None,
                                          min_rounds=c.min_rounds, flows=flow)
     if not verdicts and run.failed:
-        raise InputError("; ".join(run.failed.values()))
+        cls = InternalError if any(isinstance(m, InternalMessage) for m in run.failed.values()) else InputError
+        raise cls("; ".join(run.failed.values()))
+    # a capture only partly read is never judged silently: its warnings go to stderr, into every
+    # verdict's message (terminal, JUnit, annotations, summary), JUnit <system-err> and GitHub
+    # ::warning lines; with --strict it fails
+    partial = check.partly_read(doc)
+    for cap in doc["captures"]:
+        for w in cap.get("warnings") or []:
+            n = f" ({w['count']}×)" if w.get("count", 1) != 1 else ""
+            typer.echo(f"hscc-trace: warning: {cap['path']}: {w['message']}{n}", err=True)
+    verdicts = check.with_partial_reads(verdicts, partial, c.strict)
 
     for v in verdicts:
         if v.status == check.ERROR:
@@ -124,22 +139,19 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
     typer.echo(lines[-1] + f" in {time.perf_counter() - t0:.1f} s")
 
     if c.junit is not None:
-        p = Path(c.junit)
-        try:
-            p.parent.mkdir(parents=True, exist_ok=True)
-            p.write_text(check.junit_xml(verdicts, time_s=time.perf_counter() - t0), encoding="utf-8")
-        except OSError as exc:
-            raise InputError(f"{p}: cannot write JUnit XML ({exc.strerror or exc})") from None
+        from hscc_trace.atomic import write_text
+
+        write_text(c.junit, check.junit_xml(verdicts, time_s=time.perf_counter() - t0, warnings=partial), "JUnit XML")
     if check.in_github_actions():
-        for line in check.github_annotations(verdicts):
+        for line in check.github_annotations(verdicts, partial):
             typer.echo(line)
         summary = os.environ.get("GITHUB_STEP_SUMMARY")
         if summary:
             try:
                 with open(summary, "a", encoding="utf-8") as f:
-                    f.write(check.markdown_summary(verdicts))
+                    f.write(check.markdown_summary(verdicts, warnings=partial))
             except OSError as exc:
                 typer.echo(f"hscc-trace: warning: cannot append to GITHUB_STEP_SUMMARY ({exc})", err=True)
     for msg in run.flow_failed:
         typer.echo(f"hscc-trace: error: {msg}", err=True)
-    return 2 if run.flow_failed else check.exit_code(verdicts)
+    return exit_code_of([*run.failed.values(), *run.flow_failed], check.exit_code(verdicts))

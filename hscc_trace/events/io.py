@@ -23,15 +23,17 @@ def write_table(df: pl.DataFrame, out: str) -> None:
     ext = Path(out).suffix.lower()
     if ext not in FORMATS:
         raise InputError(f"cannot tell the output format of {out!r}: use .parquet, .csv, .json or '-'")
-    try:
+    from hscc_trace.atomic import write_with
+
+    def write(t: Path) -> None:  # a temporary file next to out, renamed into place (hscc_trace.atomic)
         if ext == ".parquet":
-            df.write_parquet(out, compression="zstd")
+            df.write_parquet(t, compression="zstd")
         elif ext == ".csv":
-            _plain(df).write_csv(out)
+            _plain(df).write_csv(t)
         else:
-            _plain(df).write_json(out)
-    except OSError as exc:
-        raise InputError(f"cannot write {out}: {exc.strerror or exc}") from None
+            _plain(df).write_json(t)
+
+    write_with(out, write, "the table")
 
 
 def _plain(df: pl.DataFrame) -> pl.DataFrame:

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Iterator
 import numpy as np
 
 from hscc_trace.capture import capture_meta, eager_table, no_tcp_message, read, read_packets
-from hscc_trace.errors import InputError
+from hscc_trace.capture.reader import is_stream
+from hscc_trace.errors import InputError, Warn
 from hscc_trace.perf.memory import small_pages
 
 if TYPE_CHECKING:
@@ -111,18 +112,22 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
     from hscc_trace.model import Capture, Deferred
 
     path = os.fspath(path)
-    with _gc_paused(), small_pages():  # (hscc_trace.perf.memory: 4 kB pages are cheaper to fill here)
-        tracker = FlowTracker()
-        fid = _file_id(path)  # a regular file can be read again for its packet table
-        arena = Arena(_rows_hint(path), keep=fid is None)
-        raw = read(path, bpf=bpf, tracker=tracker, arena=arena)
-        if not raw.aborted and raw.rows:
-            dec = Decoded(arena, tracker, path, bpf, fid)
-            meta, warnings = capture_meta(path, raw, dec.rows, arena.ts_range[0], arena.ts_range[1], bpf, {"fast": dec.rows})
-            return Capture(meta=meta, packets=Deferred(dec.table), flows=tracker.table(), warnings=warnings,
-                           decoded=dec)
-    # scapy's rows are merged in frame order: read again and build the whole table now
-    del arena
+    if not is_stream(path):
+        with _gc_paused(), small_pages():  # (hscc_trace.perf.memory: 4 kB pages are cheaper to fill here)
+            tracker = FlowTracker()
+            fid = _file_id(path)  # a regular file can be read again for its packet table
+            arena = Arena(_rows_hint(path), keep=fid is None)
+            raw = read(path, bpf=bpf, tracker=tracker, arena=arena)
+            if not raw.aborted and raw.rows:
+                dec = Decoded(arena, tracker, path, bpf, fid)
+                meta, warnings = capture_meta(path, raw, dec.rows, arena.ts_range[0], arena.ts_range[1], bpf,
+                                              {"fast": dec.rows})
+                _add(warnings, tracker.wscale_warning(path))
+                return Capture(meta=meta, packets=Deferred(dec.table), flows=tracker.table(), warnings=warnings,
+                               decoded=dec)
+        del arena
+    # scapy's rows are merged in frame order: read again and build the whole table now (a pipe
+    # or standard input, which can be read only once, comes straight here)
     tracker = FlowTracker()
     raw = read(path, bpf=bpf, tracker=tracker)
     pk, meta, warnings, tracked = eager_table(path, raw, bpf=bpf, tracker=tracker)
@@ -130,9 +135,15 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
         raise InputError(no_tcp_message(meta, warnings))
     if tracked:  # connections were assigned batch by batch, in capture order, as build_flows would
         packets, flows = _with_dir(pk, tracker.a_side()), tracker.table()
+        _add(warnings, tracker.wscale_warning(path))
     else:  # assign connections over the whole table
-        packets, flows = build_flows(pk)
+        packets, flows = build_flows(pk, warnings=warnings, source=path)
     return Capture(meta=meta, packets=packets, flows=flows, warnings=warnings)
+
+
+def _add(warnings: list[Warn], w: Warn | None) -> None:
+    if w is not None:
+        warnings.append(w)
 
 
 @contextlib.contextmanager

@@ -13,7 +13,7 @@ from hscc_trace.errors import InputError, Warn
 from hscc_trace.capture.decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_all
 from hscc_trace.capture.pipe import import_tables as _import_tables
 from hscc_trace.capture.pipe import in_thread
-from hscc_trace.capture.reader import Batch, ReadInfo, iter_batches, linktype_name
+from hscc_trace.capture.reader import Batch, ReadInfo, is_stream, iter_batches, linktype_name
 
 if TYPE_CHECKING:
     import polars as pl
@@ -44,7 +44,7 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
     the full :func:`load` path instead, because those rows must be merged in frame order.
     """
     p = os.fspath(path)
-    scan = _scan(p, bpf, import_tables=True)
+    scan = None if is_stream(p) else _scan(p, bpf, import_tables=True)  # (a pipe cannot be read twice)
     if scan is None:
         from hscc_trace.flows.ingest import load
 
@@ -75,7 +75,7 @@ def flow_rows(path: str | os.PathLike, *, bpf: str | None = None) -> FlowRows:
     five-million-packet capture. Captures that need scapy take the :func:`load` path (with polars).
     """
     p = os.fspath(path)
-    scan = _scan(p, bpf, import_tables=False)
+    scan = None if is_stream(p) else _scan(p, bpf, import_tables=False)  # (a pipe cannot be read twice)
     if scan is None:
         import polars as pl
 
@@ -175,8 +175,11 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
         return None
     if flt is not None and matched == 0 and info.records:
         raise InputError(f"{p}: no packet matches the filter {bpf!r} ({info.records} packets read)")
-    warnings = [Warn(p, reason, k) for reason, k in info.problems.items()]
+    warnings = [Warn(p, reason, k, True, *info.lost.get(reason, (None, None))) for reason, k in info.problems.items()]
     warnings += [Warn(p, f"skipped: {reason}", k) for reason, k in skipped.items()]
+    ws = tr.wscale_warning(p)
+    if ws is not None:
+        warnings.append(ws)
     meta = _Meta(p, info, tr, bpf, skipped)
     if int(tr.acc[0]) == 0:
         from hscc_trace.capture import no_tcp_message

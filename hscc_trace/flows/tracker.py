@@ -33,12 +33,19 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hscc_trace.addr import to_str
+from hscc_trace.errors import Warn
 from hscc_trace.perf.jit import njit
 
 if TYPE_CHECKING:  # polars is imported where a table is built, so the flows fast path can import it
     import polars as pl  # in the background while the compiled kernels run (hscc_trace.capture.load_flows)
 
 SYN, ACK, FIN, RST = 0x02, 0x10, 0x01, 0x04
+
+#: Largest window-scale shift used (RFC 7323 §2.3: "If a Window Scale option is received with a
+#: shift.cnt value larger than 14, the TCP SHOULD log the error but MUST use 14 instead of the
+#: specified value"). The flow table's ``wscale_a``/``wscale_b`` hold the shift used; a larger
+#: announced value is reported as a warning with the raw value (docs/flows.md).
+MAX_WSCALE = 14
 
 #: per-packet segment kinds from the kernel (``kind`` output)
 KIND_NONE, KIND_RETRANS, KIND_OOO, KIND_KEEPALIVE = 0, 1, 2, 3
@@ -509,6 +516,28 @@ class FlowTracker:
         names = list(cols)
         return [dict(zip(names, r)) for r in zip(*lists)]
 
+    def wscale_warning(self, source: str) -> Warn | None:
+        """One warning naming every connection whose SYN announced a window-scale shift above
+        :data:`MAX_WSCALE`, with the raw values (the flow table holds 14 for them; the packet
+        table's ``opt_wscale`` keeps the value on the wire); None when there is none."""
+        nf = self.n_flows
+        if nf == 0:
+            return None
+        S = self.S[:nf]
+        A = self.a_side().astype(np.int64)
+        rows = np.arange(nf)
+        over = []
+        for name, which in (("A", A), ("B", 1 - A)):
+            raw = S[rows, C_WS + which]
+            for f in np.flatnonzero(raw > MAX_WSCALE).tolist():
+                over.append((f, name, int(raw[f])))
+        if not over:
+            return None
+        over.sort()
+        shown = ", ".join(f"flow {f} {n}: {v}" for f, n, v in over[:5]) + (" …" if len(over) > 5 else "")
+        return Warn(source, f"window-scale shift above {MAX_WSCALE} announced ({shown}); used as {MAX_WSCALE} "
+                            "(RFC 7323 §2.3)", len(over))
+
     def _columns(self) -> dict[str, np.ndarray | list[str]]:
         """The flow table's columns (schema.FLOWS order) as numpy arrays / lists of str, before
         the schema casts (integer columns int64 or smaller, NaN = missing)."""
@@ -577,8 +606,8 @@ class FlowTracker:
             "sender_dir": sender,
             "goodput_bps": goodput,
             "mss": mss,
-            "wscale_a": np.where(ws_a >= 0, ws_a, -1),
-            "wscale_b": np.where(ws_b >= 0, ws_b, -1),
+            "wscale_a": np.where(ws_a >= 0, np.minimum(ws_a, MAX_WSCALE), -1),
+            "wscale_b": np.where(ws_b >= 0, np.minimum(ws_b, MAX_WSCALE), -1),
             "sack_ok": (side(C_SACKP, A) == 1) & (side(C_SACKP, B) == 1),
             "ts_ok": (side(C_TSOPT, A) == 1) & (side(C_TSOPT, B) == 1),
             "handshake": handshake,
@@ -683,11 +712,14 @@ def _columns(pk: pl.DataFrame) -> dict[str, np.ndarray]:
     return c
 
 
-def build_flows(packets: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
+def build_flows(packets: pl.DataFrame, *, warnings: list | None = None,
+                source: str = "") -> tuple[pl.DataFrame, pl.DataFrame]:
     """Assign ``flow_id`` and ``dir`` to every packet and build the flow table.
 
     ``packets`` follows schema.PACKETS (``flow_id``/``dir`` may be absent or stale). Returns
     (packets in capture order conforming to schema.PACKETS, flows conforming to schema.FLOWS).
+    With a ``warnings`` list, warnings about the connections (a window-scale shift above 14)
+    are appended to it, with ``source`` as their source.
     """
     import polars as pl
 
@@ -705,6 +737,10 @@ def build_flows(packets: pl.DataFrame) -> tuple[pl.DataFrame, pl.DataFrame]:
     a = tr.a_side()
     pk = pk.with_columns(pl.Series("flow_id", flow.astype(np.uint32)),
                          pl.Series("dir", (side ^ a[flow]).astype(np.uint8)))
+    if warnings is not None:
+        w = tr.wscale_warning(source)
+        if w is not None:
+            warnings.append(w)
     return schema.conform(pk, schema.PACKETS), tr.table()
 
 
