@@ -253,7 +253,7 @@ def to_dict(
 @lru_cache(maxsize=1)
 def json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the results document."""
-    text = resources.files("hscc_trace").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    text = resources.files("hscc_trace.analysis").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
     return json.loads(text)
 
 
