@@ -2,7 +2,7 @@
 
 Layers, lowest first — a module may import its own layer and the layers below, never above:
 
-    base      hscc_trace (the package), errors, schema, model, addr, config, perf/
+    base      hscc_trace (the package), errors, schema, model, addr, config, atomic, names, perf/
     reading   capture/      file formats, BPF, decoders
     flows     flows/        connections, per-flow packet arena, ingestion (load)
     events    events/       segments, ACKs, episodes, rounds, SACK blocks
@@ -28,7 +28,8 @@ ROOTS = {"hscc_trace": REPO / "hscc_trace", "hscc_trace.replay": REPO / "replay"
          "hscc_trace.reports": REPO / "reports"}
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("hscc_trace", "hscc_trace.errors", "hscc_trace.schema", "hscc_trace.model", "hscc_trace.addr",
-              "hscc_trace.config", "hscc_trace.perf*", "hscc_trace._aot_kernels")),
+              "hscc_trace.config", "hscc_trace.atomic", "hscc_trace.names", "hscc_trace.perf*",
+              "hscc_trace._aot_kernels")),
     ("reading", ("hscc_trace.capture*",)),
     ("flows", ("hscc_trace.flows*",)),
     ("events", ("hscc_trace.events*",)),

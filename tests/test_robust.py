@@ -254,7 +254,7 @@ def _in_process(monkeypatch, argv: list[str]) -> int:
 def test_internal_error_is_one_line_exit_70(cmd, monkeypatch, capsys):
     # a bug (here: a polars-like message over three lines) is exit 70 and one line in every
     # command; analyze and check exited 2 before
-    import hscc_trace.capture as capture
+    import hscc_trace.flows.ingest as capture
     import hscc_trace.flows.scan as flowscan
 
     def boom(*a, **k):
