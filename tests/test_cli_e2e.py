@@ -319,7 +319,7 @@ def test_export_keeps_dtypes_in_parquet_and_writes_json(tmp_path: Path) -> None:
     j = export.write(reps, tmp_path / "rep.json")
     rows = json.loads(j.read_text())
     assert len(rows) == reps["reno"].height and rows[0]["algo"] == "reno" and "cwnd" in rows[0]
-    with pytest.raises(Exception, match="unknown export format"):
+    with pytest.raises(Exception, match="unknown output format"):
         export.write(ev, tmp_path / "acks.xlsx")
 
 

@@ -220,7 +220,7 @@ before = (gc.get_threshold(), gc.isenabled(), threading.active_count())
 import hscc_trace, hscc_trace.api, hscc_trace.flows, hscc_trace.events, hscc_trace.replay.engine
 import hscc_trace.reports, hscc_trace.analysis.pipeline, hscc_trace.cli
 after = (gc.get_threshold(), gc.isenabled(), threading.active_count())
-print(len([c for c in calls if getattr(c[0], '__module__', '').startswith('hscc_trace')]), before == after)
+print(len([c for c in calls if (getattr(c[0], '__module__', None) or '').startswith('hscc_trace')]), before == after)
 """
 
 

@@ -91,7 +91,7 @@ def _structure(node: object) -> object:
 
 
 def test_schema_file_is_generated_from_schema_py() -> None:
-    # results.schema.json must be regenerated (python -m hscc_trace.analysis.results > hscc_trace/results.schema.json)
+    # results.schema.json must be regenerated (python -m hscc_trace.analysis.results > hscc_trace/analysis/results.schema.json)
     # when a column is added, removed or retyped in schema.py
     assert _structure(json.loads(SCHEMA_PATH.read_text())) == _structure(results.schema_document())
     jsonschema.Draft202012Validator.check_schema(results.json_schema())

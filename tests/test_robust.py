@@ -379,8 +379,8 @@ def test_every_writer_goes_through_the_atomic_helper():
     # results JSON, the HTML report, JUnit, exports and event tables: no direct writes left
     import re
 
-    for rel in ("hscc_trace/results.py", "reports/html.py", "hscc_trace/cli/check_cmd.py", "hscc_trace/export.py",
-                "hscc_trace/events/io.py"):
+    for rel in ("hscc_trace/analysis/results.py", "reports/html.py", "hscc_trace/cli/check_cmd.py",
+                "hscc_trace/analysis/export.py"):
         src = (REPO / rel).read_text()
         assert "hscc_trace.atomic import" in src, rel
         assert not re.search(r"\.write_text\(|\.write_bytes\(|write_(parquet|csv|json|ndjson)\((p|out|path)\b", src), rel

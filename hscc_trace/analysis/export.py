@@ -18,6 +18,7 @@ phases, modes) are written as text.
 from __future__ import annotations
 
 import re
+import sys
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -34,8 +35,8 @@ def format_of(path: str | Path) -> str:
     """``parquet``, ``csv``, ``json`` or ``ndjson`` from the extension; UsageError otherwise."""
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
-        raise UsageError(f"{path}: unknown export format {suffix or '(no extension)'!r} "
-                         f"(use {', '.join(FORMATS)})")
+        raise UsageError(f"{path}: unknown output format {suffix or '(no extension)'!r} "
+                         f"(use {', '.join(FORMATS)}, or - for CSV on standard output)")
     return FORMATS[suffix]
 
 
@@ -48,8 +49,16 @@ def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
                             for c in nested])
 
 
-def write_table(df: pl.DataFrame, path: str | Path) -> Path:
-    """Write one DataFrame; the format follows the extension. Returns the path."""
+def write_table(df: pl.DataFrame, path: str | Path) -> Path | None:
+    """Write one DataFrame, the one table writer of every command: the format follows the
+    extension (:data:`FORMATS`), ``-`` is CSV on standard output (returns None then). Enum
+    columns are written as their strings (polars does so in every text format); nested columns
+    as JSON text in CSV.
+    Files are written to a temporary file beside the target and renamed into place
+    (:mod:`hscc_trace.atomic`). Raises UsageError for an unknown extension."""
+    if str(path) == "-":
+        sys.stdout.write(_csv_ready(df).write_csv())
+        return None
     from hscc_trace.atomic import write_with
 
     p = Path(path)

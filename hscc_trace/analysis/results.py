@@ -253,14 +253,14 @@ def to_dict(
 @lru_cache(maxsize=1)
 def json_schema() -> dict[str, Any]:
     """The JSON Schema (draft 2020-12) of the results document."""
-    text = resources.files("hscc_trace").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
+    text = resources.files("hscc_trace.analysis").joinpath(SCHEMA_FILE).read_text(encoding="utf-8")
     return json.loads(text)
 
 
 def validate(doc: dict[str, Any]) -> None:
     """Raise :class:`InputError` naming the first violation when ``doc`` does not match the schema.
 
-    Needs the ``jsonschema`` package (a test extra); without it only the version is checked.
+    The same full validation wherever it runs (``jsonschema`` is a dependency of the package).
     """
     major = str(doc.get("schema_version", "")).split(".")[0] if isinstance(doc, dict) else ""
     if major != SCHEMA_VERSION.split(".")[0]:
@@ -268,10 +268,8 @@ def validate(doc: dict[str, Any]) -> None:
             f"results schema_version {doc.get('schema_version') if isinstance(doc, dict) else None!r} "
             f"is not compatible with {SCHEMA_VERSION}"
         )
-    try:
-        import jsonschema
-    except ImportError:  # pragma: no cover - jsonschema is in the test extra
-        return
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(json_schema())
     err = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if err is not None:
@@ -319,7 +317,7 @@ def comparable(doc: dict[str, Any]) -> dict[str, Any]:
 
 # --- the JSON Schema, generated from hscc_trace.schema ----------------------------------------
 # results.schema.json is this function's output (`python -m hscc_trace.analysis.results >
-# hscc_trace/results.schema.json`); tests/test_results_schema.py fails when they differ.
+# hscc_trace/analysis/results.schema.json`); tests/test_results_schema.py fails when they differ.
 
 
 def _column_schema(col: schema.Column) -> dict[str, Any]:

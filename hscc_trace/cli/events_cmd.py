@@ -29,7 +29,7 @@ def events(
     """Write one flow's event stream (segments, ACKs, congestion episodes or RTT rounds)."""
     from hscc_trace.flows import load
     from hscc_trace.events import flow_events
-    from hscc_trace.events.io import write_table
+    from hscc_trace.analysis.export import write_table
 
     cap = load(file, bpf=bpf)
     fe = flow_events(cap, flow)

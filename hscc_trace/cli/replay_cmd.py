@@ -65,7 +65,7 @@ def replay(
     actual sender's ACKs, RTTs and losses) and print their fit to the actual sender on stderr."""
     from hscc_trace.flows import load
     from hscc_trace.events import flow_events
-    from hscc_trace.events.io import write_table
+    from hscc_trace.analysis.export import write_table
     from hscc_trace.analysis.export import replays_long
     from hscc_trace.replay import engine, metrics, registry
 
