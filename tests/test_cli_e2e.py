@@ -353,10 +353,10 @@ def test_configured_params_for_algorithms_not_run_are_dropped_given_ones_are_not
     # a table for a name that is not registered at all is kept, so that resolve reports the typo
     typo = api.select_params(["reno"], {"fuison": {"dmin_ms": 2}})
     with pytest.raises(UsageError, match="fuison"):
-        api.resolve(["reno"], typo)
+        api.select(["reno"], typo)
     # --param for an algorithm that is not run is an error, not silently ignored
     given = api.select_params(["reno"], {}, {"fusion": {"dmin_ms": 2}})
     with pytest.raises(UsageError, match="fusion"):
-        api.resolve(["reno"], given)
-    sel = api.resolve(["reno"], api.select_params(["reno"], {"reno": {"iw": 4}}))
+        api.select(["reno"], given)
+    sel = api.select(["reno"], api.select_params(["reno"], {"reno": {"iw": 4}}))
     assert sel.labels == ("reno[iw=4]",) and sel.values["reno[iw=4]"]["iw"] == 4
