@@ -95,7 +95,8 @@ BW2_T = 33  # round — third-best
 BW2_V = 34  # packets/s
 APP_LIMITED_FROM = 35  # packets — delivered count when PROBE_RTT began marking samples app-limited (inf: none)
 APP_LIMITED_TO = 36  # packets — delivered count when the marking ended (inf: still marking)
-NSTATE = 37
+INFLIGHT_CAP = 37  # packets — min(cwnd, pacing_rate · srtt): what the model lets into flight (fit)
+NSTATE = 38
 
 STARTUP, DRAIN, PROBE_BW, PROBE_RTT = 0.0, 1.0, 2.0, 3.0
 
@@ -541,6 +542,11 @@ def cong_control(st, p, tp, n):
     if st[FULL_BW_REACHED] > 0.0 or rate > st[PACING_RATE]:
         st[PACING_RATE] = rate
     _set_cwnd(st, p, tp, n, bw, st[CWND_GAIN])
+    # a paced sender's flight is its pacing rate times the RTT (Little's law), capped by cwnd
+    if tp[SRTT] > 0.0:
+        st[INFLIGHT_CAP] = min(tp[CWND], st[PACING_RATE] / (8.0 * tp[MSS]) * tp[SRTT])
+    else:
+        st[INFLIGHT_CAP] = tp[CWND]
 
 
 _SRC = "Linux net/ipv4/tcp_bbr.c"
@@ -557,7 +563,7 @@ ALGORITHMS = (
                "prior_cwnd", "prev_ca_state", "packet_conservation", "cycle_stamp", "has_seen_rtt",
                "ack_epoch_stamp", "ack_epoch_acked", "extra_acked0", "extra_acked1", "extra_acked_win_rtts",
                "extra_acked_win_idx", "bw0_t", "bw0_v", "bw1_t", "bw1_v", "bw2_t", "bw2_v",
-               "app_limited_from", "app_limited_to"),
+               "app_limited_from", "app_limited_to", "inflight_cap"),
         params=(
             Param("high_gain", "", 2.885, f"{_SRC} bbr_high_gain (BBR_UNIT·2885/1000 + 1); draft §4.3.2.1: 2/ln 2",
                   "STARTUP pacing and cwnd gain (linux: floor(256·g)+1 in 1/256 units)", lo=1.0, hi=10.0),
@@ -605,6 +611,9 @@ ALGORITHMS = (
                    "cwnd_gain · BDP + ACK-aggregation allowance + quantization budget"),
             Signal("delivery_rate", "delivery_rate", "bit/s", "last valid delivery-rate sample"),
             Signal("full_bw_reached", "full_bw_reached", "", "STARTUP found the pipe full", kind="bool"),
+            Signal("inflight_cap", "inflight_cap", "packets",
+                   "what the model lets into flight, min(cwnd, pacing_rate · srtt / (8 · MSS)); the fit compares "
+                   "this with the trace's flight (a paced sender rarely fills its cwnd)"),
         ),
         default_flavor="linux",
         flavor_doc="linux: tcp_bbr.c (1/256 fixed-point gains, integer bw units, ACK-aggregation allowance, "
