@@ -210,10 +210,14 @@ def rate_samples(prep: Prepared) -> Prepared:
       batch*, sent right after ACK i−1 was processed: it records that ACK's time, the delivered
       count after it, the time of the last delivery and ``first_sent_time`` then in force;
       after idle (nothing outstanding) both times restart at the send (tcp_rate_skb_sent);
-    * the packet an ACK samples is the highest byte delivered so far — the cumulative ACK, or,
+    * the packet an ACK samples is the most recently sent of those it delivers (Linux
+      ``tcp_rate_skb_delivered``): the highest byte delivered so far — the cumulative ACK, or,
       for SACKed data, the highest delivered byte plus the newly SACKed bytes (SACK blocks arrive
-      in send order behind a hole); the sample belongs to the batch holding it. ACKs that deliver
-      nothing new above it (duplicates, retransmissions filling holes) give no sample (nan);
+      in send order behind a hole) — whose batch holds it; or, when the cumulative ACK fills a
+      hole below that byte, a retransmission: retransmissions (packets sent beyond the growth of
+      ``snd_max``, known when ``segments`` were given to :func:`prepare`) form their own batches,
+      delivered one packet per hole-filling ACK in send order. ACKs that deliver nothing give no
+      sample (nan);
     * a sample whose interval is shorter than the smallest RTT so far is dropped, as Linux
       ``tcp_rate_gen`` does (ACK compression would overestimate the rate);
     * ``losses``: packets retransmitted between this ACK and the next (the sender retransmits
@@ -244,13 +248,22 @@ def _rate_samples(t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, m
     Units: t and rtt s; acked, sacked, sent, flight packets; ack, prev_ack, snd_max bytes."""
     n = t.shape[0]
     res = np.full((4, n), np.nan)
+    # send batches of new data, in sequence order
     b_end = np.empty(n)  # bytes — end of the batch (snd_max after it)
     b_del = np.empty(n)  # packets — delivered when the batch was sent
     b_dtime = np.empty(n)  # s — delivered_time when it was sent
     b_sent = np.empty(n)  # s — its send time
     b_first = np.empty(n)  # s — first_sent_time when it was sent
+    # retransmission batches, in send order (each fills holes below the highest delivered byte)
+    r_left = np.empty(n)  # packets of the batch not yet delivered
+    r_del = np.empty(n)
+    r_dtime = np.empty(n)
+    r_sent = np.empty(n)
+    r_first = np.empty(n)
     nb = 0
     ptr = 0
+    nr = 0
+    rptr = 0
     delivered = 0.0
     dtime = np.nan  # Linux tp->delivered_mstamp
     first_tx = np.nan  # Linux tp->first_tx_mstamp
@@ -258,8 +271,10 @@ def _rate_samples(t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, m
     prev_max = prev_ack[0]
     min_rtt = np.inf
     for i in range(n):
-        # 1. the batch sent since the previous ACK (after it was processed)
-        if snd_max[i] > prev_max:
+        # 1. what was sent since the previous ACK (after it was processed)
+        new_pk = max(snd_max[i] - prev_max, 0.0) / mss
+        rtx_pk = max(sent[i] - new_pk, 0.0) if i > 0 else 0.0
+        if new_pk > 0.0 or rtx_pk > 0.0:
             if i > 0:
                 ts = t[i - 1]
                 idle = flight[i - 1] <= 0.0
@@ -269,13 +284,21 @@ def _rate_samples(t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, m
             if idle or not (dtime == dtime):
                 dtime = ts
                 first_tx = ts
-            b_end[nb] = snd_max[i]
-            b_del[nb] = delivered
-            b_dtime[nb] = dtime
-            b_sent[nb] = ts
-            b_first[nb] = first_tx
-            nb += 1
-            prev_max = snd_max[i]
+            if rtx_pk > 0.0:
+                r_left[nr] = rtx_pk
+                r_del[nr] = delivered
+                r_dtime[nr] = dtime
+                r_sent[nr] = ts
+                r_first[nr] = first_tx
+                nr += 1
+            if new_pk > 0.0:
+                b_end[nb] = snd_max[i]
+                b_del[nb] = delivered
+                b_dtime[nb] = dtime
+                b_sent[nb] = ts
+                b_first[nb] = first_tx
+                nb += 1
+                prev_max = snd_max[i]
         # 2. what this ACK delivers
         if rtt[i] > 0.0 and rtt[i] < min_rtt:
             min_rtt = rtt[i]
@@ -287,20 +310,32 @@ def _rate_samples(t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, m
         new_high = min(new_high, snd_max[i])
         if d > 0.0:
             dtime = t[i]
+        # the packet sampled is the most recently sent of those delivered (tcp_rate_skb_delivered):
+        # a retransmission when the cumulative ACK filled a hole below the highest delivered byte,
+        # else (or if sent later) the batch holding the new highest delivered byte
+        s_del, s_dtime, s_sent, s_first = np.nan, np.nan, -np.inf, np.nan
+        if ack[i] > prev_ack[i] and prev_ack[i] < high and rptr < nr:
+            s_del, s_dtime, s_sent, s_first = r_del[rptr], r_dtime[rptr], r_sent[rptr], r_first[rptr]
+            r_left[rptr] -= 1.0
+            if r_left[rptr] <= 1e-9:
+                rptr += 1
         if new_high > high and nb > 0:
             high = new_high
             while ptr < nb - 1 and b_end[ptr] < high:
                 ptr += 1
-            interval = max(b_sent[ptr] - b_first[ptr], t[i] - b_dtime[ptr])
-            first_tx = b_sent[ptr]
+            if b_sent[ptr] >= s_sent:
+                s_del, s_dtime, s_sent, s_first = b_del[ptr], b_dtime[ptr], b_sent[ptr], b_first[ptr]
+        if s_del == s_del:
+            interval = max(s_sent - s_first, t[i] - s_dtime)
+            first_tx = s_sent
             if interval > 0.0 and not (interval < min_rtt):
-                res[0, i] = delivered - b_del[ptr]
+                res[0, i] = delivered - s_del
                 res[1, i] = interval
-                res[2, i] = b_del[ptr]
+                res[2, i] = s_del
         # 3. losses: what the sender retransmitted before the next ACK (its reaction to this one)
         if i + 1 < n:
-            new_pk = max(snd_max[i + 1] - snd_max[i], 0.0) / mss
-            res[3, i] = max(sent[i + 1] - new_pk, 0.0)
+            nxt_new = max(snd_max[i + 1] - snd_max[i], 0.0) / mss
+            res[3, i] = max(sent[i + 1] - nxt_new, 0.0)
         else:
             res[3, i] = 0.0
     return res
