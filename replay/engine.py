@@ -213,7 +213,7 @@ def rate_samples(prep: Prepared) -> Prepared:
     * the packet an ACK samples is the most recently sent of those it delivers (Linux
       ``tcp_rate_skb_delivered``): the highest byte delivered so far — the cumulative ACK, or,
       for SACKed data, the highest delivered byte plus the newly SACKed bytes (SACK blocks arrive
-      in send order behind a hole) — whose batch holds it; or, when the cumulative ACK fills a
+      in send order; the first lies above a hole of at least one packet) — whose batch holds it; or, when the cumulative ACK fills a
       hole below that byte, a retransmission: retransmissions (packets sent beyond the growth of
       ``snd_max``, known when ``segments`` were given to :func:`prepare`) form their own batches,
       delivered one packet per hole-filling ACK in send order. ACKs that deliver nothing give no
@@ -305,8 +305,9 @@ def _rate_samples(t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, m
         d = acked[i] + sacked[i]
         delivered += d
         new_high = ack[i]
-        if sacked[i] > 0.0:
-            new_high = max(new_high, max(high, ack[i]) + sacked[i] * mss)
+        if sacked[i] > 0.0:  # SACKed data lies above a hole of at least one packet
+            below = high if high > ack[i] else ack[i] + mss
+            new_high = max(new_high, below + sacked[i] * mss)
         new_high = min(new_high, snd_max[i])
         if d > 0.0:
             dtime = t[i]

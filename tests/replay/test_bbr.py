@@ -401,7 +401,7 @@ def _kernel_mode(pacing_gain: np.ndarray, cwnd_gain: np.ndarray) -> np.ndarray:
 def test_bbr_model_matches_the_kernels_btl_bw_min_rtt_and_mode(name, flow):
     # The testbed polls the sender's TCP_CC_INFO (struct tcp_bbr_info) every 2 ms on the capture's
     # clock. Each poll is compared with the replay row of the last ACK before it. Measured
-    # (2026-11-24): btl_bw median error 0.01-0.1 % (p90 ≤ 3 %), mode agreement 96-99.9 %,
+    # (2026-11-24): btl_bw median error 0.01-0.07 % (p90 ≤ 3 %), mode agreement 96-100 %,
     # replayed min_rtt 0.33-0.93 ms above the kernel's — the kernel's min_rtt is the handshake's
     # (tcp_min_rtt at bbr_init: SYN/SYN-ACK, 60-byte packets), the replay's the smallest data/ACK
     # sample of the capture (a 1500-byte packet serializes in 0.6-1.2 ms at 10-20 Mbit/s). The
@@ -423,3 +423,37 @@ def test_bbr_model_matches_the_kernels_btl_bw_min_rtt_and_mode(name, flow):
     assert 0 <= np.median(d) < 0.0015
     mode = _kernel_mode(sig["bbr_pacing_gain"].to_numpy(), sig["bbr_cwnd_gain"].to_numpy())
     assert np.mean(rep["mode"].cast(pl.String).to_numpy()[k] == mode) > 0.9
+
+
+def test_delivery_rate_sample_of_a_retransmission_filling_a_hole():
+    # t_i = i ms, 10 packets outstanding, RTT samples 8 ms (min RTT 0.008 s). The packet after
+    # the cumulative ACK A of ACK 19 is lost: ACKs 20-22 SACK one packet each (the sender keeps
+    # sending: outstanding 11, 12, 13), the fast retransmission leaves after ACK 20 (segment at
+    # 20.5 ms), and ACK 23 cumulatively acknowledges the hole and the 3 SACKed packets.
+    # Delivered count D: ACKs 0-19 deliver 1 each → D(19) = 20; D(20) = 21 (SACK), D(22) = 23, and
+    # ACK 23 newly delivers only the retransmitted packet (the other 3 were counted when SACKed):
+    # D(23) = 24.
+    # The retransmission was sent after ACK 20: delivered 21, delivered time 0.020 s, and the
+    # newest delivered packet then (ACK 20's SACKed one, byte A + 2 packets: the first SACK block
+    # lies above the one-packet hole) was sent after ACK 10 → first-sent time 0.010 s.
+    # ACK 23 delivers no byte above the highest SACKed one, so the sample is the retransmission's
+    # (the most recently sent packet it delivers, tcp_rate_skb_delivered):
+    # delivered 24 − 21 = 3 packets over max(0.020 − 0.010, 0.023 − 0.020) = 0.010 s.
+    import polars as pl
+
+    from hscc_trace import schema
+
+    specs = [{"rtt": 0.008}] * 20 + [{"a": 0, "s": 1, "F": 11, "rtt": None}, {"a": 0, "s": 1, "F": 12, "rtt": None},
+                                     {"a": 0, "s": 1, "F": 13, "rtt": None}, {"a": 4, "F": 10, "rtt": 0.008}]
+    df = stream(specs, flight=10)
+    hole = int(df["ack"][19])
+    seg = schema.conform(pl.DataFrame([{"frame": 1, "ts_ns": int(df["ts_ns"][20]) + 500_000, "seq": hole, "len": 1000,
+                                        "kind": "fast_retransmission", "end_seq": hole + 1000, "rexmit": True}],
+                                      schema=schema.polars_schema(schema.SEGMENTS), strict=False), schema.SEGMENTS)
+    ev = engine.rate_samples(engine.prepare(df, 1000, seg)).ev
+    assert ev[23, T.E_RS_DELIVERED] == pytest.approx(3.0)
+    assert ev[23, T.E_RS_INTERVAL] == pytest.approx(0.010)
+    assert ev[23, T.E_RS_PRIOR_DELIVERED] == pytest.approx(21.0)
+    assert ev[20, T.E_RS_LOSSES] == 1.0  # the retransmission that followed ACK 20
+    # without the retransmission (no segments) ACK 23 gives no sample
+    assert np.isnan(engine.rate_samples(engine.prepare(df, 1000)).ev[23, T.E_RS_DELIVERED])
