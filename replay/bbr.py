@@ -40,8 +40,11 @@ Flavors: ``linux`` (default) = tcp_bbr.c, gains in its 1/256 fixed point (high_g
 2²⁴), ACK-aggregation allowance (Linux ≥ 5.1), 1 % pacing margin; ``rfc`` = the v1 draft's
 real-valued gains (2/ln 2, ln 2/2), no ACK-aggregation allowance and no pacing margin.
 
-Not modelled (documented in docs/algorithms/bbr.md): the long-term "policer" bandwidth
-(``lt_bw``; it needs ≥ 20 % loss over 4+ rounds), idle restarts (``CA_EVENT_TX_START``), the EDT
+Policer detection (``bbr_lt_bw_sampling``, parameter ``lt_bw``): two 4-16-round intervals with
+≥ 20 % loss and the same delivery rate → pace at their mean (gain 1) for 48 rounds; losses are
+the engine's estimate (retransmissions, tp[RS_LOSSES]).
+
+Not modelled (documented in docs/algorithms/bbr.md): idle restarts (``CA_EVENT_TX_START``), the EDT
 pacing offset of ``bbr_packets_in_net_at_edt`` (taken as 0: in-flight is the trace's), the
 random first PROBE_BW phase (the kernel draws it from {0, 2..7}; here parameter ``cycle_start``),
 app-limited delivery-rate samples other than BBR's own PROBE_RTT marking. BBRv3
@@ -96,7 +99,15 @@ BW2_V = 34  # packets/s
 APP_LIMITED_FROM = 35  # packets — delivered count when PROBE_RTT began marking samples app-limited (inf: none)
 APP_LIMITED_TO = 36  # packets — delivered count when the marking ended (inf: still marking)
 INFLIGHT_CAP = 37  # packets — min(cwnd, pacing_rate · srtt): what the model lets into flight (fit)
-NSTATE = 38
+LOST = 38  # packets — cumulative losses (Linux tp->lost), from the rate samples' losses
+LT_IS_SAMPLING = 39  # 1 while a long-term ("policer") sampling interval runs
+LT_RTT_CNT = 40  # rounds in the long-term interval (or using lt_bw)
+LT_USE_BW = 41  # 1 when the policed rate lt_bw is the bandwidth estimate
+LT_BW = 42  # packets/s — long-term (policed) delivery rate
+LT_LAST_DELIVERED = 43  # packets — delivered at the interval start
+LT_LAST_STAMP = 44  # ms (integer) — delivered time at the interval start
+LT_LAST_LOST = 45  # packets — lost at the interval start
+NSTATE = 46
 
 STARTUP, DRAIN, PROBE_BW, PROBE_RTT = 0.0, 1.0, 2.0, 3.0
 
@@ -117,7 +128,8 @@ P_CYCLE_START = 12
 P_PACING_MARGIN = 13
 P_PACING_SHIFT = 14
 P_MIN_TSO_RATE = 15
-NPARAMS = 16
+P_LT_BW = 16
+NPARAMS = 17
 
 CYCLE_LEN = 8  # phases of the PROBE_BW gain cycle (tcp_bbr.c CYCLE_LEN)
 TCP_INIT_CWND = 10.0  # packets (include/net/tcp.h)
@@ -154,6 +166,90 @@ def _probe_gain(idx, tp):
 @jit
 def _max_bw(st):
     return st[BW0_V]  # packets/s
+
+
+@jit
+def _bw(st):
+    """bbr_bw: the policed rate lt_bw while it is in use, else the max filter (packets/s)."""
+    return st[LT_BW] if st[LT_USE_BW] > 0.0 else st[BW0_V]
+
+
+@jit
+def _reset_lt_interval(st, tp):
+    """bbr_reset_lt_bw_sampling_interval."""
+    dt = tp[DELIVERED_TIME]
+    st[LT_LAST_STAMP] = math.floor(dt * 1000.0) if dt == dt else 0.0  # ms; nan before any delivery
+    st[LT_LAST_DELIVERED] = tp[DELIVERED]
+    st[LT_LAST_LOST] = st[LOST]
+    st[LT_RTT_CNT] = 0.0
+
+
+@jit
+def _reset_lt(st, tp):
+    """bbr_reset_lt_bw_sampling."""
+    st[LT_BW] = 0.0
+    st[LT_USE_BW] = 0.0
+    st[LT_IS_SAMPLING] = 0.0
+    _reset_lt_interval(st, tp)
+
+
+@jit
+def _lt_interval_done(st, p, tp, bw):
+    """bbr_lt_bw_interval_done: two intervals within 1/8 (or 4 kbit/s) → policed, use their mean."""
+    if st[LT_BW] > 0.0:
+        diff = abs(bw - st[LT_BW])
+        if diff <= st[LT_BW] / 8.0 or diff * tp[MSS] * (1.0 - p[P_PACING_MARGIN]) <= 500.0:
+            st[LT_BW] = (bw + st[LT_BW]) / 2.0
+            st[LT_USE_BW] = 1.0
+            st[PACING_GAIN] = 1.0
+            st[LT_RTT_CNT] = 0.0
+            return
+    st[LT_BW] = bw
+    _reset_lt_interval(st, tp)
+
+
+@jit
+def _lt_sampling(st, p, tp, losses, app_limited):
+    """bbr_lt_bw_sampling: a token-bucket policer shows as 2 intervals of 4-16 rounds with ≥ 20 %
+    loss (50/256) and the same delivery rate; then lt_bw is used for 48 rounds."""
+    if p[P_LT_BW] == 0.0:
+        return
+    if st[LT_USE_BW] > 0.0:
+        if st[MODE] == PROBE_BW and st[ROUND_START] > 0.0:
+            st[LT_RTT_CNT] += 1.0
+            if st[LT_RTT_CNT] >= 48.0:  # bbr_lt_bw_max_rtts
+                _reset_lt(st, tp)
+                _reset_probe_bw(st, p, tp)
+        return
+    if st[LT_IS_SAMPLING] == 0.0:
+        if losses <= 0.0:
+            return
+        _reset_lt_interval(st, tp)
+        st[LT_IS_SAMPLING] = 1.0
+    if app_limited:
+        _reset_lt(st, tp)
+        return
+    if st[ROUND_START] > 0.0:
+        st[LT_RTT_CNT] += 1.0
+    if st[LT_RTT_CNT] < 4.0:  # bbr_lt_intvl_min_rtts
+        return
+    if st[LT_RTT_CNT] > 16.0:
+        _reset_lt(st, tp)
+        return
+    if losses <= 0.0:
+        return
+    lost = st[LOST] - st[LT_LAST_LOST]
+    delivered = tp[DELIVERED] - st[LT_LAST_DELIVERED]
+    if delivered <= 0.0 or lost * 256.0 < 50.0 * delivered:  # bbr_lt_loss_thresh = 50/256
+        return
+    t_ms = math.floor(tp[DELIVERED_TIME] * 1000.0) - st[LT_LAST_STAMP]
+    if t_ms < 1.0:
+        return
+    if tp[FLAVOR] == LINUX:  # delivered · 2^24 / (t · 1000 µs), integer
+        bw = math.floor(delivered * BW_UNIT / (t_ms * 1000.0)) / BW_UNIT * 1e6
+    else:
+        bw = delivered / (t_ms / 1000.0)
+    _lt_interval_done(st, p, tp, bw)
 
 
 @jit
@@ -297,6 +393,7 @@ def init(st, p, tp):
     st[TARGET_CWND] = math.nan
     st[DELIVERY_RATE] = math.nan
     _init_pacing_rate(st, p, tp)
+    _reset_lt(st, tp)
 
 
 @jit
@@ -317,6 +414,7 @@ def on_rto(st, p, tp):
     st[PREV_CA_STATE] = 2.0
     st[FULL_BW] = 0.0
     st[ROUND_START] = 1.0
+    _lt_sampling(st, p, tp, 1.0, False)  # rs.losses = 1
 
 
 @jit
@@ -324,6 +422,7 @@ def undo_cwnd(st, p, tp):
     """bbr_undo_cwnd: a spurious slow-down restarts full-pipe detection; cwnd stays."""
     st[FULL_BW] = 0.0
     st[FULL_BW_CNT] = 0.0
+    _reset_lt(st, tp)
     return tp[CWND]
 
 
@@ -338,6 +437,7 @@ def _update_bw(st, p, tp, valid, app_limited):
         st[RTT_CNT] += 1.0
         st[ROUND_START] = 1.0
         st[PACKET_CONSERVATION] = 0.0
+    _lt_sampling(st, p, tp, tp[RS_LOSSES], app_limited)
     if tp[FLAVOR] == LINUX:  # bw = delivered · 2^24 / interval_us, integer (packets/µs << 24)
         bw = math.floor(tp[RS_DELIVERED] * BW_UNIT / math.floor(tp[RS_INTERVAL] * 1e6)) / BW_UNIT * 1e6
     else:
@@ -362,7 +462,7 @@ def _update_ack_aggregation(st, p, tp, valid, acked):
             else:
                 st[EXTRA_ACKED1] = 0.0
     now = tp[DELIVERED_TIME]
-    expected = math.floor(_max_bw(st) * (now - st[ACK_EPOCH_STAMP]))
+    expected = math.floor(_bw(st) * (now - st[ACK_EPOCH_STAMP]))
     if st[ACK_EPOCH_ACKED] <= expected or st[ACK_EPOCH_ACKED] + acked >= 1048576.0:
         st[ACK_EPOCH_ACKED] = 0.0
         st[ACK_EPOCH_STAMP] = now
@@ -380,7 +480,7 @@ def _ack_aggregation_cwnd(st, p, tp):
     """bbr_ack_aggregation_cwnd: the allowance, once the pipe is full, ≤ btl_bw · 100 ms."""
     if p[P_EXTRA_ACKED] == 0.0 or tp[FLAVOR] != LINUX or st[FULL_BW_REACHED] == 0.0:
         return 0.0
-    cap = math.floor(_max_bw(st) * p[P_EXTRA_ACKED_MAX])
+    cap = math.floor(_bw(st) * p[P_EXTRA_ACKED_MAX])
     return min(math.floor(max(st[EXTRA_ACKED0], st[EXTRA_ACKED1])), cap)
 
 
@@ -478,7 +578,7 @@ def _update_gains(st, p, tp):
         st[PACING_GAIN] = _q(p[P_DRAIN_GAIN], tp)
         st[CWND_GAIN] = _high_gain(p, tp)
     elif m == PROBE_BW:
-        st[PACING_GAIN] = _probe_gain(st[CYCLE_IDX], tp)
+        st[PACING_GAIN] = 1.0 if st[LT_USE_BW] > 0.0 else _probe_gain(st[CYCLE_IDX], tp)
         st[CWND_GAIN] = _q(p[P_CWND_GAIN], tp)
     else:
         st[PACING_GAIN] = 1.0
@@ -524,6 +624,8 @@ def _set_cwnd(st, p, tp, acked, bw, gain):
 def cong_control(st, p, tp, n):
     """bbr_main: update the model, then the pacing rate and cwnd (n = packets acked + SACKed)."""
     valid = tp[RS_DELIVERED] >= 0.0 and tp[RS_INTERVAL] > 0.0  # False for nan (no sample)
+    if tp[RS_LOSSES] > 0.0:
+        st[LOST] += tp[RS_LOSSES]
     app_limited = valid and st[APP_LIMITED_FROM] <= tp[RS_PRIOR_DELIVERED] < st[APP_LIMITED_TO]
     # bbr_update_model
     _update_bw(st, p, tp, valid, app_limited)
@@ -533,7 +635,7 @@ def cong_control(st, p, tp, n):
     _check_drain(st, p, tp)
     _update_min_rtt(st, p, tp, valid)
     _update_gains(st, p, tp)
-    bw = _max_bw(st)
+    bw = _bw(st)
     st[BTL_BW] = bw * tp[MSS] * 8.0
     # bbr_set_pacing_rate
     rate = _pacing_rate(st, p, tp, bw, st[PACING_GAIN])
@@ -563,7 +665,8 @@ ALGORITHMS = (
                "prior_cwnd", "prev_ca_state", "packet_conservation", "cycle_stamp", "has_seen_rtt",
                "ack_epoch_stamp", "ack_epoch_acked", "extra_acked0", "extra_acked1", "extra_acked_win_rtts",
                "extra_acked_win_idx", "bw0_t", "bw0_v", "bw1_t", "bw1_v", "bw2_t", "bw2_v",
-               "app_limited_from", "app_limited_to", "inflight_cap"),
+               "app_limited_from", "app_limited_to", "inflight_cap", "lost", "lt_is_sampling", "lt_rtt_cnt",
+               "lt_use_bw", "lt_bw", "lt_last_delivered", "lt_last_stamp", "lt_last_lost"),
         params=(
             Param("high_gain", "", 2.885, f"{_SRC} bbr_high_gain (BBR_UNIT·2885/1000 + 1); draft §4.3.2.1: 2/ln 2",
                   "STARTUP pacing and cwnd gain (linux: floor(256·g)+1 in 1/256 units)", lo=1.0, hi=10.0),
@@ -598,11 +701,16 @@ ALGORITHMS = (
                   lo=0, hi=20),
             Param("min_tso_rate", "bit/s", 1.2e6, f"{_SRC} bbr_min_tso_rate",
                   "below this pacing rate the TSO goal is 1 packet, else at least 2", lo=0.0),
+            Param("lt_bw", "", True, f"{_SRC} bbr_lt_bw_sampling (bbr_lt_intvl_min_rtts 4, bbr_lt_loss_thresh 50/256, "
+                  "bbr_lt_bw_ratio 1/8, bbr_lt_bw_diff 4 kbit/s, bbr_lt_bw_max_rtts 48)",
+                  "policer detection: after two 4-16-round intervals with >= 20 % loss and the same delivery "
+                  "rate, pace at their mean (gain 1) for 48 rounds", kind="bool"),
         ),
         signals=(
             Signal("mode", "mode", "", "BBR mode", kind="enum", labels=("startup", "drain", "probe_bw", "probe_rtt")),
             Signal("cycle_idx", "cycle_idx", "", "PROBE_BW gain-cycle phase (0: gain 1.25, 1: 0.75, 2-7: 1.0)"),
-            Signal("btl_bw", "btl_bw", "bit/s", "bottleneck bandwidth estimate (windowed max delivery rate)"),
+            Signal("btl_bw", "btl_bw", "bit/s", "bandwidth estimate bbr_bw: windowed max delivery rate, or the policed "
+                   "rate lt_bw while it is in use"),
             Signal("min_rtt", "min_rtt", "s", "min RTT estimate (10 s window)"),
             Signal("pacing_rate", "pacing_rate", "bit/s", "pacing rate (payload bits)"),
             Signal("pacing_gain", "pacing_gain", "", "current pacing gain"),
@@ -611,6 +719,7 @@ ALGORITHMS = (
                    "cwnd_gain · BDP + ACK-aggregation allowance + quantization budget"),
             Signal("delivery_rate", "delivery_rate", "bit/s", "last valid delivery-rate sample"),
             Signal("full_bw_reached", "full_bw_reached", "", "STARTUP found the pipe full", kind="bool"),
+            Signal("lt_use_bw", "lt_use_bw", "", "the long-term (policed) rate is the bandwidth estimate", kind="bool"),
             Signal("inflight_cap", "inflight_cap", "packets",
                    "what the model lets into flight, min(cwnd, pacing_rate · srtt / (8 · MSS)); the fit compares "
                    "this with the trace's flight (a paced sender rarely fills its cwnd)"),

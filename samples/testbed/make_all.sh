@@ -27,11 +27,11 @@ $RUN --name app-limited --cc reno --rate 10mbit --delay 20ms --buffer-pkts 50 --
 # random loss, competing flows, receiver-side captures. Short runs (2.5-8 s) keep samples/ small.
 # BBR: 20 Mbit/s x 10 ms (BDP 17 pkts), buffer 1 BDP
 $RUN --name bbr-rtt10 --cc bbr --rate 20mbit --delay 5ms --buffer-pkts 17 --loss 0 --duration 4
-# BBR: 10 Mbit/s x 100 ms (BDP 83 pkts), shallow buffer 0.3 BDP; also captured at the receiver
-$RUN --name bbr-rtt100 --cc bbr --rate 10mbit --delay 50ms --buffer-pkts 25 --loss 0 --duration 8 \
-     --capture both --receiver-out samples/bbr-rtt100-receiver
-# BBR: 1 % random loss, buffer 2 BDP
-$RUN --name bbr-loss --cc bbr --rate 10mbit --delay 20ms --buffer-pkts 67 --loss 0.01 --duration 6 --seed 3
+# BBR: 10 Mbit/s x 100 ms (BDP 83 pkts), shallow buffer 0.3 BDP
+$RUN --name bbr-rtt100 --cc bbr --rate 10mbit --delay 50ms --buffer-pkts 25 --loss 0 --duration 8
+# BBR: 1 % random loss, buffer 2 BDP; also captured at the receiver
+$RUN --name bbr-loss --cc bbr --rate 10mbit --delay 20ms --buffer-pkts 67 --loss 0.01 --duration 6 --seed 3 \
+     --capture both --receiver-out samples/bbr-loss-receiver
 # BBR: 40 Mbit/s x 20 ms (BDP 67 pkts), buffer 1 BDP
 $RUN --name bbr-40m --cc bbr --rate 40mbit --delay 10ms --buffer-pkts 67 --loss 0 --duration 2.5
 # BBR (40001) vs CUBIC (40002), buffer 2 BDP

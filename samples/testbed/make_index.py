@@ -32,8 +32,9 @@ SHOWS = {
                  "quantization/aggregation allowance",
     "bbr-rtt100": "BBR (v1) at 10 Mbit/s, 100 ms base RTT, shallow 0.3-BDP buffer: STARTUP overshoot losses, BBR keeps "
                   "its rate (cwnd not halved) despite 6 % retransmissions",
-    "bbr-rtt100-receiver": "the bbr-rtt100 run captured at the receiver; truth is the sender's",
-    "bbr-loss": "BBR (v1) under 1 % random loss with a 2-BDP buffer: throughput stays near the link rate (no halving)",
+    "bbr-loss": "BBR (v1) under 1 % random loss with a 2-BDP buffer: throughput stays near the link rate (no halving); "
+                "also captured at the receiver",
+    "bbr-loss-receiver": "the bbr-loss run captured at the receiver; truth is the sender's",
     "bbr-40m": "BBR (v1) at 40 Mbit/s, 20 ms base RTT, 1-BDP buffer (short run: STARTUP, DRAIN, first PROBE_BW cycles)",
     "bbr-vs-cubic": "two flows, BBR (sport 40001) and CUBIC (sport 40002), sharing a 10 Mbit/s bottleneck with a 2-BDP "
                     "buffer; truth for both",

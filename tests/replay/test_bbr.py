@@ -457,3 +457,37 @@ def test_delivery_rate_sample_of_a_retransmission_filling_a_hole():
     assert ev[20, T.E_RS_LOSSES] == 1.0  # the retransmission that followed ACK 20
     # without the retransmission (no segments) ACK 23 gives no sample
     assert np.isnan(engine.rate_samples(engine.prepare(df, 1000)).ev[23, T.E_RS_DELIVERED])
+
+
+def test_policer_detection_uses_the_long_term_rate_after_two_lossy_intervals():
+    # bbr_lt_bw_sampling. Every ACK starts a round; the first loss (ACK 1, t = 0.1 s) starts an
+    # interval: stamp 100 ms, delivered 100, lost 1. After 4 rounds (ACK 4, t = 0.4 s, 30 more
+    # lost, delivered 200): loss 30/100 ≥ 50/256 → interval rate = 100 packets / 0.3 s = 333.3
+    # packets/s, remembered as lt_bw (not used yet); next interval from 400 ms, delivered 200,
+    # lost 31. ACK 8 (t = 0.7 s, 25 lost, delivered 300): 25/100 ≥ 19.5 %, rate 100 / 0.3 s =
+    # 333.3, within 1/8 of lt_bw → policed: lt_bw = mean = 333.3, pacing gain 1, and the
+    # bandwidth estimate is lt_bw (2.667 Mbit/s), not the max filter's 1000 packets/s.
+    h = bbr()
+    h.set(full_bw_reached=1.0, mode=2.0, cycle_idx=2.0, CWND=300.0, pacing_rate=8e6)
+    plan = [(0.1, 100, 0, 1), (0.2, 133, 100, 0), (0.3, 166, 133, 0), (0.4, 200, 166, 30),
+            (0.5, 225, 200, 0), (0.6, 250, 225, 0), (0.65, 275, 250, 0)]
+    for t, d, prior, lost in plan:
+        ack(h, t=t, delivered=d, prior_delivered=prior, interval=0.1, losses=lost)
+    assert h["lt_bw"] == pytest.approx(100 / 0.3) and h["lt_use_bw"] == 0
+    assert h["lt_last_delivered"] == 200 and h["lt_last_lost"] == 31 and h["lt_last_stamp"] == 400
+    assert h["btl_bw"] == pytest.approx(1000 * 8000)
+    ack(h, t=0.7, delivered=300, prior_delivered=275, interval=0.1, losses=25)  # 4th round of interval 2
+    assert h["lt_use_bw"] == 1 and h["pacing_gain"] == 1.0
+    assert h["lt_bw"] == pytest.approx(100 / 0.3) and h["btl_bw"] == pytest.approx(100 / 0.3 * 8000)
+    # ... and paces at 1.0 · lt_bw (rfc: no margin) instead of cycling
+    assert h["pacing_rate"] == pytest.approx(100 / 0.3 * 8000)
+
+
+def test_policer_detection_needs_20_percent_loss():
+    h = bbr()
+    h.set(full_bw_reached=1.0, mode=2.0, cycle_idx=2.0, CWND=300.0, pacing_rate=8e6)
+    # the same intervals with 19 of 100 packets lost (19 · 256 = 4864 < 50 · 100): never sampled
+    plan = [(0.1, 100, 0, 1), (0.2, 133, 100, 0), (0.3, 166, 133, 0), (0.4, 200, 166, 19)]
+    for t, d, prior, lost in plan:
+        ack(h, t=t, delivered=d, prior_delivered=prior, interval=0.1, losses=lost)
+    assert h["lt_bw"] == 0 and h["lt_use_bw"] == 0
