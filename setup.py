@@ -16,7 +16,7 @@ from setuptools.command.build_ext import build_ext
 from setuptools.errors import CompileError
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-#: the ahead-of-time compiled kernels of `hscc-trace flows` (hscc_trace/aot.py builds them)
+#: the ahead-of-time compiled kernels of `hscc-trace flows` (hscc_trace/perf/aot.py builds them)
 AOT_EXTENSION = "hscc_trace._aot_kernels"
 
 _MAPPED = {"hscc_trace": "hscc_trace", "hscc_trace.replay": "replay", "hscc_trace.reports": "reports"}
@@ -37,8 +37,8 @@ def _packages() -> tuple[list[str], dict[str, str]]:
 class BuildExt(build_ext):
     """build_ext that builds :data:`AOT_EXTENSION` with numba's ahead-of-time compiler.
 
-    ``python -m hscc_trace.aot FILE`` compiles the numba kernels of hscc_trace/capture and
-    hscc_trace/flows.py into an extension module (numba and numpy are build requirements; the
+    ``python -m hscc_trace.perf.aot FILE`` compiles the numba kernels of hscc_trace/capture and
+    hscc_trace/flows/tracker.py into an extension module (numba and numpy are build requirements; the
     link step needs the platform's C compiler). The extension is optional: if the build fails
     (no compiler, say), pip prints a warning and installs without it, and the same kernels are
     compiled by numba at run time instead (``hscc-trace version`` tells which is in use).
@@ -49,7 +49,7 @@ class BuildExt(build_ext):
             super().build_extension(ext)
             return
         out = os.path.abspath(self.get_ext_fullpath(ext.name))
-        proc = subprocess.run([sys.executable, "-m", "hscc_trace.aot", out], cwd=HERE, capture_output=True, text=True)
+        proc = subprocess.run([sys.executable, "-m", "hscc_trace.perf.aot", out], cwd=HERE, capture_output=True, text=True)
         if proc.returncode != 0:
             lines = (proc.stderr or proc.stdout).strip().splitlines()
             errors = [ln for ln in lines if re.match(r"[\w.]+(Error|Exception): ", ln)]  # the raised one

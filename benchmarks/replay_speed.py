@@ -38,7 +38,7 @@ def arg(name: str, default: str) -> str:
 def big_stream(n_events: int):
     import numpy as np
 
-    from hscc_trace import capture, events
+    from hscc_trace import events, flows as capture
     from hscc_trace.replay import engine
     from hscc_trace.replay import tp as T
 

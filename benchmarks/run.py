@@ -316,7 +316,7 @@ def jobs_bench(runs: int, timeout_s: float, warm: bool, log: Callable[[str], Non
         same = None
         try:  # the two runs' results must agree (apart from timestamps and paths of the outputs)
             sys.path.insert(0, str(REPO))
-            from hscc_trace import results as _results
+            from hscc_trace.analysis import results as _results
 
             docs = [_results.comparable(json.loads((scratch / f"r{j}.json").read_text())) for j in (1, 2)]
             same = docs[0] == docs[1]

@@ -19,7 +19,6 @@ Nothing here prints; errors are :class:`~hscc_trace.errors.InputError` /
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
@@ -29,6 +28,8 @@ from hscc_trace.model import Analysis, Capture, FlowEvents
 if TYPE_CHECKING:  # polars is imported where a table is made: `load` reads the capture while it loads
     import polars as pl
 
+    from hscc_trace.replay.selection import Selection
+
 PathLike = str | Path
 
 
@@ -37,7 +38,7 @@ PathLike = str | Path
 
 def load(path: PathLike, bpf: str | None = None) -> Capture:
     """Read and decode a capture (pcap or pcapng, optionally gzip'ed); ``bpf`` filters records."""
-    from hscc_trace import capture
+    from hscc_trace import flows as capture
 
     return capture.load(str(path), bpf=bpf)
 
@@ -76,81 +77,31 @@ def all_events(capture: Capture | PathLike, bpf: str | None = None) -> dict[int,
 
 def algorithms() -> list[str]:
     """Names of every registered algorithm (wrappers such as ``kyushu`` included), sorted."""
-    from hscc_trace.replay import registry
+    from hscc_trace.replay import selection
 
-    return list(registry.names())
-
-
-#: Bases a wrapper algorithm (Kyushu-TCP) is composed over by default: the ones its paper uses.
-WRAPPER_BASES = ("highspeed", "cubic")
+    return selection.algorithms()
 
 
 def default_algorithms() -> list[str]:
-    """What `analyze` replays when no algorithm is named: every registered algorithm, with each
-    wrapper composed over the bases of :data:`WRAPPER_BASES` that are registered
-    (``kyushu+highspeed``, ``kyushu+cubic``)."""
-    from hscc_trace.replay import registry
+    """What `analyze` replays when no algorithm is named (:func:`hscc_trace.replay.selection.default_algorithms`)."""
+    from hscc_trace.replay import selection
 
-    reg = registry.discover()
-    plain = [n for n in sorted(reg) if not reg[n].wraps]
-    wrapped = [f"{w}+{b}" for w in sorted(reg) if reg[w].wraps for b in WRAPPER_BASES if b in plain]
-    return plain + wrapped
+    return selection.default_algorithms()
 
 
-@dataclass(frozen=True)
-class Selection:
-    """Algorithms to replay, validated: names as requested, the parameter overrides given, the
-    labels results are keyed by (name plus non-default parameters, e.g. ``reno[flavor=rfc]``)
-    and, per label, every parameter with the value used (defaults filled in)."""
+def select(names: Iterable[str] | None = None, params: dict[str, dict[str, Any]] | None = None) -> Selection:
+    """Validate algorithm names and parameter overrides (:func:`hscc_trace.replay.selection.select`)."""
+    from hscc_trace.replay import selection
 
-    names: tuple[str, ...]
-    overrides: dict[str, dict[str, Any]]
-    labels: tuple[str, ...]
-    values: dict[str, dict[str, Any]]
-
-
-def resolve(names: Iterable[str] | None = None, params: dict[str, dict[str, Any]] | None = None) -> Selection:
-    """Validate algorithm names and parameter overrides against the registry.
-
-    ``names`` None means :func:`default_algorithms`. Raises :class:`UsageError` for a parameter
-    given for an algorithm that is not selected, and the registry's one-line
-    :class:`InputError` for an unknown algorithm or parameter or an invalid value.
-    """
-    from hscc_trace.replay import registry
-
-    chosen = list(dict.fromkeys(n.strip() for n in names)) if names is not None else default_algorithms()
-    if not chosen:
-        raise UsageError("no algorithm given (see `hscc-trace algorithms`)")
-    params = params or {}
-    stray = [a for a in params if a not in chosen]
-    if stray:
-        raise UsageError(f"parameters given for {', '.join(stray)}, which is not among the algorithms run "
-                         f"({', '.join(chosen)})")
-    labels: list[str] = []
-    values: dict[str, dict[str, Any]] = {}
-    for name in chosen:
-        r = registry.resolve(name, params.get(name, {}))
-        labels.append(r.label)
-        values[r.label] = dict(r.values)
-    return Selection(names=tuple(chosen), overrides={a: dict(p) for a, p in params.items()},
-                     labels=tuple(labels), values=values)
+    return selection.select(names, params)
 
 
 def select_params(names: Sequence[str] | None, configured: dict[str, dict[str, Any]],
                   given: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
-    """Parameter overrides for a run of ``names`` (None = the defaults).
+    """Parameter overrides for a run of ``names`` (:func:`hscc_trace.replay.selection.select_params`)."""
+    from hscc_trace.replay import selection
 
-    ``configured`` (from a configuration file) may hold tables for registered algorithms that
-    this run does not replay: those are dropped. Tables for names that are not registered at
-    all stay, so that :func:`resolve` reports the typo. ``given`` (``--param``) is applied on
-    top, name by name, and is never dropped.
-    """
-    from hscc_trace import config as _config
-
-    chosen = set(names) if names is not None else set(default_algorithms())
-    known = set(algorithms()) | set(default_algorithms())
-    kept = {a: t for a, t in configured.items() if a in chosen or a not in known}
-    return _config.merge_params(kept, given or {})
+    return selection.select_params(names, configured, given)
 
 
 def replay(ev: FlowEvents, algorithms: Sequence[str] | None = None,
@@ -162,31 +113,9 @@ def replay(ev: FlowEvents, algorithms: Sequence[str] | None = None,
     """
     from hscc_trace.replay import engine
 
-    return engine.replay_flow(ev, _resolved(algorithms, params))
+    from hscc_trace.replay import selection
 
-
-_RESOLVED: dict[Any, list] = {}
-
-
-def _resolved(algorithms: Sequence[str] | None, params: dict[str, dict[str, Any]] | None) -> list:
-    """The registry's resolved algorithms for a selection; memoised (per process) because
-    :func:`replay` runs once per flow and resolving 15 algorithms costs ~0.3 ms — much of a
-    short flow's replay. Resolved algorithms are immutable, so sharing them is safe."""
-    from hscc_trace.replay import registry
-
-    try:
-        key = (None if algorithms is None else tuple(algorithms),
-               tuple(sorted((a, tuple(sorted(p.items()))) for a, p in (params or {}).items())))
-        hash(key)
-    except TypeError:  # unhashable parameter values: resolve every time
-        key = None
-    if key is not None and key in _RESOLVED:
-        return _RESOLVED[key]
-    sel = resolve(algorithms, params)
-    out = [registry.resolve(n, sel.overrides.get(n, {})) for n in sel.names]
-    if key is not None and len(_RESOLVED) < 64:
-        _RESOLVED[key] = out
-    return out
+    return engine.replay_flow(ev, selection.resolved(algorithms, params))
 
 
 def empty_fit() -> pl.DataFrame:
@@ -225,14 +154,16 @@ def analyze(paths: PathLike | Iterable[PathLike], algorithms: Sequence[str] | No
 def analyze_run(paths: PathLike | Iterable[PathLike], algorithms: Sequence[str] | None = None,
                 params: dict[str, dict[str, Any]] | None = None, *, bpf: str | None = None,
                 flows: Sequence[int] | None = None, jobs: int = 1, progress: Any = None):
-    """Like :func:`analyze` but returns the :class:`hscc_trace.pipeline.Run` (analysis, inputs in
+    """Like :func:`analyze` but returns the :class:`hscc_trace.analysis.pipeline.Run` (analysis, inputs in
     order, per-capture errors), as the CLI uses it. ``progress(done, total, text)`` is called
     after every task."""
-    from hscc_trace import pipeline
+    from hscc_trace.analysis import pipeline
 
     if isinstance(paths, (str, Path)):
         paths = [paths]
-    sel = resolve(algorithms, params)
+    from hscc_trace.replay import selection
+
+    sel = selection.select(algorithms, params)
     if jobs < 1:
         raise UsageError(f"jobs must be >= 1, got {jobs}")
     opts = pipeline.Options(algorithms=sel.names, params=sel.overrides, labels=sel.labels, values=sel.values, bpf=bpf,
@@ -298,7 +229,7 @@ def flow_result(analysis: Analysis, flow_id: int, capture: int | str = 0):
 
 def results(analysis: Analysis, *, failed: dict[str, str] | None = None) -> dict[str, Any]:
     """The versioned JSON results document (see docs/results.md) as a dict."""
-    from hscc_trace import results as _results
+    from hscc_trace.analysis import results as _results
 
     return _results.to_dict(analysis, failed=failed)
 
@@ -324,8 +255,8 @@ def figures(analysis: Analysis, flow_id: int, capture: int | str = 0) -> Any:
 
 
 def export(obj: Any, path: PathLike, **kw: Any) -> Path:
-    """Write events, a replay or any table to parquet/csv/json by extension (:mod:`hscc_trace.export`)."""
-    from hscc_trace import export as _export
+    """Write events, a replay or any table to parquet/csv/json by extension (:mod:`hscc_trace.analysis.export`)."""
+    from hscc_trace.analysis import export as _export
 
     return _export.write(obj, path, **kw)
 
@@ -333,12 +264,12 @@ def export(obj: Any, path: PathLike, **kw: Any) -> Path:
 def check(analysis: Analysis | dict[str, Any], expect: str | None = None, *, max_error: float | None = None,
           rank_first: bool = False, min_rounds: int | None = None, flows: Sequence[int] | None = None,
           baseline: PathLike | dict[str, Any] | None = None, tolerance: Any = None) -> list:
-    """Per-flow verdicts (:class:`hscc_trace.check.Verdict`) as `hscc-trace check` computes them."""
+    """Per-flow verdicts (:class:`hscc_trace.analysis.check.Verdict`) as `hscc-trace check` computes them."""
     from dataclasses import replace
 
-    from hscc_trace import check as _check
+    from hscc_trace.analysis import check as _check
     from hscc_trace import config as _config
-    from hscc_trace import results as _results
+    from hscc_trace.analysis import results as _results
 
     doc = analysis if isinstance(analysis, dict) else _results.to_dict(analysis)
     cfg = _config.CheckConfig()

@@ -48,7 +48,7 @@ class Capture:
     """A capture read and decoded: packets (schema.PACKETS, with flow_id/dir) and flows (schema.FLOWS).
 
     ``packets`` may be given as a :class:`Deferred`: the table is then built on first access
-    (once, thread-safe) — :func:`hscc_trace.capture.load` does this, so that a caller that only
+    (once, thread-safe) — :func:`hscc_trace.flows.load` does this, so that a caller that only
     needs the event streams never pays for the 39-column table. ``decoded`` (optional) is the
     decoder's own output behind ``packets`` (:class:`hscc_trace.capture.Decoded`): the event
     builder reads only the columns it needs from it, in flow order. Assigning ``packets``

@@ -104,7 +104,7 @@ PACKETS: tuple[Column, ...] = (
 )
 
 
-# Flows: one row per TCP connection (hscc_trace.flows) ---------------------------------------
+# Flows: one row per TCP connection (hscc_trace.flows.tracker) ---------------------------------------
 
 FLOWS: tuple[Column, ...] = (
     Column("flow_id", pl.UInt32, "", "connection id, in order of first packet"),
@@ -264,7 +264,7 @@ TRUTH_RETRANS: tuple[Column, ...] = (
 
 
 # SACK blocks carried by the receiver's ACKs (optional FlowEvents.sack_blocks; drawn in the report's
-# time/sequence graph; hscc_trace.reports.sack.sack_blocks derives them from the packets) ------
+# time/sequence graph; hscc_trace.events.sack.sack_blocks derives them from the packets) ------
 
 SACK_BLOCKS: tuple[Column, ...] = (
     Column("frame", pl.UInt64, "", "frame number of the ACK carrying the block"),

@@ -1,6 +1,6 @@
 """Default bodies of the optional hooks (bound by the generated loop when a module omits one).
 
-See :data:`hscc_trace.replay.api.HOOKS` for the contract of each hook.
+See :data:`hscc_trace.replay.interface.HOOKS` for the contract of each hook.
 """
 
 from __future__ import annotations

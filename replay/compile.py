@@ -33,7 +33,7 @@ from types import ModuleType
 from typing import Any, Callable
 
 from . import _jit, _loop
-from .api import HOOKS, VALUE_HOOKS, Algorithm
+from .interface import HOOKS, VALUE_HOOKS, Algorithm
 
 _LOCK = threading.Lock()
 
@@ -44,26 +44,13 @@ assert set(_ARGS) == set(HOOKS)
 
 
 def cache_dir() -> Path:
-    env = os.environ.get("HSCC_TRACE_CACHE_DIR")
-    if env:
-        base = Path(env)
-    else:
-        xdg = os.environ.get("XDG_CACHE_HOME")
-        base = (Path(xdg) if xdg else Path.home() / ".cache") / "hscc-trace"
-    d = base / "replay"
-    try:
-        d.mkdir(parents=True, exist_ok=True)
-        probe = d / f".w{os.getpid()}"
-        probe.write_text("")
-        probe.unlink()
-        return d
-    except OSError:
-        d = Path(tempfile.gettempdir()) / f"hscc-trace-{os.getuid()}" / "replay"
-        d.mkdir(parents=True, exist_ok=True)
-        return d
+    """The folder of the generated loop modules (:func:`hscc_trace.perf.cache.writable_dir`)."""
+    from hscc_trace.perf.cache import writable_dir
+
+    return writable_dir("replay")
 
 
-_CORE = ("_loop", "_defaults", "_jit", "tp", "helpers", "compile", "api")
+_CORE = ("_loop", "_defaults", "_jit", "tp", "helpers", "compile", "interface")
 
 
 def _deps(mod: ModuleType, seen: dict[str, ModuleType]) -> None:

@@ -421,7 +421,10 @@ def _float_series_maker() -> Any:
     (~15 µs, most of a short flow's replay frame with ~10 float columns) before calling the
     constructor ``PySeries.new_f64(name, v, nan_to_null)`` for a contiguous float64 array. That
     constructor is not public API: it is used only if it exists and gives the public result on a
-    probe (so another polars version falls back to the public path)."""
+    probe (so another polars version falls back to the public path). This adapter is the only
+    use of it; it goes when ``pl.Series`` gets a fast path for a contiguous float64 array (or
+    the replay builds its table another way). Tested by the replay parity tests, which compare
+    with the public constructor's result."""
     try:
         try:
             from polars._plr import PySeries  # polars ≥ 1.32

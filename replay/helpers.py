@@ -16,7 +16,7 @@ from __future__ import annotations
 import math
 
 from ._jit import jit
-from .tp import CWND, CWND_CNT, FLAVOR, IS_CWND_LIMITED, LINUX, MAX_PACKETS_OUT, MIN_RTT, NOW, RTT, SSTHRESH
+from .tp import CWND, CWND_CNT, FLAVOR, FLIGHT, IS_CWND_LIMITED, LINUX, MAX_PACKETS_OUT, MIN_RTT, NOW, RTT, SSTHRESH
 
 
 # --- generic (RFC) -----------------------------------------------------------------------------
@@ -38,6 +38,19 @@ def slow_start_abc(tp, n, limit):
 def additive_increase(tp, n, a):
     """Congestion avoidance with byte counting: ``cwnd += a·N/cwnd`` (a packets per window)."""
     tp[CWND] += a * n / tp[CWND]
+
+
+@jit
+def flight_size(tp):
+    """RFC 5681 §3.1 FlightSize for an open-loop replay: ``min(flight, cwnd)`` packets.
+
+    FlightSize is the sender's own outstanding data. The trace's flight (``tp[FLIGHT]``) is the
+    traced sender's, which an open-loop replay does not control: it can exceed the replayed cwnd
+    (the traced sender had a larger window), and a "reduction" to FlightSize/2 would then raise
+    the window (replayed 11, trace flight 100 → 50). A sender running the replayed cwnd could
+    have at most cwnd outstanding, so the replayed cwnd bounds it; a smaller trace flight
+    (application-limited sender) is kept, as RFC 5681 eq. (4) intends."""
+    return min(tp[FLIGHT], tp[CWND])
 
 
 # --- Linux tcp_cong.c ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """The registry: the one source of truth for algorithms, their parameters and signals.
 
-Algorithm modules in this package are discovered (every module defining ``ALGORITHMS``) and each
+Algorithm modules in :mod:`hscc_trace.replay.algorithms` are discovered (every module defining ``ALGORITHMS``) and each
 declaration is checked when registered — a missing required hook, a state/parameter slot whose
 module constant disagrees with its position, or a signal naming an unknown slot fails loudly
 (:class:`RegistrationError`).
@@ -26,11 +26,10 @@ import numpy as np
 
 from hscc_trace.errors import InputError
 
-from .api import HOOKS, REQUIRED_HOOKS, Algorithm, Param, Signal, common_params
+from .interface import HOOKS, REQUIRED_HOOKS, Algorithm, Param, Signal, common_params
 
-_PKG = __package__ or "hscc_trace.replay"
-# infrastructure modules (never algorithms)
-_INFRA = {"api", "registry", "engine", "compile", "metrics", "helpers", "tp", "_jit", "_loop", "_defaults"}
+#: the package whose modules are the algorithms (one algorithm module per file; see its docstring)
+_PKG = f"{__package__ or 'hscc_trace.replay'}.algorithms"
 
 
 class RegistrationError(RuntimeError):
@@ -98,12 +97,12 @@ def _check_slots(where: str, module: ModuleType, what: str, names: list[str], pr
 
 
 def discover() -> dict[str, Algorithm]:
-    """Import every algorithm module of the package once; return the registry (name → Algorithm)."""
+    """Import every module of :mod:`hscc_trace.replay.algorithms` once; return the registry (name → Algorithm)."""
     global _DISCOVERED
     if not _DISCOVERED:
         pkg = importlib.import_module(_PKG)
         for info in sorted(pkgutil.iter_modules(pkg.__path__), key=lambda m: m.name):
-            if info.name in _INFRA or info.name.startswith("_") or info.ispkg:
+            if info.name.startswith("_") or info.ispkg:
                 continue
             mod = importlib.import_module(f"{_PKG}.{info.name}")
             for algo in getattr(mod, "ALGORITHMS", ()):

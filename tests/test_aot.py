@@ -1,7 +1,7 @@
-"""The ahead-of-time compiled flows kernels (hscc_trace.aot, hscc_trace.jit).
+"""The ahead-of-time compiled flows kernels (hscc_trace.perf.aot, hscc_trace.perf.jit).
 
 ``pip install`` compiles the kernels of the capture reader, decoder, BPF interpreter and flow
-table with numba.pycc into ``hscc_trace._aot_kernels``; :class:`hscc_trace.jit.Kernel` calls
+table with numba.pycc into ``hscc_trace._aot_kernels``; :class:`hscc_trace.perf.jit.Kernel` calls
 them when the arguments match the declared signature exactly, and numba's JIT otherwise. These
 tests pin: the argument check (the pycc wrappers do not check dtypes themselves), the fallbacks,
 that ``hscc-trace flows`` then never imports numba, and that both paths give the same flow table.
@@ -18,9 +18,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from hscc_trace import aot, jit
-from hscc_trace.capture.flowscan import flow_rows
+from hscc_trace.perf import aot
+from hscc_trace.perf import jit
+from hscc_trace.flows.scan import flow_rows
 
+from conftest import cannot_run
 from test_capture_support import corpus
 
 REPO = Path(__file__).resolve().parents[1]
@@ -29,7 +31,7 @@ SAMPLES = REPO / "samples"
 
 def _need_aot() -> None:
     if jit.aot_module() is None:
-        pytest.skip(jit.aot_status())
+        cannot_run(jit.aot_status())
 
 
 # ---- the argument check -----------------------------------------------------------------------
@@ -75,7 +77,7 @@ def test_mismatched_arguments_run_through_numba_not_the_aot_wrapper():
     _need_aot()
     code = (
         "import numpy as np\n"
-        "from hscc_trace.flows import _group_stats as g\n"
+        "from hscc_trace.flows.tracker import _group_stats as g\n"
         "fl = np.array([0, 0, 1, 0, 1], np.int32)\n"  # int32, not int64
         "sd = np.array([0, 0, 0, 1, 0], np.uint8)\n"
         "v = np.array([3.0, 1.0, 5.0, 9.0, 7.0])\n"
@@ -107,7 +109,7 @@ def test_stale_extension_is_not_used(monkeypatch):
     """Built from other sources (an edited kernel, say): the fingerprints differ and the
     kernels are compiled by numba instead, with the reason in aot_status."""
     monkeypatch.setattr(jit, "_state", {})
-    monkeypatch.setattr(aot, "fingerprint", lambda: -1)
+    monkeypatch.setattr(jit, "fingerprint", lambda: -1)
     if not _importable(jit.AOT_MODULE):
         pytest.skip(jit.aot_status())
     assert jit.aot_module() is None
@@ -124,7 +126,7 @@ def test_no_aot_environment_variable_disables_it(monkeypatch):
 def test_fingerprint_covers_every_kernel_module_source(tmp_path, monkeypatch):
     """Changing any byte of a kernel module changes the fingerprint."""
     base = aot.fingerprint()
-    mod = sys.modules["hscc_trace.flows"]
+    mod = sys.modules["hscc_trace.flows.tracker"]
     copy = tmp_path / "flows.py"
     copy.write_bytes(Path(mod.__file__).read_bytes() + b"\n# edited\n")
     monkeypatch.setattr(mod, "__file__", str(copy))
@@ -150,9 +152,9 @@ def test_flows_never_imports_numba_with_the_aot_kernels():
     code = f"""
 import sys
 import numpy as np
-import hscc_trace.flows as F
-from hscc_trace import jit
-from hscc_trace.capture.flowscan import flow_rows
+import hscc_trace.flows.tracker as F
+from hscc_trace.perf import jit
+from hscc_trace.flows.scan import flow_rows
 
 init = F.FlowTracker.__init__
 def small(self, *a, **k):  # an 8-slot table: the fourth conversation makes it rehash

@@ -16,7 +16,8 @@ from polars.testing import assert_frame_equal
 
 from hscc_trace import schema
 from hscc_trace.addr import from_str, to_str
-from hscc_trace.capture import load, load_flows, load_packets
+from hscc_trace.capture import load_packets
+from hscc_trace.flows import load, load_flows
 from hscc_trace.errors import InputError
 
 from test_capture_support import REPO, need_corpus, pcap_bytes, pcapng_bytes

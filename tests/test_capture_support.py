@@ -15,20 +15,16 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+from conftest import EXTERNAL, external  # noqa: E402
+
 
 def corpus() -> Path | None:
-    """The shared external capture corpus: <repo>/../shared/captures/external, else /work/shared/…"""
-    for cand in (REPO.parent / "shared" / "captures" / "external", Path("/work/shared/captures/external")):
-        if cand.is_dir():
-            return cand
-    return None
+    """The shared external capture corpus (<repo>/../shared/captures/external), or None."""
+    return EXTERNAL if EXTERNAL.is_dir() else None
 
 
 def need_corpus() -> Path:
-    c = corpus()
-    if c is None:
-        pytest.skip("external capture corpus (../shared/captures/external) not present")
-    return c
+    return external()
 
 
 def pcap_bytes(records: list[tuple[int, bytes] | tuple[int, bytes, int]], linktype: int = 1, *, nsec: bool = False,

@@ -1,6 +1,6 @@
-"""hscc_trace.check: verdict logic, baselines, JUnit XML and GitHub Actions outputs.
+"""hscc_trace.analysis.check: verdict logic, baselines, JUnit XML and GitHub Actions outputs.
 
-Works on hand-written results documents (the shape of hscc_trace.results), one per branch.
+Works on hand-written results documents (the shape of hscc_trace.analysis.results), one per branch.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from hscc_trace import check
-from hscc_trace.check import ERROR, FAIL, PASS, SKIP
+from hscc_trace.analysis import check
+from hscc_trace.analysis.check import ERROR, FAIL, PASS, SKIP
 from hscc_trace.config import CheckConfig, Expectation, Tolerance
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from hscc_trace import results
+from hscc_trace.analysis import results
 
 REPO = Path(__file__).resolve().parents[1]
 INDEX = REPO / "samples" / "index.json"
@@ -120,7 +120,7 @@ def test_analyze_all_algorithms_writes_report_and_valid_json(full_run) -> None:
     jsonschema.Draft202012Validator(results.json_schema()).validate(doc)
     from hscc_trace import api
 
-    assert doc["algorithms"] == list(api.resolve(None).labels)  # default: every registered algorithm
+    assert doc["algorithms"] == list(api.select(None).labels)  # default: every registered algorithm
     (cap,) = doc["captures"]
     assert cap["error"] is None and cap["meta"]["packets_total"] > 1000
     data = [f for f in cap["flows"] if f["events"]["segments"] > 0]
@@ -284,7 +284,7 @@ def test_check_reads_expectations_from_config(work: Path) -> None:
 
 
 def test_expand_inputs_order_directories_and_errors(tmp_path: Path) -> None:
-    from hscc_trace import pipeline
+    from hscc_trace.analysis import pipeline
 
     d = tmp_path / "caps"
     (d / "sub").mkdir(parents=True)
@@ -305,7 +305,8 @@ def test_expand_inputs_order_directories_and_errors(tmp_path: Path) -> None:
 def test_export_keeps_dtypes_in_parquet_and_writes_json(tmp_path: Path) -> None:
     import polars as pl
 
-    from hscc_trace import api, export, schema
+    from hscc_trace import api, schema
+    from hscc_trace.analysis import export
 
     cap = api.load(RENO)
     fid = int(cap.flows.sort("payload_ab", descending=True)["flow_id"][0])
@@ -325,7 +326,8 @@ def test_export_keeps_dtypes_in_parquet_and_writes_json(tmp_path: Path) -> None:
 @needs_reno
 def test_library_api_tables_checks_and_figures(tmp_path: Path) -> None:
     """The notebook path (docs/api.md): the same analysis as the CLI, as DataFrames and figures."""
-    from hscc_trace import api, check
+    from hscc_trace import api
+    from hscc_trace.analysis import check
 
     a = api.analyze(RENO, algorithms=["reno", "fusion"])
     ft = api.flow_table(a)

@@ -24,7 +24,7 @@ from hscc_trace import api
 from hscc_trace.events import all_flow_events, flow_events, tables
 from hscc_trace.model import Capture, CaptureMeta
 
-EXT = Path("/work/shared/captures/external")
+from conftest import EXTERNAL as EXT, external  # noqa: E402
 # small captures with handshakes, mid-flow starts, SACK, timestamps, zero windows, several
 # flows per file and a receiver-side vantage point between them
 FILES = ("tcptrace__discard.solaris.pcap", "tcptrace__urgent.pcap", "zeek__206_example_b.pcap",
@@ -54,8 +54,7 @@ def _merged(shuffle: bool) -> Capture:
 
 @pytest.fixture(scope="module")
 def merged() -> Capture:
-    if not all((EXT / f).exists() for f in FILES):
-        pytest.skip("external captures not available")
+    external(*FILES)
     return _merged(shuffle=False)
 
 

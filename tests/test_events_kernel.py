@@ -22,7 +22,7 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from hscc_trace.capture import load
+from hscc_trace.flows import load
 from hscc_trace.events import flow_events
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"

@@ -1,6 +1,6 @@
 """``capture.load`` without a packets table: the events read the decoder's columns grouped by flow.
 
-``load`` feeds every decoded batch to an arena (hscc_trace.events.source.Arena) that appends each
+``load`` feeds every decoded batch to an arena (hscc_trace.flows.arena.Arena) that appends each
 row's event columns to its flow's chain of blocks; ``Capture.packets`` is built only when read
 (model.Deferred). What can break: the arena's bookkeeping (blocks, chains, growth, the sparse
 SACK/option rows, the A/B direction fixed at the end), the table rebuilt from it (values and
@@ -21,13 +21,15 @@ from pathlib import Path
 import pytest
 from polars.testing import assert_frame_equal
 
-import hscc_trace.capture as capture
-from hscc_trace.events import all_flow_events, flow_events, source
-from hscc_trace.flows import FlowTracker
+import hscc_trace.flows.ingest as capture
+from hscc_trace.capture import read_packets
+from hscc_trace.events import all_flow_events, flow_events
+from hscc_trace.flows import arena as source
+from hscc_trace.flows.tracker import FlowTracker
 from hscc_trace.model import Capture, Deferred
 
 REPO = Path(__file__).resolve().parents[1]
-EXT = Path("/work/shared/captures/external")
+from conftest import EXTERNAL as EXT, external  # noqa: E402
 SAMPLES = ("reno-vs-cubic", "reno-bdp-receiver", "cubic-loss", "rwnd-limited")
 # several flows, SACK + D-SACK, zero windows, IPv6 + mid-flow start, pcapng
 EXTERNAL = ("tcptrace__discard.solaris.pcap", "tcptrace__dsack.pcap", "tcptrace__zwnd.pcap",
@@ -43,7 +45,7 @@ def _paths() -> list[Path]:
 def _eager(path: Path):
     """The packets table and flows as the loader builds them when it must build the table."""
     tr = FlowTracker()
-    pk, _meta, _w, tracked = capture._read_packets(str(path), tracker=tr)
+    pk, _meta, _w, tracked = read_packets(str(path), tracker=tr)
     assert tracked
     return capture._with_dir(pk, tr.a_side()), tr.table()
 
@@ -93,8 +95,8 @@ def test_sack_packets_from_the_arena_equal_the_packet_tables_sack_rows(path: Pat
     SACK blocks per flow are the same either way, without building the packet table."""
     import polars as pl
 
-    from hscc_trace import pipeline
-    from hscc_trace.reports.sack import COLUMNS, sack_blocks
+    from hscc_trace.analysis import pipeline
+    from hscc_trace.events.sack import COLUMNS, sack_blocks
 
     cap = capture.load(path)
     got = cap.decoded.sack_packets()
@@ -114,9 +116,7 @@ def test_tiny_blocks_and_a_one_row_reservation_grow_the_arena(monkeypatch: pytes
     # blocks of 3 rows: every flow is a long chain and blocks of different flows alternate; an
     # arena of 2 blocks doubles many times while reading (copying the blocks used so far); 256
     # flow slots are outgrown by none of these files, so also start with 1
-    path = EXT / "tcptrace__discard.solaris.pcap"
-    if not path.exists():
-        pytest.skip("external captures not available")
+    path = external("tcptrace__discard.solaris.pcap") / "tcptrace__discard.solaris.pcap"
     ref = capture.load(path)
     ref_events, ref_packets = all_flow_events(ref), ref.packets
     monkeypatch.setattr(source, "BLOCK", 3)
@@ -140,9 +140,7 @@ def test_tiny_blocks_and_a_one_row_reservation_grow_the_arena(monkeypatch: pytes
 
 
 def test_records_for_scapy_make_load_build_the_table_eagerly() -> None:
-    path = EXT / "tcptrace__ppp_encap.pcap"  # PPP: decoded by scapy, merged in frame order
-    if not path.exists():
-        pytest.skip("external captures not available")
+    path = external("tcptrace__ppp_encap.pcap") / "tcptrace__ppp_encap.pcap"  # PPP: decoded by scapy, merged in frame order
     cap = capture.load(path)
     assert cap.decoded is None and not isinstance(cap.__dict__["_packets"], Deferred)
     assert cap.meta.decoded_by.get("scapy", 0) > 0
@@ -193,7 +191,8 @@ def test_load_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None
 
 
 _EXIT_PROBE = """
-import hscc_trace
+import hscc_trace.perf
+hscc_trace.perf.activate()  # what the CLI entry point does
 class A:
     def __del__(self):
         print("finalized", flush=True)
@@ -213,10 +212,30 @@ def test_exit_collection_is_skipped_unless_asked_for(env: dict, finalized: bool)
     assert ("finalized" in out.stdout) is finalized
 
 
+_IMPORT_PROBE = """
+import atexit, gc, sys, threading
+calls = []
+atexit.register = lambda *a, **k: calls.append(a)  # any handler registered from here on
+before = (gc.get_threshold(), gc.isenabled(), threading.active_count())
+import hscc_trace, hscc_trace.api, hscc_trace.flows, hscc_trace.events, hscc_trace.replay.engine
+import hscc_trace.reports, hscc_trace.analysis.pipeline, hscc_trace.cli
+after = (gc.get_threshold(), gc.isenabled(), threading.active_count())
+print(len([c for c in calls if getattr(c[0], '__module__', '').startswith('hscc_trace')]), before == after)
+"""
+
+
+def test_importing_the_library_changes_nothing_in_the_process() -> None:
+    """No exit handler, garbage-collector setting or thread comes from ``import hscc_trace``
+    (and its main modules): only the CLI entry point switches them on (hscc_trace.perf)."""
+    out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["0", "True"]
+
+
 def test_huge_page_advice_is_off_only_while_a_capture_is_read() -> None:
     from numpy._core.multiarray import _set_madvise_hugepage as switch
 
-    from hscc_trace._alloc import small_pages
+    from hscc_trace.perf.memory import small_pages
 
     seen = []
     before = switch(True)  # numpy's default where the kernel offers THP

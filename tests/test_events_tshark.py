@@ -17,19 +17,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from hscc_trace.capture import load
+from hscc_trace.flows import load
 from hscc_trace.events import flow_events
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "tshark_analysis"
 
 
-def _shared() -> Path:
-    cand = REPO.parent / "shared"
-    return cand if cand.is_dir() else Path("/work/shared")
-
-
-EXTERNAL = _shared() / "captures" / "external"
+from conftest import EXTERNAL, cannot_run  # noqa: E402
 RETX = 1 | 2 | 4  # tshark: retransmission, fast_retransmission, spurious_retransmission
 
 pytestmark = pytest.mark.skipif(not EXTERNAL.is_dir(), reason=f"external captures not found at {EXTERNAL}")
@@ -52,7 +47,7 @@ def compared() -> list[dict]:
         out.append({"name": name, "g": g, "fe": fe, "pk": pk, "sender": sender,
                     "sack": bool(pk["sack_n"].sum() > 0)})
     if not out:
-        pytest.skip("no external capture of the golden set is present")
+        cannot_run("no external capture of the golden set is present")
     return out
 
 

@@ -1,4 +1,4 @@
-"""Flow table (hscc_trace.flows) on hand-built connections; expected values worked out by hand.
+"""Flow table (hscc_trace.flows.tracker) on hand-built connections; expected values worked out by hand.
 
 Conventions in the comments: A = 10.0.0.1:40000 (client), B = 10.0.0.2:80; times in seconds;
 "seq" is relative to the sender's ISN (the SYN occupies relative 0, data starts at 1).
@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from polars.testing import assert_frame_equal
 
-from hscc_trace.capture import load, load_flows
-from hscc_trace.flows import KIND_KEEPALIVE, KIND_NONE, KIND_OOO, KIND_RETRANS, build_flows, segment_kinds
+from hscc_trace.flows import load, load_flows
+from hscc_trace.flows.tracker import KIND_KEEPALIVE, KIND_NONE, KIND_OOO, KIND_RETRANS, build_flows, segment_kinds
 
 from test_capture_support import need_corpus, pcap_bytes
 
@@ -262,7 +262,7 @@ def test_rtt_stats_min_median_max_per_flow_and_sender_side():
     """
     import numpy as np
 
-    from hscc_trace.flows import _group_stats
+    from hscc_trace.flows.tracker import _group_stats
 
     fl = np.array([0, 1, 0, 1, 0, 1, 1, 0], np.int64)
     sd = np.array([0, 1, 0, 1, 0, 1, 1, 1], np.uint8)
@@ -329,7 +329,7 @@ def test_flow_table_addresses_are_formatted_as_addr_to_str():
     import numpy as np
 
     from hscc_trace.addr import from_str, to_str
-    from hscc_trace.flows import _addr_strings
+    from hscc_trace.flows.tracker import _addr_strings
 
     r = random.Random(7)
     texts = ["0.0.0.0", "255.255.255.255", "10.0.0.1", "1.2.3.40", "2001:db8::1", "::1", "::ffff:1.2.3.4"]
@@ -354,7 +354,7 @@ def test_flow_rows_equal_load_flows_table_rows_without_polars_types_and_all():
     import polars as pl
 
     from hscc_trace import schema
-    from hscc_trace.capture.flowscan import flow_rows
+    from hscc_trace.flows.scan import flow_rows
 
     c = need_corpus()
     names = ["tcptrace__discard.solaris.pcap", "zeek__206_example_b.pcap", "tcptrace__urgent.pcap",
@@ -378,7 +378,7 @@ def test_flow_rows_equal_load_flows_table_rows_without_polars_types_and_all():
 
 def test_flow_rows_errors_like_load_flows():
     """A capture without TCP and a filter that matches nothing: the same one-line InputError."""
-    from hscc_trace.capture.flowscan import flow_rows
+    from hscc_trace.flows.scan import flow_rows
     from hscc_trace.errors import InputError
 
     c = need_corpus()

@@ -1,4 +1,4 @@
-"""The parallel pipeline (hscc_trace.pipeline._run_parallel): ``--jobs N`` gives the results of one
+"""The parallel pipeline (hscc_trace.analysis.pipeline._run_parallel): ``--jobs N`` gives the results of one
 lane whichever thread does the work; a failing flow is a one-line error either way."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from hscc_trace import api, pipeline, results
+from hscc_trace import api
+from hscc_trace.analysis import pipeline
+from hscc_trace.analysis import results
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 CAPTURES = [str(p) for p in (SAMPLES / "reno-loss" / "capture.pcap", SAMPLES / "cubic-loss" / "capture.pcap",

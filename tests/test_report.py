@@ -440,7 +440,7 @@ def test_stack_puts_rows_on_one_time_axis_with_a_legend_per_panel() -> None:
 
 
 def test_sack_blocks_relative_to_the_ack_and_across_wraparound() -> None:
-    from hscc_trace.reports.sack import sack_blocks
+    from hscc_trace.events.sack import sack_blocks
 
     fr = make_flow(n_acks=10)
     acks = fr.events.acks

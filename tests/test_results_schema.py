@@ -1,4 +1,4 @@
-"""hscc_trace.results: the versioned JSON document and its JSON Schema.
+"""hscc_trace.analysis.results: the versioned JSON document and its JSON Schema.
 
 Built from a small hand-made Analysis (no capture, no replay engine), so the document's shape is
 tested independently of the stages; tests/test_cli_e2e.py validates real runs.
@@ -13,7 +13,8 @@ import jsonschema
 import polars as pl
 import pytest
 
-from hscc_trace import results, schema
+from hscc_trace import schema
+from hscc_trace.analysis import results
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowEvents, FlowResult
 
@@ -90,7 +91,7 @@ def _structure(node: object) -> object:
 
 
 def test_schema_file_is_generated_from_schema_py() -> None:
-    # results.schema.json must be regenerated (python -m hscc_trace.results > hscc_trace/results.schema.json)
+    # results.schema.json must be regenerated (python -m hscc_trace.analysis.results > hscc_trace/results.schema.json)
     # when a column is added, removed or retyped in schema.py
     assert _structure(json.loads(SCHEMA_PATH.read_text())) == _structure(results.schema_document())
     jsonschema.Draft202012Validator.check_schema(results.json_schema())

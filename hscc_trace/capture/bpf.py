@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from hscc_trace.errors import InputError
-from hscc_trace.jit import njit
+from hscc_trace.perf.jit import njit
 
 # LINKTYPE_* (file) -> DLT_* (what pcap_compile expects) where they differ on Linux
 _LINKTYPE_TO_DLT = {101: 12}

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from hscc_trace.jit import njit
+from hscc_trace.perf.jit import njit
+
+#: TCP flag bits of the ``flags`` column (RFC 9293 §3.1)
+F_FIN, F_SYN, F_RST, F_ACK = 0x01, 0x02, 0x04, 0x10
 
 OK = 0
 FALLBACK = 7
@@ -383,7 +386,7 @@ def decode_all(batch, scratch: Scratch, lo: int = 0, hi: int | None = None) -> t
 
     Like :func:`decode_arrays` but without picking out the TCP records: the values of records
     whose status is not :data:`OK` are garbage (for consumers that skip them by status, such as
-    :meth:`hscc_trace.flows.FlowTracker.feed_decoded`). Only the columns returned are decoded,
+    :meth:`hscc_trace.flows.tracker.FlowTracker.feed_decoded`). Only the columns returned are decoded,
     and the option columns (``opt_mss``, ``has_mss``, ``opt_wscale``, ``has_ws``,
     ``opt_sack_perm``, ``has_ts``) only for SYN segments: other rows keep stale values.
     Valid until ``scratch`` is reused.
@@ -450,7 +453,7 @@ def decode_arrays(batch, scratch: Scratch | None = None) -> tuple[dict[str, np.n
 def decode(batch, tracker=None) -> tuple["pl.DataFrame", np.ndarray]:
     """Decode a batch into rows of schema.PACKETS (without flow_id/dir) and a status per record.
 
-    With a :class:`hscc_trace.flows.FlowTracker` the rows are also fed to it, in order, and get
+    With a :class:`hscc_trace.flows.tracker.FlowTracker` the rows are also fed to it, in order, and get
     two extra columns: ``flow_id`` (connection) and ``side`` (which endpoint of the 5-tuple sent it).
     """
     c, status = decode_arrays(batch)
@@ -461,7 +464,7 @@ def decode(batch, tracker=None) -> tuple["pl.DataFrame", np.ndarray]:
 def to_frame(c: dict[str, np.ndarray], tracker=None) -> "pl.DataFrame":
     """Rows of schema.PACKETS (without flow_id/dir) from :func:`decode_arrays` columns.
 
-    With a :class:`hscc_trace.flows.FlowTracker` the rows are fed to it and get ``flow_id`` and
+    With a :class:`hscc_trace.flows.tracker.FlowTracker` the rows are fed to it and get ``flow_id`` and
     ``side`` (see :func:`decode`). Numeric columns are shared with ``c``, not copied.
     """
     import polars as pl
@@ -485,7 +488,7 @@ def absent_as_null(has_mss: np.ndarray, has_ws: np.ndarray, has_ts: np.ndarray) 
     """The polars expressions that turn decoded packet columns into schema.PACKETS values: an
     option, the IPv4 id or a SACK edge the packet did not carry is null (the decoder writes 0
     there), and ``decoder`` is 0 (the fast path). Shared by :func:`to_frame` and the load
-    arena's table (hscc_trace.events.source)."""
+    arena's table (hscc_trace.flows.arena)."""
     import polars as pl
 
     return [

@@ -25,7 +25,7 @@ from typing import BinaryIO, Iterator
 import numpy as np
 
 from hscc_trace.errors import InputError
-from hscc_trace.jit import njit
+from hscc_trace.perf.jit import njit
 
 #: bytes read from the file per chunk (records never straddle a batch; the tail is carried over)
 CHUNK = 8 * 1024 * 1024

@@ -49,12 +49,14 @@ def main() -> None:
 
     As the entry point, a plain ``flows FILE [--json] [--filter EXPR]`` command line (see
     :func:`_flows_fast_args`) runs the command without importing Typer and the other commands,
-    with rare cyclic garbage collections (see :func:`_flows_process`); anything else — help,
+    with rare cyclic garbage collections (see :func:`hscc_trace.perf.activate`); anything else — help,
     unknown or repeated options, other commands — goes through Typer as usual.
     """
     fast = _flows_fast_args(sys.argv[1:]) if _entry_point() else None
-    if fast is not None:
-        _flows_process()
+    if _entry_point():
+        from hscc_trace import perf
+
+        perf.activate(flows_only=fast is not None)
     try:
         _main(fast)
     except SystemExit as exc:
@@ -107,22 +109,6 @@ def _flows_fast_args(argv: list[str]) -> tuple[str, str | None, bool] | None:
     if file is None:
         return None
     return file, bpf, as_json
-
-
-def _flows_process() -> None:
-    """Settings for a process that runs only ``hscc-trace flows`` (the fast path of :func:`main`).
-
-    - The cyclic garbage collector runs after 100 000 net allocations instead of 700: the
-      command itself creates few objects, but importing numpy and numba creates hundreds of
-      thousands, and collecting every 700 of them costs ≈ 0.1 s of CPU (switching it off
-      measured no faster; a capture that needs scapy still gets its cycles collected).
-    - OpenBLAS (loaded by numpy; never called here) starts no thread pool: its idle threads
-      otherwise spin on the CPU the reader and flow threads need.
-    """
-    import gc
-
-    gc.set_threshold(100_000, 10, 10)
-    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 
 def _entry_point() -> bool:
@@ -191,8 +177,8 @@ def _run_flows(file: str, bpf: str | None, as_json: bool) -> None:
     except OSError as exc:
         if exc.errno != errno.EPIPE:
             raise
-        from typer._click.utils import PacifyFlushWrapper
-
-        sys.stdout = PacifyFlushWrapper(sys.stdout)
-        sys.stderr = PacifyFlushWrapper(sys.stderr)
+        # the reader went away: send what is left to /dev/null so the final flush cannot fail
+        # again (the Python documentation's recipe for SIGPIPE, library "signal")
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
         sys.exit(1)

@@ -27,7 +27,7 @@ def one_line_errors() -> Iterator[None]:
     except HsccError:
         raise
     except Exception as exc:  # noqa: BLE001
-        from hscc_trace.pipeline import DEBUG_ENV
+        from hscc_trace.analysis.pipeline import DEBUG_ENV
 
         if os.environ.get(DEBUG_ENV):
             raise
@@ -93,7 +93,7 @@ def _ms(x: Any) -> str:
 
 def summary_lines(doc: dict[str, Any]) -> list[str]:
     """The terminal summary: per capture, its flows with goodput, RTT and the best-fitting algorithm."""
-    from hscc_trace.check import flow_label
+    from hscc_trace.analysis.check import flow_label
 
     out: list[str] = []
     for cap in doc["captures"]:
@@ -130,7 +130,7 @@ def analyze(
     jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Parallel lanes (threads in this process; default 1, or `jobs` in the configuration)."),
     export_dir: Optional[Path] = typer.Option(None, "--export", help="Also write every flow's events, replays and fit as tables under this folder."),
     export_format: str = typer.Option("parquet", "--export-format", help="Format for --export: parquet, csv, json or ndjson."),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="Configuration file (default: hscc-trace.toml or [tool.hscc-trace] in pyproject.toml, searched upward)."),
+    config_file: Optional[Path] = typer.Option(None, "--config", help="Configuration file (default: hscc-trace.toml or \\[tool.hscc-trace] in pyproject.toml, searched upward)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary; errors only."),
 ) -> None:
     """Analyze captures: flows, event streams, replays of every algorithm, fit, report and JSON.
@@ -147,7 +147,8 @@ def analyze(
 def _analyze(inputs: list[str], output: Optional[Path], json_out: Optional[Path], algo: Optional[str],
              param: Optional[list[str]], bpf: Optional[str], flow: Optional[list[int]], jobs: Optional[int],
              export_dir: Optional[Path], export_format: str, config_file: Optional[Path], quiet: bool) -> int:
-    from hscc_trace import api, results  # polars, numba, plotly: only when a command needs them
+    from hscc_trace import api
+    from hscc_trace.analysis import results  # polars, numba, plotly: only when a command needs them
 
     cfg = config.with_overrides(config.load(config_file), algorithms=algo, bpf=bpf, jobs=jobs)
     params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
@@ -173,7 +174,7 @@ def _analyze(inputs: list[str], output: Optional[Path], json_out: Optional[Path]
     if json_out is not None:
         written.append(f"results: {json_out}")
     if export_dir is not None:
-        from hscc_trace import export
+        from hscc_trace.analysis import export
 
         files = export.export_analysis(run.analysis, export_dir, export_format)
         written.append(f"exported {len(files)} table(s) under {export_dir}")

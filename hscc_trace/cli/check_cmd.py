@@ -10,7 +10,8 @@ from typing import Optional
 
 import typer
 
-from hscc_trace import check, config
+from hscc_trace import config
+from hscc_trace.analysis import check
 from hscc_trace.errors import InputError, UsageError
 
 from .analyze_cmd import one_line_errors, progress_bar
@@ -48,7 +49,8 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
            baseline: Optional[Path], tolerance: Optional[str], junit: Optional[Path], min_rounds: Optional[int],
            flow: Optional[list[int]], algo: Optional[str], param: Optional[list[str]], bpf: Optional[str],
            jobs: Optional[int], json_out: Optional[Path], config_file: Optional[Path], quiet: bool) -> int:
-    from hscc_trace import api, results  # polars, numba, plotly: only when a command needs them
+    from hscc_trace import api
+    from hscc_trace.analysis import results  # polars, numba, plotly: only when a command needs them
 
     t0 = time.perf_counter()
     cfg = config.with_overrides(config.load(config_file), bpf=bpf, jobs=jobs)

@@ -27,7 +27,7 @@ def events(
     bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax."),
 ) -> None:
     """Write one flow's event stream (segments, ACKs, congestion episodes or RTT rounds)."""
-    from hscc_trace.capture import load
+    from hscc_trace.flows import load
     from hscc_trace.events import flow_events
     from hscc_trace.events.io import write_table
 

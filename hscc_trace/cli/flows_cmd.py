@@ -78,7 +78,7 @@ def render_plain(rows: list[dict[str, Any]], title: str) -> str:
 def run(file: str, bpf: str | None, as_json: bool) -> None:
     """The command: print the flow table of ``file`` (also run by :func:`hscc_trace.cli.main`
     directly, without Typer)."""
-    from hscc_trace.capture.flowscan import flow_rows
+    from hscc_trace.flows.scan import flow_rows
 
     res = flow_rows(file, bpf=bpf)
     for w in res.warnings:

@@ -63,10 +63,10 @@ def replay(
 ) -> None:
     """Replay algorithms over one flow's ACK stream (open loop: what each would have set given the
     actual sender's ACKs, RTTs and losses) and print their fit to the actual sender on stderr."""
-    from hscc_trace.capture import load
+    from hscc_trace.flows import load
     from hscc_trace.events import flow_events
     from hscc_trace.events.io import write_table
-    from hscc_trace.export import replays_long
+    from hscc_trace.analysis.export import replays_long
     from hscc_trace.replay import engine, metrics, registry
 
     resolved = registry.resolve_many(algo.split(","), param)  # validate before the (slow) capture read

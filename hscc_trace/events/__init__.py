@@ -134,7 +134,7 @@ def all_flow_events(capture: Capture) -> dict[int, FlowEvents]:
 
     The packets are grouped by flow once (a counting sort of the row numbers; no table copy) and
     the flows are processed in batches (:func:`.tables.build_flows`). A capture from
-    :func:`hscc_trace.capture.load` is read from its decoder's columns instead
+    :func:`hscc_trace.flows.load` is read from its decoder's columns instead
     (``Capture.decoded``, :class:`.source.Arena`): only the columns the events need, copied
     into flow order once; its packets table is not built.
     """

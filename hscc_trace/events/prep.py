@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from .core import NOTS
+from hscc_trace.capture.decode import F_ACK, F_FIN, F_RST, F_SYN  # noqa: F401  (re-used across events)
 
-F_FIN, F_SYN, F_RST, F_ACK = 0x01, 0x02, 0x04, 0x10
+from .core import NOTS
 
 
 @dataclass

@@ -131,7 +131,7 @@ def rich(n_rounds: int = 40, seed: int = 7) -> pl.DataFrame:
 
 def load_sample(name: str, flow: int = 0):
     """(FlowEvents, truth_probe, truth_ca_state) of a sample, truth filtered to the flow's port."""
-    from hscc_trace import capture, events
+    from hscc_trace import events, flows as capture
 
     cap = capture.load(str(SAMPLES / name / "capture.pcap"))
     fe = events.flow_events(cap, flow)

@@ -1,4 +1,4 @@
-"""Compound TCP (replay/compound.py): one test per branch, per-ACK values worked out by hand.
+"""Compound TCP (replay/algorithms/compound.py): one test per branch, per-ACK values worked out by hand.
 
 Paper: papers/compound-tcp-paper.txt §III (equations fixed by ALGORITHMS.md). Defaults: α = 1/8,
 β = 1/2, k = 0.75, ζ = 1, γ = 30, low_window = 41, λ = 1/4, γ clamped to [5, 30].
@@ -23,10 +23,11 @@ from replay_synth import MSS, ack, frame
 
 def ca(loss: float, dwnd: float, **slots: float) -> Hooks:
     """CTCP in congestion avoidance with the given components (win = loss + dwnd)."""
-    h = Hooks("compound", **{k: v for k, v in slots.items() if k in ("gamma_tuning", "zeta", "awnd")})
+    params = ("gamma_tuning", "zeta", "awnd", "rtt_source")
+    h = Hooks("compound", **{k: v for k, v in slots.items() if k in params})
     h.call("init")
     h.set(cwnd_loss=loss, dwnd=dwnd, win=loss + dwnd, CWND=loss + dwnd, SSTHRESH=min(loss, 40.0))
-    h.set(**{k: v for k, v in slots.items() if k not in ("gamma_tuning", "zeta", "awnd")})
+    h.set(**{k: v for k, v in slots.items() if k not in params})
     return h
 
 
@@ -102,6 +103,22 @@ def test_ctcp_dwnd_retreat_floored_at_zero():
     assert h["CWND"] == 100.0
 
 
+@pytest.mark.parametrize("source, diff, dwnd", [
+    # cwnd 150, dwnd 50, win 200; baseRTT 100 ms; the round's min sample 100 ms, srtt 125 ms.
+    # round_min: diff = 200·(1 − 0.1/0.1) = 0 < γ = 30 → dwnd += 0.125·200^0.75 − 1
+    #            = 0.125·53.1829590 − 1 = 6.6478699 − 1 = 5.6478699 → 55.6478699
+    # srtt:      diff = 200·(1 − 0.1/0.125) = 200·0.2 = 40 ≥ 30 → dwnd = 50 − 1·40 = 10
+    ("round_min", 0.0, 55.6478699),
+    ("srtt", 40.0, 10.0),
+])
+def test_ctcp_rtt_source_round_min_vs_srtt(source, diff, dwnd):
+    h = ca(150.0, 50.0, rtt_source=source, SSTHRESH=50.0, base_rtt=0.1, rnd_min=0.1, rnd_n=3.0, SRTT=0.125)
+    h.call("on_round_end")
+    assert h["diff"] == pytest.approx(diff, abs=1e-9)
+    assert h["dwnd"] == pytest.approx(dwnd, abs=1e-7)
+    assert h["CWND"] == pytest.approx(150.0 + dwnd, abs=1e-7)
+
+
 def test_ctcp_round_with_two_samples_is_skipped():
     # the growth case above but only 2 samples in the round: no update
     h = ca(100.0, 0.0, SSTHRESH=50.0, base_rtt=0.100, rnd_min=0.101, rnd_n=2.0)
@@ -120,12 +137,20 @@ def test_ctcp_no_sampling_or_update_during_recovery():
     assert h["dwnd"] == 10.0 and h["CWND"] == 110.0
 
 
-def test_ctcp_dwnd_zero_at_or_below_low_window():
-    # win = 41 = low_window: the delay component is off, no growth
-    h = ca(41.0, 0.0, SSTHRESH=20.0, base_rtt=0.100, rnd_min=0.100, rnd_n=3.0)
+def test_ctcp_dwnd_held_at_or_below_low_window():
+    # §III-B last paragraph: the delay component "only kicks in when win is larger than" low_window.
+    # cwnd 33, dwnd 8, win 41 = low_window, no queue (round min = baseRTT, 3 samples):
+    #   diff = 0 < γ would grow dwnd by 0.125·41^0.75 − 1 = 1.0253 above the low window, but at
+    #   win = 41 the update is skipped and dwnd is held at 8 (not grown, not zeroed): win stays 41.
+    h = ca(33.0, 8.0, SSTHRESH=20.0, base_rtt=0.100, rnd_min=0.100, rnd_n=3.0)
     h.call("on_round_end")
-    assert h["dwnd"] == 0.0 and h["active"] == 0.0
-    # win = 42 > 41: dwnd += 0.125·42^0.75 − 1 = 0.125·16.4982153 − 1 = 1.0622769
+    assert h["dwnd"] == 8.0 and h["active"] == 0.0 and h["CWND"] == 41.0
+    # with a queue and γ = 5: round min 125 ms, diff = 41·(1 − 0.1/0.125) = 41·0.2 = 8.2 ≥ 5, which
+    # above the low window would retreat dwnd to max(8 − 8.2, 0) = 0; at win = 41 it is held at 8
+    h = ca(33.0, 8.0, SSTHRESH=20.0, gamma=5.0, base_rtt=0.100, rnd_min=0.125, rnd_n=3.0)
+    h.call("on_round_end")
+    assert h["dwnd"] == 8.0 and h["CWND"] == 41.0
+    # win = 42 > 41 (cwnd 42, dwnd 0): dwnd += 0.125·42^0.75 − 1 = 0.125·16.4982153 − 1 = 1.0622769
     h = ca(42.0, 0.0, SSTHRESH=20.0, base_rtt=0.100, rnd_min=0.100, rnd_n=3.0)
     h.call("on_round_end")
     assert h["dwnd"] == pytest.approx(1.0622769, abs=1e-7)
@@ -142,11 +167,21 @@ def test_ctcp_loss_halves_cwnd_and_sets_dwnd_to_reduced_window_gap():
     assert h["cwnd_loss"] == 50.0 and h["dwnd"] == 30.0
 
 
-def test_ctcp_loss_below_low_window_clears_dwnd():
-    # cwnd 50, dwnd 20, win 70: cwnd 25, dwnd = 35 − 25 = 10, win 35 ≤ 41 → dwnd 0, ssthresh 25
-    h = ca(50.0, 20.0, EVENT=float(T.EV_FAST_RETRANSMIT))
-    assert h.call("ssthresh") == 25.0
-    assert h["dwnd"] == 0.0
+def test_ctcp_loss_below_low_window_keeps_whole_window_times_one_minus_beta():
+    # §III-B eq. (5) line 3: dwnd = (win·(1 − β) − cwnd/2)+, so the whole window goes to win·(1 − β)
+    # even when the reduced window is at or below low_window (41).
+    # cwnd 59.5, dwnd 14.25, win 73.75: cwnd = 29.75; dwnd = 73.75·0.5 − 29.75 = 36.875 − 29.75
+    #   = 7.125; ssthresh = win = 36.875 (a rule that dropped dwnd at ≤ 41 gave 29.75, deeper than
+    #   Reno's 73.75/2 = 36.875).
+    h = ca(59.5, 14.25, EVENT=float(T.EV_FAST_RETRANSMIT))
+    assert h.call("ssthresh") == 36.875
+    assert h["cwnd_loss"] == 29.75 and h["dwnd"] == 7.125
+    # the next ACK in congestion avoidance keeps dwnd (no drop at ≤ low_window):
+    #   cwnd = 29.75 + 1/36.875 = 29.75 + 0.0271186 = 29.7771186, win = 36.9021186
+    h.set(CWND=36.875, SSTHRESH=36.875, EVENT=-1.0)
+    h.call("cong_avoid", 1.0)
+    assert h["dwnd"] == 7.125
+    assert h["CWND"] == pytest.approx(36.9021186, abs=1e-7)
 
 
 def test_ctcp_gamma_autotune_moves_toward_three_quarters_diff_reno():
@@ -251,7 +286,7 @@ def test_ctcp_engine_sequence_loss_round_growth_and_retreat():
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ack_streams(), hs.sampled_from(["rfc", "linux"]), hs.sampled_from([5, 41]))
-def test_ctcp_property_dwnd_nonnegative_zero_in_slow_start_and_below_low_window(df, flavor, low):
+def test_ctcp_property_dwnd_nonnegative_zero_in_slow_start_and_until_above_low_window(df, flavor, low):
     out = next(iter(engine.replay(df, MSS, ["compound"], [f"compound.flavor={flavor}",
                                                           f"compound.low_window={low}", "compound.iw=60"],
                                   compiled=False).values()))
@@ -263,5 +298,8 @@ def test_ctcp_property_dwnd_nonnegative_zero_in_slow_start_and_below_low_window(
     assert np.all(np.isfinite(cwnd)) and np.all(cwnd > 0)
     assert np.all(dwnd >= 0.0)
     assert np.all(dwnd[not_recovery & (cwnd < ssth)] == 0.0)  # slow start
-    assert np.all(dwnd[loss + dwnd <= low] == 0.0)  # at or below the low window
+    # dwnd becomes positive only through a round-end update above the low window: while the
+    # window has never exceeded low_window it is 0
+    assert np.all(dwnd[np.maximum.accumulate(cwnd) <= low] == 0.0)
+    assert np.all(loss > 0.0)
     assert np.all(out["gamma"].to_numpy() >= 5.0) and np.all(out["gamma"].to_numpy() <= 30.0)

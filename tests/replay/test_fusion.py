@@ -1,4 +1,4 @@
-"""TCP-Fusion (replay/fusion.py): one test per branch, per-ACK values worked out by hand.
+"""TCP-Fusion (replay/algorithms/fusion.py): one test per branch, per-ACK values worked out by hand.
 
 Units: windows in packets (MSS = 1000 bytes in the synthetic streams), RTTs in seconds.
 Paper: papers/tcp-fusion-paper.txt §II-A (decrease), §II-B (three phases), §II-C (α, W_inc).
@@ -153,8 +153,16 @@ def test_fusion_loss_decrease_floored_at_half():
     assert h.call("ssthresh") == pytest.approx(50.0)
 
 
+def test_fusion_rto_ssthresh_flightsize_bounded_by_replayed_cwnd():
+    # RTO (rfc) goes through Reno's hook: max(min(flight, cwnd)/2, 2). Replayed cwnd 11 while the
+    # trace had 100 outstanding: min = 11 → 5.5 (the trace's flight gave 50, above the window).
+    h = ca(CWND=11.0, RTT=0.050, reno_cwnd=11.0, EVENT=T.EV_RTO, FLIGHT=100.0)
+    assert h.call("ssthresh") == 5.5
+
+
 def test_fusion_rto_is_reno_for_both_windows():
-    # RTO (rfc): Reno's ssthresh max(FlightSize/2, 2) = 64/2 = 32; after the engine set cwnd = 1
+    # RTO (rfc): Reno's ssthresh max(FlightSize/2, 2), FlightSize = min(64, 100) = 64 → 32; after
+    # the engine set cwnd = 1
     # the Reno window restarts at 1 as well.
     h = ca(CWND=100.0, RTT=0.050, reno_cwnd=60.0, EVENT=T.EV_RTO, FLIGHT=64.0)
     assert h.call("ssthresh") == 32.0
@@ -186,30 +194,46 @@ def test_fusion_undo_restores_both_windows():
 
 
 def test_fusion_engine_sequence_loss_then_increase_decrease_steady():
-    # iw = 100 packets, MSS 1000 B, flavor rfc. All in round 0 (no round min yet → last sample).
-    # ACK0 dup, RTT 100 ms (RTTmin 0.1)                          → cwnd 100
-    # ACK1 fast retransmit, RTT 125 ms: ssthresh = max(100·0.1/0.125 = 80, 50) = 80; reno 50;
-    #      rfc recovery sets cwnd = 80
-    # ACK2 recovery ends, 1 packet, RTT 100 ms: diff 0 < α → increase; no bandwidth sample yet
-    #      (2 ms < max(RTT, 50 ms)) → W_inc = 1: 80 + 1/80 = 80.0125; reno 50 + 1/50 = 50.02
-    # ACK3 1 packet, RTT 150 ms: diff = cwnd·50/150 > 3α = cwnd·12/150 → decrease:
-    #      (α − diff)/cwnd = (4 − 50)/150 = −0.3066667 → 79.7058333; reno 50.02 + 1/50.02 = 50.0399920
-    # ACK4 1 packet, RTT 105 ms: α = cwnd·4/105 ≤ diff = cwnd·5/105 ≤ 3α → steady: 79.7058333;
-    #      reno 50.0399920 + 1/50.0399920 = 50.0599760
+    # iw = 100 packets, MSS 1000 B, flavor rfc, fusion.dwinc = 16 ms (so that a 6 Mbit/s path gives
+    # W_inc > 1 and the increase phase differs from Reno's). All in round 0 (no round min yet →
+    # the last sample). Times: ACK0 0 ms, ACK1 1 ms, ACK2 2 ms, ACK3 108 ms, ACK4 109, ACK5 110.
+    # ACK0 dup, SACKs 40 packets, RTT 100 ms (RTTmin 0.1); Westwood+ bk = 40 000 B  → cwnd 100
+    # ACK1 fast retransmit, SACKs 40 more (bk 80 000 B), RTT 125 ms:
+    #      ssthresh = max(100·0.1/0.125 = 80, 50) = 80; reno 100/2 = 50; rfc: cwnd = 80
+    # ACK2 recovery ends, 1 packet (bk 81 000 B), RTT 100 ms: diff 0 < α → increase; no bandwidth
+    #      sample yet (2 ms < max(RTT, 50 ms)) → W_inc = 1: 80 + 1/80 = 80.0125; reno 50 + 1/50 = 50.02
+    # ACK3 at 108 ms > max(100 ms, 50 ms): first sample B = 81 000 B/0.108 s = 750 000 B/s (6 Mbit/s),
+    #      W_inc = B·Dwinc/MSS = 750 000·0.016/1000 = 12. RTT 100 ms: diff 0 < α → increase:
+    #      80.0125 + 12/80.0125 = 80.0125 + 0.1499766 = 80.1624766 (Reno's +1/80.0125 would give
+    #      80.0249980); reno 50.02 + 1/50.02 = 50.0399920
+    # ACK4 1 packet, RTT 150 ms: diff = cwnd·50/150 > 3α = cwnd·12/150 → decrease:
+    #      (α − diff)/cwnd = (4 − 50)/150 = −0.3066667 → 79.8558099; reno 50.0399920 + 1/50.0399920
+    #      = 50.0599760
+    # ACK5 1 packet, RTT 105 ms: α = cwnd·4/105 ≤ diff = cwnd·5/105 ≤ 3α → steady: 79.8558099;
+    #      reno 50.0599760 + 1/50.0599760 = 50.0799521
     flight = 100 * MSS
+    t = [0, 1, 2, 108, 109, 110]
     rows = [
-        ack(acked_bytes=0, dupack=1, rtt_s=0.100, ack=0, snd_max=flight, outstanding=flight),
-        ack(acked_bytes=0, dupack=3, rtt_s=0.125, ack=0, snd_max=flight, outstanding=flight,
-            state="recovery", cong_event="fast_retransmit"),
+        ack(acked_bytes=0, sacked_bytes=40 * MSS, dupack=1, rtt_s=0.100, ack=0, snd_max=flight,
+            outstanding=flight),
+        ack(acked_bytes=0, sacked_bytes=40 * MSS, dupack=3, rtt_s=0.125, ack=0, snd_max=flight,
+            outstanding=flight, state="recovery", cong_event="fast_retransmit"),
         ack(acked_bytes=MSS, rtt_s=0.100, ack=MSS, snd_max=flight + MSS, outstanding=flight),
-        ack(acked_bytes=MSS, rtt_s=0.150, ack=2 * MSS, snd_max=flight + 2 * MSS, outstanding=flight),
-        ack(acked_bytes=MSS, rtt_s=0.105, ack=3 * MSS, snd_max=flight + 3 * MSS, outstanding=flight),
+        ack(acked_bytes=MSS, rtt_s=0.100, ack=2 * MSS, snd_max=flight + 2 * MSS, outstanding=flight),
+        ack(acked_bytes=MSS, rtt_s=0.150, ack=3 * MSS, snd_max=flight + 3 * MSS, outstanding=flight),
+        ack(acked_bytes=MSS, rtt_s=0.105, ack=4 * MSS, snd_max=flight + 4 * MSS, outstanding=flight),
     ]
-    out = engine.replay(frame(rows), MSS, ["fusion"], ["fusion.iw=100"], compiled=False)["fusion[iw=100]"]
-    assert out["cwnd"].to_list() == pytest.approx([100.0, 80.0, 80.0125, 79.7058333, 79.7058333], abs=1e-7)
-    assert out["reno_cwnd"].to_list()[1:] == pytest.approx([50.0, 50.02, 50.0399920, 50.0599760], abs=1e-7)
-    assert out["phase"].to_list()[2:] == ["increase", "decrease", "steady"]
-    assert out["w_inc"].to_list()[2] == 1.0
+    for r, ms in zip(rows, t):
+        r["ts_ns"] = 1_000_000_000 + ms * 1_000_000
+    out = next(iter(engine.replay(frame(rows), MSS, ["fusion"], ["fusion.iw=100", "fusion.dwinc=0.016"],
+                                  compiled=False).values()))
+    assert out["cwnd"].to_list() == pytest.approx(
+        [100.0, 80.0, 80.0125, 80.1624766, 79.8558099, 79.8558099], abs=1e-7)
+    assert out["reno_cwnd"].to_list()[1:] == pytest.approx(
+        [50.0, 50.02, 50.0399920, 50.0599760, 50.0799521], abs=1e-7)
+    assert out["phase"].to_list()[2:] == ["increase", "increase", "decrease", "steady"]
+    assert out["w_inc"].to_list()[2:] == pytest.approx([1.0, 12.0, 12.0, 12.0], abs=1e-9)
+    assert out["B"][3] == pytest.approx(6_000_000.0, abs=1e-3)  # bit/s
 
 
 # --- property ----------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""HRF-TCP and the HRF paper's rows (replay/hrf.py): one test per branch, values worked by hand.
+"""HRF-TCP and the HRF paper's rows (replay/algorithms/hrf.py): one test per branch, values worked by hand.
 
 Paper: papers/hrf-tcp-paper.txt §2.3-2.4 (CR, CI), §4 eqs. 7, 14-17, §5.2 (rows).
 RTTref = 40 ms → k = 1/0.04² = 625 s⁻²; tol = 1 ms; MSS = 1000 B.
@@ -130,30 +130,49 @@ def test_hrf_slow_start_is_reno():
 
 
 def test_hrf_rto_uses_reno_ssthresh():
+    # max(FlightSize/2, 2) with FlightSize = min(trace flight, replayed cwnd):
+    # cwnd 200, flight 50 → 25; cwnd 11, flight 100 → 5.5 (the trace's flight alone gave 50)
     h = ca(MIN_RTT=0.080, RTT=0.100, EVENT=float(T.EV_RTO), FLIGHT=50.0)
-    assert h.call("ssthresh") == 25.0  # max(FlightSize/2, 2)
+    assert h.call("ssthresh") == 25.0
+    h = ca(cwnd=11.0, MIN_RTT=0.080, RTT=0.100, EVENT=float(T.EV_RTO), FLIGHT=100.0)
+    assert h.call("ssthresh") == 5.5
 
 
-def test_hrf_engine_sequence_cr_then_ci():
-    # iw 100. ACK0 dup RTT 40 ms; ACK1 fast retransmit, RTT 50 ms: max(100·40/50, 50) = 80.
-    # ACK2 open, 1 packet, RTT 40 ms (no queue): CR, k·RTT² = 625·0.0016 = 1 → 80 + 1/80 = 80.0125
-    # ACK3 1 packet, RTT 60 ms (queue 20 ms): CI, k′ = 1/0.06, k′·RTT = 1 → 80.0125 + 1/80.0125
-    #      = 80.0249980
-    # ACK4 2 packets, RTT 40.5 ms (≤ 41 ms): CR, 625·0.0405² = 1.02515625 per RTT
-    #      → 80.0249980 + 1.02515625·2/80.0249980 = 80.0249980 + 0.0256209 = 80.0506189
+@pytest.mark.parametrize("row, after_loss, cwnd2, mode2, inc2, cwnd3, mode3, inc3", [
+    # RTTref 40 ms (k = 625 s⁻²) on a path with RTTmin = 100 ms ≠ RTTref, so the modes differ:
+    #   CR without queue (RTT 100 ms): k·RTT² = 625·0.01 = 6.25 per RTT
+    #   CI without queue (eq. 14 with s/B = 0): k′ = 1/0.04 = 25, k′·RTT = 25·0.1 = 2.5 per RTT
+    #   CR with queue (RTT 150 ms): 625·0.0225 = 14.0625 per RTT
+    #   CI with queue (RTT 150 ms, qdelay 50 ms): k′ = 1/(0.04 + 0.05) = 11.1111111, ·0.15 = 1.6666667
+    #   Reno: 1 per RTT
+    # iw 100. ACK0 dup RTT 100 ms (RTTmin 0.1); ACK1 fast retransmit RTT 125 ms:
+    #   westwood eq. (17): max(100·0.1/0.125, 50) = 80; reno eq. (4): 50 (rfc: cwnd = ssthresh).
+    # ACK2 1 packet, RTT 100 ms (no queue), ACK3 1 packet, RTT 150 ms (queue); per ACK inc/cwnd:
+    # hrf (W+CR+CI): 80 + 6.25/80 = 80.078125; + 1.6666667/80.078125 = +0.0208130 → 80.0989380
+    ("hrf", 80.0, 80.078125, "CR", 6.25, 80.0989380, "CI", 1.6666667),
+    # W+CR+Reno: 80.078125; + 1/80.078125 = +0.0124878 → 80.0906128
+    ("hrf-w-cr-reno", 80.0, 80.078125, "CR", 6.25, 80.0906128, "Reno", 1.0),
+    # W+CR+CR: 80.078125; + 14.0625/80.078125 = +0.1756098 → 80.2537348
+    ("hrf-w-cr-cr", 80.0, 80.078125, "CR", 6.25, 80.2537348, "CR", 14.0625),
+    # CR row (halving): 50 + 6.25/50 = 50.125; + 14.0625/50.125 = +0.2805486 → 50.4055486
+    ("hrf-cr", 50.0, 50.125, "CR", 6.25, 50.4055486, "CR", 14.0625),
+    # CI row (halving): 50 + 2.5/50 = 50.05; + 1.6666667/50.05 = +0.0333000 → 50.0833000
+    ("hrf-ci", 50.0, 50.05, "CI", 2.5, 50.0833000, "CI", 1.6666667),
+])
+def test_hrf_engine_sequence_rows_differ_when_rttmin_is_not_rttref(row, after_loss, cwnd2, mode2, inc2, cwnd3,
+                                                                   mode3, inc3):
     flight = 100 * MSS
     rows = [
-        ack(acked_bytes=0, dupack=1, rtt_s=0.040, ack=0, snd_max=flight, outstanding=flight),
-        ack(acked_bytes=0, dupack=3, rtt_s=0.050, ack=0, snd_max=flight, outstanding=flight,
+        ack(acked_bytes=0, dupack=1, rtt_s=0.100, ack=0, snd_max=flight, outstanding=flight),
+        ack(acked_bytes=0, dupack=3, rtt_s=0.125, ack=0, snd_max=flight, outstanding=flight,
             state="recovery", cong_event="fast_retransmit"),
-        ack(rtt_s=0.040, ack=MSS, snd_max=flight + MSS, outstanding=flight),
-        ack(rtt_s=0.060, ack=2 * MSS, snd_max=flight + 2 * MSS, outstanding=flight),
-        ack(rtt_s=0.0405, acked_bytes=2 * MSS, ack=4 * MSS, snd_max=flight + 4 * MSS, outstanding=flight),
+        ack(rtt_s=0.100, ack=MSS, snd_max=flight + MSS, outstanding=flight),
+        ack(rtt_s=0.150, ack=2 * MSS, snd_max=flight + 2 * MSS, outstanding=flight),
     ]
-    out = next(iter(engine.replay(frame(rows), MSS, ["hrf"], ["hrf.iw=100"], compiled=False).values()))
-    assert out["cwnd"].to_list() == pytest.approx([100, 80, 80.0125, 80.0249980, 80.0506189], abs=1e-7)
-    assert out["mode"].to_list()[2:] == ["CR", "CI", "CR"]
-    assert out["inc_per_rtt"].to_list()[2:] == pytest.approx([1.0, 1.0, 1.02515625], abs=1e-12)
+    out = next(iter(engine.replay(frame(rows), MSS, [row], [f"{row}.iw=100"], compiled=False).values()))
+    assert out["cwnd"].to_list() == pytest.approx([100, after_loss, cwnd2, cwnd3], abs=1e-7)
+    assert out["mode"].to_list()[2:] == [mode2, mode3]
+    assert out["inc_per_rtt"].to_list()[2:] == pytest.approx([inc2, inc3], abs=1e-7)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

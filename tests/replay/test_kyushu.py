@@ -1,4 +1,4 @@
-"""Kyushu-TCP wrapper (replay/kyushu.py) over NewReno, HighSpeed and CUBIC, through the engine.
+"""Kyushu-TCP wrapper (replay/algorithms/kyushu.py) over NewReno, HighSpeed and CUBIC, through the engine.
 
 Paper: papers/kyushu-tcp-paper.txt §3 eqs. (1)-(2), Figs. 2-3. The base algorithms are engineer
 C's modules; NewReno (flavor rfc: ssthresh = FlightSize/2, cwnd += N/cwnd) keeps the hand
@@ -62,32 +62,35 @@ def test_kyushu_holds_at_w2_for_tc2_w2_packets():
 
 
 def test_kyushu_second_fast_retransmit_quadruples_period():
-    # α = 0.6. ACK0 fr (100 out): w1 100, w2 60, Tc 1; cwnd 50.
+    # α = 0.6. ACK0 fr (100 out): w1 100, w2 60, Tc 1; NewReno min(100, 100)/2 → cwnd 50.
     # ACK1 n=1: 50 + 1/50 = 50.02 (< 60).
-    # ACK2 fr with 60 outstanding: NewReno ssthresh = 30; w1 = 50.02, w2 = 0.6·50.02 = 30.012,
-    #      Tc = 2, B = 2²·30.012 = 120.048
-    # ACK3 n=1: recovery ends at 30, 30 + 1/30 = 30.0333 ≥ 30.012 → held at 30.012
-    # ACK4-6 n=40: sent 40, 80, 120 ≤ 120.048 → 30.012
-    # ACK7 n=40: sent 160 > 120.048 → 30.012 + 40/30.012 = 31.3448002
-    steps = [("fr", 0, 100), ("ack", 1, 100), ("fr", 0, 60)] + [("ack", 1, 60)] + [("ack", 40, 60)] * 4
+    # ACK2 fr with 40 outstanding: NewReno ssthresh = min(40, 50.02)/2 = 20; w1 = 50.02,
+    #      w2 = 0.6·50.02 = 30.012, Tc = 2, B = 2²·30.012 = 120.048
+    # ACK3 n=100: recovery ends at 20, 20 + 100/20 = 25; ACK4 n=100: 25 + 100/25 = 29 (< 30.012)
+    # ACK5 n=100: 29 + 100/29 = 32.4482759 ≥ 30.012 → held at 30.012 (sent 0)
+    # ACK6-8 n=40: sent 40, 80, 120 ≤ 120.048 → 30.012
+    # ACK9 n=40: sent 160 > 120.048 → 30.012 + 40/30.012 = 31.3448002
+    steps = ([("fr", 0, 100), ("ack", 1, 100), ("fr", 0, 40)] + [("ack", 100, 40)] * 3
+             + [("ack", 40, 40)] * 4)
     f = run("kyushu+newreno", steps, "iw=100", "reduction_ratio=0.6", "engage_above=0")
-    assert f["cwnd"].to_list() == pytest.approx([50, 50.02, 30, 30.012, 30.012, 30.012, 30.012, 31.3448002],
-                                                abs=1e-7)
-    assert f["Tc"].to_list() == [1, 1, 2, 2, 2, 2, 2, 2]
+    assert f["cwnd"].to_list() == pytest.approx(
+        [50, 50.02, 20, 25, 29, 30.012, 30.012, 30.012, 30.012, 31.3448002], abs=1e-7)
+    assert f["Tc"].to_list() == [1, 1] + [2] * 8
     assert f["B_ktcp"][2] == pytest.approx(120.048)
-    assert f["non_aggressive"].to_list() == [False, False, False, True, True, True, True, False]
+    assert f["non_aggressive"].to_list() == [False] * 5 + [True] * 4 + [False]
 
 
 def test_kyushu_new_loss_ends_the_period():
     # as the first test up to the hold (cwnd 55 from ACK3), then a fast retransmit at ACK5 with 100
     # outstanding: the period ends; w1 = 55 (held window), w2 = 0.55·55 = 30.25, Tc = 2,
-    # B = 4·30.25 = 121; NewReno: cwnd = 100/2 = 50 (already above w2: nothing to hold)
+    # B = 4·30.25 = 121; NewReno: cwnd = min(100, 55)/2 = 27.5 (below w2: armed, not held yet);
+    # ACK6 n=10: recovery ends at 27.5, 27.5 + 10/27.5 = 27.8636364 (< 30.25)
     steps = [("fr", 0, 100)] + [("ack", 100, 100)] * 3 + [("ack", 10, 100), ("fr", 0, 100), ("ack", 10, 100)]
     f = run("kyushu+newreno", steps, "iw=100", "reduction_ratio=0.55", "engage_above=0")
     assert f["non_aggressive"].to_list() == [False, False, False, True, True, False, False]
     assert f["w1"][5] == pytest.approx(55) and f["w2"][5] == pytest.approx(30.25) and f["Tc"][5] == 2
     assert f["B_ktcp"][5] == pytest.approx(121.0)
-    assert f["cwnd"][5] == 50 and f["cwnd"][6] == pytest.approx(50.2)  # 50 + 10/50
+    assert f["cwnd"][5] == pytest.approx(27.5) and f["cwnd"][6] == pytest.approx(27.8636364, abs=1e-7)
 
 
 def test_kyushu_rto_resets_tc_and_gives_an_empty_period():
@@ -210,14 +213,52 @@ def test_kyushu_linux_flavor_w2_whole_packets():
     assert g["w2"][0] == pytest.approx(55.5)
 
 
+HOLD_STEPS = [("fr", 0, 100)] + [("ack", 100, 100)] * 3 + [("ack", 10, 100)] * 7
+
+
+@pytest.mark.parametrize("base, cwnd, held", [
+    # iw 100, α = 0.55 (w2 = 55), engage_above = 0, the stream of the first test.
+    # newreno (rfc): min(100, 100)/2 = 50; +100/cwnd: 52, 53.9230769, 55.7775705 → held at 55 for
+    # B = 1²·55 packets (ACK3-8), released on ACK9: 55.1818182, 55.3630373 (first test).
+    ("newreno", [50, 52, 53.9230769, 55, 55, 55, 55, 55, 55, 55.1818182, 55.3630373], [3, 4, 5, 6, 7, 8]),
+    # reno (linux): ssthresh = 100 >> 1 = 50; ACK0 delivers nothing, so PRR leaves cwnd at 100 in
+    # that row; ACK1 exit → 50, tcp_cong_avoid_ai(50, 100): cnt 100 → +2, cnt 0 → 52;
+    # ACK2: cnt 100 → +⌊100/52⌋ = 1, cnt 48 → 53; ACK3: cnt 148 → +⌊148/53⌋ = 2, cnt 42 → 55 ≥ w2 =
+    # ⌊55.0⌋ = 55 → held (ACK3-8, sent 0..50 ≤ 55); ACK9 sent 60 > 55: cnt 42 + 10 = 52 < 55 → 55;
+    # ACK10: cnt 62 ≥ 55 → 56, cnt 7.
+    ("reno", [100, 52, 53, 55, 55, 55, 55, 55, 55, 55, 56], [3, 4, 5, 6, 7, 8]),
+    # highspeed (rfc): b(100) = 0.5 − 0.4·ln(100/38)/ln(83000/38) = 0.5 − 0.4·0.9675840/7.6890097
+    #   = 0.4496640 → ssthresh = 100·0.5503360 = 55.0335950 > w2 = 55: already above w2, no hold.
+    #   ACK1: b(55.0335950) = 0.5 − 0.4·0.3703577/7.6890097 = 0.4807331, 2b/(2 − b) = 0.6328488,
+    #   a = 0.078·55.0335950^0.8·0.6328488 = 0.078·24.6889322·0.6328488 = 1.2187003;
+    #   cwnd = 55.0335950 + 1.2187003·100/55.0335950 = 57.2480610; then likewise 59.4327931,
+    #   61.5896332, and +10-packet ACKs 61.8026926, 62.0154992, …
+    ("highspeed", [55.0335950, 57.2480610, 59.4327931, 61.5896332, 61.8026926, 62.0154992], []),
+])
+def test_kyushu_over_bases_gives_each_base_its_own_window(base, cwnd, held):
+    f = run(f"kyushu+{base}", HOLD_STEPS, "iw=100", "reduction_ratio=0.55", "engage_above=0")
+    assert f["cwnd"].to_list()[:len(cwnd)] == pytest.approx(cwnd, abs=1e-6)
+    assert [i for i, v in enumerate(f["non_aggressive"].to_list()) if v] == held
+    assert f["w1"][0] == 100 and f["w2"][0] == pytest.approx(55.0)
+
+
 def test_kyushu_composes_over_every_registered_base():
-    """A wrapper over any base: no parameter or signal name clash, a finite positive window."""
+    """Over every base the wrapper leaves the base's own window alone until w2 is reached, holds
+    exactly w2 while non-aggressive, and records the base's pre-event window as w1 — checked
+    against the base run alone on the same stream."""
     from hscc_trace.replay import registry
 
     steps = [("fr", 0, 100)] + [("ack", 5, 100)] * 30 + [("rto", 0, 100), ("ack", 5, 100)]
     bases = [n for n in registry.names() if not registry.get(n).wraps]
     assert {"highspeed", "cubic", "reno", "fusion", "westwood"} <= set(bases)
     for b in bases:
-        f = run(f"kyushu+{b}", steps, "iw=100")
-        assert np.all(np.isfinite(f["cwnd"].to_numpy())) and (f["cwnd"] > 0).all(), b
-        assert f["w2"][0] == pytest.approx(90.0), b
+        f = run(f"kyushu+{b}", steps, "iw=100", "engage_above=0")
+        alone = run(b, steps, "iw=100")
+        cw, cw0 = f["cwnd"].to_numpy(), alone["cwnd"].to_numpy()
+        na = f["non_aggressive"].to_numpy()
+        assert f["w1"][0] == 100.0 and f["w2"][0] == pytest.approx(90.0), b  # w1 = pre-event window
+        first = int(np.argmax(na)) if na.any() else len(cw)
+        # identical to the base alone up to the first held ACK (the base's reduction untouched)
+        assert np.allclose(cw[:first], cw0[:first], rtol=0, atol=1e-12), b
+        assert np.all(cw[na] == f["w2"].to_numpy()[na]), b
+        assert f["Tc"].to_list()[-1] == 0, b  # the RTO resets Tc

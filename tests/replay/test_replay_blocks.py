@@ -10,9 +10,10 @@ import math
 
 import pytest
 
-from hscc_trace.replay import cubic as CU
+from hscc_trace.replay.algorithms import cubic as CU
 from hscc_trace.replay import engine, helpers as H
-from hscc_trace.replay import highspeed as HS
+from hscc_trace.replay.algorithms import highspeed as HS
+from hscc_trace.replay import tp as T
 from hscc_trace.replay._jit import pure
 
 from hook_harness import Hooks
@@ -53,12 +54,27 @@ def test_highspeed_reno_below_low_window():
     assert a_b(10.0) == (1.0, 0.5)
 
 
-def test_highspeed_congestion_avoidance_increment_rfc():
-    # cwnd 1000 ≥ ssthresh 500: an ACK of 2 packets adds a(1000)·2/1000 = 7.7404·2/1000 = 0.015481.
-    h = Hooks("highspeed").set(CWND=1000.0, SSTHRESH=500.0)
+@pytest.mark.parametrize("response, expected", [
+    # RFC 3649 §5 by hand at w = 1000 (Low_Window 38, High_Window 83000, High_P 1e-7, High_Decrease 0.1):
+    #   ln 1000 = 6.9077553, ln 38 = 3.6375862, ln 83000 = 11.3265959
+    #   b = (0.1 − 0.5)·(6.9077553 − 3.6375862)/(11.3265959 − 3.6375862) + 0.5
+    #     = −0.4·3.2701691/7.6890097 + 0.5 = −0.4·0.4253043 + 0.5 = 0.3298783
+    #   2b/(2 − b) = 0.6597565/1.6701217 = 0.3950350
+    # table: p = 0.078/1000^1.2 = 0.078/3981.0717 = 1.9592714e-5; w²·p = 19.592714
+    #   a = 19.592714·0.3950350 = 7.7398078; ACK of 2: 2·7.7398078/1000 = 0.0154796 → 1000.0154796
+    # exact: Low_P = (1.2/38)² = 9.9722992e-4; S = (ln 83000 − ln 38)/(ln 1e-7 − ln Low_P)
+    #   = 7.6890097/(−16.1180957 + 6.9105292) = 7.6890097/(−9.2075665) = −0.8350751
+    #   p = Low_P·(1000/38)^(1/S) = 9.9722992e-4·26.3157895^(−1.1974970) = 1.9865081e-5
+    #   a = 19.865081·0.3950350 = 7.8474024; ACK of 2: 0.0156948 → 1000.0156948
+    # (Reno would add 2/1000 = 0.002 → 1000.002)
+    ("table", 1000.0154796),
+    ("exact", 1000.0156948),
+])
+def test_highspeed_congestion_avoidance_increment_rfc(response, expected):
+    h = Hooks("highspeed", response=response).set(CWND=1000.0, SSTHRESH=500.0)
     h.call("cong_avoid", 2.0)
-    assert h["CWND"] == pytest.approx(1000.0 + 2 * a_b(1000.0)[0] / 1000.0, abs=1e-12)
-    assert h["CWND"] == pytest.approx(1000.01548, abs=1e-5)
+    assert h["CWND"] == pytest.approx(expected, abs=1e-7)
+    assert h["b_w"] == pytest.approx(0.3298783, abs=1e-7)
 
 
 def test_highspeed_loss_decrease_rfc():
@@ -119,6 +135,18 @@ def test_cubic_rfc_fast_convergence():
     assert h["w_max"] == 80.0
 
 
+@pytest.mark.parametrize("cwnd, flight, expected", [
+    # RFC 9438 §4.6: ssthresh = max(flight_size·β, 2), β = 0.7, flight_size = min(trace flight, cwnd)
+    (11.0, 100.0, 7.7),   # trace flight 100 > replayed 11: 11·0.7 = 7.7 (the trace's 100 gave 70)
+    (80.0, 40.0, 28.0),   # application-limited: 40·0.7 = 28 (cwnd·β would be 56)
+    (2.0, 100.0, 2.0),    # 2·0.7 = 1.4 → floor 2
+])
+def test_cubic_rfc_ssthresh_flightsize_is_min_of_trace_flight_and_replayed_cwnd(cwnd, flight, expected):
+    h = Hooks("cubic").set(CWND=cwnd, FLIGHT=flight)
+    assert h.call("ssthresh") == pytest.approx(expected, abs=1e-12)
+    assert h["w_max"] == cwnd  # W_max is the window at the event (no earlier W_max)
+
+
 def test_cubic_linux_cubic_root():
     root = pure(CU.linux_cubic_root)
     # a < 64: (v[a] + 35) >> 6: a = 27 → (190 + 35) >> 6 = 3; a = 8 → (123 + 35) >> 6 = 2.
@@ -167,7 +195,7 @@ def test_vegas_plus_minus_one_per_round():
     h.call("cong_avoid", 1.0)
     assert h["CWND"] == 21.0
     # Round 2: minRTT 0.125 s → diff = 21·(125001 − 100001) // 100001 = 525000 // 100001 = 5 > β = 4
-    # → cwnd 20; ssthresh = min(10, 20 − 1) = 10, then tcp_current_ssthresh:
+    # → cwnd 20; ssthresh = tcp_vegas_ssthresh = min(10, 20) = 10, then tcp_current_ssthresh:
     # max(10, (20 >> 1) + (20 >> 2)) = 15.
     for r in (0.125, 0.13, 0.14):
         h.call("on_rtt_sample", r)
@@ -185,6 +213,72 @@ def test_vegas_plus_minus_one_per_round():
         h.call("on_rtt_sample", r)
     h.call("cong_avoid", 1.0)
     assert h["CWND"] == 21.0 and h["adjust"] == 1.0
+
+
+def _vegas_round(h, samples):
+    for r in samples:
+        h.call("on_rtt_sample", r)
+    h.set(ROUND_END=1.0)
+    h.call("cong_avoid", 1.0)
+
+
+def test_vegas_linux_no_cwnd_limited_check_in_tcp_vegas_cong_avoid():
+    # kernel 6.x tcp_vegas_cong_avoid has no tcp_is_cwnd_limited check: an application-limited flow
+    # (IS_CWND_LIMITED 0, max_packets_out 0) still gets the per-round decision.
+    # cwnd 20, ssthresh 10 (CA); three samples of 0.1 s: diff = 0 < α = 2 → 21 (a cwnd-limited
+    # check would have held it at 20).
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=20.0, SSTHRESH=10.0, IS_CWND_LIMITED=0.0)
+    h.call("init")
+    _vegas_round(h, (0.1, 0.1, 0.1))
+    assert h["CWND"] == 21.0 and h["adjust"] == 1.0
+    # slow start between round ends: tcp_slow_start, also without the check: 5 + 1 = 6
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=5.0, SSTHRESH=10.0, IS_CWND_LIMITED=0.0)
+    h.call("init")
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 6.0
+
+
+def test_vegas_linux_outside_open_state_is_reno_with_its_cwnd_limited_check():
+    # after an RTO (state loss) tcp_vegas_state disabled Vegas: tcp_reno_cong_avoid, which checks
+    # tcp_is_cwnd_limited: not limited (IS_CWND_LIMITED 0; slow start needs cwnd < 2·max_packets_out
+    # = 0) → no growth, cwnd stays 2; the same ACK in the open state grows 2 → 3 (tcp_slow_start).
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=2.0, SSTHRESH=10.0, IS_CWND_LIMITED=0.0, STATE=2.0)
+    h.call("init")
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 2.0
+    h.set(STATE=0.0)
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 3.0
+    # cwnd-limited in the loss state: Reno's slow start grows, min(3 + 1, 10) = 4
+    h.set(STATE=2.0, IS_CWND_LIMITED=1.0)
+    h.call("cong_avoid", 1.0)
+    assert h["CWND"] == 4.0
+
+
+def test_vegas_linux_ssthresh_is_min_ssthresh_cwnd_not_cwnd_minus_1():
+    # tcp_vegas_ssthresh (6.x) = min(ssthresh, cwnd); older kernels used cwnd − 1.
+    # CA decrease: cwnd 20 = ssthresh 20, round min 0.15 s, base 0.1 s (µs + 1):
+    #   diff = 20·(150001 − 100001) // 100001 = 1000000 // 100001 = 9 > β = 4 → cwnd 19;
+    #   ssthresh = min(20, 19) = 19 (old: 18); tcp_current_ssthresh = max(19, 9 + 4) = 19 (old 18).
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=20.0, SSTHRESH=20.0, IS_CWND_LIMITED=1.0)
+    h.call("init")
+    h.call("on_rtt_sample", 0.1)
+    h.st[h.mod.MIN_RTT] = 0.15
+    h.st[h.mod.CNT_RTT] = 3.0
+    h.set(ROUND_END=1.0)
+    h.call("cong_avoid", 1.0)
+    assert h["diff"] == 9.0 and h["CWND"] == 19.0 and h["SSTHRESH"] == 19.0
+    # slow-start exit: cwnd 30, ssthresh ∞; diff = 30·50000 // 100001 = 14 > γ = 1;
+    #   target = 30·100001 // 150001 = 3000030 // 150001 = 20 → cwnd = min(30, 20 + 1) = 21;
+    #   ssthresh = min(∞, 21) = 21 (old: 20); tcp_current_ssthresh = max(21, 10 + 5) = 21 (old 20).
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=30.0, IS_CWND_LIMITED=1.0)
+    h.call("init")
+    h.call("on_rtt_sample", 0.1)
+    h.st[h.mod.MIN_RTT] = 0.15
+    h.st[h.mod.CNT_RTT] = 3.0
+    h.set(ROUND_END=1.0)
+    h.call("cong_avoid", 1.0)
+    assert h["diff"] == 14.0 and h["CWND"] == 21.0 and h["SSTHRESH"] == 21.0 and h["adjust"] == 2.0
 
 
 def test_vegas_too_few_samples_behaves_like_reno():
@@ -231,9 +325,10 @@ def test_westwood_filter_values():
     assert h.st[H.WW_BW_NS] == pytest.approx(77724.36, abs=0.01)
 
 
-def test_westwood_recovery_exit_sets_bandwidth_delay_window():
+def test_westwood_linux_recovery_exit_sets_bandwidth_delay_window():
+    # linux (tcp_westwood.c CA_EVENT_COMPLETE_CWR: snd_ssthresh = bw_rttmin; snd_cwnd = snd_ssthresh)
     # B = 82632.21 B/s, RTTmin 0.1 s, MSS 1000 B: cwnd = ssthresh = 8263.221·… /1000 = 8.2632.
-    h = Hooks("westwood").set(CWND=20.0, SSTHRESH=10.0, rtt_min=0.1)
+    h = Hooks("westwood").set(CWND=20.0, SSTHRESH=10.0, rtt_min=0.1, FLAVOR=1.0)
     h.st[h.mod.WW + H.WW_BW] = 82632.21
     h.call("on_recovery_exit")
     assert h["CWND"] == pytest.approx(8.263221) and h["SSTHRESH"] == pytest.approx(8.263221)
@@ -241,6 +336,38 @@ def test_westwood_recovery_exit_sets_bandwidth_delay_window():
     h.st[h.mod.WW + H.WW_BW] = 1000.0
     h.call("on_recovery_exit")
     assert h["CWND"] == 2.0
+
+
+def test_westwood_rfc_loss_cwnd_is_min_of_cwnd_and_bandwidth_delay_window():
+    # Westwood+ on n dupACKs: ssthresh = max(2, B·RTTmin/MSS); if cwnd > ssthresh: cwnd = ssthresh.
+    # B = 12 500 000 B/s (100 Mbit/s), RTTmin 80 ms, MSS 1000 B: B·RTTmin/MSS = 1 000 000/1000 = 1000.
+    # cwnd 70.7 < 1000: the window stays 70.7 (without the min it became 999-ish → 1000), and
+    # after recovery ssthresh = 1000 > cwnd, so the flow slow-starts towards it.
+    h = Hooks("westwood").set(CWND=70.7, rtt_min=0.08, EVENT=float(T.EV_FAST_RETRANSMIT))
+    h.st[h.mod.WW + H.WW_BW] = 12_500_000.0
+    assert h.call("ssthresh") == 70.7  # the engine holds cwnd here through recovery (rfc)
+    assert h["ssthresh_loss"] == pytest.approx(1000.0)
+    h.set(CWND=70.7, SSTHRESH=70.7)  # the engine's recovery exit: cwnd = ssthresh
+    h.call("on_recovery_exit")
+    assert h["CWND"] == 70.7 and h["SSTHRESH"] == pytest.approx(1000.0)
+    # cwnd 1500 > 1000: cwnd = ssthresh = 1000
+    h.set(CWND=1500.0)
+    assert h.call("ssthresh") == pytest.approx(1000.0)
+    # linux flavor for contrast: ssthresh = 70.7 >> 1 = 35 on entry, and CA_EVENT_COMPLETE_CWR
+    # sets cwnd = ssthresh = 1000 at the exit (the kernel has no min there)
+    h.set(CWND=70.7, FLAVOR=1.0)
+    assert h.call("ssthresh") == 35.0
+    h.set(CWND=35.0, SSTHRESH=35.0)
+    h.call("on_recovery_exit")
+    assert h["CWND"] == pytest.approx(1000.0)
+
+
+def test_westwood_rfc_ecn_returns_bandwidth_delay_ssthresh():
+    # ECN: the hook returns B·RTTmin/MSS = 1000 (as above) and the engine applies
+    # cwnd = min(cwnd, ssthresh) itself: 70.7 stays 70.7, ssthresh 1000.
+    h = Hooks("westwood").set(CWND=70.7, rtt_min=0.08, EVENT=float(T.EV_ECN))
+    h.st[h.mod.WW + H.WW_BW] = 12_500_000.0
+    assert h.call("ssthresh") == pytest.approx(1000.0)
 
 
 def test_westwood_ssthresh_by_flavor():

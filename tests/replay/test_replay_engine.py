@@ -17,7 +17,7 @@ from hypothesis import strategies as hs
 
 from hscc_trace.errors import InputError
 from hscc_trace.replay import _jit, compile as C, engine, registry
-from hscc_trace.replay.api import Algorithm, Param, Signal
+from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.registry import RegistrationError
 
 from replay_synth import MSS, rich, stream
@@ -135,7 +135,7 @@ def test_unknown_algorithm_and_bad_composition():
 WRAPPER_SRC = '''
 """Test wrapper: caps the base's window at `cap` packets and counts ssthresh calls."""
 from hscc_trace.replay._jit import jit
-from hscc_trace.replay.api import Algorithm, Param, Signal
+from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.tp import CWND
 
 CALLS = 0  # ssthresh calls seen

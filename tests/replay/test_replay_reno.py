@@ -55,16 +55,16 @@ def test_slow_start_rfc_abc_limit_L():
 
 
 def test_congestion_avoidance_rfc_increment():
-    # newreno (rfc, full ACK exit), iw 10.
-    # ACK0: SS, 10 + 1 = 11.
+    # newreno (rfc, full ACK exit), iw 19.
+    # ACK0: SS, 19 + 1 = 20.
     # ACK1: dupACK (a=0) entering recovery with 20 packets outstanding:
-    #       ssthresh = max(FlightSize/2, 2) = 10; rfc sets cwnd = ssthresh = 10.
+    #       ssthresh = max(min(20, cwnd 20)/2, 2) = 10; rfc sets cwnd = ssthresh = 10.
     # ACK2: back to open, 5 packets acked: exit → cwnd = ssthresh = 10; then CA: 10 + 5/10 = 10.5.
     # ACK3: 1 packet: 10.5 + 1/10.5 = 10.595238…
     out = run([{}, {"a": 0, "F": 20, "state": "recovery", "event": "fast_retransmit"}, {"a": 5}, {}],
-              algo="newreno")
+              algo="newreno", iw=19)
     c = cw(out)
-    assert c[:3] == [11.0, 10.0, 10.5]
+    assert c[:3] == [20.0, 10.0, 10.5]
     assert c[3] == pytest.approx(10.5 + 1 / 10.5, abs=1e-12)
     assert out["ssthresh"].to_list()[1:] == [10.0, 10.0, 10.0]
     assert out["state"].to_list() == ["open", "recovery", "open", "open"]
@@ -94,12 +94,20 @@ def test_loss_halving_linux_ssthresh_from_cwnd():
     assert out["ssthresh"].to_list() == [2.0]
 
 
-def test_loss_halving_rfc_ssthresh_from_flight():
-    # RFC 5681 eq. 4: ssthresh = max(FlightSize/2, 2) with FlightSize = 40 outstanding → 20,
-    # whatever cwnd is (iw 21).
-    out = run([{"a": 0, "F": 40, "state": "recovery", "event": "fast_retransmit"}], iw=21, flavor="rfc")
-    assert out["ssthresh"].to_list() == [20.0]
-    assert cw(out) == [20.0]  # rfc: cwnd = ssthresh on entry (RFC 6675 §5)
+@pytest.mark.parametrize("algo", ["reno", "newreno"])
+@pytest.mark.parametrize("iw, flight, expected", [
+    # RFC 5681 eq. 4: ssthresh = max(FlightSize/2, 2), FlightSize = min(trace flight, replayed cwnd)
+    (11, 100, 5.5),  # trace flight 100 > replayed 11: min = 11 → 5.5 (the trace's 100 gave 50, a raise)
+    (21, 12, 6.0),   # application-limited trace, flight 12 < 21: 12/2 = 6 (cwnd/2 would be 10.5)
+    (21, 40, 10.5),  # flight 40 > 21: 21/2 = 10.5 (the trace's flight gave 20)
+    (3, 2, 2.0),     # min(2, 3)/2 = 1 → floor 2
+])
+def test_rfc_ssthresh_flightsize_is_min_of_trace_flight_and_replayed_cwnd(algo, iw, flight, expected):
+    out = run([{"a": 0, "F": flight, "state": "recovery", "event": "fast_retransmit"}], algo=algo, iw=iw,
+              flavor="rfc")
+    assert out["ssthresh"].to_list() == [expected]
+    assert cw(out) == [expected]  # rfc: cwnd = ssthresh on entry (RFC 6675 §5)
+    assert expected <= max(iw / 2, 2.0)  # a reduction never raises the replayed window
 
 
 def test_recovery_exit_sets_cwnd_to_ssthresh():
@@ -115,15 +123,15 @@ def test_recovery_exit_sets_cwnd_to_ssthresh():
 def test_recovery_exit_reno_rfc_on_first_new_ack():
     # reno rfc (recovery_exit = new_ack, RFC 5681 §3.2 step 6): the first ACK of new data ends
     # recovery even though the trace (NewReno sender) stays in recovery until its full ACK.
-    # iw 10; ACK0 (20 packets outstanding): ssthresh = 20/2 = 10, cwnd = 10.
+    # iw 20; ACK0 (20 packets outstanding): ssthresh = min(20, 20)/2 = 10, cwnd = 10.
     # ACK1 (partial ACK, trace still in recovery): Reno exits: cwnd = 10, then CA +1/10 = 10.1.
     # ACK2: CA again: 10.1 + 1/10.1.  NewReno (full_ack) holds at 10 until the trace's exit.
     specs = [{"a": 0, "F": 20, "state": "recovery", "event": "fast_retransmit"},
              {"state": "recovery"}, {"state": "recovery"}, {}]
-    reno = cw(run(specs, flavor="rfc"))
+    reno = cw(run(specs, flavor="rfc", iw=20))
     assert reno[:2] == [10.0, 10.1]
     assert reno[2] == pytest.approx(10.1 + 1 / 10.1)
-    newreno = cw(run(specs, algo="newreno"))
+    newreno = cw(run(specs, algo="newreno", iw=20))
     assert newreno[:3] == [10.0, 10.0, 10.0]
     assert newreno[3] == pytest.approx(10.1)  # exit at ACK3: 10, then + 1/10
 
@@ -140,11 +148,15 @@ def test_rto_linux():
     assert out["state"].to_list() == ["open", "loss", "loss", "open"]
 
 
-def test_rto_rfc_ssthresh_from_flight():
-    # rfc: ssthresh = max(FlightSize/2, 2) = 30/2 = 15; cwnd = 1 then + min(1, L) = 2.
+def test_rto_rfc_ssthresh_flightsize_bounded_by_replayed_cwnd():
+    # rfc RTO: ssthresh = max(min(flight, cwnd)/2, 2). iw 20, trace flight 30: min = 20 → 10
+    # (the trace's flight gave 15); cwnd = 1 then + min(1, L) = 2.
     out = run([{"F": 30, "state": "loss", "event": "rto"}], iw=20, flavor="rfc")
-    assert out["ssthresh"].to_list() == [15.0]
+    assert out["ssthresh"].to_list() == [10.0]
     assert cw(out) == [2.0]
+    # trace flight 14 < cwnd 20 (application-limited): 14/2 = 7
+    out = run([{"F": 14, "state": "loss", "event": "rto"}], iw=20, flavor="rfc")
+    assert out["ssthresh"].to_list() == [7.0]
 
 
 def test_rto_during_recovery_keeps_ssthresh():

@@ -1,13 +1,13 @@
 """``@njit`` for the kernels of ``hscc-trace flows``: ahead-of-time compiled when installed so.
 
 The capture reader, the decoder, the BPF interpreter and the flow kernel (the modules in
-:data:`hscc_trace.aot.KERNEL_MODULES`) declare their compiled functions with this module's
+:data:`hscc_trace.perf.aot.KERNEL_MODULES`) declare their compiled functions with this module's
 :func:`njit` instead of numba's. It returns a :class:`Kernel`, which behaves like a numba
 dispatcher but resolves on its first call:
 
 - to the function of the same name in the extension module ``hscc_trace._aot_kernels``, which
   ``pip install`` builds from these very functions with numba's ahead-of-time compiler
-  (:mod:`hscc_trace.aot`), when the kernel declares an ``aot`` signature, the extension was
+  (:mod:`hscc_trace.perf.aot`), when the kernel declares an ``aot`` signature, the extension was
   built from the same source (fingerprint check) and ``HSCC_TRACE_NO_AOT`` is not set;
 - otherwise to an ordinary numba dispatcher (``numba.njit(**options)``, compiled or loaded from
   numba's cache on first use), exactly as before.
@@ -30,10 +30,36 @@ the other dispatcher attributes are forwarded), so kernels still call each other
 
 from __future__ import annotations
 
+import hashlib
 import os
+import sys
 from typing import Any, Callable
 
-#: name of the extension module :mod:`hscc_trace.aot` builds
+#: modules whose ``aot`` kernels are compiled ahead of time; their source files make up the
+#: fingerprint, so a kernel may only use constants defined in these modules
+KERNEL_MODULES = ("hscc_trace.capture.reader", "hscc_trace.capture.decode", "hscc_trace.capture.bpf",
+                  "hscc_trace.flows.tracker", "hscc_trace.perf.aot")
+
+
+def fingerprint() -> int:
+    """A 60-bit hash of the source files of :data:`KERNEL_MODULES` (located without importing them)."""
+    import importlib.util
+
+    h = hashlib.sha256()
+    for name in KERNEL_MODULES:
+        mod = sys.modules.get(name)
+        path = getattr(mod, "__file__", None) if mod is not None else None
+        if path is None:
+            spec = importlib.util.find_spec(name)
+            path = spec.origin if spec is not None else None
+        if path is None:
+            raise ImportError(f"cannot locate {name}")
+        with open(path, "rb") as f:
+            h.update(name.encode() + b"\0" + f.read() + b"\0")
+    return int(h.hexdigest()[:15], 16)
+
+
+#: name of the extension module :mod:`hscc_trace.perf.aot` builds
 AOT_MODULE = "hscc_trace._aot_kernels"
 #: set to 1 to ignore the ahead-of-time kernels (tests compare the two; debugging)
 NO_AOT_ENV = "HSCC_TRACE_NO_AOT"
@@ -91,7 +117,7 @@ class Kernel:
         return getattr(self.dispatcher(), name)
 
     def __repr__(self) -> str:
-        return f"<hscc_trace.jit.Kernel {self.__module__}.{self.__name__}>"
+        return f"<hscc_trace.perf.jit.Kernel {self.__module__}.{self.__name__}>"
 
     @property
     def is_aot(self) -> bool:
@@ -124,7 +150,7 @@ class Kernel:
 
 def export_name(module: str, name: str) -> str:
     """The extension module's name for kernel ``name`` of ``module``: a valid identifier,
-    unique across :data:`hscc_trace.aot.KERNEL_MODULES`."""
+    unique across :data:`hscc_trace.perf.aot.KERNEL_MODULES`."""
     short = module.removeprefix("hscc_trace.").replace(".", "_")
     return f"{short}__{name.lstrip('_')}"
 
@@ -144,8 +170,6 @@ def aot_module() -> Any:
         except ImportError as exc:
             why = f"not built ({exc})"
         else:
-            from hscc_trace.aot import fingerprint
-
             if mod.fingerprint() != fingerprint():
                 mod, why = None, "built from other sources than these (reinstall to rebuild)"
     _state["module"], _state["why"] = mod, why

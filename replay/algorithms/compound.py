@@ -9,15 +9,23 @@ The equation images of the paper are missing; ALGORITHMS.md fixes them:
 * §III-A eq. (2): in congestion avoidance ``cwnd_loss += N/win`` per ACK of N packets; slow
   start is Reno's with ``dwnd = 0`` (§III-A, "we initially set dwnd to zero if the connection
   is in slow-start state").
-* §III-B eqs. (3)-(5), once per round with ``RTT = minRTT_round`` (skipped when the round had
-  ≤ 2 samples; no sampling or update during recovery): ``diff = win·(1 − baseRTT/RTT)``;
+* §III-B eqs. (3)-(5), once per round (skipped when the round had ≤ 2 samples; no sampling or
+  update during recovery), with ``RTT`` per the ``rtt_source`` parameter — ``round_min`` (default:
+  the smallest sample of the round, as Vegas, which §III-B says the scheme derives from) or
+  ``srtt`` (the "exponentially smoothed current RTT, sRTT" of §III-B's text; the engine's RFC 6298
+  srtt at the round end): ``diff = win·(1 − baseRTT/RTT)``;
   ``diff < γ`` → ``dwnd += max(α·win^k − 1, 0)``; ``diff ≥ γ`` → ``dwnd = max(dwnd − ζ·diff, 0)``.
 * Loss (§III-B eq. (5), third line): ``cwnd_loss = cwnd_loss/2``,
   ``dwnd = max(win·(1 − β) − cwnd_loss_old/2, 0)``.
 * RTO (§III-B, last paragraph): ``dwnd = 0``, the delay component is off until congestion
   avoidance, baseRTT is measured again.
-* The delay component is active only while ``win > low_window`` (§III-B, last sentence; 41 in
-  §IV's simulations); at or below it ``dwnd = 0`` (CTCP "reverts to standard TCP").
+* The delay component "only kicks in when win is larger than" ``low_window`` (§III-B, last
+  sentence; 41 in §IV's simulations): the per-round update of eq. (5) lines 1-2 runs only while
+  ``win > low_window``; at or below it dwnd is held, so the whole window grows by 1 packet per
+  round (eq. (2)) and halves on loss (eq. (5) line 3 with β = 1/2) — standard TCP behaviour,
+  as the paragraph asks ("CTCP also revert to standard TCP behavior when the window is small").
+  The loss rule always applies: the whole window goes to ``win·(1 − β)``, whether or not the
+  reduced window is above ``low_window``.
 * γ auto-tuning (§III-C; draft-sridharan-tcpm-ctcp): at each loss with a valid measurement
   ``γ ← (1 − λ)·γ + λ·¾·diff_reno``, clamped to [γ_min, γ_max], where
   ``diff_reno = cwnd_loss·(1 − baseRTT/RTT)`` is the Reno component's backlog measured at the
@@ -34,10 +42,10 @@ from __future__ import annotations
 
 import math
 
-from . import helpers as H
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, OPEN, RWND, SSTHRESH, STATE
+from hscc_trace.replay import helpers as H
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, OPEN, RWND, SRTT, SSTHRESH, STATE
 
 # --- state slots -------------------------------------------------------------------------------
 CWND_LOSS = 0  # packets — loss-based (Reno) component
@@ -69,17 +77,16 @@ P_GAMMA_MAX = 9
 P_MIN_SAMPLES = 10
 P_AWND = 11
 P_L = 12
-NPARAMS = 13
+P_RTT_SOURCE = 13  # 0 round_min, 1 srtt
+NPARAMS = 14
 
 
 @jit
 def set_win(st, p, tp):
-    """dwnd = 0 at or below the low window; win = min(cwnd_loss + dwnd, awnd); tp[CWND] = win.
+    """win = min(cwnd_loss + dwnd, awnd); tp[CWND] = win.
 
     Only called in congestion avoidance: a window that shrank below ssthresh lowers ssthresh with
     it, so that the flow does not fall back into slow start."""
-    if st[CWND_LOSS] + st[DWND] <= p[P_LOW_WINDOW]:
-        st[DWND] = 0.0
     win = st[CWND_LOSS] + st[DWND]
     if p[P_AWND] > 0.0 and tp[RWND] > 0.0:
         awnd = max(tp[RWND], 1.0)
@@ -136,7 +143,7 @@ def on_rtt_sample(st, p, tp, rtt):
 
 @jit
 def on_round_end(st, p, tp):
-    rtt = st[RND_MIN]
+    rtt = st[RND_MIN] if p[P_RTT_SOURCE] == 0.0 else tp[SRTT]
     nsamp = st[RND_N]
     st[RND_MIN] = math.nan
     st[RND_N] = 0.0
@@ -170,8 +177,6 @@ def ssthresh(st, p, tp):
     half = st[CWND_LOSS] / 2.0
     st[DWND] = max(win * (1.0 - p[P_BETA]) - half, 0.0)
     st[CWND_LOSS] = max(half, 2.0)
-    if st[CWND_LOSS] + st[DWND] <= p[P_LOW_WINDOW]:
-        st[DWND] = 0.0
     st[WIN] = st[CWND_LOSS] + st[DWND]
     return st[WIN]
 
@@ -231,7 +236,8 @@ _PARAMS = (
     Param("gamma", "packets", 30.0, "CTCP §III-C; ALGORITHMS.md (γ starts at 30)",
           "initial early-congestion threshold γ (fixed when gamma_tuning is off)", lo=0.0),
     Param("low_window", "packets", 41.0, "CTCP §III-B/§IV (41 in the simulations); IETF drafts say 38",
-          "delay component active only while win > low_window", lo=0.0),
+          "the per-round dwnd update (eq. 5 lines 1-2) runs only while win > low_window; at or below it "
+          "dwnd is held (standard TCP behaviour of the whole window)", lo=0.0),
     Param("gamma_tuning", "", True, "CTCP §III-C; draft-sridharan-tcpm-ctcp; ALGORITHMS.md (switch)",
           "γ auto-tuning from the Reno component's backlog at each loss", kind="bool"),
     Param("lambda", "", 0.25, "ALGORITHMS.md (γ auto-tuning, λ = 1/4)", "smoothing weight λ of γ updates",
@@ -244,13 +250,21 @@ _PARAMS = (
           "cap the window by the receiver's advertised window", kind="bool"),
     Param("L", "packets", 2.0, "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
           "flavor rfc: at most L packets of slow-start growth per ACK", lo=0.0),
+    Param("rtt_source", "", "round_min",
+          "CTCP §III-B: srtt = the text's \"exponentially smoothed current RTT, sRTT\"; round_min = the "
+          "Vegas minRTT of the round (§III-B: \"derived from TCP Vegas\"; Linux tcp_vegas.c)",
+          "RTT of diff = win·(1 − baseRTT/RTT) at a round end: the round's smallest sample (default: "
+          "filters delayed-ACK and jitter noise, reacts within the round; docs/algorithms/compound.md) "
+          "or the engine's RFC 6298 srtt (the paper's text)",
+          kind="choice", choices=("round_min", "srtt")),
 )
 
 _SIGNALS = (
     Signal("cwnd_loss", "cwnd_loss", "packets", "loss-based component cwnd (§III-A)"),
     Signal("dwnd", "dwnd", "packets", "delay-based component dwnd (§III-B)"),
     Signal("win", "win", "packets", "sending window min(cwnd + dwnd, awnd) (§III-A eq. 1)"),
-    Signal("diff", "diff", "packets", "backlog estimate win·(1 − baseRTT/RTT) at the last round end (§III-B)"),
+    Signal("diff", "diff", "packets",
+           "backlog estimate win·(1 − baseRTT/RTT) at the last round end, RTT per rtt_source (§III-B)"),
     Signal("gamma", "gamma", "packets", "early-congestion threshold γ (§III-C, auto-tuned)"),
     Signal("diff_reno", "diff_reno", "packets", "Reno component's backlog cwnd·(1 − baseRTT/RTT) (γ tuning)"),
     Signal("delay_active", "active", "", "delay component active (win > low_window, congestion avoidance)",

@@ -290,7 +290,7 @@ def comparable(doc: dict[str, Any]) -> dict[str, Any]:
 
 
 # --- the JSON Schema, generated from hscc_trace.schema ----------------------------------------
-# results.schema.json is this function's output (`python -m hscc_trace.results >
+# results.schema.json is this function's output (`python -m hscc_trace.analysis.results >
 # hscc_trace/results.schema.json`); tests/test_results_schema.py fails when they differ.
 
 
@@ -328,7 +328,7 @@ def schema_document() -> dict[str, Any]:
         "$id": "https://hscc-trace.invalid/results.schema.json",
         "title": "hscc-trace analyze results",
         "description": (
-            "Results of `hscc-trace analyze --json`, written by hscc_trace/results.py and documented in "
+            "Results of `hscc-trace analyze --json`, written by hscc_trace/analysis/results.py and documented in "
             "docs/results.md. Units follow hscc_trace/schema.py: times ns since the Unix epoch, durations "
             "and RTTs s, windows packets, rates bit/s. Non-finite numbers are null."
         ),

@@ -10,15 +10,15 @@ import numpy as np
 
 from hscc_trace.errors import InputError, Warn
 
-from .decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_all
-from .pipe import import_tables as _import_tables
-from .pipe import in_thread
-from .reader import Batch, ReadInfo, iter_batches, linktype_name
+from hscc_trace.capture.decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_all
+from hscc_trace.capture.pipe import import_tables as _import_tables
+from hscc_trace.capture.pipe import in_thread
+from hscc_trace.capture.reader import Batch, ReadInfo, iter_batches, linktype_name
 
 if TYPE_CHECKING:
     import polars as pl
 
-    from hscc_trace.flows import FlowTracker
+    from hscc_trace.flows.tracker import FlowTracker
     from hscc_trace.model import CaptureMeta
 
 __all__ = ["load_flows", "flow_rows", "FlowRows"]
@@ -36,7 +36,7 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
 
     A reader thread reads, filters and decodes batches (compiled code that releases the GIL, as
     does gzip) while this thread feeds each decoded batch straight into the streaming flow
-    kernel (:meth:`hscc_trace.flows.FlowTracker.feed_decoded`, which skips the records that are
+    kernel (:meth:`hscc_trace.flows.tracker.FlowTracker.feed_decoded`, which skips the records that are
     not TCP by their decoder status, so no column is copied); a third thread imports polars
     meanwhile (needed only for the final table). Memory holds a few batches plus the
     per-connection state and the RTT samples. The result equals ``load(path).flows``. A capture
@@ -46,7 +46,7 @@ def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.D
     p = os.fspath(path)
     scan = _scan(p, bpf, import_tables=True)
     if scan is None:
-        from . import load
+        from hscc_trace.flows.ingest import load
 
         cap = load(p, bpf=bpf)
         return cap.flows, cap.meta, cap.warnings
@@ -70,7 +70,7 @@ def flow_rows(path: str | os.PathLike, *, bpf: str | None = None) -> FlowRows:
     """The rows of :func:`load_flows`' table (``vantage`` as text), without importing polars.
 
     What ``hscc-trace flows`` prints. Same pass over the file as :func:`load_flows`; the rows
-    come from :meth:`hscc_trace.flows.FlowTracker.rows` instead of a DataFrame, which saves the
+    come from :meth:`hscc_trace.flows.tracker.FlowTracker.rows` instead of a DataFrame, which saves the
     polars import (≈ 0.15 s of CPU holding the GIL) on a command that takes about a second on a
     five-million-packet capture. Captures that need scapy take the :func:`load` path (with polars).
     """
@@ -79,7 +79,7 @@ def flow_rows(path: str | os.PathLike, *, bpf: str | None = None) -> FlowRows:
     if scan is None:
         import polars as pl
 
-        from . import load
+        from hscc_trace.flows.ingest import load
 
         cap = load(p, bpf=bpf)
         m = cap.meta
@@ -114,7 +114,7 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
     a filter that matches nothing and for a capture without TCP."""
     import threading
 
-    from hscc_trace.flows import FlowTracker
+    from hscc_trace.flows.tracker import FlowTracker
 
     info = ReadInfo()
     try:  # RTT samples ≤ TCP packets; records take ≥ 70 bytes (pcap header + Ethernet/IP/TCP)
@@ -123,7 +123,7 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
         hint = 0  # (the reader reports the missing file)
     flt = None
     if bpf is not None:
-        from .bpf import BpfFilter
+        from hscc_trace.capture.bpf import BpfFilter
 
         flt = BpfFilter(bpf)
 
@@ -179,7 +179,7 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
     warnings += [Warn(p, f"skipped: {reason}", k) for reason, k in skipped.items()]
     meta = _Meta(p, info, tr, bpf, skipped)
     if int(tr.acc[0]) == 0:
-        from . import _no_tcp_message
+        from hscc_trace.capture import no_tcp_message
 
-        raise InputError(_no_tcp_message(meta(), warnings))
+        raise InputError(no_tcp_message(meta(), warnings))
     return tr, meta, warnings

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from hscc_trace.addr import to_str
-from hscc_trace.jit import njit
+from hscc_trace.perf.jit import njit
 
 if TYPE_CHECKING:  # polars is imported where a table is built, so the flows fast path can import it
     import polars as pl  # in the background while the compiled kernels run (hscc_trace.capture.load_flows)

@@ -1,8 +1,8 @@
 """Build the ahead-of-time compiled kernels of ``hscc-trace flows`` (``hscc_trace._aot_kernels``).
 
-``pip install`` runs ``python -m hscc_trace.aot OUTPUT`` (setup.py's ``build_ext``). It imports
+``pip install`` runs ``python -m hscc_trace.perf.aot OUTPUT`` (setup.py's ``build_ext``). It imports
 :data:`KERNEL_MODULES`, takes every kernel that declares an ``aot`` signature
-(:func:`hscc_trace.jit.njit`) and compiles them with numba's ahead-of-time compiler
+(:func:`hscc_trace.perf.jit.njit`) and compiles them with numba's ahead-of-time compiler
 (``numba.pycc``) into one extension module that needs neither numba nor LLVM at run time. The
 same Python source is compiled either way; tests compare the two paths' outputs.
 
@@ -11,7 +11,7 @@ Two changes to numba.pycc's defaults:
 - the Python wrappers release the GIL, as ``nogil=True`` dispatchers do (the flows scan runs the
   reader and the flow kernel on two threads);
 - the module exports ``fingerprint()``, a hash of the kernel modules' source files
-  (:func:`fingerprint`); :mod:`hscc_trace.jit` uses the extension only when it matches, so an
+  (:func:`fingerprint`); :mod:`hscc_trace.perf.jit` uses the extension only when it matches, so an
   edited kernel is never run from a stale build (it falls back to numba's JIT).
 
 Without a C compiler (numba.pycc links with the platform's compiler) the build fails, setup.py
@@ -20,34 +20,11 @@ warns and installs without the extension; everything then runs through numba's J
 
 from __future__ import annotations
 
-import hashlib
 import importlib
 import os
 import sys
 
-#: modules whose ``aot`` kernels are compiled ahead of time; their source files make up the
-#: fingerprint, so a kernel may only use constants defined in these modules
-KERNEL_MODULES = ("hscc_trace.capture.reader", "hscc_trace.capture.decode", "hscc_trace.capture.bpf",
-                  "hscc_trace.flows", "hscc_trace.aot")
-
-
-def fingerprint() -> int:
-    """A 60-bit hash of the source files of :data:`KERNEL_MODULES` (located without importing them)."""
-    import importlib.util
-
-    h = hashlib.sha256()
-    for name in KERNEL_MODULES:
-        mod = sys.modules.get(name)
-        path = getattr(mod, "__file__", None) if mod is not None else None
-        if path is None:
-            spec = importlib.util.find_spec(name)
-            path = spec.origin if spec is not None else None
-        if path is None:
-            raise ImportError(f"cannot locate {name}")
-        with open(path, "rb") as f:
-            h.update(name.encode() + b"\0" + f.read() + b"\0")
-    return int(h.hexdigest()[:15], 16)
-
+from .jit import KERNEL_MODULES, fingerprint
 
 def build(output: str) -> str:
     """Compile the kernels into the extension module file ``output`` (a path ending in the
@@ -57,7 +34,7 @@ def build(output: str) -> str:
     from numba.pycc import CC
     from numba.pycc import compiler as pycc_compiler
 
-    from hscc_trace import jit
+    from hscc_trace.perf import jit
 
     for name in KERNEL_MODULES:
         importlib.import_module(name)
@@ -65,7 +42,7 @@ def build(output: str) -> str:
     for export, k in kernels:
         if k.py_func.__module__ not in KERNEL_MODULES:
             raise RuntimeError(f"{k.py_func.__module__}.{k.__name__} declares an aot signature but its "
-                               "module is not in hscc_trace.aot.KERNEL_MODULES (the fingerprint would miss it)")
+                               "module is not in hscc_trace.perf.aot.KERNEL_MODULES (the fingerprint would miss it)")
 
     basename = jit.AOT_MODULE.rsplit(".", 1)[1]
     saved = pycc_compiler.compile_extra
@@ -80,7 +57,7 @@ def build(output: str) -> str:
 
     pycc_compiler.compile_extra = compile_extra
     try:
-        cc = CC(basename, source_module="hscc_trace.aot")  # (imported above, also under -m)
+        cc = CC(basename, source_module="hscc_trace.perf.aot")  # (imported above, also under -m)
         with tempfile.TemporaryDirectory(prefix="hscc-aot-") as tmp:
             cc.output_dir = tmp
             cc.output_file = os.path.basename(output)
@@ -100,7 +77,7 @@ def build(output: str) -> str:
 
 def main(argv: list[str]) -> int:
     if len(argv) != 1:
-        sys.stderr.write("usage: python -m hscc_trace.aot OUTPUT_FILE\n")
+        sys.stderr.write("usage: python -m hscc_trace.perf.aot OUTPUT_FILE\n")
         return 2
     build(argv[0])
     return 0

@@ -1,6 +1,6 @@
 """The algorithm interface (in the spirit of Linux ``struct tcp_congestion_ops``).
 
-An algorithm is ONE small module (e.g. ``replay/reno.py``) that defines
+An algorithm is ONE small module (e.g. ``replay/algorithms/reno.py``) that defines
 
 * hook functions decorated with :func:`hscc_trace.replay._jit.jit` — see :data:`HOOKS`;
 * integer constants naming its state slots (``W_MAX = 0  # packets``) and parameter slots

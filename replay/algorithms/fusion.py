@@ -37,11 +37,11 @@ from __future__ import annotations
 
 import math
 
-from . import helpers as H
+from hscc_trace.replay import helpers as H
 from . import reno as R
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import (ACKED, CWND, EV_RTO, EVENT, FLAVOR, LINUX, MIN_RTT, MSS, PRIOR_CWND, ROUND_MIN_RTT,
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import (ACKED, CWND, EV_RTO, EVENT, FLAVOR, LINUX, MIN_RTT, MSS, PRIOR_CWND, ROUND_MIN_RTT,
                  RTT, SACKED, SRTT, SSTHRESH)
 
 # --- state slots -------------------------------------------------------------------------------

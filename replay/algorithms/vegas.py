@@ -1,4 +1,4 @@
-"""TCP Vegas — Brakmo & Peterson (1995); Linux net/ipv4/tcp_vegas.c (defaults α=2, β=4, γ=1).
+"""TCP Vegas — Brakmo & Peterson (1995); Linux net/ipv4/tcp_vegas.c of kernel 6.x (α=2, β=4, γ=1).
 
 Once per RTT round (the trace's round end, Linux ``after(ack, beg_snd_nxt)``), with ``RTT`` the
 smallest sample of the round (Vegas' own ``minRTT``, reset every round) and ``baseRTT`` the
@@ -9,24 +9,34 @@ smallest sample ever, when the round had more than 2 samples (else Reno for that
   flavor ``rfc``: ``(Expected − Actual)·baseRTT = cwnd·(RTT − baseRTT)/RTT`` (Brakmo & Peterson,
   the same quantity as TCP-Fusion §II-B / CTCP; helpers.vegas_diff);
 * slow start: if ``diff > γ`` leave slow start: ``cwnd = min(cwnd, cwnd·baseRTT/RTT + 1)`` (the
-  expected window + 1),
-  ``ssthresh = min(ssthresh, cwnd − 1)``; otherwise slow start continues (Linux tcp_slow_start);
-* congestion avoidance: ``diff > β`` → ``cwnd −= 1`` (and ssthresh = min(ssthresh, cwnd − 1));
-  ``diff < α`` → ``cwnd += 1``; otherwise hold; cwnd ≥ 2;
+  expected window + 1), ``ssthresh = tcp_vegas_ssthresh = min(ssthresh, cwnd)``; otherwise slow
+  start continues (Linux tcp_slow_start);
+* congestion avoidance: ``diff > β`` → ``cwnd −= 1`` and ``ssthresh = min(ssthresh, cwnd)``;
+  ``diff < α`` → ``cwnd += 1``; otherwise hold; cwnd ≥ 2; then (linux)
+  ``ssthresh = tcp_current_ssthresh = max(ssthresh, ¾·cwnd)``. (Older kernels' tcp_vegas_ssthresh
+  was ``min(ssthresh, cwnd − 1)``; both flavors use the current form — Brakmo & Peterson define
+  no ssthresh rule for these decisions.)
 * between round ends: slow start grows per ACK (``tcp_slow_start``); congestion avoidance holds.
+* flavor ``linux``: ``tcp_vegas_cong_avoid`` has no ``tcp_is_cwnd_limited`` check of its own —
+  the per-round decision and the slow start between round ends run whether or not the window was
+  the limit; only its Reno fallbacks (``tcp_reno_cong_avoid``: too few samples, or Vegas disabled
+  outside the open state — ``doing_vegas_now = 0`` once ``tcp_vegas_state`` left TCP_CA_Open,
+  e.g. in TCP_CA_Loss after an RTO) check it (helpers.reno_cong_avoid).
 
 Losses: Reno (``ssthresh = max(cwnd/2, 2)``, ``tcp_reno_ssthresh``); Vegas restarts its round
-sampling when it re-enters the open state (Linux ``tcp_vegas_state`` → ``vegas_enable``).
+sampling when it re-enters the open state (Linux ``tcp_vegas_state`` → ``vegas_enable``): at
+recovery exit, and (linux) on every ACK of the loss state, so that sampling starts afresh when the
+flow is open again.
 """
 
 from __future__ import annotations
 
 import math
 
-from . import helpers as H
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import CWND, FLAVOR, LINUX, ROUND_END, SSTHRESH
+from hscc_trace.replay import helpers as H
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import CWND, FLAVOR, LINUX, OPEN, ROUND_END, SSTHRESH, STATE
 
 # state slots
 BASE_RTT = 0  # s — smallest RTT sample ever (Vegas baseRTT)
@@ -88,7 +98,9 @@ def ssthresh(st, p, tp):
 @jit
 def cong_avoid(st, p, tp, n):
     linux = tp[FLAVOR] == LINUX
-    if linux and not H.linux_cwnd_limited(tp):
+    if linux and tp[STATE] != OPEN:  # doing_vegas_now = 0 (tcp_vegas_state): tcp_reno_cong_avoid
+        H.reno_cong_avoid(tp, n, 2.0)
+        _reset_round(st)  # vegas_enable on re-entering TCP_CA_Open starts a fresh round
         return
     if st[PENDING] > 0.0 or tp[ROUND_END] > 0.0:
         if st[CNT_RTT] <= 2.0:
@@ -110,7 +122,7 @@ def cong_avoid(st, p, tp, n):
                 if linux:
                     target = math.floor(cwnd * (math.floor(base * 1e6) + 1.0) / (math.floor(rtt * 1e6) + 1.0))
                 tp[CWND] = min(cwnd, target + 1.0)
-                tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND] - 1.0)
+                tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND])  # tcp_vegas_ssthresh
                 st[ADJUST] = 2.0
             elif cwnd < tp[SSTHRESH]:
                 if linux:
@@ -120,7 +132,7 @@ def cong_avoid(st, p, tp, n):
                 st[ADJUST] = 0.0
             elif diff > p[P_BETA]:
                 tp[CWND] = cwnd - 1.0
-                tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND] - 1.0)
+                tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND])  # tcp_vegas_ssthresh
                 st[ADJUST] = -1.0
             elif diff < p[P_ALPHA]:
                 tp[CWND] = cwnd + 1.0
@@ -160,7 +172,8 @@ ALGORITHMS = (
             Signal("adjust", "adjust", "", "last per-round decision: −1 shrink, 0 hold, +1 grow, 2 left slow start"),
         ),
         default_flavor="linux",
-        flavor_doc="linux: tcp_vegas.c (diff over baseRTT, integer windows, cwnd-limited check); "
+        flavor_doc="linux: tcp_vegas.c of kernel 6.x (diff over baseRTT, integer windows, cwnd-limited check "
+                   "only in its Reno fallbacks); "
                    "rfc: Brakmo & Peterson's diff = (Expected − Actual)·baseRTT",
     ),
 )

@@ -27,11 +27,11 @@ from __future__ import annotations
 
 import math
 
-from . import helpers as H
+from hscc_trace.replay import helpers as H
 from . import reno as R
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, MIN_RTT, ROUND_MIN_RTT, RTT, SRTT, SSTHRESH
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, MIN_RTT, ROUND_MIN_RTT, RTT, SRTT, SSTHRESH
 
 # --- state slots -------------------------------------------------------------------------------
 MODE = 0  # 0 CR, 1 CI, 2 Reno, 3 slow start (mode of the last growth opportunity)

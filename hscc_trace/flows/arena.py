@@ -1,6 +1,6 @@
 """The event builder's input columns straight from the decoder, grouped by flow while reading.
 
-:func:`hscc_trace.capture.load` hands every decoded batch, with each row's connection from the
+:func:`hscc_trace.flows.load` hands every decoded batch, with each row's connection from the
 flow tracker, to :meth:`Arena.add`: the columns the events read (:func:`.prep.source_columns`'s
 layout, the same dtypes and null fill-ins) are appended to their flow's run of rows in an arena
 of fixed-size blocks (each flow a chain of blocks), while the batch is still in cache. No table
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numba import njit
 
-from .prep import F_SYN
+from hscc_trace.capture.decode import F_SYN
 
 
 @dataclass
@@ -354,7 +354,7 @@ class Arena:
         """The rows that carry SACK blocks, in capture order, with the schema.PACKETS columns
         ``frame, flow_id, dir, ack, sack_n, sack_l0 … sack_r3`` (values and nulls as in
         :meth:`table`), from the arena and the SACK store: what the report's SACK blocks need
-        (:mod:`hscc_trace.reports.sack`) without building or reading the packet table. Call
+        (:mod:`hscc_trace.events.sack`) without building or reading the packet table. Call
         after :meth:`finish` (``dir`` is then the direction)."""
         import polars as pl
 

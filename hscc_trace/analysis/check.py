@@ -1,6 +1,6 @@
 """Verdicts for `hscc-trace check`: expectations and baselines in, one verdict per flow out.
 
-Everything here works on results documents (:mod:`hscc_trace.results`), so a fresh analysis and
+Everything here works on results documents (:mod:`hscc_trace.analysis.results`), so a fresh analysis and
 a stored baseline are compared like for like.
 
 Which flows are judged

@@ -1,15 +1,15 @@
-"""Process-level memory management of hscc-trace (imported first by ``hscc_trace/__init__.py``).
+"""Process-level memory settings of hscc-trace (switched on by :func:`hscc_trace.perf.activate`).
 
 **Reading a capture without transparent huge pages** (:func:`small_pages`). numpy asks the
 kernel for transparent huge pages (``madvise(MADV_HUGEPAGE)``) on every array of 4 MB or more.
 On the virtual machines this project is measured on, memory touched for the first time is far
-more expensive in 2 MB pages than in 4 kB pages: ``capture.load`` of replica-5M spent
+more expensive in 2 MB pages than in 4 kB pages: ``flows.load`` of replica-5M spent
 0.54–0.87 s in the kernel with them against 0.31–0.36 s without (4 interleaved pairs,
 2026-11-22, THP in ``madvise`` mode), and huge pages make the load arena's sparsely written
 reservations resident 2 MB at a time. The compiled replay loops, on the other hand, run about
 twice as fast over arrays in huge pages (``benchmarks/replay_speed.py``: reno 31 → 66 M ACK/s,
 kyushu+cubic 14 → 41 M ACK/s, same session). So the advice is switched off only while a capture
-is read (``capture.load``) and restored afterwards; numpy's own switch
+is read (``flows.load``) and restored afterwards; numpy's own switch
 ``NUMPY_MADVISE_HUGEPAGE`` is left to the user. Only the kernel's page-size advice changes;
 no value, no array and no result does.
 
@@ -32,7 +32,7 @@ flushed by the interpreter regardless. Processes that end with ``os._exit`` (the
 paths) never get here.
 
 Override: set the environment variable ``HSCC_TRACE_EXIT_GC=1`` to keep CPython's normal exit
-collections (read when hscc_trace is first imported).
+collections (read when the CLI starts).
 """
 
 from __future__ import annotations
@@ -50,7 +50,11 @@ EXIT_GC_ENV = "HSCC_TRACE_EXIT_GC"
 @contextmanager
 def small_pages() -> Iterator[None]:
     """numpy allocates without huge-page advice inside this block (restored on exit; a no-op when
-    this numpy has no such switch). Not thread-safe against another thread toggling it."""
+    this numpy has no such switch). Not thread-safe against another thread toggling it.
+
+    The adapter around numpy's private ``_set_madvise_hugepage`` (its only public control is the
+    ``NUMPY_MADVISE_HUGEPAGE`` environment variable, read once at import): this is its only use,
+    and it goes when numpy offers a public runtime switch. Tested in tests/test_events_source.py."""
     try:
         from numpy._core.multiarray import _set_madvise_hugepage as switch
     except ImportError:  # (older or newer numpy without the private switch: nothing to do)
@@ -67,5 +71,8 @@ def _freeze_at_exit() -> None:
     gc.freeze()
 
 
-if os.environ.get(EXIT_GC_ENV, "").strip() != "1":
-    atexit.register(_freeze_at_exit)
+def freeze_at_exit() -> None:
+    """Register the exit-time :func:`gc.freeze` (above) unless ``HSCC_TRACE_EXIT_GC=1``. Called
+    by :func:`hscc_trace.perf.activate` (the CLI entry point), never on import."""
+    if os.environ.get(EXIT_GC_ENV, "").strip() != "1":
+        atexit.register(_freeze_at_exit)

@@ -41,7 +41,8 @@ from typing import Any, Callable, Iterable
 
 import polars as pl
 
-from hscc_trace import __version__, results
+from hscc_trace import __version__
+from hscc_trace.analysis import results
 from hscc_trace.errors import HsccError, InputError, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowEvents, FlowResult
 
@@ -98,7 +99,7 @@ class Run:
         return [*self.failed.values(), *self.flow_failed]
 
     def to_json(self) -> dict[str, Any]:
-        """The versioned results document (:mod:`hscc_trace.results`)."""
+        """The versioned results document (:mod:`hscc_trace.analysis.results`)."""
         return results.to_dict(self.analysis, failed=self.failed, order=self.inputs, sha256=self.digests)
 
 
@@ -161,9 +162,11 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
     Raises :class:`InputError` for an unreadable capture or a ``flow_ids`` entry it does not
     contain.
     """
-    from hscc_trace import api
+    from hscc_trace.events import all_flow_events, flow_events
+    from hscc_trace.events.sack import with_sack_blocks
+    from hscc_trace.flows import load
 
-    cap = api.load(path, bpf=bpf)
+    cap = load(path, bpf=bpf)
     flows = cap.flows
     ids = [int(i) for i in flows["flow_id"].to_list()] if flows.height else []
     if flow_ids is not None:
@@ -177,32 +180,13 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
     events: list[tuple[dict[str, Any], FlowEvents | None]] = []
     warnings = list(cap.warnings)
     if flow_ids is None:
-        every = api.all_events(cap)  # packets partitioned once for all flows
+        every = all_flow_events(cap)  # packets partitioned once for all flows
         events = [(rows[fid], every.get(fid)) for fid in ids]
     else:
-        events = [(rows[fid], api.events(cap, fid)) for fid in ids]
+        events = [(rows[fid], flow_events(cap, fid)) for fid in ids]
     # SACK blocks for the report's time/sequence graph come from the packets that carry them,
-    # which stay here: attach them to the events. From load's arena when the capture was read
-    # by the fast path (the packet table is then never built: that was a second read of the
-    # file, ≈ 1.5 s and ≈ 540 MB on replica-5M), else from the packet table.
-    from hscc_trace.reports.sack import COLUMNS as SACK_COLUMNS, sack_blocks
-
-    # (only the columns sack_blocks reads, grouped by flow once: a query per flow over the whole
-    # capture's SACK packets cost ~2.5 ms a flow, 25 s for 10 000 flows)
-    by_flow: dict[Any, pl.DataFrame] = {}
-    if cap.decoded is not None:
-        sack_pk = cap.decoded.sack_packets()
-    elif "sack_n" in cap.packets.columns:
-        sack_pk = (cap.packets.lazy().filter(pl.col("sack_n") > 0)
-                   .select([c for c in cap.packets.columns if c in SACK_COLUMNS]).collect())
-    else:
-        sack_pk = cap.packets.clear()
-    no_sack = sack_pk.clear()
-    if sack_pk.height:
-        by_flow = {k[0]: part for k, part in sack_pk.partition_by("flow_id", as_dict=True).items()}
-    for _, ev in events:
-        if ev is not None and ev.sack_blocks is None:
-            ev.sack_blocks = sack_blocks(by_flow.get(ev.flow_id, no_sack), ev)
+    # which stay here: attach them to the events
+    events = list(zip([f for f, _ in events], with_sack_blocks(cap, [ev for _, ev in events])))
     missing_ev = [str(fid) for fid, (_, ev) in zip(ids, events) if ev is None]
     if missing_ev:
         warnings.append(Warn(path, f"no event streams for flow {', '.join(missing_ev)}: not analyzed",
@@ -213,14 +197,15 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
 def replay_flow(flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...],
                 params: dict[str, dict[str, Any]]) -> FlowResult:
     """Replay every algorithm on one flow and fit each to the actual sender."""
-    from hscc_trace import api
+    from hscc_trace import schema
+    from hscc_trace.replay import engine, metrics, selection
 
     if ev.acks.height == 0 or ev.segments.height == 0:
-        fit = api.empty_fit()
+        fit = schema.empty(schema.FIT_METRICS)
         return FlowResult(flow=flow, events=ev, replays={}, fit=fit,
                           warnings=[Warn(f"flow {flow.get('flow_id')}", "no data segments or ACKs: not replayed")])
-    replays = api.replay(ev, algorithms, params)
-    fit = api.fit(ev, replays)
+    replays = engine.replay_flow(ev, selection.resolved(algorithms, params))
+    fit = metrics.fit(ev, replays) if replays else schema.empty(schema.FIT_METRICS)
     return FlowResult(flow=flow, events=ev, replays=replays, fit=fit)
 
 
@@ -342,11 +327,11 @@ def _run_parallel(inputs: list[str], opts: Options,
     other, largest first (reading is itself multi-threaded: reader and event threads), while
     ``jobs − 1`` helper threads replay and fit the flows already read, largest first; when every
     capture is read this thread replays too. The helpers also hash the input files for the JSON
-    results meanwhile (returned: path → SHA-256, :func:`hscc_trace.results.sha256_file`).
+    results meanwhile (returned: path → SHA-256, :func:`hscc_trace.analysis.results.sha256_file`).
 
     Outcomes do not depend on which lane ran a task or when: :func:`run` files them by
     ``(capture, flow index)``, so the results equal a one-lane run's."""
-    from hscc_trace.results import sha256_file
+    from hscc_trace.analysis.results import sha256_file
 
     lanes = _Lanes(max(opts.jobs - 1, 1))
     digests: dict[str, str | None] = {}

@@ -3,8 +3,9 @@
 Flavor ``rfc`` (RFC 9438 §4), windows in packets, t in seconds:
 
 * congestion event (§4.6): ``cwnd_prior = cwnd``; fast convergence (§4.7) ``W_max = cwnd·(1+β)/2``
-  if cwnd < W_max else ``W_max = cwnd``; ``ssthresh = max(flight·β, 2)`` (RFC 9438 uses
-  flight_size), β = 0.7; the engine sets cwnd = ssthresh at recovery exit;
+  if cwnd < W_max else ``W_max = cwnd``; ``ssthresh = max(flight_size·β, 2)`` (RFC 9438 uses
+  flight_size; here ``min(flight, cwnd)``, helpers.flight_size), β = 0.7; the engine sets
+  cwnd = ssthresh at recovery exit;
 * a congestion-avoidance epoch begins on the first ACK in congestion avoidance (§4.2):
   ``t_epoch = now``, ``cwnd_epoch = cwnd``, ``W_est = cwnd_epoch``,
   ``K = ∛((W_max − cwnd_epoch)/C)`` (0 when W_max ≤ cwnd_epoch), C = 0.4;
@@ -34,10 +35,10 @@ import math
 
 import numpy as np
 
-from . import helpers as H
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import (CWND, FLAVOR, FLIGHT, LINUX, MSS, NOW, PRIOR_CWND, SND_MAX, SND_UNA, SRTT,
+from hscc_trace.replay import helpers as H
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import (CWND, FLAVOR, LINUX, MSS, NOW, PRIOR_CWND, SND_MAX, SND_UNA, SRTT,
                  SSTHRESH)
 
 # --- state slots ----------------------------------------------------------------------------
@@ -176,7 +177,7 @@ def ssthresh(st, p, tp):
         st[W_MAX] = cwnd * (1.0 + beta) / 2.0
     else:
         st[W_MAX] = cwnd
-    return max(tp[FLIGHT] * beta, 2.0)  # RFC 9438 §4.6
+    return max(H.flight_size(tp) * beta, 2.0)  # RFC 9438 §4.6, flight_size ≤ the replayed cwnd
 
 
 @jit

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import math
 
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import CWND, DELIVERED, EV_ECN, EV_FAST_RETRANSMIT, EV_RTO, EV_SACK_RECOVERY, EVENT, FLAVOR, LINUX, SSTHRESH
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import CWND, DELIVERED, EV_ECN, EV_FAST_RETRANSMIT, EV_RTO, EV_SACK_RECOVERY, EVENT, FLAVOR, LINUX, SSTHRESH
 
 # --- state slots (the wrapper's own slice) ---------------------------------------------------------
 W1 = 0  # packets — window just before the last drop

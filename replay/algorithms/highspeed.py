@@ -26,10 +26,10 @@ import math
 
 import numpy as np
 
-from . import helpers as H
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import CWND, CWND_CNT, FLAVOR, LINUX, SSTHRESH
+from hscc_trace.replay import helpers as H
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import CWND, CWND_CNT, FLAVOR, LINUX, SSTHRESH
 
 # RFC 3649 Appendix B: window at which a(w) reaches i+1, and b(w)·256 (as scaled in Linux).
 AIMD_W = np.array([

@@ -8,8 +8,10 @@ Flavor ``rfc`` (RFC 5681 §3.1–3.2 with appropriate byte counting, RFC 3465 §
 
 * slow start while cwnd < ssthresh: ``cwnd += min(N, L)`` per ACK of N new packets, L = 2;
 * congestion avoidance: ``cwnd += N/cwnd`` (one packet per window of acknowledged data);
-* congestion event: ``ssthresh = max(FlightSize/2, 2)`` (RFC 5681 eq. 4, FlightSize = packets
-  outstanding); during recovery the engine holds cwnd at ssthresh (RFC 6675 §5) and sets
+* congestion event: ``ssthresh = max(FlightSize/2, 2)`` (RFC 5681 eq. 4) with
+  ``FlightSize = min(flight, cwnd)`` (helpers.flight_size: the trace's outstanding packets,
+  bounded by the replayed cwnd, since in an open-loop replay the traced sender's flight can
+  exceed the replayed window); during recovery the engine holds cwnd at ssthresh (RFC 6675 §5) and sets
   ``cwnd = ssthresh`` when recovery ends;
 * ``recovery_exit``: ``full_ack`` (RFC 6582 NewReno: recovery ends when the recovery point is
   acknowledged — the trace's episode end) or ``new_ack`` (RFC 5681 §3.2 step 6, plain Reno: the
@@ -33,10 +35,10 @@ from __future__ import annotations
 
 import math
 
-from . import helpers as H
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import CWND, EXIT_ON_PARTIAL, FLAVOR, FLIGHT, LINUX
+from hscc_trace.replay import helpers as H
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import CWND, EXIT_ON_PARTIAL, FLAVOR, LINUX
 
 # state slots
 LIMITED = 0  # 1 if the last growth opportunity was allowed (cwnd-limited), 0 if held
@@ -61,7 +63,7 @@ def init(st, p, tp):
 def ssthresh(st, p, tp):
     if tp[FLAVOR] == LINUX:  # tcp_reno_ssthresh: max(snd_cwnd >> 1, 2)
         return max(math.floor(tp[CWND] / 2.0), 2.0)
-    return max(tp[FLIGHT] / 2.0, 2.0)  # RFC 5681 eq. 4
+    return max(H.flight_size(tp) / 2.0, 2.0)  # RFC 5681 eq. 4, FlightSize ≤ the replayed cwnd
 
 
 @jit

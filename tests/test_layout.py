@@ -1,0 +1,131 @@
+"""The map of the house (docs/design.md) is true: imports go one way along the data path.
+
+Layers, lowest first — a module may import its own layer and the layers below, never above:
+
+    base      hscc_trace (the package), errors, schema, model, addr, config, perf/
+    reading   capture/      file formats, BPF, decoders
+    flows     flows/        connections, per-flow packet arena, ingestion (load)
+    events    events/       segments, ACKs, episodes, rounds, SACK blocks
+    replay    replay/       engine, registry, selection; replay/algorithms/ (one file each)
+    analysis  analysis/     the analyze pipeline, JSON results, check, table exports
+    report    reports/      figures and the HTML report
+    api       api.py        the library facade
+    cli       cli/, __main__
+
+Every import counts, including those inside functions and under ``TYPE_CHECKING``. Inside one
+layer there must be no cycle. The table of layers in docs/design.md is checked against this one.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+#: installed package name → folder in the repository (setup.py's mapping)
+ROOTS = {"hscc_trace": REPO / "hscc_trace", "hscc_trace.replay": REPO / "replay",
+         "hscc_trace.reports": REPO / "reports"}
+LAYERS: list[tuple[str, tuple[str, ...]]] = [
+    ("base", ("hscc_trace", "hscc_trace.errors", "hscc_trace.schema", "hscc_trace.model", "hscc_trace.addr",
+              "hscc_trace.config", "hscc_trace.perf*", "hscc_trace._aot_kernels")),
+    ("reading", ("hscc_trace.capture*",)),
+    ("flows", ("hscc_trace.flows*",)),
+    ("events", ("hscc_trace.events*",)),
+    ("replay", ("hscc_trace.replay*",)),
+    ("analysis", ("hscc_trace.analysis*",)),
+    ("report", ("hscc_trace.reports*",)),
+    ("api", ("hscc_trace.api",)),
+    ("cli", ("hscc_trace.cli*", "hscc_trace.__main__")),
+]
+
+
+def modules() -> dict[str, Path]:
+    out: dict[str, Path] = {}
+    for pkg, folder in ROOTS.items():
+        for p in folder.rglob("*.py"):
+            rel = p.relative_to(folder).with_suffix("")
+            parts = [x for x in rel.parts if x != "__init__"]
+            out[".".join([pkg, *parts])] = p
+    return out
+
+
+def layer_of(name: str) -> int:
+    for k, (_, pats) in enumerate(LAYERS):
+        for pat in pats:
+            if name == pat or (pat.endswith("*") and (name == pat[:-1] or name.startswith(pat[:-1] + "."))):
+                return k
+    raise AssertionError(f"{name} is in no layer: add it to LAYERS (and to docs/design.md)")
+
+
+def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
+    """The package modules ``name`` imports (``from X import y`` counts X.y when that is a module)."""
+    is_pkg = path.name == "__init__.py"
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    out: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        targets: list[str] = []
+        if isinstance(node, ast.Import):
+            targets = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            mod = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else (node.module or "")
+            targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in known else mod for a in node.names]
+        for t in targets:
+            if t.startswith("hscc_trace") and t != name:
+                out.add(t)
+    return out
+
+
+def graph() -> dict[str, set[str]]:
+    known = modules()
+    return {n: imports(n, p, known) for n, p in known.items()}
+
+
+def test_every_module_is_in_a_layer() -> None:
+    for name in modules():
+        layer_of(name)
+
+
+def test_no_import_goes_up_the_data_path() -> None:
+    upward = [f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})"
+              for a, deps in graph().items() for b in deps if layer_of(b) > layer_of(a)]
+    assert not upward, "\n".join(upward)
+
+
+def test_no_import_cycle() -> None:
+    g = graph()
+    state: dict[str, int] = {}
+    cycles: list[str] = []
+
+    def visit(n: str, path: list[str]) -> None:
+        state[n] = 1
+        for m in sorted(g.get(n, ())):
+            if m not in g:
+                continue
+            if state.get(m) == 1:
+                cycles.append(" -> ".join(path[path.index(m):] + [m]) if m in path else f"{n} -> {m}")
+            elif m not in state:
+                visit(m, path + [m])
+        state[n] = 2
+
+    for n in sorted(g):
+        if n not in state:
+            visit(n, [n])
+    assert not cycles, "\n".join(cycles)
+
+
+def test_the_map_in_design_md_lists_these_layers() -> None:
+    text = (REPO / "docs" / "design.md").read_text()
+    table = re.findall(r"^\| (\w+) \| `([^`]+)`", text, flags=re.M)
+    assert [t[0] for t in table] == [name for name, _ in LAYERS], table
+
+
+def test_an_algorithm_module_holds_no_engine_plumbing() -> None:
+    """replay/algorithms/ imports only the algorithm interface (interface, tp, helpers, _jit) and
+    other algorithms, never the engine, the registry or anything outside replay/."""
+    allowed = {"hscc_trace.replay.interface", "hscc_trace.replay.tp", "hscc_trace.replay.helpers",
+               "hscc_trace.replay._jit"}
+    bad = [f"{a} imports {b}" for a, deps in graph().items() if a.startswith("hscc_trace.replay.algorithms.")
+           for b in deps if b not in allowed and not b.startswith("hscc_trace.replay.algorithms")]
+    assert not bad, "\n".join(bad)
