@@ -1,4 +1,4 @@
-"""BBR v1 (replay/bbr.py, Linux tcp_bbr.c): each branch worked out by hand, then against the kernel.
+"""BBR v1 (replay/algorithms/bbr.py, Linux tcp_bbr.c): each branch worked out by hand, then against the kernel.
 
 Hook-level cases drive ``cong_control`` (Linux ``bbr_main``) on a crafted engine context with
 the Hooks harness; the delivery-rate samples come from the engine (``engine.rate_samples``) and

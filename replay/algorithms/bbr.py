@@ -55,9 +55,9 @@ from __future__ import annotations
 
 import math
 
-from ._jit import jit
-from .api import Algorithm, Param, Signal
-from .tp import (CWND, DELIVERED, DELIVERED_TIME, FLAVOR, LINUX, MSS, NOW, OPEN, PIPE, PRIOR_FLIGHT, RECOVERY,
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import (CWND, DELIVERED, DELIVERED_TIME, FLAVOR, LINUX, MSS, NOW, OPEN, PIPE, PRIOR_FLIGHT, RECOVERY,
                  RS_DELIVERED, RS_INTERVAL, RS_LOSSES, RS_PRIOR_DELIVERED, RTT, RTT_NEW, SRTT, SSTHRESH, STATE)
 
 # --- state slots -----------------------------------------------------------------------------
