@@ -39,7 +39,7 @@ _LOCK = threading.Lock()
 
 # hook -> extra arguments after (st, p, tp)
 _ARGS = {"init": "", "ssthresh": "", "cong_avoid": ", n", "on_ack": "", "on_rtt_sample": ", rtt",
-         "on_round_end": "", "on_recovery_exit": "", "on_rto": "", "undo_cwnd": ""}
+         "on_round_end": "", "on_recovery_exit": "", "on_rto": "", "cong_control": ", n", "undo_cwnd": ""}
 assert set(_ARGS) == set(HOOKS)
 
 
@@ -106,6 +106,8 @@ def _bindings(base: Algorithm, wrapper: Algorithm | None) -> str:
     bmod = base.module.__name__
     lines = ["", "# ---- generated bindings (do not edit) " + "-" * 40, "import numba as _numba",
              "from hscc_trace.replay._jit import jit as _jit_deco", f"import {bmod} as _B"]
+    if callable(getattr(base.module, "cong_control", None)):
+        lines.append("HAS_CONG_CONTROL = True")
     if wrapper is None:
         for h in HOOKS:
             if callable(getattr(base.module, h, None)):

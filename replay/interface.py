@@ -55,6 +55,11 @@ HOOKS: dict[str, tuple[bool, str, str]] = {
                          "recovery ended; the engine already set cwnd = ssthresh"),
     "on_rto": (False, "on_rto(st, p, tp)",
                "retransmission timeout; the engine already set ssthresh (hook) and cwnd = 1"),
+    "cong_control": (False, "cong_control(st, p, tp, n)",
+                     "every ACK, INSTEAD of the engine's PRR and cong_avoid (Linux "
+                     "tcp_congestion_ops.cong_control, e.g. BBR): set tp[CWND] from the model; n = "
+                     "newly acked + SACKed packets; tp[RS_*] hold the ACK's delivery-rate sample; the "
+                     "engine no longer sets cwnd at recovery entry/exit or ECN"),
     "undo_cwnd": (False, "undo_cwnd(st, p, tp) -> float",
                   "the trace proved the reduction spurious: return the restored cwnd "
                   "(default max(cwnd, prior_cwnd), Linux tcp_reno_undo_cwnd)"),

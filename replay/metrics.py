@@ -9,7 +9,10 @@ Fit to the actual sender (schema.FIT_METRICS), over the flow's RTT rounds that w
   observation of cwnd the trace offers;
 * the replayed window of a round is the replayed cwnd **at the round's last ACK** (the ACK that
   closes it, ``end_ns``) — the window the algorithm holds when the next flight is sent; taking
-  the round's maximum instead would favour algorithms that overshoot inside a round;
+  the round's maximum instead would favour algorithms that overshoot inside a round. A
+  rate-based algorithm (BBR) governs its flight by pacing as well as by cwnd: its replay carries
+  the signal :data:`FIT_WINDOW` (``inflight_cap`` = min(cwnd, pacing rate · srtt)), which is
+  used instead of cwnd;
 * ``mare`` — median over rounds of ``|replayed − actual| / actual``;
 * ``rmse_pkts`` — root-mean-square of ``replayed − actual`` (packets);
 * ``corr`` — Pearson correlation of the two series (null with fewer than 3 rounds or no variance);
@@ -34,6 +37,10 @@ import polars as pl
 from hscc_trace import schema
 
 
+#: replay column a rate-based algorithm provides as its in-flight limit (used instead of cwnd)
+FIT_WINDOW = "inflight_cap"
+
+
 def round_table(acks: pl.DataFrame, rounds: pl.DataFrame, replay: pl.DataFrame, mss: int) -> pl.DataFrame:
     """Per usable round: ``round``, ``actual_pkts``, ``replayed_pkts``, ``rtt_s``, ``dur_s``,
     ``acked_bytes`` (cwnd-limited rounds outside recovery only)."""
@@ -43,7 +50,7 @@ def round_table(acks: pl.DataFrame, rounds: pl.DataFrame, replay: pl.DataFrame, 
     use = rounds.filter((pl.col("limit") == "cwnd") & ~pl.col("in_recovery").fill_null(True)
                         & (pl.col("peak_flight_bytes") > 0))
     ts = replay.get_column("ts_ns").to_numpy()
-    cw = replay.get_column("cwnd").to_numpy()
+    cw = replay.get_column(FIT_WINDOW if FIT_WINDOW in replay.columns else "cwnd").to_numpy()
     end = use.get_column("end_ns").to_numpy()
     idx = np.searchsorted(ts, end, side="right") - 1  # last replay row at or before the round's end
     ok = idx >= 0
@@ -144,7 +151,7 @@ def _fit_replay(u: _UsableRounds, replay: pl.DataFrame, mss: int) -> dict[str, A
     if u.empty or replay.height == 0:
         return out
     ts = replay.get_column("ts_ns").to_numpy()
-    cw = replay.get_column("cwnd").to_numpy()
+    cw = replay.get_column(FIT_WINDOW if FIT_WINDOW in replay.columns else "cwnd").to_numpy()
     idx = np.searchsorted(ts, u.end, side="right") - 1  # last replay row at or before the round's end
     ok = idx >= 0
     n = int(ok.sum())

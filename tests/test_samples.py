@@ -43,6 +43,14 @@ def names() -> list[str]:
     return [e["name"] for e in index()["samples"]]
 
 
+# Every sample of index.json gets the generic checks (the list is read at collection time, so a
+# new sample is checked without editing this file); the sample-specific claims below name theirs.
+ALL = sorted(json.loads((SAMPLES / "index.json").read_text())["samples"], key=lambda e: e["name"])
+ALL_NAMES = [e["name"] for e in ALL]
+SENDER_SIDE = [e["name"] for e in ALL if e["capture_point"] == "sender"]
+RECEIVER_SIDE = [e["name"] for e in ALL if e["capture_point"] == "receiver"]
+
+
 @functools.cache
 def meta(name: str) -> dict:
     return json.loads((SAMPLES / name / "meta.json").read_text())
@@ -109,7 +117,7 @@ def test_samples_total_size_under_30_mb():
     assert total < 30 * 1024 * 1024, f"samples/ is {total / 2**20:.1f} MiB"
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", ALL_NAMES)
 def test_truth_tables_conform_to_schema(name):
     for kind, cols in (("probe", schema.TRUTH_PROBE), ("ca_state", schema.TRUTH_CA_STATE),
                        ("retrans", schema.TRUTH_RETRANS)):
@@ -122,7 +130,7 @@ def test_truth_tables_conform_to_schema(name):
     assert set(truth(name, "ca_state")["state"].unique()) <= {"open", "disorder", "cwr", "recovery", "loss"}
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", ALL_NAMES)
 def test_meta_records_how_the_sample_was_made(name):
     m = meta(name)
     for key in ("cc", "rate_bps", "delay_one_way_s", "buffer_pkts", "loss", "duration_s", "command", "kernel",
@@ -143,7 +151,7 @@ def test_meta_records_how_the_sample_was_made(name):
 # ---------------------------------------------------------------------------------------------
 # truth ↔ capture consistency (clock alignment, relative sequence numbers)
 
-@pytest.mark.parametrize("name", sorted(REQUIRED - {"reno-bdp-receiver"}))
+@pytest.mark.parametrize("name", SENDER_SIDE)
 def test_truth_relative_seq_and_clock_match_the_capture(name):
     for fl in meta(name)["flows"]:
         p, _, _ = flow_truth(name, fl["sport"])
@@ -174,7 +182,7 @@ def test_truth_relative_seq_and_clock_match_the_capture(name):
         assert ok.mean() > 0.99
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED - {"reno-bdp-receiver"}))
+@pytest.mark.parametrize("name", SENDER_SIDE)
 def test_truth_retransmissions_are_in_the_capture(name):
     for fl in meta(name)["flows"]:
         _, _, r = flow_truth(name, fl["sport"])
@@ -351,6 +359,22 @@ def _handshake_gaps(name: str) -> tuple[float, float]:
     return (synack - syn) / 1e9, (ack - synack) / 1e9
 
 
+@pytest.mark.parametrize("name", RECEIVER_SIDE)
+def test_every_receiver_sample_is_the_receiver_side_of_a_sender_sample(name):
+    # same connection as the sender-side sample of the same run (same ISN, same truth), and the
+    # handshake seen from the receiver: SYN/ACK at once after the SYN, the ACK one RTT later
+    m = meta(name)
+    other = m["same_run_as"]
+    assert other in SENDER_SIDE, name
+    assert [f["isn"] for f in m["flows"]] == [f["isn"] for f in meta(other)["flows"]]
+    assert truth(name, "probe").equals(truth(other, "probe"))
+    rtt = m["base_rtt_s"]
+    syn_synack, synack_ack = _handshake_gaps(name)
+    assert syn_synack < 0.1 * rtt and synack_ack > 0.9 * rtt
+    syn_synack, synack_ack = _handshake_gaps(other)
+    assert syn_synack > 0.9 * rtt and synack_ack < 0.1 * rtt
+
+
 def test_receiver_sample_is_captured_at_the_receiver():
     m = meta("reno-bdp-receiver")
     assert m["capture_point"] == "receiver" and m["same_run_as"] == "reno-bdp"
@@ -367,7 +391,7 @@ def test_receiver_sample_is_captured_at_the_receiver():
 
 
 def test_emulator_accuracy_recorded_and_within_bounds():
-    for name in sorted(REQUIRED):
+    for name in ALL_NAMES:
         emu = meta(name)["emulator"]["a_to_b"]
         assert emu["drop_ring"] == 0 and emu["write_err"] == 0
         assert emu["release_late_us"]["p50"] < 200 and emu["release_late_us"]["p99"] < 1000, name

@@ -28,6 +28,29 @@ SHOWS = {
                     "is not binding and Linux stops growing it at 2 × the flight (40) — flat for the whole run",
     "app-limited": "application-limited Reno flow (2 Mbit/s writer on a 10 Mbit/s link): flight well below cwnd; "
                    "Linux grows no unused window, cwnd stays flat at 2 × the largest flight",
+    "bbr-rtt10": "BBR (v1) at 20 Mbit/s, 10 ms base RTT, 1-BDP buffer: model-based pacing, cwnd near 2·BDP + "
+                 "quantization/aggregation allowance",
+    "bbr-rtt100": "BBR (v1) at 10 Mbit/s, 100 ms base RTT, shallow 0.3-BDP buffer: STARTUP overshoot losses, BBR keeps "
+                  "its rate (cwnd not halved) despite 6 % retransmissions",
+    "bbr-loss": "BBR (v1) under 1 % random loss with a 2-BDP buffer: throughput stays near the link rate (no halving); "
+                "also captured at the receiver",
+    "bbr-loss-receiver": "the bbr-loss run captured at the receiver; truth is the sender's",
+    "bbr-40m": "BBR (v1) at 40 Mbit/s, 20 ms base RTT, 1-BDP buffer (short run: STARTUP, DRAIN, first PROBE_BW cycles)",
+    "bbr-vs-cubic": "two flows, BBR (sport 40001) and CUBIC (sport 40002), sharing a 10 Mbit/s bottleneck with a 2-BDP "
+                    "buffer; truth for both",
+    "reno-50m": "Reno at 50 Mbit/s, 10 ms base RTT, 0.5-BDP buffer: fast sawtooth, ssthresh = cwnd/2 at each overflow",
+    "reno-4bdp": "Reno with a deep 4-BDP buffer (10 Mbit/s, 10 ms): RTT grows several-fold before each halving",
+    "reno-loss-rtt60": "Reno under 1 % random loss at 60 ms base RTT (buffer 2 BDP): loss-limited window far below BDP",
+    "reno-rtt60": "Reno at 60 ms base RTT with a shallow 0.3-BDP buffer (10 Mbit/s); also captured at the receiver",
+    "reno-rtt60-receiver": "the reno-rtt60 run captured at the receiver; truth is the sender's",
+    "cubic-rtt10": "CUBIC at 20 Mbit/s, 10 ms base RTT, 0.5-BDP buffer (Reno-friendly region): ssthresh = 0.7·cwnd; also "
+                   "captured at the receiver",
+    "cubic-rtt10-receiver": "the cubic-rtt10 run captured at the receiver; truth is the sender's",
+    "cubic-4bdp": "CUBIC with a deep 4-BDP buffer (10 Mbit/s, 10 ms): ssthresh = 0.7·cwnd, cubic regrowth through a "
+                  "deep queue",
+    "cubic-loss-rtt100": "CUBIC under 0.2 % random loss at 100 ms base RTT (buffer 2 BDP)",
+    "reno-vs-cubic-rtt20": "two flows, Reno (sport 40001) and CUBIC (sport 40002), at 20 Mbit/s and 20 ms base RTT, "
+                           "1-BDP buffer; truth for both",
 }
 
 

@@ -422,6 +422,8 @@ def main() -> None:
                    "--duration", str(a.duration), "--out", str(work / f"send_{fl['sport']}.json")]
             if app_rate:
                 cmd += ["--app-rate", f"{app_rate:.0f}", "--app-chunk", str(a.app_chunk)]
+            if fl["cc"] == "bbr":  # the kernel's BBR model, polled (truth_signals.parquet)
+                cmd += ["--cc-info-out", str(work / f"ccinfo_{fl['sport']}.json")]
             send_cmds.append(cmd)
             senders.append(subprocess.Popen(cmd))
         procs += senders
@@ -444,6 +446,7 @@ def main() -> None:
         events = parse_trace(text)
         pc = pcapmini.read(work / "sender.pcap")
         probe, ca, rt, align = build_truth(events, flows, pc, guess)
+        signals = bbr_signals(work, flows)
         for fl in flows:
             fl["sender_stats"] = json.loads((work / f"send_{fl['sport']}.json").read_text())
             fl["receiver_stats"] = json.loads((work / f"recv_{fl['dport']}.json").read_text())
@@ -482,7 +485,18 @@ def main() -> None:
                                              "incoming segment: values are the state BEFORE that ACK is processed"},
             "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        _write_sample(out, work / "sender.pcap", probe, ca, rt, meta)
+        if signals is not None:
+            meta["truth_signals"] = {
+                "file": "truth_signals.parquet", "rows": signals.height,
+                "source": "the sender polls getsockopt(TCP_CC_INFO) (struct tcp_bbr_info) and TCP_INFO every "
+                          "2 ms in a second thread (flow.py --cc-info-out); ts_ns = CLOCK_REALTIME just "
+                          "before the calls (the capture's clock)",
+                "columns": {"bbr_bw_Bps": "BBR btl_bw, payload bytes/s (bbr_bw · mss · 1e6 >> 24)",
+                            "bbr_min_rtt_us": "BBR min_rtt, µs", "bbr_pacing_gain": "pacing gain · 256",
+                            "bbr_cwnd_gain": "cwnd gain · 256", "snd_cwnd": "packets",
+                            "pacing_rate_Bps": "sk_pacing_rate, bytes/s",
+                            "delivery_rate_Bps": "tcpi_delivery_rate, bytes/s", "bytes_acked": "bytes"}}
+        _write_sample(out, work / "sender.pcap", probe, ca, rt, meta, signals)
         if a.capture == "both":
             rout = Path(a.receiver_out or HERE.parent / f"{a.name}-receiver")
             rout.mkdir(parents=True, exist_ok=True)
@@ -495,7 +509,7 @@ def main() -> None:
                                                   "tcpdump": dump_stats.get("receiver.pcap", {})}
             rmeta["note"] = ("receiver-side capture of the same run; truth files are the sender's kernel "
                              "truth aligned with the sender-side capture (same realtime clock)")
-            _write_sample(rout, work / "receiver.pcap", probe, ca, rt, rmeta)
+            _write_sample(rout, work / "receiver.pcap", probe, ca, rt, rmeta, signals)
         print(json.dumps({"name": a.name, "flows": [{k: fl[k] for k in ("cc", "sport", "capture_summary",
                                                                          "retrans_seq_matched", "truth_rows")}
                                                     for fl in flows],
@@ -515,8 +529,26 @@ def main() -> None:
         teardown()
 
 
-def _write_sample(out: Path, pcap: Path, probe, ca, rt, meta: dict) -> None:
+def bbr_signals(work: Path, flows: list[dict]):
+    """The polled kernel BBR state of every bbr flow (flow.py --cc-info-out) as one table with a
+    ``sport`` column, or None when no flow ran bbr."""
+    import polars as pl
+
+    frames = []
+    for fl in flows:
+        f = work / f"ccinfo_{fl['sport']}.json"
+        if fl["cc"] != "bbr" or not f.exists():
+            continue
+        d = json.loads(f.read_text())
+        df = pl.DataFrame(d["rows"], schema=[(c, pl.Int64) for c in d["columns"]], orient="row")
+        frames.append(df.with_columns(pl.lit(fl["sport"], dtype=pl.UInt16).alias("sport")))
+    return pl.concat(frames).sort("ts_ns") if frames else None
+
+
+def _write_sample(out: Path, pcap: Path, probe, ca, rt, meta: dict, signals=None) -> None:
     shutil.copyfile(pcap, out / "capture.pcap")
+    if signals is not None:
+        signals.write_parquet(out / "truth_signals.parquet", compression="zstd")
     probe.write_parquet(out / "truth_probe.parquet", compression="zstd")
     ca.write_parquet(out / "truth_ca_state.parquet", compression="zstd")
     rt.write_parquet(out / "truth_retrans.parquet", compression="zstd")
