@@ -2,7 +2,7 @@
 
 Runs the installed ``hscc-trace`` on every bundled sample and every external capture
 (``../shared/captures/external`` beside the repository, when present) and records a SHA-256 of
-each output with creation timestamps blanked:
+each output with creation timestamps and the repository's path blanked:
 
 - ``flows FILE --json`` (stdout);
 - ``analyze FILE --json R --export DIR --export-format csv -o REPORT`` (the JSON results, every
@@ -37,7 +37,10 @@ _STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
 def _digest(data: bytes) -> str:
-    return hashlib.sha256(_STAMP.sub(b"<created>", data)).hexdigest()
+    """SHA-256 with creation stamps and the repository's own path blanked (two checkouts of
+    different commits sit in different folders)."""
+    data = _STAMP.sub(b"<created>", data).replace(str(REPO).encode(), b"<repo>")
+    return hashlib.sha256(data).hexdigest()
 
 
 def _run(args: list[str], cwd: Path) -> tuple[int, bytes]:
