@@ -4,8 +4,8 @@ One input is the bytes of a capture file. Each execution runs it through every s
 capture goes through:
 
 1. the reader and both decoders, the flow table and the wscale/option handling
-   (``hscc_trace.capture.load``: pcap/pcapng/gzip reader, compiled fast decoder, scapy fallback);
-2. the ``hscc-trace flows`` fast path (``capture.flowscan.flow_rows``: a second, streaming flow
+   (``hscc_trace.flows.load``: pcap/pcapng/gzip reader, compiled fast decoder, scapy fallback);
+2. the ``hscc-trace flows`` fast path (``flows.scan.flow_rows``: a second, streaming flow
    kernel);
 3. events of up to three flows (``events.flow_events``), and for each the replay of reno, cubic
    and fusion with the fit (``api.replay``, ``api.fit``);
@@ -39,7 +39,7 @@ import atheris
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-import hscc_trace.capture as capture  # noqa: E402
+import hscc_trace.flows.ingest as capture  # noqa: E402
 import hscc_trace.flows.scan as flowscan  # noqa: E402
 from hscc_trace import api
 from hscc_trace.analysis import pipeline
