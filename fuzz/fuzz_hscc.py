@@ -39,15 +39,17 @@ import atheris
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
+import seeds  # noqa: E402  (fuzz/seeds.py)
+
 import hscc_trace.flows.ingest as capture  # noqa: E402
 import hscc_trace.flows.scan as flowscan  # noqa: E402
 from hscc_trace import api
-from hscc_trace.analysis import pipeline
-from hscc_trace.analysis import results  # noqa: E402
 from hscc_trace import events as events_mod  # noqa: E402
+from hscc_trace.analysis import (
+    pipeline,
+    results,  # noqa: E402
+)
 from hscc_trace.errors import HsccError, InternalError, InternalMessage  # noqa: E402
-
-import seeds  # noqa: E402  (fuzz/seeds.py)
 
 #: algorithms replayed on every flow: a loss-based, a cubic and a delay/loss hybrid
 ALGOS = ("reno", "cubic", "fusion")
@@ -126,8 +128,11 @@ def instrument_project() -> int:
     compiled = {id(o.py_func) for o in gc.get_objects() if isinstance(o, (Kernel, Dispatcher))}
     n = 0
     for obj in gc.get_objects():
-        if (isinstance(obj, types.FunctionType) and id(obj) not in compiled
-                and (getattr(obj, "__module__", None) or "").startswith("hscc_trace")):
+        if (
+            isinstance(obj, types.FunctionType)
+            and id(obj) not in compiled
+            and (getattr(obj, "__module__", None) or "").startswith("hscc_trace")
+        ):
             try:
                 atheris.instrument_func(obj)
                 n += 1

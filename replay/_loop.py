@@ -32,9 +32,16 @@ from __future__ import annotations
 
 import math
 
+from ._defaults import (  # noqa: F401
+    cong_control,  # noqa: F401
+    on_ack,
+    on_recovery_exit,
+    on_round_end,
+    on_rto,
+    on_rtt_sample,
+    undo_cwnd,
+)
 from ._jit import jit
-from ._defaults import on_ack, on_recovery_exit, on_round_end, on_rto, on_rtt_sample, undo_cwnd  # noqa: F401
-from ._defaults import cong_control  # noqa: F401
 from .tp import *  # noqa: F401,F403
 
 HAS_CONG_CONTROL = False  # rebound to True by the generated bindings when the algorithm has cong_control
@@ -71,8 +78,11 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
             is_lim = prior_flight >= cwnd_now - 1e-9
             prev_ack = ev[i, E_PREV_ACK]  # noqa: F405
             packets_out = (ev[i, E_SND_MAX] - prev_ack) / mss  # noqa: F405
-            if (prev_ack >= tp[CWND_USAGE_SEQ] or is_lim  # noqa: F405
-                    or (tp[IS_CWND_LIMITED] == 0.0 and packets_out > tp[MAX_PACKETS_OUT])):  # noqa: F405
+            if (
+                prev_ack >= tp[CWND_USAGE_SEQ]
+                or is_lim  # noqa: F405
+                or (tp[IS_CWND_LIMITED] == 0.0 and packets_out > tp[MAX_PACKETS_OUT])
+            ):  # noqa: F405
                 tp[IS_CWND_LIMITED] = 1.0 if is_lim else 0.0  # noqa: F405
                 tp[MAX_PACKETS_OUT] = packets_out  # noqa: F405
                 tp[CWND_USAGE_SEQ] = ev[i, E_SND_MAX]  # noqa: F405
@@ -133,8 +143,12 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
                 tp[SSTHRESH] = tp[PRIOR_SSTHRESH]  # noqa: F405
             tp[CWND_CNT] = 0.0  # noqa: F405
             state = OPEN  # noqa: F405
-        elif state == RECOVERY and (ts == OPEN or evk == EV_FAST_RETRANSMIT or evk == EV_SACK_RECOVERY  # noqa: F405
-                                    or (not linux and tp[EXIT_ON_PARTIAL] > 0.0 and ev[i, E_DATA_ACKED] > 0.0)):  # noqa: F405
+        elif state == RECOVERY and (
+            ts == OPEN
+            or evk == EV_FAST_RETRANSMIT
+            or evk == EV_SACK_RECOVERY  # noqa: F405
+            or (not linux and tp[EXIT_ON_PARTIAL] > 0.0 and ev[i, E_DATA_ACKED] > 0.0)
+        ):  # noqa: F405
             # end of recovery (Linux tcp_end_cwnd_reduction; RFC 6582 step 3 "full ACK";
             # RFC 5681 §3.2 step 6 for EXIT_ON_PARTIAL): deflate to ssthresh
             if tp[SSTHRESH] < 1e300 and not HAS_CONG_CONTROL:  # noqa: F405
@@ -158,8 +172,11 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
             state = LOSS  # noqa: F405
             tp[STATE] = state  # noqa: F405
             on_rto(st, p, tp)
-        elif ((evk == EV_FAST_RETRANSMIT or evk == EV_SACK_RECOVERY or ts == RECOVERY)  # noqa: F405
-              and state == OPEN and not suppressed):  # noqa: F405 - Linux tcp_enter_recovery
+        elif (
+            (evk == EV_FAST_RETRANSMIT or evk == EV_SACK_RECOVERY or ts == RECOVERY)  # noqa: F405
+            and state == OPEN
+            and not suppressed
+        ):  # noqa: F405 - Linux tcp_enter_recovery
             tp[PRIOR_SSTHRESH] = _current_ssthresh(tp, linux)  # noqa: F405
             tp[PRIOR_CWND] = tp[CWND]  # noqa: F405
             if evk < 0:

@@ -14,9 +14,10 @@ DataFrame per algorithm out) and :func:`replay_flow` (a :class:`~hscc_trace.mode
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 import numba
 import numpy as np
@@ -30,8 +31,12 @@ from .compile import loop_function
 from .registry import Resolved, resolve, resolve_many
 
 _STATE_CODE = {s: i for i, s in enumerate(schema.CONG_STATES)}  # open 0, recovery 1, loss 2
-_EVENT_CODE = {"fast_retransmit": T.EV_FAST_RETRANSMIT, "sack_recovery": T.EV_SACK_RECOVERY,
-               "rto": T.EV_RTO, "ecn": T.EV_ECN}
+_EVENT_CODE = {
+    "fast_retransmit": T.EV_FAST_RETRANSMIT,
+    "sack_recovery": T.EV_SACK_RECOVERY,
+    "rto": T.EV_RTO,
+    "ecn": T.EV_ECN,
+}
 
 
 @dataclass
@@ -136,7 +141,7 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     return Prepared(np.ascontiguousarray(ev), ts, int(mss), first_flight)
 
 
-def _codes(s: pl.Series, code: dict[str, float], default: float) -> np.ndarray:
+def _codes(s: pl.Series, code: Mapping[str, float], default: float) -> np.ndarray:
     """Labels → float codes (``default`` for null or unmapped labels). An Enum column maps its
     physical codes through a lookup table; any other dtype goes through strings."""
     if isinstance(s.dtype, pl.Enum):
@@ -231,9 +236,18 @@ def rate_samples(prep: Prepared) -> Prepared:
         prep.rate_done = True
         return prep
     ev = prep.ev
-    out = _rate_samples(ev[:, T.E_T].copy(), ev[:, T.E_ACKED].copy(), ev[:, T.E_SACKED].copy(),
-                        ev[:, T.E_ACK].copy(), ev[:, T.E_PREV_ACK].copy(), ev[:, T.E_SND_MAX].copy(),
-                        ev[:, T.E_RTT].copy(), ev[:, T.E_SENT].copy(), ev[:, T.E_FLIGHT].copy(), float(prep.mss))
+    out = _rate_samples(
+        ev[:, T.E_T].copy(),
+        ev[:, T.E_ACKED].copy(),
+        ev[:, T.E_SACKED].copy(),
+        ev[:, T.E_ACK].copy(),
+        ev[:, T.E_PREV_ACK].copy(),
+        ev[:, T.E_SND_MAX].copy(),
+        ev[:, T.E_RTT].copy(),
+        ev[:, T.E_SENT].copy(),
+        ev[:, T.E_FLIGHT].copy(),
+        float(prep.mss),
+    )
     ev[:, T.E_RS_DELIVERED] = out[0]
     ev[:, T.E_RS_INTERVAL] = out[1]
     ev[:, T.E_RS_PRIOR_DELIVERED] = out[2]
@@ -387,8 +401,13 @@ def _plan(r: Resolved, compiled: bool) -> tuple[Any, list, np.ndarray]:
     hit = _PLANS.get(key)
     if hit is None or hit[0] is not r.base or hit[1] is not r.wrapper:
         sigs = r.signals()
-        hit = (r.base, r.wrapper, loop_function(r.base, r.wrapper, compiled=compiled), sigs,
-               np.array([i for _, i in sigs], dtype=np.int64))
+        hit = (
+            r.base,
+            r.wrapper,
+            loop_function(r.base, r.wrapper, compiled=compiled),
+            sigs,
+            np.array([i for _, i in sigs], dtype=np.int64),
+        )
         _PLANS[key] = hit
     return hit[2], hit[3], hit[4]
 
@@ -487,8 +506,15 @@ def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list) -> pl.DataFrame:
     return pl.DataFrame(list(cols.values()))
 
 
-def replay(acks: pl.DataFrame, mss: int, algos: Iterable[str | Resolved], params: Iterable[str] = (),
-           *, segments: pl.DataFrame | None = None, compiled: bool = True) -> dict[str, pl.DataFrame]:
+def replay(
+    acks: pl.DataFrame,
+    mss: int,
+    algos: Iterable[str | Resolved],
+    params: Iterable[str] = (),
+    *,
+    segments: pl.DataFrame | None = None,
+    compiled: bool = True,
+) -> dict[str, pl.DataFrame]:
     """Replay several algorithms over one ACK stream → ``{label: frame}``.
 
     ``algos`` are names (``reno``, ``kyushu+cubic``) or resolved algorithms; ``params`` are
@@ -513,7 +539,8 @@ def replay(acks: pl.DataFrame, mss: int, algos: Iterable[str | Resolved], params
     return out
 
 
-def replay_flow(events: Any, algos: Iterable[str | Resolved], params: Iterable[str] = (),
-                *, compiled: bool = True) -> dict[str, pl.DataFrame]:
+def replay_flow(
+    events: Any, algos: Iterable[str | Resolved], params: Iterable[str] = (), *, compiled: bool = True
+) -> dict[str, pl.DataFrame]:
     """:func:`replay` on a :class:`hscc_trace.model.FlowEvents`."""
     return replay(events.acks, events.mss, algos, params, segments=events.segments, compiled=compiled)

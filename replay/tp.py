@@ -59,7 +59,9 @@ LAST_ECN_ROUND = 37  # round index of the last ECN reaction (at most one per rou
 SND_UNA = 38  # bytes — cumulative ACK (relative sequence)
 SND_MAX = 39  # bytes — highest sequence sent so far
 ACKS = 40  # number of ACKs processed so far (including the current one)
-EXIT_ON_PARTIAL = 41  # set by an algorithm's init: flavor rfc leaves recovery on the first ACK of new data (RFC 5681 Reno)
+EXIT_ON_PARTIAL = (
+    41  # set by an algorithm's init: flavor rfc leaves recovery on the first ACK of new data (RFC 5681 Reno)
+)
 # --- delivery-rate sample of the current ACK (Linux struct rate_sample, tcp_rate.c;
 # draft-cheng-iccrg-delivery-rate-estimation), filled only for algorithms with a cong_control hook ---
 RS_DELIVERED = 42  # packets delivered over the sample's interval (nan: no valid sample on this ACK)

@@ -25,8 +25,17 @@ from hscc_trace import schema
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 INF_SSTHRESH = 2147483647  # TCP_INFINITE_SSTHRESH
-REQUIRED = {"reno-bdp", "reno-loss", "cubic-longrtt", "cubic-loss", "bbr", "reno-vs-cubic", "rwnd-limited",
-            "app-limited", "reno-bdp-receiver"}
+REQUIRED = {
+    "reno-bdp",
+    "reno-loss",
+    "cubic-longrtt",
+    "cubic-loss",
+    "bbr",
+    "reno-vs-cubic",
+    "rwnd-limited",
+    "app-limited",
+    "reno-bdp-receiver",
+}
 
 _spec = importlib.util.spec_from_file_location("hscc_samples_pcapmini", SAMPLES / "testbed" / "pcapmini.py")
 pcapmini = importlib.util.module_from_spec(_spec)
@@ -71,8 +80,9 @@ def flow_truth(name: str, sport: int) -> tuple[pl.DataFrame, pl.DataFrame, pl.Da
 
 
 def flow_pkts(name: str, fl: dict):
-    return pcapmini.flow_packets(capture(name), pcapmini.ip_to_int(fl["src"]), fl["sport"],
-                                 pcapmini.ip_to_int(fl["dst"]), fl["dport"])
+    return pcapmini.flow_packets(
+        capture(name), pcapmini.ip_to_int(fl["src"]), fl["sport"], pcapmini.ip_to_int(fl["dst"]), fl["dport"]
+    )
 
 
 def recovery_entries(name: str, sport: int) -> list[tuple[int, int, int, int]]:
@@ -96,12 +106,17 @@ def recovery_entries(name: str, sport: int) -> list[tuple[int, int, int, int]]:
 
 
 def flows_with_cc(cc: str) -> list[tuple[str, int]]:
-    return [(e["name"], f["sport"]) for e in index()["samples"] for f in e["flows"]
-            if f["cc"] == cc and e["capture_point"] == "sender"]
+    return [
+        (e["name"], f["sport"])
+        for e in index()["samples"]
+        for f in e["flows"]
+        if f["cc"] == cc and e["capture_point"] == "sender"
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
 # presence, schema, size
+
 
 def test_index_lists_every_required_sample_and_its_files_exist():
     assert REQUIRED <= set(names())
@@ -119,8 +134,11 @@ def test_samples_total_size_under_30_mb():
 
 @pytest.mark.parametrize("name", ALL_NAMES)
 def test_truth_tables_conform_to_schema(name):
-    for kind, cols in (("probe", schema.TRUTH_PROBE), ("ca_state", schema.TRUTH_CA_STATE),
-                       ("retrans", schema.TRUTH_RETRANS)):
+    for kind, cols in (
+        ("probe", schema.TRUTH_PROBE),
+        ("ca_state", schema.TRUTH_CA_STATE),
+        ("retrans", schema.TRUTH_RETRANS),
+    ):
         df = truth(name, kind)
         assert df.schema == schema.polars_schema(cols), f"{name} truth_{kind}"
         assert df["ts_ns"].is_sorted(), f"{name} truth_{kind} not in time order"
@@ -133,8 +151,22 @@ def test_truth_tables_conform_to_schema(name):
 @pytest.mark.parametrize("name", ALL_NAMES)
 def test_meta_records_how_the_sample_was_made(name):
     m = meta(name)
-    for key in ("cc", "rate_bps", "delay_one_way_s", "buffer_pkts", "loss", "duration_s", "command", "kernel",
-                "sender", "receiver", "flows", "capture_point", "emulator", "trace"):
+    for key in (
+        "cc",
+        "rate_bps",
+        "delay_one_way_s",
+        "buffer_pkts",
+        "loss",
+        "duration_s",
+        "command",
+        "kernel",
+        "sender",
+        "receiver",
+        "flows",
+        "capture_point",
+        "emulator",
+        "trace",
+    ):
         assert key in m, f"{name}: meta.json lacks {key}"
     assert m["command"].startswith("python samples/testbed/run.py --name")
     assert m["capture"]["snaplen"] <= 128
@@ -150,6 +182,7 @@ def test_meta_records_how_the_sample_was_made(name):
 
 # ---------------------------------------------------------------------------------------------
 # truth ↔ capture consistency (clock alignment, relative sequence numbers)
+
 
 @pytest.mark.parametrize("name", SENDER_SIDE)
 def test_truth_relative_seq_and_clock_match_the_capture(name):
@@ -210,6 +243,7 @@ def test_truth_retransmissions_are_in_the_capture(name):
 # ---------------------------------------------------------------------------------------------
 # each sample shows what it claims
 
+
 def test_reno_ssthresh_halves_at_every_recovery_entry():
     # Linux tcp_reno_ssthresh(): max(cwnd >> 1, 2). Worked by hand from reno-bdp's truth: the
     # 1-BDP buffer overflows when cwnd = BDP 34 + buffer 33 + 1 = 68 packets → ssthresh 34 (68/2),
@@ -223,8 +257,9 @@ def test_reno_ssthresh_halves_at_every_recovery_entry():
         assert len(ev) >= 3, f
         for cw, _, ss, _ in ev:
             assert ss == max(cw // 2, 2), (f, cw, ss)
-    assert (68, INF_SSTHRESH, 34, 67) in entries[("reno-bdp", 40001)] or \
-        any(cw == 68 and ss == 34 for cw, _, ss, _ in entries[("reno-bdp", 40001)])
+    assert (68, INF_SSTHRESH, 34, 67) in entries[("reno-bdp", 40001)] or any(
+        cw == 68 and ss == 34 for cw, _, ss, _ in entries[("reno-bdp", 40001)]
+    )
 
 
 def test_reno_bdp_sawtooth_peaks_near_bdp_plus_buffer():
@@ -414,6 +449,7 @@ def test_emulator_rate_and_delay_measured_on_the_reno_bdp_capture_pair():
 # ---------------------------------------------------------------------------------------------
 # repeatability
 
+
 def test_repeatability_record_agrees_within_10_percent():
     # samples/testbed/repeat.py ran every configuration several times with identical settings.
     # Throughput must agree within 10 % between every pair of runs, and so must the loss counts
@@ -431,10 +467,15 @@ def test_repeatability_record_agrees_within_10_percent():
             assert hi - lo <= tol * (hi + lo) / 2, (r["name"], k, hi, lo)
 
 
-@pytest.mark.skipif(os.environ.get("HSCC_TESTBED") != "1" or os.geteuid() != 0,
-                    reason="live testbed run: needs root and HSCC_TESTBED=1 (about 1 minute)")
+@pytest.mark.skipif(
+    os.environ.get("HSCC_TESTBED") != "1" or os.geteuid() != 0,
+    reason="live testbed run: needs root and HSCC_TESTBED=1 (about 1 minute)",
+)
 def test_repeatability_live(tmp_path):
     out = tmp_path / "rep.json"
-    r = subprocess.run([sys.executable, str(SAMPLES / "testbed" / "repeat.py"), "--only", "reno-bdp,cubic-loss",
-                        "--out", str(out)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(SAMPLES / "testbed" / "repeat.py"), "--only", "reno-bdp,cubic-loss", "--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout + r.stderr

@@ -40,13 +40,27 @@ def tcp_info(sock: socket.socket) -> dict[str, int]:
     (delivery_rate, busy_time, rwnd_limited, sndbuf_limited) = struct.unpack_from("<4Q", raw, 160)
     (bytes_sent, bytes_retrans) = struct.unpack_from("<2Q", raw, 200)
     return {
-        "state": u8[0], "ca_state": u8[1], "snd_mss": snd_mss, "rcv_mss": rcv_mss,
-        "snd_ssthresh": snd_ssthresh, "snd_cwnd": snd_cwnd, "rtt_us": rtt, "min_rtt_us": min_rtt,
-        "total_retrans": total_retrans, "bytes_acked": bytes_acked, "bytes_received": bytes_received,
-        "bytes_sent": bytes_sent, "bytes_retrans": bytes_retrans, "segs_out": segs_out,
-        "data_segs_out": data_segs_out, "data_segs_in": data_segs_in,
-        "delivery_rate_Bps": delivery_rate, "delivery_rate_app_limited": u8[7] & 1,
-        "busy_time_us": busy_time, "rwnd_limited_us": rwnd_limited, "sndbuf_limited_us": sndbuf_limited,
+        "state": u8[0],
+        "ca_state": u8[1],
+        "snd_mss": snd_mss,
+        "rcv_mss": rcv_mss,
+        "snd_ssthresh": snd_ssthresh,
+        "snd_cwnd": snd_cwnd,
+        "rtt_us": rtt,
+        "min_rtt_us": min_rtt,
+        "total_retrans": total_retrans,
+        "bytes_acked": bytes_acked,
+        "bytes_received": bytes_received,
+        "bytes_sent": bytes_sent,
+        "bytes_retrans": bytes_retrans,
+        "segs_out": segs_out,
+        "data_segs_out": data_segs_out,
+        "data_segs_in": data_segs_in,
+        "delivery_rate_Bps": delivery_rate,
+        "delivery_rate_app_limited": u8[7] & 1,
+        "busy_time_us": busy_time,
+        "rwnd_limited_us": rwnd_limited,
+        "sndbuf_limited_us": sndbuf_limited,
     }
 
 
@@ -69,8 +83,13 @@ def recv(args: argparse.Namespace) -> None:
             break
         total += n
     t1 = time.time()
-    out = {"peer": list(peer), "bytes": total, "seconds": t1 - t0,
-           "rcvbuf": conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF), "tcp_info": tcp_info(conn)}
+    out = {
+        "peer": list(peer),
+        "bytes": total,
+        "seconds": t1 - t0,
+        "rcvbuf": conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF),
+        "tcp_info": tcp_info(conn),
+    }
     conn.close()
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
@@ -138,8 +157,17 @@ def send(args: argparse.Namespace) -> None:
     if poller is not None:
         stop.set()
         poller.join()
-        cols = ["ts_ns", "bbr_bw_Bps", "bbr_min_rtt_us", "bbr_pacing_gain", "bbr_cwnd_gain", "snd_cwnd",
-                "pacing_rate_Bps", "delivery_rate_Bps", "bytes_acked"]
+        cols = [
+            "ts_ns",
+            "bbr_bw_Bps",
+            "bbr_min_rtt_us",
+            "bbr_pacing_gain",
+            "bbr_cwnd_gain",
+            "snd_cwnd",
+            "pacing_rate_Bps",
+            "delivery_rate_Bps",
+            "bytes_acked",
+        ]
         with open(args.cc_info_out, "w") as f:
             json.dump({"columns": cols, "rows": rows}, f)
     s.shutdown(socket.SHUT_WR)
@@ -150,8 +178,14 @@ def send(args: argparse.Namespace) -> None:
     except TimeoutError:
         pass
     t1 = time.monotonic()
-    out = {"cc": cc, "bytes_written": sent, "seconds_writing": args.duration, "seconds_total": t1 - t0,
-           "tcp_info_at_end_of_writing": info_before_close, "tcp_info_final": tcp_info(s)}
+    out = {
+        "cc": cc,
+        "bytes_written": sent,
+        "seconds_writing": args.duration,
+        "seconds_total": t1 - t0,
+        "tcp_info_at_end_of_writing": info_before_close,
+        "tcp_info_final": tcp_info(s),
+    }
     s.close()
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)

@@ -51,8 +51,9 @@ def _run(args: list[str], cwd: Path) -> tuple[int, bytes]:
 def captures() -> list[tuple[str, Path]]:
     out = [(f"samples/{p.parent.name}", p) for p in sorted(REPO.glob("samples/*/capture.pcap"))]
     if EXTERNAL.is_dir():
-        out += [(f"external/{p.name}", p) for p in sorted(EXTERNAL.iterdir())
-                if p.is_file() and p.name != "PROVENANCE.md"]
+        out += [
+            (f"external/{p.name}", p) for p in sorted(EXTERNAL.iterdir()) if p.is_file() and p.name != "PROVENANCE.md"
+        ]
     return out
 
 
@@ -64,8 +65,22 @@ def collect() -> dict[str, str]:
             rc, out = _run(["flows", str(path), "--json"], work)
             result[f"{label} flows"] = f"rc={rc} {_digest(out)}"
             res, rep, exp = work / "r.json", work / "r.html", work / "exp"
-            rc, _ = _run(["analyze", str(path), "-q", "--json", str(res), "-o", str(rep),
-                          "--export", str(exp), "--export-format", "csv"], work)
+            rc, _ = _run(
+                [
+                    "analyze",
+                    str(path),
+                    "-q",
+                    "--json",
+                    str(res),
+                    "-o",
+                    str(rep),
+                    "--export",
+                    str(exp),
+                    "--export-format",
+                    "csv",
+                ],
+                work,
+            )
             result[f"{label} analyze rc"] = str(rc)
             for f in (res, rep):
                 if f.exists():

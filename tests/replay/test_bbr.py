@@ -21,12 +21,11 @@ import math
 import numpy as np
 import polars as pl
 import pytest
+from hook_harness import Hooks
+from replay_synth import SAMPLES, load_sample, stream
 
 from hscc_trace.replay import engine, metrics
 from hscc_trace.replay import tp as T
-
-from hook_harness import Hooks
-from replay_synth import SAMPLES, load_sample, stream
 
 HG = 2.885  # high_gain (rfc, the parameter's value)
 
@@ -38,15 +37,37 @@ def bbr(**params) -> Hooks:
     return h
 
 
-def ack(h: Hooks, *, t: float, delivered: float, prior_delivered: float, interval: float,
-        sample: float | None = None, n: float = 2.0, rtt: float | None = 0.1, pipe: float = 50.0,
-        prior_flight: float = 50.0, state: float = T.OPEN, losses: float = 0.0) -> Hooks:
+def ack(
+    h: Hooks,
+    *,
+    t: float,
+    delivered: float,
+    prior_delivered: float,
+    interval: float,
+    sample: float | None = None,
+    n: float = 2.0,
+    rtt: float | None = 0.1,
+    pipe: float = 50.0,
+    prior_flight: float = 50.0,
+    state: float = T.OPEN,
+    losses: float = 0.0,
+) -> Hooks:
     """One ACK: the engine's slots as the loop sets them, then cong_control (n packets acked).
     ``sample`` = packets in the rate sample (delivered − prior_delivered unless given)."""
-    h.set(NOW=t, DELIVERED_TIME=t, DELIVERED=delivered, RS_PRIOR_DELIVERED=prior_delivered,
-          RS_DELIVERED=delivered - prior_delivered if sample is None else sample, RS_INTERVAL=interval,
-          RS_LOSSES=losses, PIPE=pipe, PRIOR_FLIGHT=prior_flight, STATE=state,
-          RTT_NEW=0.0 if rtt is None else 1.0, RTT=math.nan if rtt is None else rtt)
+    h.set(
+        NOW=t,
+        DELIVERED_TIME=t,
+        DELIVERED=delivered,
+        RS_PRIOR_DELIVERED=prior_delivered,
+        RS_DELIVERED=delivered - prior_delivered if sample is None else sample,
+        RS_INTERVAL=interval,
+        RS_LOSSES=losses,
+        PIPE=pipe,
+        PRIOR_FLIGHT=prior_flight,
+        STATE=state,
+        RTT_NEW=0.0 if rtt is None else 1.0,
+        RTT=math.nan if rtt is None else rtt,
+    )
     h.call("cong_control", n)
     return h
 
@@ -203,8 +224,16 @@ def test_probe_rtt_after_10_s_without_a_new_min_rtt_caps_cwnd_at_4_then_restores
 
 def test_probe_rtt_exit_without_full_pipe_returns_to_startup():
     h = bbr()
-    h.set(mode=3.0, probe_rtt_done=1.0, probe_rtt_round_done=1.0, min_rtt=0.1, min_rtt_stamp=0.0,
-          prior_cwnd=50.0, CWND=4.0, next_rtt_delivered=0.0)
+    h.set(
+        mode=3.0,
+        probe_rtt_done=1.0,
+        probe_rtt_round_done=1.0,
+        min_rtt=0.1,
+        min_rtt_stamp=0.0,
+        prior_cwnd=50.0,
+        CWND=4.0,
+        next_rtt_delivered=0.0,
+    )
     ack(h, t=1.1, delivered=10, prior_delivered=0, interval=0.1, pipe=4.0)
     assert h["mode"] == 0 and h["CWND"] >= 50
 
@@ -304,9 +333,12 @@ def test_delivery_rate_drops_samples_shorter_than_min_rtt():
 def test_engine_leaves_cwnd_to_bbr_in_recovery_and_at_its_end():
     # Reno (flavor linux) would run PRR in recovery and set cwnd = ssthresh at its end; BBR's
     # cong_control owns cwnd: packet conservation (pipe + acked) then the restored cwnd.
-    specs = [{"rtt": 0.1}] * 30 + [{"a": 0, "s": 1, "state": "recovery", "event": "fast_retransmit",
-                                   "pipe": 20, "rtt": None}] + \
-            [{"a": 0, "s": 1, "state": "recovery", "pipe": 20, "rtt": None}] * 3 + [{"a": 5, "rtt": 0.1}]
+    specs = (
+        [{"rtt": 0.1}] * 30
+        + [{"a": 0, "s": 1, "state": "recovery", "event": "fast_retransmit", "pipe": 20, "rtt": None}]
+        + [{"a": 0, "s": 1, "state": "recovery", "pipe": 20, "rtt": None}] * 3
+        + [{"a": 5, "rtt": 0.1}]
+    )
     df = stream(specs, flight=40)
     out = engine.replay(df, 1000, ["bbr", "reno"])
     b, r = out["bbr"], out["reno"]
@@ -322,8 +354,7 @@ def test_engine_leaves_cwnd_to_bbr_in_recovery_and_at_its_end():
 
 # --- against the kernel (samples/, tcp_probe truth) -----------------------------------------------------
 
-BBR_SAMPLES = [("bbr", 0), ("bbr-rtt10", 0), ("bbr-rtt100", 0), ("bbr-loss", 0), ("bbr-40m", 0),
-               ("bbr-vs-cubic", 0)]
+BBR_SAMPLES = [("bbr", 0), ("bbr-rtt10", 0), ("bbr-rtt100", 0), ("bbr-loss", 0), ("bbr-40m", 0), ("bbr-vs-cubic", 0)]
 
 
 @pytest.mark.parametrize("name,flow", BBR_SAMPLES, ids=[f"{n}:{f}" for n, f in BBR_SAMPLES])
@@ -342,6 +373,7 @@ def test_bbr_linux_reproduces_kernel_cwnd(name, flow):
     assert np.median(rel) <= 0.06, f"median {np.median(rel):.4f}"
     assert np.percentile(rel, 90) <= 0.15, f"p90 {np.percentile(rel, 90):.4f}"
     import json
+
     meta = json.loads((SAMPLES / name / "meta.json").read_text())
     payload_rate = meta["rate_bps"] * 1448 / 1500
     late = rep.filter(rep["mode"] == "probe_bw")
@@ -354,8 +386,16 @@ def test_bbr_linux_reproduces_kernel_cwnd(name, flow):
 # --- the fit compares what BBR governs --------------------------------------------------------------
 
 
-@pytest.mark.parametrize("name,flow,best", [("bbr", 0, "bbr"), ("bbr-40m", 0, "bbr"), ("bbr-vs-cubic", 0, "bbr"),
-                                            ("bbr-vs-cubic", 1, "cubic[flavor=linux]"), ("reno-bdp", 0, "reno")])
+@pytest.mark.parametrize(
+    "name,flow,best",
+    [
+        ("bbr", 0, "bbr"),
+        ("bbr-40m", 0, "bbr"),
+        ("bbr-vs-cubic", 0, "bbr"),
+        ("bbr-vs-cubic", 1, "cubic[flavor=linux]"),
+        ("reno-bdp", 0, "reno"),
+    ],
+)
 def test_fit_ranks_bbr_first_on_bbr_senders_only(name, flow, best):
     # The fit compares the trace's peak flight per cwnd-limited round with the replayed window;
     # for BBR that window is inflight_cap = min(cwnd, pacing_rate · srtt) (metrics.FIT_WINDOW):
@@ -393,8 +433,11 @@ SIGNAL_SAMPLES = [("bbr-rtt10", 0), ("bbr-rtt100", 0), ("bbr-loss", 0), ("bbr-40
 def _kernel_mode(pacing_gain: np.ndarray, cwnd_gain: np.ndarray) -> np.ndarray:
     """tcp_bbr.c gains (BBR_UNIT = 256) → mode: 739 pacing = STARTUP, 88 = DRAIN, cwnd gain 256
     only in PROBE_RTT, else PROBE_BW (pacing 320 / 192 / 256, cwnd 512)."""
-    return np.where(pacing_gain == 739, "startup", np.where(pacing_gain == 88, "drain",
-                    np.where(cwnd_gain == 256, "probe_rtt", "probe_bw")))
+    return np.where(
+        pacing_gain == 739,
+        "startup",
+        np.where(pacing_gain == 88, "drain", np.where(cwnd_gain == 256, "probe_rtt", "probe_bw")),
+    )
 
 
 @pytest.mark.parametrize("name,flow", SIGNAL_SAMPLES, ids=[f"{n}:{f}" for n, f in SIGNAL_SAMPLES])
@@ -443,13 +486,32 @@ def test_delivery_rate_sample_of_a_retransmission_filling_a_hole():
 
     from hscc_trace import schema
 
-    specs = [{"rtt": 0.008}] * 20 + [{"a": 0, "s": 1, "F": 11, "rtt": None}, {"a": 0, "s": 1, "F": 12, "rtt": None},
-                                     {"a": 0, "s": 1, "F": 13, "rtt": None}, {"a": 4, "F": 10, "rtt": 0.008}]
+    specs = [{"rtt": 0.008}] * 20 + [
+        {"a": 0, "s": 1, "F": 11, "rtt": None},
+        {"a": 0, "s": 1, "F": 12, "rtt": None},
+        {"a": 0, "s": 1, "F": 13, "rtt": None},
+        {"a": 4, "F": 10, "rtt": 0.008},
+    ]
     df = stream(specs, flight=10)
     hole = int(df["ack"][19])
-    seg = schema.conform(pl.DataFrame([{"frame": 1, "ts_ns": int(df["ts_ns"][20]) + 500_000, "seq": hole, "len": 1000,
-                                        "kind": "fast_retransmission", "end_seq": hole + 1000, "rexmit": True}],
-                                      schema=schema.polars_schema(schema.SEGMENTS), strict=False), schema.SEGMENTS)
+    seg = schema.conform(
+        pl.DataFrame(
+            [
+                {
+                    "frame": 1,
+                    "ts_ns": int(df["ts_ns"][20]) + 500_000,
+                    "seq": hole,
+                    "len": 1000,
+                    "kind": "fast_retransmission",
+                    "end_seq": hole + 1000,
+                    "rexmit": True,
+                }
+            ],
+            schema=schema.polars_schema(schema.SEGMENTS),
+            strict=False,
+        ),
+        schema.SEGMENTS,
+    )
     ev = engine.rate_samples(engine.prepare(df, 1000, seg)).ev
     assert ev[23, T.E_RS_DELIVERED] == pytest.approx(3.0)
     assert ev[23, T.E_RS_INTERVAL] == pytest.approx(0.010)
@@ -469,8 +531,15 @@ def test_policer_detection_uses_the_long_term_rate_after_two_lossy_intervals():
     # bandwidth estimate is lt_bw (2.667 Mbit/s), not the max filter's 1000 packets/s.
     h = bbr()
     h.set(full_bw_reached=1.0, mode=2.0, cycle_idx=2.0, CWND=300.0, pacing_rate=8e6)
-    plan = [(0.1, 100, 0, 1), (0.2, 133, 100, 0), (0.3, 166, 133, 0), (0.4, 200, 166, 30),
-            (0.5, 225, 200, 0), (0.6, 250, 225, 0), (0.65, 275, 250, 0)]
+    plan = [
+        (0.1, 100, 0, 1),
+        (0.2, 133, 100, 0),
+        (0.3, 166, 133, 0),
+        (0.4, 200, 166, 30),
+        (0.5, 225, 200, 0),
+        (0.6, 250, 225, 0),
+        (0.65, 275, 250, 0),
+    ]
     for t, d, prior, lost in plan:
         ack(h, t=t, delivered=d, prior_delivered=prior, interval=0.1, losses=lost)
     assert h["lt_bw"] == pytest.approx(100 / 0.3) and h["lt_use_bw"] == 0
