@@ -7,8 +7,8 @@ capture goes through:
    (``hscc_trace.flows.load``: pcap/pcapng/gzip reader, compiled fast decoder, scapy fallback);
 2. the ``hscc-trace flows`` fast path (``flows.scan.flow_rows``: a second, streaming flow
    kernel);
-3. events of up to three flows (``events.flow_events``), and for each the replay of reno, cubic
-   and fusion with the fit (``api.replay``, ``api.fit``);
+3. events of up to three flows (``api.events``), and for each the replay of reno, cubic and
+   fusion with the fit (``api.replay``, ``api.fit``);
 4. for one input in 32 (chosen by the input's bytes, so a run is reproducible): the whole
    ``analyze`` pipeline, the JSON results (validated against their schema) and the HTML report.
 
@@ -41,10 +41,7 @@ sys.path.insert(0, str(HERE))
 
 import seeds  # noqa: E402  (fuzz/seeds.py)
 
-import hscc_trace.flows.ingest as capture  # noqa: E402
-import hscc_trace.flows.scan as flowscan  # noqa: E402
 from hscc_trace import api
-from hscc_trace import events as events_mod  # noqa: E402
 from hscc_trace.analysis import (
     pipeline,
     results,  # noqa: E402
@@ -75,20 +72,20 @@ def run_one(data: bytes, path: Path) -> None:
     path.write_bytes(data)
     p = str(path)
     try:
-        cap = capture.load(p)
+        cap = api.load(p)
     except Exception as exc:  # noqa: BLE001
         if _expected(exc):
             return
         raise
     try:
-        flowscan.flow_rows(p)
+        flow_rows(p)
     except Exception as exc:  # noqa: BLE001
         if not _expected(exc):
             raise
     ids = cap.flows["flow_id"].to_list()[:MAX_FLOWS] if cap.flows.height else []
     for fid in ids:
         try:
-            ev = events_mod.flow_events(cap, int(fid))
+            ev = api.events(cap, int(fid))
         except Exception as exc:  # noqa: BLE001
             if _expected(exc):
                 continue
