@@ -47,6 +47,7 @@ from hscc_trace.analysis import (
     results,  # noqa: E402
 )
 from hscc_trace.errors import HsccError, InternalError, InternalMessage  # noqa: E402
+from hscc_trace.flows.scan import flow_rows
 
 #: algorithms replayed on every flow: a loss-based, a cubic and a delay/loss hybrid
 ALGOS = ("reno", "cubic", "fusion")
