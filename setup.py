@@ -49,16 +49,22 @@ class BuildExt(build_ext):
             super().build_extension(ext)
             return
         out = os.path.abspath(self.get_ext_fullpath(ext.name))
-        proc = subprocess.run([sys.executable, "-m", "hscc_trace.perf.aot", out], cwd=HERE, capture_output=True, text=True)
+        proc = subprocess.run(
+            [sys.executable, "-m", "hscc_trace.perf.aot", out], cwd=HERE, capture_output=True, text=True
+        )
         if proc.returncode != 0:
             lines = (proc.stderr or proc.stdout).strip().splitlines()
             errors = [ln for ln in lines if re.match(r"[\w.]+(Error|Exception): ", ln)]  # the raised one
             why = (errors or lines or ["no output"])[-1]
-            raise CompileError(f"hscc-trace: ahead-of-time kernels not built ({why}); "
-                               "numba will compile them on first use instead")
+            raise CompileError(
+                f"hscc-trace: ahead-of-time kernels not built ({why}); numba will compile them on first use instead"
+            )
 
 
 _pkgs, _dirs = _packages()
-setup(packages=_pkgs, package_dir=_dirs,
-      ext_modules=[Extension(AOT_EXTENSION, sources=[], optional=True)],
-      cmdclass={"build_ext": BuildExt})
+setup(
+    packages=_pkgs,
+    package_dir=_dirs,
+    ext_modules=[Extension(AOT_EXTENSION, sources=[], optional=True)],
+    cmdclass={"build_ext": BuildExt},
+)

@@ -30,11 +30,21 @@ def main() -> None:
     evs = all_flow_events(cap)
     t2 = time.perf_counter()
     c2 = time.process_time()
-    print(json.dumps(dict(packets=cap.meta.packets_total, flows=len(evs),
-                          acks=sum(e.acks.height for e in evs.values()),
-                          segments=sum(e.segments.height for e in evs.values()),
-                          import_s=t_import, load_s=t1 - t0, events_s=t2 - t1,
-                          events_cpu_s=c2 - c1, events_threads=tables.THREADS)))
+    print(
+        json.dumps(
+            dict(
+                packets=cap.meta.packets_total,
+                flows=len(evs),
+                acks=sum(e.acks.height for e in evs.values()),
+                segments=sum(e.segments.height for e in evs.values()),
+                import_s=t_import,
+                load_s=t1 - t0,
+                events_s=t2 - t1,
+                events_cpu_s=c2 - c1,
+                events_threads=tables.THREADS,
+            )
+        )
+    )
 
 
 if __name__ == "__main__":

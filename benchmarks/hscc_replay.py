@@ -33,10 +33,9 @@ def main() -> None:
     from hscc_trace import api
     from hscc_trace.events import all_flow_events
     from hscc_trace.replay import compile as rcompile
-    from hscc_trace.replay import engine, registry
+    from hscc_trace.replay import engine
 
-    algos = (sys.argv[sys.argv.index("--algos") + 1].split(",") if "--algos" in sys.argv
-             else api.default_algorithms())
+    algos = sys.argv[sys.argv.index("--algos") + 1].split(",") if "--algos" in sys.argv else api.default_algorithms()
     cap = api.load(path)
     evs = all_flow_events(cap)
     preps = []
@@ -50,8 +49,19 @@ def main() -> None:
     out = {}
     with timed_loops() as inner:
         _measure(algos, preps, repeat, n_events, inner, out)
-    print(json.dumps(dict(file=path, flows=len(preps), ack_events=n_events, setup_s=t_setup,
-                          cache_dir=str(rcompile.cache_dir()), repeat=repeat, algorithms=out)))
+    print(
+        json.dumps(
+            dict(
+                file=path,
+                flows=len(preps),
+                ack_events=n_events,
+                setup_s=t_setup,
+                cache_dir=str(rcompile.cache_dir()),
+                repeat=repeat,
+                algorithms=out,
+            )
+        )
+    )
 
 
 def _measure(algos, preps, repeat, n_events, inner, out) -> None:
@@ -70,9 +80,13 @@ def _measure(algos, preps, repeat, n_events, inner, out) -> None:
                 engine.run(r, p)
             best_run = min(best_run, time.process_time() - s)
             best_loop = min(best_loop, inner[0])
-        out[name] = dict(first_run_s=first, loop_s=best_loop, run_s=best_run,
-                         loop_events_per_s=n_events / best_loop if best_loop > 0 else None,
-                         run_events_per_s=n_events / best_run if best_run > 0 else None)
+        out[name] = dict(
+            first_run_s=first,
+            loop_s=best_loop,
+            run_s=best_run,
+            loop_events_per_s=n_events / best_loop if best_loop > 0 else None,
+            run_events_per_s=n_events / best_run if best_run > 0 else None,
+        )
 
 
 if __name__ == "__main__":

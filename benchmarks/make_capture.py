@@ -130,8 +130,10 @@ def read_source(path: Path) -> Source:
         pos += 16 + c
     caplen = np.asarray(cap, dtype=np.int64)
     if caplen.max() > ROW:
-        raise SystemExit(f"{path}: records up to {caplen.max()} bytes captured; use a header-only capture "
-                         f"(snaplen ≤ {ROW}), e.g. tcpdump -s 96, or editcap -s 96")
+        raise SystemExit(
+            f"{path}: records up to {caplen.max()} bytes captured; use a header-only capture "
+            f"(snaplen ≤ {ROW}), e.g. tcpdump -s 96, or editcap -s 96"
+        )
     buf = np.frombuffer(data, dtype=np.uint8)
     idx = np.asarray(offs, dtype=np.int64)[:, None] + np.arange(ROW)[None, :]
     rows = buf[np.minimum(idx, len(buf) - 1)].copy()
@@ -141,15 +143,17 @@ def read_source(path: Path) -> Source:
     proto = np.where(ipver == 4, rows[:, ETH + 9], rows[:, ETH + 6])
     bad = (ipver == 0) | (proto != 6) | ((ipver == 4) & ((rows[:, ETH] & 0x0F) < 5))
     if bad.any():
-        raise SystemExit(f"{path}: {int(bad.sum())} of {len(rows)} records are not Ethernet/IPv4|IPv6/TCP "
-                         f"(without IPv6 extension headers); this maker only replicates pure TCP captures")
+        raise SystemExit(
+            f"{path}: {int(bad.sum())} of {len(rows)} records are not Ethernet/IPv4|IPv6/TCP "
+            f"(without IPv6 extension headers); this maker only replicates pure TCP captures"
+        )
     if len(set(ipver.tolist())) != 1:
         raise SystemExit(f"{path}: mixes IPv4 and IPv6; use single-family sources")
     v = int(ipver[0])
     alen = 4 if v == 4 else 16
     s0 = ETH + (12 if v == 4 else 8)
-    src = rows[:, s0:s0 + alen]
-    dst = rows[:, s0 + alen:s0 + 2 * alen]
+    src = rows[:, s0 : s0 + alen]
+    dst = rows[:, s0 + alen : s0 + 2 * alen]
     l4 = ETH + (((rows[:, ETH] & 0x0F).astype(np.int64) * 4) if v == 4 else 40)
     r = np.arange(len(rows))
     flags = rows[r, l4 + 13]
@@ -164,12 +168,22 @@ def read_source(path: Path) -> Source:
     is_src = (src == cl).all(axis=1)
     is_dst = (dst == cl).all(axis=1)
     if not (is_src | is_dst).all():
-        raise SystemExit(f"{path}: {int((~(is_src | is_dst)).sum())} packets do not involve the client "
-                         f"address; this maker replicates single-client captures")
-    return Source(path=path, md5=hashlib.md5(path.read_bytes()).hexdigest(),
-                  snaplen=snaplen, ts_ns=np.asarray(ts, dtype=np.int64), caplen=caplen,
-                  origlen=np.asarray(orig, dtype=np.int64), rows=rows, ipver=ipver,
-                  client_at=np.where(is_src, 0, 1).astype(np.int8), client=client)
+        raise SystemExit(
+            f"{path}: {int((~(is_src | is_dst)).sum())} packets do not involve the client "
+            f"address; this maker replicates single-client captures"
+        )
+    return Source(
+        path=path,
+        md5=hashlib.md5(path.read_bytes()).hexdigest(),
+        snaplen=snaplen,
+        ts_ns=np.asarray(ts, dtype=np.int64),
+        caplen=caplen,
+        origlen=np.asarray(orig, dtype=np.int64),
+        rows=rows,
+        ipver=ipver,
+        client_at=np.where(is_src, 0, 1).astype(np.int8),
+        client=client,
+    )
 
 
 def _fold(x: np.ndarray) -> np.ndarray:
@@ -234,8 +248,9 @@ def patch_copies(src: Source, idx: np.ndarray, copy_k: np.ndarray) -> np.ndarray
     return rows
 
 
-def build(sources: list[Source], packets: int | None, stagger_s: float, prefix: int | None,
-          copies: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def build(
+    sources: list[Source], packets: int | None, stagger_s: float, prefix: int | None, copies: int | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Plan the merged stream: (source index, record index, copy k) per output packet, time order."""
     t0 = int(sources[0].ts_ns[0])
     per = [min(len(s.ts_ns), prefix) if prefix else len(s.ts_ns) for s in sources]
@@ -266,8 +281,13 @@ def build(sources: list[Source], packets: int | None, stagger_s: float, prefix: 
     return np.concatenate(src_parts)[order], rec[order], kk[order]
 
 
-def write(out: Path, sources: list[Source], plan: tuple[np.ndarray, np.ndarray, np.ndarray],
-          stagger_s: float, chunk: int = 250_000) -> dict:
+def write(
+    out: Path,
+    sources: list[Source],
+    plan: tuple[np.ndarray, np.ndarray, np.ndarray],
+    stagger_s: float,
+    chunk: int = 250_000,
+) -> dict:
     sidx, rec, kk = plan
     t0 = int(sources[0].ts_ns[0])
     snaplen = max(s.snaplen for s in sources)
@@ -323,12 +343,21 @@ def resolve_sources(spec: list[str] | None) -> list[Path]:
     return [Path(p) for p in spec]
 
 
-def make(name: str, packets: int | None, stagger: float, prefix: int | None, copies: int | None,
-         source_paths: list[Path], out_dir: Path = DATA, force: bool = False) -> dict:
+def make(
+    name: str,
+    packets: int | None,
+    stagger: float,
+    prefix: int | None,
+    copies: int | None,
+    source_paths: list[Path],
+    out_dir: Path = DATA,
+    force: bool = False,
+) -> dict:
     out = out_dir / f"{name}.pcap"
     man = out.with_suffix(".json")
-    params = dict(packets=packets, stagger_s=stagger, prefix=prefix, copies=copies,
-                  sources=[str(p) for p in source_paths])
+    params = dict(
+        packets=packets, stagger_s=stagger, prefix=prefix, copies=copies, sources=[str(p) for p in source_paths]
+    )
     if out.exists() and man.exists() and not force:
         old = json.loads(man.read_text())
         if old.get("params") == params:
@@ -338,12 +367,23 @@ def make(name: str, packets: int | None, stagger: float, prefix: int | None, cop
     info = write(out, sources, plan, stagger)
     sidx, _, kk = plan
     manifest = dict(
-        name=name, file=str(out), params=params, packets=int(len(sidx)),
-        copies_started=int(len(np.unique(kk))), flows=int(len(np.unique(kk))),
-        sources=[dict(path=str(s.path), md5=s.md5, packets=int(len(s.ts_ns)),
-                      client=(".".join(map(str, s.client)) if len(s.client) == 4 else s.client.hex()))
-                 for s in sources],
-        duration_s=None, **info,
+        name=name,
+        file=str(out),
+        params=params,
+        packets=int(len(sidx)),
+        copies_started=int(len(np.unique(kk))),
+        flows=int(len(np.unique(kk))),
+        sources=[
+            dict(
+                path=str(s.path),
+                md5=s.md5,
+                packets=int(len(s.ts_ns)),
+                client=(".".join(map(str, s.client)) if len(s.client) == 4 else s.client.hex()),
+            )
+            for s in sources
+        ],
+        duration_s=None,
+        **info,
     )
     manifest["duration_s"] = round(((len(np.unique(kk)) - 1) * stagger), 3)
     man.write_text(json.dumps(manifest, indent=2) + "\n")
@@ -351,8 +391,9 @@ def make(name: str, packets: int | None, stagger: float, prefix: int | None, cop
 
 
 def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0], formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--preset", action="append", choices=sorted(PRESETS), help="preset(s) to build (default: all)")
     ap.add_argument("--name", help="custom output name (with --packets/--copies)")
     ap.add_argument("--packets", type=int)
@@ -373,7 +414,9 @@ def main(argv: list[str] | None = None) -> None:
             jobs.append((f"replica-{p}", c["packets"], c["stagger"], c["prefix"], c["copies"]))
     for name, packets, stagger, prefix, copies in jobs:
         m = make(name, packets, stagger, prefix, copies, srcs, a.out_dir, a.force)
-        print(f"{m['file']}: {m['packets']} packets, {m['flows']} flows, {m['bytes'] / 1e6:.1f} MB, sha256 {m['sha256'][:16]}")
+        print(
+            f"{m['file']}: {m['packets']} packets, {m['flows']} flows, {m['bytes'] / 1e6:.1f} MB, sha256 {m['sha256'][:16]}"
+        )
 
 
 if __name__ == "__main__":

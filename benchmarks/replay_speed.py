@@ -23,9 +23,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
 
 ROOT = Path(__file__).resolve().parents[1]
 DEFAULT_ALGOS = "reno,newreno,westwood,vegas,highspeed,cubic,fusion,compound,hrf,kyushu+highspeed,kyushu+cubic"
@@ -38,7 +38,8 @@ def arg(name: str, default: str) -> str:
 def big_stream(n_events: int):
     import numpy as np
 
-    from hscc_trace import events, flows as capture
+    from hscc_trace import events
+    from hscc_trace import flows as capture
     from hscc_trace.replay import engine
     from hscc_trace.replay import tp as T
 
@@ -102,23 +103,33 @@ def speed(n_events: int, repeat: int, algos: list[str]) -> dict:
                 engine.run(r, prep)
                 best_run = min(best_run, time.process_time() - s)
                 best_loop = min(best_loop, inner[0])
-            out[r.label] = {"loop_Mev_s": round(len(prep) / best_loop / 1e6, 2),
-                            "run_Mev_s": round(len(prep) / best_run / 1e6, 2)}
+            out[r.label] = {
+                "loop_Mev_s": round(len(prep) / best_loop / 1e6, 2),
+                "run_Mev_s": round(len(prep) / best_run / 1e6, 2),
+            }
     return {"events": len(prep), "repeat": repeat, "algorithms": out}
 
 
 def compile_times(algos: list[str]) -> dict:
-    code = ("import sys,time; sys.path.insert(0,%r); from replay_synth import stream, MSS;"
-            "from hscc_trace.replay import engine; df=stream([{}]*10); t=time.perf_counter();"
-            "engine.replay(df, MSS, [%r]); print(time.perf_counter()-t)")
+    code = (
+        "import sys,time; sys.path.insert(0,%r); from replay_synth import stream, MSS;"
+        "from hscc_trace.replay import engine; df=stream([{}]*10); t=time.perf_counter();"
+        "engine.replay(df, MSS, [%r]); print(time.perf_counter()-t)"
+    )
     res = {}
     for name in algos:
         with tempfile.TemporaryDirectory() as d:
             env = dict(os.environ, HSCC_TRACE_CACHE_DIR=d)
             runs = []
             for _ in range(2):
-                p = subprocess.run([sys.executable, "-c", code % (str(ROOT / "tests" / "replay"), name)],
-                                   env=env, capture_output=True, text=True, check=True, cwd=ROOT)
+                p = subprocess.run(
+                    [sys.executable, "-c", code % (str(ROOT / "tests" / "replay"), name)],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=True,
+                    cwd=ROOT,
+                )
                 runs.append(round(float(p.stdout.strip().splitlines()[-1]), 3))
             res[name] = {"cold_s": runs[0], "warm_s": runs[1]}
     return res

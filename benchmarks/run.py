@@ -56,9 +56,10 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
@@ -105,20 +106,54 @@ def _have(need: str | None) -> bool:
 
 CASES: list[Case] = [
     Case("hscc_flows", "hscc-trace flows", lambda f, d: [HSCC, "flows", str(f)], kind="hscc"),
-    Case("hscc_events", "hscc-trace events path (all flows)", lambda f, d: [PY, str(BENCH / "hscc_events.py"), str(f)],
-         kind="hscc"),
-    Case("hscc_analyze", "hscc-trace analyze (all algorithms + report)",
-         lambda f, d: [HSCC, "analyze", str(f), "-o", str(d / "report.html"), "--json", str(d / "results.json"), "-q"],
-         kind="hscc"),
+    Case(
+        "hscc_events",
+        "hscc-trace events path (all flows)",
+        lambda f, d: [PY, str(BENCH / "hscc_events.py"), str(f)],
+        kind="hscc",
+    ),
+    Case(
+        "hscc_analyze",
+        "hscc-trace analyze (all algorithms + report)",
+        lambda f, d: [HSCC, "analyze", str(f), "-o", str(d / "report.html"), "--json", str(d / "results.json"), "-q"],
+        kind="hscc",
+    ),
     Case("tcptrace", "tcptrace -l", lambda f, d: ["tcptrace", "-n", "-l", str(f)], needs="tcptrace"),
-    Case("tshark_conv", "tshark -z conv,tcp", lambda f, d: ["tshark", "-n", "-r", str(f), "-q", "-z", "conv,tcp"],
-         needs="tshark"),
-    Case("tshark_analysis", "tshark tcp.analysis fields",
-         lambda f, d: ["tshark", "-n", "-r", str(f), "-T", "fields", "-e", "frame.number", "-e", "tcp.stream",
-                       "-e", "tcp.analysis.ack_rtt", "-e", "tcp.analysis.bytes_in_flight"], needs="tshark"),
+    Case(
+        "tshark_conv",
+        "tshark -z conv,tcp",
+        lambda f, d: ["tshark", "-n", "-r", str(f), "-q", "-z", "conv,tcp"],
+        needs="tshark",
+    ),
+    Case(
+        "tshark_analysis",
+        "tshark tcp.analysis fields",
+        lambda f, d: [
+            "tshark",
+            "-n",
+            "-r",
+            str(f),
+            "-T",
+            "fields",
+            "-e",
+            "frame.number",
+            "-e",
+            "tcp.stream",
+            "-e",
+            "tcp.analysis.ack_rtt",
+            "-e",
+            "tcp.analysis.bytes_in_flight",
+        ],
+        needs="tshark",
+    ),
     Case("dpkt", "dpkt loop", lambda f, d: [PY, str(BENCH / "peers" / "dpkt_flows.py"), str(f)], needs="py:dpkt"),
-    Case("scapy", "scapy loop", lambda f, d: [PY, str(BENCH / "peers" / "scapy_flows.py"), str(f), "--limit",
-                                              str(SCAPY_SLICE)], needs="py:scapy", extrapolate=True),
+    Case(
+        "scapy",
+        "scapy loop",
+        lambda f, d: [PY, str(BENCH / "peers" / "scapy_flows.py"), str(f), "--limit", str(SCAPY_SLICE)],
+        needs="py:scapy",
+        extrapolate=True,
+    ),
 ]
 SCAPY_SLICE = 20_000
 
@@ -128,15 +163,21 @@ MULTI_CASES = {"hscc_jobs": "hscc-trace analyze --jobs 1 vs --jobs 2 (several ca
 #: the repository; missing files are left out and the group is skipped when none is left).
 JOBS_GROUPS = {
     "samples": ["samples/*/capture.pcap"],
-    "replicas+samples": ["benchmarks/data/replica-0.1M.pcap", "benchmarks/data/replica-1M.pcap",
-                         "benchmarks/data/replica-5M.pcap", "samples/*/capture.pcap"],
+    "replicas+samples": [
+        "benchmarks/data/replica-0.1M.pcap",
+        "benchmarks/data/replica-1M.pcap",
+        "benchmarks/data/replica-5M.pcap",
+        "samples/*/capture.pcap",
+    ],
 }
 
 
 # --- measuring one process -------------------------------------------------------------------
 
-def measure(argv: list[str], timeout_s: float, stdout: Any = subprocess.DEVNULL,
-            env: dict[str, str] | None = None) -> dict[str, Any]:
+
+def measure(
+    argv: list[str], timeout_s: float, stdout: Any = subprocess.DEVNULL, env: dict[str, str] | None = None
+) -> dict[str, Any]:
     """Run ``argv`` once: wall time (s), CPU time user+sys (s), peak RSS (MiB), exit code, stderr tail."""
     err = tempfile.TemporaryFile()
     t0 = time.perf_counter()
@@ -157,20 +198,31 @@ def measure(argv: list[str], timeout_s: float, stdout: Any = subprocess.DEVNULL,
     p.returncode = os.waitstatus_to_exitcode(status)
     err.seek(0)
     tail = err.read()[-600:].decode(errors="replace").strip()
-    return dict(wall_s=wall, cpu_s=ru.ru_utime + ru.ru_stime, rss_mib=ru.ru_maxrss / 1024.0,
-                rc=p.returncode, timeout=bool(killed), stderr_tail=tail)
+    return dict(
+        wall_s=wall,
+        cpu_s=ru.ru_utime + ru.ru_stime,
+        rss_mib=ru.ru_maxrss / 1024.0,
+        rc=p.returncode,
+        timeout=bool(killed),
+        stderr_tail=tail,
+    )
 
 
 def summarize(runs: list[dict[str, Any]]) -> dict[str, Any]:
     ok = [r for r in runs if r["rc"] == 0 and not r["timeout"]]
     use = ok or runs
-    return dict(n=len(runs), n_ok=len(ok), timed_out=all(r["timeout"] for r in runs),
-                wall_s=statistics.median(r["wall_s"] for r in use),
-                cpu_s=statistics.median(r["cpu_s"] for r in use),
-                rss_mib=max(r["rss_mib"] for r in use))
+    return dict(
+        n=len(runs),
+        n_ok=len(ok),
+        timed_out=all(r["timeout"] for r in runs),
+        wall_s=statistics.median(r["wall_s"] for r in use),
+        cpu_s=statistics.median(r["cpu_s"] for r in use),
+        rss_mib=max(r["rss_mib"] for r in use),
+    )
 
 
 # --- pieces -----------------------------------------------------------------------------------
+
 
 def _lines(argv: list[str]) -> list[str]:
     """The output lines of a command (stdout, else stderr), or one line saying it is unavailable."""
@@ -191,29 +243,51 @@ def machine_info() -> dict[str, Any]:
         if line.startswith("model name"):
             cpu = line.split(":", 1)[1].strip()
             break
-    mem_kb = next(int(l.split()[1]) for l in Path("/proc/meminfo").read_text().splitlines() if l.startswith("MemTotal"))
-    pyver = subprocess.run([PY, "-c", "import sys, polars, numba, numpy, scapy; "
-                                      "print(sys.version.split()[0], polars.__version__, numba.__version__, "
-                                      "numpy.__version__, scapy.__version__)"], capture_output=True, text=True).stdout.split()
-    dpkt_v = subprocess.run([PY, "-c", "import dpkt; print(dpkt.__version__)"], capture_output=True, text=True).stdout.strip()
-    commit = subprocess.run(["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    mem_kb = next(
+        int(ln.split()[1]) for ln in Path("/proc/meminfo").read_text().splitlines() if ln.startswith("MemTotal")
+    )
+    pyver = subprocess.run(
+        [
+            PY,
+            "-c",
+            "import sys, polars, numba, numpy, scapy; "
+            "print(sys.version.split()[0], polars.__version__, numba.__version__, "
+            "numpy.__version__, scapy.__version__)",
+        ],
+        capture_output=True,
+        text=True,
+    ).stdout.split()
+    dpkt_v = subprocess.run(
+        [PY, "-c", "import dpkt; print(dpkt.__version__)"], capture_output=True, text=True
+    ).stdout.strip()
+    commit = subprocess.run(
+        ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True
+    ).stdout.strip()
     version = _lines([HSCC, "version"])
     return dict(
-        nproc=os.cpu_count(), cpu_model=cpu, mem_gib=round(mem_kb / 1024 / 1024, 1), kernel=platform.release(),
+        nproc=os.cpu_count(),
+        cpu_model=cpu,
+        mem_gib=round(mem_kb / 1024 / 1024, 1),
+        kernel=platform.release(),
         os=_first_line(["sh", "-c", ". /etc/os-release; echo $PRETTY_NAME"]),
-        python=pyver[0] if pyver else None, polars=pyver[1] if len(pyver) > 1 else None,
-        numba=pyver[2] if len(pyver) > 2 else None, numpy=pyver[3] if len(pyver) > 3 else None,
-        scapy=pyver[4] if len(pyver) > 4 else None, dpkt=dpkt_v or None,
+        python=pyver[0] if pyver else None,
+        polars=pyver[1] if len(pyver) > 1 else None,
+        numba=pyver[2] if len(pyver) > 2 else None,
+        numpy=pyver[3] if len(pyver) > 3 else None,
+        scapy=pyver[4] if len(pyver) > 4 else None,
+        dpkt=dpkt_v or None,
         hscc_trace=version[0] + (f" (git {commit})" if commit else ""),
         # hscc-trace version's second line: ahead-of-time compiled flows kernels, or numba's JIT
         flows_kernels=(version[1:] or ["not reported"])[0].removeprefix("flows kernels: "),
-        tshark=_first_line(["tshark", "--version"]), tcptrace=_first_line(["tcptrace", "-v"]),
+        tshark=_first_line(["tshark", "--version"]),
+        tcptrace=_first_line(["tcptrace", "-v"]),
         loadavg_start=Path("/proc/loadavg").read_text().split()[:3],
     )
 
 
-def run_captures(captures: list[str], runs: int, max_repeat_s: float, timeout_s: float,
-                 cases: list[Case], log: Callable[[str], None]) -> dict[str, Any]:
+def run_captures(
+    captures: list[str], runs: int, max_repeat_s: float, timeout_s: float, cases: list[Case], log: Callable[[str], None]
+) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for name in captures:
         pcap = DATA / f"{name}.pcap"
@@ -243,8 +317,10 @@ def run_captures(captures: list[str], runs: int, max_repeat_s: float, timeout_s:
                 else:
                     res = measure(c.argv(pcap, scratch), timeout_s)
                 per[c.key].append(res)
-                log(f"  {name} run {r + 1} {c.label}: {res['wall_s']:.2f} s wall, {res['cpu_s']:.2f} s cpu, "
-                    f"{res['rss_mib']:.0f} MiB, rc {res['rc']}")
+                log(
+                    f"  {name} run {r + 1} {c.label}: {res['wall_s']:.2f} s wall, {res['cpu_s']:.2f} s cpu, "
+                    f"{res['rss_mib']:.0f} MiB, rc {res['rc']}"
+                )
         rows = {}
         for c in cases:
             if not per[c.key]:
@@ -259,8 +335,9 @@ def run_captures(captures: list[str], runs: int, max_repeat_s: float, timeout_s:
                 s["wall_s"] = s["wall_s"] + loops * (factor - 1)
                 s["cpu_s"] = s["cpu_s"] + loops * (factor - 1)
                 s["extrapolated"] = dict(slice_packets=e["packets"], factor=factor, loop_s=loops)
-                s["note"] = (f"EXTRAPOLATED from the first {e['packets']:,} packets (×{factor:.1f}); "
-                             f"memory is the slice's")
+                s["note"] = (
+                    f"EXTRAPOLATED from the first {e['packets']:,} packets (×{factor:.1f}); memory is the slice's"
+                )
             if c.key in extra:
                 s["output"] = extra[c.key][-1]
             rows[c.key] = s
@@ -280,8 +357,13 @@ def run_captures(captures: list[str], runs: int, max_repeat_s: float, timeout_s:
             s["x_hscc_flows"] = s["wall_s"] / base if base else None
             s["x_hscc_analyze"] = s["wall_s"] / base_a if base_a else None
             s["pkts_per_s"] = manifest["packets"] / s["wall_s"] if s["wall_s"] else None
-        out[name] = dict(packets=manifest["packets"], flows=manifest["flows"], bytes=manifest["bytes"],
-                         sha256=manifest["sha256"], cases=rows)
+        out[name] = dict(
+            packets=manifest["packets"],
+            flows=manifest["flows"],
+            bytes=manifest["bytes"],
+            sha256=manifest["sha256"],
+            cases=rows,
+        )
     return out
 
 
@@ -300,19 +382,31 @@ def jobs_bench(runs: int, timeout_s: float, warm: bool, log: Callable[[str], Non
             continue
         scratch = Path(tempfile.mkdtemp(prefix=f"hscc-bench-jobs-{name}-"))
 
-        def argv(j: int) -> list[str]:
-            return [HSCC, "analyze", *files, "-o", str(scratch / f"r{j}.html"), "--json", str(scratch / f"r{j}.json"),
-                    "-q", "--jobs", str(j)]
+        def argv(j: int, files: list[str] = files, scratch: Path = scratch) -> list[str]:
+            return [
+                HSCC,
+                "analyze",
+                *files,
+                "-o",
+                str(scratch / f"r{j}.html"),
+                "--json",
+                str(scratch / f"r{j}.json"),
+                "-q",
+                "--jobs",
+                str(j),
+            ]
 
         if warm:
             measure(argv(2), timeout_s)
         per: dict[int, list[dict[str, Any]]] = {1: [], 2: []}
         for r in range(runs):
-            for j in ((1, 2) if r % 2 == 0 else (2, 1)):
+            for j in (1, 2) if r % 2 == 0 else (2, 1):
                 res = measure(argv(j), timeout_s)
                 per[j].append(res)
-                log(f"  jobs {name} run {r + 1} --jobs {j}: {res['wall_s']:.2f} s wall, {res['cpu_s']:.2f} s cpu, "
-                    f"{res['rss_mib']:.0f} MiB, rc {res['rc']}")
+                log(
+                    f"  jobs {name} run {r + 1} --jobs {j}: {res['wall_s']:.2f} s wall, {res['cpu_s']:.2f} s cpu, "
+                    f"{res['rss_mib']:.0f} MiB, rc {res['rc']}"
+                )
         same = None
         try:  # the two runs' results must agree (apart from timestamps and paths of the outputs)
             sys.path.insert(0, str(REPO))
@@ -324,11 +418,17 @@ def jobs_bench(runs: int, timeout_s: float, warm: bool, log: Callable[[str], Non
             log(f"  jobs {name}: results not compared ({exc})")
         shutil.rmtree(scratch, ignore_errors=True)
         s1, s2 = summarize(per[1]), summarize(per[2])
-        out[name] = dict(captures=[str(Path(f).relative_to(REPO)) if f.startswith(str(REPO)) else f for f in files],
-                         bytes=sum(os.path.getsize(f) for f in files), jobs1=s1, jobs2=s2,
-                         speedup=s1["wall_s"] / s2["wall_s"] if s2["wall_s"] else None, same_results=same,
-                         command=" ".join(argv(2)[:1] + ["analyze", "CAPTURES…"] + argv(2)[2 + len(files):])
-                         .replace(str(scratch), "OUT"))
+        out[name] = dict(
+            captures=[str(Path(f).relative_to(REPO)) if f.startswith(str(REPO)) else f for f in files],
+            bytes=sum(os.path.getsize(f) for f in files),
+            jobs1=s1,
+            jobs2=s2,
+            speedup=s1["wall_s"] / s2["wall_s"] if s2["wall_s"] else None,
+            same_results=same,
+            command=" ".join(argv(2)[:1] + ["analyze", "CAPTURES…"] + argv(2)[2 + len(files) :]).replace(
+                str(scratch), "OUT"
+            ),
+        )
     return out
 
 
@@ -338,11 +438,12 @@ def render_time(report: Path, log: Callable[[str], None]) -> dict[str, Any] | No
     if not helper.exists():
         log("  report render: tests/test_report_browser.py not found, skipped")
         return None
-    code = ("import json, sys; sys.path.insert(0, %r); import test_report_browser as t;\n"
-            "r = t.open_report(__import__('pathlib').Path(%r), timeout=120.0) if t.CHROMIUM else None;\n"
-            "print(json.dumps(None if r is None else {'wall_s': r['wall_s'], 'status': r['status'], "
-            "'figures': r['figures'], 'errors': r['errors'][:5], 'requests': r['requests'][:5]}, default=str))"
-            % (str(helper.parent), str(report)))
+    code = (
+        f"import json, sys; sys.path.insert(0, {str(helper.parent)!r}); import test_report_browser as t;\n"
+        f"r = t.open_report(__import__('pathlib').Path({str(report)!r}), timeout=120.0) if t.CHROMIUM else None;\n"
+        "print(json.dumps(None if r is None else {'wall_s': r['wall_s'], 'status': r['status'], "
+        "'figures': r['figures'], 'errors': r['errors'][:5], 'requests': r['requests'][:5]}, default=str))"
+    )
     res = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
     try:
         return json.loads(res.stdout.strip().splitlines()[-1])
@@ -358,7 +459,9 @@ def replay_bench(capture: str, repeat: int, log: Callable[[str], None]) -> dict[
     out: dict[str, Any] = {}
     for phase in ("cold", "warm"):
         tmp = tempfile.TemporaryFile()
-        res = measure([PY, str(BENCH / "hscc_replay.py"), str(pcap), "--repeat", str(repeat)], 3600, stdout=tmp, env=env)
+        res = measure(
+            [PY, str(BENCH / "hscc_replay.py"), str(pcap), "--repeat", str(repeat)], 3600, stdout=tmp, env=env
+        )
         tmp.seek(0)
         try:
             out[phase] = json.loads(tmp.read().decode().strip().splitlines()[-1])
@@ -403,8 +506,11 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
 
     def add(name: str, value: float | None, op: str, limit: float, detail: str) -> None:
-        ok = None if value is None else (value <= limit if op == "<=" else value > limit if op == ">"
-                                         else value >= limit)
+        ok = (
+            None
+            if value is None
+            else (value <= limit if op == "<=" else value > limit if op == ">" else value >= limit)
+        )
         out.append(dict(target=name, value=value, op=op, limit=limit, passed=ok, detail=detail))
 
     bulk = [c for c in caps if "flows10k" not in c]
@@ -420,70 +526,125 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
 
         def cpu(a: str, b: str) -> str:
             x, y = cs.get(a, {}).get("cpu_s"), cs.get(b, {}).get("cpu_s")
-            lb = "; a run hit the time limit: lower bound" if any(cs.get(k, {}).get("timed_out") for k in (a, b)) else ""
+            lb = (
+                "; a run hit the time limit: lower bound" if any(cs.get(k, {}).get("timed_out") for k in (a, b)) else ""
+            )
             return (f"; CPU-time ratio {x / y:.2f}" if x and y else "") + lb
 
-        add("flows ≤ 1.0× tcptrace -l", ratio("hscc_flows", "tcptrace"), "<=", TARGET_FLOWS_VS_TCPTRACE,
-            f"{big}: hscc-trace flows / tcptrace -l wall time" + cpu("hscc_flows", "tcptrace"))
-        add("flows ≥ 50× faster than tshark conv", ratio("tshark_conv", "hscc_flows"), ">=", TARGET_FLOWS_VS_TSHARK,
-            f"{big}: tshark -z conv,tcp / hscc-trace flows wall time" + cpu("tshark_conv", "hscc_flows"))
-        add("analyze (all algorithms + report) ≤ 2.0× tcptrace -l", ratio("hscc_analyze", "tcptrace"), "<=",
-            TARGET_ANALYZE_VS_TCPTRACE, f"{big}: hscc-trace analyze / tcptrace -l wall time" + cpu("hscc_analyze", "tcptrace"))
-        add("events path ≤ 1.5× tcptrace -l", ratio("hscc_events", "tcptrace"), "<=", TARGET_EVENTS_VS_TCPTRACE,
-            f"{big}: capture → events of every flow / tcptrace -l wall time" + cpu("hscc_events", "tcptrace"))
+        add(
+            "flows ≤ 1.0× tcptrace -l",
+            ratio("hscc_flows", "tcptrace"),
+            "<=",
+            TARGET_FLOWS_VS_TCPTRACE,
+            f"{big}: hscc-trace flows / tcptrace -l wall time" + cpu("hscc_flows", "tcptrace"),
+        )
+        add(
+            "flows ≥ 50× faster than tshark conv",
+            ratio("tshark_conv", "hscc_flows"),
+            ">=",
+            TARGET_FLOWS_VS_TSHARK,
+            f"{big}: tshark -z conv,tcp / hscc-trace flows wall time" + cpu("tshark_conv", "hscc_flows"),
+        )
+        add(
+            "analyze (all algorithms + report) ≤ 2.0× tcptrace -l",
+            ratio("hscc_analyze", "tcptrace"),
+            "<=",
+            TARGET_ANALYZE_VS_TCPTRACE,
+            f"{big}: hscc-trace analyze / tcptrace -l wall time" + cpu("hscc_analyze", "tcptrace"),
+        )
+        add(
+            "events path ≤ 1.5× tcptrace -l",
+            ratio("hscc_events", "tcptrace"),
+            "<=",
+            TARGET_EVENTS_VS_TCPTRACE,
+            f"{big}: capture → events of every flow / tcptrace -l wall time" + cpu("hscc_events", "tcptrace"),
+        )
         size_mib = caps[big]["bytes"] / 2**20
         for k in ("hscc_flows", "hscc_events", "hscc_analyze"):
             if k in cs:
-                add(f"peak memory of {cs[k]['label']} ≤ capture size", cs[k]["rss_mib"] / size_mib, "<=", 1.0,
-                    f"{big}: {cs[k]['rss_mib']:.0f} MiB peak RSS / {size_mib:.0f} MiB file")
+                add(
+                    f"peak memory of {cs[k]['label']} ≤ capture size",
+                    cs[k]["rss_mib"] / size_mib,
+                    "<=",
+                    1.0,
+                    f"{big}: {cs[k]['rss_mib']:.0f} MiB peak RSS / {size_mib:.0f} MiB file",
+                )
         rep = cs.get("_report")
         if rep:
             add("report < 10 MB", rep["report_bytes"] / 1e6, "<=", TARGET_REPORT_MB, f"{big}: report.html size in MB")
             if rep.get("render") and rep["render"].get("wall_s") is not None:
-                add("report renders < 3 s", rep["render"]["wall_s"], "<=", TARGET_REPORT_RENDER_S,
-                    f"{big}: navigation → every figure drawn, headless chromium")
+                add(
+                    "report renders < 3 s",
+                    rep["render"]["wall_s"],
+                    "<=",
+                    TARGET_REPORT_RENDER_S,
+                    f"{big}: navigation → every figure drawn, headless chromium",
+                )
         # linearity: marginal per-packet CPU time between consecutive sizes (CPU, not wall: the
         # machine's load may differ between sizes; fixed start-up costs make it sublinear)
         sizes = sorted(bulk, key=lambda c: caps[c]["packets"])
         for k in ("hscc_flows", "hscc_events", "hscc_analyze"):
-            pts = [(caps[c]["packets"], caps[c]["cases"][k]["cpu_s"], caps[c]["cases"][k]["rss_mib"])
-                   for c in sizes if k in caps[c]["cases"]]
+            pts = [
+                (caps[c]["packets"], caps[c]["cases"][k]["cpu_s"], caps[c]["cases"][k]["rss_mib"])
+                for c in sizes
+                if k in caps[c]["cases"]
+            ]
             if len(pts) >= 3:
                 m1 = (pts[-2][1] - pts[-3][1]) / (pts[-2][0] - pts[-3][0])
                 m2 = (pts[-1][1] - pts[-2][1]) / (pts[-1][0] - pts[-2][0])
                 r1 = (pts[-2][2] - pts[-3][2]) / (pts[-2][0] - pts[-3][0]) * 2**20
                 r2 = (pts[-1][2] - pts[-2][2]) / (pts[-1][0] - pts[-2][0]) * 2**20
-                add(f"{k.replace('_', ' ')}: time linear in packets", m2 / m1 if m1 > 0 else None, "<=",
+                add(
+                    f"{k.replace('_', ' ')}: time linear in packets",
+                    m2 / m1 if m1 > 0 else None,
+                    "<=",
                     LINEAR_TOLERANCE,
                     f"marginal CPU µs/packet {pts[-3][0]:,}→{pts[-2][0]:,}: {m1 * 1e6:.2f}, "
                     f"{pts[-2][0]:,}→{pts[-1][0]:,}: {m2 * 1e6:.2f} (ratio); marginal memory "
-                    f"{r1:.0f} then {r2:.0f} bytes/packet")
+                    f"{r1:.0f} then {r2:.0f} bytes/packet",
+                )
     for name, g in (res.get("jobs") or {}).items():
-        add(f"--jobs 2 faster than --jobs 1 on several captures ({name})", g.get("speedup"), ">=",
+        add(
+            f"--jobs 2 faster than --jobs 1 on several captures ({name})",
+            g.get("speedup"),
+            ">=",
             TARGET_JOBS_SPEEDUP,
             f"{len(g['captures'])} captures, {g['bytes'] / 2**20:.1f} MiB: analyze --jobs 1 / --jobs 2 wall time "
             f"(median of {g['jobs1']['n']} and {g['jobs2']['n']})"
-            + (f"; CPU time {g['jobs1']['cpu_s']:.1f} vs {g['jobs2']['cpu_s']:.1f} s"
-               if g.get("jobs1", {}).get("cpu_s") is not None and g.get("jobs2", {}).get("cpu_s") is not None else ""))
+            + (
+                f"; CPU time {g['jobs1']['cpu_s']:.1f} vs {g['jobs2']['cpu_s']:.1f} s"
+                if g.get("jobs1", {}).get("cpu_s") is not None and g.get("jobs2", {}).get("cpu_s") is not None
+                else ""
+            ),
+        )
     rp = res.get("replay") or {}
     warm = rp.get("warm", {}).get("algorithms") or {}
     rs = (rp.get("replay_speed_py") or {}).get("algorithms") or {}
     if rs:  # the replay owner's benchmark: one long real ACK stream, CPU time
         worst = min(rs.items(), key=lambda kv: kv[1]["loop_Mev_s"])
-        add("replay ≥ 20 M ACK events/s per algorithm per core (slowest algorithm)", worst[1]["loop_Mev_s"] * 1e6,
-            ">=", TARGET_REPLAY_EVENTS_PER_S,
+        add(
+            "replay ≥ 20 M ACK events/s per algorithm per core (slowest algorithm)",
+            worst[1]["loop_Mev_s"] * 1e6,
+            ">=",
+            TARGET_REPLAY_EVENTS_PER_S,
             f"slowest: {worst[0]}, compiled per-ACK loop, benchmarks/replay_speed.py "
-            f"({rp['replay_speed_py'].get('events', 0):,} events of samples/reno-loss tiled), CPU time")
+            f"({rp['replay_speed_py'].get('events', 0):,} events of samples/reno-loss tiled), CPU time",
+        )
     if warm:
         worst = min(warm.items(), key=lambda kv: kv[1]["loop_events_per_s"] or 0)
-        add("replay ≥ 20 M ACK events/s per algorithm per core, on the replica's flows (slowest algorithm)",
-            worst[1]["loop_events_per_s"], ">=", TARGET_REPLAY_EVENTS_PER_S,
+        add(
+            "replay ≥ 20 M ACK events/s per algorithm per core, on the replica's flows (slowest algorithm)",
+            worst[1]["loop_events_per_s"],
+            ">=",
+            TARGET_REPLAY_EVENTS_PER_S,
             f"slowest: {worst[0]}, compiled per-ACK loop over every flow of {rp.get('capture')}, "
-            f"{rp['warm'].get('ack_events'):,} ACK events, CPU time")
+            f"{rp['warm'].get('ack_events'):,} ACK events, CPU time",
+        )
     return out
 
 
 # --- output -----------------------------------------------------------------------------------
+
 
 def _f(x: float | None, fmt: str = "{:.2f}") -> str:
     return "—" if x is None else fmt.format(x)
@@ -492,11 +653,13 @@ def _f(x: float | None, fmt: str = "{:.2f}") -> str:
 def markdown(res: dict[str, Any]) -> str:
     m = res["machine"]
     L: list[str] = []
-    L.append(f"Measured {res['date']} (UTC) on {m['nproc']} × {m['cpu_model']}, {m['mem_gib']} GiB, "
-             f"Linux {m['kernel']}, load average at start {' '.join(m['loadavg_start'])}, "
-             f"at end {' '.join(res.get('loadavg_end', ['?']))}. "
-             f"Median of {res['params']['runs']} runs (interleaved); fewer where a run took more than "
-             f"{res['params']['max_repeat_s']:.0f} s (column *runs*).")
+    L.append(
+        f"Measured {res['date']} (UTC) on {m['nproc']} × {m['cpu_model']}, {m['mem_gib']} GiB, "
+        f"Linux {m['kernel']}, load average at start {' '.join(m['loadavg_start'])}, "
+        f"at end {' '.join(res.get('loadavg_end', ['?']))}. "
+        f"Median of {res['params']['runs']} runs (interleaved); fewer where a run took more than "
+        f"{res['params']['max_repeat_s']:.0f} s (column *runs*)."
+    )
     L.append("")
     L.append("### Targets")
     L.append("")
@@ -515,7 +678,9 @@ def markdown(res: dict[str, Any]) -> str:
         if c.get("measured"):
             L.append(f"_Measured {c['measured']}._")
             L.append("")
-        L.append("| tool | wall s (median) | CPU s | peak RSS MiB | packets/s | time ÷ hscc flows | time ÷ hscc analyze | runs |")
+        L.append(
+            "| tool | wall s (median) | CPU s | peak RSS MiB | packets/s | time ÷ hscc flows | time ÷ hscc analyze | runs |"
+        )
         L.append("|---|---:|---:|---:|---:|---:|---:|---:|")
         for k, s in c["cases"].items():
             if k.startswith("_"):
@@ -525,16 +690,24 @@ def markdown(res: dict[str, Any]) -> str:
             if s.get("timed_out"):
                 fail = " ⚠ stopped at the time limit"
                 label += " — **did not finish**"
-            L.append(f"| {label} | {'> ' if s.get('timed_out') else ''}{_f(s['wall_s'])} | {_f(s['cpu_s'])} | {_f(s['rss_mib'], '{:.0f}')} | "
-                     f"{_f(s['pkts_per_s'], '{:,.0f}')} | {_f(s['x_hscc_flows'])} | {_f(s['x_hscc_analyze'])} | "
-                     f"{s['n']}{fail} |")
+            L.append(
+                f"| {label} | {'> ' if s.get('timed_out') else ''}{_f(s['wall_s'])} | {_f(s['cpu_s'])} | {_f(s['rss_mib'], '{:.0f}')} | "
+                f"{_f(s['pkts_per_s'], '{:,.0f}')} | {_f(s['x_hscc_flows'])} | {_f(s['x_hscc_analyze'])} | "
+                f"{s['n']}{fail} |"
+            )
         notes = [f"{s['label']}: {s['note']}" for s in c["cases"].values() if isinstance(s, dict) and s.get("note")]
         rep = c["cases"].get("_report")
         if rep:
             r = rep.get("render") or {}
-            notes.append(f"report.html: {rep['report_bytes'] / 1e6:.2f} MB"
-                         + (f", rendered in {r['wall_s']:.2f} s in headless chromium "
-                            f"({(r.get('figures') or {}).get('drawn', '?')} figures drawn)" if r.get("wall_s") else ""))
+            notes.append(
+                f"report.html: {rep['report_bytes'] / 1e6:.2f} MB"
+                + (
+                    f", rendered in {r['wall_s']:.2f} s in headless chromium "
+                    f"({(r.get('figures') or {}).get('drawn', '?')} figures drawn)"
+                    if r.get("wall_s")
+                    else ""
+                )
+            )
         for n in notes:
             L.append(f"\n- {n}")
     # scaling
@@ -542,10 +715,18 @@ def markdown(res: dict[str, Any]) -> str:
     L.append("### Scaling (time per packet and peak memory by capture size)")
     L.append("")
     caps = res["captures"]
-    keys = [k for k in ("hscc_flows", "hscc_events", "hscc_analyze", "tcptrace", "tshark_conv", "tshark_analysis", "dpkt")
-            if any(k in c["cases"] for c in caps.values())]
-    L.append("| capture | packets | flows | " + " | ".join(
-        f"{next(c['cases'][k]['label'] for c in caps.values() if k in c['cases'])} µs/pkt, MiB" for k in keys) + " |")
+    keys = [
+        k
+        for k in ("hscc_flows", "hscc_events", "hscc_analyze", "tcptrace", "tshark_conv", "tshark_analysis", "dpkt")
+        if any(k in c["cases"] for c in caps.values())
+    ]
+    L.append(
+        "| capture | packets | flows | "
+        + " | ".join(
+            f"{next(c['cases'][k]['label'] for c in caps.values() if k in c['cases'])} µs/pkt, MiB" for k in keys
+        )
+        + " |"
+    )
     L.append("|---|---:|---:|" + "---:|" * len(keys))
     for name, c in caps.items():
         cells = []
@@ -560,9 +741,14 @@ def markdown(res: dict[str, Any]) -> str:
         L.append("")
         L.append("| compile caches | wall s | CPU s | peak RSS MiB |")
         L.append("|---|---:|---:|---:|")
-        for ph, what in (("cold", "empty (numba + replay caches in a new folder): cold first run"),
-                         ("warm", "default caches, first run of this benchmark (compiles what changed since "
-                                  "the caches were filled); the timed runs come after it")):
+        for ph, what in (
+            ("cold", "empty (numba + replay caches in a new folder): cold first run"),
+            (
+                "warm",
+                "default caches, first run of this benchmark (compiles what changed since "
+                "the caches were filled); the timed runs come after it",
+            ),
+        ):
             w = wu.get(ph)
             if not w:
                 continue
@@ -572,51 +758,72 @@ def markdown(res: dict[str, Any]) -> str:
         L.append("")
         L.append("### --jobs 2 vs --jobs 1 (several captures in one analyze run)")
         L.append("")
-        L.append("| captures | files | MiB | --jobs 1 wall s | cpu s | MiB | --jobs 2 wall s | cpu s | MiB | speedup | "
-                 "same results |")
+        L.append(
+            "| captures | files | MiB | --jobs 1 wall s | cpu s | MiB | --jobs 2 wall s | cpu s | MiB | speedup | "
+            "same results |"
+        )
         L.append("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
         for name, g in jobs.items():
             a, b = g["jobs1"], g["jobs2"]
-            L.append(f"| {name} | {len(g['captures'])} | {g['bytes'] / 2**20:.1f} | {a['wall_s']:.2f} | {a['cpu_s']:.2f} | "
-                     f"{a['rss_mib']:.0f} | {b['wall_s']:.2f} | {b['cpu_s']:.2f} | {b['rss_mib']:.0f} | "
-                     f"{_f(g['speedup'])}× | {'yes' if g['same_results'] else 'NO' if g['same_results'] is False else '—'} |")
+            L.append(
+                f"| {name} | {len(g['captures'])} | {g['bytes'] / 2**20:.1f} | {a['wall_s']:.2f} | {a['cpu_s']:.2f} | "
+                f"{a['rss_mib']:.0f} | {b['wall_s']:.2f} | {b['cpu_s']:.2f} | {b['rss_mib']:.0f} | "
+                f"{_f(g['speedup'])}× | {'yes' if g['same_results'] else 'NO' if g['same_results'] is False else '—'} |"
+            )
     rp = res.get("replay") or {}
     warm = (rp.get("warm") or {}).get("algorithms") or {}
     cold = (rp.get("cold") or {}).get("algorithms") or {}
     if warm:
         L.append("")
-        L.append(f"### Replay throughput ({rp['warm']['ack_events']:,} ACK events, {rp['warm']['flows']} flows of "
-                 f"{rp['capture']}; one core; best of {rp['warm']['repeat']} passes)")
+        L.append(
+            f"### Replay throughput ({rp['warm']['ack_events']:,} ACK events, {rp['warm']['flows']} flows of "
+            f"{rp['capture']}; one core; best of {rp['warm']['repeat']} passes)"
+        )
         L.append("")
-        L.append("Cold first run: the first replay in a process with an empty compile cache (numba compiles "
-                 "the generated loop; algorithms that share a generated loop, e.g. the HRF comparison rows, "
-                 "show ~0 after the first of them). Cached: the same in a second process.")
+        L.append(
+            "Cold first run: the first replay in a process with an empty compile cache (numba compiles "
+            "the generated loop; algorithms that share a generated loop, e.g. the HRF comparison rows, "
+            "show ~0 after the first of them). Cached: the same in a second process."
+        )
         L.append("")
-        L.append("| algorithm | compiled loop, M ACK/s | engine.run incl. output frame, M ACK/s | "
-                 "first run, cold cache s | first run, cached s | ≥ 20 M/s |")
+        L.append(
+            "| algorithm | compiled loop, M ACK/s | engine.run incl. output frame, M ACK/s | "
+            "first run, cold cache s | first run, cached s | ≥ 20 M/s |"
+        )
         L.append("|---|---:|---:|---:|---:|---|")
         for a, w in warm.items():
             c0 = cold.get(a, {})
-            L.append(f"| {a} | {_f(w['loop_events_per_s'] / 1e6 if w['loop_events_per_s'] else None, '{:.1f}')} | "
-                     f"{_f(w['run_events_per_s'] / 1e6 if w['run_events_per_s'] else None, '{:.1f}')} | "
-                     f"{_f(c0.get('first_run_s'))} | {_f(w['first_run_s'])} | "
-                     f"{'pass' if (w['loop_events_per_s'] or 0) >= TARGET_REPLAY_EVENTS_PER_S else 'FAIL'} |")
+            L.append(
+                f"| {a} | {_f(w['loop_events_per_s'] / 1e6 if w['loop_events_per_s'] else None, '{:.1f}')} | "
+                f"{_f(w['run_events_per_s'] / 1e6 if w['run_events_per_s'] else None, '{:.1f}')} | "
+                f"{_f(c0.get('first_run_s'))} | {_f(w['first_run_s'])} | "
+                f"{'pass' if (w['loop_events_per_s'] or 0) >= TARGET_REPLAY_EVENTS_PER_S else 'FAIL'} |"
+            )
     rs = (rp.get("replay_speed_py") or {}).get("algorithms") or {}
     if rs:
         L.append("")
         cmd = rp["replay_speed_py"].get("command", "replay_speed.py")
         cmd = "replay_speed.py" + cmd.split("replay_speed.py", 1)[1] if "replay_speed.py" in cmd else cmd
-        L.append(f"`python benchmarks/{cmd}` (the replay owner's "
-                 f"benchmark: one long real ACK stream, {rp['replay_speed_py'].get('events', 0):,} events, CPU time):")
+        L.append(
+            f"`python benchmarks/{cmd}` (the replay owner's "
+            f"benchmark: one long real ACK stream, {rp['replay_speed_py'].get('events', 0):,} events, CPU time):"
+        )
         L.append("")
         L.append("| algorithm | compiled loop, M ACK/s | engine.run incl. output frame, M ACK/s | ≥ 20 M/s |")
         L.append("|---|---:|---:|---|")
         for a, w in rs.items():
-            L.append(f"| {a} | {w['loop_Mev_s']:.1f} | {w['run_Mev_s']:.1f} | "
-                     f"{'pass' if w['loop_Mev_s'] * 1e6 >= TARGET_REPLAY_EVENTS_PER_S else 'FAIL'} |")
+            L.append(
+                f"| {a} | {w['loop_Mev_s']:.1f} | {w['run_Mev_s']:.1f} | "
+                f"{'pass' if w['loop_Mev_s'] * 1e6 >= TARGET_REPLAY_EVENTS_PER_S else 'FAIL'} |"
+            )
     L.append("")
-    L.append("Tool versions: " + "; ".join(f"{k} {m[k]}" for k in ("hscc_trace", "tshark", "tcptrace", "python",
-                                                                   "polars", "numba", "numpy", "dpkt", "scapy")))
+    L.append(
+        "Tool versions: "
+        + "; ".join(
+            f"{k} {m[k]}"
+            for k in ("hscc_trace", "tshark", "tcptrace", "python", "polars", "numba", "numpy", "dpkt", "scapy")
+        )
+    )
     L.append("")
     L.append(f"hscc-trace flows kernels: {m.get('flows_kernels', 'not recorded')}.")
     return "\n".join(L) + "\n"
@@ -641,21 +848,32 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--max-repeat-s", type=float, default=45.0, help="do not repeat a case whose first run took longer")
     ap.add_argument("--timeout-s", type=float, default=900.0, help="per run; a run stopped there is reported as such")
-    ap.add_argument("--cases", help="comma-separated case keys (default: all available): "
-                                    + ",".join([*(c.key for c in CASES), *MULTI_CASES]))
+    ap.add_argument(
+        "--cases",
+        help="comma-separated case keys (default: all available): " + ",".join([*(c.key for c in CASES), *MULTI_CASES]),
+    )
     ap.add_argument("--scapy-slice", type=int, default=SCAPY_SLICE)
     ap.add_argument("--replay-capture", default="replica-1M", help="capture for the replay throughput ('' = skip)")
     ap.add_argument("--replay-repeat", type=int, default=3)
     ap.add_argument("--no-warmup", action="store_true", help="skip the compile-cache warm-up run")
     ap.add_argument("--cold", action="store_true", help="also time analyze with empty compile caches")
-    ap.add_argument("--include", type=Path, action="append", default=[],
-                    help="results JSON of an earlier run whose captures (not measured now) join the tables")
+    ap.add_argument(
+        "--include",
+        type=Path,
+        action="append",
+        default=[],
+        help="results JSON of an earlier run whose captures (not measured now) join the tables",
+    )
     ap.add_argument("--no-render", action="store_true", help="skip the headless-chromium render timing")
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--stamp", help="results file name (default: UTC date-time)")
     ap.add_argument("--docs", action="store_true", help="also rewrite the generated section of docs/performance.md")
-    ap.add_argument("--rerender", type=Path, help="recompute targets and tables of an existing results JSON "
-                                                    "(no measurement), rewrite its .md (and docs with --docs)")
+    ap.add_argument(
+        "--rerender",
+        type=Path,
+        help="recompute targets and tables of an existing results JSON "
+        "(no measurement), rewrite its .md (and docs with --docs)",
+    )
     a = ap.parse_args(argv)
     SCAPY_SLICE = a.scapy_slice
     if a.rerender:
@@ -695,17 +913,21 @@ def main(argv: list[str] | None = None) -> int:
             log(f"skipping {c.label}: {skipped[c.key]}")
             continue
         cases.append(c)
-    now = dt.datetime.now(dt.timezone.utc)
+    now = dt.datetime.now(dt.UTC)
     stamp = a.stamp or now.strftime("%Y-%m-%dT%H%MZ")
-    res: dict[str, Any] = dict(date=now.strftime("%Y-%m-%d %H:%M"), machine=machine_info(),
-                               params=dict(runs=a.runs, max_repeat_s=a.max_repeat_s, scapy_slice=a.scapy_slice,
-                                           captures=captures), skipped=skipped)
+    res: dict[str, Any] = dict(
+        date=now.strftime("%Y-%m-%d %H:%M"),
+        machine=machine_info(),
+        params=dict(runs=a.runs, max_repeat_s=a.max_repeat_s, scapy_slice=a.scapy_slice, captures=captures),
+        skipped=skipped,
+    )
     log(f"machine: {res['machine']}")
     if any(c.key == "hscc_analyze" for c in cases) and not a.no_warmup:
         res["warmup"] = warm_up("replica-0.1M", a.cold, log)
     # only cases over several captures selected: no per-capture measurement
-    res["captures"] = run_captures(captures, a.runs, a.max_repeat_s, a.timeout_s, cases, log) \
-        if cases or wanted is None else {}
+    res["captures"] = (
+        run_captures(captures, a.runs, a.max_repeat_s, a.timeout_s, cases, log) if cases or wanted is None else {}
+    )
     if wanted is None or "hscc_jobs" in wanted:
         res["jobs"] = jobs_bench(a.runs, a.timeout_s, not a.no_warmup, log)
     bulk = [c for c in res["captures"] if "flows10k" not in c]
@@ -722,8 +944,10 @@ def main(argv: list[str] | None = None) -> int:
         old = json.loads(f.read_text())
         for name, c in old["captures"].items():
             if name not in res["captures"]:
-                c["measured"] = f"{old['date']} UTC in a separate run ({f.name}), load average " \
-                                f"{' '.join(old['machine']['loadavg_start'])} → {' '.join(old.get('loadavg_end', ['?']))}"
+                c["measured"] = (
+                    f"{old['date']} UTC in a separate run ({f.name}), load average "
+                    f"{' '.join(old['machine']['loadavg_start'])} → {' '.join(old.get('loadavg_end', ['?']))}"
+                )
                 res["captures"][name] = c
     res["targets"] = targets(res)
     md = markdown(res)

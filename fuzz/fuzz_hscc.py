@@ -4,7 +4,7 @@ One input is the bytes of a capture file. Each execution runs it through every s
 capture goes through:
 
 1. the reader and both decoders, the flow table and the wscale/option handling
-   (``api.load``: pcap/pcapng/gzip reader, compiled fast decoder, scapy fallback);
+   (``hscc_trace.flows.load``: pcap/pcapng/gzip reader, compiled fast decoder, scapy fallback);
 2. the ``hscc-trace flows`` fast path (``flows.scan.flow_rows``: a second, streaming flow
    kernel);
 3. events of up to three flows (``api.events``), and for each the replay of reno, cubic and
@@ -39,12 +39,15 @@ import atheris
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-from hscc_trace import api  # noqa: E402
-from hscc_trace.analysis import pipeline, results  # noqa: E402
-from hscc_trace.flows.scan import flow_rows  # noqa: E402
-from hscc_trace.errors import HsccError, InternalError, InternalMessage  # noqa: E402
-
 import seeds  # noqa: E402  (fuzz/seeds.py)
+
+from hscc_trace import api
+from hscc_trace.analysis import (
+    pipeline,
+    results,  # noqa: E402
+)
+from hscc_trace.errors import HsccError, InternalError, InternalMessage  # noqa: E402
+from hscc_trace.flows.scan import flow_rows
 
 #: algorithms replayed on every flow: a loss-based, a cubic and a delay/loss hybrid
 ALGOS = ("reno", "cubic", "fusion")
@@ -123,8 +126,11 @@ def instrument_project() -> int:
     compiled = {id(o.py_func) for o in gc.get_objects() if isinstance(o, (Kernel, Dispatcher))}
     n = 0
     for obj in gc.get_objects():
-        if (isinstance(obj, types.FunctionType) and id(obj) not in compiled
-                and (getattr(obj, "__module__", None) or "").startswith("hscc_trace")):
+        if (
+            isinstance(obj, types.FunctionType)
+            and id(obj) not in compiled
+            and (getattr(obj, "__module__", None) or "").startswith("hscc_trace")
+        ):
             try:
                 atheris.instrument_func(obj)
                 n += 1

@@ -36,7 +36,7 @@ def head_of_pcap(data: bytes, limit: int = MAX_SEED) -> bytes | None:
         return None
     pos = 24
     while pos + 16 <= len(data):
-        (cap,) = struct.unpack(order + "I", data[pos + 8:pos + 12])
+        (cap,) = struct.unpack(order + "I", data[pos + 8 : pos + 12])
         end = pos + 16 + cap
         if end > limit or end > len(data):
             break

@@ -19,8 +19,9 @@ Nothing here prints; errors are :class:`~hscc_trace.errors.InputError` /
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from hscc_trace.errors import InputError, UsageError
 from hscc_trace.model import Analysis, Capture, FlowEvents
@@ -59,8 +60,13 @@ def events(capture: Capture | PathLike, flow_id: int, bpf: str | None = None) ->
     cap = _capture(capture, bpf)
     ids = cap.flows["flow_id"].to_list() if cap.flows.height else []
     if int(flow_id) not in ids:
-        have = ("no TCP flow" if not ids else f"only flow {ids[0]}" if len(ids) == 1
-                else f"{len(ids)} flows, {ids[0]}–{ids[-1]}")
+        have = (
+            "no TCP flow"
+            if not ids
+            else f"only flow {ids[0]}"
+            if len(ids) == 1
+            else f"{len(ids)} flows, {ids[0]}–{ids[-1]}"
+        )
         raise InputError(f"{cap.meta.path}: no flow {flow_id} (the capture has {have})")
     return _events.flow_events(cap, int(flow_id))
 
@@ -96,24 +102,24 @@ def select(names: Iterable[str] | None = None, params: dict[str, dict[str, Any]]
     return selection.select(names, params)
 
 
-def select_params(names: Sequence[str] | None, configured: dict[str, dict[str, Any]],
-                  given: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+def select_params(
+    names: Sequence[str] | None, configured: dict[str, dict[str, Any]], given: dict[str, dict[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
     """Parameter overrides for a run of ``names`` (:func:`hscc_trace.replay.selection.select_params`)."""
     from hscc_trace.replay import selection
 
     return selection.select_params(names, configured, given)
 
 
-def replay(ev: FlowEvents, algorithms: Sequence[str] | None = None,
-           params: dict[str, dict[str, Any]] | None = None) -> dict[str, pl.DataFrame]:
+def replay(
+    ev: FlowEvents, algorithms: Sequence[str] | None = None, params: dict[str, dict[str, Any]] | None = None
+) -> dict[str, pl.DataFrame]:
     """Replay algorithms on one flow's events: ``{label: DataFrame}`` (schema.REPLAY_BASE + signals).
 
     Open-loop: each table says what the algorithm *would have set* given the trace's ACKs, RTTs
     and losses, not what the network would then have done (docs/replay.md).
     """
-    from hscc_trace.replay import engine
-
-    from hscc_trace.replay import selection
+    from hscc_trace.replay import engine, selection
 
     return engine.replay_flow(ev, selection.resolved(algorithms, params))
 
@@ -137,9 +143,16 @@ def fit(ev: FlowEvents, replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
 # --- whole runs ------------------------------------------------------------------------------------
 
 
-def analyze(paths: PathLike | Iterable[PathLike], algorithms: Sequence[str] | None = None,
-            params: dict[str, dict[str, Any]] | None = None, *, bpf: str | None = None,
-            flows: Sequence[int] | None = None, jobs: int = 1, strict: bool = True) -> Analysis:
+def analyze(
+    paths: PathLike | Iterable[PathLike],
+    algorithms: Sequence[str] | None = None,
+    params: dict[str, dict[str, Any]] | None = None,
+    *,
+    bpf: str | None = None,
+    flows: Sequence[int] | None = None,
+    jobs: int = 1,
+    strict: bool = True,
+) -> Analysis:
     """Analyze captures (files, or directories searched for captures) end to end.
 
     Captures that cannot be read are listed in ``Analysis.errors``; with ``strict`` (the default)
@@ -151,9 +164,16 @@ def analyze(paths: PathLike | Iterable[PathLike], algorithms: Sequence[str] | No
     return run.analysis
 
 
-def analyze_run(paths: PathLike | Iterable[PathLike], algorithms: Sequence[str] | None = None,
-                params: dict[str, dict[str, Any]] | None = None, *, bpf: str | None = None,
-                flows: Sequence[int] | None = None, jobs: int = 1, progress: Any = None):
+def analyze_run(
+    paths: PathLike | Iterable[PathLike],
+    algorithms: Sequence[str] | None = None,
+    params: dict[str, dict[str, Any]] | None = None,
+    *,
+    bpf: str | None = None,
+    flows: Sequence[int] | None = None,
+    jobs: int = 1,
+    progress: Any = None,
+):
     """Like :func:`analyze` but returns the :class:`hscc_trace.analysis.pipeline.Run` (analysis, inputs in
     order, per-capture errors), as the CLI uses it. ``progress(done, total, text)`` is called
     after every task."""
@@ -166,8 +186,15 @@ def analyze_run(paths: PathLike | Iterable[PathLike], algorithms: Sequence[str] 
     sel = selection.select(algorithms, params)
     if jobs < 1:
         raise UsageError(f"jobs must be >= 1, got {jobs}")
-    opts = pipeline.Options(algorithms=sel.names, params=sel.overrides, labels=sel.labels, values=sel.values, bpf=bpf,
-                            flows=tuple(int(f) for f in flows) if flows is not None else None, jobs=jobs)
+    opts = pipeline.Options(
+        algorithms=sel.names,
+        params=sel.overrides,
+        labels=sel.labels,
+        values=sel.values,
+        bpf=bpf,
+        flows=tuple(int(f) for f in flows) if flows is not None else None,
+        jobs=jobs,
+    )
     return pipeline.run(list(paths), opts, progress=progress)
 
 
@@ -185,12 +212,23 @@ def flow_table(analysis: Analysis) -> pl.DataFrame:
         for fr in cr.results:
             row = {c.name: fr.flow.get(c.name) for c in schema.FLOWS}
             best = fr.fit.sort("rank").row(0, named=True) if fr.fit.height else None
-            frames.append({"capture": cr.meta.path, **row,
-                           "best": best["algo"] if best else None,
-                           "best_mare": best["mare"] if best else None})
+            frames.append(
+                {
+                    "capture": cr.meta.path,
+                    **row,
+                    "best": best["algo"] if best else None,
+                    "best_mare": best["mare"] if best else None,
+                }
+            )
     if not frames:
-        return pl.DataFrame(schema={"capture": pl.String, **schema.polars_schema(schema.FLOWS),
-                                    "best": pl.String, "best_mare": pl.Float64})
+        return pl.DataFrame(
+            schema={
+                "capture": pl.String,
+                **schema.polars_schema(schema.FLOWS),
+                "best": pl.String,
+                "best_mare": pl.Float64,
+            }
+        )
     df = pl.DataFrame(frames, infer_schema_length=None)
     return df.with_columns([pl.col(c.name).cast(c.dtype) for c in schema.FLOWS])
 
@@ -201,8 +239,12 @@ def fit_table(analysis: Analysis) -> pl.DataFrame:
 
     from hscc_trace import schema
 
-    frames = [fr.fit.with_columns(pl.lit(cr.meta.path).alias("capture"))
-              for cr in analysis.captures for fr in cr.results if fr.fit.height]
+    frames = [
+        fr.fit.with_columns(pl.lit(cr.meta.path).alias("capture"))
+        for cr in analysis.captures
+        for fr in cr.results
+        if fr.fit.height
+    ]
     if not frames:
         return pl.DataFrame(schema={"capture": pl.String, **schema.polars_schema(schema.FIT_METRICS)})
     df = pl.concat([schema.conform(f, schema.FIT_METRICS, extra=True) for f in frames], how="diagonal_relaxed")
@@ -254,21 +296,30 @@ def figures(analysis: Analysis, flow_id: int, capture: int | str = 0) -> Any:
     return reports.flow_figures(flow_result(analysis, flow_id, capture))
 
 
-def export(obj: Any, path: PathLike, **kw: Any) -> Path:
-    """Write events, a replay or any table to parquet/csv/json by extension (:mod:`hscc_trace.analysis.export`)."""
+def export(obj: Any, path: PathLike, **kw: Any) -> Path | None:
+    """Write events, a replay or any table to parquet/csv/json by extension (:mod:`hscc_trace.analysis.export`);
+    ``-`` writes CSV to standard output (returns None)."""
     from hscc_trace.analysis import export as _export
 
     return _export.write(obj, path, **kw)
 
 
-def check(analysis: Analysis | dict[str, Any], expect: str | None = None, *, max_error: float | None = None,
-          rank_first: bool = False, min_rounds: int | None = None, flows: Sequence[int] | None = None,
-          baseline: PathLike | dict[str, Any] | None = None, tolerance: Any = None) -> list:
+def check(
+    analysis: Analysis | dict[str, Any],
+    expect: str | None = None,
+    *,
+    max_error: float | None = None,
+    rank_first: bool = False,
+    min_rounds: int | None = None,
+    flows: Sequence[int] | None = None,
+    baseline: PathLike | dict[str, Any] | None = None,
+    tolerance: Any = None,
+) -> list:
     """Per-flow verdicts (:class:`hscc_trace.analysis.check.Verdict`) as `hscc-trace check` computes them."""
     from dataclasses import replace
 
-    from hscc_trace.analysis import check as _check
     from hscc_trace import config as _config
+    from hscc_trace.analysis import check as _check
     from hscc_trace.analysis import results as _results
 
     doc = analysis if isinstance(analysis, dict) else _results.to_dict(analysis)
@@ -284,9 +335,12 @@ def check(analysis: Analysis | dict[str, Any], expect: str | None = None, *, max
         verdicts += _check.check_expectations(doc, cfg, flows)
     if baseline is not None:
         base = baseline if isinstance(baseline, dict) else _results.read(baseline)
-        tol = tolerance if isinstance(tolerance, _config.Tolerance) else _config.parse_tolerance(tolerance, cfg.tolerance)
-        verdicts += _check.check_baseline(doc, base, tol, algorithms=[expect] if expect else None,
-                                          min_rounds=cfg.min_rounds, flows=flows)
+        tol = (
+            tolerance if isinstance(tolerance, _config.Tolerance) else _config.parse_tolerance(tolerance, cfg.tolerance)
+        )
+        verdicts += _check.check_baseline(
+            doc, base, tol, algorithms=[expect] if expect else None, min_rounds=cfg.min_rounds, flows=flows
+        )
     if expect is None and baseline is None:
         raise UsageError("check needs an expected algorithm or a baseline")
     return verdicts

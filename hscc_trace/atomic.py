@@ -17,8 +17,8 @@ import contextlib
 import os
 import stat
 import tempfile
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Callable, Iterator
 
 from hscc_trace.errors import InputError
 from hscc_trace.names import display
@@ -88,8 +88,9 @@ def write_text(path: str | os.PathLike, text: str, what: str = "the output", *, 
     return write_with(path, lambda p: p.write_bytes(data), what, parents=parents)
 
 
-def write_with(path: str | os.PathLike, writer: Callable[[Path], object], what: str = "the output", *,
-               parents: bool = True) -> Path:
+def write_with(
+    path: str | os.PathLike, writer: Callable[[Path], object], what: str = "the output", *, parents: bool = True
+) -> Path:
     """Atomically write ``path`` by calling ``writer(temporary path)``."""
     with atomic_path(path, what, parents=parents) as tmp:
         writer(tmp)

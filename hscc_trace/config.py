@@ -94,11 +94,7 @@ class Expectation:
         if self.match in ("*", ""):
             return True
         p = PurePath(path)
-        return (
-            fnmatch.fnmatch(str(p), self.match)
-            or fnmatch.fnmatch(p.as_posix(), self.match)
-            or p.match(self.match)
-        )
+        return fnmatch.fnmatch(str(p), self.match) or fnmatch.fnmatch(p.as_posix(), self.match) or p.match(self.match)
 
 
 @dataclass(frozen=True)
@@ -142,8 +138,17 @@ class Config:
 # --- parsing -----------------------------------------------------------------------------------
 
 _TOP_KEYS = {"algorithms", "params", "filter", "jobs", "check"}
-_CHECK_KEYS = {"expect", "max_error", "rank_first", "min_rounds", "baseline", "tolerance", "expectations", "junit",
-               "strict"}
+_CHECK_KEYS = {
+    "expect",
+    "max_error",
+    "rank_first",
+    "min_rounds",
+    "baseline",
+    "tolerance",
+    "expectations",
+    "junit",
+    "strict",
+}
 _EXPECTATION_KEYS = {"match", "expect", "max_error", "rank_first", "flows"}
 
 
@@ -154,8 +159,11 @@ def _err(src: str, msg: str) -> UsageError:
 def _unknown(src: str, where: str, table: dict[str, Any], allowed: set[str]) -> None:
     extra = sorted(set(table) - allowed)
     if extra:
-        raise _err(src, f"unknown key{'s' if len(extra) > 1 else ''} in {where}: {', '.join(extra)} "
-                        f"(allowed: {', '.join(sorted(allowed))})")
+        raise _err(
+            src,
+            f"unknown key{'s' if len(extra) > 1 else ''} in {where}: {', '.join(extra)} "
+            f"(allowed: {', '.join(sorted(allowed))})",
+        )
 
 
 def _num(src: str, key: str, v: Any, *, lo: float = 0.0) -> float:
@@ -225,7 +233,7 @@ def _expectation(src: str, i: int, v: Any, defaults: CheckConfig) -> Expectation
         raise _err(src, f"{where} must be a table")
     _unknown(src, where, v, _EXPECTATION_KEYS)
     if "expect" not in v:
-        raise _err(src, f"{where} needs expect = \"<algorithm>\"")
+        raise _err(src, f'{where} needs expect = "<algorithm>"')
     flows = v.get("flows")
     if flows is not None:
         if not isinstance(flows, list):
@@ -400,7 +408,9 @@ def parse_tolerance(text: str | None, base: Tolerance) -> Tolerance:
         key, sep, value = part.partition("=")
         key = key.strip()
         if not sep or key not in Tolerance.FIELDS:
-            raise UsageError(f"--tolerance {part!r}: expected NAME=VALUE with NAME one of {', '.join(Tolerance.FIELDS)}")
+            raise UsageError(
+                f"--tolerance {part!r}: expected NAME=VALUE with NAME one of {', '.join(Tolerance.FIELDS)}"
+            )
         if value.strip().lower() in ("none", "off"):
             kw[key] = None
             continue

@@ -9,8 +9,9 @@ behaviour, so that each stage can be developed and tested on its own.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from hscc_trace.errors import Warn
 
@@ -112,7 +113,8 @@ class _PacketsSlot:
         obj.__dict__["_packets"] = value
 
 
-Capture.packets = _PacketsSlot()  # type: ignore[assignment]  (after @dataclass: the field stays required)
+# (after @dataclass: the field stays required)
+Capture.packets = _PacketsSlot()  # type: ignore[assignment]
 
 
 @dataclass

@@ -17,8 +17,9 @@ Conventions (all tables):
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
+from typing import Any
 
 import polars as pl
 
@@ -96,8 +97,16 @@ PACKETS: tuple[Column, ...] = (
     Column("opt_tsval", pl.UInt32, "", "timestamp option TSval (null if absent)"),
     Column("opt_tsecr", pl.UInt32, "", "timestamp option TSecr (null if absent)"),
     Column("sack_n", pl.UInt8, "", "number of SACK blocks carried (0-4)"),
-    *(Column(f"sack_{e}{i}", pl.UInt32, "", f"SACK block {i} {'left' if e == 'l' else 'right'} edge, raw (null if absent)")
-      for i in range(4) for e in ("l", "r")),
+    *(
+        Column(
+            f"sack_{e}{i}",
+            pl.UInt32,
+            "",
+            f"SACK block {i} {'left' if e == 'l' else 'right'} edge, raw (null if absent)",
+        )
+        for i in range(4)
+        for e in ("l", "r")
+    ),
     Column("decoder", pl.UInt8, "", "0 = vectorized fast path, 1 = scapy fallback"),
     Column("flow_id", pl.UInt32, "", "TCP connection this packet belongs to (see FLOWS)"),
     Column("dir", pl.UInt8, "", "0 = A→B (initiator to responder), 1 = B→A"),
@@ -125,15 +134,40 @@ FLOWS: tuple[Column, ...] = (
     Column("sender_dir", pl.UInt8, "", "direction carrying most unique payload (0 = A→B, 1 = B→A)"),
     Column("goodput_bps", pl.Float64, "bit/s", "unique payload bytes of the data sender · 8 / data duration"),
     Column("mss", pl.UInt32, "bytes", "data sender's effective MSS: min(announced by receiver, largest segment seen)"),
-    Column("wscale_a", pl.Int8, "", "window-scale shift announced by A as used: above 14 counts as 14, RFC 7323 §2.3 (−1 = unknown)"),
-    Column("wscale_b", pl.Int8, "", "window-scale shift announced by B as used: above 14 counts as 14, RFC 7323 §2.3 (−1 = unknown)"),
+    Column(
+        "wscale_a",
+        pl.Int8,
+        "",
+        "window-scale shift announced by A as used: above 14 counts as 14, RFC 7323 §2.3 (−1 = unknown)",
+    ),
+    Column(
+        "wscale_b",
+        pl.Int8,
+        "",
+        "window-scale shift announced by B as used: above 14 counts as 14, RFC 7323 §2.3 (−1 = unknown)",
+    ),
     Column("sack_ok", pl.Boolean, "", "SACK permitted by both SYNs"),
     Column("ts_ok", pl.Boolean, "", "timestamps negotiated by both SYNs"),
     Column("handshake", pl.Boolean, "", "SYN and SYN/ACK were both captured"),
     Column("closed", pl.String, "", "how it ended: fin, rst or open"),
-    Column("retrans", pl.UInt64, "segments", "data sender's retransmitted segments with payload (all kinds: Wireshark's retransmission, fast and spurious retransmission; out-of-order and keep-alives excluded)"),
-    Column("out_of_order", pl.UInt64, "segments", "data sender's segments with payload Wireshark labels out-of-order (below the highest sequence, soon after it); at a sender-side capture these are retransmissions too"),
-    Column("rtt_min_s", pl.Float64, "s", "smallest RTT sample of the data sender's segments (Karn-safe data/ACK matching; null if none)"),
+    Column(
+        "retrans",
+        pl.UInt64,
+        "segments",
+        "data sender's retransmitted segments with payload (all kinds: Wireshark's retransmission, fast and spurious retransmission; out-of-order and keep-alives excluded)",
+    ),
+    Column(
+        "out_of_order",
+        pl.UInt64,
+        "segments",
+        "data sender's segments with payload Wireshark labels out-of-order (below the highest sequence, soon after it); at a sender-side capture these are retransmissions too",
+    ),
+    Column(
+        "rtt_min_s",
+        pl.Float64,
+        "s",
+        "smallest RTT sample of the data sender's segments (Karn-safe data/ACK matching; null if none)",
+    ),
     Column("rtt_median_s", pl.Float64, "s", "median RTT sample"),
     Column("rtt_max_s", pl.Float64, "s", "largest RTT sample"),
     Column("vantage", Vantage, "", "where the capture was taken relative to the data sender"),
@@ -147,12 +181,19 @@ SEGMENTS: tuple[Column, ...] = (
     Column("ts_ns", pl.Int64, "ns", "capture time"),
     Column("seq", pl.Int64, "bytes", "first sequence number, unwrapped, relative to the ISN"),
     Column("len", pl.UInt32, "bytes", "payload length"),
-    Column("kind", SegmentKind, "", "new / retransmission / fast_retransmission / spurious_retransmission / out_of_order"),
+    Column(
+        "kind", SegmentKind, "", "new / retransmission / fast_retransmission / spurious_retransmission / out_of_order"
+    ),
     Column("ip_ecn", pl.UInt8, "", "IP ECN field of the segment"),
     Column("end_seq", pl.Int64, "bytes", "seq + len (+1 for SYN/FIN, which occupy sequence space)"),
     Column("probe", ProbeKind, "", "keep-alive / zero-window probe (Wireshark rules), else none"),
     Column("rexmit", pl.Boolean, "", "re-sends bytes already sent (loss sense; probes never are)"),
-    Column("outstanding", pl.Int64, "bytes", "snd_max − snd_una after this segment (tcp.analysis.bytes_in_flight without SACK)"),
+    Column(
+        "outstanding",
+        pl.Int64,
+        "bytes",
+        "snd_max − snd_una after this segment (tcp.analysis.bytes_in_flight without SACK)",
+    ),
     Column("round", pl.UInt32, "", "RTT round in progress when the segment was sent"),
 )
 
@@ -177,7 +218,9 @@ ACKS: tuple[Column, ...] = (
     Column("cong_event", EpisodeKind, "", "set on the ACK where a congestion episode begins (else null)"),
     Column("spurious_undo", pl.Boolean, "", "the trace proves the episode this ACK ends was spurious"),
     Column("dsack_bytes", pl.Int64, "bytes", "bytes reported as received twice (D-SACK, RFC 2883)"),
-    Column("rtt_raw_s", pl.Float64, "s", "RTT sample as measured at the capture point (rtt_s minus the vantage correction)"),
+    Column(
+        "rtt_raw_s", pl.Float64, "s", "RTT sample as measured at the capture point (rtt_s minus the vantage correction)"
+    ),
 )
 
 EPISODES: tuple[Column, ...] = (
@@ -290,7 +333,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
 }
 
 
-def polars_schema(columns: Iterable[Column]) -> dict[str, pl.DataType]:
+def polars_schema(columns: Iterable[Column]) -> dict[str, Any]:
     """``{name: dtype}`` for ``pl.DataFrame(..., schema=...)``."""
     return {c.name: c.dtype for c in columns}
 

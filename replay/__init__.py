@@ -16,8 +16,13 @@ from __future__ import annotations
 from typing import Any
 
 _LAZY = {
-    "replay": "engine", "replay_flow": "engine", "prepare": "engine", "run": "engine",
-    "resolve": "registry", "resolve_many": "registry", "names": "registry",
+    "replay": "engine",
+    "replay_flow": "engine",
+    "prepare": "engine",
+    "run": "engine",
+    "resolve": "registry",
+    "resolve_many": "registry",
+    "names": "registry",
     "fit": "metrics",
 }
 

@@ -35,6 +35,12 @@ def on_rto(st, p, tp):
 
 
 @jit
+def cong_control(st, p, tp, n):
+    """Every ACK instead of the engine's PRR / cong_avoid: unused unless the module defines it
+    (the generated loop then sets HAS_CONG_CONTROL)."""
+
+
+@jit
 def undo_cwnd(st, p, tp):
     """Linux ``tcp_reno_undo_cwnd``: the window before the (spurious) reduction, max(cwnd, prior_cwnd)."""
     return max(tp[CWND], tp[PRIOR_CWND])

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 import os
 import types
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 NO_JIT = os.environ.get("HSCC_TRACE_NO_JIT", "").strip() not in ("", "0", "false", "no")
 
@@ -36,7 +37,8 @@ def jit(fn: Callable[..., Any]) -> Callable[..., Any]:
         return fn
     import numba
 
-    return numba.njit(fn, cache=False, nogil=True, fastmath=False, error_model="numpy", inline="always", _nrt=False)
+    # (_nrt is numba's documented-internal switch for reference counting, not in its type stubs)
+    return numba.njit(fn, cache=False, nogil=True, fastmath=False, error_model="numpy", inline="always", _nrt=False)  # type: ignore[call-overload]
 
 
 def _is_dispatcher(obj: object) -> bool:

@@ -20,7 +20,11 @@ Per ACK, in the order of Linux ``tcp_ack`` (net/ipv4/tcp_input.c):
 4. round end (trace ``round_end``) → round min RTT / sample count → ``on_round_end``;
 5. growth: in recovery PRR (flavor linux, RFC 6937 as in Linux ``tcp_cwnd_reduction``) or
    cwnd held at ssthresh (flavor rfc, RFC 6675 §5); otherwise ``cong_avoid(N)`` on ACKs that
-   newly acknowledge data (Linux ``FLAG_DATA_ACKED``), N = newly acked + newly SACKed packets;
+   newly acknowledge data (Linux ``FLAG_DATA_ACKED``), N = newly acked + newly SACKed packets.
+   An algorithm with a ``cong_control`` hook (Linux ``tcp_congestion_ops.cong_control``, e.g.
+   BBR) replaces all of step 5 on every ACK, and the engine then leaves cwnd alone at recovery
+   entry (rfc), recovery exit and ECN (Linux ``tcp_end_cwnd_reduction`` returns early for such
+   modules; the RTO's cwnd = 1 of ``tcp_enter_loss`` still applies);
 6. output row: cwnd, ssthresh, state, then the algorithm's signal slots.
 """
 
@@ -28,9 +32,19 @@ from __future__ import annotations
 
 import math
 
+from ._defaults import (  # noqa: F401
+    cong_control,  # noqa: F401
+    on_ack,
+    on_recovery_exit,
+    on_round_end,
+    on_rto,
+    on_rtt_sample,
+    undo_cwnd,
+)
 from ._jit import jit
-from ._defaults import on_ack, on_recovery_exit, on_round_end, on_rto, on_rtt_sample, undo_cwnd  # noqa: F401
 from .tp import *  # noqa: F401,F403
+
+HAS_CONG_CONTROL = False  # rebound to True by the generated bindings when the algorithm has cong_control
 
 
 @jit
@@ -64,8 +78,11 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
             is_lim = prior_flight >= cwnd_now - 1e-9
             prev_ack = ev[i, E_PREV_ACK]  # noqa: F405
             packets_out = (ev[i, E_SND_MAX] - prev_ack) / mss  # noqa: F405
-            if (prev_ack >= tp[CWND_USAGE_SEQ] or is_lim  # noqa: F405
-                    or (tp[IS_CWND_LIMITED] == 0.0 and packets_out > tp[MAX_PACKETS_OUT])):  # noqa: F405
+            if (
+                prev_ack >= tp[CWND_USAGE_SEQ]
+                or is_lim  # noqa: F405
+                or (tp[IS_CWND_LIMITED] == 0.0 and packets_out > tp[MAX_PACKETS_OUT])
+            ):  # noqa: F405
                 tp[IS_CWND_LIMITED] = 1.0 if is_lim else 0.0  # noqa: F405
                 tp[MAX_PACKETS_OUT] = packets_out  # noqa: F405
                 tp[CWND_USAGE_SEQ] = ev[i, E_SND_MAX]  # noqa: F405
@@ -87,6 +104,13 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
         tp[SND_MAX] = ev[i, E_SND_MAX]  # noqa: F405
         tp[ROUND] = ev[i, E_ROUND]  # noqa: F405
         tp[ROUND_END] = ev[i, E_ROUND_END]  # noqa: F405
+        if HAS_CONG_CONTROL:
+            tp[RS_DELIVERED] = ev[i, E_RS_DELIVERED]  # noqa: F405
+            tp[RS_INTERVAL] = ev[i, E_RS_INTERVAL]  # noqa: F405
+            tp[RS_PRIOR_DELIVERED] = ev[i, E_RS_PRIOR_DELIVERED]  # noqa: F405
+            tp[RS_LOSSES] = ev[i, E_RS_LOSSES]  # noqa: F405
+            if acked + sacked > 0.0:
+                tp[DELIVERED_TIME] = ev[i, E_T]  # noqa: F405
         evk = int(ev[i, E_EVENT])  # noqa: F405
         tp[EVENT] = evk  # noqa: F405
         rtt = ev[i, E_RTT]  # noqa: F405
@@ -119,11 +143,15 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
                 tp[SSTHRESH] = tp[PRIOR_SSTHRESH]  # noqa: F405
             tp[CWND_CNT] = 0.0  # noqa: F405
             state = OPEN  # noqa: F405
-        elif state == RECOVERY and (ts == OPEN or evk == EV_FAST_RETRANSMIT or evk == EV_SACK_RECOVERY  # noqa: F405
-                                    or (not linux and tp[EXIT_ON_PARTIAL] > 0.0 and ev[i, E_DATA_ACKED] > 0.0)):  # noqa: F405
+        elif state == RECOVERY and (
+            ts == OPEN
+            or evk == EV_FAST_RETRANSMIT
+            or evk == EV_SACK_RECOVERY  # noqa: F405
+            or (not linux and tp[EXIT_ON_PARTIAL] > 0.0 and ev[i, E_DATA_ACKED] > 0.0)
+        ):  # noqa: F405
             # end of recovery (Linux tcp_end_cwnd_reduction; RFC 6582 step 3 "full ACK";
             # RFC 5681 §3.2 step 6 for EXIT_ON_PARTIAL): deflate to ssthresh
-            if tp[SSTHRESH] < 1e300:  # noqa: F405
+            if tp[SSTHRESH] < 1e300 and not HAS_CONG_CONTROL:  # noqa: F405
                 tp[CWND] = tp[SSTHRESH]  # noqa: F405
             state = OPEN  # noqa: F405
             if ts != OPEN:
@@ -144,8 +172,11 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
             state = LOSS  # noqa: F405
             tp[STATE] = state  # noqa: F405
             on_rto(st, p, tp)
-        elif ((evk == EV_FAST_RETRANSMIT or evk == EV_SACK_RECOVERY or ts == RECOVERY)  # noqa: F405
-              and state == OPEN and not suppressed):  # noqa: F405 - Linux tcp_enter_recovery
+        elif (
+            (evk == EV_FAST_RETRANSMIT or evk == EV_SACK_RECOVERY or ts == RECOVERY)  # noqa: F405
+            and state == OPEN
+            and not suppressed
+        ):  # noqa: F405 - Linux tcp_enter_recovery
             tp[PRIOR_SSTHRESH] = _current_ssthresh(tp, linux)  # noqa: F405
             tp[PRIOR_CWND] = tp[CWND]  # noqa: F405
             if evk < 0:
@@ -155,7 +186,7 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
             tp[PRR_DELIVERED] = 0.0  # noqa: F405
             tp[PRR_OUT] = 0.0  # noqa: F405
             state = RECOVERY  # noqa: F405
-            if not linux:  # RFC 6675 §5 step 4.2: cwnd = ssthresh
+            if not linux and not HAS_CONG_CONTROL:  # RFC 6675 §5 step 4.2: cwnd = ssthresh
                 tp[CWND] = tp[SSTHRESH]  # noqa: F405
         elif evk == EV_ECN and state == OPEN and tp[LAST_ECN_ROUND] != tp[ROUND]:  # noqa: F405
             # RFC 3168 §6.1.2: react at most once per round; Linux enters CWR (PRR down to
@@ -163,7 +194,8 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
             tp[PRIOR_SSTHRESH] = _current_ssthresh(tp, linux)  # noqa: F405
             tp[PRIOR_CWND] = tp[CWND]  # noqa: F405
             tp[SSTHRESH] = ssthresh(st, p, tp)  # noqa: F405,F821
-            tp[CWND] = min(tp[CWND], tp[SSTHRESH])  # noqa: F405
+            if not HAS_CONG_CONTROL:
+                tp[CWND] = min(tp[CWND], tp[SSTHRESH])  # noqa: F405
             tp[CWND_CNT] = 0.0  # noqa: F405
             tp[LAST_ECN_ROUND] = tp[ROUND]  # noqa: F405
         tp[STATE] = state  # noqa: F405
@@ -178,7 +210,9 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # noqa: C901 - one flat loop on purp
 
         # 5. window growth / reduction ------------------------------------------------------------
         n = acked + sacked
-        if state == RECOVERY:  # noqa: F405
+        if HAS_CONG_CONTROL:  # Linux tcp_cong_control: ca_ops->cong_control on every ACK
+            cong_control(st, p, tp, n)
+        elif state == RECOVERY:  # noqa: F405
             if linux and n > 0.0:  # Linux tcp_cwnd_reduction (PRR, RFC 6937)
                 tp[PRR_DELIVERED] += n  # noqa: F405
                 pipe = tp[PIPE]  # noqa: F405

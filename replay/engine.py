@@ -14,9 +14,10 @@ DataFrame per algorithm out) and :func:`replay_flow` (a :class:`~hscc_trace.mode
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any, Iterable
+from typing import Any
 
 import numba
 import numpy as np
@@ -30,8 +31,12 @@ from .compile import loop_function
 from .registry import Resolved, resolve, resolve_many
 
 _STATE_CODE = {s: i for i, s in enumerate(schema.CONG_STATES)}  # open 0, recovery 1, loss 2
-_EVENT_CODE = {"fast_retransmit": T.EV_FAST_RETRANSMIT, "sack_recovery": T.EV_SACK_RECOVERY,
-               "rto": T.EV_RTO, "ecn": T.EV_ECN}
+_EVENT_CODE = {
+    "fast_retransmit": T.EV_FAST_RETRANSMIT,
+    "sack_recovery": T.EV_SACK_RECOVERY,
+    "rto": T.EV_RTO,
+    "ecn": T.EV_ECN,
+}
 
 
 @dataclass
@@ -42,6 +47,7 @@ class Prepared:
     ts_ns: np.ndarray  # (n,) int64 — ACK capture times
     mss: int  # bytes
     first_flight: float  # packets in flight before the first ACK of new data (iw = 0)
+    rate_done: bool = False  # the delivery-rate columns (tp.E_RS_*) are filled (see rate_samples)
 
     def __len__(self) -> int:
         return int(self.ev.shape[0])
@@ -135,7 +141,7 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     return Prepared(np.ascontiguousarray(ev), ts, int(mss), first_flight)
 
 
-def _codes(s: pl.Series, code: dict[str, float], default: float) -> np.ndarray:
+def _codes(s: pl.Series, code: Mapping[str, float], default: float) -> np.ndarray:
     """Labels → float codes (``default`` for null or unmapped labels). An Enum column maps its
     physical codes through a lookup table; any other dtype goes through strings."""
     if isinstance(s.dtype, pl.Enum):
@@ -195,9 +201,170 @@ def _retransmitted_between(segments: pl.DataFrame, ack_ts: np.ndarray) -> np.nda
     return out
 
 
+def rate_samples(prep: Prepared) -> Prepared:
+    """Fill the per-ACK delivery-rate sample columns (``tp.E_RS_*``) of ``prep`` in place, once.
+
+    Linux computes one ``struct rate_sample`` per ACK in the TCP core (net/ipv4/tcp_rate.c,
+    draft-cheng-iccrg-delivery-rate-estimation §3): every transmitted packet P records the
+    connection's ``delivered`` count and ``delivered_time`` and the send time of the most
+    recently delivered packet (``first_sent_time``); when P is (S)ACKed, ``delivered`` over
+    ``interval = max(P.sent − P.first_sent, now − P.delivered_time)`` is a sample of the
+    delivery rate. From the trace (:func:`_rate_samples`):
+
+    * the data a sender transmits between ACK i−1 and ACK i (growth of ``snd_max``) is one *send
+      batch*, sent right after ACK i−1 was processed: it records that ACK's time, the delivered
+      count after it, the time of the last delivery and ``first_sent_time`` then in force;
+      after idle (nothing outstanding) both times restart at the send (tcp_rate_skb_sent);
+    * the packet an ACK samples is the most recently sent of those it delivers (Linux
+      ``tcp_rate_skb_delivered``): the highest byte delivered so far — the cumulative ACK, or,
+      for SACKed data, the highest delivered byte plus the newly SACKed bytes (SACK blocks arrive
+      in send order; the first lies above a hole of at least one packet) — whose batch holds it; or, when the cumulative ACK fills a
+      hole below that byte, a retransmission: retransmissions (packets sent beyond the growth of
+      ``snd_max``, known when ``segments`` were given to :func:`prepare`) form their own batches,
+      delivered one packet per hole-filling ACK in send order. ACKs that deliver nothing give no
+      sample (nan);
+    * a sample whose interval is shorter than the smallest RTT so far is dropped, as Linux
+      ``tcp_rate_gen`` does (ACK compression would overestimate the rate);
+    * ``losses``: packets retransmitted between this ACK and the next (the sender retransmits
+      what this ACK marked lost). App-limited marking is not inferred (treated as never
+      app-limited, apart from what an algorithm marks itself, e.g. BBR's PROBE_RTT).
+
+    Send times are known only to the gap between two ACKs (the batch is stamped with the ACK
+    that released it); at 10 Mbit/s that is ~1-2 ms of a 10-100 ms interval.
+    """
+    if prep.rate_done or len(prep) == 0:
+        prep.rate_done = True
+        return prep
+    ev = prep.ev
+    out = _rate_samples(
+        ev[:, T.E_T].copy(),
+        ev[:, T.E_ACKED].copy(),
+        ev[:, T.E_SACKED].copy(),
+        ev[:, T.E_ACK].copy(),
+        ev[:, T.E_PREV_ACK].copy(),
+        ev[:, T.E_SND_MAX].copy(),
+        ev[:, T.E_RTT].copy(),
+        ev[:, T.E_SENT].copy(),
+        ev[:, T.E_FLIGHT].copy(),
+        float(prep.mss),
+    )
+    ev[:, T.E_RS_DELIVERED] = out[0]
+    ev[:, T.E_RS_INTERVAL] = out[1]
+    ev[:, T.E_RS_PRIOR_DELIVERED] = out[2]
+    ev[:, T.E_RS_LOSSES] = out[3]
+    prep.rate_done = True
+    return prep
+
+
+@numba.njit(cache=True, nogil=True)
+def _rate_samples(t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, mss):  # pragma: no cover - compiled
+    """(delivered, interval, prior_delivered, losses) per ACK — see :func:`rate_samples`.
+    Units: t and rtt s; acked, sacked, sent, flight packets; ack, prev_ack, snd_max bytes."""
+    n = t.shape[0]
+    res = np.full((4, n), np.nan)
+    # send batches of new data, in sequence order
+    b_end = np.empty(n)  # bytes — end of the batch (snd_max after it)
+    b_del = np.empty(n)  # packets — delivered when the batch was sent
+    b_dtime = np.empty(n)  # s — delivered_time when it was sent
+    b_sent = np.empty(n)  # s — its send time
+    b_first = np.empty(n)  # s — first_sent_time when it was sent
+    # retransmission batches, in send order (each fills holes below the highest delivered byte)
+    r_left = np.empty(n)  # packets of the batch not yet delivered
+    r_del = np.empty(n)
+    r_dtime = np.empty(n)
+    r_sent = np.empty(n)
+    r_first = np.empty(n)
+    nb = 0
+    ptr = 0
+    nr = 0
+    rptr = 0
+    delivered = 0.0
+    dtime = np.nan  # Linux tp->delivered_mstamp
+    first_tx = np.nan  # Linux tp->first_tx_mstamp
+    high = prev_ack[0]  # bytes — highest byte delivered so far (+1)
+    prev_max = prev_ack[0]
+    min_rtt = np.inf
+    for i in range(n):
+        # 1. what was sent since the previous ACK (after it was processed)
+        new_pk = max(snd_max[i] - prev_max, 0.0) / mss
+        rtx_pk = max(sent[i] - new_pk, 0.0) if i > 0 else 0.0
+        if new_pk > 0.0 or rtx_pk > 0.0:
+            if i > 0:
+                ts = t[i - 1]
+                idle = flight[i - 1] <= 0.0
+            else:  # the first flight, sent one RTT before the first ACK if that is known
+                ts = t[0] - rtt[0] if rtt[0] > 0.0 else t[0]
+                idle = True
+            if idle or not (dtime == dtime):
+                dtime = ts
+                first_tx = ts
+            if rtx_pk > 0.0:
+                r_left[nr] = rtx_pk
+                r_del[nr] = delivered
+                r_dtime[nr] = dtime
+                r_sent[nr] = ts
+                r_first[nr] = first_tx
+                nr += 1
+            if new_pk > 0.0:
+                b_end[nb] = snd_max[i]
+                b_del[nb] = delivered
+                b_dtime[nb] = dtime
+                b_sent[nb] = ts
+                b_first[nb] = first_tx
+                nb += 1
+                prev_max = snd_max[i]
+        # 2. what this ACK delivers
+        if rtt[i] > 0.0 and rtt[i] < min_rtt:
+            min_rtt = rtt[i]
+        d = acked[i] + sacked[i]
+        delivered += d
+        new_high = ack[i]
+        if sacked[i] > 0.0:  # SACKed data lies above a hole of at least one packet
+            below = high if high > ack[i] else ack[i] + mss
+            new_high = max(new_high, below + sacked[i] * mss)
+        new_high = min(new_high, snd_max[i])
+        if d > 0.0:
+            dtime = t[i]
+        # the packet sampled is the most recently sent of those delivered (tcp_rate_skb_delivered):
+        # a retransmission when the cumulative ACK filled a hole below the highest delivered byte,
+        # else (or if sent later) the batch holding the new highest delivered byte
+        s_del, s_dtime, s_sent, s_first = np.nan, np.nan, -np.inf, np.nan
+        if ack[i] > prev_ack[i] and prev_ack[i] < high and rptr < nr:
+            s_del, s_dtime, s_sent, s_first = r_del[rptr], r_dtime[rptr], r_sent[rptr], r_first[rptr]
+            r_left[rptr] -= 1.0
+            if r_left[rptr] <= 1e-9:
+                rptr += 1
+        if new_high > high and nb > 0:
+            high = new_high
+            while ptr < nb - 1 and b_end[ptr] < high:
+                ptr += 1
+            if b_sent[ptr] >= s_sent:
+                s_del, s_dtime, s_sent, s_first = b_del[ptr], b_dtime[ptr], b_sent[ptr], b_first[ptr]
+        if s_del == s_del:
+            interval = max(s_sent - s_first, t[i] - s_dtime)
+            first_tx = s_sent
+            if interval > 0.0 and not (interval < min_rtt):
+                res[0, i] = delivered - s_del
+                res[1, i] = interval
+                res[2, i] = s_del
+        # 3. losses: what the sender retransmitted before the next ACK (its reaction to this one)
+        if i + 1 < n:
+            nxt_new = max(snd_max[i + 1] - snd_max[i], 0.0) / mss
+            res[3, i] = max(sent[i + 1] - nxt_new, 0.0)
+        else:
+            res[3, i] = 0.0
+    return res
+
+
+def _needs_rate(r: Resolved) -> bool:
+    return callable(getattr(r.base.module, "cong_control", None))
+
+
 def run(algo: Resolved | str, prep: Prepared, *, compiled: bool = True) -> pl.DataFrame:
     """Replay one algorithm over a prepared stream → schema.REPLAY_BASE + the algorithm's signals."""
     r = resolve(algo) if isinstance(algo, str) else algo
+    if not prep.rate_done and _needs_rate(r):
+        rate_samples(prep)
     fn, sigs, sig_idx = _plan(r, compiled)
     n = len(prep)
     tpa = np.zeros(T.NTP, dtype=np.float64)
@@ -213,6 +380,7 @@ def run(algo: Resolved | str, prep: Prepared, *, compiled: bool = True) -> pl.Da
     for k in (T.RTT, T.MIN_RTT, T.SRTT, T.RTTVAR, T.ROUND_MIN_RTT, T.CUR_ROUND_MIN_RTT):
         tpa[k] = math.nan
     tpa[T.LAST_ECN_ROUND] = -1.0
+    tpa[T.DELIVERED_TIME] = math.nan
     tpa[T.CWND_USAGE_SEQ] = -math.inf
     st = np.zeros(r.nstate, dtype=np.float64)
     p = r.param_array()
@@ -233,8 +401,13 @@ def _plan(r: Resolved, compiled: bool) -> tuple[Any, list, np.ndarray]:
     hit = _PLANS.get(key)
     if hit is None or hit[0] is not r.base or hit[1] is not r.wrapper:
         sigs = r.signals()
-        hit = (r.base, r.wrapper, loop_function(r.base, r.wrapper, compiled=compiled), sigs,
-               np.array([i for _, i in sigs], dtype=np.int64))
+        hit = (
+            r.base,
+            r.wrapper,
+            loop_function(r.base, r.wrapper, compiled=compiled),
+            sigs,
+            np.array([i for _, i in sigs], dtype=np.int64),
+        )
         _PLANS[key] = hit
     return hit[2], hit[3], hit[4]
 
@@ -333,8 +506,15 @@ def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list) -> pl.DataFrame:
     return pl.DataFrame(list(cols.values()))
 
 
-def replay(acks: pl.DataFrame, mss: int, algos: Iterable[str | Resolved], params: Iterable[str] = (),
-           *, segments: pl.DataFrame | None = None, compiled: bool = True) -> dict[str, pl.DataFrame]:
+def replay(
+    acks: pl.DataFrame,
+    mss: int,
+    algos: Iterable[str | Resolved],
+    params: Iterable[str] = (),
+    *,
+    segments: pl.DataFrame | None = None,
+    compiled: bool = True,
+) -> dict[str, pl.DataFrame]:
     """Replay several algorithms over one ACK stream → ``{label: frame}``.
 
     ``algos`` are names (``reno``, ``kyushu+cubic``) or resolved algorithms; ``params`` are
@@ -359,7 +539,8 @@ def replay(acks: pl.DataFrame, mss: int, algos: Iterable[str | Resolved], params
     return out
 
 
-def replay_flow(events: Any, algos: Iterable[str | Resolved], params: Iterable[str] = (),
-                *, compiled: bool = True) -> dict[str, pl.DataFrame]:
+def replay_flow(
+    events: Any, algos: Iterable[str | Resolved], params: Iterable[str] = (), *, compiled: bool = True
+) -> dict[str, pl.DataFrame]:
     """:func:`replay` on a :class:`hscc_trace.model.FlowEvents`."""
     return replay(events.acks, events.mss, algos, params, segments=events.segments, compiled=compiled)

@@ -18,7 +18,6 @@ import math
 from ._jit import jit
 from .tp import CWND, CWND_CNT, FLAVOR, FLIGHT, IS_CWND_LIMITED, LINUX, MAX_PACKETS_OUT, MIN_RTT, NOW, RTT, SSTHRESH
 
-
 # --- generic (RFC) -----------------------------------------------------------------------------
 
 

@@ -36,28 +36,58 @@ from hscc_trace.errors import InputError
 
 #: hook name -> (required, signature, contract)
 HOOKS: dict[str, tuple[bool, str, str]] = {
-    "init": (True, "init(st, p, tp)",
-             "once before the first ACK; the engine has set cwnd = iw and ssthresh = inf"),
-    "ssthresh": (True, "ssthresh(st, p, tp) -> float",
-                 "congestion event (entry into recovery, RTO from open, ECN): return the new "
-                 "ssthresh (packets); cwnd is still the pre-event window, tp[EVENT] says which"),
-    "cong_avoid": (True, "cong_avoid(st, p, tp, n)",
-                   "ACK newly acknowledging data outside recovery: grow tp[CWND] for n newly "
-                   "acked + SACKed packets (slow start and congestion avoidance)"),
-    "on_ack": (False, "on_ack(st, p, tp)",
-               "every ACK, after the RTT update and before the state machine (measurements)"),
-    "on_rtt_sample": (False, "on_rtt_sample(st, p, tp, rtt)",
-                      "each RTT sample (s), after the engine updated min RTT / srtt / round min"),
-    "on_round_end": (False, "on_round_end(st, p, tp)",
-                     "the ACK that closes an RTT round; tp[ROUND_MIN_RTT] and tp[ROUND_SAMPLES] "
-                     "describe the round just completed"),
-    "on_recovery_exit": (False, "on_recovery_exit(st, p, tp)",
-                         "recovery ended; the engine already set cwnd = ssthresh"),
-    "on_rto": (False, "on_rto(st, p, tp)",
-               "retransmission timeout; the engine already set ssthresh (hook) and cwnd = 1"),
-    "undo_cwnd": (False, "undo_cwnd(st, p, tp) -> float",
-                  "the trace proved the reduction spurious: return the restored cwnd "
-                  "(default max(cwnd, prior_cwnd), Linux tcp_reno_undo_cwnd)"),
+    "init": (True, "init(st, p, tp)", "once before the first ACK; the engine has set cwnd = iw and ssthresh = inf"),
+    "ssthresh": (
+        True,
+        "ssthresh(st, p, tp) -> float",
+        "congestion event (entry into recovery, RTO from open, ECN): return the new "
+        "ssthresh (packets); cwnd is still the pre-event window, tp[EVENT] says which",
+    ),
+    "cong_avoid": (
+        True,
+        "cong_avoid(st, p, tp, n)",
+        "ACK newly acknowledging data outside recovery: grow tp[CWND] for n newly "
+        "acked + SACKed packets (slow start and congestion avoidance)",
+    ),
+    "on_ack": (
+        False,
+        "on_ack(st, p, tp)",
+        "every ACK, after the RTT update and before the state machine (measurements)",
+    ),
+    "on_rtt_sample": (
+        False,
+        "on_rtt_sample(st, p, tp, rtt)",
+        "each RTT sample (s), after the engine updated min RTT / srtt / round min",
+    ),
+    "on_round_end": (
+        False,
+        "on_round_end(st, p, tp)",
+        "the ACK that closes an RTT round; tp[ROUND_MIN_RTT] and tp[ROUND_SAMPLES] describe the round just completed",
+    ),
+    "on_recovery_exit": (
+        False,
+        "on_recovery_exit(st, p, tp)",
+        "recovery ended; the engine already set cwnd = ssthresh",
+    ),
+    "on_rto": (
+        False,
+        "on_rto(st, p, tp)",
+        "retransmission timeout; the engine already set ssthresh (hook) and cwnd = 1",
+    ),
+    "cong_control": (
+        False,
+        "cong_control(st, p, tp, n)",
+        "every ACK, INSTEAD of the engine's PRR and cong_avoid (Linux "
+        "tcp_congestion_ops.cong_control, e.g. BBR): set tp[CWND] from the model; n = "
+        "newly acked + SACKed packets; tp[RS_*] hold the ACK's delivery-rate sample; the "
+        "engine no longer sets cwnd at recovery entry/exit or ECN",
+    ),
+    "undo_cwnd": (
+        False,
+        "undo_cwnd(st, p, tp) -> float",
+        "the trace proved the reduction spurious: return the restored cwnd "
+        "(default max(cwnd, prior_cwnd), Linux tcp_reno_undo_cwnd)",
+    ),
 }
 REQUIRED_HOOKS = tuple(h for h, (req, _, _) in HOOKS.items() if req)
 #: hooks whose composed form returns a value (post_<hook> receives and returns it)
@@ -106,8 +136,9 @@ class Param:
         try:
             v: float | int = int(t) if self.kind == "int" else float(t)
         except ValueError:
-            raise InputError(f"{where}: {t!r} is not {'an integer' if self.kind == 'int' else 'a number'}"
-                             f" ({self.unit or 'no unit'})") from None
+            raise InputError(
+                f"{where}: {t!r} is not {'an integer' if self.kind == 'int' else 'a number'} ({self.unit or 'no unit'})"
+            ) from None
         if v != v or v in (float("inf"), float("-inf")):
             raise InputError(f"{where}: {t!r} is not a finite number")
         if self.lo is not None and v < self.lo:
@@ -149,14 +180,28 @@ class Algorithm:
     wraps: bool = False  # a wrapper (composed as name+base)
     defaults: dict[str, Any] = field(default_factory=dict)  # preset overrides of param defaults
     doc_page: str = ""  # docs page for this algorithm (relative to docs/)
-    module: ModuleType | None = None  # filled in at registration
+    module: ModuleType = None  # type: ignore[assignment]  # set by registry.register, never None after it
 
 
 def common_params(algo: Algorithm) -> tuple[Param, ...]:
     """Parameters every algorithm has; the engine reads them (tp[FLAVOR], tp[IW])."""
     return (
-        Param("flavor", "", algo.default_flavor, "ALGORITHMS.md (switch flavor)", algo.flavor_doc,
-              kind="choice", choices=("rfc", "linux")),
-        Param("iw", "packets", 10.0, "RFC 6928 §2; Linux TCP_INIT_CWND",
-              "initial window; 0 = the trace's own first flight", lo=0.0, hi=1e6),
+        Param(
+            "flavor",
+            "",
+            algo.default_flavor,
+            "ALGORITHMS.md (switch flavor)",
+            algo.flavor_doc,
+            kind="choice",
+            choices=("rfc", "linux"),
+        ),
+        Param(
+            "iw",
+            "packets",
+            10.0,
+            "RFC 6928 §2; Linux TCP_INIT_CWND",
+            "initial window; 0 = the trace's own first flight",
+            lo=0.0,
+            hi=1e6,
+        ),
     )

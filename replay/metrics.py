@@ -9,7 +9,10 @@ Fit to the actual sender (schema.FIT_METRICS), over the flow's RTT rounds that w
   observation of cwnd the trace offers;
 * the replayed window of a round is the replayed cwnd **at the round's last ACK** (the ACK that
   closes it, ``end_ns``) — the window the algorithm holds when the next flight is sent; taking
-  the round's maximum instead would favour algorithms that overshoot inside a round;
+  the round's maximum instead would favour algorithms that overshoot inside a round. A
+  rate-based algorithm (BBR) governs its flight by pacing as well as by cwnd: its replay carries
+  the signal :data:`FIT_WINDOW` (``inflight_cap`` = min(cwnd, pacing rate · srtt)), which is
+  used instead of cwnd;
 * ``mare`` — median over rounds of ``|replayed − actual| / actual``;
 * ``rmse_pkts`` — root-mean-square of ``replayed − actual`` (packets);
 * ``corr`` — Pearson correlation of the two series (null with fewer than 3 rounds or no variance);
@@ -33,30 +36,44 @@ import polars as pl
 
 from hscc_trace import schema
 
+#: replay column a rate-based algorithm provides as its in-flight limit (used instead of cwnd)
+FIT_WINDOW = "inflight_cap"
+
 
 def round_table(acks: pl.DataFrame, rounds: pl.DataFrame, replay: pl.DataFrame, mss: int) -> pl.DataFrame:
     """Per usable round: ``round``, ``actual_pkts``, ``replayed_pkts``, ``rtt_s``, ``dur_s``,
     ``acked_bytes`` (cwnd-limited rounds outside recovery only)."""
     if rounds.height == 0 or replay.height == 0:
-        return pl.DataFrame(schema={"round": pl.UInt32, "actual_pkts": pl.Float64, "replayed_pkts": pl.Float64,
-                                    "rtt_s": pl.Float64, "dur_s": pl.Float64, "acked_bytes": pl.Int64})
-    use = rounds.filter((pl.col("limit") == "cwnd") & ~pl.col("in_recovery").fill_null(True)
-                        & (pl.col("peak_flight_bytes") > 0))
+        return pl.DataFrame(
+            schema={
+                "round": pl.UInt32,
+                "actual_pkts": pl.Float64,
+                "replayed_pkts": pl.Float64,
+                "rtt_s": pl.Float64,
+                "dur_s": pl.Float64,
+                "acked_bytes": pl.Int64,
+            }
+        )
+    use = rounds.filter(
+        (pl.col("limit") == "cwnd") & ~pl.col("in_recovery").fill_null(True) & (pl.col("peak_flight_bytes") > 0)
+    )
     ts = replay.get_column("ts_ns").to_numpy()
-    cw = replay.get_column("cwnd").to_numpy()
+    cw = replay.get_column(FIT_WINDOW if FIT_WINDOW in replay.columns else "cwnd").to_numpy()
     end = use.get_column("end_ns").to_numpy()
     idx = np.searchsorted(ts, end, side="right") - 1  # last replay row at or before the round's end
     ok = idx >= 0
     use = use.filter(pl.Series(ok))
     idx = idx[ok]
-    return pl.DataFrame({
-        "round": use.get_column("round"),
-        "actual_pkts": use.get_column("peak_flight_bytes").cast(pl.Float64) / float(mss),
-        "replayed_pkts": pl.Series(cw[idx], dtype=pl.Float64),
-        "rtt_s": use.get_column("min_rtt_s").cast(pl.Float64),
-        "dur_s": ((use.get_column("end_ns") - use.get_column("start_ns")).cast(pl.Float64) / 1e9),
-        "acked_bytes": use.get_column("acked_bytes").cast(pl.Int64),
-    })
+    return pl.DataFrame(
+        {
+            "round": use.get_column("round"),
+            "actual_pkts": use.get_column("peak_flight_bytes").cast(pl.Float64) / float(mss),
+            "replayed_pkts": pl.Series(cw[idx], dtype=pl.Float64),
+            "rtt_s": use.get_column("min_rtt_s").cast(pl.Float64),
+            "dur_s": ((use.get_column("end_ns") - use.get_column("start_ns")).cast(pl.Float64) / 1e9),
+            "acked_bytes": use.get_column("acked_bytes").cast(pl.Int64),
+        }
+    )
 
 
 def _window_metrics(out: dict[str, Any], a: np.ndarray, r: np.ndarray, rtt: np.ndarray, mss: int) -> bool:
@@ -81,12 +98,23 @@ def _window_metrics(out: dict[str, Any], a: np.ndarray, r: np.ndarray, rtt: np.n
 def fit_one(rt: pl.DataFrame, mss: int) -> dict[str, Any]:
     """Metrics of one replay from its :func:`round_table`."""
     n = rt.height
-    out: dict[str, Any] = {"rounds": n, "mare": None, "rmse_pkts": None, "corr": None,
-                           "goodput_pred_bps": None, "goodput_actual_bps": None}
+    out: dict[str, Any] = {
+        "rounds": n,
+        "mare": None,
+        "rmse_pkts": None,
+        "corr": None,
+        "goodput_pred_bps": None,
+        "goodput_actual_bps": None,
+    }
     if n == 0:
         return out
-    if not _window_metrics(out, rt.get_column("actual_pkts").to_numpy(), rt.get_column("replayed_pkts").to_numpy(),
-                           rt.get_column("rtt_s").to_numpy(), mss):
+    if not _window_metrics(
+        out,
+        rt.get_column("actual_pkts").to_numpy(),
+        rt.get_column("replayed_pkts").to_numpy(),
+        rt.get_column("rtt_s").to_numpy(),
+        mss,
+    ):
         return out
     dur = float(rt.get_column("dur_s").sum())
     if dur > 0:
@@ -104,11 +132,15 @@ class _UsableRounds:
             use = np.zeros(0, dtype=np.int64)
         else:  # round_table's filter, in numpy (a polars filter plans a query: ~0.1 ms per flow)
             limit = rounds.get_column("limit")
-            is_cwnd = (limit == "cwnd").fill_null(False).to_numpy() if limit.null_count() else \
-                (limit == "cwnd").to_numpy()
+            is_cwnd = (
+                (limit == "cwnd").fill_null(False).to_numpy() if limit.null_count() else (limit == "cwnd").to_numpy()
+            )
             rec = rounds.get_column("in_recovery")
-            rec_np = rec.to_numpy() if not rec.null_count() else np.where(rec.is_null().to_numpy(), True,
-                                                                          rec.fill_null(True).to_numpy())
+            rec_np = (
+                rec.to_numpy()
+                if not rec.null_count()
+                else np.where(rec.is_null().to_numpy(), True, rec.fill_null(True).to_numpy())
+            )
             peak = rounds.get_column("peak_flight_bytes")
             pos = peak.cast(pl.Float64).to_numpy() > 0  # null: nan > 0 is False, as polars drops it
             use = np.flatnonzero(is_cwnd & ~rec_np.astype(bool) & pos)
@@ -139,12 +171,18 @@ class _UsableRounds:
 def _fit_replay(u: _UsableRounds, replay: pl.DataFrame, mss: int) -> dict[str, Any]:
     """:func:`fit_one` of :func:`round_table` without building the table (same operations on
     the same values, so the same numbers)."""
-    out: dict[str, Any] = {"rounds": 0, "mare": None, "rmse_pkts": None, "corr": None,
-                           "goodput_pred_bps": None, "goodput_actual_bps": None}
+    out: dict[str, Any] = {
+        "rounds": 0,
+        "mare": None,
+        "rmse_pkts": None,
+        "corr": None,
+        "goodput_pred_bps": None,
+        "goodput_actual_bps": None,
+    }
     if u.empty or replay.height == 0:
         return out
     ts = replay.get_column("ts_ns").to_numpy()
-    cw = replay.get_column("cwnd").to_numpy()
+    cw = replay.get_column(FIT_WINDOW if FIT_WINDOW in replay.columns else "cwnd").to_numpy()
     idx = np.searchsorted(ts, u.end, side="right") - 1  # last replay row at or before the round's end
     ok = idx >= 0
     n = int(ok.sum())
@@ -165,16 +203,21 @@ def fit(events: Any, replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
 
     Equivalent to :func:`fit_one` of :func:`round_table` per replay; the usable rounds are
     selected once per flow (:class:`_UsableRounds`) rather than once per algorithm."""
-    rows = []
-    u = _UsableRounds(events.rounds, events.mss) if replays else None
-    for label, rep in replays.items():
-        m = _fit_replay(u, rep, events.mss)
-        rows.append({"flow_id": events.flow_id, "algo": label, **m})
-    if not rows:
+    if not replays:
         return schema.empty(schema.FIT_METRICS)
-    order = sorted(range(len(rows)), key=lambda i: (
-        rows[i]["mare"] is None, rows[i]["mare"] if rows[i]["mare"] is not None else 0.0,
-        rows[i]["rmse_pkts"] if rows[i]["rmse_pkts"] is not None else 0.0, rows[i]["algo"]))
+    u = _UsableRounds(events.rounds, events.mss)
+    rows = [
+        {"flow_id": events.flow_id, "algo": label, **_fit_replay(u, rep, events.mss)} for label, rep in replays.items()
+    ]
+    order = sorted(
+        range(len(rows)),
+        key=lambda i: (
+            rows[i]["mare"] is None,
+            rows[i]["mare"] if rows[i]["mare"] is not None else 0.0,
+            rows[i]["rmse_pkts"] if rows[i]["rmse_pkts"] is not None else 0.0,
+            rows[i]["algo"],
+        ),
+    )
     for rank, i in enumerate(order, 1):
         rows[i]["rank"] = rank
     # built with the table's exact schema (names, order, dtypes): already conforming
@@ -214,8 +257,9 @@ def truth_alignment(acks: pl.DataFrame, truth: pl.DataFrame, max_shift_s: float 
     return np.where(match, idx, -1).astype(np.int64)
 
 
-def truth_errors(acks: pl.DataFrame, replay: pl.DataFrame, truth: pl.DataFrame,
-                 ca_state: pl.DataFrame | None = None) -> pl.DataFrame:
+def truth_errors(
+    acks: pl.DataFrame, replay: pl.DataFrame, truth: pl.DataFrame, ca_state: pl.DataFrame | None = None
+) -> pl.DataFrame:
     """Per matched probe: ``ts_ns``, ``kernel_cwnd``, ``replayed_cwnd``, ``rel_err``, and
     ``outside_recovery`` (the kernel's TCP_CA state at that time was not recovery/loss/cwr)."""
     idx = truth_alignment(acks, truth)
@@ -230,5 +274,12 @@ def truth_errors(acks: pl.DataFrame, replay: pl.DataFrame, truth: pl.DataFrame,
         ci = np.searchsorted(cts, pts, side="right") - 1
         st = np.where(ci >= 0, cst[np.maximum(ci, 0)], "open")
         outside = ~np.isin(st, ["recovery", "loss", "cwr"])
-    return pl.DataFrame({"ts_ns": pts, "kernel_cwnd": kern, "replayed_cwnd": rep,
-                         "rel_err": np.abs(rep - kern) / np.maximum(kern, 1.0), "outside_recovery": outside})
+    return pl.DataFrame(
+        {
+            "ts_ns": pts,
+            "kernel_cwnd": kern,
+            "replayed_cwnd": rep,
+            "rel_err": np.abs(rep - kern) / np.maximum(kern, 1.0),
+            "outside_recovery": outside,
+        }
+    )

@@ -17,10 +17,11 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -70,7 +71,7 @@ def register(algo: Algorithm, module: ModuleType) -> Algorithm:
         if p.kind == "choice" and p.default not in p.choices:
             raise RegistrationError(f"{where}: default of {p.name!r} is not one of its choices")
     allp = {p.name: p for p in (*common_params(algo), *algo.params)}
-    for k, v in algo.defaults.items():
+    for k in algo.defaults:
         if k not in allp:
             raise RegistrationError(f"{where}: preset default for unknown parameter {k!r}")
     if algo.default_flavor not in ("rfc", "linux"):
@@ -118,8 +119,9 @@ def names() -> list[str]:
 def get(name: str) -> Algorithm:
     reg = discover()
     if name not in reg:
-        raise InputError(f"unknown algorithm {name!r} (known: {', '.join(sorted(reg))}; "
-                         "compose a wrapper as wrapper+base)")
+        raise InputError(
+            f"unknown algorithm {name!r} (known: {', '.join(sorted(reg))}; compose a wrapper as wrapper+base)"
+        )
     return reg[name]
 
 
@@ -265,16 +267,29 @@ def markdown() -> str:
         a = reg[name]
         kind = f" Wrapper: compose as `{name}+base`." if a.wraps else ""
         details = f"[{a.doc_page}]({a.doc_page})" if a.doc_page else "[below](#building-blocks)"
-        lines.append(f"| [`{name}`](#{name}) | {_cell(a.summary)}.{kind} | {_cell(a.citation)} | "
-                     f"{'—' if a.wraps else a.default_flavor} | {details} |")
+        lines.append(
+            f"| [`{name}`](#{name}) | {_cell(a.summary)}.{kind} | {_cell(a.citation)} | "
+            f"{'—' if a.wraps else a.default_flavor} | {details} |"
+        )
     lines.append("")
     for name in sorted(reg):
         a = reg[name]
-        lines += [f"### {name}", "", f"{a.summary}. Implements: {a.citation}."
-                  + (f" Details: [{a.doc_page}]({a.doc_page})." if a.doc_page else ""), ""]
+        lines += [
+            f"### {name}",
+            "",
+            f"{a.summary}. Implements: {a.citation}."
+            + (f" Details: [{a.doc_page}]({a.doc_page})." if a.doc_page else ""),
+            "",
+        ]
         if a.defaults:
-            lines += ["Preset of module `" + a.module.__name__.rpartition(".")[2] + "` with " +
-                      ", ".join(f"`{k}={_fmt(v)}`" for k, v in a.defaults.items()) + ".", ""]
+            lines += [
+                "Preset of module `"
+                + a.module.__name__.rpartition(".")[2]
+                + "` with "
+                + ", ".join(f"`{k}={_fmt(v)}`" for k, v in a.defaults.items())
+                + ".",
+                "",
+            ]
         if a.wraps:
             vals = {p.name: p.default for p in a.params}
             ps = a.params
@@ -284,8 +299,9 @@ def markdown() -> str:
         lines += ["| parameter | unit | default | source | meaning |", "|---|---|---|---|---|"]
         for p in ps:
             choices = f" (one of {', '.join(p.choices)})" if p.kind == "choice" else ""
-            lines.append(f"| `{p.name}` | {p.unit or '—'} | {_fmt(vals[p.name])} | {_cell(p.source)} | "
-                         f"{_cell(p.doc)}{choices} |")
+            lines.append(
+                f"| `{p.name}` | {p.unit or '—'} | {_fmt(vals[p.name])} | {_cell(p.source)} | {_cell(p.doc)}{choices} |"
+            )
         lines.append("")
         if a.signals:
             lines += ["| signal | unit | meaning |", "|---|---|---|"]
@@ -326,9 +342,18 @@ def table_rows() -> list[dict[str, Any]]:
     rows = []
     for name, a in sorted(discover().items()):
         vals = _defaults(a, None) if not a.wraps else {p.name: p.default for p in a.params}
-        for p in (a.params if a.wraps else all_params(a)):
-            rows.append({"algorithm": name, "parameter": p.name, "unit": p.unit, "default": vals[p.name],
-                         "choices": list(p.choices), "source": p.source, "doc": p.doc})
+        for p in a.params if a.wraps else all_params(a):
+            rows.append(
+                {
+                    "algorithm": name,
+                    "parameter": p.name,
+                    "unit": p.unit,
+                    "default": vals[p.name],
+                    "choices": list(p.choices),
+                    "source": p.source,
+                    "doc": p.doc,
+                }
+            )
     return rows
 
 

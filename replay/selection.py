@@ -4,8 +4,9 @@ results are keyed by."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from hscc_trace.errors import UsageError
 
@@ -56,20 +57,23 @@ def select(names: Iterable[str] | None = None, params: dict[str, dict[str, Any]]
     params = params or {}
     stray = [a for a in params if a not in chosen]
     if stray:
-        raise UsageError(f"parameters given for {', '.join(stray)}, which is not among the algorithms run "
-                         f"({', '.join(chosen)})")
+        raise UsageError(
+            f"parameters given for {', '.join(stray)}, which is not among the algorithms run ({', '.join(chosen)})"
+        )
     labels: list[str] = []
     values: dict[str, dict[str, Any]] = {}
     for name in chosen:
         r = registry.resolve(name, params.get(name, {}))
         labels.append(r.label)
         values[r.label] = dict(r.values)
-    return Selection(names=tuple(chosen), overrides={a: dict(p) for a, p in params.items()},
-                     labels=tuple(labels), values=values)
+    return Selection(
+        names=tuple(chosen), overrides={a: dict(p) for a, p in params.items()}, labels=tuple(labels), values=values
+    )
 
 
-def select_params(names: Sequence[str] | None, configured: dict[str, dict[str, Any]],
-                  given: dict[str, dict[str, Any]] | None = None) -> dict[str, dict[str, Any]]:
+def select_params(
+    names: Sequence[str] | None, configured: dict[str, dict[str, Any]], given: dict[str, dict[str, Any]] | None = None
+) -> dict[str, dict[str, Any]]:
     """Parameter overrides for a run of ``names`` (None = the defaults).
 
     ``configured`` (from a configuration file) may hold tables for registered algorithms that
@@ -93,8 +97,10 @@ def resolved(algorithms: Sequence[str] | None, params: dict[str, dict[str, Any]]
     :func:`hscc_trace.api.replay` runs once per flow and resolving 15 algorithms costs ~0.3 ms — much of a
     short flow's replay. Resolved algorithms are immutable, so sharing them is safe."""
     try:
-        key = (None if algorithms is None else tuple(algorithms),
-               tuple(sorted((a, tuple(sorted(p.items()))) for a, p in (params or {}).items())))
+        key = (
+            None if algorithms is None else tuple(algorithms),
+            tuple(sorted((a, tuple(sorted(p.items()))) for a, p in (params or {}).items())),
+        )
         hash(key)
     except TypeError:  # unhashable parameter values: resolve every time
         key = None

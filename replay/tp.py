@@ -59,8 +59,17 @@ LAST_ECN_ROUND = 37  # round index of the last ECN reaction (at most one per rou
 SND_UNA = 38  # bytes — cumulative ACK (relative sequence)
 SND_MAX = 39  # bytes — highest sequence sent so far
 ACKS = 40  # number of ACKs processed so far (including the current one)
-EXIT_ON_PARTIAL = 41  # set by an algorithm's init: flavor rfc leaves recovery on the first ACK of new data (RFC 5681 Reno)
-NTP = 42  # size of tp
+EXIT_ON_PARTIAL = (
+    41  # set by an algorithm's init: flavor rfc leaves recovery on the first ACK of new data (RFC 5681 Reno)
+)
+# --- delivery-rate sample of the current ACK (Linux struct rate_sample, tcp_rate.c;
+# draft-cheng-iccrg-delivery-rate-estimation), filled only for algorithms with a cong_control hook ---
+RS_DELIVERED = 42  # packets delivered over the sample's interval (nan: no valid sample on this ACK)
+RS_INTERVAL = 43  # s — the sample's interval, max(send elapsed, ACK elapsed)
+RS_PRIOR_DELIVERED = 44  # packets — delivered count when the sample's packet was sent (P.delivered)
+RS_LOSSES = 45  # packets newly marked lost by this ACK (estimated: retransmitted before the next ACK)
+DELIVERED_TIME = 46  # s — time of the last ACK that delivered data (Linux tp->delivered_mstamp)
+NTP = 47  # size of tp
 
 # --- ev: the per-ACK input matrix (one row per ACK, float64) ---------------------------------
 E_T = 0  # s since the first ACK
@@ -83,7 +92,11 @@ E_ACK = 16  # bytes, cumulative ACK
 E_SND_MAX = 17  # bytes, highest sequence sent
 E_PREV_ACK = 18  # bytes, cumulative ACK before this ACK (snd_una when the sender last transmitted)
 E_DATA_ACKED = 19  # 1 if the cumulative ACK advanced (Linux FLAG_DATA_ACKED)
-NEV = 20
+E_RS_DELIVERED = 20  # packets, delivery-rate sample (nan = none); see engine.rate_samples
+E_RS_INTERVAL = 21  # s, its interval
+E_RS_PRIOR_DELIVERED = 22  # packets, delivered count when its packet was sent
+E_RS_LOSSES = 23  # packets newly marked lost (estimated)
+NEV = 24
 
 # --- enumerations -----------------------------------------------------------------------------
 OPEN = 0

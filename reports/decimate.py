@@ -114,7 +114,9 @@ def m4_indices(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:
     n = len(x)
     if n <= 4 * buckets or buckets <= 0:
         return np.arange(n, dtype=np.int64)
-    return _m4_kernel(np.ascontiguousarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), int(buckets))
+    return _m4_kernel(
+        np.ascontiguousarray(x, dtype=np.float64), np.ascontiguousarray(y, dtype=np.float64), int(buckets)
+    )
 
 
 def m4_indices_numpy(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:
@@ -248,8 +250,9 @@ def drop_flat(x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return x[keep], y[keep]
 
 
-def coverage_levels(start: np.ndarray, end: np.ndarray, t0: float, t1: float, columns: int,
-                    levels: int = 4) -> list[tuple[float, np.ndarray, np.ndarray]]:
+def coverage_levels(
+    start: np.ndarray, end: np.ndarray, t0: float, t1: float, columns: int, levels: int = 4
+) -> list[tuple[float, np.ndarray, np.ndarray]]:
     """Dense intervals as shading per time column, graded by how much of the column they cover.
 
     When thousands of intervals fall into a few hundred columns (e.g. receive-window-limited

@@ -33,8 +33,9 @@ from __future__ import annotations
 import html
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -47,21 +48,57 @@ from . import meta
 
 DEFAULT_MAX_POINTS = 2000  # points per series; 4 per time column → 500 columns (≈ 2 px each on a wide screen)
 
-ALGO_COLORS = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22",
-               "#393b79", "#637939", "#8c6d31", "#7b4173", "#3182bd", "#e6550d", "#31a354", "#756bb1")
+ALGO_COLORS = (
+    "#1f77b4",
+    "#ff7f0e",
+    "#2ca02c",
+    "#9467bd",
+    "#8c564b",
+    "#e377c2",
+    "#17becf",
+    "#bcbd22",
+    "#393b79",
+    "#637939",
+    "#8c6d31",
+    "#7b4173",
+    "#3182bd",
+    "#e6550d",
+    "#31a354",
+    "#756bb1",
+)
 ACTUAL_COLOR = "#111111"
-EPISODE_COLORS = {"fast_retransmit": "rgba(214,39,40,0.16)", "sack_recovery": "rgba(214,39,40,0.16)",
-                  "rto": "rgba(140,0,0,0.30)", "ecn": "rgba(148,103,189,0.22)"}
-LIMIT_COLORS = {"rwnd": "rgba(31,119,180,0.10)", "app": "rgba(127,127,127,0.14)"}
-SEGMENT_COLORS = {"new": "#1f3a93", "retransmission": "#d62728", "fast_retransmission": "#ff7f0e",
-                  "spurious_retransmission": "#e377c2", "out_of_order": "#17becf"}
-CATEGORY_COLORS = {  # known categorical signal values; anything else cycles through _CAT_PALETTE
-    "increase": "rgba(44,160,44,0.13)", "steady": "rgba(127,127,127,0.10)", "decrease": "rgba(214,39,40,0.13)",
-    "cr": "rgba(31,119,180,0.12)", "ci": "rgba(255,127,14,0.14)",
-    "slow_start": "rgba(188,189,34,0.14)", "recovery": "rgba(214,39,40,0.10)", "loss": "rgba(140,0,0,0.18)",
+EPISODE_COLORS = {
+    "fast_retransmit": "rgba(214,39,40,0.16)",
+    "sack_recovery": "rgba(214,39,40,0.16)",
+    "rto": "rgba(140,0,0,0.30)",
+    "ecn": "rgba(148,103,189,0.22)",
 }
-_CAT_PALETTE = ("rgba(23,190,207,0.14)", "rgba(148,103,189,0.14)", "rgba(140,86,75,0.14)",
-                "rgba(227,119,194,0.14)", "rgba(57,59,121,0.12)", "rgba(99,121,57,0.14)")
+LIMIT_COLORS = {"rwnd": "rgba(31,119,180,0.10)", "app": "rgba(127,127,127,0.14)"}
+SEGMENT_COLORS = {
+    "new": "#1f3a93",
+    "retransmission": "#d62728",
+    "fast_retransmission": "#ff7f0e",
+    "spurious_retransmission": "#e377c2",
+    "out_of_order": "#17becf",
+}
+CATEGORY_COLORS = {  # known categorical signal values; anything else cycles through _CAT_PALETTE
+    "increase": "rgba(44,160,44,0.13)",
+    "steady": "rgba(127,127,127,0.10)",
+    "decrease": "rgba(214,39,40,0.13)",
+    "cr": "rgba(31,119,180,0.12)",
+    "ci": "rgba(255,127,14,0.14)",
+    "slow_start": "rgba(188,189,34,0.14)",
+    "recovery": "rgba(214,39,40,0.10)",
+    "loss": "rgba(140,0,0,0.18)",
+}
+_CAT_PALETTE = (
+    "rgba(23,190,207,0.14)",
+    "rgba(148,103,189,0.14)",
+    "rgba(140,86,75,0.14)",
+    "rgba(227,119,194,0.14)",
+    "rgba(57,59,121,0.12)",
+    "rgba(99,121,57,0.14)",
+)
 _BOOL_COLOR = "rgba(148,103,189,0.16)"
 _QUIET = {"open", "none", "", "off", "false"}  # category values left unshaded
 
@@ -69,21 +106,41 @@ ROW_PX = {"window": 320, "rtt": 190, "goodput": 160, "timeseq": 320}  # plot hei
 ALGO_ROW_PX = (190, 100)  # an algorithm's window row, each further signal row (px)
 LEGEND_ENTRY_PX = 21  # one legend entry at font size 11
 
-TEMPLATE: dict[str, Any] = {"layout": {
-    "font": {"family": "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif", "size": 12,
-             "color": "#222"},
-    "paper_bgcolor": "white", "plot_bgcolor": "white",
-    "margin": {"l": 70, "r": 20, "t": 36, "b": 40},
-    "hovermode": "x unified",
-    "hoverlabel": {"namelength": -1},
-    "legend": {"orientation": "v", "x": 1.01, "y": 1, "xanchor": "left", "font": {"size": 11}},
-    # ticklabeloverflow "allow": plotly's default ("hide past div") re-measures every tick label of
-    # an axis after placing each one (quadratic; a third of the drawing time with many subplots)
-    "xaxis": {"showgrid": True, "gridcolor": "#eee", "zeroline": False, "linecolor": "#999", "ticks": "outside",
-              "showline": True, "ticklabeloverflow": "allow"},
-    "yaxis": {"showgrid": True, "gridcolor": "#eee", "zeroline": False, "linecolor": "#999", "ticks": "outside",
-              "showline": True, "ticklabeloverflow": "allow"},
-}}
+TEMPLATE: dict[str, Any] = {
+    "layout": {
+        "font": {
+            "family": "system-ui, -apple-system, 'Segoe UI', Roboto, Helvetica, Arial, sans-serif",
+            "size": 12,
+            "color": "#222",
+        },
+        "paper_bgcolor": "white",
+        "plot_bgcolor": "white",
+        "margin": {"l": 70, "r": 20, "t": 36, "b": 40},
+        "hovermode": "x unified",
+        "hoverlabel": {"namelength": -1},
+        "legend": {"orientation": "v", "x": 1.01, "y": 1, "xanchor": "left", "font": {"size": 11}},
+        # ticklabeloverflow "allow": plotly's default ("hide past div") re-measures every tick label of
+        # an axis after placing each one (quadratic; a third of the drawing time with many subplots)
+        "xaxis": {
+            "showgrid": True,
+            "gridcolor": "#eee",
+            "zeroline": False,
+            "linecolor": "#999",
+            "ticks": "outside",
+            "showline": True,
+            "ticklabeloverflow": "allow",
+        },
+        "yaxis": {
+            "showgrid": True,
+            "gridcolor": "#eee",
+            "zeroline": False,
+            "linecolor": "#999",
+            "ticks": "outside",
+            "showline": True,
+            "ticklabeloverflow": "allow",
+        },
+    }
+}
 
 Trace = dict[str, Any]  # a plotly scatter trace as a plain dict; "x"/"y" are float64 numpy arrays
 
@@ -164,9 +221,27 @@ def norm(name: str) -> str:
 def is_window_signal(name: str) -> bool:
     """Window-sized signals in packets that share the algorithm's cwnd row."""
     n = norm(name)
-    return (n.endswith("wnd") or "cwnd" in n or n in {"win", "wmax", "wlastmax", "wreno", "wtcp", "westimate",
-                                                      "renoestimate", "target", "wcubic", "origin", "west", "wtarget", "bwrttmin"}
-            or re.fullmatch(r"w\d+", n) is not None)
+    return (
+        n.endswith("wnd")
+        or "cwnd" in n
+        or n
+        in {
+            "win",
+            "wmax",
+            "wlastmax",
+            "wreno",
+            "wtcp",
+            "westimate",
+            "renoestimate",
+            "target",
+            "wcubic",
+            "origin",
+            "west",
+            "wtarget",
+            "bwrttmin",
+        }
+        or re.fullmatch(r"w\d+", n) is not None
+    )
 
 
 def is_threshold_signal(name: str) -> bool:
@@ -212,10 +287,11 @@ class _Panel:
         self.notes = notes
         self.buckets = buckets
 
-    def line(self, x: np.ndarray, y: np.ndarray, name: str, *, shape: str = "hv", mode: str = "lines",
-             **kw: Any) -> Trace | None:
+    def line(
+        self, x: np.ndarray, y: np.ndarray, name: str, *, shape: str = "hv", mode: str = "lines", **kw: Any
+    ) -> Trace | None:
         # Markers are one SVG element each: the lowest and highest of each of half as many columns.
-        xs, ys, red = (dec.m4(x, y, self.buckets) if mode == "lines" else dec.m2(x, y, max(self.buckets // 2, 1)))
+        xs, ys, red = dec.m4(x, y, self.buckets) if mode == "lines" else dec.m2(x, y, max(self.buckets // 2, 1))
         self.notes.append(TraceNote(self.key, name, red))
         if len(xs) == 0:
             return None
@@ -229,8 +305,9 @@ class _Panel:
         self.notes.append(TraceNote(self.key, name, red))
         if len(xs) == 0:
             return None
-        return scatter(xs, ys, name, mode="lines", line={"color": color, "width": 1.4}, connectgaps=False,
-                       hoverinfo="skip", **kw)
+        return scatter(
+            xs, ys, name, mode="lines", line={"color": color, "width": 1.4}, connectgaps=False, hoverinfo="skip", **kw
+        )
 
 
 def to_rects(tr: Trace | None, width: float, min_h: float) -> Trace | None:
@@ -255,8 +332,17 @@ def to_rects(tr: Trace | None, width: float, min_h: float) -> Trace | None:
     ys[0::5], ys[1::5], ys[2::5], ys[3::5], ys[4::5] = lo, hi, hi, lo, np.nan
     color = tr.get("line", {}).get("color", "#444")
     out = {k2: v for k2, v in tr.items() if k2 not in ("line", "connectgaps", "mode", "x", "y", "hoverinfo")}
-    return {**out, "x": xs, "y": ys, "mode": "none", "fill": "toself", "fillcolor": color, "meta": "data",
-            "hoveron": "fills", "hoverinfo": "name"}
+    return {
+        **out,
+        "x": xs,
+        "y": ys,
+        "mode": "none",
+        "fill": "toself",
+        "fillcolor": color,
+        "meta": "data",
+        "hoveron": "fills",
+        "hoverinfo": "name",
+    }
 
 
 def _poly(s: np.ndarray, e: np.ndarray, y0: float, y1: float) -> tuple[np.ndarray, np.ndarray]:
@@ -276,8 +362,20 @@ def _scale_alpha(color: str, k: float) -> str:
     return f"rgba({m.group(1)},{m.group(2)},{m.group(3)},{float(m.group(4)) * k:.3f})"
 
 
-def _band(start: np.ndarray, end: np.ndarray, y0: float, y1: float, name: str, color: str, *, min_gap: float,
-          legendgroup: str, showlegend: bool, t_end: float | None = None, **kw: Any) -> list[Trace]:
+def _band(
+    start: np.ndarray,
+    end: np.ndarray,
+    y0: float,
+    y1: float,
+    name: str,
+    color: str,
+    *,
+    min_gap: float,
+    legendgroup: str,
+    showlegend: bool,
+    t_end: float | None = None,
+    **kw: Any,
+) -> list[Trace]:
     """Shaded time ranges as filled polygon traces (one per shade; cheap even for thousands of ranges).
 
     Up to one range per two time columns: each range is drawn exactly (at least half a column wide,
@@ -348,10 +446,25 @@ class _Ctx:
             m = kind == k
             if not m.any():
                 continue
-            label = {"fast_retransmit": "episode: fast retransmit", "sack_recovery": "episode: SACK recovery",
-                     "rto": "episode: RTO", "ecn": "episode: ECN"}[k]
-            out += _band(s[m], e[m], y0, y1, label, EPISODE_COLORS[k], min_gap=self.min_gap,
-                         legendgroup=f"ep-{k}", showlegend=legend, t_end=self.duration, **kw)
+            label = {
+                "fast_retransmit": "episode: fast retransmit",
+                "sack_recovery": "episode: SACK recovery",
+                "rto": "episode: RTO",
+                "ecn": "episode: ECN",
+            }[k]
+            out += _band(
+                s[m],
+                e[m],
+                y0,
+                y1,
+                label,
+                EPISODE_COLORS[k],
+                min_gap=self.min_gap,
+                legendgroup=f"ep-{k}",
+                showlegend=legend,
+                t_end=self.duration,
+                **kw,
+            )
         return out
 
 
@@ -360,26 +473,38 @@ def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None) -> 
     firsts = [int(fr.flow["first_ns"])] if fr.flow.get("first_ns") is not None else []
     for df in (ev.segments, ev.acks):
         if df.height:
-            firsts.append(int(df["ts_ns"].min()))
+            firsts.append(cast(int, df["ts_ns"].min()))
     t0 = min(firsts) if firsts else 0
     lasts = [int(fr.flow["last_ns"])] if fr.flow.get("last_ns") is not None else []
     for df in (ev.segments, ev.acks):
         if df.height:
-            lasts.append(int(df["ts_ns"].max()))
+            lasts.append(cast(int, df["ts_ns"].max()))
     duration = max((max(lasts) - t0) / 1e9, 1e-6) if lasts else 1e-6
     buckets = max(max_points // 4, 1)
     if ev.episodes.height:
-        eps = (_t(ev.episodes["start_ns"], t0), _t(ev.episodes["end_ns"].fill_null(ev.episodes["start_ns"]), t0),
-               ev.episodes["kind"].cast(pl.String).fill_null("fast_retransmit").to_numpy())
+        eps = (
+            _t(ev.episodes["start_ns"], t0),
+            _t(ev.episodes["end_ns"].fill_null(ev.episodes["start_ns"]), t0),
+            ev.episodes["kind"].cast(pl.String).fill_null("fast_retransmit").to_numpy(),
+        )
     else:
         eps = (np.empty(0), np.empty(0), np.empty(0, dtype=object))
     best = None
     if fr.fit is not None and fr.fit.height and {"rank", "mare"} <= set(fr.fit.columns):
         top = fr.fit.sort("rank", nulls_last=True).row(0, named=True)
         best = top["algo"] if top.get("mare") is not None else None
-    return _Ctx(fr=fr, t0=t0, mss=max(int(ev.mss or fr.flow.get("mss") or 1), 1), duration=duration, buckets=buckets,
-                min_gap=duration / buckets, colors=colors or algo_colors(fr.replays), best=best, notes=[],
-                episodes=eps)
+    return _Ctx(
+        fr=fr,
+        t0=t0,
+        mss=max(int(ev.mss or fr.flow.get("mss") or 1), 1),
+        duration=duration,
+        buckets=buckets,
+        min_gap=duration / buckets,
+        colors=colors or algo_colors(fr.replays),
+        best=best,
+        notes=[],
+        episodes=eps,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -416,51 +541,107 @@ def _window_panel(c: _Ctx) -> Block:
     replays: list[Trace | None] = []
     if acks.height:
         t = _t(acks["ts_ns"], c.t0)
-        actual.append(p.line(t, _f(acks["outstanding"]) / c.mss, "actual: bytes in flight",
-                             line=dict(color=ACTUAL_COLOR, width=2.2), legendrank=1,
-                             hovertemplate="%{y:.1f} pkts"))
+        actual.append(
+            p.line(
+                t,
+                _f(acks["outstanding"]) / c.mss,
+                "actual: bytes in flight",
+                line=dict(color=ACTUAL_COLOR, width=2.2),
+                legendrank=1,
+                hovertemplate="%{y:.1f} pkts",
+            )
+        )
         if "pipe" in acks.columns and acks["pipe"].null_count() < acks.height:
-            actual.append(p.line(t, _f(acks["pipe"]) / c.mss, "actual: SACK-aware pipe",
-                                 line=dict(color="#555", width=1, dash="dot"), visible="legendonly", legendrank=2,
-                                 hovertemplate="%{y:.1f} pkts"))
-        actual.append(p.line(t, _f(acks["rwnd_bytes"]) / c.mss, "receive window",
-                             line=dict(color="#b8860b", width=1.2, dash="dash"), visible="legendonly", legendrank=3,
-                             hovertemplate="%{y:.1f} pkts"))
+            actual.append(
+                p.line(
+                    t,
+                    _f(acks["pipe"]) / c.mss,
+                    "actual: SACK-aware pipe",
+                    line=dict(color="#555", width=1, dash="dot"),
+                    visible="legendonly",
+                    legendrank=2,
+                    hovertemplate="%{y:.1f} pkts",
+                )
+            )
+        actual.append(
+            p.line(
+                t,
+                _f(acks["rwnd_bytes"]) / c.mss,
+                "receive window",
+                line=dict(color="#b8860b", width=1.2, dash="dash"),
+                visible="legendonly",
+                legendrank=3,
+                hovertemplate="%{y:.1f} pkts",
+            )
+        )
     rounds = c.fr.events.rounds
     if rounds.height:
         cw = rounds.filter(pl.col("limit") == "cwnd")
         if cw.height:
-            actual.append(p.line(_t(cw["end_ns"], c.t0), _f(cw["peak_flight_bytes"]) / c.mss,
-                                 "actual: peak flight of fitted rounds", mode="markers",
-                                 marker=dict(color=ACTUAL_COLOR, size=5, symbol="circle-open"), visible="legendonly",
-                                 legendrank=4, hovertemplate="%{y:.1f} pkts"))
+            actual.append(
+                p.line(
+                    _t(cw["end_ns"], c.t0),
+                    _f(cw["peak_flight_bytes"]) / c.mss,
+                    "actual: peak flight of fitted rounds",
+                    mode="markers",
+                    marker=dict(color=ACTUAL_COLOR, size=5, symbol="circle-open"),
+                    visible="legendonly",
+                    legendrank=4,
+                    hovertemplate="%{y:.1f} pkts",
+                )
+            )
     shown = _initially_shown(c)
     rank = _ranks(c)
     for i, (label, df) in enumerate(c.fr.replays.items()):
         if not df.height:
             continue
         best = label == c.best
-        replays.append(p.line(_t(df["ts_ns"], c.t0), _f(df["cwnd"]), f"{_esc(label)} cwnd" + (" (best fit)" if best else ""),
-                              line=dict(color=c.colors.get(label, "#444"), width=2.6 if best else 1.4),
-                              visible=True if label in shown else "legendonly",
-                              legendgroup=f"algo-{_esc(label)}", legendrank=100 + rank.get(label, 100 + i),
-                              hovertemplate="%{y:.1f}"))
+        replays.append(
+            p.line(
+                _t(df["ts_ns"], c.t0),
+                _f(df["cwnd"]),
+                f"{_esc(label)} cwnd" + (" (best fit)" if best else ""),
+                line=dict(color=c.colors.get(label, "#444"), width=2.6 if best else 1.4),
+                visible=True if label in shown else "legendonly",
+                legendgroup=f"algo-{_esc(label)}",
+                legendrank=100 + rank.get(label, 100 + i),
+                hovertemplate="%{y:.1f}",
+            )
+        )
     y0, y1 = _extent([*actual, *replays])
     bands = c.episode_bands(y0, y1, legendrank=1000)
     if rounds.height:
-        rs, re_, lim = _t(rounds["start_ns"], c.t0), _t(rounds["end_ns"], c.t0), rounds["limit"].cast(pl.String).to_numpy()
+        rs, re_, lim = (
+            _t(rounds["start_ns"], c.t0),
+            _t(rounds["end_ns"], c.t0),
+            rounds["limit"].cast(pl.String).to_numpy(),
+        )
         for k, color in LIMIT_COLORS.items():
             m = lim == k
             if m.any():
                 name = "receive-window-limited rounds" if k == "rwnd" else "application-limited rounds"
-                bands += _band(rs[m], re_[m], y0, y1, name, color, min_gap=c.min_gap, legendgroup=f"limit-{k}",
-                               showlegend=True, legendrank=1001, t_end=c.duration)
+                bands += _band(
+                    rs[m],
+                    re_[m],
+                    y0,
+                    y1,
+                    name,
+                    color,
+                    min_gap=c.min_gap,
+                    legendgroup=f"limit-{k}",
+                    showlegend=True,
+                    legendrank=1001,
+                    t_end=c.duration,
+                )
     # drawn bottom to top: shading, replays, then the actual sender on top of everything
     data = [*bands, *(tr for tr in replays if tr is not None), *(tr for tr in actual if tr is not None)]
     hidden = len([lab for lab in c.fr.replays if lab not in shown])
     more = f" — the {len(shown)} best-fitting shown; {hidden} more in the legend (click to show)" if hidden else ""
-    return Block("window", "Window: what the sender had in flight (black) and what each algorithm would have set" + more,
-                 [Row(data, ROW_PX["window"], ytitle="packets (MSS)")])
+    return Block(
+        "window",
+        "Window: what the sender had in flight (black) and what each algorithm would have set" + more,
+        [Row(data, ROW_PX["window"], ytitle="packets (MSS)")],
+    )
 
 
 def _rtt_panel(c: _Ctx) -> Block:
@@ -475,11 +656,26 @@ def _rtt_panel(c: _Ctx) -> Block:
             # the samples of each time column as one bar from the lowest to the highest (drawn as
             # filled rectangles below: one SVG path, where markers were one element per sample)
             traces.append(p.bars(t, r, r, "RTT sample", "rgba(76,120,168,0.55)"))
-            traces.append(p.line(t, np.fmin.accumulate(r), "min RTT", line=dict(color="#2ca02c", width=2),
-                                 hovertemplate="%{y:.3f} ms"))
+            traces.append(
+                p.line(
+                    t,
+                    np.fmin.accumulate(r),
+                    "min RTT",
+                    line=dict(color="#2ca02c", width=2),
+                    hovertemplate="%{y:.3f} ms",
+                )
+            )
             srtt = s["rtt_s"].ewm_mean(alpha=1 / 8, adjust=False).to_numpy() * 1e3  # RFC 6298 SRTT, α = 1/8
-            traces.append(p.line(t, srtt, "smoothed RTT (RFC 6298)", shape="linear", line=dict(color="#d62728", width=1.6),
-                                 hovertemplate="%{y:.3f} ms"))
+            traces.append(
+                p.line(
+                    t,
+                    srtt,
+                    "smoothed RTT (RFC 6298)",
+                    shape="linear",
+                    line=dict(color="#d62728", width=1.6),
+                    hovertemplate="%{y:.3f} ms",
+                )
+            )
     y0, y1 = _extent(traces)
     if traces:
         traces[0] = to_rects(traces[0], 0.6 * c.min_gap, (y1 - y0) * 3 / ROW_PX["rtt"])
@@ -507,24 +703,38 @@ def _goodput_panel(c: _Ctx) -> Block:
     traces: list[Trace | None] = []
     if ev.acks.height:
         x, y = _binned_rate(_t(ev.acks["ts_ns"], c.t0), _f(ev.acks["acked_bytes"].clip(0)), width, c.duration)
-        traces.append(p.line(x, y, "goodput (newly ACKed)", line=dict(color=ACTUAL_COLOR, width=1.8),
-                             hovertemplate="%{y:.3f} Mbit/s"))
+        traces.append(
+            p.line(
+                x, y, "goodput (newly ACKed)", line=dict(color=ACTUAL_COLOR, width=1.8), hovertemplate="%{y:.3f} Mbit/s"
+            )
+        )
     if ev.segments.height:
         t = _t(ev.segments["ts_ns"], c.t0)
         ln = _f(ev.segments["len"])
         x, y = _binned_rate(t, ln, width, c.duration)
-        traces.append(p.line(x, y, "throughput (sent, incl. retransmissions)", line=dict(color="#4c78a8", width=1.2),
-                             hovertemplate="%{y:.3f} Mbit/s"))
+        traces.append(
+            p.line(
+                x,
+                y,
+                "throughput (sent, incl. retransmissions)",
+                line=dict(color="#4c78a8", width=1.2),
+                hovertemplate="%{y:.3f} Mbit/s",
+            )
+        )
         kind = ev.segments["kind"].cast(pl.String).to_numpy()
         rtx = (kind != "new") & (kind != "out_of_order")
         if rtx.any():
             x, y = _binned_rate(t[rtx], ln[rtx], width, c.duration)
-            traces.append(p.line(x, y, "retransmitted", line=dict(color="#d62728", width=1.2),
-                                 hovertemplate="%{y:.3f} Mbit/s"))
+            traces.append(
+                p.line(x, y, "retransmitted", line=dict(color="#d62728", width=1.2), hovertemplate="%{y:.3f} Mbit/s")
+            )
     y0, y1 = _extent(traces)
     data = [*c.episode_bands(y0, y1, legend=False), *(tr for tr in traces if tr is not None)]
-    return Block("goodput", f"Goodput and throughput (bins of {width * 1e3:.3g} ms)",
-                 [Row(data, ROW_PX["goodput"], ytitle="Mbit/s")])
+    return Block(
+        "goodput",
+        f"Goodput and throughput (bins of {width * 1e3:.3g} ms)",
+        [Row(data, ROW_PX["goodput"], ytitle="Mbit/s")],
+    )
 
 
 def _timeseq_panel(c: _Ctx) -> Block:
@@ -549,8 +759,15 @@ def _timeseq_panel(c: _Ctx) -> Block:
         t = _t(acks["ts_ns"], c.t0)
         a = _f(acks["ack"])
         traces.append(p.line(t, a, "ACK", line=dict(color="#2ca02c", width=1.4), hovertemplate="ack %{y:,.0f}"))
-        traces.append(p.line(t, a + _f(acks["rwnd_bytes"]), "receive window (ACK + rwnd)",
-                             line=dict(color="#b8860b", width=1.2), hovertemplate="rwnd edge %{y:,.0f}"))
+        traces.append(
+            p.line(
+                t,
+                a + _f(acks["rwnd_bytes"]),
+                "receive window (ACK + rwnd)",
+                line=dict(color="#b8860b", width=1.2),
+                hovertemplate="rwnd edge %{y:,.0f}",
+            )
+        )
     sack = getattr(ev, "sack_blocks", None)
     if isinstance(sack, pl.DataFrame) and sack.height and {"ts_ns", "left", "right"} <= set(sack.columns):
         bars.append(len(traces))
@@ -560,24 +777,42 @@ def _timeseq_panel(c: _Ctx) -> Block:
         if sk.height:
             # The event stream carries how much each ACK newly SACKed, not the block edges: mark the
             # ACKs that brought SACK information at the cumulative ACK they carried.
-            traces.append(p.line(_t(sk["ts_ns"], c.t0), _f(sk["ack"]), "ACK carrying new SACK info",
-                                 mode="markers", marker=dict(color="#9467bd", size=5, symbol="triangle-up"),
-                                 hovertemplate="SACK at ack %{y:,.0f}"))
+            traces.append(
+                p.line(
+                    _t(sk["ts_ns"], c.t0),
+                    _f(sk["ack"]),
+                    "ACK carrying new SACK info",
+                    mode="markers",
+                    marker=dict(color="#9467bd", size=5, symbol="triangle-up"),
+                    hovertemplate="SACK at ack %{y:,.0f}",
+                )
+            )
     y0, y1 = _extent(traces)
     # each bar (a segment, or the lowest to highest byte of a time column) a rectangle 0.6 column
     # wide and at least 3 px high at first, so a one-segment retransmission stays visible
     # (5 px for retransmissions and SACK blocks, the size of the marks they replace), drawn on top of
     # the ACK and receive-window lines as in tcptrace
     for i in bars:
-        px = 3 if traces[i] is not None and traces[i]["name"] == "data segment" else 5
-        traces[i] = to_rects(traces[i], 0.6 * c.min_gap, (y1 - y0) * px / ROW_PX["timeseq"])
+        tr = traces[i]
+        if tr is None:
+            continue
+        px = 3 if tr["name"] == "data segment" else 5
+        traces[i] = to_rects(tr, 0.6 * c.min_gap, (y1 - y0) * px / ROW_PX["timeseq"])
     lines = [tr for i, tr in enumerate(traces) if i not in bars and tr is not None]
     # data segments, then SACK blocks, then retransmissions by kind on top (the marks to find)
-    order = sorted(bars, key=lambda i: (traces[i] or {}).get("name") != "data segment"
-                   and 1 + ((traces[i] or {}).get("name") != "SACK block"))
-    data = [*c.episode_bands(y0, y1, legend=False), *lines, *(traces[i] for i in order if traces[i] is not None)]
-    return Block("timeseq", "Time/sequence graph (tcptrace style)",
-                 [Row(data, ROW_PX["timeseq"], ytitle="relative sequence (bytes)")])
+    order = sorted(
+        bars,
+        key=lambda i: (
+            (traces[i] or {}).get("name") != "data segment" and 1 + ((traces[i] or {}).get("name") != "SACK block")
+        ),
+    )
+    data: list[dict[str, Any]] = [*c.episode_bands(y0, y1, legend=False), *lines]
+    data += [tr for tr in (traces[i] for i in order) if tr is not None]
+    return Block(
+        "timeseq",
+        "Time/sequence graph (tcptrace style)",
+        [Row(data, ROW_PX["timeseq"], ytitle="relative sequence (bytes)")],
+    )
 
 
 def _signal_kind(s: pl.Series, info: meta.SignalInfo | None) -> str:
@@ -620,8 +855,18 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None) -> _Fl
     if s.dtype.is_numeric():  # an enum's index (labels declared by the registry) or a plain number
         st, en, v = dec.runs(t, _f(s))
         labels = list(info.labels) if info is not None and info.kind == "enum" else []
-        names = [("" if math.isnan(x) else labels[int(x)] if labels and x == int(x) and 0 <= int(x) < len(labels)
-                  else str(int(x)) if x == int(x) else str(x)) for x in v.tolist()]
+        names = [
+            (
+                ""
+                if math.isnan(x)
+                else labels[int(x)]
+                if labels and x == int(x) and 0 <= int(x) < len(labels)
+                else str(int(x))
+                if x == int(x)
+                else str(x)
+            )
+            for x in v.tolist()
+        ]
         return _FlagRuns(st, en, np.array(names, dtype=object), False)
     starts = np.flatnonzero(np.diff(s.rle_id().to_numpy(), prepend=-1))
     st = t[starts]
@@ -651,7 +896,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     others = [s for s in num if s not in window and s not in queue]
     # categorical signals (phase, mode, region) first: the first flag shades the full row height,
     # further ones a strip each along the top, so overlapping shadings stay readable
-    flags = ([s for s in sig if kinds[s] == "category"] + [s for s in sig if kinds[s] == "bool"])
+    flags = [s for s in sig if kinds[s] == "category"] + [s for s in sig if kinds[s] == "bool"]
     rows: list[tuple[str, list[str], str]] = [("window", window, "window (packets)")]
     if queue:
         rows.append(("queue", queue, "queue estimate vs thresholds (packets)"))
@@ -675,41 +920,98 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
             stacked = _stack_parts(df, names)
             if stacked is not None:
                 loss_name, loss = stacked
-                traces.append(p.line(t, loss, f"{_esc(loss_name)} (loss-based part)", stackgroup="win",
-                                     line={"color": color, "width": 0.8}, hovertemplate="%{y:.1f}"))
-                traces.append(p.line(t, _f(df["dwnd"]), "dwnd (delay-based part, stacked on it)", stackgroup="win",
-                                     line=dict(color="#ff9896", width=0.8), hovertemplate="%{y:.1f}"))
-            traces.append(p.line(t, _f(df["cwnd"]), f"{_esc(label)} cwnd", line=dict(color=color, width=2.2),
-                                 hovertemplate="%{y:.1f}"))
+                traces.append(
+                    p.line(
+                        t,
+                        loss,
+                        f"{_esc(loss_name)} (loss-based part)",
+                        stackgroup="win",
+                        line={"color": color, "width": 0.8},
+                        hovertemplate="%{y:.1f}",
+                    )
+                )
+                traces.append(
+                    p.line(
+                        t,
+                        _f(df["dwnd"]),
+                        "dwnd (delay-based part, stacked on it)",
+                        stackgroup="win",
+                        line=dict(color="#ff9896", width=0.8),
+                        hovertemplate="%{y:.1f}",
+                    )
+                )
+            traces.append(
+                p.line(
+                    t,
+                    _f(df["cwnd"]),
+                    f"{_esc(label)} cwnd",
+                    line=dict(color=color, width=2.2),
+                    hovertemplate="%{y:.1f}",
+                )
+            )
             ss = _f(df["ssthresh"]).copy()
             cap = 10 * max(float(np.nanmax(_f(df["cwnd"]))) if df.height else 1.0, 1.0)
             ss[ss > cap] = np.nan  # "infinite" ssthresh before the first loss
-            traces.append(p.line(t, ss, "ssthresh", line=dict(color=color, width=1, dash="dot"), visible="legendonly",
-                                 hovertemplate="%{y:.1f}"))
+            traces.append(
+                p.line(
+                    t,
+                    ss,
+                    "ssthresh",
+                    line=dict(color=color, width=1, dash="dot"),
+                    visible="legendonly",
+                    hovertemplate="%{y:.1f}",
+                )
+            )
             for i, s in enumerate(n for n in names if not (stacked and n in ("dwnd", stacked[0]))):
-                traces.append(p.line(t, _f(df[s]), _esc(s), line=dict(color=palette[i % len(palette)], width=1.4, dash="dash"),
-                                     hovertemplate="%{y:.2f}"))
+                traces.append(
+                    p.line(
+                        t,
+                        _f(df[s]),
+                        _esc(s),
+                        line=dict(color=palette[i % len(palette)], width=1.4, dash="dash"),
+                        hovertemplate="%{y:.2f}",
+                    )
+                )
             if acks.height:
-                traces.append(p.line(_t(acks["ts_ns"], c.t0), _f(acks["outstanding"]) / c.mss, "actual: bytes in flight",
-                                     line=dict(color=ACTUAL_COLOR, width=1), opacity=0.55, hovertemplate="%{y:.1f}"))
+                traces.append(
+                    p.line(
+                        _t(acks["ts_ns"], c.t0),
+                        _f(acks["outstanding"]) / c.mss,
+                        "actual: bytes in flight",
+                        line=dict(color=ACTUAL_COLOR, width=1),
+                        opacity=0.55,
+                        hovertemplate="%{y:.1f}",
+                    )
+                )
         else:
             n_thr = 0
             for s in names:
                 thr = is_threshold_signal(s)
-                style = (dict(color="#333", width=1.3, dash=_THRESHOLD_DASH[n_thr % len(_THRESHOLD_DASH)]) if thr
-                         else dict(color=palette[(n_color + 3) % len(palette)], width=1.5))
+                style = (
+                    dict(color="#333", width=1.3, dash=_THRESHOLD_DASH[n_thr % len(_THRESHOLD_DASH)])
+                    if thr
+                    else dict(color=palette[(n_color + 3) % len(palette)], width=1.5)
+                )
                 n_thr += thr
                 n_color += not thr
-                traces.append(p.line(t, _f(df[s]), _esc(s) + (" (threshold)" if thr else ""), line=style,
-                                     hovertemplate="%{y:.4g}"))
+                traces.append(
+                    p.line(
+                        t, _f(df[s]), _esc(s) + (" (threshold)" if thr else ""), line=style, hovertemplate="%{y:.4g}"
+                    )
+                )
         y0, y1 = _extent(traces)
         bands = c.episode_bands(y0, y1, legend=r == 1)
         if kind != "other":  # phases/modes shade the window and threshold rows (episodes shade all)
             for k, s in enumerate(flags):
                 lo, hi = (y0, y1) if k == 0 else (y1 - 0.08 * k * (y1 - y0), y1 - 0.08 * (k - 1) * (y1 - y0))
                 bands += _flag_bands(c, flag_runs[s], s, lo, hi, legend=r == 1, strong=k > 0)
-        out_rows.append(Row([*bands, *(tr for tr in traces if tr is not None)],
-                            ALGO_ROW_PX[0] if r == 1 else ALGO_ROW_PX[1], title=_title))
+        out_rows.append(
+            Row(
+                [*bands, *(tr for tr in traces if tr is not None)],
+                ALGO_ROW_PX[0] if r == 1 else ALGO_ROW_PX[1],
+                title=_title,
+            )
+        )
     flag_note = f" — shaded: {', '.join(_esc(f) for f in flags)}" if flags else ""
     return Block(f"algo:{label}", f"{_esc(label)}: the algorithm's own signals{flag_note}", out_rows)
 
@@ -726,13 +1028,24 @@ def _stack_parts(df: pl.DataFrame, names: list[str]) -> tuple[str, np.ndarray] |
     return "cwnd − dwnd", _f(df["cwnd"]) - _f(df["dwnd"])
 
 
-def _flag_bands(c: _Ctx, runs: _FlagRuns, name: str, y0: float, y1: float, *,
-                legend: bool, strong: bool = False) -> list[Trace]:
+def _flag_bands(
+    c: _Ctx, runs: _FlagRuns, name: str, y0: float, y1: float, *, legend: bool, strong: bool = False
+) -> list[Trace]:
     """Shading for a boolean (where True) or categorical signal (one colour per value)."""
     st, en, v = runs.start, runs.end, runs.values
     if runs.boolean:
-        return _band(st[v], en[v], y0, y1, _esc(name), _scale_alpha(_BOOL_COLOR, 3.0 if strong else 1.0), min_gap=c.min_gap,
-                     legendgroup=f"flag-{_esc(name)}", showlegend=legend, t_end=c.duration)
+        return _band(
+            st[v],
+            en[v],
+            y0,
+            y1,
+            _esc(name),
+            _scale_alpha(_BOOL_COLOR, 3.0 if strong else 1.0),
+            min_gap=c.min_gap,
+            legendgroup=f"flag-{_esc(name)}",
+            showlegend=legend,
+            t_end=c.duration,
+        )
     out = []
     cats = [x for x in dict.fromkeys(v.tolist()) if str(x).lower() not in _QUIET]
     known = {CATEGORY_COLORS[str(x).lower()] for x in cats if str(x).lower() in CATEGORY_COLORS}
@@ -741,8 +1054,18 @@ def _flag_bands(c: _Ctx, runs: _FlagRuns, name: str, y0: float, y1: float, *,
         m = v == cat
         color = CATEGORY_COLORS.get(str(cat).lower()) or next(free, _CAT_PALETTE[0])
         color = _scale_alpha(color, 3.0) if strong else color
-        out += _band(st[m], en[m], y0, y1, f"{_esc(name)} = {_esc(cat)}", color, min_gap=c.min_gap,
-                     legendgroup=f"flag-{_esc(name)}-{_esc(cat)}", showlegend=legend, t_end=c.duration)
+        out += _band(
+            st[m],
+            en[m],
+            y0,
+            y1,
+            f"{_esc(name)} = {_esc(cat)}",
+            color,
+            min_gap=c.min_gap,
+            legendgroup=f"flag-{_esc(name)}-{_esc(cat)}",
+            showlegend=legend,
+            t_end=c.duration,
+        )
     return out
 
 
@@ -750,8 +1073,9 @@ def _flag_bands(c: _Ctx, runs: _FlagRuns, name: str, y0: float, y1: float, *,
 # public
 
 
-def build_flow(fr: FlowResult, *, max_points: int = DEFAULT_MAX_POINTS,
-               colors: dict[str, str] | None = None) -> FlowFigures:
+def build_flow(
+    fr: FlowResult, *, max_points: int = DEFAULT_MAX_POINTS, colors: dict[str, str] | None = None
+) -> FlowFigures:
     """Every panel (block) of one flow plus how each series was reduced."""
     c = _context(fr, max_points, colors)
     blocks = {b.key: b for b in (_window_panel(c), _rtt_panel(c), _goodput_panel(c), _timeseq_panel(c))}
@@ -801,15 +1125,31 @@ def stack(blocks: list[Block], x_range: tuple[float, float] | None = None) -> di
                 tr["xaxis"], tr["yaxis"], tr["legend"] = xa, ya, lg
                 data.append(tr)
             layout["xaxis" if n == 1 else f"xaxis{n}"] = {"anchor": ya, **({} if n == 1 else {"matches": "x"})}
-            layout["yaxis" if n == 1 else f"yaxis{n}"] = {"anchor": xa, "title": {"text": row.ytitle} if row.ytitle else None}
+            layout["yaxis" if n == 1 else f"yaxis{n}"] = {
+                "anchor": xa,
+                "title": {"text": row.ytitle} if row.ytitle else None,
+            }
             if row.title:
                 layout["annotations"].append({"text": row.title, "_top": y, "yshift": 2, "font": {"size": 11}})
             if ri == 0:
-                layout["annotations"].append({"text": blk.title, "_top": y, "yshift": 4 + (_ROW_TITLE_PX if row.title else 0),
-                                              "font": {"size": 14}})
+                layout["annotations"].append(
+                    {
+                        "text": blk.title,
+                        "_top": y,
+                        "yshift": 4 + (_ROW_TITLE_PX if row.title else 0),
+                        "font": {"size": 14},
+                    }
+                )
             y += px
-        layout[lg] = {"x": 1.01, "xanchor": "left", "yanchor": "top", "_top": block_top, "orientation": "v",
-                      "font": {"size": 11}, "tracegroupgap": 4}
+        layout[lg] = {
+            "x": 1.01,
+            "xanchor": "left",
+            "yanchor": "top",
+            "_top": block_top,
+            "orientation": "v",
+            "font": {"size": 11},
+            "tracegroupgap": 4,
+        }
     plot_px = max(y, 1)
     top_margin = 8
     layout["height"] = plot_px + top_margin + _BOTTOM_PX
@@ -829,8 +1169,16 @@ def stack(blocks: list[Block], x_range: tuple[float, float] | None = None) -> di
         if k.startswith("legend") and isinstance(v, dict):
             v["y"] = frac(v.pop("_top"))
     for ann in layout["annotations"]:
-        ann.update(xref="paper", yref="paper", x=0.0, xanchor="left", y=frac(ann.pop("_top")), yanchor="bottom",
-                   showarrow=False, align="left")
+        ann.update(
+            xref="paper",
+            yref="paper",
+            x=0.0,
+            xanchor="left",
+            y=frac(ann.pop("_top")),
+            yanchor="bottom",
+            showarrow=False,
+            align="left",
+        )
     return {"data": data, "layout": layout, "blocks": index}
 
 

@@ -20,10 +20,12 @@ import json
 import math
 import re
 import secrets
+from collections.abc import Iterable
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -110,7 +112,7 @@ def _dur(v: float | None) -> str:
 def _when(ns: int | None) -> str:
     if ns is None:
         return "–"
-    return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.timezone.utc).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
+    return _dt.datetime.fromtimestamp(ns / 1e9, tz=_dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f UTC")
 
 
 def _count(n: int) -> str:
@@ -129,15 +131,18 @@ def _endpoint(addr: Any, port: Any, v6: bool) -> str:
     return f"[{a}]:{port}" if v6 or ":" in a else f"{a}:{port}"
 
 
-def _table(head: list[str], rows: Iterable[list[str]], *, num: set[int] = frozenset(), cls: list[str] | None = None) -> str:
+def _table(
+    head: list[str], rows: Iterable[list[str]], *, num: AbstractSet[int] = frozenset(), cls: list[str] | None = None
+) -> str:
     """An HTML table; cells are already-escaped HTML."""
-    out = ["<div class=\"scroll\"><table><thead><tr>"]
+    out = ['<div class="scroll"><table><thead><tr>']
     out += [f"<th{' class=num' if i in num else ''}>{h}</th>" for i, h in enumerate(head)]
     out.append("</tr></thead><tbody>")
     for r, row in enumerate(rows):
-        c = f" class=\"{cls[r]}\"" if cls and cls[r] else ""
-        out.append(f"<tr{c}>" + "".join(f"<td{' class=num' if i in num else ''}>{v}</td>" for i, v in enumerate(row))
-                   + "</tr>")
+        c = f' class="{cls[r]}"' if cls and cls[r] else ""
+        out.append(
+            f"<tr{c}>" + "".join(f"<td{' class=num' if i in num else ''}>{v}</td>" for i, v in enumerate(row)) + "</tr>"
+        )
     out.append("</tbody></table></div>")
     return "".join(out)
 
@@ -201,7 +206,9 @@ def _gz64(text: str) -> str:
 
 def _json_script(obj: Any) -> str:
     """JSON safe inside a <script> element (no '</script>' or '<!--' can form)."""
-    return json.dumps(obj, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return (
+        json.dumps(obj, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    )
 
 
 _PLOTLY_CACHE: dict[str, tuple[str, str, str]] = {}
@@ -267,23 +274,55 @@ def _best(fr: FlowResult) -> dict[str, Any] | None:
 
 
 def _header(a: Analysis, n_figures: int, info_note: str, overview: str) -> str:
-    out = [f"<h1>hscc-trace report</h1><p class=\"muted\">hscc-trace {e(a.version)} · created {e(a.created)} · "
-           f"{len(a.captures)} capture(s) · {sum(len(c.results) for c in a.captures)} flow(s) replayed · "
-           f"{n_figures} figures</p>",
-           f"<div class=\"caveat\"><strong>How to read a replay.</strong> {CAVEAT}</div>"]
+    out = [
+        f'<h1>hscc-trace report</h1><p class="muted">hscc-trace {e(a.version)} · created {e(a.created)} · '
+        f"{len(a.captures)} capture(s) · {sum(len(c.results) for c in a.captures)} flow(s) replayed · "
+        f"{n_figures} figures</p>",
+        f'<div class="caveat"><strong>How to read a replay.</strong> {CAVEAT}</div>',
+    ]
     # captures
     rows = []
     for c in a.captures:
         m = c.meta
         skipped = ", ".join(f"{e(k)}: {_count(v)}" for k, v in sorted(m.skipped.items())) or "none"
         dec = ", ".join(f"{e(k)}: {_count(v)}" for k, v in sorted(m.decoded_by.items())) or "–"
-        rows.append([f"<code>{e(m.path)}</code>", e(m.format), e(", ".join(m.link_types) or "–"),
-                     _count(m.packets_total), _count(m.packets_tcp), skipped, dec, _dur(m.duration_s),
-                     e(_when(m.first_ns)), e(str(m.snaplen) if m.snaplen else "–"), f"<code>{e(m.bpf)}</code>" if m.bpf else "–",
-                     _count(c.flows.height if c.flows is not None else 0)])
-    out.append("<h2 id=\"captures\">Captures</h2>")
-    out.append(_table(["file", "format", "link type", "packets", "TCP packets", "not decoded (by reason)", "decoded by",
-                       "duration", "first packet", "snaplen", "BPF filter", "flows"], rows, num={3, 4, 7, 11}))
+        rows.append(
+            [
+                f"<code>{e(m.path)}</code>",
+                e(m.format),
+                e(", ".join(m.link_types) or "–"),
+                _count(m.packets_total),
+                _count(m.packets_tcp),
+                skipped,
+                dec,
+                _dur(m.duration_s),
+                e(_when(m.first_ns)),
+                e(str(m.snaplen) if m.snaplen else "–"),
+                f"<code>{e(m.bpf)}</code>" if m.bpf else "–",
+                _count(c.flows.height if c.flows is not None else 0),
+            ]
+        )
+    out.append('<h2 id="captures">Captures</h2>')
+    out.append(
+        _table(
+            [
+                "file",
+                "format",
+                "link type",
+                "packets",
+                "TCP packets",
+                "not decoded (by reason)",
+                "decoded by",
+                "duration",
+                "first packet",
+                "snaplen",
+                "BPF filter",
+                "flows",
+            ],
+            rows,
+            num={3, 4, 7, 11},
+        )
+    )
     # vantage
     vant: dict[str, int] = {}
     for c in a.captures:
@@ -292,14 +331,18 @@ def _header(a: Analysis, n_figures: int, info_note: str, overview: str) -> str:
             vant[v] = vant.get(v, 0) + 1
     if vant:
         where = ", ".join(f"{e(k)} ({n} flow{'s' if n != 1 else ''})" for k, n in sorted(vant.items()))
-        out.append(f"<p><strong>Where the capture was taken</strong> (relative to each flow's data sender): {where}. "
-                   "At the receiver or mid-path, bytes in flight and RTTs are seen late or partially; RTT samples are "
-                   "corrected where the flow section says so.</p>")
+        out.append(
+            f"<p><strong>Where the capture was taken</strong> (relative to each flow's data sender): {where}. "
+            "At the receiver or mid-path, bytes in flight and RTTs are seen late or partially; RTT samples are "
+            "corrected where the flow section says so.</p>"
+        )
     out.append(overview)
     # algorithms and parameters
-    out.append("<h2 id=\"algorithms\">Algorithms and parameters</h2>")
-    out.append("<p class=\"muted\">Every parameter each replay used; <strong>bold</strong> values differ from the "
-               "algorithm's documented default (hover a parameter for its meaning and source).</p>")
+    out.append('<h2 id="algorithms">Algorithms and parameters</h2>')
+    out.append(
+        '<p class="muted">Every parameter each replay used; <strong>bold</strong> values differ from the '
+        "algorithm's documented default (hover a parameter for its meaning and source).</p>"
+    )
     colors = F.algo_colors(a.algorithms)
     rows = []
     labels = list(dict.fromkeys([*a.algorithms, *a.params]))
@@ -313,13 +356,17 @@ def _header(a: Analysis, n_figures: int, info_note: str, overview: str) -> str:
             changed = pi is not None and _param(pi.default) != _param(v)
             tip = f"{pi.doc} — default {_param(pi.default)}{unit} ({pi.source})" if pi else ""
             val = f"<strong>{e(_param(v))}</strong>" if changed else e(_param(v))
-            chips.append(f"<code title=\"{e(tip)}\">{e(str(k))} = {val}{e(unit)}</code>")
-        ptxt = " · ".join(chips) or "<span class=\"muted\">no parameters</span>"
+            chips.append(f'<code title="{e(tip)}">{e(str(k))} = {val}{e(unit)}</code>')
+        ptxt = " · ".join(chips) or '<span class="muted">no parameters</span>'
         summ = meta.summary(algo)
         color = colors.get(algo, "#444")
-        rows.append([f"<span style=\"color:{color}\">■</span> <strong>{e(algo)}</strong>",
-                     (f"<div class=\"muted\">{e(summ)}</div>" if summ else "") + ptxt])
-    out.append("<div class=\"params\">" + _table(["algorithm", "what it is · every parameter used"], rows) + "</div>")
+        rows.append(
+            [
+                f'<span style="color:{color}">■</span> <strong>{e(algo)}</strong>',
+                (f'<div class="muted">{e(summ)}</div>' if summ else "") + ptxt,
+            ]
+        )
+    out.append('<div class="params">' + _table(["algorithm", "what it is · every parameter used"], rows) + "</div>")
     # warnings
     warns = [e(x) for x in a.errors]
     for c in a.captures:
@@ -329,8 +376,12 @@ def _header(a: Analysis, n_figures: int, info_note: str, overview: str) -> str:
     if warns:
         shown = warns[:200]
         more = f"<li>… and {len(warns) - len(shown)} more</li>" if len(warns) > len(shown) else ""
-        out.append("<h2 id=\"warnings\">Warnings</h2><div class=\"warn\"><ul>" + "".join(f"<li>{w}</li>" for w in shown)
-                   + more + "</ul></div>")
+        out.append(
+            '<h2 id="warnings">Warnings</h2><div class="warn"><ul>'
+            + "".join(f"<li>{w}</li>" for w in shown)
+            + more
+            + "</ul></div>"
+        )
     if info_note:
         out.append(info_note)
     return "\n".join(out)
@@ -347,7 +398,7 @@ def _flow_anchor(ci: int, flow_id: Any) -> str:
 
 
 def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
-    out = ["<h2 id=\"flows\">Flows</h2>"]
+    out = ['<h2 id="flows">Flows</h2>']
     for ci, c in enumerate(a.captures):
         res = {int(fr.flow["flow_id"]): fr for fr in c.results}
         if len(a.captures) > 1:
@@ -360,43 +411,99 @@ def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
             v6 = f.get("ip_version") == 6
             a_ep, b_ep = _endpoint(f["src"], f["sport"], v6), _endpoint(f["dst"], f["dport"], v6)
             snd, rcv = (a_ep, b_ep) if not f.get("sender_dir") else (b_ep, a_ep)
-            link = f"<a href=\"#{_flow_anchor(ci, fid)}\">{fid}</a>" if (ci, fid) in drawn else str(fid)
+            link = f'<a href="#{_flow_anchor(ci, fid)}">{fid}</a>' if (ci, fid) in drawn else str(fid)
             best = _best(fr) if fr else None
-            best_txt = (f"<strong>{e(best['algo'])}</strong> (MARE {_num(best['mare'] * 100 if best['mare'] is not None else None, '{:.1f}')}%)"
-                        if best else ("<span class=\"muted\">not replayed</span>" if fr is None
-                                      else "<span class=\"muted\">no fit: no cwnd-limited rounds</span>"))
+            best_txt = (
+                f"<strong>{e(best['algo'])}</strong> (MARE {_num(best['mare'] * 100 if best['mare'] is not None else None, '{:.1f}')}%)"
+                if best
+                else (
+                    '<span class="muted">not replayed</span>'
+                    if fr is None
+                    else '<span class="muted">no fit: no cwnd-limited rounds</span>'
+                )
+            )
             pkts = int((f.get("pkts_ab") or 0) + (f.get("pkts_ba") or 0))
-            rows.append([link, f"{e(snd)} → {e(rcv)}", _dur(f.get("duration_s")), _count(pkts), _bps(f.get("goodput_bps")),
-                         f"{_ms(f.get('rtt_min_s'))} / {_ms(f.get('rtt_median_s'))}", _retrans_text(f),
-                         _limits_text(_limit_share(fr)) if fr else "–", best_txt, e(str(f.get("vantage") or "–"))])
+            rows.append(
+                [
+                    link,
+                    f"{e(snd)} → {e(rcv)}",
+                    _dur(f.get("duration_s")),
+                    _count(pkts),
+                    _bps(f.get("goodput_bps")),
+                    f"{_ms(f.get('rtt_min_s'))} / {_ms(f.get('rtt_median_s'))}",
+                    _retrans_text(f),
+                    _limits_text(_limit_share(fr)) if fr else "–",
+                    best_txt,
+                    e(str(f.get("vantage") or "–")),
+                ]
+            )
             cls.append("")
         if not rows:
-            out.append("<p class=\"muted\">No TCP flows in this capture.</p>")
+            out.append('<p class="muted">No TCP flows in this capture.</p>')
             continue
-        out.append(_table(["flow", "data sender → receiver", "duration", "packets", "goodput", "RTT min / median",
-                           "retrans. (+out-of-order)", "rounds limited by (cwnd / rwnd / app)", "best-fitting algorithm", "vantage"],
-                          rows, num={2, 3, 4, 6}, cls=cls))
+        out.append(
+            _table(
+                [
+                    "flow",
+                    "data sender → receiver",
+                    "duration",
+                    "packets",
+                    "goodput",
+                    "RTT min / median",
+                    "retrans. (+out-of-order)",
+                    "rounds limited by (cwnd / rwnd / app)",
+                    "best-fitting algorithm",
+                    "vantage",
+                ],
+                rows,
+                num={2, 3, 4, 6},
+                cls=cls,
+            )
+        )
     return "\n".join(out)
 
 
 def _metrics_table(fr: FlowResult, colors: dict[str, str]) -> str:
     if fr.fit is None or not fr.fit.height or _best(fr) is None:
-        return ("<p class=\"muted\">No fit metrics: the flow had no cwnd-limited rounds to compare against "
-                "(or no algorithm was replayed).</p>")
+        return (
+            '<p class="muted">No fit metrics: the flow had no cwnd-limited rounds to compare against '
+            "(or no algorithm was replayed).</p>"
+        )
     rows, cls = [], []
     for r in fr.fit.sort("rank").iter_rows(named=True):
         algo = r["algo"]
         pred, act = r.get("goodput_pred_bps"), r.get("goodput_actual_bps")
         ratio = _num(pred / act, "{:.2f}×") if pred is not None and act else "–"
-        rows.append([f"<span style=\"color:{colors.get(algo, '#444')}\">■</span> {e(algo)}", _num(r.get("rank"), "{}"),
-                     _num(r.get("rounds"), "{}"),
-                     _num(r["mare"] * 100 if r.get("mare") is not None else None, "{:.1f}%"),
-                     _num(r.get("rmse_pkts"), "{:.2f}"), _num(r.get("corr"), "{:.3f}"), _bps(pred), _bps(act), ratio])
+        rows.append(
+            [
+                f'<span style="color:{colors.get(algo, "#444")}">■</span> {e(algo)}',
+                _num(r.get("rank"), "{}"),
+                _num(r.get("rounds"), "{}"),
+                _num(r["mare"] * 100 if r.get("mare") is not None else None, "{:.1f}%"),
+                _num(r.get("rmse_pkts"), "{:.2f}"),
+                _num(r.get("corr"), "{:.3f}"),
+                _bps(pred),
+                _bps(act),
+                ratio,
+            ]
+        )
         cls.append("best" if r.get("rank") == 1 else "")
-    return ("<h3>Fit of each algorithm to the actual sender (cwnd-limited rounds only)</h3>"
-            + _table(["algorithm", "rank", "rounds", "median abs. rel. error", "RMSE (packets)", "correlation",
-                      "predicted goodput", "actual goodput", "predicted / actual"], rows, num={1, 2, 3, 4, 5, 6, 7, 8},
-                     cls=cls))
+    return "<h3>Fit of each algorithm to the actual sender (cwnd-limited rounds only)</h3>" + _table(
+        [
+            "algorithm",
+            "rank",
+            "rounds",
+            "median abs. rel. error",
+            "RMSE (packets)",
+            "correlation",
+            "predicted goodput",
+            "actual goodput",
+            "predicted / actual",
+        ],
+        rows,
+        num={1, 2, 3, 4, 5, 6, 7, 8},
+        cls=cls,
+    )
 
 
 def _retrans_text(f: dict) -> str:
@@ -409,29 +516,40 @@ def _retrans_text(f: dict) -> str:
 
 def _flow_summary(fr: FlowResult) -> str:
     f, ev = fr.flow, fr.events
-    parts = [f"data sender: {'A→B' if not ev.sender_dir else 'B→A'}", f"MSS {ev.mss} bytes",
-             f"vantage: {e(str(ev.vantage))}"]
+    parts = [
+        f"data sender: {'A→B' if not ev.sender_dir else 'B→A'}",
+        f"MSS {ev.mss} bytes",
+        f"vantage: {e(str(ev.vantage))}",
+    ]
     if ev.rtt_offset_s:
         parts.append(f"RTT corrected by {ev.rtt_offset_s * 1e3:.3f} ms for the vantage")
     parts.append(f"goodput {_bps(f.get('goodput_bps'))}")
-    parts.append(f"RTT min/median/max {_ms(f.get('rtt_min_s'))} / {_ms(f.get('rtt_median_s'))} / {_ms(f.get('rtt_max_s'))}")
+    parts.append(
+        f"RTT min/median/max {_ms(f.get('rtt_min_s'))} / {_ms(f.get('rtt_median_s'))} / {_ms(f.get('rtt_max_s'))}"
+    )
     if ev.episodes is not None and ev.episodes.height:
         kinds = ev.episodes["kind"].cast(pl.String).value_counts().sort("kind")  # (a stable order)
-        parts.append(f"{ev.episodes.height} congestion episode(s): "
-                     + ", ".join(f"{e(str(k)).replace('_', ' ')} {n}" for k, n in kinds.iter_rows()))
+        parts.append(
+            f"{ev.episodes.height} congestion episode(s): "
+            + ", ".join(f"{e(str(k)).replace('_', ' ')} {n}" for k, n in kinds.iter_rows())
+        )
     else:
         parts.append("no congestion episodes")
     ooo = int(f.get("out_of_order") or 0)
-    parts.append(f"{_count(int(f.get('retrans') or 0))} retransmitted segment(s)"
-                 + (f" (+{_count(ooo)} Wireshark calls out-of-order)" if ooo else ""))
+    parts.append(
+        f"{_count(int(f.get('retrans') or 0))} retransmitted segment(s)"
+        + (f" (+{_count(ooo)} Wireshark calls out-of-order)" if ooo else "")
+    )
     parts.append(f"rounds limited by {_limits_text(_limit_share(fr))}")
     best = _best(fr)
     if best:
         parts.append(f"best fit: <strong>{e(best['algo'])}</strong>")
     flags = [k for k in ("handshake", "sack_ok", "ts_ok") if f.get(k)]
     if flags:
-        parts.append("seen: " + ", ".join({"handshake": "handshake", "sack_ok": "SACK", "ts_ok": "timestamps"}[k] for k in flags))
-    return "<p class=\"summary\">" + " · ".join(parts) + "</p>"
+        parts.append(
+            "seen: " + ", ".join({"handshake": "handshake", "sack_ok": "SACK", "ts_ok": "timestamps"}[k] for k in flags)
+        )
+    return '<p class="summary">' + " · ".join(parts) + "</p>"
 
 
 _PANEL_NAMES = {"window": "window", "rtt": "RTT", "goodput": "goodput", "timeseq": "time/sequence"}
@@ -450,13 +568,18 @@ def _signal_docs(label: str, fr: FlowResult) -> str:
             continue
         si = infos.get(col)
         unit = f" ({e(si.unit)})" if si and si.unit else ""
-        items.append(f"<li><code>{e(col)}</code>{unit}: {e(si.doc) if si else '<span class=muted>undocumented</span>'}</li>")
+        items.append(
+            f"<li><code>{e(col)}</code>{unit}: {e(si.doc) if si else '<span class=muted>undocumented</span>'}</li>"
+        )
     if not items:
         return ""
     summ = meta.summary(label)
-    head = f"<p class=\"muted\">{e(summ)}</p>" if summ else ""
-    return (f"<details class=\"signals\"><summary>What the signals of {e(label)} mean</summary>{head}<ul>"
-            + "".join(items) + "</ul></details>")
+    head = f'<p class="muted">{e(summ)}</p>' if summ else ""
+    return (
+        f'<details class="signals"><summary>What the signals of {e(label)} mean</summary>{head}<ul>'
+        + "".join(items)
+        + "</ul></details>"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -469,8 +592,14 @@ def _points_per_series(n_flows: int, n_algos: int, max_points: int, budget: int)
     return int(max(min(max_points, cap), min(MIN_POINTS, max_points)))
 
 
-def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFAULT_MAX_POINTS,
-                 max_flows: int = DEFAULT_MAX_FLOWS, budget_points: int = DEFAULT_BUDGET_POINTS) -> ReportInfo:
+def write_report(
+    analysis: Analysis,
+    path: str | Path,
+    *,
+    max_points: int = DEFAULT_MAX_POINTS,
+    max_flows: int = DEFAULT_MAX_FLOWS,
+    budget_points: int = DEFAULT_BUDGET_POINTS,
+) -> ReportInfo:
     """Write the self-contained HTML report for ``analysis`` to ``path``.
 
     ``max_points`` caps the points drawn per series (first/min/max/last of ``max_points/4`` time
@@ -484,8 +613,12 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
     path = Path(path)
     results: list[tuple[int, FlowResult]] = [(ci, fr) for ci, c in enumerate(analysis.captures) for fr in c.results]
     if len(results) > max_flows:
-        order = sorted(range(len(results)), key=lambda i: -int(results[i][1].flow.get("payload_ab", 0) or 0)
-                       - int(results[i][1].flow.get("payload_ba", 0) or 0))
+        order = sorted(
+            range(len(results)),
+            key=lambda i: (
+                -int(results[i][1].flow.get("payload_ab", 0) or 0) - int(results[i][1].flow.get("payload_ba", 0) or 0)
+            ),
+        )
         keep = sorted(order[:max_flows])
         drawn_results = [results[i] for i in keep]
     else:
@@ -509,7 +642,9 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
         p_out += ff.points_out
         # two figures per flow, rows on one shared time axis: the four main panels, and the
         # signals of every algorithm (best fit first); subplots draw far faster than figures
-        divs, nav_main, nav_sig = [], [], []
+        divs: list[str] = []
+        nav_main: list[str] = []
+        nav_sig: list[str] = []
         for part, blocks in (("main", ff.main), ("signals", ff.signals)):
             if not blocks:
                 continue
@@ -519,73 +654,102 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
             h = int(fig["layout"]["height"])
             for b in blocks:
                 name = _PANEL_NAMES.get(b.key, b.key[5:] if b.key.startswith("algo:") else b.key)
-                (nav_sig if part == "signals" else nav_main).append(f"<a href=\"#{div}\">{e(name)}</a>")
+                (nav_sig if part == "signals" else nav_main).append(f'<a href="#{div}">{e(name)}</a>')
             # content-visibility (report.css) skips style, layout and paint of figures off screen;
             # their exact height is known, so the page never jumps when they come into view
-            divs.append(f"<div class=\"figwrap\" style=\"contain-intrinsic-size:auto {h}px\"><div class=\"fig\" "
-                        f"id=\"{div}\" data-panel=\"{part}\" style=\"min-height:{h}px\"></div></div>")
+            divs.append(
+                f'<div class="figwrap" style="contain-intrinsic-size:auto {h}px"><div class="fig" '
+                f'id="{div}" data-panel="{part}" style="min-height:{h}px"></div></div>'
+            )
             if part == "signals":
                 divs += [_signal_docs(b.key[5:], fr) for b in blocks]
             trace_types.update(str(tr.get("type", "scatter")) for tr in fig["data"])
             # one payload per figure: the signals (most of the data) are unpacked only when drawn
             blob = _gz64('[{"div":"' + div + '",' + figure_json(fig)[1:] + "]")
-            payloads.append(f"<script type=\"application/octet-stream\" data-flow-payload data-section=\"{anchor}\" "
-                            f"data-div=\"{div}\" id=\"payload-{div}\">{blob}</script>")
+            payloads.append(
+                f'<script type="application/octet-stream" data-flow-payload data-section="{anchor}" '
+                f'data-div="{div}" id="payload-{div}">{blob}</script>'
+            )
         f = fr.flow
         v6 = f.get("ip_version") == 6
         a_ep, b_ep = _endpoint(f.get("src"), f.get("sport"), v6), _endpoint(f.get("dst"), f.get("dport"), v6)
         snd, rcv = (a_ep, b_ep) if not fr.events.sender_dir else (b_ep, a_ep)
         dec_note = ""
         if ff.decimated:
-            dec_note = (f"<p class=\"note\">Decimated: {len(ff.decimated)} of {len(ff.notes)} series reduced from "
-                        f"{_short(ff.points_in)} to {_short(ff.points_out)} points — each keeps the first, lowest, "
-                        f"highest and last sample of each of {per_series // 4} equal time columns (segment marks: "
-                        "one bar per column spanning the lowest to the highest byte); no sample range is cut "
-                        "off, so peaks, drops and gaps are all visible. Zooming shows the same reduced points.</p>")
-        cap = (f"<p class=\"muted\">capture <code>{e(analysis.captures[ci].meta.path)}</code></p>"
-               if len(analysis.captures) > 1 else "")
-        sections.append(f"<section class=\"flow\" id=\"{anchor}\"><h2>Flow {fid}: {e(snd)} → {e(rcv)}</h2>{cap}"
-                        f"{_flow_summary(fr)}{dec_note}{_metrics_table(fr, colors)}"
-                        "<p class=\"muted\">Every panel of this flow shares one time axis: zoom or pan one and the "
-                        "others follow; double-click resets. Click legend entries to hide or show series.</p>"
-                        f"<p class=\"figs-nav\">Panels: {' · '.join(nav_main)}<br>Signals of each algorithm (best fit "
-                        f"first): {' · '.join(nav_sig) or '–'}</p>"
-                        + "".join(divs) + "</section>")
+            dec_note = (
+                f'<p class="note">Decimated: {len(ff.decimated)} of {len(ff.notes)} series reduced from '
+                f"{_short(ff.points_in)} to {_short(ff.points_out)} points — each keeps the first, lowest, "
+                f"highest and last sample of each of {per_series // 4} equal time columns (segment marks: "
+                "one bar per column spanning the lowest to the highest byte); no sample range is cut "
+                "off, so peaks, drops and gaps are all visible. Zooming shows the same reduced points.</p>"
+            )
+        cap = (
+            f'<p class="muted">capture <code>{e(analysis.captures[ci].meta.path)}</code></p>'
+            if len(analysis.captures) > 1
+            else ""
+        )
+        sections.append(
+            f'<section class="flow" id="{anchor}"><h2>Flow {fid}: {e(snd)} → {e(rcv)}</h2>{cap}'
+            f"{_flow_summary(fr)}{dec_note}{_metrics_table(fr, colors)}"
+            '<p class="muted">Every panel of this flow shares one time axis: zoom or pan one and the '
+            "others follow; double-click resets. Click legend entries to hide or show series.</p>"
+            f'<p class="figs-nav">Panels: {" · ".join(nav_main)}<br>Signals of each algorithm (best fit '
+            f"first): {' · '.join(nav_sig) or '–'}</p>" + "".join(divs) + "</section>"
+        )
 
     omitted = len(results) - len(drawn_results)
     info = []
     if n_dec:
-        info.append(f"<p class=\"note\"><strong>Decimation.</strong> {n_dec} of {n_traces} series had more than "
-                    f"{per_series:,} points and were reduced, shape-preserving, from {_short(p_in)} to {_short(p_out)} "
-                    "points in total (first/min/max/last per time column, never truncated). Each flow section says "
-                    "which.</p>")
+        info.append(
+            f'<p class="note"><strong>Decimation.</strong> {n_dec} of {n_traces} series had more than '
+            f"{per_series:,} points and were reduced, shape-preserving, from {_short(p_in)} to {_short(p_out)} "
+            "points in total (first/min/max/last per time column, never truncated). Each flow section says "
+            "which.</p>"
+        )
     if omitted:
-        info.append(f"<p class=\"note\">{omitted} replayed flow(s) beyond the {max_flows} with the most data are "
-                    "listed in the flow table without a section (select them with <code>--flow</code>).</p>")
+        info.append(
+            f'<p class="note">{omitted} replayed flow(s) beyond the {max_flows} with the most data are '
+            "listed in the flow table without a section (select them with <code>--flow</code>).</p>"
+        )
     toc = ""
     if len(drawn_results) > 1:
-        toc = "<ul class=\"toc\">" + "".join(
-            f"<li><a href=\"#{_flow_anchor(ci, int(fr.flow['flow_id']))}\">flow {int(fr.flow['flow_id'])}</a></li>"
-            for ci, fr in drawn_results) + "</ul>"
-    body = "\n".join([
-        "<div id=\"render-error\" class=\"error\" hidden></div>",
-        _header(analysis, n_fig, "".join(info), _overview(analysis, drawn)),
-        toc,
-        *sections,
-    ])
+        toc = (
+            '<ul class="toc">'
+            + "".join(
+                f'<li><a href="#{_flow_anchor(ci, int(fr.flow["flow_id"]))}">flow {int(fr.flow["flow_id"])}</a></li>'
+                for ci, fr in drawn_results
+            )
+            + "</ul>"
+        )
+    body = "\n".join(
+        [
+            '<div id="render-error" class="error" hidden></div>',
+            _header(analysis, n_fig, "".join(info), _overview(analysis, drawn)),
+            toc,
+            *sections,
+        ]
+    )
     if not drawn_results:
-        body += "<p class=\"muted\">No flow was replayed, so there are no figures.</p>"
+        body += '<p class="muted">No flow was replayed, so there are no figures.</p>'
 
     js = _asset("report.js")
-    plotly_gz, plotly_hash, plotly_version = _plotly_js(trace_types <= BASIC_TRACE_TYPES) if drawn_results else ("", "", "")
-    csp = ("default-src 'none'; " + f"script-src {_csp_hash(js)} {plotly_hash}; ".replace("  ", " ")
-           + "style-src 'unsafe-inline'; img-src data: blob:; font-src 'none'; connect-src 'none'; "
-           "base-uri 'none'; form-action 'none'")
+    plotly_gz, plotly_hash, plotly_version = (
+        _plotly_js(trace_types <= BASIC_TRACE_TYPES) if drawn_results else ("", "", "")
+    )
+    csp = (
+        "default-src 'none'; "
+        + f"script-src {_csp_hash(js)} {plotly_hash}; ".replace("  ", " ")
+        + "style-src 'unsafe-inline'; img-src data: blob:; font-src 'none'; connect-src 'none'; "
+        "base-uri 'none'; form-action 'none'"
+    )
     first_path = analysis.captures[0].meta.path if analysis.captures else "no capture"
     fields = {
         "CSP": e(csp),
         "VERSION": e(analysis.version),
-        "TITLE": e(f"hscc-trace report: {Path(first_path).name}" + (f" (+{len(analysis.captures) - 1})" if len(analysis.captures) > 1 else "")),
+        "TITLE": e(
+            f"hscc-trace report: {Path(first_path).name}"
+            + (f" (+{len(analysis.captures) - 1})" if len(analysis.captures) > 1 else "")
+        ),
         "CSS": _asset("report.css"),
         "N_FIGURES": str(n_fig),
         "BODY": body,
@@ -601,6 +765,15 @@ def write_report(analysis: Analysis, path: str | Path, *, max_points: int = DEFA
     from hscc_trace.atomic import write_text
 
     write_text(path, page, "report", parents=False)  # temporary file + rename: never a truncated report
-    return ReportInfo(path=path, size=path.stat().st_size, flows=len(drawn_results), flows_omitted=omitted,
-                      figures=n_fig, traces=n_traces, decimated_traces=n_dec, points_in=p_in, points_out=p_out,
-                      max_points=per_series)
+    return ReportInfo(
+        path=path,
+        size=path.stat().st_size,
+        flows=len(drawn_results),
+        flows_omitted=omitted,
+        figures=n_fig,
+        traces=n_traces,
+        decimated_traces=n_dec,
+        points_in=p_in,
+        points_out=p_out,
+        max_points=per_series,
+    )

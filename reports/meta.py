@@ -75,5 +75,7 @@ def summary(label: str) -> str:
         return ""
     parts = []
     for a in ([r.wrapper] if r.wrapper else []) + [r.base]:
-        parts.append(f"{a.name}: {a.summary} ({a.citation})" if getattr(a, "citation", "") else f"{a.name}: {a.summary}")
+        parts.append(
+            f"{a.name}: {a.summary} ({a.citation})" if getattr(a, "citation", "") else f"{a.name}: {a.summary}"
+        )
     return "; ".join(parts)

@@ -17,13 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from hscc_trace.perf import aot
-from hscc_trace.perf import jit
-from hscc_trace.flows.scan import flow_rows
-
 from conftest import cannot_run
 from test_capture_support import corpus
+
+from hscc_trace.flows.scan import flow_rows
+from hscc_trace.perf import aot, jit
 
 REPO = Path(__file__).resolve().parents[1]
 SAMPLES = REPO / "samples"
@@ -38,8 +36,11 @@ def _need_aot() -> None:
 
 
 def test_split_args_reads_the_argument_list_after_a_tuple_return_type():
-    assert jit._split_args("Tuple((uint64[:, ::1], int64[::1]))(uint64[:, ::1], int64[::1], int64)") == \
-        ["uint64[:, ::1]", "int64[::1]", "int64"]
+    assert jit._split_args("Tuple((uint64[:, ::1], int64[::1]))(uint64[:, ::1], int64[::1], int64)") == [
+        "uint64[:, ::1]",
+        "int64[::1]",
+        "int64",
+    ]
     assert jit._split_args("UniTuple(int64, 3)(uint8[::1], boolean)") == ["uint8[::1]", "boolean"]
     assert jit._split_args("none()") == []
 
@@ -167,11 +168,11 @@ def counted(*a):
     calls.append(1)
     return rehash(*a)
 F._rehash = counted
-for p, bpf in [({str(SAMPLES / 'reno-vs-cubic' / 'capture.pcap')!r}, None),
-               ({str(SAMPLES / 'reno-bdp' / 'capture.pcap')!r}, 'tcp and greater 100'),
-               ({str(c / 'pcapplusplus__many_interfaces-1.pcapng')!r}, None),
-               ({str(c / 'mlab-etl__ndt-m6znc_1632401351_000000000005B9EA.pcap.gz')!r}, None),
-               ({str(c / 'tcptrace__discard.solaris.pcap')!r}, None)]:
+for p, bpf in [({str(SAMPLES / "reno-vs-cubic" / "capture.pcap")!r}, None),
+               ({str(SAMPLES / "reno-bdp" / "capture.pcap")!r}, 'tcp and greater 100'),
+               ({str(c / "pcapplusplus__many_interfaces-1.pcapng")!r}, None),
+               ({str(c / "mlab-etl__ndt-m6znc_1632401351_000000000005B9EA.pcap.gz")!r}, None),
+               ({str(c / "tcptrace__discard.solaris.pcap")!r}, None)]:
     assert flow_rows(p, bpf=bpf).rows
 assert calls, "the table never grew"
 assert all(k._dispatcher is None and k.is_aot for k in jit.REGISTRY.values()), \\
@@ -203,8 +204,10 @@ def test_aot_and_jit_kernels_give_the_same_flow_tables(monkeypatch):
     kernels equal those from numba's JIT compilation of the same source."""
     _need_aot()
     caps = _captures()
-    jobs = [(p, None) for p in caps] + [(SAMPLES / "reno-loss" / "capture.pcap", "tcp[13] & 16 != 0"),
-                                         (SAMPLES / "reno-vs-cubic" / "capture.pcap", "tcp port 5201")]
+    jobs = [(p, None) for p in caps] + [
+        (SAMPLES / "reno-loss" / "capture.pcap", "tcp[13] & 16 != 0"),
+        (SAMPLES / "reno-vs-cubic" / "capture.pcap", "tcp port 5201"),
+    ]
     with_aot = [_rows(p, f) for p, f in jobs]
     for k in jit.REGISTRY.values():
         monkeypatch.setattr(k, "_call", k.dispatcher())
@@ -218,8 +221,9 @@ def test_aot_and_jit_kernels_give_the_same_flow_tables(monkeypatch):
 
 def test_version_reports_which_kernels_are_in_use():
     env = dict(os.environ, **{jit.NO_AOT_ENV: "1"})
-    out = subprocess.run([sys.executable, "-m", "hscc_trace", "version"], capture_output=True, text=True,
-                         cwd=REPO, env=env)
+    out = subprocess.run(
+        [sys.executable, "-m", "hscc_trace", "version"], capture_output=True, text=True, cwd=REPO, env=env
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert lines[0] == "0.1.0"

@@ -11,7 +11,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from test_capture_support import need_corpus, pcap_bytes
 
 S = pytest.importorskip("scapy.all")
@@ -19,7 +18,9 @@ T0 = 1_700_000_000 * 10**9
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "hscc_trace", "flows", *args], capture_output=True, text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "hscc_trace", "flows", *args], capture_output=True, text=True, timeout=120
+    )
 
 
 def assert_error(r: subprocess.CompletedProcess, *needles: str) -> None:
@@ -32,7 +33,10 @@ def assert_error(r: subprocess.CompletedProcess, *needles: str) -> None:
 
 
 def tcp_frames(n: int = 3) -> list[bytes]:
-    return [bytes(S.Ether() / S.IP(src="10.0.0.1", dst="10.0.0.2") / S.TCP(sport=1, dport=2, flags="PA", seq=1 + i) / b"x") for i in range(n)]
+    return [
+        bytes(S.Ether() / S.IP(src="10.0.0.1", dst="10.0.0.2") / S.TCP(sport=1, dport=2, flags="PA", seq=1 + i) / b"x")
+        for i in range(n)
+    ]
 
 
 def test_missing_file(tmp_path):
@@ -85,7 +89,10 @@ def test_truncated_last_record_is_a_warning_with_partial_result(tmp_path):
     (tmp_path / "t.pcap").write_bytes(raw[:-5])
     r = run(str(tmp_path / "t.pcap"), "--json")
     assert r.returncode == 0 and "Traceback" not in r.stderr
-    assert r.stderr.strip() == f"hscc-trace: warning: {tmp_path / 't.pcap'}: file ends inside record 3 (66 bytes of it present); that record ignored"
+    assert (
+        r.stderr.strip()
+        == f"hscc-trace: warning: {tmp_path / 't.pcap'}: file ends inside record 3 (66 bytes of it present); that record ignored"
+    )
     assert [f["pkts_ab"] for f in json.loads(r.stdout)] == [2]
 
 
@@ -120,7 +127,9 @@ def test_some_non_tcp_is_a_counted_warning(tmp_path):
     (tmp_path / "mix.pcap").write_bytes(pcap_bytes([(T0, f) for f in frames]))
     r = run(str(tmp_path / "mix.pcap"))
     assert r.returncode == 0
-    assert r.stderr.strip() == f"hscc-trace: warning: {tmp_path / 'mix.pcap'}: skipped: IP but not TCP (UDP, ICMP, …) (3×)"
+    assert (
+        r.stderr.strip() == f"hscc-trace: warning: {tmp_path / 'mix.pcap'}: skipped: IP but not TCP (UDP, ICMP, …) (3×)"
+    )
 
 
 def test_invalid_filter(tmp_path):
@@ -130,7 +139,9 @@ def test_invalid_filter(tmp_path):
 
 def test_filter_matches_nothing(tmp_path):
     (tmp_path / "f.pcap").write_bytes(pcap_bytes([(T0, f) for f in tcp_frames()]))
-    assert_error(run(str(tmp_path / "f.pcap"), "--filter", "udp"), "no packet matches the filter 'udp' (3 packets read)")
+    assert_error(
+        run(str(tmp_path / "f.pcap"), "--filter", "udp"), "no packet matches the filter 'udp' (3 packets read)"
+    )
 
 
 def test_pcapng_with_bad_section_header(tmp_path):
@@ -138,13 +149,16 @@ def test_pcapng_with_bad_section_header(tmp_path):
     assert_error(run(str(tmp_path / "b.pcapng")))
 
 
-@pytest.mark.parametrize("name,rc,needle", [
-    ("ODD__mlab-packet-headers__v6-cut-short.pcap", 0, "file ends inside record 9"),
-    ("ODD__ndpi__fuzz-2021-10-13.pcap", 2, "absurd captured length"),
-    ("ODD__ns3__ns3tcp-loss-NewReno4-response-vectors.pcap", 2, "unsupported link type field 0x46c5e1f5"),
-    ("ODD__pcap-parser__modified-format.pcap", 2, "no TCP packets among 1 records"),
-    ("ODD__tcpdump__heapoverflow-tcp_print.pcap", 0, ""),
-])
+@pytest.mark.parametrize(
+    "name,rc,needle",
+    [
+        ("ODD__mlab-packet-headers__v6-cut-short.pcap", 0, "file ends inside record 9"),
+        ("ODD__ndpi__fuzz-2021-10-13.pcap", 2, "absurd captured length"),
+        ("ODD__ns3__ns3tcp-loss-NewReno4-response-vectors.pcap", 2, "unsupported link type field 0x46c5e1f5"),
+        ("ODD__pcap-parser__modified-format.pcap", 2, "no TCP packets among 1 records"),
+        ("ODD__tcpdump__heapoverflow-tcp_print.pcap", 0, ""),
+    ],
+)
 def test_odd_corpus_files(name, rc, needle):
     path: Path = need_corpus() / name
     r = run(str(path))

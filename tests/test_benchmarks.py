@@ -51,11 +51,13 @@ def sources(tmp_path_factory):
     out = []
     for fam, cli, srv in ((IP, "10.1.255.254", "192.0.2.1"), (IPv6, "2001:db8::1:fffe", "2001:db8:ff::1")):
         e = Ether(src="02:00:00:00:00:01", dst="02:00:00:00:00:02")
-        pk = [e / fam(src=cli, dst=srv) / TCP(sport=40000, dport=5201, flags="S", seq=100),
-              e / fam(src=srv, dst=cli) / TCP(sport=5201, dport=40000, flags="SA", seq=900, ack=101),
-              e / fam(src=cli, dst=srv) / TCP(sport=40000, dport=5201, flags="A", seq=101, ack=901),
-              e / fam(src=cli, dst=srv) / TCP(sport=40000, dport=5201, flags="PA", seq=101, ack=901) / (b"x" * 20),
-              e / fam(src=srv, dst=cli) / TCP(sport=5201, dport=40000, flags="A", seq=901, ack=121)]
+        pk = [
+            e / fam(src=cli, dst=srv) / TCP(sport=40000, dport=5201, flags="S", seq=100),
+            e / fam(src=srv, dst=cli) / TCP(sport=5201, dport=40000, flags="SA", seq=900, ack=101),
+            e / fam(src=cli, dst=srv) / TCP(sport=40000, dport=5201, flags="A", seq=101, ack=901),
+            e / fam(src=cli, dst=srv) / TCP(sport=40000, dport=5201, flags="PA", seq=101, ack=901) / (b"x" * 20),
+            e / fam(src=srv, dst=cli) / TCP(sport=5201, dport=40000, flags="A", seq=901, ack=121),
+        ]
         pkts = [Ether(bytes(p)) for p in pk]  # bytes(): checksums computed
         for i, p in enumerate(pkts):  # the IPv6 source starts later in absolute time: irrelevant
             p.time = 1_700_000_000 + 0.001 * i + (7.0 if fam is IPv6 else 0.0)
@@ -132,24 +134,65 @@ def test_non_tcp_source_is_refused(mc, tmp_path):
 
 def _doc(run, tcptrace_s, flows_s, tshark_s, analyze_s, events_s, rss, loop_eps):
     def case(label, wall, rss_mib=10.0):
-        return dict(label=label, wall_s=wall, cpu_s=wall, rss_mib=rss_mib, n=3, n_ok=3, pkts_per_s=1e6 / wall,
-                    x_hscc_flows=wall / flows_s, x_hscc_analyze=wall / analyze_s)
+        return dict(
+            label=label,
+            wall_s=wall,
+            cpu_s=wall,
+            rss_mib=rss_mib,
+            n=3,
+            n_ok=3,
+            pkts_per_s=1e6 / wall,
+            x_hscc_flows=wall / flows_s,
+            x_hscc_analyze=wall / analyze_s,
+        )
 
     caps = {}
-    for name, n, scale in (("replica-0.1M", 100_000, 0.1), ("replica-1M", 1_000_000, 1.0), ("replica-5M", 5_000_000, 5.0)):
-        caps[name] = dict(packets=n, flows=5, bytes=100 * 2**20 * scale, sha256="x", cases=dict(
-            hscc_flows=case("hscc-trace flows", flows_s * scale, rss * scale),
-            hscc_events=case("hscc-trace events", events_s * scale, rss * scale),
-            hscc_analyze=case("hscc-trace analyze", analyze_s * scale, rss * scale),
-            tcptrace=case("tcptrace -l", tcptrace_s * scale),
-            tshark_conv=case("tshark conv", tshark_s * scale)))
-    return dict(date="2026-01-01 00:00", params=dict(runs=3, max_repeat_s=60.0),
-                machine=dict(nproc=2, cpu_model="cpu", mem_gib=1, kernel="k", loadavg_start=["0", "0", "0"],
-                             **{k: "v" for k in ("hscc_trace", "tshark", "tcptrace", "python", "polars", "numba",
-                                                 "numpy", "dpkt", "scapy")}),
-                captures=caps, replay=dict(capture="replica-1M", warm=dict(ack_events=10, flows=1, repeat=1, algorithms={
+    for name, n, scale in (
+        ("replica-0.1M", 100_000, 0.1),
+        ("replica-1M", 1_000_000, 1.0),
+        ("replica-5M", 5_000_000, 5.0),
+    ):
+        caps[name] = dict(
+            packets=n,
+            flows=5,
+            bytes=100 * 2**20 * scale,
+            sha256="x",
+            cases=dict(
+                hscc_flows=case("hscc-trace flows", flows_s * scale, rss * scale),
+                hscc_events=case("hscc-trace events", events_s * scale, rss * scale),
+                hscc_analyze=case("hscc-trace analyze", analyze_s * scale, rss * scale),
+                tcptrace=case("tcptrace -l", tcptrace_s * scale),
+                tshark_conv=case("tshark conv", tshark_s * scale),
+            ),
+        )
+    return dict(
+        date="2026-01-01 00:00",
+        params=dict(runs=3, max_repeat_s=60.0),
+        machine=dict(
+            nproc=2,
+            cpu_model="cpu",
+            mem_gib=1,
+            kernel="k",
+            loadavg_start=["0", "0", "0"],
+            **{
+                k: "v"
+                for k in ("hscc_trace", "tshark", "tcptrace", "python", "polars", "numba", "numpy", "dpkt", "scapy")
+            },
+        ),
+        captures=caps,
+        replay=dict(
+            capture="replica-1M",
+            warm=dict(
+                ack_events=10,
+                flows=1,
+                repeat=1,
+                algorithms={
                     "reno": dict(loop_events_per_s=loop_eps * 2, run_events_per_s=1e6, first_run_s=0.1),
-                    "cubic": dict(loop_events_per_s=loop_eps, run_events_per_s=1e6, first_run_s=0.1)})))
+                    "cubic": dict(loop_events_per_s=loop_eps, run_events_per_s=1e6, first_run_s=0.1),
+                },
+            ),
+        ),
+    )
 
 
 def test_targets_pass_and_fail_from_ratios():
@@ -183,10 +226,13 @@ def test_measure_reports_exit_code_and_peak_memory():
     # measure() is called from a small fresh interpreter (as benchmarks/run.py is), not from
     # this pytest process, which may hold hundreds of MiB by now.
     child = "b = bytearray(200 * 2**20); b[::4096] = b'x' * len(b[::4096]); raise SystemExit(3)"
-    probe = ("import json, sys; sys.path.insert(0, sys.argv[1]); import run; "
-             "print(json.dumps(run.measure([sys.executable, '-c', sys.argv[2]], timeout_s=60)))")
-    out = subprocess.run([sys.executable, "-c", probe, str(BENCH), child], check=True,
-                         capture_output=True, text=True, timeout=120)
+    probe = (
+        "import json, sys; sys.path.insert(0, sys.argv[1]); import run; "
+        "print(json.dumps(run.measure([sys.executable, '-c', sys.argv[2]], timeout_s=60)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", probe, str(BENCH), child], check=True, capture_output=True, text=True, timeout=120
+    )
     r = json.loads(out.stdout.strip().splitlines()[-1])
     assert r["rc"] == 3 and not r["timeout"]
     assert 200 <= r["rss_mib"] < 400

@@ -13,17 +13,17 @@ import numpy as np
 import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
+from test_capture_support import REPO, need_corpus, pcap_bytes, pcapng_bytes
 
 from hscc_trace import schema
 from hscc_trace.addr import from_str, to_str
 from hscc_trace.capture import load_packets
-from hscc_trace.flows import load, load_flows
 from hscc_trace.errors import InputError
-
-from test_capture_support import REPO, need_corpus, pcap_bytes, pcapng_bytes
+from hscc_trace.flows import load, load_flows
 
 S = pytest.importorskip("scapy.all")
 from scapy.contrib.mpls import MPLS  # noqa: E402
+
 T0 = 1_700_000_000_000_000_000  # ns
 
 
@@ -53,10 +53,15 @@ def _one(tmp_path, pkt, linktype=1, **kw) -> dict:
 
 # ---- fields ----------------------------------------------------------------------------------
 
+
 def test_ethernet_ipv4_every_column(tmp_path):
     opts = [("MSS", 1460), ("NOP", None), ("WScale", 7), ("SAckOK", b""), ("Timestamp", (111, 222))]
-    pkt = S.Ether() / _ip4(tos=0x03, id=4242, ttl=33) / _tcp(seq=4_000_000_000, ack=17, flags=0x1C2, window=0xFFFF,
-                                                          options=opts) / (b"x" * 100)
+    pkt = (
+        S.Ether()
+        / _ip4(tos=0x03, id=4242, ttl=33)
+        / _tcp(seq=4_000_000_000, ack=17, flags=0x1C2, window=0xFFFF, options=opts)
+        / (b"x" * 100)
+    )
     r = _one(tmp_path, pkt)
     assert r["frame"] == 1 and r["ts_ns"] == T0 and r["iface"] == 0
     assert r["wire_len"] == r["cap_len"] == len(pkt)
@@ -66,7 +71,13 @@ def test_ethernet_ipv4_every_column(tmp_path):
     assert (r["sport"], r["dport"], r["seq"], r["ack"]) == (40000, 5201, 4_000_000_000, 17)
     assert r["flags"] == 0x1C2 and r["win"] == 0xFFFF  # NS|CWR|ECE|SYN
     assert r["tcp_hlen"] == 20 + 20 and r["payload_len"] == 100 and r["truncated"] is False
-    assert (r["opt_mss"], r["opt_wscale"], r["opt_sack_perm"], r["opt_tsval"], r["opt_tsecr"]) == (1460, 7, True, 111, 222)
+    assert (r["opt_mss"], r["opt_wscale"], r["opt_sack_perm"], r["opt_tsval"], r["opt_tsecr"]) == (
+        1460,
+        7,
+        True,
+        111,
+        222,
+    )
     assert r["sack_n"] == 0 and r["sack_l0"] is None and r["decoder"] == 0
 
 
@@ -104,8 +115,11 @@ def test_ipv4_options_shift_the_tcp_header(tmp_path):
     assert r["dport"] == 80 and r["payload_len"] == 3
 
 
-@pytest.mark.parametrize("tags", [[S.Dot1Q(vlan=5)], [S.Dot1AD(vlan=6), S.Dot1Q(vlan=7)],
-                                  [S.Dot1AD(vlan=1), S.Dot1Q(vlan=2), S.Dot1Q(vlan=3)]], ids=["1q", "qinq", "triple"])
+@pytest.mark.parametrize(
+    "tags",
+    [[S.Dot1Q(vlan=5)], [S.Dot1AD(vlan=6), S.Dot1Q(vlan=7)], [S.Dot1AD(vlan=1), S.Dot1Q(vlan=2), S.Dot1Q(vlan=3)]],
+    ids=["1q", "qinq", "triple"],
+)
 def test_vlan_stacks(tmp_path, tags):
     pkt = S.Ether()
     for t in tags:
@@ -115,53 +129,96 @@ def test_vlan_stacks(tmp_path, tags):
 
 
 def test_ipv6_extension_headers_skipped(tmp_path):
-    pkt = (S.Ether() / S.IPv6(src="2001:db8::1", dst="2001:db8::2") / S.IPv6ExtHdrHopByHop() /
-           S.IPv6ExtHdrDestOpt() / S.IPv6ExtHdrRouting() / _tcp(sport=1) / b"hello")
+    pkt = (
+        S.Ether()
+        / S.IPv6(src="2001:db8::1", dst="2001:db8::2")
+        / S.IPv6ExtHdrHopByHop()
+        / S.IPv6ExtHdrDestOpt()
+        / S.IPv6ExtHdrRouting()
+        / _tcp(sport=1)
+        / b"hello"
+    )
     r = _one(tmp_path, pkt)
     assert (r["sport"], r["payload_len"], r["decoder"]) == (1, 5, 0)
 
 
-@pytest.mark.parametrize("linktype,frame", [
-    (113, lambda p: S.CookedLinux(proto=0x0800) / p),
-    (276, lambda p: S.CookedLinuxV2(proto=0x0800) / p),
-    (101, lambda p: p), (12, lambda p: p), (14, lambda p: p), (228, lambda p: p),
-    (0, lambda p: struct.pack("<I", 2) + bytes(p)),  # BSD NULL written little-endian
-    (0, lambda p: struct.pack(">I", 2) + bytes(p)),  # … and big-endian
-    (108, lambda p: struct.pack(">I", 2) + bytes(p)),  # LOOP: always network order
-], ids=["sll", "sll2", "raw101", "raw12", "raw14", "ipv4-228", "null-le", "null-be", "loop"])
+@pytest.mark.parametrize(
+    "linktype,frame",
+    [
+        (113, lambda p: S.CookedLinux(proto=0x0800) / p),
+        (276, lambda p: S.CookedLinuxV2(proto=0x0800) / p),
+        (101, lambda p: p),
+        (12, lambda p: p),
+        (14, lambda p: p),
+        (228, lambda p: p),
+        (0, lambda p: struct.pack("<I", 2) + bytes(p)),  # BSD NULL written little-endian
+        (0, lambda p: struct.pack(">I", 2) + bytes(p)),  # … and big-endian
+        (108, lambda p: struct.pack(">I", 2) + bytes(p)),  # LOOP: always network order
+    ],
+    ids=["sll", "sll2", "raw101", "raw12", "raw14", "ipv4-228", "null-le", "null-be", "loop"],
+)
 def test_link_types_ipv4(tmp_path, linktype, frame):
     r = _one(tmp_path, frame(_ip4() / _tcp() / b"abcd"), linktype)
     assert (r["sport"], r["payload_len"], r["decoder"]) == (40000, 4, 0)
 
 
-@pytest.mark.parametrize("linktype,frame", [
-    (229, lambda p: p), (101, lambda p: p), (0, lambda p: struct.pack("<I", 30) + bytes(p)),
-    (0, lambda p: struct.pack("<I", 24) + bytes(p)), (113, lambda p: S.CookedLinux(proto=0x86DD) / p),
-], ids=["ipv6-229", "raw101", "null-darwin", "null-netbsd", "sll"])
+@pytest.mark.parametrize(
+    "linktype,frame",
+    [
+        (229, lambda p: p),
+        (101, lambda p: p),
+        (0, lambda p: struct.pack("<I", 30) + bytes(p)),
+        (0, lambda p: struct.pack("<I", 24) + bytes(p)),
+        (113, lambda p: S.CookedLinux(proto=0x86DD) / p),
+    ],
+    ids=["ipv6-229", "raw101", "null-darwin", "null-netbsd", "sll"],
+)
 def test_link_types_ipv6(tmp_path, linktype, frame):
     r = _one(tmp_path, frame(S.IPv6(src="::1", dst="::2") / _tcp() / b"ab"), linktype)
     assert (r["ip_version"], r["payload_len"], r["decoder"]) == (6, 2, 0)
 
 
 def test_skip_reasons_are_counted_never_dropped(tmp_path):
-    recs = [S.Ether() / _ip4() / _tcp(), S.Ether() / S.ARP(), S.Ether() / _ip4() / S.UDP() / b"q",
-            S.Ether() / _ip4() / S.ICMP(), bytes(S.Ether() / _ip4() / _tcp())[:40], S.Ether()[:10] if False else b"\0" * 10]
+    recs = [
+        S.Ether() / _ip4() / _tcp(),
+        S.Ether() / S.ARP(),
+        S.Ether() / _ip4() / S.UDP() / b"q",
+        S.Ether() / _ip4() / S.ICMP(),
+        bytes(S.Ether() / _ip4() / _tcp())[:40],
+        S.Ether()[:10] if False else b"\0" * 10,
+    ]
     pk, meta, warns = load_packets(_write(tmp_path, "mix.pcap", recs))
     assert pk.height == 1 and meta.packets_total == 6
-    assert meta.skipped == {"not IP (ARP, LLDP, STP, …)": 1, "IP but not TCP (UDP, ICMP, …)": 2,
-                            "TCP header truncated by the snapshot length": 1, "link-layer header truncated": 1}
+    assert meta.skipped == {
+        "not IP (ARP, LLDP, STP, …)": 1,
+        "IP but not TCP (UDP, ICMP, …)": 2,
+        "TCP header truncated by the snapshot length": 1,
+        "link-layer header truncated": 1,
+    }
     assert sum(meta.skipped.values()) + pk.height == meta.packets_total
     assert {w.count for w in warns} == {1, 2}
 
 
 # ---- scapy fallback ------------------------------------------------------------------------
 
-@pytest.mark.parametrize("outer", [
-    lambda p: S.Ether() / MPLS(label=16, s=1) / p,
-    lambda p: S.Ether() / _ip4(src="192.0.2.1", dst="192.0.2.2") / S.GRE() / p,
-    lambda p: S.Ether() / _ip4(src="192.0.2.1", dst="192.0.2.2") / S.UDP(sport=1234, dport=4789) / S.VXLAN(vni=3) / S.Ether() / p,
-    lambda p: S.Ether() / _ip4(src="192.0.2.1", dst="192.0.2.2") / p,  # IP-in-IP
-], ids=["mpls", "gre", "vxlan", "ipip"])
+
+@pytest.mark.parametrize(
+    "outer",
+    [
+        lambda p: S.Ether() / MPLS(label=16, s=1) / p,
+        lambda p: S.Ether() / _ip4(src="192.0.2.1", dst="192.0.2.2") / S.GRE() / p,
+        lambda p: (
+            S.Ether()
+            / _ip4(src="192.0.2.1", dst="192.0.2.2")
+            / S.UDP(sport=1234, dport=4789)
+            / S.VXLAN(vni=3)
+            / S.Ether()
+            / p
+        ),
+        lambda p: S.Ether() / _ip4(src="192.0.2.1", dst="192.0.2.2") / p,  # IP-in-IP
+    ],
+    ids=["mpls", "gre", "vxlan", "ipip"],
+)
 def test_encapsulations_go_to_scapy(tmp_path, outer):
     r = _one(tmp_path, outer(_ip4() / _tcp() / b"inner"))
     assert r["decoder"] == 1
@@ -186,7 +243,9 @@ def test_ipv4_fragments_reassembled_into_last_frame(tmp_path):
 
 def test_incomplete_fragments_counted(tmp_path):
     frags = S.fragment(_ip4(id=5) / _tcp() / (b"F" * 3000), fragsize=1200)
-    pk, meta, _ = load_packets(_write(tmp_path, "frag2.pcap", [S.Ether() / _ip4() / _tcp()] + [S.Ether() / f for f in frags[:2]]))
+    pk, meta, _ = load_packets(
+        _write(tmp_path, "frag2.pcap", [S.Ether() / _ip4() / _tcp()] + [S.Ether() / f for f in frags[:2]])
+    )
     assert pk.height == 1 and meta.skipped == {"IP fragment (datagram never completed)": 2}
 
 
@@ -198,12 +257,21 @@ def test_unknown_link_type_is_an_input_error(tmp_path):
 
 # ---- file formats --------------------------------------------------------------------------
 
+
 def _pk_frames():
     return [S.Ether() / _ip4() / _tcp(seq=100 + i) / b"d" for i in range(3)]
 
 
-@pytest.mark.parametrize("kw,fmt", [({}, "pcap"), ({"nsec": True}, "pcap-ns"), ({"big_endian": True}, "pcap"),
-                                    ({"nsec": True, "big_endian": True}, "pcap-ns"), ({"modified": True}, "pcap-modified")])
+@pytest.mark.parametrize(
+    "kw,fmt",
+    [
+        ({}, "pcap"),
+        ({"nsec": True}, "pcap-ns"),
+        ({"big_endian": True}, "pcap"),
+        ({"nsec": True, "big_endian": True}, "pcap-ns"),
+        ({"modified": True}, "pcap-modified"),
+    ],
+)
 def test_pcap_variants(tmp_path, kw, fmt):
     ts = [T0 + 123_456_789, T0 + 223_456_789, T0 + 323_456_789]
     p = tmp_path / "v.pcap"
@@ -217,9 +285,11 @@ def test_pcap_variants(tmp_path, kw, fmt):
 def test_pcapng_interfaces_with_different_link_types_and_resolutions(tmp_path):
     ip = _ip4() / _tcp() / b"abc"
     ifaces = [(1, None), (101, 9), (0, 0x80 | 10)]  # µs Ethernet, ns raw IP, 2^-10 s BSD NULL
-    pkts = [(0, 1_700_000_000_123_456, bytes(S.Ether() / ip)),
-            (1, 1_700_000_000_123_456_789, bytes(ip)),
-            (2, (1_700_000_000 << 10) | 512, struct.pack("<I", 2) + bytes(ip))]
+    pkts = [
+        (0, 1_700_000_000_123_456, bytes(S.Ether() / ip)),
+        (1, 1_700_000_000_123_456_789, bytes(ip)),
+        (2, (1_700_000_000 << 10) | 512, struct.pack("<I", 2) + bytes(ip)),
+    ]
     p = tmp_path / "multi.pcapng"
     p.write_bytes(pcapng_bytes(ifaces, pkts))
     pk, meta, warns = load_packets(p)
@@ -256,8 +326,16 @@ def test_gzip_of_a_large_capture_matches_uncompressed_corpus_counts():
 
 # ---- BPF -------------------------------------------------------------------------------------
 
-FILTERS = ["tcp", "tcp port 443", "ip6", "tcp[tcpflags] & tcp-syn != 0", "vlan and tcp", "greater 1000",
-           "host 10.0.0.8 or udp", "tcp[13] & 0x10 != 0 and len < 100"]
+FILTERS = [
+    "tcp",
+    "tcp port 443",
+    "ip6",
+    "tcp[tcpflags] & tcp-syn != 0",
+    "vlan and tcp",
+    "greater 1000",
+    "host 10.0.0.8 or udp",
+    "tcp[13] & 0x10 != 0 and len < 100",
+]
 
 
 def test_bpf_filter_accepts_the_same_records_as_libpcap():
@@ -268,9 +346,15 @@ def test_bpf_filter_accepts_the_same_records_as_libpcap():
     from hscc_trace.capture.reader import ReadInfo, iter_batches
 
     c = need_corpus()
-    names = ["pcapplusplus__sll.pcap", "suricata-verify__filecontainer-smb.pcap", "nebby__test_2d7d1b8.pcap",
-             "tcptrace__dlt_null.pcap", "mlab-etl__ndt-nnwk2_1611335823_00000000000C2DA9.pcap", "zeek__vlan-qinqinq.pcap",
-             "suricata-verify__decode-sll2-02.pcap"]
+    names = [
+        "pcapplusplus__sll.pcap",
+        "suricata-verify__filecontainer-smb.pcap",
+        "nebby__test_2d7d1b8.pcap",
+        "tcptrace__dlt_null.pcap",
+        "mlab-etl__ndt-nnwk2_1611335823_00000000000C2DA9.pcap",
+        "zeek__vlan-qinqinq.pcap",
+        "suricata-verify__decode-sll2-02.pcap",
+    ]
     compared = 0
     for name in names:
         for expr in FILTERS:
@@ -308,10 +392,13 @@ def test_filter_matching_nothing_and_bad_filter(tmp_path):
 
 # ---- parity: fast path vs scapy, on every real capture we have ------------------------------
 
+
 def _parity_files():
     files = sorted((REPO / "samples").glob("*/*.pcap"))
     c = need_corpus()
-    files += [p for p in sorted(c.iterdir()) if p.suffix in (".pcap", ".pcapng", ".gz") and not p.name.startswith("ODD__")]
+    files += [
+        p for p in sorted(c.iterdir()) if p.suffix in (".pcap", ".pcapng", ".gz") and not p.name.startswith("ODD__")
+    ]
     return files
 
 
@@ -350,7 +437,9 @@ def test_truncated_last_record_is_a_warning(tmp_path):
     p.write_bytes(raw[:-10])
     cap = load(p)
     assert cap.meta.packets_total == 2 and cap.packets.height == 2
-    assert [w.message for w in cap.warnings] == ["file ends inside record 3 (61 bytes of it present); that record ignored"]
+    assert [w.message for w in cap.warnings] == [
+        "file ends inside record 3 (61 bytes of it present); that record ignored"
+    ]
 
 
 def test_absurd_record_length_midfile_keeps_what_came_before(tmp_path):
@@ -379,8 +468,10 @@ def test_pcapng_files_bundled_libpcap_refuses_are_read():
     import pcapy
 
     c = need_corpus()
-    for name, why, total in (("pcapplusplus__many_interfaces-1.pcapng", "different from the type of the first", 64),
-                             ("zeek__ldap-gap-data-missing.pcapng", "snapshot length", 18)):
+    for name, why, total in (
+        ("pcapplusplus__many_interfaces-1.pcapng", "different from the type of the first", 64),
+        ("zeek__ldap-gap-data-missing.pcapng", "snapshot length", 18),
+    ):
         with pytest.raises(pcapy.PcapError, match=why):
             r = pcapy.open_offline(str(c / name))
             while r.next_batch(1000)[1]:
@@ -462,7 +553,9 @@ def test_batch_bytes_stay_valid_while_buffers_minus_one_more_batches_are_read(tm
 
     monkeypatch.setattr(reader, "CHUNK", 600)
     monkeypatch.setattr(reader, "MAX_CAPLEN", 100)
-    recs = [(T0 + i * 1000, bytes(S.Ether() / _ip4() / _tcp(seq=i) / (bytes([i % 251]) * (i % 40)))) for i in range(300)]
+    recs = [
+        (T0 + i * 1000, bytes(S.Ether() / _ip4() / _tcp(seq=i) / (bytes([i % 251]) * (i % 40)))) for i in range(300)
+    ]
     p = tmp_path / "many.pcap"
     p.write_bytes(pcap_bytes(recs))
     held: list[tuple[reader.Batch, list[bytes]]] = []
@@ -472,7 +565,7 @@ def test_batch_bytes_stay_valid_while_buffers_minus_one_more_batches_are_read(tm
 
     seen = []
     for batch in reader.iter_batches(str(p), reader.ReadInfo(), buffers=buffers):
-        for old, want in held[-(buffers - 1):]:  # the last b − 1 batches handed out
+        for old, want in held[-(buffers - 1) :]:  # the last b − 1 batches handed out
             assert content(old) == want
         held.append((batch, content(batch)))
         seen += held[-1][1]

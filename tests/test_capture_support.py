@@ -27,8 +27,15 @@ def need_corpus() -> Path:
     return external()
 
 
-def pcap_bytes(records: list[tuple[int, bytes] | tuple[int, bytes, int]], linktype: int = 1, *, nsec: bool = False,
-               big_endian: bool = False, snaplen: int = 262144, modified: bool = False) -> bytes:
+def pcap_bytes(
+    records: list[tuple[int, bytes] | tuple[int, bytes, int]],
+    linktype: int = 1,
+    *,
+    nsec: bool = False,
+    big_endian: bool = False,
+    snaplen: int = 262144,
+    modified: bool = False,
+) -> bytes:
     """A pcap file: records are (ts_ns, data[, wire_len]); data longer than snaplen is cut."""
     e = ">" if big_endian else "<"
     magic = 0xA1B2CD34 if modified else (0xA1B23C4D if nsec else 0xA1B2C3D4)
@@ -49,8 +56,13 @@ def _pad4(b: bytes) -> bytes:
     return b + b"\0" * (-len(b) % 4)
 
 
-def pcapng_bytes(interfaces: list[tuple[int, int | None]], packets: list[tuple[int, int, bytes]], *,
-                 big_endian: bool = False, simple: list[bytes] | None = None) -> bytes:
+def pcapng_bytes(
+    interfaces: list[tuple[int, int | None]],
+    packets: list[tuple[int, int, bytes]],
+    *,
+    big_endian: bool = False,
+    simple: list[bytes] | None = None,
+) -> bytes:
     """A pcapng file: interfaces are (linktype, if_tsresol byte or None for the default 10^-6);
     packets are Enhanced Packet Blocks (iface, timestamp in that interface's units, data)."""
     e = ">" if big_endian else "<"
@@ -68,7 +80,9 @@ def pcapng_bytes(interfaces: list[tuple[int, int | None]], packets: list[tuple[i
         out.append(block(1, struct.pack(e + "HHI", lt, 0, 0) + opts))
     out.append(block(0x00000005, b"ignored interface statistics"))  # ISB-like block type: skipped
     for iface, ts, data in packets:
-        out.append(block(6, struct.pack(e + "IIIII", iface, ts >> 32, ts & 0xFFFFFFFF, len(data), len(data)) + _pad4(data)))
+        out.append(
+            block(6, struct.pack(e + "IIIII", iface, ts >> 32, ts & 0xFFFFFFFF, len(data), len(data)) + _pad4(data))
+        )
     for data in simple or []:
         out.append(block(3, struct.pack(e + "I", len(data)) + _pad4(data)))
     return b"".join(out)

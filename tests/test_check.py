@@ -15,24 +15,63 @@ from hscc_trace.analysis.check import ERROR, FAIL, PASS, SKIP
 from hscc_trace.config import CheckConfig, Expectation, Tolerance
 
 
-def fit(algo: str, mare: float | None, rank: int, rounds: int = 20, rmse: float = 1.0, corr: float | None = 0.9) -> dict:
-    return {"algo": algo, "rounds": rounds, "mare": mare, "rmse_pkts": rmse, "corr": corr,
-            "goodput_pred_bps": 1e7, "goodput_actual_bps": 1e7, "rank": rank}
+def fit(
+    algo: str, mare: float | None, rank: int, rounds: int = 20, rmse: float = 1.0, corr: float | None = 0.9
+) -> dict:
+    return {
+        "algo": algo,
+        "rounds": rounds,
+        "mare": mare,
+        "rmse_pkts": rmse,
+        "corr": corr,
+        "goodput_pred_bps": 1e7,
+        "goodput_actual_bps": 1e7,
+        "rank": rank,
+    }
 
 
-def flow(fid: int, fits: list[dict], *, segments: int = 1000, limited: int = 20, rounds: int = 25,
-         goodput: float = 1e7, sender_dir: int = 0) -> dict:
+def flow(
+    fid: int,
+    fits: list[dict],
+    *,
+    segments: int = 1000,
+    limited: int = 20,
+    rounds: int = 25,
+    goodput: float = 1e7,
+    sender_dir: int = 0,
+) -> dict:
     best = min(fits, key=lambda r: r["rank"])["algo"] if fits else None
-    return {"flow_id": fid, "src": "10.0.0.1", "sport": 40000 + fid, "dst": "10.0.0.2", "dport": 5201,
-            "sender_dir": sender_dir, "goodput_bps": goodput,
-            "events": {"segments": segments, "acks": segments, "episodes": 1, "rounds": rounds,
-                       "cwnd_limited_rounds": limited, "rtt_offset_s": 0.0},
-            "fit": sorted(fits, key=lambda r: r["rank"]), "best": best, "warnings": []}
+    return {
+        "flow_id": fid,
+        "src": "10.0.0.1",
+        "sport": 40000 + fid,
+        "dst": "10.0.0.2",
+        "dport": 5201,
+        "sender_dir": sender_dir,
+        "goodput_bps": goodput,
+        "events": {
+            "segments": segments,
+            "acks": segments,
+            "episodes": 1,
+            "rounds": rounds,
+            "cwnd_limited_rounds": limited,
+            "rtt_offset_s": 0.0,
+        },
+        "fit": sorted(fits, key=lambda r: r["rank"]),
+        "best": best,
+        "warnings": [],
+    }
 
 
 def capture(path: str, flows: list[dict], sha: str | None = None, error: str | None = None) -> dict:
-    return {"path": path, "name": path.rsplit("/", 1)[-1], "sha256": sha, "flows": [] if error else flows,
-            "error": error, "warnings": []}
+    return {
+        "path": path,
+        "name": path.rsplit("/", 1)[-1],
+        "sha256": sha,
+        "flows": [] if error else flows,
+        "error": error,
+        "warnings": [],
+    }
 
 
 def document(*caps: dict) -> dict:
@@ -68,7 +107,9 @@ def test_expected_algorithm_above_bound_fails_with_numbers() -> None:
     vs = check.check_expectations(DOC, CheckConfig(expect="fusion", max_error=0.05))
     (f,) = only(vs, FAIL)
     # the message carries the measured error, the bound, the rank and the best fit
-    assert "fusion mare 0.410 > 0.050" in f.message and "rank 3 of 3" in f.message and "best: reno mare 0.030" in f.message
+    assert (
+        "fusion mare 0.410 > 0.050" in f.message and "rank 3 of 3" in f.message and "best: reno mare 0.030" in f.message
+    )
     assert f.metrics["mare"] == 0.41 and f.metrics["max_error"] == 0.05
     assert check.exit_code(vs) == 1
 
@@ -242,4 +283,8 @@ def test_rank_not_quoted_when_only_one_algorithm_was_replayed() -> None:
 def test_expected_name_matches_a_label_with_parameters() -> None:
     d = document(capture("s/c.pcap", [flow(1, [fit("cubic[flavor=linux]", 0.0, 1), fit("reno", 0.07, 2)])]))
     (p,) = check.check_expectations(d, CheckConfig(expect="cubic", rank_first=True))
-    assert p.status == PASS and p.message.startswith("cubic[flavor=linux] mare 0.000 <= 0.100") and "best:" not in p.message
+    assert (
+        p.status == PASS
+        and p.message.startswith("cubic[flavor=linux] mare 0.000 <= 0.100")
+        and "best:" not in p.message
+    )

@@ -34,8 +34,15 @@ def _samples() -> list[dict]:
 def _smallest(cc: str) -> Path | None:
     """The smallest sender-side sample of ``cc`` whose sender was window-limited (not held back
     by a small receive window or a rate-limited application), so its flow can be judged."""
-    cands = [s for s in _samples() if s.get("cc") == cc and s.get("capture_point", "sender") == "sender"
-             and not s.get("app_rate_bps") and not s.get("rwnd_rcvbuf_bytes") and (REPO / s["capture"]).is_file()]
+    cands = [
+        s
+        for s in _samples()
+        if s.get("cc") == cc
+        and s.get("capture_point", "sender") == "sender"
+        and not s.get("app_rate_bps")
+        and not s.get("rwnd_rcvbuf_bytes")
+        and (REPO / s["capture"]).is_file()
+    ]
     if not cands:
         return None
     return REPO / min(cands, key=lambda s: s["capture_bytes"])["capture"]
@@ -43,8 +50,13 @@ def _smallest(cc: str) -> Path | None:
 
 def _limited(cc: str) -> Path | None:
     """The smallest sample of ``cc`` held back by the application or the receive window."""
-    cands = [s for s in _samples() if s.get("cc") == cc and (s.get("app_rate_bps") or s.get("rwnd_rcvbuf_bytes"))
-             and (REPO / s["capture"]).is_file()]
+    cands = [
+        s
+        for s in _samples()
+        if s.get("cc") == cc
+        and (s.get("app_rate_bps") or s.get("rwnd_rcvbuf_bytes"))
+        and (REPO / s["capture"]).is_file()
+    ]
     return REPO / min(cands, key=lambda s: s["capture_bytes"])["capture"] if cands else None
 
 
@@ -62,7 +74,9 @@ CUBIC = _named("cubic-loss") or _smallest("cubic")
 needs_reno = pytest.mark.skipif(RENO is None, reason="no Reno sample in samples/index.json")
 
 
-def run(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def run(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     e = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
     e.update(env or {})
     return subprocess.run([*CLI, *args], cwd=cwd, env=e, capture_output=True, text=True, timeout=timeout)
@@ -100,8 +114,22 @@ def fast_json(work: Path) -> Path:
     """A results document with the fast subset, used as a baseline."""
     if RENO is None:
         pytest.skip("no Reno sample")
-    p = run(["analyze", str(RENO), "--algo", FAST_ALGOS, "--json", "base.json", "--export", "exp",
-             "--export-format", "csv", "-q"], cwd=work)
+    p = run(
+        [
+            "analyze",
+            str(RENO),
+            "--algo",
+            FAST_ALGOS,
+            "--json",
+            "base.json",
+            "--export",
+            "exp",
+            "--export-format",
+            "csv",
+            "-q",
+        ],
+        cwd=work,
+    )
     assert p.returncode == 0, p.stderr
     return work / "base.json"
 
@@ -168,8 +196,9 @@ def test_jobs_2_gives_the_same_results_as_jobs_1(work: Path) -> None:
     docs = []
     for jobs in (1, 2):
         # --jobs 2: a helper thread replays flows while the main thread reads the next capture
-        p = run(["analyze", *inputs, "--algo", FAST_ALGOS, "--jobs", str(jobs), "--json", f"j{jobs}.json", "-q"],
-                cwd=work)
+        p = run(
+            ["analyze", *inputs, "--algo", FAST_ALGOS, "--jobs", str(jobs), "--json", f"j{jobs}.json", "-q"], cwd=work
+        )
         no_traceback(p)
         assert p.returncode == 0, p.stderr
         docs.append(results.comparable(json.loads((work / f"j{jobs}.json").read_text())))
@@ -208,8 +237,11 @@ def test_check_reno_sample_fails_expect_fusion(work: Path) -> None:
     """Also run as a GitHub Actions step would: annotations on stdout, a job summary appended."""
     summary = work / "summary.md"
     summary.write_text("# earlier step\n")
-    p = run(["check", str(RENO), "--expect", "fusion", "--max-error", "0.05", "--junit", "fail.xml"], cwd=work,
-            env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    p = run(
+        ["check", str(RENO), "--expect", "fusion", "--max-error", "0.05", "--junit", "fail.xml"],
+        cwd=work,
+        env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)},
+    )
     no_traceback(p)
     assert p.returncode == 1, p.stdout + p.stderr
     root = ET.parse(work / "fail.xml").getroot()
@@ -259,8 +291,9 @@ def test_check_against_baseline(work: Path, fast_json: Path) -> None:
     msg = ET.parse(work / "reg.xml").getroot().find("testsuite/testcase/failure").get("message")
     assert "regression(s)" in msg and "fusion mare 0.000 → " in msg and "tolerance 0.020" in msg
     # the same regression is accepted with a tolerance wide enough for it
-    p = run(["check", str(RENO), "--baseline", "better.json", "--tolerance", "mare=none,rmse_pkts=none,corr=none"],
-            cwd=work)
+    p = run(
+        ["check", str(RENO), "--baseline", "better.json", "--tolerance", "mare=none,rmse_pkts=none,corr=none"], cwd=work
+    )
     assert p.returncode == 0, p.stdout
 
 
@@ -269,7 +302,8 @@ def test_check_reads_expectations_from_config(work: Path) -> None:
     cfgdir = work / "cfg"
     cfgdir.mkdir()
     (cfgdir / "hscc-trace.toml").write_text(
-        f'[check]\nmax_error = 0.05\n\n[[check.expectations]]\nmatch = "*.pcap"\nexpect = "fusion"\n')
+        '[check]\nmax_error = 0.05\n\n[[check.expectations]]\nmatch = "*.pcap"\nexpect = "fusion"\n'
+    )
     p = run(["check", str(RENO)], cwd=cfgdir)
     assert p.returncode == 1, p.stdout + p.stderr  # fusion does not fit a Reno sender within 5 %
     p = run(["check", str(RENO), "--expect", "reno", "--max-error", "0.10"], cwd=cfgdir)  # CLI overrides
@@ -295,10 +329,18 @@ def test_expand_inputs_order_directories_and_errors(tmp_path: Path) -> None:
     single.write_bytes(b"x")
     args = [str(single), "missing.pcap", str(d), str(tmp_path / "empty"), str(d / "b.pcap")]
     entries, errors = pipeline.expand_inputs(args)
-    assert entries == [str(single), "missing.pcap", str(d / "a.pcapng"), str(d / "b.pcap"),
-                       str(d / "sub" / "c.pcap.gz"), str(tmp_path / "empty")]  # b.pcap once
-    assert errors == {"missing.pcap": "missing.pcap: no such file or directory",
-                      str(tmp_path / "empty"): f"{tmp_path / 'empty'}: no capture files in directory (.pcap, .pcapng, .cap …)"}
+    assert entries == [
+        str(single),
+        "missing.pcap",
+        str(d / "a.pcapng"),
+        str(d / "b.pcap"),
+        str(d / "sub" / "c.pcap.gz"),
+        str(tmp_path / "empty"),
+    ]  # b.pcap once
+    assert errors == {
+        "missing.pcap": "missing.pcap: no such file or directory",
+        str(tmp_path / "empty"): f"{tmp_path / 'empty'}: no capture files in directory (.pcap, .pcapng, .cap …)",
+    }
 
 
 @needs_reno
@@ -319,7 +361,7 @@ def test_export_keeps_dtypes_in_parquet_and_writes_json(tmp_path: Path) -> None:
     j = export.write(reps, tmp_path / "rep.json")
     rows = json.loads(j.read_text())
     assert len(rows) == reps["reno"].height and rows[0]["algo"] == "reno" and "cwnd" in rows[0]
-    with pytest.raises(Exception, match="unknown export format"):
+    with pytest.raises(Exception, match="unknown output format"):
         export.write(ev, tmp_path / "acks.xlsx")
 
 
@@ -353,10 +395,10 @@ def test_configured_params_for_algorithms_not_run_are_dropped_given_ones_are_not
     # a table for a name that is not registered at all is kept, so that resolve reports the typo
     typo = api.select_params(["reno"], {"fuison": {"dmin_ms": 2}})
     with pytest.raises(UsageError, match="fuison"):
-        api.resolve(["reno"], typo)
+        api.select(["reno"], typo)
     # --param for an algorithm that is not run is an error, not silently ignored
     given = api.select_params(["reno"], {}, {"fusion": {"dmin_ms": 2}})
     with pytest.raises(UsageError, match="fusion"):
-        api.resolve(["reno"], given)
-    sel = api.resolve(["reno"], api.select_params(["reno"], {"reno": {"iw": 4}}))
+        api.select(["reno"], given)
+    sel = api.select(["reno"], api.select_params(["reno"], {"reno": {"iw": 4}}))
     assert sel.labels == ("reno[iw=4]",) and sel.values["reno[iw=4]"]["iw"] == 4

@@ -122,8 +122,13 @@ def test_missing_explicit_file(tmp_path: Path) -> None:
 def test_cli_overrides_file(tmp_path: Path) -> None:
     f = tmp_path / "hscc-trace.toml"
     f.write_text(FULL)
-    cfg = config.with_overrides(config.load(f), algorithms="fusion, ctcp", params=["fusion.dmin_ms=2", "ctcp.gamma_tuning=off"],
-                                bpf="tcp", jobs=3)
+    cfg = config.with_overrides(
+        config.load(f),
+        algorithms="fusion, ctcp",
+        params=["fusion.dmin_ms=2", "ctcp.gamma_tuning=off"],
+        bpf="tcp",
+        jobs=3,
+    )
     assert cfg.algorithms == ("fusion", "ctcp")
     # a --param replaces one name and keeps the file's others
     assert cfg.params == {"fusion": {"dmin_ms": 2, "rtt_source": "srtt"}, "ctcp": {"gamma_tuning": "off"}}
@@ -169,8 +174,10 @@ def test_jobs_override_validated() -> None:
 
 
 def test_expectations_for_path_globs() -> None:
-    exp = (config.Expectation(match="samples/cubic-*/*.pcap", expect="cubic"),
-           config.Expectation(match="*.pcapng", expect="reno"))
+    exp = (
+        config.Expectation(match="samples/cubic-*/*.pcap", expect="cubic"),
+        config.Expectation(match="*.pcapng", expect="reno"),
+    )
     c = config.CheckConfig(expectations=exp)
     assert [e.expect for e in c.expectations_for("samples/cubic-loss/capture.pcap")] == ["cubic"]
     assert [e.expect for e in c.expectations_for("x/y.pcapng")] == ["reno"]

@@ -13,23 +13,29 @@ batches and most batches hold several flows.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import polars as pl
 import pytest
+from conftest import EXTERNAL as EXT  # noqa: E402
+from conftest import external
 from polars.testing import assert_frame_equal
 
 from hscc_trace import api
 from hscc_trace.events import all_flow_events, flow_events, tables
 from hscc_trace.model import Capture, CaptureMeta
 
-from conftest import EXTERNAL as EXT, external  # noqa: E402
 # small captures with handshakes, mid-flow starts, SACK, timestamps, zero windows, several
 # flows per file and a receiver-side vantage point between them
-FILES = ("tcptrace__discard.solaris.pcap", "tcptrace__urgent.pcap", "zeek__206_example_b.pcap",
-         "zeek__irc-dcc-send.pcapng", "tcptrace__hardware_dups.pcap", "nebby__test_00bf7f4_meganz.pcap",
-         "mlab-etl__ndt-nnwk2_1611335823_00000000000C2DA9.pcap", "tcptrace__single_byte_rexmit.pcap")
+FILES = (
+    "tcptrace__discard.solaris.pcap",
+    "tcptrace__urgent.pcap",
+    "zeek__206_example_b.pcap",
+    "zeek__irc-dcc-send.pcapng",
+    "tcptrace__hardware_dups.pcap",
+    "nebby__test_00bf7f4_meganz.pcap",
+    "mlab-etl__ndt-nnwk2_1611335823_00000000000C2DA9.pcap",
+    "tcptrace__single_byte_rexmit.pcap",
+)
 
 
 def _merged(shuffle: bool) -> Capture:
@@ -44,11 +50,20 @@ def _merged(shuffle: bool) -> Capture:
     # each capture starts at t = 0 so that their flows overlap in time
     pk = pl.concat([p.with_columns(pl.col("ts_ns") - p.get_column("ts_ns").min()) for p in pks])
     pk = pk.sort("ts_ns", maintain_order=True).with_columns(
-        pl.int_range(1, pl.len() + 1, dtype=pl.UInt64).alias("frame"))
+        pl.int_range(1, pl.len() + 1, dtype=pl.UInt64).alias("frame")
+    )
     if shuffle:  # rows out of frame order: the grouping must restore it per flow
         pk = pk[np.random.default_rng(5).permutation(pk.height)]
-    meta = CaptureMeta(path="merged", format="pcap", link_types=["EN10MB"], snaplen=None,
-                       packets_total=pk.height, packets_tcp=pk.height, first_ns=None, last_ns=None)
+    meta = CaptureMeta(
+        path="merged",
+        format="pcap",
+        link_types=["EN10MB"],
+        snaplen=None,
+        packets_total=pk.height,
+        packets_tcp=pk.height,
+        first_ns=None,
+        last_ns=None,
+    )
     return Capture(meta=meta, packets=pk, flows=pl.concat(fls))
 
 
@@ -59,8 +74,13 @@ def merged() -> Capture:
 
 
 def _same(a, b) -> None:
-    assert (a.flow_id, a.sender_dir, a.mss, a.vantage, a.rtt_offset_s) == \
-        (b.flow_id, b.sender_dir, b.mss, b.vantage, b.rtt_offset_s)
+    assert (a.flow_id, a.sender_dir, a.mss, a.vantage, a.rtt_offset_s) == (
+        b.flow_id,
+        b.sender_dir,
+        b.mss,
+        b.vantage,
+        b.rtt_offset_s,
+    )
     assert a.warnings == b.warnings
     for kind in ("segments", "acks", "episodes", "rounds"):
         assert_frame_equal(getattr(a, kind), getattr(b, kind), check_exact=True)
@@ -111,7 +131,9 @@ def test_table_out_of_frame_order_gives_the_same_streams(merged: Capture) -> Non
 
 def test_flow_rows_are_matched_by_id_not_position(merged: Capture) -> None:
     # the flows table in reverse order and with an extra id without packets: same result
-    flows = pl.concat([merged.flows.reverse(), merged.flows.head(1).with_columns(pl.lit(10_000, pl.UInt32).alias("flow_id"))])
+    flows = pl.concat(
+        [merged.flows.reverse(), merged.flows.head(1).with_columns(pl.lit(10_000, pl.UInt32).alias("flow_id"))]
+    )
     other = Capture(meta=merged.meta, packets=merged.packets, flows=flows)
     a = all_flow_events(merged)
     b = all_flow_events(other)

@@ -22,8 +22,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from hscc_trace.flows import load
 from hscc_trace.events import flow_events
+from hscc_trace.flows import load
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
 INDEX = SAMPLES / "index.json"
@@ -73,10 +73,16 @@ def test_outstanding_matches_kernel_within_2_mss(results):
     n_tot = ok_tot = 0
     for r in results:
         fe = r["fe"]
-        a = fe.acks.select((pl.col("ts_ns") + r["shift"]).alias("ts_ns"),
-                           (pl.col("outstanding") + pl.col("acked_bytes")).alias("before")).sort("ts_ns")
-        p = (r["probe"].filter(pl.col("data_len") == 0)
-             .select("ts_ns", (pl.col("snd_nxt") - pl.col("snd_una")).alias("kernel")).sort("ts_ns"))
+        a = fe.acks.select(
+            (pl.col("ts_ns") + r["shift"]).alias("ts_ns"),
+            (pl.col("outstanding") + pl.col("acked_bytes")).alias("before"),
+        ).sort("ts_ns")
+        p = (
+            r["probe"]
+            .filter(pl.col("data_len") == 0)
+            .select("ts_ns", (pl.col("snd_nxt") - pl.col("snd_una")).alias("kernel"))
+            .sort("ts_ns")
+        )
         j = a.join_asof(p, on="ts_ns", strategy="nearest", tolerance=2_000_000).drop_nulls()
         ok = int(((j["before"] - j["kernel"]).abs() <= 2 * fe.mss).sum())
         per.append((r["name"], r["sport"], ok, j.height))
@@ -91,8 +97,9 @@ def test_outstanding_matches_kernel_within_2_mss(results):
 def _transitions(ca: pl.DataFrame) -> list[int]:
     """Times of transitions *into* Recovery or Loss (from any other state, or Recovery → Loss)."""
     c = ca.sort("ts_ns").with_columns(prev=pl.col("state").shift(1))
-    into = c.filter(pl.col("state").is_in(["recovery", "loss"]) &
-                    (pl.col("prev").is_null() | (pl.col("prev") != pl.col("state"))))
+    into = c.filter(
+        pl.col("state").is_in(["recovery", "loss"]) & (pl.col("prev").is_null() | (pl.col("prev") != pl.col("state")))
+    )
     return into["ts_ns"].to_list()
 
 

@@ -29,11 +29,18 @@ from hscc_trace.flows.tracker import FlowTracker
 from hscc_trace.model import Capture, Deferred
 
 REPO = Path(__file__).resolve().parents[1]
-from conftest import EXTERNAL as EXT, external  # noqa: E402
+from conftest import EXTERNAL as EXT  # noqa: E402
+from conftest import external
+
 SAMPLES = ("reno-vs-cubic", "reno-bdp-receiver", "cubic-loss", "rwnd-limited")
 # several flows, SACK + D-SACK, zero windows, IPv6 + mid-flow start, pcapng
-EXTERNAL = ("tcptrace__discard.solaris.pcap", "tcptrace__dsack.pcap", "tcptrace__zwnd.pcap",
-            "ODD__mlab-packet-headers__v6-cut-short.pcap", "zeek__irc-dcc-send.pcapng")
+EXTERNAL = (
+    "tcptrace__discard.solaris.pcap",
+    "tcptrace__dsack.pcap",
+    "tcptrace__zwnd.pcap",
+    "ODD__mlab-packet-headers__v6-cut-short.pcap",
+    "zeek__irc-dcc-send.pcapng",
+)
 
 
 def _paths() -> list[Path]:
@@ -56,14 +63,20 @@ def _same_events(a: dict, b: dict) -> None:
         x, y = a[k], b[k]
         for name in ("segments", "acks", "episodes", "rounds"):
             assert_frame_equal(getattr(x, name), getattr(y, name))
-        assert (x.sender_dir, x.mss, x.vantage, x.rtt_offset_s, [str(w) for w in x.warnings]) == \
-               (y.sender_dir, y.mss, y.vantage, y.rtt_offset_s, [str(w) for w in y.warnings])
+        assert (x.sender_dir, x.mss, x.vantage, x.rtt_offset_s, [str(w) for w in x.warnings]) == (
+            y.sender_dir,
+            y.mss,
+            y.vantage,
+            y.rtt_offset_s,
+            [str(w) for w in y.warnings],
+        )
 
 
 @pytest.mark.parametrize("reread", [True, False], ids=["read-again", "from-arena"])
 @pytest.mark.parametrize("path", _paths(), ids=lambda p: p.parent.name if p.name == "capture.pcap" else p.name)
-def test_packets_built_on_first_access_equal_the_eager_table(path: Path, reread: bool,
-                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_packets_built_on_first_access_equal_the_eager_table(
+    path: Path, reread: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # a regular file is read again for its table; anything else (a pipe) keeps the columns
     if not reread:
         monkeypatch.setattr(capture, "_file_id", lambda _p: None)
@@ -140,7 +153,9 @@ def test_tiny_blocks_and_a_one_row_reservation_grow_the_arena(monkeypatch: pytes
 
 
 def test_records_for_scapy_make_load_build_the_table_eagerly() -> None:
-    path = external("tcptrace__ppp_encap.pcap") / "tcptrace__ppp_encap.pcap"  # PPP: decoded by scapy, merged in frame order
+    path = (
+        external("tcptrace__ppp_encap.pcap") / "tcptrace__ppp_encap.pcap"
+    )  # PPP: decoded by scapy, merged in frame order
     cap = capture.load(path)
     assert cap.decoded is None and not isinstance(cap.__dict__["_packets"], Deferred)
     assert cap.meta.decoded_by.get("scapy", 0) > 0
@@ -169,7 +184,7 @@ def test_a_file_changed_after_loading_is_not_read_for_its_packets(tmp_path: Path
     all_flow_events(cap)  # the events need only what load kept
     shutil.copy(REPO / "samples" / "cubic-loss" / "capture.pcap", p)
     with pytest.raises(InputError, match="changed after it was loaded"):
-        cap.packets
+        _ = cap.packets
 
 
 def test_deferred_builds_once() -> None:
@@ -220,7 +235,7 @@ before = (gc.get_threshold(), gc.isenabled(), threading.active_count())
 import hscc_trace, hscc_trace.api, hscc_trace.flows, hscc_trace.events, hscc_trace.replay.engine
 import hscc_trace.reports, hscc_trace.analysis.pipeline, hscc_trace.cli
 after = (gc.get_threshold(), gc.isenabled(), threading.active_count())
-print(len([c for c in calls if getattr(c[0], '__module__', '').startswith('hscc_trace')]), before == after)
+print(len([c for c in calls if (getattr(c[0], '__module__', None) or '').startswith('hscc_trace')]), before == after)
 """
 
 

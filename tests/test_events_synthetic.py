@@ -14,14 +14,14 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from hscc_trace.flows import load
 from hscc_trace.events import flow_events
+from hscc_trace.flows import load
 
 SYN = Path(__file__).resolve().parent.parent / "samples" / "synthetic"
 T0 = 1_700_000_000 * 10**9  # the generator's epoch offset (ns)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def ev(name: str):
     cap = load(SYN / f"{name}.pcap")
     return flow_events(cap, 0)
@@ -36,6 +36,7 @@ def rows(df: pl.DataFrame, *cols: str) -> list[tuple]:
 
 
 # ---- SACK recovery ------------------------------------------------------------------------------
+
 
 def test_sack_recovery_segment_kinds():
     fe = ev("sack_recovery")
@@ -82,13 +83,26 @@ def test_sack_recovery_episode_and_state():
     assert fe.episodes.height == 1
     # began with the retransmission at 0.1007 (frame 15); flight then 6001 - 2001 = 4000;
     # recovery point = snd_max 6001, ACKed at 0.1508 (frame 16)
-    assert (e["kind"], t(e["start_ns"]), e["start_frame"], e["flight_bytes"], e["retrans_bytes"],
-            e["recovery_point"], t(e["end_ns"]), e["end_frame"], e["spurious"]) == (
-        "sack_recovery", 0.1007, 15, 4000, 1000, 6001, 0.1508, 16, False)
+    assert (
+        e["kind"],
+        t(e["start_ns"]),
+        e["start_frame"],
+        e["flight_bytes"],
+        e["retrans_bytes"],
+        e["recovery_point"],
+        t(e["end_ns"]),
+        e["end_frame"],
+        e["spurious"],
+    ) == ("sack_recovery", 0.1007, 15, 4000, 1000, 6001, 0.1508, 16, False)
     # the third duplicate (frame 14) is where the sender decided: marked, in recovery
     assert rows(fe.acks, "frame", "state", "cong_event") == [
-        (10, "open", None), (11, "open", None), (12, "open", None), (13, "open", None),
-        (14, "recovery", "sack_recovery"), (16, "open", None)]
+        (10, "open", None),
+        (11, "open", None),
+        (12, "open", None),
+        (13, "open", None),
+        (14, "recovery", "sack_recovery"),
+        (16, "open", None),
+    ]
 
 
 def test_sack_recovery_round():
@@ -97,12 +111,14 @@ def test_sack_recovery_round():
     # peak flight 6000 (after the sixth segment), 6000 bytes ACKed, min RTT 0.05 s
     assert r.height == 1
     assert rows(r, "round", "target_seq", "peak_flight_bytes", "acked_bytes", "in_recovery") == [
-        (0, 6001, 6000, 6000, True)]
+        (0, 6001, 6000, 6000, True)
+    ]
     assert r["min_rtt_s"][0] == pytest.approx(0.05)
     assert r["limit"][0] == "cwnd"  # in recovery: never app/rwnd
 
 
 # ---- RTO -----------------------------------------------------------------------------------------
+
 
 def test_rto_episode_after_silence():
     fe = ev("rto")
@@ -110,10 +126,18 @@ def test_rto_episode_after_silence():
     # = 0.25 s. The retransmission of the head (2001) comes 0.3 s after the last ACK with no
     # duplicates: rto. Go-back-N resends 3001 too: 2000 bytes; recovery point 4001.
     assert rows(fe.segments.filter(pl.col("rexmit")), "seq", "kind") == [
-        (2001, "retransmission"), (3001, "retransmission")]
+        (2001, "retransmission"),
+        (3001, "retransmission"),
+    ]
     e = fe.episodes.row(0, named=True)
-    assert (e["kind"], t(e["start_ns"]), e["flight_bytes"], e["retrans_bytes"], e["recovery_point"],
-            t(e["end_ns"])) == ("rto", 0.4003, 2000, 2000, 4001, 0.5006)
+    assert (
+        e["kind"],
+        t(e["start_ns"]),
+        e["flight_bytes"],
+        e["retrans_bytes"],
+        e["recovery_point"],
+        t(e["end_ns"]),
+    ) == ("rto", 0.4003, 2000, 2000, 4001, 0.5006)
 
 
 def test_rto_loss_state_pipe_and_marker():
@@ -122,8 +146,11 @@ def test_rto_loss_state_pipe_and_marker():
     # below the recovery point that is not SACKed is lost: at ack 3001, 4001 - 3001 = 1000
     # outstanding, 1000 lost, nothing retransmitted in flight -> pipe 0.
     assert rows(a, "ack", "state", "cong_event", "outstanding", "pipe") == [
-        (1001, "open", None, 3000, 3000), (2001, "open", None, 2000, 2000),
-        (3001, "loss", "rto", 1000, 0), (4001, "open", None, 0, 0)]
+        (1001, "open", None, 3000, 3000),
+        (2001, "open", None, 2000, 2000),
+        (3001, "loss", "rto", 1000, 0),
+        (4001, "open", None, 0, 0),
+    ]
     # ack 3001 covers retransmitted bytes: only the TS echo (TSval 1400 of the retransmission
     # sent at 0.4003) gives a sample: 0.4504 - 0.4003 = 0.0501 s
     assert a.row(2, named=True)["rtt_source"] == "ts"
@@ -131,6 +158,7 @@ def test_rto_loss_state_pipe_and_marker():
 
 
 # ---- sequence wrap --------------------------------------------------------------------------------
+
 
 def test_seq_wrap_unwrapped_monotonic():
     fe = ev("seq_wrap")
@@ -142,6 +170,7 @@ def test_seq_wrap_unwrapped_monotonic():
 
 
 # ---- capture started mid-flow ----------------------------------------------------------------------
+
 
 def test_midflow_relative_to_first_seen_and_sender_b():
     fe = ev("midflow")
@@ -173,6 +202,7 @@ def test_midflow_rounds():
 
 # ---- reordering, mid-path ---------------------------------------------------------------------------
 
+
 def test_reorder_out_of_order_is_not_a_retransmission():
     fe = ev("reorder")
     s = fe.segments.filter(pl.col("seq") == 2001)
@@ -196,6 +226,7 @@ def test_reorder_vantage_mid_path_rtt_correction():
 
 # ---- ECN ---------------------------------------------------------------------------------------------
 
+
 def test_ecn_one_episode_per_round():
     fe = ev("ecn")
     # ECE on acks 2001 and 3001 (same round: round 0 ends at 4001): one ecn episode, started at
@@ -203,8 +234,14 @@ def test_ecn_one_episode_per_round():
     # (snd_max 4001 at onset) was ACKed at 0.1006
     assert fe.episodes.height == 1
     e = fe.episodes.row(0, named=True)
-    assert (e["kind"], t(e["start_ns"]), e["flight_bytes"], e["recovery_point"], t(e["end_ns"]),
-            e["retrans_bytes"]) == ("ecn", 0.1003, 2000, 4001, 0.1006, 0)
+    assert (
+        e["kind"],
+        t(e["start_ns"]),
+        e["flight_bytes"],
+        e["recovery_point"],
+        t(e["end_ns"]),
+        e["retrans_bytes"],
+    ) == ("ecn", 0.1003, 2000, 4001, 0.1006, 0)
     assert fe.acks["ece"].to_list() == [False, True, True, False, False]
     assert fe.acks["cong_event"].to_list() == [None, "ecn", None, None, None]
     # ECN does not change the loss-recovery state
@@ -215,14 +252,17 @@ def test_ecn_one_episode_per_round():
 
 # ---- zero-window probes and keep-alives --------------------------------------------------------------
 
+
 def test_probes_zero_window_and_keepalive():
     fe = ev("probes")
     s = fe.segments
     # probes at 2001 (1 byte while the window is 0), a 1-byte keep-alive at 3000 = snd_max - 1;
     # none is a retransmission; the 0-byte keep-alive is not a segment at all
     assert rows(s.filter(pl.col("probe") != "none"), "seq", "len", "probe", "kind", "rexmit") == [
-        (2001, 1, "zero_window_probe", "new", False), (2001, 1, "zero_window_probe", "new", False),
-        (3000, 1, "keepalive", "new", False)]
+        (2001, 1, "zero_window_probe", "new", False),
+        (2001, 1, "zero_window_probe", "new", False),
+        (3000, 1, "keepalive", "new", False),
+    ]
     assert s.filter(pl.col("seq") == 2001, pl.col("len") == 1000)["rexmit"].to_list() == [False]
     assert fe.episodes.height == 0
     # the zero window makes round 0 receive-window-limited
@@ -231,6 +271,7 @@ def test_probes_zero_window_and_keepalive():
 
 
 # ---- clock stepping back ------------------------------------------------------------------------------
+
 
 def test_clock_back_counts_and_drops_negative_rtt():
     fe = ev("clock_back")
@@ -245,6 +286,7 @@ def test_clock_back_counts_and_drops_negative_rtt():
 
 
 # ---- spurious retransmissions --------------------------------------------------------------------------
+
 
 def test_dsack_proves_spurious_rto():
     fe = ev("dsack")
@@ -264,6 +306,7 @@ def test_eifel_proves_spurious_rto():
 
 
 # ---- snaplen --------------------------------------------------------------------------------------------
+
 
 def test_snaplen_truncated_lengths_from_ip():
     fe = ev("snaplen")

@@ -17,14 +17,15 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from hscc_trace.flows import load
 from hscc_trace.events import flow_events
+from hscc_trace.flows import load
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN = REPO / "tests" / "golden" / "tshark_analysis"
 
 
 from conftest import EXTERNAL, cannot_run  # noqa: E402
+
 RETX = 1 | 2 | 4  # tshark: retransmission, fast_retransmission, spurious_retransmission
 
 pytestmark = pytest.mark.skipif(not EXTERNAL.is_dir(), reason=f"external captures not found at {EXTERNAL}")
@@ -44,8 +45,7 @@ def compared() -> list[dict]:
         fe = flow_events(cap, fid)
         pk = cap.packets.filter(pl.col("flow_id") == fid).select("frame", "dir", "flags", "sack_n")
         sender = pk.filter(pl.col("dir") == fe.sender_dir).select("frame")
-        out.append({"name": name, "g": g, "fe": fe, "pk": pk, "sender": sender,
-                    "sack": bool(pk["sack_n"].sum() > 0)})
+        out.append({"name": name, "g": g, "fe": fe, "pk": pk, "sender": sender, "sack": bool(pk["sack_n"].sum() > 0)})
     if not out:
         cannot_run("no external capture of the golden set is present")
     return out
@@ -55,8 +55,12 @@ def test_rtt_samples_equal_tshark_ack_rtt(compared):
     both = ok = seq_both = seq_ok = 0
     worst = []
     for c in compared:
-        j = c["fe"].acks.select("frame", "rtt_raw_s", "rtt_source").join(
-            c["g"].select("frame", "ack_rtt"), on="frame").drop_nulls()
+        j = (
+            c["fe"]
+            .acks.select("frame", "rtt_raw_s", "rtt_source")
+            .join(c["g"].select("frame", "ack_rtt"), on="frame")
+            .drop_nulls()
+        )
         close = (j["rtt_raw_s"] - j["ack_rtt"]).abs() <= 10e-6
         good = int(close.sum())
         both += j.height
@@ -82,13 +86,20 @@ def _wireshark_list_artifact(c: dict) -> pl.DataFrame:
     in that list until the next ACK and inflates the value. Ours is snd_max − snd_una.
     """
     flags = c["g"].select("frame", "flags")
-    seq = (c["pk"].join(flags, on="frame", how="left").sort("frame")
-           .with_columns(
-               ack_mark=pl.when((pl.col("dir") != c["fe"].sender_dir) & ((pl.col("flags") & 0x10) > 0))
-               .then(pl.col("frame")),
-               spur_mark=pl.when((pl.col("dir") == c["fe"].sender_dir) & ((pl.col("flags_right").fill_null(0) & 4) > 0))
-               .then(pl.col("frame")))
-           .with_columns(pl.col("ack_mark").forward_fill().fill_null(0), pl.col("spur_mark").forward_fill().fill_null(0)))
+    seq = (
+        c["pk"]
+        .join(flags, on="frame", how="left")
+        .sort("frame")
+        .with_columns(
+            ack_mark=pl.when((pl.col("dir") != c["fe"].sender_dir) & ((pl.col("flags") & 0x10) > 0)).then(
+                pl.col("frame")
+            ),
+            spur_mark=pl.when(
+                (pl.col("dir") == c["fe"].sender_dir) & ((pl.col("flags_right").fill_null(0) & 4) > 0)
+            ).then(pl.col("frame")),
+        )
+        .with_columns(pl.col("ack_mark").forward_fill().fill_null(0), pl.col("spur_mark").forward_fill().fill_null(0))
+    )
     return seq.filter(pl.col("spur_mark") > pl.col("ack_mark")).select("frame")
 
 
@@ -118,8 +129,9 @@ def test_retransmission_counts_within_2_percent(compared):
     for c in compared:
         g = c["g"].join(c["sender"], on="frame")
         n_g = int(((g["flags"] & RETX) > 0).sum())
-        n_m = int(c["fe"].segments["kind"].is_in(
-            ["retransmission", "fast_retransmission", "spurious_retransmission"]).sum())
+        n_m = int(
+            c["fe"].segments["kind"].is_in(["retransmission", "fast_retransmission", "spurious_retransmission"]).sum()
+        )
         tot_g += n_g
         tot_m += n_m
         if abs(n_m - n_g) > max(0.02 * n_g, 1):
@@ -133,11 +145,17 @@ def test_segment_kinds_equal_tshark_per_frame(compared):
     n = same = 0
     for c in compared:
         j = c["fe"].segments.select("frame", "kind").join(c["g"].select("frame", "flags"), on="frame")
-        tk = (pl.when((pl.col("flags") & 2) > 0).then(pl.lit("fast_retransmission"))
-              .when((pl.col("flags") & 4) > 0).then(pl.lit("spurious_retransmission"))
-              .when((pl.col("flags") & 1) > 0).then(pl.lit("retransmission"))
-              .when((pl.col("flags") & 8) > 0).then(pl.lit("out_of_order"))
-              .otherwise(pl.lit("new")))
+        tk = (
+            pl.when((pl.col("flags") & 2) > 0)
+            .then(pl.lit("fast_retransmission"))
+            .when((pl.col("flags") & 4) > 0)
+            .then(pl.lit("spurious_retransmission"))
+            .when((pl.col("flags") & 1) > 0)
+            .then(pl.lit("retransmission"))
+            .when((pl.col("flags") & 8) > 0)
+            .then(pl.lit("out_of_order"))
+            .otherwise(pl.lit("new"))
+        )
         j = j.with_columns(tk.alias("tkind"))
         n += j.height
         same += int((j["kind"].cast(pl.String) == j["tkind"]).sum())

@@ -51,6 +51,7 @@ def run(pkts):
 
 # ---- range sets ---------------------------------------------------------------------------------
 
+
 def test_ranges_insert_merge_remove_prune():
     L = np.empty(4, np.int64)
     R = np.empty(4, np.int64)
@@ -66,6 +67,7 @@ def test_ranges_insert_merge_remove_prune():
 
 
 # ---- sequence arithmetic --------------------------------------------------------------------------
+
 
 def test_unwrap_joint_crosses_2_32_and_ignores_a_stray_value():
     raw = np.array([2**32 - 10, 2**32 - 5, 3, 123_456_789, 20], np.int64)
@@ -86,21 +88,32 @@ def test_relative_seq_without_syn_starts_at_one():
 
 # ---- duplicate ACKs ---------------------------------------------------------------------------------
 
+
 def test_window_update_is_not_a_duplicate_ack():
-    p = hs() + [seg(0.0502, 1), seg(0.0503, 1001), ack(0.1002, 1001),
-                ack(0.1003, 1001, win=600),  # same ACK, new window, no SACK: window update
-                ack(0.1004, 1001, win=600)]  # same ACK, same window: duplicate #1
+    p = hs() + [
+        seg(0.0502, 1),
+        seg(0.0503, 1001),
+        ack(0.1002, 1001),
+        ack(0.1003, 1001, win=600),  # same ACK, new window, no SACK: window update
+        ack(0.1004, 1001, win=600),
+    ]  # same ACK, same window: duplicate #1
     fe = run(p)
     assert fe.acks["dupack"].to_list() == [0, 0, 1]
 
 
 def test_ack_with_new_sack_counts_as_duplicate_even_if_window_changes():
-    p = hs() + [seg(0.0502, 1), seg(0.0503, 1001), seg(0.0504, 2001), ack(0.1002, 1001),
-                ack(0.1004, 1001, win=600, sack=[(IA + 2001, IA + 3001)])]
+    p = hs() + [
+        seg(0.0502, 1),
+        seg(0.0503, 1001),
+        seg(0.0504, 2001),
+        ack(0.1002, 1001),
+        ack(0.1004, 1001, win=600, sack=[(IA + 2001, IA + 3001)]),
+    ]
     assert run(p).acks["dupack"].to_list() == [0, 1]
 
 
 # ---- pipe ------------------------------------------------------------------------------------------
+
 
 def test_pipe_islost_by_three_sack_ranges():
     # 8 segments 1..8001; ACK 1001 with SACK blocks 2001-2501? No: three separate 500-byte ranges
@@ -108,8 +121,10 @@ def test_pipe_islost_by_three_sack_ranges():
     # but 3 discontiguous ranges = DupThresh): every unSACKed byte below 3001 is lost (2000),
     # the holes above the lowest range are not (fewer than 3 ranges above them).
     p = hs() + [seg(0.0502 + k * 1e-4, 1 + k * 1000) for k in range(8)]
-    p += [ack(0.1002, 1001), ack(0.1003, 1001, sack=[(IA + 3001, IA + 3501), (IA + 5001, IA + 5501),
-                                                     (IA + 7001, IA + 7501)])]
+    p += [
+        ack(0.1002, 1001),
+        ack(0.1003, 1001, sack=[(IA + 3001, IA + 3501), (IA + 5001, IA + 5501), (IA + 7001, IA + 7501)]),
+    ]
     a = run(p).acks.row(1, named=True)
     # outstanding 8001 - 1001 = 7000; pipe = 7000 - 1500 sacked - 2000 lost = 3500
     assert (a["outstanding"], a["sacked_bytes"], a["pipe"]) == (7000, 1500, 3500)
@@ -117,9 +132,12 @@ def test_pipe_islost_by_three_sack_ranges():
 
 def test_dsack_inside_second_block_is_not_counted_as_sacked():
     p = hs() + [seg(0.0502 + k * 1e-4, 1 + k * 1000) for k in range(4)]
-    p += [ack(0.1002, 1001), ack(0.1003, 1001, sack=[(IA + 2001, IA + 4001)]),
-          # first block 2001-3001 lies inside the second 2001-4001: D-SACK (RFC 2883 §4.2)
-          ack(0.1004, 1001, sack=[(IA + 2001, IA + 3001), (IA + 2001, IA + 4001)])]
+    p += [
+        ack(0.1002, 1001),
+        ack(0.1003, 1001, sack=[(IA + 2001, IA + 4001)]),
+        # first block 2001-3001 lies inside the second 2001-4001: D-SACK (RFC 2883 §4.2)
+        ack(0.1004, 1001, sack=[(IA + 2001, IA + 3001), (IA + 2001, IA + 4001)]),
+    ]
     a = run(p).acks
     assert a["sacked_bytes"].to_list() == [0, 2000, 0]
     assert a["dsack_bytes"].to_list() == [0, 0, 1000]
@@ -127,10 +145,10 @@ def test_dsack_inside_second_block_is_not_counted_as_sacked():
 
 # ---- episodes ----------------------------------------------------------------------------------------
 
+
 def test_retransmission_of_non_head_without_dupacks_is_no_episode():
     # a tail-loss-probe-like resend of the last segment 40 ms after the ACK, no duplicates
-    p = hs() + [seg(0.0502, 1), seg(0.0503, 1001), seg(0.0504, 2001), ack(0.1002, 1001),
-                seg(0.1402, 2001)]
+    p = hs() + [seg(0.0502, 1), seg(0.0503, 1001), seg(0.0504, 2001), ack(0.1002, 1001), seg(0.1402, 2001)]
     fe = run(p)
     assert fe.segments["rexmit"].to_list()[-1] is True
     assert fe.episodes.height == 0
@@ -140,8 +158,9 @@ def test_lost_retransmission_turns_recovery_into_rto():
     # SACK recovery for 1001 at 0.1006; the retransmission is lost; the head is resent 0.5 s
     # after the last cumulative ACK (RTO = 0.05 + 0.2 s): a new episode of kind rto (Loss)
     p = hs() + [seg(0.0502 + k * 1e-4, 1 + k * 1000) for k in range(5)]
-    p += [ack(0.1002, 1001)] + [ack(0.1003 + k * 1e-4, 1001, sack=[(IA + 2001, IA + 3001 + k * 1000)])
-                                for k in range(3)]
+    p += [ack(0.1002, 1001)] + [
+        ack(0.1003 + k * 1e-4, 1001, sack=[(IA + 2001, IA + 3001 + k * 1000)]) for k in range(3)
+    ]
     p += [seg(0.1006, 1001), seg(0.6003, 1001), ack(0.6504, 5001)]
     fe = run(p)
     assert fe.episodes["kind"].to_list() == ["sack_recovery", "rto"]
@@ -159,11 +178,18 @@ def test_ack_for_unseen_data_moves_snd_max_and_warns():
 
 # ---- rounds and limits --------------------------------------------------------------------------------
 
+
 def test_idle_round_ends_on_first_advancing_ack():
     # everything ACKed at 0.1003 (round 0 ends there); nothing outstanding when round 1 opens,
     # so its target is the ACK itself and the first ACK that advances (0.6502) closes it
-    p = hs() + [seg(0.0502, 1), seg(0.0503, 1001), ack(0.1002, 1001), ack(0.1003, 2001),
-                seg(0.6001, 2001), ack(0.6502, 3001)]
+    p = hs() + [
+        seg(0.0502, 1),
+        seg(0.0503, 1001),
+        ack(0.1002, 1001),
+        ack(0.1003, 2001),
+        seg(0.6001, 2001),
+        ack(0.6502, 3001),
+    ]
     r = run(p).rounds
     assert r["target_seq"].to_list() == [2001, 2001]
     assert r["end_ns"].to_list() == [int(round(0.1003e9)), int(round(0.6502e9))]
@@ -202,6 +228,7 @@ def test_window_that_halves_without_congestion_signal_is_app_limited():
 
 # ---- vantage ----------------------------------------------------------------------------------------
 
+
 def test_vantage_receiver_from_handshake_and_rtt_correction():
     # SYN -> SYN/ACK 0.1 ms (B answers at once: capture at B), SYN/ACK -> ACK 50 ms; A sends the
     # data so B is the receiver; the sender-side part (50 ms) is added to every sample
@@ -221,6 +248,7 @@ def test_vantage_unknown_without_handshake_or_samples():
 
 # ---- errors -------------------------------------------------------------------------------------------
 
+
 def test_missing_columns_is_input_error():
     df = packets_frame(hs()).drop("seq")
     with pytest.raises(InputError, match="lacks columns: seq"):
@@ -229,17 +257,32 @@ def test_missing_columns_is_input_error():
 
 def test_unknown_flow_id_is_input_error():
     pk = packets_frame(hs())
-    cap = Capture(meta=CaptureMeta(path="x.pcap", format="pcap", link_types=["EN10MB"], snaplen=None,
-                                   packets_total=3, packets_tcp=3, first_ns=0, last_ns=1),
-                  packets=pk, flows=schema.empty(schema.FLOWS))
+    cap = Capture(
+        meta=CaptureMeta(
+            path="x.pcap",
+            format="pcap",
+            link_types=["EN10MB"],
+            snaplen=None,
+            packets_total=3,
+            packets_tcp=3,
+            first_ns=0,
+            last_ns=1,
+        ),
+        packets=pk,
+        flows=schema.empty(schema.FLOWS),
+    )
     with pytest.raises(InputError, match="no flow with id 9"):
         flow_events(cap, 9)
 
 
 def test_tables_follow_the_schema():
     fe = run(hs() + [seg(0.0502, 1), ack(0.1002, 1001)])
-    for df, cols in ((fe.segments, schema.SEGMENTS), (fe.acks, schema.ACKS), (fe.episodes, schema.EPISODES),
-                     (fe.rounds, schema.ROUNDS)):
+    for df, cols in (
+        (fe.segments, schema.SEGMENTS),
+        (fe.acks, schema.ACKS),
+        (fe.episodes, schema.EPISODES),
+        (fe.rounds, schema.ROUNDS),
+    ):
         assert dict(df.schema) == schema.polars_schema(cols)
 
 

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import pytest
 from polars.testing import assert_frame_equal
+from test_capture_support import need_corpus, pcap_bytes
 
 from hscc_trace.flows import load, load_flows
 from hscc_trace.flows.tracker import KIND_KEEPALIVE, KIND_NONE, KIND_OOO, KIND_RETRANS, build_flows, segment_kinds
-
-from test_capture_support import need_corpus, pcap_bytes
 
 S = pytest.importorskip("scapy.all")
 T0 = 1_700_000_000 * 10**9
@@ -22,13 +21,23 @@ ISN_A, ISN_B = 1000, 5000
 
 def a2b(t, flags="A", seq=0, ack=0, data=b"", **kw):
     """A→B packet at t seconds; seq/ack relative (to ISN_A / ISN_B)."""
-    return (t, S.Ether() / S.IP(src=A, dst=B) / S.TCP(sport=PA, dport=PB, flags=flags, seq=(ISN_A + seq) % 2**32,
-                                                    ack=(ISN_B + ack) % 2**32, **kw) / data)
+    return (
+        t,
+        S.Ether()
+        / S.IP(src=A, dst=B)
+        / S.TCP(sport=PA, dport=PB, flags=flags, seq=(ISN_A + seq) % 2**32, ack=(ISN_B + ack) % 2**32, **kw)
+        / data,
+    )
 
 
 def b2a(t, flags="A", seq=0, ack=0, data=b"", **kw):
-    return (t, S.Ether() / S.IP(src=B, dst=A) / S.TCP(sport=PB, dport=PA, flags=flags, seq=(ISN_B + seq) % 2**32,
-                                                    ack=(ISN_A + ack) % 2**32, **kw) / data)
+    return (
+        t,
+        S.Ether()
+        / S.IP(src=B, dst=A)
+        / S.TCP(sport=PB, dport=PA, flags=flags, seq=(ISN_B + seq) % 2**32, ack=(ISN_A + ack) % 2**32, **kw)
+        / data,
+    )
 
 
 def cap(tmp_path, pkts, name="t.pcap"):
@@ -38,8 +47,11 @@ def cap(tmp_path, pkts, name="t.pcap"):
 
 
 def handshake(t_syn=0.0, t_synack=0.030, t_ack=0.031, **opts):
-    return [a2b(t_syn, "S", 0, 0, options=opts.get("a", [])), b2a(t_synack, "SA", 0, 1, options=opts.get("b", [])),
-            a2b(t_ack, "A", 1, 1)]
+    return [
+        a2b(t_syn, "S", 0, 0, options=opts.get("a", [])),
+        b2a(t_synack, "SA", 0, 1, options=opts.get("b", [])),
+        a2b(t_ack, "A", 1, 1),
+    ]
 
 
 def test_handshake_counts_bytes_and_goodput(tmp_path):
@@ -68,13 +80,13 @@ def test_handshake_counts_bytes_and_goodput(tmp_path):
 def test_rtt_min_median_max_with_karn(tmp_path):
     pkts = handshake()  # SYN/ACK at 0.030 ACKs A's SYN: sample 0.030 for A's data
     pkts += [
-        a2b(1.0, "PA", 1, 1, b"x" * 1000),     # seg1 [1, 1001)
+        a2b(1.0, "PA", 1, 1, b"x" * 1000),  # seg1 [1, 1001)
         a2b(1.1, "PA", 1001, 1, b"x" * 1000),  # seg2 [1001, 2001)
-        b2a(1.05, "A", 1, 1001),               # covers seg1 (sent 1.0): sample 0.05
-        b2a(1.3, "A", 1, 2001),                # covers seg2 (sent 1.1, newest covered): sample 0.2
+        b2a(1.05, "A", 1, 1001),  # covers seg1 (sent 1.0): sample 0.05
+        b2a(1.3, "A", 1, 2001),  # covers seg2 (sent 1.1, newest covered): sample 0.2
         a2b(1.4, "PA", 2001, 1, b"x" * 1000),  # seg3 [2001, 3001)
         a2b(2.4, "PA", 2001, 1, b"x" * 1000),  # seg3 again, 1 s later (> initial RTT 0.031): retransmission
-        b2a(2.45, "A", 1, 3001),               # ambiguous (Karn): no sample
+        b2a(2.45, "A", 1, 3001),  # ambiguous (Karn): no sample
     ]
     pkts.sort(key=lambda p: p[0])
     f = cap(tmp_path, pkts).flows.row(0, named=True)
@@ -89,22 +101,34 @@ def test_segment_kinds_follow_wireshark(tmp_path):
     Initial RTT (SYN → first ACK) = 0.031 s is the out-of-order threshold."""
     pkts = handshake() + [
         a2b(1.000, "PA", 1001, 1, b"y" * 1000),  # 3: [1001,2001) arrives first: new (hole below)
-        a2b(1.001, "PA", 1, 1, b"y" * 1000),     # 4: [1,1001) 1 ms later, below highest, < 31 ms: out-of-order
-        b2a(1.050, "A", 1, 2001),                # 5: ACK all
-        a2b(1.100, "PA", 1, 1, b"y" * 1000),     # 6: already ACKed: spurious retransmission
+        a2b(1.001, "PA", 1, 1, b"y" * 1000),  # 4: [1,1001) 1 ms later, below highest, < 31 ms: out-of-order
+        b2a(1.050, "A", 1, 2001),  # 5: ACK all
+        a2b(1.100, "PA", 1, 1, b"y" * 1000),  # 6: already ACKed: spurious retransmission
         a2b(1.200, "PA", 2001, 1, b"y" * 1000),  # 7: [2001,3001) new
         a2b(1.201, "PA", 3001, 1, b"y" * 1000),  # 8: [3001,4001) new
-        b2a(1.250, "A", 1, 2001),                # 9: dup ACK #1 (ack 2001, same window, no data)
-        b2a(1.251, "A", 1, 2001),                # 10: dup ACK #2
+        b2a(1.250, "A", 1, 2001),  # 9: dup ACK #1 (ack 2001, same window, no data)
+        b2a(1.251, "A", 1, 2001),  # 10: dup ACK #2
         a2b(1.260, "PA", 2001, 1, b"y" * 1000),  # 11: = last ACK, ≥ 2 dup ACKs, < 20 ms: fast retransmission
-        b2a(1.300, "A", 1, 4001),                # 12
-        a2b(1.400, "A", 4000, 1, b"k"),          # 13: 1 byte at next_seq − 1: keep-alive
+        b2a(1.300, "A", 1, 4001),  # 12
+        a2b(1.400, "A", 4000, 1, b"k"),  # 13: 1 byte at next_seq − 1: keep-alive
         a2b(5.000, "PA", 3001, 1, b"y" * 1000),  # 14: below highest, 3.6 s later: retransmission
     ]
     c = cap(tmp_path, pkts)
     kinds = segment_kinds(c.packets).tolist()
-    assert kinds == [KIND_NONE] * 3 + [KIND_NONE, KIND_OOO, KIND_NONE, KIND_RETRANS, KIND_NONE, KIND_NONE, KIND_NONE,
-                                        KIND_NONE, KIND_RETRANS, KIND_NONE, KIND_KEEPALIVE, KIND_RETRANS]
+    assert kinds == [KIND_NONE] * 3 + [
+        KIND_NONE,
+        KIND_OOO,
+        KIND_NONE,
+        KIND_RETRANS,
+        KIND_NONE,
+        KIND_NONE,
+        KIND_NONE,
+        KIND_NONE,
+        KIND_RETRANS,
+        KIND_NONE,
+        KIND_KEEPALIVE,
+        KIND_RETRANS,
+    ]
     # spurious + fast + plain = 3 retransmitted data segments by the sender A
     assert c.flows["retrans"].to_list() == [3]
     # frame 4 is the one out-of-order data segment (the keep-alive, frame 13, is neither)
@@ -116,10 +140,13 @@ def test_port_reuse_starts_a_new_connection(tmp_path):
     pkts.insert(1, a2b(0.001, "S", 0, 0))  # SYN retransmitted with the same ISN: same connection
     pkts += [a2b(0.5, "FA", 1, 1), b2a(0.51, "FA", 1, 2), a2b(0.52, "A", 2, 2)]
     # same 5-tuple, new ISN: new connection (Wireshark: SYN with seq != base_seq)
-    pkts += [(t, p) for t, p in [
-        (1.0, S.Ether() / S.IP(src=A, dst=B) / S.TCP(sport=PA, dport=PB, flags="S", seq=777)),
-        (1.03, S.Ether() / S.IP(src=B, dst=A) / S.TCP(sport=PB, dport=PA, flags="SA", seq=888, ack=778)),
-    ]]
+    pkts += [
+        (t, p)
+        for t, p in [
+            (1.0, S.Ether() / S.IP(src=A, dst=B) / S.TCP(sport=PA, dport=PB, flags="S", seq=777)),
+            (1.03, S.Ether() / S.IP(src=B, dst=A) / S.TCP(sport=PB, dport=PA, flags="SA", seq=888, ack=778)),
+        ]
+    ]
     c = cap(tmp_path, pkts)
     assert c.flows.height == 2
     assert c.packets["flow_id"].to_list() == [0] * 7 + [1, 1]
@@ -149,13 +176,16 @@ def test_flow_ids_follow_first_packet_order(tmp_path):
     assert c.flows["sport"].to_list() == [1, PA, 2]
 
 
-@pytest.mark.parametrize("gaps,sender_is_a,want", [
-    ((0.100, 0.0001), True, "sender"),      # SYN→SYN/ACK = RTT, SYN/ACK→ACK tiny: capture beside A
-    ((0.0001, 0.100), True, "receiver"),    # the reverse: beside B
-    ((0.050, 0.050), True, "mid-path"),
-    ((0.100, 0.0001), False, "receiver"),   # beside A, but B sends the data
-    ((0.0001, 0.100), False, "sender"),
-])
+@pytest.mark.parametrize(
+    "gaps,sender_is_a,want",
+    [
+        ((0.100, 0.0001), True, "sender"),  # SYN→SYN/ACK = RTT, SYN/ACK→ACK tiny: capture beside A
+        ((0.0001, 0.100), True, "receiver"),  # the reverse: beside B
+        ((0.050, 0.050), True, "mid-path"),
+        ((0.100, 0.0001), False, "receiver"),  # beside A, but B sends the data
+        ((0.0001, 0.100), False, "sender"),
+    ],
+)
 def test_vantage_from_handshake_gaps(tmp_path, gaps, sender_is_a, want):
     g1, g2 = gaps
     pkts = handshake(0.0, g1, g1 + g2)
@@ -200,8 +230,13 @@ def test_rst_is_reported(tmp_path):
 
 def test_build_flows_is_idempotent_and_load_flows_equals_load():
     c = need_corpus()
-    for name in ("tcptrace__discard.solaris.pcap", "zeek__206_example_b.pcap", "tcptrace__urgent.pcap",
-                 "mlab-etl__ndt-4dh2l_1591894023_0000000000363A84.pcap", "zeek__irc-dcc-send.pcapng"):
+    for name in (
+        "tcptrace__discard.solaris.pcap",
+        "zeek__206_example_b.pcap",
+        "tcptrace__urgent.pcap",
+        "mlab-etl__ndt-4dh2l_1591894023_0000000000363A84.pcap",
+        "zeek__irc-dcc-send.pcapng",
+    ):
         cap_ = load(c / name)
         pk2, fl2 = build_flows(cap_.packets.sample(fraction=1.0, shuffle=True, seed=1))
         assert_frame_equal(pk2, cap_.packets)
@@ -232,11 +267,16 @@ def _sender_side_samples() -> list[tuple[str, list[dict]]]:
     from pathlib import Path
 
     idx = json.loads((Path(__file__).resolve().parent.parent / "samples" / "index.json").read_text())
-    return [(e["capture"], e["flows"]) for e in idx["samples"]
-            if e["capture_point"] == "sender" and {f["cc"] for f in e["flows"]} <= {"reno", "cubic", "bbr"}]
+    return [
+        (e["capture"], e["flows"])
+        for e in idx["samples"]
+        if e["capture_point"] == "sender" and {f["cc"] for f in e["flows"]} <= {"reno", "cubic", "bbr"}
+    ]
 
 
-@pytest.mark.parametrize("capture,truth", _sender_side_samples(), ids=[c.split("/")[1] for c, _ in _sender_side_samples()])
+@pytest.mark.parametrize(
+    "capture,truth", _sender_side_samples(), ids=[c.split("/")[1] for c, _ in _sender_side_samples()]
+)
 def test_retrans_plus_out_of_order_is_the_kernels_count_at_the_sender(capture, truth):
     """At a sender-side capture nothing is reordered before the tap, so every segment below the
     highest sequence is a retransmission: retrans + out_of_order equals the kernel's
@@ -283,11 +323,16 @@ def test_load_flows_equals_load_with_non_tcp_records_across_many_batches(tmp_pat
 
     monkeypatch.setattr(reader, "CHUNK", 600)  # read buffer CHUNK + 2 × MAX_CAPLEN: a few records per batch
     monkeypatch.setattr(reader, "MAX_CAPLEN", 100)
-    tcp = handshake() + [a2b(0.040 + 0.001 * i, "A", 1 + 100 * i, 1, data=b"x" * 100) for i in range(20)] \
+    tcp = (
+        handshake()
+        + [a2b(0.040 + 0.001 * i, "A", 1 + 100 * i, 1, data=b"x" * 100) for i in range(20)]
         + [b2a(0.080 + 0.001 * i, "A", 1, 1 + 100 * (i + 1)) for i in range(20)]
-    other = [(0.035 + 0.002 * i, S.Ether() / S.ARP(pdst=B)) for i in range(10)] \
-        + [(0.036 + 0.002 * i, S.Ether() / S.IP(src=A, dst=B) / S.UDP(sport=53, dport=53) / b"q") for i in range(10)] \
+    )
+    other = (
+        [(0.035 + 0.002 * i, S.Ether() / S.ARP(pdst=B)) for i in range(10)]
+        + [(0.036 + 0.002 * i, S.Ether() / S.IP(src=A, dst=B) / S.UDP(sport=53, dport=53) / b"q") for i in range(10)]
         + [(0.050, S.Ether(bytes(S.Ether() / S.IP(src=A, dst=B) / S.TCP())[:20]))]
+    )
     pkts = sorted(tcp + other, key=lambda x: x[0])
     p = tmp_path / "mixed.pcap"
     p.write_bytes(pcap_bytes([(T0 + round(t * 1e9), bytes(x)) for t, x in pkts], nsec=True))
@@ -295,7 +340,11 @@ def test_load_flows_equals_load_with_non_tcp_records_across_many_batches(tmp_pat
     full = load(p)
     fl, meta, warnings = load_flows(p)
     assert_frame_equal(fl, full.flows)
-    assert (meta.packets_tcp, meta.first_ns, meta.last_ns) == (full.meta.packets_tcp, full.meta.first_ns, full.meta.last_ns)
+    assert (meta.packets_tcp, meta.first_ns, meta.last_ns) == (
+        full.meta.packets_tcp,
+        full.meta.first_ns,
+        full.meta.last_ns,
+    )
     assert meta.packets_tcp == len(tcp) and meta.skipped == full.meta.skipped and len(meta.skipped) == 3
     assert [str(w) for w in warnings] == [str(w) for w in full.warnings]
 
@@ -309,10 +358,14 @@ def test_flows_command_prints_plain_columns_when_not_a_terminal(tmp_path):
 
     p = tmp_path / "t.pcap"
     long_a, long_b = "2600:1700:42d0:67b0:71e7:d89:1d89:950f", "2001:668:1f:1c::203"
-    pk = [(t, S.Ether() / S.IPv6(src=s, dst=d) / S.TCP(sport=sp, dport=dp, flags=f, seq=sq, ack=ak))
-          for t, s, d, sp, dp, f, sq, ak in ((0.0, long_a, long_b, 49319, 443, "S", 10, 0),
-                                              (0.01, long_b, long_a, 443, 49319, "SA", 70, 11),
-                                              (0.011, long_a, long_b, 49319, 443, "A", 11, 71))]
+    pk = [
+        (t, S.Ether() / S.IPv6(src=s, dst=d) / S.TCP(sport=sp, dport=dp, flags=f, seq=sq, ack=ak))
+        for t, s, d, sp, dp, f, sq, ak in (
+            (0.0, long_a, long_b, 49319, 443, "S", 10, 0),
+            (0.01, long_b, long_a, 443, 49319, "SA", 70, 11),
+            (0.011, long_a, long_b, 49319, 443, "A", 11, 71),
+        )
+    ]
     p.write_bytes(pcap_bytes([(T0 + round(t * 1e9), bytes(x)) for t, x in pk], nsec=True))
     res = CliRunner().invoke(app, ["flows", str(p)])
     assert res.exit_code == 0, res.output
@@ -357,10 +410,17 @@ def test_flow_rows_equal_load_flows_table_rows_without_polars_types_and_all():
     from hscc_trace.flows.scan import flow_rows
 
     c = need_corpus()
-    names = ["tcptrace__discard.solaris.pcap", "zeek__206_example_b.pcap", "tcptrace__urgent.pcap",
-             "mlab-etl__ndt-4dh2l_1591894023_0000000000363A84.pcap", "zeek__irc-dcc-send.pcapng",
-             "tcpdump__bigtcp-ipv6.pcap", "ODD__mlab-packet-headers__v6-cut-short.pcap",
-             "pcapplusplus__many_interfaces-1.pcapng", "tcptrace__ppp_encap.pcap"]
+    names = [
+        "tcptrace__discard.solaris.pcap",
+        "zeek__206_example_b.pcap",
+        "tcptrace__urgent.pcap",
+        "mlab-etl__ndt-4dh2l_1591894023_0000000000363A84.pcap",
+        "zeek__irc-dcc-send.pcapng",
+        "tcpdump__bigtcp-ipv6.pcap",
+        "ODD__mlab-packet-headers__v6-cut-short.pcap",
+        "pcapplusplus__many_interfaces-1.pcapng",
+        "tcptrace__ppp_encap.pcap",
+    ]
     nulls = 0
     for name in names:
         fl, meta, warnings = load_flows(c / name)
@@ -369,8 +429,12 @@ def test_flow_rows_equal_load_flows_table_rows_without_polars_types_and_all():
         assert _rows_json(res.rows) == _rows_json(want), name
         assert [list(r) for r in res.rows] == [[col.name for col in schema.FLOWS]] * len(want)
         assert [[type(v) for v in r.values()] for r in res.rows] == [[type(v) for v in r.values()] for r in want]
-        assert (res.format, res.link_types, res.packets_total, res.packets_tcp) == \
-            (meta.format, meta.link_types, meta.packets_total, meta.packets_tcp), name
+        assert (res.format, res.link_types, res.packets_total, res.packets_tcp) == (
+            meta.format,
+            meta.link_types,
+            meta.packets_total,
+            meta.packets_tcp,
+        ), name
         assert [str(w) for w in res.warnings] == [str(w) for w in warnings], name
         nulls += sum(v is None for r in res.rows for v in r.values())
     assert nulls > 0  # the None paths (no MSS, no RTT sample) were exercised
@@ -378,8 +442,8 @@ def test_flow_rows_equal_load_flows_table_rows_without_polars_types_and_all():
 
 def test_flow_rows_errors_like_load_flows():
     """A capture without TCP and a filter that matches nothing: the same one-line InputError."""
-    from hscc_trace.flows.scan import flow_rows
     from hscc_trace.errors import InputError
+    from hscc_trace.flows.scan import flow_rows
 
     c = need_corpus()
     for name, bpf in (("suricata-verify__filecontainer-smb.pcap", "udp"), ("ODD__ndpi__fuzz-2021-10-13.pcap", None)):
@@ -390,24 +454,27 @@ def test_flow_rows_errors_like_load_flows():
         assert str(e1.value) == str(e2.value)
 
 
-@pytest.mark.parametrize("argv,want", [
-    (["flows", "x.pcap"], ("x.pcap", None, False)),
-    (["flows", "--json", "x.pcap"], ("x.pcap", None, True)),
-    (["flows", "x.pcap", "--filter", "tcp port 80", "--json"], ("x.pcap", "tcp port 80", True)),
-    (["flows", "--filter=tcp", "x.pcap"], ("x.pcap", "tcp", False)),
-    (["flows"], None),  # missing FILE: Typer's usage error
-    (["flows", "--help"], None),
-    (["flows", "x.pcap", "--json", "--json"], None),  # repeated option
-    (["flows", "x.pcap", "y.pcap"], None),  # extra argument
-    (["flows", "--filter", "x.pcap"], None),  # --filter without FILE after it
-    (["flows", "x.pcap", "--filter", "-x"], None),  # value looks like an option
-    (["flows", "x.pcap", "--filter="], None),  # empty filter
-    (["flows", "--", "x.pcap"], None),
-    (["flows", "-", "x.pcap"], None),
-    (["flows", "x.pcap", "--jso"], None),  # unknown option
-    (["events", "x.pcap"], None),
-    ([], None),
-])
+@pytest.mark.parametrize(
+    "argv,want",
+    [
+        (["flows", "x.pcap"], ("x.pcap", None, False)),
+        (["flows", "--json", "x.pcap"], ("x.pcap", None, True)),
+        (["flows", "x.pcap", "--filter", "tcp port 80", "--json"], ("x.pcap", "tcp port 80", True)),
+        (["flows", "--filter=tcp", "x.pcap"], ("x.pcap", "tcp", False)),
+        (["flows"], None),  # missing FILE: Typer's usage error
+        (["flows", "--help"], None),
+        (["flows", "x.pcap", "--json", "--json"], None),  # repeated option
+        (["flows", "x.pcap", "y.pcap"], None),  # extra argument
+        (["flows", "--filter", "x.pcap"], None),  # --filter without FILE after it
+        (["flows", "x.pcap", "--filter", "-x"], None),  # value looks like an option
+        (["flows", "x.pcap", "--filter="], None),  # empty filter
+        (["flows", "--", "x.pcap"], None),
+        (["flows", "-", "x.pcap"], None),
+        (["flows", "x.pcap", "--jso"], None),  # unknown option
+        (["events", "x.pcap"], None),
+        ([], None),
+    ],
+)
 def test_flows_fast_path_takes_only_plain_command_lines(argv, want):
     from hscc_trace.cli import _flows_fast_args
 
@@ -425,9 +492,11 @@ def test_flows_cli_fast_path_prints_what_the_typer_command_prints(tmp_path):
     from hscc_trace.cli import app
 
     c = need_corpus()
-    cases = [["flows", str(c / "tcptrace__discard.solaris.pcap")],
-             ["flows", "--json", str(c / "zeek__206_example_b.pcap"), "--filter", "tcp"],
-             ["flows", str(c / "ODD__mlab-packet-headers__v6-cut-short.pcap"), "--json"]]
+    cases = [
+        ["flows", str(c / "tcptrace__discard.solaris.pcap")],
+        ["flows", "--json", str(c / "zeek__206_example_b.pcap"), "--filter", "tcp"],
+        ["flows", str(c / "ODD__mlab-packet-headers__v6-cut-short.pcap"), "--json"],
+    ]
     for args in cases:
         fast = subprocess.run([sys.executable, "-m", "hscc_trace", *args], capture_output=True, text=True, timeout=120)
         typer_ = CliRunner().invoke(app, args)

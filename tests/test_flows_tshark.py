@@ -27,12 +27,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from hscc_trace.flows import load
-from hscc_trace.errors import InputError
-from hscc_trace.flows.tracker import KIND_OOO, KIND_RETRANS, segment_kinds
-
 from test_capture_support import need_corpus
+
+from hscc_trace.errors import InputError
+from hscc_trace.flows import load
+from hscc_trace.flows.tracker import KIND_OOO, KIND_RETRANS, segment_kinds
 
 GOLDEN = Path(__file__).parent / "golden" / "tshark_conv"
 FILES = sorted(GOLDEN.glob("*.json"))

@@ -36,10 +36,23 @@ def test_fuzz_for_a_bounded_time(tmp_path):
         pytest.skip("atheris is not installed")
     seconds = int(os.environ.get("HSCC_TRACE_FUZZ_SECONDS", "60"))
     env = {k: v for k, v in os.environ.items() if k != "HSCC_TRACE_DEBUG"}
-    r = subprocess.run([sys.executable, str(HARNESS), str(tmp_path / "corpus"), f"-max_total_time={seconds}",
-                        "-timeout=60", "-rss_limit_mb=3072", f"-artifact_prefix={tmp_path}/",
-                        "-print_final_stats=1"],
-                       capture_output=True, text=True, env=env, timeout=seconds + 600, cwd=tmp_path)
+    r = subprocess.run(
+        [
+            sys.executable,
+            str(HARNESS),
+            str(tmp_path / "corpus"),
+            f"-max_total_time={seconds}",
+            "-timeout=60",
+            "-rss_limit_mb=3072",
+            f"-artifact_prefix={tmp_path}/",
+            "-print_final_stats=1",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=seconds + 600,
+        cwd=tmp_path,
+    )
     crashes = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-")))
     tail = "\n".join(r.stderr.splitlines()[-40:])
     assert r.returncode == 0 and not crashes, f"fuzzer found {crashes} (exit {r.returncode}):\n{tail}"

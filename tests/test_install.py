@@ -29,8 +29,13 @@ def _make_venv(path: Path) -> Path:
 
 
 def _pip(py: Path, *args: str) -> None:
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", *args],
-                   check=True, cwd=REPO, capture_output=True, text=True)
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", *args],
+        check=True,
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -42,8 +47,9 @@ def has_setuptools() -> None:
 def test_install_imports_under_namespace(tmp_path: Path, editable: bool) -> None:
     py = _make_venv(tmp_path / "venv")
     # The build backend must be importable inside the fresh venv (no network needed).
-    subprocess.run([str(py), "-m", "pip", "install", "-q", "setuptools>=64", "wheel"], check=True,
-                   capture_output=True, text=True)
+    subprocess.run(
+        [str(py), "-m", "pip", "install", "-q", "setuptools>=64", "wheel"], check=True, capture_output=True, text=True
+    )
     _pip(py, *(["-e", "."] if editable else ["."]))
     out = subprocess.run([str(py), "-c", PROBE], check=True, cwd=tmp_path, capture_output=True, text=True)
     replay_file = Path(out.stdout.strip())

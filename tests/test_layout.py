@@ -2,7 +2,7 @@
 
 Layers, lowest first — a module may import its own layer and the layers below, never above:
 
-    base      hscc_trace (the package), errors, schema, model, addr, config, perf/
+    base      hscc_trace (the package), errors, schema, model, addr, config, atomic, names, perf/
     reading   capture/      file formats, BPF, decoders
     flows     flows/        connections, per-flow packet arena, ingestion (load)
     events    events/       segments, ACKs, episodes, rounds, SACK blocks
@@ -24,12 +24,27 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 #: installed package name → folder in the repository (setup.py's mapping)
-ROOTS = {"hscc_trace": REPO / "hscc_trace", "hscc_trace.replay": REPO / "replay",
-         "hscc_trace.reports": REPO / "reports"}
+ROOTS = {
+    "hscc_trace": REPO / "hscc_trace",
+    "hscc_trace.replay": REPO / "replay",
+    "hscc_trace.reports": REPO / "reports",
+}
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("hscc_trace", "hscc_trace.errors", "hscc_trace.schema", "hscc_trace.model", "hscc_trace.addr",
-              "hscc_trace.config", "hscc_trace.names", "hscc_trace.atomic", "hscc_trace.perf*",
-              "hscc_trace._aot_kernels")),
+    (
+        "base",
+        (
+            "hscc_trace",
+            "hscc_trace.errors",
+            "hscc_trace.schema",
+            "hscc_trace.model",
+            "hscc_trace.addr",
+            "hscc_trace.config",
+            "hscc_trace.atomic",
+            "hscc_trace.names",
+            "hscc_trace.perf*",
+            "hscc_trace._aot_kernels",
+        ),
+    ),
     ("reading", ("hscc_trace.capture*",)),
     ("flows", ("hscc_trace.flows*",)),
     ("events", ("hscc_trace.events*",)),
@@ -69,8 +84,11 @@ def imports(name: str, path: Path, known: dict[str, Path]) -> set[str]:
         if isinstance(node, ast.Import):
             targets = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            mod = ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else [])) \
-                if node.level else (node.module or "")
+            mod = (
+                ".".join(base[: len(base) - node.level + 1] + ([node.module] if node.module else []))
+                if node.level
+                else (node.module or "")
+            )
             targets = [f"{mod}.{a.name}" if f"{mod}.{a.name}" in known else mod for a in node.names]
         for t in targets:
             if t.startswith("hscc_trace") and t != name:
@@ -89,8 +107,12 @@ def test_every_module_is_in_a_layer() -> None:
 
 
 def test_no_import_goes_up_the_data_path() -> None:
-    upward = [f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})"
-              for a, deps in graph().items() for b in deps if layer_of(b) > layer_of(a)]
+    upward = [
+        f"{a} ({LAYERS[layer_of(a)][0]}) imports {b} ({LAYERS[layer_of(b)][0]})"
+        for a, deps in graph().items()
+        for b in deps
+        if layer_of(b) > layer_of(a)
+    ]
     assert not upward, "\n".join(upward)
 
 
@@ -105,7 +127,7 @@ def test_no_import_cycle() -> None:
             if m not in g:
                 continue
             if state.get(m) == 1:
-                cycles.append(" -> ".join(path[path.index(m):] + [m]) if m in path else f"{n} -> {m}")
+                cycles.append(" -> ".join(path[path.index(m) :] + [m]) if m in path else f"{n} -> {m}")
             elif m not in state:
                 visit(m, path + [m])
         state[n] = 2
@@ -125,8 +147,17 @@ def test_the_map_in_design_md_lists_these_layers() -> None:
 def test_an_algorithm_module_holds_no_engine_plumbing() -> None:
     """replay/algorithms/ imports only the algorithm interface (interface, tp, helpers, _jit) and
     other algorithms, never the engine, the registry or anything outside replay/."""
-    allowed = {"hscc_trace.replay.interface", "hscc_trace.replay.tp", "hscc_trace.replay.helpers",
-               "hscc_trace.replay._jit"}
-    bad = [f"{a} imports {b}" for a, deps in graph().items() if a.startswith("hscc_trace.replay.algorithms.")
-           for b in deps if b not in allowed and not b.startswith("hscc_trace.replay.algorithms")]
+    allowed = {
+        "hscc_trace.replay.interface",
+        "hscc_trace.replay.tp",
+        "hscc_trace.replay.helpers",
+        "hscc_trace.replay._jit",
+    }
+    bad = [
+        f"{a} imports {b}"
+        for a, deps in graph().items()
+        if a.startswith("hscc_trace.replay.algorithms.")
+        for b in deps
+        if b not in allowed and not b.startswith("hscc_trace.replay.algorithms")
+    ]
     assert not bad, "\n".join(bad)

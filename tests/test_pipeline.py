@@ -10,13 +10,19 @@ from pathlib import Path
 import pytest
 
 from hscc_trace import api
-from hscc_trace.analysis import pipeline
-from hscc_trace.analysis import results
+from hscc_trace.analysis import pipeline, results
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-CAPTURES = [str(p) for p in (SAMPLES / "reno-loss" / "capture.pcap", SAMPLES / "cubic-loss" / "capture.pcap",
-                             SAMPLES / "app-limited" / "capture.pcap", SAMPLES / "reno-vs-cubic" / "capture.pcap")
-            if p.exists()]
+CAPTURES = [
+    str(p)
+    for p in (
+        SAMPLES / "reno-loss" / "capture.pcap",
+        SAMPLES / "cubic-loss" / "capture.pcap",
+        SAMPLES / "app-limited" / "capture.pcap",
+        SAMPLES / "reno-vs-cubic" / "capture.pcap",
+    )
+    if p.exists()
+]
 ALGOS = ["reno", "cubic"]
 pytestmark = pytest.mark.skipif(len(CAPTURES) < 2, reason="samples missing")
 
@@ -60,8 +66,9 @@ def test_three_lanes_give_the_results_of_one_lane(serial: dict) -> None:
     assert _doc(3) == serial
 
 
-def test_captures_are_read_largest_first_and_results_keep_input_order(serial: dict,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+def test_captures_are_read_largest_first_and_results_keep_input_order(
+    serial: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
     read: list[str] = []
     real = pipeline._prepare_task
 

@@ -100,11 +100,24 @@ def test_m4_compiled_pass_matches_the_numpy_twin() -> None:
 
 def test_bars_become_filled_rectangles_with_a_minimum_height() -> None:
     from hscc_trace.reports.figures import to_rects
+
     # two bars: t=1 from 10 to 20 (tall enough), t=3 from 50 to 50.5 (grown to min_h 2 about its
     # middle 50.25: 49.25..51.25); width 0.4 → x from t-0.2 to t+0.2; four corners and a break each
     xs, ys, _ = dec.bars(np.array([1.0, 3.0]), np.array([10.0, 50.0]), np.array([20.0, 50.5]), buckets=10)
-    tr = to_rects({"type": "scatter", "x": xs, "y": ys, "name": "retransmission", "mode": "lines",
-                   "line": {"color": "#d62728", "width": 1.4}, "connectgaps": False, "hoverinfo": "skip"}, 0.4, 2.0)
+    tr = to_rects(
+        {
+            "type": "scatter",
+            "x": xs,
+            "y": ys,
+            "name": "retransmission",
+            "mode": "lines",
+            "line": {"color": "#d62728", "width": 1.4},
+            "connectgaps": False,
+            "hoverinfo": "skip",
+        },
+        0.4,
+        2.0,
+    )
     assert tr["mode"] == "none" and tr["fill"] == "toself" and tr["fillcolor"] == "#d62728" and tr["meta"] == "data"
     assert "line" not in tr and tr["name"] == "retransmission"
     x, y = np.asarray(tr["x"]), np.asarray(tr["y"])
@@ -122,8 +135,11 @@ def test_bars_samples_and_shading_are_one_filled_path_per_series() -> None:
         for n in names:
             assert by[n].fill == "toself" and by[n].mode == "none" and by[n].meta == "data", (key, n)
         # (the ACKs carrying new SACK info stay markers: drawn only when the SACK blocks are unknown)
-        assert not [tr.name for tr in figs[key].data if tr.mode and "markers" in tr.mode
-                    and tr.name != "ACK carrying new SACK info"]
+        assert not [
+            tr.name
+            for tr in figs[key].data
+            if tr.mode and "markers" in tr.mode and tr.name != "ACK carrying new SACK info"
+        ]
     bands = [tr for f in figs.values() for tr in f.data if tr.fill == "toself" and tr.meta != "data"]
     assert bands and all(tr.mode == "none" for tr in bands)
     ts = [tr.name for tr in figs["timeseq"].data]
@@ -162,8 +178,11 @@ def test_drop_flat_and_runs() -> None:
 
 def _payloads(page: str) -> list[list[dict]]:
     """The embedded figures, one list per flow section (each figure is its own payload)."""
-    blobs = re.findall(r'<script type="application/octet-stream" data-flow-payload data-section="([^"]+)" '
-                       r'data-div="([^"]+)" id="payload-\2">([^<]*)</script>', page)
+    blobs = re.findall(
+        r'<script type="application/octet-stream" data-flow-payload data-section="([^"]+)" '
+        r'data-div="([^"]+)" id="payload-\2">([^<]*)</script>',
+        page,
+    )
     out: dict[str, list[dict]] = {}
     for section, div, b in blobs:
         figs = json.loads(gzip.decompress(base64.b64decode(b)))
@@ -231,7 +250,11 @@ def test_offline_and_plotly_inlined_once(evil_report) -> None:
     assert not re.search(r"\b(src|href)\s*=\s*\"(?!#)", vis)  # only in-page links
     assert "<link" not in vis and "@import" not in vis and "url(" not in vis
     csp = htmlmod.unescape(re.search(r'http-equiv="Content-Security-Policy" content="([^"]+)"', page).group(1))
-    assert "default-src 'none'" in csp and "connect-src 'none'" in csp and "unsafe-inline' " not in csp.split("style-src")[0]
+    assert (
+        "default-src 'none'" in csp
+        and "connect-src 'none'" in csp
+        and "unsafe-inline' " not in csp.split("style-src")[0]
+    )
     # the two scripts that may run are allowed by hash: the loader and the (compressed) plotly.js
     loader = re.search(r"<script>(.*?)</script>", page, flags=re.S).group(1)
     plotly_js = gzip.decompress(base64.b64decode(re.search(r'id="plotlyjs">([^<]*)<', page).group(1))).decode()
@@ -294,7 +317,9 @@ def test_every_figure_is_embedded_with_consistent_traces(evil_analysis, evil_rep
         # congestion episodes are shaded on every row of every panel
         for b in f["blocks"]:
             for ya in b["yaxes"]:
-                assert any(tr["yaxis"] == ya and str(tr.get("legendgroup", "")).startswith("ep-") for tr in f["data"]), (b["key"], ya)
+                assert any(
+                    tr["yaxis"] == ya and str(tr.get("legendgroup", "")).startswith("ep-") for tr in f["data"]
+                ), (b["key"], ya)
     names = [tr["name"] for tr in main["window"]]
     for algo in evil_analysis.captures[0].results[0].replays:
         assert any(n.startswith(htmlmod.escape(algo) + " cwnd") for n in names), algo
@@ -308,8 +333,14 @@ def test_signal_panels_render_thresholds_phases_and_stacks(evil_report) -> None:
     titles = {b["key"]: b["title"] for b in _payloads(page)[0][1]["blocks"]}
     assert titles["algo:fusion"] == "fusion: the algorithm's own signals — shaded: phase"
     fusion = [tr["name"] for tr in sig["fusion"]]
-    assert {"diff", "alpha (threshold)", "alpha3 (threshold)", "phase = increase", "phase = steady",
-            "phase = decrease"} <= set(fusion)
+    assert {
+        "diff",
+        "alpha (threshold)",
+        "alpha3 (threshold)",
+        "phase = increase",
+        "phase = steady",
+        "phase = decrease",
+    } <= set(fusion)
     ctcp = sig["ctcp"]
     stacked = [tr["name"] for tr in ctcp if tr.get("stackgroup") == "win"]
     assert stacked == ["lwnd (loss-based part)", "dwnd (delay-based part, stacked on it)"]
@@ -323,18 +354,23 @@ def test_signal_panels_render_thresholds_phases_and_stacks(evil_report) -> None:
     # a_w and b_w have rows of their own below HighSpeed's window row
     hs = next(b for b in _payloads(page)[0][1]["blocks"] if b["key"] == "algo:highspeed")
     rows = {tr["name"]: tr["yaxis"] for tr in sig["highspeed"]}
-    assert rows["highspeed cwnd"] == hs["yaxes"][0] and rows["a_w"] in hs["yaxes"][1:] and rows["b_w"] in hs["yaxes"][1:]
+    assert (
+        rows["highspeed cwnd"] == hs["yaxes"][0] and rows["a_w"] in hs["yaxes"][1:] and rows["b_w"] in hs["yaxes"][1:]
+    )
 
 
 def test_a_new_algorithm_renders_from_its_signal_columns(tmp_path: Path) -> None:
     fr = make_flow(n_acks=3000)
     base = fr.replays["reno"]
     n = base.height
-    fr.replays = {"brand-new": base.with_columns(
-        pl.Series("lookahead_wnd", np.linspace(1, 50, n)),
-        pl.Series("zeta_gain", np.linspace(0, 1, n)),
-        pl.Series("probing", np.arange(n) % 500 < 100),
-        pl.Series("stage", np.where(np.arange(n) < n // 2, "warm", "hot"), dtype=pl.String))}
+    fr.replays = {
+        "brand-new": base.with_columns(
+            pl.Series("lookahead_wnd", np.linspace(1, 50, n)),
+            pl.Series("zeta_gain", np.linspace(0, 1, n)),
+            pl.Series("probing", np.arange(n) % 500 < 100),
+            pl.Series("stage", np.where(np.arange(n) < n // 2, "warm", "hot"), dtype=pl.String),
+        )
+    }
     figs = flow_figures(fr)
     assert set(figs) == {"window", "rtt", "goodput", "timeseq", "algo:brand-new"}
     names = [tr.name for tr in figs["algo:brand-new"].data]
@@ -398,10 +434,18 @@ def test_unwritable_path_is_an_input_error(tmp_path: Path) -> None:
 def test_figure_json_writes_arrays_as_rounded_text() -> None:
     from hscc_trace.reports.html import figure_json
 
-    fig = {"data": [{"type": "scatter", "name": "\u00000\u0000", "x": np.array([0.1234567, np.nan, 2.0]),
-                     "y": np.array([1.0, np.inf, 1234567.0])},
-                    {"type": "scatter", "name": "b", "x": np.array([1.0, 2.0]), "y": np.array([0.000123456, 0.5])}],
-           "layout": {"title": {"text": "t"}}}
+    fig = {
+        "data": [
+            {
+                "type": "scatter",
+                "name": "\u00000\u0000",
+                "x": np.array([0.1234567, np.nan, 2.0]),
+                "y": np.array([1.0, np.inf, 1234567.0]),
+            },
+            {"type": "scatter", "name": "b", "x": np.array([1.0, 2.0]), "y": np.array([0.000123456, 0.5])},
+        ],
+        "layout": {"title": {"text": "t"}},
+    }
     out = json.loads(figure_json(fig))
     a, b = out["data"]
     assert a["name"] == "\u00000\u0000"  # a name that looks like an array placeholder stays text
@@ -416,8 +460,12 @@ def test_stack_puts_rows_on_one_time_axis_with_a_legend_per_panel() -> None:
     from hscc_trace.reports import figures as F
 
     tr = lambda name: F.scatter(np.array([0.0, 1.0]), np.array([1.0, 2.0]), name)  # noqa: E731
-    fig = F.stack([F.Block("a", "A", [F.Row([tr("a1")], 200, ytitle="pk"), F.Row([tr("a2")], 100, title="row 2")]),
-                   F.Block("b", "B &lt;", [F.Row([tr(f"b{i}") for i in range(30)], 100)])])
+    fig = F.stack(
+        [
+            F.Block("a", "A", [F.Row([tr("a1")], 200, ytitle="pk"), F.Row([tr("a2")], 100, title="row 2")]),
+            F.Block("b", "B &lt;", [F.Row([tr(f"b{i}") for i in range(30)], 100)]),
+        ]
+    )
     lay = fig["layout"]
     assert [t["yaxis"] for t in fig["data"][:2]] == ["y", "y2"] and {t["yaxis"] for t in fig["data"][2:]} == {"y3"}
     assert [t["legend"] for t in fig["data"][:3]] == ["legend", "legend", "legend2"]
@@ -432,8 +480,10 @@ def test_stack_puts_rows_on_one_time_axis_with_a_legend_per_panel() -> None:
     assert (d3[1] - d3[0]) * plot_px == pytest.approx(30 * F.LEGEND_ENTRY_PX + 8, abs=0.01)
     assert lay["legend2"]["y"] == pytest.approx(d3[1]) and lay["legend"]["y"] == pytest.approx(d1[1])
     assert [a["text"] for a in lay["annotations"]] == ["A", "row 2", "B &lt;"]
-    assert fig["blocks"] == [{"key": "a", "title": "A", "legend": "legend", "yaxes": ["y", "y2"]},
-                             {"key": "b", "title": "B &lt;", "legend": "legend2", "yaxes": ["y3"]}]
+    assert fig["blocks"] == [
+        {"key": "a", "title": "A", "legend": "legend", "yaxes": ["y", "y2"]},
+        {"key": "b", "title": "B &lt;", "legend": "legend2", "yaxes": ["y3"]},
+    ]
 
 
 # --- SACK blocks in the event streams' sequence space ---------------------------------------------
@@ -451,8 +501,15 @@ def test_sack_blocks_relative_to_the_ack_and_across_wraparound() -> None:
     # ACK frame 6 (third, relative ack 4345) carries a D-SACK block below its ack:
     #   raw ack 100, block [raw (100 − 500) mod 2³² = 4294966896, raw 100 − 52 = 48] (it straddles the wrap)
     #   → 4345 − 500 = 3845 … 4345 − 52 = 4293
-    rows = {"frame": [4, 6, 7], "flow_id": [0, 0, 0], "dir": [1, 1, 0], "ack": [4294967000, 100, 0],
-            "sack_n": [1, 1, 1], "sack_l0": [1152, 4294966896, 5], "sack_r0": [2600, 48, 9]}
+    rows = {
+        "frame": [4, 6, 7],
+        "flow_id": [0, 0, 0],
+        "dir": [1, 1, 0],
+        "ack": [4294967000, 100, 0],
+        "sack_n": [1, 1, 1],
+        "sack_l0": [1152, 4294966896, 5],
+        "sack_r0": [2600, 48, 9],
+    }
     for i in range(4):
         for e in ("l", "r"):
             rows.setdefault(f"sack_{e}{i}", [None, None, None])
@@ -469,7 +526,9 @@ def test_sack_blocks_relative_to_the_ack_and_across_wraparound() -> None:
 def test_flow_without_cwnd_limited_rounds_has_no_best_fit(tmp_path: Path) -> None:
     a = make_analysis(n_flows=1, n_acks=2000)
     fr = a.captures[0].results[0]
-    fr.fit = fr.fit.with_columns(pl.lit(None, dtype=pl.Float64).alias("mare"), pl.lit(0, dtype=pl.UInt32).alias("rounds"))
+    fr.fit = fr.fit.with_columns(
+        pl.lit(None, dtype=pl.Float64).alias("mare"), pl.lit(0, dtype=pl.UInt32).alias("rounds")
+    )
     write_report(a, tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     vis = _visible_html(page)
@@ -481,10 +540,16 @@ def test_flow_without_cwnd_limited_rounds_has_no_best_fit(tmp_path: Path) -> Non
 def test_coverage_levels_grade_each_column_by_covered_share() -> None:
     # 10 columns of 1 s over [0, 10]: [0.5, 1] covers half of column 0, [2, 4] all of columns 2 and 3,
     # [9.9, 10] a tenth of column 9. Four grades (share rounded up to quarters): 0.5, 1, 1, 0.25.
-    g = {lvl: (s.tolist(), e.tolist()) for lvl, s, e in
-         dec.coverage_levels(np.array([0.5, 2.0, 9.9]), np.array([1.0, 4.0, 10.0]), 0.0, 10.0, 10)}
+    g = {
+        lvl: (s.tolist(), e.tolist())
+        for lvl, s, e in dec.coverage_levels(np.array([0.5, 2.0, 9.9]), np.array([1.0, 4.0, 10.0]), 0.0, 10.0, 10)
+    }
     assert g == {0.25: ([9.0], [10.0]), 0.5: ([0.0], [1.0]), 1.0: ([2.0], [4.0])}
     # two grades: up to half → 0.5, more → 1
-    g2 = {lvl: s.tolist() for lvl, s, _ in
-          dec.coverage_levels(np.array([0.5, 2.0, 9.9]), np.array([1.0, 4.0, 10.0]), 0.0, 10.0, 10, levels=2)}
+    g2 = {
+        lvl: s.tolist()
+        for lvl, s, _ in dec.coverage_levels(
+            np.array([0.5, 2.0, 9.9]), np.array([1.0, 4.0, 10.0]), 0.0, 10.0, 10, levels=2
+        )
+    }
     assert g2 == {0.5: [0.0, 9.0], 1.0: [2.0]}

@@ -30,12 +30,35 @@ from hscc_trace.reports import write_report
 from hscc_trace.reports.synthetic import make_analysis
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
-CHROMIUM = next((p for p in (os.environ.get("HSCC_CHROMIUM"), shutil.which("chromium"), "/usr/bin/chromium",
-                             shutil.which("chromium-browser"), shutil.which("google-chrome")) if p and Path(p).exists()), None)
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--disable-extensions", "--disable-default-apps", "--mute-audio", "--hide-scrollbars",
-         "--remote-debugging-pipe"]
+CHROMIUM = next(
+    (
+        p
+        for p in (
+            os.environ.get("HSCC_CHROMIUM"),
+            shutil.which("chromium"),
+            "/usr/bin/chromium",
+            shutil.which("chromium-browser"),
+            shutil.which("google-chrome"),
+        )
+        if p and Path(p).exists()
+    ),
+    None,
+)
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-extensions",
+    "--disable-default-apps",
+    "--mute-audio",
+    "--hide-scrollbars",
+    "--remote-debugging-pipe",
+]
 
 
 class Browser:
@@ -54,9 +77,13 @@ class Browser:
             os.dup2(a, 3)
             os.dup2(b, 4)
 
-        self.proc = subprocess.Popen([exe, *FLAGS, f"--user-data-dir={self.profile}", f"--window-size={width},{height}",
-                                      "about:blank"], preexec_fn=child_fds, close_fds=False,
-                                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            [exe, *FLAGS, f"--user-data-dir={self.profile}", f"--window-size={width},{height}", "about:blank"],
+            preexec_fn=child_fds,
+            close_fds=False,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         os.close(to_child_r)
         os.close(from_child_w)
         self._id = 0
@@ -92,8 +119,9 @@ class Browser:
                             threading.Thread(target=h, args=(msg.get("params", {}),), daemon=True).start()
                     self._cond.notify_all()
 
-    def send(self, method: str, params: dict[str, Any] | None = None, *, session: bool = True,
-             timeout: float = 60.0) -> dict[str, Any]:
+    def send(
+        self, method: str, params: dict[str, Any] | None = None, *, session: bool = True, timeout: float = 60.0
+    ) -> dict[str, Any]:
         with self._lock:
             self._id += 1
             mid = self._id
@@ -116,12 +144,14 @@ class Browser:
     def attach_page(self) -> None:
         targets = self.send("Target.getTargets", session=False)["targetInfos"]
         page = next(t for t in targets if t["type"] == "page")
-        self.session = self.send("Target.attachToTarget", {"targetId": page["targetId"], "flatten": True},
-                                 session=False)["sessionId"]
+        self.session = self.send(
+            "Target.attachToTarget", {"targetId": page["targetId"], "flatten": True}, session=False
+        )["sessionId"]
 
     def evaluate(self, expr: str, timeout: float = 60.0) -> Any:
-        r = self.send("Runtime.evaluate", {"expression": expr, "returnByValue": True, "awaitPromise": True},
-                      timeout=timeout)
+        r = self.send(
+            "Runtime.evaluate", {"expression": expr, "returnByValue": True, "awaitPromise": True}, timeout=timeout
+        )
         if "exceptionDetails" in r:
             raise RuntimeError(f"evaluate failed: {r['exceptionDetails']}")
         return r["result"].get("value")
@@ -141,14 +171,18 @@ class Browser:
         params: dict[str, Any] = {"format": "png"}
         if full:
             h = min(int(self.evaluate("document.documentElement.scrollHeight")), 16000)
-            self.send("Emulation.setDeviceMetricsOverride", {"width": self.width, "height": h, "deviceScaleFactor": 1,
-                                                             "mobile": False})
+            self.send(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": self.width, "height": h, "deviceScaleFactor": 1, "mobile": False},
+            )
             time.sleep(0.3)
         data = self.send("Page.captureScreenshot", params)["data"]
         path.write_bytes(base64.b64decode(data))
         if full:
-            self.send("Emulation.setDeviceMetricsOverride", {"width": self.width, "height": self.height,
-                                                             "deviceScaleFactor": 1, "mobile": False})
+            self.send(
+                "Emulation.setDeviceMetricsOverride",
+                {"width": self.width, "height": self.height, "deviceScaleFactor": 1, "mobile": False},
+            )
 
     def screenshot_elements(self, selector: str, prefix: Path, limit: int = 40) -> int:
         """One PNG per matching element (clipped from the full page), for looking at figures."""
@@ -160,8 +194,14 @@ class Browser:
         for i, (x, y, w, h) in enumerate(rects):
             if w < 1 or h < 1:
                 continue
-            data = self.send("Page.captureScreenshot", {"format": "png", "captureBeyondViewport": True,
-                                                         "clip": {"x": x, "y": y, "width": w, "height": h, "scale": 1}})["data"]
+            data = self.send(
+                "Page.captureScreenshot",
+                {
+                    "format": "png",
+                    "captureBeyondViewport": True,
+                    "clip": {"x": x, "y": y, "width": w, "height": h, "scale": 1},
+                },
+            )["data"]
             Path(f"{prefix}-{i:02d}.png").write_bytes(base64.b64decode(data))
         return len(rects)
 
@@ -183,8 +223,9 @@ class Browser:
         shutil.rmtree(self.profile, ignore_errors=True)
 
 
-def open_report(report: Path, *, shots: str | None = None, parts: bool = False, timeout: float = 60.0,
-                exe: str | None = None) -> dict[str, Any]:
+def open_report(
+    report: Path, *, shots: str | None = None, parts: bool = False, timeout: float = 60.0, exe: str | None = None
+) -> dict[str, Any]:
     """Load ``report`` in headless chromium and return what happened (see the module docstring)."""
     exe = exe or CHROMIUM
     assert exe, "no chromium"
@@ -212,18 +253,25 @@ def open_report(report: Path, *, shots: str | None = None, parts: bool = False, 
             return {m["name"]: m["value"] for m in b.send("Performance.getMetrics")["metrics"]}.get("ThreadTime", 0.0)
 
         b.send("Fetch.enable", {"patterns": [{"urlPattern": "*"}]})
-        b.send("Emulation.setDeviceMetricsOverride", {"width": b.width, "height": b.height, "deviceScaleFactor": 1,
-                                                      "mobile": False})
+        b.send(
+            "Emulation.setDeviceMetricsOverride",
+            {"width": b.width, "height": b.height, "deviceScaleFactor": 1, "mobile": False},
+        )
         cpu0 = main_thread_s()
         t_nav = time.monotonic()
         b.send("Page.navigate", {"url": page_url})
-        status = b.wait_for("window.hsccStatus && (window.hsccStatus.done || window.hsccStatus.error) "
-                            "&& window.hsccStatus", timeout)
+        status = b.wait_for(
+            "window.hsccStatus && (window.hsccStatus.done || window.hsccStatus.error) && window.hsccStatus", timeout
+        )
         wall = time.monotonic() - t_nav
         thread_s = main_thread_s() - cpu0
         # Large reports draw signal panels as they are scrolled to; draw every remaining one now.
         b.evaluate("window.hsccRenderAll ? window.hsccRenderAll() : 0", timeout=timeout)
-        status = {**b.evaluate("window.hsccStatus"), "scheduled_ms": status["ms"], "onDemand": status.get("onDemand", 0)}
+        status = {
+            **b.evaluate("window.hsccStatus"),
+            "scheduled_ms": status["ms"],
+            "onDemand": status.get("onDemand", 0),
+        }
         figs = b.evaluate("""(() => { const d = Array.from(document.querySelectorAll('div.fig'));
             return {divs: d.length,
                     plots: d.filter(x => x.classList.contains('js-plotly-plot')).length,
@@ -270,27 +318,42 @@ def open_report(report: Path, *, shots: str | None = None, parts: bool = False, 
         for ev in list(b.events):
             m, p = ev.get("method"), ev.get("params", {})
             if m == "Runtime.consoleAPICalled" and p.get("type") in ("error", "assert"):
-                errors.append("console: " + " ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", [])))
+                errors.append(
+                    "console: " + " ".join(str(a.get("value", a.get("description", ""))) for a in p.get("args", []))
+                )
             elif m == "Runtime.exceptionThrown":
                 errors.append("exception: " + json.dumps(p.get("exceptionDetails", {}))[:500])
             elif m == "Log.entryAdded" and p.get("entry", {}).get("level") == "error":
                 errors.append("log: " + p["entry"].get("text", ""))
-        return {"status": status, "wall_s": wall, "thread_s": thread_s, "figures": figs, "errors": errors, "linked": linked, "legend": legend,
-                "requests": [u for u in requests if u != page_url], "blocked": blocked,
-                "alert": b.evaluate("window.__xss === true")}
+        return {
+            "status": status,
+            "wall_s": wall,
+            "thread_s": thread_s,
+            "figures": figs,
+            "errors": errors,
+            "linked": linked,
+            "legend": legend,
+            "requests": [u for u in requests if u != page_url],
+            "blocked": blocked,
+            "alert": b.evaluate("window.__xss === true"),
+        }
     finally:
         b.close()
 
 
-needs_chromium = pytest.mark.skipif(CHROMIUM is None, reason="no chromium binary (apt-get install chromium; "
-                                                             ".ci/run installs it) — the browser test cannot run")
+needs_chromium = pytest.mark.skipif(
+    CHROMIUM is None,
+    reason="no chromium binary (apt-get install chromium; .ci/run installs it) — the browser test cannot run",
+)
 
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any]:
     # Two flows, 40 k ACKs each: enough to be decimated, small enough to stay fast. The file
     # name carries markup that must come out as text (and the page sets window.__xss if not).
-    a = make_analysis(n_flows=2, n_acks=40_000, path="<img src=x onerror=\"window.__xss=true\"><script>window.__xss=true</script>.pcap")
+    a = make_analysis(
+        n_flows=2, n_acks=40_000, path='<img src=x onerror="window.__xss=true"><script>window.__xss=true</script>.pcap'
+    )
     path = tmp_path_factory.mktemp("browser") / "report.html"
     return path, write_report(a, path)
 
@@ -310,9 +373,13 @@ def test_report_renders_offline_in_chromium(report: tuple[Path, Any]) -> None:
     assert st["rendered"] == info.figures
     assert res["alert"] is False
     assert res["linked"] and all(res["linked"]), res["linked"]  # zooming one figure moved every figure of the flow
-    assert res["legend"] == {"boxes": 4, "panels": 4, "hid": True, "restored": True}, res["legend"]  # main figure: 4 panels
-    print(f"\nreport {info.size / 1e6:.2f} MB, {info.figures} figures drawn in {st['ms'] / 1000:.2f} s "
-          f"(page load to last figure {st['sinceNavigation'] / 1000:.2f} s)")
+    assert res["legend"] == {"boxes": 4, "panels": 4, "hid": True, "restored": True}, res[
+        "legend"
+    ]  # main figure: 4 panels
+    print(
+        f"\nreport {info.size / 1e6:.2f} MB, {info.figures} figures drawn in {st['ms'] / 1000:.2f} s "
+        f"(page load to last figure {st['sinceNavigation'] / 1000:.2f} s)"
+    )
 
 
 @pytest.mark.browser
@@ -320,9 +387,11 @@ def test_report_renders_offline_in_chromium(report: tuple[Path, Any]) -> None:
 def test_report_blocks_a_request_that_a_page_would_make(tmp_path: Path) -> None:
     """The harness itself: a page that fetches an image is caught (so a pass above means something)."""
     page = tmp_path / "leak.html"
-    page.write_text("<!DOCTYPE html><html><body><img src=\"http://192.0.2.1/x.png\">"
-                    "<script>window.hsccStatus={done:true,error:null,rendered:0,expected:0,ms:0,sinceNavigation:0}"
-                    "</script></body></html>")
+    page.write_text(
+        '<!DOCTYPE html><html><body><img src="http://192.0.2.1/x.png">'
+        "<script>window.hsccStatus={done:true,error:null,rendered:0,expected:0,ms:0,sinceNavigation:0}"
+        "</script></body></html>"
+    )
     res = open_report(page)
     assert any(u.startswith("http://192.0.2.1/") for u in res["requests"] + res["blocked"])
 
@@ -348,9 +417,11 @@ def _measure(argv: list[str]) -> None:  # pragma: no cover - run by hand for doc
         first.append(res["status"]["firstScreenMs"] / 1000)
         full.append(res["status"]["sinceNavigation"] / 1000)
     load = os.getloadavg()[0]
-    sys.stdout.write(f"| {n_flows} × {n_acks:,} ACKs | {a.captures[0].meta.packets_total:,} | {info.size / 1e6:.2f} MB | "
-                     f"{info.points_in:,} → {info.points_out:,} | {t_write:.1f} s | {info.figures} | "
-                     f"{statistics.median(first):.2f} s | {statistics.median(full):.2f} s | {load:.1f} |\n")
+    sys.stdout.write(
+        f"| {n_flows} × {n_acks:,} ACKs | {a.captures[0].meta.packets_total:,} | {info.size / 1e6:.2f} MB | "
+        f"{info.points_in:,} → {info.points_out:,} | {t_write:.1f} s | {info.figures} | "
+        f"{statistics.median(first):.2f} s | {statistics.median(full):.2f} s | {load:.1f} |\n"
+    )
 
 
 if __name__ == "__main__":  # pragma: no cover

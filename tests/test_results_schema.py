@@ -23,62 +23,136 @@ SCHEMA_PATH = Path(results.__file__).with_name(results.SCHEMA_FILE)
 
 def _flow_row(fid: int, **kw: object) -> dict:
     row = {
-        "flow_id": fid, "src": "10.0.0.1", "sport": 40000 + fid, "dst": "10.0.0.2", "dport": 5201, "ip_version": 4,
-        "first_ns": 1_700_000_000_000_000_000, "last_ns": 1_700_000_002_000_000_000, "duration_s": 2.0,
-        "pkts_ab": 100, "bytes_ab": 150_000, "pkts_ba": 50, "bytes_ba": 3300, "payload_ab": 144_800,
-        "payload_ba": 0, "sender_dir": 0, "goodput_bps": 579_200.0, "mss": 1448, "wscale_a": 7, "wscale_b": 7,
-        "sack_ok": True, "ts_ok": True, "handshake": True, "closed": "fin", "retrans": 1, "out_of_order": 0,
-        "rtt_min_s": 0.02, "rtt_median_s": 0.025, "rtt_max_s": 0.04, "vantage": "sender",
+        "flow_id": fid,
+        "src": "10.0.0.1",
+        "sport": 40000 + fid,
+        "dst": "10.0.0.2",
+        "dport": 5201,
+        "ip_version": 4,
+        "first_ns": 1_700_000_000_000_000_000,
+        "last_ns": 1_700_000_002_000_000_000,
+        "duration_s": 2.0,
+        "pkts_ab": 100,
+        "bytes_ab": 150_000,
+        "pkts_ba": 50,
+        "bytes_ba": 3300,
+        "payload_ab": 144_800,
+        "payload_ba": 0,
+        "sender_dir": 0,
+        "goodput_bps": 579_200.0,
+        "mss": 1448,
+        "wscale_a": 7,
+        "wscale_b": 7,
+        "sack_ok": True,
+        "ts_ok": True,
+        "handshake": True,
+        "closed": "fin",
+        "retrans": 1,
+        "out_of_order": 0,
+        "rtt_min_s": 0.02,
+        "rtt_median_s": 0.025,
+        "rtt_max_s": 0.04,
+        "vantage": "sender",
     }
     row.update(kw)
     return row
 
 
 def _events(fid: int, n_rounds: int, limits: list[str]) -> FlowEvents:
-    rounds = pl.DataFrame({
-        "round": list(range(n_rounds)), "start_ns": [i * 10 for i in range(n_rounds)],
-        "end_ns": [i * 10 + 9 for i in range(n_rounds)], "target_seq": [i * 1448 for i in range(n_rounds)],
-        "peak_flight_bytes": [14480] * n_rounds, "acked_bytes": [14480] * n_rounds,
-        "min_rtt_s": [0.02] * n_rounds, "rwnd_bytes": [65535] * n_rounds,
-        "limit": limits, "in_recovery": [False] * n_rounds,
-    })
-    return FlowEvents(flow_id=fid, sender_dir=0, mss=1448, vantage="sender",
-                      # two segments; their values do not matter here, only the count
-                      segments=pl.DataFrame({c.name: [None, None] for c in schema.SEGMENTS},
-                                            schema=schema.polars_schema(schema.SEGMENTS)),
-                      acks=schema.empty(schema.ACKS), episodes=schema.empty(schema.EPISODES),
-                      rounds=schema.conform(rounds, schema.ROUNDS),
-                      warnings=[Warn("flow 0", "3 ACKs below snd_una", 3)])
+    rounds = pl.DataFrame(
+        {
+            "round": list(range(n_rounds)),
+            "start_ns": [i * 10 for i in range(n_rounds)],
+            "end_ns": [i * 10 + 9 for i in range(n_rounds)],
+            "target_seq": [i * 1448 for i in range(n_rounds)],
+            "peak_flight_bytes": [14480] * n_rounds,
+            "acked_bytes": [14480] * n_rounds,
+            "min_rtt_s": [0.02] * n_rounds,
+            "rwnd_bytes": [65535] * n_rounds,
+            "limit": limits,
+            "in_recovery": [False] * n_rounds,
+        }
+    )
+    return FlowEvents(
+        flow_id=fid,
+        sender_dir=0,
+        mss=1448,
+        vantage="sender",
+        # two segments; their values do not matter here, only the count
+        segments=pl.DataFrame(
+            {c.name: [None, None] for c in schema.SEGMENTS}, schema=schema.polars_schema(schema.SEGMENTS)
+        ),
+        acks=schema.empty(schema.ACKS),
+        episodes=schema.empty(schema.EPISODES),
+        rounds=schema.conform(rounds, schema.ROUNDS),
+        warnings=[Warn("flow 0", "3 ACKs below snd_una", 3)],
+    )
 
 
 def _fit(fid: int, rows: list[tuple[str, int, float, float, float, int]]) -> pl.DataFrame:
-    return schema.conform(pl.DataFrame({
-        "flow_id": [fid] * len(rows), "algo": [r[0] for r in rows], "rounds": [r[1] for r in rows],
-        "mare": [r[2] for r in rows], "rmse_pkts": [r[3] for r in rows], "corr": [r[4] for r in rows],
-        "goodput_pred_bps": [5e5] * len(rows), "goodput_actual_bps": [5.8e5] * len(rows),
-        "rank": [r[5] for r in rows]}), schema.FIT_METRICS)
+    return schema.conform(
+        pl.DataFrame(
+            {
+                "flow_id": [fid] * len(rows),
+                "algo": [r[0] for r in rows],
+                "rounds": [r[1] for r in rows],
+                "mare": [r[2] for r in rows],
+                "rmse_pkts": [r[3] for r in rows],
+                "corr": [r[4] for r in rows],
+                "goodput_pred_bps": [5e5] * len(rows),
+                "goodput_actual_bps": [5.8e5] * len(rows),
+                "rank": [r[5] for r in rows],
+            }
+        ),
+        schema.FIT_METRICS,
+    )
 
 
 def make_analysis(path: str = "a.pcap") -> Analysis:
-    fr = FlowResult(flow=_flow_row(0), events=_events(0, 5, ["cwnd", "cwnd", "rwnd", "cwnd", "app"]), replays={},
-                    # rank order deliberately not the row order; corr NaN (constant window)
-                    fit=_fit(0, [("cubic", 3, 0.20, 2.5, float("nan"), 2), ("reno", 3, 0.04, 0.7, 0.9, 1)]))
-    empty = FlowResult(flow=_flow_row(1, payload_ab=0, goodput_bps=None, rtt_min_s=None), events=_events(1, 0, []),
-                       replays={}, fit=schema.empty(schema.FIT_METRICS))
-    meta = CaptureMeta(path=path, format="pcap", link_types=["EN10MB"], snaplen=262144, packets_total=160,
-                       packets_tcp=158, first_ns=1_700_000_000_000_000_000, last_ns=1_700_000_002_000_000_000,
-                       skipped={"non-ip": 2}, decoded_by={"fast": 158})
+    fr = FlowResult(
+        flow=_flow_row(0),
+        events=_events(0, 5, ["cwnd", "cwnd", "rwnd", "cwnd", "app"]),
+        replays={},
+        # rank order deliberately not the row order; corr NaN (constant window)
+        fit=_fit(0, [("cubic", 3, 0.20, 2.5, float("nan"), 2), ("reno", 3, 0.04, 0.7, 0.9, 1)]),
+    )
+    empty = FlowResult(
+        flow=_flow_row(1, payload_ab=0, goodput_bps=None, rtt_min_s=None),
+        events=_events(1, 0, []),
+        replays={},
+        fit=schema.empty(schema.FIT_METRICS),
+    )
+    meta = CaptureMeta(
+        path=path,
+        format="pcap",
+        link_types=["EN10MB"],
+        snaplen=262144,
+        packets_total=160,
+        packets_tcp=158,
+        first_ns=1_700_000_000_000_000_000,
+        last_ns=1_700_000_002_000_000_000,
+        skipped={"non-ip": 2},
+        decoded_by={"fast": 158},
+    )
     flows = schema.conform(pl.DataFrame([fr.flow, empty.flow]), schema.FLOWS)
     cr = CaptureResult(meta=meta, flows=flows, results=[fr, empty], warnings=[Warn(path, "2 records not TCP", 2)])
-    return Analysis(captures=[cr], algorithms=["reno", "cubic"],
-                    params={"reno": {"flavor": "linux", "iw": 10}, "cubic": {"c": 0.4, "beta": 0.7}},
-                    version="0.1.0", created="2026-01-01T00:00:00Z", errors=["missing.pcap: no such file or directory"])
+    return Analysis(
+        captures=[cr],
+        algorithms=["reno", "cubic"],
+        params={"reno": {"flavor": "linux", "iw": 10}, "cubic": {"c": 0.4, "beta": 0.7}},
+        version="0.1.0",
+        created="2026-01-01T00:00:00Z",
+        errors=["missing.pcap: no such file or directory"],
+    )
 
 
 @pytest.fixture(scope="module")
 def doc() -> dict:
-    return results.to_dict(make_analysis(), failed={"missing.pcap": "missing.pcap: no such file or directory"},
-                           order=["missing.pcap", "a.pcap"])
+    return results.to_dict(
+        make_analysis(),
+        failed={"missing.pcap": "missing.pcap: no such file or directory"},
+        order=["missing.pcap", "a.pcap"],
+    )
 
 
 def _structure(node: object) -> object:
@@ -91,7 +165,7 @@ def _structure(node: object) -> object:
 
 
 def test_schema_file_is_generated_from_schema_py() -> None:
-    # results.schema.json must be regenerated (python -m hscc_trace.analysis.results > hscc_trace/results.schema.json)
+    # results.schema.json must be regenerated (python -m hscc_trace.analysis.results > hscc_trace/analysis/results.schema.json)
     # when a column is added, removed or retyped in schema.py
     assert _structure(json.loads(SCHEMA_PATH.read_text())) == _structure(results.schema_document())
     jsonschema.Draft202012Validator.check_schema(results.json_schema())
@@ -118,8 +192,14 @@ def test_document_validates_and_keeps_input_order(doc: dict) -> None:
 def test_flow_entry_counts_ranks_and_best(doc: dict) -> None:
     f0, f1 = doc["captures"][1]["flows"]
     # 5 rounds, of which 3 are cwnd-limited (cwnd, cwnd, rwnd, cwnd, app)
-    assert f0["events"] == {"segments": 2, "acks": 0, "episodes": 0, "rounds": 5, "cwnd_limited_rounds": 3,
-                            "rtt_offset_s": 0.0}
+    assert f0["events"] == {
+        "segments": 2,
+        "acks": 0,
+        "episodes": 0,
+        "rounds": 5,
+        "cwnd_limited_rounds": 3,
+        "rtt_offset_s": 0.0,
+    }
     assert [r["algo"] for r in f0["fit"]] == ["reno", "cubic"]  # rank 1 first
     assert f0["best"] == "reno"
     assert f0["warnings"] == [{"source": "flow 0", "message": "3 ACKs below snd_una", "count": 3}]

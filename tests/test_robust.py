@@ -19,8 +19,9 @@ CORPUS = REPO / "tests" / "fuzz_corpus"
 SAMPLE = REPO / "samples" / "reno-bdp" / "capture.pcap"
 
 
-def cli(*args: str, stdin: bytes | None = None, cwd: Path | None = None, env: dict | None = None,
-        timeout: float = 300) -> subprocess.CompletedProcess:
+def cli(
+    *args: str, stdin: bytes | None = None, cwd: Path | None = None, env: dict | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """``hscc-trace ARGS`` in a subprocess; stdout/stderr as text (undecodable bytes escaped)."""
     import os
 
@@ -28,10 +29,12 @@ def cli(*args: str, stdin: bytes | None = None, cwd: Path | None = None, env: di
     e.pop("HSCC_TRACE_DEBUG", None)
     e.pop("GITHUB_ACTIONS", None)
     e.update(env or {})
-    r = subprocess.run([sys.executable, "-m", "hscc_trace", *args], input=stdin, capture_output=True,
-                       cwd=cwd, env=e, timeout=timeout)
-    return subprocess.CompletedProcess(r.args, r.returncode, r.stdout.decode("utf-8", "replace"),
-                                       r.stderr.decode("utf-8", "replace"))
+    r = subprocess.run(
+        [sys.executable, "-m", "hscc_trace", *args], input=stdin, capture_output=True, cwd=cwd, env=e, timeout=timeout
+    )
+    return subprocess.CompletedProcess(
+        r.args, r.returncode, r.stdout.decode("utf-8", "replace"), r.stderr.decode("utf-8", "replace")
+    )
 
 
 def no_traceback(r: subprocess.CompletedProcess) -> None:
@@ -88,8 +91,11 @@ def test_option_of_the_wrong_length_is_ignored_on_the_scapy_path(name, column):
 @pytest.mark.parametrize("name", sorted(p.name for p in CORPUS.glob("*.pcap")))
 def test_reproducers_give_an_answer_in_every_command(name, tmp_path):
     f = str(CORPUS / name)
-    for args in (["flows", f], ["events", f, "--flow", "0", "--kind", "acks", "-o", str(tmp_path / "e.csv")],
-                 ["replay", f, "--flow", "0", "--algo", "reno", "-o", str(tmp_path / "r.csv")]):
+    for args in (
+        ["flows", f],
+        ["events", f, "--flow", "0", "--kind", "acks", "-o", str(tmp_path / "e.csv")],
+        ["replay", f, "--flow", "0", "--algo", "reno", "-o", str(tmp_path / "r.csv")],
+    ):
         r = cli(*args)
         no_traceback(r)
         assert r.returncode == 0, (args, r.stderr)
@@ -119,7 +125,7 @@ def garbage_in_the_middle(tmp_path: Path) -> tuple[Path, int, int]:
     b = SAMPLE.read_bytes()
     pos, n = 24, 0
     while pos < len(b) // 2:
-        pos += 16 + struct.unpack("<I", b[pos + 8:pos + 12])[0]
+        pos += 16 + struct.unpack("<I", b[pos + 8 : pos + 12])[0]
         n += 1
     out = tmp_path / "garbage.pcap"
     out.write_bytes(b[:pos] + b"\xff" * 4096 + b[pos:])
@@ -129,8 +135,15 @@ def garbage_in_the_middle(tmp_path: Path) -> tuple[Path, int, int]:
 def test_check_reports_a_partly_read_capture_everywhere(tmp_path):
     cap, before, lost = garbage_in_the_middle(tmp_path)
     summary = tmp_path / "summary.md"
-    r = cli("check", str(cap), "--expect", "reno", "--junit", str(tmp_path / "j.xml"),
-            env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)})
+    r = cli(
+        "check",
+        str(cap),
+        "--expect",
+        "reno",
+        "--junit",
+        str(tmp_path / "j.xml"),
+        env={"GITHUB_ACTIONS": "true", "GITHUB_STEP_SUMMARY": str(summary)},
+    )
     no_traceback(r)
     assert r.returncode == 0  # warned, not failed: --strict is off by default (docs/ci.md)
     # the first record of the garbage is record before+1: 0xffffffff claims 4 GiB
@@ -234,8 +247,12 @@ def test_help_is_still_rendered():
 
 @pytest.mark.parametrize("cmd", ["flows", "events", "replay", "analyze", "check"])
 def test_input_error_is_one_line_exit_2(cmd, tmp_path):
-    extra = {"events": ["--flow", "0"], "replay": ["--flow", "0"], "check": ["--expect", "reno"],
-             "analyze": ["-q"]}.get(cmd, [])
+    extra = {
+        "events": ["--flow", "0"],
+        "replay": ["--flow", "0"],
+        "check": ["--expect", "reno"],
+        "analyze": ["-q"],
+    }.get(cmd, [])
     line = one_error_line(cli(cmd, str(tmp_path / "missing.pcap"), *extra), 2)
     assert "missing.pcap: no such file" in line
 
@@ -254,18 +271,20 @@ def _in_process(monkeypatch, argv: list[str]) -> int:
 def test_internal_error_is_one_line_exit_70(cmd, monkeypatch, capsys):
     # a bug (here: a polars-like message over three lines) is exit 70 and one line in every
     # command; analyze and check exited 2 before
-    import hscc_trace.flows as flows
-    import hscc_trace.flows.ingest as ingest
-    import hscc_trace.flows.scan as scan
+    import hscc_trace.flows.ingest as capture
+    import hscc_trace.flows.scan as flowscan
 
     def boom(*a, **k):
         raise RuntimeError("could not append value: 128 of type: i64 to the builder\n\nHint: try\n  cast")
 
-    monkeypatch.setattr(ingest, "load", boom)
-    monkeypatch.setattr(flows, "load", boom, raising=False)  # (a lazily loaded name of the package)
-    monkeypatch.setattr(scan, "flow_rows", boom)
-    extra = {"events": ["--flow", "0"], "replay": ["--flow", "0", "--algo", "reno"],
-             "check": ["--expect", "reno"], "analyze": ["-q", "--algo", "reno"]}.get(cmd, [])
+    monkeypatch.setattr(capture, "load", boom)
+    monkeypatch.setattr(flowscan, "flow_rows", boom)
+    extra = {
+        "events": ["--flow", "0"],
+        "replay": ["--flow", "0", "--algo", "reno"],
+        "check": ["--expect", "reno"],
+        "analyze": ["-q", "--algo", "reno"],
+    }.get(cmd, [])
     code = _in_process(monkeypatch, [cmd, str(SAMPLE), *extra])
     err = capsys.readouterr().err
     assert code == 70, err
@@ -300,8 +319,18 @@ def test_non_utf8_name_in_results_report_and_junit(tmp_path):
 
     raw, f = odd_name(tmp_path)
     out = os.fsdecode(os.path.join(os.fsencode(tmp_path), b"out-\xff.json"))
-    r = cli("analyze", str(f), "--algo", "reno", "--json", out, "-o", str(tmp_path / "r.html"), "-q",
-            env={"PYTHONIOENCODING": "utf-8"})  # a strict stdout, as outside a UTF-8 locale
+    r = cli(
+        "analyze",
+        str(f),
+        "--algo",
+        "reno",
+        "--json",
+        out,
+        "-o",
+        str(tmp_path / "r.html"),
+        "-q",
+        env={"PYTHONIOENCODING": "utf-8"},
+    )  # a strict stdout, as outside a UTF-8 locale
     no_traceback(r)
     assert r.returncode == 0, r.stderr
     doc = json.loads(Path(out).read_bytes())  # was "internal error (UnicodeEncodeError)" and a 0-byte file
@@ -321,8 +350,12 @@ def test_non_utf8_name_in_results_report_and_junit(tmp_path):
 
 def test_over_long_names_are_one_line_errors(tmp_path):
     long = str(tmp_path / ("a" * 300 + ".pcap"))
-    for cmd in (["flows", long], ["events", long, "--flow", "0"], ["analyze", long, "-q"],
-                ["check", long, "--expect", "reno"]):
+    for cmd in (
+        ["flows", long],
+        ["events", long, "--flow", "0"],
+        ["analyze", long, "-q"],
+        ["check", long, "--expect", "reno"],
+    ):
         line = one_error_line(cli(*cmd), 2)
         assert "file name too long (305 bytes in one name; file systems allow 255)" in line, line
     # an output name too long: one line, no file left behind (not even the temporary one)
@@ -381,11 +414,17 @@ def test_every_writer_goes_through_the_atomic_helper():
     # results JSON, the HTML report, JUnit, exports and event tables: no direct writes left
     import re
 
-    for rel in ("hscc_trace/analysis/results.py", "reports/html.py", "hscc_trace/cli/check_cmd.py",
-                "hscc_trace/analysis/export.py", "hscc_trace/events/io.py"):
+    for rel in (
+        "hscc_trace/analysis/results.py",
+        "reports/html.py",
+        "hscc_trace/cli/check_cmd.py",
+        "hscc_trace/analysis/export.py",
+    ):
         src = (REPO / rel).read_text()
         assert "hscc_trace.atomic import" in src, rel
-        assert not re.search(r"\.write_text\(|\.write_bytes\(|write_(parquet|csv|json|ndjson)\((p|out|path)\b", src), rel
+        assert not re.search(r"\.write_text\(|\.write_bytes\(|write_(parquet|csv|json|ndjson)\((p|out|path)\b", src), (
+            rel
+        )
 
 
 # --- 3. pipes and standard input -----------------------------------------------------------------
@@ -429,7 +468,7 @@ def test_bad_input_on_a_pipe_is_one_line():
 
 def test_strict_from_the_configuration(tmp_path):
     cap, _, _ = garbage_in_the_middle(tmp_path)
-    (tmp_path / "hscc-trace.toml").write_text("[check]\nexpect = \"reno\"\nstrict = true\n")
+    (tmp_path / "hscc-trace.toml").write_text('[check]\nexpect = "reno"\nstrict = true\n')
     r = cli("check", str(cap), "-q", cwd=tmp_path)
     assert r.returncode == 1 and "[read capture (--strict)]" in r.stdout, r.stdout + r.stderr
     r = cli("check", str(cap), "-q", "--no-strict", cwd=tmp_path)  # the command line wins

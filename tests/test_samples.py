@@ -25,8 +25,17 @@ from hscc_trace import schema
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
 INF_SSTHRESH = 2147483647  # TCP_INFINITE_SSTHRESH
-REQUIRED = {"reno-bdp", "reno-loss", "cubic-longrtt", "cubic-loss", "bbr", "reno-vs-cubic", "rwnd-limited",
-            "app-limited", "reno-bdp-receiver"}
+REQUIRED = {
+    "reno-bdp",
+    "reno-loss",
+    "cubic-longrtt",
+    "cubic-loss",
+    "bbr",
+    "reno-vs-cubic",
+    "rwnd-limited",
+    "app-limited",
+    "reno-bdp-receiver",
+}
 
 _spec = importlib.util.spec_from_file_location("hscc_samples_pcapmini", SAMPLES / "testbed" / "pcapmini.py")
 pcapmini = importlib.util.module_from_spec(_spec)
@@ -41,6 +50,14 @@ def index() -> dict:
 
 def names() -> list[str]:
     return [e["name"] for e in index()["samples"]]
+
+
+# Every sample of index.json gets the generic checks (the list is read at collection time, so a
+# new sample is checked without editing this file); the sample-specific claims below name theirs.
+ALL = sorted(json.loads((SAMPLES / "index.json").read_text())["samples"], key=lambda e: e["name"])
+ALL_NAMES = [e["name"] for e in ALL]
+SENDER_SIDE = [e["name"] for e in ALL if e["capture_point"] == "sender"]
+RECEIVER_SIDE = [e["name"] for e in ALL if e["capture_point"] == "receiver"]
 
 
 @functools.cache
@@ -63,8 +80,9 @@ def flow_truth(name: str, sport: int) -> tuple[pl.DataFrame, pl.DataFrame, pl.Da
 
 
 def flow_pkts(name: str, fl: dict):
-    return pcapmini.flow_packets(capture(name), pcapmini.ip_to_int(fl["src"]), fl["sport"],
-                                 pcapmini.ip_to_int(fl["dst"]), fl["dport"])
+    return pcapmini.flow_packets(
+        capture(name), pcapmini.ip_to_int(fl["src"]), fl["sport"], pcapmini.ip_to_int(fl["dst"]), fl["dport"]
+    )
 
 
 def recovery_entries(name: str, sport: int) -> list[tuple[int, int, int, int]]:
@@ -88,12 +106,17 @@ def recovery_entries(name: str, sport: int) -> list[tuple[int, int, int, int]]:
 
 
 def flows_with_cc(cc: str) -> list[tuple[str, int]]:
-    return [(e["name"], f["sport"]) for e in index()["samples"] for f in e["flows"]
-            if f["cc"] == cc and e["capture_point"] == "sender"]
+    return [
+        (e["name"], f["sport"])
+        for e in index()["samples"]
+        for f in e["flows"]
+        if f["cc"] == cc and e["capture_point"] == "sender"
+    ]
 
 
 # ---------------------------------------------------------------------------------------------
 # presence, schema, size
+
 
 def test_index_lists_every_required_sample_and_its_files_exist():
     assert REQUIRED <= set(names())
@@ -109,10 +132,13 @@ def test_samples_total_size_under_30_mb():
     assert total < 30 * 1024 * 1024, f"samples/ is {total / 2**20:.1f} MiB"
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", ALL_NAMES)
 def test_truth_tables_conform_to_schema(name):
-    for kind, cols in (("probe", schema.TRUTH_PROBE), ("ca_state", schema.TRUTH_CA_STATE),
-                       ("retrans", schema.TRUTH_RETRANS)):
+    for kind, cols in (
+        ("probe", schema.TRUTH_PROBE),
+        ("ca_state", schema.TRUTH_CA_STATE),
+        ("retrans", schema.TRUTH_RETRANS),
+    ):
         df = truth(name, kind)
         assert df.schema == schema.polars_schema(cols), f"{name} truth_{kind}"
         assert df["ts_ns"].is_sorted(), f"{name} truth_{kind} not in time order"
@@ -122,11 +148,25 @@ def test_truth_tables_conform_to_schema(name):
     assert set(truth(name, "ca_state")["state"].unique()) <= {"open", "disorder", "cwr", "recovery", "loss"}
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED))
+@pytest.mark.parametrize("name", ALL_NAMES)
 def test_meta_records_how_the_sample_was_made(name):
     m = meta(name)
-    for key in ("cc", "rate_bps", "delay_one_way_s", "buffer_pkts", "loss", "duration_s", "command", "kernel",
-                "sender", "receiver", "flows", "capture_point", "emulator", "trace"):
+    for key in (
+        "cc",
+        "rate_bps",
+        "delay_one_way_s",
+        "buffer_pkts",
+        "loss",
+        "duration_s",
+        "command",
+        "kernel",
+        "sender",
+        "receiver",
+        "flows",
+        "capture_point",
+        "emulator",
+        "trace",
+    ):
         assert key in m, f"{name}: meta.json lacks {key}"
     assert m["command"].startswith("python samples/testbed/run.py --name")
     assert m["capture"]["snaplen"] <= 128
@@ -143,7 +183,8 @@ def test_meta_records_how_the_sample_was_made(name):
 # ---------------------------------------------------------------------------------------------
 # truth ↔ capture consistency (clock alignment, relative sequence numbers)
 
-@pytest.mark.parametrize("name", sorted(REQUIRED - {"reno-bdp-receiver"}))
+
+@pytest.mark.parametrize("name", SENDER_SIDE)
 def test_truth_relative_seq_and_clock_match_the_capture(name):
     for fl in meta(name)["flows"]:
         p, _, _ = flow_truth(name, fl["sport"])
@@ -174,7 +215,7 @@ def test_truth_relative_seq_and_clock_match_the_capture(name):
         assert ok.mean() > 0.99
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRED - {"reno-bdp-receiver"}))
+@pytest.mark.parametrize("name", SENDER_SIDE)
 def test_truth_retransmissions_are_in_the_capture(name):
     for fl in meta(name)["flows"]:
         _, _, r = flow_truth(name, fl["sport"])
@@ -202,6 +243,7 @@ def test_truth_retransmissions_are_in_the_capture(name):
 # ---------------------------------------------------------------------------------------------
 # each sample shows what it claims
 
+
 def test_reno_ssthresh_halves_at_every_recovery_entry():
     # Linux tcp_reno_ssthresh(): max(cwnd >> 1, 2). Worked by hand from reno-bdp's truth: the
     # 1-BDP buffer overflows when cwnd = BDP 34 + buffer 33 + 1 = 68 packets → ssthresh 34 (68/2),
@@ -215,8 +257,9 @@ def test_reno_ssthresh_halves_at_every_recovery_entry():
         assert len(ev) >= 3, f
         for cw, _, ss, _ in ev:
             assert ss == max(cw // 2, 2), (f, cw, ss)
-    assert (68, INF_SSTHRESH, 34, 67) in entries[("reno-bdp", 40001)] or \
-        any(cw == 68 and ss == 34 for cw, _, ss, _ in entries[("reno-bdp", 40001)])
+    assert (68, INF_SSTHRESH, 34, 67) in entries[("reno-bdp", 40001)] or any(
+        cw == 68 and ss == 34 for cw, _, ss, _ in entries[("reno-bdp", 40001)]
+    )
 
 
 def test_reno_bdp_sawtooth_peaks_near_bdp_plus_buffer():
@@ -351,6 +394,22 @@ def _handshake_gaps(name: str) -> tuple[float, float]:
     return (synack - syn) / 1e9, (ack - synack) / 1e9
 
 
+@pytest.mark.parametrize("name", RECEIVER_SIDE)
+def test_every_receiver_sample_is_the_receiver_side_of_a_sender_sample(name):
+    # same connection as the sender-side sample of the same run (same ISN, same truth), and the
+    # handshake seen from the receiver: SYN/ACK at once after the SYN, the ACK one RTT later
+    m = meta(name)
+    other = m["same_run_as"]
+    assert other in SENDER_SIDE, name
+    assert [f["isn"] for f in m["flows"]] == [f["isn"] for f in meta(other)["flows"]]
+    assert truth(name, "probe").equals(truth(other, "probe"))
+    rtt = m["base_rtt_s"]
+    syn_synack, synack_ack = _handshake_gaps(name)
+    assert syn_synack < 0.1 * rtt and synack_ack > 0.9 * rtt
+    syn_synack, synack_ack = _handshake_gaps(other)
+    assert syn_synack > 0.9 * rtt and synack_ack < 0.1 * rtt
+
+
 def test_receiver_sample_is_captured_at_the_receiver():
     m = meta("reno-bdp-receiver")
     assert m["capture_point"] == "receiver" and m["same_run_as"] == "reno-bdp"
@@ -367,7 +426,7 @@ def test_receiver_sample_is_captured_at_the_receiver():
 
 
 def test_emulator_accuracy_recorded_and_within_bounds():
-    for name in sorted(REQUIRED):
+    for name in ALL_NAMES:
         emu = meta(name)["emulator"]["a_to_b"]
         assert emu["drop_ring"] == 0 and emu["write_err"] == 0
         assert emu["release_late_us"]["p50"] < 200 and emu["release_late_us"]["p99"] < 1000, name
@@ -390,6 +449,7 @@ def test_emulator_rate_and_delay_measured_on_the_reno_bdp_capture_pair():
 # ---------------------------------------------------------------------------------------------
 # repeatability
 
+
 def test_repeatability_record_agrees_within_10_percent():
     # samples/testbed/repeat.py ran every configuration several times with identical settings.
     # Throughput must agree within 10 % between every pair of runs, and so must the loss counts
@@ -407,10 +467,15 @@ def test_repeatability_record_agrees_within_10_percent():
             assert hi - lo <= tol * (hi + lo) / 2, (r["name"], k, hi, lo)
 
 
-@pytest.mark.skipif(os.environ.get("HSCC_TESTBED") != "1" or os.geteuid() != 0,
-                    reason="live testbed run: needs root and HSCC_TESTBED=1 (about 1 minute)")
+@pytest.mark.skipif(
+    os.environ.get("HSCC_TESTBED") != "1" or os.geteuid() != 0,
+    reason="live testbed run: needs root and HSCC_TESTBED=1 (about 1 minute)",
+)
 def test_repeatability_live(tmp_path):
     out = tmp_path / "rep.json"
-    r = subprocess.run([sys.executable, str(SAMPLES / "testbed" / "repeat.py"), "--only", "reno-bdp,cubic-loss",
-                        "--out", str(out)], capture_output=True, text=True)
+    r = subprocess.run(
+        [sys.executable, str(SAMPLES / "testbed" / "repeat.py"), "--only", "reno-bdp,cubic-loss", "--out", str(out)],
+        capture_output=True,
+        text=True,
+    )
     assert r.returncode == 0, r.stdout + r.stderr

@@ -38,7 +38,11 @@ def main() -> None:
                 continue
             ip = eth.data
             if isinstance(ip, dpkt.ip.IP):
-                src, dst, iplen = socket.inet_ntop(socket.AF_INET, ip.src), socket.inet_ntop(socket.AF_INET, ip.dst), ip.len
+                src, dst, iplen = (
+                    socket.inet_ntop(socket.AF_INET, ip.src),
+                    socket.inet_ntop(socket.AF_INET, ip.dst),
+                    ip.len,
+                )
                 tcp = ip.data
                 plen = iplen - ip.hl * 4
             elif isinstance(ip, dpkt.ip6.IP6):
@@ -70,8 +74,19 @@ def main() -> None:
             f[13 + d] = ack
             f[15] = win
     loop = time.perf_counter() - t0
-    print(json.dumps(dict(tool="dpkt", version=dpkt.__version__, packets=n, tcp_packets=tcp_n,
-                          flows=len(flows), import_s=t_import, loop_s=loop)))
+    print(
+        json.dumps(
+            dict(
+                tool="dpkt",
+                version=dpkt.__version__,
+                packets=n,
+                tcp_packets=tcp_n,
+                flows=len(flows),
+                import_s=t_import,
+                loop_s=loop,
+            )
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -67,8 +67,19 @@ def main() -> None:
             if limit is not None and n >= limit:
                 break
     loop = time.perf_counter() - t0
-    print(json.dumps(dict(tool="scapy", version=scapy.__version__, packets=n, tcp_packets=tcp_n,
-                          flows=len(flows), import_s=t_import, loop_s=loop)))
+    print(
+        json.dumps(
+            dict(
+                tool="scapy",
+                version=scapy.__version__,
+                packets=n,
+                tcp_packets=tcp_n,
+                flows=len(flows),
+                import_s=t_import,
+                loop_s=loop,
+            )
+        )
+    )
 
 
 if __name__ == "__main__":

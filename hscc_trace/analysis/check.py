@@ -26,9 +26,10 @@ from __future__ import annotations
 import math
 import os
 import xml.etree.ElementTree as ET
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import PurePath
-from typing import Any, Iterable
+from typing import Any
 
 from hscc_trace.config import CheckConfig, Expectation, Tolerance
 
@@ -98,8 +99,10 @@ def judgeable(flow: dict[str, Any], min_rounds: int, algo: str | None = None) ->
             rounds = int(row["rounds"])
     if rounds < min_rounds:
         total = int(ev.get("rounds") or 0)
-        return False, (f"{rounds} cwnd-limited round{'s' if rounds != 1 else ''} of {total} "
-                       f"(need >= {min_rounds}): too little data to judge")
+        return False, (
+            f"{rounds} cwnd-limited round{'s' if rounds != 1 else ''} of {total} "
+            f"(need >= {min_rounds}): too little data to judge"
+        )
     return True, ""
 
 
@@ -130,18 +133,34 @@ def _expect_verdict(path: str, flow: dict[str, Any], exp: Expectation, min_round
         return Verdict(path, flow.get("flow_id"), label, test, SKIP, why)
     row = fit_of(flow, algo)
     if row is None:
-        return Verdict(path, flow.get("flow_id"), label, test, ERROR,
-                       f"{algo} was not replayed on this flow (algorithms: "
-                       f"{', '.join(r['algo'] for r in flow.get('fit') or []) or 'none'})")
+        return Verdict(
+            path,
+            flow.get("flow_id"),
+            label,
+            test,
+            ERROR,
+            f"{algo} was not replayed on this flow (algorithms: "
+            f"{', '.join(r['algo'] for r in flow.get('fit') or []) or 'none'})",
+        )
     mare, rank = row.get("mare"), row.get("rank")
     n_algos = len(flow.get("fit") or [])
     best = flow.get("best")
     best_row = fit_of(flow, best) if best else None
-    metrics = {"algo": algo, "mare": mare, "max_error": exp.max_error, "rank": rank, "algorithms": n_algos,
-               "rounds": row.get("rounds"), "rmse_pkts": row.get("rmse_pkts"), "corr": row.get("corr"),
-               "best": best, "best_mare": best_row.get("mare") if best_row else None}
+    metrics = {
+        "algo": algo,
+        "mare": mare,
+        "max_error": exp.max_error,
+        "rank": rank,
+        "algorithms": n_algos,
+        "rounds": row.get("rounds"),
+        "rmse_pkts": row.get("rmse_pkts"),
+        "corr": row.get("corr"),
+        "best": best,
+        "best_mare": best_row.get("mare") if best_row else None,
+    }
     detail = (f"rank {_fmt(rank)} of {n_algos}, " if n_algos > 1 else "") + (
-        f"{_fmt(row.get('rounds'))} rounds, rmse {_fmt(row.get('rmse_pkts'), 2)} pkts, corr {_fmt(row.get('corr'))}")
+        f"{_fmt(row.get('rounds'))} rounds, rmse {_fmt(row.get('rmse_pkts'), 2)} pkts, corr {_fmt(row.get('corr'))}"
+    )
     if best and best != row.get("algo") and best_row is not None:
         detail += f"; best: {best} mare {_fmt(best_row.get('mare'))}"
     name = row.get("algo") or algo  # the label, with non-default parameters, e.g. cubic[flavor=linux]
@@ -154,8 +173,15 @@ def _expect_verdict(path: str, flow: dict[str, Any], exp: Expectation, min_round
         problems.append(f"{name} ranks {_fmt(rank)}, not 1")
     if problems:
         return Verdict(path, flow.get("flow_id"), label, test, FAIL, f"{'; '.join(problems)} ({detail})", metrics)
-    return Verdict(path, flow.get("flow_id"), label, test, PASS,
-                   f"{name} mare {_fmt(mare)} <= {_fmt(exp.max_error)} ({detail})", metrics)
+    return Verdict(
+        path,
+        flow.get("flow_id"),
+        label,
+        test,
+        PASS,
+        f"{name} mare {_fmt(mare)} <= {_fmt(exp.max_error)} ({detail})",
+        metrics,
+    )
 
 
 def check_expectations(doc: dict[str, Any], cfg: CheckConfig, flows: Iterable[int] | None = None) -> list[Verdict]:
@@ -174,8 +200,16 @@ def check_expectations(doc: dict[str, Any], cfg: CheckConfig, flows: Iterable[in
             continue
         exps = cfg.expectations_for(path)
         if not exps:
-            out.append(Verdict(path, None, "", "expectations", SKIP,
-                               "no expectation matches this capture (give --expect or a [[check.expectations]] match)"))
+            out.append(
+                Verdict(
+                    path,
+                    None,
+                    "",
+                    "expectations",
+                    SKIP,
+                    "no expectation matches this capture (give --expect or a [[check.expectations]] match)",
+                )
+            )
             continue
         for exp in exps:
             considered = _select(cap.get("flows", []), only if only is not None else exp.flows)
@@ -184,11 +218,16 @@ def check_expectations(doc: dict[str, Any], cfg: CheckConfig, flows: Iterable[in
             if not any(v.status in (PASS, FAIL, ERROR) for v in verdicts):
                 what = f"flow {', '.join(map(str, only or exp.flows or ()))}" if (only or exp.flows) else "no flow"
                 if not considered:
-                    msg = (f"{what} not found in the capture ({len(cap.get('flows', []))} flows analyzed)"
-                           if (only or exp.flows) else "the capture has no TCP flow")
+                    msg = (
+                        f"{what} not found in the capture ({len(cap.get('flows', []))} flows analyzed)"
+                        if (only or exp.flows)
+                        else "the capture has no TCP flow"
+                    )
                 else:
-                    msg = (f"nothing could be verified: none of {len(considered)} flow(s) has >= "
-                           f"{cfg.min_rounds} cwnd-limited rounds")
+                    msg = (
+                        f"nothing could be verified: none of {len(considered)} flow(s) has >= "
+                        f"{cfg.min_rounds} cwnd-limited rounds"
+                    )
                 out.append(Verdict(path, None, "", f"expect {exp.expect}", FAIL, msg))
     return out
 
@@ -257,8 +296,16 @@ def check_baseline(
             continue
         base_cap = match_capture(cap, baseline)
         if base_cap is None:
-            out.append(Verdict(path, None, "", "baseline", FAIL,
-                               "no entry for this capture in the baseline (matched by sha256, path, then file name)"))
+            out.append(
+                Verdict(
+                    path,
+                    None,
+                    "",
+                    "baseline",
+                    FAIL,
+                    "no entry for this capture in the baseline (matched by sha256, path, then file name)",
+                )
+            )
             continue
         base_flows = {f.get("flow_id"): f for f in base_cap.get("flows", [])}
         judged = 0
@@ -270,8 +317,16 @@ def check_baseline(
                 continue
             base = base_flows.get(flow.get("flow_id"))
             if base is None:
-                out.append(Verdict(path, flow.get("flow_id"), label, "baseline", FAIL,
-                                   f"flow {flow.get('flow_id')} is not in the baseline"))
+                out.append(
+                    Verdict(
+                        path,
+                        flow.get("flow_id"),
+                        label,
+                        "baseline",
+                        FAIL,
+                        f"flow {flow.get('flow_id')} is not in the baseline",
+                    )
+                )
                 judged += 1
                 continue
             judged += 1
@@ -299,16 +354,43 @@ def check_baseline(
                 msg = f"{len(bad)} regression(s): " + "; ".join(bad)
                 out.append(Verdict(path, flow.get("flow_id"), label, "baseline", FAIL, msg, metrics))
             elif not algos:
-                out.append(Verdict(path, flow.get("flow_id"), label, "baseline", FAIL,
-                                   "no algorithm fitted in both this run and the baseline", metrics))
+                out.append(
+                    Verdict(
+                        path,
+                        flow.get("flow_id"),
+                        label,
+                        "baseline",
+                        FAIL,
+                        "no algorithm fitted in both this run and the baseline",
+                        metrics,
+                    )
+                )
             else:
-                out.append(Verdict(path, flow.get("flow_id"), label, "baseline", PASS,
-                                   f"{len(algos)} algorithm fit(s) within tolerance "
-                                   f"(mare +{_fmt(tol.mare)}, rmse +{_fmt(tol.rmse_pkts)}, corr -{_fmt(tol.corr)}): "
-                                   + "; ".join(seen[:3]) + (" …" if len(seen) > 3 else ""), metrics))
+                out.append(
+                    Verdict(
+                        path,
+                        flow.get("flow_id"),
+                        label,
+                        "baseline",
+                        PASS,
+                        f"{len(algos)} algorithm fit(s) within tolerance "
+                        f"(mare +{_fmt(tol.mare)}, rmse +{_fmt(tol.rmse_pkts)}, corr -{_fmt(tol.corr)}): "
+                        + "; ".join(seen[:3])
+                        + (" …" if len(seen) > 3 else ""),
+                        metrics,
+                    )
+                )
         if judged == 0:
-            out.append(Verdict(path, None, "", "baseline", FAIL,
-                               f"nothing could be verified: no flow with >= {min_rounds} cwnd-limited rounds"))
+            out.append(
+                Verdict(
+                    path,
+                    None,
+                    "",
+                    "baseline",
+                    FAIL,
+                    f"nothing could be verified: no flow with >= {min_rounds} cwnd-limited rounds",
+                )
+            )
     return out
 
 
@@ -321,8 +403,11 @@ def partly_read(doc: dict[str, Any]) -> dict[str, list[str]]:
     last record). Each line says how much was not read."""
     out: dict[str, list[str]] = {}
     for cap in doc.get("captures", []):
-        lines = [w["message"] + (f" ({w['count']}×)" if w.get("count", 1) != 1 else "")
-                 for w in cap.get("warnings") or [] if w.get("lost") is not None]
+        lines = [
+            w["message"] + (f" ({w['count']}×)" if w.get("count", 1) != 1 else "")
+            for w in cap.get("warnings") or []
+            if w.get("lost") is not None
+        ]
         if lines and not cap.get("error"):
             out[cap["path"]] = lines
     return out
@@ -339,8 +424,11 @@ def with_partial_reads(verdicts: list[Verdict], partial: dict[str, list[str]], s
         out.append(replace(v, message=f"{v.message} [capture only partly read: {'; '.join(lines)}]") if lines else v)
     if strict:
         for path, lines in partial.items():
-            out.append(Verdict(path, None, "", "read capture (--strict)", FAIL,
-                               f"capture only partly read: {'; '.join(lines)}"))
+            out.append(
+                Verdict(
+                    path, None, "", "read capture (--strict)", FAIL, f"capture only partly read: {'; '.join(lines)}"
+                )
+            )
     return out
 
 
@@ -374,8 +462,13 @@ def by_capture(verdicts: Iterable[Verdict]) -> dict[str, list[Verdict]]:
 # --- JUnit XML -------------------------------------------------------------------------------------
 
 
-def junit_xml(verdicts: list[Verdict], *, suite_name: str = "hscc-trace check", time_s: float | None = None,
-              warnings: dict[str, list[str]] | None = None) -> str:
+def junit_xml(
+    verdicts: list[Verdict],
+    *,
+    suite_name: str = "hscc-trace check",
+    time_s: float | None = None,
+    warnings: dict[str, list[str]] | None = None,
+) -> str:
     """JUnit XML: ``<testsuites>`` with one ``<testsuite>`` per capture and one ``<testcase>`` per
     verdict; failures and errors carry the message with its numbers; skips say why. A capture's
     ``warnings`` (e.g. :func:`partly_read`) go to its suite's ``<system-err>``, one per line."""
@@ -389,8 +482,15 @@ def junit_xml(verdicts: list[Verdict], *, suite_name: str = "hscc-trace check", 
         root.set("time", f"{time_s:.3f}")
     for path, vs in by_capture(verdicts).items():
         c = counts(vs)
-        suite = ET.SubElement(root, "testsuite", name=path, tests=str(len(vs)), failures=str(c[FAIL]),
-                              errors=str(c[ERROR]), skipped=str(c[SKIP]))
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=path,
+            tests=str(len(vs)),
+            failures=str(c[FAIL]),
+            errors=str(c[ERROR]),
+            skipped=str(c[SKIP]),
+        )
         for v in vs:
             case = ET.SubElement(suite, "testcase", classname=path, name=v.name)
             if v.status == FAIL:
@@ -434,8 +534,10 @@ def github_annotations(verdicts: list[Verdict], warnings: dict[str, list[str]] |
     lines = []
     for path, ws in (warnings or {}).items():
         for w in ws:
-            lines.append(f"::warning file={_gh_prop(path)},title={_gh_prop('hscc-trace: capture only partly read')}::"
-                         + _gh_data(w))
+            lines.append(
+                f"::warning file={_gh_prop(path)},title={_gh_prop('hscc-trace: capture only partly read')}::"
+                + _gh_data(w)
+            )
     for v in verdicts:
         if v.status in (FAIL, ERROR):
             title = f"hscc-trace check: {v.test}" if v.status == FAIL else "hscc-trace: capture not readable"
@@ -443,8 +545,10 @@ def github_annotations(verdicts: list[Verdict], warnings: dict[str, list[str]] |
             lines.append(f"::error file={_gh_prop(v.capture)},title={_gh_prop(title)}::{_gh_data(where + v.message)}")
     for path, vs in by_capture(verdicts).items():
         c = counts(vs)
-        lines.append(f"::notice file={_gh_prop(path)},title={_gh_prop('hscc-trace check')}::"
-                     + _gh_data(f"{c[PASS]} passed, {c[FAIL]} failed, {c[SKIP]} skipped, {c[ERROR]} errors"))
+        lines.append(
+            f"::notice file={_gh_prop(path)},title={_gh_prop('hscc-trace check')}::"
+            + _gh_data(f"{c[PASS]} passed, {c[FAIL]} failed, {c[SKIP]} skipped, {c[ERROR]} errors")
+        )
     return lines
 
 
@@ -455,14 +559,19 @@ def _md(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
-def markdown_summary(verdicts: list[Verdict], *, title: str = "hscc-trace check",
-                     warnings: dict[str, list[str]] | None = None) -> str:
+def markdown_summary(
+    verdicts: list[Verdict], *, title: str = "hscc-trace check", warnings: dict[str, list[str]] | None = None
+) -> str:
     """A markdown job summary: the tally, the captures' warnings (e.g. :func:`partly_read`) and
     one table row per verdict."""
     c = counts(verdicts)
-    lines = [f"### {title}", "",
-             f"**{c[PASS]} passed, {c[FAIL]} failed, {c[SKIP]} skipped, {c[ERROR]} errors** "
-             f"— exit code {exit_code(verdicts)}", ""]
+    lines = [
+        f"### {title}",
+        "",
+        f"**{c[PASS]} passed, {c[FAIL]} failed, {c[SKIP]} skipped, {c[ERROR]} errors** "
+        f"— exit code {exit_code(verdicts)}",
+        "",
+    ]
     for path, ws in (warnings or {}).items():
         for w in ws:
             lines.append(f"- ⚠️ `{_md(path)}` only partly read: {_md(w)}")
@@ -470,14 +579,18 @@ def markdown_summary(verdicts: list[Verdict], *, title: str = "hscc-trace check"
         lines.append("")
     lines += ["| capture | flow | test | result | details |", "|---|---|---|---|---|"]
     for v in verdicts:
-        lines.append(f"| `{_md(v.capture)}` | {_md(v.flow or '—')} | {_md(v.test)} | {_ICON[v.status]} | {_md(v.message)} |")
+        lines.append(
+            f"| `{_md(v.capture)}` | {_md(v.flow or '—')} | {_md(v.test)} | {_ICON[v.status]} | {_md(v.message)} |"
+        )
     return "\n".join(lines) + "\n"
 
 
 def terminal_lines(verdicts: list[Verdict]) -> list[str]:
     """One plain line per verdict, ``PASS capture flow: test — message``, then the tally."""
-    out = [f"{v.status.upper():5} {v.capture}" + (f" {v.flow}" if v.flow else "") + f" [{v.test}]: {v.message}"
-           for v in verdicts]
+    out = [
+        f"{v.status.upper():5} {v.capture}" + (f" {v.flow}" if v.flow else "") + f" [{v.test}]: {v.message}"
+        for v in verdicts
+    ]
     c = counts(verdicts)
     out.append(f"{c[PASS]} passed, {c[FAIL]} failed, {c[SKIP]} skipped, {c[ERROR]} errors")
     return out

@@ -18,8 +18,10 @@ phases, modes) are written as text.
 from __future__ import annotations
 
 import re
+import sys
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import polars as pl
 
@@ -34,8 +36,10 @@ def format_of(path: str | Path) -> str:
     """``parquet``, ``csv``, ``json`` or ``ndjson`` from the extension; UsageError otherwise."""
     suffix = Path(path).suffix.lower()
     if suffix not in FORMATS:
-        raise UsageError(f"{path}: unknown export format {suffix or '(no extension)'!r} "
-                         f"(use {', '.join(FORMATS)})")
+        raise UsageError(
+            f"{path}: unknown output format {suffix or '(no extension)'!r} "
+            f"(use {', '.join(FORMATS)}, or - for CSV on standard output)"
+        )
     return FORMATS[suffix]
 
 
@@ -44,12 +48,21 @@ def _csv_ready(df: pl.DataFrame) -> pl.DataFrame:
     nested = [c for c, t in df.schema.items() if isinstance(t, (pl.List, pl.Array, pl.Struct))]
     if not nested:
         return df
-    return df.with_columns([pl.col(c).map_elements(lambda v: None if v is None else str(v), return_dtype=pl.String)
-                            for c in nested])
+    return df.with_columns(
+        [pl.col(c).map_elements(lambda v: None if v is None else str(v), return_dtype=pl.String) for c in nested]
+    )
 
 
-def write_table(df: pl.DataFrame, path: str | Path) -> Path:
-    """Write one DataFrame; the format follows the extension. Returns the path."""
+def write_table(df: pl.DataFrame, path: str | Path) -> Path | None:
+    """Write one DataFrame, the one table writer of every command: the format follows the
+    extension (:data:`FORMATS`), ``-`` is CSV on standard output (returns None then). Enum
+    columns are written as their strings (polars does so in every text format); nested columns
+    as JSON text in CSV.
+    Files are written to a temporary file beside the target and renamed into place
+    (:mod:`hscc_trace.atomic`). Raises UsageError for an unknown extension."""
+    if str(path) == "-":
+        sys.stdout.write(_csv_ready(df).write_csv())
+        return None
     from hscc_trace.atomic import write_with
 
     p = Path(path)
@@ -76,15 +89,19 @@ def replays_long(replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
     if len(replays) == 1:
         ((name, df),) = replays.items()
         return df.with_columns(pl.lit(name).alias("algo")).select(["algo", *df.columns])
-    frames = [df.with_columns(pl.lit(name).alias("algo"),
-                              *[pl.col(c).cast(pl.String) for c, t in df.schema.items() if isinstance(t, pl.Enum)])
-              .select(["algo", *df.columns]) for name, df in replays.items()]
+    frames = [
+        df.with_columns(
+            pl.lit(name).alias("algo"),
+            *[pl.col(c).cast(pl.String) for c, t in df.schema.items() if isinstance(t, pl.Enum)],
+        ).select(["algo", *df.columns])
+        for name, df in replays.items()
+    ]
     if not frames:
         return pl.DataFrame(schema={"algo": pl.String})
     return pl.concat(frames, how="diagonal_relaxed")
 
 
-def write(obj: Any, path: str | Path, *, table: str | None = None) -> Path:
+def write(obj: Any, path: str | Path, *, table: str | None = None) -> Path | None:
     """Write a DataFrame, a :class:`FlowEvents` table (``table`` = segments/acks/episodes/rounds,
     default acks), a ``{label: replay}`` dict (long format) or a :class:`FlowResult`'s replays."""
     if isinstance(obj, pl.DataFrame):
@@ -105,8 +122,12 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "capture"
 
 
-def export_analysis(analysis: Analysis, folder: str | Path, fmt: str = "parquet",
-                    tables: Iterable[str] = (*EVENT_TABLES, "replay", "fit")) -> list[Path]:
+def export_analysis(
+    analysis: Analysis,
+    folder: str | Path,
+    fmt: str = "parquet",
+    tables: Iterable[str] = (*EVENT_TABLES, "replay", "fit"),
+) -> list[Path]:
     """Every analyzed flow's tables under ``folder``: ``<capture>/flow<ID>.<table>.<fmt>``.
 
     ``<capture>`` is the capture's file name (its index is prefixed when two captures share a
@@ -129,5 +150,7 @@ def export_analysis(analysis: Analysis, folder: str | Path, fmt: str = "parquet"
                     df = fr.fit
                 else:
                     raise UsageError(f"unknown table {t!r} (use {', '.join((*EVENT_TABLES, 'replay', 'fit'))})")
-                out.append(write_table(df, Path(folder) / stem / f"flow{fid}.{t}{ext}"))
+                dest = Path(folder) / stem / f"flow{fid}.{t}{ext}"
+                write_table(df, dest)
+                out.append(dest)
     return out

@@ -35,9 +35,10 @@ import itertools
 import math
 import os
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import polars as pl
 
@@ -139,10 +140,7 @@ def expand_inputs(paths: Iterable[str | Path]) -> tuple[list[str], dict[str, str
             out.append(str(raw))
             continue
         if p.is_dir():
-            found = sorted(
-                str(f) for f in p.rglob("*")
-                if f.is_file() and f.name.lower().endswith(CAPTURE_SUFFIXES)
-            )
+            found = sorted(str(f) for f in p.rglob("*") if f.is_file() and f.name.lower().endswith(CAPTURE_SUFFIXES))
             if not found:
                 errors[str(raw)] = f"{raw}: no capture files in directory ({', '.join(CAPTURE_SUFFIXES[:3])} …)"
                 out.append(str(raw))
@@ -185,8 +183,13 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
     if flow_ids is not None:
         missing = [i for i in flow_ids if i not in ids]
         if missing:
-            have = ("no TCP flow" if not ids else f"only flow {ids[0]}" if len(ids) == 1
-                    else f"{len(ids)} flows, {ids[0]}–{ids[-1]}")
+            have = (
+                "no TCP flow"
+                if not ids
+                else f"only flow {ids[0]}"
+                if len(ids) == 1
+                else f"{len(ids)} flows, {ids[0]}–{ids[-1]}"
+            )
             raise InputError(f"{path}: no flow {', '.join(map(str, missing))} (the capture has {have})")
         ids = [i for i in ids if i in set(flow_ids)]
     rows = {int(r["flow_id"]): r for r in flows.to_dicts()}
@@ -202,21 +205,26 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
     events = list(zip([f for f, _ in events], with_sack_blocks(cap, [ev for _, ev in events])))
     missing_ev = [str(fid) for fid, (_, ev) in zip(ids, events) if ev is None]
     if missing_ev:
-        warnings.append(Warn(path, f"no event streams for flow {', '.join(missing_ev)}: not analyzed",
-                             len(missing_ev)))
+        warnings.append(Warn(path, f"no event streams for flow {', '.join(missing_ev)}: not analyzed", len(missing_ev)))
     return Prepared(meta=cap.meta, flows=flows, events=events, warnings=warnings)
 
 
-def replay_flow(flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...],
-                params: dict[str, dict[str, Any]]) -> FlowResult:
+def replay_flow(
+    flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]
+) -> FlowResult:
     """Replay every algorithm on one flow and fit each to the actual sender."""
     from hscc_trace import schema
     from hscc_trace.replay import engine, metrics, selection
 
     if ev.acks.height == 0 or ev.segments.height == 0:
         fit = schema.empty(schema.FIT_METRICS)
-        return FlowResult(flow=flow, events=ev, replays={}, fit=fit,
-                          warnings=[Warn(f"flow {flow.get('flow_id')}", "no data segments or ACKs: not replayed")])
+        return FlowResult(
+            flow=flow,
+            events=ev,
+            replays={},
+            fit=fit,
+            warnings=[Warn(f"flow {flow.get('flow_id')}", "no data segments or ACKs: not replayed")],
+        )
     replays = engine.replay_flow(ev, selection.resolved(algorithms, params))
     fit = metrics.fit(ev, replays) if replays else schema.empty(schema.FIT_METRICS)
     return FlowResult(flow=flow, events=ev, replays=replays, fit=fit)
@@ -234,16 +242,18 @@ def _guard(fn: Callable[..., Any], path: str, *args: Any) -> tuple[bool, Any]:
         if os.environ.get(DEBUG_ENV):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        return False, InternalMessage(f"{path}: internal error ({type(exc).__name__}: {first}); "
-                                      f"rerun with {DEBUG_ENV}=1 for a traceback")
+        return False, InternalMessage(
+            f"{path}: internal error ({type(exc).__name__}: {first}); rerun with {DEBUG_ENV}=1 for a traceback"
+        )
 
 
 def _prepare_task(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> tuple[bool, Any]:
     return _guard(prepare_capture, path, path, bpf, flow_ids)
 
 
-def _flow_task(path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...],
-               params: dict[str, dict[str, Any]]) -> tuple[bool, Any]:
+def _flow_task(
+    path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]
+) -> tuple[bool, Any]:
     return _guard(replay_flow, path, flow, ev, algorithms, params)
 
 
@@ -334,9 +344,12 @@ class _Lanes:
 _CALLER_REPLAYS = True
 
 
-def _run_parallel(inputs: list[str], opts: Options,
-                  on_capture: Callable[[str, bool, Any], list[tuple[int, dict[str, Any], FlowEvents]]],
-                  on_flow: Callable[[str, int, bool, Any], None]) -> dict[str, str | None]:
+def _run_parallel(
+    inputs: list[str],
+    opts: Options,
+    on_capture: Callable[[str, bool, Any], list[tuple[int, dict[str, Any], FlowEvents]]],
+    on_flow: Callable[[str, int, bool, Any], None],
+) -> dict[str, str | None]:
     """Run every task over ``opts.jobs`` lanes: this thread reads the captures one after the
     other, largest first (reading is itself multi-threaded: reader and event threads), while
     ``jobs − 1`` helper threads replay and fit the flows already read, largest first; when every
@@ -368,8 +381,11 @@ def _run_parallel(inputs: list[str], opts: Options,
         for path in sorted(inputs, key=lambda p: -_size(p)):  # the largest capture's flows overlap the rest
             todo = on_capture(path, *_prepare_task(path, opts.bpf, opts.flows))
             for i, row, ev in todo:
-                lanes.submit(ev.acks.height, functools.partial(_flow_task, path, row, ev, opts.algorithms, opts.params),
-                             ("flow", path, i))
+                lanes.submit(
+                    ev.acks.height,
+                    functools.partial(_flow_task, path, row, ev, opts.algorithms, opts.params),
+                    ("flow", path, i),
+                )
             hand_back(False)
         while lanes.busy:  # every capture read: this thread replays too
             hand_back(True)
@@ -426,6 +442,7 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
 
     def take_flow(path: str, i: int, ok: bool, value: Any) -> None:
         row, ev = prepared[path].events[i]
+        assert ev is not None  # (only flows with events became tasks: see take_prepared)
         if ok:
             if isinstance(value, tuple):  # (replays, fit, warnings) from a parallel run
                 value = FlowResult(flow=row, events=ev, replays=value[0], fit=value[1], warnings=value[2])
@@ -452,15 +469,18 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         prep = prepared[path]
         flows: list[FlowResult] = []
         warns = list(prep.warnings)
-        for i, (row, ev) in enumerate(prep.events):
+        for i, (row, _ev) in enumerate(prep.events):
             if (path, i) in flow_results:
                 flows.append(flow_results[(path, i)])
             elif (path, i) in flow_errors:
-                msg = (f"{path}: flow {row.get('flow_id')}: "
-                       f"{flow_errors[(path, i)].removeprefix(path + ': ')}")
+                msg = f"{path}: flow {row.get('flow_id')}: {flow_errors[(path, i)].removeprefix(path + ': ')}"
                 flow_failed.append(InternalMessage(msg) if isinstance(flow_errors[(path, i)], InternalMessage) else msg)
-                warns.append(Warn(path, f"flow {row.get('flow_id')} not replayed: "
-                                        f"{flow_errors[(path, i)].removeprefix(path + ': ')}"))
+                warns.append(
+                    Warn(
+                        path,
+                        f"flow {row.get('flow_id')} not replayed: {flow_errors[(path, i)].removeprefix(path + ': ')}",
+                    )
+                )
         captures.append(CaptureResult(meta=prep.meta, flows=prep.flows, results=flows, warnings=warns))
     analysis = Analysis(
         captures=captures,
@@ -470,5 +490,10 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         created=results.utc_now(),
         errors=errors + flow_failed,
     )
-    return Run(analysis=analysis, inputs=order, failed={p: failed[p] for p in order if p in failed},
-               flow_failed=flow_failed, digests=digests)
+    return Run(
+        analysis=analysis,
+        inputs=order,
+        failed={p: failed[p] for p in order if p in failed},
+        flow_failed=flow_failed,
+        digests=digests,
+    )

@@ -38,7 +38,7 @@ VOLATILE = ("created",)
 
 def utc_now() -> str:
     """ISO 8601 UTC timestamp with second precision, e.g. ``2026-01-02T03:04:05Z``."""
-    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return _dt.datetime.now(_dt.UTC).replace(microsecond=0).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str | None:
@@ -84,19 +84,21 @@ def _warn(w: Warn | str) -> dict[str, Any]:
 
 
 def _meta(meta: CaptureMeta) -> dict[str, Any]:
-    return clean({
-        "format": meta.format,
-        "link_types": list(meta.link_types),
-        "snaplen": meta.snaplen,
-        "packets_total": meta.packets_total,
-        "packets_tcp": meta.packets_tcp,
-        "first_ns": meta.first_ns,
-        "last_ns": meta.last_ns,
-        "duration_s": meta.duration_s,
-        "bpf": meta.bpf,
-        "skipped": dict(meta.skipped),
-        "decoded_by": dict(meta.decoded_by),
-    })
+    return clean(
+        {
+            "format": meta.format,
+            "link_types": list(meta.link_types),
+            "snaplen": meta.snaplen,
+            "packets_total": meta.packets_total,
+            "packets_tcp": meta.packets_tcp,
+            "first_ns": meta.first_ns,
+            "last_ns": meta.last_ns,
+            "duration_s": meta.duration_s,
+            "bpf": meta.bpf,
+            "skipped": dict(meta.skipped),
+            "decoded_by": dict(meta.decoded_by),
+        }
+    )
 
 
 def cwnd_limited_rounds(rounds: pl.DataFrame) -> int:
@@ -161,17 +163,19 @@ def capture_entry(cr: CaptureResult, *, sha256: str | None = None, error: str | 
     """One capture's JSON object (``error`` set and no flows when it could not be read)."""
     p = Path(cr.meta.path)
     size = _size(p)
-    return _with_hex({
-        "path": cr.meta.path,
-        "name": p.name,
-        "size_bytes": size,
-        "sha256": sha256 if sha256 is not None else (sha256_file(p) if size is not None else None),
-        "meta": _meta(cr.meta),
-        "flows": [flow_entry(fr) for fr in cr.results],
-        "flows_total": int(cr.flows.height) if cr.flows is not None else len(cr.results),
-        "warnings": [_warn(w) for w in cr.warnings],
-        "error": error,
-    })
+    return _with_hex(
+        {
+            "path": cr.meta.path,
+            "name": p.name,
+            "size_bytes": size,
+            "sha256": sha256 if sha256 is not None else (sha256_file(p) if size is not None else None),
+            "meta": _meta(cr.meta),
+            "flows": [flow_entry(fr) for fr in cr.results],
+            "flows_total": int(cr.flows.height) if cr.flows is not None else len(cr.results),
+            "warnings": [_warn(w) for w in cr.warnings],
+            "error": error,
+        }
+    )
 
 
 def _size(p: Path) -> int | None:
@@ -200,17 +204,19 @@ def error_entry(path: str, message: str, *, sha256: str | None = None) -> dict[s
     """A capture that could not be read: its path, the one-line error and nothing else."""
     p = Path(path)
     size = _size(p)
-    return _with_hex({
-        "path": path,
-        "name": p.name,
-        "size_bytes": size,
-        "sha256": sha256 if sha256 is not None else (sha256_file(p) if size is not None else None),
-        "meta": None,
-        "flows": [],
-        "flows_total": 0,
-        "warnings": [],
-        "error": message,
-    })
+    return _with_hex(
+        {
+            "path": path,
+            "name": p.name,
+            "size_bytes": size,
+            "sha256": sha256 if sha256 is not None else (sha256_file(p) if size is not None else None),
+            "meta": None,
+            "flows": [],
+            "flows_total": 0,
+            "warnings": [],
+            "error": message,
+        }
+    )
 
 
 def to_dict(
@@ -236,15 +242,17 @@ def to_dict(
         entries[path] = error_entry(path, msg, sha256=digest.get(path))
     keys = [k for k in (order or []) if k in entries]
     keys += [k for k in entries if k not in keys]
-    return clean({
-        "schema_version": SCHEMA_VERSION,
-        "tool": {"name": "hscc-trace", "version": analysis.version},
-        "created": analysis.created,
-        "algorithms": list(analysis.algorithms),
-        "params": analysis.params,
-        "captures": [entries[k] for k in keys],
-        "errors": list(analysis.errors),
-    })
+    return clean(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "hscc-trace", "version": analysis.version},
+            "created": analysis.created,
+            "algorithms": list(analysis.algorithms),
+            "params": analysis.params,
+            "captures": [entries[k] for k in keys],
+            "errors": list(analysis.errors),
+        }
+    )
 
 
 # --- reading, writing, validating --------------------------------------------------------------
@@ -260,7 +268,7 @@ def json_schema() -> dict[str, Any]:
 def validate(doc: dict[str, Any]) -> None:
     """Raise :class:`InputError` naming the first violation when ``doc`` does not match the schema.
 
-    Needs the ``jsonschema`` package (a test extra); without it only the version is checked.
+    The same full validation wherever it runs (``jsonschema`` is a dependency of the package).
     """
     major = str(doc.get("schema_version", "")).split(".")[0] if isinstance(doc, dict) else ""
     if major != SCHEMA_VERSION.split(".")[0]:
@@ -268,10 +276,8 @@ def validate(doc: dict[str, Any]) -> None:
             f"results schema_version {doc.get('schema_version') if isinstance(doc, dict) else None!r} "
             f"is not compatible with {SCHEMA_VERSION}"
         )
-    try:
-        import jsonschema
-    except ImportError:  # pragma: no cover - jsonschema is in the test extra
-        return
+    import jsonschema
+
     validator = jsonschema.Draft202012Validator(json_schema())
     err = jsonschema.exceptions.best_match(validator.iter_errors(doc))
     if err is not None:
@@ -319,7 +325,7 @@ def comparable(doc: dict[str, Any]) -> dict[str, Any]:
 
 # --- the JSON Schema, generated from hscc_trace.schema ----------------------------------------
 # results.schema.json is this function's output (`python -m hscc_trace.analysis.results >
-# hscc_trace/results.schema.json`); tests/test_results_schema.py fails when they differ.
+# hscc_trace/analysis/results.schema.json`); tests/test_results_schema.py fails when they differ.
 
 
 def _column_schema(col: schema.Column) -> dict[str, Any]:
@@ -364,40 +370,80 @@ def schema_document() -> dict[str, Any]:
         "required": ["schema_version", "tool", "created", "algorithms", "params", "captures", "errors"],
         "additionalProperties": False,
         "properties": {
-            "schema_version": {"type": "string", "pattern": r"^1\.[0-9]+$",
-                               "description": "MAJOR.MINOR; readers accept the same MAJOR"},
-            "tool": {"type": "object", "required": ["name", "version"], "additionalProperties": False,
-                     "properties": {"name": {"const": "hscc-trace"}, "version": {"type": "string"}}},
+            "schema_version": {
+                "type": "string",
+                "pattern": r"^1\.[0-9]+$",
+                "description": "MAJOR.MINOR; readers accept the same MAJOR",
+            },
+            "tool": {
+                "type": "object",
+                "required": ["name", "version"],
+                "additionalProperties": False,
+                "properties": {"name": {"const": "hscc-trace"}, "version": {"type": "string"}},
+            },
             "created": {"type": "string", "format": "date-time", "description": "UTC time of the run (ISO 8601)"},
-            "algorithms": {"type": "array", "items": {"type": "string"},
-                           "description": "algorithm labels replayed, in order"},
-            "params": {"type": "object",
-                       "description": "algorithm label -> every parameter actually used (defaults included)",
-                       "additionalProperties": {"type": "object", "additionalProperties": {
-                           "type": ["number", "integer", "string", "boolean", "null"]}}},
-            "captures": {"type": "array", "items": {"$ref": "#/$defs/capture"},
-                         "description": "one entry per input capture, in input order"},
-            "errors": {"type": "array", "items": {"type": "string"},
-                       "description": "one line per capture that could not be read and per flow that could "
-                                      "not be analyzed"},
+            "algorithms": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "algorithm labels replayed, in order",
+            },
+            "params": {
+                "type": "object",
+                "description": "algorithm label -> every parameter actually used (defaults included)",
+                "additionalProperties": {
+                    "type": "object",
+                    "additionalProperties": {"type": ["number", "integer", "string", "boolean", "null"]},
+                },
+            },
+            "captures": {
+                "type": "array",
+                "items": {"$ref": "#/$defs/capture"},
+                "description": "one entry per input capture, in input order",
+            },
+            "errors": {
+                "type": "array",
+                "items": {"type": "string"},
+                "description": "one line per capture that could not be read and per flow that could not be analyzed",
+            },
         },
         "$defs": {
             "warning": {
-                "type": "object", "required": ["source", "message", "count"], "additionalProperties": False,
-                "properties": {"source": {"type": "string"}, "message": {"type": "string"},
-                               "count": {"type": "integer", "minimum": 1},
-                               "lost": {"type": "object", "additionalProperties": False,
-                                        "required": ["bytes", "records"],
-                                        "description": "(since 1.2) present when the capture was only partly "
-                                                       "read: what was not read (null: cannot be known)",
-                                        "properties": {"bytes": {"type": ["integer", "null"], "minimum": 0},
-                                                       "records": {"type": ["integer", "null"], "minimum": 0,
-                                                                   "description": "estimate"}}}},
+                "type": "object",
+                "required": ["source", "message", "count"],
+                "additionalProperties": False,
+                "properties": {
+                    "source": {"type": "string"},
+                    "message": {"type": "string"},
+                    "count": {"type": "integer", "minimum": 1},
+                    "lost": {
+                        "type": "object",
+                        "additionalProperties": False,
+                        "required": ["bytes", "records"],
+                        "description": "(since 1.2) present when the capture was only partly "
+                        "read: what was not read (null: cannot be known)",
+                        "properties": {
+                            "bytes": {"type": ["integer", "null"], "minimum": 0},
+                            "records": {"type": ["integer", "null"], "minimum": 0, "description": "estimate"},
+                        },
+                    },
+                },
             },
             "meta": {
-                "type": "object", "additionalProperties": False,
-                "required": ["format", "link_types", "snaplen", "packets_total", "packets_tcp", "first_ns",
-                             "last_ns", "duration_s", "bpf", "skipped", "decoded_by"],
+                "type": "object",
+                "additionalProperties": False,
+                "required": [
+                    "format",
+                    "link_types",
+                    "snaplen",
+                    "packets_total",
+                    "packets_tcp",
+                    "first_ns",
+                    "last_ns",
+                    "duration_s",
+                    "bpf",
+                    "skipped",
+                    "decoded_by",
+                ],
                 "properties": {
                     "format": {"type": "string", "description": "pcap, pcap-ns or pcapng (+ .gz)"},
                     "link_types": {"type": "array", "items": {"type": "string"}, "description": "libpcap DLT names"},
@@ -413,54 +459,90 @@ def schema_document() -> dict[str, Any]:
                 },
             },
             "events": {
-                "type": "object", "additionalProperties": False,
+                "type": "object",
+                "additionalProperties": False,
                 "required": ["segments", "acks", "episodes", "rounds", "cwnd_limited_rounds", "rtt_offset_s"],
                 "properties": {
                     "segments": {**count, "description": "data segments of the sender"},
                     "acks": {**count, "description": "ACKs from the receiver"},
                     "episodes": {**count, "description": "congestion episodes"},
                     "rounds": {**count, "description": "RTT rounds"},
-                    "cwnd_limited_rounds": {**count, "description": "rounds limited by the congestion window "
-                                                                    "(the only ones fitted)"},
+                    "cwnd_limited_rounds": {
+                        **count,
+                        "description": "rounds limited by the congestion window (the only ones fitted)",
+                    },
                     "rtt_offset_s": {"type": "number", "description": "RTT correction for the vantage point [s]"},
                 },
             },
-            "fit": {"type": "object", "additionalProperties": False, "required": list(fit_props),
-                    "properties": fit_props},
+            "fit": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": list(fit_props),
+                "properties": fit_props,
+            },
             "flow": {
-                "type": "object", "additionalProperties": False,
+                "type": "object",
+                "additionalProperties": False,
                 "required": [*(k for k in flow_props if k not in ADDED_SINCE_1_0), "events", "fit", "best", "warnings"],
                 "properties": {
                     **flow_props,
                     "events": {"$ref": "#/$defs/events"},
-                    "fit": {"type": "array", "items": {"$ref": "#/$defs/fit"},
-                            "description": "fit of each algorithm, best (rank 1) first"},
-                    "best": {"type": ["string", "null"],
-                             "description": "best-fitting algorithm (rank 1); null when nothing could be fitted"},
+                    "fit": {
+                        "type": "array",
+                        "items": {"$ref": "#/$defs/fit"},
+                        "description": "fit of each algorithm, best (rank 1) first",
+                    },
+                    "best": {
+                        "type": ["string", "null"],
+                        "description": "best-fitting algorithm (rank 1); null when nothing could be fitted",
+                    },
                     "warnings": {"type": "array", "items": {"$ref": "#/$defs/warning"}},
                 },
             },
             "capture": {
-                "type": "object", "additionalProperties": False,
-                "required": ["path", "name", "size_bytes", "sha256", "meta", "flows", "flows_total", "warnings",
-                             "error"],
+                "type": "object",
+                "additionalProperties": False,
+                "required": [
+                    "path",
+                    "name",
+                    "size_bytes",
+                    "sha256",
+                    "meta",
+                    "flows",
+                    "flows_total",
+                    "warnings",
+                    "error",
+                ],
                 "properties": {
                     "path": {"type": "string", "description": "the capture's path as given (directories expanded)"},
                     "name": {"type": "string", "description": "file name"},
-                    "path_hex": {"type": "string", "pattern": "^([0-9a-f]{2})*$",
-                                 "description": "(since 1.2) the path's bytes in hex, present only when the "
-                                                "path is not valid UTF-8 (path and name then show U+FFFD)"},
+                    "path_hex": {
+                        "type": "string",
+                        "pattern": "^([0-9a-f]{2})*$",
+                        "description": "(since 1.2) the path's bytes in hex, present only when the "
+                        "path is not valid UTF-8 (path and name then show U+FFFD)",
+                    },
                     "size_bytes": {"type": ["integer", "null"], "minimum": 0},
-                    "sha256": {"type": ["string", "null"], "pattern": "^[0-9a-f]{64}$",
-                               "description": "identifies the capture when comparing with a baseline"},
-                    "meta": {"oneOf": [{"$ref": "#/$defs/meta"}, {"type": "null"}],
-                             "description": "null when the capture could not be read"},
-                    "flows": {"type": "array", "items": {"$ref": "#/$defs/flow"},
-                              "description": "analyzed flows, by flow_id"},
+                    "sha256": {
+                        "type": ["string", "null"],
+                        "pattern": "^[0-9a-f]{64}$",
+                        "description": "identifies the capture when comparing with a baseline",
+                    },
+                    "meta": {
+                        "oneOf": [{"$ref": "#/$defs/meta"}, {"type": "null"}],
+                        "description": "null when the capture could not be read",
+                    },
+                    "flows": {
+                        "type": "array",
+                        "items": {"$ref": "#/$defs/flow"},
+                        "description": "analyzed flows, by flow_id",
+                    },
                     "flows_total": {**count, "description": "flows in the capture (before --flow selection)"},
                     "warnings": {"type": "array", "items": {"$ref": "#/$defs/warning"}},
-                    "error": {"type": ["string", "null"],
-                              "description": "one-line reason the capture could not be read"},
+                    "error": {
+                        "type": ["string", "null"],
+                        "description": "one-line reason the capture could not be read",
+                    },
                 },
             },
         },

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -26,7 +27,7 @@ from .reader import ReadInfo, iter_batches, linktype_name
 if TYPE_CHECKING:  # polars (via schema/model) is imported where tables are built: see load_flows
     import polars as pl
 
-    from hscc_trace.model import Capture, CaptureMeta
+    from hscc_trace.model import CaptureMeta
 
 __all__ = ["load_packets", "read", "read_packets", "eager_table", "capture_meta", "no_tcp_message", "RawRead"]
 
@@ -37,8 +38,14 @@ def _packet_cols() -> list[str]:
     return [c.name for c in schema.PACKETS if c.name not in ("flow_id", "dir")]
 
 
-def load_packets(path: str | os.PathLike, *, bpf: str | None = None, fallback: bool = True,
-                 force_slow: bool = False, limit: int | None = None) -> tuple[pl.DataFrame, CaptureMeta, list[Warn]]:
+def load_packets(
+    path: str | os.PathLike,
+    *,
+    bpf: str | None = None,
+    fallback: bool = True,
+    force_slow: bool = False,
+    limit: int | None = None,
+) -> tuple[pl.DataFrame, CaptureMeta, list[Warn]]:
     """Read and decode ``path``: (TCP packet rows in capture order without flow_id/dir, meta, warnings).
 
     ``fallback=False`` disables the scapy decoder (its records are then counted as skipped);
@@ -126,8 +133,16 @@ def read(path: str, *, bpf=None, fallback=True, force_slow=False, limit=None, tr
                 frames = batch.frame_numbers(sel)
                 for j, i in enumerate(sel.tolist()):
                     o = int(batch.off[i])
-                    recs.append((int(frames[j]), int(batch.ts_ns[i]), int(batch.iface[i]), int(batch.wire[i]),
-                                 int(batch.linktype[i]), bytes(batch.buf[o : o + int(batch.cap[i])])))
+                    recs.append(
+                        (
+                            int(frames[j]),
+                            int(batch.ts_ns[i]),
+                            int(batch.iface[i]),
+                            int(batch.wire[i]),
+                            int(batch.linktype[i]),
+                            bytes(batch.buf[o : o + int(batch.cap[i])]),
+                        )
+                    )
             yield len(batch), cols, status, recs
 
     # this thread assigns connections while the reader decodes the next batch
@@ -167,13 +182,22 @@ def read(path: str, *, bpf=None, fallback=True, force_slow=False, limit=None, tr
     return raw
 
 
-def capture_meta(path: str, raw: RawRead, rows: int, first_ns: int | None, last_ns: int | None, bpf: str | None,
-          decoded_by: dict[str, int], limit: int | None = None) -> tuple[CaptureMeta, list[Warn]]:
+def capture_meta(
+    path: str,
+    raw: RawRead,
+    rows: int,
+    first_ns: int | None,
+    last_ns: int | None,
+    bpf: str | None,
+    decoded_by: dict[str, int],
+    limit: int | None = None,
+) -> tuple[CaptureMeta, list[Warn]]:
     from hscc_trace.model import CaptureMeta
 
     info, skipped = raw.info, raw.skipped
-    warnings: list[Warn] = [Warn(path, reason, k, True, *info.lost.get(reason, (None, None)))
-                            for reason, k in info.problems.items()]
+    warnings: list[Warn] = [
+        Warn(path, reason, k, True, *info.lost.get(reason, (None, None))) for reason, k in info.problems.items()
+    ]
     warnings += [Warn(path, f"skipped: {reason}", k) for reason, k in skipped.items()]
     meta = CaptureMeta(
         path=path,
@@ -224,8 +248,16 @@ def eager_table(path, raw: RawRead, *, bpf=None, force_slow=False, limit=None, t
             parts.append(sdf)
     tracked = tracker is not None and not raw.slow_recs and not force_slow
     pk = _concat(parts, _packet_cols() + (["flow_id", "side"] if tracked else []))
-    meta, warnings = capture_meta(path, raw, pk.height, int(pk["ts_ns"].min()) if pk.height else None,
-                           int(pk["ts_ns"].max()) if pk.height else None, bpf, decoded_by, limit)
+    meta, warnings = capture_meta(
+        path,
+        raw,
+        pk.height,
+        cast(int, pk["ts_ns"].min()) if pk.height else None,
+        cast(int, pk["ts_ns"].max()) if pk.height else None,
+        bpf,
+        decoded_by,
+        limit,
+    )
     return pk, meta, warnings, tracked and pk.height > 0
 
 
@@ -237,4 +269,3 @@ def no_tcp_message(meta: CaptureMeta, warnings: list[Warn]) -> str:
     reasons = ", ".join(f"{r}: {k}" for r, k in sorted(meta.skipped.items(), key=lambda x: -x[1]))
     lts = ",".join(meta.link_types)
     return f"{p}: no TCP packets among {meta.packets_total} records (link type {lts}; {reasons})"
-

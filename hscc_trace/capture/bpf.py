@@ -31,9 +31,11 @@ def _ld(buf, p, end, k, size):
     return v, True
 
 
-@njit(cache=True, nogil=True, aot=(
-    "none(int64[:, ::1], uint8[::1], int64[::1], uint32[::1], uint32[::1], int64[::1], "
-    "boolean[::1])"))
+@njit(
+    cache=True,
+    nogil=True,
+    aot=("none(int64[:, ::1], uint8[::1], int64[::1], uint32[::1], uint32[::1], int64[::1], boolean[::1])"),
+)
 def _run(prog, buf, off, cap, wire, sel, out):
     """Run the BPF program ``prog`` (n×4 int64: code, jt, jf, k) on records ``sel``; out[i] = accept."""
     nins = prog.shape[0]

@@ -18,9 +18,14 @@ tunnels and IP fragments — get :data:`FALLBACK` and go to the scapy decoder
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from hscc_trace.perf.jit import njit
+
+if TYPE_CHECKING:
+    import polars as pl
 
 #: TCP flag bits of the ``flags`` column (RFC 9293 §3.1)
 F_FIN, F_SYN, F_RST, F_ACK = 0x01, 0x02, 0x04, 0x10
@@ -57,9 +62,42 @@ def _be64(b, p):
 
 
 @njit(cache=True, nogil=True)
-def decode_batch(buf, off, cap, wire, lt, compact, status, ipv, shi, slo, dhi, dlo, ipid, ttl, ecn, sport, dport,
-                 seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc, has_wsc, sackp, tsval, tsecr,
-                 has_ts, sack_n, sack):
+def decode_batch(
+    buf,
+    off,
+    cap,
+    wire,
+    lt,
+    compact,
+    status,
+    ipv,
+    shi,
+    slo,
+    dhi,
+    dlo,
+    ipid,
+    ttl,
+    ecn,
+    sport,
+    dport,
+    seq,
+    ack,
+    flags,
+    win,
+    thl,
+    plen,
+    trunc,
+    mss,
+    has_mss,
+    wsc,
+    has_wsc,
+    sackp,
+    tsval,
+    tsecr,
+    has_ts,
+    sack_n,
+    sack,
+):
     """Decode every record; see the module docstring. Output arrays are filled in place.
 
     ``status[i]`` is record i's status. With ``compact`` the columns of the TCP records (status
@@ -68,18 +106,78 @@ def decode_batch(buf, off, cap, wire, lt, compact, status, ipv, shi, slo, dhi, d
     Returns the number of TCP records.
     """
     # (arguments in tuples: a call with more than 30 arguments cannot be inlined by numba)
-    return _decode(True, (buf, off, cap, wire, lt, compact),
-                   (status, ipv, shi, slo, dhi, dlo, ipid, ttl, ecn, sport, dport, seq, ack, flags, win, thl, plen,
-                    trunc, mss, has_mss, wsc, has_wsc, sackp, tsval, tsecr, has_ts, sack_n, sack))
+    return _decode(
+        True,
+        (buf, off, cap, wire, lt, compact),
+        (
+            status,
+            ipv,
+            shi,
+            slo,
+            dhi,
+            dlo,
+            ipid,
+            ttl,
+            ecn,
+            sport,
+            dport,
+            seq,
+            ack,
+            flags,
+            win,
+            thl,
+            plen,
+            trunc,
+            mss,
+            has_mss,
+            wsc,
+            has_wsc,
+            sackp,
+            tsval,
+            tsecr,
+            has_ts,
+            sack_n,
+            sack,
+        ),
+    )
 
 
-@njit(cache=True, nogil=True, aot=(
-    "int64(uint8[::1], int64[::1], uint32[::1], uint32[::1], uint16[::1], uint8[::1], "
-    "uint8[::1], uint64[::1], uint64[::1], uint64[::1], uint64[::1], uint16[::1], "
-    "uint16[::1], uint32[::1], uint32[::1], uint16[::1], uint16[::1], uint32[::1], "
-    "uint16[::1], boolean[::1], uint8[::1], boolean[::1], boolean[::1], boolean[::1])"))
-def decode_batch_flows(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo, sport, dport, seq, ack, flags, win,
-                       plen, mss, has_mss, wsc, has_wsc, sackp, has_ts):
+@njit(
+    cache=True,
+    nogil=True,
+    aot=(
+        "int64(uint8[::1], int64[::1], uint32[::1], uint32[::1], uint16[::1], uint8[::1], "
+        "uint8[::1], uint64[::1], uint64[::1], uint64[::1], uint64[::1], uint16[::1], "
+        "uint16[::1], uint32[::1], uint32[::1], uint16[::1], uint16[::1], uint32[::1], "
+        "uint16[::1], boolean[::1], uint8[::1], boolean[::1], boolean[::1], boolean[::1])"
+    ),
+)
+def decode_batch_flows(
+    buf,
+    off,
+    cap,
+    wire,
+    lt,
+    status,
+    ipv,
+    shi,
+    slo,
+    dhi,
+    dlo,
+    sport,
+    dport,
+    seq,
+    ack,
+    flags,
+    win,
+    plen,
+    mss,
+    has_mss,
+    wsc,
+    has_wsc,
+    sackp,
+    has_ts,
+):
     """:func:`decode_batch` (not compact) filling only what the flow table needs: no IP id, TTL,
     ECN, TCP header length, truncation flag, timestamp values or SACK blocks, and the option
     columns (mss, has_mss, wsc, has_wsc, sackp, has_ts) only for SYN segments (the flow table
@@ -87,10 +185,40 @@ def decode_batch_flows(buf, off, cap, wire, lt, status, ipv, shi, slo, dhi, dlo,
     z8 = np.empty(0, np.uint8)
     z16 = np.empty(0, np.uint16)
     z32 = np.empty(0, np.uint32)
-    return _decode(False, (buf, off, cap, wire, lt, False),
-                   (status, ipv, shi, slo, dhi, dlo, z16, z8, z8, sport, dport, seq, ack, flags, win, z8, plen,
-                    np.empty(0, np.bool_), mss, has_mss, wsc, has_wsc, sackp, z32, z32, has_ts, z8,
-                    np.empty((8, 0), np.uint32)))
+    return _decode(
+        False,
+        (buf, off, cap, wire, lt, False),
+        (
+            status,
+            ipv,
+            shi,
+            slo,
+            dhi,
+            dlo,
+            z16,
+            z8,
+            z8,
+            sport,
+            dport,
+            seq,
+            ack,
+            flags,
+            win,
+            z8,
+            plen,
+            np.empty(0, np.bool_),
+            mss,
+            has_mss,
+            wsc,
+            has_wsc,
+            sackp,
+            z32,
+            z32,
+            has_ts,
+            z8,
+            np.empty((8, 0), np.uint32),
+        ),
+    )
 
 
 @njit(cache=True, inline="always")
@@ -98,8 +226,36 @@ def _decode(full, inputs, outputs):
     """The decoder (see :func:`decode_batch`); with ``full`` False (a constant in each caller, so
     the compiler drops the branches) the columns the flow table does not read are not written."""
     buf, off, cap, wire, lt, compact = inputs
-    (status, ipv, shi, slo, dhi, dlo, ipid, ttl, ecn, sport, dport, seq, ack, flags, win, thl, plen, trunc, mss,
-     has_mss, wsc, has_wsc, sackp, tsval, tsecr, has_ts, sack_n, sack) = outputs
+    (
+        status,
+        ipv,
+        shi,
+        slo,
+        dhi,
+        dlo,
+        ipid,
+        ttl,
+        ecn,
+        sport,
+        dport,
+        seq,
+        ack,
+        flags,
+        win,
+        thl,
+        plen,
+        trunc,
+        mss,
+        has_mss,
+        wsc,
+        has_wsc,
+        sackp,
+        tsval,
+        tsecr,
+        has_ts,
+        sack_n,
+        sack,
+    ) = outputs
     n = len(off)
     k = 0  # TCP records so far
     for i in range(n):
@@ -168,7 +324,12 @@ def _decode(full, inputs, outputs):
                 status[i] = 1
                 continue
             fam_be = _be32(buf, p0)
-            fam_le = (np.uint32(buf[p0 + 3]) << 24) | (np.uint32(buf[p0 + 2]) << 16) | (np.uint32(buf[p0 + 1]) << 8) | np.uint32(buf[p0])
+            fam_le = (
+                (np.uint32(buf[p0 + 3]) << 24)
+                | (np.uint32(buf[p0 + 2]) << 16)
+                | (np.uint32(buf[p0 + 1]) << 8)
+                | np.uint32(buf[p0])
+            )
             fam = fam_be if t == 108 else (fam_le if fam_le < 256 else fam_be)
             if fam == 2:
                 et = np.uint32(0x0800)
@@ -376,9 +537,15 @@ class Scratch:
 
 def _alloc(n: int) -> tuple[np.ndarray, ...]:
     e = np.empty  # decode_batch writes every field of every record it decodes as TCP
-    return (e(n, np.uint8),) + tuple(e(n, np.uint8) for _ in range(6)) + tuple(e(n, np.uint64) for _ in range(4)) \
-        + tuple(e(n, np.uint32) for _ in range(6)) + tuple(e(n, np.uint16) for _ in range(5)) \
-        + tuple(e(n, np.bool_) for _ in range(5)) + (e((8, n), np.uint32),)
+    return (
+        (e(n, np.uint8),)
+        + tuple(e(n, np.uint8) for _ in range(6))
+        + tuple(e(n, np.uint64) for _ in range(4))
+        + tuple(e(n, np.uint32) for _ in range(6))
+        + tuple(e(n, np.uint16) for _ in range(5))
+        + tuple(e(n, np.bool_) for _ in range(5))
+        + (e((8, n), np.uint32),)
+    )
 
 
 def decode_all(batch, scratch: Scratch, lo: int = 0, hi: int | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -397,18 +564,85 @@ def decode_all(batch, scratch: Scratch, lo: int = 0, hi: int | None = None) -> t
     """
     n = len(batch)
     hi = n if hi is None else hi
-    (status, ipv, _ttl, _ecn, _thl, wsc, _sack_n, shi, slo, dhi, dlo, _ipid, seq, ack, plen, _tsval, _tsecr,
-     sport, dport, flags, win, mss, _trunc, has_mss, has_wsc, sackp, has_ts, _sack) = scratch.get(n)
+    (
+        status,
+        ipv,
+        _ttl,
+        _ecn,
+        _thl,
+        wsc,
+        _sack_n,
+        shi,
+        slo,
+        dhi,
+        dlo,
+        _ipid,
+        seq,
+        ack,
+        plen,
+        _tsval,
+        _tsecr,
+        sport,
+        dport,
+        flags,
+        win,
+        mss,
+        _trunc,
+        has_mss,
+        has_wsc,
+        sackp,
+        has_ts,
+        _sack,
+    ) = scratch.get(n)
     if hi > lo:
         r = slice(lo, hi)
-        decode_batch_flows(batch.buf, batch.off[r], batch.cap[r], batch.wire[r], batch.linktype[r], status[r], ipv[r],
-                           shi[r], slo[r], dhi[r], dlo[r], sport[r], dport[r], seq[r], ack[r], flags[r], win[r],
-                           plen[r], mss[r], has_mss[r], wsc[r], has_wsc[r], sackp[r], has_ts[r])
+        decode_batch_flows(
+            batch.buf,
+            batch.off[r],
+            batch.cap[r],
+            batch.wire[r],
+            batch.linktype[r],
+            status[r],
+            ipv[r],
+            shi[r],
+            slo[r],
+            dhi[r],
+            dlo[r],
+            sport[r],
+            dport[r],
+            seq[r],
+            ack[r],
+            flags[r],
+            win[r],
+            plen[r],
+            mss[r],
+            has_mss[r],
+            wsc[r],
+            has_wsc[r],
+            sackp[r],
+            has_ts[r],
+        )
     cols = {
-        "ts_ns": batch.ts_ns, "wire_len": batch.wire, "ip_version": ipv, "src_hi": shi, "src_lo": slo,
-        "dst_hi": dhi, "dst_lo": dlo, "sport": sport, "dport": dport, "seq": seq, "ack": ack, "flags": flags,
-        "win": win, "payload_len": plen, "opt_mss": mss, "has_mss": has_mss, "opt_wscale": wsc, "has_ws": has_wsc,
-        "opt_sack_perm": sackp, "has_ts": has_ts,
+        "ts_ns": batch.ts_ns,
+        "wire_len": batch.wire,
+        "ip_version": ipv,
+        "src_hi": shi,
+        "src_lo": slo,
+        "dst_hi": dhi,
+        "dst_lo": dlo,
+        "sport": sport,
+        "dport": dport,
+        "seq": seq,
+        "ack": ack,
+        "flags": flags,
+        "win": win,
+        "payload_len": plen,
+        "opt_mss": mss,
+        "has_mss": has_mss,
+        "opt_wscale": wsc,
+        "has_ws": has_wsc,
+        "opt_sack_perm": sackp,
+        "has_ts": has_ts,
     }
     return cols, status
 
@@ -424,11 +658,72 @@ def decode_arrays(batch, scratch: Scratch | None = None) -> tuple[dict[str, np.n
     """
     n = len(batch)
     arrs = scratch.get(n) if scratch is not None else _alloc(n)
-    (status, ipv, ttl, ecn, thl, wsc, sack_n, shi, slo, dhi, dlo, ipid, seq, ack, plen, tsval, tsecr,
-     sport, dport, flags, win, mss, trunc, has_mss, has_wsc, sackp, has_ts, sack) = arrs
-    k = decode_batch(batch.buf, batch.off, batch.cap, batch.wire, batch.linktype, True, status, ipv, shi, slo, dhi,
-                     dlo, ipid, ttl, ecn, sport, dport, seq, ack, flags, win, thl, plen, trunc, mss, has_mss, wsc,
-                     has_wsc, sackp, tsval, tsecr, has_ts, sack_n, sack)
+    (
+        status,
+        ipv,
+        ttl,
+        ecn,
+        thl,
+        wsc,
+        sack_n,
+        shi,
+        slo,
+        dhi,
+        dlo,
+        ipid,
+        seq,
+        ack,
+        plen,
+        tsval,
+        tsecr,
+        sport,
+        dport,
+        flags,
+        win,
+        mss,
+        trunc,
+        has_mss,
+        has_wsc,
+        sackp,
+        has_ts,
+        sack,
+    ) = arrs
+    k = decode_batch(
+        batch.buf,
+        batch.off,
+        batch.cap,
+        batch.wire,
+        batch.linktype,
+        True,
+        status,
+        ipv,
+        shi,
+        slo,
+        dhi,
+        dlo,
+        ipid,
+        ttl,
+        ecn,
+        sport,
+        dport,
+        seq,
+        ack,
+        flags,
+        win,
+        thl,
+        plen,
+        trunc,
+        mss,
+        has_mss,
+        wsc,
+        has_wsc,
+        sackp,
+        tsval,
+        tsecr,
+        has_ts,
+        sack_n,
+        sack,
+    )
     if k == n:
         frame = batch.frame_numbers(np.arange(n))
         ts, iface, wire, cap = batch.ts_ns, batch.iface, batch.wire, batch.cap
@@ -437,20 +732,43 @@ def decode_arrays(batch, scratch: Scratch | None = None) -> tuple[dict[str, np.n
         frame = batch.frame_numbers(idx)
         ts, iface, wire, cap = batch.ts_ns[idx], batch.iface[idx], batch.wire[idx], batch.cap[idx]
     cols = {
-        "frame": frame, "ts_ns": ts, "iface": iface, "wire_len": wire, "cap_len": cap, "ip_version": ipv[:k],
-        "src_hi": shi[:k], "src_lo": slo[:k], "dst_hi": dhi[:k], "dst_lo": dlo[:k],
-        "ip_id": ipid[:k], "ip_ttl": ttl[:k], "ip_ecn": ecn[:k],
-        "sport": sport[:k], "dport": dport[:k], "seq": seq[:k], "ack": ack[:k],
-        "flags": flags[:k], "win": win[:k], "tcp_hlen": thl[:k], "payload_len": plen[:k],
+        "frame": frame,
+        "ts_ns": ts,
+        "iface": iface,
+        "wire_len": wire,
+        "cap_len": cap,
+        "ip_version": ipv[:k],
+        "src_hi": shi[:k],
+        "src_lo": slo[:k],
+        "dst_hi": dhi[:k],
+        "dst_lo": dlo[:k],
+        "ip_id": ipid[:k],
+        "ip_ttl": ttl[:k],
+        "ip_ecn": ecn[:k],
+        "sport": sport[:k],
+        "dport": dport[:k],
+        "seq": seq[:k],
+        "ack": ack[:k],
+        "flags": flags[:k],
+        "win": win[:k],
+        "tcp_hlen": thl[:k],
+        "payload_len": plen[:k],
         "truncated": trunc[:k],
-        "opt_mss": mss[:k], "has_mss": has_mss[:k], "opt_wscale": wsc[:k], "has_ws": has_wsc[:k],
-        "opt_sack_perm": sackp[:k], "opt_tsval": tsval[:k], "opt_tsecr": tsecr[:k], "has_ts": has_ts[:k],
-        "sack_n": sack_n[:k], "sack": sack[:, :k],
+        "opt_mss": mss[:k],
+        "has_mss": has_mss[:k],
+        "opt_wscale": wsc[:k],
+        "has_ws": has_wsc[:k],
+        "opt_sack_perm": sackp[:k],
+        "opt_tsval": tsval[:k],
+        "opt_tsecr": tsecr[:k],
+        "has_ts": has_ts[:k],
+        "sack_n": sack_n[:k],
+        "sack": sack[:, :k],
     }
     return cols, status
 
 
-def decode(batch, tracker=None) -> tuple["pl.DataFrame", np.ndarray]:
+def decode(batch, tracker=None) -> tuple[pl.DataFrame, np.ndarray]:
     """Decode a batch into rows of schema.PACKETS (without flow_id/dir) and a status per record.
 
     With a :class:`hscc_trace.flows.tracker.FlowTracker` the rows are also fed to it, in order, and get
@@ -461,7 +779,7 @@ def decode(batch, tracker=None) -> tuple["pl.DataFrame", np.ndarray]:
     return df, status
 
 
-def to_frame(c: dict[str, np.ndarray], tracker=None) -> "pl.DataFrame":
+def to_frame(c: dict[str, np.ndarray], tracker=None) -> pl.DataFrame:
     """Rows of schema.PACKETS (without flow_id/dir) from :func:`decode_arrays` columns.
 
     With a :class:`hscc_trace.flows.tracker.FlowTracker` the rows are fed to it and get ``flow_id`` and
@@ -507,5 +825,6 @@ def sack_edges_as_null() -> list:
     (block index ≥ ``sack_n``) null, as schema.PACKETS has them (the decoder writes 0)."""
     import polars as pl
 
-    return [pl.when(pl.col("sack_n") > b).then(pl.col(f"sack_{e}{b}")).alias(f"sack_{e}{b}")
-            for b in range(4) for e in "lr"]
+    return [
+        pl.when(pl.col("sack_n") > b).then(pl.col(f"sack_{e}{b}")).alias(f"sack_{e}{b}") for b in range(4) for e in "lr"
+    ]

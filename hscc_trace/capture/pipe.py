@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Callable, Iterator, TypeVar
+from collections.abc import Callable, Generator, Iterator
+from typing import TypeVar
 
 T = TypeVar("T")
 
 
-def in_thread(produce: Callable[[], Iterator[T]], depth: int = 1) -> Iterator[T]:
+def in_thread(produce: Callable[[], Iterator[T]], depth: int = 1) -> Generator[T, None, None]:
     """Run the generator ``produce()`` in a reader thread, yielding its items here, in order.
 
     At most ``depth`` items wait between the threads (plus one being produced and the one the

@@ -20,8 +20,9 @@ import gzip
 import os
 import stat
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO, Iterator
+from typing import BinaryIO
 
 import numpy as np
 
@@ -43,10 +44,27 @@ BYTE_ORDER_MAGIC = 0x1A2B3C4D
 
 # LINKTYPE_* numbers (as stored in files) -> libpcap DLT names
 LINKTYPE_NAMES = {
-    0: "NULL", 1: "EN10MB", 6: "IEEE802", 7: "ARCNET", 8: "SLIP", 9: "PPP", 10: "FDDI",
-    12: "RAW", 14: "RAW", 50: "PPP_SERIAL", 51: "PPP_ETHER", 101: "RAW", 104: "C_HDLC",
-    105: "IEEE802_11", 108: "LOOP", 113: "LINUX_SLL", 127: "IEEE802_11_RADIO", 192: "PPI",
-    228: "IPV4", 229: "IPV6", 276: "LINUX_SLL2",
+    0: "NULL",
+    1: "EN10MB",
+    6: "IEEE802",
+    7: "ARCNET",
+    8: "SLIP",
+    9: "PPP",
+    10: "FDDI",
+    12: "RAW",
+    14: "RAW",
+    50: "PPP_SERIAL",
+    51: "PPP_ETHER",
+    101: "RAW",
+    104: "C_HDLC",
+    105: "IEEE802_11",
+    108: "LOOP",
+    113: "LINUX_SLL",
+    127: "IEEE802_11_RADIO",
+    192: "PPI",
+    228: "IPV4",
+    229: "IPV6",
+    276: "LINUX_SLL2",
 }
 
 
@@ -77,11 +95,20 @@ class Batch:
             return self.frames[idx].astype(np.uint64)
         return (self.first_frame + idx).astype(np.uint64)
 
-    def subset(self, keep: np.ndarray) -> "Batch":
+    def subset(self, keep: np.ndarray) -> Batch:
         """The kept records only, frame numbers preserved."""
         idx = np.flatnonzero(keep)
-        return Batch(self.buf, self.off[idx], self.cap[idx], self.wire[idx], self.ts_ns[idx], self.iface[idx],
-                     self.linktype[idx], self.first_frame, self.frame_numbers(idx).astype(np.int64))
+        return Batch(
+            self.buf,
+            self.off[idx],
+            self.cap[idx],
+            self.wire[idx],
+            self.ts_ns[idx],
+            self.iface[idx],
+            self.linktype[idx],
+            self.first_frame,
+            self.frame_numbers(idx).astype(np.int64),
+        )
 
 
 @dataclass
@@ -109,8 +136,15 @@ class ReadInfo:
 @njit(cache=True, inline="always")
 def _u32(buf, p, be):
     if be:
-        return (np.uint32(buf[p]) << 24) | (np.uint32(buf[p + 1]) << 16) | (np.uint32(buf[p + 2]) << 8) | np.uint32(buf[p + 3])
-    return (np.uint32(buf[p + 3]) << 24) | (np.uint32(buf[p + 2]) << 16) | (np.uint32(buf[p + 1]) << 8) | np.uint32(buf[p])
+        return (
+            (np.uint32(buf[p]) << 24)
+            | (np.uint32(buf[p + 1]) << 16)
+            | (np.uint32(buf[p + 2]) << 8)
+            | np.uint32(buf[p + 3])
+        )
+    return (
+        (np.uint32(buf[p + 3]) << 24) | (np.uint32(buf[p + 2]) << 16) | (np.uint32(buf[p + 1]) << 8) | np.uint32(buf[p])
+    )
 
 
 @njit(cache=True, inline="always")
@@ -120,9 +154,14 @@ def _u16(buf, p, be):
     return (np.uint32(buf[p + 1]) << 8) | np.uint32(buf[p])
 
 
-@njit(cache=True, nogil=True, aot=(
-    "UniTuple(int64, 3)(uint8[::1], int64, boolean, boolean, int64, int64, int64[::1], "
-    "uint32[::1], uint32[::1], int64[::1])"))
+@njit(
+    cache=True,
+    nogil=True,
+    aot=(
+        "UniTuple(int64, 3)(uint8[::1], int64, boolean, boolean, int64, int64, int64[::1], "
+        "uint32[::1], uint32[::1], int64[::1])"
+    ),
+)
 def _walk_pcap(buf, n, be, nsec, hdrlen, max_cap, off, cap, wire, ts):
     """Walk pcap records in buf[:n]. Returns (bytes consumed, records, status).
 
@@ -157,10 +196,15 @@ def _walk_pcap(buf, n, be, nsec, hdrlen, max_cap, off, cap, wire, ts):
         k += 1
 
 
-@njit(cache=True, nogil=True, aot=(
-    "Tuple((int64, int64, int64, float64))(uint8[::1], int64, boolean, uint32[::1], "
-    "boolean[::1], int64[::1], int64[::1], int64[::1], uint32[::1], uint32[::1], int64[::1], "
-    "uint16[::1])"))
+@njit(
+    cache=True,
+    nogil=True,
+    aot=(
+        "Tuple((int64, int64, int64, float64))(uint8[::1], int64, boolean, uint32[::1], "
+        "boolean[::1], int64[::1], int64[::1], int64[::1], uint32[::1], uint32[::1], int64[::1], "
+        "uint16[::1])"
+    ),
+)
 def _walk_pcapng(buf, n, be, if_snap, if_pow2, if_exp, if_offs, off, cap, wire, ts, iface):
     """Walk pcapng blocks in buf[:n] until a block Python must handle.
 
@@ -419,13 +463,19 @@ def _stream_problem(ch: _Chunks, info: ReadInfo, records: int) -> None:
                 left = max(os.fstat(f.fileno()).st_size - f.tell(), 0)
         except (OSError, AttributeError, ValueError):
             left = None
-        rest = (f"about {left} compressed bytes after it not read" if left else
-                "nothing after it is missing (a check at the end of the stream failed)")
-        info.problem(f"gzip: {ch.problem} after {done} decompressed bytes ({records} records); {rest}",
-                     lost=(None, None) if left else (0, 0))
+        rest = (
+            f"about {left} compressed bytes after it not read"
+            if left
+            else "nothing after it is missing (a check at the end of the stream failed)"
+        )
+        info.problem(
+            f"gzip: {ch.problem} after {done} decompressed bytes ({records} records); {rest}",
+            lost=(None, None) if left else (0, 0),
+        )
     else:
-        info.problem(f"{ch.problem} after {done} decompressed bytes ({records} records); how much is missing "
-                     "cannot be known")
+        info.problem(
+            f"{ch.problem} after {done} decompressed bytes ({records} records); how much is missing cannot be known"
+        )
 
 
 def iter_batches(path: str, info: ReadInfo, *, buffers: int = 2) -> Iterator[Batch]:
@@ -443,8 +493,9 @@ def iter_batches(path: str, info: ReadInfo, *, buffers: int = 2) -> Iterator[Bat
         if problem and n < 24:
             raise InputError(f"{path}: {problem}")
         if len(head) == 0:
-            raise InputError(f"{path}: gzip holds an empty file (0 bytes decompressed)" if gz
-                             else f"{path}: empty file (0 bytes)")
+            raise InputError(
+                f"{path}: gzip holds an empty file (0 bytes decompressed)" if gz else f"{path}: empty file (0 bytes)"
+            )
         if len(head) < 4:
             raise InputError(f"{path}: not a capture file (only {len(head)} bytes)")
         magic_le = int.from_bytes(head[:4], "little")
@@ -465,8 +516,9 @@ def iter_batches(path: str, info: ReadInfo, *, buffers: int = 2) -> Iterator[Bat
         f.close()
 
 
-def _pcap_batches(path: str, f: BinaryIO, head: bytes, be: bool, info: ReadInfo, suffix: str,
-                  buffers: int = 2) -> Iterator[Batch]:
+def _pcap_batches(
+    path: str, f: BinaryIO, head: bytes, be: bool, info: ReadInfo, suffix: str, buffers: int = 2
+) -> Iterator[Batch]:
     if len(head) < 24:
         raise InputError(f"{path}: truncated pcap file header ({len(head)} of 24 bytes)")
     order = "big" if be else "little"
@@ -495,13 +547,23 @@ def _pcap_batches(path: str, f: BinaryIO, head: bytes, be: bool, info: ReadInfo,
         used, k, status = _walk_pcap(ch.buf, ch.n, be, nsec, hdrlen, max_cap, off, cap, wire, ts)
         if k:
             info.records += k
-            yield Batch(ch.buf, off[:k], cap[:k], wire[:k], ts[:k], np.zeros(k, np.uint16),
-                        np.full(k, linktype, np.uint16), frame)
+            yield Batch(
+                ch.buf,
+                off[:k],
+                cap[:k],
+                wire[:k],
+                ts[:k],
+                np.zeros(k, np.uint16),
+                np.full(k, linktype, np.uint16),
+                frame,
+            )
             frame += k
         if status == 2:
             lost, phrase = _rest(ch, used, frame - 1, 24)
-            info.problem(f"record {frame} claims an absurd captured length (> {max_cap} bytes); rest of file "
-                         f"ignored ({phrase})", lost=lost)
+            info.problem(
+                f"record {frame} claims an absurd captured length (> {max_cap} bytes); rest of file ignored ({phrase})",
+                lost=lost,
+            )
             return
         ch.consume(used)
         if status == 3:
@@ -510,8 +572,9 @@ def _pcap_batches(path: str, f: BinaryIO, head: bytes, be: bool, info: ReadInfo,
             if ch.problem:
                 _stream_problem(ch, info, frame - 1)
             if ch.n:
-                info.problem(f"file ends inside record {frame} ({ch.n} bytes of it present); that record ignored",
-                             lost=(ch.n, 1))
+                info.problem(
+                    f"file ends inside record {frame} ({ch.n} bytes of it present); that record ignored", lost=(ch.n, 1)
+                )
             return
         if k == 0:
             # one record larger than the buffer: grow (bounded by max_cap)
@@ -553,8 +616,9 @@ def _parse_idb(blk: bytes, be: bool) -> tuple[int, int, bool, int, int]:
     return lt, snap, pow2, exp, offs
 
 
-def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix: str,
-                    buffers: int = 2) -> Iterator[Batch]:
+def _pcapng_batches(
+    path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix: str, buffers: int = 2
+) -> Iterator[Batch]:
     info.format = "pcapng" + suffix
     ch = _Chunks(f, head, buffers)
     be = False
@@ -576,8 +640,18 @@ def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix:
         iface = np.empty(nmax, np.uint16)
         if_lt = np.array(lts, np.uint16)
         used, k, status, btype = _walk_pcapng(
-            ch.buf, ch.n, be, np.array(snaps, np.uint32), np.array(pow2s, np.bool_),
-            np.array(exps, np.int64), np.array(offss, np.int64), off, cap, wire, ts, iface,
+            ch.buf,
+            ch.n,
+            be,
+            np.array(snaps, np.uint32),
+            np.array(pow2s, np.bool_),
+            np.array(exps, np.int64),
+            np.array(offss, np.int64),
+            off,
+            cap,
+            wire,
+            ts,
+            iface,
         )
         if k:
             info.records += k
@@ -605,8 +679,10 @@ def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix:
                 if not seen_shb:
                     raise InputError(f"{path}: not a capture file (bad pcapng section header)")
                 lost, phrase = _rest(ch, used, frame - 1, 0)
-                info.problem(f"pcapng: malformed block length {blen} after record {frame - 1}; rest of file "
-                             f"ignored ({phrase})", lost=lost)
+                info.problem(
+                    f"pcapng: malformed block length {blen} after record {frame - 1}; rest of file ignored ({phrase})",
+                    lost=lost,
+                )
                 return
             if used + blen > ch.n:
                 ch.consume(used)
@@ -643,8 +719,11 @@ def _pcapng_batches(path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix:
             if ch.problem:
                 _stream_problem(ch, info, frame - 1)
             if ch.n:
-                info.problem(f"file ends inside a pcapng block after record {frame - 1} ({ch.n} bytes); ignored "
-                             f"({ch.n} bytes not read)", lost=(ch.n, None))
+                info.problem(
+                    f"file ends inside a pcapng block after record {frame - 1} ({ch.n} bytes); ignored "
+                    f"({ch.n} bytes not read)",
+                    lost=(ch.n, None),
+                )
             return
         if k == 0 and ch.n >= len(ch.buf):
             ch.grow(2 * len(ch.buf))  # one block larger than the buffer (blocks are capped at 16 MiB)
@@ -671,8 +750,10 @@ def _libpcap_batches(path: str, info: ReadInfo) -> Iterator[Batch]:
         try:
             hdr, data = r.next()
         except Exception as exc:
-            info.problem(f"libpcap: {exc} after record {frame - 1 + len(datas)}; rest of file ignored "
-                         "(how much libpcap did not read cannot be known)")
+            info.problem(
+                f"libpcap: {exc} after record {frame - 1 + len(datas)}; rest of file ignored "
+                "(how much libpcap did not read cannot be known)"
+            )
             break
         if hdr is None:
             break
@@ -689,8 +770,16 @@ def _libpcap_batches(path: str, info: ReadInfo) -> Iterator[Batch]:
     off[1:] = np.cumsum(capa[:-1], dtype=np.int64)
     k = len(caps)
     info.records += k
-    yield Batch(buf, off, capa, np.array(wires, np.uint32), np.array(tss, np.int64), np.zeros(k, np.uint16),
-                np.full(k, lt, np.uint16), frame)
+    yield Batch(
+        buf,
+        off,
+        capa,
+        np.array(wires, np.uint32),
+        np.array(tss, np.int64),
+        np.zeros(k, np.uint16),
+        np.full(k, lt, np.uint16),
+        frame,
+    )
 
 
 __all__ = ["Batch", "ReadInfo", "iter_batches", "linktype_name", "CHUNK", "MAX_CAPLEN"]

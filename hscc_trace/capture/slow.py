@@ -86,8 +86,11 @@ def decode_records(recs: list[tuple[int, int, int, int, int, bytes]]) -> tuple[p
             continue
         ip4 = pkt.getlayer(IP)
         ip6f = pkt.getlayer(IPv6ExtHdrFragment)
-        if ip4 is not None and (ip4.flags.MF or ip4.frag) and pkt.getlayer(TCP) is None or (
-            ip4 is not None and (ip4.flags.MF or ip4.frag) and ip4.proto == 6
+        if (
+            ip4 is not None
+            and (ip4.flags.MF or ip4.frag)
+            and pkt.getlayer(TCP) is None
+            or (ip4 is not None and (ip4.flags.MF or ip4.frag) and ip4.proto == 6)
         ):
             _collect_v4(frags, frame, ts, iface, wire, len(data), ip4, rows, skip)
             continue
@@ -183,17 +186,40 @@ def _row(frame, ts, iface, wire, cap, ip, tcp, wire_ip_len):
             sackp = True
         elif name == "SAck" and isinstance(val, tuple) and all(_uint(v, 0xFFFFFFFF) for v in val):
             sacks.extend(val)
-        elif (name == "Timestamp" and isinstance(val, tuple) and len(val) == 2
-              and all(_uint(v, 0xFFFFFFFF) for v in val)):
+        elif (
+            name == "Timestamp" and isinstance(val, tuple) and len(val) == 2 and all(_uint(v, 0xFFFFFFFF) for v in val)
+        ):
             tsv, tse = val
     nsack = min(len(sacks) // 2, 4)
     tcp_cap = len(tcp.original) if getattr(tcp, "original", None) is not None else len(bytes(tcp))
     row = {
-        "frame": frame, "ts_ns": ts, "iface": iface, "wire_len": wire, "cap_len": cap, "ip_version": ver,
-        "src_hi": sh, "src_lo": sl, "dst_hi": dh, "dst_lo": dl, "ip_id": ipid, "ip_ttl": ttl, "ip_ecn": ecn,
-        "sport": tcp.sport, "dport": tcp.dport, "seq": tcp.seq, "ack": tcp.ack, "flags": int(tcp.flags),
-        "win": tcp.window, "tcp_hlen": thl, "payload_len": plen, "truncated": tcp_cap < thl + plen,
-        "opt_mss": mss, "opt_wscale": ws, "opt_sack_perm": sackp, "opt_tsval": tsv, "opt_tsecr": tse,
+        "frame": frame,
+        "ts_ns": ts,
+        "iface": iface,
+        "wire_len": wire,
+        "cap_len": cap,
+        "ip_version": ver,
+        "src_hi": sh,
+        "src_lo": sl,
+        "dst_hi": dh,
+        "dst_lo": dl,
+        "ip_id": ipid,
+        "ip_ttl": ttl,
+        "ip_ecn": ecn,
+        "sport": tcp.sport,
+        "dport": tcp.dport,
+        "seq": tcp.seq,
+        "ack": tcp.ack,
+        "flags": int(tcp.flags),
+        "win": tcp.window,
+        "tcp_hlen": thl,
+        "payload_len": plen,
+        "truncated": tcp_cap < thl + plen,
+        "opt_mss": mss,
+        "opt_wscale": ws,
+        "opt_sack_perm": sackp,
+        "opt_tsval": tsv,
+        "opt_tsecr": tse,
         "sack_n": nsack,
     }
     for b in range(4):
@@ -271,6 +297,7 @@ def _collect_v6(frags, frame, ts, iface, wire, cap, fh, rows, skip) -> None:
     ip6 = fh.underlayer
     while ip6 is not None and not isinstance(ip6, IPv6):
         ip6 = ip6.underlayer
+    assert ip6 is not None  # (a fragment header always sits inside an IPv6 packet)
     key = (6, ip6.src, ip6.dst, fh.id, fh.nh)
     st = frags.setdefault(key, {"parts": {}, "total": None, "n": 0, "hdr": None})
     st["n"] += 1

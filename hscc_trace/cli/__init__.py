@@ -110,7 +110,7 @@ def _flows_fast_args(argv: list[str]) -> tuple[str, str | None, bool] | None:
                 i += 1
                 v = argv[i]
             else:
-                v = a[len("--filter="):]
+                v = a[len("--filter=") :]
             if not v or v.startswith("-"):
                 return None
             bpf = v
@@ -183,8 +183,11 @@ def _main(fast: tuple[str, str | None, bool] | None = None) -> None:
         if os.environ.get("HSCC_TRACE_DEBUG"):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        print(f"hscc-trace: internal error: {type(exc).__name__}: {first} "
-              "(set HSCC_TRACE_DEBUG=1 for a traceback, and please report it)", file=sys.stderr)
+        print(
+            f"hscc-trace: internal error: {type(exc).__name__}: {first} "
+            "(set HSCC_TRACE_DEBUG=1 for a traceback, and please report it)",
+            file=sys.stderr,
+        )
         sys.exit(EXIT_INTERNAL)  # EX_SOFTWARE
 
 

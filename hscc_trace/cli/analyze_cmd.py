@@ -6,9 +6,10 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import Any
 
 import typer
 
@@ -32,8 +33,9 @@ def one_line_errors() -> Iterator[None]:
         if os.environ.get(DEBUG_ENV):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise InternalError(f"internal error ({type(exc).__name__}: {first}); "
-                            f"rerun with {DEBUG_ENV}=1 for a traceback") from None
+        raise InternalError(
+            f"internal error ({type(exc).__name__}: {first}); rerun with {DEBUG_ENV}=1 for a traceback"
+        ) from None
 
 
 def exit_code_of(errors: list[str], otherwise: int) -> int:
@@ -53,9 +55,15 @@ def progress_bar(label: str, enabled: bool) -> Iterator[Any]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("[bold]{task.description}"), BarColumn(), MofNCompleteColumn(),
-                  TimeElapsedColumn(), TextColumn("{task.fields[what]}"),
-                  console=Console(stderr=True), transient=True) as bar:
+    with Progress(
+        TextColumn("[bold]{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[what]}"),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
         task = bar.add_task(label, total=None, what="")
 
         def update(done: int, total: int, what: str) -> None:
@@ -108,8 +116,10 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
         if cap.get("error"):
             continue
         meta = cap["meta"]
-        out.append(f"{cap['path']}: {meta['packets_total']} packets, {meta['duration_s']:.2f} s, "
-                   f"{len(cap['flows'])} flow(s) analyzed of {cap['flows_total']}")
+        out.append(
+            f"{cap['path']}: {meta['packets_total']} packets, {meta['duration_s']:.2f} s, "
+            f"{len(cap['flows'])} flow(s) analyzed of {cap['flows_total']}"
+        )
         for f in cap["flows"]:
             ev = f["events"]
             if f["best"]:
@@ -119,8 +129,10 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
                 fit = "no data (handshake/control only)"
             else:
                 fit = f"not fitted ({ev['cwnd_limited_rounds']} cwnd-limited rounds of {ev['rounds']})"
-            out.append(f"  {flow_label(f)}  {_mbit(f.get('goodput_bps'))}, rtt min {_ms(f.get('rtt_min_s'))}, "
-                       f"{f.get('retrans') or 0} retrans — {fit}")
+            out.append(
+                f"  {flow_label(f)}  {_mbit(f.get('goodput_bps'))}, rtt min {_ms(f.get('rtt_min_s'))}, "
+                f"{f.get('retrans') or 0} retrans — {fit}"
+            )
         for w in cap["warnings"]:
             out.append(f"  warning: {w['message']}" + (f" ({w['count']}×)" if w["count"] != 1 else ""))
     return out
@@ -128,17 +140,38 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
 
 @app.command()
 def analyze(
-    inputs: list[str] = typer.Argument(..., metavar="FILE_OR_DIR...", help="Capture files (pcap, pcapng, .gz) or directories searched for them."),
-    output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the self-contained HTML report here."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Write the versioned JSON results here (docs/results.md)."),
-    algo: Optional[str] = typer.Option(None, "--algo", help="Comma-separated algorithms to replay (default: all registered; see `hscc-trace algorithms`)."),
-    param: Optional[list[str]] = typer.Option(None, "--param", help="Algorithm parameter ALGO.NAME=VALUE (repeatable)."),
-    bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied when reading, e.g. 'tcp port 5201'."),
-    flow: Optional[list[int]] = typer.Option(None, "--flow", help="Only this flow id (repeatable; default: every flow)."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Parallel lanes (threads in this process; default 1, or `jobs` in the configuration)."),
-    export_dir: Optional[Path] = typer.Option(None, "--export", help="Also write every flow's events, replays and fit as tables under this folder."),
-    export_format: str = typer.Option("parquet", "--export-format", help="Format for --export: parquet, csv, json or ndjson."),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="Configuration file (default: hscc-trace.toml or \\[tool.hscc-trace] in pyproject.toml, searched upward)."),
+    inputs: list[str] = typer.Argument(
+        ..., metavar="FILE_OR_DIR...", help="Capture files (pcap, pcapng, .gz) or directories searched for them."
+    ),
+    output: Path | None = typer.Option(None, "-o", "--output", help="Write the self-contained HTML report here."),
+    json_out: Path | None = typer.Option(
+        None, "--json", help="Write the versioned JSON results here (docs/results.md)."
+    ),
+    algo: str | None = typer.Option(
+        None,
+        "--algo",
+        help="Comma-separated algorithms to replay (default: all registered; see `hscc-trace algorithms`).",
+    ),
+    param: list[str] | None = typer.Option(None, "--param", help="Algorithm parameter ALGO.NAME=VALUE (repeatable)."),
+    bpf: str | None = typer.Option(None, "--filter", help="BPF filter applied when reading, e.g. 'tcp port 5201'."),
+    flow: list[int] | None = typer.Option(None, "--flow", help="Only this flow id (repeatable; default: every flow)."),
+    jobs: int | None = typer.Option(
+        None,
+        "--jobs",
+        "-j",
+        help="Parallel lanes (threads in this process; default 1, or `jobs` in the configuration).",
+    ),
+    export_dir: Path | None = typer.Option(
+        None, "--export", help="Also write every flow's events, replays and fit as tables under this folder."
+    ),
+    export_format: str = typer.Option(
+        "parquet", "--export-format", help="Format for --export: parquet, csv, json or ndjson."
+    ),
+    config_file: Path | None = typer.Option(
+        None,
+        "--config",
+        help="Configuration file (default: hscc-trace.toml or \\[tool.hscc-trace] in pyproject.toml, searched upward).",
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary; errors only."),
 ) -> None:
     """Analyze captures: flows, event streams, replays of every algorithm, fit, report and JSON.
@@ -147,14 +180,26 @@ def analyze(
     others are still analyzed and reported), 70 when that was an internal error.
     """
     with one_line_errors():
-        code = _analyze(inputs, output, json_out, algo, param, bpf, flow, jobs, export_dir, export_format,
-                        config_file, quiet)
+        code = _analyze(
+            inputs, output, json_out, algo, param, bpf, flow, jobs, export_dir, export_format, config_file, quiet
+        )
     raise typer.Exit(code)
 
 
-def _analyze(inputs: list[str], output: Optional[Path], json_out: Optional[Path], algo: Optional[str],
-             param: Optional[list[str]], bpf: Optional[str], flow: Optional[list[int]], jobs: Optional[int],
-             export_dir: Optional[Path], export_format: str, config_file: Optional[Path], quiet: bool) -> int:
+def _analyze(
+    inputs: list[str],
+    output: Path | None,
+    json_out: Path | None,
+    algo: str | None,
+    param: list[str] | None,
+    bpf: str | None,
+    flow: list[int] | None,
+    jobs: int | None,
+    export_dir: Path | None,
+    export_format: str,
+    config_file: Path | None,
+    quiet: bool,
+) -> int:
     from hscc_trace import api
     from hscc_trace.analysis import results  # polars, numba, plotly: only when a command needs them
 
@@ -164,13 +209,16 @@ def _analyze(inputs: list[str], output: Optional[Path], json_out: Optional[Path]
         raise UsageError(f"--export-format {export_format!r}: use parquet, csv, json or ndjson")
     t0 = time.perf_counter()
     with progress_bar("analyzing", not quiet) as update:
-        run = api.analyze_run(inputs, cfg.algorithms, params, bpf=cfg.filter, flows=flow, jobs=cfg.jobs,
-                              progress=update)
+        run = api.analyze_run(
+            inputs, cfg.algorithms, params, bpf=cfg.filter, flows=flow, jobs=cfg.jobs, progress=update
+        )
     for msg in run.errors:
         typer.echo(f"hscc-trace: error: {msg}", err=True)
     written = []
-    with _alongside(cfg.jobs > 1 and output is not None and bool(run.analysis.captures),
-                    lambda: api.report(run.analysis, output)) as report_done:
+    with _alongside(
+        cfg.jobs > 1 and output is not None and bool(run.analysis.captures),
+        lambda: api.report(run.analysis, output) if output is not None else None,
+    ) as report_done:
         doc = run.to_json()
         if json_out is not None:
             results.write(doc, json_out)
@@ -190,8 +238,10 @@ def _analyze(inputs: list[str], output: Optional[Path], json_out: Optional[Path]
         for line in summary_lines(doc):
             typer.echo(line)
         n_flows = sum(len(c["flows"]) for c in doc["captures"])
-        typer.echo(f"{len(run.analysis.captures)} capture(s), {n_flows} flow(s), {len(run.errors)} error(s), "
-                   f"{len(run.analysis.algorithms)} algorithm(s) in {time.perf_counter() - t0:.1f} s")
+        typer.echo(
+            f"{len(run.analysis.captures)} capture(s), {n_flows} flow(s), {len(run.errors)} error(s), "
+            f"{len(run.analysis.algorithms)} algorithm(s) in {time.perf_counter() - t0:.1f} s"
+        )
         for w in written:
             typer.echo(w)
     return exit_code_of(run.errors, 0)

@@ -6,7 +6,6 @@ import os
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Optional
 
 import typer
 
@@ -21,37 +20,103 @@ from .app import app
 @app.command("check")
 def check_cmd(
     inputs: list[str] = typer.Argument(..., metavar="FILE_OR_DIR...", help="Capture files or directories."),
-    expect: Optional[str] = typer.Option(None, "--expect", help="Algorithm the sender should match (e.g. reno)."),
-    max_error: Optional[float] = typer.Option(None, "--max-error", help=f"Bound on the expected algorithm's mare (fraction; default {config.DEFAULT_MAX_ERROR})."),
-    rank_first: Optional[bool] = typer.Option(None, "--rank-first/--no-rank-first", help="Also require the expected algorithm to fit best among all replayed."),
-    baseline: Optional[Path] = typer.Option(None, "--baseline", help="A stored results.json: fail when metrics regressed beyond --tolerance."),
-    tolerance: Optional[str] = typer.Option(None, "--tolerance", help="Allowed regression, e.g. mare=0.02,rmse_pkts=1,corr=0.05,goodput=0.1 (none disables one)."),
-    junit: Optional[Path] = typer.Option(None, "--junit", help="Write JUnit XML here (one testsuite per capture, one testcase per flow)."),
-    min_rounds: Optional[int] = typer.Option(None, "--min-rounds", help=f"cwnd-limited rounds a flow needs to be judged (default {config.DEFAULT_MIN_ROUNDS}); fewer → skipped."),
-    flow: Optional[list[int]] = typer.Option(None, "--flow", help="Only this flow id (repeatable; default: every flow with enough data)."),
-    algo: Optional[str] = typer.Option(None, "--algo", help="Algorithms to replay (default: the expected one; all with --rank-first; the baseline's with --baseline)."),
-    param: Optional[list[str]] = typer.Option(None, "--param", help="Algorithm parameter ALGO.NAME=VALUE (repeatable)."),
-    bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied when reading."),
-    jobs: Optional[int] = typer.Option(None, "--jobs", "-j", help="Parallel lanes (threads in this process; default 1, or `jobs` in the configuration)."),
-    json_out: Optional[Path] = typer.Option(None, "--json", help="Also write the results (usable later as --baseline)."),
-    config_file: Optional[Path] = typer.Option(None, "--config", help="Configuration file ([check] table: expect, max_error, …)."),
+    expect: str | None = typer.Option(None, "--expect", help="Algorithm the sender should match (e.g. reno)."),
+    max_error: float | None = typer.Option(
+        None,
+        "--max-error",
+        help=f"Bound on the expected algorithm's mare (fraction; default {config.DEFAULT_MAX_ERROR}).",
+    ),
+    rank_first: bool | None = typer.Option(
+        None, "--rank-first/--no-rank-first", help="Also require the expected algorithm to fit best among all replayed."
+    ),
+    baseline: Path | None = typer.Option(
+        None, "--baseline", help="A stored results.json: fail when metrics regressed beyond --tolerance."
+    ),
+    tolerance: str | None = typer.Option(
+        None,
+        "--tolerance",
+        help="Allowed regression, e.g. mare=0.02,rmse_pkts=1,corr=0.05,goodput=0.1 (none disables one).",
+    ),
+    junit: Path | None = typer.Option(
+        None, "--junit", help="Write JUnit XML here (one testsuite per capture, one testcase per flow)."
+    ),
+    min_rounds: int | None = typer.Option(
+        None,
+        "--min-rounds",
+        help=f"cwnd-limited rounds a flow needs to be judged (default {config.DEFAULT_MIN_ROUNDS}); fewer → skipped.",
+    ),
+    flow: list[int] | None = typer.Option(
+        None, "--flow", help="Only this flow id (repeatable; default: every flow with enough data)."
+    ),
+    algo: str | None = typer.Option(
+        None,
+        "--algo",
+        help="Algorithms to replay (default: the expected one; all with --rank-first; the baseline's with --baseline).",
+    ),
+    param: list[str] | None = typer.Option(None, "--param", help="Algorithm parameter ALGO.NAME=VALUE (repeatable)."),
+    bpf: str | None = typer.Option(None, "--filter", help="BPF filter applied when reading."),
+    jobs: int | None = typer.Option(
+        None,
+        "--jobs",
+        "-j",
+        help="Parallel lanes (threads in this process; default 1, or `jobs` in the configuration).",
+    ),
+    json_out: Path | None = typer.Option(None, "--json", help="Also write the results (usable later as --baseline)."),
+    config_file: Path | None = typer.Option(
+        None, "--config", help="Configuration file ([check] table: expect, max_error, …)."
+    ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print failures and the tally only."),
-    strict: Optional[bool] = typer.Option(None, "--strict/--no-strict", help="Fail a capture that was only partly read "
-                                          "(corrupt record, truncated or corrupt gzip); default: warn (docs/ci.md)."),
+    strict: bool | None = typer.Option(
+        None,
+        "--strict/--no-strict",
+        help="Fail a capture that was only partly read "
+        "(corrupt record, truncated or corrupt gzip); default: warn (docs/ci.md).",
+    ),
 ) -> None:
     """Check captures against expectations: exit 0 when every verdict passes, 1 when any fails,
     2 for usage or input errors. Flows with too little data are skipped, never passed."""
     with one_line_errors():
-        code = _check(inputs, expect, max_error, rank_first, baseline, tolerance, junit, min_rounds, flow, algo,
-                      param, bpf, jobs, json_out, config_file, quiet, strict)
+        code = _check(
+            inputs,
+            expect,
+            max_error,
+            rank_first,
+            baseline,
+            tolerance,
+            junit,
+            min_rounds,
+            flow,
+            algo,
+            param,
+            bpf,
+            jobs,
+            json_out,
+            config_file,
+            quiet,
+            strict,
+        )
     raise typer.Exit(code)
 
 
-def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float], rank_first: Optional[bool],
-           baseline: Optional[Path], tolerance: Optional[str], junit: Optional[Path], min_rounds: Optional[int],
-           flow: Optional[list[int]], algo: Optional[str], param: Optional[list[str]], bpf: Optional[str],
-           jobs: Optional[int], json_out: Optional[Path], config_file: Optional[Path], quiet: bool,
-           strict: Optional[bool] = None) -> int:
+def _check(
+    inputs: list[str],
+    expect: str | None,
+    max_error: float | None,
+    rank_first: bool | None,
+    baseline: Path | None,
+    tolerance: str | None,
+    junit: Path | None,
+    min_rounds: int | None,
+    flow: list[int] | None,
+    algo: str | None,
+    param: list[str] | None,
+    bpf: str | None,
+    jobs: int | None,
+    json_out: Path | None,
+    config_file: Path | None,
+    quiet: bool,
+    strict: bool | None = None,
+) -> int:
     from hscc_trace import api
     from hscc_trace.analysis import results  # polars, numba, plotly: only when a command needs them
 
@@ -80,7 +145,9 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
     c = replace(c, **kw)
     c = replace(c, tolerance=config.parse_tolerance(tolerance, c.tolerance))
     if c.expect is None and not c.expectations and c.baseline is None:
-        raise UsageError("check needs --expect ALGO, --baseline results.json, or [check] expectations in the configuration")
+        raise UsageError(
+            "check needs --expect ALGO, --baseline results.json, or [check] expectations in the configuration"
+        )
     base_doc = results.read(c.baseline) if c.baseline is not None else None
 
     # Which algorithms to replay: as few as the verdicts need, so CI stays fast.
@@ -100,8 +167,10 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
     if algos is not None:
         missing = [e for e in expected if e not in algos]
         if missing:
-            raise UsageError(f"the algorithms replayed ({', '.join(algos)}; from --algo or the configuration) "
-                             f"must include the expected {', '.join(missing)}")
+            raise UsageError(
+                f"the algorithms replayed ({', '.join(algos)}; from --algo or the configuration) "
+                f"must include the expected {', '.join(missing)}"
+            )
     params = api.select_params(algos, cfg.params, config.parse_param_overrides(param))
 
     with progress_bar("checking", not quiet) as update:
@@ -114,8 +183,9 @@ def _check(inputs: list[str], expect: Optional[str], max_error: Optional[float],
     if c.expect is not None or c.expectations:
         verdicts += check.check_expectations(doc, c, flow)
     if base_doc is not None:
-        verdicts += check.check_baseline(doc, base_doc, c.tolerance, algorithms=expected or None,
-                                         min_rounds=c.min_rounds, flows=flow)
+        verdicts += check.check_baseline(
+            doc, base_doc, c.tolerance, algorithms=expected or None, min_rounds=c.min_rounds, flows=flow
+        )
     if not verdicts and run.failed:
         cls = InternalError if any(isinstance(m, InternalMessage) for m in run.failed.values()) else InputError
         raise cls("; ".join(run.failed.values()))

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import sys
-from enum import Enum
-from typing import Optional
+from enum import StrEnum
 
 import typer
 
 from .app import app
 
 
-class Kind(str, Enum):
+class Kind(StrEnum):
     segments = "segments"
     acks = "acks"
     episodes = "episodes"
@@ -23,13 +22,15 @@ def events(
     file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, optionally .gz."),
     flow: int = typer.Option(..., "--flow", help="Flow id (see `hscc-trace flows FILE`)."),
     kind: Kind = typer.Option(Kind.acks, "--kind", help="Which event stream to write (columns: docs/events.md)."),
-    out: str = typer.Option("-", "-o", "--out", help="Output: .parquet, .csv or .json by extension; '-' = CSV on stdout."),
-    bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax."),
+    out: str = typer.Option(
+        "-", "-o", "--out", help="Output: .parquet, .csv or .json by extension; '-' = CSV on stdout."
+    ),
+    bpf: str | None = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax."),
 ) -> None:
     """Write one flow's event stream (segments, ACKs, congestion episodes or RTT rounds)."""
-    from hscc_trace.flows import load
+    from hscc_trace.analysis.export import write_table
     from hscc_trace.events import flow_events
-    from hscc_trace.events.io import write_table
+    from hscc_trace.flows import load
 
     cap = load(file, bpf=bpf)
     fe = flow_events(cap, flow)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Optional
+from typing import Any, Literal
 
 
 def _fmt_bytes(n: int) -> str:
@@ -14,7 +14,7 @@ def _fmt_bytes(n: int) -> str:
     return f"{n} B"
 
 
-def _fmt_s(x: Optional[float], scale: float = 1e3, unit: str = "ms") -> str:
+def _fmt_s(x: float | None, scale: float = 1e3, unit: str = "ms") -> str:
     return "—" if x is None else f"{x * scale:.1f} {unit}"
 
 
@@ -22,9 +22,20 @@ def _endpoint(addr: str, port: int) -> str:
     return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
 
 
-COLUMNS = (("id", "right"), ("A → B", "left"), ("pkts A→B/B→A", "right"), ("bytes A→B/B→A", "right"),
-           ("dur", "right"), ("goodput", "right"), ("MSS", "right"), ("retx+ooo", "right"),
-           ("RTT min/med/max", "right"), ("hs", "center"), ("end", "left"), ("vantage", "left"))
+COLUMNS: tuple[tuple[str, Literal["left", "right", "center"]], ...] = (
+    ("id", "right"),
+    ("A → B", "left"),
+    ("pkts A→B/B→A", "right"),
+    ("bytes A→B/B→A", "right"),
+    ("dur", "right"),
+    ("goodput", "right"),
+    ("MSS", "right"),
+    ("retx+ooo", "right"),
+    ("RTT min/med/max", "right"),
+    ("hs", "center"),
+    ("end", "left"),
+    ("vantage", "left"),
+)
 #: above this many connections (or when stdout is not a terminal) the table is printed as plain
 #: aligned text (rich needs ~1 ms a row, and truncates cells wider than the terminal)
 RICH_MAX_ROWS = 500
@@ -68,8 +79,11 @@ def render_plain(rows: list[dict[str, Any]], title: str) -> str:
     widths = [max(len(row[k]) for row in body) for k in range(len(COLUMNS))]
     out = [title]
     for i, row in enumerate(body):
-        out.append("  ".join(c.rjust(w) if just == "right" else c.ljust(w)
-                             for c, w, (_, just) in zip(row, widths, COLUMNS)).rstrip())
+        out.append(
+            "  ".join(
+                c.rjust(w) if just == "right" else c.ljust(w) for c, w, (_, just) in zip(row, widths, COLUMNS)
+            ).rstrip()
+        )
         if i == 0:
             out.append("  ".join("-" * w for w in widths))
     return "\n".join(out) + "\n"
@@ -87,8 +101,10 @@ def run(file: str, bpf: str | None, as_json: bool) -> None:
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
         return
-    title = (f"{file}: {res.format}, {','.join(res.link_types)}, {res.packets_total} packets "
-             f"({res.packets_tcp} TCP), {len(rows)} connection(s)")
+    title = (
+        f"{file}: {res.format}, {','.join(res.link_types)}, {res.packets_total} packets "
+        f"({res.packets_tcp} TCP), {len(rows)} connection(s)"
+    )
     if len(rows) > RICH_MAX_ROWS or not sys.stdout.isatty():
         # piped or redirected: plain aligned text (never truncates a cell, greppable, no rich import)
         sys.stdout.write(render_plain(rows, title))
@@ -115,8 +131,12 @@ def register() -> None:
     @app.command()
     def flows(
         file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, optionally .gz."),
-        bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax (e.g. 'tcp port 5201')."),
-        as_json: bool = typer.Option(False, "--json", help="Print the flow table as a JSON array (fields: docs/flows.md)."),
+        bpf: str | None = typer.Option(
+            None, "--filter", help="BPF filter applied before decoding, tcpdump syntax (e.g. 'tcp port 5201')."
+        ),
+        as_json: bool = typer.Option(
+            False, "--json", help="Print the flow table as a JSON array (fields: docs/flows.md)."
+        ),
     ) -> None:
         """List the TCP connections in a capture (Wireshark's conversation table and more)."""
         run(file, bpf, as_json)

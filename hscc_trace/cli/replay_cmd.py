@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import List, Optional
+from typing import cast
 
 import typer
 
@@ -13,7 +13,7 @@ from .app import app
 
 @app.command()
 def algorithms(
-    name: Optional[str] = typer.Argument(None, metavar="[NAME]", help="Show only this algorithm."),
+    name: str | None = typer.Argument(None, metavar="[NAME]", help="Show only this algorithm."),
     markdown: bool = typer.Option(False, "--markdown", help="Print the docs/algorithms.md tables instead."),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per parameter (machine-readable)."),
 ) -> None:
@@ -53,20 +53,27 @@ def algorithms(
 def replay(
     file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, optionally .gz."),
     flow: int = typer.Option(..., "--flow", help="Flow id (see `hscc-trace flows FILE`)."),
-    algo: str = typer.Option("reno", "--algo", help="Comma-separated algorithms (see `hscc-trace algorithms`); "
-                                                    "wrappers compose as wrapper+base."),
-    param: List[str] = typer.Option([], "--param", help="Parameter override algo.name=value (repeatable)."),
-    out: str = typer.Option("-", "-o", "--out", help="Output: .parquet, .csv or .json by extension; '-' = CSV on stdout. "
-                                                     "One row per ACK and algorithm, `algo` column first."),
-    bpf: Optional[str] = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax."),
+    algo: str = typer.Option(
+        "reno",
+        "--algo",
+        help="Comma-separated algorithms (see `hscc-trace algorithms`); wrappers compose as wrapper+base.",
+    ),
+    param: list[str] = typer.Option([], "--param", help="Parameter override algo.name=value (repeatable)."),
+    out: str = typer.Option(
+        "-",
+        "-o",
+        "--out",
+        help="Output: .parquet, .csv or .json by extension; '-' = CSV on stdout. "
+        "One row per ACK and algorithm, `algo` column first.",
+    ),
+    bpf: str | None = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax."),
     no_jit: bool = typer.Option(False, "--no-jit", help="Run the algorithms as plain Python (debugging; slow)."),
 ) -> None:
     """Replay algorithms over one flow's ACK stream (open loop: what each would have set given the
     actual sender's ACKs, RTTs and losses) and print their fit to the actual sender on stderr."""
-    from hscc_trace.flows import load
+    from hscc_trace.analysis.export import replays_long, write_table
     from hscc_trace.events import flow_events
-    from hscc_trace.events.io import write_table
-    from hscc_trace.analysis.export import replays_long
+    from hscc_trace.flows import load
     from hscc_trace.replay import engine, metrics, registry
 
     resolved = registry.resolve_many(algo.split(","), param)  # validate before the (slow) capture read
@@ -77,8 +84,11 @@ def replay(
     reps = engine.replay_flow(fe, resolved, compiled=not no_jit)
     write_table(replays_long(reps), out)
     fit = metrics.fit(fe, reps)
-    print(f"fit on {fit.get_column('rounds').max() if fit.height else 0} cwnd-limited rounds "
-          "(median abs. relative error of cwnd vs peak flight; 1 = best):", file=sys.stderr)
+    print(
+        f"fit on {cast(int, fit.get_column('rounds').max()) if fit.height else 0} cwnd-limited rounds "
+        "(median abs. relative error of cwnd vs peak flight; 1 = best):",
+        file=sys.stderr,
+    )
     for r in fit.iter_rows(named=True):
         mare = "n/a" if r["mare"] is None else f"{r['mare']:.3f}"
         rmse = "n/a" if r["rmse_pkts"] is None else f"{r['rmse_pkts']:.1f}"

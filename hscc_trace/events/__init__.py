@@ -14,9 +14,7 @@ schema.FLOWS. The rules are documented in docs/events.md and in the modules:
 
 from __future__ import annotations
 
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -65,12 +63,21 @@ def _one_flow(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: int) 
         return np.array([unknown if v is None else int(v)], np.int64)
 
     mss = get("mss", 0)
-    return build_flows(src, order, np.array([0, packets.height], np.int64), [flow_id],
-                       get("sender_dir", -1), np.maximum(mss, 0), get("wscale_a", -1), get("wscale_b", -1))[0]
+    return build_flows(
+        src,
+        order,
+        np.array([0, packets.height], np.int64),
+        [flow_id],
+        get("sender_dir", -1),
+        np.maximum(mss, 0),
+        get("wscale_a", -1),
+        get("wscale_b", -1),
+    )[0]
 
 
-def events_from_packets(packets: pl.DataFrame, flow: dict[str, Any] | None = None,
-                        flow_id: int | None = None) -> FlowEvents:
+def events_from_packets(
+    packets: pl.DataFrame, flow: dict[str, Any] | None = None, flow_id: int | None = None
+) -> FlowEvents:
     """Event streams of one flow from its packets (schema.PACKETS rows) and optional flow row."""
     if flow_id is None:
         if flow is not None and flow.get("flow_id") is not None:
@@ -99,7 +106,7 @@ def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
             known = "" if flows is None or not flows.height else f" (flows: 0..{flows.height - 1})"
             raise InputError(f"no flow with id {flow_id} in {capture.meta.path}{known}")
         sdir, mss, wsa, wsb = _flow_params(flows, np.array([flow_id], np.int64))
-        return build_flows(fs.src, fs.order, fs.bounds[flow_id:flow_id + 2].copy(), [flow_id], sdir, mss, wsa, wsb)[0]
+        return build_flows(fs.src, fs.order, fs.bounds[flow_id : flow_id + 2].copy(), [flow_id], sdir, mss, wsa, wsb)[0]
     packets = capture.packets
     read = [c for c in (*COLUMNS, "flow_id") if c in packets.columns]  # (not all 39 columns)
     pk = packets.select(read).filter(pl.col("flow_id") == flow_id)
@@ -164,7 +171,7 @@ def all_flow_events(capture: Capture) -> dict[int, FlowEvents]:
     if key.size and int(key.max()) > 4 * key.size + 1024:  # sparse ids: compact them first
         ids, key = np.unique(key, return_inverse=True)
     nbins = int(key.max()) + 1
-    order = np.empty(key.size, _index_dtype(key.size))
+    order: np.ndarray = np.empty(key.size, _index_dtype(key.size))
     bounds, first = group_rows(key, _frame_order(src[0]), nbins, order)
     present = np.flatnonzero(first >= 0)
     fids = present if ids is None else ids[present]

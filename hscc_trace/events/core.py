@@ -109,14 +109,61 @@ def _ts_lookup(vals, times, n, v):
 
 @njit(cache=True)
 def analyze(
-    snd, ts, seq, ack, plen, flags, win, tsv, tse, sl, sr, sn,
-    mss, rwnd_shift, sack_flow, dupthresh, ooo_thres_ns, rtt_offset_ns, rto_min_ns, at_sender, ahead,
+    snd,
+    ts,
+    seq,
+    ack,
+    plen,
+    flags,
+    win,
+    tsv,
+    tse,
+    sl,
+    sr,
+    sn,
+    mss,
+    rwnd_shift,
+    sack_flow,
+    dupthresh,
+    ooo_thres_ns,
+    rtt_offset_ns,
+    rto_min_ns,
+    at_sender,
+    ahead,
     # per-packet outputs
-    o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
-    o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
-    o_round_end, o_tgt, o_state, o_cong, o_undo,
+    o_kind,
+    o_probe,
+    o_rexmit,
+    o_seg_out,
+    o_seg_round,
+    o_isack,
+    o_ackrel,
+    o_acked,
+    o_sacked,
+    o_dsack,
+    o_dup,
+    o_rwnd,
+    o_rtt,
+    o_rtt_src,
+    o_snd_max,
+    o_out,
+    o_pipe,
+    o_round,
+    o_round_end,
+    o_tgt,
+    o_state,
+    o_cong,
+    o_undo,
     # episode outputs
-    e_kind, e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, e_spur,
+    e_kind,
+    e_start_t,
+    e_end_t,
+    e_start_i,
+    e_end_i,
+    e_flight,
+    e_retx,
+    e_rp,
+    e_spur,
     warn,
 ):
     """Run the state machine; fills the output arrays, returns the number of episodes.
@@ -143,36 +190,72 @@ def analyze(
             n_blk += sn[i]
     cap_sb = n_blk + 8
     cap_x = n_snd + 8
-    sbL = np.empty(cap_sb, np.int64); sbR = np.empty(cap_sb, np.int64); sbm = 0; sb_tot = 0
-    xaL = np.empty(cap_x, np.int64); xaR = np.empty(cap_x, np.int64); xam = 0
-    xpL = np.empty(cap_x, np.int64); xpR = np.empty(cap_x, np.int64); xpm = 0
-    hoL = np.empty(2 * cap_x + n, np.int64); hoR = np.empty(2 * cap_x + n, np.int64); hom = 0
+    sbL = np.empty(cap_sb, np.int64)
+    sbR = np.empty(cap_sb, np.int64)
+    sbm = 0
+    sb_tot = 0
+    xaL = np.empty(cap_x, np.int64)
+    xaR = np.empty(cap_x, np.int64)
+    xam = 0
+    xpL = np.empty(cap_x, np.int64)
+    xpR = np.empty(cap_x, np.int64)
+    xpm = 0
+    hoL = np.empty(2 * cap_x + n, np.int64)
+    hoR = np.empty(2 * cap_x + n, np.int64)
+    hom = 0
     # first-transmission records [s, e) with send time, sorted by e (for data/ACK RTT)
     rcap = 2 * n + 2
-    rec_s = np.empty(rcap, np.int64); rec_e = np.empty(rcap, np.int64); rec_t = np.empty(rcap, np.int64)
-    rh = 0; rm = 0
+    rec_s = np.empty(rcap, np.int64)
+    rec_e = np.empty(rcap, np.int64)
+    rec_t = np.empty(rcap, np.int64)
+    rh = 0
+    rm = 0
     # sender TSval -> first time it was seen (for TS-echo RTT and Eifel)
-    tsvals = np.empty(n + 1, np.int64); tstimes = np.empty(n + 1, np.int64); tsn = 0
+    tsvals = np.empty(n + 1, np.int64)
+    tstimes = np.empty(n + 1, np.int64)
+    tsn = 0
 
-    have_snd = False; have_una = False
-    snd_min = np.int64(0); snd_max = np.int64(0); una = np.int64(0)
+    have_snd = False
+    have_una = False
+    snd_min = np.int64(0)
+    snd_max = np.int64(0)
+    una = np.int64(0)
     # Wireshark-semantics state
-    ws_have_next = False; ws_next = np.int64(0); ws_next_t = np.int64(0)
-    ws_have_lastack = False; ws_lastack = np.int64(0); ws_lastack_t = np.int64(0)
-    ws_dupnum = 0; rcv_win_raw = np.int64(-1); rcv_have_next = False; rcv_next = np.int64(0)
+    ws_have_next = False
+    ws_next = np.int64(0)
+    ws_next_t = np.int64(0)
+    ws_have_lastack = False
+    ws_lastack = np.int64(0)
+    ws_lastack_t = np.int64(0)
+    ws_dupnum = 0
+    rcv_win_raw = np.int64(-1)
+    rcv_have_next = False
+    rcv_next = np.int64(0)
     # own state
-    dup = 0; my_last_win = np.int64(-1)
-    last_adv_t = np.int64(0); have_adv = False
-    srtt = np.int64(-1); rttvar = np.int64(0)
+    dup = 0
+    my_last_win = np.int64(-1)
+    last_adv_t = np.int64(0)
+    have_adv = False
+    srtt = np.int64(-1)
+    rttvar = np.int64(0)
     state = S_OPEN
-    ep_n = 0; ep_active = False; ep_cur = -1
-    ep_first_retx_seq = np.int64(-1); ep_first_retx_tsv = NOTS; ep_eifel_done = True
-    ep_dsack = np.int64(0); ep_retx_lo = np.int64(0); ep_retx_hi = np.int64(0)
+    ep_n = 0
+    ep_active = False
+    ep_cur = -1
+    ep_first_retx_seq = np.int64(-1)
+    ep_first_retx_tsv = NOTS
+    ep_eifel_done = True
+    ep_dsack = np.int64(0)
+    ep_retx_lo = np.int64(0)
+    ep_retx_hi = np.int64(0)
     pending_cong = -1
     last_ack_row = -1
     last_end_row = -1
     trig_row = -1
-    rnd = 0; rnd_started = False; rnd_target = np.int64(0); rnd_start_ack = np.int64(0)
+    rnd = 0
+    rnd_started = False
+    rnd_target = np.int64(0)
+    rnd_start_ack = np.int64(0)
     last_ecn_round = -1
     prev_t = ts[0] if n > 0 else np.int64(0)
 
@@ -185,8 +268,15 @@ def analyze(
         syn = (f & F_SYN) != 0
         fin = (f & F_FIN) != 0
         rst = (f & F_RST) != 0
-        o_kind[i] = -1; o_probe[i] = 0; o_rexmit[i] = False; o_isack[i] = False
-        o_cong[i] = -1; o_undo[i] = False; o_rtt[i] = -1; o_rtt_src[i] = -1; o_round_end[i] = False
+        o_kind[i] = -1
+        o_probe[i] = 0
+        o_rexmit[i] = False
+        o_isack[i] = False
+        o_cong[i] = -1
+        o_undo[i] = False
+        o_rtt[i] = -1
+        o_rtt_src[i] = -1
+        o_round_end[i] = False
 
         if snd[i]:
             s = seq[i]
@@ -194,12 +284,16 @@ def analyze(
             e = s + ln + (1 if syn else 0) + (1 if fin else 0)
             if not have_snd:
                 have_snd = True
-                snd_min = s; snd_max = s
+                snd_min = s
+                snd_max = s
                 if not have_una:
-                    una = s; have_una = True
+                    una = s
+                    have_una = True
             if tsv[i] != NOTS and (tsn == 0 or tsv[i] > tsvals[tsn - 1]):
-                tsvals[tsn] = tsv[i]; tstimes[tsn] = t; tsn += 1
-            is_seg = (ln > 0 or syn or fin)
+                tsvals[tsn] = tsv[i]
+                tstimes[tsn] = t
+                tsn += 1
+            is_seg = ln > 0 or syn or fin
             # ---- Wireshark tcp.analysis semantics -------------------------------------
             probe = P_NONE
             if ln == 1 and ws_have_next and s == ws_next and rcv_win_raw == 0:
@@ -222,7 +316,9 @@ def analyze(
                     kind = K_RETX
             # Wireshark advances nextseq on every packet (a pure ACK carries snd_nxt too)
             if probe != P_ZWP and ((not ws_have_next) or e > ws_next):
-                ws_have_next = True; ws_next = e; ws_next_t = t
+                ws_have_next = True
+                ws_next = e
+                ws_next_t = t
             if (not is_seg) and (not rst) and s > snd_max:
                 # a pure ACK's sequence number is the sender's snd_nxt: data the capture missed
                 hom, _a = rg.insert(hoL, hoR, hom, snd_max, s)
@@ -269,9 +365,14 @@ def analyze(
                         pos = rm if (rm == rh or rec_e[rm - 1] <= e) else _gsearch(rec_e, rh, rm, e, False, True)
                         q = rm
                         while q > pos:
-                            rec_s[q] = rec_s[q - 1]; rec_e[q] = rec_e[q - 1]; rec_t[q] = rec_t[q - 1]
+                            rec_s[q] = rec_s[q - 1]
+                            rec_e[q] = rec_e[q - 1]
+                            rec_t[q] = rec_t[q - 1]
                             q -= 1
-                        rec_s[pos] = s; rec_e[pos] = e; rec_t[pos] = t; rm += 1
+                        rec_s[pos] = s
+                        rec_e[pos] = e
+                        rec_t[pos] = t
+                        rm += 1
                     if e > snd_max:
                         snd_max = e
                 # ---- congestion episodes triggered by a retransmission -------------------
@@ -303,22 +404,40 @@ def analyze(
                                 start = E_RTO
                     if start >= 0:
                         if ep_active:
-                            e_end_t[ep_cur] = t; e_end_i[ep_cur] = i
-                        ep_cur = ep_n; ep_n += 1; ep_active = True
-                        e_kind[ep_cur] = start; e_start_t[ep_cur] = t; e_start_i[ep_cur] = i
-                        e_end_t[ep_cur] = -1; e_end_i[ep_cur] = -1
-                        e_flight[ep_cur] = snd_max - una; e_retx[ep_cur] = 0
-                        e_rp[ep_cur] = snd_max; e_spur[ep_cur] = False
-                        ep_first_retx_seq = s; ep_first_retx_tsv = tsv[i]; ep_eifel_done = tsv[i] == NOTS
-                        ep_dsack = 0; ep_retx_lo = s; ep_retx_hi = e
+                            e_end_t[ep_cur] = t
+                            e_end_i[ep_cur] = i
+                        ep_cur = ep_n
+                        ep_n += 1
+                        ep_active = True
+                        e_kind[ep_cur] = start
+                        e_start_t[ep_cur] = t
+                        e_start_i[ep_cur] = i
+                        e_end_t[ep_cur] = -1
+                        e_end_i[ep_cur] = -1
+                        e_flight[ep_cur] = snd_max - una
+                        e_retx[ep_cur] = 0
+                        e_rp[ep_cur] = snd_max
+                        e_spur[ep_cur] = False
+                        ep_first_retx_seq = s
+                        ep_first_retx_tsv = tsv[i]
+                        ep_eifel_done = tsv[i] == NOTS
+                        ep_dsack = 0
+                        ep_retx_lo = s
+                        ep_retx_hi = e
                         mark = last_ack_row
                         if (not at_sender) and trig_row > last_end_row and trig_row >= 0:
                             # away from the sender the retransmission is seen late: the episode
                             # began at the ACK that crossed DupThresh (duplicates or SACKed bytes)
                             mark = trig_row
-                            e_start_t[ep_cur] = ts[mark]; e_start_i[ep_cur] = mark
+                            e_start_t[ep_cur] = ts[mark]
+                            e_start_i[ep_cur] = mark
                         last_ack_row = mark
-                        if start != E_RTO and last_ack_row >= 0 and o_cong[last_ack_row] < 0 and last_ack_row > last_end_row:
+                        if (
+                            start != E_RTO
+                            and last_ack_row >= 0
+                            and o_cong[last_ack_row] < 0
+                            and last_ack_row > last_end_row
+                        ):
                             # fast retransmit / SACK recovery: the sender decided on the ACK it
                             # just received (the DupThresh-th duplicate or the SACK that marked
                             # loss) — mark that ACK and put it in recovery
@@ -359,38 +478,56 @@ def analyze(
         rs = seq[i]
         # Wireshark duplicate-ACK bookkeeping for the receiver direction
         if has_ack:
-            if (plen[i] == 0 and win[i] != 0 and win[i] == rcv_win_raw and rcv_have_next and rs == rcv_next
-                    and ws_have_lastack and a == ws_lastack and not (syn or fin or rst)):
+            if (
+                plen[i] == 0
+                and win[i] != 0
+                and win[i] == rcv_win_raw
+                and rcv_have_next
+                and rs == rcv_next
+                and ws_have_lastack
+                and a == ws_lastack
+                and not (syn or fin or rst)
+            ):
                 ws_dupnum += 1
             if (not ws_have_lastack) or a != ws_lastack:
                 ws_dupnum = 0
-            ws_have_lastack = True; ws_lastack = a
+            ws_have_lastack = True
+            ws_lastack = a
         ws_lastack_t = t
         rcv_win_raw = win[i]
         re = rs + plen[i] + (1 if syn else 0) + (1 if fin else 0)
         if (not rcv_have_next) or re > rcv_next:
-            rcv_next = re; rcv_have_next = True
+            rcv_next = re
+            rcv_have_next = True
         if not has_ack:
             o_snd_max[i] = snd_max
             continue
         if not have_snd and not have_una:
-            una = a; snd_max = a; snd_min = a; have_una = True
+            una = a
+            snd_max = a
+            snd_min = a
+            have_una = True
         elif not have_una:
-            una = a; have_una = True
+            una = a
+            have_una = True
         if a > snd_max:
             warn[W_ACK_UNSEEN] += 1
             if hom > 0:
                 hom, _a = rg.remove(hoL, hoR, hom, snd_max, a)
             snd_max = a
         acked = np.int64(0)
-        rtt = np.int64(-1); src = -1
+        rtt = np.int64(-1)
+        src = -1
         if a > una:
             acked = a - una
             if rm > rh:
                 idx = _gsearch(rec_e, rh, rm, a, False, False)
                 if idx < rm and rec_e[idx] == a:
-                    if (xam == 0 or rg.overlap(xaL, xaR, xam, una, a) == 0) and (sbm == 0 or rg.overlap(sbL, sbR, sbm, una, a) == 0):
-                        rtt = t - rec_t[idx]; src = R_SEQ
+                    if (xam == 0 or rg.overlap(xaL, xaR, xam, una, a) == 0) and (
+                        sbm == 0 or rg.overlap(sbL, sbR, sbm, una, a) == 0
+                    ):
+                        rtt = t - rec_t[idx]
+                        src = R_SEQ
                 rh = _gsearch(rec_e, rh, rm, a, True, False)
             una = a
             if sbm > 0:
@@ -404,12 +541,15 @@ def analyze(
                 hom, _p = rg.prune_below(hoL, hoR, hom, una)
             dup = 0
             trig_row = -1
-            last_adv_t = t; have_adv = True
+            last_adv_t = t
+            have_adv = True
         # SACK blocks and D-SACK
-        newly = np.int64(0); dsk = np.int64(0)
+        newly = np.int64(0)
+        dsk = np.int64(0)
         nb = sn[i]
         for k in range(nb):
-            l = sl[i, k]; r = sr[i, k]
+            l = sl[i, k]
+            r = sr[i, k]
             if r <= l:
                 continue
             isd = False
@@ -439,14 +579,17 @@ def analyze(
             j = _gsearch(tsvals, 0, tsn, tse[i], False, True)
             t0 = tstimes[j] if (j < tsn and tsvals[j] == tse[i]) else np.int64(-1)
             if t0 >= 0:
-                rtt = t - t0; src = R_TS
+                rtt = t - t0
+                src = R_TS
         if src >= 0 and rtt < 0:
             warn[W_NEG_RTT] += 1
-            rtt = -1; src = -1
+            rtt = -1
+            src = -1
         if src >= 0:
             sample = rtt + rtt_offset_ns[i]
             if srtt < 0:
-                srtt = sample; rttvar = sample // 2
+                srtt = sample
+                rttvar = sample // 2
             else:  # RFC 6298 §2.3, alpha = 1/8, beta = 1/4
                 d = srtt - sample
                 if d < 0:
@@ -454,8 +597,14 @@ def analyze(
                 rttvar = (3 * rttvar + d) // 4
                 srtt = (7 * srtt + sample) // 8
         # duplicate ACK (RFC 5681 §2; with SACK, new SACK information counts — RFC 6675 §2)
-        if (acked == 0 and a == una and plen[i] == 0 and not (fin or rst or syn) and snd_max > una
-                and (win[i] == my_last_win or newly > 0)):
+        if (
+            acked == 0
+            and a == una
+            and plen[i] == 0
+            and not (fin or rst or syn)
+            and snd_max > una
+            and (win[i] == my_last_win or newly > 0)
+        ):
             dup += 1
         my_last_win = win[i]
         undo = False
@@ -463,29 +612,49 @@ def analyze(
         if ep_cur >= 0 and not ep_eifel_done and una > ep_first_retx_seq and tse[i] != NOTS:
             ep_eifel_done = True
             if tse[i] < ep_first_retx_tsv and not e_spur[ep_cur]:
-                e_spur[ep_cur] = True; undo = True
+                e_spur[ep_cur] = True
+                undo = True
         # D-SACK (RFC 3708 §3): every retransmitted byte of the episode reported twice
-        if ep_cur >= 0 and not e_spur[ep_cur] and e_kind[ep_cur] != E_ECN and e_retx[ep_cur] > 0 and ep_dsack >= e_retx[ep_cur]:
-            e_spur[ep_cur] = True; undo = True
+        if (
+            ep_cur >= 0
+            and not e_spur[ep_cur]
+            and e_kind[ep_cur] != E_ECN
+            and e_retx[ep_cur] > 0
+            and ep_dsack >= e_retx[ep_cur]
+        ):
+            e_spur[ep_cur] = True
+            undo = True
         # episode end: the recovery point is cumulatively acknowledged (RFC 6582 §3.2 step 3)
         if ep_active and una >= e_rp[ep_cur]:
             ep_active = False
-            e_end_t[ep_cur] = t; e_end_i[ep_cur] = i
+            e_end_t[ep_cur] = t
+            e_end_i[ep_cur] = i
             state = S_OPEN
             last_end_row = i
         # ECN echo: one reaction per round (RFC 3168 §6.1.2)
         cong = -1
         if (f & F_ECE) != 0 and not syn and state == S_OPEN and not ep_active and last_ecn_round != rnd:
             last_ecn_round = rnd
-            ep_cur = ep_n; ep_n += 1; ep_active = True
-            e_kind[ep_cur] = E_ECN; e_start_t[ep_cur] = t; e_start_i[ep_cur] = i
-            e_end_t[ep_cur] = -1; e_end_i[ep_cur] = -1
-            e_flight[ep_cur] = snd_max - una; e_retx[ep_cur] = 0; e_rp[ep_cur] = snd_max
-            e_spur[ep_cur] = False; ep_eifel_done = True; ep_dsack = 0
-            ep_retx_lo = 0; ep_retx_hi = 0
+            ep_cur = ep_n
+            ep_n += 1
+            ep_active = True
+            e_kind[ep_cur] = E_ECN
+            e_start_t[ep_cur] = t
+            e_start_i[ep_cur] = i
+            e_end_t[ep_cur] = -1
+            e_end_i[ep_cur] = -1
+            e_flight[ep_cur] = snd_max - una
+            e_retx[ep_cur] = 0
+            e_rp[ep_cur] = snd_max
+            e_spur[ep_cur] = False
+            ep_eifel_done = True
+            ep_dsack = 0
+            ep_retx_lo = 0
+            ep_retx_hi = 0
             if snd_max <= una:
                 ep_active = False
-                e_end_t[ep_cur] = t; e_end_i[ep_cur] = i
+                e_end_t[ep_cur] = t
+                e_end_i[ep_cur] = i
             cong = E_ECN
         if syn:
             # SYN/ACK: moves snd_una past the SYN but is not part of the ACK clock
@@ -526,10 +695,14 @@ def analyze(
         # capture point sees one sender-side RTT part later (``ahead``, see vantage.snd_max_ahead)
         tgt = snd_max if at_sender or ahead[i] < snd_max else ahead[i]
         if not rnd_started:
-            rnd_started = True; rnd_target = tgt; rnd_start_ack = una
+            rnd_started = True
+            rnd_target = tgt
+            rnd_start_ack = una
         elif una >= rnd_target and una > rnd_start_ack:
             rend = True
-            rnd += 1; rnd_target = tgt; rnd_start_ack = una
+            rnd += 1
+            rnd_target = tgt
+            rnd_start_ack = una
         o_isack[i] = True
         o_ackrel[i] = a
         o_acked[i] = acked
@@ -552,4 +725,3 @@ def analyze(
         if trig_row < 0 and state == S_OPEN and (dup >= dupthresh or sb_tot > (dupthresh - 1) * mss):
             trig_row = i
     return ep_n
-

@@ -99,12 +99,22 @@ NONE = np.int64(np.iinfo(np.int64).min)  # per-flow time "not captured"
 # schema.PACKETS columns the kernel reads, in its argument order, with the dtype it is compiled for
 # and the value a null stands for (the old per-flow code filled nulls the same way)
 _SOURCE = (
-    ("frame", np.uint64, 0), ("ts_ns", np.int64, 0), ("dir", np.uint8, 0), ("seq", np.uint32, 0),
-    ("ack", np.uint32, 0), ("flags", np.uint16, 0), ("win", np.uint16, 0), ("payload_len", np.uint32, 0),
-    ("ip_ecn", np.uint8, 0), ("sack_n", np.uint8, 0),
+    ("frame", np.uint64, 0),
+    ("ts_ns", np.int64, 0),
+    ("dir", np.uint8, 0),
+    ("seq", np.uint32, 0),
+    ("ack", np.uint32, 0),
+    ("flags", np.uint16, 0),
+    ("win", np.uint16, 0),
+    ("payload_len", np.uint32, 0),
+    ("ip_ecn", np.uint8, 0),
+    ("sack_n", np.uint8, 0),
     *((f"sack_{e}{i}", np.uint32, 0) for i in range(4) for e in ("l", "r")),
-    ("opt_tsval", np.uint32, 0), ("opt_tsecr", np.uint32, 0),
-    ("opt_mss", np.uint16, 0), ("opt_wscale", np.int16, -1), ("opt_sack_perm", np.bool_, False),
+    ("opt_tsval", np.uint32, 0),
+    ("opt_tsecr", np.uint32, 0),
+    ("opt_mss", np.uint16, 0),
+    ("opt_wscale", np.int16, -1),
+    ("opt_sack_perm", np.bool_, False),
 )
 NEED = ("frame", "ts_ns", "dir", "seq", "ack", "flags", "win", "payload_len")
 COLUMNS = tuple(name for name, _d, _f in _SOURCE)  # every schema.PACKETS column the events read
@@ -141,8 +151,10 @@ def source_columns(packets: Any) -> tuple[np.ndarray, ...]:
         return s.to_numpy().astype(want, copy=False)
 
     spec = {name: (dt, fill) for name, dt, fill in _SOURCE}
-    per_row = [col(packets, name, *spec[name], n) for name in
-               ("frame", "ts_ns", "dir", "seq", "ack", "flags", "win", "payload_len", "ip_ecn", "sack_n")]
+    per_row = [
+        col(packets, name, *spec[name], n)
+        for name in ("frame", "ts_ns", "dir", "seq", "ack", "flags", "win", "payload_len", "ip_ecn", "sack_n")
+    ]
     if "sack_l0" not in names:  # the per-flow code read no SACK blocks without the edge columns
         per_row[9] = np.zeros(n, per_row[9].dtype)
     sack_rows = np.flatnonzero(per_row[9] > 0)
@@ -150,8 +162,9 @@ def source_columns(packets: Any) -> tuple[np.ndarray, ...]:
     sub = packets.select([c for c in edges if c in names])[sack_rows]
     sack = [col(sub, name, *spec[name], sack_rows.size) for name in edges]
     tv = packets.get_column("opt_tsval") if "opt_tsval" in names else None
-    has_ts = np.zeros(n, np.bool_) if tv is None else (
-        ~tv.is_null().to_numpy() if tv.null_count() else np.ones(n, np.bool_))
+    has_ts = (
+        np.zeros(n, np.bool_) if tv is None else (~tv.is_null().to_numpy() if tv.null_count() else np.ones(n, np.bool_))
+    )
     ts_opt = [col(packets, name, *spec[name], n) for name in ("opt_tsval", "opt_tsecr")]
     syn_rows = np.flatnonzero((per_row[5] & F_SYN) != 0)
     sub = packets.select([c for c in ("opt_mss", "opt_wscale", "opt_sack_perm") if c in names])[syn_rows]
@@ -176,12 +189,66 @@ def _unwrap_step(raw, origin, cur):
 
 
 @njit(cache=True, nogil=True)
-def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
-               c_frame, c_ts, c_dir, c_seq, c_ack, c_flags, c_win, c_plen, c_ecn, c_sn,
-               sack_rows, c_l0, c_r0, c_l1, c_r1, c_l2, c_r2, c_l3, c_r3,
-               c_tsv, c_tse, c_hasts, syn_rows, c_mss, c_ws, c_sperm,
-               frame, snd, ts, seq, ack, plen, flags, win, tsv, tse, rtsv, sl, sr, sn, ecn,
-               o_sdir, o_mss, o_shift, o_known, o_sackflow, o_tsflow, o_seen, o_syn, o_synack, o_ack3, o_irtt):
+def prep_flows(
+    order,
+    bounds,
+    f_sdir,
+    f_mss,
+    f_wsa,
+    f_wsb,
+    c_frame,
+    c_ts,
+    c_dir,
+    c_seq,
+    c_ack,
+    c_flags,
+    c_win,
+    c_plen,
+    c_ecn,
+    c_sn,
+    sack_rows,
+    c_l0,
+    c_r0,
+    c_l1,
+    c_r1,
+    c_l2,
+    c_r2,
+    c_l3,
+    c_r3,
+    c_tsv,
+    c_tse,
+    c_hasts,
+    syn_rows,
+    c_mss,
+    c_ws,
+    c_sperm,
+    frame,
+    snd,
+    ts,
+    seq,
+    ack,
+    plen,
+    flags,
+    win,
+    tsv,
+    tse,
+    rtsv,
+    sl,
+    sr,
+    sn,
+    ecn,
+    o_sdir,
+    o_mss,
+    o_shift,
+    o_known,
+    o_sackflow,
+    o_tsflow,
+    o_seen,
+    o_syn,
+    o_synack,
+    o_ack3,
+    o_irtt,
+):
     """Arrays of several flows for :func:`hscc_trace.events.core.analyze` (rules in the module docstring).
 
     Flow ``f`` is rows ``order[bounds[f]:bounds[f+1]]`` of the source columns ``c_*`` (in frame
@@ -195,8 +262,12 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
         lo = bounds[f]
         hi = bounds[f + 1]
         # ---- gather; handshake candidates; payload per direction ---------------------------
-        pick0 = -1; alt0 = -1; pick1 = -1; alt1 = -1
-        b0 = np.int64(0); b1 = np.int64(0)
+        pick0 = -1
+        alt0 = -1
+        pick1 = -1
+        alt1 = -1
+        b0 = np.int64(0)
+        b1 = np.int64(0)
         for i in range(lo, hi):
             g = order[i]
             frame[i] = c_frame[g]
@@ -238,16 +309,25 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
                     if (fl & F_ACK) != 0 and pick1 < 0:
                         pick1 = k
         # SYN from A / SYN-ACK from B carry each side's options (else any SYN of that side)
-        ws = np.full(2, np.int64(-1)); mo = np.zeros(2, np.int64); sp = np.zeros(2, np.bool_)
-        sseq = np.zeros(2, np.int64); sknown = np.zeros(2, np.bool_)
+        ws = np.full(2, np.int64(-1))
+        mo = np.zeros(2, np.int64)
+        sp = np.zeros(2, np.bool_)
+        sseq = np.zeros(2, np.int64)
+        sknown = np.zeros(2, np.bool_)
         for side in range(2):
             pk = (pick0 if pick0 >= 0 else alt0) if side == 0 else (pick1 if pick1 >= 0 else alt1)
             if pk >= 0:
                 g = np.searchsorted(syn_rows, order[lo + pk])  # (a SYN row)
-                ws[side] = np.int64(c_ws[g]); mo[side] = np.int64(c_mss[g]); sp[side] = c_sperm[g]
-                sseq[side] = seq[lo + pk]; sknown[side] = True
+                ws[side] = np.int64(c_ws[g])
+                mo[side] = np.int64(c_mss[g])
+                sp[side] = c_sperm[g]
+                sseq[side] = seq[lo + pk]
+                sknown[side] = True
         seen = pick0 >= 0 and pick1 >= 0
-        syn_ns = NONE; synack_ns = NONE; ack3 = NONE; irtt = NONE
+        syn_ns = NONE
+        synack_ns = NONE
+        ack3 = NONE
+        irtt = NONE
         if seen:
             first_sa = pick1
             syn_i = pick0
@@ -275,7 +355,9 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
         sdir = f_sdir[f] if f_sdir[f] >= 0 else (1 if b1 > b0 else 0)
         rdir = 1 - sdir
         # ---- joint unwrap of the sender's sequence space ----------------------------------
-        first_snd = -1; first_rack = -1; first_rcv = -1
+        first_snd = -1
+        first_rack = -1
+        first_rcv = -1
         for i in range(lo, hi):
             s_ = sn[i] == sdir
             snd[i] = s_
@@ -298,11 +380,13 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
         r0 = np.int64(0)
         if first_rcv >= 0:
             r0 = sseq[rdir] if sknown[rdir] else seq[first_rcv] - 1
-        cur = np.int64(0); have = False
+        cur = np.int64(0)
+        have = False
         for i in range(lo, hi):
             if snd[i]:
                 v = _unwrap_step(seq[i], origin, cur)
-                seq[i] = v; ack[i] = 0
+                seq[i] = v
+                ack[i] = 0
                 if (not have) or v > cur:
                     cur = v
                 have = True
@@ -316,7 +400,8 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
                 ack[i] = 0
         # the receiver's own sequence (Wireshark's duplicate-ACK rule), unwrapped on its own
         if first_rcv >= 0:
-            cur = np.int64(0); have = False
+            cur = np.int64(0)
+            have = False
             for i in range(lo, hi):
                 if not snd[i]:
                     v = _unwrap_step(seq[i], r0, cur)
@@ -325,14 +410,19 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
                         cur = v
                     have = True
         # ---- SACK edges relative to the same packet's ACK; TCP timestamps -------------------
-        sref = np.int64(0); have_s = False; rref = np.int64(0); have_r = False
+        sref = np.int64(0)
+        have_s = False
+        rref = np.int64(0)
+        have_r = False
         for i in range(lo, hi):
             if tsv[i] >= 0:
                 if snd[i]:
                     if not have_s:
-                        sref = tsv[i]; have_s = True
+                        sref = tsv[i]
+                        have_s = True
                 elif not have_r:
-                    rref = tsv[i]; have_r = True
+                    rref = tsv[i]
+                    have_r = True
                 if have_s and have_r:
                     break
         any_sn = False
@@ -350,25 +440,34 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
                 for k in range(4):
                     if k < nb:
                         if k == 0:
-                            l_ = np.int64(c_l0[g]); r_ = np.int64(c_r0[g])
+                            l_ = np.int64(c_l0[g])
+                            r_ = np.int64(c_r0[g])
                         elif k == 1:
-                            l_ = np.int64(c_l1[g]); r_ = np.int64(c_r1[g])
+                            l_ = np.int64(c_l1[g])
+                            r_ = np.int64(c_r1[g])
                         elif k == 2:
-                            l_ = np.int64(c_l2[g]); r_ = np.int64(c_r2[g])
+                            l_ = np.int64(c_l2[g])
+                            r_ = np.int64(c_r2[g])
                         else:
-                            l_ = np.int64(c_l3[g]); r_ = np.int64(c_r3[g])
+                            l_ = np.int64(c_l3[g])
+                            r_ = np.int64(c_r3[g])
                         sl[i, k] = a + _wrap32(l_ - rr)
                         sr[i, k] = a + _wrap32(r_ - rr)
                     else:
-                        sl[i, k] = 0; sr[i, k] = 0
+                        sl[i, k] = 0
+                        sr[i, k] = 0
                 sn[i] = nb
                 any_sn = True
             else:
                 sn[i] = 0
                 for k in range(4):
-                    sl[i, k] = 0; sr[i, k] = 0
-            tv = tsv[i]; te = tse[i]
-            tsv[i] = NOTS; tse[i] = NOTS; rtsv[i] = NOTS
+                    sl[i, k] = 0
+                    sr[i, k] = 0
+            tv = tsv[i]
+            te = tse[i]
+            tsv[i] = NOTS
+            tse[i] = NOTS
+            rtsv[i] = NOTS
             if tv >= 0:
                 if s_:
                     tsv[i] = sref + _wrap32(tv - sref)
@@ -385,10 +484,12 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
             shift = ws[rdir] if (ws[sdir] >= 0 and ws[rdir] >= 0) else np.int64(0)
             known = True
         else:
-            shift = np.int64(0); known = False
+            shift = np.int64(0)
+            known = False
             fw = np.int64(f_wsb[f]) if sdir == 0 else np.int64(f_wsa[f])
             if fw >= 0:
-                shift = fw; known = True
+                shift = fw
+                known = True
         if shift > 14:
             shift = np.int64(14)  # RFC 7323 §2.3: values above 14 are treated as 14
         mss = np.int64(f_mss[f]) if f_mss[f] > 0 else np.int64(0)
@@ -400,10 +501,17 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb,
                 mss = biggest
         if mss <= 0:
             mss = np.int64(536)  # RFC 9293 §3.7.1 default send MSS
-        o_sdir[f] = sdir; o_mss[f] = mss; o_shift[f] = shift; o_known[f] = known
+        o_sdir[f] = sdir
+        o_mss[f] = mss
+        o_shift[f] = shift
+        o_known[f] = known
         o_sackflow[f] = (sp[0] and sp[1]) or any_sn
         o_tsflow[f] = have_s or have_r
-        o_seen[f] = seen; o_syn[f] = syn_ns; o_synack[f] = synack_ns; o_ack3[f] = ack3; o_irtt[f] = irtt
+        o_seen[f] = seen
+        o_syn[f] = syn_ns
+        o_synack[f] = synack_ns
+        o_ack3[f] = ack3
+        o_irtt[f] = irtt
 
 
 @njit(cache=True)

@@ -30,8 +30,9 @@ def _signed32(expr: pl.Expr) -> pl.Expr:
 
 
 #: the packet columns :func:`sack_blocks` reads (schema.PACKETS names)
-COLUMNS = frozenset(["frame", "flow_id", "dir", "ack", "sack_n",
-                     *(f"sack_{e}{i}" for i in range(4) for e in ("l", "r"))])
+COLUMNS = frozenset(
+    ["frame", "flow_id", "dir", "ack", "sack_n", *(f"sack_{e}{i}" for i in range(4) for e in ("l", "r"))]
+)
 
 
 def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
@@ -43,20 +44,32 @@ def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
     need = {"frame", "flow_id", "dir", "ack", "sack_n"}
     if not packets.height or not need <= set(packets.columns) or events.acks is None or not events.acks.height:
         return schema.empty(schema.SACK_BLOCKS)
-    rx = (packets.lazy()
-          .filter((pl.col("flow_id") == events.flow_id) & (pl.col("dir") == 1 - events.sender_dir)
-                  & (pl.col("sack_n") > 0))
-          .select("frame", pl.col("ack").cast(pl.Int64).alias("ack_raw"),
-                  *(pl.col(f"sack_{e}{i}").cast(pl.Int64) for i in range(4) for e in ("l", "r")))
-          .join(events.acks.lazy().select("frame", "ts_ns", pl.col("ack").alias("ack_rel")), on="frame", how="inner"))
+    rx = (
+        packets.lazy()
+        .filter(
+            (pl.col("flow_id") == events.flow_id) & (pl.col("dir") == 1 - events.sender_dir) & (pl.col("sack_n") > 0)
+        )
+        .select(
+            "frame",
+            pl.col("ack").cast(pl.Int64).alias("ack_raw"),
+            *(pl.col(f"sack_{e}{i}").cast(pl.Int64) for i in range(4) for e in ("l", "r")),
+        )
+        .join(events.acks.lazy().select("frame", "ts_ns", pl.col("ack").alias("ack_rel")), on="frame", how="inner")
+    )
     parts = []
     for i in range(4):
         left, right = pl.col(f"sack_l{i}"), pl.col(f"sack_r{i}")
-        parts.append(rx.filter(left.is_not_null() & right.is_not_null()).select(
-            "frame", "ts_ns",
-            (pl.col("ack_rel") + _signed32(left - pl.col("ack_raw"))).alias("left"),
-            (pl.col("ack_rel") + _signed32(right - pl.col("ack_raw"))).alias("right")))
-    out = pl.concat(parts).sort("ts_ns", "frame", "left", "right").collect()  # total order: blocks may share a left edge
+        parts.append(
+            rx.filter(left.is_not_null() & right.is_not_null()).select(
+                "frame",
+                "ts_ns",
+                (pl.col("ack_rel") + _signed32(left - pl.col("ack_raw"))).alias("left"),
+                (pl.col("ack_rel") + _signed32(right - pl.col("ack_raw"))).alias("right"),
+            )
+        )
+    out = (
+        pl.concat(parts).sort("ts_ns", "frame", "left", "right").collect()
+    )  # total order: blocks may share a left edge
     return schema.conform(out, schema.SACK_BLOCKS)
 
 
@@ -74,12 +87,20 @@ def with_sack_blocks(cap: Capture, events: list[FlowEvents | None]) -> list[Flow
     if cap.decoded is not None:
         sack_pk = cap.decoded.sack_packets()
     elif "sack_n" in cap.packets.columns:
-        sack_pk = (cap.packets.lazy().filter(pl.col("sack_n") > 0)
-                   .select([c for c in cap.packets.columns if c in COLUMNS]).collect())
+        sack_pk = (
+            cap.packets.lazy()
+            .filter(pl.col("sack_n") > 0)
+            .select([c for c in cap.packets.columns if c in COLUMNS])
+            .collect()
+        )
     else:
         sack_pk = cap.packets.clear()
     no_sack = sack_pk.clear()
     if sack_pk.height:
         by_flow = {k[0]: part for k, part in sack_pk.partition_by("flow_id", as_dict=True).items()}
-    return [ev if ev is None or ev.sack_blocks is not None
-            else replace(ev, sack_blocks=sack_blocks(by_flow.get(ev.flow_id, no_sack), ev)) for ev in events]
+    return [
+        ev
+        if ev is None or ev.sack_blocks is not None
+        else replace(ev, sack_blocks=sack_blocks(by_flow.get(ev.flow_id, no_sack), ev))
+        for ev in events
+    ]

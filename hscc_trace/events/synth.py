@@ -10,7 +10,8 @@ modulo 2^32, so tests can write ``isn + offset`` without wrapping by hand.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import polars as pl
 
@@ -40,18 +41,31 @@ def packets_frame(pkts: Iterable[dict[str, Any]], flow_id: int = 0) -> pl.DataFr
             "wire_len": 54 + ln,
             "cap_len": 54 + ln,
             "ip_version": 4,
-            "src_hi": 0xFFFF, "src_lo": 0x0A000001 if p["d"] == 0 else 0x0A000002,
-            "dst_hi": 0xFFFF, "dst_lo": 0x0A000002 if p["d"] == 0 else 0x0A000001,
-            "ip_id": i, "ip_ttl": 64, "ip_ecn": int(p.get("ecn", 0)),
-            "sport": 40000 if p["d"] == 0 else 5201, "dport": 5201 if p["d"] == 0 else 40000,
-            "seq": int(p["seq"]) % 2**32, "ack": int(p.get("ack", 0)) % 2**32,
-            "flags": flag_bits(p["flags"]), "win": int(p.get("win", 65535)), "tcp_hlen": 20,
-            "payload_len": ln, "truncated": bool(p.get("truncated", False)),
-            "opt_mss": p.get("mss"), "opt_wscale": p.get("ws"), "opt_sack_perm": bool(p.get("sackok", False)),
+            "src_hi": 0xFFFF,
+            "src_lo": 0x0A000001 if p["d"] == 0 else 0x0A000002,
+            "dst_hi": 0xFFFF,
+            "dst_lo": 0x0A000002 if p["d"] == 0 else 0x0A000001,
+            "ip_id": i,
+            "ip_ttl": 64,
+            "ip_ecn": int(p.get("ecn", 0)),
+            "sport": 40000 if p["d"] == 0 else 5201,
+            "dport": 5201 if p["d"] == 0 else 40000,
+            "seq": int(p["seq"]) % 2**32,
+            "ack": int(p.get("ack", 0)) % 2**32,
+            "flags": flag_bits(p["flags"]),
+            "win": int(p.get("win", 65535)),
+            "tcp_hlen": 20,
+            "payload_len": ln,
+            "truncated": bool(p.get("truncated", False)),
+            "opt_mss": p.get("mss"),
+            "opt_wscale": p.get("ws"),
+            "opt_sack_perm": bool(p.get("sackok", False)),
             "opt_tsval": None if p.get("tsval") is None else int(p["tsval"]) % 2**32,
             "opt_tsecr": None if p.get("tsecr") is None else int(p["tsecr"]) % 2**32,
             "sack_n": len(sack),
-            "decoder": 0, "flow_id": flow_id, "dir": int(p["d"]),
+            "decoder": 0,
+            "flow_id": flow_id,
+            "dir": int(p["d"]),
         }
         for k in range(4):
             row[f"sack_l{k}"] = int(sack[k][0]) % 2**32 if k < len(sack) else None

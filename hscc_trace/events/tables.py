@@ -29,9 +29,8 @@ import queue
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
-from numba import njit
-
 import numpy as np
+from numba import njit
 
 from hscc_trace.errors import Warn
 from hscc_trace.model import FlowEvents
@@ -54,7 +53,6 @@ CLOCK_NS = 500_000  # a segment within 0.5 ms after an ACK was released by it
 CLOCK_MIN_SEGMENTS = 4
 
 
-
 # threads running batches side by side (at most 2: the target machines have few cores, and a
 # pipeline may already run one process per core)
 THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
@@ -63,10 +61,47 @@ CHUNK_ROWS = 1 << 17  # packets per batch of flows: bounds the working arrays (~
 
 
 @njit(cache=True)
-def _rounds_flow(lo, hi, q, isack, rnd, ts, out, rtt, off, acked, rwnd, state, cong, tgt,
-                 kind, seg_round, seg_out, plen, rexmit, probe,
-                 clock, mss, known, n_ep, e_start_t, e_end_t, e_end_i, frac, lookback,
-                 r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit):
+def _rounds_flow(
+    lo,
+    hi,
+    q,
+    isack,
+    rnd,
+    ts,
+    out,
+    rtt,
+    off,
+    acked,
+    rwnd,
+    state,
+    cong,
+    tgt,
+    kind,
+    seg_round,
+    seg_out,
+    plen,
+    rexmit,
+    probe,
+    clock,
+    mss,
+    known,
+    n_ep,
+    e_start_t,
+    e_end_t,
+    e_end_i,
+    frac,
+    lookback,
+    r_id,
+    r_start,
+    r_end,
+    r_target,
+    r_peak,
+    r_acked,
+    r_minrtt,
+    r_rwnd,
+    r_rec,
+    r_limit,
+):
     """RTT rounds of the flow in rows ``lo:hi``, written to the ``r_*`` arrays from row ``q``;
     returns the next free row. Its episodes are the first ``n_ep`` of ``e_*``. Rules: module
     docstring.
@@ -185,13 +220,74 @@ def _rounds_flow(lo, hi, q, isack, rnd, ts, out, rtt, off, acked, rwnd, state, c
 
 
 @njit(cache=True)
-def _compact(lo, hi, j, k, known, off, frame, ts, seq, plen, flags, ecn,
-             o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
-             o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
-             o_round_end, o_state, o_cong, o_undo,
-             s_frame, s_ts, s_seq, s_len, s_kind, s_ecn, s_end, s_probe, s_rexmit, s_out, s_round,
-             a_frame, a_ts, a_ack, a_acked, a_sacked, a_dup, a_rwnd, a_known, a_ece, a_rtt, a_src,
-             a_snd_max, a_out, a_pipe, a_round, a_rend, a_state, a_cong, a_undo, a_dsack, a_rtt_raw):
+def _compact(
+    lo,
+    hi,
+    j,
+    k,
+    known,
+    off,
+    frame,
+    ts,
+    seq,
+    plen,
+    flags,
+    ecn,
+    o_kind,
+    o_probe,
+    o_rexmit,
+    o_seg_out,
+    o_seg_round,
+    o_isack,
+    o_ackrel,
+    o_acked,
+    o_sacked,
+    o_dsack,
+    o_dup,
+    o_rwnd,
+    o_rtt,
+    o_rtt_src,
+    o_snd_max,
+    o_out,
+    o_pipe,
+    o_round,
+    o_round_end,
+    o_state,
+    o_cong,
+    o_undo,
+    s_frame,
+    s_ts,
+    s_seq,
+    s_len,
+    s_kind,
+    s_ecn,
+    s_end,
+    s_probe,
+    s_rexmit,
+    s_out,
+    s_round,
+    a_frame,
+    a_ts,
+    a_ack,
+    a_acked,
+    a_sacked,
+    a_dup,
+    a_rwnd,
+    a_known,
+    a_ece,
+    a_rtt,
+    a_src,
+    a_snd_max,
+    a_out,
+    a_pipe,
+    a_round,
+    a_rend,
+    a_state,
+    a_cong,
+    a_undo,
+    a_dsack,
+    a_rtt_raw,
+):
     """The rows of schema.SEGMENTS (``o_kind >= 0``) and schema.ACKS (``o_isack``) among rows
     ``lo:hi``, written from rows ``j`` and ``k`` of the ``s_*`` and ``a_*`` columns; returns the
     next free rows. Enum columns as category indices (-1 = null); RTTs in s (NaN = none)."""
@@ -243,17 +339,113 @@ def _compact(lo, hi, j, k, known, off, frame, ts, seq, plen, flags, ecn,
 
 @njit(cache=True, nogil=True)
 def _run_flows(
-    bounds, snd, ts, seq, ack, plen, flags, win, tsv, tse, sl, sr, sn, frame, ecn,
-    f_mss, f_shift, f_sack, f_known, f_clock, dupthresh, f_ooo, off, rto_min_ns, f_at_sender, ahead,
-    o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
-    o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
-    o_round_end, o_tgt, o_state, o_cong, o_undo,
-    e_kind, e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, e_spur,
-    s_frame, s_ts, s_seq, s_len, s_kind, s_ecn, s_end, s_probe, s_rexmit, s_out, s_round,
-    a_frame, a_ts, a_ack, a_acked, a_sacked, a_dup, a_rwnd, a_known, a_ece, a_rtt, a_src,
-    a_snd_max, a_out, a_pipe, a_round, a_rend, a_state, a_cong, a_undo, a_dsack, a_rtt_raw,
-    r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit,
-    frac, lookback, warn, n_ep, n_seg, n_ack, n_rounds,
+    bounds,
+    snd,
+    ts,
+    seq,
+    ack,
+    plen,
+    flags,
+    win,
+    tsv,
+    tse,
+    sl,
+    sr,
+    sn,
+    frame,
+    ecn,
+    f_mss,
+    f_shift,
+    f_sack,
+    f_known,
+    f_clock,
+    dupthresh,
+    f_ooo,
+    off,
+    rto_min_ns,
+    f_at_sender,
+    ahead,
+    o_kind,
+    o_probe,
+    o_rexmit,
+    o_seg_out,
+    o_seg_round,
+    o_isack,
+    o_ackrel,
+    o_acked,
+    o_sacked,
+    o_dsack,
+    o_dup,
+    o_rwnd,
+    o_rtt,
+    o_rtt_src,
+    o_snd_max,
+    o_out,
+    o_pipe,
+    o_round,
+    o_round_end,
+    o_tgt,
+    o_state,
+    o_cong,
+    o_undo,
+    e_kind,
+    e_start_t,
+    e_end_t,
+    e_start_i,
+    e_end_i,
+    e_flight,
+    e_retx,
+    e_rp,
+    e_spur,
+    s_frame,
+    s_ts,
+    s_seq,
+    s_len,
+    s_kind,
+    s_ecn,
+    s_end,
+    s_probe,
+    s_rexmit,
+    s_out,
+    s_round,
+    a_frame,
+    a_ts,
+    a_ack,
+    a_acked,
+    a_sacked,
+    a_dup,
+    a_rwnd,
+    a_known,
+    a_ece,
+    a_rtt,
+    a_src,
+    a_snd_max,
+    a_out,
+    a_pipe,
+    a_round,
+    a_rend,
+    a_state,
+    a_cong,
+    a_undo,
+    a_dsack,
+    a_rtt_raw,
+    r_id,
+    r_start,
+    r_end,
+    r_target,
+    r_peak,
+    r_acked,
+    r_minrtt,
+    r_rwnd,
+    r_rec,
+    r_limit,
+    frac,
+    lookback,
+    warn,
+    n_ep,
+    n_seg,
+    n_ack,
+    n_rounds,
 ):
     """Per flow of a batch (flow ``f`` = rows ``bounds[f]:bounds[f+1]``), while its rows are in
     cache: the state machine (:func:`.core.analyze`), its segment and ACK rows into the ``s_*`` and
@@ -275,17 +467,59 @@ def _run_flows(
         el = lo + f
         eh = hi + f + 1
         ne = core.analyze(
-            snd[lo:hi], ts[lo:hi], seq[lo:hi], ack[lo:hi], plen[lo:hi], flags[lo:hi], win[lo:hi],
-            tsv[lo:hi], tse[lo:hi], sl[lo:hi], sr[lo:hi], sn[lo:hi],
-            f_mss[f], f_shift[f], f_sack[f], dupthresh, f_ooo[f], off[lo:hi], rto_min_ns,
-            f_at_sender[f], ahead[lo:hi],
-            o_kind[lo:hi], o_probe[lo:hi], o_rexmit[lo:hi], o_seg_out[lo:hi], o_seg_round[lo:hi],
-            o_isack[lo:hi], o_ackrel[lo:hi], o_acked[lo:hi], o_sacked[lo:hi], o_dsack[lo:hi],
-            o_dup[lo:hi], o_rwnd[lo:hi], o_rtt[lo:hi], o_rtt_src[lo:hi], o_snd_max[lo:hi],
-            o_out[lo:hi], o_pipe[lo:hi], o_round[lo:hi], o_round_end[lo:hi], o_tgt[lo:hi],
-            o_state[lo:hi], o_cong[lo:hi], o_undo[lo:hi],
-            e_kind[el:eh], e_start_t[el:eh], e_end_t[el:eh], e_start_i[el:eh], e_end_i[el:eh],
-            e_flight[el:eh], e_retx[el:eh], e_rp[el:eh], e_spur[el:eh],
+            snd[lo:hi],
+            ts[lo:hi],
+            seq[lo:hi],
+            ack[lo:hi],
+            plen[lo:hi],
+            flags[lo:hi],
+            win[lo:hi],
+            tsv[lo:hi],
+            tse[lo:hi],
+            sl[lo:hi],
+            sr[lo:hi],
+            sn[lo:hi],
+            f_mss[f],
+            f_shift[f],
+            f_sack[f],
+            dupthresh,
+            f_ooo[f],
+            off[lo:hi],
+            rto_min_ns,
+            f_at_sender[f],
+            ahead[lo:hi],
+            o_kind[lo:hi],
+            o_probe[lo:hi],
+            o_rexmit[lo:hi],
+            o_seg_out[lo:hi],
+            o_seg_round[lo:hi],
+            o_isack[lo:hi],
+            o_ackrel[lo:hi],
+            o_acked[lo:hi],
+            o_sacked[lo:hi],
+            o_dsack[lo:hi],
+            o_dup[lo:hi],
+            o_rwnd[lo:hi],
+            o_rtt[lo:hi],
+            o_rtt_src[lo:hi],
+            o_snd_max[lo:hi],
+            o_out[lo:hi],
+            o_pipe[lo:hi],
+            o_round[lo:hi],
+            o_round_end[lo:hi],
+            o_tgt[lo:hi],
+            o_state[lo:hi],
+            o_cong[lo:hi],
+            o_undo[lo:hi],
+            e_kind[el:eh],
+            e_start_t[el:eh],
+            e_end_t[el:eh],
+            e_start_i[el:eh],
+            e_end_i[el:eh],
+            e_flight[el:eh],
+            e_retx[el:eh],
+            e_rp[el:eh],
+            e_spur[el:eh],
             warn[f],
         )
         n_ep[f] = ne
@@ -298,21 +532,118 @@ def _run_flows(
                         o_pipe[i] += extra
         j0 = j
         k0 = k
-        j, k = _compact(lo, hi, j, k, f_known[f], off, frame, ts, seq, plen, flags, ecn,
-                        o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
-                        o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
-                        o_round_end, o_state, o_cong, o_undo,
-                        s_frame, s_ts, s_seq, s_len, s_kind, s_ecn, s_end, s_probe, s_rexmit, s_out, s_round,
-                        a_frame, a_ts, a_ack, a_acked, a_sacked, a_dup, a_rwnd, a_known, a_ece, a_rtt, a_src,
-                        a_snd_max, a_out, a_pipe, a_round, a_rend, a_state, a_cong, a_undo, a_dsack, a_rtt_raw)
+        j, k = _compact(
+            lo,
+            hi,
+            j,
+            k,
+            f_known[f],
+            off,
+            frame,
+            ts,
+            seq,
+            plen,
+            flags,
+            ecn,
+            o_kind,
+            o_probe,
+            o_rexmit,
+            o_seg_out,
+            o_seg_round,
+            o_isack,
+            o_ackrel,
+            o_acked,
+            o_sacked,
+            o_dsack,
+            o_dup,
+            o_rwnd,
+            o_rtt,
+            o_rtt_src,
+            o_snd_max,
+            o_out,
+            o_pipe,
+            o_round,
+            o_round_end,
+            o_state,
+            o_cong,
+            o_undo,
+            s_frame,
+            s_ts,
+            s_seq,
+            s_len,
+            s_kind,
+            s_ecn,
+            s_end,
+            s_probe,
+            s_rexmit,
+            s_out,
+            s_round,
+            a_frame,
+            a_ts,
+            a_ack,
+            a_acked,
+            a_sacked,
+            a_dup,
+            a_rwnd,
+            a_known,
+            a_ece,
+            a_rtt,
+            a_src,
+            a_snd_max,
+            a_out,
+            a_pipe,
+            a_round,
+            a_rend,
+            a_state,
+            a_cong,
+            a_undo,
+            a_dsack,
+            a_rtt_raw,
+        )
         n_seg[f] = j - j0
         n_ack[f] = k - k0
         q0 = q
-        q = _rounds_flow(lo, hi, q, o_isack, o_round, ts, o_out, o_rtt, off, o_acked, o_rwnd, o_state, o_cong,
-                         o_tgt, o_kind, o_seg_round, o_seg_out, plen, o_rexmit, o_probe,
-                         f_clock[f], f_mss[f], f_known[f], ne, e_start_t[el:eh], e_end_t[el:eh], e_end_i[el:eh],
-                         frac, lookback,
-                         r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit)
+        q = _rounds_flow(
+            lo,
+            hi,
+            q,
+            o_isack,
+            o_round,
+            ts,
+            o_out,
+            o_rtt,
+            off,
+            o_acked,
+            o_rwnd,
+            o_state,
+            o_cong,
+            o_tgt,
+            o_kind,
+            o_seg_round,
+            o_seg_out,
+            plen,
+            o_rexmit,
+            o_probe,
+            f_clock[f],
+            f_mss[f],
+            f_known[f],
+            ne,
+            e_start_t[el:eh],
+            e_end_t[el:eh],
+            e_end_i[el:eh],
+            frac,
+            lookback,
+            r_id,
+            r_start,
+            r_end,
+            r_target,
+            r_peak,
+            r_acked,
+            r_minrtt,
+            r_rwnd,
+            r_rec,
+            r_limit,
+        )
         n_rounds[f] = q - q0
 
 
@@ -357,27 +688,73 @@ class _Work:
 
     def prep_args(self, n: int, nf: int) -> tuple:
         r, q = slice(0, n), slice(0, nf)
-        return (self.frame[r], self.snd[r], self.ts[r], self.seq[r], self.ack[r], self.plen[r], self.flags[r],
-                self.win[r], self.tsv[r], self.tse[r], self.rtsv[r], self.sl[r], self.sr[r], self.sn[r],
-                self.ecn[r], self.sdir[q], self.mss[q], self.shift[q], self.known[q], self.sack[q],
-                self.tsflow[q], self.seen[q], self.syn[q], self.synack[q], self.ack3[q], self.irtt[q])
+        return (
+            self.frame[r],
+            self.snd[r],
+            self.ts[r],
+            self.seq[r],
+            self.ack[r],
+            self.plen[r],
+            self.flags[r],
+            self.win[r],
+            self.tsv[r],
+            self.tse[r],
+            self.rtsv[r],
+            self.sl[r],
+            self.sr[r],
+            self.sn[r],
+            self.ecn[r],
+            self.sdir[q],
+            self.mss[q],
+            self.shift[q],
+            self.known[q],
+            self.sack[q],
+            self.tsflow[q],
+            self.seen[q],
+            self.syn[q],
+            self.synack[q],
+            self.ack3[q],
+            self.irtt[q],
+        )
 
     def handshake(self, f: int) -> Handshake:
         def opt(x: int) -> int | None:
             return None if x == NONE else int(x)
 
-        return Handshake(seen=bool(self.seen[f]), syn_ns=opt(self.syn[f]), synack_ns=opt(self.synack[f]),
-                         ack_ns=opt(self.ack3[f]), irtt_ns=opt(self.irtt[f]))
+        return Handshake(
+            seen=bool(self.seen[f]),
+            syn_ns=opt(self.syn[f]),
+            synack_ns=opt(self.synack[f]),
+            ack_ns=opt(self.ack3[f]),
+            irtt_ns=opt(self.irtt[f]),
+        )
 
     def flow(self, f: int, lo: int, hi: int) -> FlowArrays:
         h = self.handshake(f)
         s = slice(lo, hi)
         return FlowArrays(
-            frame=self.frame[s], snd=self.snd[s], ts=self.ts[s], seq=self.seq[s], ack=self.ack[s],
-            plen=self.plen[s], flags=self.flags[s], win=self.win[s], tsv=self.tsv[s], tse=self.tse[s],
-            rtsv=self.rtsv[s], sl=self.sl[s], sr=self.sr[s], sn=self.sn[s], ecn=self.ecn[s],
-            sender_dir=int(self.sdir[f]), handshake=h, mss=int(self.mss[f]), rwnd_shift=int(self.shift[f]),
-            rwnd_scale_known=bool(self.known[f]), sack_flow=bool(self.sack[f]), ts_flow=bool(self.tsflow[f]),
+            frame=self.frame[s],
+            snd=self.snd[s],
+            ts=self.ts[s],
+            seq=self.seq[s],
+            ack=self.ack[s],
+            plen=self.plen[s],
+            flags=self.flags[s],
+            win=self.win[s],
+            tsv=self.tsv[s],
+            tse=self.tse[s],
+            rtsv=self.rtsv[s],
+            sl=self.sl[s],
+            sr=self.sr[s],
+            sn=self.sn[s],
+            ecn=self.ecn[s],
+            sender_dir=int(self.sdir[f]),
+            handshake=h,
+            mss=int(self.mss[f]),
+            rwnd_shift=int(self.shift[f]),
+            rwnd_scale_known=bool(self.known[f]),
+            sack_flow=bool(self.sack[f]),
+            ts_flow=bool(self.tsflow[f]),
         )
 
 
@@ -389,8 +766,16 @@ _WARN_MSGS = {
 }
 
 
-def build_flows(src: tuple[np.ndarray, ...], order: np.ndarray, bounds: np.ndarray, fids: list[int],
-                f_sdir: np.ndarray, f_mss: np.ndarray, f_wsa: np.ndarray, f_wsb: np.ndarray) -> list[FlowEvents]:
+def build_flows(
+    src: tuple[np.ndarray, ...],
+    order: np.ndarray,
+    bounds: np.ndarray,
+    fids: list[int],
+    f_sdir: np.ndarray,
+    f_mss: np.ndarray,
+    f_wsa: np.ndarray,
+    f_wsb: np.ndarray,
+) -> list[FlowEvents]:
     """Event streams of the flows ``fids``: flow ``k`` is rows ``order[bounds[k]:bounds[k+1]]`` of
     the source columns ``src`` (:func:`.prep.source_columns`), in frame order. Per-flow facts from
     the flows table (``-1``/``0`` = unknown): sender direction, MSS, window scales of A and B.
@@ -408,8 +793,10 @@ def build_flows(src: tuple[np.ndarray, ...], order: np.ndarray, bounds: np.ndarr
         cuts.append(min(max(f1, f0 + 1), nf))
     rows = max(int(bounds[b] - bounds[a]) for a, b in zip(cuts[:-1], cuts[1:])) if nf else 0
     flows = max(b - a for a, b in zip(cuts[:-1], cuts[1:])) if nf else 0
-    jobs = [(src, order, bounds[f0:f1 + 1], fids[f0:f1], f_sdir[f0:f1], f_mss[f0:f1], f_wsa[f0:f1], f_wsb[f0:f1])
-            for f0, f1 in zip(cuts[:-1], cuts[1:])]
+    jobs = [
+        (src, order, bounds[f0 : f1 + 1], fids[f0:f1], f_sdir[f0:f1], f_mss[f0:f1], f_wsa[f0:f1], f_wsb[f0:f1])
+        for f0, f1 in zip(cuts[:-1], cuts[1:])
+    ]
     threads = min(THREADS, len(jobs))
     if rows > THREADED_ROWS:
         threads = 1  # flows this long: one set of working arrays (~350 B per packet) is enough memory
@@ -452,7 +839,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
     b = (bounds - base).astype(np.int64)
     n = int(b[-1])
     nf = len(fids)
-    prep_flows(order[base:base + n], b, f_sdir, f_mss, f_wsa, f_wsb, *src, *W.prep_args(n, nf))
+    prep_flows(order[base : base + n], b, f_sdir, f_mss, f_wsa, f_wsb, *src, *W.prep_args(n, nf))
     # ---- vantage point and RTT correction per flow ---------------------------------------------
     off = W.off[:n]
     ahead = W.ahead[:n]
@@ -481,8 +868,22 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
     # ---- state machine, segment/ACK rows and rounds, flow by flow ----------------------------------
     o_kind, o_probe, o_rtt_src, o_state, o_cong = (a[:n] for a in W.o8)
     o_rexmit, o_isack, o_round_end, o_undo = (a[:n] for a in W.ob)
-    (o_seg_out, o_seg_round, o_ackrel, o_acked, o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_snd_max,
-     o_out, o_pipe, o_round, o_tgt) = (a[:n] for a in W.o64)
+    (
+        o_seg_out,
+        o_seg_round,
+        o_ackrel,
+        o_acked,
+        o_sacked,
+        o_dsack,
+        o_dup,
+        o_rwnd,
+        o_rtt,
+        o_snd_max,
+        o_out,
+        o_pipe,
+        o_round,
+        o_tgt,
+    ) = (a[:n] for a in W.o64)
     ne = n + nf
     e_kind = W.e_kind[:ne]
     e_spur = W.e_spur[:ne]
@@ -496,34 +897,125 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
     cs, ca = n_snd, n - n_snd
     e = np.empty
     t = W.tmp  # (polars copies booleans and gathers Enums: those columns are scratch)
-    S = dict(frame=e(cs, np.uint64), ts_ns=e(cs, np.int64), seq=e(cs, np.int64), len=e(cs, np.uint32),
-             kind=t("s_kind", cs, np.uint32), ip_ecn=e(cs, np.uint8), end_seq=e(cs, np.int64),
-             probe=t("s_probe", cs, np.uint32), rexmit=t("s_rexmit", cs, np.bool_), outstanding=e(cs, np.int64),
-             round=e(cs, np.uint32))
-    A = dict(frame=e(ca, np.uint64), ts_ns=e(ca, np.int64), ack=e(ca, np.int64), acked_bytes=e(ca, np.int64),
-             sacked_bytes=e(ca, np.int64), dupack=e(ca, np.uint32), rwnd_bytes=e(ca, np.int64),
-             rwnd_scale_known=t("a_known", ca, np.bool_), ece=t("a_ece", ca, np.bool_), rtt_s=e(ca, np.float64),
-             rtt_source=t("a_src", ca, np.int32), snd_max=e(ca, np.int64), outstanding=e(ca, np.int64),
-             pipe=e(ca, np.int64), round=e(ca, np.uint32), round_end=t("a_rend", ca, np.bool_),
-             state=t("a_state", ca, np.uint32), cong_event=t("a_cong", ca, np.int32),
-             spurious_undo=t("a_undo", ca, np.bool_), dsack_bytes=e(ca, np.int64), rtt_raw_s=e(ca, np.float64))
+    S = dict(
+        frame=e(cs, np.uint64),
+        ts_ns=e(cs, np.int64),
+        seq=e(cs, np.int64),
+        len=e(cs, np.uint32),
+        kind=t("s_kind", cs, np.uint32),
+        ip_ecn=e(cs, np.uint8),
+        end_seq=e(cs, np.int64),
+        probe=t("s_probe", cs, np.uint32),
+        rexmit=t("s_rexmit", cs, np.bool_),
+        outstanding=e(cs, np.int64),
+        round=e(cs, np.uint32),
+    )
+    A = dict(
+        frame=e(ca, np.uint64),
+        ts_ns=e(ca, np.int64),
+        ack=e(ca, np.int64),
+        acked_bytes=e(ca, np.int64),
+        sacked_bytes=e(ca, np.int64),
+        dupack=e(ca, np.uint32),
+        rwnd_bytes=e(ca, np.int64),
+        rwnd_scale_known=t("a_known", ca, np.bool_),
+        ece=t("a_ece", ca, np.bool_),
+        rtt_s=e(ca, np.float64),
+        rtt_source=t("a_src", ca, np.int32),
+        snd_max=e(ca, np.int64),
+        outstanding=e(ca, np.int64),
+        pipe=e(ca, np.int64),
+        round=e(ca, np.uint32),
+        round_end=t("a_rend", ca, np.bool_),
+        state=t("a_state", ca, np.uint32),
+        cong_event=t("a_cong", ca, np.int32),
+        spurious_undo=t("a_undo", ca, np.bool_),
+        dsack_bytes=e(ca, np.int64),
+        rtt_raw_s=e(ca, np.float64),
+    )
     R = [t(f"r{k}", ca, np.int64) for k in range(7)]
     r_id, r_start, r_end, r_target, r_peak, r_acked, r_rwnd = R
     r_minrtt = t("r_minrtt", ca, np.float64)
     r_rec = t("r_rec", ca, np.bool_)
     r_limit = t("r_limit", ca, np.int8)
     _run_flows(
-        b, W.snd[:n], W.ts[:n], W.seq[:n], W.ack[:n], W.plen[:n], W.flags[:n], W.win[:n], W.tsv[:n],
-        W.tse[:n], W.sl[:n], W.sr[:n], W.sn[:n], W.frame[:n], W.ecn[:n],
-        mss, W.shift[:nf], W.sack[:nf], known, clock, np.int64(DUPTHRESH), ooo, off, np.int64(RTO_MIN_NS),
-        at_sender, ahead,
-        o_kind, o_probe, o_rexmit, o_seg_out, o_seg_round, o_isack, o_ackrel, o_acked,
-        o_sacked, o_dsack, o_dup, o_rwnd, o_rtt, o_rtt_src, o_snd_max, o_out, o_pipe, o_round,
-        o_round_end, o_tgt, o_state, o_cong, o_undo,
-        e_kind, e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, e_spur,
-        *S.values(), *A.values(),
-        r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit,
-        APP_FRACTION, APP_LOOKBACK, warn, n_ep, n_seg, n_ack, n_rounds,
+        b,
+        W.snd[:n],
+        W.ts[:n],
+        W.seq[:n],
+        W.ack[:n],
+        W.plen[:n],
+        W.flags[:n],
+        W.win[:n],
+        W.tsv[:n],
+        W.tse[:n],
+        W.sl[:n],
+        W.sr[:n],
+        W.sn[:n],
+        W.frame[:n],
+        W.ecn[:n],
+        mss,
+        W.shift[:nf],
+        W.sack[:nf],
+        known,
+        clock,
+        np.int64(DUPTHRESH),
+        ooo,
+        off,
+        np.int64(RTO_MIN_NS),
+        at_sender,
+        ahead,
+        o_kind,
+        o_probe,
+        o_rexmit,
+        o_seg_out,
+        o_seg_round,
+        o_isack,
+        o_ackrel,
+        o_acked,
+        o_sacked,
+        o_dsack,
+        o_dup,
+        o_rwnd,
+        o_rtt,
+        o_rtt_src,
+        o_snd_max,
+        o_out,
+        o_pipe,
+        o_round,
+        o_round_end,
+        o_tgt,
+        o_state,
+        o_cong,
+        o_undo,
+        e_kind,
+        e_start_t,
+        e_end_t,
+        e_start_i,
+        e_end_i,
+        e_flight,
+        e_retx,
+        e_rp,
+        e_spur,
+        *S.values(),
+        *A.values(),
+        r_id,
+        r_start,
+        r_end,
+        r_target,
+        r_peak,
+        r_acked,
+        r_minrtt,
+        r_rwnd,
+        r_rec,
+        r_limit,
+        APP_FRACTION,
+        APP_LOOKBACK,
+        warn,
+        n_ep,
+        n_seg,
+        n_ack,
+        n_rounds,
     )
     seg_at = np.concatenate(([0], np.cumsum(n_seg)))
     ack_at = np.concatenate(([0], np.cumsum(n_ack)))
@@ -535,8 +1027,10 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
 
     S = {name: fit(col, ns) for name, col in S.items()}
     A = {name: fit(col, na) for name, col in A.items()}
-    segs = _frame({**S, "kind": _enum_idx(S["kind"], schema.SEGMENT_KINDS),
-                   "probe": _enum_idx(S["probe"], schema.PROBE_KINDS)}, schema.SEGMENTS)
+    segs = _frame(
+        {**S, "kind": _enum_idx(S["kind"], schema.SEGMENT_KINDS), "probe": _enum_idx(S["probe"], schema.PROBE_KINDS)},
+        schema.SEGMENTS,
+    )
     del S
     A["rtt_s"] = pl.Series(A["rtt_s"], nan_to_null=True)
     A["rtt_raw_s"] = pl.Series(A["rtt_raw_s"], nan_to_null=True)
@@ -564,33 +1058,39 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         unended = pl.Series(~ended)
         end_t = end_t.set(unended, None)
         end_frame = end_frame.set(unended, None)
-    eps = _frame({
-        "episode": local.astype(np.uint32),
-        "kind": _enum(e_kind[idx].astype(np.int64), schema.EPISODE_KINDS),
-        "start_ns": e_start_t[idx],
-        "end_ns": end_t,
-        "start_frame": W.frame[row0 + e_start_i[idx]],
-        "flight_bytes": e_flight[idx],
-        "retrans_bytes": e_retx[idx],
-        "recovery_point": e_rp[idx],
-        "end_frame": end_frame,
-        "spurious": e_spur[idx],
-    }, schema.EPISODES)
+    eps = _frame(
+        {
+            "episode": local.astype(np.uint32),
+            "kind": _enum(e_kind[idx].astype(np.int64), schema.EPISODE_KINDS),
+            "start_ns": e_start_t[idx],
+            "end_ns": end_t,
+            "start_frame": W.frame[row0 + e_start_i[idx]],
+            "flight_bytes": e_flight[idx],
+            "retrans_bytes": e_retx[idx],
+            "recovery_point": e_rp[idx],
+            "end_frame": end_frame,
+            "spurious": e_spur[idx],
+        },
+        schema.EPISODES,
+    )
     # ---- rounds (computed above) ---------------------------------------------------------------------
     nr = int(n_rounds.sum())
     rnd_at = np.concatenate(([0], np.cumsum(n_rounds)))
-    rounds = _frame({  # (copies: the scratch arrays are reused)
-        "round": r_id[:nr].astype(np.uint32),
-        "start_ns": r_start[:nr].copy(),
-        "end_ns": r_end[:nr].copy(),
-        "target_seq": r_target[:nr].copy(),
-        "peak_flight_bytes": r_peak[:nr].copy(),
-        "acked_bytes": r_acked[:nr].copy(),
-        "min_rtt_s": _opt_float(r_minrtt[:nr]),
-        "rwnd_bytes": r_rwnd[:nr].copy(),
-        "limit": _enum(r_limit[:nr].astype(np.int64), schema.LIMITS),
-        "in_recovery": r_rec[:nr],
-    }, schema.ROUNDS)
+    rounds = _frame(
+        {  # (copies: the scratch arrays are reused)
+            "round": r_id[:nr].astype(np.uint32),
+            "start_ns": r_start[:nr].copy(),
+            "end_ns": r_end[:nr].copy(),
+            "target_seq": r_target[:nr].copy(),
+            "peak_flight_bytes": r_peak[:nr].copy(),
+            "acked_bytes": r_acked[:nr].copy(),
+            "min_rtt_s": _opt_float(r_minrtt[:nr]),
+            "rwnd_bytes": r_rwnd[:nr].copy(),
+            "limit": _enum(r_limit[:nr].astype(np.int64), schema.LIMITS),
+            "in_recovery": r_rec[:nr],
+        },
+        schema.ROUNDS,
+    )
     # ---- one FlowEvents per flow: slices of the batch tables ------------------------------------
     n_rcv = np.diff(b) - np.add.reduceat(W.snd[:n], b[:-1], dtype=np.int64)
     res = []
@@ -598,16 +1098,24 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         src_name = f"flow {fids[f]}"
         warnings = [Warn(src_name, msg, int(warn[f, k])) for k, msg in _WARN_MSGS.items() if warn[f, k]]
         if not known[f] and n_rcv[f]:
-            warnings.append(Warn(src_name, "window scale unknown (handshake not captured): rwnd_bytes is the raw window"))
+            warnings.append(
+                Warn(src_name, "window scale unknown (handshake not captured): rwnd_bytes is the raw window")
+            )
         vt = vts[f]
-        res.append(FlowEvents(
-            flow_id=fids[f], sender_dir=int(W.sdir[f]), mss=int(mss[f]), vantage=vt.vantage,
-            segments=segs.slice(int(seg_at[f]), int(n_seg[f])),
-            acks=acks.slice(int(ack_at[f]), int(n_ack[f])),
-            episodes=eps.slice(int(ep_at[f]), int(n_ep[f])),
-            rounds=rounds.slice(int(rnd_at[f]), int(n_rounds[f])),
-            rtt_offset_s=vt.offset_ns / 1e9, warnings=warnings,
-        ))
+        res.append(
+            FlowEvents(
+                flow_id=fids[f],
+                sender_dir=int(W.sdir[f]),
+                mss=int(mss[f]),
+                vantage=vt.vantage,
+                segments=segs.slice(int(seg_at[f]), int(n_seg[f])),
+                acks=acks.slice(int(ack_at[f]), int(n_ack[f])),
+                episodes=eps.slice(int(ep_at[f]), int(n_ep[f])),
+                rounds=rounds.slice(int(rnd_at[f]), int(n_rounds[f])),
+                rtt_offset_s=vt.offset_ns / 1e9,
+                warnings=warnings,
+            )
+        )
     return res
 
 
@@ -639,8 +1147,6 @@ def _opt_float(x: np.ndarray) -> pl.Series:
 def _frame(cols: dict[str, Any], table: tuple[schema.Column, ...]) -> pl.DataFrame:
     """DataFrame in the table's column order and dtypes (numpy columns are cast zero-copy where possible)."""
     import polars as pl
-
-    from hscc_trace import schema
 
     out = []
     for c in table:

@@ -184,16 +184,22 @@ def dynamic_offsets_into(ts, snd, flags, rt, base_ns, out):
     out[:] = base_ns
     if nr == 0 or ns == 0:
         return
-    rv = np.empty(nr, np.int64); rtm = np.empty(nr, np.int64)
-    sv = np.empty(ns, np.int64); stm = np.empty(ns, np.int64)
+    rv = np.empty(nr, np.int64)
+    rtm = np.empty(nr, np.int64)
+    sv = np.empty(ns, np.int64)
+    stm = np.empty(ns, np.int64)
     a = 0
     b = 0
     for i in range(n):
         if rt[i] > lim:
             if not snd[i]:
-                rv[a] = rt[i]; rtm[a] = ts[i]; a += 1
+                rv[a] = rt[i]
+                rtm[a] = ts[i]
+                a += 1
             elif (flags[i] & F_ACK) != 0:
-                sv[b] = rt[i]; stm[b] = ts[i]; b += 1
+                sv[b] = rt[i]
+                stm[b] = ts[i]
+                b += 1
     ur, tr, grp = _first_times(rv, rtm)
     us, tsd, _g = _first_times(sv, stm)
     # delay of each value seen on both sides (first echo − first sighting), kept when >= 0
@@ -266,12 +272,12 @@ def snd_max_ahead(ts, snd, plen, flags, seq, offset_ns, out):
                 j -= step
                 step *= 2
             lo = j + 1 if j >= 0 else 0  # t_seg[lo - 1] <= x (or lo = 0)
-            j = lo + np.searchsorted(t_seg[lo:j + step], x, side="right") - 1
+            j = lo + np.searchsorted(t_seg[lo : j + step], x, side="right") - 1
         else:
             step = 1
             while j + step < m and t_seg[j + step] <= x:
                 j += step
                 step *= 2
             hi_ = j + step if j + step < m else m  # t_seg[hi_] > x (or hi_ = m)
-            j = j + 1 + np.searchsorted(t_seg[j + 1:hi_], x, side="right") - 1
+            j = j + 1 + np.searchsorted(t_seg[j + 1 : hi_], x, side="right") - 1
         out[i] = hi[j] if j >= 0 else 0

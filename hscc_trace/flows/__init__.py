@@ -14,8 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-_LAZY = {"load": "ingest", "load_flows": "scan", "flow_rows": "scan", "FlowTracker": "tracker",
-         "build_flows": "tracker"}
+_LAZY = {
+    "load": "ingest",
+    "load_flows": "scan",
+    "flow_rows": "scan",
+    "FlowTracker": "tracker",
+    "build_flows": "tracker",
+}
 
 __all__ = sorted(_LAZY)
 

@@ -69,8 +69,35 @@ def _place(row0, flow, head, tail, fill, count, first, nxt, owner, ctl, pos, blo
 
 
 @njit(cache=True, nogil=True)
-def _fill(pos, frame, ts, side, seq, ack, flags, win, plen, ecn, sn, hasts, tsv, tse,
-          o_frame, o_ts, o_dir, o_seq, o_ack, o_flags, o_win, o_plen, o_ecn, o_sn, o_hasts, o_tsv, o_tse):
+def _fill(
+    pos,
+    frame,
+    ts,
+    side,
+    seq,
+    ack,
+    flags,
+    win,
+    plen,
+    ecn,
+    sn,
+    hasts,
+    tsv,
+    tse,
+    o_frame,
+    o_ts,
+    o_dir,
+    o_seq,
+    o_ack,
+    o_flags,
+    o_win,
+    o_plen,
+    o_ecn,
+    o_sn,
+    o_hasts,
+    o_tsv,
+    o_tse,
+):
     """Row ``i`` of each column to row ``pos[i]`` of the arena column: one column at a time (a
     pass writes one run per flow, few pages at once); TSval/TSecr 0 without the option (the
     table's nulls, read as 0)."""
@@ -104,8 +131,27 @@ def _fill(pos, frame, ts, side, seq, ack, flags, win, plen, ecn, sn, hasts, tsv,
 
 
 @njit(cache=True, nogil=True)
-def _sparse(row0, pos, flags, sn, sack, mss, hasmss, ws, hasws, sperm, at,
-            sk_g, sk_r, sk_edge, op_g, op_r, op_mss, op_ws, op_flag):
+def _sparse(
+    row0,
+    pos,
+    flags,
+    sn,
+    sack,
+    mss,
+    hasmss,
+    ws,
+    hasws,
+    sperm,
+    at,
+    sk_g,
+    sk_r,
+    sk_edge,
+    op_g,
+    op_r,
+    op_mss,
+    op_ws,
+    op_flag,
+):
     """Rows with SACK blocks → (arena row, capture row, 8 edges); SYN rows and rows with an
     option → (arena row, capture row, MSS, window scale, flags: 1 has MSS, 2 has window scale,
     4 SACK-permitted, 8 SYN). Appended at ``at[0]`` and ``at[1]``."""
@@ -159,10 +205,47 @@ def _chains(head, nxt, count, bounds, block, a_side, dirs, order):
 
 
 @njit(cache=True, nogil=True)
-def _unplace(pos, owner, block, a_side, addr, ports,
-             a_frame, a_ts, a_dir, a_seq, a_ack, a_flags, a_win, a_plen, a_ecn, a_sn, a_tsv, a_tse, a_hasts,
-             frame, ts, dir_, seq, ack, flags, win, plen, ecn, sn, tsv, tse, hasts,
-             flow, src_hi, src_lo, dst_hi, dst_lo, sport, dport):
+def _unplace(
+    pos,
+    owner,
+    block,
+    a_side,
+    addr,
+    ports,
+    a_frame,
+    a_ts,
+    a_dir,
+    a_seq,
+    a_ack,
+    a_flags,
+    a_win,
+    a_plen,
+    a_ecn,
+    a_sn,
+    a_tsv,
+    a_tse,
+    a_hasts,
+    frame,
+    ts,
+    dir_,
+    seq,
+    ack,
+    flags,
+    win,
+    plen,
+    ecn,
+    sn,
+    tsv,
+    tse,
+    hasts,
+    flow,
+    src_hi,
+    src_lo,
+    dst_hi,
+    dst_lo,
+    sport,
+    dport,
+):
     """Capture row ``i`` from arena row ``pos[i]``; its connection from the arena block's owner,
     addresses and ports from the connection and the row's side (``dir`` xor the A side). One
     column at a time: each pass reads one run per flow (few pages at once)."""
@@ -215,9 +298,21 @@ def _grown(a: np.ndarray, n: int, keep: int) -> np.ndarray:
 
 
 # arena columns, in prep_flows' argument order (dir holds the tracker's side until finish())
-_ARENA = (("frame", np.uint64), ("ts_ns", np.int64), ("dir", np.uint8), ("seq", np.uint32), ("ack", np.uint32),
-          ("flags", np.uint16), ("win", np.uint16), ("payload_len", np.uint32), ("ip_ecn", np.uint8),
-          ("sack_n", np.uint8), ("opt_tsval", np.uint32), ("opt_tsecr", np.uint32), ("has_ts", np.bool_))
+_ARENA = (
+    ("frame", np.uint64),
+    ("ts_ns", np.int64),
+    ("dir", np.uint8),
+    ("seq", np.uint32),
+    ("ack", np.uint32),
+    ("flags", np.uint16),
+    ("win", np.uint16),
+    ("payload_len", np.uint32),
+    ("ip_ecn", np.uint8),
+    ("sack_n", np.uint8),
+    ("opt_tsval", np.uint32),
+    ("opt_tsecr", np.uint32),
+    ("has_ts", np.bool_),
+)
 # the decoder's columns kept per batch (capture order) for the packets table; the rest is in the
 # arena, the SACK/option stores, or follows from the connection (addresses, ports)
 KEEP = ("iface", "wire_len", "cap_len", "ip_version", "ip_id", "ip_ttl", "tcp_hlen", "truncated")
@@ -268,8 +363,9 @@ class Arena:
             self.op_ws = e(no, np.uint8) if old is None else _grown(self.op_ws, no, ko)
             self.op_flag = e(no, np.uint8) if old is None else _grown(self.op_flag, no, ko)
 
-    def add(self, c: dict[str, np.ndarray], flow: np.ndarray, side: np.ndarray, n_flows: int,
-            copy: bool = False) -> None:
+    def add(
+        self, c: dict[str, np.ndarray], flow: np.ndarray, side: np.ndarray, n_flows: int, copy: bool = False
+    ) -> None:
         """One batch of :func:`hscc_trace.capture.decode.decode_arrays` columns (capture order) with
         each row's connection (``flow``, ``side``) from the flow tracker, which now knows
         ``n_flows`` connections. Keeps the ``KEEP`` columns of ``c`` (copies with ``copy``: for
@@ -287,21 +383,81 @@ class Arena:
         self.n_flows = max(self.n_flows, n_flows)
         pos = np.empty(n, np.int64)
         self.ctl[1] = 0
-        while _place(self.rows, flow, self.head, self.tail, self.fill, self.count, self.first, self.nxt, self.owner,
-                     self.ctl, pos, self.block) < n:
+        while (
+            _place(
+                self.rows,
+                flow,
+                self.head,
+                self.tail,
+                self.fill,
+                self.count,
+                self.first,
+                self.nxt,
+                self.owner,
+                self.ctl,
+                pos,
+                self.block,
+            )
+            < n
+        ):
             self._grow_blocks()
         a = self.cols
-        _fill(pos, c["frame"], c["ts_ns"], side, c["seq"], c["ack"], c["flags"], c["win"], c["payload_len"],
-              c["ip_ecn"], c["sack_n"], c["has_ts"], c["opt_tsval"], c["opt_tsecr"], a["frame"], a["ts_ns"], a["dir"],
-              a["seq"], a["ack"], a["flags"], a["win"], a["payload_len"], a["ip_ecn"], a["sack_n"], a["has_ts"],
-              a["opt_tsval"], a["opt_tsecr"])
+        _fill(
+            pos,
+            c["frame"],
+            c["ts_ns"],
+            side,
+            c["seq"],
+            c["ack"],
+            c["flags"],
+            c["win"],
+            c["payload_len"],
+            c["ip_ecn"],
+            c["sack_n"],
+            c["has_ts"],
+            c["opt_tsval"],
+            c["opt_tsecr"],
+            a["frame"],
+            a["ts_ns"],
+            a["dir"],
+            a["seq"],
+            a["ack"],
+            a["flags"],
+            a["win"],
+            a["payload_len"],
+            a["ip_ecn"],
+            a["sack_n"],
+            a["has_ts"],
+            a["opt_tsval"],
+            a["opt_tsecr"],
+        )
         ks, ko = int(self.at[0]), int(self.at[1])
         if ks + n > len(self.sk_g) or ko + n > len(self.op_g):
-            self._sparse_alloc(max(len(self.sk_g), 2 * len(self.sk_g) if ks + n > len(self.sk_g) else 0, ks + n),
-                               max(len(self.op_g), 2 * len(self.op_g) if ko + n > len(self.op_g) else 0, ko + n))
-        _sparse(self.rows, pos, c["flags"], c["sack_n"], c["sack"], c["opt_mss"], c["has_mss"], c["opt_wscale"],
-                c["has_ws"], c["opt_sack_perm"], self.at, self.sk_g, self.sk_r, self.sk_edge, self.op_g, self.op_r,
-                self.op_mss, self.op_ws, self.op_flag)
+            self._sparse_alloc(
+                max(len(self.sk_g), 2 * len(self.sk_g) if ks + n > len(self.sk_g) else 0, ks + n),
+                max(len(self.op_g), 2 * len(self.op_g) if ko + n > len(self.op_g) else 0, ko + n),
+            )
+        _sparse(
+            self.rows,
+            pos,
+            c["flags"],
+            c["sack_n"],
+            c["sack"],
+            c["opt_mss"],
+            c["has_mss"],
+            c["opt_wscale"],
+            c["has_ws"],
+            c["opt_sack_perm"],
+            self.at,
+            self.sk_g,
+            self.sk_r,
+            self.sk_edge,
+            self.op_g,
+            self.op_r,
+            self.op_mss,
+            self.op_ws,
+            self.op_flag,
+        )
         small = len(self.nxt) * self.block <= np.iinfo(np.int32).max
         if self.keep:
             kept = {k: c[k].copy() if copy else c[k] for k in KEEP}
@@ -344,9 +500,27 @@ class Arena:
         syn_mss = self.op_mss[syn]
         syn_ws = np.where(fl & 2, self.op_ws[syn].astype(np.int16), np.int16(-1)).astype(np.int16)
         syn_sperm = (fl & 4) != 0
-        src = (a["frame"], a["ts_ns"], a["dir"], a["seq"], a["ack"], a["flags"], a["win"], a["payload_len"],
-               a["ip_ecn"], a["sack_n"], sack_rows, *edges, a["opt_tsval"], a["opt_tsecr"], a["has_ts"],
-               self.op_g[syn], syn_mss, syn_ws, syn_sperm)
+        src = (
+            a["frame"],
+            a["ts_ns"],
+            a["dir"],
+            a["seq"],
+            a["ack"],
+            a["flags"],
+            a["win"],
+            a["payload_len"],
+            a["ip_ecn"],
+            a["sack_n"],
+            sack_rows,
+            *edges,
+            a["opt_tsval"],
+            a["opt_tsecr"],
+            a["has_ts"],
+            self.op_g[syn],
+            syn_mss,
+            syn_ws,
+            syn_sperm,
+        )
         self.src = FlowSource(src=src, bounds=bounds, first=self.first[:nf].copy(), order=order)
         return self.src
 
@@ -364,8 +538,13 @@ class Arena:
         ks = int(self.at[0])
         g = self.sk_g[:ks]  # arena rows, appended in capture order
         a = self.cols
-        cols: dict[str, np.ndarray] = {"frame": a["frame"][g], "flow_id": self.owner[g // self.block],
-                                       "dir": a["dir"][g], "ack": a["ack"][g], "sack_n": a["sack_n"][g]}
+        cols: dict[str, np.ndarray] = {
+            "frame": a["frame"][g],
+            "flow_id": self.owner[g // self.block],
+            "dir": a["dir"][g],
+            "ack": a["ack"][g],
+            "sack_n": a["sack_n"][g],
+        }
         for b in range(4):
             cols[f"sack_l{b}"] = self.sk_edge[:ks, 2 * b].copy()
             cols[f"sack_r{b}"] = self.sk_edge[:ks, 2 * b + 1].copy()
@@ -389,11 +568,26 @@ class Arena:
         cols: dict[str, Any] = {k: np.concatenate([p[0][k] for p in self.parts]) for k in KEEP}
         e = np.empty
         out = {name: e(n, dt) for name, dt in _ARENA}
-        out.update(flow_id=e(n, np.uint32), src_hi=e(n, np.uint64), src_lo=e(n, np.uint64), dst_hi=e(n, np.uint64),
-                   dst_lo=e(n, np.uint64), sport=e(n, np.uint16), dport=e(n, np.uint16))
+        out.update(
+            flow_id=e(n, np.uint32),
+            src_hi=e(n, np.uint64),
+            src_lo=e(n, np.uint64),
+            dst_hi=e(n, np.uint64),
+            dst_lo=e(n, np.uint64),
+            sport=e(n, np.uint16),
+            dport=e(n, np.uint16),
+        )
         a = self.cols
-        _unplace(pos, self.owner, self.block, self.a_side, addr, ports.astype(np.uint16),
-                 *(a[name] for name, _dt in _ARENA), *out.values())
+        _unplace(
+            pos,
+            self.owner,
+            self.block,
+            self.a_side,
+            addr,
+            ports.astype(np.uint16),
+            *(a[name] for name, _dt in _ARENA),
+            *out.values(),
+        )
         has_ts = out.pop("has_ts")
         cols.update(out)
         ks, ko = int(self.at[0]), int(self.at[1])

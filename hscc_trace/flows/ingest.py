@@ -11,7 +11,8 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
-from typing import TYPE_CHECKING, Iterator
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,7 +38,7 @@ class Decoded:
     columns, which the arena then keeps in capture order.
     """
 
-    def __init__(self, arena, tracker, path: str, bpf: str | None, stat: os.stat_result | None) -> None:
+    def __init__(self, arena, tracker, path: str, bpf: str | None, stat: tuple[int, int, int, int] | None) -> None:
         from hscc_trace.flows.tracker import C_PORT0
 
         nf = tracker.n_flows
@@ -47,7 +48,7 @@ class Decoded:
         self.a_side = tracker.a_side()
         self.src = arena.finish(self.a_side)  # (events.source.FlowSource)
         self._addr = tracker.ADDR[:nf].copy()
-        self._ports = tracker.S[:nf, C_PORT0:C_PORT0 + 2].copy()
+        self._ports = tracker.S[:nf, C_PORT0 : C_PORT0 + 2].copy()
         self._path, self._bpf, self._stat = path, bpf, stat
 
     def sack_packets(self) -> pl.DataFrame:
@@ -120,11 +121,17 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
             raw = read(path, bpf=bpf, tracker=tracker, arena=arena)
             if not raw.aborted and raw.rows:
                 dec = Decoded(arena, tracker, path, bpf, fid)
-                meta, warnings = capture_meta(path, raw, dec.rows, arena.ts_range[0], arena.ts_range[1], bpf,
-                                              {"fast": dec.rows})
+                meta, warnings = capture_meta(
+                    path, raw, dec.rows, arena.ts_range[0], arena.ts_range[1], bpf, {"fast": dec.rows}
+                )
                 _add(warnings, tracker.wscale_warning(path))
-                return Capture(meta=meta, packets=Deferred(dec.table), flows=tracker.table(), warnings=warnings,
-                               decoded=dec)
+                return Capture(
+                    meta=meta,
+                    packets=Deferred(dec.table),  # type: ignore[arg-type]  # (built on first access: model._PacketsSlot)
+                    flows=tracker.table(),
+                    warnings=warnings,
+                    decoded=dec,
+                )
         del arena
     # scapy's rows are merged in frame order: read again and build the whole table now (a pipe
     # or standard input, which can be read only once, comes straight here)

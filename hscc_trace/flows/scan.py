@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING
 
 import numpy as np
-
-from hscc_trace.errors import InputError, Warn
 
 from hscc_trace.capture.decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_all
 from hscc_trace.capture.pipe import import_tables as _import_tables
 from hscc_trace.capture.pipe import in_thread
 from hscc_trace.capture.reader import Batch, ReadInfo, is_stream, iter_batches, linktype_name
+from hscc_trace.errors import InputError, Warn
 
 if TYPE_CHECKING:
     import polars as pl
@@ -87,8 +87,9 @@ def flow_rows(path: str | os.PathLike, *, bpf: str | None = None) -> FlowRows:
         return FlowRows(rows, m.format, m.link_types, m.packets_total, m.packets_tcp, cap.warnings)
     tr, meta, warnings = scan
     info: ReadInfo = meta.info  # type: ignore[attr-defined]
-    return FlowRows(tr.rows(), info.format, [linktype_name(lt) for lt in info.linktypes], info.records,
-                    int(tr.acc[0]), warnings)
+    return FlowRows(
+        tr.rows(), info.format, [linktype_name(lt) for lt in info.linktypes], info.records, int(tr.acc[0]), warnings
+    )
 
 
 class _Meta:
@@ -103,9 +104,19 @@ class _Meta:
         info, tr = self.info, self.tr
         tcp = int(tr.acc[0])
         first_ns, last_ns = (int(tr.acc[1]), int(tr.acc[2])) if tcp else (None, None)
-        return CaptureMeta(path=self.p, format=info.format, link_types=[linktype_name(lt) for lt in info.linktypes],
-                           snaplen=info.snaplen, packets_total=info.records, packets_tcp=tcp, first_ns=first_ns,
-                           last_ns=last_ns, bpf=self.bpf, skipped=self.skipped, decoded_by={"fast": tcp} if tcp else {})
+        return CaptureMeta(
+            path=self.p,
+            format=info.format,
+            link_types=[linktype_name(lt) for lt in info.linktypes],
+            snaplen=info.snaplen,
+            packets_total=info.records,
+            packets_tcp=tcp,
+            first_ns=first_ns,
+            last_ns=last_ns,
+            bpf=self.bpf,
+            skipped=self.skipped,
+            decoded_by={"fast": tcp} if tcp else {},
+        )
 
 
 def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker, _Meta, list[Warn]] | None:

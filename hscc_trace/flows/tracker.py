@@ -51,12 +51,58 @@ MAX_WSCALE = 14
 KIND_NONE, KIND_RETRANS, KIND_OOO, KIND_KEEPALIVE = 0, 1, 2, 3
 
 # ---- per-connection state: columns of an int64 matrix; per-side fields take two columns ----
-_FLOW_FIELDS = ("ipv", "port0", "port1", "first_ts", "last_ts", "first_side", "syn_side", "synack_side",
-                "t_syn", "t_synack", "t_ack3", "rst", "fin", "mru_syn", "first_rtt")
-_SIDE_FIELDS = ("pkts", "bytes", "payload", "mss", "ws", "sackp", "tsopt", "split_set", "split_base",
-                "seq_set", "last_raw", "last_u", "base", "max_end", "max_end_ts", "min_data", "max_data",
-                "sent", "ack_set", "ack_raw", "ack_u", "ack_ts", "hi_ack", "dup", "lastwin", "qh", "qt",
-                "dfirst", "dlast", "maxseg", "retrans", "unique", "ooo")
+_FLOW_FIELDS = (
+    "ipv",
+    "port0",
+    "port1",
+    "first_ts",
+    "last_ts",
+    "first_side",
+    "syn_side",
+    "synack_side",
+    "t_syn",
+    "t_synack",
+    "t_ack3",
+    "rst",
+    "fin",
+    "mru_syn",
+    "first_rtt",
+)
+_SIDE_FIELDS = (
+    "pkts",
+    "bytes",
+    "payload",
+    "mss",
+    "ws",
+    "sackp",
+    "tsopt",
+    "split_set",
+    "split_base",
+    "seq_set",
+    "last_raw",
+    "last_u",
+    "base",
+    "max_end",
+    "max_end_ts",
+    "min_data",
+    "max_data",
+    "sent",
+    "ack_set",
+    "ack_raw",
+    "ack_u",
+    "ack_ts",
+    "hi_ack",
+    "dup",
+    "lastwin",
+    "qh",
+    "qt",
+    "dfirst",
+    "dlast",
+    "maxseg",
+    "retrans",
+    "unique",
+    "ooo",
+)
 _COL: dict[str, int] = {}
 for _n in _FLOW_FIELDS:
     _COL[_n] = len(_COL)
@@ -67,22 +113,59 @@ NCOL = len(_COL)
 _I64_MAX = np.iinfo(np.int64).max
 _I64_MIN = np.iinfo(np.int64).min  # numba freezes module globals as constants
 _DEFAULT = np.zeros(NCOL, np.int64)
-for _n, _v in (("first_side", -1), ("syn_side", -1), ("synack_side", -1), ("t_syn", -1), ("t_synack", -1),
-               ("t_ack3", -1), ("mru_syn", -1), ("mss", -1), ("ws", -1), ("min_data", _I64_MAX),
-               ("max_data", _I64_MIN), ("lastwin", -1), ("qh", -1), ("qt", -1), ("dfirst", -1), ("dlast", -1)):
+for _n, _v in (
+    ("first_side", -1),
+    ("syn_side", -1),
+    ("synack_side", -1),
+    ("t_syn", -1),
+    ("t_synack", -1),
+    ("t_ack3", -1),
+    ("mru_syn", -1),
+    ("mss", -1),
+    ("ws", -1),
+    ("min_data", _I64_MAX),
+    ("max_data", _I64_MIN),
+    ("lastwin", -1),
+    ("qh", -1),
+    ("qt", -1),
+    ("dfirst", -1),
+    ("dlast", -1),
+):
     _DEFAULT[_COL[_n]] = _v
     if _n in _SIDE_FIELDS:
         _DEFAULT[_COL[_n] + 1] = _v
 
 # numba sees these as compile-time constants
-C_IPV, C_PORT0, C_FIRST_TS, C_LAST_TS, C_FIRST_SIDE = _COL["ipv"], _COL["port0"], _COL["first_ts"], _COL["last_ts"], _COL["first_side"]
-C_SYN_SIDE, C_SYNACK_SIDE, C_T_SYN, C_T_SYNACK, C_T_ACK3 = _COL["syn_side"], _COL["synack_side"], _COL["t_syn"], _COL["t_synack"], _COL["t_ack3"]
+C_IPV, C_PORT0, C_FIRST_TS, C_LAST_TS, C_FIRST_SIDE = (
+    _COL["ipv"],
+    _COL["port0"],
+    _COL["first_ts"],
+    _COL["last_ts"],
+    _COL["first_side"],
+)
+C_SYN_SIDE, C_SYNACK_SIDE, C_T_SYN, C_T_SYNACK, C_T_ACK3 = (
+    _COL["syn_side"],
+    _COL["synack_side"],
+    _COL["t_syn"],
+    _COL["t_synack"],
+    _COL["t_ack3"],
+)
 C_RST, C_FIN, C_MRU_SYN, C_FIRST_RTT = _COL["rst"], _COL["fin"], _COL["mru_syn"], _COL["first_rtt"]
-C_PKTS, C_BYTES, C_PAYLOAD, C_MSS, C_WS, C_SACKP, C_TSOPT = (_COL[n] for n in ("pkts", "bytes", "payload", "mss", "ws", "sackp", "tsopt"))
-C_SPLIT_SET, C_SPLIT_BASE, C_SEQ_SET, C_LAST_RAW, C_LAST_U, C_BASE = (_COL[n] for n in ("split_set", "split_base", "seq_set", "last_raw", "last_u", "base"))
-C_MAX_END, C_MAX_END_TS, C_MIN_DATA, C_MAX_DATA, C_SENT = (_COL[n] for n in ("max_end", "max_end_ts", "min_data", "max_data", "sent"))
-C_ACK_SET, C_ACK_RAW, C_ACK_U, C_ACK_TS, C_HI_ACK, C_DUP, C_LASTWIN = (_COL[n] for n in ("ack_set", "ack_raw", "ack_u", "ack_ts", "hi_ack", "dup", "lastwin"))
-C_QH, C_QT, C_DFIRST, C_DLAST, C_MAXSEG, C_RETRANS, C_UNIQUE = (_COL[n] for n in ("qh", "qt", "dfirst", "dlast", "maxseg", "retrans", "unique"))
+C_PKTS, C_BYTES, C_PAYLOAD, C_MSS, C_WS, C_SACKP, C_TSOPT = (
+    _COL[n] for n in ("pkts", "bytes", "payload", "mss", "ws", "sackp", "tsopt")
+)
+C_SPLIT_SET, C_SPLIT_BASE, C_SEQ_SET, C_LAST_RAW, C_LAST_U, C_BASE = (
+    _COL[n] for n in ("split_set", "split_base", "seq_set", "last_raw", "last_u", "base")
+)
+C_MAX_END, C_MAX_END_TS, C_MIN_DATA, C_MAX_DATA, C_SENT = (
+    _COL[n] for n in ("max_end", "max_end_ts", "min_data", "max_data", "sent")
+)
+C_ACK_SET, C_ACK_RAW, C_ACK_U, C_ACK_TS, C_HI_ACK, C_DUP, C_LASTWIN = (
+    _COL[n] for n in ("ack_set", "ack_raw", "ack_u", "ack_ts", "hi_ack", "dup", "lastwin")
+)
+C_QH, C_QT, C_DFIRST, C_DLAST, C_MAXSEG, C_RETRANS, C_UNIQUE = (
+    _COL[n] for n in ("qh", "qt", "dfirst", "dlast", "maxseg", "retrans", "unique")
+)
 C_OOO = _COL["ooo"]
 
 # kernel return status
@@ -105,18 +188,63 @@ def _hash(k0, k1, k2, k3, k4):
     return h
 
 
-@njit(cache=True, nogil=True, aot=(
-    "UniTuple(int64, 2)(int64, uint64[::1], uint64[::1], uint64[::1], uint64[::1], "
-    "uint16[::1], uint16[::1], uint16[::1], uint32[::1], uint32[::1], uint16[::1], "
-    "uint32[::1], uint32[::1], int64[::1], uint16[::1], boolean[::1], uint8[::1], "
-    "boolean[::1], boolean[::1], boolean[::1], uint8[::1], uint8[::1], int64[:, ::1], "
-    "uint64[:, ::1], int64[::1], uint64[:, ::1], int64[::1], int64[::1], int64[::1], "
-    "boolean[::1], int64[::1], int64[::1], boolean, int64[::1], uint8[::1], uint8[::1], "
-    "float64[::1], int64[::1], uint8[::1], float64[::1], int64[::1], int64[::1])"))
-def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, plen, wire, ts,
-                 mss, has_mss, ws, has_ws, sackp, has_tsopt, ipv, status,
-                 S, ADDR, default, tkeys, tval, n_end, n_ts, n_flag, n_next, ctl,
-                 per_packet, out_flow, out_side, out_kind, out_rtt, rf, rs, rv, rtt_acc, acc):
+@njit(
+    cache=True,
+    nogil=True,
+    aot=(
+        "UniTuple(int64, 2)(int64, uint64[::1], uint64[::1], uint64[::1], uint64[::1], "
+        "uint16[::1], uint16[::1], uint16[::1], uint32[::1], uint32[::1], uint16[::1], "
+        "uint32[::1], uint32[::1], int64[::1], uint16[::1], boolean[::1], uint8[::1], "
+        "boolean[::1], boolean[::1], boolean[::1], uint8[::1], uint8[::1], int64[:, ::1], "
+        "uint64[:, ::1], int64[::1], uint64[:, ::1], int64[::1], int64[::1], int64[::1], "
+        "boolean[::1], int64[::1], int64[::1], boolean, int64[::1], uint8[::1], uint8[::1], "
+        "float64[::1], int64[::1], uint8[::1], float64[::1], int64[::1], int64[::1])"
+    ),
+)
+def _flow_kernel(
+    i0,
+    shi,
+    slo,
+    dhi,
+    dlo,
+    sport,
+    dport,
+    flags,
+    seq,
+    ack,
+    win,
+    plen,
+    wire,
+    ts,
+    mss,
+    has_mss,
+    ws,
+    has_ws,
+    sackp,
+    has_tsopt,
+    ipv,
+    status,
+    S,
+    ADDR,
+    default,
+    tkeys,
+    tval,
+    n_end,
+    n_ts,
+    n_flag,
+    n_next,
+    ctl,
+    per_packet,
+    out_flow,
+    out_side,
+    out_kind,
+    out_rtt,
+    rf,
+    rs,
+    rv,
+    rtt_acc,
+    acc,
+):
     """Process packets i0.. in capture order; returns (next packet index, ST_*).
 
     ``status`` is the decoder's status per packet (:mod:`hscc_trace.capture.decode`): packets
@@ -169,8 +297,13 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
             slot = mru  # same conversation as the previous TCP packet: no hashing
         else:
             slot = np.int64(_hash(k0, k1, k2, k3, k4) & np.uint64(tmask))
-            while tval[slot] >= 0 and not (tkeys[slot, 0] == k0 and tkeys[slot, 1] == k1 and tkeys[slot, 2] == k2
-                                           and tkeys[slot, 3] == k3 and tkeys[slot, 4] == k4):
+            while tval[slot] >= 0 and not (
+                tkeys[slot, 0] == k0
+                and tkeys[slot, 1] == k1
+                and tkeys[slot, 2] == k2
+                and tkeys[slot, 3] == k3
+                and tkeys[slot, 4] == k4
+            ):
                 slot = (slot + 1) & tmask
             mru, m0, m1, m2, m3, m4 = slot, k0, k1, k2, k3, k4
         fl = np.int64(flags[i])
@@ -257,8 +390,14 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
         # duplicate-ACK bookkeeping (this packet as an ACK of o's data), before it updates
         if (fl & 0x10) and S[r, C_SEQ_SET + o] == 1 and S[r, C_ACK_SET + o] == 1:
             a_new = S[r, C_ACK_U + o] + _s32(np.int64(ack[i]) - S[r, C_ACK_RAW + o])
-            if (ln == 0 and win[i] != 0 and np.int64(win[i]) == S[r, C_LASTWIN + s] and u == S[r, C_MAX_END + s]
-                    and a_new == S[r, C_ACK_U + o] and (fl & 0x07) == 0):
+            if (
+                ln == 0
+                and win[i] != 0
+                and np.int64(win[i]) == S[r, C_LASTWIN + s]
+                and u == S[r, C_MAX_END + s]
+                and a_new == S[r, C_ACK_U + o]
+                and (fl & 0x07) == 0
+            ):
                 S[r, C_DUP + o] += 1
             elif a_new != S[r, C_ACK_U + o]:
                 S[r, C_DUP + o] = 0
@@ -287,8 +426,7 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
                 dt_hi = t - S[r, C_MAX_END_TS + s]
                 if ln > 0 and S[r, C_ACK_SET + s] == 1 and u + ln <= S[r, C_ACK_U + s]:
                     k_ = KIND_RETRANS  # spurious: already acknowledged
-                elif (not_adv and S[r, C_DUP + s] >= 2 and S[r, C_ACK_U + s] == u
-                      and t - S[r, C_ACK_TS + s] < 20000000):
+                elif not_adv and S[r, C_DUP + s] >= 2 and S[r, C_ACK_U + s] == u and t - S[r, C_ACK_TS + s] < 20000000:
                     k_ = KIND_RETRANS  # fast retransmission
                 elif not_adv and 0 <= dt_hi < thres and max_end != e:
                     k_ = KIND_OOO
@@ -373,8 +511,7 @@ def _flow_kernel(i0, shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, ple
     return n, ST_DONE
 
 
-@njit(cache=True, aot=(
-    "Tuple((uint64[:, ::1], int64[::1]))(uint64[:, ::1], int64[::1], int64)"))
+@njit(cache=True, aot=("Tuple((uint64[:, ::1], int64[::1]))(uint64[:, ::1], int64[::1], int64)"))
 def _rehash(tkeys, tval, size):
     nk = np.zeros((size, 5), np.uint64)
     nv = np.full(size, -1, np.int64)
@@ -445,12 +582,48 @@ class FlowTracker:
         i = 0
         while True:
             i, st = _flow_kernel(
-                i, c["src_hi"], c["src_lo"], c["dst_hi"], c["dst_lo"], c["sport"], c["dport"], c["flags"], c["seq"],
-                c["ack"], c["win"], c["payload_len"], c["wire_len"], c["ts_ns"], c["opt_mss"], c["has_mss"],
-                c["opt_wscale"], c["has_ws"], c["opt_sack_perm"], c["has_ts"], c["ip_version"], status,
-                self.S, self.ADDR, _DEFAULT, self.tkeys, self.tval, self.n_end, self.n_ts, self.n_flag, self.n_next,
-                self.ctl, per_packet, out_flow, out_side, out_kind, out_rtt, self.rtt_flow, self.rtt_side,
-                self.rtt_val, self.rtt_acc, self.acc,
+                i,
+                c["src_hi"],
+                c["src_lo"],
+                c["dst_hi"],
+                c["dst_lo"],
+                c["sport"],
+                c["dport"],
+                c["flags"],
+                c["seq"],
+                c["ack"],
+                c["win"],
+                c["payload_len"],
+                c["wire_len"],
+                c["ts_ns"],
+                c["opt_mss"],
+                c["has_mss"],
+                c["opt_wscale"],
+                c["has_ws"],
+                c["opt_sack_perm"],
+                c["has_ts"],
+                c["ip_version"],
+                status,
+                self.S,
+                self.ADDR,
+                _DEFAULT,
+                self.tkeys,
+                self.tval,
+                self.n_end,
+                self.n_ts,
+                self.n_flag,
+                self.n_next,
+                self.ctl,
+                per_packet,
+                out_flow,
+                out_side,
+                out_kind,
+                out_rtt,
+                self.rtt_flow,
+                self.rtt_side,
+                self.rtt_val,
+                self.rtt_acc,
+                self.acc,
             )
             if st == ST_DONE:
                 break
@@ -535,8 +708,11 @@ class FlowTracker:
             return None
         over.sort()
         shown = ", ".join(f"flow {f} {n}: {v}" for f, n, v in over[:5]) + (" …" if len(over) > 5 else "")
-        return Warn(source, f"window-scale shift above {MAX_WSCALE} announced ({shown}); used as {MAX_WSCALE} "
-                            "(RFC 7323 §2.3)", len(over))
+        return Warn(
+            source,
+            f"window-scale shift above {MAX_WSCALE} announced ({shown}); used as {MAX_WSCALE} (RFC 7323 §2.3)",
+            len(over),
+        )
 
     def _columns(self) -> dict[str, np.ndarray | list[str]]:
         """The flow table's columns (schema.FLOWS order) as numpy arrays / lists of str, before
@@ -551,8 +727,11 @@ class FlowTracker:
             return S[rows, col + which]
 
         # unique payload bytes per side: highest data end − lowest data start
-        uniq = np.where(S[:, [C_MAX_DATA, C_MAX_DATA + 1]] > S[:, [C_MIN_DATA, C_MIN_DATA + 1]],
-                        S[:, [C_MAX_DATA, C_MAX_DATA + 1]] - S[:, [C_MIN_DATA, C_MIN_DATA + 1]], 0)
+        uniq = np.where(
+            S[:, [C_MAX_DATA, C_MAX_DATA + 1]] > S[:, [C_MIN_DATA, C_MIN_DATA + 1]],
+            S[:, [C_MAX_DATA, C_MAX_DATA + 1]] - S[:, [C_MIN_DATA, C_MIN_DATA + 1]],
+            0,
+        )
         u_a, u_b = uniq[rows, A], uniq[rows, B]
         sender = (u_b > u_a).astype(np.uint8)  # 0 = A→B carries most unique payload
         snd = np.where(sender == 0, A, B)
@@ -576,9 +755,15 @@ class FlowTracker:
         g2 = (t_a3 - t_sa).astype(np.float64)
         near_a, near_b = g2 * 4 < g1, g1 * 4 < g2
         sender_is_a = sender == 0
-        vantage = np.where(~hs_ok, "unknown",
-                           np.where(near_a, np.where(sender_is_a, "sender", "receiver"),
-                                    np.where(near_b, np.where(sender_is_a, "receiver", "sender"), "mid-path")))
+        vantage = np.where(
+            ~hs_ok,
+            "unknown",
+            np.where(
+                near_a,
+                np.where(sender_is_a, "sender", "receiver"),
+                np.where(near_b, np.where(sender_is_a, "receiver", "sender"), "mid-path"),
+            ),
+        )
         handshake = (S[:, C_SYN_SIDE] >= 0) & (S[:, C_SYNACK_SIDE] >= 0) & (S[:, C_SYNACK_SIDE] != S[:, C_SYN_SIDE])
         ipv = S[:, C_IPV]
         addr = self.ADDR[:nf]
@@ -634,8 +819,9 @@ class FlowTracker:
         rmax = np.full(nf, np.nan)
         used = int(self.rtt_acc[0])
         if used:
-            _group_stats(self.rtt_flow[:used], self.rtt_side[:used], self.rtt_val[:used], snd.astype(np.int64),
-                         rmin, rmed, rmax)
+            _group_stats(
+                self.rtt_flow[:used], self.rtt_side[:used], self.rtt_val[:used], snd.astype(np.int64), rmin, rmed, rmax
+            )
         return rmin, rmed, rmax
 
 
@@ -657,9 +843,11 @@ _NO_OUT = (np.empty(0, np.int64), np.empty(0, np.uint8), np.empty(0, np.uint8), 
 _ROW_KIND = {"mss": "int_or_none"}
 
 
-@njit(cache=True, nogil=True, aot=(
-    "none(int64[::1], uint8[::1], float64[::1], int64[::1], float64[::1], float64[::1], "
-    "float64[::1])"))
+@njit(
+    cache=True,
+    nogil=True,
+    aot=("none(int64[::1], uint8[::1], float64[::1], int64[::1], float64[::1], float64[::1], float64[::1])"),
+)
 def _group_stats(fl, sd, v, snd, rmin, rmed, rmax):
     """Per flow f: min, median (mean of the two middle values if even), max of the samples v
     with fl == f that timed the data sender's segments (sd == snd[f]).
@@ -701,8 +889,25 @@ def _group_stats(fl, sd, v, snd, rmin, rmed, rmax):
 
 def _columns(pk: pl.DataFrame) -> dict[str, np.ndarray]:
     """Kernel inputs from a packet table (nullable options become value + presence mask)."""
-    c = {name: pk[name].to_numpy() for name in ("src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport", "flags",
-                                                  "seq", "ack", "win", "payload_len", "wire_len", "ts_ns", "ip_version")}
+    c = {
+        name: pk[name].to_numpy()
+        for name in (
+            "src_hi",
+            "src_lo",
+            "dst_hi",
+            "dst_lo",
+            "sport",
+            "dport",
+            "flags",
+            "seq",
+            "ack",
+            "win",
+            "payload_len",
+            "wire_len",
+            "ts_ns",
+            "ip_version",
+        )
+    }
     c["opt_mss"] = pk["opt_mss"].fill_null(0).to_numpy()
     c["has_mss"] = pk["opt_mss"].is_not_null().to_numpy()
     c["opt_wscale"] = pk["opt_wscale"].fill_null(0).to_numpy()
@@ -712,8 +917,9 @@ def _columns(pk: pl.DataFrame) -> dict[str, np.ndarray]:
     return c
 
 
-def build_flows(packets: pl.DataFrame, *, warnings: list | None = None,
-                source: str = "") -> tuple[pl.DataFrame, pl.DataFrame]:
+def build_flows(
+    packets: pl.DataFrame, *, warnings: list | None = None, source: str = ""
+) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Assign ``flow_id`` and ``dir`` to every packet and build the flow table.
 
     ``packets`` follows schema.PACKETS (``flow_id``/``dir`` may be absent or stale). Returns
@@ -735,8 +941,9 @@ def build_flows(packets: pl.DataFrame, *, warnings: list | None = None,
     tr = FlowTracker(flows=max(16, pk.height // 64), nodes=max(1024, pk.height // 4))
     flow, side, _kind, _rtt = tr.feed(_columns(pk))
     a = tr.a_side()
-    pk = pk.with_columns(pl.Series("flow_id", flow.astype(np.uint32)),
-                         pl.Series("dir", (side ^ a[flow]).astype(np.uint8)))
+    pk = pk.with_columns(
+        pl.Series("flow_id", flow.astype(np.uint32)), pl.Series("dir", (side ^ a[flow]).astype(np.uint8))
+    )
     if warnings is not None:
         w = tr.wscale_warning(source)
         if w is not None:

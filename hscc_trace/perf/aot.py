@@ -26,6 +26,7 @@ import sys
 
 from .jit import KERNEL_MODULES, fingerprint
 
+
 def build(output: str) -> str:
     """Compile the kernels into the extension module file ``output`` (a path ending in the
     platform's extension suffix); returns ``output``."""
@@ -39,10 +40,12 @@ def build(output: str) -> str:
     for name in KERNEL_MODULES:
         importlib.import_module(name)
     kernels = sorted(jit.REGISTRY.items())
-    for export, k in kernels:
+    for _export, k in kernels:
         if k.py_func.__module__ not in KERNEL_MODULES:
-            raise RuntimeError(f"{k.py_func.__module__}.{k.__name__} declares an aot signature but its "
-                               "module is not in hscc_trace.perf.aot.KERNEL_MODULES (the fingerprint would miss it)")
+            raise RuntimeError(
+                f"{k.py_func.__module__}.{k.__name__} declares an aot signature but its "
+                "module is not in hscc_trace.perf.aot.KERNEL_MODULES (the fingerprint would miss it)"
+            )
 
     basename = jit.AOT_MODULE.rsplit(".", 1)[1]
     saved = pycc_compiler.compile_extra

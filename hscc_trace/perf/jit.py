@@ -33,12 +33,18 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 #: modules whose ``aot`` kernels are compiled ahead of time; their source files make up the
 #: fingerprint, so a kernel may only use constants defined in these modules
-KERNEL_MODULES = ("hscc_trace.capture.reader", "hscc_trace.capture.decode", "hscc_trace.capture.bpf",
-                  "hscc_trace.flows.tracker", "hscc_trace.perf.aot")
+KERNEL_MODULES = (
+    "hscc_trace.capture.reader",
+    "hscc_trace.capture.decode",
+    "hscc_trace.capture.bpf",
+    "hscc_trace.flows.tracker",
+    "hscc_trace.perf.aot",
+)
 
 
 def fingerprint() -> int:
@@ -204,9 +210,9 @@ def _arg_checker(sig: str) -> Callable[[tuple[Any, ...]], bool]:
             dt = np.dtype(_DTYPES[base.strip()])
             tests.append(_array_test(dt, ndim))
         elif a == "int64":
-            tests.append(lambda x: (type(x) is int or type(x) is np.int64))
+            tests.append(lambda x: type(x) is int or type(x) is np.int64)
         elif a == "boolean":
-            tests.append(lambda x: (type(x) is bool or type(x) is np.bool_))
+            tests.append(lambda x: type(x) is bool or type(x) is np.bool_)
         else:
             raise ValueError(f"aot signature argument {a!r} is not supported (arrays, int64, boolean)")
     n = len(tests)
@@ -226,14 +232,31 @@ def _array_test(dt: Any, ndim: int) -> Callable[[Any], bool]:
     import numpy as np
 
     def test(x: Any) -> bool:
-        return (type(x) is np.ndarray and x.dtype == dt and x.ndim == ndim and x.flags.c_contiguous
-                and x.flags.writeable and x.flags.aligned)
+        return (
+            type(x) is np.ndarray
+            and x.dtype == dt
+            and x.ndim == ndim
+            and x.flags.c_contiguous
+            and x.flags.writeable
+            and x.flags.aligned
+        )
 
     return test
 
 
-_DTYPES = {"uint8": "u1", "uint16": "u2", "uint32": "u4", "uint64": "u8", "int8": "i1", "int16": "i2",
-           "int32": "i4", "int64": "i8", "float32": "f4", "float64": "f8", "boolean": "?"}
+_DTYPES = {
+    "uint8": "u1",
+    "uint16": "u2",
+    "uint32": "u4",
+    "uint64": "u8",
+    "int8": "i1",
+    "int16": "i2",
+    "int32": "i4",
+    "int64": "i8",
+    "float32": "f4",
+    "float64": "f8",
+    "boolean": "?",
+}
 
 
 def _split_args(sig: str) -> list[str]:

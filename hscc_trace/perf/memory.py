@@ -40,8 +40,8 @@ from __future__ import annotations
 import atexit
 import gc
 import os
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 #: environment variable: "1" keeps the normal full collections at interpreter exit
 EXIT_GC_ENV = "HSCC_TRACE_EXIT_GC"
@@ -56,7 +56,7 @@ def small_pages() -> Iterator[None]:
     ``NUMPY_MADVISE_HUGEPAGE`` environment variable, read once at import): this is its only use,
     and it goes when numpy offers a public runtime switch. Tested in tests/test_events_source.py."""
     try:
-        from numpy._core.multiarray import _set_madvise_hugepage as switch
+        from numpy._core.multiarray import _set_madvise_hugepage as switch  # type: ignore[attr-defined]
     except ImportError:  # (older or newer numpy without the private switch: nothing to do)
         yield
         return

@@ -103,7 +103,7 @@ def set_win(st, p, tp):
 def dwnd_update(dwnd, win, diff, gamma, alpha, k, zeta):
     """§III-B eq. (5), first two lines: the delay window after one round."""
     if diff < gamma:
-        return dwnd + max(alpha * win ** k - 1.0, 0.0)
+        return dwnd + max(alpha * win**k - 1.0, 0.0)
     return max(dwnd - zeta * diff, 0.0)
 
 
@@ -228,60 +228,132 @@ def cong_avoid(st, p, tp, n):
 
 _PARAMS = (
     Param("alpha", "", 0.125, "CTCP §III-C (α = 1/8); ALGORITHMS.md", "delay-window increase factor α"),
-    Param("beta", "", 0.5, "CTCP §III-C (β = 1/2); ALGORITHMS.md", "multiplicative decrease β of the whole window",
-          lo=0.0, hi=1.0),
+    Param(
+        "beta",
+        "",
+        0.5,
+        "CTCP §III-C (β = 1/2); ALGORITHMS.md",
+        "multiplicative decrease β of the whole window",
+        lo=0.0,
+        hi=1.0,
+    ),
     Param("k", "", 0.75, "CTCP §III-C (k = 0.75, HSTCP-like aggressiveness)", "exponent k of α·win^k"),
-    Param("zeta", "", 1.0, "CTCP §III-B eq. (5); ALGORITHMS.md (ζ = 1)",
-          "how fast dwnd retreats per packet of backlog ζ"),
-    Param("gamma", "packets", 30.0, "CTCP §III-C; ALGORITHMS.md (γ starts at 30)",
-          "initial early-congestion threshold γ (fixed when gamma_tuning is off)", lo=0.0),
-    Param("low_window", "packets", 41.0, "CTCP §III-B/§IV (41 in the simulations); IETF drafts say 38",
-          "the per-round dwnd update (eq. 5 lines 1-2) runs only while win > low_window; at or below it "
-          "dwnd is held (standard TCP behaviour of the whole window)", lo=0.0),
-    Param("gamma_tuning", "", True, "CTCP §III-C; draft-sridharan-tcpm-ctcp; ALGORITHMS.md (switch)",
-          "γ auto-tuning from the Reno component's backlog at each loss", kind="bool"),
-    Param("lambda", "", 0.25, "ALGORITHMS.md (γ auto-tuning, λ = 1/4)", "smoothing weight λ of γ updates",
-          lo=0.0, hi=1.0),
+    Param(
+        "zeta", "", 1.0, "CTCP §III-B eq. (5); ALGORITHMS.md (ζ = 1)", "how fast dwnd retreats per packet of backlog ζ"
+    ),
+    Param(
+        "gamma",
+        "packets",
+        30.0,
+        "CTCP §III-C; ALGORITHMS.md (γ starts at 30)",
+        "initial early-congestion threshold γ (fixed when gamma_tuning is off)",
+        lo=0.0,
+    ),
+    Param(
+        "low_window",
+        "packets",
+        41.0,
+        "CTCP §III-B/§IV (41 in the simulations); IETF drafts say 38",
+        "the per-round dwnd update (eq. 5 lines 1-2) runs only while win > low_window; at or below it "
+        "dwnd is held (standard TCP behaviour of the whole window)",
+        lo=0.0,
+    ),
+    Param(
+        "gamma_tuning",
+        "",
+        True,
+        "CTCP §III-C; draft-sridharan-tcpm-ctcp; ALGORITHMS.md (switch)",
+        "γ auto-tuning from the Reno component's backlog at each loss",
+        kind="bool",
+    ),
+    Param(
+        "lambda", "", 0.25, "ALGORITHMS.md (γ auto-tuning, λ = 1/4)", "smoothing weight λ of γ updates", lo=0.0, hi=1.0
+    ),
     Param("gamma_min", "packets", 5.0, "ALGORITHMS.md (clamp γ to [5, 30])", "lower clamp of the tuned γ", lo=0.0),
     Param("gamma_max", "packets", 30.0, "ALGORITHMS.md (clamp γ to [5, 30])", "upper clamp of the tuned γ", lo=0.0),
-    Param("min_samples", "", 2.0, "ALGORITHMS.md (round skipped when it had ≤ 2 samples)",
-          "a round with at most this many RTT samples does not update dwnd", kind="int", lo=0),
-    Param("awnd", "", True, "CTCP §III-A eq. (1) (win = min(cwnd + dwnd, awnd))",
-          "cap the window by the receiver's advertised window", kind="bool"),
-    Param("L", "packets", 2.0, "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
-          "flavor rfc: at most L packets of slow-start growth per ACK", lo=0.0),
-    Param("rtt_source", "", "round_min",
-          "CTCP §III-B: srtt = the text's \"exponentially smoothed current RTT, sRTT\"; round_min = the "
-          "Vegas minRTT of the round (§III-B: \"derived from TCP Vegas\"; Linux tcp_vegas.c)",
-          "RTT of diff = win·(1 − baseRTT/RTT) at a round end: the round's smallest sample (default: "
-          "filters delayed-ACK and jitter noise, reacts within the round; docs/algorithms/compound.md) "
-          "or the engine's RFC 6298 srtt (the paper's text)",
-          kind="choice", choices=("round_min", "srtt")),
+    Param(
+        "min_samples",
+        "",
+        2.0,
+        "ALGORITHMS.md (round skipped when it had ≤ 2 samples)",
+        "a round with at most this many RTT samples does not update dwnd",
+        kind="int",
+        lo=0,
+    ),
+    Param(
+        "awnd",
+        "",
+        True,
+        "CTCP §III-A eq. (1) (win = min(cwnd + dwnd, awnd))",
+        "cap the window by the receiver's advertised window",
+        kind="bool",
+    ),
+    Param(
+        "L",
+        "packets",
+        2.0,
+        "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
+        "flavor rfc: at most L packets of slow-start growth per ACK",
+        lo=0.0,
+    ),
+    Param(
+        "rtt_source",
+        "",
+        "round_min",
+        'CTCP §III-B: srtt = the text\'s "exponentially smoothed current RTT, sRTT"; round_min = the '
+        'Vegas minRTT of the round (§III-B: "derived from TCP Vegas"; Linux tcp_vegas.c)',
+        "RTT of diff = win·(1 − baseRTT/RTT) at a round end: the round's smallest sample (default: "
+        "filters delayed-ACK and jitter noise, reacts within the round; docs/algorithms/compound.md) "
+        "or the engine's RFC 6298 srtt (the paper's text)",
+        kind="choice",
+        choices=("round_min", "srtt"),
+    ),
 )
 
 _SIGNALS = (
     Signal("cwnd_loss", "cwnd_loss", "packets", "loss-based component cwnd (§III-A)"),
     Signal("dwnd", "dwnd", "packets", "delay-based component dwnd (§III-B)"),
     Signal("win", "win", "packets", "sending window min(cwnd + dwnd, awnd) (§III-A eq. 1)"),
-    Signal("diff", "diff", "packets",
-           "backlog estimate win·(1 − baseRTT/RTT) at the last round end, RTT per rtt_source (§III-B)"),
+    Signal(
+        "diff",
+        "diff",
+        "packets",
+        "backlog estimate win·(1 − baseRTT/RTT) at the last round end, RTT per rtt_source (§III-B)",
+    ),
     Signal("gamma", "gamma", "packets", "early-congestion threshold γ (§III-C, auto-tuned)"),
     Signal("diff_reno", "diff_reno", "packets", "Reno component's backlog cwnd·(1 − baseRTT/RTT) (γ tuning)"),
-    Signal("delay_active", "active", "", "delay component active (win > low_window, congestion avoidance)",
-           kind="bool"),
+    Signal(
+        "delay_active", "active", "", "delay component active (win > low_window, congestion avoidance)", kind="bool"
+    ),
 )
 
-_STATE = ("cwnd_loss", "dwnd", "win", "diff", "gamma", "diff_reno", "diff_reno_valid", "base_rtt",
-          "rnd_min", "rnd_n", "prior_loss", "prior_dwnd", "active")
+_STATE = (
+    "cwnd_loss",
+    "dwnd",
+    "win",
+    "diff",
+    "gamma",
+    "diff_reno",
+    "diff_reno_valid",
+    "base_rtt",
+    "rnd_min",
+    "rnd_n",
+    "prior_loss",
+    "prior_dwnd",
+    "active",
+)
 
 ALGORITHMS = (
     Algorithm(
         name="compound",
         summary="Compound TCP: Reno window plus a scalable delay window, with γ auto-tuning",
         citation="Tan et al., Compound TCP, PFLDnet 2006, §III-A (win), §III-B eq. (5) (dwnd), §III-C (k, γ)",
-        state=_STATE, params=_PARAMS, signals=_SIGNALS, default_flavor="rfc",
+        state=_STATE,
+        params=_PARAMS,
+        signals=_SIGNALS,
+        default_flavor="rfc",
         flavor_doc="rfc: the paper's model with byte counting; linux: the same rules in the Linux TCP core "
-                   "(cwnd-limited check, tcp_slow_start, PRR in recovery)",
+        "(cwnd-limited check, tcp_slow_start, PRR in recovery)",
         doc_page="algorithms/compound.md",
     ),
 )

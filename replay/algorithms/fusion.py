@@ -38,11 +38,26 @@ from __future__ import annotations
 import math
 
 from hscc_trace.replay import helpers as H
-from . import reno as R
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
-from hscc_trace.replay.tp import (ACKED, CWND, EV_RTO, EVENT, FLAVOR, LINUX, MIN_RTT, MSS, PRIOR_CWND, ROUND_MIN_RTT,
-                 RTT, SACKED, SRTT, SSTHRESH)
+from hscc_trace.replay.tp import (
+    ACKED,
+    CWND,
+    EV_RTO,
+    EVENT,
+    FLAVOR,
+    LINUX,
+    MIN_RTT,
+    MSS,
+    PRIOR_CWND,
+    ROUND_MIN_RTT,
+    RTT,
+    SACKED,
+    SRTT,
+    SSTHRESH,
+)
+
+from . import reno as R
 
 # --- state slots -------------------------------------------------------------------------------
 RENO_CWND = 0  # packets — the Reno window (lower bound of cwnd)
@@ -176,17 +191,51 @@ def cong_avoid(st, p, tp, n):
 
 
 _PARAMS = (
-    Param("dmin", "s", 0.004, "TCP-Fusion §II-C (\"we set it to 4ms based on our implementation experiments\")",
-          "queuing delay Dmin of the lower-bound threshold α = cwnd·Dmin/RTT", lo=0.0, hi=10.0),
-    Param("dwinc", "s", 0.001, "TCP-Fusion §II-C (\"Dmin = 1ms is reasonable\"; W_inc = B/12 Mbps)",
-          "delay of the increment W_inc = B·Dwinc/MSS (B the Westwood+ estimate)", lo=0.0, hi=10.0),
-    Param("winc_min", "packets", 1.0, "ALGORITHMS.md (TCP-Fusion: W_inc at least 1)",
-          "floor of W_inc (also its value before the first bandwidth sample)", lo=0.0, hi=1e6),
-    Param("rtt_source", "", "round_min", "ALGORITHMS.md (switch rtt_source, default round_min as Vegas)",
-          "RTT used for diff and α: min sample of the last round, srtt, or the last sample",
-          kind="choice", choices=("round_min", "srtt", "last")),
-    Param("L", "packets", 2.0, "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
-          "flavor rfc: at most L packets of slow-start growth per ACK", lo=0.0, hi=1e6),
+    Param(
+        "dmin",
+        "s",
+        0.004,
+        'TCP-Fusion §II-C ("we set it to 4ms based on our implementation experiments")',
+        "queuing delay Dmin of the lower-bound threshold α = cwnd·Dmin/RTT",
+        lo=0.0,
+        hi=10.0,
+    ),
+    Param(
+        "dwinc",
+        "s",
+        0.001,
+        'TCP-Fusion §II-C ("Dmin = 1ms is reasonable"; W_inc = B/12 Mbps)',
+        "delay of the increment W_inc = B·Dwinc/MSS (B the Westwood+ estimate)",
+        lo=0.0,
+        hi=10.0,
+    ),
+    Param(
+        "winc_min",
+        "packets",
+        1.0,
+        "ALGORITHMS.md (TCP-Fusion: W_inc at least 1)",
+        "floor of W_inc (also its value before the first bandwidth sample)",
+        lo=0.0,
+        hi=1e6,
+    ),
+    Param(
+        "rtt_source",
+        "",
+        "round_min",
+        "ALGORITHMS.md (switch rtt_source, default round_min as Vegas)",
+        "RTT used for diff and α: min sample of the last round, srtt, or the last sample",
+        kind="choice",
+        choices=("round_min", "srtt", "last"),
+    ),
+    Param(
+        "L",
+        "packets",
+        2.0,
+        "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
+        "flavor rfc: at most L packets of slow-start growth per ACK",
+        lo=0.0,
+        hi=1e6,
+    ),
 )
 
 _SIGNALS = (
@@ -194,24 +243,46 @@ _SIGNALS = (
     Signal("alpha", "alpha", "packets", "lower-bound threshold α = cwnd·Dmin/RTT (§II-C)"),
     Signal("alpha3", "alpha3", "packets", "upper-bound threshold 3·α (§II-B)"),
     Signal("w_inc", "w_inc", "packets", "increase-phase increment per window, max(B·Dwinc/MSS, 1) (§II-C)"),
-    Signal("phase", "phase", "", "phase at the last growth opportunity (§II-B)",
-           kind="enum", labels=("slow_start", "increase", "steady", "decrease")),
+    Signal(
+        "phase",
+        "phase",
+        "",
+        "phase at the last growth opportunity (§II-B)",
+        kind="enum",
+        labels=("slow_start", "increase", "steady", "decrease"),
+    ),
     Signal("reno_cwnd", "reno_cwnd", "packets", "the Reno window, lower bound of cwnd (§II)"),
     Signal("B", "bw", "bit/s", "Westwood+ bandwidth estimate (helpers.westwood_on_ack, ×8)"),
     Signal("rtt_used", "rtt_used", "s", "RTT of the last phase decision (rtt_source)"),
 )
 
-_STATE = ("reno_cwnd", "diff", "alpha", "alpha3", "w_inc", "phase", "bw", "rtt_used",
-          "prior_reno", "ww", "ww_1", "ww_2", "ww_3")
+_STATE = (
+    "reno_cwnd",
+    "diff",
+    "alpha",
+    "alpha3",
+    "w_inc",
+    "phase",
+    "bw",
+    "rtt_used",
+    "prior_reno",
+    "ww",
+    "ww_1",
+    "ww_2",
+    "ww_3",
+)
 
 ALGORITHMS = (
     Algorithm(
         name="fusion",
         summary="TCP-Fusion: Vegas-style three-phase delay window over a Reno floor, Westwood-RE decrease",
         citation="Kaneko et al., TCP-Fusion, PFLDnet 2007, §II-A (decrease), §II-B (phases), §II-C (α, W_inc)",
-        state=_STATE, params=_PARAMS, signals=_SIGNALS, default_flavor="rfc",
+        state=_STATE,
+        params=_PARAMS,
+        signals=_SIGNALS,
+        default_flavor="rfc",
         flavor_doc="rfc: the paper's per-ACK model with byte counting; linux: the same rules in the Linux "
-                   "TCP core (cwnd-limited check, tcp_slow_start, PRR in recovery) as the paper's Linux module",
+        "TCP core (cwnd-limited check, tcp_slow_start, PRR in recovery) as the paper's Linux module",
         doc_page="algorithms/fusion.md",
     ),
 )

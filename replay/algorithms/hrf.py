@@ -28,10 +28,11 @@ from __future__ import annotations
 import math
 
 from hscc_trace.replay import helpers as H
-from . import reno as R
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, MIN_RTT, ROUND_MIN_RTT, RTT, SRTT, SSTHRESH
+
+from . import reno as R
 
 # --- state slots -------------------------------------------------------------------------------
 MODE = 0  # 0 CR, 1 CI, 2 Reno, 3 slow start (mode of the last growth opportunity)
@@ -131,26 +132,79 @@ def cong_avoid(st, p, tp, n):
 
 
 _PARAMS = (
-    Param("rtt_ref", "s", 0.040, "HRF-TCP eqs. (7), (14); §5 (k, k′ for a Reno flow of RTT = 40 ms)",
-          "RTT_Reno,min that k = 1/RTTref² and k′ = 1/(RTTref + qdelay) are matched to", lo=1e-6, hi=100.0),
-    Param("tol", "s", 0.001, "ALGORITHMS.md (HRF: tol = 1 ms)",
-          "a queue exists when RTT > RTTmin + tol (eqs. 15/16 conditions)", lo=0.0, hi=10.0),
-    Param("m1", "", "cr", "HRF-TCP §5.2 (Dec + M1 + M2 notation), eq. (15)",
-          "increase when the bottleneck is vacant (Model I)", kind="choice", choices=("cr", "ci", "reno")),
-    Param("m2", "", "ci", "HRF-TCP §5.2 (Dec + M1 + M2 notation), eq. (16)",
-          "increase when packets are buffered (Model II)", kind="choice", choices=("cr", "ci", "reno")),
-    Param("decrease", "", "westwood", "HRF-TCP eq. (17) (westwood) / eq. (4) (reno halving)",
-          "window decrease on a congestion event", kind="choice", choices=("westwood", "reno")),
-    Param("rtt_source", "", "last", "docs/algorithms/hrf.md (interpretation: the paper's observed RTT)",
-          "RTT of the mode decision: the last sample, the last round's min, or srtt",
-          kind="choice", choices=("last", "round_min", "srtt")),
-    Param("L", "packets", 2.0, "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
-          "flavor rfc: at most L packets of slow-start growth per ACK", lo=0.0),
+    Param(
+        "rtt_ref",
+        "s",
+        0.040,
+        "HRF-TCP eqs. (7), (14); §5 (k, k′ for a Reno flow of RTT = 40 ms)",
+        "RTT_Reno,min that k = 1/RTTref² and k′ = 1/(RTTref + qdelay) are matched to",
+        lo=1e-6,
+        hi=100.0,
+    ),
+    Param(
+        "tol",
+        "s",
+        0.001,
+        "ALGORITHMS.md (HRF: tol = 1 ms)",
+        "a queue exists when RTT > RTTmin + tol (eqs. 15/16 conditions)",
+        lo=0.0,
+        hi=10.0,
+    ),
+    Param(
+        "m1",
+        "",
+        "cr",
+        "HRF-TCP §5.2 (Dec + M1 + M2 notation), eq. (15)",
+        "increase when the bottleneck is vacant (Model I)",
+        kind="choice",
+        choices=("cr", "ci", "reno"),
+    ),
+    Param(
+        "m2",
+        "",
+        "ci",
+        "HRF-TCP §5.2 (Dec + M1 + M2 notation), eq. (16)",
+        "increase when packets are buffered (Model II)",
+        kind="choice",
+        choices=("cr", "ci", "reno"),
+    ),
+    Param(
+        "decrease",
+        "",
+        "westwood",
+        "HRF-TCP eq. (17) (westwood) / eq. (4) (reno halving)",
+        "window decrease on a congestion event",
+        kind="choice",
+        choices=("westwood", "reno"),
+    ),
+    Param(
+        "rtt_source",
+        "",
+        "last",
+        "docs/algorithms/hrf.md (interpretation: the paper's observed RTT)",
+        "RTT of the mode decision: the last sample, the last round's min, or srtt",
+        kind="choice",
+        choices=("last", "round_min", "srtt"),
+    ),
+    Param(
+        "L",
+        "packets",
+        2.0,
+        "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
+        "flavor rfc: at most L packets of slow-start growth per ACK",
+        lo=0.0,
+    ),
 )
 
 _SIGNALS = (
-    Signal("mode", "mode", "", "increase mode at the last growth opportunity (§4)",
-           kind="enum", labels=("CR", "CI", "Reno", "slow_start")),
+    Signal(
+        "mode",
+        "mode",
+        "",
+        "increase mode at the last growth opportunity (§4)",
+        kind="enum",
+        labels=("CR", "CI", "Reno", "slow_start"),
+    ),
     Signal("k", "k", "1/s²", "CR constant k = 1/RTTref² (eq. 7)"),
     Signal("k_prime", "k_prime", "1/s", "CI constant k′ = 1/(RTTref + RTT − RTTmin) (eq. 14)"),
     Signal("inc_per_rtt", "inc_rtt", "packets", "window increment per RTT of the current mode (Table 1)"),
@@ -159,16 +213,24 @@ _SIGNALS = (
 
 _STATE = ("mode", "k", "k_prime", "inc_rtt", "qdelay", "rtt_used", "queue")
 
-_FLAVOR_DOC = ("rfc: the paper's per-RTT increments spread over the ACKs (byte counting); linux: the same in "
-               "the Linux TCP core (cwnd-limited check, tcp_slow_start, PRR)")
+_FLAVOR_DOC = (
+    "rfc: the paper's per-RTT increments spread over the ACKs (byte counting); linux: the same in "
+    "the Linux TCP core (cwnd-limited check, tcp_slow_start, PRR)"
+)
 
 
 def _row(name: str, summary: str, defaults: dict[str, str]) -> Algorithm:
     return Algorithm(
-        name=name, summary=summary,
+        name=name,
+        summary=summary,
         citation="Ogura et al., HRF-TCP, IEICE E95-D(2) 2012, §2.2-2.4 eqs. (2)-(5), §4 eqs. (7), (14)-(17), §5.2",
-        state=_STATE, params=_PARAMS, signals=_SIGNALS, default_flavor="rfc", flavor_doc=_FLAVOR_DOC,
-        defaults=defaults, doc_page="algorithms/hrf.md",
+        state=_STATE,
+        params=_PARAMS,
+        signals=_SIGNALS,
+        default_flavor="rfc",
+        flavor_doc=_FLAVOR_DOC,
+        defaults=defaults,
+        doc_page="algorithms/hrf.md",
     )
 
 
@@ -176,7 +238,10 @@ ALGORITHMS = (
     _row("hrf", "HRF-TCP (W+CR+CI): CR without queue, CI with a queue, Westwood decrease", {}),
     _row("hrf-cr", "CR (HRF paper row): k·RTT² per RTT, Reno halving", {"decrease": "reno", "m1": "cr", "m2": "cr"}),
     _row("hrf-ci", "CI (HRF paper row): k′·RTT per RTT, Reno halving", {"decrease": "reno", "m1": "ci", "m2": "ci"}),
-    _row("hrf-w-cr-reno", "W+CR+Reno (HRF paper row): CR without queue, Reno with a queue, Westwood decrease",
-         {"m2": "reno"}),
+    _row(
+        "hrf-w-cr-reno",
+        "W+CR+Reno (HRF paper row): CR without queue, Reno with a queue, Westwood decrease",
+        {"m2": "reno"},
+    ),
     _row("hrf-w-cr-cr", "W+CR+CR (HRF paper row): CR always, Westwood decrease", {"m2": "cr"}),
 )

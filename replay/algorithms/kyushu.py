@@ -30,7 +30,18 @@ import math
 
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
-from hscc_trace.replay.tp import CWND, DELIVERED, EV_ECN, EV_FAST_RETRANSMIT, EV_RTO, EV_SACK_RECOVERY, EVENT, FLAVOR, LINUX, SSTHRESH
+from hscc_trace.replay.tp import (
+    CWND,
+    DELIVERED,
+    EV_ECN,
+    EV_FAST_RETRANSMIT,
+    EV_RTO,
+    EV_SACK_RECOVERY,
+    EVENT,
+    FLAVOR,
+    LINUX,
+    SSTHRESH,
+)
 
 # --- state slots (the wrapper's own slice) ---------------------------------------------------------
 W1 = 0  # packets — window just before the last drop
@@ -145,28 +156,67 @@ def post_cong_avoid(ws, wp, tp, n):
 
 
 _PARAMS = (
-    Param("reduction_ratio", "", 0.9, "Kyushu-TCP §3 eq. (1), §5.1.1 (α = 0.90 recommended); ALGORITHMS.md",
-          "α of w2 = α·w1, the estimated stably available BDP", lo=0.0, hi=1.0),
-    Param("engage_above", "packets", 38.0,
-          "Kyushu-TCP §4 (only in HighSpeed's specialized regime); RFC 3649 Low_Window = 38 (the paper's "
-          "setup quotes 83)",
-          "KTCP holds only when w2 is above this window (set it to the base's low window; 0 = always)", lo=0.0),
-    Param("ecn_counts", "", True, "docs/algorithms/kyushu.md (interpretation: ECN is a light congestion event)",
-          "an ECN echo increments Tc like a fast retransmission", kind="bool"),
+    Param(
+        "reduction_ratio",
+        "",
+        0.9,
+        "Kyushu-TCP §3 eq. (1), §5.1.1 (α = 0.90 recommended); ALGORITHMS.md",
+        "α of w2 = α·w1, the estimated stably available BDP",
+        lo=0.0,
+        hi=1.0,
+    ),
+    Param(
+        "engage_above",
+        "packets",
+        38.0,
+        "Kyushu-TCP §4 (only in HighSpeed's specialized regime); RFC 3649 Low_Window = 38 (the paper's "
+        "setup quotes 83)",
+        "KTCP holds only when w2 is above this window (set it to the base's low window; 0 = always)",
+        lo=0.0,
+    ),
+    Param(
+        "ecn_counts",
+        "",
+        True,
+        "docs/algorithms/kyushu.md (interpretation: ECN is a light congestion event)",
+        "an ECN echo increments Tc like a fast retransmission",
+        kind="bool",
+    ),
 )
 
 _SIGNALS = (
     Signal("w1", "w1", "packets", "window just before the last drop (§3)"),
     Signal("w2", "w2", "packets", "hold level α·w1, the estimated stably available BDP (eq. 1)"),
     Signal("Tc", "tc", "", "fast retransmissions since the last slow start (Fig. 3)"),
-    Signal("B_ktcp", "b", "packets", "B, length of the non-aggressive period Tc²·w2 (eq. 2); named apart "
-           "from the Westwood+ estimate B of Fusion/Westwood bases"),
+    Signal(
+        "B_ktcp",
+        "b",
+        "packets",
+        "B, length of the non-aggressive period Tc²·w2 (eq. 2); named apart "
+        "from the Westwood+ estimate B of Fusion/Westwood bases",
+    ),
     Signal("non_aggressive", "non_aggr", "", "window held at w2 (non-aggressive period)", kind="bool"),
     Signal("sent_in_period", "sent", "packets", "packets sent since the non-aggressive period began"),
 )
 
-_STATE = ("w1", "w2", "tc", "b", "non_aggr", "sent", "armed", "cwnd_before", "prior_w1", "prior_w2",
-          "prior_tc", "prior_b", "prior_non_aggr", "prior_sent", "prior_armed", "deliv0")
+_STATE = (
+    "w1",
+    "w2",
+    "tc",
+    "b",
+    "non_aggr",
+    "sent",
+    "armed",
+    "cwnd_before",
+    "prior_w1",
+    "prior_w2",
+    "prior_tc",
+    "prior_b",
+    "prior_non_aggr",
+    "prior_sent",
+    "prior_armed",
+    "deliv0",
+)
 
 
 def _decl(name: str) -> Algorithm:
@@ -174,7 +224,11 @@ def _decl(name: str) -> Algorithm:
         name=name,
         summary="Kyushu-TCP add-on: hold the base's window at w2 = α·w1 for Tc²·w2 packets after a loss",
         citation="Yoshimizu et al., Kyushu-TCP, IEICE E93-B(5) 2010, §3 eqs. (1)-(2), Figs. 2-3",
-        state=_STATE, params=_PARAMS, signals=_SIGNALS, wraps=True, doc_page="algorithms/kyushu.md",
+        state=_STATE,
+        params=_PARAMS,
+        signals=_SIGNALS,
+        wraps=True,
+        doc_page="algorithms/kyushu.md",
     )
 
 

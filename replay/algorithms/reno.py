@@ -77,18 +77,42 @@ def cong_avoid(st, p, tp, n):
 
 
 _PARAMS = (
-    Param("L", "packets", 2.0, "RFC 3465 §2.3 (limit L); ALGORITHMS.md",
-          "flavor rfc: at most L packets of slow-start growth per ACK", lo=0.0, hi=1e6),
-    Param("recovery_exit", "", "new_ack", "RFC 5681 §3.2 step 6 (new_ack); RFC 6582 §3.2 step 3 (full_ack)",
-          "flavor rfc: when recovery ends — first ACK of new data (Reno) or the full ACK of the recovery "
-          "point (NewReno); flavor linux always follows the trace's episode end",
-          kind="choice", choices=("full_ack", "new_ack")),
+    Param(
+        "L",
+        "packets",
+        2.0,
+        "RFC 3465 §2.3 (limit L); ALGORITHMS.md",
+        "flavor rfc: at most L packets of slow-start growth per ACK",
+        lo=0.0,
+        hi=1e6,
+    ),
+    Param(
+        "recovery_exit",
+        "",
+        "new_ack",
+        "RFC 5681 §3.2 step 6 (new_ack); RFC 6582 §3.2 step 3 (full_ack)",
+        "flavor rfc: when recovery ends — first ACK of new data (Reno) or the full ACK of the recovery "
+        "point (NewReno); flavor linux always follows the trace's episode end",
+        kind="choice",
+        choices=("full_ack", "new_ack"),
+    ),
 )
 _SIGNALS = (
-    Signal("cwnd_limited", "limited", "", "growth allowed on the last ACK of new data (linux: tcp_is_cwnd_limited)",
-           kind="bool"),
-    Signal("phase", "phase", "", "slow start or congestion avoidance at the last growth opportunity",
-           kind="enum", labels=("slow_start", "cong_avoid")),
+    Signal(
+        "cwnd_limited",
+        "limited",
+        "",
+        "growth allowed on the last ACK of new data (linux: tcp_is_cwnd_limited)",
+        kind="bool",
+    ),
+    Signal(
+        "phase",
+        "phase",
+        "",
+        "slow start or congestion avoidance at the last growth opportunity",
+        kind="enum",
+        labels=("slow_start", "cong_avoid"),
+    ),
 )
 _STATE = ("limited", "phase")
 
@@ -97,15 +121,21 @@ ALGORITHMS = (
         name="reno",
         summary="Reno: slow start, additive increase, halving on loss (Linux tcp_reno by default)",
         citation="RFC 5681 §3.1-3.2, RFC 3465 §2.3, RFC 6928; Linux net/ipv4/tcp_cong.c tcp_reno",
-        state=_STATE, params=_PARAMS, signals=_SIGNALS, default_flavor="linux",
+        state=_STATE,
+        params=_PARAMS,
+        signals=_SIGNALS,
+        default_flavor="linux",
         flavor_doc="rfc: RFC 5681 Reno with byte counting; linux: Linux tcp_reno in the Linux TCP core "
-                   "(segment counter, cwnd-limited check, PRR, undo)",
+        "(segment counter, cwnd-limited check, PRR, undo)",
     ),
     Algorithm(
         name="newreno",
         summary="NewReno: Reno whose recovery ends only at the full ACK of the recovery point",
         citation="RFC 6582 §3, RFC 5681 §3.1, RFC 3465 §2.3 (L = 2)",
-        state=_STATE, params=_PARAMS, signals=_SIGNALS, default_flavor="rfc",
+        state=_STATE,
+        params=_PARAMS,
+        signals=_SIGNALS,
+        default_flavor="rfc",
         flavor_doc="rfc: RFC 6582 NewReno with byte counting; linux: Linux tcp_reno in the Linux TCP core",
         defaults={"recovery_exit": "full_ack"},
     ),

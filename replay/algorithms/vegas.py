@@ -159,12 +159,25 @@ ALGORITHMS = (
         citation="Brakmo & Peterson, TCP Vegas (1995) §3; Linux net/ipv4/tcp_vegas.c",
         state=("base_rtt", "min_rtt", "cnt_rtt", "diff", "adjust", "pending"),
         params=(
-            Param("alpha", "packets", 2.0, "Linux tcp_vegas.c (alpha = 2)", "grow by 1 per round below this backlog",
-                  lo=0.0),
-            Param("beta", "packets", 4.0, "Linux tcp_vegas.c (beta = 4)", "shrink by 1 per round above this backlog",
-                  lo=0.0),
-            Param("gamma", "packets", 1.0, "Linux tcp_vegas.c (gamma = 1)", "leave slow start above this backlog",
-                  lo=0.0),
+            Param(
+                "alpha",
+                "packets",
+                2.0,
+                "Linux tcp_vegas.c (alpha = 2)",
+                "grow by 1 per round below this backlog",
+                lo=0.0,
+            ),
+            Param(
+                "beta",
+                "packets",
+                4.0,
+                "Linux tcp_vegas.c (beta = 4)",
+                "shrink by 1 per round above this backlog",
+                lo=0.0,
+            ),
+            Param(
+                "gamma", "packets", 1.0, "Linux tcp_vegas.c (gamma = 1)", "leave slow start above this backlog", lo=0.0
+            ),
         ),
         signals=(
             Signal("diff", "diff", "packets", "Vegas backlog estimate at the last per-round adjustment"),
@@ -173,7 +186,7 @@ ALGORITHMS = (
         ),
         default_flavor="linux",
         flavor_doc="linux: tcp_vegas.c of kernel 6.x (diff over baseRTT, integer windows, cwnd-limited check "
-                   "only in its Reno fallbacks); "
-                   "rfc: Brakmo & Peterson's diff = (Expected − Actual)·baseRTT",
+        "only in its Reno fallbacks); "
+        "rfc: Brakmo & Peterson's diff = (Expected − Actual)·baseRTT",
     ),
 )

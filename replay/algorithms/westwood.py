@@ -114,13 +114,16 @@ ALGORITHMS = (
         summary="Westwood+: Reno growth, window set to the bandwidth-delay estimate B·RTTmin after a loss",
         citation="Mascolo et al., TCP Westwood+ (TCP-Fusion §II-A, HRF-TCP §2.2); Linux net/ipv4/tcp_westwood.c",
         state=("ww", "ww_1", "ww_2", "ww_3", "rtt_min", "reset_rtt_min", "bw_bps", "bw_rttmin", "ssthresh_loss"),
-        params=(Param("L", "packets", 2.0, "RFC 3465 §2.3", "flavor rfc: slow-start growth limit per ACK",
-                      lo=0.0, hi=1e6),),
-        signals=(Signal("B", "bw_bps", "bit/s", "Westwood+ bandwidth estimate (two cascaded 7/8 filters)"),
-                 Signal("bw_rttmin", "bw_rttmin", "packets", "B·RTTmin/MSS (≥ 2): ssthresh after a loss"),
-                 Signal("rtt_min", "rtt_min", "s", "Westwood's RTTmin (re-measured after an RTO)")),
+        params=(
+            Param("L", "packets", 2.0, "RFC 3465 §2.3", "flavor rfc: slow-start growth limit per ACK", lo=0.0, hi=1e6),
+        ),
+        signals=(
+            Signal("B", "bw_bps", "bit/s", "Westwood+ bandwidth estimate (two cascaded 7/8 filters)"),
+            Signal("bw_rttmin", "bw_rttmin", "packets", "B·RTTmin/MSS (≥ 2): ssthresh after a loss"),
+            Signal("rtt_min", "rtt_min", "s", "Westwood's RTTmin (re-measured after an RTO)"),
+        ),
         default_flavor="rfc",
         flavor_doc="rfc: ssthresh = B·RTTmin and cwnd = min(cwnd, ssthresh) at every congestion event; "
-                   "linux: tcp_westwood (cwnd/2 on entering recovery, B·RTTmin at recovery exit and RTO) in the Linux TCP core",
+        "linux: tcp_westwood (cwnd/2 on entering recovery, B·RTTmin at recovery exit and RTO) in the Linux TCP core",
     ),
 )

@@ -54,9 +54,21 @@ class Conv:
         # 1 kHz timestamp clocks with different offsets per side (RFC 7323 §5.4)
         return (1000 if d == 0 else 500000) + int(t * 1000 + 1e-9)
 
-    def pkt(self, t: float, d: int, flags: str, seq: int, ack: int = 0, length: int = 0, win: int = 500,
-            sack: list[tuple[int, int]] | None = None, ecn: int = 0, syn_opts: bool = False,
-            tsval: int | None = None, tsecr: int | None = None) -> None:
+    def pkt(
+        self,
+        t: float,
+        d: int,
+        flags: str,
+        seq: int,
+        ack: int = 0,
+        length: int = 0,
+        win: int = 500,
+        sack: list[tuple[int, int]] | None = None,
+        ecn: int = 0,
+        syn_opts: bool = False,
+        tsval: int | None = None,
+        tsecr: int | None = None,
+    ) -> None:
         """``seq`` relative to the sender's ISN, ``ack`` (and SACK edges) relative to the peer's."""
         src, dst = (A, B) if d == 0 else (B, A)
         opts: list = []
@@ -75,10 +87,20 @@ class Conv:
             self.last_tsval[d] = tv
         if sack:
             opts += [("SAck", tuple((self.isn[1 - d] + x) % M32 for lr in sack for x in lr))]
-        p = (Ether(src=src[2], dst=dst[2]) / IP(src=src[0], dst=dst[0], tos=ecn, id=len(self.records)) /
-             TCP(sport=src[1], dport=dst[1], flags=flags, seq=(self.isn[d] + seq) % M32,
-                 ack=(self.isn[1 - d] + ack) % M32 if "A" in flags else 0, window=win, options=opts) /
-             (b"x" * length))
+        p = (
+            Ether(src=src[2], dst=dst[2])
+            / IP(src=src[0], dst=dst[0], tos=ecn, id=len(self.records))
+            / TCP(
+                sport=src[1],
+                dport=dst[1],
+                flags=flags,
+                seq=(self.isn[d] + seq) % M32,
+                ack=(self.isn[1 - d] + ack) % M32 if "A" in flags else 0,
+                window=win,
+                options=opts,
+            )
+            / (b"x" * length)
+        )
         self.records.append((t, bytes(p)))
 
     def handshake(self, t_syn: float, t_synack: float, t_ack: float, ecn: bool = False) -> None:
@@ -90,6 +112,7 @@ class Conv:
 # --------------------------------------------------------------------------------------------
 # Scenarios (the expected values are worked out in tests/test_events_synthetic.py)
 # --------------------------------------------------------------------------------------------
+
 
 def sack_recovery() -> Conv:
     """One loss (segment 3 of 6), three SACKed duplicate ACKs, fast retransmit, recovery."""
@@ -254,16 +277,24 @@ def snaplen() -> tuple[Conv, int]:
 
 
 SCENARIOS = {
-    "sack_recovery": sack_recovery, "rto": rto, "seq_wrap": seq_wrap, "midflow": midflow,
-    "reorder": reorder, "ecn": ecn, "probes": probes, "clock_back": clock_back, "dsack": dsack,
-    "eifel": eifel, "snaplen": snaplen,
+    "sack_recovery": sack_recovery,
+    "rto": rto,
+    "seq_wrap": seq_wrap,
+    "midflow": midflow,
+    "reorder": reorder,
+    "ecn": ecn,
+    "probes": probes,
+    "clock_back": clock_back,
+    "dsack": dsack,
+    "eifel": eifel,
+    "snaplen": snaplen,
 }
 
 
 def main() -> int:
     for name, fn in SCENARIOS.items():
         res = fn()
-        conv, snap = (res if isinstance(res, tuple) else (res, 262144))
+        conv, snap = res if isinstance(res, tuple) else (res, 262144)
         write_pcap(HERE / f"{name}.pcap", conv.records, snap)
         print(f"{name}.pcap: {len(conv.records)} packets", file=sys.stderr)
     return 0

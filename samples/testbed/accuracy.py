@@ -49,12 +49,16 @@ def measure(sender_dir: Path, receiver_dir: Path) -> dict:
     return {
         "sample": sender_dir.name,
         "rate_bps": rate,
-        "delivered_bps_per_1s_window": {"min": float(w.min()), "median": float(np.median(w)), "max": float(w.max()),
-                                        "windows": len(w)},
+        "delivered_bps_per_1s_window": {
+            "min": float(w.min()),
+            "median": float(np.median(w)),
+            "max": float(w.max()),
+            "windows": len(w),
+        },
         "rate_error_median": float(np.median(w) / rate - 1),
         "ack_path_packets": int(len(a_s)),
         "ack_path_delay_error_us": {q: float(np.percentile(err_us, float(q))) for q in ("1", "50", "90", "99", "99.9")}
-                                   | {"min": float(err_us.min()), "max": float(err_us.max())},
+        | {"min": float(err_us.min()), "max": float(err_us.max())},
     }
 
 

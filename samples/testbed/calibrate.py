@@ -48,7 +48,7 @@ def udp_recv(port: int, seconds: float, out: str) -> None:
         except TimeoutError:
             continue
         t = time.clock_gettime_ns(time.CLOCK_REALTIME)
-        sent, = struct.unpack_from("<q", data, 0)
+        (sent,) = struct.unpack_from("<q", data, 0)
         rows.append((t, sent, len(data) + 28))
     np.save(out, np.array(rows, dtype=np.int64).reshape(-1, 3))
 
@@ -79,22 +79,66 @@ def measure(rate: float, delay: float, seconds: float, queue: int) -> dict:
     procs = []
     try:
         tb.setup_namespaces()
-        emu = subprocess.Popen([str(emu_bin), "--ns-a", f"/var/run/netns/{tb.NS_SND}", "--dev-a", tb.DEV_SND,
-                                "--ns-b", f"/var/run/netns/{tb.NS_RCV}", "--dev-b", tb.DEV_RCV,
-                                "--rate-ab", f"{rate:.0f}", "--delay-ab", f"{delay * 1e9:.0f}", "--qpkts-ab", str(queue),
-                                "--rate-ba", f"{rate:.0f}", "--delay-ba", f"{delay * 1e9:.0f}",
-                                "--stats", str(work / "emu.json"), "--rt", "10"], stdout=subprocess.PIPE, text=True)
+        emu = subprocess.Popen(
+            [
+                str(emu_bin),
+                "--ns-a",
+                f"/var/run/netns/{tb.NS_SND}",
+                "--dev-a",
+                tb.DEV_SND,
+                "--ns-b",
+                f"/var/run/netns/{tb.NS_RCV}",
+                "--dev-b",
+                tb.DEV_RCV,
+                "--rate-ab",
+                f"{rate:.0f}",
+                "--delay-ab",
+                f"{delay * 1e9:.0f}",
+                "--qpkts-ab",
+                str(queue),
+                "--rate-ba",
+                f"{rate:.0f}",
+                "--delay-ba",
+                f"{delay * 1e9:.0f}",
+                "--stats",
+                str(work / "emu.json"),
+                "--rt",
+                "10",
+            ],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         procs.append(emu)
         assert emu.stdout.readline().strip() == "ready"
         tb.configure_devices()
         results = {}
-        for kind, port, size, prate in (("blast", PORT_BLAST, 1472, 1.5 * rate), ("probe", PORT_PROBE, 200, 100 * 228 * 8)):
+        for kind, port, size, prate in (
+            ("blast", PORT_BLAST, 1472, 1.5 * rate),
+            ("probe", PORT_PROBE, 200, 100 * 228 * 8),
+        ):
             out = work / f"{kind}.npy"
-            r = subprocess.Popen(["ip", "netns", "exec", tb.NS_RCV, py, me, "_recv", str(port), str(seconds + 2), str(out)])
+            r = subprocess.Popen(
+                ["ip", "netns", "exec", tb.NS_RCV, py, me, "_recv", str(port), str(seconds + 2), str(out)]
+            )
             procs.append(r)
             time.sleep(0.5)
-            subprocess.run(["ip", "netns", "exec", tb.NS_SND, py, me, "_send", tb.IP_RCV, str(port), str(prate),
-                            str(size), str(seconds)], check=True)
+            subprocess.run(
+                [
+                    "ip",
+                    "netns",
+                    "exec",
+                    tb.NS_SND,
+                    py,
+                    me,
+                    "_send",
+                    tb.IP_RCV,
+                    str(port),
+                    str(prate),
+                    str(size),
+                    str(seconds),
+                ],
+                check=True,
+            )
             r.wait(timeout=seconds + 10)
             results[kind] = np.load(out)
         emu.terminate()
@@ -112,12 +156,16 @@ def measure(rate: float, delay: float, seconds: float, queue: int) -> dict:
     owd = (pr[:, 0] - pr[:, 1]) / 1e3  # µs
     extra = owd - (delay * 1e6 + 228 * 8 / rate * 1e6)
     return {
-        "rate_bps": rate, "delay_one_way_s": delay, "queue_pkts": queue, "seconds": seconds,
-        "blast_offered_bps": 1.5 * rate, "measured_rate_bps": float(measured),
+        "rate_bps": rate,
+        "delay_one_way_s": delay,
+        "queue_pkts": queue,
+        "seconds": seconds,
+        "blast_offered_bps": 1.5 * rate,
+        "measured_rate_bps": float(measured),
         "rate_error": float(measured / rate - 1),
         "probe_packets": int(len(pr)),
         "delay_error_us": {q: float(np.percentile(extra, float(q))) for q in ("1", "50", "90", "99", "99.9")}
-                          | {"max": float(extra.max())},
+        | {"max": float(extra.max())},
         "emulator_release_late_us": emu_stats["a_to_b"]["release_late_us"],
         "emulator_drops": {k: emu_stats["a_to_b"][k] for k in ("drop_queue", "drop_loss", "drop_ring")},
     }
@@ -137,15 +185,21 @@ def main() -> None:
     ap.add_argument("--queue", type=int, default=50)
     a = ap.parse_args()
     res = [measure(tb.parse_rate(r), tb.parse_time(a.delay), a.seconds, a.queue) for r in a.rates.split(",")]
-    (HERE / "calibration.json").write_text(json.dumps({"kernel": tb.platform.release(), "results": res}, indent=1) + "\n")
-    print("| rate | measured rate | error | one-way delay error p50 / p90 / p99 / p99.9 / max (µs) | emulator release lateness p50 / p99 (µs) |")
+    (HERE / "calibration.json").write_text(
+        json.dumps({"kernel": tb.platform.release(), "results": res}, indent=1) + "\n"
+    )
+    print(
+        "| rate | measured rate | error | one-way delay error p50 / p90 / p99 / p99.9 / max (µs) | emulator release lateness p50 / p99 (µs) |"
+    )
     print("|---|---|---|---|---|")
     for r in res:
         d = r["delay_error_us"]
         late = r["emulator_release_late_us"]
-        print(f"| {r['rate_bps'] / 1e6:g} Mbit/s | {r['measured_rate_bps'] / 1e6:.3f} Mbit/s | {r['rate_error']:+.2%} | "
-              f"{d['50']:.0f} / {d['90']:.0f} / {d['99']:.0f} / {d['99.9']:.0f} / {d['max']:.0f} | "
-              f"{late['p50']:.0f} / {late['p99']:.0f} |")
+        print(
+            f"| {r['rate_bps'] / 1e6:g} Mbit/s | {r['measured_rate_bps'] / 1e6:.3f} Mbit/s | {r['rate_error']:+.2%} | "
+            f"{d['50']:.0f} / {d['90']:.0f} / {d['99']:.0f} / {d['99.9']:.0f} / {d['max']:.0f} | "
+            f"{late['p50']:.0f} / {late['p99']:.0f} |"
+        )
 
 
 if __name__ == "__main__":

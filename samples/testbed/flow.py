@@ -19,10 +19,12 @@ import argparse
 import json
 import socket
 import struct
+import threading
 import time
 
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
+TCP_CC_INFO = getattr(socket, "TCP_CC_INFO", 26)
 
 
 def tcp_info(sock: socket.socket) -> dict[str, int]:
@@ -38,13 +40,27 @@ def tcp_info(sock: socket.socket) -> dict[str, int]:
     (delivery_rate, busy_time, rwnd_limited, sndbuf_limited) = struct.unpack_from("<4Q", raw, 160)
     (bytes_sent, bytes_retrans) = struct.unpack_from("<2Q", raw, 200)
     return {
-        "state": u8[0], "ca_state": u8[1], "snd_mss": snd_mss, "rcv_mss": rcv_mss,
-        "snd_ssthresh": snd_ssthresh, "snd_cwnd": snd_cwnd, "rtt_us": rtt, "min_rtt_us": min_rtt,
-        "total_retrans": total_retrans, "bytes_acked": bytes_acked, "bytes_received": bytes_received,
-        "bytes_sent": bytes_sent, "bytes_retrans": bytes_retrans, "segs_out": segs_out,
-        "data_segs_out": data_segs_out, "data_segs_in": data_segs_in,
-        "delivery_rate_Bps": delivery_rate, "delivery_rate_app_limited": u8[7] & 1,
-        "busy_time_us": busy_time, "rwnd_limited_us": rwnd_limited, "sndbuf_limited_us": sndbuf_limited,
+        "state": u8[0],
+        "ca_state": u8[1],
+        "snd_mss": snd_mss,
+        "rcv_mss": rcv_mss,
+        "snd_ssthresh": snd_ssthresh,
+        "snd_cwnd": snd_cwnd,
+        "rtt_us": rtt,
+        "min_rtt_us": min_rtt,
+        "total_retrans": total_retrans,
+        "bytes_acked": bytes_acked,
+        "bytes_received": bytes_received,
+        "bytes_sent": bytes_sent,
+        "bytes_retrans": bytes_retrans,
+        "segs_out": segs_out,
+        "data_segs_out": data_segs_out,
+        "data_segs_in": data_segs_in,
+        "delivery_rate_Bps": delivery_rate,
+        "delivery_rate_app_limited": u8[7] & 1,
+        "busy_time_us": busy_time,
+        "rwnd_limited_us": rwnd_limited,
+        "sndbuf_limited_us": sndbuf_limited,
     }
 
 
@@ -67,11 +83,37 @@ def recv(args: argparse.Namespace) -> None:
             break
         total += n
     t1 = time.time()
-    out = {"peer": list(peer), "bytes": total, "seconds": t1 - t0,
-           "rcvbuf": conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF), "tcp_info": tcp_info(conn)}
+    out = {
+        "peer": list(peer),
+        "bytes": total,
+        "seconds": t1 - t0,
+        "rcvbuf": conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF),
+        "tcp_info": tcp_info(conn),
+    }
     conn.close()
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
+
+
+def poll_cc_info(sock: socket.socket, every: float, stop: threading.Event, rows: list) -> None:
+    """Sample the kernel's BBR state every ``every`` s until ``stop``: ``TCP_CC_INFO`` (struct
+    tcp_bbr_info: bw in payload bytes/s, min_rtt µs, pacing/cwnd gain in 1/256) and, from
+    ``TCP_INFO``, snd_cwnd, pacing_rate (bytes/s), delivery_rate (bytes/s), bytes_acked; each row
+    stamped with CLOCK_REALTIME ns (the capture's clock) taken just before the two calls."""
+    while not stop.is_set():
+        t = time.clock_gettime_ns(time.CLOCK_REALTIME)
+        try:
+            cc = sock.getsockopt(socket.IPPROTO_TCP, TCP_CC_INFO, 20).ljust(20, b"\0")
+            info = sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, 232).ljust(232, b"\0")
+        except OSError:
+            break
+        bw_lo, bw_hi, min_rtt, pg, cg = struct.unpack_from("<5I", cc, 0)
+        (snd_cwnd,) = struct.unpack_from("<I", info, 80)
+        (pacing_rate,) = struct.unpack_from("<Q", info, 104)
+        (bytes_acked,) = struct.unpack_from("<Q", info, 120)
+        (delivery_rate,) = struct.unpack_from("<Q", info, 160)
+        rows.append([t, (bw_hi << 32) | bw_lo, min_rtt, pg, cg, snd_cwnd, pacing_rate, delivery_rate, bytes_acked])
+        time.sleep(every)
 
 
 def send(args: argparse.Namespace) -> None:
@@ -81,6 +123,10 @@ def send(args: argparse.Namespace) -> None:
     s.bind(("0.0.0.0", args.sport))
     s.connect((args.dst, args.port))
     cc = s.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16).rstrip(b"\0").decode()
+    poller, stop, rows = None, threading.Event(), []
+    if args.cc_info_out and cc == "bbr":
+        poller = threading.Thread(target=poll_cc_info, args=(s, args.cc_info_every, stop, rows), daemon=True)
+        poller.start()
     t0 = time.monotonic()
     end = t0 + args.duration
     sent = 0
@@ -108,6 +154,22 @@ def send(args: argparse.Namespace) -> None:
                 pass
         s.settimeout(None)
     info_before_close = tcp_info(s)
+    if poller is not None:
+        stop.set()
+        poller.join()
+        cols = [
+            "ts_ns",
+            "bbr_bw_Bps",
+            "bbr_min_rtt_us",
+            "bbr_pacing_gain",
+            "bbr_cwnd_gain",
+            "snd_cwnd",
+            "pacing_rate_Bps",
+            "delivery_rate_Bps",
+            "bytes_acked",
+        ]
+        with open(args.cc_info_out, "w") as f:
+            json.dump({"columns": cols, "rows": rows}, f)
     s.shutdown(socket.SHUT_WR)
     s.settimeout(args.drain_timeout)
     try:
@@ -116,8 +178,14 @@ def send(args: argparse.Namespace) -> None:
     except TimeoutError:
         pass
     t1 = time.monotonic()
-    out = {"cc": cc, "bytes_written": sent, "seconds_writing": args.duration, "seconds_total": t1 - t0,
-           "tcp_info_at_end_of_writing": info_before_close, "tcp_info_final": tcp_info(s)}
+    out = {
+        "cc": cc,
+        "bytes_written": sent,
+        "seconds_writing": args.duration,
+        "seconds_total": t1 - t0,
+        "tcp_info_at_end_of_writing": info_before_close,
+        "tcp_info_final": tcp_info(s),
+    }
     s.close()
     with open(args.out, "w") as f:
         json.dump(out, f, indent=1)
@@ -141,6 +209,8 @@ def main() -> None:
     s.add_argument("--app-chunk", type=int, default=1448, help="bytes per paced write")
     s.add_argument("--drain-timeout", type=float, default=10.0)
     s.add_argument("--out", required=True)
+    s.add_argument("--cc-info-out", default="", help="with cc bbr: poll TCP_CC_INFO/TCP_INFO into this JSON file")
+    s.add_argument("--cc-info-every", type=float, default=0.002, help="seconds between polls")
     a = p.parse_args()
     recv(a) if a.cmd == "recv" else send(a)
 

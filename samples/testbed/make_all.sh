@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerate every real sample under samples/ (not samples/synthetic/). Run as root from the
 # repository root:  sudo sh samples/testbed/make_all.sh [python]
-# Takes ~3 minutes (runs are sequential; each sets up and tears down its own namespaces).
+# Takes ~5 minutes (runs are sequential; each sets up and tears down its own namespaces).
 set -eu
 PY=${1:-.venv/bin/python}
 RUN="$PY samples/testbed/run.py"
@@ -23,4 +23,35 @@ $RUN --name reno-vs-cubic --cc reno,cubic --rate 10mbit --delay 20ms --buffer-pk
 $RUN --name rwnd-limited --cc reno --rate 20mbit --delay 20ms --buffer-pkts 100 --loss 0 --duration 10 --rwnd 24576
 # Application-limited, Reno: the writer paces 1448-byte writes at 2 Mbit/s over a 10 Mbit/s link
 $RUN --name app-limited --cc reno --rate 10mbit --delay 20ms --buffer-pkts 50 --loss 0 --duration 10 --app-rate 2mbit
+# --- more paths for identification (issue 17): rates 10-50 Mbit/s, base RTT 10-100 ms, buffers 0.3-4 BDP,
+# random loss, competing flows, receiver-side captures. Short runs (2.5-8 s) keep samples/ small.
+# BBR: 20 Mbit/s x 10 ms (BDP 17 pkts), buffer 1 BDP
+$RUN --name bbr-rtt10 --cc bbr --rate 20mbit --delay 5ms --buffer-pkts 17 --loss 0 --duration 4
+# BBR: 10 Mbit/s x 100 ms (BDP 83 pkts), shallow buffer 0.3 BDP
+$RUN --name bbr-rtt100 --cc bbr --rate 10mbit --delay 50ms --buffer-pkts 25 --loss 0 --duration 8
+# BBR: 1 % random loss, buffer 2 BDP; also captured at the receiver
+$RUN --name bbr-loss --cc bbr --rate 10mbit --delay 20ms --buffer-pkts 67 --loss 0.01 --duration 6 --seed 3 \
+     --capture both --receiver-out samples/bbr-loss-receiver
+# BBR: 40 Mbit/s x 20 ms (BDP 67 pkts), buffer 1 BDP
+$RUN --name bbr-40m --cc bbr --rate 40mbit --delay 10ms --buffer-pkts 67 --loss 0 --duration 2.5
+# BBR (40001) vs CUBIC (40002), buffer 2 BDP
+$RUN --name bbr-vs-cubic --cc bbr,cubic --rate 10mbit --delay 20ms --buffer-pkts 67 --loss 0 --duration 8
+# Reno: 50 Mbit/s x 10 ms (BDP 42 pkts), buffer 0.5 BDP
+$RUN --name reno-50m --cc reno --rate 50mbit --delay 5ms --buffer-pkts 21 --loss 0 --duration 2.5
+# Reno: deep buffer 4 BDP (10 Mbit/s x 10 ms, BDP 8.3 pkts)
+$RUN --name reno-4bdp --cc reno --rate 10mbit --delay 5ms --buffer-pkts 33 --loss 0 --duration 6
+# Reno: 1 % random loss at 60 ms, buffer 2 BDP
+$RUN --name reno-loss-rtt60 --cc reno --rate 20mbit --delay 30ms --buffer-pkts 200 --loss 0.01 --duration 6 --seed 4
+# Reno: 60 ms, shallow buffer 0.3 BDP; also captured at the receiver
+$RUN --name reno-rtt60 --cc reno --rate 10mbit --delay 30ms --buffer-pkts 15 --loss 0 --duration 6 \
+     --capture both --receiver-out samples/reno-rtt60-receiver
+# CUBIC: 20 Mbit/s x 10 ms, buffer 0.5 BDP; also captured at the receiver
+$RUN --name cubic-rtt10 --cc cubic --rate 20mbit --delay 5ms --buffer-pkts 8 --loss 0 --duration 4 \
+     --capture both --receiver-out samples/cubic-rtt10-receiver
+# CUBIC: deep buffer 4 BDP (10 Mbit/s x 10 ms)
+$RUN --name cubic-4bdp --cc cubic --rate 10mbit --delay 5ms --buffer-pkts 33 --loss 0 --duration 8
+# CUBIC: 0.2 % random loss at 100 ms, buffer 2 BDP
+$RUN --name cubic-loss-rtt100 --cc cubic --rate 10mbit --delay 50ms --buffer-pkts 167 --loss 0.002 --duration 8 --seed 5
+# Reno (40001) vs CUBIC (40002) at 20 Mbit/s x 20 ms, buffer 1 BDP
+$RUN --name reno-vs-cubic-rtt20 --cc reno,cubic --rate 20mbit --delay 10ms --buffer-pkts 33 --loss 0 --duration 5
 $PY samples/testbed/make_index.py

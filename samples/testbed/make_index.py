@@ -16,18 +16,41 @@ SAMPLES = Path(__file__).resolve().parent.parent
 
 SHOWS = {
     "reno-bdp": "Reno sawtooth with a 1-BDP drop-tail buffer: each buffer overflow enters Recovery with "
-                "ssthresh = cwnd/2, then cwnd grows by about one packet per RTT",
+    "ssthresh = cwnd/2, then cwnd grows by about one packet per RTT",
     "reno-bdp-receiver": "the reno-bdp run captured at the receiver (RTT samples and flight are shifted "
-                         "by the vantage point); truth is the sender's",
+    "by the vantage point); truth is the sender's",
     "reno-loss": "Reno under 0.5 % random loss: frequent halvings (ssthresh = cwnd/2), window well below BDP",
     "cubic-longrtt": "CUBIC with a 100 ms base RTT: multiplicative decrease to 0.7·cwnd and cubic regrowth",
     "cubic-loss": "CUBIC under 0.5 % random loss: ssthresh = 0.7·cwnd at each loss",
     "bbr": "BBR (v1): model-based pacing; cwnd not halved on loss, flight bounded near 2·BDP",
     "reno-vs-cubic": "two flows, Reno (sport 40001) and CUBIC (sport 40002), sharing one bottleneck; truth for both",
     "rwnd-limited": "receive-window-limited Reno flow: snd_nxt − snd_una sits at the peer's window (20 MSS), cwnd "
-                    "is not binding and Linux stops growing it at 2 × the flight (40) — flat for the whole run",
+    "is not binding and Linux stops growing it at 2 × the flight (40) — flat for the whole run",
     "app-limited": "application-limited Reno flow (2 Mbit/s writer on a 10 Mbit/s link): flight well below cwnd; "
-                   "Linux grows no unused window, cwnd stays flat at 2 × the largest flight",
+    "Linux grows no unused window, cwnd stays flat at 2 × the largest flight",
+    "bbr-rtt10": "BBR (v1) at 20 Mbit/s, 10 ms base RTT, 1-BDP buffer: model-based pacing, cwnd near 2·BDP + "
+    "quantization/aggregation allowance",
+    "bbr-rtt100": "BBR (v1) at 10 Mbit/s, 100 ms base RTT, shallow 0.3-BDP buffer: STARTUP overshoot losses, BBR keeps "
+    "its rate (cwnd not halved) despite 6 % retransmissions",
+    "bbr-loss": "BBR (v1) under 1 % random loss with a 2-BDP buffer: throughput stays near the link rate (no halving); "
+    "also captured at the receiver",
+    "bbr-loss-receiver": "the bbr-loss run captured at the receiver; truth is the sender's",
+    "bbr-40m": "BBR (v1) at 40 Mbit/s, 20 ms base RTT, 1-BDP buffer (short run: STARTUP, DRAIN, first PROBE_BW cycles)",
+    "bbr-vs-cubic": "two flows, BBR (sport 40001) and CUBIC (sport 40002), sharing a 10 Mbit/s bottleneck with a 2-BDP "
+    "buffer; truth for both",
+    "reno-50m": "Reno at 50 Mbit/s, 10 ms base RTT, 0.5-BDP buffer: fast sawtooth, ssthresh = cwnd/2 at each overflow",
+    "reno-4bdp": "Reno with a deep 4-BDP buffer (10 Mbit/s, 10 ms): RTT grows several-fold before each halving",
+    "reno-loss-rtt60": "Reno under 1 % random loss at 60 ms base RTT (buffer 2 BDP): loss-limited window far below BDP",
+    "reno-rtt60": "Reno at 60 ms base RTT with a shallow 0.3-BDP buffer (10 Mbit/s); also captured at the receiver",
+    "reno-rtt60-receiver": "the reno-rtt60 run captured at the receiver; truth is the sender's",
+    "cubic-rtt10": "CUBIC at 20 Mbit/s, 10 ms base RTT, 0.5-BDP buffer (Reno-friendly region): ssthresh = 0.7·cwnd; also "
+    "captured at the receiver",
+    "cubic-rtt10-receiver": "the cubic-rtt10 run captured at the receiver; truth is the sender's",
+    "cubic-4bdp": "CUBIC with a deep 4-BDP buffer (10 Mbit/s, 10 ms): ssthresh = 0.7·cwnd, cubic regrowth through a "
+    "deep queue",
+    "cubic-loss-rtt100": "CUBIC under 0.2 % random loss at 100 ms base RTT (buffer 2 BDP)",
+    "reno-vs-cubic-rtt20": "two flows, Reno (sport 40001) and CUBIC (sport 40002), at 20 Mbit/s and 20 ms base RTT, "
+    "1-BDP buffer; truth for both",
 }
 
 
@@ -39,36 +62,49 @@ def main() -> None:
             continue
         meta = json.loads(meta_path.read_text())
         cap = d / "capture.pcap"
-        entries.append({
-            "name": d.name,
-            "path": f"samples/{d.name}",
-            "capture": f"samples/{d.name}/capture.pcap",
-            "capture_bytes": cap.stat().st_size,
-            "packets": meta["capture"]["packets"],
-            "capture_point": meta["capture_point"],
-            "cc": meta["cc"],
-            "rate_bps": meta["rate_bps"],
-            "base_rtt_s": meta["base_rtt_s"],
-            "buffer_pkts": meta["buffer_pkts"],
-            "loss": meta["loss"],
-            "duration_s": meta["duration_s"],
-            "rwnd_rcvbuf_bytes": meta["rwnd_rcvbuf_bytes"],
-            "app_rate_bps": meta["app_rate_bps"],
-            "same_run_as": meta.get("same_run_as"),
-            "flows": [
-                {"proto": f["proto"], "src": f["src"], "sport": f["sport"], "dst": f["dst"], "dport": f["dport"],
-                 "cc": f["cc"], "isn": f["isn"], "throughput_bps": f["capture_summary"]["throughput_bps"],
-                 "retransmitted_segments": f["capture_summary"]["retransmitted_segments"]}
-                for f in meta["flows"]
-            ],
-            "truth": {k: f"samples/{d.name}/truth_{k}.parquet" for k in ("probe", "ca_state", "retrans")},
-            "meta": f"samples/{d.name}/meta.json",
-            "shows": SHOWS.get(d.name, ""),
-            "command": meta["command"],
-        })
-    out = {"version": 1, "samples": entries,
-           "notes": "real Linux captures made by samples/testbed/run.py (see samples/README.md); "
-                    "synthetic scapy captures live in samples/synthetic/ with their own index"}
+        entries.append(
+            {
+                "name": d.name,
+                "path": f"samples/{d.name}",
+                "capture": f"samples/{d.name}/capture.pcap",
+                "capture_bytes": cap.stat().st_size,
+                "packets": meta["capture"]["packets"],
+                "capture_point": meta["capture_point"],
+                "cc": meta["cc"],
+                "rate_bps": meta["rate_bps"],
+                "base_rtt_s": meta["base_rtt_s"],
+                "buffer_pkts": meta["buffer_pkts"],
+                "loss": meta["loss"],
+                "duration_s": meta["duration_s"],
+                "rwnd_rcvbuf_bytes": meta["rwnd_rcvbuf_bytes"],
+                "app_rate_bps": meta["app_rate_bps"],
+                "same_run_as": meta.get("same_run_as"),
+                "flows": [
+                    {
+                        "proto": f["proto"],
+                        "src": f["src"],
+                        "sport": f["sport"],
+                        "dst": f["dst"],
+                        "dport": f["dport"],
+                        "cc": f["cc"],
+                        "isn": f["isn"],
+                        "throughput_bps": f["capture_summary"]["throughput_bps"],
+                        "retransmitted_segments": f["capture_summary"]["retransmitted_segments"],
+                    }
+                    for f in meta["flows"]
+                ],
+                "truth": {k: f"samples/{d.name}/truth_{k}.parquet" for k in ("probe", "ca_state", "retrans")},
+                "meta": f"samples/{d.name}/meta.json",
+                "shows": SHOWS.get(d.name, ""),
+                "command": meta["command"],
+            }
+        )
+    out = {
+        "version": 1,
+        "samples": entries,
+        "notes": "real Linux captures made by samples/testbed/run.py (see samples/README.md); "
+        "synthetic scapy captures live in samples/synthetic/ with their own index",
+    }
     (SAMPLES / "index.json").write_text(json.dumps(out, indent=1) + "\n")
     update_readme(entries)
 
@@ -81,15 +117,19 @@ def update_readme(entries: list[dict]) -> None:
     readme = SAMPLES / "README.md"
     if not readme.exists():
         return
-    rows = ["| sample | cc | link (rate, base RTT, buffer, loss) | capture | size | packets | "
-            "throughput (Mbit/s) | retransmitted segments | clock-alignment residual p50 / p95 (µs) |",
-            "|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| sample | cc | link (rate, base RTT, buffer, loss) | capture | size | packets | "
+        "throughput (Mbit/s) | retransmitted segments | clock-alignment residual p50 / p95 (µs) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for e in entries:
         meta = json.loads((SAMPLES / e["name"] / "meta.json").read_text())
         al = list(meta["trace"]["alignment"].values())
         res = " ; ".join(f"{a['residual_abs_us_p50']:.1f} / {a['residual_abs_us_p95']:.1f}" for a in al)
-        link = (f"{e['rate_bps'] / 1e6:g} Mbit/s, {e['base_rtt_s'] * 1e3:g} ms, {e['buffer_pkts']} pkts, "
-                f"{e['loss'] * 100:g} %")
+        link = (
+            f"{e['rate_bps'] / 1e6:g} Mbit/s, {e['base_rtt_s'] * 1e3:g} ms, {e['buffer_pkts']} pkts, "
+            f"{e['loss'] * 100:g} %"
+        )
         if e["rwnd_rcvbuf_bytes"]:
             link += f", SO_RCVBUF {e['rwnd_rcvbuf_bytes']} B"
         if e["app_rate_bps"]:
@@ -97,8 +137,10 @@ def update_readme(entries: list[dict]) -> None:
         tput = " + ".join(f"{f['throughput_bps'] / 1e6:.2f}" for f in e["flows"])
         rtx = " + ".join(str(f["retransmitted_segments"]) for f in e["flows"])
         cc = e["cc"] if isinstance(e["cc"], str) else " vs ".join(e["cc"])
-        rows.append(f"| `{e['name']}` | {cc} | {link} | {e['capture_point']} | {e['capture_bytes'] / 1e6:.2f} MB | "
-                    f"{e['packets']} | {tput} | {rtx} | {res} |")
+        rows.append(
+            f"| `{e['name']}` | {cc} | {link} | {e['capture_point']} | {e['capture_bytes'] / 1e6:.2f} MB | "
+            f"{e['packets']} | {tput} | {rtx} | {res} |"
+        )
     text = readme.read_text()
     if BEGIN in text and END in text:
         head, rest = text.split(BEGIN, 1)

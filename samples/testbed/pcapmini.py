@@ -16,8 +16,16 @@ import numpy as np
 
 PKT_DTYPE = np.dtype(
     [
-        ("ts_ns", "i8"), ("src", "u4"), ("dst", "u4"), ("sport", "u2"), ("dport", "u2"),
-        ("seq", "u4"), ("ack", "u4"), ("flags", "u2"), ("win", "u2"), ("payload", "u4"),
+        ("ts_ns", "i8"),
+        ("src", "u4"),
+        ("dst", "u4"),
+        ("sport", "u2"),
+        ("dport", "u2"),
+        ("seq", "u4"),
+        ("ack", "u4"),
+        ("flags", "u2"),
+        ("win", "u2"),
+        ("payload", "u4"),
         ("wire_len", "u4"),
     ]
 )
@@ -44,8 +52,10 @@ def read(path: str | Path) -> Pcap:
         raise ValueError(f"{path}: too short for a pcap header")
     magic = data[:4]
     table = {
-        b"\xd4\xc3\xb2\xa1": ("<", False), b"\xa1\xb2\xc3\xd4": (">", False),
-        b"\x4d\x3c\xb2\xa1": ("<", True), b"\xa1\xb2\x3c\x4d": (">", True),
+        b"\xd4\xc3\xb2\xa1": ("<", False),
+        b"\xa1\xb2\xc3\xd4": (">", False),
+        b"\x4d\x3c\xb2\xa1": ("<", True),
+        b"\xa1\xb2\x3c\x4d": (">", True),
     }
     if magic not in table:
         raise ValueError(f"{path}: not a classic pcap file (magic {magic.hex()})")
@@ -84,8 +94,21 @@ def read(path: str | Path) -> Pcap:
         src, dst = struct.unpack_from(">II", p, 12)
         sport, dport, seq, ack, off_flags, win = struct.unpack_from(">HHIIHH", p, ihl)
         thl = (off_flags >> 12) * 4
-        rows.append((sec * 1_000_000_000 + frac * mult, src, dst, sport, dport, seq, ack,
-                     off_flags & 0x1FF, win, max(tot - ihl - thl, 0), orig))
+        rows.append(
+            (
+                sec * 1_000_000_000 + frac * mult,
+                src,
+                dst,
+                sport,
+                dport,
+                seq,
+                ack,
+                off_flags & 0x1FF,
+                win,
+                max(tot - ihl - thl, 0),
+                orig,
+            )
+        )
     return Pcap(linktype, snaplen, nano, np.array(rows, dtype=PKT_DTYPE), skipped)
 
 

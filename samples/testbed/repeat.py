@@ -51,9 +51,12 @@ def figures(meta: dict, out: Path) -> dict[str, float]:
 
 
 def table(results: list[dict]) -> str:
-    rows = ["| sample | throughput per run (Mbit/s) | retransmitted segments per run | "
-            "kernel total_retrans per run | recovery episodes per run | largest pairwise difference | "
-            "within 10 % |", "|---|---|---|---|---|---|---|"]
+    rows = [
+        "| sample | throughput per run (Mbit/s) | retransmitted segments per run | "
+        "kernel total_retrans per run | recovery episodes per run | largest pairwise difference | "
+        "within 10 % |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for r in results:
         rs = r.get("runs", [r["run1"], r["run2"]])
         tput = " / ".join(f"{x['throughput_bps'] / 1e6:.3f}" for x in rs)
@@ -61,8 +64,10 @@ def table(results: list[dict]) -> str:
         krtx = " / ".join(str(x["kernel_total_retrans"]) for x in rs)
         eps = " / ".join(str(x.get("recovery_episodes", "?")) for x in rs)
         worst = ", ".join(f"{k} {v:.1%}" for k, v in r["rel_diff"].items())
-        rows.append(f"| `{r['name']}` | {tput} | {rtx} | {krtx} | {eps} | {worst} | "
-                    f"{'yes' if r['within_10_percent'] else 'NO'} |")
+        rows.append(
+            f"| `{r['name']}` | {tput} | {rtx} | {krtx} | {eps} | {worst} | "
+            f"{'yes' if r['within_10_percent'] else 'NO'} |"
+        )
     return "\n".join(rows)
 
 
@@ -91,16 +96,34 @@ def main() -> int:
         runs = []
         for i in range(1, a.runs + 1):
             out = Path(f"/tmp/hscc_repeat/{name}-run{i}")
-            cmd = [sys.executable, str(HERE / "run.py"), "--name", name, "--out", str(out),
-                   "--receiver-out", f"{out}-receiver", *shlex.split(CONFIGS[name])]
+            cmd = [
+                sys.executable,
+                str(HERE / "run.py"),
+                "--name",
+                name,
+                "--out",
+                str(out),
+                "--receiver-out",
+                f"{out}-receiver",
+                *shlex.split(CONFIGS[name]),
+            ]
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
             runs.append(figures(json.loads((out / "meta.json").read_text()), out))
         # largest disagreement over all pairs of runs (= max vs min of each figure)
         diffs = {k: max(rel_diff(x[k], y[k]) for x in runs for y in runs) for k in runs[0]}
         agree = all(v <= TOLERANCE for v in diffs.values())
         ok &= agree
-        results.append({"name": name, "args": CONFIGS[name], "run1": runs[0], "run2": runs[1], "runs": runs,
-                        "rel_diff": diffs, "within_10_percent": agree})
+        results.append(
+            {
+                "name": name,
+                "args": CONFIGS[name],
+                "run1": runs[0],
+                "run2": runs[1],
+                "runs": runs,
+                "rel_diff": diffs,
+                "within_10_percent": agree,
+            }
+        )
     Path(a.out).write_text(json.dumps({"tolerance": TOLERANCE, "results": results}, indent=1) + "\n")
     md = table(results)
     print(md)

@@ -61,14 +61,26 @@ SNAPLEN = 96  # IPv4 (20) + largest TCP header (60) + 16: headers only, never pa
 TRACEFS = Path("/sys/kernel/tracing")
 INSTANCE = "hscc_testbed"
 PRINTK = "bpf_trace/bpf_trace_printk"
-TCP_STATES = {1: "TCP_ESTABLISHED", 2: "TCP_SYN_SENT", 3: "TCP_SYN_RECV", 4: "TCP_FIN_WAIT1", 5: "TCP_FIN_WAIT2",
-              6: "TCP_TIME_WAIT", 7: "TCP_CLOSE", 8: "TCP_CLOSE_WAIT", 9: "TCP_LAST_ACK", 10: "TCP_LISTEN",
-              11: "TCP_CLOSING", 12: "TCP_NEW_SYN_RECV"}  # include/net/tcp_states.h
+TCP_STATES = {
+    1: "TCP_ESTABLISHED",
+    2: "TCP_SYN_SENT",
+    3: "TCP_SYN_RECV",
+    4: "TCP_FIN_WAIT1",
+    5: "TCP_FIN_WAIT2",
+    6: "TCP_TIME_WAIT",
+    7: "TCP_CLOSE",
+    8: "TCP_CLOSE_WAIT",
+    9: "TCP_LAST_ACK",
+    10: "TCP_LISTEN",
+    11: "TCP_CLOSING",
+    12: "TCP_NEW_SYN_RECV",
+}  # include/net/tcp_states.h
 CA_STATES = {0: "open", 1: "disorder", 2: "cwr", 3: "recovery", 4: "loss"}
 
 
 # ------------------------------------------------------------------------------------------
 # small helpers
+
 
 def parse_rate(s: str) -> float:
     """'10mbit' / '500kbit' / '1gbit' / '1e7' -> bit/s."""
@@ -112,6 +124,7 @@ def build_tool(name: str) -> Path:
 # ------------------------------------------------------------------------------------------
 # namespaces and devices
 
+
 def teardown() -> None:
     for ns in (NS_SND, NS_RCV):
         sh(f"ip netns del {ns}", check=False)
@@ -139,9 +152,13 @@ def configure_devices() -> dict[str, str]:
         sh(f"ip netns exec {ns} ethtool -K {dev} tso off gso off gro off sg off tx off rx off", check=False)
         k = sh(f"ip netns exec {ns} ethtool -k {dev}", check=False)
         feats[dev] = ", ".join(
-            ln.strip() for ln in k.splitlines()
-            if re.match(r"\s*(tcp-segmentation-offload|generic-segmentation-offload|generic-receive-offload|"
-                        r"scatter-gather|tx-checksumming|rx-checksumming):", ln)
+            ln.strip()
+            for ln in k.splitlines()
+            if re.match(
+                r"\s*(tcp-segmentation-offload|generic-segmentation-offload|generic-receive-offload|"
+                r"scatter-gather|tx-checksumming|rx-checksumming):",
+                ln,
+            )
         )
     return feats
 
@@ -170,7 +187,7 @@ def trace_setup(sports: list[int]) -> None:
     tw(f"{base}/events/tcp/tcp_probe/filter", ports)
     tw(f"{base}/events/tcp/tcp_cong_state_set/filter", ports)
     # retransmitted sequence numbers come from retxseq's BPF program (bpf_trace_printk lines)
-    tw(f"{base}/events/bpf_trace/bpf_trace_printk/filter", "bpf_string ~ \"hscc_retx*\"")
+    tw(f"{base}/events/bpf_trace/bpf_trace_printk/filter", 'bpf_string ~ "hscc_retx*"')
     for ev in ("tcp/tcp_probe", "tcp/tcp_cong_state_set", PRINTK):
         tw(f"{base}/events/{ev}/enable", "1")
     tw(f"{base}/trace", "")
@@ -224,9 +241,16 @@ def parse_trace(text: str) -> dict[str, list[tuple[int, dict[str, str]]]]:
                 continue
             packed = int(r.group(1), 16)
             err = packed & 0xFFFFFFFF
-            name, fields = "retx", {"sport": str(packed >> 48), "state": str((packed >> 32) & 0xFFFF),
-                                    "err": str(err - (1 << 32) if err >> 31 else err),
-                                    "seq": "0x" + r.group(2), "end_seq": "0x" + r.group(3)}
+            name, fields = (
+                "retx",
+                {
+                    "sport": str(packed >> 48),
+                    "state": str((packed >> 32) & 0xFFFF),
+                    "err": str(err - (1 << 32) if err >> 31 else err),
+                    "seq": "0x" + r.group(2),
+                    "end_seq": "0x" + r.group(3),
+                },
+            )
         else:
             fields = dict(KV.findall(m.group(5)))
         if name not in out:
@@ -240,12 +264,14 @@ def parse_trace(text: str) -> dict[str, list[tuple[int, dict[str, str]]]]:
 # ------------------------------------------------------------------------------------------
 # truth tables
 
+
 def probe_port(fields: dict[str, str]) -> int:
     return int(fields["src"].rsplit(":", 1)[1])
 
 
-def align_clock(probe_t: np.ndarray, una_rel: np.ndarray, rev: np.ndarray, isn: int,
-                guess_ns: int) -> tuple[int, dict[str, float]]:
+def align_clock(
+    probe_t: np.ndarray, una_rel: np.ndarray, rev: np.ndarray, isn: int, guess_ns: int
+) -> tuple[int, dict[str, float]]:
     """Offset (ns) that maps the tracepoint clock onto the capture clock, and its residuals.
 
     tcp_probe fires at the start of tcp_rcv_established(), i.e. for every incoming segment,
@@ -303,24 +329,49 @@ def build_truth(events: dict, flows: list[dict], pc: pcapmini.Pcap, guess_ns: in
         una = pcapmini.unwrap_rel(np.array([int(f["snd_una"], 16) for _, f in pe], dtype=np.uint32), isn)
         off, info = align_clock(t, una, rev, isn, guess_ns)
         align_info[str(sport)] = info | {"offset_ns": off}
-        probes.append(pl.DataFrame({
-            "ts_ns": t + off, "snd_nxt": nxt, "snd_una": una,
-            "snd_cwnd": [int(f["snd_cwnd"]) for _, f in pe], "ssthresh": [int(f["ssthresh"]) for _, f in pe],
-            "srtt_us": [int(f["srtt"]) for _, f in pe], "snd_wnd": [int(f["snd_wnd"]) for _, f in pe],
-            "data_len": [int(f["data_len"]) for _, f in pe], "sport": [sport] * len(pe),
-        }, schema_overrides={"ts_ns": pl.Int64, "snd_nxt": pl.Int64, "snd_una": pl.Int64}))
+        probes.append(
+            pl.DataFrame(
+                {
+                    "ts_ns": t + off,
+                    "snd_nxt": nxt,
+                    "snd_una": una,
+                    "snd_cwnd": [int(f["snd_cwnd"]) for _, f in pe],
+                    "ssthresh": [int(f["ssthresh"]) for _, f in pe],
+                    "srtt_us": [int(f["srtt"]) for _, f in pe],
+                    "snd_wnd": [int(f["snd_wnd"]) for _, f in pe],
+                    "data_len": [int(f["data_len"]) for _, f in pe],
+                    "sport": [sport] * len(pe),
+                },
+                schema_overrides={"ts_ns": pl.Int64, "snd_nxt": pl.Int64, "snd_una": pl.Int64},
+            )
+        )
         se = [(t, f) for t, f in events["tcp_cong_state_set"] if int(f["sport"]) == sport]
-        states.append(pl.DataFrame({
-            "ts_ns": [x + off for x, _ in se], "state": [CA_STATES[int(f["cong_state"])] for _, f in se],
-            "sport": [sport] * len(se)}, schema_overrides={"ts_ns": pl.Int64, "state": pl.String}))
+        states.append(
+            pl.DataFrame(
+                {
+                    "ts_ns": [x + off for x, _ in se],
+                    "state": [CA_STATES[int(f["cong_state"])] for _, f in se],
+                    "sport": [sport] * len(se),
+                },
+                schema_overrides={"ts_ns": pl.Int64, "state": pl.String},
+            )
+        )
         re_ = [(t, f) for t, f in events["retx"] if int(f["sport"]) == sport]
         rseq = pcapmini.unwrap_rel(np.array([int(f["seq"], 0) for _, f in re_], dtype=np.uint32), isn)
         rend = pcapmini.unwrap_rel(np.array([int(f["end_seq"], 0) for _, f in re_], dtype=np.uint32), isn)
-        retx.append(pl.DataFrame({
-            "ts_ns": [x + off for x, _ in re_], "seq": rseq, "end_seq": rend,
-            "err": [int(f["err"], 0) for _, f in re_],
-            "state": [TCP_STATES.get(int(f["state"], 0), f["state"]) for _, f in re_], "sport": [sport] * len(re_),
-        }, schema_overrides={"ts_ns": pl.Int64, "seq": pl.Int64, "end_seq": pl.Int64, "err": pl.Int32}))
+        retx.append(
+            pl.DataFrame(
+                {
+                    "ts_ns": [x + off for x, _ in re_],
+                    "seq": rseq,
+                    "end_seq": rend,
+                    "err": [int(f["err"], 0) for _, f in re_],
+                    "state": [TCP_STATES.get(int(f["state"], 0), f["state"]) for _, f in re_],
+                    "sport": [sport] * len(re_),
+                },
+                schema_overrides={"ts_ns": pl.Int64, "seq": pl.Int64, "end_seq": pl.Int64, "err": pl.Int32},
+            )
+        )
         # consistency: every successfully retransmitted seq starts a data segment in the capture
         data = fwd[fwd["payload"] > 0]
         seg_starts = set(pcapmini.unwrap_rel(data["seq"], isn).tolist())
@@ -336,6 +387,7 @@ def build_truth(events: dict, flows: list[dict], pc: pcapmini.Pcap, guess_ns: in
 
 # ------------------------------------------------------------------------------------------
 # the run
+
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -367,8 +419,10 @@ def main() -> None:
     delay = parse_time(a.delay)
     app_rate = parse_rate(a.app_rate) if a.app_rate else 0.0
     ccs = a.cc.split(",")
-    flows = [{"cc": cc, "sport": SPORT0 + i, "dport": DPORT0 + i, "src": IP_SND, "dst": IP_RCV, "proto": "tcp"}
-             for i, cc in enumerate(ccs)]
+    flows = [
+        {"cc": cc, "sport": SPORT0 + i, "dport": DPORT0 + i, "src": IP_SND, "dst": IP_RCV, "proto": "tcp"}
+        for i, cc in enumerate(ccs)
+    ]
     py = sys.executable
     sh("sysctl -qw net.ipv4.tcp_allowed_congestion_control='reno cubic bbr'", check=False)
     emu_bin = build_tool("linkemu")
@@ -376,12 +430,39 @@ def main() -> None:
     procs: list[subprocess.Popen] = []
     try:
         setup_namespaces()
-        emu_cmd = [str(emu_bin), "--ns-a", f"/var/run/netns/{NS_SND}", "--dev-a", DEV_SND,
-                   "--ns-b", f"/var/run/netns/{NS_RCV}", "--dev-b", DEV_RCV,
-                   "--rate-ab", f"{rate:.0f}", "--delay-ab", f"{delay * 1e9:.0f}",
-                   "--qpkts-ab", str(a.buffer_pkts), "--qbytes-ab", str(a.buffer_bytes), "--loss-ab", str(a.loss),
-                   "--rate-ba", f"{rate:.0f}", "--delay-ba", f"{delay * 1e9:.0f}", "--qpkts-ba", "0",
-                   "--seed", str(a.seed), "--stats", str(work / "emu.json"), "--rt", str(a.rt)]
+        emu_cmd = [
+            str(emu_bin),
+            "--ns-a",
+            f"/var/run/netns/{NS_SND}",
+            "--dev-a",
+            DEV_SND,
+            "--ns-b",
+            f"/var/run/netns/{NS_RCV}",
+            "--dev-b",
+            DEV_RCV,
+            "--rate-ab",
+            f"{rate:.0f}",
+            "--delay-ab",
+            f"{delay * 1e9:.0f}",
+            "--qpkts-ab",
+            str(a.buffer_pkts),
+            "--qbytes-ab",
+            str(a.buffer_bytes),
+            "--loss-ab",
+            str(a.loss),
+            "--rate-ba",
+            f"{rate:.0f}",
+            "--delay-ba",
+            f"{delay * 1e9:.0f}",
+            "--qpkts-ba",
+            "0",
+            "--seed",
+            str(a.seed),
+            "--stats",
+            str(work / "emu.json"),
+            "--rt",
+            str(a.rt),
+        ]
         emu = subprocess.Popen(emu_cmd, stdout=subprocess.PIPE, text=True)
         procs.append(emu)
         if emu.stdout.readline().strip() != "ready":
@@ -397,8 +478,27 @@ def main() -> None:
         for ns, dev, fn in ((NS_SND, DEV_SND, "sender.pcap"), (NS_RCV, DEV_RCV, "receiver.pcap")):
             if fn == "receiver.pcap" and a.capture != "both":
                 continue
-            cmd = ["ip", "netns", "exec", ns, "tcpdump", "-i", dev, "-s", str(SNAPLEN), "-B", "16384",
-                   "--time-stamp-precision", "nano", "--immediate-mode", "-U", "-n", "-w", str(work / fn), "tcp"]
+            cmd = [
+                "ip",
+                "netns",
+                "exec",
+                ns,
+                "tcpdump",
+                "-i",
+                dev,
+                "-s",
+                str(SNAPLEN),
+                "-B",
+                "16384",
+                "--time-stamp-precision",
+                "nano",
+                "--immediate-mode",
+                "-U",
+                "-n",
+                "-w",
+                str(work / fn),
+                "tcp",
+            ]
             p = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True)
             procs.append(p)
             line = p.stderr.readline()
@@ -407,8 +507,19 @@ def main() -> None:
             dumps.append((fn, p, cmd))
         receivers = []
         for fl in flows:
-            cmd = ["ip", "netns", "exec", NS_RCV, py, str(HERE / "flow.py"), "recv", "--port", str(fl["dport"]),
-                   "--out", str(work / f"recv_{fl['dport']}.json")]
+            cmd = [
+                "ip",
+                "netns",
+                "exec",
+                NS_RCV,
+                py,
+                str(HERE / "flow.py"),
+                "recv",
+                "--port",
+                str(fl["dport"]),
+                "--out",
+                str(work / f"recv_{fl['dport']}.json"),
+            ]
             if a.rwnd:
                 cmd += ["--rcvbuf", str(a.rwnd)]
             receivers.append(subprocess.Popen(cmd))
@@ -417,11 +528,31 @@ def main() -> None:
         guess = time.clock_gettime_ns(time.CLOCK_REALTIME) - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         senders, send_cmds = [], []
         for fl in flows:
-            cmd = ["ip", "netns", "exec", NS_SND, py, str(HERE / "flow.py"), "send", "--dst", IP_RCV,
-                   "--port", str(fl["dport"]), "--sport", str(fl["sport"]), "--cc", fl["cc"],
-                   "--duration", str(a.duration), "--out", str(work / f"send_{fl['sport']}.json")]
+            cmd = [
+                "ip",
+                "netns",
+                "exec",
+                NS_SND,
+                py,
+                str(HERE / "flow.py"),
+                "send",
+                "--dst",
+                IP_RCV,
+                "--port",
+                str(fl["dport"]),
+                "--sport",
+                str(fl["sport"]),
+                "--cc",
+                fl["cc"],
+                "--duration",
+                str(a.duration),
+                "--out",
+                str(work / f"send_{fl['sport']}.json"),
+            ]
             if app_rate:
                 cmd += ["--app-rate", f"{app_rate:.0f}", "--app-chunk", str(a.app_chunk)]
+            if fl["cc"] == "bbr":  # the kernel's BBR model, polled (truth_signals.parquet)
+                cmd += ["--cc-info-out", str(work / f"ccinfo_{fl['sport']}.json")]
             send_cmds.append(cmd)
             senders.append(subprocess.Popen(cmd))
         procs += senders
@@ -431,10 +562,12 @@ def main() -> None:
         time.sleep(1.0)  # let the last packets reach both taps (tcpdump runs in immediate mode)
         text, tstats = trace_stop_and_read()
         dump_stats = {}
-        for fn, p, cmd in dumps:
+        for fn, p, _cmd in dumps:
             p.send_signal(signal.SIGINT)
             err = p.communicate(timeout=10)[1]
-            m = {k: int(v) for v, k in re.findall(r"(\d+) packets? (captured|received by filter|dropped by kernel)", err)}
+            m = {
+                k: int(v) for v, k in re.findall(r"(\d+) packets? (captured|received by filter|dropped by kernel)", err)
+            }
             dump_stats[fn] = m
         retx.send_signal(signal.SIGTERM)
         retx.wait(timeout=10)
@@ -444,6 +577,7 @@ def main() -> None:
         events = parse_trace(text)
         pc = pcapmini.read(work / "sender.pcap")
         probe, ca, rt, align = build_truth(events, flows, pc, guess)
+        signals = bbr_signals(work, flows)
         for fl in flows:
             fl["sender_stats"] = json.loads((work / f"send_{fl['sport']}.json").read_text())
             fl["receiver_stats"] = json.loads((work / f"recv_{fl['dport']}.json").read_text())
@@ -471,18 +605,45 @@ def main() -> None:
             "receiver": {"netns": NS_RCV, "dev": DEV_RCV, "addr": IP_RCV},
             "flows": flows,
             "capture_point": "sender",
-            "capture": {"file": "capture.pcap", "snaplen": SNAPLEN, "linktype": pc.linktype,
-                        "timestamps": "ns, CLOCK_REALTIME", "packets": int(len(pc.packets)),
-                        "tcpdump": dump_stats.get("sender.pcap", {})},
+            "capture": {
+                "file": "capture.pcap",
+                "snaplen": SNAPLEN,
+                "linktype": pc.linktype,
+                "timestamps": "ns, CLOCK_REALTIME",
+                "packets": int(len(pc.packets)),
+                "tcpdump": dump_stats.get("sender.pcap", {}),
+            },
             "offloads": feats,
             "emulator": emu_stats,
-            "trace": {"clock": "mono", "stats": tstats, "alignment": align,
-                      "events": {k: len(v) for k, v in events.items()},
-                      "tcp_probe_semantics": "fires at the start of tcp_rcv_established() for every "
-                                             "incoming segment: values are the state BEFORE that ACK is processed"},
+            "trace": {
+                "clock": "mono",
+                "stats": tstats,
+                "alignment": align,
+                "events": {k: len(v) for k, v in events.items()},
+                "tcp_probe_semantics": "fires at the start of tcp_rcv_established() for every "
+                "incoming segment: values are the state BEFORE that ACK is processed",
+            },
             "created_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        _write_sample(out, work / "sender.pcap", probe, ca, rt, meta)
+        if signals is not None:
+            meta["truth_signals"] = {
+                "file": "truth_signals.parquet",
+                "rows": signals.height,
+                "source": "the sender polls getsockopt(TCP_CC_INFO) (struct tcp_bbr_info) and TCP_INFO every "
+                "2 ms in a second thread (flow.py --cc-info-out); ts_ns = CLOCK_REALTIME just "
+                "before the calls (the capture's clock)",
+                "columns": {
+                    "bbr_bw_Bps": "BBR btl_bw, payload bytes/s (bbr_bw · mss · 1e6 >> 24)",
+                    "bbr_min_rtt_us": "BBR min_rtt, µs",
+                    "bbr_pacing_gain": "pacing gain · 256",
+                    "bbr_cwnd_gain": "cwnd gain · 256",
+                    "snd_cwnd": "packets",
+                    "pacing_rate_Bps": "sk_pacing_rate, bytes/s",
+                    "delivery_rate_Bps": "tcpi_delivery_rate, bytes/s",
+                    "bytes_acked": "bytes",
+                },
+            }
+        _write_sample(out, work / "sender.pcap", probe, ca, rt, meta, signals)
         if a.capture == "both":
             rout = Path(a.receiver_out or HERE.parent / f"{a.name}-receiver")
             rout.mkdir(parents=True, exist_ok=True)
@@ -491,18 +652,32 @@ def main() -> None:
             rmeta["name"] = rout.name
             rmeta["same_run_as"] = a.name
             rmeta["capture_point"] = "receiver"
-            rmeta["capture"] = meta["capture"] | {"packets": int(len(rpc.packets)),
-                                                  "tcpdump": dump_stats.get("receiver.pcap", {})}
-            rmeta["note"] = ("receiver-side capture of the same run; truth files are the sender's kernel "
-                             "truth aligned with the sender-side capture (same realtime clock)")
-            _write_sample(rout, work / "receiver.pcap", probe, ca, rt, rmeta)
-        print(json.dumps({"name": a.name, "flows": [{k: fl[k] for k in ("cc", "sport", "capture_summary",
-                                                                         "retrans_seq_matched", "truth_rows")}
-                                                    for fl in flows],
-                          "alignment": align, "trace_stats": tstats, "tcpdump": dump_stats,
-                          "emu_late_us": emu_stats["a_to_b"]["release_late_us"],
-                          "emu_drops": [emu_stats["a_to_b"]["drop_queue"], emu_stats["a_to_b"]["drop_loss"]]},
-                         indent=1))
+            rmeta["capture"] = meta["capture"] | {
+                "packets": int(len(rpc.packets)),
+                "tcpdump": dump_stats.get("receiver.pcap", {}),
+            }
+            rmeta["note"] = (
+                "receiver-side capture of the same run; truth files are the sender's kernel "
+                "truth aligned with the sender-side capture (same realtime clock)"
+            )
+            _write_sample(rout, work / "receiver.pcap", probe, ca, rt, rmeta, signals)
+        print(
+            json.dumps(
+                {
+                    "name": a.name,
+                    "flows": [
+                        {k: fl[k] for k in ("cc", "sport", "capture_summary", "retrans_seq_matched", "truth_rows")}
+                        for fl in flows
+                    ],
+                    "alignment": align,
+                    "trace_stats": tstats,
+                    "tcpdump": dump_stats,
+                    "emu_late_us": emu_stats["a_to_b"]["release_late_us"],
+                    "emu_drops": [emu_stats["a_to_b"]["drop_queue"], emu_stats["a_to_b"]["drop_loss"]],
+                },
+                indent=1,
+            )
+        )
     finally:
         for p in procs:
             if p.poll() is None:
@@ -515,8 +690,26 @@ def main() -> None:
         teardown()
 
 
-def _write_sample(out: Path, pcap: Path, probe, ca, rt, meta: dict) -> None:
+def bbr_signals(work: Path, flows: list[dict]):
+    """The polled kernel BBR state of every bbr flow (flow.py --cc-info-out) as one table with a
+    ``sport`` column, or None when no flow ran bbr."""
+    import polars as pl
+
+    frames = []
+    for fl in flows:
+        f = work / f"ccinfo_{fl['sport']}.json"
+        if fl["cc"] != "bbr" or not f.exists():
+            continue
+        d = json.loads(f.read_text())
+        df = pl.DataFrame(d["rows"], schema=[(c, pl.Int64) for c in d["columns"]], orient="row")
+        frames.append(df.with_columns(pl.lit(fl["sport"], dtype=pl.UInt16).alias("sport")))
+    return pl.concat(frames).sort("ts_ns") if frames else None
+
+
+def _write_sample(out: Path, pcap: Path, probe, ca, rt, meta: dict, signals=None) -> None:
     shutil.copyfile(pcap, out / "capture.pcap")
+    if signals is not None:
+        signals.write_parquet(out / "truth_signals.parquet", compression="zstd")
     probe.write_parquet(out / "truth_probe.parquet", compression="zstd")
     ca.write_parquet(out / "truth_ca_state.parquet", compression="zstd")
     rt.write_parquet(out / "truth_retrans.parquet", compression="zstd")

@@ -58,8 +58,20 @@ def shared_dir() -> Path:
 
 
 def _tshark(path: Path, fields: list[str], extra: list[str] | None = None) -> list[list[str]]:
-    cmd = ["tshark", "-n", "-r", str(path), "-T", "fields", "-E", "separator=\t", "-E", "occurrence=a",
-           "-E", "aggregator=|"]
+    cmd = [
+        "tshark",
+        "-n",
+        "-r",
+        str(path),
+        "-T",
+        "fields",
+        "-E",
+        "separator=\t",
+        "-E",
+        "occurrence=a",
+        "-E",
+        "aggregator=|",
+    ]
     for f in fields:
         cmd += ["-e", f]
     cmd += extra or []
@@ -68,8 +80,18 @@ def _tshark(path: Path, fields: list[str], extra: list[str] | None = None) -> li
 
 
 def analyse(path: Path) -> pl.DataFrame | None:
-    rows = _tshark(path, ["frame.number", "tcp.stream", "tcp.len", "tcp.analysis.ack_rtt",
-                          "tcp.analysis.bytes_in_flight", "_ws.expert.message"], ["-Y", "tcp"])
+    rows = _tshark(
+        path,
+        [
+            "frame.number",
+            "tcp.stream",
+            "tcp.len",
+            "tcp.analysis.ack_rtt",
+            "tcp.analysis.bytes_in_flight",
+            "_ws.expert.message",
+        ],
+        ["-Y", "tcp"],
+    )
     if not rows:
         return None
     recs = []
@@ -83,15 +105,27 @@ def analyse(path: Path) -> pl.DataFrame | None:
             parts = [m for m in msg.split("|") if sub in m and not any(x in m for x in nots)]
             if parts:
                 flags |= bit
-        recs.append({
-            "frame": int(r[0]), "stream": int(r[1].split("|")[0]),
-            "len": int(r[2].split("|")[0] or 0),
-            "ack_rtt": float(r[3].split("|")[0]) if r[3] else None,
-            "bif": int(r[4].split("|")[0]) if r[4] else None,
-            "flags": flags,
-        })
-    df = pl.DataFrame(recs, schema={"frame": pl.UInt32, "stream": pl.UInt32, "len": pl.UInt32,
-                                    "ack_rtt": pl.Float64, "bif": pl.UInt32, "flags": pl.UInt8})
+        recs.append(
+            {
+                "frame": int(r[0]),
+                "stream": int(r[1].split("|")[0]),
+                "len": int(r[2].split("|")[0] or 0),
+                "ack_rtt": float(r[3].split("|")[0]) if r[3] else None,
+                "bif": int(r[4].split("|")[0]) if r[4] else None,
+                "flags": flags,
+            }
+        )
+    df = pl.DataFrame(
+        recs,
+        schema={
+            "frame": pl.UInt32,
+            "stream": pl.UInt32,
+            "len": pl.UInt32,
+            "ack_rtt": pl.Float64,
+            "bif": pl.UInt32,
+            "flags": pl.UInt8,
+        },
+    )
     data = df.filter(pl.col("len") > 0).group_by("stream").len().sort("len", descending=True)
     if data.height == 0 or data.row(0)[1] < MIN_DATA_SEGMENTS:
         return None
@@ -110,7 +144,7 @@ def main() -> int:
     version = subprocess.run(["tshark", "--version"], capture_output=True, text=True).stdout.splitlines()[0]
     index = {"tshark": version, "captures": {}}
     for path in sorted(args.captures.iterdir()):
-        if path.name.startswith("ODD__") or not (path.suffix in (".pcap", ".pcapng", ".gz")):
+        if path.name.startswith("ODD__") or path.suffix not in (".pcap", ".pcapng", ".gz"):
             continue
         src = path
         tmp = None
@@ -130,7 +164,8 @@ def main() -> int:
         name = path.name.split(".pcap")[0]
         df.write_parquet(OUT / f"{name}.parquet", compression="zstd", compression_level=19)
         index["captures"][path.name] = {
-            "golden": f"{name}.parquet", "frames": df.height,
+            "golden": f"{name}.parquet",
+            "frames": df.height,
             "retransmissions": int(((df["flags"] & 1) > 0).sum()),
             "ack_rtt": int(df["ack_rtt"].is_not_null().sum()),
             "bif": int(df["bif"].is_not_null().sum()),

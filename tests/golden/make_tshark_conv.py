@@ -64,17 +64,53 @@ def parse_conv(text: str) -> list[dict]:
         m = CONV_RE.match(line.strip())
         if m:
             a, pa, b, pb, f_ba, f_ab, f_tot = m.groups()
-            out.append({"a": a, "a_port": int(pa), "b": b, "b_port": int(pb),
-                        "frames_ba": int(f_ba), "frames_ab": int(f_ab), "frames": int(f_tot)})
+            out.append(
+                {
+                    "a": a,
+                    "a_port": int(pa),
+                    "b": b,
+                    "b_port": int(pb),
+                    "frames_ba": int(f_ba),
+                    "frames_ab": int(f_ab),
+                    "frames": int(f_tot),
+                }
+            )
     return out
 
 
 def streams(path: Path) -> dict[int, dict]:
     # frames whose TCP header is longer than the segment ("Short segment") get a tcp.stream but
     # are not counted by the conv,tcp tap; leave them out so the two views agree
-    text = tshark("-r", str(path), "-Y", 'tcp and not _ws.expert.message contains "Short segment"', "-T", "fields", "-E", "occurrence=l", "-E", "separator=\t",
-                  "-e", "frame.number", "-e", "tcp.stream", "-e", "ip.src", "-e", "ipv6.src", "-e", "tcp.srcport",
-                  "-e", "ip.dst", "-e", "ipv6.dst", "-e", "tcp.dstport", "-e", "frame.len")
+    text = tshark(
+        "-r",
+        str(path),
+        "-Y",
+        'tcp and not _ws.expert.message contains "Short segment"',
+        "-T",
+        "fields",
+        "-E",
+        "occurrence=l",
+        "-E",
+        "separator=\t",
+        "-e",
+        "frame.number",
+        "-e",
+        "tcp.stream",
+        "-e",
+        "ip.src",
+        "-e",
+        "ipv6.src",
+        "-e",
+        "tcp.srcport",
+        "-e",
+        "ip.dst",
+        "-e",
+        "ipv6.dst",
+        "-e",
+        "tcp.dstport",
+        "-e",
+        "frame.len",
+    )
     st: dict[int, dict] = {}
     for line in text.splitlines():
         p = line.split("\t")
@@ -88,8 +124,21 @@ def streams(path: Path) -> dict[int, dict]:
             src, dst = (p[3], p[6]) if ":" in (p[6] or "") else (p[2], p[5])
         s = (src, int(p[4]))
         d = (dst, int(p[7]))
-        e = st.setdefault(sid, {"stream": sid, "a": src, "a_port": s[1], "b": dst, "b_port": d[1],
-                                "frames_ab": 0, "bytes_ab": 0, "frames_ba": 0, "bytes_ba": 0, "first_frame": int(p[0])})
+        e = st.setdefault(
+            sid,
+            {
+                "stream": sid,
+                "a": src,
+                "a_port": s[1],
+                "b": dst,
+                "b_port": d[1],
+                "frames_ab": 0,
+                "bytes_ab": 0,
+                "frames_ba": 0,
+                "bytes_ba": 0,
+                "first_frame": int(p[0]),
+            },
+        )
         k = "ab" if (src, s[1]) == (e["a"], e["a_port"]) else "ba"
         e[f"frames_{k}"] += 1
         e[f"bytes_{k}"] += int(p[8])
@@ -118,13 +167,30 @@ def main() -> None:
             continue
         by_ep = {(c["a"], c["a_port"], c["b"], c["b_port"]): c for c in conv}
         for e in st.values():
-            c = by_ep.get((e["a"], e["a_port"], e["b"], e["b_port"])) or by_ep.get((e["b"], e["b_port"], e["a"], e["a_port"]))
+            c = by_ep.get((e["a"], e["a_port"], e["b"], e["b_port"])) or by_ep.get(
+                (e["b"], e["b_port"], e["a"], e["a_port"])
+            )
             tot = e["frames_ab"] + e["frames_ba"]
-            if c is None or sum(x["frames"] for x in conv if x is c or (x["a"], x["a_port"], x["b"], x["b_port"]) ==
-                                (c["a"], c["a_port"], c["b"], c["b_port"])) < tot:
+            if (
+                c is None
+                or sum(
+                    x["frames"]
+                    for x in conv
+                    if x is c
+                    or (x["a"], x["a_port"], x["b"], x["b_port"]) == (c["a"], c["a_port"], c["b"], c["b_port"])
+                )
+                < tot
+            ):
                 print(f"  note {path.name}: stream {e['stream']} has {tot} frames, conv,tcp row {c}")
-        doc = {"file": path.name, "tshark": version, "libpcap_opens": libpcap_opens(path), "conv": conv,
-               "streams": [st[k] for k in sorted(st)], "retrans": retrans, "ooo": ooo}
+        doc = {
+            "file": path.name,
+            "tshark": version,
+            "libpcap_opens": libpcap_opens(path),
+            "conv": conv,
+            "streams": [st[k] for k in sorted(st)],
+            "retrans": retrans,
+            "ooo": ooo,
+        }
         (OUT / f"{path.name}.json").write_text(json.dumps(doc, indent=1) + "\n")
         print(f"{path.name}: {len(st)} streams, {len(retrans)} retrans, {len(ooo)} ooo")
 

@@ -2,7 +2,7 @@
 
 Runs the installed ``hscc-trace`` on every bundled sample and every external capture
 (``../shared/captures/external`` beside the repository, when present) and records a SHA-256 of
-each output with creation timestamps blanked:
+each output with creation timestamps and the repository's path blanked:
 
 - ``flows FILE --json`` (stdout);
 - ``analyze FILE --json R --export DIR --export-format csv -o REPORT`` (the JSON results, every
@@ -37,7 +37,10 @@ _STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
 def _digest(data: bytes) -> str:
-    return hashlib.sha256(_STAMP.sub(b"<created>", data)).hexdigest()
+    """SHA-256 with creation stamps and the repository's own path blanked (two checkouts of
+    different commits sit in different folders)."""
+    data = _STAMP.sub(b"<created>", data).replace(str(REPO).encode(), b"<repo>")
+    return hashlib.sha256(data).hexdigest()
 
 
 def _run(args: list[str], cwd: Path) -> tuple[int, bytes]:
@@ -48,8 +51,9 @@ def _run(args: list[str], cwd: Path) -> tuple[int, bytes]:
 def captures() -> list[tuple[str, Path]]:
     out = [(f"samples/{p.parent.name}", p) for p in sorted(REPO.glob("samples/*/capture.pcap"))]
     if EXTERNAL.is_dir():
-        out += [(f"external/{p.name}", p) for p in sorted(EXTERNAL.iterdir())
-                if p.is_file() and p.name != "PROVENANCE.md"]
+        out += [
+            (f"external/{p.name}", p) for p in sorted(EXTERNAL.iterdir()) if p.is_file() and p.name != "PROVENANCE.md"
+        ]
     return out
 
 
@@ -61,8 +65,22 @@ def collect() -> dict[str, str]:
             rc, out = _run(["flows", str(path), "--json"], work)
             result[f"{label} flows"] = f"rc={rc} {_digest(out)}"
             res, rep, exp = work / "r.json", work / "r.html", work / "exp"
-            rc, _ = _run(["analyze", str(path), "-q", "--json", str(res), "-o", str(rep),
-                          "--export", str(exp), "--export-format", "csv"], work)
+            rc, _ = _run(
+                [
+                    "analyze",
+                    str(path),
+                    "-q",
+                    "--json",
+                    str(res),
+                    "-o",
+                    str(rep),
+                    "--export",
+                    str(exp),
+                    "--export-format",
+                    "csv",
+                ],
+                work,
+            )
             result[f"{label} analyze rc"] = str(rc)
             for f in (res, rep):
                 if f.exists():

@@ -15,12 +15,11 @@ from typing import Any
 import numpy as np
 import polars as pl
 from hypothesis import strategies as hs
+from replay_synth import MSS, ack, frame
 
 from hscc_trace.replay import registry
 from hscc_trace.replay import tp as T
 from hscc_trace.replay._jit import pure
-
-from replay_synth import MSS, ack, frame
 
 
 class Hooks:
@@ -39,7 +38,7 @@ class Hooks:
         self.tp[T.RWND] = math.inf
         self.st = np.zeros(self.r.nstate)
 
-    def set(self, **slots: float) -> "Hooks":
+    def set(self, **slots: float) -> Hooks:
         """Engine slots by tp name (``CWND=100``) or the algorithm's state slots (``reno_cwnd=50``)."""
         for k, v in slots.items():
             if hasattr(T, k) and k.isupper():
@@ -91,8 +90,20 @@ def ack_streams(draw: Any, max_acks: int = 160) -> pl.DataFrame:
         a = 0 if kind == "dup" else draw(hs.integers(1, 3))
         acked += a * MSS
         rtt = None if kind == "nortt" else base + draw(hs.floats(0.0, 0.1))
-        rows.append(ack(ts_ns=t, ack=acked, acked_bytes=a * MSS, dupack=1 if a == 0 else 0, rtt_s=rtt,
-                        snd_max=acked + flight * MSS, outstanding=flight * MSS, round=i // round_len,
-                        round_end=(i % round_len) == round_len - 1, state=state, cong_event=ev,
-                        ece=ev == "ecn"))
+        rows.append(
+            ack(
+                ts_ns=t,
+                ack=acked,
+                acked_bytes=a * MSS,
+                dupack=1 if a == 0 else 0,
+                rtt_s=rtt,
+                snd_max=acked + flight * MSS,
+                outstanding=flight * MSS,
+                round=i // round_len,
+                round_end=(i % round_len) == round_len - 1,
+                state=state,
+                cong_event=ev,
+                ece=ev == "ecn",
+            )
+        )
     return frame(rows)

@@ -31,10 +31,25 @@ SAMPLES = ROOT / "samples"
 def ack(**kw: Any) -> dict[str, Any]:
     """One ACK row with neutral defaults (override any schema.ACKS column)."""
     row: dict[str, Any] = {
-        "frame": 0, "ts_ns": 0, "ack": 0, "acked_bytes": MSS, "sacked_bytes": 0, "dupack": 0,
-        "rwnd_bytes": 10_000_000, "rwnd_scale_known": True, "ece": False, "rtt_s": RTT,
-        "rtt_source": "seq", "snd_max": 0, "outstanding": 0, "pipe": None, "round": 0,
-        "round_end": False, "state": "open", "cong_event": None, "spurious_undo": False,
+        "frame": 0,
+        "ts_ns": 0,
+        "ack": 0,
+        "acked_bytes": MSS,
+        "sacked_bytes": 0,
+        "dupack": 0,
+        "rwnd_bytes": 10_000_000,
+        "rwnd_scale_known": True,
+        "ece": False,
+        "rtt_s": RTT,
+        "rtt_source": "seq",
+        "snd_max": 0,
+        "outstanding": 0,
+        "pipe": None,
+        "round": 0,
+        "round_end": False,
+        "state": "open",
+        "cong_event": None,
+        "spurious_undo": False,
     }
     row.update(kw)
     return row
@@ -67,13 +82,25 @@ def stream(specs: list[dict[str, Any]], *, flight: float = 100, start_ack: int =
         f = float(sp.get("F", flight))
         pipe = sp.get("pipe")
         t = sp.get("t", i * 0.001)
-        rows.append(ack(
-            ts_ns=1_000_000_000 + int(round(t * 1e9)), ack=cum, acked_bytes=a * MSS,
-            sacked_bytes=int(sp.get("s", 0) * MSS), dupack=0 if a else 1,
-            rtt_s=sp.get("rtt", RTT), snd_max=cum + int(f * MSS), outstanding=int(f * MSS),
-            pipe=None if pipe is None else int(pipe * MSS), round=rnd, round_end=bool(sp.get("round_end", False)),
-            state=sp.get("state", "open"), cong_event=sp.get("event"), spurious_undo=bool(sp.get("undo", False)),
-            ece=bool(sp.get("ece", False))))
+        rows.append(
+            ack(
+                ts_ns=1_000_000_000 + int(round(t * 1e9)),
+                ack=cum,
+                acked_bytes=a * MSS,
+                sacked_bytes=int(sp.get("s", 0) * MSS),
+                dupack=0 if a else 1,
+                rtt_s=sp.get("rtt", RTT),
+                snd_max=cum + int(f * MSS),
+                outstanding=int(f * MSS),
+                pipe=None if pipe is None else int(pipe * MSS),
+                round=rnd,
+                round_end=bool(sp.get("round_end", False)),
+                state=sp.get("state", "open"),
+                cong_event=sp.get("event"),
+                spurious_undo=bool(sp.get("undo", False)),
+                ece=bool(sp.get("ece", False)),
+            )
+        )
         if sp.get("round_end"):
             rnd += 1
     return frame(rows)
@@ -86,8 +113,17 @@ def saturating(n_acks: int, *, cwnd0: float = 10, mss: int = MSS, rtt: float = R
     flight = int(cwnd0)
     for i in range(n_acks):
         acked += mss
-        rows.append(ack(ack=acked, acked_bytes=mss, snd_max=acked + (flight - 1) * mss, outstanding=(flight - 1) * mss,
-                        rtt_s=rtt, round=i // int(cwnd0), round_end=(i % int(cwnd0)) == int(cwnd0) - 1))
+        rows.append(
+            ack(
+                ack=acked,
+                acked_bytes=mss,
+                snd_max=acked + (flight - 1) * mss,
+                outstanding=(flight - 1) * mss,
+                rtt_s=rtt,
+                round=i // int(cwnd0),
+                round_end=(i % int(cwnd0)) == int(cwnd0) - 1,
+            )
+        )
     return frame(rows)
 
 
@@ -131,7 +167,8 @@ def rich(n_rounds: int = 40, seed: int = 7) -> pl.DataFrame:
 
 def load_sample(name: str, flow: int = 0):
     """(FlowEvents, truth_probe, truth_ca_state) of a sample, truth filtered to the flow's port."""
-    from hscc_trace import events, flows as capture
+    from hscc_trace import events
+    from hscc_trace import flows as capture
 
     cap = capture.load(str(SAMPLES / name / "capture.pcap"))
     fe = events.flow_events(cap, flow)
@@ -143,4 +180,3 @@ def load_sample(name: str, flow: int = 0):
     if "sport" in cs.columns:
         cs = cs.filter(pl.col("sport") == sport)
     return fe, tr, cs
-

@@ -11,14 +11,13 @@ import math
 
 import numpy as np
 import pytest
+from hook_harness import Hooks, ack_streams
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
+from replay_synth import MSS, ack, frame
 
 from hscc_trace.replay import engine
 from hscc_trace.replay import tp as T
-
-from hook_harness import Hooks, ack_streams
-from replay_synth import MSS, ack, frame
 
 
 def ca(loss: float, dwnd: float, **slots: float) -> Hooks:
@@ -103,14 +102,17 @@ def test_ctcp_dwnd_retreat_floored_at_zero():
     assert h["CWND"] == 100.0
 
 
-@pytest.mark.parametrize("source, diff, dwnd", [
-    # cwnd 150, dwnd 50, win 200; baseRTT 100 ms; the round's min sample 100 ms, srtt 125 ms.
-    # round_min: diff = 200·(1 − 0.1/0.1) = 0 < γ = 30 → dwnd += 0.125·200^0.75 − 1
-    #            = 0.125·53.1829590 − 1 = 6.6478699 − 1 = 5.6478699 → 55.6478699
-    # srtt:      diff = 200·(1 − 0.1/0.125) = 200·0.2 = 40 ≥ 30 → dwnd = 50 − 1·40 = 10
-    ("round_min", 0.0, 55.6478699),
-    ("srtt", 40.0, 10.0),
-])
+@pytest.mark.parametrize(
+    "source, diff, dwnd",
+    [
+        # cwnd 150, dwnd 50, win 200; baseRTT 100 ms; the round's min sample 100 ms, srtt 125 ms.
+        # round_min: diff = 200·(1 − 0.1/0.1) = 0 < γ = 30 → dwnd += 0.125·200^0.75 − 1
+        #            = 0.125·53.1829590 − 1 = 6.6478699 − 1 = 5.6478699 → 55.6478699
+        # srtt:      diff = 200·(1 − 0.1/0.125) = 200·0.2 = 40 ≥ 30 → dwnd = 50 − 1·40 = 10
+        ("round_min", 0.0, 55.6478699),
+        ("srtt", 40.0, 10.0),
+    ],
+)
 def test_ctcp_rtt_source_round_min_vs_srtt(source, diff, dwnd):
     h = ca(150.0, 50.0, rtt_source=source, SSTHRESH=50.0, base_rtt=0.1, rnd_min=0.1, rnd_n=3.0, SRTT=0.125)
     h.call("on_round_end")
@@ -194,11 +196,14 @@ def test_ctcp_gamma_autotune_moves_toward_three_quarters_diff_reno():
     assert h["gamma"] == 24.1875
 
 
-@pytest.mark.parametrize("gamma0, diff_reno, expected", [
-    (6.0, 0.5, 5.0),     # 0.75·6 + 0.25·0.75·0.5 = 4.5 + 0.09375 = 4.59375 → clamp 5
-    (30.0, 200.0, 30.0),  # 22.5 + 37.5 = 60 → clamp 30
-    (10.0, 20.0, 11.25),  # 7.5 + 3.75 = 11.25 (inside)
-])
+@pytest.mark.parametrize(
+    "gamma0, diff_reno, expected",
+    [
+        (6.0, 0.5, 5.0),  # 0.75·6 + 0.25·0.75·0.5 = 4.5 + 0.09375 = 4.59375 → clamp 5
+        (30.0, 200.0, 30.0),  # 22.5 + 37.5 = 60 → clamp 30
+        (10.0, 20.0, 11.25),  # 7.5 + 3.75 = 11.25 (inside)
+    ],
+)
 def test_ctcp_gamma_autotune_clamps(gamma0, diff_reno, expected):
     h = ca(100.0, 60.0, EVENT=float(T.EV_FAST_RETRANSMIT), gamma=gamma0, diff_reno=diff_reno, diff_reno_valid=1.0)
     h.call("ssthresh")
@@ -263,17 +268,41 @@ def test_ctcp_engine_sequence_loss_round_growth_and_retreat():
     #      cwnd 81.0483170/2 = 40.5241585, dwnd = 81.0483170·0.5 − 40.5241585 = 0
     flight = 100 * MSS
     dup = dict(acked_bytes=0, dupack=1, ack=0, snd_max=flight, outstanding=flight)
-    rows = [ack(rtt_s=0.1, **dup), ack(rtt_s=0.1, **dup), ack(rtt_s=0.1, **dup),
-            ack(rtt_s=None, state="recovery", cong_event="fast_retransmit", **dup),
-            ack(rtt_s=None, ack=MSS, snd_max=flight + MSS, outstanding=flight, round_end=True)]
+    rows = [
+        ack(rtt_s=0.1, **dup),
+        ack(rtt_s=0.1, **dup),
+        ack(rtt_s=0.1, **dup),
+        ack(rtt_s=None, state="recovery", cong_event="fast_retransmit", **dup),
+        ack(rtt_s=None, ack=MSS, snd_max=flight + MSS, outstanding=flight, round_end=True),
+    ]
     for i in range(3):
-        rows.append(ack(rtt_s=0.2, ack=(2 + i) * MSS, snd_max=flight + (2 + i) * MSS, outstanding=flight,
-                        round=1, round_end=i == 2))
-    rows.append(ack(rtt_s=None, acked_bytes=0, dupack=3, ack=4 * MSS, snd_max=flight + 4 * MSS, outstanding=flight,
-                    round=2, state="recovery", cong_event="fast_retransmit"))
+        rows.append(
+            ack(
+                rtt_s=0.2,
+                ack=(2 + i) * MSS,
+                snd_max=flight + (2 + i) * MSS,
+                outstanding=flight,
+                round=1,
+                round_end=i == 2,
+            )
+        )
+    rows.append(
+        ack(
+            rtt_s=None,
+            acked_bytes=0,
+            dupack=3,
+            ack=4 * MSS,
+            snd_max=flight + 4 * MSS,
+            outstanding=flight,
+            round=2,
+            state="recovery",
+            cong_event="fast_retransmit",
+        )
+    )
     out = next(iter(engine.replay(frame(rows), MSS, ["compound"], ["compound.iw=162"], compiled=False).values()))
     assert out["cwnd"].to_list() == pytest.approx(
-        [162, 162, 162, 81, 83.3869940, 83.3989863, 83.4109768, 81.0483170, 40.5241585], abs=1e-6)
+        [162, 162, 162, 81, 83.3869940, 83.3989863, 83.4109768, 81.0483170, 40.5241585], abs=1e-6
+    )
     assert out["dwnd"].to_list() == pytest.approx([0, 0, 0, 0, 2.375, 2.375, 2.375, 0, 0], abs=1e-12)
     assert out["diff"][7] == pytest.approx(41.7054884, abs=1e-6)
     assert out["diff_reno"][7] == pytest.approx(40.5179884, abs=1e-6)
@@ -287,9 +316,17 @@ def test_ctcp_engine_sequence_loss_round_growth_and_retreat():
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ack_streams(), hs.sampled_from(["rfc", "linux"]), hs.sampled_from([5, 41]))
 def test_ctcp_property_dwnd_nonnegative_zero_in_slow_start_and_until_above_low_window(df, flavor, low):
-    out = next(iter(engine.replay(df, MSS, ["compound"], [f"compound.flavor={flavor}",
-                                                          f"compound.low_window={low}", "compound.iw=60"],
-                                  compiled=False).values()))
+    out = next(
+        iter(
+            engine.replay(
+                df,
+                MSS,
+                ["compound"],
+                [f"compound.flavor={flavor}", f"compound.low_window={low}", "compound.iw=60"],
+                compiled=False,
+            ).values()
+        )
+    )
     dwnd = out["dwnd"].to_numpy()
     loss = out["cwnd_loss"].to_numpy()
     cwnd = out["cwnd"].to_numpy()

@@ -10,14 +10,13 @@ import math
 
 import numpy as np
 import pytest
+from hook_harness import Hooks, ack_streams
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
+from replay_synth import MSS, ack, frame
 
 from hscc_trace.replay import engine
 from hscc_trace.replay import tp as T
-
-from hook_harness import Hooks, ack_streams
-from replay_synth import MSS, ack, frame
 
 
 def ca(**slots: float) -> Hooks:
@@ -112,12 +111,15 @@ def test_fusion_rtt_source_round_min_falls_back_to_last_sample():
 # --- §II-C: W_inc from the Westwood+ estimate -------------------------------------------------------
 
 
-@pytest.mark.parametrize("bw_bytes_s, mss, w_inc", [
-    (15e6, 1500, 10.0),   # 120 Mbit/s with 1500-byte packets: the paper's B/12 Mbps = 10 packets
-    (1.5e6, 1500, 1.0),   # 12 Mbit/s → 1 packet
-    (1.5e6, 1000, 1.5),   # 1.5e6 B/s · 1 ms / 1000 B = 1.5 packets
-    (0.75e6, 1500, 1.0),  # 6 Mbit/s → 0.5 packets, floored at 1 (ALGORITHMS.md)
-])
+@pytest.mark.parametrize(
+    "bw_bytes_s, mss, w_inc",
+    [
+        (15e6, 1500, 10.0),  # 120 Mbit/s with 1500-byte packets: the paper's B/12 Mbps = 10 packets
+        (1.5e6, 1500, 1.0),  # 12 Mbit/s → 1 packet
+        (1.5e6, 1000, 1.5),  # 1.5e6 B/s · 1 ms / 1000 B = 1.5 packets
+        (0.75e6, 1500, 1.0),  # 6 Mbit/s → 0.5 packets, floored at 1 (ALGORITHMS.md)
+    ],
+)
 def test_fusion_winc_is_bandwidth_times_1ms_over_mss_at_least_1(bw_bytes_s, mss, w_inc):
     # The Westwood+ sampling window began at t = 0.9 s with bw_bytes_s·0.1 bytes acknowledged;
     # this ACK at t = 1.0 s (RTT 50 ms, so the window max(RTT, 50 ms) has passed) closes it:
@@ -214,10 +216,18 @@ def test_fusion_engine_sequence_loss_then_increase_decrease_steady():
     flight = 100 * MSS
     t = [0, 1, 2, 108, 109, 110]
     rows = [
-        ack(acked_bytes=0, sacked_bytes=40 * MSS, dupack=1, rtt_s=0.100, ack=0, snd_max=flight,
-            outstanding=flight),
-        ack(acked_bytes=0, sacked_bytes=40 * MSS, dupack=3, rtt_s=0.125, ack=0, snd_max=flight,
-            outstanding=flight, state="recovery", cong_event="fast_retransmit"),
+        ack(acked_bytes=0, sacked_bytes=40 * MSS, dupack=1, rtt_s=0.100, ack=0, snd_max=flight, outstanding=flight),
+        ack(
+            acked_bytes=0,
+            sacked_bytes=40 * MSS,
+            dupack=3,
+            rtt_s=0.125,
+            ack=0,
+            snd_max=flight,
+            outstanding=flight,
+            state="recovery",
+            cong_event="fast_retransmit",
+        ),
         ack(acked_bytes=MSS, rtt_s=0.100, ack=MSS, snd_max=flight + MSS, outstanding=flight),
         ack(acked_bytes=MSS, rtt_s=0.100, ack=2 * MSS, snd_max=flight + 2 * MSS, outstanding=flight),
         ack(acked_bytes=MSS, rtt_s=0.150, ack=3 * MSS, snd_max=flight + 3 * MSS, outstanding=flight),
@@ -225,12 +235,15 @@ def test_fusion_engine_sequence_loss_then_increase_decrease_steady():
     ]
     for r, ms in zip(rows, t):
         r["ts_ns"] = 1_000_000_000 + ms * 1_000_000
-    out = next(iter(engine.replay(frame(rows), MSS, ["fusion"], ["fusion.iw=100", "fusion.dwinc=0.016"],
-                                  compiled=False).values()))
-    assert out["cwnd"].to_list() == pytest.approx(
-        [100.0, 80.0, 80.0125, 80.1624766, 79.8558099, 79.8558099], abs=1e-7)
-    assert out["reno_cwnd"].to_list()[1:] == pytest.approx(
-        [50.0, 50.02, 50.0399920, 50.0599760, 50.0799521], abs=1e-7)
+    out = next(
+        iter(
+            engine.replay(
+                frame(rows), MSS, ["fusion"], ["fusion.iw=100", "fusion.dwinc=0.016"], compiled=False
+            ).values()
+        )
+    )
+    assert out["cwnd"].to_list() == pytest.approx([100.0, 80.0, 80.0125, 80.1624766, 79.8558099, 79.8558099], abs=1e-7)
+    assert out["reno_cwnd"].to_list()[1:] == pytest.approx([50.0, 50.02, 50.0399920, 50.0599760, 50.0799521], abs=1e-7)
     assert out["phase"].to_list()[2:] == ["increase", "increase", "decrease", "steady"]
     assert out["w_inc"].to_list()[2:] == pytest.approx([1.0, 12.0, 12.0, 12.0], abs=1e-9)
     assert out["B"][3] == pytest.approx(6_000_000.0, abs=1e-3)  # bit/s

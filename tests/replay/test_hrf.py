@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from hook_harness import Hooks
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
+from replay_synth import MSS, ack, frame
 
 from hscc_trace.replay import engine
 from hscc_trace.replay import tp as T
-
-from hook_harness import Hooks
-from replay_synth import MSS, ack, frame
 
 
 def ca(name: str = "hrf", cwnd: float = 200.0, **kw: float) -> Hooks:
@@ -58,7 +57,7 @@ def test_hrf_switches_cr_to_ci_when_queue_appears():
     h = ca(tol=0.0009765625, MIN_RTT=0.0625, RTT=thr)
     h.call("cong_avoid", 1.0)
     assert h["mode"] == 0.0 and h["queue"] == 0.0
-    h.set(RTT=thr + 2.0 ** -20)
+    h.set(RTT=thr + 2.0**-20)
     h.call("cong_avoid", 1.0)
     assert h["mode"] == 1.0 and h["queue"] == 1.0
     h.set(RTT=0.0625)  # queue drained: back to CR
@@ -138,34 +137,46 @@ def test_hrf_rto_uses_reno_ssthresh():
     assert h.call("ssthresh") == 5.5
 
 
-@pytest.mark.parametrize("row, after_loss, cwnd2, mode2, inc2, cwnd3, mode3, inc3", [
-    # RTTref 40 ms (k = 625 s⁻²) on a path with RTTmin = 100 ms ≠ RTTref, so the modes differ:
-    #   CR without queue (RTT 100 ms): k·RTT² = 625·0.01 = 6.25 per RTT
-    #   CI without queue (eq. 14 with s/B = 0): k′ = 1/0.04 = 25, k′·RTT = 25·0.1 = 2.5 per RTT
-    #   CR with queue (RTT 150 ms): 625·0.0225 = 14.0625 per RTT
-    #   CI with queue (RTT 150 ms, qdelay 50 ms): k′ = 1/(0.04 + 0.05) = 11.1111111, ·0.15 = 1.6666667
-    #   Reno: 1 per RTT
-    # iw 100. ACK0 dup RTT 100 ms (RTTmin 0.1); ACK1 fast retransmit RTT 125 ms:
-    #   westwood eq. (17): max(100·0.1/0.125, 50) = 80; reno eq. (4): 50 (rfc: cwnd = ssthresh).
-    # ACK2 1 packet, RTT 100 ms (no queue), ACK3 1 packet, RTT 150 ms (queue); per ACK inc/cwnd:
-    # hrf (W+CR+CI): 80 + 6.25/80 = 80.078125; + 1.6666667/80.078125 = +0.0208130 → 80.0989380
-    ("hrf", 80.0, 80.078125, "CR", 6.25, 80.0989380, "CI", 1.6666667),
-    # W+CR+Reno: 80.078125; + 1/80.078125 = +0.0124878 → 80.0906128
-    ("hrf-w-cr-reno", 80.0, 80.078125, "CR", 6.25, 80.0906128, "Reno", 1.0),
-    # W+CR+CR: 80.078125; + 14.0625/80.078125 = +0.1756098 → 80.2537348
-    ("hrf-w-cr-cr", 80.0, 80.078125, "CR", 6.25, 80.2537348, "CR", 14.0625),
-    # CR row (halving): 50 + 6.25/50 = 50.125; + 14.0625/50.125 = +0.2805486 → 50.4055486
-    ("hrf-cr", 50.0, 50.125, "CR", 6.25, 50.4055486, "CR", 14.0625),
-    # CI row (halving): 50 + 2.5/50 = 50.05; + 1.6666667/50.05 = +0.0333000 → 50.0833000
-    ("hrf-ci", 50.0, 50.05, "CI", 2.5, 50.0833000, "CI", 1.6666667),
-])
-def test_hrf_engine_sequence_rows_differ_when_rttmin_is_not_rttref(row, after_loss, cwnd2, mode2, inc2, cwnd3,
-                                                                   mode3, inc3):
+@pytest.mark.parametrize(
+    "row, after_loss, cwnd2, mode2, inc2, cwnd3, mode3, inc3",
+    [
+        # RTTref 40 ms (k = 625 s⁻²) on a path with RTTmin = 100 ms ≠ RTTref, so the modes differ:
+        #   CR without queue (RTT 100 ms): k·RTT² = 625·0.01 = 6.25 per RTT
+        #   CI without queue (eq. 14 with s/B = 0): k′ = 1/0.04 = 25, k′·RTT = 25·0.1 = 2.5 per RTT
+        #   CR with queue (RTT 150 ms): 625·0.0225 = 14.0625 per RTT
+        #   CI with queue (RTT 150 ms, qdelay 50 ms): k′ = 1/(0.04 + 0.05) = 11.1111111, ·0.15 = 1.6666667
+        #   Reno: 1 per RTT
+        # iw 100. ACK0 dup RTT 100 ms (RTTmin 0.1); ACK1 fast retransmit RTT 125 ms:
+        #   westwood eq. (17): max(100·0.1/0.125, 50) = 80; reno eq. (4): 50 (rfc: cwnd = ssthresh).
+        # ACK2 1 packet, RTT 100 ms (no queue), ACK3 1 packet, RTT 150 ms (queue); per ACK inc/cwnd:
+        # hrf (W+CR+CI): 80 + 6.25/80 = 80.078125; + 1.6666667/80.078125 = +0.0208130 → 80.0989380
+        ("hrf", 80.0, 80.078125, "CR", 6.25, 80.0989380, "CI", 1.6666667),
+        # W+CR+Reno: 80.078125; + 1/80.078125 = +0.0124878 → 80.0906128
+        ("hrf-w-cr-reno", 80.0, 80.078125, "CR", 6.25, 80.0906128, "Reno", 1.0),
+        # W+CR+CR: 80.078125; + 14.0625/80.078125 = +0.1756098 → 80.2537348
+        ("hrf-w-cr-cr", 80.0, 80.078125, "CR", 6.25, 80.2537348, "CR", 14.0625),
+        # CR row (halving): 50 + 6.25/50 = 50.125; + 14.0625/50.125 = +0.2805486 → 50.4055486
+        ("hrf-cr", 50.0, 50.125, "CR", 6.25, 50.4055486, "CR", 14.0625),
+        # CI row (halving): 50 + 2.5/50 = 50.05; + 1.6666667/50.05 = +0.0333000 → 50.0833000
+        ("hrf-ci", 50.0, 50.05, "CI", 2.5, 50.0833000, "CI", 1.6666667),
+    ],
+)
+def test_hrf_engine_sequence_rows_differ_when_rttmin_is_not_rttref(
+    row, after_loss, cwnd2, mode2, inc2, cwnd3, mode3, inc3
+):
     flight = 100 * MSS
     rows = [
         ack(acked_bytes=0, dupack=1, rtt_s=0.100, ack=0, snd_max=flight, outstanding=flight),
-        ack(acked_bytes=0, dupack=3, rtt_s=0.125, ack=0, snd_max=flight, outstanding=flight,
-            state="recovery", cong_event="fast_retransmit"),
+        ack(
+            acked_bytes=0,
+            dupack=3,
+            rtt_s=0.125,
+            ack=0,
+            snd_max=flight,
+            outstanding=flight,
+            state="recovery",
+            cong_event="fast_retransmit",
+        ),
         ack(rtt_s=0.100, ack=MSS, snd_max=flight + MSS, outstanding=flight),
         ack(rtt_s=0.150, ack=2 * MSS, snd_max=flight + 2 * MSS, outstanding=flight),
     ]
@@ -180,12 +191,23 @@ def test_hrf_engine_sequence_rows_differ_when_rttmin_is_not_rttref(row, after_lo
 def test_hrf_property_ci_exactly_when_queue_appears(rtts, tol):
     """Through the engine, in congestion avoidance: mode is CI iff RTT > RTTmin + tol."""
     flight = 50 * MSS
-    rows = [ack(acked_bytes=0, dupack=3, rtt_s=None, ack=0, snd_max=flight, outstanding=flight,
-                state="recovery", cong_event="fast_retransmit")]
+    rows = [
+        ack(
+            acked_bytes=0,
+            dupack=3,
+            rtt_s=None,
+            ack=0,
+            snd_max=flight,
+            outstanding=flight,
+            state="recovery",
+            cong_event="fast_retransmit",
+        )
+    ]
     for i, r in enumerate(rtts):
         rows.append(ack(rtt_s=r, ack=(i + 1) * MSS, snd_max=flight + (i + 1) * MSS, outstanding=flight))
-    out = next(iter(engine.replay(frame(rows), MSS, ["hrf"], ["hrf.iw=100", f"hrf.tol={tol!r}"],
-                                  compiled=False).values()))
+    out = next(
+        iter(engine.replay(frame(rows), MSS, ["hrf"], ["hrf.iw=100", f"hrf.tol={tol!r}"], compiled=False).values())
+    )
     rmin = np.minimum.accumulate(np.array(rtts))
     expect = np.where(np.array(rtts) > rmin + tol, "CI", "CR")
     assert out["mode"].to_list()[1:] == expect.tolist()

@@ -21,8 +21,17 @@ from hscc_trace import api
 from hscc_trace.replay import engine
 
 ROOT = Path(__file__).resolve().parents[2]
-ALGOS = ["fusion", "compound", "hrf", "hrf-cr", "hrf-ci", "hrf-w-cr-reno", "hrf-w-cr-cr",
-         "kyushu+highspeed", "kyushu+cubic"]
+ALGOS = [
+    "fusion",
+    "compound",
+    "hrf",
+    "hrf-cr",
+    "hrf-ci",
+    "hrf-w-cr-reno",
+    "hrf-w-cr-cr",
+    "kyushu+highspeed",
+    "kyushu+cubic",
+]
 
 
 @pytest.fixture(scope="module")
@@ -67,8 +76,7 @@ def test_hybrid_samples_windows_finite_positive_and_bounded(flows, replays, algo
                 v = f[c].drop_nulls().to_numpy()
                 assert np.all(np.isfinite(v)), (key, c)
         # not absurd: no more than iw + 10 packets of window per packet ever delivered
-        delivered = ((ev.acks["acked_bytes"].clip(0) + ev.acks["sacked_bytes"].clip(0)).cum_sum()
-                     / ev.mss).to_numpy()
+        delivered = ((ev.acks["acked_bytes"].clip(0) + ev.acks["sacked_bytes"].clip(0)).cum_sum() / ev.mss).to_numpy()
         assert np.all(cwnd <= 10 + 10 * delivered + 1e-6), key
 
 
@@ -139,8 +147,17 @@ def test_hybrid_samples_kyushu_invariants(replays):
     assert held_any > 0  # the non-aggressive period engages on real traces
 
 
-@pytest.mark.parametrize("name, page", [("fusion", "fusion"), ("compound", "compound"), ("hrf", "hrf"),
-                                        ("hrf-cr", "hrf"), ("hrf-w-cr-cr", "hrf"), ("kyushu", "kyushu")])
+@pytest.mark.parametrize(
+    "name, page",
+    [
+        ("fusion", "fusion"),
+        ("compound", "compound"),
+        ("hrf", "hrf"),
+        ("hrf-cr", "hrf"),
+        ("hrf-w-cr-cr", "hrf"),
+        ("kyushu", "kyushu"),
+    ],
+)
 def test_docs_pages_list_every_parameter_and_signal(name, page):
     """docs/algorithms/<page>.md documents each parameter (with its default) and each signal."""
     from hscc_trace.replay import registry

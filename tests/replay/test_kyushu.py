@@ -15,10 +15,9 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
+from replay_synth import MSS, ack, frame
 
 from hscc_trace.replay import engine
-
-from replay_synth import MSS, ack, frame
 
 
 def stream(steps: list[tuple[str, int, int]]) -> pl.DataFrame:
@@ -31,8 +30,17 @@ def stream(steps: list[tuple[str, int, int]]) -> pl.DataFrame:
         acked += n * MSS
         state = {"ack": "open", "fr": "recovery", "rec": "recovery", "rto": "loss"}[kind]
         ev = {"fr": "fast_retransmit", "rto": "rto"}.get(kind)
-        rows.append(ack(ack=acked, acked_bytes=n * MSS, dupack=0 if n else 3, snd_max=acked + out * MSS,
-                        outstanding=out * MSS, state=state, cong_event=ev))
+        rows.append(
+            ack(
+                ack=acked,
+                acked_bytes=n * MSS,
+                dupack=0 if n else 3,
+                snd_max=acked + out * MSS,
+                outstanding=out * MSS,
+                state=state,
+                cong_event=ev,
+            )
+        )
     return frame(rows)
 
 
@@ -54,7 +62,8 @@ def test_kyushu_holds_at_w2_for_tc2_w2_packets():
     steps = [("fr", 0, 100)] + [("ack", 100, 100)] * 3 + [("ack", 10, 100)] * 7
     f = run("kyushu+newreno", steps, "iw=100", "reduction_ratio=0.55", "engage_above=0")
     assert f["cwnd"].to_list() == pytest.approx(
-        [50, 52, 53.9230769, 55, 55, 55, 55, 55, 55, 55.1818182, 55.3630373], abs=1e-7)
+        [50, 52, 53.9230769, 55, 55, 55, 55, 55, 55, 55.1818182, 55.3630373], abs=1e-7
+    )
     assert f["non_aggressive"].to_list() == [False] * 3 + [True] * 6 + [False] * 2
     assert f["sent_in_period"].to_list()[3:10] == [0, 10, 20, 30, 40, 50, 60]
     assert f["w1"][0] == 100 and f["w2"][0] == pytest.approx(55) and f["Tc"][0] == 1
@@ -70,11 +79,11 @@ def test_kyushu_second_fast_retransmit_quadruples_period():
     # ACK5 n=100: 29 + 100/29 = 32.4482759 ≥ 30.012 → held at 30.012 (sent 0)
     # ACK6-8 n=40: sent 40, 80, 120 ≤ 120.048 → 30.012
     # ACK9 n=40: sent 160 > 120.048 → 30.012 + 40/30.012 = 31.3448002
-    steps = ([("fr", 0, 100), ("ack", 1, 100), ("fr", 0, 40)] + [("ack", 100, 40)] * 3
-             + [("ack", 40, 40)] * 4)
+    steps = [("fr", 0, 100), ("ack", 1, 100), ("fr", 0, 40)] + [("ack", 100, 40)] * 3 + [("ack", 40, 40)] * 4
     f = run("kyushu+newreno", steps, "iw=100", "reduction_ratio=0.6", "engage_above=0")
     assert f["cwnd"].to_list() == pytest.approx(
-        [50, 50.02, 20, 25, 29, 30.012, 30.012, 30.012, 30.012, 31.3448002], abs=1e-7)
+        [50, 50.02, 20, 25, 29, 30.012, 30.012, 30.012, 30.012, 31.3448002], abs=1e-7
+    )
     assert f["Tc"].to_list() == [1, 1] + [2] * 8
     assert f["B_ktcp"][2] == pytest.approx(120.048)
     assert f["non_aggressive"].to_list() == [False] * 5 + [True] * 4 + [False]
@@ -146,7 +155,8 @@ def test_kyushu_over_cubic_holds_at_w2():
     # until more than 90 packets were sent (n = 10 per ACK: 9 held ACKs after the one that reached it).
     steps = [("fr", 0, 100)] + [("ack", 10, 100)] * 200
     rows = stream(steps).with_columns(
-        (pl.int_range(0, pl.len(), dtype=pl.Int64) * 10_000_000 + 1_000_000_000).alias("ts_ns"))  # 10 ms apart
+        (pl.int_range(0, pl.len(), dtype=pl.Int64) * 10_000_000 + 1_000_000_000).alias("ts_ns")
+    )  # 10 ms apart
     f = next(iter(engine.replay(rows, MSS, ["kyushu+cubic"], ["kyushu+cubic.iw=100"], compiled=False).values()))
     assert f["cwnd"][0] == pytest.approx(70.0)
     assert (f["w1"][0], f["w2"][0], f["B_ktcp"][0]) == (100, 90, 90)
@@ -184,8 +194,11 @@ def loss_streams(draw: Any) -> list[tuple[str, int, int]]:
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(loss_streams(), hs.sampled_from(["kyushu+newreno", "kyushu+highspeed", "kyushu+cubic"]),
-       hs.sampled_from([0.5, 0.7, 0.9]))
+@given(
+    loss_streams(),
+    hs.sampled_from(["kyushu+newreno", "kyushu+highspeed", "kyushu+cubic"]),
+    hs.sampled_from([0.5, 0.7, 0.9]),
+)
 def test_kyushu_property_holds_at_w2_for_tc2_w2_packets(steps, algo, ratio):
     iw = steps[0][2]
     f = run(algo, steps, f"iw={iw}", f"reduction_ratio={ratio}", "engage_above=0")
@@ -216,28 +229,31 @@ def test_kyushu_linux_flavor_w2_whole_packets():
 HOLD_STEPS = [("fr", 0, 100)] + [("ack", 100, 100)] * 3 + [("ack", 10, 100)] * 7
 
 
-@pytest.mark.parametrize("base, cwnd, held", [
-    # iw 100, α = 0.55 (w2 = 55), engage_above = 0, the stream of the first test.
-    # newreno (rfc): min(100, 100)/2 = 50; +100/cwnd: 52, 53.9230769, 55.7775705 → held at 55 for
-    # B = 1²·55 packets (ACK3-8), released on ACK9: 55.1818182, 55.3630373 (first test).
-    ("newreno", [50, 52, 53.9230769, 55, 55, 55, 55, 55, 55, 55.1818182, 55.3630373], [3, 4, 5, 6, 7, 8]),
-    # reno (linux): ssthresh = 100 >> 1 = 50; ACK0 delivers nothing, so PRR leaves cwnd at 100 in
-    # that row; ACK1 exit → 50, tcp_cong_avoid_ai(50, 100): cnt 100 → +2, cnt 0 → 52;
-    # ACK2: cnt 100 → +⌊100/52⌋ = 1, cnt 48 → 53; ACK3: cnt 148 → +⌊148/53⌋ = 2, cnt 42 → 55 ≥ w2 =
-    # ⌊55.0⌋ = 55 → held (ACK3-8, sent 0..50 ≤ 55); ACK9 sent 60 > 55: cnt 42 + 10 = 52 < 55 → 55;
-    # ACK10: cnt 62 ≥ 55 → 56, cnt 7.
-    ("reno", [100, 52, 53, 55, 55, 55, 55, 55, 55, 55, 56], [3, 4, 5, 6, 7, 8]),
-    # highspeed (rfc): b(100) = 0.5 − 0.4·ln(100/38)/ln(83000/38) = 0.5 − 0.4·0.9675840/7.6890097
-    #   = 0.4496640 → ssthresh = 100·0.5503360 = 55.0335950 > w2 = 55: already above w2, no hold.
-    #   ACK1: b(55.0335950) = 0.5 − 0.4·0.3703577/7.6890097 = 0.4807331, 2b/(2 − b) = 0.6328488,
-    #   a = 0.078·55.0335950^0.8·0.6328488 = 0.078·24.6889322·0.6328488 = 1.2187003;
-    #   cwnd = 55.0335950 + 1.2187003·100/55.0335950 = 57.2480610; then likewise 59.4327931,
-    #   61.5896332, and +10-packet ACKs 61.8026926, 62.0154992, …
-    ("highspeed", [55.0335950, 57.2480610, 59.4327931, 61.5896332, 61.8026926, 62.0154992], []),
-])
+@pytest.mark.parametrize(
+    "base, cwnd, held",
+    [
+        # iw 100, α = 0.55 (w2 = 55), engage_above = 0, the stream of the first test.
+        # newreno (rfc): min(100, 100)/2 = 50; +100/cwnd: 52, 53.9230769, 55.7775705 → held at 55 for
+        # B = 1²·55 packets (ACK3-8), released on ACK9: 55.1818182, 55.3630373 (first test).
+        ("newreno", [50, 52, 53.9230769, 55, 55, 55, 55, 55, 55, 55.1818182, 55.3630373], [3, 4, 5, 6, 7, 8]),
+        # reno (linux): ssthresh = 100 >> 1 = 50; ACK0 delivers nothing, so PRR leaves cwnd at 100 in
+        # that row; ACK1 exit → 50, tcp_cong_avoid_ai(50, 100): cnt 100 → +2, cnt 0 → 52;
+        # ACK2: cnt 100 → +⌊100/52⌋ = 1, cnt 48 → 53; ACK3: cnt 148 → +⌊148/53⌋ = 2, cnt 42 → 55 ≥ w2 =
+        # ⌊55.0⌋ = 55 → held (ACK3-8, sent 0..50 ≤ 55); ACK9 sent 60 > 55: cnt 42 + 10 = 52 < 55 → 55;
+        # ACK10: cnt 62 ≥ 55 → 56, cnt 7.
+        ("reno", [100, 52, 53, 55, 55, 55, 55, 55, 55, 55, 56], [3, 4, 5, 6, 7, 8]),
+        # highspeed (rfc): b(100) = 0.5 − 0.4·ln(100/38)/ln(83000/38) = 0.5 − 0.4·0.9675840/7.6890097
+        #   = 0.4496640 → ssthresh = 100·0.5503360 = 55.0335950 > w2 = 55: already above w2, no hold.
+        #   ACK1: b(55.0335950) = 0.5 − 0.4·0.3703577/7.6890097 = 0.4807331, 2b/(2 − b) = 0.6328488,
+        #   a = 0.078·55.0335950^0.8·0.6328488 = 0.078·24.6889322·0.6328488 = 1.2187003;
+        #   cwnd = 55.0335950 + 1.2187003·100/55.0335950 = 57.2480610; then likewise 59.4327931,
+        #   61.5896332, and +10-packet ACKs 61.8026926, 62.0154992, …
+        ("highspeed", [55.0335950, 57.2480610, 59.4327931, 61.5896332, 61.8026926, 62.0154992], []),
+    ],
+)
 def test_kyushu_over_bases_gives_each_base_its_own_window(base, cwnd, held):
     f = run(f"kyushu+{base}", HOLD_STEPS, "iw=100", "reduction_ratio=0.55", "engage_above=0")
-    assert f["cwnd"].to_list()[:len(cwnd)] == pytest.approx(cwnd, abs=1e-6)
+    assert f["cwnd"].to_list()[: len(cwnd)] == pytest.approx(cwnd, abs=1e-6)
     assert [i for i, v in enumerate(f["non_aggressive"].to_list()) if v] == held
     assert f["w1"][0] == 100 and f["w2"][0] == pytest.approx(55.0)
 

@@ -9,15 +9,15 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from hscc_trace.replay.algorithms import cubic as CU
-from hscc_trace.replay import engine, helpers as H
-from hscc_trace.replay.algorithms import highspeed as HS
-from hscc_trace.replay import tp as T
-from hscc_trace.replay._jit import pure
-
 from hook_harness import Hooks
 from replay_synth import MSS, stream
+
+from hscc_trace.replay import engine
+from hscc_trace.replay import helpers as H
+from hscc_trace.replay import tp as T
+from hscc_trace.replay._jit import pure
+from hscc_trace.replay.algorithms import cubic as CU
+from hscc_trace.replay.algorithms import highspeed as HS
 
 # --- HighSpeed (RFC 3649) ------------------------------------------------------------------------
 
@@ -29,12 +29,26 @@ def a_b(w):
     return a_of_w(w, 38.0, 83000.0, 1e-7, 0.1, False), b_of_w(w, 38.0, 83000.0, 0.1)
 
 
-@pytest.mark.parametrize("w,a,b", [
-    # RFC 3649 Appendix B: the window at which a(w) reaches each integer, with b(w).
-    (38, 1, 0.50), (118, 2, 0.44), (221, 3, 0.41), (347, 4, 0.38), (495, 5, 0.37), (663, 6, 0.35),
-    (851, 7, 0.34), (1058, 8, 0.33), (1284, 9, 0.32), (2076, 12, 0.29), (5036, 20, 0.25),
-    (10661, 30, 0.21), (24402, 45, 0.16), (84035, 71, 0.10),
-])
+@pytest.mark.parametrize(
+    "w,a,b",
+    [
+        # RFC 3649 Appendix B: the window at which a(w) reaches each integer, with b(w).
+        (38, 1, 0.50),
+        (118, 2, 0.44),
+        (221, 3, 0.41),
+        (347, 4, 0.38),
+        (495, 5, 0.37),
+        (663, 6, 0.35),
+        (851, 7, 0.34),
+        (1058, 8, 0.33),
+        (1284, 9, 0.32),
+        (2076, 12, 0.29),
+        (5036, 20, 0.25),
+        (10661, 30, 0.21),
+        (24402, 45, 0.16),
+        (84035, 71, 0.10),
+    ],
+)
 def test_highspeed_rfc3649_table(w, a, b):
     got_a, got_b = a_b(w)
     assert got_a == pytest.approx(a, abs=0.05 if w < 50000 else 0.1)
@@ -54,22 +68,25 @@ def test_highspeed_reno_below_low_window():
     assert a_b(10.0) == (1.0, 0.5)
 
 
-@pytest.mark.parametrize("response, expected", [
-    # RFC 3649 §5 by hand at w = 1000 (Low_Window 38, High_Window 83000, High_P 1e-7, High_Decrease 0.1):
-    #   ln 1000 = 6.9077553, ln 38 = 3.6375862, ln 83000 = 11.3265959
-    #   b = (0.1 − 0.5)·(6.9077553 − 3.6375862)/(11.3265959 − 3.6375862) + 0.5
-    #     = −0.4·3.2701691/7.6890097 + 0.5 = −0.4·0.4253043 + 0.5 = 0.3298783
-    #   2b/(2 − b) = 0.6597565/1.6701217 = 0.3950350
-    # table: p = 0.078/1000^1.2 = 0.078/3981.0717 = 1.9592714e-5; w²·p = 19.592714
-    #   a = 19.592714·0.3950350 = 7.7398078; ACK of 2: 2·7.7398078/1000 = 0.0154796 → 1000.0154796
-    # exact: Low_P = (1.2/38)² = 9.9722992e-4; S = (ln 83000 − ln 38)/(ln 1e-7 − ln Low_P)
-    #   = 7.6890097/(−16.1180957 + 6.9105292) = 7.6890097/(−9.2075665) = −0.8350751
-    #   p = Low_P·(1000/38)^(1/S) = 9.9722992e-4·26.3157895^(−1.1974970) = 1.9865081e-5
-    #   a = 19.865081·0.3950350 = 7.8474024; ACK of 2: 0.0156948 → 1000.0156948
-    # (Reno would add 2/1000 = 0.002 → 1000.002)
-    ("table", 1000.0154796),
-    ("exact", 1000.0156948),
-])
+@pytest.mark.parametrize(
+    "response, expected",
+    [
+        # RFC 3649 §5 by hand at w = 1000 (Low_Window 38, High_Window 83000, High_P 1e-7, High_Decrease 0.1):
+        #   ln 1000 = 6.9077553, ln 38 = 3.6375862, ln 83000 = 11.3265959
+        #   b = (0.1 − 0.5)·(6.9077553 − 3.6375862)/(11.3265959 − 3.6375862) + 0.5
+        #     = −0.4·3.2701691/7.6890097 + 0.5 = −0.4·0.4253043 + 0.5 = 0.3298783
+        #   2b/(2 − b) = 0.6597565/1.6701217 = 0.3950350
+        # table: p = 0.078/1000^1.2 = 0.078/3981.0717 = 1.9592714e-5; w²·p = 19.592714
+        #   a = 19.592714·0.3950350 = 7.7398078; ACK of 2: 2·7.7398078/1000 = 0.0154796 → 1000.0154796
+        # exact: Low_P = (1.2/38)² = 9.9722992e-4; S = (ln 83000 − ln 38)/(ln 1e-7 − ln Low_P)
+        #   = 7.6890097/(−16.1180957 + 6.9105292) = 7.6890097/(−9.2075665) = −0.8350751
+        #   p = Low_P·(1000/38)^(1/S) = 9.9722992e-4·26.3157895^(−1.1974970) = 1.9865081e-5
+        #   a = 19.865081·0.3950350 = 7.8474024; ACK of 2: 0.0156948 → 1000.0156948
+        # (Reno would add 2/1000 = 0.002 → 1000.002)
+        ("table", 1000.0154796),
+        ("exact", 1000.0156948),
+    ],
+)
 def test_highspeed_congestion_avoidance_increment_rfc(response, expected):
     h = Hooks("highspeed", response=response).set(CWND=1000.0, SSTHRESH=500.0)
     h.call("cong_avoid", 2.0)
@@ -111,8 +128,7 @@ def test_cubic_rfc_k_and_w_of_t():
     #   W_cubic(2) = 0.4·(2 − 4.21716)³ + 100 = 0.4·(−10.89922) + 100 = 95.64031 > W_est →
     #   concave: target = W_cubic(2 + 0.1) = 0.4·(−2.11716)³ + 100 = 0.4·(−9.48992) + 100 = 96.20403
     #   (inside [cwnd, 1.5·cwnd]); cwnd = 70.00756 + 26.19647/70.00756 = 70.38176.
-    specs = [{"a": 0, "t": 0.0, "state": "recovery", "event": "fast_retransmit"},
-             {"t": 0.01}, {"t": 2.01}]
+    specs = [{"a": 0, "t": 0.0, "state": "recovery", "event": "fast_retransmit"}, {"t": 0.01}, {"t": 2.01}]
     out = next(iter(engine.replay(stream(specs), MSS, ["cubic"], ["cubic.iw=100"]).values()))
     assert out["W_max"].to_list() == [100.0, 100.0, 100.0]
     assert out["ssthresh"][0] == pytest.approx(70.0)
@@ -135,12 +151,15 @@ def test_cubic_rfc_fast_convergence():
     assert h["w_max"] == 80.0
 
 
-@pytest.mark.parametrize("cwnd, flight, expected", [
-    # RFC 9438 §4.6: ssthresh = max(flight_size·β, 2), β = 0.7, flight_size = min(trace flight, cwnd)
-    (11.0, 100.0, 7.7),   # trace flight 100 > replayed 11: 11·0.7 = 7.7 (the trace's 100 gave 70)
-    (80.0, 40.0, 28.0),   # application-limited: 40·0.7 = 28 (cwnd·β would be 56)
-    (2.0, 100.0, 2.0),    # 2·0.7 = 1.4 → floor 2
-])
+@pytest.mark.parametrize(
+    "cwnd, flight, expected",
+    [
+        # RFC 9438 §4.6: ssthresh = max(flight_size·β, 2), β = 0.7, flight_size = min(trace flight, cwnd)
+        (11.0, 100.0, 7.7),  # trace flight 100 > replayed 11: 11·0.7 = 7.7 (the trace's 100 gave 70)
+        (80.0, 40.0, 28.0),  # application-limited: 40·0.7 = 28 (cwnd·β would be 56)
+        (2.0, 100.0, 2.0),  # 2·0.7 = 1.4 → floor 2
+    ],
+)
 def test_cubic_rfc_ssthresh_flightsize_is_min_of_trace_flight_and_replayed_cwnd(cwnd, flight, expected):
     h = Hooks("cubic").set(CWND=cwnd, FLIGHT=flight)
     assert h.call("ssthresh") == pytest.approx(expected, abs=1e-12)

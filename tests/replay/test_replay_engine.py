@@ -14,13 +14,13 @@ import polars as pl
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
+from replay_synth import MSS, rich, stream
 
 from hscc_trace.errors import InputError
-from hscc_trace.replay import _jit, compile as C, engine, registry
+from hscc_trace.replay import _jit, engine, registry
+from hscc_trace.replay import compile as C
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.registry import RegistrationError
-
-from replay_synth import MSS, rich, stream
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -52,9 +52,14 @@ def _fake_module(**attrs) -> types.ModuleType:
 
 
 def _algo(**kw) -> Algorithm:
-    base = dict(name="fake", summary="s", citation="c", state=("x",),
-                params=(Param("k", "packets", 1.0, "src", "doc"),),
-                signals=(Signal("x", "x", "packets", "doc"),))
+    base = dict(
+        name="fake",
+        summary="s",
+        citation="c",
+        state=("x",),
+        params=(Param("k", "packets", 1.0, "src", "doc"),),
+        signals=(Signal("x", "x", "packets", "doc"),),
+    )
     base.update(kw)
     return Algorithm(**base)
 
@@ -107,16 +112,19 @@ def test_param_override_parsing_and_labels():
     assert p[0] == 0.5 and p[4] == 0.0  # C, hystart (bool → 0)
 
 
-@pytest.mark.parametrize("items,msg", [
-    (["cubic.C=abc"], "parameter cubic.C: 'abc' is not a number"),
-    (["cubic.flavor=bsd"], "not one of rfc, linux"),
-    (["cubic.nope=1"], "unknown parameter cubic.nope"),
-    (["reno.L=1"], "algorithm 'reno' is not among --algo"),
-    (["cubic.C"], "expected algo.name=value"),
-    (["cubic.beta=2"], "above the maximum 1"),
-    (["cubic.hystart=maybe"], "not a boolean"),
-    (["cubic.C=nan"], "not a finite number"),
-])
+@pytest.mark.parametrize(
+    "items,msg",
+    [
+        (["cubic.C=abc"], "parameter cubic.C: 'abc' is not a number"),
+        (["cubic.flavor=bsd"], "not one of rfc, linux"),
+        (["cubic.nope=1"], "unknown parameter cubic.nope"),
+        (["reno.L=1"], "algorithm 'reno' is not among --algo"),
+        (["cubic.C"], "expected algo.name=value"),
+        (["cubic.beta=2"], "above the maximum 1"),
+        (["cubic.hystart=maybe"], "not a boolean"),
+        (["cubic.C=nan"], "not a finite number"),
+    ],
+)
 def test_param_errors_are_one_line_input_errors(items, msg):
     with pytest.raises(InputError, match=msg):
         registry.resolve_many(["cubic"], items)
@@ -263,12 +271,24 @@ def test_parity_compiled_vs_python_every_algorithm(rich_prep, flavor):
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(hs.lists(hs.fixed_dictionaries({
-    "a": hs.integers(0, 4), "s": hs.integers(0, 2), "F": hs.integers(1, 60),
-    "rtt": hs.one_of(hs.none(), hs.floats(0.01, 0.3)),
-    "state": hs.sampled_from(["open", "open", "open", "recovery", "loss"]),
-    "round_end": hs.booleans()}), min_size=1, max_size=60),
-    hs.sampled_from(["reno", "cubic", "vegas", "highspeed", "westwood"]), hs.sampled_from(["rfc", "linux"]))
+@given(
+    hs.lists(
+        hs.fixed_dictionaries(
+            {
+                "a": hs.integers(0, 4),
+                "s": hs.integers(0, 2),
+                "F": hs.integers(1, 60),
+                "rtt": hs.one_of(hs.none(), hs.floats(0.01, 0.3)),
+                "state": hs.sampled_from(["open", "open", "open", "recovery", "loss"]),
+                "round_end": hs.booleans(),
+            }
+        ),
+        min_size=1,
+        max_size=60,
+    ),
+    hs.sampled_from(["reno", "cubic", "vegas", "highspeed", "westwood"]),
+    hs.sampled_from(["rfc", "linux"]),
+)
 def test_property_parity_and_sane_windows(specs, name, flavor):
     prep = engine.prepare(stream(specs), MSS)
     r = registry.resolve(name, {"flavor": flavor})

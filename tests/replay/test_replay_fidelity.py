@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from replay_synth import SAMPLES, load_sample
 
 from hscc_trace.replay import engine, metrics
-
-from replay_synth import SAMPLES, load_sample
 
 RENO = [("reno-bdp", 0), ("reno-loss", 0), ("reno-vs-cubic", 0), ("rwnd-limited", 0), ("app-limited", 0)]
 CUBIC = [("cubic-loss", 0), ("cubic-longrtt", 0), ("reno-vs-cubic", 1)]
@@ -93,7 +92,13 @@ def test_parity_on_every_real_sample(name, flow):
     # (E's tests do the same for Fusion, Compound, HRF and Kyushu).
     fe, _, _ = sample(name, flow)
     prep = engine.prepare(fe.acks, fe.mss, fe.segments)
-    for algo, flavor in (("reno", "linux"), ("cubic", "linux"), ("newreno", "rfc"), ("vegas", "linux"),
-                         ("highspeed", "rfc"), ("westwood", "rfc")):
+    for algo, flavor in (
+        ("reno", "linux"),
+        ("cubic", "linux"),
+        ("newreno", "rfc"),
+        ("vegas", "linux"),
+        ("highspeed", "rfc"),
+        ("westwood", "rfc"),
+    ):
         r = engine.resolve(algo, {"flavor": flavor})
         assert engine.run(r, prep).equals(engine.run(r, prep, compiled=False)), f"{name} {r.label}"

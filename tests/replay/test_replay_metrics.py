@@ -25,10 +25,24 @@ def rounds() -> pl.DataFrame:
         (3, 300, 400, 5, 5, "rwnd", False),
         (4, 400, 500, 30, 30, "cwnd", True),
     ]
-    df = pl.DataFrame([{"round": r, "start_ns": s * MS, "end_ns": e * MS, "target_seq": 0,
-                        "peak_flight_bytes": f * MSS, "acked_bytes": a * MSS, "min_rtt_s": 0.1,
-                        "rwnd_bytes": 10**7, "limit": lim, "in_recovery": rec}
-                       for r, s, e, f, a, lim, rec in rows], schema=schema.polars_schema(schema.ROUNDS))
+    df = pl.DataFrame(
+        [
+            {
+                "round": r,
+                "start_ns": s * MS,
+                "end_ns": e * MS,
+                "target_seq": 0,
+                "peak_flight_bytes": f * MSS,
+                "acked_bytes": a * MSS,
+                "min_rtt_s": 0.1,
+                "rwnd_bytes": 10**7,
+                "limit": lim,
+                "in_recovery": rec,
+            }
+            for r, s, e, f, a, lim, rec in rows
+        ],
+        schema=schema.polars_schema(schema.ROUNDS),
+    )
     return df
 
 
@@ -40,13 +54,23 @@ def replay(values: list[float]) -> pl.DataFrame:
         ts += [(k * 100 + 50) * MS, (k * 100 + 100) * MS]
         cw += [99.0, v]
     n = len(ts)
-    return pl.DataFrame({"ts_ns": ts, "cwnd": cw, "ssthresh": [None] * n, "state": ["open"] * n},
-                        schema=schema.polars_schema(schema.REPLAY_BASE))
+    return pl.DataFrame(
+        {"ts_ns": ts, "cwnd": cw, "ssthresh": [None] * n, "state": ["open"] * n},
+        schema=schema.polars_schema(schema.REPLAY_BASE),
+    )
 
 
 def events() -> FlowEvents:
-    return FlowEvents(flow_id=3, sender_dir=0, mss=MSS, vantage="sender", segments=schema.empty(schema.SEGMENTS),
-                      acks=schema.empty(schema.ACKS), episodes=schema.empty(schema.EPISODES), rounds=rounds())
+    return FlowEvents(
+        flow_id=3,
+        sender_dir=0,
+        mss=MSS,
+        vantage="sender",
+        segments=schema.empty(schema.SEGMENTS),
+        acks=schema.empty(schema.ACKS),
+        episodes=schema.empty(schema.EPISODES),
+        rounds=rounds(),
+    )
 
 
 def test_fit_metrics_by_hand():
@@ -86,6 +110,7 @@ def test_truth_alignment_uses_snd_una():
     # snd_una 1000 reflects ACK 0; the one at 30.2 ms ACK 1; a probe whose snd_una matches
     # nothing is dropped (−1).
     acks = pl.DataFrame({"ts_ns": [10 * MS, 20 * MS, 30 * MS], "ack": [1000, 2000, 3000]})
-    truth = pl.DataFrame({"ts_ns": [20 * MS + 200_000, 30 * MS + 200_000, 30 * MS + 300_000],
-                          "snd_una": [1000, 2000, 777]})
+    truth = pl.DataFrame(
+        {"ts_ns": [20 * MS + 200_000, 30 * MS + 200_000, 30 * MS + 300_000], "snd_una": [1000, 2000, 777]}
+    )
     assert metrics.truth_alignment(acks, truth).tolist() == [0, 1, -1]

@@ -10,10 +10,9 @@ from __future__ import annotations
 import math
 
 import pytest
+from replay_synth import MSS, stream
 
 from hscc_trace.replay import engine
-
-from replay_synth import MSS, stream
 
 
 def run(specs, algo="reno", flight=100, **params):
@@ -61,8 +60,9 @@ def test_congestion_avoidance_rfc_increment():
     #       ssthresh = max(min(20, cwnd 20)/2, 2) = 10; rfc sets cwnd = ssthresh = 10.
     # ACK2: back to open, 5 packets acked: exit → cwnd = ssthresh = 10; then CA: 10 + 5/10 = 10.5.
     # ACK3: 1 packet: 10.5 + 1/10.5 = 10.595238…
-    out = run([{}, {"a": 0, "F": 20, "state": "recovery", "event": "fast_retransmit"}, {"a": 5}, {}],
-              algo="newreno", iw=19)
+    out = run(
+        [{}, {"a": 0, "F": 20, "state": "recovery", "event": "fast_retransmit"}, {"a": 5}, {}], algo="newreno", iw=19
+    )
     c = cw(out)
     assert c[:3] == [20.0, 10.0, 10.5]
     assert c[3] == pytest.approx(10.5 + 1 / 10.5, abs=1e-12)
@@ -95,16 +95,18 @@ def test_loss_halving_linux_ssthresh_from_cwnd():
 
 
 @pytest.mark.parametrize("algo", ["reno", "newreno"])
-@pytest.mark.parametrize("iw, flight, expected", [
-    # RFC 5681 eq. 4: ssthresh = max(FlightSize/2, 2), FlightSize = min(trace flight, replayed cwnd)
-    (11, 100, 5.5),  # trace flight 100 > replayed 11: min = 11 → 5.5 (the trace's 100 gave 50, a raise)
-    (21, 12, 6.0),   # application-limited trace, flight 12 < 21: 12/2 = 6 (cwnd/2 would be 10.5)
-    (21, 40, 10.5),  # flight 40 > 21: 21/2 = 10.5 (the trace's flight gave 20)
-    (3, 2, 2.0),     # min(2, 3)/2 = 1 → floor 2
-])
+@pytest.mark.parametrize(
+    "iw, flight, expected",
+    [
+        # RFC 5681 eq. 4: ssthresh = max(FlightSize/2, 2), FlightSize = min(trace flight, replayed cwnd)
+        (11, 100, 5.5),  # trace flight 100 > replayed 11: min = 11 → 5.5 (the trace's 100 gave 50, a raise)
+        (21, 12, 6.0),  # application-limited trace, flight 12 < 21: 12/2 = 6 (cwnd/2 would be 10.5)
+        (21, 40, 10.5),  # flight 40 > 21: 21/2 = 10.5 (the trace's flight gave 20)
+        (3, 2, 2.0),  # min(2, 3)/2 = 1 → floor 2
+    ],
+)
 def test_rfc_ssthresh_flightsize_is_min_of_trace_flight_and_replayed_cwnd(algo, iw, flight, expected):
-    out = run([{"a": 0, "F": flight, "state": "recovery", "event": "fast_retransmit"}], algo=algo, iw=iw,
-              flavor="rfc")
+    out = run([{"a": 0, "F": flight, "state": "recovery", "event": "fast_retransmit"}], algo=algo, iw=iw, flavor="rfc")
     assert out["ssthresh"].to_list() == [expected]
     assert cw(out) == [expected]  # rfc: cwnd = ssthresh on entry (RFC 6675 §5)
     assert expected <= max(iw / 2, 2.0)  # a reduction never raises the replayed window
@@ -113,8 +115,7 @@ def test_rfc_ssthresh_flightsize_is_min_of_trace_flight_and_replayed_cwnd(algo, 
 def test_recovery_exit_sets_cwnd_to_ssthresh():
     # linux, iw 30 → ssthresh 15 on entry; in recovery without deliveries cwnd is untouched (30);
     # the ACK that ends recovery sets cwnd = ssthresh = 15 and then grows in CA with cnt = 1 (< 15).
-    specs = [{"a": 0, "state": "recovery", "event": "fast_retransmit"},
-             {"a": 0, "state": "recovery"}, {}]
+    specs = [{"a": 0, "state": "recovery", "event": "fast_retransmit"}, {"a": 0, "state": "recovery"}, {}]
     out = run(specs, iw=30)
     assert cw(out) == [30.0, 30.0, 15.0]
     assert out["state"].to_list() == ["recovery", "recovery", "open"]
@@ -126,8 +127,12 @@ def test_recovery_exit_reno_rfc_on_first_new_ack():
     # iw 20; ACK0 (20 packets outstanding): ssthresh = min(20, 20)/2 = 10, cwnd = 10.
     # ACK1 (partial ACK, trace still in recovery): Reno exits: cwnd = 10, then CA +1/10 = 10.1.
     # ACK2: CA again: 10.1 + 1/10.1.  NewReno (full_ack) holds at 10 until the trace's exit.
-    specs = [{"a": 0, "F": 20, "state": "recovery", "event": "fast_retransmit"},
-             {"state": "recovery"}, {"state": "recovery"}, {}]
+    specs = [
+        {"a": 0, "F": 20, "state": "recovery", "event": "fast_retransmit"},
+        {"state": "recovery"},
+        {"state": "recovery"},
+        {},
+    ]
     reno = cw(run(specs, flavor="rfc", iw=20))
     assert reno[:2] == [10.0, 10.1]
     assert reno[2] == pytest.approx(10.1 + 1 / 10.1)
@@ -162,8 +167,7 @@ def test_rto_rfc_ssthresh_flightsize_bounded_by_replayed_cwnd():
 def test_rto_during_recovery_keeps_ssthresh():
     # Linux tcp_enter_loss reduces ssthresh only once per episode: recovery entry at iw 20 gives
     # ssthresh 10; the RTO inside that recovery keeps 10 (not cwnd/2 again) and sets cwnd 1 → 2.
-    specs = [{"a": 0, "state": "recovery", "event": "fast_retransmit"},
-             {"state": "loss", "event": "rto"}]
+    specs = [{"a": 0, "state": "recovery", "event": "fast_retransmit"}, {"state": "loss", "event": "rto"}]
     out = run(specs, iw=20)
     assert out["ssthresh"].to_list() == [10.0, 10.0]
     assert cw(out)[1] == 2.0
@@ -197,8 +201,10 @@ def test_undo_linux_restores_prior_window():
     #       ssthresh back to prior (max(inf, ¾·20) = inf → null), state open; the ACK then grows
     #       cwnd in slow start by its newly delivered packet: it advances 2 packets of which 1 was
     #       SACKed before → 1 delivered → 21.
-    specs = [{"a": 0, "s": 1, "F": 19, "pipe": 18, "state": "recovery", "event": "sack_recovery"},
-             {"a": 2, "undo": True}]
+    specs = [
+        {"a": 0, "s": 1, "F": 19, "pipe": 18, "state": "recovery", "event": "sack_recovery"},
+        {"a": 2, "undo": True},
+    ]
     out = run(specs, iw=20)
     assert cw(out) == [19.0, 21.0]
     assert out["ssthresh"].to_list() == [10.0, None]

@@ -1,0 +1,914 @@
+"""BBR v1 — Linux net/ipv4/tcp_bbr.c; draft-cardwell-iccrg-bbr-congestion-control-00 (BBR v1).
+
+BBR does not grow a window from ACKs and cut it on loss: it builds a model of the path and sets
+the pacing rate and cwnd from it (Linux ``cong_control`` hook, called on every ACK *instead of*
+PRR / cong_avoid — the engine's ``cong_control`` contract). Per ACK (``bbr_main``):
+
+* **model** (``bbr_update_model``): the ACK's delivery-rate sample (engine, tp[RS_*]: delivered
+  packets / interval, draft-cheng-iccrg-delivery-rate-estimation as in Linux tcp_rate.c) feeds
+  ``btl_bw`` = windowed max over ``bw_rounds`` packet-timed rounds (Kathleen Nichols' 3-sample
+  max filter, Linux lib/win_minmax.c); a round starts when the sampled packet was sent after the
+  previous round's start (``prior_delivered ≥ next_rtt_delivered``). ``min_rtt`` = smallest RTT
+  sample, renewed by any sample once it is ``min_rtt_win`` old;
+* **ACK aggregation** (``bbr_update_ack_aggregation``): packets acknowledged in the current epoch
+  beyond ``btl_bw · epoch``; the max over 5-10 rounds is added to the target cwnd once the pipe
+  is full (at most ``btl_bw · 100 ms``);
+* **modes**: STARTUP (pacing and cwnd gain ``high_gain`` = 2/ln 2) until ``btl_bw`` has not grown
+  by 25 % (``full_bw_thresh``) for 3 rounds (``full_bw_rounds``); then DRAIN (pacing gain
+  ``drain_gain`` = 1/high_gain, ssthresh = the 1·BDP in-flight target) until packets in flight ≤
+  that target; then PROBE_BW, cycling the pacing gain 1.25, 0.75, 1 ×6 (a phase lasts min_rtt;
+  the 1.25 phase also waits for in-flight ≥ 1.25·BDP or a loss, the 0.75 phase ends early at
+  in-flight ≤ BDP); when min_rtt is ``min_rtt_win`` (10 s) old, PROBE_RTT: cwnd ≤ 4 packets for
+  ``probe_rtt_time`` (200 ms) and one round after in-flight ≤ 4, then back to PROBE_BW (or STARTUP
+  if the pipe was never full) with cwnd restored;
+* **pacing rate** = pacing_gain · btl_bw · (1 − 1 % margin); before the pipe is full it only rises;
+  the first one is high_gain · cwnd / srtt;
+* **cwnd** (``bbr_set_cwnd``): ``target_cwnd`` = ⌈cwnd_gain · btl_bw · min_rtt⌉ + ACK-aggregation
+  allowance, plus the quantization budget (``bbr_quantization_budget``: 3 TSO-goal skbs, rounded
+  up to even, +2 in the 1.25 phase); cwnd grows by the packets acked toward it (once the pipe is
+  full it is capped there, so it snaps down); minimum 4. Loss recovery: cwnd −= newly lost
+  packets, packet conservation (cwnd = in flight + acked) for the first round of recovery, the
+  pre-recovery cwnd restored at its end; RTO: cwnd = 1 (engine, ``tcp_enter_loss``) and a
+  slow-start back towards the target.
+
+Units: windows and in-flight in packets (MSS), bandwidths inside the model in packets/s (the
+signals ``btl_bw``, ``pacing_rate`` and ``delivery_rate`` in bit/s of TCP payload:
+packets/s · MSS · 8), times in s.
+
+Flavors: ``linux`` (default) = tcp_bbr.c, gains in its 1/256 fixed point (high_gain 739/256 =
+2.8867, drain_gain 88/256 = 0.34375), delivery-rate samples in its integer units (packets/µs ·
+2²⁴), ACK-aggregation allowance (Linux ≥ 5.1), 1 % pacing margin; ``rfc`` = the v1 draft's
+real-valued gains (2/ln 2, ln 2/2), no ACK-aggregation allowance and no pacing margin.
+
+Policer detection (``bbr_lt_bw_sampling``, parameter ``lt_bw``): two 4-16-round intervals with
+≥ 20 % loss and the same delivery rate → pace at their mean (gain 1) for 48 rounds; losses are
+the engine's estimate (retransmissions, tp[RS_LOSSES]).
+
+Not modelled (documented in docs/algorithms/bbr.md): idle restarts (``CA_EVENT_TX_START``), the EDT
+pacing offset of ``bbr_packets_in_net_at_edt`` (taken as 0: in-flight is the trace's), the
+random first PROBE_BW phase (the kernel draws it from {0, 2..7}; here parameter ``cycle_start``),
+app-limited delivery-rate samples other than BBR's own PROBE_RTT marking. BBRv3
+(draft-ietf-ccwg-bbr) is not implemented: see the doc page for how it differs.
+"""
+
+from __future__ import annotations
+
+import math
+
+from hscc_trace.replay._jit import jit
+from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.tp import (
+    CWND,
+    DELIVERED,
+    DELIVERED_TIME,
+    FLAVOR,
+    LINUX,
+    MSS,
+    NOW,
+    OPEN,
+    PIPE,
+    PRIOR_FLIGHT,
+    RECOVERY,
+    RS_DELIVERED,
+    RS_INTERVAL,
+    RS_LOSSES,
+    RS_PRIOR_DELIVERED,
+    RTT,
+    RTT_NEW,
+    SRTT,
+    SSTHRESH,
+    STATE,
+)
+
+# --- state slots -----------------------------------------------------------------------------
+MODE = 0  # 0 STARTUP, 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT (enum bbr_mode)
+CYCLE_IDX = 1  # PROBE_BW gain-cycle phase 0-7 (0: 1.25, 1: 0.75, 2-7: 1.0)
+BTL_BW = 2  # bit/s — the bandwidth model max_bw (signal; BW_FILTER holds it in packets/s)
+MIN_RTT = 3  # s — min_rtt_us (inf until the first sample)
+PACING_RATE = 4  # bit/s — sk_pacing_rate
+PACING_GAIN = 5  # — current pacing gain
+CWND_GAIN = 6  # — current cwnd gain
+TARGET_CWND = 7  # packets — target cwnd of the last bbr_set_cwnd that computed one
+DELIVERY_RATE = 8  # bit/s — the last valid delivery-rate sample
+FULL_BW_REACHED = 9  # 1 once STARTUP found the pipe full
+FULL_BW = 10  # packets/s — bw at the last 25 % growth
+FULL_BW_CNT = 11  # rounds without 25 % growth
+RTT_CNT = 12  # packet-timed rounds so far
+NEXT_RTT_DELIVERED = 13  # packets — delivered count that starts the next round
+ROUND_START = 14  # 1 on the ACK that starts a round
+MIN_RTT_STAMP = 15  # s — when min_rtt was last set
+PROBE_RTT_DONE = 16  # s — end of PROBE_RTT's 200 ms (-1: not yet started)
+PROBE_RTT_ROUND_DONE = 17  # 1 once a round passed in PROBE_RTT at low in-flight
+PRIOR_CWND = 18  # packets — cwnd saved on entering recovery / PROBE_RTT
+PREV_CA_STATE = 19  # engine state (0 open, 1 recovery, 2 loss) at the previous bbr_set_cwnd
+PACKET_CONSERVATION = 20  # 1 during the first round of recovery
+CYCLE_STAMP = 21  # s — start of the current gain-cycle phase (delivered time)
+HAS_SEEN_RTT = 22  # 1 once the pacing rate was initialised from srtt
+ACK_EPOCH_STAMP = 23  # s — start of the ACK-aggregation epoch
+ACK_EPOCH_ACKED = 24  # packets acknowledged in the epoch
+EXTRA_ACKED0 = 25  # packets — max extra acked, window slot 0
+EXTRA_ACKED1 = 26  # packets — max extra acked, window slot 1
+EXTRA_ACKED_WIN_RTTS = 27  # rounds in the current extra-acked slot
+EXTRA_ACKED_WIN_IDX = 28  # current slot (0/1)
+BW0_T = 29  # round of the best max-filter sample
+BW0_V = 30  # packets/s — best sample
+BW1_T = 31  # round — second-best
+BW1_V = 32  # packets/s
+BW2_T = 33  # round — third-best
+BW2_V = 34  # packets/s
+APP_LIMITED_FROM = 35  # packets — delivered count when PROBE_RTT began marking samples app-limited (inf: none)
+APP_LIMITED_TO = 36  # packets — delivered count when the marking ended (inf: still marking)
+INFLIGHT_CAP = 37  # packets — min(cwnd, pacing_rate · srtt): what the model lets into flight (fit)
+LOST = 38  # packets — cumulative losses (Linux tp->lost), from the rate samples' losses
+LT_IS_SAMPLING = 39  # 1 while a long-term ("policer") sampling interval runs
+LT_RTT_CNT = 40  # rounds in the long-term interval (or using lt_bw)
+LT_USE_BW = 41  # 1 when the policed rate lt_bw is the bandwidth estimate
+LT_BW = 42  # packets/s — long-term (policed) delivery rate
+LT_LAST_DELIVERED = 43  # packets — delivered at the interval start
+LT_LAST_STAMP = 44  # ms (integer) — delivered time at the interval start
+LT_LAST_LOST = 45  # packets — lost at the interval start
+NSTATE = 46
+
+STARTUP, DRAIN, PROBE_BW, PROBE_RTT = 0.0, 1.0, 2.0, 3.0
+
+# --- parameter slots -------------------------------------------------------------------------
+P_HIGH_GAIN = 0
+P_DRAIN_GAIN = 1
+P_CWND_GAIN = 2
+P_BW_ROUNDS = 3
+P_MIN_RTT_WIN = 4
+P_PROBE_RTT_TIME = 5
+P_MIN_CWND = 6
+P_FULL_BW_THRESH = 7
+P_FULL_BW_ROUNDS = 8
+P_EXTRA_ACKED = 9
+P_EXTRA_ACKED_ROUNDS = 10
+P_EXTRA_ACKED_MAX = 11
+P_CYCLE_START = 12
+P_PACING_MARGIN = 13
+P_PACING_SHIFT = 14
+P_MIN_TSO_RATE = 15
+P_LT_BW = 16
+NPARAMS = 17
+
+CYCLE_LEN = 8  # phases of the PROBE_BW gain cycle (tcp_bbr.c CYCLE_LEN)
+TCP_INIT_CWND = 10.0  # packets (include/net/tcp.h)
+GSO_BYTES_MAX = 65536.0 - 1.0 - 320.0  # bytes — GSO_MAX_SIZE − 1 − MAX_TCP_HEADER (≈, x86-64)
+BW_UNIT = 16777216.0  # 2^24: Linux keeps bw in packets/µs << 24
+
+
+@jit
+def _q(g, tp):
+    """A gain in Linux's 1/256 fixed point (BBR_UNIT) for flavor linux; as is for rfc."""
+    if tp[FLAVOR] == LINUX:
+        return math.floor(g * 256.0) / 256.0
+    return g
+
+
+@jit
+def _high_gain(p, tp):
+    """bbr_high_gain = BBR_UNIT · 2885 / 1000 + 1 (= 739/256) for linux; 2/ln 2 for rfc."""
+    if tp[FLAVOR] == LINUX:
+        return (math.floor(p[P_HIGH_GAIN] * 256.0) + 1.0) / 256.0
+    return p[P_HIGH_GAIN]
+
+
+@jit
+def _probe_gain(idx, tp):
+    """bbr_pacing_gain[]: 5/4, 3/4, then 1 for six phases."""
+    if idx == 0.0:
+        return 1.25
+    if idx == 1.0:
+        return 0.75
+    return 1.0
+
+
+@jit
+def _max_bw(st):
+    return st[BW0_V]  # packets/s
+
+
+@jit
+def _bw(st):
+    """bbr_bw: the policed rate lt_bw while it is in use, else the max filter (packets/s)."""
+    return st[LT_BW] if st[LT_USE_BW] > 0.0 else st[BW0_V]
+
+
+@jit
+def _reset_lt_interval(st, tp):
+    """bbr_reset_lt_bw_sampling_interval."""
+    dt = tp[DELIVERED_TIME]
+    st[LT_LAST_STAMP] = math.floor(dt * 1000.0) if dt == dt else 0.0  # ms; nan before any delivery
+    st[LT_LAST_DELIVERED] = tp[DELIVERED]
+    st[LT_LAST_LOST] = st[LOST]
+    st[LT_RTT_CNT] = 0.0
+
+
+@jit
+def _reset_lt(st, tp):
+    """bbr_reset_lt_bw_sampling."""
+    st[LT_BW] = 0.0
+    st[LT_USE_BW] = 0.0
+    st[LT_IS_SAMPLING] = 0.0
+    _reset_lt_interval(st, tp)
+
+
+@jit
+def _lt_interval_done(st, p, tp, bw):
+    """bbr_lt_bw_interval_done: two intervals within 1/8 (or 4 kbit/s) → policed, use their mean."""
+    if st[LT_BW] > 0.0:
+        diff = abs(bw - st[LT_BW])
+        if diff <= st[LT_BW] / 8.0 or diff * tp[MSS] * (1.0 - p[P_PACING_MARGIN]) <= 500.0:
+            st[LT_BW] = (bw + st[LT_BW]) / 2.0
+            st[LT_USE_BW] = 1.0
+            st[PACING_GAIN] = 1.0
+            st[LT_RTT_CNT] = 0.0
+            return
+    st[LT_BW] = bw
+    _reset_lt_interval(st, tp)
+
+
+@jit
+def _lt_sampling(st, p, tp, losses, app_limited):
+    """bbr_lt_bw_sampling: a token-bucket policer shows as 2 intervals of 4-16 rounds with ≥ 20 %
+    loss (50/256) and the same delivery rate; then lt_bw is used for 48 rounds."""
+    if p[P_LT_BW] == 0.0:
+        return
+    if st[LT_USE_BW] > 0.0:
+        if st[MODE] == PROBE_BW and st[ROUND_START] > 0.0:
+            st[LT_RTT_CNT] += 1.0
+            if st[LT_RTT_CNT] >= 48.0:  # bbr_lt_bw_max_rtts
+                _reset_lt(st, tp)
+                _reset_probe_bw(st, p, tp)
+        return
+    if st[LT_IS_SAMPLING] == 0.0:
+        if losses <= 0.0:
+            return
+        _reset_lt_interval(st, tp)
+        st[LT_IS_SAMPLING] = 1.0
+    if app_limited:
+        _reset_lt(st, tp)
+        return
+    if st[ROUND_START] > 0.0:
+        st[LT_RTT_CNT] += 1.0
+    if st[LT_RTT_CNT] < 4.0:  # bbr_lt_intvl_min_rtts
+        return
+    if st[LT_RTT_CNT] > 16.0:
+        _reset_lt(st, tp)
+        return
+    if losses <= 0.0:
+        return
+    lost = st[LOST] - st[LT_LAST_LOST]
+    delivered = tp[DELIVERED] - st[LT_LAST_DELIVERED]
+    if delivered <= 0.0 or lost * 256.0 < 50.0 * delivered:  # bbr_lt_loss_thresh = 50/256
+        return
+    t_ms = math.floor(tp[DELIVERED_TIME] * 1000.0) - st[LT_LAST_STAMP]
+    if t_ms < 1.0:
+        return
+    if tp[FLAVOR] == LINUX:  # delivered · 2^24 / (t · 1000 µs), integer
+        bw = math.floor(delivered * BW_UNIT / (t_ms * 1000.0)) / BW_UNIT * 1e6
+    else:
+        bw = delivered / (t_ms / 1000.0)
+    _lt_interval_done(st, p, tp, bw)
+
+
+@jit
+def _minmax_running_max(st, win, t, v):
+    """lib/win_minmax.c minmax_running_max: windowed max of (round t, value v) over win rounds."""
+    if v >= st[BW0_V] or t - st[BW2_T] > win:  # new max, or nothing left in the window: reset
+        st[BW0_T] = t
+        st[BW0_V] = v
+        st[BW1_T] = t
+        st[BW1_V] = v
+        st[BW2_T] = t
+        st[BW2_V] = v
+        return
+    if v >= st[BW1_V]:
+        st[BW1_T] = t
+        st[BW1_V] = v
+        st[BW2_T] = t
+        st[BW2_V] = v
+    elif v >= st[BW2_V]:
+        st[BW2_T] = t
+        st[BW2_V] = v
+    # minmax_subwin_update
+    dt = t - st[BW0_T]
+    if dt > win:
+        st[BW0_T] = st[BW1_T]
+        st[BW0_V] = st[BW1_V]
+        st[BW1_T] = st[BW2_T]
+        st[BW1_V] = st[BW2_V]
+        st[BW2_T] = t
+        st[BW2_V] = v
+        if t - st[BW0_T] > win:
+            st[BW0_T] = st[BW1_T]
+            st[BW0_V] = st[BW1_V]
+            st[BW1_T] = st[BW2_T]
+            st[BW1_V] = st[BW2_V]
+            st[BW2_T] = t
+            st[BW2_V] = v
+    elif st[BW1_T] == st[BW0_T] and dt > win / 4.0:
+        st[BW1_T] = t
+        st[BW1_V] = v
+        st[BW2_T] = t
+        st[BW2_V] = v
+    elif st[BW2_T] == st[BW1_T] and dt > win / 2.0:
+        st[BW2_T] = t
+        st[BW2_V] = v
+
+
+@jit
+def _bdp(st, bw, gain):
+    """bbr_bdp: ⌈bw · min_rtt · gain⌉ packets; TCP_INIT_CWND before any RTT sample."""
+    if not (st[MIN_RTT] < math.inf):
+        return TCP_INIT_CWND
+    return math.ceil(bw * st[MIN_RTT] * gain - 1e-9)
+
+
+@jit
+def _tso_segs_goal(st, p, tp):
+    """bbr_tso_segs_goal: packets per skb the pacing rate allows (≈ 1 ms of data: rate >> 10)."""
+    rate_bytes = st[PACING_RATE] / 8.0
+    by = min(rate_bytes / 2.0 ** p[P_PACING_SHIFT], GSO_BYTES_MAX)
+    min_segs = 1.0 if rate_bytes < p[P_MIN_TSO_RATE] / 8.0 else 2.0  # bbr_min_tso_segs
+    return min(max(math.floor(by / tp[MSS]), min_segs), 127.0)
+
+
+@jit
+def _quantization_budget(st, p, tp, cwnd):
+    """bbr_quantization_budget: + 3 TSO-goal skbs, round up to even, + 2 in the 1.25 phase."""
+    cwnd = cwnd + 3.0 * _tso_segs_goal(st, p, tp)
+    cwnd = 2.0 * math.ceil(cwnd / 2.0 - 1e-9)
+    if st[MODE] == PROBE_BW and st[CYCLE_IDX] == 0.0:
+        cwnd += 2.0
+    return cwnd
+
+
+@jit
+def _inflight(st, p, tp, bw, gain):
+    """bbr_inflight: the in-flight target for ``gain`` (BDP + quantization budget)."""
+    return _quantization_budget(st, p, tp, _bdp(st, bw, gain))
+
+
+@jit
+def _pacing_rate(st, p, tp, bw, gain):
+    """bbr_bw_to_pacing_rate in bit/s: gain · bw · MSS · 8 · (1 − margin) (no margin for rfc)."""
+    margin = p[P_PACING_MARGIN] if tp[FLAVOR] == LINUX else 0.0
+    return bw * tp[MSS] * 8.0 * gain * (1.0 - margin)
+
+
+@jit
+def _init_pacing_rate(st, p, tp):
+    """bbr_init_pacing_rate_from_rtt: high_gain · cwnd / srtt (nominal 1 ms before any sample)."""
+    if tp[SRTT] > 0.0:
+        rtt = tp[SRTT]
+        st[HAS_SEEN_RTT] = 1.0
+    else:
+        rtt = 0.001
+    st[PACING_RATE] = _pacing_rate(st, p, tp, tp[CWND] / rtt, _high_gain(p, tp))
+
+
+@jit
+def _reset_probe_bw(st, p, tp):
+    """bbr_reset_probe_bw_mode: PROBE_BW at the phase before ``cycle_start``, then advance."""
+    st[MODE] = PROBE_BW
+    st[CYCLE_IDX] = (p[P_CYCLE_START] + CYCLE_LEN - 1.0) % CYCLE_LEN
+    _advance_cycle(st, tp)
+
+
+@jit
+def _advance_cycle(st, tp):
+    st[CYCLE_IDX] = (st[CYCLE_IDX] + 1.0) % CYCLE_LEN
+    st[CYCLE_STAMP] = tp[DELIVERED_TIME]
+
+
+@jit
+def _reset_mode(st, p, tp):
+    if st[FULL_BW_REACHED] == 0.0:
+        st[MODE] = STARTUP
+    else:
+        _reset_probe_bw(st, p, tp)
+
+
+@jit
+def _save_cwnd(st, tp):
+    """bbr_save_cwnd: remember the last good cwnd (never one cut by recovery or PROBE_RTT)."""
+    if st[PREV_CA_STATE] == OPEN and st[MODE] != PROBE_RTT:
+        st[PRIOR_CWND] = tp[CWND]
+    else:
+        st[PRIOR_CWND] = max(st[PRIOR_CWND], tp[CWND])
+
+
+@jit
+def init(st, p, tp):
+    st[MODE] = STARTUP
+    st[CYCLE_IDX] = 0.0
+    st[MIN_RTT] = math.inf
+    st[MIN_RTT_STAMP] = tp[NOW]
+    st[PROBE_RTT_DONE] = -1.0
+    st[APP_LIMITED_FROM] = math.inf
+    st[APP_LIMITED_TO] = math.inf
+    st[PACING_GAIN] = _high_gain(p, tp)
+    st[CWND_GAIN] = _high_gain(p, tp)
+    st[TARGET_CWND] = math.nan
+    st[DELIVERY_RATE] = math.nan
+    _init_pacing_rate(st, p, tp)
+    _reset_lt(st, tp)
+
+
+@jit
+def ssthresh(st, p, tp):
+    """bbr_ssthresh: entering recovery saves cwnd; ssthresh itself is left as it is."""
+    _save_cwnd(st, tp)
+    return tp[SSTHRESH]
+
+
+@jit
+def cong_avoid(st, p, tp, n):
+    """Never called: BBR has cong_control (the engine calls that on every ACK instead)."""
+
+
+@jit
+def on_rto(st, p, tp):
+    """bbr_set_state(TCP_CA_Loss): restart full-pipe detection; the RTO counts as a round end."""
+    st[PREV_CA_STATE] = 2.0
+    st[FULL_BW] = 0.0
+    st[ROUND_START] = 1.0
+    _lt_sampling(st, p, tp, 1.0, False)  # rs.losses = 1
+
+
+@jit
+def undo_cwnd(st, p, tp):
+    """bbr_undo_cwnd: a spurious slow-down restarts full-pipe detection; cwnd stays."""
+    st[FULL_BW] = 0.0
+    st[FULL_BW_CNT] = 0.0
+    _reset_lt(st, tp)
+    return tp[CWND]
+
+
+@jit
+def _update_bw(st, p, tp, valid, app_limited):
+    """bbr_update_bw: round counting and the max filter (packets/s)."""
+    st[ROUND_START] = 0.0
+    if not valid:
+        return
+    if tp[RS_PRIOR_DELIVERED] >= st[NEXT_RTT_DELIVERED] - 1e-9:
+        st[NEXT_RTT_DELIVERED] = tp[DELIVERED]
+        st[RTT_CNT] += 1.0
+        st[ROUND_START] = 1.0
+        st[PACKET_CONSERVATION] = 0.0
+    _lt_sampling(st, p, tp, tp[RS_LOSSES], app_limited)
+    if tp[FLAVOR] == LINUX:  # bw = delivered · 2^24 / interval_us, integer (packets/µs << 24)
+        bw = math.floor(tp[RS_DELIVERED] * BW_UNIT / math.floor(tp[RS_INTERVAL] * 1e6)) / BW_UNIT * 1e6
+    else:
+        bw = tp[RS_DELIVERED] / tp[RS_INTERVAL]
+    st[DELIVERY_RATE] = bw * tp[MSS] * 8.0
+    if not app_limited or bw >= _max_bw(st):
+        _minmax_running_max(st, p[P_BW_ROUNDS], st[RTT_CNT], bw)
+
+
+@jit
+def _update_ack_aggregation(st, p, tp, valid, acked):
+    """bbr_update_ack_aggregation: max packets acked beyond btl_bw · epoch, over 5-10 rounds."""
+    if p[P_EXTRA_ACKED] == 0.0 or tp[FLAVOR] != LINUX or acked <= 0.0 or not valid:
+        return
+    if st[ROUND_START] > 0.0:
+        st[EXTRA_ACKED_WIN_RTTS] = min(31.0, st[EXTRA_ACKED_WIN_RTTS] + 1.0)
+        if st[EXTRA_ACKED_WIN_RTTS] >= p[P_EXTRA_ACKED_ROUNDS]:
+            st[EXTRA_ACKED_WIN_RTTS] = 0.0
+            st[EXTRA_ACKED_WIN_IDX] = 1.0 - st[EXTRA_ACKED_WIN_IDX]
+            if st[EXTRA_ACKED_WIN_IDX] == 0.0:
+                st[EXTRA_ACKED0] = 0.0
+            else:
+                st[EXTRA_ACKED1] = 0.0
+    now = tp[DELIVERED_TIME]
+    expected = math.floor(_bw(st) * (now - st[ACK_EPOCH_STAMP]))
+    if st[ACK_EPOCH_ACKED] <= expected or st[ACK_EPOCH_ACKED] + acked >= 1048576.0:
+        st[ACK_EPOCH_ACKED] = 0.0
+        st[ACK_EPOCH_STAMP] = now
+        expected = 0.0
+    st[ACK_EPOCH_ACKED] = min(1048575.0, st[ACK_EPOCH_ACKED] + acked)
+    extra = min(st[ACK_EPOCH_ACKED] - expected, tp[CWND])
+    if st[EXTRA_ACKED_WIN_IDX] == 0.0:
+        st[EXTRA_ACKED0] = max(st[EXTRA_ACKED0], extra)
+    else:
+        st[EXTRA_ACKED1] = max(st[EXTRA_ACKED1], extra)
+
+
+@jit
+def _ack_aggregation_cwnd(st, p, tp):
+    """bbr_ack_aggregation_cwnd: the allowance, once the pipe is full, ≤ btl_bw · 100 ms."""
+    if p[P_EXTRA_ACKED] == 0.0 or tp[FLAVOR] != LINUX or st[FULL_BW_REACHED] == 0.0:
+        return 0.0
+    cap = math.floor(_bw(st) * p[P_EXTRA_ACKED_MAX])
+    return min(math.floor(max(st[EXTRA_ACKED0], st[EXTRA_ACKED1])), cap)
+
+
+@jit
+def _update_cycle_phase(st, p, tp):
+    """bbr_update_cycle_phase / bbr_is_next_cycle_phase (EDT offset taken as 0)."""
+    if st[MODE] != PROBE_BW:
+        return
+    full_length = tp[DELIVERED_TIME] - st[CYCLE_STAMP] > st[MIN_RTT]
+    gain = st[PACING_GAIN]
+    if gain == 1.0:
+        nxt = full_length
+    else:
+        inflight = tp[PRIOR_FLIGHT]
+        bw = _max_bw(st)
+        if gain > 1.0:
+            inflight += _tso_segs_goal(st, p, tp)  # the skb departing at EDT
+            nxt = full_length and (tp[RS_LOSSES] > 0.0 or inflight >= _inflight(st, p, tp, bw, gain))
+        else:
+            nxt = full_length or inflight <= _inflight(st, p, tp, bw, 1.0)
+    if nxt:
+        _advance_cycle(st, tp)
+
+
+@jit
+def _check_full_bw_reached(st, p, tp, app_limited):
+    """bbr_check_full_bw_reached: 3 rounds without 25 % bw growth → the pipe is full."""
+    if st[FULL_BW_REACHED] > 0.0 or st[ROUND_START] == 0.0 or app_limited:
+        return
+    thresh = st[FULL_BW] * _q(p[P_FULL_BW_THRESH], tp)
+    if _max_bw(st) >= thresh:
+        st[FULL_BW] = _max_bw(st)
+        st[FULL_BW_CNT] = 0.0
+        return
+    st[FULL_BW_CNT] += 1.0
+    if st[FULL_BW_CNT] >= p[P_FULL_BW_ROUNDS]:
+        st[FULL_BW_REACHED] = 1.0
+
+
+@jit
+def _check_drain(st, p, tp):
+    """bbr_check_drain: STARTUP → DRAIN (ssthresh = 1·BDP target) → PROBE_BW once drained."""
+    if st[MODE] == STARTUP and st[FULL_BW_REACHED] > 0.0:
+        st[MODE] = DRAIN
+        tp[SSTHRESH] = _inflight(st, p, tp, _max_bw(st), 1.0)
+    if st[MODE] == DRAIN and tp[PIPE] <= _inflight(st, p, tp, _max_bw(st), 1.0):
+        _reset_probe_bw(st, p, tp)
+
+
+@jit
+def _check_probe_rtt_done(st, p, tp):
+    if not (st[PROBE_RTT_DONE] >= 0.0 and tp[NOW] > st[PROBE_RTT_DONE]):
+        return
+    st[MIN_RTT_STAMP] = tp[NOW]  # wait a while until the next PROBE_RTT
+    tp[CWND] = max(tp[CWND], st[PRIOR_CWND])
+    _reset_mode(st, p, tp)
+
+
+@jit
+def _update_min_rtt(st, p, tp, valid):
+    """bbr_update_min_rtt: min_rtt filter, PROBE_RTT entry, hold and exit."""
+    expired = tp[NOW] > st[MIN_RTT_STAMP] + p[P_MIN_RTT_WIN]
+    if tp[RTT_NEW] > 0.0 and (tp[RTT] <= st[MIN_RTT] or expired):
+        st[MIN_RTT] = tp[RTT]
+        st[MIN_RTT_STAMP] = tp[NOW]
+    if p[P_PROBE_RTT_TIME] > 0.0 and expired and st[MODE] != PROBE_RTT:
+        st[MODE] = PROBE_RTT  # dip, drain the queue
+        _save_cwnd(st, tp)
+        st[PROBE_RTT_DONE] = -1.0
+    if st[MODE] == PROBE_RTT:
+        # samples of packets sent now are app-limited (tp->app_limited = delivered + in flight)
+        if not (st[APP_LIMITED_TO] == math.inf and st[APP_LIMITED_FROM] < math.inf):
+            st[APP_LIMITED_FROM] = tp[DELIVERED]
+            st[APP_LIMITED_TO] = math.inf
+        if st[PROBE_RTT_DONE] < 0.0 and tp[PIPE] <= p[P_MIN_CWND]:
+            st[PROBE_RTT_DONE] = tp[NOW] + p[P_PROBE_RTT_TIME]
+            st[PROBE_RTT_ROUND_DONE] = 0.0
+            st[NEXT_RTT_DELIVERED] = tp[DELIVERED]
+        elif st[PROBE_RTT_DONE] >= 0.0:
+            if st[ROUND_START] > 0.0:
+                st[PROBE_RTT_ROUND_DONE] = 1.0
+            if st[PROBE_RTT_ROUND_DONE] > 0.0:
+                _check_probe_rtt_done(st, p, tp)
+    elif st[APP_LIMITED_TO] == math.inf and st[APP_LIMITED_FROM] < math.inf:
+        st[APP_LIMITED_TO] = tp[DELIVERED]  # marking ends with PROBE_RTT
+
+
+@jit
+def _update_gains(st, p, tp):
+    m = st[MODE]
+    if m == STARTUP:
+        st[PACING_GAIN] = _high_gain(p, tp)
+        st[CWND_GAIN] = _high_gain(p, tp)
+    elif m == DRAIN:
+        st[PACING_GAIN] = _q(p[P_DRAIN_GAIN], tp)
+        st[CWND_GAIN] = _high_gain(p, tp)
+    elif m == PROBE_BW:
+        st[PACING_GAIN] = 1.0 if st[LT_USE_BW] > 0.0 else _probe_gain(st[CYCLE_IDX], tp)
+        st[CWND_GAIN] = _q(p[P_CWND_GAIN], tp)
+    else:
+        st[PACING_GAIN] = 1.0
+        st[CWND_GAIN] = 1.0
+
+
+@jit
+def _set_cwnd(st, p, tp, acked, bw, gain):
+    """bbr_set_cwnd with bbr_set_cwnd_to_recover_or_restore."""
+    cwnd = tp[CWND]
+    if acked > 0.0:
+        conserve = False
+        if tp[RS_LOSSES] > 0.0:
+            cwnd = max(cwnd - tp[RS_LOSSES], 1.0)
+        state = tp[STATE]
+        prev = st[PREV_CA_STATE]
+        if state == RECOVERY and prev != RECOVERY:  # first round of recovery: packet conservation
+            st[PACKET_CONSERVATION] = 1.0
+            st[NEXT_RTT_DELIVERED] = tp[DELIVERED]  # start the round now
+            cwnd = tp[PIPE] + acked
+        elif prev != OPEN and state == OPEN:  # recovery over: restore the saved cwnd
+            cwnd = max(cwnd, st[PRIOR_CWND])
+            st[PACKET_CONSERVATION] = 0.0
+        st[PREV_CA_STATE] = state
+        if st[PACKET_CONSERVATION] > 0.0:
+            conserve = True
+            cwnd = max(cwnd, tp[PIPE] + acked)
+        if not conserve:
+            target = _bdp(st, bw, gain) + _ack_aggregation_cwnd(st, p, tp)
+            target = _quantization_budget(st, p, tp, target)
+            st[TARGET_CWND] = target
+            if st[FULL_BW_REACHED] > 0.0:  # only cut cwnd once the pipe was filled
+                cwnd = min(cwnd + acked, target)
+            elif cwnd < target or tp[DELIVERED] < TCP_INIT_CWND:
+                cwnd = cwnd + acked
+            cwnd = max(cwnd, p[P_MIN_CWND])
+    tp[CWND] = cwnd
+    if st[MODE] == PROBE_RTT:  # drain the queue, refresh min_rtt
+        tp[CWND] = min(tp[CWND], p[P_MIN_CWND])
+
+
+@jit
+def cong_control(st, p, tp, n):
+    """bbr_main: update the model, then the pacing rate and cwnd (n = packets acked + SACKed)."""
+    valid = tp[RS_DELIVERED] >= 0.0 and tp[RS_INTERVAL] > 0.0  # False for nan (no sample)
+    if tp[RS_LOSSES] > 0.0:
+        st[LOST] += tp[RS_LOSSES]
+    app_limited = valid and st[APP_LIMITED_FROM] <= tp[RS_PRIOR_DELIVERED] < st[APP_LIMITED_TO]
+    # bbr_update_model
+    _update_bw(st, p, tp, valid, app_limited)
+    _update_ack_aggregation(st, p, tp, valid, n)
+    _update_cycle_phase(st, p, tp)
+    _check_full_bw_reached(st, p, tp, app_limited)
+    _check_drain(st, p, tp)
+    _update_min_rtt(st, p, tp, valid)
+    _update_gains(st, p, tp)
+    bw = _bw(st)
+    st[BTL_BW] = bw * tp[MSS] * 8.0
+    # bbr_set_pacing_rate
+    rate = _pacing_rate(st, p, tp, bw, st[PACING_GAIN])
+    if st[HAS_SEEN_RTT] == 0.0 and tp[SRTT] > 0.0:
+        _init_pacing_rate(st, p, tp)
+    if st[FULL_BW_REACHED] > 0.0 or rate > st[PACING_RATE]:
+        st[PACING_RATE] = rate
+    _set_cwnd(st, p, tp, n, bw, st[CWND_GAIN])
+    # a paced sender's flight is its pacing rate times the RTT (Little's law), capped by cwnd
+    if tp[SRTT] > 0.0:
+        st[INFLIGHT_CAP] = min(tp[CWND], st[PACING_RATE] / (8.0 * tp[MSS]) * tp[SRTT])
+    else:
+        st[INFLIGHT_CAP] = tp[CWND]
+
+
+_SRC = "Linux net/ipv4/tcp_bbr.c"
+ALGORITHMS = (
+    Algorithm(
+        name="bbr",
+        summary="BBR v1: cwnd and pacing rate from a model of bottleneck bandwidth and min RTT "
+        "(STARTUP, DRAIN, PROBE_BW gain cycle, PROBE_RTT); loss does not halve it",
+        citation="Linux net/ipv4/tcp_bbr.c (BBR v1); draft-cardwell-iccrg-bbr-congestion-control-00; "
+        "delivery rate: draft-cheng-iccrg-delivery-rate-estimation, Linux net/ipv4/tcp_rate.c",
+        state=(
+            "mode",
+            "cycle_idx",
+            "btl_bw",
+            "min_rtt",
+            "pacing_rate",
+            "pacing_gain",
+            "cwnd_gain",
+            "target_cwnd",
+            "delivery_rate",
+            "full_bw_reached",
+            "full_bw",
+            "full_bw_cnt",
+            "rtt_cnt",
+            "next_rtt_delivered",
+            "round_start",
+            "min_rtt_stamp",
+            "probe_rtt_done",
+            "probe_rtt_round_done",
+            "prior_cwnd",
+            "prev_ca_state",
+            "packet_conservation",
+            "cycle_stamp",
+            "has_seen_rtt",
+            "ack_epoch_stamp",
+            "ack_epoch_acked",
+            "extra_acked0",
+            "extra_acked1",
+            "extra_acked_win_rtts",
+            "extra_acked_win_idx",
+            "bw0_t",
+            "bw0_v",
+            "bw1_t",
+            "bw1_v",
+            "bw2_t",
+            "bw2_v",
+            "app_limited_from",
+            "app_limited_to",
+            "inflight_cap",
+            "lost",
+            "lt_is_sampling",
+            "lt_rtt_cnt",
+            "lt_use_bw",
+            "lt_bw",
+            "lt_last_delivered",
+            "lt_last_stamp",
+            "lt_last_lost",
+        ),
+        params=(
+            Param(
+                "high_gain",
+                "",
+                2.885,
+                f"{_SRC} bbr_high_gain (BBR_UNIT·2885/1000 + 1); draft §4.3.2.1: 2/ln 2",
+                "STARTUP pacing and cwnd gain (linux: floor(256·g)+1 in 1/256 units)",
+                lo=1.0,
+                hi=10.0,
+            ),
+            Param(
+                "drain_gain",
+                "",
+                1.0 / 2.885,
+                f"{_SRC} bbr_drain_gain (BBR_UNIT·1000/2885)",
+                "DRAIN pacing gain (linux: floor(256·g)/256 = 0.34375)",
+                lo=0.01,
+                hi=1.0,
+            ),
+            Param("cwnd_gain", "", 2.0, f"{_SRC} bbr_cwnd_gain", "PROBE_BW cwnd gain (× BDP)", lo=0.1, hi=10.0),
+            Param(
+                "bw_rounds",
+                "rounds",
+                10.0,
+                f"{_SRC} bbr_bw_rtts = CYCLE_LEN + 2",
+                "window of the btl_bw max filter (packet-timed rounds)",
+                lo=1.0,
+                hi=1000.0,
+            ),
+            Param(
+                "min_rtt_win",
+                "s",
+                10.0,
+                f"{_SRC} bbr_min_rtt_win_sec",
+                "min_rtt expires after this long without a new minimum (then PROBE_RTT)",
+                lo=0.001,
+                hi=3600.0,
+            ),
+            Param(
+                "probe_rtt_time",
+                "s",
+                0.2,
+                f"{_SRC} bbr_probe_rtt_mode_ms",
+                "time held at min_cwnd in PROBE_RTT (0 = never enter PROBE_RTT)",
+                lo=0.0,
+                hi=60.0,
+            ),
+            Param(
+                "min_cwnd",
+                "packets",
+                4.0,
+                f"{_SRC} bbr_cwnd_min_target",
+                "smallest cwnd; the cwnd cap in PROBE_RTT",
+                lo=1.0,
+                hi=1e6,
+            ),
+            Param(
+                "full_bw_thresh",
+                "",
+                1.25,
+                f"{_SRC} bbr_full_bw_thresh (BBR_UNIT·5/4)",
+                "btl_bw growth per round that means STARTUP is still finding bandwidth",
+                lo=1.0,
+                hi=10.0,
+            ),
+            Param(
+                "full_bw_rounds",
+                "rounds",
+                3.0,
+                f"{_SRC} bbr_full_bw_cnt",
+                "rounds without that growth after which the pipe is full",
+                lo=1.0,
+                hi=100.0,
+            ),
+            Param(
+                "extra_acked",
+                "",
+                True,
+                f"{_SRC} bbr_extra_acked_gain = BBR_UNIT (Linux ≥ 5.1)",
+                "add the ACK-aggregation allowance to the target cwnd (flavor linux only)",
+                kind="bool",
+            ),
+            Param(
+                "extra_acked_rounds",
+                "rounds",
+                5.0,
+                f"{_SRC} bbr_extra_acked_win_rtts",
+                "rounds per slot of the two-slot extra-acked max filter",
+                lo=1.0,
+                hi=31.0,
+            ),
+            Param(
+                "extra_acked_max",
+                "s",
+                0.1,
+                f"{_SRC} bbr_extra_acked_max_us",
+                "the allowance is at most btl_bw times this",
+                lo=0.0,
+                hi=10.0,
+            ),
+            Param(
+                "cycle_start",
+                "",
+                2,
+                f"{_SRC} bbr_reset_probe_bw_mode (kernel: random in 0, 2..7)",
+                "PROBE_BW gain-cycle phase entered after DRAIN / PROBE_RTT (0: 1.25, 1: 0.75, 2-7: 1.0); "
+                "the kernel draws it at random, the replay cannot know it",
+                kind="int",
+                lo=0,
+                hi=7,
+            ),
+            Param(
+                "pacing_margin",
+                "",
+                0.01,
+                f"{_SRC} bbr_pacing_margin_percent",
+                "pace this fraction below gain · btl_bw (flavor linux)",
+                lo=0.0,
+                hi=0.5,
+            ),
+            Param(
+                "pacing_shift",
+                "",
+                10,
+                "Linux include/net/sock.h sk_pacing_shift (default 10)",
+                "TSO autosizing: an skb carries pacing_rate >> pacing_shift bytes (≈ 1 ms)",
+                kind="int",
+                lo=0,
+                hi=20,
+            ),
+            Param(
+                "min_tso_rate",
+                "bit/s",
+                1.2e6,
+                f"{_SRC} bbr_min_tso_rate",
+                "below this pacing rate the TSO goal is 1 packet, else at least 2",
+                lo=0.0,
+            ),
+            Param(
+                "lt_bw",
+                "",
+                True,
+                f"{_SRC} bbr_lt_bw_sampling (bbr_lt_intvl_min_rtts 4, bbr_lt_loss_thresh 50/256, "
+                "bbr_lt_bw_ratio 1/8, bbr_lt_bw_diff 4 kbit/s, bbr_lt_bw_max_rtts 48)",
+                "policer detection: after two 4-16-round intervals with >= 20 % loss and the same delivery "
+                "rate, pace at their mean (gain 1) for 48 rounds",
+                kind="bool",
+            ),
+        ),
+        signals=(
+            Signal("mode", "mode", "", "BBR mode", kind="enum", labels=("startup", "drain", "probe_bw", "probe_rtt")),
+            Signal("cycle_idx", "cycle_idx", "", "PROBE_BW gain-cycle phase (0: gain 1.25, 1: 0.75, 2-7: 1.0)"),
+            Signal(
+                "btl_bw",
+                "btl_bw",
+                "bit/s",
+                "bandwidth estimate bbr_bw: windowed max delivery rate, or the policed rate lt_bw while it is in use",
+            ),
+            Signal("min_rtt", "min_rtt", "s", "min RTT estimate (10 s window)"),
+            Signal("pacing_rate", "pacing_rate", "bit/s", "pacing rate (payload bits)"),
+            Signal("pacing_gain", "pacing_gain", "", "current pacing gain"),
+            Signal("cwnd_gain", "cwnd_gain", "", "current cwnd gain"),
+            Signal(
+                "target_cwnd",
+                "target_cwnd",
+                "packets",
+                "cwnd_gain · BDP + ACK-aggregation allowance + quantization budget",
+            ),
+            Signal("delivery_rate", "delivery_rate", "bit/s", "last valid delivery-rate sample"),
+            Signal("full_bw_reached", "full_bw_reached", "", "STARTUP found the pipe full", kind="bool"),
+            Signal("lt_use_bw", "lt_use_bw", "", "the long-term (policed) rate is the bandwidth estimate", kind="bool"),
+            Signal(
+                "inflight_cap",
+                "inflight_cap",
+                "packets",
+                "what the model lets into flight, min(cwnd, pacing_rate · srtt / (8 · MSS)); the fit compares "
+                "this with the trace's flight (a paced sender rarely fills its cwnd)",
+            ),
+        ),
+        default_flavor="linux",
+        flavor_doc="linux: tcp_bbr.c (1/256 fixed-point gains, integer bw units, ACK-aggregation allowance, "
+        "1 % pacing margin); rfc: the v1 draft's real-valued gains, no aggregation allowance, no margin",
+        doc_page="algorithms/bbr.md",
+    ),
+)
