@@ -179,7 +179,9 @@ def analyze(
     Exit code 0, or 2 when any input could not be read or any flow could not be analyzed (the
     others are still analyzed and reported), 70 when that was an internal error.
     """
-    with one_line_errors():
+    from .compiling import compile_notice
+
+    with one_line_errors(), compile_notice():
         code = _analyze(
             inputs, output, json_out, algo, param, bpf, flow, jobs, export_dir, export_format, config_file, quiet
         )

@@ -75,7 +75,9 @@ def check_cmd(
 ) -> None:
     """Check captures against expectations: exit 0 when every verdict passes, 1 when any fails,
     2 for usage or input errors. Flows with too little data are skipped, never passed."""
-    with one_line_errors():
+    from .compiling import compile_notice
+
+    with one_line_errors(), compile_notice():
         code = _check(
             inputs,
             expect,

@@ -32,8 +32,11 @@ def events(
     from hscc_trace.events import flow_events
     from hscc_trace.flows import load
 
-    cap = load(file, bpf=bpf)
-    fe = flow_events(cap, flow)
+    from .compiling import compile_notice
+
+    with compile_notice():
+        cap = load(file, bpf=bpf)
+        fe = flow_events(cap, flow)
     for w in [*cap.warnings, *fe.warnings]:
         print(f"hscc-trace: warning: {w}", file=sys.stderr)
     write_table(getattr(fe, kind.value), out)

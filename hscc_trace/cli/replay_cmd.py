@@ -77,11 +77,14 @@ def replay(
     from hscc_trace.replay import engine, metrics, registry
 
     resolved = registry.resolve_many(algo.split(","), param)  # validate before the (slow) capture read
-    cap = load(file, bpf=bpf)
-    fe = flow_events(cap, flow)
-    for w in [*cap.warnings, *fe.warnings]:
-        print(f"hscc-trace: warning: {w}", file=sys.stderr)
-    reps = engine.replay_flow(fe, resolved, compiled=not no_jit)
+    from .compiling import compile_notice
+
+    with compile_notice():
+        cap = load(file, bpf=bpf)
+        fe = flow_events(cap, flow)
+        for w in [*cap.warnings, *fe.warnings]:
+            print(f"hscc-trace: warning: {w}", file=sys.stderr)
+        reps = engine.replay_flow(fe, resolved, compiled=not no_jit)
     write_table(replays_long(reps), out)
     fit = metrics.fit(fe, reps)
     print(

@@ -1,0 +1,91 @@
+"""Say so on the terminal while numba compiles (first run only), never a silent minute.
+
+numba compiles a kernel the first time it runs and keeps the machine code in its cache
+(``~/.cache/hscc-trace``: :mod:`hscc_trace.perf.cache`); later runs load it. numba's event API
+(``numba.core.event``, documented in numba's developer guide "Notes on Numba's event API")
+announces every real compilation — a cache hit raises no event — so this module listens to it
+and writes one status line to stderr, updated in place: which kernel, how many so far, how long.
+Only on a terminal: redirected stderr (logs, tests) stays exactly the command's own output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any, TextIO
+
+
+def _kernel_name(data: Any) -> str:
+    disp = (data or {}).get("dispatcher")
+    fn = getattr(disp, "py_func", None)
+    mod = getattr(fn, "__module__", "") or ""
+    name = getattr(fn, "__name__", "kernel")
+    if mod.startswith("hscc_trace_replay_gen_"):  # a generated per-algorithm replay loop
+        return f"replay loop of {mod.removeprefix('hscc_trace_replay_gen_').rsplit('_', 1)[0]}"
+    return f"{mod.removeprefix('hscc_trace.')}.{name}"
+
+
+class _Notice:
+    """A numba listener: one status line on ``out`` per outermost compilation."""
+
+    def __init__(self, out: TextIO) -> None:
+        self.out = out
+        self.depth = 0
+        self.count = 0
+        self.t0: float | None = None
+        self.lock = threading.Lock()
+
+    def on_start(self, event: Any) -> None:
+        with self.lock:
+            self.depth += 1
+            if self.depth > 1:  # a callee compiled as part of the kernel already announced
+                return
+            if self.t0 is None:
+                self.t0 = time.perf_counter()
+            self.count += 1
+            took = time.perf_counter() - self.t0
+            self.out.write(
+                f"\rhscc-trace: compiling {_kernel_name(event.data)} (first run only; "
+                f"{self.count} kernels, {took:.0f} s so far)\033[K"
+            )
+            self.out.flush()
+
+    def on_end(self, event: Any) -> None:
+        with self.lock:
+            self.depth = max(0, self.depth - 1)
+
+    def finish(self) -> None:
+        if self.t0 is not None:
+            took = time.perf_counter() - self.t0
+            self.out.write(
+                f"\rhscc-trace: compiled {self.count} kernels in {took:.0f} s (cached for later runs)\033[K\n"
+            )
+            self.out.flush()
+
+
+@contextlib.contextmanager
+def compile_notice(out: TextIO | None = None) -> Iterator[None]:
+    """While the block runs, announce numba compilations on ``out`` (stderr) if it is a terminal."""
+    out = out if out is not None else sys.stderr
+    if not out.isatty():
+        yield
+        return
+    from numba.core import event
+
+    notice = _Notice(out)
+
+    class Listener(event.Listener):
+        def on_start(self, ev: Any) -> None:
+            notice.on_start(ev)
+
+        def on_end(self, ev: Any) -> None:
+            notice.on_end(ev)
+
+    with event.install_listener("numba:compile", Listener()):
+        try:
+            yield
+        finally:
+            notice.finish()
