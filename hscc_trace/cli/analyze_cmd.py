@@ -120,7 +120,7 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
 
 @app.command()
 def analyze(
-    inputs: list[str] = typer.Argument(..., metavar="FILE_OR_DIR...", help="Capture files (pcap, pcapng, .gz) or directories searched for them."),
+    inputs: Optional[list[str]] = typer.Argument(None, metavar="FILE_OR_DIR...", help="Capture files (pcap, pcapng, .gz) or directories searched for them."),
     output: Optional[Path] = typer.Option(None, "-o", "--output", help="Write the self-contained HTML report here."),
     json_out: Optional[Path] = typer.Option(None, "--json", help="Write the versioned JSON results here (docs/results.md)."),
     algo: Optional[str] = typer.Option(None, "--algo", help="Comma-separated algorithms to replay (default: all registered; see `hscc-trace algorithms`)."),
@@ -132,12 +132,34 @@ def analyze(
     export_format: str = typer.Option("parquet", "--export-format", help="Format for --export: parquet, csv, json or ndjson."),
     config_file: Optional[Path] = typer.Option(None, "--config", help="Configuration file (default: hscc-trace.toml or [tool.hscc-trace] in pyproject.toml, searched upward)."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary; errors only."),
+    dataset: Optional[Path] = typer.Option(None, "--dataset", help="Corpus mode: write a Parquet dataset here on Dask, one task per capture, resuming (docs/corpus.md)."),
+    workers: Optional[int] = typer.Option(None, "--workers", help="With --dataset: worker processes of the local Dask cluster (default: CPU count); --jobs is then threads per worker."),
+    scheduler: Optional[str] = typer.Option(None, "--scheduler", help="With --dataset: address of a running Dask scheduler, e.g. tcp://HOST:8786."),
+    inputs_from: Optional[Path] = typer.Option(None, "--inputs-from", help="With --dataset: read more inputs (paths, globs, URLs) from this file, one per line."),
+    timeout_per_capture: Optional[float] = typer.Option(None, "--timeout-per-capture", help="With --dataset: seconds after which a capture is recorded as a timeout error."),
 ) -> None:
     """Analyze captures: flows, event streams, replays of every algorithm, fit, report and JSON.
 
     Exit code 0, or 2 when any input could not be read or any flow could not be analyzed (the
     others are still analyzed and reported).
     """
+    if dataset is not None:
+        if output is not None or json_out is not None or export_dir is not None or flow or bpf:
+            raise UsageError("--dataset cannot be combined with -o, --json, --export, --flow or --filter")
+        from hscc_trace import api
+
+        from .corpus_cmd import run_dataset
+
+        with one_line_errors():
+            cfg = config.with_overrides(config.load(config_file), algorithms=algo, jobs=jobs)
+            params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
+            code = run_dataset(inputs or [], dataset, cfg.algorithms, params, workers=workers, scheduler=scheduler,
+                               inputs_from=inputs_from, threads=jobs or 1, timeout=timeout_per_capture, quiet=quiet)
+        raise typer.Exit(code)
+    if workers is not None or scheduler is not None or inputs_from is not None or timeout_per_capture is not None:
+        raise UsageError("--workers, --scheduler, --inputs-from and --timeout-per-capture need --dataset")
+    if not inputs:
+        raise UsageError("no input given (FILE_OR_DIR...)")
     with one_line_errors():
         code = _analyze(inputs, output, json_out, algo, param, bpf, flow, jobs, export_dir, export_format,
                         config_file, quiet)
