@@ -10,6 +10,7 @@ Layers, lowest first — a module may import its own layer and the layers below,
     analysis  analysis/     the analyze pipeline, JSON results, check, table exports
     report    reports/      figures and the HTML report
     api       api.py        the library facade
+    corpus    corpus/       many captures on Dask: a Parquet dataset, the census report
     cli       cli/, __main__
 
 Every import counts, including those inside functions and under ``TYPE_CHECKING``. Inside one
@@ -52,6 +53,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("analysis", ("hscc_trace.analysis*",)),
     ("report", ("hscc_trace.reports*",)),
     ("api", ("hscc_trace.api",)),
+    ("corpus", ("hscc_trace.corpus*",)),
     ("cli", ("hscc_trace.cli*", "hscc_trace.__main__")),
 ]
 

@@ -15,7 +15,7 @@ from hscc_trace.errors import HsccError
 #: when imported (``flows_cmd`` through its ``register()``). Keep in sync with hscc_trace/cli/.
 #: They are imported on first use of :data:`app` (module ``__getattr__``), not when this package
 #: is imported: the ``hscc-trace flows`` fast path in :func:`main` runs without Typer.
-_COMMANDS = ("version_cmd", "analyze_cmd", "check_cmd", "flows_cmd", "events_cmd", "replay_cmd")
+_COMMANDS = ("version_cmd", "analyze_cmd", "check_cmd", "flows_cmd", "events_cmd", "replay_cmd", "corpus_cmd")
 
 
 def _load_app():

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -14,62 +12,10 @@ from typing import Any
 import typer
 
 from hscc_trace import config
-from hscc_trace.errors import HsccError, InternalError, InternalMessage, UsageError
+from hscc_trace.errors import UsageError
 
 from .app import app
-
-
-@contextmanager
-def one_line_errors() -> Iterator[None]:
-    """Turn an unexpected exception (a bug) into the one-line error of :func:`hscc_trace.cli.main`
-    instead of a traceback; ``HSCC_TRACE_DEBUG=1`` lets it through."""
-    try:
-        yield
-    except HsccError:
-        raise
-    except Exception as exc:  # noqa: BLE001
-        from hscc_trace.analysis.pipeline import DEBUG_ENV
-
-        if os.environ.get(DEBUG_ENV):
-            raise
-        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise InternalError(
-            f"internal error ({type(exc).__name__}: {first}); rerun with {DEBUG_ENV}=1 for a traceback"
-        ) from None
-
-
-def exit_code_of(errors: list[str], otherwise: int) -> int:
-    """70 when any of a run's one-line errors is an internal error (a bug), else 2 when there is
-    any error (bad input), else ``otherwise`` (docs/exit-codes.md)."""
-    if any(isinstance(e, InternalMessage) for e in errors):
-        return InternalError.exit_code
-    return 2 if errors else otherwise
-
-
-@contextmanager
-def progress_bar(label: str, enabled: bool) -> Iterator[Any]:
-    """A rich progress bar on stderr when it is a terminal; a no-op callback otherwise."""
-    if not enabled or not sys.stderr.isatty():
-        yield None
-        return
-    from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeElapsedColumn(),
-        TextColumn("{task.fields[what]}"),
-        console=Console(stderr=True),
-        transient=True,
-    ) as bar:
-        task = bar.add_task(label, total=None, what="")
-
-        def update(done: int, total: int, what: str) -> None:
-            bar.update(task, completed=done, total=max(total, 1), what=what)
-
-        yield update
+from .common import exit_code_of, one_line_errors, progress_bar
 
 
 @contextmanager
@@ -140,8 +86,8 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
 
 @app.command()
 def analyze(
-    inputs: list[str] = typer.Argument(
-        ..., metavar="FILE_OR_DIR...", help="Capture files (pcap, pcapng, .gz) or directories searched for them."
+    inputs: list[str] | None = typer.Argument(
+        None, metavar="FILE_OR_DIR...", help="Capture files (pcap, pcapng, .gz) or directories searched for them."
     ),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the self-contained HTML report here."),
     json_out: Path | None = typer.Option(
@@ -173,6 +119,29 @@ def analyze(
         help="Configuration file (default: hscc-trace.toml or \\[tool.hscc-trace] in pyproject.toml, searched upward).",
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar and no summary; errors only."),
+    dataset: Path | None = typer.Option(
+        None,
+        "--dataset",
+        help="Corpus mode: write a Parquet dataset here on Dask, one task per capture, resuming (docs/corpus.md).",
+    ),
+    workers: int | None = typer.Option(
+        None,
+        "--workers",
+        help="With --dataset: worker processes of the local Dask cluster (default: CPU count); --jobs is then threads per worker.",
+    ),
+    scheduler: str | None = typer.Option(
+        None, "--scheduler", help="With --dataset: address of a running Dask scheduler, e.g. tcp://HOST:8786."
+    ),
+    inputs_from: Path | None = typer.Option(
+        None,
+        "--inputs-from",
+        help="With --dataset: read more inputs (paths, globs, URLs) from this file, one per line.",
+    ),
+    timeout_per_capture: float | None = typer.Option(
+        None,
+        "--timeout-per-capture",
+        help="With --dataset: seconds after which a capture is recorded as a timeout error.",
+    ),
 ) -> None:
     """Analyze captures: flows, event streams, replays of every algorithm, fit, report and JSON.
 
@@ -181,6 +150,33 @@ def analyze(
     """
     from .compiling import compile_notice
 
+    if dataset is not None:
+        if output is not None or json_out is not None or export_dir is not None or flow or bpf:
+            raise UsageError("--dataset cannot be combined with -o, --json, --export, --flow or --filter")
+        from hscc_trace import api
+
+        from .corpus_cmd import run_dataset
+
+        with one_line_errors(), compile_notice():
+            cfg = config.with_overrides(config.load(config_file), algorithms=algo, jobs=jobs)
+            params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
+            code = run_dataset(
+                inputs or [],
+                dataset,
+                cfg.algorithms,
+                params,
+                workers=workers,
+                scheduler=scheduler,
+                inputs_from=inputs_from,
+                threads=jobs or 1,
+                timeout=timeout_per_capture,
+                quiet=quiet,
+            )
+        raise typer.Exit(code)
+    if workers is not None or scheduler is not None or inputs_from is not None or timeout_per_capture is not None:
+        raise UsageError("--workers, --scheduler, --inputs-from and --timeout-per-capture need --dataset")
+    if not inputs:
+        raise UsageError("Missing argument 'FILE_OR_DIR...' (with --dataset, --inputs-from may give them)")
     with one_line_errors(), compile_notice():
         code = _analyze(
             inputs, output, json_out, algo, param, bpf, flow, jobs, export_dir, export_format, config_file, quiet

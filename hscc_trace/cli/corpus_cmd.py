@@ -1,0 +1,121 @@
+"""`hscc-trace analyze … --dataset DIR` (corpus run on Dask) and `hscc-trace census DATASET`.
+
+`analyze` hands over to :func:`run_dataset` when ``--dataset`` is given. There, ``--workers N``
+is the number of worker *processes* (a LocalCluster; default: the CPU count) and ``--jobs`` the
+threads per worker (default 1: the analysis holds the GIL for much of a capture, so processes,
+not threads, scale a corpus). ``--scheduler`` (or Dask's ``DASK_SCHEDULER_ADDRESS``) uses a
+running cluster instead; ``--workers`` is then ignored.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import typer
+
+from hscc_trace.errors import UsageError
+
+from .app import app
+
+
+def run_dataset(
+    inputs: list[str],
+    dataset: Path,
+    algorithms: Any,
+    params: Any,
+    *,
+    workers: int | None,
+    scheduler: str | None,
+    inputs_from: Path | None,
+    threads: int,
+    timeout: float | None,
+    quiet: bool,
+) -> int:
+    """The corpus run behind ``analyze --dataset``. Exit code 0, or 2 when any capture failed."""
+    from hscc_trace.corpus import inputs as cin
+    from hscc_trace.corpus import runner
+
+    items = list(inputs) + (cin.read_list(inputs_from) if inputs_from is not None else [])
+    if not items:
+        raise UsageError("no input given (FILE_OR_DIR... or --inputs-from)")
+    if workers is not None and workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {workers}")
+    if timeout is not None and timeout <= 0:
+        raise UsageError(f"--timeout-per-capture must be > 0, got {timeout}")
+    items = cin.expand(items)
+    bar_cm: Any = None
+    update = None
+    if not quiet and sys.stderr.isatty():
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        bar_cm = Progress(
+            TextColumn("[bold]corpus"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[rate]}"),
+            TimeElapsedColumn(),
+            TimeRemainingColumn(),
+            TextColumn("errors: {task.fields[errors]}"),
+            console=Console(stderr=True),
+            transient=True,
+        )
+        bar = bar_cm.__enter__()
+        task = bar.add_task("corpus", total=len(items), rate="", errors=0)
+
+        def update(state: Any, s: dict[str, Any]) -> None:
+            t = bar.tasks[0]
+            n = state.ok + state.skipped + len(state.errors)
+            rate = f"{n / t.elapsed:.1f} cap/s" if t.elapsed else ""
+            bar.update(task, completed=n, rate=rate, errors=len(state.errors))
+
+    try:
+        state = runner.run(
+            items,
+            dataset,
+            algorithms,
+            params,
+            workers=workers,
+            scheduler=scheduler,
+            threads_per_worker=threads,
+            timeout_per_capture=timeout,
+            progress=update,
+        )
+    finally:
+        if bar_cm is not None:
+            bar_cm.__exit__(None, None, None)
+    for e in state.errors:
+        typer.echo(f"hscc-trace: error: {e['capture']}: {e['reason']}: {e['message']}", err=True)
+    if not quiet:
+        typer.echo(
+            f"{state.total} capture(s): {state.ok} analyzed, {state.skipped} already in the dataset, "
+            f"{len(state.errors)} error(s); dataset: {dataset}"
+        )
+    return 2 if state.errors else 0
+
+
+@app.command()
+def census(
+    dataset: Path = typer.Argument(..., help="A dataset written by `hscc-trace analyze … --dataset DIR`."),
+    output: Path = typer.Option(..., "-o", "--output", help="Write the self-contained HTML census here."),
+) -> None:
+    """Census of a corpus dataset: best fits by algorithm, goodput/RTT distributions, episodes, errors."""
+    from .common import one_line_errors
+
+    with one_line_errors():
+        from hscc_trace.corpus import census as _census
+        from hscc_trace.errors import InputError
+
+        if not (dataset / "captures").is_dir() and not (dataset / "errors").is_dir():
+            raise InputError(f"{dataset}: not a corpus dataset (no captures/ or errors/ folder)")
+        _census.write(dataset, output)
+    typer.echo(f"census: {output}")
