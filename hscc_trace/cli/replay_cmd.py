@@ -89,7 +89,7 @@ def replay(
     fit = metrics.fit(fe, reps)
     print(
         f"fit on {cast(int, fit.get_column('rounds').max()) if fit.height else 0} cwnd-limited rounds "
-        "(median abs. relative error of cwnd vs peak flight; 1 = best):",
+        "(median abs. relative error of cwnd, or a rate-based algorithm's in-flight cap, vs peak flight; 1 = best):",
         file=sys.stderr,
     )
     for r in fit.iter_rows(named=True):
