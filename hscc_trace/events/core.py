@@ -130,6 +130,7 @@ def analyze(
     rto_min_ns,
     at_sender,
     ahead,
+    rel,
     # per-packet outputs
     o_kind,
     o_probe,
@@ -169,8 +170,15 @@ def analyze(
     """Run the state machine; fills the output arrays, returns the number of episodes.
 
     ``rtt_offset_ns`` (per packet) is added to RTT samples before they feed the RTO estimator;
-    ``at_sender`` is False for receiver-side/mid-path captures, where ``ahead`` (per packet)
-    estimates the sender's snd_max at each ACK.
+    ``at_sender`` is False for receiver-side/mid-path captures, where ``ahead`` (per ACK row)
+    estimates the sender's snd_max when it processed the ACK, ``rel`` (per data-segment row)
+    the row of the ACK that released the segment (−1 unknown; see
+    :func:`hscc_trace.events.vantage.sender_view`), and ``rtt_offset_ns`` the sender-side part
+    of the RTT (at an ACK with an RTT sample it is replaced by that of the segment the sample
+    times, which the tables then add too): an episode then begins at the ACK that released its first retransmission, its
+    recovery point is the sender's snd_max then, and the time since the last advancing ACK
+    (RTO test) is the sender's (the capture point sees the retransmission one sender-side part
+    later).
 
     ``snd`` marks packets from the data sender; ``seq`` is the sender's relative unwrapped
     sequence for sender packets and the receiver's own (unwrapped) sequence for receiver
@@ -208,11 +216,13 @@ def analyze(
     rec_s = np.empty(rcap, np.int64)
     rec_e = np.empty(rcap, np.int64)
     rec_t = np.empty(rcap, np.int64)
+    rec_o = np.empty(rcap, np.int64)  # the segment's sender-side RTT part (rtt_offset_ns)
     rh = 0
     rm = 0
     # sender TSval -> first time it was seen (for TS-echo RTT and Eifel)
     tsvals = np.empty(n + 1, np.int64)
     tstimes = np.empty(n + 1, np.int64)
+    tsoffs = np.empty(n + 1, np.int64)
     tsn = 0
 
     have_snd = False
@@ -235,6 +245,7 @@ def analyze(
     dup = 0
     my_last_win = np.int64(-1)
     last_adv_t = np.int64(0)
+    last_adv_off = np.int64(0)  # away from the sender: sender-side RTT part at the last advance
     have_adv = False
     srtt = np.int64(-1)
     rttvar = np.int64(0)
@@ -292,6 +303,7 @@ def analyze(
             if tsv[i] != NOTS and (tsn == 0 or tsv[i] > tsvals[tsn - 1]):
                 tsvals[tsn] = tsv[i]
                 tstimes[tsn] = t
+                tsoffs[tsn] = rtt_offset_ns[i]
                 tsn += 1
             is_seg = ln > 0 or syn or fin
             # ---- Wireshark tcp.analysis semantics -------------------------------------
@@ -368,10 +380,12 @@ def analyze(
                             rec_s[q] = rec_s[q - 1]
                             rec_e[q] = rec_e[q - 1]
                             rec_t[q] = rec_t[q - 1]
+                            rec_o[q] = rec_o[q - 1]
                             q -= 1
                         rec_s[pos] = s
                         rec_e[pos] = e
                         rec_t[pos] = t
+                        rec_o[pos] = rtt_offset_ns[i]
                         rm += 1
                     if e > snd_max:
                         snd_max = e
@@ -384,6 +398,11 @@ def analyze(
                         rto = np.int64(1_000_000_000)
                     ref = last_adv_t if have_adv else t
                     elapsed = t - ref
+                    if (not at_sender) and have_adv:
+                        # the retransmission reaches the capture point one sender-side part
+                        # after it left the sender, the advancing ACK left the capture point that
+                        # much before it reached the sender
+                        elapsed -= last_adv_off
                     head = s <= una
                     dup_or_sack = dup > 0 or sb_tot > 0
                     start = -1
@@ -414,9 +433,26 @@ def analyze(
                         e_start_i[ep_cur] = i
                         e_end_t[ep_cur] = -1
                         e_end_i[ep_cur] = -1
-                        e_flight[ep_cur] = snd_max - una
+                        rp = snd_max
+                        mark = last_ack_row
+                        if not at_sender:
+                            # the sender decided on the ACK that released this retransmission;
+                            # the recovery point is the sender's snd_max when it sent it (bytes
+                            # lost before the capture point included)
+                            if rel[i] > last_end_row and rel[i] <= last_ack_row and o_isack[rel[i]]:
+                                mark = rel[i]
+                            elif trig_row > last_end_row and trig_row >= 0:
+                                # no ACK placed before it: the ACK that crossed DupThresh
+                                # (duplicates or SACKed bytes)
+                                mark = trig_row
+                            if ahead[i] > rp:
+                                rp = ahead[i]
+                            if mark >= 0 and start != E_RTO:
+                                e_start_t[ep_cur] = ts[mark]
+                                e_start_i[ep_cur] = mark
+                        e_flight[ep_cur] = rp - una
                         e_retx[ep_cur] = 0
-                        e_rp[ep_cur] = snd_max
+                        e_rp[ep_cur] = rp
                         e_spur[ep_cur] = False
                         ep_first_retx_seq = s
                         ep_first_retx_tsv = tsv[i]
@@ -424,13 +460,6 @@ def analyze(
                         ep_dsack = 0
                         ep_retx_lo = s
                         ep_retx_hi = e
-                        mark = last_ack_row
-                        if (not at_sender) and trig_row > last_end_row and trig_row >= 0:
-                            # away from the sender the retransmission is seen late: the episode
-                            # began at the ACK that crossed DupThresh (duplicates or SACKed bytes)
-                            mark = trig_row
-                            e_start_t[ep_cur] = ts[mark]
-                            e_start_i[ep_cur] = mark
                         last_ack_row = mark
                         if (
                             start != E_RTO
@@ -443,6 +472,11 @@ def analyze(
                             # loss) — mark that ACK and put it in recovery
                             o_cong[last_ack_row] = start
                             o_state[last_ack_row] = S_REC
+                            # away from the sender, the ACKs seen between that ACK and the
+                            # retransmission reached the sender after it: in recovery too
+                            for q in range(last_ack_row + 1, i):
+                                if o_isack[q] and o_state[q] == S_OPEN:
+                                    o_state[q] = S_REC
                         else:
                             # RTO: the timer fired after the last ACK; mark the next ACK
                             pending_cong = start
@@ -518,6 +552,7 @@ def analyze(
         acked = np.int64(0)
         rtt = np.int64(-1)
         src = -1
+        s_off = rtt_offset_ns[i]
         if a > una:
             acked = a - una
             if rm > rh:
@@ -528,6 +563,7 @@ def analyze(
                     ):
                         rtt = t - rec_t[idx]
                         src = R_SEQ
+                        s_off = rec_o[idx]
                 rh = _gsearch(rec_e, rh, rm, a, True, False)
             una = a
             if sbm > 0:
@@ -542,6 +578,7 @@ def analyze(
             dup = 0
             trig_row = -1
             last_adv_t = t
+            last_adv_off = rtt_offset_ns[i]
             have_adv = True
         # SACK blocks and D-SACK
         newly = np.int64(0)
@@ -581,12 +618,15 @@ def analyze(
             if t0 >= 0:
                 rtt = t - t0
                 src = R_TS
+                s_off = tsoffs[j]
         if src >= 0 and rtt < 0:
             warn[W_NEG_RTT] += 1
             rtt = -1
             src = -1
         if src >= 0:
-            sample = rtt + rtt_offset_ns[i]
+            # the correction of the segment the sample times (written back: the tables add it too)
+            rtt_offset_ns[i] = s_off
+            sample = rtt + s_off
             if srtt < 0:
                 srtt = sample
                 rttvar = sample // 2
@@ -691,8 +731,8 @@ def analyze(
         # RTT rounds
         rend = False
         myr = rnd
-        # away from the sender, the sender's snd_max at this ACK is estimated from what the
-        # capture point sees one sender-side RTT part later (``ahead``, see vantage.snd_max_ahead)
+        # away from the sender, the sender's snd_max when it processed this ACK is estimated
+        # (``ahead``, see vantage.sender_view)
         tgt = snd_max if at_sender or ahead[i] < snd_max else ahead[i]
         if not rnd_started:
             rnd_started = True

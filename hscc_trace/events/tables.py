@@ -37,7 +37,7 @@ from hscc_trace.model import FlowEvents
 
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
-from .vantage import detect, dynamic_offsets_into, from_handshake, snd_max_ahead
+from .vantage import detect, from_handshake, sender_view
 
 if TYPE_CHECKING:  # polars and the schema are imported where tables are built (after the capture is read)
     import polars as pl
@@ -365,6 +365,7 @@ def _run_flows(
     rto_min_ns,
     f_at_sender,
     ahead,
+    rel,
     o_kind,
     o_probe,
     o_rexmit,
@@ -453,9 +454,9 @@ def _run_flows(
 
     Flow ``f``'s episodes go to rows ``bounds[f] + f`` on of ``e_*`` (``analyze`` needs rows + 1),
     its warning counters to ``warn[f]``, its counts to ``n_ep``, ``n_seg``, ``n_ack``,
-    ``n_rounds``. Away from the sender (``f_at_sender`` False) ``outstanding`` and ``pipe`` of each
-    ACK are raised to the estimated sender-side flight (``ahead``; see
-    hscc_trace.events.vantage.snd_max_ahead).
+    ``n_rounds``. Away from the sender (``f_at_sender`` False) ``snd_max``, ``outstanding`` and
+    ``pipe`` of each ACK are raised to the sender's snd_max when it processed the ACK (``ahead``;
+    see hscc_trace.events.vantage.sender_view).
     """
     nf = bounds.shape[0] - 1
     j = np.int64(0)  # (typed: a literal 0 would compile the callees twice)
@@ -488,6 +489,7 @@ def _run_flows(
             rto_min_ns,
             f_at_sender[f],
             ahead[lo:hi],
+            rel[lo:hi],
             o_kind[lo:hi],
             o_probe[lo:hi],
             o_rexmit[lo:hi],
@@ -528,6 +530,7 @@ def _run_flows(
                 if o_isack[i]:
                     extra = ahead[i] - o_snd_max[i]
                     if extra > 0:
+                        o_snd_max[i] += extra
                         o_out[i] += extra
                         o_pipe[i] += extra
         j0 = j
@@ -667,6 +670,7 @@ class _Work:
         # vantage
         self.off = e(n, i64)
         self.ahead = e(n, i64)
+        self.rel = e(n, i64)
         # analyze outputs (per packet, per episode row: rows + flows)
         self.o8 = [e(n, np.int8) for _ in range(5)]  # kind, probe, rtt_src, state, cong
         self.ob = [e(n, np.bool_) for _ in range(4)]  # rexmit, isack, round_end, undo
@@ -843,6 +847,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
     # ---- vantage point and RTT correction per flow ---------------------------------------------
     off = W.off[:n]
     ahead = W.ahead[:n]
+    rel = W.rel[:n]
     at_sender = np.empty(nf, np.bool_)
     clock = np.empty(nf, np.bool_)
     ooo = np.empty(nf, np.int64)
@@ -860,10 +865,12 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         if at:
             off[lo:hi] = vt.offset_ns
             ahead[lo:hi] = 0
+            rel[lo:hi] = -1
         else:
             r = slice(lo, hi)
-            dynamic_offsets_into(W.ts[r], W.snd[r], W.flags[r], W.rtsv[r], np.int64(vt.offset_ns), off[r])
-            snd_max_ahead(W.ts[r], W.snd[r], W.plen[r], W.flags[r], W.seq[r], off[r], ahead[r])
+            sender_view(
+                W.ts[r], W.snd[r], W.plen[r], W.flags[r], W.seq[r], W.rtsv[r], np.int64(vt.offset_ns), ahead[r], rel[r], off[r]
+            )
         ooo[f] = h.irtt_ns if h.irtt_ns else OOO_DEFAULT_NS
     # ---- state machine, segment/ACK rows and rounds, flow by flow ----------------------------------
     o_kind, o_probe, o_rtt_src, o_state, o_cong = (a[:n] for a in W.o8)
@@ -965,6 +972,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         np.int64(RTO_MIN_NS),
         at_sender,
         ahead,
+        rel,
         o_kind,
         o_probe,
         o_rexmit,
