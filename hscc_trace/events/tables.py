@@ -869,7 +869,16 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         else:
             r = slice(lo, hi)
             sender_view(
-                W.ts[r], W.snd[r], W.plen[r], W.flags[r], W.seq[r], W.rtsv[r], np.int64(vt.offset_ns), ahead[r], rel[r], off[r]
+                W.ts[r],
+                W.snd[r],
+                W.plen[r],
+                W.flags[r],
+                W.seq[r],
+                W.rtsv[r],
+                np.int64(vt.offset_ns),
+                ahead[r],
+                rel[r],
+                off[r],
             )
         ooo[f] = h.irtt_ns if h.irtt_ns else OOO_DEFAULT_NS
     # ---- state machine, segment/ACK rows and rounds, flow by flow ----------------------------------
