@@ -406,7 +406,20 @@ def analyze(
                     head = s <= una
                     dup_or_sack = dup > 0 or sb_tot > 0
                     start = -1
-                    if state == S_OPEN:
+                    late = (
+                        (not at_sender)
+                        and state == S_OPEN
+                        and ep_cur >= 0
+                        and (not ep_active)
+                        and e_kind[ep_cur] != E_ECN
+                        and 0 <= rel[i] < last_end_row
+                    )
+                    if late:
+                        # away from the sender: released by an ACK before the one that ended the
+                        # last episode, so sent while the sender was still in it — its bytes
+                        # count there, and no new episode begins
+                        e_retx[ep_cur] += (e if e < snd_max else snd_max) - (s if s > una else una)
+                    elif state == S_OPEN:
                         if head and (not dup_or_sack) and elapsed * 10 >= rto * 9:
                             start = E_RTO
                         elif dup_or_sack:

@@ -366,6 +366,7 @@ def _run_flows(
     f_at_sender,
     ahead,
     rel,
+    peak,
     o_kind,
     o_probe,
     o_rexmit,
@@ -456,7 +457,10 @@ def _run_flows(
     its warning counters to ``warn[f]``, its counts to ``n_ep``, ``n_seg``, ``n_ack``,
     ``n_rounds``. Away from the sender (``f_at_sender`` False) ``snd_max``, ``outstanding`` and
     ``pipe`` of each ACK are raised to the sender's snd_max when it processed the ACK (``ahead``;
-    see hscc_trace.events.vantage.sender_view).
+    see hscc_trace.events.vantage.sender_view), ``pipe`` counts each retransmission from the ACK
+    that released it (``rel``, flow-relative rows) on, and a segment's round and flight (for the
+    round peaks, ``peak``; the ``outstanding`` column keeps what the capture point saw) are those
+    of the sender after that ACK.
     """
     nf = bounds.shape[0] - 1
     j = np.int64(0)  # (typed: a literal 0 would compile the callees twice)
@@ -533,6 +537,25 @@ def _run_flows(
                         o_snd_max[i] += extra
                         o_out[i] += extra
                         o_pipe[i] += extra
+                elif o_rexmit[i] and rel[i] >= 0:
+                    # a retransmission is in flight from the ACK that released it on: the ACKs
+                    # seen before it arrived count it in pipe too
+                    e = seq[i] + plen[i]
+                    for a in range(lo + rel[i] + 1, i):
+                        if o_isack[a] and e > o_ackrel[a]:
+                            o_pipe[a] += e - (seq[i] if seq[i] > o_ackrel[a] else o_ackrel[a])
+        for i in range(lo, hi):
+            if o_kind[i] < 0:
+                continue
+            peak[i] = o_seg_out[i]
+            r = lo + rel[i]
+            if (not f_at_sender[f]) and rel[i] >= 0 and o_isack[r]:
+                # the sender sent it after processing ACK r: its round, and its flight then
+                fl = flags[i]
+                e = seq[i] + plen[i] + (1 if (fl & core.F_SYN) != 0 else 0) + (1 if (fl & core.F_FIN) != 0 else 0)
+                top = ahead[i] if ahead[i] > e else e
+                peak[i] = top - o_ackrel[r] if top > o_ackrel[r] else 0
+                o_seg_round[i] = o_round[r]
         j0 = j
         k0 = k
         j, k = _compact(
@@ -623,7 +646,7 @@ def _run_flows(
             o_tgt,
             o_kind,
             o_seg_round,
-            o_seg_out,
+            peak,
             plen,
             o_rexmit,
             o_probe,
@@ -671,6 +694,7 @@ class _Work:
         self.off = e(n, i64)
         self.ahead = e(n, i64)
         self.rel = e(n, i64)
+        self.peak = e(n, i64)  # per segment: flight after it, as the sender saw it (round peaks)
         # analyze outputs (per packet, per episode row: rows + flows)
         self.o8 = [e(n, np.int8) for _ in range(5)]  # kind, probe, rtt_src, state, cong
         self.ob = [e(n, np.bool_) for _ in range(4)]  # rexmit, isack, round_end, undo
@@ -982,6 +1006,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         at_sender,
         ahead,
         rel,
+        W.peak[:n],
         o_kind,
         o_probe,
         o_rexmit,
