@@ -209,7 +209,13 @@ ACKS: tuple[Column, ...] = (
     Column("ece", pl.Boolean, "", "ECN-Echo flag"),
     Column("rtt_s", pl.Float64, "s", "RTT sample formed by this ACK (null if none)"),
     Column("rtt_source", RttSource, "", "seq (Karn-safe data/ACK match) or ts (timestamp echo)"),
-    Column("snd_max", pl.Int64, "bytes", "highest sequence sent so far (end of highest segment)"),
+    Column(
+        "snd_max",
+        pl.Int64,
+        "bytes",
+        "highest sequence the sender had sent when it processed this ACK (end of highest segment; estimated"
+        " away from the sender, docs/events.md)",
+    ),
     Column("outstanding", pl.Int64, "bytes", "snd_max − ack after this ACK"),
     Column("pipe", pl.Int64, "bytes", "RFC 6675 SACK-aware pipe estimate after this ACK"),
     Column("round", pl.UInt32, "", "RTT-round index this ACK belongs to"),
@@ -220,6 +226,13 @@ ACKS: tuple[Column, ...] = (
     Column("dsack_bytes", pl.Int64, "bytes", "bytes reported as received twice (D-SACK, RFC 2883)"),
     Column(
         "rtt_raw_s", pl.Float64, "s", "RTT sample as measured at the capture point (rtt_s minus the vantage correction)"
+    ),
+    Column(
+        "retrans_bytes",
+        pl.Int64,
+        "bytes",
+        "payload the sender retransmitted (segments whose kind is not new) after the previous ACK and before this"
+        " one, as the sender saw it (away from the sender: each placed after the ACK that released it)",
     ),
 )
 

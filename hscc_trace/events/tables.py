@@ -255,6 +255,7 @@ def _compact(
     o_state,
     o_cong,
     o_undo,
+    o_rtx,
     s_frame,
     s_ts,
     s_seq,
@@ -287,6 +288,7 @@ def _compact(
     a_undo,
     a_dsack,
     a_rtt_raw,
+    a_rtx,
 ):
     """The rows of schema.SEGMENTS (``o_kind >= 0``) and schema.ACKS (``o_isack``) among rows
     ``lo:hi``, written from rows ``j`` and ``k`` of the ``s_*`` and ``a_*`` columns; returns the
@@ -333,6 +335,7 @@ def _compact(
             a_cong[k] = o_cong[i]
             a_undo[k] = o_undo[i]
             a_dsack[k] = o_dsack[i]
+            a_rtx[k] = o_rtx[i]
             k += 1
     return j, k
 
@@ -390,6 +393,7 @@ def _run_flows(
     o_state,
     o_cong,
     o_undo,
+    o_rtx,
     e_kind,
     e_start_t,
     e_end_t,
@@ -431,6 +435,7 @@ def _run_flows(
     a_undo,
     a_dsack,
     a_rtt_raw,
+    a_rtx,
     r_id,
     r_start,
     r_end,
@@ -556,6 +561,23 @@ def _run_flows(
                 top = ahead[i] if ahead[i] > e else e
                 peak[i] = top - o_ackrel[r] if top > o_ackrel[r] else 0
                 o_seg_round[i] = o_round[r]
+        # bytes retransmitted between consecutive ACKs (segments other than new): at the sender
+        # the next ACK after the segment; away from it, the next after the ACK that released it
+        o_rtx[lo:hi] = 0
+        pend = np.int64(0)
+        for i in range(lo, hi):
+            if o_isack[i]:
+                o_rtx[i] += pend
+                pend = 0
+            elif o_kind[i] > core.K_NEW and plen[i] > 0:
+                if f_at_sender[f] or rel[i] < 0:
+                    pend += plen[i]
+                else:
+                    a = lo + rel[i] + 1
+                    while a < hi and not o_isack[a]:
+                        a += 1
+                    if a < hi:
+                        o_rtx[a] += plen[i]
         j0 = j
         k0 = k
         j, k = _compact(
@@ -593,6 +615,7 @@ def _run_flows(
             o_state,
             o_cong,
             o_undo,
+            o_rtx,
             s_frame,
             s_ts,
             s_seq,
@@ -625,6 +648,7 @@ def _run_flows(
             a_undo,
             a_dsack,
             a_rtt_raw,
+            a_rtx,
         )
         n_seg[f] = j - j0
         n_ack[f] = k - k0
@@ -698,7 +722,7 @@ class _Work:
         # analyze outputs (per packet, per episode row: rows + flows)
         self.o8 = [e(n, np.int8) for _ in range(5)]  # kind, probe, rtt_src, state, cong
         self.ob = [e(n, np.bool_) for _ in range(4)]  # rexmit, isack, round_end, undo
-        self.o64 = [e(n, i64) for _ in range(14)]
+        self.o64 = [e(n, i64) for _ in range(15)]
         self.e_kind = e(n + nf, np.int8)
         self.e_spur = e(n + nf, np.bool_)
         self.e64 = [e(n + nf, i64) for _ in range(7)]
@@ -923,6 +947,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         o_pipe,
         o_round,
         o_tgt,
+        o_rtx,
     ) = (a[:n] for a in W.o64)
     ne = n + nf
     e_kind = W.e_kind[:ne]
@@ -972,6 +997,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         spurious_undo=t("a_undo", ca, np.bool_),
         dsack_bytes=e(ca, np.int64),
         rtt_raw_s=e(ca, np.float64),
+        retrans_bytes=e(ca, np.int64),
     )
     R = [t(f"r{k}", ca, np.int64) for k in range(7)]
     r_id, r_start, r_end, r_target, r_peak, r_acked, r_rwnd = R
@@ -1030,6 +1056,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         o_state,
         o_cong,
         o_undo,
+        o_rtx,
         e_kind,
         e_start_t,
         e_end_t,
