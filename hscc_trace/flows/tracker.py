@@ -305,10 +305,12 @@ def _flow_kernel(
     halves add up). The releasing packet is known two ways. Timestamps (RFC 7323 §4.3): the
     first segment echoing a TSval the other side sent was released by the packet that carried it
     (``RK_TS_ECHO``; the delay alone, ``RK_ECHO_DELAY``, is kept to tell where the capture was
-    taken). Without them, flights: a new-data segment arriving after a silence longer than four
-    times the shortest gap between two of the side's new-data segments, than half the
-    handshake's round trip when it was captured, and than :data:`FLIGHT_GAP_MIN_NS`, starts a
-    flight released by the first advancing ACK of the previous one (``RK_ACK_DATA``). Each ACK gives one such sample: of the newest segment it
+    taken). Without them, flights: the side's first data, and a new-data segment arriving after
+    a silence longer than four times the shortest gap between two of the side's new-data
+    segments, than half the handshake's round trip when it was captured, and than
+    :data:`FLIGHT_GAP_MIN_NS`, start a flight, released by the first advancing ACK (of the
+    side's sequence space: the SYN/ACK for the first flight) after the previous flight began
+    (``RK_ACK_DATA``). Each ACK gives one such sample: of the newest segment it
     covers that has a releasing packet (Karn's rule as for data/ACK samples). Node arrays:
     ``n_rel`` the releasing packet's time, ``n_rk`` its kind (0: none); queued TSvals use
     ``n_end`` (unwrapped value) and ``n_ts`` (first time seen).
@@ -587,19 +589,21 @@ def _flow_kernel(
                     # flights of new data: after a silence, released by the previous flight's
                     # first advancing ACK
                     last = S[r, C_FL_LAST + s]
-                    if last >= 0:
+                    start = last < 0  # the first data starts a flight
+                    if not start:
                         gap = t - last
-                        fa = S[r, C_FL_ACK + s]
                         thr = FLIGHT_GAP_MIN_NS
                         if S[r, C_T_ACK3] >= 0 and S[r, C_T_SYN] >= 0 and (S[r, C_T_ACK3] - S[r, C_T_SYN]) // 2 > thr:
                             thr = (S[r, C_T_ACK3] - S[r, C_T_SYN]) // 2  # half the handshake's round trip
-                        if fa >= 0 and gap > thr and gap > 4 * S[r, C_GAP_MIN + s] and fa <= t:
-                            S[r, C_FL_ACK + s] = -1
-                            if rel_k == 0:
-                                rel_t = fa
-                                rel_k = RK_ACK_DATA
+                        start = gap > thr and gap > 4 * S[r, C_GAP_MIN + s]
                         if 0 < gap < S[r, C_GAP_MIN + s]:
                             S[r, C_GAP_MIN + s] = gap
+                    if start:
+                        fa = S[r, C_FL_ACK + s]
+                        if fa >= 0 and fa <= t and rel_k == 0:
+                            rel_t = fa
+                            rel_k = RK_ACK_DATA
+                        S[r, C_FL_ACK + s] = -1
                     S[r, C_FL_LAST + s] = t
                 if ctl[1] >= 0:
                     nd = ctl[1]
