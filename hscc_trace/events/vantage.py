@@ -37,7 +37,7 @@ MIN_SAMPLES = 5  # data rule needs at least this many matches of each kind
 @dataclass
 class Vantage:
     vantage: str  # schema.VANTAGES
-    offset_ns: int  # added to every RTT sample measured at the capture point
+    offset_ns: int  # the constant sender-side RTT part (FlowEvents.rtt_offset_s; per sample with timestamps)
     method: str  # "handshake", "data", or "none"
     near_gap_ns: int | None = None  # receiver-side part (S or the receiver's handshake gap)
     far_gap_ns: int | None = None  # sender-side part (X or the sender's handshake gap)
