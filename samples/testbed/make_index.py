@@ -61,12 +61,12 @@ def main() -> None:
         if d.name in ("synthetic", "testbed"):
             continue
         meta = json.loads(meta_path.read_text())
-        cap = d / "capture.pcap"
+        cap = d / meta["capture"].get("file", "capture.pcap")
         entries.append(
             {
                 "name": d.name,
                 "path": f"samples/{d.name}",
-                "capture": f"samples/{d.name}/capture.pcap",
+                "capture": f"samples/{d.name}/{cap.name}",
                 "capture_bytes": cap.stat().st_size,
                 "packets": meta["capture"]["packets"],
                 "capture_point": meta["capture_point"],
@@ -87,13 +87,18 @@ def main() -> None:
                         "dst": f["dst"],
                         "dport": f["dport"],
                         "cc": f["cc"],
+                        **({"algo": f["algo"]} if "algo" in f else {}),
                         "isn": f["isn"],
                         "throughput_bps": f["capture_summary"]["throughput_bps"],
                         "retransmitted_segments": f["capture_summary"]["retransmitted_segments"],
                     }
                     for f in meta["flows"]
                 ],
-                "truth": {k: f"samples/{d.name}/truth_{k}.parquet" for k in ("probe", "ca_state", "retrans")},
+                "truth": {
+                    k: f"samples/{d.name}/truth_{k}.parquet"
+                    for k in ("probe", "ca_state", "retrans", "signals")
+                    if (d / f"truth_{k}.parquet").exists()
+                },
                 "meta": f"samples/{d.name}/meta.json",
                 "shows": SHOWS.get(d.name, ""),
                 "command": meta["command"],
