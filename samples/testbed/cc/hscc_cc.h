@@ -140,30 +140,21 @@ static __always_inline __u32 usecs_to_jiffies(__u32 us)
 	return (us + USEC_PER_JIFFY - 1) / USEC_PER_JIFFY;
 }
 
-/* floor(sqrt(x)) for a 64-bit x, bit by bit (32 bounded iterations: the verifier accepts it) */
+/* floor(sqrt(x)) for a 64-bit x: Newton's iteration y ← (y + x/y)/2 from y = 2^32 ≥ √x, a fixed
+ * 48 times with no data-dependent branch (the verifier walks it once): from above the iterates
+ * halve until near √x and then converge quadratically, so 48 steps reach ⌊√x⌋ or ⌊√x⌋ + 1 for
+ * every 64-bit x; one comparison fixes the latter. (BPF defines x/0 = 0: x = 0 gives 0.) */
 static __always_inline __u64 isqrt64(__u64 x)
 {
-	__u64 r = 0, bit = 1ULL << 62;
+	__u64 y = 1ULL << 32;
 	int i;
 
-	for (i = 0; i < 32; i++) {
-		if (bit > x)
-			bit >>= 2;
-		else
-			break;
-	}
-	for (i = 0; i < 32; i++) {
-		if (!bit)
-			break;
-		if (x >= r + bit) {
-			x -= r + bit;
-			r = (r >> 1) + bit;
-		} else {
-			r >>= 1;
-		}
-		bit >>= 2;
-	}
-	return r;
+#pragma unroll
+	for (i = 0; i < 48; i++)
+		y = (y + x / y) >> 1;
+	if (y * y > x)
+		y--;
+	return y;
 }
 
 #define Q16 16
