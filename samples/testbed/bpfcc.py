@@ -137,6 +137,14 @@ def vmlinux_h() -> Path:
     return out
 
 
+def sources_sha256(name: str) -> str:
+    """Hash of what the sender is built from: its C file and every header of cc/."""
+    h = hashlib.sha256()
+    for f in [CC_DIR / SENDERS[name].source, *sorted(CC_DIR.glob("*.h"))]:
+        h.update(f.name.encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()
+
+
 def build(name: str) -> dict:
     """Compile one sender; returns what meta.json records about it (paths, hashes, command)."""
     s = SENDERS[name]
@@ -148,15 +156,12 @@ def build(name: str) -> dict:
     cmd += [f"-D{k}={v}" for k, v in defines.items()]
     cmd += ["-c", str(src), "-o", str(obj)]
     sh(cmd)
-    h = hashlib.sha256()
-    for f in sorted(CC_DIR.glob("*.[ch]")):
-        h.update(f.name.encode() + b"\0" + f.read_bytes())
     return {
         "name": name,
         "algo": s.algo,
         "source": f"samples/testbed/cc/{s.source}",
         "defines": defines,
-        "sources_sha256": h.hexdigest(),
+        "sources_sha256": sources_sha256(name),
         "object_sha256": hashlib.sha256(obj.read_bytes()).hexdigest(),
         "build": "clang -target bpf -O2 -g -Wall -Werror -I<vmlinux.h dir> -Isamples/testbed/cc "
         + " ".join(f"-D{k}={v}" for k, v in defines.items())

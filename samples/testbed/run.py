@@ -396,7 +396,10 @@ def build_truth(events: dict, flows: list[dict], pc: pcapmini.Pcap, guess_ns: in
 # the run
 
 
-def main() -> None:
+LATE_P50_US, LATE_P99_US = 200.0, 1000.0  # tests/test_samples.py holds every committed sample to these
+
+
+def main() -> tuple[argparse.Namespace, dict]:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--name", required=True)
     ap.add_argument("--cc", required=True, help="congestion control; comma-separated for several flows (reno,cubic)")
@@ -415,6 +418,19 @@ def main() -> None:
     ap.add_argument("--rt", type=int, default=10, help="SCHED_FIFO priority of the emulator (0 = normal)")
     ap.add_argument("--out", default="", help="output directory (default samples/<name>)")
     ap.add_argument("--gzip", action="store_true", help="store the capture as capture.pcap.gz")
+    ap.add_argument(
+        "--wait-acked",
+        action="store_true",
+        help="the sender closes only when all its data is acknowledged, so tcp_probe (which stops at "
+        "shutdown) covers the drain of the send buffer too",
+    )
+    ap.add_argument(
+        "--retry-late",
+        type=int,
+        default=0,
+        help="repeat the run up to N times while the emulator's release lateness exceeds the bounds "
+        f"every committed sample must meet (p50 < {LATE_P50_US:g} µs, p99 < {LATE_P99_US:g} µs)",
+    )
     a = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("run.py needs root (network namespaces, tun, tracefs)")
@@ -572,6 +588,8 @@ def main() -> None:
             ]
             if app_rate:
                 cmd += ["--app-rate", f"{app_rate:.0f}", "--app-chunk", str(a.app_chunk)]
+            if a.wait_acked:
+                cmd += ["--wait-acked"]
             if fl["cc"] == "bbr":  # the kernel's BBR model, polled (truth_signals.parquet)
                 cmd += ["--cc-info-out", str(work / f"ccinfo_{fl['sport']}.json")]
             send_cmds.append(cmd)
@@ -626,6 +644,7 @@ def main() -> None:
             "rwnd_rcvbuf_bytes": a.rwnd,
             "app_rate_bps": app_rate,
             "app_chunk_bytes": a.app_chunk if app_rate else 0,
+            "sender_waits_for_acks_before_close": a.wait_acked,
             "command": "python samples/testbed/run.py " + shlex.join(sys.argv[1:]),
             "flow_commands": [shlex.join(c) for c in send_cmds],
             "emulator_command": shlex.join(emu_cmd),
@@ -734,6 +753,7 @@ def main() -> None:
                 indent=1,
             )
         )
+        return a, emu_stats["a_to_b"]["release_late_us"]
     finally:
         for p in procs:
             if p.poll() is None:
@@ -798,4 +818,13 @@ def _write_sample(out: Path, pcap: Path, probe, ca, rt, meta: dict, signals=None
 
 
 if __name__ == "__main__":
-    main()
+    attempt = 0
+    while True:
+        args, late = main()
+        if (late["p50"] < LATE_P50_US and late["p99"] < LATE_P99_US) or attempt >= args.retry_late:
+            break
+        attempt += 1
+        print(
+            f"emulator lateness p50 {late['p50']} µs, p99 {late['p99']} µs (a loaded host): run {attempt + 1}",
+            file=sys.stderr,
+        )

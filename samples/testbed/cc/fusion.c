@@ -41,8 +41,8 @@
  * < 2^-16 packet; RTTs in µs; W_inc from B in bytes per jiffy (westwood.h: ±1 jiffy per 50 ms
  * sample, ≈ ±8 % per sample, filtered) — it matters only in the increase phase; snd_cwnd = ⌊cwnd⌋.
  *
- * Signals: EV_ACK at every congestion-avoidance ACK (phase 1 increase, 2 steady, 3 decrease,
- * 4 no round yet) and at slow-start ACKs (phase 0), EV_LOSS (phase 5: diff = RTTmin/RTT·cwnd,
+ * Signals: EV_ACK at the first growth opportunity of every round and whenever the phase changes
+ * (phase 0 slow start, 1 increase, 2 steady, 3 decrease, 4 no round yet), EV_LOSS (phase 5: diff = RTTmin/RTT·cwnd,
  * alpha = cwnd/2, snd_cwnd = the new ssthresh), EV_UNDO:
  * hscc-signals: rtt_us rtt_min_us diff:Q16 alpha:Q16 w_inc:Q16 phase reno_cwnd:Q16 cwnd:Q16 bw_Bpj snd_cwnd
  *   bw_Bpj: Westwood+ B in payload bytes per jiffy (× HZ × 8 = bit/s)
@@ -65,6 +65,8 @@ struct fusion {
 	__u32 last_rtt;	   /* the last sample (the RTT "right before the loss") */
 	__u32 last_win;	   /* snd_cwnd as this program last set it */
 	__u32 prior_cwnd_q, prior_reno_q; /* before the last reduction (undo) */
+	__u8 last_phase;  /* phase of the last signal line */
+	__u8 round_ended; /* a round ended since the last signal line */
 };
 _Static_assert(sizeof(struct fusion) <= ICSK_CA_PRIV_BYTES, "fusion state too large");
 
@@ -114,6 +116,8 @@ void BPF_PROG(fusion_init, struct sock *sk)
 	ca->last_rtt = 0;
 	ca->beg_snd_nxt = tcp_sk(sk)->snd_nxt;
 	ca->last_win = tcp_sk(sk)->snd_cwnd;
+	ca->last_phase = 0xff;
+	ca->round_ended = 1;
 	SIG(EV_INIT, "%u", ca->cwnd_q);
 }
 
@@ -156,6 +160,7 @@ void BPF_PROG(fusion_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 			ca->rtt_round = ca->round_min;
 		ca->round_min = 0x7fffffff;
 		ca->beg_snd_nxt = tp->snd_nxt;
+		ca->round_ended = 1;
 	}
 	if (!tcp_is_cwnd_limited(sk))
 		return;
@@ -197,6 +202,10 @@ void BPF_PROG(fusion_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	if (tp->snd_cwnd < tp->snd_ssthresh)
 		tp->snd_ssthresh = tp->snd_cwnd;
 out:
+	if (phase == ca->last_phase && !ca->round_ended)
+		return;
+	ca->last_phase = phase;
+	ca->round_ended = 0;
 	SIG(EV_ACK, "%u %u %u %u %u %u %u %u %u %u", rtt, ca->rtt_min, (__u32)diff_q, (__u32)alpha_q, (__u32)w_inc_q,
 	    phase, ca->reno_q, ca->cwnd_q, ca->w.bw_est, tp->snd_cwnd);
 }
@@ -223,6 +232,7 @@ __u32 BPF_PROG(fusion_ssthresh, struct sock *sk)
 	ca->cwnd_q = cwnd_q;
 	ss = max((__u32)(cwnd_q >> Q16), 2U);
 	ca->last_win = ss; /* recovery ends at cwnd = ssthresh */
+	ca->last_phase = PH_LOSS;
 	SIG(EV_LOSS, "%u %u %u %u %u %u %u %u %u %u", rtt, ca->rtt_min, (__u32)west_q, (__u32)half_q,
 	    (__u32)fusion_w_inc_q(sk, ca), PH_LOSS, ca->reno_q, ca->cwnd_q, ca->w.bw_est, ss);
 	return ss;

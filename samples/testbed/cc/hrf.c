@@ -36,7 +36,8 @@
  * RTT/(RTTref + qdelay) are exact to 2^-16 (µs RTTs); each per-ACK step truncates < 2^-16
  * packet; snd_cwnd = ⌊cwnd⌋.
  *
- * Signals: EV_ACK at every growth (mode 0 slow start, 1 CR, 2 CI, 3 Reno), EV_LOSS (mode 4,
+ * Signals: EV_ACK at the first growth of every round and whenever the mode changes (mode 0 slow
+ * start, 1 CR, 2 CI, 3 Reno), EV_LOSS (mode 4,
  * inc_per_rtt = RTTmin/RTT in Q16, snd_cwnd = the new ssthresh), EV_UNDO (mode 5):
  * hscc-signals: mode rtt_us rtt_min_us inc_per_rtt:Q16 cwnd:Q16 snd_cwnd ssthresh
  */
@@ -80,6 +81,8 @@ struct hrf {
 	__u32 last_rtt; /* the latest sample, µs */
 	__u32 last_win; /* snd_cwnd as this program last set it */
 	__u32 prior_cwnd_q;
+	__u32 beg_snd_nxt; /* a round ends with the first ACK beyond this (signal lines only) */
+	__u8 last_mode;	   /* mode of the last signal line */
 };
 _Static_assert(sizeof(struct hrf) <= ICSK_CA_PRIV_BYTES, "hrf state too large");
 
@@ -113,6 +116,8 @@ void BPF_PROG(hrf_init, struct sock *sk)
 	ca->rtt_min = 0x7fffffff;
 	ca->last_rtt = 0;
 	ca->last_win = tcp_sk(sk)->snd_cwnd;
+	ca->beg_snd_nxt = tcp_sk(sk)->snd_nxt;
+	ca->last_mode = 0xff;
 	SIG(EV_INIT, "%u", M1 * 16 + M2 * 4 + DEC);
 }
 
@@ -144,7 +149,10 @@ void BPF_PROG(hrf_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	struct hrf *ca = inet_csk_ca(sk);
 	__u32 rtt = ca->last_rtt, mode;
 	__u64 inc_q = 0;
+	bool round_end = after(ack, ca->beg_snd_nxt);
 
+	if (round_end)
+		ca->beg_snd_nxt = tp->snd_nxt;
 	hrf_resync(sk, ca);
 	if (!tcp_is_cwnd_limited(sk))
 		return;
@@ -165,6 +173,9 @@ void BPF_PROG(hrf_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 		ca->cwnd_q += (inc_q * acked << Q16) / ca->cwnd_q;
 		hrf_apply(sk, ca);
 	}
+	if (mode == ca->last_mode && !round_end)
+		return;
+	ca->last_mode = mode;
 	SIG(EV_ACK, "%u %u %u %u %u %u %u", mode, rtt, ca->rtt_min, (__u32)inc_q, ca->cwnd_q, tp->snd_cwnd,
 	    tp->snd_ssthresh);
 }
@@ -193,6 +204,7 @@ __u32 BPF_PROG(hrf_ssthresh, struct sock *sk)
 	ca->cwnd_q = max(half_q, 2ULL << Q16);
 	ss = ca->cwnd_q >> Q16;
 	ca->last_win = ss; /* recovery ends at cwnd = ssthresh */
+	ca->last_mode = 4;
 	SIG(EV_LOSS, "%u %u %u %u %u %u %u", 4, rtt, ca->rtt_min, (__u32)ratio_q, ca->cwnd_q, ss, ss);
 	return ss;
 }
