@@ -625,14 +625,45 @@ def analyze(
             e_spur[ep_cur] = True
             undo = True
         # episode end: the recovery point is cumulatively acknowledged (RFC 6582 §3.2 step 3)
+        restart = -1
         if ep_active and una >= e_rp[ep_cur]:
             ep_active = False
             e_end_t[ep_cur] = t
             e_end_i[ep_cur] = i
             state = S_OPEN
             last_end_row = i
+            # Data sent during the recovery and already retransmitted in it (lost beyond the
+            # recovery point) is still outstanding and not SACKed: Linux leaves recovery on this
+            # ACK and enters it again at once (tcp_fastretrans_alert: lost_out > 0 →
+            # tcp_time_to_recover), a second congestion event with its own reduction. The trace
+            # shows no new retransmission (it happened before), so the episode starts here.
+            if (e_kind[ep_cur] == E_FAST or e_kind[ep_cur] == E_SACK) and xpm > 0:
+                xp_out = np.int64(0)
+                for k in range(xpm):
+                    xp_out += xpR[k] - xpL[k]
+                if xp_out - (rg.overlap_sets(xpL, xpR, xpm, sbL, sbR, sbm) if sbm > 0 else 0) > 0:
+                    restart = e_kind[ep_cur]
         # ECN echo: one reaction per round (RFC 3168 §6.1.2)
         cong = -1
+        if restart >= 0:
+            ep_cur = ep_n
+            ep_n += 1
+            ep_active = True
+            e_kind[ep_cur] = restart
+            e_start_t[ep_cur] = t
+            e_start_i[ep_cur] = i
+            e_end_t[ep_cur] = -1
+            e_end_i[ep_cur] = -1
+            e_flight[ep_cur] = snd_max - una
+            e_retx[ep_cur] = 0
+            e_rp[ep_cur] = snd_max
+            e_spur[ep_cur] = False
+            ep_eifel_done = True
+            ep_dsack = 0
+            ep_retx_lo = 0
+            ep_retx_hi = 0
+            state = S_REC
+            cong = restart
         if (f & F_ECE) != 0 and not syn and state == S_OPEN and not ep_active and last_ecn_round != rnd:
             last_ecn_round = rnd
             ep_cur = ep_n

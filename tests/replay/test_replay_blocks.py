@@ -198,47 +198,85 @@ def test_cubic_linux_state_wiped_on_rto():
 # --- Vegas -----------------------------------------------------------------------------------------
 
 
+def _ack(h, una, snd_max):
+    # one ACK of new data: cumulative ACK ``una``, highest sequence sent before it ``snd_max``
+    h.set(SND_UNA=float(una), SND_MAX=float(snd_max))
+    h.call("cong_avoid", 1.0)
+
+
 def test_vegas_plus_minus_one_per_round():
     h = Hooks("vegas").set(FLAVOR=1.0, CWND=20.0, SSTHRESH=10.0, IS_CWND_LIMITED=1.0)
-    h.call("init")
+    h.call("init")  # beg_snd_nxt = 1 (connection start: the first data byte)
     # Linux arithmetic: integer µs with vrtt = rtt_us + 1 (baseRTT 0.1 s → 100001).
-    # Round 1: three samples of 0.100 s → baseRTT = minRTT = 100001, cntRTT 3.
-    # diff = cwnd·(RTT − base)/base = 0 < α = 2 → cwnd + 1 = 21.
+    # Round 1: three samples of 0.100 s → baseRTT = minRTT = 100001, cntRTT 3; the ACK of 1449
+    # is beyond beg_snd_nxt 1: diff = cwnd·(RTT − base)/base = 0 < α = 2 → cwnd + 1 = 21, and
+    # the next round ends beyond snd_nxt = 30000.
     for r in (0.1, 0.1, 0.1):
         h.call("on_rtt_sample", r)
-    h.set(ROUND_END=1.0)
-    h.call("cong_avoid", 1.0)
-    assert h["CWND"] == 21.0 and h["adjust"] == 1.0
+    _ack(h, 1449, 30000)
+    assert h["CWND"] == 21.0 and h["adjust"] == 1.0 and h["beg_snd_nxt"] == 30000.0
     # Between round ends congestion avoidance holds.
-    h.set(ROUND_END=0.0)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 20000, 40000)
     assert h["CWND"] == 21.0
     # Round 2: minRTT 0.125 s → diff = 21·(125001 − 100001) // 100001 = 525000 // 100001 = 5 > β = 4
     # → cwnd 20; ssthresh = tcp_vegas_ssthresh = min(10, 20) = 10, then tcp_current_ssthresh:
     # max(10, (20 >> 1) + (20 >> 2)) = 15.
     for r in (0.125, 0.13, 0.14):
         h.call("on_rtt_sample", r)
-    h.set(ROUND_END=1.0)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 30001, 60000)
     assert h["CWND"] == 20.0 and h["adjust"] == -1.0 and h["diff"] == 5.0
     assert h["SSTHRESH"] == 15.0
     # Round 3: minRTT 0.115 → diff = 20·15000 // 100001 = 2: neither < α nor > β → hold.
     for r in (0.115, 0.115, 0.12):
         h.call("on_rtt_sample", r)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 60001, 90000)
     assert h["CWND"] == 20.0 and h["adjust"] == 0.0 and h["diff"] == 2.0
     # Round 4: minRTT 0.11 → diff = 20·10000 // 100001 = 1 < α → 21.
     for r in (0.11, 0.11, 0.11):
         h.call("on_rtt_sample", r)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 90001, 120000)
     assert h["CWND"] == 21.0 and h["adjust"] == 1.0
+
+
+def test_vegas_linux_round_ends_beyond_beg_snd_nxt_not_at_it():
+    # tcp_vegas.c: the round ends on after(ack, beg_snd_nxt) — strictly beyond the snd_nxt of the
+    # last adjustment. The trace's round (ROUND_END) ends at the first ACK *at or above* it; the
+    # two differ on the ACK of the window's last segment, ack == beg_snd_nxt exactly.
+    # cwnd 20, ssthresh 10 (CA); first round: 3 samples of 0.1 s, ACK 1449 > 1 → +1 = 21, next
+    # round ends beyond 30000. Next round: minRTT 0.125 → diff = 21·25000 // 100001 = 5 > β.
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=20.0, SSTHRESH=10.0, IS_CWND_LIMITED=1.0)
+    h.call("init")
+    for r in (0.1, 0.1, 0.1):
+        h.call("on_rtt_sample", r)
+    _ack(h, 1449, 30000)
+    assert h["CWND"] == 21.0
+    for r in (0.125, 0.13, 0.14):
+        h.call("on_rtt_sample", r)
+    h.set(ROUND_END=1.0)  # the trace's round ends here (ack 30000 ≥ 30000) ...
+    _ack(h, 30000, 45000)
+    assert h["CWND"] == 21.0 and h["cnt_rtt"] == 3.0  # ... but Vegas' does not: no decision yet
+    h.set(ROUND_END=0.0)
+    _ack(h, 31448, 46448)  # the next ACK is beyond it: 21 → 20, next round beyond 46448
+    assert h["CWND"] == 20.0 and h["adjust"] == -1.0 and h["beg_snd_nxt"] == 46448.0
+    # flavor rfc keeps the trace's rounds: the same first ACKs, ROUND_END on ack 30000 decides
+    # there: diff = 21·(0.125 − 0.1)/0.125 = 4.2 > β → 20
+    g = Hooks("vegas").set(FLAVOR=0.0, CWND=20.0, SSTHRESH=10.0)
+    g.call("init")
+    for r in (0.1, 0.1, 0.1):
+        g.call("on_rtt_sample", r)
+    g.set(ROUND_END=1.0)
+    _ack(g, 1449, 30000)
+    for r in (0.125, 0.13, 0.14):
+        g.call("on_rtt_sample", r)
+    _ack(g, 30000, 45000)
+    assert g["CWND"] == 20.0 and g["diff"] == pytest.approx(4.2)
 
 
 def _vegas_round(h, samples):
     for r in samples:
         h.call("on_rtt_sample", r)
-    h.set(ROUND_END=1.0)
-    h.call("cong_avoid", 1.0)
+    una = h["beg_snd_nxt"] + 1448.0
+    _ack(h, una, una + 30000.0)
 
 
 def test_vegas_linux_no_cwnd_limited_check_in_tcp_vegas_cong_avoid():
@@ -284,8 +322,7 @@ def test_vegas_linux_ssthresh_is_min_ssthresh_cwnd_not_cwnd_minus_1():
     h.call("on_rtt_sample", 0.1)
     h.st[h.mod.MIN_RTT] = 0.15
     h.st[h.mod.CNT_RTT] = 3.0
-    h.set(ROUND_END=1.0)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 1449, 30000)
     assert h["diff"] == 9.0 and h["CWND"] == 19.0 and h["SSTHRESH"] == 19.0
     # slow-start exit: cwnd 30, ssthresh ∞; diff = 30·50000 // 100001 = 14 > γ = 1;
     #   target = 30·100001 // 150001 = 3000030 // 150001 = 20 → cwnd = min(30, 20 + 1) = 21;
@@ -295,8 +332,7 @@ def test_vegas_linux_ssthresh_is_min_ssthresh_cwnd_not_cwnd_minus_1():
     h.call("on_rtt_sample", 0.1)
     h.st[h.mod.MIN_RTT] = 0.15
     h.st[h.mod.CNT_RTT] = 3.0
-    h.set(ROUND_END=1.0)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 1449, 30000)
     assert h["diff"] == 14.0 and h["CWND"] == 21.0 and h["SSTHRESH"] == 21.0 and h["adjust"] == 2.0
 
 
@@ -306,8 +342,7 @@ def test_vegas_too_few_samples_behaves_like_reno():
     h.call("init")
     h.call("on_rtt_sample", 0.1)
     h.call("on_rtt_sample", 0.3)
-    h.set(ROUND_END=1.0)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 1449, 30000)
     assert (h["CWND"], h["CWND_CNT"]) == (20.0, 1.0)
 
 
