@@ -380,16 +380,46 @@ def test_westwood_filter_values():
 
 
 def test_westwood_linux_recovery_exit_sets_bandwidth_delay_window():
-    # linux (tcp_westwood.c CA_EVENT_COMPLETE_CWR: snd_ssthresh = bw_rttmin; snd_cwnd = snd_ssthresh)
-    # B = 82632.21 B/s, RTTmin 0.1 s, MSS 1000 B: cwnd = ssthresh = 8263.221·… /1000 = 8.2632.
-    h = Hooks("westwood").set(CWND=20.0, SSTHRESH=10.0, rtt_min=0.1, FLAVOR=1.0)
-    h.st[h.mod.WW + H.WW_BW] = 82632.21
+    # linux (tcp_westwood.c CA_EVENT_COMPLETE_CWR: snd_cwnd = snd_ssthresh = bw_rttmin) in the
+    # kernel's integers: B = 330 bytes per jiffy (82 500 B/s at HZ 250), RTTmin 25 jiffies (0.1 s),
+    # MSS 1000 B: ⌊330·25/1000⌋ = ⌊8.25⌋ = 8 (the real-valued estimate gave 8.25).
+    h = Hooks("westwood").set(CWND=20.0, SSTHRESH=10.0, FLAVOR=1.0, MSS=1000.0)
+    h.st[h.mod.WL + H.WL_BW] = 330.0
+    h.st[h.mod.WL + H.WL_RTT_MIN_J] = 25.0
     h.call("on_recovery_exit")
-    assert h["CWND"] == pytest.approx(8.263221) and h["SSTHRESH"] == pytest.approx(8.263221)
+    assert h["CWND"] == 8.0 and h["SSTHRESH"] == 8.0
     # B·RTTmin below 2 packets: floor 2.
-    h.st[h.mod.WW + H.WW_BW] = 1000.0
+    h.st[h.mod.WL + H.WL_BW] = 4.0
     h.call("on_recovery_exit")
     assert h["CWND"] == 2.0
+
+
+def test_westwood_linux_estimator_counts_like_tcp_westwood():
+    # HZ 250 (4 ms jiffies), MSS 1000 B, RTT 0.04 s → usecs_to_jiffies(40000) = 10 jiffies.
+    h = Hooks("westwood").set(FLAVOR=1.0, MSS=1000.0, SACKED=0.0)
+    h.call("init")
+
+    def ack(now, una, acked):
+        h.call("on_rtt_sample", 0.04)
+        h.set(NOW=now, RTT=0.04, SND_UNA=float(una), ACKED=float(acked))
+        h.call("on_ack")
+        return h["bw_bps"] / 8.0  # B, bytes/s
+
+    # first ACK (t 0): the window opened at the SYN-ACK, one RTT earlier: ⌊−0.04·250⌋ = −10;
+    # first_ack takes snd_una as it is now, so the slow path counts the ACK as one MSS: bk 1000;
+    # Δ = 0 − (−10) = 10 jiffies, not > max(10, HZ/20 = 12): no sample. RTTmin = 10 jiffies.
+    ack(0.0, 1001, 1)
+    assert h.st[h.mod.WL + H.WL_BK] == 1000.0 and h.st[h.mod.WL + H.WL_RTT_MIN_J] == 10.0
+    # t 0.01 (jiffy 2), +20000 B on the fast path: bk 21000; Δ 12, not > 12
+    ack(0.01, 21001, 20)
+    # t 0.012 (jiffy 3): Δ 13 > 12 → sample ⌊21000/13⌋ = 1615 B/jiffy fills both filters; then
+    # this ACK's 20000 B start the next window
+    assert ack(0.012, 41001, 20) == 1615.0 * 250.0
+    # t 0.064 (jiffy 16): Δ 13 → sample ⌊20000/13⌋ = 1538; bw_ns = ⌊(7·1615 + 1538)/8⌋ = ⌊12843/8⌋
+    # = 1605; bw = ⌊(7·1615 + 1605)/8⌋ = ⌊12910/8⌋ = 1613 B/jiffy = 403 250 B/s
+    assert ack(0.064, 61001, 20) == 1613.0 * 250.0
+    # B·RTTmin/MSS = ⌊1613·10/1000⌋ = 16 (the continuous filter would give a fraction)
+    assert h["bw_rttmin"] == 16.0
 
 
 def test_westwood_rfc_loss_cwnd_is_min_of_cwnd_and_bandwidth_delay_window():
@@ -408,12 +438,15 @@ def test_westwood_rfc_loss_cwnd_is_min_of_cwnd_and_bandwidth_delay_window():
     h.set(CWND=1500.0)
     assert h.call("ssthresh") == pytest.approx(1000.0)
     # linux flavor for contrast: ssthresh = 70.7 >> 1 = 35 on entry, and CA_EVENT_COMPLETE_CWR
-    # sets cwnd = ssthresh = 1000 at the exit (the kernel has no min there)
-    h.set(CWND=70.7, FLAVOR=1.0)
+    # sets cwnd = ssthresh = B·RTTmin at the exit (the kernel has no min there); the same B and
+    # RTTmin in the kernel's units: 50 000 bytes per jiffy (HZ 250), 20 jiffies → 1000
+    h.set(CWND=70.7, FLAVOR=1.0, MSS=1000.0)
+    h.st[h.mod.WL + H.WL_BW] = 50_000.0
+    h.st[h.mod.WL + H.WL_RTT_MIN_J] = 20.0
     assert h.call("ssthresh") == 35.0
     h.set(CWND=35.0, SSTHRESH=35.0)
     h.call("on_recovery_exit")
-    assert h["CWND"] == pytest.approx(1000.0)
+    assert h["CWND"] == 1000.0
 
 
 def test_westwood_rfc_ecn_returns_bandwidth_delay_ssthresh():

@@ -18,10 +18,12 @@
  *                   the connection is working at congestion avoidance phase".
  *   §III-B          baseRTT = min RTT observed; the backlog
  *                   diff = (Expected − Actual)·baseRTT = win·(1 − baseRTT/RTT), "derived from TCP
- *                   Vegas": computed once per round (the first ACK beyond the snd_nxt of the
- *                   round's start), RTT the round's smallest sample (Vegas' min filter against
- *                   delayed ACKs), rounds with ≤ 2 samples skipped (as Vegas), samples only in
- *                   the open state. The paper's text names an "exponentially smoothed current
+ *                   Vegas": computed once per round, RTT the round's smallest sample (Vegas' min
+ *                   filter against delayed ACKs), rounds with ≤ 2 samples skipped (as Vegas),
+ *                   samples only in the open state. A round ends on the first ACK at or above the
+ *                   snd_nxt of the round's start (and beyond the ACK that started it) — the
+ *                   project's definition of a round, the replay's — checked on every ACK
+ *                   (in_ack_event), in every state, so rounds run on through a recovery. The paper's text names an "exponentially smoothed current
  *                   RTT, sRTT": -DCTCP_RTT_SRTT builds that variant (RTT = the kernel's srtt at the
  *                   round end); the default is the round minimum, as the replay's default
  *                   (compound.rtt_source=round_min).                         → ctcp_round
@@ -79,12 +81,14 @@ struct ctcp {
 	__u32 base_rtt;	   /* µs */
 	__u32 min_rtt;	   /* smallest sample of the current round, µs */
 	__u32 cnt_rtt;	   /* samples in the current round */
-	__u32 beg_snd_nxt; /* the round ends with the first ACK beyond this */
+	__u32 beg_snd_nxt; /* the round ends with the first ACK at or above this */
+	__u32 start_una;   /* ... and beyond this one (the ACK that started the round) */
 	__u32 last_win;	   /* snd_cwnd as this program last set it */
 	__u32 prior_cwnd_q, prior_dwnd_q, prior_gamma_q; /* before the last reduction (undo) */
 	__u8 diff_reno_fresh; /* a round measurement not yet used by a loss */
 	__u8 delay_on;	      /* delay component enabled (off after an RTO until congestion avoidance) */
 	__u8 sampling;	      /* in the open state: take RTT samples for the round */
+	__u8 started;	      /* the first round has begun (at the first ACK) */
 };
 _Static_assert(sizeof(struct ctcp) <= ICSK_CA_PRIV_BYTES, "ctcp state too large");
 
@@ -96,6 +100,7 @@ static __always_inline __u64 ctcp_win_q(const struct ctcp *ca)
 static __always_inline void ctcp_new_round(struct sock *sk, struct ctcp *ca)
 {
 	ca->beg_snd_nxt = tcp_sk(sk)->snd_nxt;
+	ca->start_una = tcp_sk(sk)->snd_una;
 	ca->cnt_rtt = 0;
 	ca->min_rtt = 0x7fffffff;
 }
@@ -144,6 +149,7 @@ void BPF_PROG(ctcp_init, struct sock *sk)
 	ca->prior_cwnd_q = ca->cwnd_q;
 	ca->prior_dwnd_q = 0;
 	ca->prior_gamma_q = ca->gamma_q;
+	ca->started = 0;
 	ctcp_new_round(sk, ca);
 	SIG(EV_INIT, "%u", ca->gamma_q);
 }
@@ -171,10 +177,8 @@ void BPF_PROG(ctcp_set_state, struct sock *sk, __u8 new_state)
 {
 	struct ctcp *ca = inet_csk_ca(sk);
 
-	/* no sampling or update during recovery: a fresh round starts when the state is open again */
+	/* no sampling or update during recovery (the round itself runs on) */
 	ca->sampling = new_state == TCP_CA_Open;
-	if (ca->sampling)
-		ctcp_new_round(sk, ca);
 }
 
 /* α·win^k − 1 in Q16 with k = 3/4: win^(3/4) = √(win·√win) */
@@ -230,8 +234,6 @@ void BPF_PROG(ctcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	bool limited = tcp_is_cwnd_limited(sk);
 
 	ctcp_resync(sk, ca);
-	if (after(ack, ca->beg_snd_nxt))
-		ctcp_round(sk, ca, limited);
 	if (!limited) {
 		ctcp_apply(sk, ca);
 		return;
@@ -253,6 +255,30 @@ void BPF_PROG(ctcp_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	/* a retreating dwnd must not send the window back into slow start */
 	if (tp->snd_cwnd < tp->snd_ssthresh)
 		tp->snd_ssthresh = tp->snd_cwnd;
+}
+
+/* every ACK (after its RTT sample, before the congestion state machine and the growth): the end of
+ * a round — the first ACK at or above the round's starting snd_nxt and beyond its starting ACK */
+SEC("struct_ops")
+void BPF_PROG(ctcp_in_ack_event, struct sock *sk, __u32 flags)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct ctcp *ca = inet_csk_ca(sk);
+
+	if (!ca->started) {
+		/* the first ACK of data starts round 0 (its own sample belongs to it) */
+		ca->started = 1;
+		ca->beg_snd_nxt = tp->snd_nxt;
+		ca->start_una = tp->snd_una;
+		return;
+	}
+	if (!before(tp->snd_una, ca->beg_snd_nxt) && after(tp->snd_una, ca->start_una)) {
+		/* in recovery snd_cwnd is PRR's, not this program's: leave the components alone (the
+		 * round's update is skipped there anyway); cong_avoid applies the new window */
+		if (ca->sampling)
+			ctcp_resync(sk, ca);
+		ctcp_round(sk, ca, tcp_is_cwnd_limited(sk));
+	}
 }
 
 /* §III-B eq. (5) line 3 and §III-C γ auto-tuning, at the entry of recovery / CWR / loss */
@@ -339,6 +365,7 @@ struct tcp_congestion_ops bpf_ctcp = {
 	.undo_cwnd = (void *)ctcp_undo_cwnd,
 	.cong_avoid = (void *)ctcp_cong_avoid,
 	.pkts_acked = (void *)ctcp_pkts_acked,
+	.in_ack_event = (void *)ctcp_in_ack_event,
 	.set_state = (void *)ctcp_set_state,
 	.cwnd_event = (void *)ctcp_cwnd_event,
 	.name = "bpf_ctcp",

@@ -16,7 +16,9 @@
  *            paper's per-ACK rule assumes one ACK per packet; a delayed-ACK receiver would
  *            otherwise halve every rate).
  *            RTT: the smallest sample of the last completed round (Vegas' filter against delayed
- *            ACKs; the paper's "RTT" is unspecified; the replay's default rtt_source=round_min).
+ *            ACKs; the paper's "RTT" is unspecified; the replay's default rtt_source=round_min);
+ *            a round ends on the first ACK at or above the snd_nxt of its start (and beyond the
+ *            ACK that started it), checked on every ACK (in_ack_event), in every state.
  *            RTTmin: the smallest sample so far. Until a round has completed the Fusion window
  *            holds (only the Reno floor grows).
  *   §II-C    α = cwnd·Dmin/RTT with Dmin = 4 ms ("we set it to 4ms based on our implementation
@@ -61,12 +63,14 @@ struct fusion {
 	__u32 rtt_min;	   /* µs */
 	__u32 round_min;   /* smallest sample of the current round, µs */
 	__u32 rtt_round;   /* smallest sample of the last completed round (0: none yet) */
-	__u32 beg_snd_nxt; /* the round ends with the first ACK beyond this */
+	__u32 beg_snd_nxt; /* the round ends with the first ACK at or above this */
+	__u32 start_una;   /* ... and beyond the ACK that started it */
 	__u32 last_rtt;	   /* the last sample (the RTT "right before the loss") */
 	__u32 last_win;	   /* snd_cwnd as this program last set it */
 	__u32 prior_cwnd_q, prior_reno_q; /* before the last reduction (undo) */
 	__u8 last_phase;  /* phase of the last signal line */
 	__u8 round_ended; /* a round ended since the last signal line */
+	__u8 started;	  /* the first round has begun (at the first ACK) */
 };
 _Static_assert(sizeof(struct fusion) <= ICSK_CA_PRIV_BYTES, "fusion state too large");
 
@@ -115,6 +119,8 @@ void BPF_PROG(fusion_init, struct sock *sk)
 	ca->rtt_round = 0;
 	ca->last_rtt = 0;
 	ca->beg_snd_nxt = tcp_sk(sk)->snd_nxt;
+	ca->start_una = tcp_sk(sk)->snd_una;
+	ca->started = 0;
 	ca->last_win = tcp_sk(sk)->snd_cwnd;
 	ca->last_phase = 0xff;
 	ca->round_ended = 1;
@@ -139,10 +145,25 @@ void BPF_PROG(fusion_pkts_acked, struct sock *sk, const struct ack_sample *sampl
 SEC("struct_ops")
 void BPF_PROG(fusion_ack, struct sock *sk, __u32 ack_flags)
 {
+	struct tcp_sock *tp = tcp_sk(sk);
 	struct fusion *ca = inet_csk_ca(sk);
 	__u32 bk = 0;
 
 	westwood_est_ack(sk, &ca->w, ack_flags, &bk);
+	if (!ca->started) {
+		/* the first ACK of data starts round 0 (its own sample belongs to it) */
+		ca->started = 1;
+		ca->beg_snd_nxt = tp->snd_nxt;
+		ca->start_una = tp->snd_una;
+	} else if (!before(tp->snd_una, ca->beg_snd_nxt) && after(tp->snd_una, ca->start_una)) {
+		/* a round ended: its smallest sample is the RTT of the next round's decisions */
+		if (ca->round_min != 0x7fffffff)
+			ca->rtt_round = ca->round_min;
+		ca->round_min = 0x7fffffff;
+		ca->beg_snd_nxt = tp->snd_nxt;
+		ca->start_una = tp->snd_una;
+		ca->round_ended = 1;
+	}
 }
 
 SEC("struct_ops")
@@ -154,14 +175,6 @@ void BPF_PROG(fusion_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	__u32 rtt = 0, phase;
 
 	fusion_resync(sk, ca);
-	if (after(ack, ca->beg_snd_nxt)) {
-		/* a round ended: its smallest sample is the RTT of the next round's decisions */
-		if (ca->round_min != 0x7fffffff)
-			ca->rtt_round = ca->round_min;
-		ca->round_min = 0x7fffffff;
-		ca->beg_snd_nxt = tp->snd_nxt;
-		ca->round_ended = 1;
-	}
 	if (!tcp_is_cwnd_limited(sk))
 		return;
 	if (tcp_in_slow_start(tp)) {
