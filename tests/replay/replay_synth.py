@@ -14,7 +14,6 @@ sender and a small F an application-limited one.
 from __future__ import annotations
 
 import json
-
 from pathlib import Path
 from typing import Any
 
