@@ -177,6 +177,10 @@ class Algorithm:
     signals: tuple[Signal, ...] = ()
     default_flavor: str = "rfc"  # value of the common `flavor` parameter
     flavor_doc: str = "rfc: the paper/RFC model; linux: the same algorithm in the Linux TCP core model"
+    # the one flavor this declaration implements, when the algorithm's flavors differ in most
+    # hooks and live in separate modules (cubic_rfc.py, cubic_linux.py: one declaration each,
+    # same name and default_flavor); None: the module implements both and reads tp[FLAVOR]
+    flavor: str | None = None
     wraps: bool = False  # a wrapper (composed as name+base)
     defaults: dict[str, Any] = field(default_factory=dict)  # preset overrides of param defaults
     doc_page: str = ""  # docs page for this algorithm (relative to docs/)
@@ -190,7 +194,7 @@ def common_params(algo: Algorithm) -> tuple[Param, ...]:
             "flavor",
             "",
             algo.default_flavor,
-            "ALGORITHMS.md (switch flavor)",
+            "docs/algorithms.md (flavors)",
             algo.flavor_doc,
             kind="choice",
             choices=("rfc", "linux"),

@@ -209,13 +209,10 @@ def undo_cwnd(st, p, tp):
 
 @jit
 def cong_avoid(st, p, tp, n):
-    if tp[FLAVOR] == LINUX and not H.linux_cwnd_limited(tp):
+    g = H.growth_gate(tp, n, p[P_L])
+    if g == H.HELD:
         return
-    if tp[CWND] < tp[SSTHRESH]:  # slow start: Reno's, dwnd = 0
-        if tp[FLAVOR] == LINUX:
-            H.linux_slow_start(tp, n)
-        else:
-            H.slow_start_abc(tp, n, p[P_L])
+    if g == H.SLOW_START:  # slow start: Reno's, dwnd = 0
         st[CWND_LOSS] = tp[CWND]
         st[DWND] = 0.0
         st[WIN] = tp[CWND]

@@ -45,15 +45,11 @@ from hscc_trace.replay.tp import (
     CWND,
     EV_RTO,
     EVENT,
-    FLAVOR,
-    LINUX,
     MIN_RTT,
     MSS,
     PRIOR_CWND,
-    ROUND_MIN_RTT,
     RTT,
     SACKED,
-    SRTT,
     SSTHRESH,
 )
 
@@ -84,20 +80,6 @@ P_L = 4  # packets — slow-start ABC limit (rfc flavor)
 NPARAMS = 5
 
 SS, INCREASE, STEADY, DECREASE = 0.0, 1.0, 2.0, 3.0
-
-
-@jit
-def phase_rtt(src, round_min, srtt, last):
-    """The RTT (s) of the phase decision per ``rtt_source`` (0 round_min, 1 srtt, 2 last); falls
-    back to the last sample. Scalars only: array arguments cost a reference count per call."""
-    rtt = math.nan
-    if src == 0.0:
-        rtt = round_min
-    elif src == 1.0:
-        rtt = srtt
-    if not (rtt > 0.0):
-        rtt = last
-    return rtt
 
 
 @jit
@@ -159,20 +141,17 @@ def undo_cwnd(st, p, tp):
 
 @jit
 def cong_avoid(st, p, tp, n):
-    if tp[FLAVOR] == LINUX and not H.linux_cwnd_limited(tp):
+    g = H.growth_gate(tp, n, p[P_L])
+    if g == H.HELD:
         return
-    if tp[CWND] < tp[SSTHRESH]:  # slow start (Reno's), the Reno window follows
+    if g == H.SLOW_START:  # slow start (Reno's), the Reno window follows
         st[PHASE] = SS
-        if tp[FLAVOR] == LINUX:
-            H.linux_slow_start(tp, n)
-        else:
-            H.slow_start_abc(tp, n, p[P_L])
         st[RENO_CWND] = tp[CWND]
         return
     # the Reno window: +1/reno_cwnd per acknowledged packet
     st[RENO_CWND] += n / st[RENO_CWND]
     cwnd = tp[CWND]
-    rtt = phase_rtt(p[P_RTT_SOURCE], tp[ROUND_MIN_RTT], tp[SRTT], tp[RTT])
+    rtt = H.rtt_by_source(p[P_RTT_SOURCE], tp)
     st[RTT_USED] = rtt
     if rtt > 0.0 and tp[MIN_RTT] > 0.0:
         diff = H.vegas_diff(cwnd, rtt, tp[MIN_RTT])
