@@ -15,12 +15,12 @@ increase"), with ``diff = cwnd·(RTT − RTTmin)/RTT`` (helpers.vegas_diff) and 
 
 ``W_inc = B·Dwinc/MSS`` packets (B the Westwood+ bandwidth estimate in bytes/s, helpers
 westwood_on_ack; §II-C: ``W_inc ≤ G = B·Dmin/(8·packet_size)``, "W_inc = B/12 Mbps" for 1 ms and
-1500-byte packets), at least 1 (ALGORITHMS.md).
+1500-byte packets), at least 1 (docs/algorithms/fusion.md#decisions).
 
 Congestion event (§II-A, the TCPW-RE decrease with a 1/2 floor):
 ``cwnd = max(RTTmin/RTT · cwnd, cwnd/2)`` with RTT the last sample before the loss
 (helpers.westwood_decrease); ``reno_cwnd = max(reno_cwnd/2, 2)``. RTO: Reno behaviour for both
-windows (ALGORITHMS.md; the paper is silent): ssthresh as Reno's, cwnd = reno_cwnd = 1.
+windows (the paper is silent; docs/algorithms/fusion.md#decisions): ssthresh as Reno's, cwnd = reno_cwnd = 1.
 
 Slow start is Reno's (the paper changes only congestion avoidance); the Reno window follows the
 sending window while in slow start. A decrease phase that takes cwnd below ssthresh lowers
@@ -29,7 +29,7 @@ with ``tcp_vegas_ssthresh``).
 
 Interpretations (docs/algorithms/fusion.md): the per-ACK formulas of the paper assume one ACK
 per packet; with N packets acknowledged by one ACK the increment is multiplied by N (byte
-counting, as ALGORITHMS.md does for Reno). Before the first RTT sample no phase can be computed
+counting, as the Reno model does). Before the first RTT sample no phase can be computed
 and the Fusion window holds (the Reno floor still grows).
 """
 
@@ -119,7 +119,7 @@ def on_ack(st, p, tp):
 @jit
 def ssthresh(st, p, tp):
     st[PRIOR_RENO] = st[RENO_CWND]
-    if tp[EVENT] == EV_RTO:  # Reno behaviour (ALGORITHMS.md): Reno's own ssthresh hook
+    if tp[EVENT] == EV_RTO:  # Reno behaviour (docs/algorithms/fusion.md#decisions): Reno's own ssthresh hook
         return R.ssthresh(st, p, tp)
     st[RENO_CWND] = max(st[RENO_CWND] / 2.0, 2.0)
     new = H.westwood_decrease(tp[CWND], tp[MIN_RTT], tp[RTT])
@@ -192,7 +192,7 @@ _PARAMS = (
         "winc_min",
         "packets",
         1.0,
-        "ALGORITHMS.md (TCP-Fusion: W_inc at least 1)",
+        "docs/algorithms/fusion.md#decisions (W_inc at least 1)",
         "floor of W_inc (also its value before the first bandwidth sample)",
         lo=0.0,
         hi=1e6,
@@ -201,7 +201,7 @@ _PARAMS = (
         "rtt_source",
         "",
         "round_min",
-        "ALGORITHMS.md (switch rtt_source, default round_min as Vegas)",
+        "docs/algorithms/fusion.md#decisions (rtt_source, default round_min as Vegas)",
         "RTT used for diff and α: min sample of the last round, srtt, or the last sample",
         kind="choice",
         choices=("round_min", "srtt", "last"),
@@ -210,7 +210,7 @@ _PARAMS = (
         "L",
         "packets",
         2.0,
-        "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
+        "RFC 3465 §2.3 (Reno slow start, L = 2 SMSS)",
         "flavor rfc: at most L packets of slow-start growth per ACK",
         lo=0.0,
         hi=1e6,

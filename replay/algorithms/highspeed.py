@@ -11,7 +11,7 @@ Flavor ``rfc`` (RFC 3649 §5–§6), for a window w = cwnd (packets):
   ``cwnd += a(w)·N/w``; on a congestion event ``ssthresh = w·(1 − b(w))`` (≥ 2);
 * slow start is standard (RFC 3649 leaves it unchanged; limited slow start, RFC 3742, is not
   modelled): ``cwnd += min(N, L)``.
-* Check: w = 1000 → b = 0.33, a = 7.74 (ALGORITHMS.md); w = 83000 → b = 0.10.
+* Check (from the formulas above): w = 1000 → b = 0.33, a = 7.74; w = 83000 → b = 0.10.
 
 Flavor ``linux`` (tcp_highspeed.c): the AIMD table of RFC 3649 Appendix B (window thresholds,
 decrease ×256); ``ai`` = the table row with ``w[ai−1] < cwnd ≤ w[ai]``, updated only in
