@@ -237,7 +237,11 @@ _PARAMS = (
     ),
     Param("k", "", 0.75, "CTCP §III-C (k = 0.75, HSTCP-like aggressiveness)", "exponent k of α·win^k"),
     Param(
-        "zeta", "", 1.0, "CTCP §III-B eq. (5); docs/algorithms/compound.md#decisions (ζ = 1)", "how fast dwnd retreats per packet of backlog ζ"
+        "zeta",
+        "",
+        1.0,
+        "CTCP §III-B eq. (5); docs/algorithms/compound.md#decisions (ζ = 1)",
+        "how fast dwnd retreats per packet of backlog ζ",
     ),
     Param(
         "gamma",
@@ -265,10 +269,30 @@ _PARAMS = (
         kind="bool",
     ),
     Param(
-        "lambda", "", 0.25, "docs/algorithms/compound.md#decisions (γ auto-tuning, λ = 1/4)", "smoothing weight λ of γ updates", lo=0.0, hi=1.0
+        "lambda",
+        "",
+        0.25,
+        "docs/algorithms/compound.md#decisions (γ auto-tuning, λ = 1/4)",
+        "smoothing weight λ of γ updates",
+        lo=0.0,
+        hi=1.0,
     ),
-    Param("gamma_min", "packets", 5.0, "docs/algorithms/compound.md#decisions (γ clamped to [5, 30])", "lower clamp of the tuned γ", lo=0.0),
-    Param("gamma_max", "packets", 30.0, "docs/algorithms/compound.md#decisions (γ clamped to [5, 30])", "upper clamp of the tuned γ", lo=0.0),
+    Param(
+        "gamma_min",
+        "packets",
+        5.0,
+        "docs/algorithms/compound.md#decisions (γ clamped to [5, 30])",
+        "lower clamp of the tuned γ",
+        lo=0.0,
+    ),
+    Param(
+        "gamma_max",
+        "packets",
+        30.0,
+        "docs/algorithms/compound.md#decisions (γ clamped to [5, 30])",
+        "upper clamp of the tuned γ",
+        lo=0.0,
+    ),
     Param(
         "min_samples",
         "",
