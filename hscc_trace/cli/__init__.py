@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from hscc_trace.errors import HsccError
 
@@ -155,7 +156,8 @@ def _run_app(app) -> None:
         return
     try:
         rv = app(prog_name="hscc-trace", standalone_mode=False)
-    except ClickException as exc:
+    except ClickException as err:
+        exc: Any = err  # (click's ClickException: format_message(), exit_code, ctx)
         if type(exc).__name__ == "NoArgsIsHelpError":  # the help text itself (no arguments)
             msg = exc.format_message()
             if msg.strip():
