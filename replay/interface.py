@@ -8,6 +8,10 @@ An algorithm is ONE small module (e.g. ``replay/algorithms/reno.py``) that defin
 * ``ALGORITHMS``: a tuple of :class:`Algorithm` declarations (usually one; presets of the same
   hooks with different parameter defaults may add more, e.g. HRF's comparison rows).
 
+Where an algorithm's two flavors differ in most hooks, each flavor is its own module declaring
+the same name with ``flavor=`` set (``cubic_rfc.py``, ``cubic_linux.py``); the registry picks the
+module of the flavor a run asks for. Otherwise one module serves both and reads ``tp[FLAVOR]``.
+
 Every hook receives ``st`` (the algorithm's private float64 state), ``p`` (its parameters, float64,
 in ``params`` order; choices are indices) and ``tp`` (the engine's context, slots in
 :mod:`hscc_trace.replay.tp`). Windows are packets, times seconds. Hooks change the window by
