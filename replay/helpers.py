@@ -28,12 +28,14 @@ from .tp import (
     MIN_RTT,
     MSS,
     NOW,
+    OPEN,
     ROUND_MIN_RTT,
     RTT,
     SACKED,
     SND_UNA,
     SRTT,
     SSTHRESH,
+    STATE,
 )
 
 # --- generic (RFC) -----------------------------------------------------------------------------
@@ -292,7 +294,9 @@ def westwood_linux_on_ack(st, off, tp, hz):
     passed (B ← integer 7/8 filters of bk/Δt), count the ACK's bytes, update RTTmin. Returns B
     in bytes/s (bytes per jiffy × HZ)."""
     now = math.floor(tp[NOW] * hz + 1e-9)
-    slow = tp[ACKED] == 0.0 or tp[SACKED] > 0.0
+    # the slow path (not header-predicted): duplicate ACKs, ACKs with SACK information, every ACK
+    # while the sender is out of the open state (its ACKs carry SACK blocks)
+    slow = tp[ACKED] == 0.0 or tp[SACKED] > 0.0 or tp[STATE] != OPEN
     if st[off + WL_FIRST] > 0.0:
         rtt = tp[RTT] if tp[RTT] > 0.0 else 0.0
         st[off + WL_WIN_SX] = math.floor((tp[NOW] - rtt) * hz + 1e-9)

@@ -154,6 +154,7 @@ def analyze(
     o_state,
     o_cong,
     o_undo,
+    o_ca_rtt,
     # episode outputs
     e_kind,
     e_start_t,
@@ -546,6 +547,7 @@ def analyze(
         # SACK blocks and D-SACK
         newly = np.int64(0)
         dsk = np.int64(0)
+        sack_hi = np.int64(-1)  # right edge of the highest block that SACKs new data at its end
         nb = sn[i]
         for k in range(nb):
             l = sl[i, k]
@@ -571,8 +573,11 @@ def analyze(
             if r > snd_max:
                 r = snd_max
             if r > l:
+                fresh_end = sbm == 0 or rg.overlap(sbL, sbR, sbm, r - 1, r) == 0
                 sbm, added = rg.insert(sbL, sbR, sbm, l, r)
                 newly += added
+                if added > 0 and fresh_end and r > sack_hi:
+                    sack_hi = r
         sb_tot += newly
         # timestamp-echo RTT when data/ACK matching gave none (RFC 7323 §4: ACKs of new data)
         if src < 0 and acked > 0 and tse[i] != NOTS and tsn > 0:
@@ -742,6 +747,22 @@ def analyze(
         o_dup[i] = dup
         o_rwnd[i] = win[i] << rwnd_shift
         o_rtt[i] = rtt
+        # Linux's RTT sample for congestion control (tcp_clean_rtx_queue → ca_rtt_us, what the
+        # modules' pkts_acked and rate sample get): the newest segment this ACK newly SACKs (its
+        # first transmission, never retransmitted) when there is one, else the ACK's own sample.
+        # (A timestamp-echo sample is whole ms ticks in the kernel, tcp_rtt_tsopt_us; the tick
+        # phase is unknown here, so it stays the µs value the capture gives.)
+        ca = rtt if src >= 0 else np.int64(-1)
+        if sack_hi > 0 and rm > rh:
+            idx = _gsearch(rec_e, rh, rm, sack_hi, False, False)
+            if (
+                idx < rm
+                and rec_e[idx] == sack_hi
+                and (xam == 0 or rg.overlap(xaL, xaR, xam, sack_hi - 1, sack_hi) == 0)
+            ):
+                if t >= rec_t[idx]:
+                    ca = t - rec_t[idx]
+        o_ca_rtt[i] = ca
         o_rtt_src[i] = src
         o_snd_max[i] = snd_max
         o_out[i] = out
