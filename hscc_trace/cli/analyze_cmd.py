@@ -67,21 +67,31 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
             f"{len(cap['flows'])} flow(s) analyzed of {cap['flows_total']}"
         )
         for f in cap["flows"]:
-            ev = f["events"]
-            if f["best"]:
-                row = next(r for r in f["fit"] if r["algo"] == f["best"])
-                fit = f"best fit: {f['best']} (mare {row['mare']:.3f}, {row['rounds']} cwnd-limited rounds)"
-            elif ev["segments"] == 0:
-                fit = "no data (handshake/control only)"
-            else:
-                fit = f"not fitted ({ev['cwnd_limited_rounds']} cwnd-limited rounds of {ev['rounds']})"
             out.append(
                 f"  {flow_label(f)}  {_mbit(f.get('goodput_bps'))}, rtt min {_ms(f.get('rtt_min_s'))}, "
-                f"{f.get('retrans') or 0} retrans — {fit}"
+                f"{f.get('retrans') or 0} retrans"
             )
+            out += [f"      {line}" for line in verdict_lines(f)]
         for w in cap["warnings"]:
             out.append(f"  warning: {w['message']}" + (f" ({w['count']}×)" if w["count"] != 1 else ""))
     return out
+
+
+def verdict_lines(flow: dict[str, Any]) -> list[str]:
+    """The verdict of one flow of the results document, in plain words: its class (and name),
+    the reason, and the evidence behind it."""
+    v = flow.get("verdict")
+    if not v:
+        return []
+    head = v["class"] if v["class"] != "identified" else f"identified: {v['name']}"
+    reason = v["reason"]
+    if v["class"] == "identified" and reason.startswith(f"{v['name']}: "):
+        reason = reason[len(v["name"]) + 2 :]
+    lines = [f"{head} — {reason}"]
+    from hscc_trace.analysis.evidence import describe
+
+    lines.append(f"evidence: {describe(v['evidence'])}")
+    return lines
 
 
 @app.command()
