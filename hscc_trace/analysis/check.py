@@ -225,6 +225,10 @@ def _expect_verdict(path: str, flow: dict[str, Any], exp: Expectation, min_round
     detail = (f"rank {_fmt(rank)} of {n_algos}, " if n_algos > 1 else "") + (
         f"{_fmt(row.get('rounds'))} rounds, rmse {_fmt(row.get('rmse_pkts'), 2)} pkts, corr {_fmt(row.get('corr'))}"
     )
+    best = flow.get("best")
+    best_row = fit_of(flow, best) if best else None
+    if best and best != row.get("algo") and best_row is not None:
+        detail += f"; best: {best} mare {_fmt(best_row.get('mare'))}"
     if problems:
         return Verdict(path, flow.get("flow_id"), label, test, FAIL, f"{'; '.join(problems)} ({detail})", metrics)
     head = (
@@ -281,7 +285,9 @@ def check_expectations(doc: dict[str, Any], cfg: CheckConfig, flows: Iterable[in
                     if (only or exp.flows)
                     else "the capture has no TCP flow"
                 )
-                out.append(Verdict(path, None, "", f"expect {exp.expect}", SKIP, msg))
+                # a flow asked for by id and missing is a failure; a capture without TCP is skipped
+                status = FAIL if (only or exp.flows) else SKIP
+                out.append(Verdict(path, None, "", f"expect {exp.expect}", status, msg))
     return out
 
 

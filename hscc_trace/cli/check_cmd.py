@@ -164,7 +164,7 @@ def _check(
         kw["allow_unknown"] = allow_unknown
     c = replace(c, **kw)
     # a folder of captures may carry its own expectations (an hscc-trace.toml inside it)
-    folder_exps = tuple(e for d in inputs if Path(d).is_dir() for e in config.folder_expectations(d))
+    folder_exps = tuple(e for d in inputs if os.path.isdir(d) for e in config.folder_expectations(d))
     if folder_exps:
         c = replace(c, expectations=(*folder_exps, *c.expectations))
     c = replace(c, tolerance=config.parse_tolerance(tolerance, c.tolerance))
