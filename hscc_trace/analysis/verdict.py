@@ -370,6 +370,9 @@ def _window_verdict(
     eq = tuple(sorted((m for m in best.members if m != best.name), key=_rank))
     eq += tuple(c.name for c, simpler, _, _ in reduced if simpler is best)
     if len(keep) == 1:
+        ru: _Class | None
+        closer: int | None
+        differ: int | None
         if ruled_out:
             ru, closer, differ = ruled_out[0]
             margin = (
