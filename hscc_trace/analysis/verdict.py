@@ -371,18 +371,17 @@ def _window_verdict(
     eq += tuple(c.name for c, simpler, _, _ in reduced if simpler is best)
     if len(keep) == 1:
         ru: _Class | None
-        closer: int | None
-        differ: int | None
+        m_closer: int | None = None  # the margin over the runner-up, when one was ruled out
+        m_differ: int | None = None
         if ruled_out:
-            ru, closer, differ = ruled_out[0]
+            ru, m_closer, m_differ = ruled_out[0]
             margin = (
-                f"the next best, {ru.name} ({ru.mare:.1%}), is further from the sender in {closer} of the "
-                f"{differ} rounds where the two differ by more than {tie:g} packet{'s' if tie != 1 else ''}"
+                f"the next best, {ru.name} ({ru.mare:.1%}), is further from the sender in {m_closer} of the "
+                f"{m_differ} rounds where the two differ by more than {tie:g} packet{'s' if tie != 1 else ''}"
             )
         else:
             rest = [c for c in classes if c is not best]
             ru = rest[0] if rest else None
-            closer = differ = None
             margin = (
                 f"no other replay fits within its threshold (next: {ru.name}, {ru.mare:.1%})"
                 if ru is not None
@@ -408,8 +407,8 @@ def _window_verdict(
             threshold=_threshold(best, rules),
             runner_up=ru.name if ru is not None else None,
             runner_up_error=ru.mare if ru is not None else None,
-            closer_rounds=closer,
-            differing_rounds=differ,
+            closer_rounds=m_closer,
+            differing_rounds=m_differ,
             rounds=n,
         )
     names = tuple(c.name for c in keep)
