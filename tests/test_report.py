@@ -245,7 +245,9 @@ def test_header_has_metadata_every_parameter_and_the_caveat(evil_analysis, evil_
 def test_offline_and_plotly_inlined_once(evil_report) -> None:
     page, info = evil_report
     assert page.count('id="plotlyjs"') == 1
-    assert len(re.findall(r"<script\b", page)) == 3 + 1 + info.figures  # template, config, plotly, loader + payloads
+    # template, plotly config, report config, plotly, loader + a payload per figure + a store per flow
+    assert info.full_resolution_flows == info.flows == 2
+    assert len(re.findall(r"<script\b", page)) == 4 + 1 + info.figures + info.flows
     vis = _visible_html(page)
     assert not re.search(r"\b(src|href)\s*=\s*\"(?!#)", vis)  # only in-page links
     assert "<link" not in vis and "@import" not in vis and "url(" not in vis
@@ -384,7 +386,11 @@ def test_large_flow_is_decimated_not_truncated(tmp_path: Path) -> None:
     info = write_report(a, tmp_path / "big.html", max_points=800)
     page = (tmp_path / "big.html").read_text()
     assert info.decimated and info.points_out < info.points_in / 20
-    assert "Decimated:" in page and "first, lowest, highest and last sample of each of 200 equal time columns" in page
+    assert (
+        "First view decimated:" in page
+        and "first, lowest, highest and last sample of each of 200 equal time columns" in page
+    )
+    assert "Zoomed in, every figure re-draws from this flow" in page
     fr = a.captures[0].results[0]
     window = _blocks(_payloads(page)[0][0])["window"]
     actual = next(tr for tr in window if tr["name"] == "actual: bytes in flight")
@@ -470,7 +476,7 @@ def test_stack_puts_rows_on_one_time_axis_with_a_legend_per_panel() -> None:
     assert [t["yaxis"] for t in fig["data"][:2]] == ["y", "y2"] and {t["yaxis"] for t in fig["data"][2:]} == {"y3"}
     assert [t["legend"] for t in fig["data"][:3]] == ["legend", "legend", "legend2"]
     assert lay["xaxis2"]["matches"] == "x" and lay["xaxis3"]["matches"] == "x" and "matches" not in lay["xaxis"]
-    assert lay["xaxis3"]["title"]["text"] == "time since flow start (s)" and "title" not in lay["xaxis"]
+    assert lay["xaxis3"]["title"]["text"] == "time since the flow's first packet (s)" and "title" not in lay["xaxis"]
     d1, d2, d3 = (lay[k]["domain"] for k in ("yaxis", "yaxis2", "yaxis3"))
     plot_px = lay["height"] - lay["margin"]["t"] - lay["margin"]["b"]
     assert d1[1] == pytest.approx(1 - F._BLOCK_TITLE_PX / plot_px, abs=1e-5)  # room for the title "A" above
