@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from hscc_trace import schema
 from hscc_trace.errors import InputError
 from hscc_trace.model import Analysis, FlowResult
 
@@ -581,13 +582,16 @@ def _signal_docs(label: str, fr: FlowResult) -> str:
     df = fr.replays.get(label)
     if df is None:
         return ""
-    base = {"ts_ns", "cwnd", "ssthresh", "state"}
+    base = {c.name for c in schema.REPLAY_BASE}
     items = []
     for col in df.columns:
         if col in base:
             continue
         si = infos.get(col)
-        unit = f" ({e(si.unit)})" if si and si.unit else ""
+        unit = ""
+        if si and si.unit:
+            drawn_in = F.shown(si.unit)[0]
+            unit = f" ({e(si.unit)}" + (f"; drawn in {e(drawn_in)}" if drawn_in != si.unit else "") + ")"
         items.append(
             f"<li><code>{e(col)}</code>{unit}: {e(si.doc) if si else '<span class=muted>undocumented</span>'}</li>"
         )

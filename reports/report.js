@@ -53,6 +53,9 @@
     ? new Promise((r) => document.addEventListener("DOMContentLoaded", () => r(), { once: true }))
     : Promise.resolve();
 
+  // One column of a store: zigzag varints (delta-coded or not, scaled by 10^-d, nulls in a bitmap) or
+  // raw float64. Rows are read through checkpoints every 1024 rows (byte offset, running sum), so a
+  // slice costs its own length plus at most 1023 rows, and no column is ever expanded whole.
   class Col {
     constructor(st, spec, n) {
       const o = st.base + spec.o;
@@ -60,26 +63,44 @@
       this.z = spec.z;
       this.w = spec.w;
       this.scale = Math.pow(10, -spec.d);
-      const T = { 1: Int8Array, 2: Int16Array, 4: Int32Array, 8: Float64Array }[spec.w];
-      this.v = new T(st.buf, o, n);
+      this.v = spec.w === 8 ? new Float64Array(st.buf, o, n) : new Uint8Array(st.buf, o, spec.l);
       this.m = spec.m >= 0 ? new Uint8Array(st.buf, st.base + spec.m, (n + 7) >> 3) : null;
-      this.ck = null; // running sums every 1024 rows (delta-coded columns)
+      this.ckPos = null;
+      this.ckAcc = null;
+    }
+    // read rows [from, to) starting at byte `pos` with running sum `acc`; call put(i, value) for rows ≥ i0
+    run(pos, acc, from, to, i0, put) {
+      const b = this.v;
+      for (let i = from; i < to; i++) {
+        let zz = 0, mul = 1, c;
+        do { c = b[pos++]; zz += (c & 127) * mul; mul *= 128; } while (c & 128);
+        const q = zz % 2 ? -(zz + 1) / 2 : zz / 2;
+        const val = this.z ? (acc += q) : q;
+        if (i >= i0) put(i, val);
+      }
+      return [pos, acc];
+    }
+    checkpoints() {
+      if (this.ckPos) return;
+      const k = (this.n >> 10) + 1;
+      this.ckPos = new Float64Array(k);
+      this.ckAcc = new Float64Array(k);
+      let pos = 0, acc = 0;
+      for (let c = 0; c < k; c++) {
+        this.ckPos[c] = pos;
+        this.ckAcc[c] = acc;
+        [pos, acc] = this.run(pos, acc, c << 10, Math.min((c + 1) << 10, this.n), this.n, null);
+      }
     }
     slice(i0, i1) {
       const out = new Float64Array(Math.max(i1 - i0, 0));
-      const v = this.v;
-      if (this.w === 8) out.set(v.subarray(i0, i1));
-      else if (this.z) {
-        if (!this.ck) {
-          const ck = new Float64Array((this.n >> 10) + 1);
-          let acc = 0;
-          for (let i = 0; i < this.n; i++) { if ((i & 1023) === 0) ck[i >> 10] = acc; acc += v[i]; }
-          this.ck = ck;
-        }
-        let acc = this.ck[i0 >> 10];
-        for (let i = (i0 >> 10) << 10; i < i0; i++) acc += v[i];
-        for (let i = i0; i < i1; i++) { acc += v[i]; out[i - i0] = acc * this.scale; }
-      } else for (let i = i0; i < i1; i++) out[i - i0] = v[i] * this.scale;
+      if (i1 <= i0) return out;
+      if (this.w === 8) out.set(this.v.subarray(i0, i1));
+      else {
+        this.checkpoints();
+        const c = i0 >> 10, sc = this.scale;
+        this.run(this.ckPos[c], this.ckAcc[c], c << 10, i1, i0, (i, val) => { out[i - i0] = val * sc; });
+      }
       if (this.m) for (let i = i0; i < i1; i++) if (this.m[i >> 3] & (1 << (i & 7))) out[i - i0] = NaN;
       return out;
     }
@@ -484,7 +505,7 @@
     rows.sort((p, q) => p.frame - q.frame);
     const table = document.createElement("table");
     table.className = "packet-list";
-    const head = ["frame", "time (s)", "", "seq / ack (bytes)", "len (bytes)", "in flight (packets)", "rwnd (bytes)",
+    const head = ["frame", "time (s)", "dir", "seq / ack (bytes)", "len (bytes)", "in flight (packets)", "rwnd (bytes)",
                   "flags / analysis", "RTT sample (ms)", "SACK blocks", ...algos.map(([lab]) => plain(lab) + " cwnd (packets)")];
     const tr0 = document.createElement("tr");
     for (const h of head) { const th = document.createElement("th"); th.textContent = h; tr0.append(th); }
