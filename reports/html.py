@@ -48,6 +48,18 @@ DEFAULT_FULL_RESOLUTION_EVENTS = 10_000_000
 # (report.js); with more, it is re-decimated (first/min/max/last per column) from the full data
 DEFAULT_DETAIL_POINTS = 5000
 PACKET_LIST_ROWS = 500  # the packet list appears once the visible window holds at most this many events
+# The size budget of a report written with the defaults (docs/report.md, checked by
+# benchmarks/report_render.py): the page, plotly.js and the decimated first views (bounded by
+# DEFAULT_BUDGET_POINTS, whatever the capture's size), plus the full-resolution store per million
+# events (ACKs + data segments of the flows that hold them)
+BUDGET_FIXED_BYTES = 12_000_000
+BUDGET_BYTES_PER_MILLION_EVENTS = 12_000_000
+
+
+def size_budget(full_resolution_events: int) -> int:
+    """Bytes a report with the default settings may take, holding this many events at full resolution."""
+    return BUDGET_FIXED_BYTES + BUDGET_BYTES_PER_MILLION_EVENTS * full_resolution_events // 1_000_000
+
 
 CAVEAT = (
     "Open loop: the ACK stream in this capture was shaped by the actual sender. A replay says what "

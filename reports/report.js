@@ -329,7 +329,7 @@
     const counts = {};
     div.data.forEach((tr, i) => {
       const src = H.src[i];
-      if (!src) return;
+      if (!src || hidden(tr)) return; // hidden series are re-drawn when shown (see buildLegends)
       let shared = null;
       if (src.g) {
         if (!groups.has(src.g)) { // the union of each member's reduction, computed once
@@ -593,7 +593,8 @@
         el.append(name);
         const idx = tr.legendgroup ? mine.filter(([o]) => o.legendgroup === tr.legendgroup).map(([, j]) => j) : [i];
         el.addEventListener("click", () => {
-          Plotly.restyle(div, { visible: hidden(div.data[i]) ? true : false }, idx);
+          Plotly.restyle(div, { visible: hidden(div.data[i]) ? true : false }, idx)
+            .then(() => div._hsccShown && div._hsccShown()); // zoomed in: a series shown now is drawn in detail
           refresh();
         });
         items.push([el, i]);
@@ -713,6 +714,7 @@
       step(job.div.dataset.panel, td);
       job.div.style.minHeight = "";
       attach(g, job.div);
+      job.div._hsccShown = () => (g.range ? follow(g, null, false).catch(fail) : null);
       status.rendered++;
     }
 

@@ -419,7 +419,7 @@ SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "reno-bdp" / "capt
 # re-drawn; then, per trace of the window panel (the figure's first legend), the points drawn inside
 # the window (SVG markers, one per event once few enough) and their frame numbers (the hover's
 # customdata); the segment bars inside the window; the rows of the packet list.
-ZOOM_JS = """(async () => {
+ZOOM_JS = r"""(async () => {
   const div = document.querySelector('section.flow div.fig[data-panel="main"]');
   const [A, B] = [%r, %r];
   const before = window.hsccStatus.zooms;
@@ -433,13 +433,15 @@ ZOOM_JS = """(async () => {
     if (!tr || tr.legend !== 'legend' || tr.visible !== true) continue;
     const pts = Array.from(g.querySelectorAll('path.point')).filter(p => p.__data__ && p.__data__.x >= A && p.__data__.x <= B);
     const data = div.data[tr.index];
-    const frames = [];
+    const frames = [], ys = [], bytes = [];
     for (let i = 0; i < data.x.length; i++) {
       if (!(data.x[i] >= A && data.x[i] <= B)) continue;
       const c = data.customdata && data.customdata[i];
       frames.push(Array.isArray(c) ? c[0] : c);
+      bytes.push(Array.isArray(c) ? c[1] : null);
+      ys.push(data.y[i]);
     }
-    traces[tr.name] = {points: pts.length, inWindow: frames.length, frames, mode: data.mode};
+    traces[tr.name] = {points: pts.length, inWindow: frames.length, frames, ys, bytes, mode: data.mode};
   }
   const bars = {};
   for (const tr of div.data) {
@@ -448,9 +450,24 @@ ZOOM_JS = """(async () => {
     for (let i = 0; i < tr.x.length; i++) if (tr.x[i] >= A && tr.x[i] <= B) n++;
     bars[tr.name] = n / 2;  // each bar: its bottom and top at one time, then a gap
   }
+  // Compound TCP's stack in the signals figure: the loss-based part, dwnd and win at the same ACKs
+  const sig = document.querySelector('section.flow div.fig[data-panel="signals"]');
+  const stack = {};
+  for (const tr of (sig ? sig.data : [])) {
+    if (/^(cwnd_loss \(loss-based part\)|dwnd \(delay-based part, stacked on it\)|win)$/.test(tr.name))
+      stack[tr.name] = {x: Array.from(tr.x).filter(x => x >= A && x <= B), y: Array.from(tr.y).filter((_, i) => tr.x[i] >= A && tr.x[i] <= B)};
+  }
+  // a series hidden at first, shown from the legend while zoomed in, is drawn in detail too
+  const item = Array.from(div.parentNode.querySelectorAll('.legend .item')).find(e => e.textContent === 'actual: SACK-aware pipe');
+  const z0 = window.hsccStatus.zooms;
+  item.click();
+  while (window.hsccStatus.zooms === z0 && performance.now() - t0 < 30000) await new Promise(r => setTimeout(r, 50));
+  const pipe = div.data.find(t => t.name === 'actual: SACK-aware pipe');
+  let pipeIn = 0;
+  for (let i = 0; i < pipe.x.length; i++) if (pipe.x[i] >= A && pipe.x[i] <= B) pipeIn++;
   const rows = Array.from(document.querySelectorAll('section.flow .packets table.packet-list tbody tr'))
     .map(r => Number(r.cells[0].textContent));
-  return {zooms: window.hsccStatus.zooms - before, range: div.layout.xaxis.range, traces, bars, rows,
+  return {zooms: z0 - before, range: div.layout.xaxis.range, traces, bars, rows, stack, pipeIn,
           others: Array.from(document.querySelectorAll('section.flow div.fig')).map(d => d.layout.xaxis.range)};
 })()"""
 
@@ -509,6 +526,20 @@ def test_zoom_to_50_ms_around_a_loss_draws_every_event(sample_report: tuple[Path
         # one point drawn (an SVG marker) per ACK in the window, each traced to that ACK's frame
         assert tr[name]["points"] == len(acks_in), (name, tr[name]["points"], len(acks_in))
         assert sorted(tr[name]["frames"]) == frames_in, name
+    n_pipe = int(ev.acks["pipe"].is_not_null().to_numpy()[acks_in].sum())
+    assert z["pipeIn"] == n_pipe > 0  # shown after the zoom, drawn event by event all the same
+    # the values drawn are the events': bytes in flight in packets (to 0.01), and exactly in the hover
+    mss = ev.mss
+    out_of = dict(zip(ev.acks["frame"].to_list(), ev.acks["outstanding"].to_list()))
+    act = tr["actual: bytes in flight"]
+    assert act["bytes"] == [out_of[f] for f in act["frames"]]
+    assert np.allclose(act["ys"], [out_of[f] / mss for f in act["frames"]], atol=0.01)
+    st = z["stack"]  # Compound TCP zoomed in: cwnd_loss + dwnd = win at every ACK of the window
+    assert set(st) == {"cwnd_loss (loss-based part)", "dwnd (delay-based part, stacked on it)", "win"}
+    xs = [v["x"] for v in st.values()]
+    assert xs[0] == xs[1] == xs[2] and len(xs[0]) == len(acks_in)
+    loss, dwnd = st["cwnd_loss (loss-based part)"]["y"], st["dwnd (delay-based part, stacked on it)"]["y"]
+    assert np.allclose(np.add(loss, dwnd), st["win"]["y"], atol=0.02)
     for kind in set(kinds[segs_in]):  # one bar per data segment in the window, of each kind
         name = "data segment" if kind == "new" else kind.replace("_", " ")
         assert z["bars"][name] == int((segs_in & (kinds == kind)).sum()), (name, z["bars"])
