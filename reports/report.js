@@ -395,14 +395,17 @@
   // of the flow follow the one zoomed), then the y axes fitted to what is in view.
   async function redraw(g, div, st, keepY) {
     const range = g.range;
+    let t = performance.now();
     const data = detailData(div, range, st);
+    step("zoom data " + div.id, t);
+    t = performance.now();
     const xa = Object.assign({}, div.layout.xaxis || {});
     if (range) { xa.range = range.slice(); xa.autorange = false; } else { delete xa.range; xa.autorange = true; }
     const lay = Object.assign({}, div.layout, { xaxis: xa });
     if (range) for (const k of Object.keys(lay)) if (/^yaxis\d*$/.test(k)) lay[k] = Object.assign({}, lay[k]);
     await Plotly.react(div, data, lay);
-    if (keepY) return;
-    await (range ? fitY(div, range) : resetY(div));
+    if (!keepY) await (range ? fitY(div, range) : resetY(div));
+    step("zoom draw " + div.id, t);
   }
 
   async function follow(g, source, userY) {
