@@ -22,6 +22,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -675,6 +676,10 @@ def _events(fr: FlowResult) -> int:
     return int(fr.events.acks.height + fr.events.segments.height)
 
 
+def _store_blob(store: Any) -> str:
+    return base64.b64encode(store.gzipped()).decode("ascii")
+
+
 def default_row_class(fr: FlowResult, row: dict[str, Any]) -> str:
     """CSS class of a row of a flow's fit table: ``best`` for the best fit (rank 1)."""
     return "best" if row.get("rank") == 1 else ""
@@ -739,7 +744,9 @@ def write_report(
     per_series = _points_per_series(len(drawn_results), n_algos, max_points, budget_points)
     colors = F.algo_colors(dict.fromkeys([*analysis.algorithms, *(k for _, fr in results for k in fr.replays)]))
 
-    sections, payloads, stores = [], [], []
+    sections, payloads = [], []
+    stores: list[tuple[str, Future[str]]] = []
+    packer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hscc-store")
     n_fig = n_traces = n_dec = p_in = p_out = 0
     n_events = full_events = store_bytes = 0
     drawn: set[tuple[int, int]] = set()
@@ -788,13 +795,9 @@ def write_report(
                 f'data-div="{div}" id="payload-{div}">{blob}</script>'
             )
         if full and ff.store is not None:
-            sblob = base64.b64encode(ff.store.gzipped()).decode("ascii")
-            store_bytes += len(sblob)
+            # compressed in a second thread (zlib releases the GIL) while the next flow is built
+            stores.append((anchor, packer.submit(_store_blob, ff.store)))
             full_events += _events(fr)
-            stores.append(
-                f'<script type="application/octet-stream" data-store data-section="{anchor}" '
-                f'id="store-{anchor}">{sblob}</script>'
-            )
         f = fr.flow
         v6 = f.get("ip_version") == 6
         a_ep, b_ep = _endpoint(f.get("src"), f.get("sport"), v6), _endpoint(f.get("dst"), f.get("dport"), v6)
@@ -835,6 +838,17 @@ def write_report(
             f"first): {' · '.join(nav_sig) or '–'}</p>" + "".join(divs) + "</section>"
         )
 
+    store_scripts = []
+    try:
+        for anchor, fut in stores:
+            sblob = fut.result()
+            store_bytes += len(sblob)
+            store_scripts.append(
+                f'<script type="application/octet-stream" data-store data-section="{anchor}" '
+                f'id="store-{anchor}">{sblob}</script>'
+            )
+    finally:
+        packer.shutdown(cancel_futures=True)
     omitted = len(results) - len(drawn_results)
     info = []
     if n_dec:
@@ -920,7 +934,7 @@ def write_report(
         "PAYLOADS": "\n".join(payloads),
         "PLOTLYJS_GZ": plotly_gz,
         "JS": js,
-        "STORES": "\n".join(stores),
+        "STORES": "\n".join(store_scripts),
     }
     page = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: fields[m.group(1)], _asset("template.html"))
     from hscc_trace.atomic import write_text

@@ -33,10 +33,12 @@ import hashlib
 import json
 import math
 import struct
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from numba import njit
 
 MAGIC = b"HST1"
 TIME_DECIMALS = 6  # times: 1 µs, as the figures' JSON
@@ -69,6 +71,7 @@ class StoreBuilder:
         self.tables: dict[str, _Table] = {}
         self._cols: list[tuple[dict[str, Any], bytes, bytes]] = []  # (spec, values, mask)
         self._index: dict[bytes, int] = {}  # content hash → column index (identical columns once)
+        self._raw: dict[tuple[int, int, bool, int], list[tuple[np.ndarray, int]]] = {}  # values given → column
         self.meta: dict[str, Any] = {}  # free-form extras for the page (enumerations, packet-list columns)
 
     # -- building ------------------------------------------------------------------------------
@@ -110,6 +113,18 @@ class StoreBuilder:
         return name
 
     def _add(self, v: np.ndarray, d: int, *, delta: bool) -> int:
+        # identical columns are stored once: look the values up (CRC-32, then compared) before
+        # encoding them; the encoded bytes are looked up again below (different values, same code)
+        v = np.ascontiguousarray(v, dtype=np.float64)
+        key = (len(v), d, delta, zlib.crc32(memoryview(v).cast("B")))
+        for other, i in self._raw.get(key, ()):
+            if np.array_equal(other, v, equal_nan=True):
+                return i
+        i = self._encode(v, d, delta=delta)
+        self._raw.setdefault(key, []).append((v, i))
+        return i
+
+    def _encode(self, v: np.ndarray, d: int, *, delta: bool) -> int:
         nan = ~np.isfinite(v)
         has_nan = bool(nan.any())
         scaled = np.where(nan, 0.0, v) * (10.0**d)
@@ -163,7 +178,8 @@ class StoreBuilder:
         head += b"\0" * (-len(head) % 8)
         return bytes(head) + bytes(body)
 
-    def gzipped(self, level: int = 6) -> bytes:
+    def gzipped(self, level: int = 4) -> bytes:
+        """The store gzip-compressed; level 4: 4 % larger than level 6 here, in 40 % of the time."""
         return gzip.compress(self.encode(), compresslevel=level, mtime=0)
 
 
@@ -171,19 +187,24 @@ def varint(q: np.ndarray) -> bytes:
     """Integers (|q| < 2³¹) as zigzag LEB128 varints: 7 bits a byte, low bits first, the top bit set
     on every byte but a value's last; zigzag maps 0, −1, 1, −2 … to 0, 1, 2, 3 … (small steps of
     either sign take one byte). Gzips about a fifth smaller than fixed-width integers here."""
-    q = np.asarray(q, dtype=np.int64)
-    z = ((q << 1) ^ (q >> 63)).astype(np.uint64)
-    nb = np.ones(len(z), dtype=np.int64)
-    for k in range(1, 5):
-        nb += z >= np.uint64(1 << (7 * k))
-    out = np.empty(int(nb.sum()), dtype=np.uint8)
-    starts = np.cumsum(nb) - nb
-    for k in range(5):
-        sel = nb > k
-        byte = ((z[sel] >> np.uint64(7 * k)) & np.uint64(0x7F)).astype(np.uint8)
-        byte |= (nb[sel] > k + 1).astype(np.uint8) << 7
-        out[starts[sel] + k] = byte
-    return out.tobytes()
+    q = np.ascontiguousarray(q, dtype=np.int64)
+    buf = np.empty(5 * len(q), dtype=np.uint8)
+    return buf[: _varint_kernel(q, buf)].tobytes()
+
+
+@njit(cache=True, nogil=True)
+def _varint_kernel(q: np.ndarray, out: np.ndarray) -> int:  # pragma: no cover - compiled
+    k = 0
+    for i in range(len(q)):
+        v = q[i]
+        z = np.uint64((v << 1) ^ (v >> 63))
+        while z >= 128:
+            out[k] = np.uint8((z & np.uint64(127)) | np.uint64(128))
+            z >>= np.uint64(7)
+            k += 1
+        out[k] = np.uint8(z)
+        k += 1
+    return k
 
 
 def unvarint(b: bytes, n: int) -> np.ndarray:
