@@ -116,7 +116,7 @@ class StoreBuilder:
         # identical columns are stored once: look the values up (CRC-32, then compared) before
         # encoding them; the encoded bytes are looked up again below (different values, same code)
         v = np.ascontiguousarray(v, dtype=np.float64)
-        key = (len(v), d, delta, zlib.crc32(memoryview(v).cast("B")))
+        key = (len(v), d, delta, zlib.crc32(v.data.cast("B")))
         for other, i in self._raw.get(key, ()):
             if np.array_equal(other, v, equal_nan=True):
                 return i
