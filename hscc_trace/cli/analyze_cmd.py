@@ -99,7 +99,7 @@ def analyze(
         True,
         "--full-resolution/--no-full-resolution",
         help="Report: hold every event in the page, so that zooming in shows each packet "
-        "(about 13 MB per million events, docs/report.md); --no-full-resolution for very large captures.",
+        "(about 9 MB per million events, budget 12: docs/report.md); --no-full-resolution for very large captures.",
     ),
     json_out: Path | None = typer.Option(
         None, "--json", help="Write the versioned JSON results here (docs/results.md)."
