@@ -278,7 +278,7 @@ def machine_info() -> dict[str, Any]:
         dpkt=dpkt_v or None,
         hscc_trace=version[0] + (f" (git {commit})" if commit else ""),
         # hscc-trace version's second line: ahead-of-time compiled flows kernels, or numba's JIT
-        flows_kernels=(version[1:] or ["not reported"])[0].removeprefix("flows kernels: "),
+        flows_kernels=(version[1:] or ["not reported"])[0].removeprefix("flows kernels: ").replace(str(REPO) + "/", ""),
         tshark=_first_line(["tshark", "--version"]),
         tcptrace=_first_line(["tcptrace", "-v"]),
         loadavg_start=Path("/proc/loadavg").read_text().split()[:3],

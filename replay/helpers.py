@@ -16,7 +16,21 @@ from __future__ import annotations
 import math
 
 from ._jit import jit
-from .tp import CWND, CWND_CNT, FLAVOR, FLIGHT, IS_CWND_LIMITED, LINUX, MAX_PACKETS_OUT, MIN_RTT, NOW, RTT, SSTHRESH
+from .tp import (
+    CWND,
+    CWND_CNT,
+    FLAVOR,
+    FLIGHT,
+    IS_CWND_LIMITED,
+    LINUX,
+    MAX_PACKETS_OUT,
+    MIN_RTT,
+    NOW,
+    ROUND_MIN_RTT,
+    RTT,
+    SRTT,
+    SSTHRESH,
+)
 
 # --- generic (RFC) -----------------------------------------------------------------------------
 
@@ -89,6 +103,54 @@ def linux_cwnd_limited(tp):
     if tp[CWND] < tp[SSTHRESH]:
         return tp[CWND] < 2.0 * tp[MAX_PACKETS_OUT]
     return False
+
+
+#: what :func:`growth_gate` did
+HELD = 0  # flavor linux and not cwnd-limited: no growth on this ACK
+SLOW_START = 1  # cwnd < ssthresh: slow-start growth applied
+CONG_AVOID = 2  # cwnd ≥ ssthresh: the algorithm's own congestion-avoidance rule applies
+
+
+@jit
+def slow_start_step(tp, n, limit):
+    """Slow-start growth for N newly acknowledged packets in either flavor: Linux
+    ``tcp_slow_start`` (flavor linux) or RFC 5681 / RFC 3465 ``cwnd += min(N, L)`` (rfc)."""
+    if tp[FLAVOR] == LINUX:
+        linux_slow_start(tp, n)
+    else:
+        slow_start_abc(tp, n, limit)
+
+
+@jit
+def growth_gate(tp, n, limit):
+    """The start of every window-growing ``cong_avoid``: no growth when flavor linux and the
+    window was not the limit (``tcp_is_cwnd_limited``), slow start below ssthresh
+    (:func:`slow_start_step`); returns :data:`HELD`, :data:`SLOW_START` or :data:`CONG_AVOID`."""
+    if tp[FLAVOR] == LINUX and not linux_cwnd_limited(tp):
+        return HELD
+    if tp[CWND] < tp[SSTHRESH]:
+        slow_start_step(tp, n, limit)
+        return SLOW_START
+    return CONG_AVOID
+
+
+#: ``rtt_source`` choices of the delay-based algorithms, in the order :func:`rtt_by_source` reads
+RTT_SOURCES = ("round_min", "srtt", "last")
+
+
+@jit
+def rtt_by_source(src, tp):
+    """The RTT (s) a delay-based decision uses, per the ``rtt_source`` choice index
+    (:data:`RTT_SOURCES`): the last completed round's smallest sample, the RFC 6298 srtt, or the
+    latest sample; the latest sample when the chosen one does not exist yet."""
+    rtt = tp[RTT]
+    if src == 0.0:
+        rtt = tp[ROUND_MIN_RTT]
+    elif src == 1.0:
+        rtt = tp[SRTT]
+    if not (rtt > 0.0):
+        rtt = tp[RTT]
+    return rtt
 
 
 @jit

@@ -766,7 +766,7 @@ _WARN_MSGS = {
 }
 
 
-def build_flows(
+def build_flow_events(
     src: tuple[np.ndarray, ...],
     order: np.ndarray,
     bounds: np.ndarray,

@@ -1,6 +1,7 @@
 """Compound TCP — Tan, Song, Zhang, Sridharan, PFLDnet 2006 (papers/compound-tcp-paper.txt §III).
 
-The equation images of the paper are missing; ALGORITHMS.md fixes them:
+The equation images of the paper are missing; docs/algorithms/compound.md#decisions states the
+reading used here:
 
 * §III-A eq. (1): ``win = min(cwnd + dwnd, awnd)`` — the sending window; ``cwnd`` (here
   ``cwnd_loss``) is the loss-based Reno component, ``dwnd`` the delay-based component and
@@ -209,13 +210,10 @@ def undo_cwnd(st, p, tp):
 
 @jit
 def cong_avoid(st, p, tp, n):
-    if tp[FLAVOR] == LINUX and not H.linux_cwnd_limited(tp):
+    g = H.growth_gate(tp, n, p[P_L])
+    if g == H.HELD:
         return
-    if tp[CWND] < tp[SSTHRESH]:  # slow start: Reno's, dwnd = 0
-        if tp[FLAVOR] == LINUX:
-            H.linux_slow_start(tp, n)
-        else:
-            H.slow_start_abc(tp, n, p[P_L])
+    if g == H.SLOW_START:  # slow start: Reno's, dwnd = 0
         st[CWND_LOSS] = tp[CWND]
         st[DWND] = 0.0
         st[WIN] = tp[CWND]
@@ -227,25 +225,29 @@ def cong_avoid(st, p, tp, n):
 
 
 _PARAMS = (
-    Param("alpha", "", 0.125, "CTCP §III-C (α = 1/8); ALGORITHMS.md", "delay-window increase factor α"),
+    Param("alpha", "", 0.125, "CTCP §III-C (α = 1/8)", "delay-window increase factor α"),
     Param(
         "beta",
         "",
         0.5,
-        "CTCP §III-C (β = 1/2); ALGORITHMS.md",
+        "CTCP §III-C (β = 1/2)",
         "multiplicative decrease β of the whole window",
         lo=0.0,
         hi=1.0,
     ),
     Param("k", "", 0.75, "CTCP §III-C (k = 0.75, HSTCP-like aggressiveness)", "exponent k of α·win^k"),
     Param(
-        "zeta", "", 1.0, "CTCP §III-B eq. (5); ALGORITHMS.md (ζ = 1)", "how fast dwnd retreats per packet of backlog ζ"
+        "zeta",
+        "",
+        1.0,
+        "CTCP §III-B eq. (5); docs/algorithms/compound.md#decisions (ζ = 1)",
+        "how fast dwnd retreats per packet of backlog ζ",
     ),
     Param(
         "gamma",
         "packets",
         30.0,
-        "CTCP §III-C; ALGORITHMS.md (γ starts at 30)",
+        "CTCP §III-C; docs/algorithms/compound.md#decisions (γ starts at 30)",
         "initial early-congestion threshold γ (fixed when gamma_tuning is off)",
         lo=0.0,
     ),
@@ -262,20 +264,40 @@ _PARAMS = (
         "gamma_tuning",
         "",
         True,
-        "CTCP §III-C; draft-sridharan-tcpm-ctcp; ALGORITHMS.md (switch)",
+        "CTCP §III-C; draft-sridharan-tcpm-ctcp; docs/algorithms/compound.md#decisions",
         "γ auto-tuning from the Reno component's backlog at each loss",
         kind="bool",
     ),
     Param(
-        "lambda", "", 0.25, "ALGORITHMS.md (γ auto-tuning, λ = 1/4)", "smoothing weight λ of γ updates", lo=0.0, hi=1.0
+        "lambda",
+        "",
+        0.25,
+        "docs/algorithms/compound.md#decisions (γ auto-tuning, λ = 1/4)",
+        "smoothing weight λ of γ updates",
+        lo=0.0,
+        hi=1.0,
     ),
-    Param("gamma_min", "packets", 5.0, "ALGORITHMS.md (clamp γ to [5, 30])", "lower clamp of the tuned γ", lo=0.0),
-    Param("gamma_max", "packets", 30.0, "ALGORITHMS.md (clamp γ to [5, 30])", "upper clamp of the tuned γ", lo=0.0),
+    Param(
+        "gamma_min",
+        "packets",
+        5.0,
+        "docs/algorithms/compound.md#decisions (γ clamped to [5, 30])",
+        "lower clamp of the tuned γ",
+        lo=0.0,
+    ),
+    Param(
+        "gamma_max",
+        "packets",
+        30.0,
+        "docs/algorithms/compound.md#decisions (γ clamped to [5, 30])",
+        "upper clamp of the tuned γ",
+        lo=0.0,
+    ),
     Param(
         "min_samples",
         "",
         2.0,
-        "ALGORITHMS.md (round skipped when it had ≤ 2 samples)",
+        "docs/algorithms/compound.md#decisions (a round with ≤ 2 samples is skipped)",
         "a round with at most this many RTT samples does not update dwnd",
         kind="int",
         lo=0,
@@ -292,7 +314,7 @@ _PARAMS = (
         "L",
         "packets",
         2.0,
-        "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
+        "RFC 3465 §2.3 (Reno slow start, L = 2 SMSS)",
         "flavor rfc: at most L packets of slow-start growth per ACK",
         lo=0.0,
     ),

@@ -15,12 +15,12 @@ increase"), with ``diff = cwnd·(RTT − RTTmin)/RTT`` (helpers.vegas_diff) and 
 
 ``W_inc = B·Dwinc/MSS`` packets (B the Westwood+ bandwidth estimate in bytes/s, helpers
 westwood_on_ack; §II-C: ``W_inc ≤ G = B·Dmin/(8·packet_size)``, "W_inc = B/12 Mbps" for 1 ms and
-1500-byte packets), at least 1 (ALGORITHMS.md).
+1500-byte packets), at least 1 (docs/algorithms/fusion.md#decisions).
 
 Congestion event (§II-A, the TCPW-RE decrease with a 1/2 floor):
 ``cwnd = max(RTTmin/RTT · cwnd, cwnd/2)`` with RTT the last sample before the loss
 (helpers.westwood_decrease); ``reno_cwnd = max(reno_cwnd/2, 2)``. RTO: Reno behaviour for both
-windows (ALGORITHMS.md; the paper is silent): ssthresh as Reno's, cwnd = reno_cwnd = 1.
+windows (the paper is silent; docs/algorithms/fusion.md#decisions): ssthresh as Reno's, cwnd = reno_cwnd = 1.
 
 Slow start is Reno's (the paper changes only congestion avoidance); the Reno window follows the
 sending window while in slow start. A decrease phase that takes cwnd below ssthresh lowers
@@ -29,7 +29,7 @@ with ``tcp_vegas_ssthresh``).
 
 Interpretations (docs/algorithms/fusion.md): the per-ACK formulas of the paper assume one ACK
 per packet; with N packets acknowledged by one ACK the increment is multiplied by N (byte
-counting, as ALGORITHMS.md does for Reno). Before the first RTT sample no phase can be computed
+counting, as the Reno model does). Before the first RTT sample no phase can be computed
 and the Fusion window holds (the Reno floor still grows).
 """
 
@@ -45,15 +45,11 @@ from hscc_trace.replay.tp import (
     CWND,
     EV_RTO,
     EVENT,
-    FLAVOR,
-    LINUX,
     MIN_RTT,
     MSS,
     PRIOR_CWND,
-    ROUND_MIN_RTT,
     RTT,
     SACKED,
-    SRTT,
     SSTHRESH,
 )
 
@@ -84,20 +80,6 @@ P_L = 4  # packets — slow-start ABC limit (rfc flavor)
 NPARAMS = 5
 
 SS, INCREASE, STEADY, DECREASE = 0.0, 1.0, 2.0, 3.0
-
-
-@jit
-def phase_rtt(src, round_min, srtt, last):
-    """The RTT (s) of the phase decision per ``rtt_source`` (0 round_min, 1 srtt, 2 last); falls
-    back to the last sample. Scalars only: array arguments cost a reference count per call."""
-    rtt = math.nan
-    if src == 0.0:
-        rtt = round_min
-    elif src == 1.0:
-        rtt = srtt
-    if not (rtt > 0.0):
-        rtt = last
-    return rtt
 
 
 @jit
@@ -137,7 +119,7 @@ def on_ack(st, p, tp):
 @jit
 def ssthresh(st, p, tp):
     st[PRIOR_RENO] = st[RENO_CWND]
-    if tp[EVENT] == EV_RTO:  # Reno behaviour (ALGORITHMS.md): Reno's own ssthresh hook
+    if tp[EVENT] == EV_RTO:  # Reno behaviour (docs/algorithms/fusion.md#decisions): Reno's own ssthresh hook
         return R.ssthresh(st, p, tp)
     st[RENO_CWND] = max(st[RENO_CWND] / 2.0, 2.0)
     new = H.westwood_decrease(tp[CWND], tp[MIN_RTT], tp[RTT])
@@ -159,20 +141,17 @@ def undo_cwnd(st, p, tp):
 
 @jit
 def cong_avoid(st, p, tp, n):
-    if tp[FLAVOR] == LINUX and not H.linux_cwnd_limited(tp):
+    g = H.growth_gate(tp, n, p[P_L])
+    if g == H.HELD:
         return
-    if tp[CWND] < tp[SSTHRESH]:  # slow start (Reno's), the Reno window follows
+    if g == H.SLOW_START:  # slow start (Reno's), the Reno window follows
         st[PHASE] = SS
-        if tp[FLAVOR] == LINUX:
-            H.linux_slow_start(tp, n)
-        else:
-            H.slow_start_abc(tp, n, p[P_L])
         st[RENO_CWND] = tp[CWND]
         return
     # the Reno window: +1/reno_cwnd per acknowledged packet
     st[RENO_CWND] += n / st[RENO_CWND]
     cwnd = tp[CWND]
-    rtt = phase_rtt(p[P_RTT_SOURCE], tp[ROUND_MIN_RTT], tp[SRTT], tp[RTT])
+    rtt = H.rtt_by_source(p[P_RTT_SOURCE], tp)
     st[RTT_USED] = rtt
     if rtt > 0.0 and tp[MIN_RTT] > 0.0:
         diff = H.vegas_diff(cwnd, rtt, tp[MIN_RTT])
@@ -213,7 +192,7 @@ _PARAMS = (
         "winc_min",
         "packets",
         1.0,
-        "ALGORITHMS.md (TCP-Fusion: W_inc at least 1)",
+        "docs/algorithms/fusion.md#decisions (W_inc at least 1)",
         "floor of W_inc (also its value before the first bandwidth sample)",
         lo=0.0,
         hi=1e6,
@@ -222,7 +201,7 @@ _PARAMS = (
         "rtt_source",
         "",
         "round_min",
-        "ALGORITHMS.md (switch rtt_source, default round_min as Vegas)",
+        "docs/algorithms/fusion.md#decisions (rtt_source, default round_min as Vegas)",
         "RTT used for diff and α: min sample of the last round, srtt, or the last sample",
         kind="choice",
         choices=("round_min", "srtt", "last"),
@@ -231,7 +210,7 @@ _PARAMS = (
         "L",
         "packets",
         2.0,
-        "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
+        "RFC 3465 §2.3 (Reno slow start, L = 2 SMSS)",
         "flavor rfc: at most L packets of slow-start growth per ACK",
         lo=0.0,
         hi=1e6,

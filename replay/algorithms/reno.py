@@ -81,7 +81,7 @@ _PARAMS = (
         "L",
         "packets",
         2.0,
-        "RFC 3465 §2.3 (limit L); ALGORITHMS.md",
+        "RFC 3465 §2.3 (limit L = 2 SMSS)",
         "flavor rfc: at most L packets of slow-start growth per ACK",
         lo=0.0,
         hi=1e6,

@@ -125,10 +125,7 @@ def cong_avoid(st, p, tp, n):
                 tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND])  # tcp_vegas_ssthresh
                 st[ADJUST] = 2.0
             elif cwnd < tp[SSTHRESH]:
-                if linux:
-                    H.linux_slow_start(tp, n)
-                else:
-                    H.slow_start_abc(tp, n, 2.0)
+                H.slow_start_step(tp, n, 2.0)
                 st[ADJUST] = 0.0
             elif diff > p[P_BETA]:
                 tp[CWND] = cwnd - 1.0
@@ -146,10 +143,7 @@ def cong_avoid(st, p, tp, n):
                 tp[SSTHRESH] = max(tp[SSTHRESH], math.floor(tp[CWND] / 2.0) + math.floor(tp[CWND] / 4.0))
         _reset_round(st)
     elif tp[CWND] < tp[SSTHRESH]:
-        if linux:
-            H.linux_slow_start(tp, n)
-        else:
-            H.slow_start_abc(tp, n, 2.0)
+        H.slow_start_step(tp, n, 2.0)
 
 
 ALGORITHMS = (

@@ -1,6 +1,6 @@
 """Compound TCP (replay/algorithms/compound.py): one test per branch, per-ACK values worked out by hand.
 
-Paper: papers/compound-tcp-paper.txt §III (equations fixed by ALGORITHMS.md). Defaults: α = 1/8,
+Paper: papers/compound-tcp-paper.txt §III (equations as docs/algorithms/compound.md#decisions reads them). Defaults: α = 1/8,
 β = 1/2, k = 0.75, ζ = 1, γ = 30, low_window = 41, λ = 1/4, γ clamped to [5, 30].
 RTTs are chosen as exact binary fractions where a branch sits near a threshold.
 """

@@ -16,7 +16,7 @@ from hscc_trace.replay import engine
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay import tp as T
 from hscc_trace.replay._jit import pure
-from hscc_trace.replay.algorithms import cubic as CU
+from hscc_trace.replay.algorithms import cubic_linux as CU
 from hscc_trace.replay.algorithms import highspeed as HS
 
 # --- HighSpeed (RFC 3649) ------------------------------------------------------------------------
@@ -181,7 +181,7 @@ def test_cubic_linux_cubic_root():
 def test_cubic_linux_ssthresh_and_w_max():
     # cubictcp_recalc_ssthresh: cwnd 100 → max(100·717 >> 10, 2) = 70 (70.02 floored); W_max = 100.
     # Next loss at 80 < 100 with fast convergence: W_max = 80·(1024 + 717)/2048 = 68.0 (floor 68).
-    h = Hooks("cubic").set(FLAVOR=1.0, CWND=100.0)
+    h = Hooks("cubic", flavor="linux").set(FLAVOR=1.0, CWND=100.0)
     assert h.call("ssthresh") == 70.0
     assert h["w_max"] == 100.0
     h.set(CWND=80.0)
@@ -190,7 +190,7 @@ def test_cubic_linux_ssthresh_and_w_max():
 
 
 def test_cubic_linux_state_wiped_on_rto():
-    h = Hooks("cubic").set(FLAVOR=1.0, CWND=100.0, w_max=120.0, delay_min=40000.0, t_epoch=10.0)
+    h = Hooks("cubic", flavor="linux").set(FLAVOR=1.0, CWND=100.0, w_max=120.0, delay_min=40000.0, t_epoch=10.0)
     h.call("on_rto")
     assert (h["w_max"], h["delay_min"], h["t_epoch"]) == (0.0, 0.0, -1.0)
 

@@ -104,13 +104,27 @@ def test_every_registered_algorithm_documents_params_and_signals():
 
 
 def test_param_override_parsing_and_labels():
-    r = registry.resolve("cubic", {"C": "0.5", "flavor": "linux", "hystart": "off"})
-    assert r.values["C"] == 0.5 and r.values["flavor"] == "linux" and r.values["hystart"] is False
-    assert r.label == "cubic[flavor=linux,C=0.5,hystart=off]"
+    r = registry.resolve("cubic", {"flavor": "linux", "hystart": "off", "HZ": "1000"})
+    assert r.values["flavor"] == "linux" and r.values["hystart"] is False and r.values["HZ"] == 1000.0
+    assert r.label == "cubic[flavor=linux,hystart=off,HZ=1000]"
+    assert r.base.module.__name__.endswith("cubic_linux") and "C" not in r.values
+    p = r.param_array()
+    assert p[2] == 0.0 and p[3] == 1000.0  # hystart (bool → 0), HZ
+    r = registry.resolve("cubic", {"flavor": "rfc", "C": "0.5"})
+    assert r.base.module.__name__.endswith("cubic_rfc") and r.values["C"] == 0.5 and "HZ" not in r.values
+    assert r.param_array()[0] == 0.5
     assert registry.resolve("reno").label == "reno"
     assert registry.resolve("newreno").values["recovery_exit"] == "full_ack"
-    p = r.param_array()
-    assert p[0] == 0.5 and p[4] == 0.0  # C, hystart (bool → 0)
+
+
+def test_split_flavor_rejects_a_parameter_of_the_other_flavor():
+    with pytest.raises(
+        InputError, match=r"parameter cubic.C applies to flavor rfc only \(this replay uses flavor linux\)"
+    ):
+        registry.resolve("cubic", {"flavor": "linux", "C": "0.5"})
+    with pytest.raises(InputError, match="parameter cubic.HZ applies to flavor linux only"):
+        registry.resolve("cubic", {"flavor": "rfc", "HZ": "100"})
+    assert set(registry.flavors("cubic")) == {"rfc", "linux"} and registry.flavors("reno") == {}
 
 
 @pytest.mark.parametrize(
@@ -122,7 +136,7 @@ def test_param_override_parsing_and_labels():
         (["reno.L=1"], "algorithm 'reno' is not among --algo"),
         (["cubic.C"], "expected algo.name=value"),
         (["cubic.beta=2"], "above the maximum 1"),
-        (["cubic.hystart=maybe"], "not a boolean"),
+        (["cubic.flavor=linux", "cubic.hystart=maybe"], "not a boolean"),
         (["cubic.C=nan"], "not a finite number"),
     ],
 )
