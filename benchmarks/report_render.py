@@ -152,13 +152,15 @@ def main() -> None:
         a.json.write_text(
             json.dumps(
                 {
-                    "capture": str(a.capture),
+                    "capture": str(a.capture.resolve().relative_to(REPO))
+                    if a.capture.resolve().is_relative_to(REPO)
+                    else a.capture.name,
                     "packets": pkts,
                     "analyze_s": t_analyze,
                     "write_cpu_s": t_write,
                     "size": info.size,
                     "budget": budget,
-                    "info": {k: v for k, v in info.__dict__.items() if k not in ("path",)},
+                    "info": {k: v for k, v in info.__dict__.items() if k != "path"},
                     "runs": runs,
                     "median": med,
                     "load_before": load0,
