@@ -100,6 +100,17 @@ def analyze(
         None, metavar="FILE_OR_DIR...", help="Capture files (pcap, pcapng, .gz) or directories searched for them."
     ),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the self-contained HTML report here."),
+    max_points: int = typer.Option(
+        2000,
+        "--max-points",
+        help="Report: points per series in a flow's first view (first/min/max/last of max-points/4 time columns beyond it).",
+    ),
+    full_resolution: bool = typer.Option(
+        True,
+        "--full-resolution/--no-full-resolution",
+        help="Report: hold every event in the page, so that zooming in shows each packet "
+        "(about 9 MB per million events, budget 12: docs/report.md); --no-full-resolution for very large captures.",
+    ),
     json_out: Path | None = typer.Option(
         None, "--json", help="Write the versioned JSON results here (docs/results.md)."
     ),
@@ -183,13 +194,27 @@ def analyze(
                 quiet=quiet,
             )
         raise typer.Exit(code)
+    if max_points < 8:
+        raise UsageError(f"--max-points must be at least 8, got {max_points}")
     if workers is not None or scheduler is not None or inputs_from is not None or timeout_per_capture is not None:
         raise UsageError("--workers, --scheduler, --inputs-from and --timeout-per-capture need --dataset")
     if not inputs:
         raise UsageError("Missing argument 'FILE_OR_DIR...' (with --dataset, --inputs-from may give them)")
     with one_line_errors(), compile_notice():
         code = _analyze(
-            inputs, output, json_out, algo, param, bpf, flow, jobs, export_dir, export_format, config_file, quiet
+            inputs,
+            output,
+            json_out,
+            algo,
+            param,
+            bpf,
+            flow,
+            jobs,
+            export_dir,
+            export_format,
+            config_file,
+            quiet,
+            {"max_points": max_points, "full_resolution": full_resolution},
         )
     raise typer.Exit(code)
 
@@ -207,6 +232,7 @@ def _analyze(
     export_format: str,
     config_file: Path | None,
     quiet: bool,
+    report_options: dict[str, Any] | None = None,
 ) -> int:
     from hscc_trace import api
     from hscc_trace.analysis import results  # polars, numba, plotly: only when a command needs them
@@ -225,7 +251,7 @@ def _analyze(
     written = []
     with _alongside(
         cfg.jobs > 1 and output is not None and bool(run.analysis.captures),
-        lambda: api.report(run.analysis, output) if output is not None else None,
+        lambda: api.report(run.analysis, output, **(report_options or {})) if output is not None else None,
     ) as report_done:
         doc = run.to_json()
         if json_out is not None:
@@ -233,7 +259,7 @@ def _analyze(
     if report_done:
         written.append(f"report: {output}")
     elif output is not None and run.analysis.captures:
-        api.report(run.analysis, output)
+        api.report(run.analysis, output, **(report_options or {}))
         written.append(f"report: {output}")
     if json_out is not None:
         written.append(f"results: {json_out}")

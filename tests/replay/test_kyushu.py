@@ -176,7 +176,7 @@ def test_kyushu_over_cubic_holds_at_w2():
 
 def test_kyushu_signals():
     f = run("kyushu+newreno", [("fr", 0, 100), ("ack", 1, 100)], "iw=100")
-    assert f.columns[:4] == ["ts_ns", "cwnd", "ssthresh", "state"]
+    assert f.columns[:5] == ["frame", "ts_ns", "cwnd", "ssthresh", "state"]
     for c in ("w1", "w2", "Tc", "B_ktcp", "non_aggressive", "sent_in_period"):
         assert c in f.columns
     assert f["w2"][0] == pytest.approx(90.0)  # default α = 0.9

@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 from replay_synth import MSS, rich, stream
 
+from hscc_trace import schema
 from hscc_trace.errors import InputError
 from hscc_trace.replay import _jit, engine, registry
 from hscc_trace.replay import compile as C
@@ -217,7 +218,7 @@ def test_wrapper_composes_over_base(capper):
     assert out["cwnd"].to_list()[:3] == [11.0, 12.0, 12.0]
     assert out["ssthresh"][3] == 5.0
     assert out["calls"].to_list() == [0.0, 0.0, 0.0, 1.0]
-    assert out.columns[4:] == ["calls", "cwnd_limited", "phase"]
+    assert out.columns[len(schema.REPLAY_BASE) :] == ["calls", "cwnd_limited", "phase"]
     r = registry.resolve("capper+reno", {"cap": "11", "flavor": "rfc"})
     assert r.label == "capper+reno[flavor=rfc,cap=11]"
     assert list(r.param_array()) == [11.0, 2.0, 1.0]  # wrapper params first, then the base's
