@@ -181,6 +181,13 @@ class Algorithm:
     signals: tuple[Signal, ...] = ()
     default_flavor: str = "rfc"  # value of the common `flavor` parameter
     flavor_doc: str = "rfc: the paper/RFC model; linux: the same algorithm in the Linux TCP core model"
+    # the simpler algorithm this one equals while its own mechanism does not engage (HighSpeed
+    # below Low_Window is Reno); the verdict names this one only when its replay fits the sender
+    # significantly better than the simpler one's (docs/verdicts.md). A wrapper reduces to its base.
+    reduces_to: str = ""
+    # replayed when no algorithm is named (selection.default_algorithms); False for a declaration
+    # whose default-set flavor would repeat another algorithm (newreno's Linux flavor is Linux reno)
+    default_set: bool = True
     # the one flavor this declaration implements, when the algorithm's flavors differ in most
     # hooks and live in separate modules (cubic_rfc.py, cubic_linux.py: one declaration each,
     # same name and default_flavor); None: the module implements both and reads tp[FLAVOR]

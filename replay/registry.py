@@ -140,6 +140,9 @@ def discover() -> dict[str, Algorithm]:
                 raise RegistrationError(
                     f"algorithm {name!r}: split by flavor, but only {', '.join(sorted(twins))} found"
                 )
+        for name, algo in _REGISTRY.items():
+            if algo.reduces_to and (algo.reduces_to not in _REGISTRY or _REGISTRY[algo.reduces_to].wraps):
+                raise RegistrationError(f"algorithm {name!r}: reduces_to names no registered base algorithm")
         _DISCOVERED = True
     return dict(_REGISTRY)
 

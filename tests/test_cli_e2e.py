@@ -156,8 +156,10 @@ def test_analyze_all_algorithms_writes_report_and_valid_json(full_run) -> None:
     f = max(data, key=lambda f: f["events"]["segments"])
     assert len(f["fit"]) == len(doc["algorithms"]) and f["best"] in doc["algorithms"]
     assert f["events"]["cwnd_limited_rounds"] > 0
-    # the terminal summary names the flow and its best-fitting algorithm
-    assert f"best fit: {f['best']}" in p.stdout and "1 capture(s)" in p.stdout
+    # the terminal summary gives the flow's verdict, its reason and the evidence (a Linux Reno sender)
+    assert f["verdict"]["class"] == "identified" and f["verdict"]["name"] == "reno"
+    assert "identified: reno — its replay follows the sender's window" in p.stdout and "1 capture(s)" in p.stdout
+    assert "evidence: β 0.45" in p.stdout
 
 
 @needs_reno

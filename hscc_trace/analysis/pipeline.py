@@ -214,6 +214,7 @@ def analyze_flow(
 ) -> FlowResult:
     """Replay every algorithm on one flow and fit each to the actual sender."""
     from hscc_trace import schema
+    from hscc_trace.analysis.verdict import judge
     from hscc_trace.replay import engine, metrics, selection
 
     if ev.acks.height == 0 or ev.segments.height == 0:
@@ -224,10 +225,11 @@ def analyze_flow(
             replays={},
             fit=fit,
             warnings=[Warn(f"flow {flow.get('flow_id')}", "no data segments or ACKs: not replayed")],
+            verdict=judge(ev, {}),
         )
     replays = engine.replay_flow(ev, selection.resolved(algorithms, params))
     fit = metrics.fit(ev, replays) if replays else schema.empty(schema.FIT_METRICS)
-    return FlowResult(flow=flow, events=ev, replays=replays, fit=fit)
+    return FlowResult(flow=flow, events=ev, replays=replays, fit=fit, verdict=judge(ev, replays))
 
 
 def _guard(fn: Callable[..., Any], path: str, *args: Any) -> tuple[bool, Any]:
@@ -444,8 +446,6 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         row, ev = prepared[path].events[i]
         assert ev is not None  # (only flows with events became tasks: see take_prepared)
         if ok:
-            if isinstance(value, tuple):  # (replays, fit, warnings) from a parallel run
-                value = FlowResult(flow=row, events=ev, replays=value[0], fit=value[1], warnings=value[2])
             flow_results[(path, i)] = value
         else:
             flow_errors[(path, i)] = value

@@ -64,7 +64,7 @@ def replay(
         "-o",
         "--out",
         help="Output: .parquet, .csv or .json by extension; '-' = CSV on stdout. "
-        "One row per ACK and algorithm, `algo` column first.",
+        "One row per ACK and algorithm: `algo`, then the ACK's `frame` and `ts_ns` (join the ACK events on `frame`).",
     ),
     bpf: str | None = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax."),
     no_jit: bool = typer.Option(False, "--no-jit", help="Run the algorithms as plain Python (debugging; slow)."),

@@ -369,12 +369,13 @@ _STATE = (
 ALGORITHMS = (
     Algorithm(
         name="compound",
+        reduces_to="reno",  # §III-A: dwnd stays 0 while win ≤ low_window, and halves with it
         summary="Compound TCP: Reno window plus a scalable delay window, with γ auto-tuning",
         citation="Tan et al., Compound TCP, PFLDnet 2006, §III-A (win), §III-B eq. (5) (dwnd), §III-C (k, γ)",
         state=_STATE,
         params=_PARAMS,
         signals=_SIGNALS,
-        default_flavor="rfc",
+        default_flavor="linux",
         flavor_doc="rfc: the paper's model with byte counting; linux: the same rules in the Linux TCP core "
         "(cwnd-limited check, tcp_slow_start, PRR in recovery)",
         doc_page="algorithms/compound.md",

@@ -431,7 +431,7 @@ ALGORITHMS = (
                 labels=("slow_start", "reno_friendly", "concave", "convex"),
             ),
         ),
-        default_flavor="rfc",
+        default_flavor="linux",
         flavor="linux",
         flavor_doc="rfc: RFC 9438 (module cubic_rfc); linux: tcp_cubic.c (integer arithmetic, HyStart, "
         "β = 717/1024) in the Linux TCP core (module cubic_linux)",

@@ -289,12 +289,13 @@ _STATE = (
 ALGORITHMS = (
     Algorithm(
         name="fusion",
+        reduces_to="reno",  # §II: the sending window never falls below the Reno window
         summary="TCP-Fusion: Vegas-style three-phase delay window over a Reno floor, Westwood-RE decrease",
         citation="Kaneko et al., TCP-Fusion, PFLDnet 2007, §II-A (decrease), §II-B (phases), §II-C (α, W_inc)",
         state=_STATE,
         params=_PARAMS,
         signals=_SIGNALS,
-        default_flavor="rfc",
+        default_flavor="linux",
         flavor_doc="rfc: the paper's per-ACK model with byte counting; linux: the same rules in the Linux "
         "TCP core (cwnd-limited check, tcp_slow_start, PRR in recovery) as the paper's Linux module",
         doc_page="algorithms/fusion.md",

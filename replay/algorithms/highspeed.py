@@ -310,6 +310,7 @@ def cong_avoid(st, p, tp, n):
 ALGORITHMS = (
     Algorithm(
         name="highspeed",
+        reduces_to="reno",  # RFC 3649 §5: standard TCP at or below Low_Window
         summary="HighSpeed TCP: above Low_Window, increase a(w) and decrease b(w) scale with the window",
         citation="RFC 3649 §5-6 and Appendix B; Linux net/ipv4/tcp_highspeed.c",
         state=("ai", "a_w", "b_w", "log_low", "log_high"),
@@ -355,7 +356,7 @@ ALGORITHMS = (
             Signal("a_w", "a_w", "packets/RTT", "a(w): additive increase per RTT at the current window"),
             Signal("b_w", "b_w", "", "b(w): multiplicative decrease fraction at the current window"),
         ),
-        default_flavor="rfc",
+        default_flavor="linux",
         flavor_doc="rfc: RFC 3649 formulas; linux: tcp_highspeed.c (Appendix B table, per-ACK counter) in "
         "the Linux TCP core",
     ),

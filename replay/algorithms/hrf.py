@@ -202,7 +202,7 @@ _FLAVOR_DOC = (
 )
 
 
-def _row(name: str, summary: str, defaults: dict[str, str]) -> Algorithm:
+def _row(name: str, summary: str, defaults: dict[str, str], reduces_to: str = "") -> Algorithm:
     return Algorithm(
         name=name,
         summary=summary,
@@ -210,10 +210,11 @@ def _row(name: str, summary: str, defaults: dict[str, str]) -> Algorithm:
         state=_STATE,
         params=_PARAMS,
         signals=_SIGNALS,
-        default_flavor="rfc",
+        default_flavor="linux",
         flavor_doc=_FLAVOR_DOC,
         defaults=defaults,
         doc_page="algorithms/hrf.md",
+        reduces_to=reduces_to,
     )
 
 
@@ -225,6 +226,7 @@ ALGORITHMS = (
         "hrf-w-cr-reno",
         "W+CR+Reno (HRF paper row): CR without queue, Reno with a queue, Westwood decrease",
         {"m2": "reno"},
+        reduces_to="reno",  # Reno's growth whenever a queue exists, and Reno's halving while the queue ≥ RTTmin
     ),
     _row("hrf-w-cr-cr", "W+CR+CR (HRF paper row): CR always, Westwood decrease", {"m2": "cr"}),
 )

@@ -138,5 +138,6 @@ ALGORITHMS = (
         default_flavor="rfc",
         flavor_doc="rfc: RFC 6582 NewReno with byte counting; linux: Linux tcp_reno in the Linux TCP core",
         defaults={"recovery_exit": "full_ack"},
+        default_set=False,  # its Linux flavor is Linux reno itself (Linux recovery is NewReno's)
     ),
 )

@@ -163,7 +163,7 @@ ALGORITHMS = (
             Signal("bw_rttmin", "bw_rttmin", "packets", "B·RTTmin/MSS (≥ 2): ssthresh after a loss"),
             Signal("rtt_min", "rtt_min", "s", "Westwood's RTTmin (re-measured after an RTO)"),
         ),
-        default_flavor="rfc",
+        default_flavor="linux",
         flavor_doc="rfc: ssthresh = B·RTTmin and cwnd = min(cwnd, ssthresh) at every congestion event; "
         "linux: tcp_westwood (cwnd/2 on entering recovery, B·RTTmin at recovery exit and RTO) in the Linux TCP core",
     ),

@@ -307,7 +307,13 @@ def test_ctcp_engine_sequence_loss_round_growth_and_retreat():
             cong_event="fast_retransmit",
         )
     )
-    out = next(iter(engine.replay(frame(rows), MSS, ["compound"], ["compound.iw=162"], compiled=False).values()))
+    out = next(
+        iter(
+            engine.replay(
+                frame(rows), MSS, ["compound"], ["compound.iw=162", "compound.flavor=rfc"], compiled=False
+            ).values()
+        )
+    )
     assert out["cwnd"].to_list() == pytest.approx(
         [162, 162, 162, 81, 83.3869940, 83.3989863, 83.4109768, 81.0483170, 40.5241585], abs=1e-6
     )

@@ -238,7 +238,11 @@ def test_fusion_engine_sequence_loss_then_increase_decrease_steady():
     out = next(
         iter(
             engine.replay(
-                frame(rows), MSS, ["fusion"], ["fusion.iw=100", "fusion.dwinc=0.016"], compiled=False
+                frame(rows),
+                MSS,
+                ["fusion"],
+                ["fusion.iw=100", "fusion.dwinc=0.016", "fusion.flavor=rfc"],
+                compiled=False,
             ).values()
         )
     )

@@ -129,7 +129,7 @@ def test_cubic_rfc_k_and_w_of_t():
     #   concave: target = W_cubic(2 + 0.1) = 0.4·(−2.11716)³ + 100 = 0.4·(−9.48992) + 100 = 96.20403
     #   (inside [cwnd, 1.5·cwnd]); cwnd = 70.00756 + 26.19647/70.00756 = 70.38176.
     specs = [{"a": 0, "t": 0.0, "state": "recovery", "event": "fast_retransmit"}, {"t": 0.01}, {"t": 2.01}]
-    out = next(iter(engine.replay(stream(specs), MSS, ["cubic"], ["cubic.iw=100"]).values()))
+    out = next(iter(engine.replay(stream(specs), MSS, ["cubic"], ["cubic.iw=100", "cubic.flavor=rfc"]).values()))
     assert out["W_max"].to_list() == [100.0, 100.0, 100.0]
     assert out["ssthresh"][0] == pytest.approx(70.0)
     assert out["K"][1] == pytest.approx(75 ** (1 / 3), abs=1e-9)
@@ -143,10 +143,10 @@ def test_cubic_rfc_k_and_w_of_t():
 def test_cubic_rfc_fast_convergence():
     # W_max = 100 from the previous loss; a new loss at cwnd 80 < W_max with fast convergence:
     # W_max = 80·(1 + 0.7)/2 = 68; without it W_max = 80.
-    h = Hooks("cubic").set(CWND=80.0, FLIGHT=80.0, w_max=100.0)
+    h = Hooks("cubic", flavor="rfc").set(CWND=80.0, FLIGHT=80.0, w_max=100.0)
     assert h.call("ssthresh") == pytest.approx(56.0)
     assert h["w_max"] == pytest.approx(68.0)
-    h = Hooks("cubic", fast_convergence="off").set(CWND=80.0, FLIGHT=80.0, w_max=100.0)
+    h = Hooks("cubic", flavor="rfc", fast_convergence="off").set(CWND=80.0, FLIGHT=80.0, w_max=100.0)
     h.call("ssthresh")
     assert h["w_max"] == 80.0
 
@@ -161,7 +161,7 @@ def test_cubic_rfc_fast_convergence():
     ],
 )
 def test_cubic_rfc_ssthresh_flightsize_is_min_of_trace_flight_and_replayed_cwnd(cwnd, flight, expected):
-    h = Hooks("cubic").set(CWND=cwnd, FLIGHT=flight)
+    h = Hooks("cubic", flavor="rfc").set(CWND=cwnd, FLIGHT=flight)
     assert h.call("ssthresh") == pytest.approx(expected, abs=1e-12)
     assert h["w_max"] == cwnd  # W_max is the window at the event (no earlier W_max)
 
