@@ -710,10 +710,10 @@ def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None, sto
         )
     else:
         eps = (np.empty(0), np.empty(0), np.empty(0, dtype=object))
-    best = None
-    if fr.fit is not None and fr.fit.height and {"rank", "mare"} <= set(fr.fit.columns):
-        top = fr.fit.sort("rank", nulls_last=True).row(0, named=True)
-        best = top["algo"] if top.get("mare") is not None else None
+    # the algorithm the verdict names (drawn thicker); none when the verdict names nothing — the
+    # lowest error alone is never dressed up (hscc_trace.analysis.verdict)
+    v = fr.verdict
+    best = v.name if v is not None and getattr(v, "cls", None) == "identified" else None
     return _Ctx(
         fr=fr,
         t0=t0,
@@ -844,7 +844,7 @@ def _window_panel(c: _Ctx) -> Block:
             p.line(
                 _t(df["ts_ns"], c.t0),
                 cwnd,
-                f"{_esc(label)} cwnd" + (" (best fit)" if best else ""),
+                f"{_esc(label)} cwnd" + (" (identified)" if best else ""),
                 line=dict(color=c.colors.get(label, "#444"), width=2.6 if best else 1.4),
                 visible=True if label in shown_ else "legendonly",
                 legendgroup=f"algo-{_esc(label)}",

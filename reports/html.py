@@ -423,6 +423,99 @@ def _param(v: Any) -> str:
     return str(v)
 
 
+def _verdict(fr: FlowResult | None) -> Any:
+    """The flow's verdict (:mod:`hscc_trace.analysis.verdict`); judged here when the analysis
+    carries none (an analysis built by hand)."""
+    if fr is None:
+        return None
+    if fr.verdict is None:
+        from hscc_trace.analysis.verdict import judge
+
+        fr.verdict = judge(fr.events, fr.replays)
+    return fr.verdict
+
+
+#: CSS class of each verdict class (colour follows the verdict, never the rank alone)
+VERDICT_CSS = {
+    "identified": "v-identified",
+    "ambiguous": "v-ambiguous",
+    "unknown": "v-unknown",
+    "not enough data": "v-ned",
+}
+
+
+def _pct(x: Any) -> str:
+    return _num(x * 100 if x is not None else None, "{:.1f}%")
+
+
+def _verdict_cell(v: Any) -> str:
+    """Overview cell: the verdict in a word or two, coloured by its class, with the error."""
+    if v is None:
+        return '<span class="muted">not replayed</span>'
+    css = VERDICT_CSS.get(v.cls, "")
+    if v.cls == "identified":
+        return f'<span class="verdict {css}">{e(v.name)}</span> <span class="muted">(error {_pct(v.error)})</span>'
+    if v.cls == "ambiguous":
+        return f'<span class="verdict {css}">ambiguous</span>: {e(", ".join(v.candidates))}'
+    if v.cls == "unknown":
+        return f'<span class="verdict {css}">unknown</span> <span class="muted">(best {_pct(v.error)} &gt; {_pct(v.threshold)})</span>'
+    return f'<span class="verdict {css}">not enough data</span>'
+
+
+def _verdict_block(v: Any) -> str:
+    """A flow's verdict: class and name, the reason in plain words, the threshold and the margin,
+    and the evidence it rests on (β per loss episode, ACK clocking, growth, delay response)."""
+    if v is None:
+        return ""
+    from hscc_trace.analysis.evidence import describe
+
+    css = VERDICT_CSS.get(v.cls, "")
+    head = f"identified: {v.name}" if v.cls == "identified" else v.cls
+    facts = []
+    if v.error is not None:
+        facts.append(f"error {_pct(v.error)} (threshold {_pct(v.threshold)})")
+    if v.closer_rounds is not None and v.differing_rounds:
+        facts.append(
+            f"margin: closer to the sender than {e(v.runner_up)} in {v.closer_rounds} of {v.differing_rounds} "
+            "rounds where they differ"
+        )
+    elif v.runner_up is not None and v.cls == "identified":
+        facts.append(f"next: {e(v.runner_up)} {_pct(v.runner_up_error)}")
+    if v.equivalent:
+        facts.append(f"indistinguishable here: {e(', '.join(v.equivalent))}")
+    facts.append(
+        f"{v.rounds} round(s) judged ({'every round not limited by the receive window' if v.basis == 'rate' else 'cwnd-limited rounds'})"
+    )
+    ev = v.evidence
+    beta = ""
+    if ev.beta:
+        shown = ", ".join(f"{b:.2f}" for b in ev.beta[:40]) + (" …" if len(ev.beta) > 40 else "")
+        beta = (
+            f'<div class="muted">β per loss episode (flight after recovery / flight at its onset): {shown} '
+            "— Reno halves (0.5), CUBIC keeps 0.7, BBR does not decrease (≈ 1)</div>"
+        )
+    return (
+        f'<div class="verdict-box {css}"><p><span class="verdict {css}">{e(head)}</span> — {e(v.reason)}</p>'
+        f'<p class="muted">{" · ".join(facts)}</p>'
+        f'<p class="muted">evidence: {e(describe(ev.as_dict()))}</p>{beta}</div>'
+    )
+
+
+def verdict_row_class(fr: FlowResult, row: dict[str, Any]) -> str:
+    """CSS class of a row of a flow's fit table, following the verdict: the named algorithm
+    (``v-identified``), each candidate of an ambiguous verdict (``v-ambiguous``); nothing is
+    highlighted when the verdict is unknown or not enough data, whatever the rank."""
+    v = _verdict(fr)
+    if v is None:
+        return ""
+    algo = row.get("algo")
+    if v.cls == "identified" and (algo == v.name or algo in v.equivalent):
+        return "v-identified"
+    if v.cls == "ambiguous" and algo in v.candidates:
+        return "v-ambiguous"
+    return ""
+
+
 def _flow_anchor(ci: int, flow_id: Any) -> str:
     return f"flow-{ci}-{int(flow_id)}"
 
@@ -442,16 +535,7 @@ def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
             a_ep, b_ep = _endpoint(f["src"], f["sport"], v6), _endpoint(f["dst"], f["dport"], v6)
             snd, rcv = (a_ep, b_ep) if not f.get("sender_dir") else (b_ep, a_ep)
             link = f'<a href="#{_flow_anchor(ci, fid)}">{fid}</a>' if (ci, fid) in drawn else str(fid)
-            best = _best(fr) if fr else None
-            best_txt = (
-                f"<strong>{e(best['algo'])}</strong> (MARE {_num(best['mare'] * 100 if best['mare'] is not None else None, '{:.1f}')}%)"
-                if best
-                else (
-                    '<span class="muted">not replayed</span>'
-                    if fr is None
-                    else '<span class="muted">no fit: no cwnd-limited rounds</span>'
-                )
-            )
+            best_txt = _verdict_cell(_verdict(fr))
             pkts = int((f.get("pkts_ab") or 0) + (f.get("pkts_ba") or 0))
             rows.append(
                 [
@@ -482,7 +566,7 @@ def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
                     "RTT min / median",
                     "retrans. (+out-of-order)",
                     "rounds limited by (cwnd / rwnd / app)",
-                    "best-fitting algorithm",
+                    "verdict",
                     "vantage",
                 ],
                 rows,
@@ -575,9 +659,9 @@ def _flow_summary(fr: FlowResult) -> str:
         + (f" (+{_count(ooo)} Wireshark calls out-of-order)" if ooo else "")
     )
     parts.append(f"rounds limited by {_limits_text(_limit_share(fr))}")
-    best = _best(fr)
-    if best:
-        parts.append(f"best fit: <strong>{e(best['algo'])}</strong>")
+    v = _verdict(fr)
+    if v is not None:
+        parts.append(f"verdict: {_verdict_cell(v)}")
     flags = [k for k in ("handshake", "sack_ok", "ts_ok") if f.get(k)]
     if flags:
         parts.append(
@@ -681,8 +765,9 @@ def _store_blob(store: Any) -> str:
 
 
 def default_row_class(fr: FlowResult, row: dict[str, Any]) -> str:
-    """CSS class of a row of a flow's fit table: ``best`` for the best fit (rank 1)."""
-    return "best" if row.get("rank") == 1 else ""
+    """CSS class of a row of a flow's fit table: the verdict's (:func:`verdict_row_class`) — the
+    lowest error alone is never highlighted."""
+    return verdict_row_class(fr, row)
 
 
 def write_report(
@@ -709,7 +794,7 @@ def write_report(
     zoomed in, the figures re-draw from it — every event of a window that holds at most
     ``detail_points`` of a series' events, the same decimation of the window's events beyond —
     and the packet list under the figures follows the zoom. ``row_class(flow_result, fit_row)``
-    gives the CSS class of each row of a flow's fit table (default: ``best`` for rank 1).
+    gives the CSS class of each row of a flow's fit table (default: following the verdict).
 
     Raises InputError when the file cannot be written or an option is out of range.
     """
@@ -719,6 +804,8 @@ def write_report(
         raise InputError(f"detail_points must be at least 8, got {detail_points}")
     path = Path(path)
     results: list[tuple[int, FlowResult]] = [(ci, fr) for ci, c in enumerate(analysis.captures) for fr in c.results]
+    for _, fr in results:  # every flow's verdict (judged now when the analysis carries none)
+        _verdict(fr)
     size_order = sorted(
         range(len(results)),
         key=lambda i: (
@@ -763,7 +850,7 @@ def write_report(
         p_out += ff.points_out
         n_events += _events(fr)
         # two figures per flow, rows on one shared time axis: the four main panels, and the
-        # signals of every algorithm (best fit first); subplots draw far faster than figures
+        # signals of every algorithm (lowest error first); subplots draw far faster than figures
         divs: list[str] = []
         nav_main: list[str] = []
         nav_sig: list[str] = []
@@ -829,12 +916,12 @@ def write_report(
         sections.append(
             f'<section class="flow" id="{anchor}"><h2>Flow {fid}: {e(snd)} → {e(rcv)}</h2>{cap}'
             f"{_wireshark_filters(fr, analysis.captures[ci].meta.bpf)}"
-            f"{_flow_summary(fr)}{dec_note}{_metrics_table(fr, colors, row_class)}"
+            f"{_flow_summary(fr)}{_verdict_block(_verdict(fr))}{dec_note}{_metrics_table(fr, colors, row_class)}"
             '<p class="muted">Every panel of this flow shares one time axis (seconds since the flow\'s first '
             "packet): zoom or pan one and the others follow; double-click resets. Click legend entries to "
             "hide or show series. Windows are in packets (MSS-sized), RTTs and delays in ms; the hover "
             "gives each point's frame number (and a window in bytes).</p>"
-            f'<p class="figs-nav">Panels: {" · ".join(nav_main)}<br>Signals of each algorithm (best fit '
+            f'<p class="figs-nav">Panels: {" · ".join(nav_main)}<br>Signals of each algorithm (lowest error '
             f"first): {' · '.join(nav_sig) or '–'}</p>" + "".join(divs) + "</section>"
         )
 

@@ -273,7 +273,9 @@ def test_flow_overview_links_to_each_flow_section(evil_report) -> None:
     for fid in (0, 1):
         assert f'<a href="#flow-0-{fid}">{fid}</a>' in vis
         assert f'<section class="flow" id="flow-0-{fid}">' in vis
-    assert "best-fitting algorithm" in vis and "<strong>reno</strong> (MARE 2.0%)" in vis
+    # the verdict column: a name only with an identified verdict, coloured by its class
+    assert "<th>verdict</th>" in vis
+    assert re.search(r'<span class="verdict v-(identified|ambiguous|unknown|ned)">', vis)
     assert "cwnd 88% / rwnd 6% / app 4%" in vis or re.search(r"cwnd \d+% / rwnd \d+% / app \d+%", vis)
 
 
@@ -281,7 +283,14 @@ def test_metrics_table_per_flow(evil_report) -> None:
     vis = _visible_html(evil_report[0])
     assert vis.count("Fit of each algorithm to the actual sender") == 2
     assert "median abs. rel. error" in vis and "predicted goodput" in vis and "correlation" in vis
-    assert '<tr class="best">' in vis
+    # rows are highlighted by the verdict only: the named algorithm, or an ambiguous verdict's candidates
+    assert '<tr class="best">' not in vis
+    assert (
+        ('<tr class="v-identified">' in vis)
+        or ('<tr class="v-ambiguous">' in vis)
+        or ("v-unknown" in vis)
+        or ("v-ned" in vis)
+    )
 
 
 def _blocks(fig: dict) -> dict[str, list[dict]]:
@@ -326,7 +335,11 @@ def test_every_figure_is_embedded_with_consistent_traces(evil_analysis, evil_rep
     names = [tr["name"] for tr in main["window"]]
     for algo in evil_analysis.captures[0].results[0].replays:
         assert any(n.startswith(htmlmod.escape(algo) + " cwnd") for n in names), algo
-    assert "actual: bytes in flight" in names and "reno cwnd (best fit)" in names
+    assert "actual: bytes in flight" in names
+    v = evil_analysis.captures[0].results[0].verdict
+    if v is not None and v.cls == "identified":  # the named algorithm is drawn as such
+        assert f"{htmlmod.escape(v.name)} cwnd (identified)" in names
+    assert sum(n.endswith("(identified)") for n in names) <= 1
 
 
 def test_signal_panels_render_thresholds_phases_and_stacks(evil_report) -> None:
@@ -530,18 +543,23 @@ def test_sack_blocks_relative_to_the_ack_and_across_wraparound() -> None:
     assert "SACK block" in names and "ACK carrying new SACK info" not in names
 
 
-def test_flow_without_cwnd_limited_rounds_has_no_best_fit(tmp_path: Path) -> None:
+def test_flow_without_cwnd_limited_rounds_names_nothing(tmp_path: Path) -> None:
     a = make_analysis(n_flows=1, n_acks=2000)
     fr = a.captures[0].results[0]
     fr.fit = fr.fit.with_columns(
         pl.lit(None, dtype=pl.Float64).alias("mare"), pl.lit(0, dtype=pl.UInt32).alias("rounds")
     )
+    # every round application-limited: no round shows the sender's window
+    fr.events.rounds = fr.events.rounds.with_columns(pl.lit("app").cast(fr.events.rounds["limit"].dtype).alias("limit"))
+    fr.verdict = None  # (judged from these events when the report is written)
     write_report(a, tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     vis = _visible_html(page)
-    assert "no fit: no cwnd-limited rounds" in vis and "No fit metrics" in vis and "best fit:" not in vis
+    assert fr.verdict is not None and fr.verdict.cls == "not enough data"
+    assert '<span class="verdict v-ned">not enough data</span>' in vis and "No fit metrics" in vis
+    assert '<tr class="v-identified">' not in vis and '<tr class="best">' not in vis
     names = [tr["name"] for tr in _payloads(page)[0][0]["data"]]
-    assert not any("(best fit)" in n for n in names)
+    assert not any("(identified)" in n for n in names)
 
 
 def test_coverage_levels_grade_each_column_by_covered_share() -> None:

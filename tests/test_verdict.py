@@ -20,22 +20,7 @@ EVIDENCE = Evidence(vantage="sender", episodes=0)
 
 
 def _verdict(cls, reason, **kw):
-    base = {
-        "name": None,
-        "candidates": (),
-        "candidate_errors": (),
-        "equivalent": (),
-        "error": None,
-        "threshold": None,
-        "runner_up": None,
-        "runner_up_error": None,
-        "closer_rounds": None,
-        "differing_rounds": None,
-        "rounds": 0,
-        "basis": "window",
-    }
-    base.update(kw)
-    return V.Verdict(cls=cls, reason=reason, evidence=EVIDENCE, **base)
+    return V.Verdict(cls=cls, reason=reason, evidence=EVIDENCE, **kw)
 
 
 def judge(actual, windows, rate=None, tie=0.5):

@@ -93,20 +93,20 @@ class Verdict:
     """One flow's verdict. ``name`` is set only for ``identified``."""
 
     cls: str  # one of CLASSES
-    name: str | None  # the algorithm named (identified only)
-    candidates: tuple[str, ...]  # identified: (name,); ambiguous: every one that fits, best first
-    candidate_errors: tuple[float, ...]  # median relative error of each candidate
-    equivalent: tuple[str, ...]  # algorithms whose replay equals the named (or best) one on this flow
-    error: float | None  # median relative error of the best fit
-    threshold: float | None  # the error threshold that applied to it
-    runner_up: str | None  # the next algorithm (identified) or the closest outside the candidates
-    runner_up_error: float | None
-    closer_rounds: int | None  # rounds in which the named one was closer than the runner-up …
-    differing_rounds: int | None  # … of the rounds where the two differ beyond the tie
-    rounds: int  # rounds judged
-    basis: str  # "window" (cwnd-limited rounds) or "rate" (every round the receive window did not limit)
     reason: str  # plain words
     evidence: Evidence
+    name: str | None = None  # the algorithm named (identified only)
+    candidates: tuple[str, ...] = ()  # identified: (name,); ambiguous: every one that fits, best first
+    candidate_errors: tuple[float, ...] = ()  # median relative error of each candidate
+    equivalent: tuple[str, ...] = ()  # algorithms whose replay equals the named (or best) one on this flow
+    error: float | None = None  # median relative error of the best fit
+    threshold: float | None = None  # the error threshold that applied to it
+    runner_up: str | None = None  # the next algorithm (identified) or the closest outside the candidates
+    runner_up_error: float | None = None
+    closer_rounds: int | None = None  # rounds in which the named one was closer than the runner-up …
+    differing_rounds: int | None = None  # … of the rounds where the two differ beyond the tie
+    rounds: int = 0  # rounds judged
+    basis: str = "window"  # "window" (cwnd-limited rounds) or "rate" (every round the receive window did not limit)
 
     @property
     def label(self) -> str:
@@ -261,22 +261,7 @@ def judge(ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules 
     evidence = observe(ev) if ev is not None else Evidence(vantage="unknown", episodes=0)
 
     def verdict(cls: str, reason: str, **kw: Any) -> Verdict:
-        base: dict[str, Any] = {
-            "name": None,
-            "candidates": (),
-            "candidate_errors": (),
-            "equivalent": (),
-            "error": None,
-            "threshold": None,
-            "runner_up": None,
-            "runner_up_error": None,
-            "closer_rounds": None,
-            "differing_rounds": None,
-            "rounds": 0,
-            "basis": "window",
-        }
-        base.update(kw)
-        return Verdict(cls=cls, reason=reason, evidence=evidence, **base)
+        return Verdict(cls=cls, reason=reason, evidence=evidence, **kw)
 
     if ev is None or not replays or ev.acks.height == 0 or ev.segments.height == 0:
         return verdict(NOT_ENOUGH_DATA, "no data segments or ACKs: nothing was replayed")
