@@ -221,6 +221,13 @@ ACKS: tuple[Column, ...] = (
     Column(
         "rtt_raw_s", pl.Float64, "s", "RTT sample as measured at the capture point (rtt_s minus the vantage correction)"
     ),
+    Column(
+        "ca_rtt_s",
+        pl.Float64,
+        "s",
+        "the RTT sample Linux gives congestion control for this ACK (ca_rtt_us): the newest segment it "
+        "newly SACKs (never retransmitted) if any, else rtt_s; null if none",
+    ),
 )
 
 EPISODES: tuple[Column, ...] = (

@@ -56,6 +56,7 @@ from .tp import (
     DUPACK,
     E_ACK,
     E_ACKED,
+    E_CA_RTT,
     E_DATA_ACKED,
     E_DUPACK,
     E_ECE,
@@ -195,7 +196,9 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # one flat loop on purpose (compiled
                 tp[DELIVERED_TIME] = ev[i, E_T]
         evk = int(ev[i, E_EVENT])
         tp[EVENT] = evk
-        rtt = ev[i, E_RTT]
+        # flavor linux: the sample Linux hands congestion control (a newly SACKed segment's when
+        # there is one, tcp_clean_rtx_queue's ca_rtt_us); rfc: the RFC 6298 (Karn) sample
+        rtt = ev[i, E_CA_RTT] if linux else ev[i, E_RTT]
         if rtt > 0.0:  # False for nan
             tp[RTT] = rtt
             tp[RTT_NEW] = 1.0

@@ -100,6 +100,7 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     ev[:, T.E_ACKED] = delivered_cum / m
     ev[:, T.E_SACKED] = sacked_b / m
     ev[:, T.E_RTT] = col("rtt_s", math.nan)
+    ev[:, T.E_CA_RTT] = col("ca_rtt_s", math.nan) if "ca_rtt_s" in acks.columns else ev[:, T.E_RTT]
     ev[:, T.E_FLIGHT] = outstanding / m
     pipe = acks.get_column("pipe")
     pipe_b = pipe.cast(pl.Float64).to_numpy()

@@ -115,6 +115,7 @@ def make_flow(
         schema.ACKS,
         dsack_bytes=0,
         rtt_raw_s=pl.col("rtt_s"),
+        ca_rtt_s=pl.col("rtt_s"),
     )
 
     # Segments: one new segment per ACK, sent one RTT earlier, plus a retransmission per loss.

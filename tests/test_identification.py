@@ -28,11 +28,13 @@ TARGET = 0.95
 
 
 def _truth(sample: dict, flow: dict) -> str | None:
-    """The algorithm the kernel ran for this flow (by the data sender's port), from index.json."""
+    """The algorithm the kernel ran for this flow (by the data sender's port), from index.json: the
+    kernel's congestion control, or for a BPF sender of the testbed (``cc`` = ``bpf_*``) the
+    replay algorithm it implements (``algo``, samples/testbed/bpfcc.py)."""
     ports = {flow["sport"], flow["dport"]}
     for f in sample.get("flows", []):
         if f.get("sport") in ports and f.get("dport") in ports:
-            return str(f["cc"])
+            return str(f.get("algo") or f["cc"])
     return None
 
 
@@ -53,10 +55,14 @@ def sample_verdicts() -> list[tuple[str, int, str, dict]]:
 
 
 def test_no_sample_flow_gets_a_wrong_name(sample_verdicts) -> None:
+    # A name the sender's algorithm reduces to, with the sender's algorithm listed as equivalent,
+    # is the nested-model answer of docs/verdicts.md, not a wrong one: a Kyushu-TCP sender whose
+    # hold (Tc²·w2 packets) shows in too few rounds of a short capture to be significant is named
+    # as its base (ktcp-cubic-bdp: kyushu+cubic closer in 2 of 2 differing rounds).
     wrong = [
         f"{name} flow {fid}: {truth} sender named {v['name']} ({v['reason']})"
         for name, fid, truth, v in sample_verdicts
-        if v["class"] == V.IDENTIFIED and v["name"] != truth
+        if v["class"] == V.IDENTIFIED and v["name"] != truth and truth not in (v.get("equivalent") or ())
     ]
     assert len(sample_verdicts) >= 28
     assert wrong == []
@@ -70,8 +76,10 @@ def test_a_name_never_carries_an_error_above_its_threshold(sample_verdicts) -> N
 
 @pytest.mark.xfail(
     strict=True,
-    reason="not met yet: 23 of 28 sample flows named right — the three receiver-side captures are "
-    "ambiguous (receiver-side reconstruction) and app-limited / rwnd-limited have not enough data",
+    reason="not met yet: 37 of 52 sample flows named right — the three receiver-side captures are "
+    "ambiguous (receiver-side reconstruction), app-limited / rwnd-limited have not enough data, and of the "
+    "24 BPF-sender samples 5 are ambiguous (e.g. vegas-loss: vegas and reno both replay it exactly) and 3 "
+    "Kyushu-TCP ones are named as their base (the hold shows in too few rounds)",
 )
 def test_the_right_name_on_at_least_95_percent_of_the_sample_flows(sample_verdicts) -> None:
     right = sum(1 for _, _, truth, v in sample_verdicts if v["class"] == V.IDENTIFIED and v["name"] == truth)

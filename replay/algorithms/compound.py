@@ -19,7 +19,9 @@ reading used here:
 * Loss (§III-B eq. (5), third line): ``cwnd_loss = cwnd_loss/2``,
   ``dwnd = max(win·(1 − β) − cwnd_loss_old/2, 0)``.
 * RTO (§III-B, last paragraph): ``dwnd = 0``, the delay component is off until congestion
-  avoidance, baseRTT is measured again.
+  avoidance. baseRTT stays the smallest RTT observed since the connection started (§III-B: "when
+  the connection is started, baseRTT is updated by the minimal RTT that has been observed so
+  far"; the paper resets nothing else at an RTO).
 * The delay component "only kicks in when win is larger than" ``low_window`` (§III-B, last
   sentence; 41 in §IV's simulations): the per-round update of eq. (5) lines 1-2 runs only while
   ``win > low_window``; at or below it dwnd is held, so the whole window grows by 1 packet per
@@ -56,7 +58,7 @@ DIFF = 3  # packets — backlog estimate win·(1 − baseRTT/RTT) at the last ro
 GAMMA = 4  # packets — early-congestion threshold γ
 DIFF_RENO = 5  # packets — the Reno component's backlog cwnd_loss·(1 − baseRTT/RTT), last round end
 DIFF_RENO_VALID = 6  # 1 when DIFF_RENO is a fresh measurement not yet used by a γ update
-BASE_RTT = 7  # s — baseRTT, min sample since the start or the last RTO
+BASE_RTT = 7  # s — baseRTT, min sample since the connection started
 RND_MIN = 8  # s — min sample of the current round (samples taken outside recovery)
 RND_N = 9  # samples of the current round (outside recovery)
 PRIOR_LOSS = 10  # packets — cwnd_loss before the last reduction (undo)
@@ -193,7 +195,6 @@ def on_rto(st, p, tp):
     st[CWND_LOSS] = tp[CWND]  # 1 packet, slow start
     st[DWND] = 0.0
     st[WIN] = tp[CWND]
-    st[BASE_RTT] = math.nan  # re-measured
     st[RND_MIN] = math.nan
     st[RND_N] = 0.0
     st[DIFF_RENO_VALID] = 0.0

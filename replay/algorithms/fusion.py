@@ -45,6 +45,8 @@ from hscc_trace.replay.tp import (
     CWND,
     EV_RTO,
     EVENT,
+    FLAVOR,
+    LINUX,
     MIN_RTT,
     MSS,
     PRIOR_CWND,
@@ -69,7 +71,17 @@ WW = 9  # first of helpers.WW_NSLOTS slots of the Westwood+ filter (bytes, s, by
 WW_1 = 10
 WW_2 = 11
 WW_3 = 12
-NSTATE = 13
+WL = 13  # flavor linux: helpers.WL_NSLOTS slots of the estimator as Linux counts it (jiffies)
+WL_1 = 14
+WL_2 = 15
+WL_3 = 16
+WL_4 = 17
+WL_5 = 18
+WL_6 = 19
+WL_7 = 20
+WL_8 = 21
+WL_9 = 22
+NSTATE = 23
 
 # --- parameter slots ---------------------------------------------------------------------------
 P_DMIN = 0  # s — Dmin of α
@@ -77,7 +89,8 @@ P_DWINC = 1  # s — Dmin of W_inc
 P_WINC_MIN = 2  # packets — floor of W_inc
 P_RTT_SOURCE = 3  # 0 round_min, 1 srtt, 2 last
 P_L = 4  # packets — slow-start ABC limit (rfc flavor)
-NPARAMS = 5
+P_HZ = 5  # 1/s — kernel tick rate (flavor linux: the Westwood+ estimator counts jiffies)
+NPARAMS = 6
 
 SS, INCREASE, STEADY, DECREASE = 0.0, 1.0, 2.0, 3.0
 
@@ -104,10 +117,21 @@ def init(st, p, tp):
     st[RTT_USED] = math.nan
     st[PRIOR_RENO] = tp[CWND]
     H.westwood_init(st, WW, tp)
+    H.westwood_linux_init(st, WL, p[P_HZ])
+
+
+@jit
+def on_rtt_sample(st, p, tp, rtt):
+    H.westwood_linux_rtt(st, WL, rtt, p[P_HZ])
 
 
 @jit
 def on_ack(st, p, tp):
+    if tp[FLAVOR] == LINUX:  # the estimator as tcp_westwood.c counts it (helpers.westwood_linux_on_ack)
+        bw = H.westwood_linux_on_ack(st, WL, tp, p[P_HZ])
+        st[BW] = 8.0 * bw
+        st[W_INC] = max(bw * p[P_DWINC] / tp[MSS], p[P_WINC_MIN])
+        return
     # Westwood+ filter over every ACK (bytes newly acked cumulatively + SACKed)
     start = st[WW + H.WW_WIN_START]
     bw = H.westwood_on_ack(st, WW, tp, (tp[ACKED] + tp[SACKED]) * tp[MSS])
@@ -215,6 +239,15 @@ _PARAMS = (
         lo=0.0,
         hi=1e6,
     ),
+    Param(
+        "HZ",
+        "1/s",
+        250.0,
+        "CONFIG_HZ of the reference kernel (samples/*/meta.json)",
+        "flavor linux: kernel tick rate of the Westwood+ estimator behind W_inc (tcp_westwood.c counts jiffies)",
+        lo=1.0,
+        hi=10000.0,
+    ),
 )
 
 _SIGNALS = (
@@ -249,6 +282,8 @@ _STATE = (
     "ww_1",
     "ww_2",
     "ww_3",
+    "wl",
+    *(f"wl_{k}" for k in range(1, 10)),
 )
 
 ALGORITHMS = (

@@ -26,7 +26,7 @@ _CACHE: dict = {}
 
 
 def sample(name: str, flow: int):
-    if not (SAMPLES / name / "capture.pcap").exists():
+    if not (SAMPLES / name / "meta.json").exists():
         pytest.skip(f"sample {name} not present")
     key = (name, flow)
     if key not in _CACHE:
