@@ -30,7 +30,7 @@ def path(dataset: str | Path, table: str, sha: str) -> Path:
     return Path(dataset) / table / f"{sha}.parquet"
 
 
-def write_table(dataset: str | Path, table: str, sha: str, df: Any) -> None:
+def write_part(dataset: str | Path, table: str, sha: str, df: Any) -> None:
     """Write one capture's rows of one table atomically (temporary file, then rename)."""
     out = path(dataset, table, sha)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -30,7 +30,7 @@ def _error_row(dataset: str, sha: str, item: str, reason: str, message: str) -> 
 
     from hscc_trace.corpus import dataset as ds
 
-    ds.write_table(
+    ds.write_part(
         dataset,
         "errors",
         sha,
@@ -138,8 +138,8 @@ def analyze_capture(
         ("episodes", episodes.with_columns(key)),
         ("rounds", rounds_df.with_columns(key)),
     ):
-        ds.write_table(dataset, name, sha, df)
-    ds.write_table(dataset, "captures", sha, cap)  # last: marks the capture complete
+        ds.write_part(dataset, name, sha, df)
+    ds.write_part(dataset, "captures", sha, cap)  # last: marks the capture complete
     return _summary(sha, item, "ok", flows=flows.height, seconds=cap["seconds"][0])
 
 
