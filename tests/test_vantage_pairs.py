@@ -19,7 +19,7 @@ events reproduces the kernel's snd_cwnd outside recovery with median error ≤ 2
 within the segments lost before it on the way to the receiver); flight within 2 MSS of the
 sender-side value on ≥ 99 % of ACKs; the flow table's RTT min and median within 1 ms. Measured
 (median / p90 error, receiver side): reno-bdp 0 / 0, reno-rtt60 0 / 0, cubic-rtt10 0 / 0.05
-(sender side 0 / 0.05); BBR fit MARE 0.028 at the receiver, 0.040 at the sender.
+(sender side 0 / 0.05); BBR fit MARE 0.035 at the receiver, 0.040 at the sender.
 """
 
 from __future__ import annotations
@@ -95,6 +95,15 @@ def test_receiver_side_events_equal_the_sender_side(name, cc):
     # the same congestion episodes, of the same kinds
     assert r.episodes["kind"].to_list() == s.episodes["kind"].to_list()
     assert abs(r.rounds.height - s.rounds.height) <= 1
+    # the rounds the fit uses (cwnd-limited, outside recovery), paired by target: the same peak
+    # flight (measured: 100 %, 98.9 %, 98.7 %, 100 % of them; a round whose start ACK shares a
+    # TSval with the one before may be off by one packet)
+    rr = s.rounds.join(r.rounds, on="target_seq", suffix="_r").filter(
+        (pl.col("limit") == "cwnd") & ~pl.col("in_recovery")
+    )
+    assert rr.height >= 0.9 * s.rounds.filter((pl.col("limit") == "cwnd") & ~pl.col("in_recovery")).height
+    assert (rr["peak_flight_bytes"] == rr["peak_flight_bytes_r"]).mean() >= 0.98
+    assert (rr["limit"] == rr["limit_r"]).mean() >= 0.98 or name == "bbr-loss"  # (pacing: see below)
     # ACK by ACK (the k-th ACK carrying a given cumulative ACK on each side)
     key = [pl.col("ack"), pl.int_range(pl.len()).over("ack").alias("k")]
     cols = ["outstanding", "pipe", "state", "cong_event"]
@@ -128,7 +137,7 @@ def test_flow_table_rtt_is_the_senders_within_1_ms(name, cc):
 def test_bbr_fit_at_the_receiver_is_as_good_as_at_the_sender():
     # the receiver cannot see pacing (the bottleneck re-spaces the packets), so it classifies
     # the paced, not ACK-clocked rounds the sender side calls "app" as cwnd-limited and fits more
-    # rounds: MARE 0.028 over 55 rounds against 0.040 over 12 at the sender
+    # rounds: MARE 0.035 over 55 rounds against 0.040 over 12 at the sender
     fits = {}
     for name in ("bbr-loss", "bbr-loss-receiver"):
         fe = sample(name)[0]

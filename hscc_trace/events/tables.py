@@ -567,7 +567,7 @@ def _run_flows(
                 e = seq[i] + plen[i] + (1 if (fl & core.F_SYN) != 0 else 0) + (1 if (fl & core.F_FIN) != 0 else 0)
                 top = ahead[i] if ahead[i] > e else e
                 peak[i] = top - o_ackrel[r] if top > o_ackrel[r] else 0
-                o_seg_round[i] = o_round[r]
+                o_seg_round[i] = o_round[r] + (1 if o_round_end[r] else 0)  # (r may end a round)
         # bytes retransmitted between consecutive ACKs (segments other than new): at the sender
         # the next ACK after the segment; away from it, the next after the ACK that released it
         o_rtx[lo:hi] = 0
