@@ -307,3 +307,18 @@ def test_schema_doc_is_generated_from_schema_py():
     doc = (REPO / "docs" / "schema.md").read_text()
     assert doc == schema.markdown()
     assert "## corpus/flows" in doc and "| `cwnd_limited_rounds` |" in doc
+
+
+def test_read_mixes_files_of_old_and_new_versions(tmp_path):
+    # one errors file as written today, one with a column a newer version added: both rows, the
+    # new column null for the old file (the multi-file read refuses them; file by file mixes them)
+    ds.write_error(tmp_path, "a" * 64, "old.pcap", "timeout", "not done")
+    new = pl.DataFrame({"sha256": ["b" * 64], "capture": ["new.pcap"], "reason": ["internal"], "message": ["x"]})
+    ds.write_table(tmp_path, "errors", "b" * 64, new.with_columns(pl.lit(3).alias("attempts")), extra=True)
+    got = ds.read(tmp_path, "errors").sort("capture")
+    assert got["capture"].to_list() == ["new.pcap", "old.pcap"]
+    assert got["attempts"].to_list() == [3, None]
+    # an errors row replaces the rows a failed capture had left in the other tables
+    ds.write_table(tmp_path, "flows", "c" * 64, ds.empty("flows"))
+    ds.write_error(tmp_path, "c" * 64, "half.pcap", "worker_died", "died")
+    assert not ds.path(tmp_path, "flows", "c" * 64).exists() and ds.done(tmp_path) == {"a" * 64, "b" * 64, "c" * 64}

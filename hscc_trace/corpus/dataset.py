@@ -78,4 +78,7 @@ def read(dataset: str | Path, table: str):
     files = sorted((Path(dataset) / table).glob("*.parquet"))
     if not files:
         return schema.empty(schema.CORPUS_TABLES[table])
-    return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")
+    try:  # one multi-file read (every file conformed to the schema: the usual case)
+        return pl.read_parquet(files)
+    except pl.exceptions.PolarsError:  # files of different versions (a column added): file by file
+        return pl.concat([pl.read_parquet(f) for f in files], how="diagonal_relaxed")

@@ -12,8 +12,8 @@ Failures are data (an ``errors`` row each, see :func:`hscc_trace.corpus.dataset.
 * a worker process that dies (OOM kill, segfault): Dask retries the capture once on a fresh
   worker (``distributed.scheduler.allowed-failures`` = 1), and a second death gives
   ``worker_died``;
-* ``timeout_per_capture``: every task announces on the Dask event topic :data:`TOPIC` when it
-  starts (and which worker runs it); a capture still running that many seconds after its start
+* ``timeout_per_capture``: every task then announces on the Dask event topic :data:`TOPIC` when
+  it starts (and which worker runs it); a capture still running that many seconds after its start
   is cancelled and **its worker is restarted** through its nanny (``Client.restart_workers``), so
   the capture cannot keep that worker busy; the capture becomes a ``timeout`` error. Workers
   without a nanny (``dask worker --no-nanny``) cannot be restarted this way (Dask removes them).
@@ -89,9 +89,12 @@ def analyze_capture(
     dataset: str,
     algorithms: Sequence[str] | None,
     params: dict[str, dict[str, Any]] | None,
+    announce: bool = False,
 ) -> dict[str, Any]:
     """Analyze one capture and write its rows of every table; returns a summary dict (status
-    ``ok``, ``skipped`` — already in the dataset — or ``error``)."""
+    ``ok``, ``skipped`` — already in the dataset — or ``error``). With ``announce`` (a run with a
+    timeout), the task tells the client on :data:`TOPIC` when it starts and which capture it
+    holds (two Dask events: a few ms of scheduler work, spent only when a clock needs them)."""
     import polars as pl
 
     from hscc_trace import api
@@ -100,7 +103,8 @@ def analyze_capture(
     from hscc_trace.corpus import inputs
     from hscc_trace.errors import HsccError, InternalMessage
 
-    _announce(None)
+    if announce:
+        _announce(None)
     _test_hooks(item, dataset)
     with tempfile.TemporaryDirectory(prefix="hscc-corpus-") as tmp:
         try:
@@ -110,7 +114,8 @@ def analyze_capture(
             nk = inputs.name_key(item)
             ds.write_error(dataset, nk, item, "unreadable", _first_line(exc))
             return _summary(nk, item, "error", reason="unreadable", message=_first_line(exc))
-        _announce(sha)
+        if announce:
+            _announce(sha)
         if ds.path(dataset, "captures", sha).exists():
             return _summary(sha, item, "skipped", was="ok")
         if ds.path(dataset, "errors", sha).exists():
@@ -279,8 +284,10 @@ def run(
         if progress:
             progress(state, s)
 
+    clock = timeout_per_capture is not None
     with client(workers, scheduler, threads_per_worker) as c:
-        c.subscribe_topic(TOPIC, on_event)
+        if clock:
+            c.subscribe_topic(TOPIC, on_event)
         nthreads = max(1, sum(c.nthreads().values()))
         slots = 4 * nthreads  # the scheduler queues the extra ones: a worker never waits for the client
         pending = list(reversed(items))
@@ -290,7 +297,8 @@ def run(
             while pending and len(inflight) < slots:
                 it = pending.pop()
                 key = f"capture-{state.total - len(pending) - 1}"
-                inflight[key] = (c.submit(analyze_capture, it, dataset, algos, overrides, key=key, pure=False), it)
+                f = c.submit(analyze_capture, it, dataset, algos, overrides, clock, key=key, pure=False)
+                inflight[key] = (f, it)
 
         submit()
         while inflight:
@@ -334,7 +342,8 @@ def run(
                         )
                     )
             submit()
-        c.unsubscribe_topic(TOPIC)
+        if clock:
+            c.unsubscribe_topic(TOPIC)
     return state
 
 
