@@ -322,3 +322,7 @@ def test_read_mixes_files_of_old_and_new_versions(tmp_path):
     ds.write_table(tmp_path, "flows", "c" * 64, ds.empty("flows"))
     ds.write_error(tmp_path, "c" * 64, "half.pcap", "worker_died", "died")
     assert not ds.path(tmp_path, "flows", "c" * 64).exists() and ds.done(tmp_path) == {"a" * 64, "b" * 64, "c" * 64}
+    # a write a killed worker left half done: its temporary file goes, the finished files stay
+    (tmp_path / "flows" / f"{'d' * 64}.tmp123").write_bytes(b"half")
+    assert ds.clean(tmp_path) == 1 and not list((tmp_path / "flows").iterdir())
+    assert len(list((tmp_path / "errors").iterdir())) == 3

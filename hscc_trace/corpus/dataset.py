@@ -64,6 +64,17 @@ def write_error(dataset: str | Path, sha: str, capture: str, reason: str, messag
     write_table(dataset, "errors", sha, pl.DataFrame(row, schema=schema.polars_schema(schema.CORPUS_ERRORS)))
 
 
+def clean(dataset: str | Path) -> int:
+    """Remove the temporary files of writes a killed run left half done; returns how many. (One
+    run writes a dataset at a time: a second run at once would lose its files in flight.)"""
+    n = 0
+    for t in TABLES:
+        for p in (Path(dataset) / t).glob("*.tmp*"):
+            p.unlink(missing_ok=True)
+            n += 1
+    return n
+
+
 def done(dataset: str | Path) -> set[str]:
     """Content hashes of the captures the dataset already holds (analyzed or recorded as errors)."""
     d = Path(dataset)

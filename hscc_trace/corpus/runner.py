@@ -133,7 +133,7 @@ def analyze_capture(
         if run is not None and not run.analysis.captures:
             failed = list(run.failed.values())
             reason = "internal" if any(isinstance(m, InternalMessage) for m in failed) else "unreadable"
-            msg = "; ".join(m.replace(local, item) for m in failed) or "no capture read"
+            msg = "; ".join(m.replace(local, item).removeprefix(f"{item}: ") for m in failed) or "no capture read"
             run = None
         if run is None:
             ds.write_error(dataset, sha, item, reason, msg)
@@ -256,6 +256,7 @@ def run(
     inputs.check_protocols(items)
     dataset = str(Path(dataset).resolve())
     Path(dataset).mkdir(parents=True, exist_ok=True)
+    ds.clean(dataset)
     state = CorpusRun(total=len(items))
     before = ds.done(dataset)  # a capture written during this run and then recomputed (its worker
     # died after the task finished, before its summary was fetched) counts as analyzed, not skipped
