@@ -280,7 +280,7 @@ def summarize(res: dict[str, Any]) -> dict[str, Any]:
     cases = res["cases"]
     s: dict[str, Any] = {}
     for name, runs in cases.items():
-        s[name] = {k: _med([r.get(k) for r in runs]) for k in ("wall_s", "cpu_s", "rate", "steady_rate")}
+        s[name] = {k: _med([r.get(k) for r in runs]) for k in ("wall_s", "cpu_s", "rate", "steady_rate", "load_before")}
         if runs and "workers_mib" in runs[0]:
             s[name]["worker_peak_mib"] = max(max(r["workers_mib"] or [0]) for r in runs)
             s[name]["client_peak_mib"] = max(r["client_mib"] for r in runs)
@@ -341,15 +341,18 @@ def markdown(res: dict[str, Any]) -> str:
         f"{res['machine']['cores']} cores; load average (1 min) {la['before']:.2f} before, {la['after']:.2f} after, "
         f"largest seen between cases {la['max']:.2f}.",
         "",
-        "| case | wall | captures/s | steady captures/s | CPU | peak memory per worker | client |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| case | load before | wall | captures/s | steady captures/s | CPU | peak memory per worker | client |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name in ("hscc w1", "hscc w2", "hscc w2 half", "tcptrace loop", "tcptrace ×2"):
         x = c[name]
         mem = f"{x['worker_peak_mib']:.0f} MiB" if "worker_peak_mib" in x else ""
         cl = f"{x['client_peak_mib']:.0f} MiB" if "client_peak_mib" in x else ""
         st = "" if x.get("steady_rate") is None else f"{x['steady_rate']:.1f}"
-        L.append(f"| {name} | {x['wall_s']:.1f} s | {x['rate']:.1f} | {st} | {x['cpu_s']:.1f} s | {mem} | {cl} |")
+        ld = "" if x.get("load_before") is None else f"{x['load_before']:.1f}"
+        L.append(
+            f"| {name} | {ld} | {x['wall_s']:.1f} s | {x['rate']:.1f} | {st} | {x['cpu_s']:.1f} s | {mem} | {cl} |"
+        )
     per = []
     for name in ("hscc w1", "hscc w2"):
         x = c[name]
@@ -424,6 +427,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in cases:
             loads.append(os.getloadavg()[0])
             log(f"run {r + 1}/{a.runs}: {name} (load {loads[-1]:.2f}) …")
+            load0 = loads[-1]
             if name == "hscc w1":
                 x = run_hscc(lists["all"], len(files), 1, a.work / "ds-w1")
             elif name == "hscc w2":
@@ -438,6 +442,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"   {x['wall_s']:.1f} s, {x['rate']:.1f} captures/s"
                 + (f", workers {x['workers_mib']} MiB" if "workers_mib" in x else "")
             )
+            x["load_before"] = round(load0, 2)
             cases[name].append(x)
     loads.append(os.getloadavg()[0])
     log("census …")

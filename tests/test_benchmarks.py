@@ -363,7 +363,7 @@ def test_corpus_bench_targets_and_markdown():
     assert t["peak memory per worker, 2000 vs 1000 captures"] == (1.067, True)
     assert t["census render (navigation to last figure)"] == (0.8, True)
     assert t["census: console errors / requests"] == ("0 / 0", True)
-    assert "| hscc w2 | 100.0 s | 37.0 | 40.0 |" in cb.markdown(r)
+    assert "| hscc w2 |  | 100.0 s | 37.0 | 40.0 |" in cb.markdown(r)  # (no load recorded here)
     # 20 → 30 = 1.5× (fail); 340 vs 300 = 1.133 (fail); render 3.2 s (fail); one console error (fail)
     bad = {"wall_s": 3.2, "errors": ["console: x"], "requests": [], "figures": {"drawn": 4}}
     r = res(20.0, 30.0, 21.0, 30.0, [340.0], [300.0], bad)
