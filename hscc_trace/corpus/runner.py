@@ -220,13 +220,7 @@ def client(workers: int | None = None, scheduler: str | None = None, threads_per
     addr = scheduler or dask.config.get("scheduler-address", None)
     if addr:
         return Client(addr)
-    # Dask starts workers with MALLOC_TRIM_THRESHOLD_=65536, which also switches off glibc's
-    # adaptive mmap threshold: every array above 128 kB is then mapped and unmapped afresh, and
-    # the page faults cost ≈ 8 % of the CPU a capture takes (docs/performance.md#corpus-scale);
-    # the workers here keep glibc's defaults (their peak memory stays flat over a corpus)
-    environ = dict(dask.config.get("distributed.nanny.pre-spawn-environ", {}))
-    environ.pop("MALLOC_TRIM_THRESHOLD_", None)
-    with dask.config.set({**SCHEDULER_CONFIG, "distributed.nanny.pre-spawn-environ": environ}):
+    with dask.config.set(SCHEDULER_CONFIG):
         cluster = LocalCluster(
             n_workers=workers or os.cpu_count() or 1,
             threads_per_worker=threads_per_worker,
