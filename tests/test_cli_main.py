@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from hscc_trace import cli
@@ -38,3 +40,17 @@ def test_unexpected_exception_propagates_when_debugging(monkeypatch):
     monkeypatch.setenv("HSCC_TRACE_DEBUG", "1")
     with pytest.raises(ZeroDivisionError):
         _run_main(monkeypatch, ZeroDivisionError("division by zero"))
+
+
+def test_main_runs_after_a_command_module_was_imported(monkeypatch, capsys):
+    # importing a command module (here cli.corpus_cmd, as a test or a script may) binds the
+    # submodule `hscc_trace.cli.app` as the package's attribute `app`; main() must still load and
+    # run the Typer application rather than call that module
+    import hscc_trace.cli.corpus_cmd  # noqa: F401
+    from hscc_trace import cli
+
+    monkeypatch.setattr(sys, "argv", ["hscc-trace", "version"])
+    with pytest.raises(SystemExit) as ei:
+        cli.main()
+    assert ei.value.code in (0, None), capsys.readouterr().err
+    assert "flows kernels" in capsys.readouterr().out  # what `hscc-trace version` prints

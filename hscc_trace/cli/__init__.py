@@ -171,7 +171,11 @@ def _main(fast: tuple[str, str | None, bool] | None = None) -> None:
         if fast is not None:
             _run_flows(*fast)
         else:
-            app = globals().get("app") or _load_app()
+            import types
+
+            app = globals().get("app")
+            if app is None or isinstance(app, types.ModuleType):  # importing a command module
+                app = _load_app()  # (e.g. cli.corpus_cmd) binds the submodule `app` here first
             _run_app(app)
     except HsccError as exc:
         print(f"hscc-trace: error: {one_line(exc)}", file=sys.stderr)
