@@ -12,7 +12,7 @@ Exactly how a file is made (all deterministic, no randomness):
 1. Sources (``--source``, default :data:`DEFAULT_SOURCES`): real classic-pcap captures of
    Ethernet/IPv4 or Ethernet/IPv6 TCP (µs or ns, either byte order, ``.gz`` allowed). Every record
    must be TCP; anything else is an error (nothing is silently dropped). The default is the seven
-   M-Lab NDT captures in ``/work/shared/captures/external`` (real Internet tests, header-only,
+   M-Lab NDT captures in ``../shared/captures/external`` (beside the repository) (real Internet tests, header-only,
    snaplen 94/114, see that folder's PROVENANCE.md). ``--source samples`` uses the real Linux
    captures ``samples/*/capture.pcap`` instead.
 2. Copy ``k`` (k = 0, 1, 2, …) replays source ``k mod S`` (sources in the order given). The
@@ -54,7 +54,8 @@ from pathlib import Path
 
 import numpy as np
 
-EXTERNAL = Path("/work/shared/captures/external")
+#: the external captures beside the repository (../shared/captures/external)
+EXTERNAL = Path(__file__).resolve().parents[2] / "shared" / "captures" / "external"
 DEFAULT_SOURCES = [
     EXTERNAL / "mlab-etl__ndt-m6znc_1632401351_000000000005BA77.pcap",  # ndt7 download, loss, IPv4
     EXTERNAL / "mlab-etl__ndt-m6znc_1632401351_000000000005B90B.pcap",  # upload, IPv4

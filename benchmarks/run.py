@@ -278,7 +278,7 @@ def machine_info() -> dict[str, Any]:
         dpkt=dpkt_v or None,
         hscc_trace=version[0] + (f" (git {commit})" if commit else ""),
         # hscc-trace version's second line: ahead-of-time compiled flows kernels, or numba's JIT
-        flows_kernels=(version[1:] or ["not reported"])[0].removeprefix("flows kernels: "),
+        flows_kernels=(version[1:] or ["not reported"])[0].removeprefix("flows kernels: ").replace(str(REPO) + "/", ""),
         tshark=_first_line(["tshark", "--version"]),
         tcptrace=_first_line(["tcptrace", "-v"]),
         loadavg_start=Path("/proc/loadavg").read_text().split()[:3],
@@ -343,7 +343,7 @@ def run_captures(
             rows[c.key] = s
         report = scratch / "report.html"
         if report.exists():
-            extra_report = dict(report_bytes=report.stat().st_size)
+            extra_report = dict(report_bytes=report.stat().st_size, **report_parts(report))
             keep = DATA / f"{name}.report.html"
             shutil.copyfile(report, keep)
             extra_report["report_path"] = str(keep)
@@ -430,6 +430,21 @@ def jobs_bench(runs: int, timeout_s: float, warm: bool, log: Callable[[str], Non
             ),
         )
     return out
+
+
+def report_parts(report: Path) -> dict[str, int]:
+    """What a report holds at full resolution, read from its page: the events (the header's note)
+    and the bytes of the stores (the ``data-store`` scripts), for the size budget."""
+    import re
+
+    page = report.read_text(encoding="utf-8")
+    m = re.search(r"hold every event \(([\d,]+) of ([\d,]+) ACKs and data segments", page)
+    stores = re.findall(r"<script type=\"application/octet-stream\" data-store [^>]*>([^<]*)</script>", page)
+    return dict(
+        events_full=int(m.group(1).replace(",", "")) if m else 0,
+        events=int(m.group(2).replace(",", "")) if m else 0,
+        store_bytes=sum(len(x) for x in stores),
+    )
 
 
 def render_time(report: Path, log: Callable[[str], None]) -> dict[str, Any] | None:
@@ -571,14 +586,41 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
                 )
         rep = cs.get("_report")
         if rep:
-            add("report < 10 MB", rep["report_bytes"] / 1e6, "<=", TARGET_REPORT_MB, f"{big}: report.html size in MB")
-            if rep.get("render") and rep["render"].get("wall_s") is not None:
+            from hscc_trace.reports.html import size_budget  # the documented budget (docs/report.md)
+
+            light = (rep["report_bytes"] - rep.get("store_bytes", 0)) / 1e6
+            add(
+                "report without its full-resolution events < 10 MB",
+                light,
+                "<=",
+                TARGET_REPORT_MB,
+                f"{big}: report.html size in MB less the stores ({rep.get('store_bytes', 0) / 1e6:.2f} MB)",
+            )
+            budget = size_budget(rep.get("events_full", 0)) / 1e6
+            add(
+                "report within its size budget (docs/report.md)",
+                rep["report_bytes"] / 1e6,
+                "<=",
+                budget,
+                f"{big}: report.html size in MB; budget for {rep.get('events_full', 0):,} events at full resolution",
+            )
+            r = rep.get("render") or {}
+            if r.get("wall_s") is not None:
                 add(
                     "report renders < 3 s",
-                    rep["render"]["wall_s"],
+                    r["wall_s"],
                     "<=",
                     TARGET_REPORT_RENDER_S,
-                    f"{big}: navigation → every figure drawn, headless chromium",
+                    f"{big}: navigation → every flow's main figure drawn, headless chromium",
+                )
+            first = (r.get("status") or {}).get("firstFlowSinceNavigation")
+            if first is not None:
+                add(
+                    "report draws its first flow < 3 s",
+                    first / 1000,
+                    "<=",
+                    TARGET_REPORT_RENDER_S,
+                    f"{big}: navigation → the first flow's main figure drawn, headless chromium",
                 )
         # linearity: marginal per-packet CPU time between consecutive sizes (CPU, not wall: the
         # machine's load may differ between sizes; fixed start-up costs make it sublinear)
@@ -701,6 +743,11 @@ def markdown(res: dict[str, Any]) -> str:
             r = rep.get("render") or {}
             notes.append(
                 f"report.html: {rep['report_bytes'] / 1e6:.2f} MB"
+                + (
+                    f" ({rep['store_bytes'] / 1e6:.2f} MB of it the full-resolution events)"
+                    if rep.get("store_bytes")
+                    else ""
+                )
                 + (
                     f", rendered in {r['wall_s']:.2f} s in headless chromium "
                     f"({(r.get('figures') or {}).get('drawn', '?')} figures drawn)"

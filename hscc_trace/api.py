@@ -276,14 +276,15 @@ def results(analysis: Analysis, *, failed: dict[str, str] | None = None) -> dict
     return _results.to_dict(analysis, failed=failed)
 
 
-def report(analysis: Analysis, path: PathLike) -> Path:
-    """Write the self-contained HTML report; returns its path."""
+def report(analysis: Analysis, path: PathLike, **options: Any) -> Path:
+    """Write the self-contained HTML report; returns its path. ``options`` go to
+    :func:`hscc_trace.reports.write_report` (``max_points``, ``full_resolution`` …)."""
     from hscc_trace import reports
 
     out = Path(path)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
-        reports.write_report(analysis, out)
+        reports.write_report(analysis, out, **options)
     except OSError as exc:
         raise InputError(f"{out}: cannot write the report ({exc.strerror or exc})") from None
     return out

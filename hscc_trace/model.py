@@ -145,6 +145,8 @@ class FlowResult:
     replays: dict[str, pl.DataFrame]  # algorithm label -> schema.REPLAY_BASE + its signals
     fit: pl.DataFrame  # schema.FIT_METRICS rows for this flow, ranked
     warnings: list[Warn] = field(default_factory=list)
+    # the flow's verdict (hscc_trace.analysis.verdict.Verdict): which algorithm, or why none
+    verdict: Any = None
 
 
 @dataclass

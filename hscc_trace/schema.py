@@ -221,6 +221,13 @@ ACKS: tuple[Column, ...] = (
     Column(
         "rtt_raw_s", pl.Float64, "s", "RTT sample as measured at the capture point (rtt_s minus the vantage correction)"
     ),
+    Column(
+        "ca_rtt_s",
+        pl.Float64,
+        "s",
+        "the RTT sample Linux gives congestion control for this ACK (ca_rtt_us): the newest segment it "
+        "newly SACKs (never retransmitted) if any, else rtt_s; null if none",
+    ),
 )
 
 EPISODES: tuple[Column, ...] = (
@@ -252,10 +259,17 @@ ROUNDS: tuple[Column, ...] = (
 
 # Replay output (hscc_trace.replay): one row per replayed ACK event --------------------------
 # Every algorithm produces these columns, followed by its own named signals (documented per
-# algorithm in hscc_trace.replay.registry and docs/algorithms.md).
+# algorithm in hscc_trace.replay.registry and docs/algorithms.md). Row i answers the flow's ACK
+# i; join it to the ACK stream on ``frame`` (unique per ACK), never by row position.
 
 REPLAY_BASE: tuple[Column, ...] = (
-    Column("ts_ns", pl.Int64, "ns", "time of the ACK event"),
+    Column(
+        "frame",
+        pl.UInt64,
+        "",
+        "frame number of the ACK this row answers (as Wireshark numbers it): the key that joins a replay to schema.ACKS",
+    ),
+    Column("ts_ns", pl.Int64, "ns", "capture time of that ACK"),
     Column("cwnd", pl.Float64, "packets", "congestion window the algorithm would have set"),
     Column("ssthresh", pl.Float64, "packets", "slow-start threshold"),
     Column("state", CongState, "", "congestion state driven by the trace"),

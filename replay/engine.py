@@ -48,6 +48,9 @@ class Prepared:
     mss: int  # bytes
     first_flight: float  # packets in flight before the first ACK of new data (iw = 0)
     rate_done: bool = False  # the delivery-rate columns (tp.E_RS_*) are filled (see rate_samples)
+    # the ACKs' frame numbers (schema.ACKS ``frame``, UInt64): every replay row carries its ACK's
+    # frame, the key that joins a replay to the ACK stream; None → the column is null
+    frame: pl.Series | None = None
 
     def __len__(self) -> int:
         return int(self.ev.shape[0])
@@ -68,7 +71,7 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     n = acks.height
     ev = np.zeros((n, T.NEV), dtype=np.float64)
     if n == 0:
-        return Prepared(ev, np.zeros(0, dtype=np.int64), int(mss), 0.0)
+        return Prepared(ev, np.zeros(0, dtype=np.int64), int(mss), 0.0, frame=pl.Series("frame", [], dtype=pl.UInt64))
     m = float(mss)
 
     # Every eager polars expression (fill_null, replace_strict, filter …) plans and runs a query
@@ -97,6 +100,7 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     ev[:, T.E_ACKED] = delivered_cum / m
     ev[:, T.E_SACKED] = sacked_b / m
     ev[:, T.E_RTT] = col("rtt_s", math.nan)
+    ev[:, T.E_CA_RTT] = col("ca_rtt_s", math.nan) if "ca_rtt_s" in acks.columns else ev[:, T.E_RTT]
     ev[:, T.E_FLIGHT] = outstanding / m
     pipe = acks.get_column("pipe")
     pipe_b = pipe.cast(pl.Float64).to_numpy()
@@ -138,7 +142,8 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     ev[:, T.E_DATA_ACKED] = (acked_b > 0).astype(np.float64)
     first = np.flatnonzero(acked_b > 0)
     first_flight = float(ev[first[0], T.E_PRIOR_FLIGHT]) if first.size else 0.0
-    return Prepared(np.ascontiguousarray(ev), ts, int(mss), first_flight)
+    frame = acks.get_column("frame").cast(pl.UInt64).alias("frame")
+    return Prepared(np.ascontiguousarray(ev), ts, int(mss), first_flight, frame=frame)
 
 
 def _codes(s: pl.Series, code: Mapping[str, float], default: float) -> np.ndarray:
@@ -386,7 +391,7 @@ def run(algo: Resolved | str, prep: Prepared, *, compiled: bool = True) -> pl.Da
     p = r.param_array()
     out = np.empty((n, 3 + len(sigs)), dtype=np.float64, order="F")  # columns contiguous → zero-copy Series
     fn(prep.ev, tpa, st, p, sig_idx, out)
-    return _frame(prep.ts_ns, out, sigs)
+    return _frame(prep.ts_ns, out, sigs, prep.frame)
 
 
 _PLANS: dict[tuple[int, int, bool], tuple[Any, Any, Any, list, np.ndarray]] = {}
@@ -467,9 +472,10 @@ def _float_series_maker() -> Any:
 _f64 = _float_series_maker()
 
 
-def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list) -> pl.DataFrame:
+def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list, frame: pl.Series | None = None) -> pl.DataFrame:
     """The replay table from the loop's output matrix: one Series per column straight from numpy
-    (no expression engine: each eager polars expression costs a query plan, ~0.1 ms).
+    (no expression engine: each eager polars expression costs a query plan, ~0.1 ms). Row i
+    answers ACK i: ``frame`` and ``ts_ns`` are that ACK's (the keys of schema.REPLAY_BASE).
 
     Float columns are zero-copy views of a column-major float matrix, and ts_ns of the flow's one
     array, shared by every algorithm's frame. Views keep their whole matrix alive, so when the
@@ -487,7 +493,13 @@ def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list) -> pl.DataFrame:
     fcol = {c: floats[:, j] for j, c in enumerate(fidx)}
     ssthresh = fcol[1]
     ssthresh[~np.isfinite(ssthresh)] = np.nan  # infinite ssthresh (never set) is null, in place
+    frames = (
+        frame.alias("frame")
+        if frame is not None and len(frame) == len(ts_ns)
+        else pl.Series("frame", [None] * len(ts_ns), dtype=pl.UInt64)
+    )
     cols: dict[str, pl.Series] = {
+        "frame": frames,
         "ts_ns": pl.Series("ts_ns", ts_ns, dtype=pl.Int64),
         "cwnd": _f64("cwnd", fcol[0]),
         "ssthresh": _f64("ssthresh", ssthresh),

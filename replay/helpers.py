@@ -16,7 +16,27 @@ from __future__ import annotations
 import math
 
 from ._jit import jit
-from .tp import CWND, CWND_CNT, FLAVOR, FLIGHT, IS_CWND_LIMITED, LINUX, MAX_PACKETS_OUT, MIN_RTT, NOW, RTT, SSTHRESH
+from .tp import (
+    ACKED,
+    CWND,
+    CWND_CNT,
+    FLAVOR,
+    FLIGHT,
+    IS_CWND_LIMITED,
+    LINUX,
+    MAX_PACKETS_OUT,
+    MIN_RTT,
+    MSS,
+    NOW,
+    OPEN,
+    ROUND_MIN_RTT,
+    RTT,
+    SACKED,
+    SND_UNA,
+    SRTT,
+    SSTHRESH,
+    STATE,
+)
 
 # --- generic (RFC) -----------------------------------------------------------------------------
 
@@ -89,6 +109,54 @@ def linux_cwnd_limited(tp):
     if tp[CWND] < tp[SSTHRESH]:
         return tp[CWND] < 2.0 * tp[MAX_PACKETS_OUT]
     return False
+
+
+#: what :func:`growth_gate` did
+HELD = 0  # flavor linux and not cwnd-limited: no growth on this ACK
+SLOW_START = 1  # cwnd < ssthresh: slow-start growth applied
+CONG_AVOID = 2  # cwnd ≥ ssthresh: the algorithm's own congestion-avoidance rule applies
+
+
+@jit
+def slow_start_step(tp, n, limit):
+    """Slow-start growth for N newly acknowledged packets in either flavor: Linux
+    ``tcp_slow_start`` (flavor linux) or RFC 5681 / RFC 3465 ``cwnd += min(N, L)`` (rfc)."""
+    if tp[FLAVOR] == LINUX:
+        linux_slow_start(tp, n)
+    else:
+        slow_start_abc(tp, n, limit)
+
+
+@jit
+def growth_gate(tp, n, limit):
+    """The start of every window-growing ``cong_avoid``: no growth when flavor linux and the
+    window was not the limit (``tcp_is_cwnd_limited``), slow start below ssthresh
+    (:func:`slow_start_step`); returns :data:`HELD`, :data:`SLOW_START` or :data:`CONG_AVOID`."""
+    if tp[FLAVOR] == LINUX and not linux_cwnd_limited(tp):
+        return HELD
+    if tp[CWND] < tp[SSTHRESH]:
+        slow_start_step(tp, n, limit)
+        return SLOW_START
+    return CONG_AVOID
+
+
+#: ``rtt_source`` choices of the delay-based algorithms, in the order :func:`rtt_by_source` reads
+RTT_SOURCES = ("round_min", "srtt", "last")
+
+
+@jit
+def rtt_by_source(src, tp):
+    """The RTT (s) a delay-based decision uses, per the ``rtt_source`` choice index
+    (:data:`RTT_SOURCES`): the last completed round's smallest sample, the RFC 6298 srtt, or the
+    latest sample; the latest sample when the chosen one does not exist yet."""
+    rtt = tp[RTT]
+    if src == 0.0:
+        rtt = tp[ROUND_MIN_RTT]
+    elif src == 1.0:
+        rtt = tp[SRTT]
+    if not (rtt > 0.0):
+        rtt = tp[RTT]
+    return rtt
 
 
 @jit
@@ -173,6 +241,110 @@ def westwood_on_ack(st, off, tp, acked_bytes):
         st[off + WW_WIN_START] = tp[NOW]
     st[off + WW_BK] += acked_bytes
     return st[off + WW_BW]
+
+
+# The same estimator as Linux counts it (flavor linux): time in jiffies (1/HZ s), RTTs rounded up
+# to whole jiffies (usecs_to_jiffies), B in whole bytes per jiffy with integer 7/8 filters, the
+# window opened when the connection was established (tcp_westwood_init at the SYN-ACK, one RTT
+# before the first ACK of data, whose own bytes are not counted: first_ack), duplicate and SACK
+# ACKs counted by westwood_acked_count (one MSS each, taken back when the cumulative ACK moves).
+# The kernel's jiffies phase against the trace's clock is unknown: jiffies = ⌊t·HZ⌋ from the
+# first ACK. WL_NSLOTS consecutive slots from ``off``; westwood_linux_rtt on each RTT sample
+# (pkts_acked), westwood_linux_on_ack on every ACK (in_ack_event).
+WL_BK = 0  # bytes acknowledged in the current window
+WL_WIN_SX = 1  # jiffies — start of the window (rtt_win_sx)
+WL_BW_NS = 2  # bytes/jiffy — first filter stage (bw_ns_est)
+WL_BW = 3  # bytes/jiffy — B (bw_est)
+WL_SND_UNA = 4  # bytes — snd_una as last accounted
+WL_ACCOUNTED = 5  # bytes — duplicate ACKs counted ahead of the cumulative ACK
+WL_FIRST = 6  # 1 until the first ACK (first_ack)
+WL_RTT_J = 7  # jiffies — latest RTT sample
+WL_RTT_MIN_J = 8  # jiffies — RTTmin
+WL_RESET_MIN = 9  # 1 = the next ACK takes the latest RTT as RTTmin (init, RTO)
+WL_NSLOTS = 10
+
+
+@jit
+def westwood_linux_init(st, off, hz):
+    for k in range(WL_NSLOTS):
+        st[off + k] = 0.0
+    st[off + WL_FIRST] = 1.0
+    st[off + WL_RESET_MIN] = 1.0
+    st[off + WL_RTT_J] = 20.0 * hz  # TCP_WESTWOOD_INIT_RTT
+    st[off + WL_RTT_MIN_J] = 20.0 * hz
+
+
+@jit
+def usecs_to_jiffies(rtt, hz):
+    """Linux ``usecs_to_jiffies`` of an RTT in seconds (whole µs, rounded up to a jiffy)."""
+    us = math.floor(rtt * 1e6 + 1e-6)
+    return math.ceil(us * hz / 1e6 - 1e-9)
+
+
+@jit
+def westwood_linux_rtt(st, off, rtt, hz):
+    """tcp_westwood_pkts_acked: the latest RTT sample in jiffies."""
+    if rtt > 0.0:
+        st[off + WL_RTT_J] = usecs_to_jiffies(rtt, hz)
+
+
+@jit
+def westwood_linux_on_ack(st, off, tp, hz):
+    """tcp_westwood_ack on one ACK: close the window if more than max(RTT, HZ/20) jiffies have
+    passed (B ← integer 7/8 filters of bk/Δt), count the ACK's bytes, update RTTmin. Returns B
+    in bytes/s (bytes per jiffy × HZ)."""
+    now = math.floor(tp[NOW] * hz + 1e-9)
+    # the slow path (not header-predicted): duplicate ACKs, ACKs with SACK information, every ACK
+    # while the sender is out of the open state (its ACKs carry SACK blocks)
+    slow = tp[ACKED] == 0.0 or tp[SACKED] > 0.0 or tp[STATE] != OPEN
+    if st[off + WL_FIRST] > 0.0:
+        rtt = tp[RTT] if tp[RTT] > 0.0 else 0.0
+        st[off + WL_WIN_SX] = math.floor((tp[NOW] - rtt) * hz + 1e-9)
+        st[off + WL_SND_UNA] = tp[SND_UNA]
+        st[off + WL_FIRST] = 0.0
+        slow = True  # the connection's first ACKs are not header-predicted: it counts as one MSS
+    delta = now - st[off + WL_WIN_SX]
+    rtt_j = st[off + WL_RTT_J]
+    if rtt_j > 0.0 and delta > max(rtt_j, float(int(hz) // 20)):
+        sample = math.floor(st[off + WL_BK] / delta)
+        if st[off + WL_BW_NS] == 0.0 and st[off + WL_BW] == 0.0:
+            st[off + WL_BW_NS] = sample
+            st[off + WL_BW] = sample
+        else:
+            st[off + WL_BW_NS] = math.floor((7.0 * st[off + WL_BW_NS] + sample) / 8.0)
+            st[off + WL_BW] = math.floor((7.0 * st[off + WL_BW] + st[off + WL_BW_NS]) / 8.0)
+        st[off + WL_BK] = 0.0
+        st[off + WL_WIN_SX] = now
+    una = tp[SND_UNA]
+    if slow:  # slow path (duplicate / SACK ACKs): westwood_acked_count
+        mss = tp[MSS]
+        cumul = una - st[off + WL_SND_UNA]
+        if cumul == 0.0:
+            st[off + WL_ACCOUNTED] += mss
+            cumul = mss
+        if cumul > mss:
+            if st[off + WL_ACCOUNTED] >= cumul:
+                st[off + WL_ACCOUNTED] -= cumul
+                cumul = mss
+            else:
+                cumul -= st[off + WL_ACCOUNTED]
+                st[off + WL_ACCOUNTED] = 0.0
+        st[off + WL_BK] += cumul
+    else:  # fast path: snd_una's advance
+        st[off + WL_BK] += una - st[off + WL_SND_UNA]
+    st[off + WL_SND_UNA] = una
+    if st[off + WL_RESET_MIN] > 0.0:
+        st[off + WL_RTT_MIN_J] = rtt_j
+        st[off + WL_RESET_MIN] = 0.0
+    elif rtt_j < st[off + WL_RTT_MIN_J]:
+        st[off + WL_RTT_MIN_J] = rtt_j
+    return st[off + WL_BW] * hz
+
+
+@jit
+def westwood_linux_bw_rttmin(st, off, tp):
+    """tcp_westwood_bw_rttmin: max(⌊B·RTTmin/MSS⌋, 2) with B in bytes/jiffy, RTTmin in jiffies."""
+    return max(math.floor(st[off + WL_BW] * st[off + WL_RTT_MIN_J] / tp[MSS]), 2.0)
 
 
 @jit

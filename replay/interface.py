@@ -8,6 +8,10 @@ An algorithm is ONE small module (e.g. ``replay/algorithms/reno.py``) that defin
 * ``ALGORITHMS``: a tuple of :class:`Algorithm` declarations (usually one; presets of the same
   hooks with different parameter defaults may add more, e.g. HRF's comparison rows).
 
+Where an algorithm's two flavors differ in most hooks, each flavor is its own module declaring
+the same name with ``flavor=`` set (``cubic_rfc.py``, ``cubic_linux.py``); the registry picks the
+module of the flavor a run asks for. Otherwise one module serves both and reads ``tp[FLAVOR]``.
+
 Every hook receives ``st`` (the algorithm's private float64 state), ``p`` (its parameters, float64,
 in ``params`` order; choices are indices) and ``tp`` (the engine's context, slots in
 :mod:`hscc_trace.replay.tp`). Windows are packets, times seconds. Hooks change the window by
@@ -177,6 +181,17 @@ class Algorithm:
     signals: tuple[Signal, ...] = ()
     default_flavor: str = "rfc"  # value of the common `flavor` parameter
     flavor_doc: str = "rfc: the paper/RFC model; linux: the same algorithm in the Linux TCP core model"
+    # the simpler algorithm this one equals while its own mechanism does not engage (HighSpeed
+    # below Low_Window is Reno); the verdict names this one only when its replay fits the sender
+    # significantly better than the simpler one's (docs/verdicts.md). A wrapper reduces to its base.
+    reduces_to: str = ""
+    # replayed when no algorithm is named (selection.default_algorithms); False for a declaration
+    # whose default-set flavor would repeat another algorithm (newreno's Linux flavor is Linux reno)
+    default_set: bool = True
+    # the one flavor this declaration implements, when the algorithm's flavors differ in most
+    # hooks and live in separate modules (cubic_rfc.py, cubic_linux.py: one declaration each,
+    # same name and default_flavor); None: the module implements both and reads tp[FLAVOR]
+    flavor: str | None = None
     wraps: bool = False  # a wrapper (composed as name+base)
     defaults: dict[str, Any] = field(default_factory=dict)  # preset overrides of param defaults
     doc_page: str = ""  # docs page for this algorithm (relative to docs/)
@@ -190,7 +205,7 @@ def common_params(algo: Algorithm) -> tuple[Param, ...]:
             "flavor",
             "",
             algo.default_flavor,
-            "ALGORITHMS.md (switch flavor)",
+            "docs/algorithms.md (flavors)",
             algo.flavor_doc,
             kind="choice",
             choices=("rfc", "linux"),

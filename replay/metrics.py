@@ -224,6 +224,33 @@ def fit(events: Any, replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
     return pl.DataFrame([rows[i] for i in order], schema=schema.polars_schema(schema.FIT_METRICS))
 
 
+def round_windows(
+    events: Any, replays: dict[str, pl.DataFrame], limits: tuple[str, ...] = ("cwnd",)
+) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+    """The actual window of every usable round (peak flight, packets) and, per replay, the
+    replayed window at the round's last ACK (:data:`FIT_WINDOW` for a rate-based algorithm,
+    else cwnd) — the two series :func:`fit` compares, round by round (for the verdict's paired
+    comparisons). A usable round is outside recovery, has a positive peak flight and a limit in
+    ``limits`` (default: cwnd-limited rounds only, as :func:`fit`; ``("cwnd", "app")`` also takes
+    the rounds a paced or application-limited sender left below its window)."""
+    rd = events.rounds
+    if rd.height == 0:
+        return np.zeros(0), {k: np.zeros(0) for k in replays}
+    lim = rd.get_column("limit").cast(pl.String).fill_null("").to_numpy()
+    rec = rd.get_column("in_recovery").fill_null(True).to_numpy().astype(bool)
+    peak = rd.get_column("peak_flight_bytes").cast(pl.Float64).fill_null(0.0).to_numpy()
+    use = np.flatnonzero(np.isin(lim, list(limits)) & ~rec & (peak > 0))
+    end = rd.get_column("end_ns").to_numpy()[use]
+    actual = peak[use] / float(events.mss)
+    out: dict[str, np.ndarray] = {}
+    for label, rep in replays.items():
+        ts = rep.get_column("ts_ns").to_numpy()
+        cw = rep.get_column(FIT_WINDOW if FIT_WINDOW in rep.columns else "cwnd").to_numpy()
+        idx = np.searchsorted(ts, end, side="right") - 1
+        out[label] = np.where(idx >= 0, cw[np.maximum(idx, 0)], np.nan).astype(np.float64)
+    return actual, out
+
+
 # --- kernel ground truth (samples/<name>/truth_probe.parquet) --------------------------------------
 
 

@@ -37,17 +37,39 @@ class RegistrationError(RuntimeError):
     """An algorithm module breaks the interface contract (a programming error, not user input)."""
 
 
+FLAVORS = ("rfc", "linux")
+
+#: name -> the declaration replayed by default (for an algorithm split by flavor, the module of
+#: its default flavor)
 _REGISTRY: dict[str, Algorithm] = {}
+#: name -> flavor -> declaration, for algorithms whose flavors live in separate modules
+_SPLIT: dict[str, dict[str, Algorithm]] = {}
 _DISCOVERED = False
 
 
 def register(algo: Algorithm, module: ModuleType) -> Algorithm:
-    """Check ``algo`` against ``module`` and add it to the registry."""
+    """Check ``algo`` against ``module`` and add it to the registry.
+
+    An algorithm may be split by flavor into two modules (``Algorithm.flavor`` set): each
+    declares the same name and ``default_flavor`` and one flavor of its own; the declaration of
+    the default flavor is what :func:`get` returns, and :func:`resolve` picks the module of the
+    flavor a run asks for."""
     name = algo.name
     where = f"algorithm {name!r} ({module.__name__})"
     if not name or any(c in name for c in ".,=+ "):
         raise RegistrationError(f"{where}: names may not contain '.', ',', '=', '+' or spaces")
-    if name in _REGISTRY and _REGISTRY[name].module is not module:
+    if algo.flavor is not None:
+        if algo.flavor not in FLAVORS or algo.wraps:
+            raise RegistrationError(f"{where}: flavor must be rfc or linux, and a wrapper cannot be split by flavor")
+        twins = _SPLIT.get(name, {})
+        other = twins.get(algo.flavor)
+        if other is not None and other.module is not module:
+            raise RegistrationError(f"{where}: flavor {algo.flavor} already registered by {other.module.__name__}")
+        if any(t.default_flavor != algo.default_flavor for t in twins.values()):
+            raise RegistrationError(f"{where}: the flavors of one algorithm must declare the same default_flavor")
+        if name in _REGISTRY and _REGISTRY[name].flavor is None:
+            raise RegistrationError(f"{where}: name already registered by {_REGISTRY[name].module.__name__}")
+    elif name in _REGISTRY and _REGISTRY[name].module is not module:
         raise RegistrationError(f"{where}: name already registered by {_REGISTRY[name].module.__name__}")
     if algo.wraps:
         hooks = [f"{w}_{h}" for h in HOOKS for w in ("pre", "post")]
@@ -82,7 +104,12 @@ def register(algo: Algorithm, module: ModuleType) -> Algorithm:
         if s.kind == "enum" and not s.labels:
             raise RegistrationError(f"{where}: enum signal {s.name!r} has no labels")
     object.__setattr__(algo, "module", module)
-    _REGISTRY[name] = algo
+    if algo.flavor is None:
+        _REGISTRY[name] = algo
+    else:
+        _SPLIT.setdefault(name, {})[algo.flavor] = algo
+        if algo.flavor == algo.default_flavor:
+            _REGISTRY[name] = algo
     return algo
 
 
@@ -108,8 +135,22 @@ def discover() -> dict[str, Algorithm]:
             mod = importlib.import_module(f"{_PKG}.{info.name}")
             for algo in getattr(mod, "ALGORITHMS", ()):
                 register(algo, mod)
+        for name, twins in _SPLIT.items():
+            if set(twins) != set(FLAVORS):
+                raise RegistrationError(
+                    f"algorithm {name!r}: split by flavor, but only {', '.join(sorted(twins))} found"
+                )
+        for name, algo in _REGISTRY.items():
+            if algo.reduces_to and (algo.reduces_to not in _REGISTRY or _REGISTRY[algo.reduces_to].wraps):
+                raise RegistrationError(f"algorithm {name!r}: reduces_to names no registered base algorithm")
         _DISCOVERED = True
     return dict(_REGISTRY)
+
+
+def flavors(name: str) -> dict[str, Algorithm]:
+    """flavor -> declaration for an algorithm split by flavor into modules; {} otherwise."""
+    discover()
+    return dict(_SPLIT.get(name, {}))
 
 
 def names() -> list[str]:
@@ -210,11 +251,23 @@ def resolve(name: str, overrides: dict[str, Any] | None = None) -> Resolved:
         base, wrapper = get(name), None
         if base.wraps:
             raise InputError(f"{name!r} is a wrapper: compose it over a base, e.g. {name}+highspeed")
+    twins = flavors(base.name)
+    flavor = base.defaults.get("flavor", base.default_flavor)
+    if twins and "flavor" in (overrides or {}):
+        v = overrides["flavor"]  # type: ignore[index]
+        fp = common_params(base)[0]
+        flavor = fp.parse(v, name) if isinstance(v, str) else fp.parse(_fmt(v), name)
+        base = twins[str(flavor)]
     declared = _defaults(base, wrapper)
     values = dict(declared)
     byname = {p.name: p for p in all_params(base, wrapper)}
     for k, v in (overrides or {}).items():
         if k not in byname:
+            other = [f for f, a in twins.items() if f != flavor and any(p.name == k for p in a.params)]
+            if other:
+                raise InputError(
+                    f"parameter {name}.{k} applies to flavor {other[0]} only (this replay uses flavor {flavor})"
+                )
             raise InputError(f"unknown parameter {name}.{k} (parameters: {', '.join(sorted(byname))})")
         p = byname[k]
         values[k] = p.parse(v, name) if isinstance(v, str) else p.parse(_fmt(v), name)
@@ -258,6 +311,23 @@ def _cell(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
+def variants(a: Algorithm) -> list[tuple[str | None, Algorithm]]:
+    """(flavor, declaration) per module of an algorithm: one (None, a) unless it is split by
+    flavor, then the default flavor first."""
+    twins = _SPLIT.get(a.name)
+    if not twins:
+        return [(None, a)]
+    return sorted(twins.items(), key=lambda kv: kv[0] != a.default_flavor)
+
+
+def param_rows(a: Algorithm) -> list[tuple[Param, Any]]:
+    """(parameter, documented default) of one declaration, as the docs and `algorithms` list them."""
+    if a.wraps:
+        return [(p, p.default) for p in a.params]
+    vals = _defaults(a, None)
+    return [(p, vals[p.name]) for p in all_params(a)]
+
+
 def markdown() -> str:
     """The generated part of docs/algorithms.md: an index and, per algorithm, its parameters
     (unit, default, source) and signals — straight from the declarations."""
@@ -290,19 +360,18 @@ def markdown() -> str:
                 + ".",
                 "",
             ]
-        if a.wraps:
-            vals = {p.name: p.default for p in a.params}
-            ps = a.params
-        else:
-            vals = _defaults(a, None)
-            ps = all_params(a)
-        lines += ["| parameter | unit | default | source | meaning |", "|---|---|---|---|---|"]
-        for p in ps:
-            choices = f" (one of {', '.join(p.choices)})" if p.kind == "choice" else ""
-            lines.append(
-                f"| `{p.name}` | {p.unit or '—'} | {_fmt(vals[p.name])} | {_cell(p.source)} | {_cell(p.doc)}{choices} |"
-            )
-        lines.append("")
+        for flavor, decl in variants(a):
+            if flavor is not None:
+                mod = decl.module.__name__.rpartition(".")[2]
+                default = " (the default)" if flavor == a.default_flavor else ""
+                lines += [f"Flavor `{flavor}`{default}: module `{mod}`.", ""]
+            lines += ["| parameter | unit | default | source | meaning |", "|---|---|---|---|---|"]
+            for p, d in param_rows(decl):
+                choices = f" (one of {', '.join(p.choices)})" if p.kind == "choice" else ""
+                lines.append(
+                    f"| `{p.name}` | {p.unit or '—'} | {_fmt(d)} | {_cell(p.source)} | {_cell(p.doc)}{choices} |"
+                )
+            lines.append("")
         if a.signals:
             lines += ["| signal | unit | meaning |", "|---|---|---|"]
             for sg in a.signals:
@@ -338,22 +407,24 @@ def generated_block(path: str | Path) -> str:
 
 
 def table_rows() -> list[dict[str, Any]]:
-    """One dict per (algorithm, parameter) for `hscc-trace algorithms --json`."""
+    """One dict per (algorithm, parameter) for `hscc-trace algorithms --json`; ``flavor`` names
+    the flavor a row applies to when the algorithm's flavors are separate modules (else null)."""
     rows = []
     for name, a in sorted(discover().items()):
-        vals = _defaults(a, None) if not a.wraps else {p.name: p.default for p in a.params}
-        for p in a.params if a.wraps else all_params(a):
-            rows.append(
-                {
-                    "algorithm": name,
-                    "parameter": p.name,
-                    "unit": p.unit,
-                    "default": vals[p.name],
-                    "choices": list(p.choices),
-                    "source": p.source,
-                    "doc": p.doc,
-                }
-            )
+        for flavor, decl in variants(a):
+            for p, d in param_rows(decl):
+                rows.append(
+                    {
+                        "algorithm": name,
+                        "flavor": flavor,
+                        "parameter": p.name,
+                        "unit": p.unit,
+                        "default": d,
+                        "choices": list(p.choices),
+                        "source": p.source,
+                        "doc": p.doc,
+                    }
+                )
     return rows
 
 

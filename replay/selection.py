@@ -23,11 +23,12 @@ WRAPPER_BASES = ("highspeed", "cubic")
 
 
 def default_algorithms() -> list[str]:
-    """What `analyze` replays when no algorithm is named: every registered algorithm, with each
-    wrapper composed over the bases of :data:`WRAPPER_BASES` that are registered
-    (``kyushu+highspeed``, ``kyushu+cubic``)."""
+    """What `analyze` replays when no algorithm is named: every registered algorithm in its
+    default flavor (Linux's, wherever the algorithm has one) but those declared out of the
+    default set (``newreno``: its Linux flavor is ``reno``), with each wrapper composed over the
+    bases of :data:`WRAPPER_BASES` that are registered (``kyushu+highspeed``, ``kyushu+cubic``)."""
     reg = registry.discover()
-    plain = [n for n in sorted(reg) if not reg[n].wraps]
+    plain = [n for n in sorted(reg) if not reg[n].wraps and reg[n].default_set]
     wrapped = [f"{w}+{b}" for w in sorted(reg) if reg[w].wraps for b in WRAPPER_BASES if b in plain]
     return plain + wrapped
 

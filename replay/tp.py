@@ -96,7 +96,8 @@ E_RS_DELIVERED = 20  # packets, delivery-rate sample (nan = none); see engine.ra
 E_RS_INTERVAL = 21  # s, its interval
 E_RS_PRIOR_DELIVERED = 22  # packets, delivered count when its packet was sent
 E_RS_LOSSES = 23  # packets newly marked lost (estimated)
-NEV = 24
+E_CA_RTT = 24  # s, the sample Linux gives congestion control (acks.ca_rtt_s: newest newly SACKed, else E_RTT)
+NEV = 25
 
 # --- enumerations -----------------------------------------------------------------------------
 OPEN = 0

@@ -149,6 +149,54 @@ def m4(x: np.ndarray, y: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarr
     return x[idx], y[idx], red
 
 
+def select(x: np.ndarray, y: np.ndarray, buckets: int, *, markers: bool = False) -> tuple[np.ndarray, Reduction]:
+    """Indices into ``(x, y)`` of the points to draw, NaN samples left out: :func:`m4_indices` for a
+    line, the lowest and highest of each of ``buckets`` columns for markers (as :func:`m2`).
+    Indices rather than values, so that the caller can carry other columns (frame numbers) along."""
+    x = np.asarray(x, dtype=np.float64)
+    y = np.asarray(y, dtype=np.float64)
+    ok = np.flatnonzero(~np.isnan(y))
+    n = len(ok)
+    if n == 0:
+        return ok, Reduction(0, 0, 0)
+    xs, ys = x[ok], y[ok]
+    if markers:
+        if n <= 2 * buckets or buckets <= 0:
+            return ok, Reduction(n, n, 0)
+        b = _bucket_ids(xs, buckets)
+        starts = _segment_starts(b)
+        run_of = np.repeat(np.arange(len(starts)), np.diff(np.concatenate((starts, [n]))))
+        i_min = _first_match_per_run(ys == np.minimum.reduceat(ys, starts)[run_of], run_of, len(starts))
+        i_max = _first_match_per_run(ys == np.maximum.reduceat(ys, starts)[run_of], run_of, len(starts))
+        idx = np.unique(np.concatenate((i_min, i_max)))
+        return ok[idx], Reduction(n, len(idx), buckets)
+    idx = m4_indices(xs, ys, buckets)
+    return ok[idx], Reduction(n, len(idx), buckets if len(idx) < n else 0)
+
+
+def select_shared(x: np.ndarray, ys: list[np.ndarray], buckets: int) -> tuple[np.ndarray, list[Reduction]]:
+    """One index set for several series on the same rows (Compound TCP's loss-based window, dwnd
+    and their sum): the union of each series' :func:`select`, so that every series is exact at
+    every point drawn and a stacked area adds up at each of them."""
+    picks = [select(x, y, buckets) for y in ys]
+    idx = np.unique(np.concatenate([p[0] for p in picks])) if picks else np.empty(0, dtype=np.int64)
+    return idx, [Reduction(r.n_in, len(idx), r.buckets) for _, r in picks]
+
+
+def flat_interior(ys: list[np.ndarray]) -> np.ndarray:
+    """Mask of the points to keep after dropping interior points of runs where *every* series of
+    ``ys`` (equal lengths) stays the same (see :func:`drop_flat`)."""
+    n = len(ys[0]) if ys else 0
+    keep = np.ones(n, dtype=bool)
+    if n <= 2:
+        return keep
+    change = np.zeros(n - 2, dtype=bool)
+    for y in ys:
+        change |= (y[1:-1] != y[:-2]) | (y[1:-1] != y[2:])
+    keep[1:-1] = change
+    return keep
+
+
 def m2(x: np.ndarray, y: np.ndarray, buckets: int) -> tuple[np.ndarray, np.ndarray, Reduction]:
     """Marker series (samples drawn as dots): the lowest and the highest sample of each time column
     (first occurrence), NaN samples dropped; everything when there are at most ``2 * buckets``.

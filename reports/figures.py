@@ -45,6 +45,7 @@ from hscc_trace.model import FlowResult
 
 from . import decimate as dec
 from . import meta
+from .store import StoreBuilder
 
 DEFAULT_MAX_POINTS = 2000  # points per series; 4 per time column → 500 columns (≈ 2 px each on a wide screen)
 
@@ -181,6 +182,7 @@ class FlowFigures:
     blocks: dict[str, Block]
     notes: list[TraceNote] = field(default_factory=list)
     duration: float | None = None  # s: the flow's time axis is [0, duration] in every figure
+    store: StoreBuilder | None = None  # the full-resolution store (build_flow(full_resolution=True))
 
     @property
     def points_in(self) -> int:
@@ -257,6 +259,27 @@ def is_queue_signal(name: str) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
+# units: every axis is labelled with the unit hscc_trace.schema (or, for an algorithm's signals,
+# the replay registry) gives for what it shows, converted where a reader expects another scale
+
+DISPLAY_UNITS = {"s": ("ms", 1e3), "bit/s": ("Mbit/s", 1e-6)}  # delays, RTTs and durations in ms; rates in Mbit/s
+TIME_TITLE = "time since the flow's first packet (s)"
+
+
+def unit(table: str, column: str) -> str:
+    """The unit hscc_trace.schema declares for ``table.column`` (``acks.rtt_s`` → ``s``)."""
+    for c in schema.TABLES[table]:
+        if c.name == column:
+            return c.unit
+    raise KeyError(f"{table}.{column} is not in hscc_trace.schema")
+
+
+def shown(u: str) -> tuple[str, float]:
+    """The unit a value in ``u`` is drawn in, and the factor that converts it (s → ms: 1000)."""
+    return DISPLAY_UNITS.get(u, (u, 1.0))
+
+
+# ---------------------------------------------------------------------------------------------
 # small helpers
 
 
@@ -280,34 +303,123 @@ def scatter(x: np.ndarray, y: np.ndarray, name: str, **kw: Any) -> Trace:
 
 
 class _Panel:
-    """Collects traces for one block while recording reductions."""
+    """Collects traces for one block while recording reductions.
 
-    def __init__(self, key: str, notes: list[TraceNote], buckets: int) -> None:
+    ``frame`` (the frame number of each sample) becomes each drawn point's ``customdata``, so the
+    hover names the packet; with ``mss`` the hover also gives the window in bytes (customdata
+    ``[frame, bytes]``). ``src`` says where report.js finds the same series at full resolution in
+    the flow's store (:mod:`.store`); it is kept only when the report writes a store.
+    """
+
+    def __init__(self, key: str, notes: list[TraceNote], buckets: int, keep_src: bool = False) -> None:
         self.key = key
         self.notes = notes
         self.buckets = buckets
+        self.keep_src = keep_src
 
     def line(
-        self, x: np.ndarray, y: np.ndarray, name: str, *, shape: str = "hv", mode: str = "lines", **kw: Any
+        self,
+        x: np.ndarray,
+        y: np.ndarray,
+        name: str,
+        *,
+        shape: str = "hv",
+        mode: str = "lines",
+        frame: np.ndarray | None = None,
+        mss: float | None = None,
+        src: dict[str, Any] | None = None,
+        **kw: Any,
     ) -> Trace | None:
         # Markers are one SVG element each: the lowest and highest of each of half as many columns.
-        xs, ys, red = dec.m4(x, y, self.buckets) if mode == "lines" else dec.m2(x, y, max(self.buckets // 2, 1))
+        markers = mode != "lines"
+        idx, red = dec.select(x, y, max(self.buckets // 2, 1) if markers else self.buckets, markers=markers)
         self.notes.append(TraceNote(self.key, name, red))
-        if len(xs) == 0:
+        if len(idx) == 0:
             return None
-        if mode == "lines":
-            xs, ys = dec.drop_flat(xs, ys)
+        xs = np.asarray(x, dtype=np.float64)[idx]
+        ys = np.asarray(y, dtype=np.float64)[idx]
+        if not markers:
+            keep = dec.flat_interior([ys])
+            xs, ys, idx = xs[keep], ys[keep], idx[keep]
             kw["line"] = {**kw.get("line", {}), "shape": shape}
-        return scatter(xs, ys, name, mode=mode, **kw)
+        _hover(kw, None if frame is None else np.asarray(frame)[idx], ys, mss)
+        tr = scatter(xs, ys, name, mode=mode, **kw)
+        if src is not None and self.keep_src:
+            tr["_src"] = {"k": "line", **src, **({"b": mss} if mss else {})}
+        return tr
 
-    def bars(self, t: np.ndarray, lo: np.ndarray, hi: np.ndarray, name: str, color: str, **kw: Any) -> Trace | None:
+    def lines_shared(
+        self,
+        x: np.ndarray,
+        series: list[tuple[np.ndarray, str, dict[str, Any]]],
+        *,
+        frame: np.ndarray | None,
+        mss: float | None,
+        group: str,
+        src: list[dict[str, Any] | None],
+    ) -> list[Trace]:
+        """Several series on the same rows, drawn at one shared set of points (see
+        :func:`decimate.select_shared`): each is exact at every point drawn, so a stacked area adds
+        up there (Compound TCP's loss-based window + dwnd = win). Each ``series`` is (y, name, kw)."""
+        idx, reds = dec.select_shared(x, [y for y, _, _ in series], self.buckets)
+        for (_, name, _), red in zip(series, reds):
+            self.notes.append(TraceNote(self.key, name, red))
+        if len(idx) == 0:
+            return []
+        ys_all = [np.asarray(y, dtype=np.float64)[idx] for y, _, _ in series]
+        keep = dec.flat_interior(ys_all)
+        idx = idx[keep]
+        xs = np.asarray(x, dtype=np.float64)[idx]
+        out = []
+        for (y, name, kw), sr in zip(series, src):
+            kw = dict(kw)
+            ys = np.asarray(y, dtype=np.float64)[idx]
+            kw["line"] = {**kw.get("line", {}), "shape": "hv"}
+            _hover(kw, None if frame is None else np.asarray(frame)[idx], ys, mss)
+            tr = scatter(xs, ys, name, mode="lines", **kw)
+            if sr is not None and self.keep_src:
+                tr["_src"] = {"k": "line", **sr, "g": group, **({"b": mss} if mss else {})}
+            out.append(tr)
+        return out
+
+    def bars(
+        self,
+        t: np.ndarray,
+        lo: np.ndarray,
+        hi: np.ndarray,
+        name: str,
+        color: str,
+        *,
+        src: dict[str, Any] | None = None,
+        **kw: Any,
+    ) -> Trace | None:
         xs, ys, red = dec.bars(t, lo, hi, self.buckets)
         self.notes.append(TraceNote(self.key, name, red))
         if len(xs) == 0:
             return None
-        return scatter(
+        tr = scatter(
             xs, ys, name, mode="lines", line={"color": color, "width": 1.4}, connectgaps=False, hoverinfo="skip", **kw
         )
+        if src is not None and self.keep_src:
+            tr["_src"] = {"k": "bar", **src}
+        return tr
+
+
+def _hover(kw: dict[str, Any], frames: np.ndarray | None, ys: np.ndarray, mss: float | None) -> None:
+    """Add the frame number (and, for a window in packets, the window in bytes) to a trace's hover.
+
+    ``customdata`` holds the frame of each point; for a window, report.js turns it into
+    ``[frame, round(y · mss)]`` pairs before drawing (``_bytes``: the MSS), so that the page does not
+    carry the bytes, which follow from the packets."""
+    if frames is None:
+        return
+    tmpl = kw.get("hovertemplate", "%{y}")
+    kw["customdata"] = np.asarray(frames, dtype=np.float64)
+    if mss:
+        kw["_bytes"] = float(mss)
+        kw["hovertemplate"] = tmpl + " (%{customdata[1]:,} bytes) · frame %{customdata[0]}"
+    else:
+        kw["hovertemplate"] = tmpl + " · frame %{customdata}"
 
 
 def to_rects(tr: Trace | None, width: float, min_h: float) -> Trace | None:
@@ -374,6 +486,7 @@ def _band(
     legendgroup: str,
     showlegend: bool,
     t_end: float | None = None,
+    src: str | None = None,
     **kw: Any,
 ) -> list[Trace]:
     """Shaded time ranges as filled polygon traces (one per shade; cheap even for thousands of ranges).
@@ -381,7 +494,8 @@ def _band(
     Up to one range per two time columns: each range is drawn exactly (at least half a column wide,
     so an instant stays visible). Denser than that: each column is shaded by the share of its time
     the ranges cover (two grades, see decimate.coverage_levels) — never a solid block for a column
-    that was covered 5 %.
+    that was covered 5 %. ``src`` names the store table holding the exact ranges: zoomed in,
+    report.js draws each range exactly (on the first trace; further grades are emptied).
     """
     s, e = dec.merge_intervals(start, end, 0.0)
     if len(s) == 0:
@@ -392,12 +506,18 @@ def _band(
     if len(s) <= max(columns // 2, 1) or columns <= 0:
         e = np.maximum(e, s + min_gap * 0.5)
         xs, ys = _poly(s, e, y0, y1)
-        return [scatter(xs, ys, name, fillcolor=color, showlegend=showlegend, **common)]
-    out = []
-    grades = dec.coverage_levels(s, e, 0.0, columns * min_gap, columns, levels=2)
-    for i, (g, gs, ge) in enumerate(sorted(grades, key=lambda x: -x[0])):
-        xs, ys = _poly(gs, ge, y0, y1)
-        out.append(scatter(xs, ys, name, fillcolor=_scale_alpha(color, g), showlegend=showlegend and i == 0, **common))
+        out = [scatter(xs, ys, name, fillcolor=color, showlegend=showlegend, **common)]
+    else:
+        out = []
+        grades = dec.coverage_levels(s, e, 0.0, columns * min_gap, columns, levels=2)
+        for i, (g, gs, ge) in enumerate(sorted(grades, key=lambda x: -x[0])):
+            xs, ys = _poly(gs, ge, y0, y1)
+            out.append(
+                scatter(xs, ys, name, fillcolor=_scale_alpha(color, g), showlegend=showlegend and i == 0, **common)
+            )
+    if src is not None:
+        for i, tr in enumerate(out):
+            tr["_src"] = {"k": "band", "tb": src, "main": i == 0, "fc": color, "y0": y0, "y1": y1}
     return out
 
 
@@ -435,9 +555,103 @@ class _Ctx:
     best: str | None
     notes: list[TraceNote]
     episodes: tuple[np.ndarray, np.ndarray, np.ndarray]  # start s, end s, kind
+    store: StoreBuilder | None = None  # the flow's full-resolution store (None: not written)
+    _n_bands: int = 0
+    _replay_tables: dict[str, str] = field(default_factory=dict)
+    _sids: dict[tuple[str, str], str] = field(default_factory=dict)
+    _algo_ids: dict[str, int] = field(default_factory=dict)
+
+    def sid(self, label: str, signal: str) -> str:
+        """The store's name of an algorithm's series: ``r<i>.<j>`` (labels and signal names come
+        from users and replay tables, so they never become store keys)."""
+        key = (label, signal)
+        if key not in self._sids:
+            algo = self._algo_ids.setdefault(label, len(self._algo_ids))
+            self._sids[key] = f"r{algo}.{sum(1 for lab, _ in self._sids if lab == label)}"
+        return self._sids[key]
 
     def panel(self, key: str) -> _Panel:
-        return _Panel(key, self.notes, self.buckets)
+        return _Panel(key, self.notes, self.buckets, keep_src=self.store is not None)
+
+    # -- the full-resolution store: tables of the flow's events, columns as drawn ----------------
+
+    def acks_table(self) -> str | None:
+        """Table ``a``: one row per ACK (time, frame)."""
+        if self.store is None:
+            return None
+        acks = self.fr.events.acks
+        return self.store.table("a", _t(acks["ts_ns"], self.t0), _f(acks["frame"]))
+
+    def col(
+        self, table: str | None, name: str, values: np.ndarray, decimals: int | None = None
+    ) -> dict[str, Any] | None:
+        """Put a drawn series into the store; the trace's ``src`` (None without a store)."""
+        if self.store is None or table is None:
+            return None
+        self.store.column(table, name, values, decimals=decimals)
+        return {"tb": table, "y": name}
+
+    def seg_table(self) -> str | None:
+        """Table ``s``: one row per data segment (time, frame; seq, len, kind code)."""
+        if self.store is None:
+            return None
+        if "s" not in self.store.tables:
+            segs = self.fr.events.segments
+            self.store.table("s", _t(segs["ts_ns"], self.t0), _f(segs["frame"]))
+            self.store.column("s", "seq", _f(segs["seq"]), decimals=0)
+            self.store.column("s", "len", _f(segs["len"]), decimals=0)
+            self.store.column("s", "kind", _f(segs["kind"].to_physical()), decimals=0, delta=False)
+        return "s"
+
+    def sack_table(self) -> str | None:
+        """Table ``k``: one row per SACK block (time and frame of its ACK; left, right edge)."""
+        sack = self.fr.events.sack_blocks
+        if self.store is None or sack is None or not sack.height:
+            return None
+        if "k" not in self.store.tables:
+            self.store.table("k", _t(sack["ts_ns"], self.t0), _f(sack["frame"]))
+            self.store.column("k", "left", _f(sack["left"]), decimals=0)
+            self.store.column("k", "right", _f(sack["right"]), decimals=0)
+        return "k"
+
+    def col_bytes(self, table: str | None, name: str, nbytes: np.ndarray) -> dict[str, Any] | None:
+        """A series drawn in packets, stored as exact bytes (the hover gives both)."""
+        src = self.col(table, name, nbytes, decimals=0)
+        return None if src is None else {**src, "f": 1.0 / self.mss}
+
+    def band_table(self, start: np.ndarray, end: np.ndarray) -> str | None:
+        """A store table of exact time ranges (start as the table's time, ``e`` the end)."""
+        if self.store is None or len(start) == 0:
+            return None
+        name = f"b{self._n_bands}"
+        self._n_bands += 1
+        order = np.argsort(start, kind="stable")
+        self.store.table(name, np.asarray(start, dtype=np.float64)[order])
+        self.store.column(name, "e", np.asarray(end, dtype=np.float64)[order], decimals=6)
+        return name
+
+    def replay_table(self, label: str, df: pl.DataFrame) -> str | None:
+        """The store table of a replay: the ACK table when its rows are the ACKs (the engine's
+        output: one row per ACK, joined on ``frame``), else a table of its own."""
+        if self.store is None:
+            return None
+        if label in self._replay_tables:
+            return self._replay_tables[label]
+        acks = self.fr.events.acks
+        same = (
+            df.height == acks.height
+            and "frame" in df.columns
+            and df["frame"].null_count() == 0
+            and bool((df["frame"].cast(pl.Int64) == acks["frame"].cast(pl.Int64)).all())
+        )
+        if same:
+            name = self.acks_table()
+        else:
+            name = f"p{len(self._replay_tables)}"
+            frame = _f(df["frame"]) if "frame" in df.columns else None
+            self.store.table(name, _t(df["ts_ns"], self.t0), frame)
+        self._replay_tables[label] = name or ""
+        return name
 
     def episode_bands(self, y0: float, y1: float, *, legend: bool = True, **kw: Any) -> list[Trace]:
         s, e, kind = self.episodes
@@ -463,18 +677,25 @@ class _Ctx:
                 legendgroup=f"ep-{k}",
                 showlegend=legend,
                 t_end=self.duration,
+                src=self.band_table(s[m], e[m]),
                 **kw,
             )
         return out
 
 
-def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None) -> _Ctx:
+def flow_t0(fr: FlowResult) -> int:
+    """The flow's first packet (ns): time 0 of every figure of the flow and of its store."""
     ev = fr.events
     firsts = [int(fr.flow["first_ns"])] if fr.flow.get("first_ns") is not None else []
     for df in (ev.segments, ev.acks):
         if df.height:
             firsts.append(cast(int, df["ts_ns"].min()))
-    t0 = min(firsts) if firsts else 0
+    return min(firsts) if firsts else 0
+
+
+def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None, store: StoreBuilder | None = None) -> _Ctx:
+    ev = fr.events
+    t0 = flow_t0(fr)
     lasts = [int(fr.flow["last_ns"])] if fr.flow.get("last_ns") is not None else []
     for df in (ev.segments, ev.acks):
         if df.height:
@@ -489,10 +710,10 @@ def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None) -> 
         )
     else:
         eps = (np.empty(0), np.empty(0), np.empty(0, dtype=object))
-    best = None
-    if fr.fit is not None and fr.fit.height and {"rank", "mare"} <= set(fr.fit.columns):
-        top = fr.fit.sort("rank", nulls_last=True).row(0, named=True)
-        best = top["algo"] if top.get("mare") is not None else None
+    # the algorithm the verdict names (drawn thicker); none when the verdict names nothing — the
+    # lowest error alone is never dressed up (hscc_trace.analysis.verdict)
+    v = fr.verdict
+    best = v.name if v is not None and getattr(v, "cls", None) == "identified" else None
     return _Ctx(
         fr=fr,
         t0=t0,
@@ -504,6 +725,7 @@ def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None) -> 
         best=best,
         notes=[],
         episodes=eps,
+        store=store,
     )
 
 
@@ -539,73 +761,98 @@ def _window_panel(c: _Ctx) -> Block:
     acks = c.fr.events.acks
     actual: list[Trace | None] = []
     replays: list[Trace | None] = []
+    pk = unit("replay", "cwnd")  # windows in packets (MSS-sized); the hover adds bytes
+    mss = float(c.mss)
     if acks.height:
         t = _t(acks["ts_ns"], c.t0)
+        fa = _f(acks["frame"])
+        ta = c.acks_table()
+        flight = _f(acks["outstanding"]) / c.mss
         actual.append(
             p.line(
                 t,
-                _f(acks["outstanding"]) / c.mss,
+                flight,
                 "actual: bytes in flight",
                 line=dict(color=ACTUAL_COLOR, width=2.2),
                 legendrank=1,
-                hovertemplate="%{y:.1f} pkts",
+                hovertemplate=f"%{{y:.1f}} {pk}",
+                frame=fa,
+                mss=mss,
+                src=c.col_bytes(ta, "outstanding", _f(acks["outstanding"])),
             )
         )
         if "pipe" in acks.columns and acks["pipe"].null_count() < acks.height:
+            pipe = _f(acks["pipe"]) / c.mss
             actual.append(
                 p.line(
                     t,
-                    _f(acks["pipe"]) / c.mss,
+                    pipe,
                     "actual: SACK-aware pipe",
                     line=dict(color="#555", width=1, dash="dot"),
                     visible="legendonly",
                     legendrank=2,
-                    hovertemplate="%{y:.1f} pkts",
+                    hovertemplate=f"%{{y:.1f}} {pk}",
+                    frame=fa,
+                    mss=mss,
+                    src=c.col_bytes(ta, "pipe", _f(acks["pipe"])),
                 )
             )
+        rwnd = _f(acks["rwnd_bytes"]) / c.mss
         actual.append(
             p.line(
                 t,
-                _f(acks["rwnd_bytes"]) / c.mss,
+                rwnd,
                 "receive window",
                 line=dict(color="#b8860b", width=1.2, dash="dash"),
                 visible="legendonly",
                 legendrank=3,
-                hovertemplate="%{y:.1f} pkts",
+                hovertemplate=f"%{{y:.1f}} {pk}",
+                frame=fa,
+                mss=mss,
+                src=c.col_bytes(ta, "rwnd", _f(acks["rwnd_bytes"])),
             )
         )
     rounds = c.fr.events.rounds
     if rounds.height:
         cw = rounds.filter(pl.col("limit") == "cwnd")
         if cw.height:
+            tr_ = None
+            peak = _f(cw["peak_flight_bytes"]) / c.mss
+            if c.store is not None:
+                tr_ = c.store.table("r", _t(cw["end_ns"], c.t0))
             actual.append(
                 p.line(
                     _t(cw["end_ns"], c.t0),
-                    _f(cw["peak_flight_bytes"]) / c.mss,
+                    peak,
                     "actual: peak flight of fitted rounds",
                     mode="markers",
                     marker=dict(color=ACTUAL_COLOR, size=5, symbol="circle-open"),
                     visible="legendonly",
                     legendrank=4,
-                    hovertemplate="%{y:.1f} pkts",
+                    hovertemplate=f"%{{y:.1f}} {pk}",
+                    src=c.col(tr_, "peak", peak),
                 )
             )
-    shown = _initially_shown(c)
+    shown_ = _initially_shown(c)
     rank = _ranks(c)
     for i, (label, df) in enumerate(c.fr.replays.items()):
         if not df.height:
             continue
         best = label == c.best
+        cwnd = _f(df["cwnd"])
         replays.append(
             p.line(
                 _t(df["ts_ns"], c.t0),
-                _f(df["cwnd"]),
-                f"{_esc(label)} cwnd" + (" (best fit)" if best else ""),
+                cwnd,
+                f"{_esc(label)} cwnd" + (" (identified)" if best else ""),
                 line=dict(color=c.colors.get(label, "#444"), width=2.6 if best else 1.4),
-                visible=True if label in shown else "legendonly",
+                visible=True if label in shown_ else "legendonly",
                 legendgroup=f"algo-{_esc(label)}",
                 legendrank=100 + rank.get(label, 100 + i),
-                hovertemplate="%{y:.1f}",
+                hovertemplate=f"%{{y:.1f}} {pk}",
+                frame=_f(df["frame"]) if "frame" in df.columns else None,
+                mss=mss,
+                src=c.col(c.replay_table(label, df), c.sid(label, "cwnd"), cwnd),
             )
         )
     y0, y1 = _extent([*actual, *replays])
@@ -632,15 +879,16 @@ def _window_panel(c: _Ctx) -> Block:
                     showlegend=True,
                     legendrank=1001,
                     t_end=c.duration,
+                    src=c.band_table(rs[m], re_[m]),
                 )
     # drawn bottom to top: shading, replays, then the actual sender on top of everything
     data = [*bands, *(tr for tr in replays if tr is not None), *(tr for tr in actual if tr is not None)]
-    hidden = len([lab for lab in c.fr.replays if lab not in shown])
-    more = f" — the {len(shown)} best-fitting shown; {hidden} more in the legend (click to show)" if hidden else ""
+    hidden = len([lab for lab in c.fr.replays if lab not in shown_])
+    more = f" — the {len(shown_)} best-fitting shown; {hidden} more in the legend (click to show)" if hidden else ""
     return Block(
         "window",
         "Window: what the sender had in flight (black) and what each algorithm would have set" + more,
-        [Row(data, ROW_PX["window"], ytitle="packets (MSS)")],
+        [Row(data, ROW_PX["window"], ytitle=f"window ({pk})")],
     )
 
 
@@ -648,24 +896,36 @@ def _rtt_panel(c: _Ctx) -> Block:
     p = c.panel("rtt")
     acks = c.fr.events.acks
     traces: list[Trace | None] = []
+    ms, k = shown(unit("acks", "rtt_s"))  # RTTs in ms
     if acks.height:
-        s = acks.select("ts_ns", "rtt_s").drop_nulls("rtt_s").filter(pl.col("rtt_s").is_not_nan())
-        if s.height:
-            t = _t(s["ts_ns"], c.t0)
-            r = s["rtt_s"].to_numpy() * 1e3
+        rtt = _f(acks["rtt_s"]) * k  # NaN where the ACK formed no sample
+        has = np.isfinite(rtt)
+        if has.any():
+            t = _t(acks["ts_ns"], c.t0)
+            fa = _f(acks["frame"])
+            ta = c.acks_table()
             # the samples of each time column as one bar from the lowest to the highest (drawn as
-            # filled rectangles below: one SVG path, where markers were one element per sample)
-            traces.append(p.bars(t, r, r, "RTT sample", "rgba(76,120,168,0.55)"))
+            # filled rectangles below: one SVG path, where markers were one element per sample);
+            # zoomed in to a few thousand samples, report.js draws each sample as a marker
+            bar_src = None
+            if c.col(ta, "rtt", rtt, decimals=3) is not None:
+                bar_src = {"tb": ta, "lo": "rtt", "hi": ["rtt"], "mark": 1, "px": 3, "ht": f"%{{y:.3f}} {ms}"}
+            traces.append(p.bars(t[has], rtt[has], rtt[has], "RTT sample", "rgba(76,120,168,0.55)", src=bar_src))
+            minrtt = np.full(len(rtt), np.nan)
+            minrtt[has] = np.fmin.accumulate(rtt[has])
             traces.append(
                 p.line(
                     t,
-                    np.fmin.accumulate(r),
+                    minrtt,
                     "min RTT",
                     line=dict(color="#2ca02c", width=2),
-                    hovertemplate="%{y:.3f} ms",
+                    hovertemplate=f"%{{y:.3f}} {ms}",
+                    frame=fa,
+                    src=c.col(ta, "minrtt", minrtt, decimals=3),
                 )
             )
-            srtt = s["rtt_s"].ewm_mean(alpha=1 / 8, adjust=False).to_numpy() * 1e3  # RFC 6298 SRTT, α = 1/8
+            srtt = np.full(len(rtt), np.nan)  # RFC 6298 SRTT over the samples, α = 1/8
+            srtt[has] = pl.Series(rtt[has]).ewm_mean(alpha=1 / 8, adjust=False).to_numpy()
             traces.append(
                 p.line(
                     t,
@@ -673,7 +933,9 @@ def _rtt_panel(c: _Ctx) -> Block:
                     "smoothed RTT (RFC 6298)",
                     shape="linear",
                     line=dict(color="#d62728", width=1.6),
-                    hovertemplate="%{y:.3f} ms",
+                    hovertemplate=f"%{{y:.3f}} {ms}",
+                    frame=fa,
+                    src=c.col(ta, "srtt", srtt, decimals=3),
                 )
             )
     y0, y1 = _extent(traces)
@@ -684,7 +946,7 @@ def _rtt_panel(c: _Ctx) -> Block:
     off = getattr(c.fr.events, "rtt_offset_s", 0.0) or 0.0
     if off:
         title += f" (corrected for the capture vantage by {off * 1e3:.3f} ms)"
-    return Block("rtt", title, [Row(data, ROW_PX["rtt"], ytitle="ms")])
+    return Block("rtt", title, [Row(data, ROW_PX["rtt"], ytitle=f"RTT ({ms})")])
 
 
 def _binned_rate(t: np.ndarray, nbytes: np.ndarray, width: float, t_end: float) -> tuple[np.ndarray, np.ndarray]:
@@ -733,7 +995,7 @@ def _goodput_panel(c: _Ctx) -> Block:
     return Block(
         "goodput",
         f"Goodput and throughput (bins of {width * 1e3:.3g} ms)",
-        [Row(data, ROW_PX["goodput"], ytitle="Mbit/s")],
+        [Row(data, ROW_PX["goodput"], ytitle=f"rate ({shown(unit('flows', 'goodput_bps'))[0]})")],
     )
 
 
@@ -742,49 +1004,80 @@ def _timeseq_panel(c: _Ctx) -> Block:
     ev = c.fr.events
     traces: list[Trace | None] = []
     bars: list[int] = []  # indices of bar traces (drawn as rectangles once the y extent is known)
+    by = unit("segments", "seq")  # relative sequence numbers in bytes
     segs = ev.segments
     if segs.height:
         t = _t(segs["ts_ns"], c.t0)
         lo = _f(segs["seq"])
-        hi = lo + _f(segs["len"])
+        ln = _f(segs["len"])
+        hi = lo + ln
         kind = segs["kind"].cast(pl.String).to_numpy()
-        for k in schema.SEGMENT_KINDS:
+        ts_ = c.seg_table()
+        for code, k in enumerate(schema.SEGMENT_KINDS):
             m = kind == k
             if m.any():
                 name = "data segment" if k == "new" else k.replace("_", " ")
                 bars.append(len(traces))
-                traces.append(p.bars(t[m], lo[m], hi[m], name, SEGMENT_COLORS[k]))
+                src = None
+                if ts_ is not None:
+                    src = {"tb": ts_, "lo": "seq", "hi": ["seq", "len"], "w": ["kind", code], "ht": "seq %{y:,.0f}"}
+                traces.append(p.bars(t[m], lo[m], hi[m], name, SEGMENT_COLORS[k], src=src))
     acks = ev.acks
     if acks.height:
         t = _t(acks["ts_ns"], c.t0)
+        fa = _f(acks["frame"])
+        ta = c.acks_table()
         a = _f(acks["ack"])
-        traces.append(p.line(t, a, "ACK", line=dict(color="#2ca02c", width=1.4), hovertemplate="ack %{y:,.0f}"))
+        rw = _f(acks["rwnd_bytes"])
         traces.append(
             p.line(
                 t,
-                a + _f(acks["rwnd_bytes"]),
+                a,
+                "ACK",
+                line=dict(color="#2ca02c", width=1.4),
+                hovertemplate="ack %{y:,.0f}",
+                frame=fa,
+                src=c.col(ta, "ack", a, decimals=0),
+            )
+        )
+        edge_src = None
+        if c.col(ta, "rwnd", rw, decimals=0) is not None:
+            edge_src = {"tb": ta, "y": "ack", "add": ["rwnd"]}
+        traces.append(
+            p.line(
+                t,
+                a + rw,
                 "receive window (ACK + rwnd)",
                 line=dict(color="#b8860b", width=1.2),
                 hovertemplate="rwnd edge %{y:,.0f}",
+                frame=fa,
+                src=edge_src,
             )
         )
     sack = getattr(ev, "sack_blocks", None)
     if isinstance(sack, pl.DataFrame) and sack.height and {"ts_ns", "left", "right"} <= set(sack.columns):
         bars.append(len(traces))
-        traces.append(p.bars(_t(sack["ts_ns"], c.t0), _f(sack["left"]), _f(sack["right"]), "SACK block", "#9467bd"))
+        tk = c.sack_table()
+        src = None if tk is None else {"tb": tk, "lo": "left", "hi": ["right"], "ht": "SACK %{y:,.0f}"}
+        traces.append(
+            p.bars(_t(sack["ts_ns"], c.t0), _f(sack["left"]), _f(sack["right"]), "SACK block", "#9467bd", src=src)
+        )
     elif acks.height and "sacked_bytes" in acks.columns:
-        sk = acks.filter(pl.col("sacked_bytes") > 0)
-        if sk.height:
+        sk = _f(acks["sacked_bytes"]) > 0
+        if sk.any():
             # The event stream carries how much each ACK newly SACKed, not the block edges: mark the
             # ACKs that brought SACK information at the cumulative ACK they carried.
+            mark = np.where(sk, _f(acks["ack"]), np.nan)
             traces.append(
                 p.line(
-                    _t(sk["ts_ns"], c.t0),
-                    _f(sk["ack"]),
+                    _t(acks["ts_ns"], c.t0),
+                    mark,
                     "ACK carrying new SACK info",
                     mode="markers",
                     marker=dict(color="#9467bd", size=5, symbol="triangle-up"),
                     hovertemplate="SACK at ack %{y:,.0f}",
+                    frame=_f(acks["frame"]),
+                    src=c.col(c.acks_table(), "sackmark", mark, decimals=0),
                 )
             )
     y0, y1 = _extent(traces)
@@ -797,6 +1090,8 @@ def _timeseq_panel(c: _Ctx) -> Block:
         if tr is None:
             continue
         px = 3 if tr["name"] == "data segment" else 5
+        if "_src" in tr:
+            tr["_src"]["px"] = px
         traces[i] = to_rects(tr, 0.6 * c.min_gap, (y1 - y0) * px / ROW_PX["timeseq"])
     lines = [tr for i, tr in enumerate(traces) if i not in bars and tr is not None]
     # data segments, then SACK blocks, then retransmissions by kind on top (the marks to find)
@@ -811,7 +1106,7 @@ def _timeseq_panel(c: _Ctx) -> Block:
     return Block(
         "timeseq",
         "Time/sequence graph (tcptrace style)",
-        [Row(data, ROW_PX["timeseq"], ytitle="relative sequence (bytes)")],
+        [Row(data, ROW_PX["timeseq"], ytitle=f"relative sequence ({by})")],
     )
 
 
@@ -889,7 +1184,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         return None
     infos = meta.signals(label)
     kinds = {s: _signal_kind(df[s], infos.get(s)) for s in sig}
-    unit = {s: (infos[s].unit if s in infos else "") for s in sig}
+    sunit = {s: (infos[s].unit if s in infos else "") for s in sig}  # the registry's unit of each signal
     num = [s for s in sig if kinds[s] == "number"]
     window = [s for s in num if is_window_signal(s)]
     queue = [s for s in num if s not in window and (is_queue_signal(s) or is_threshold_signal(s))]
@@ -897,60 +1192,90 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     # categorical signals (phase, mode, region) first: the first flag shades the full row height,
     # further ones a strip each along the top, so overlapping shadings stay readable
     flags = [s for s in sig if kinds[s] == "category"] + [s for s in sig if kinds[s] == "bool"]
-    rows: list[tuple[str, list[str], str]] = [("window", window, "window (packets)")]
+    pk = unit("replay", "cwnd")
+    rows: list[tuple[str, list[str], str, str]] = [("window", window, f"window ({pk})", pk)]
     if queue:
-        rows.append(("queue", queue, "queue estimate vs thresholds (packets)"))
+        rows.append(("queue", queue, f"queue estimate vs thresholds ({pk})", pk))
     groups: dict[str, list[str]] = {}  # other numeric signals: one row per unit (unknown unit: own row)
     for s in others:
-        groups.setdefault(unit[s] or f"\0{s}", []).append(s)
+        groups.setdefault(sunit[s] or f"\0{s}", []).append(s)
     for u, names in groups.items():
-        title = ", ".join(_esc(n) for n in names) + (f" ({_esc(u)})" if not u.startswith("\0") and u else "")
-        rows.append(("other", names, title))
+        shown_u = "" if u.startswith("\0") else shown(u)[0]
+        title = ", ".join(_esc(n) for n in names) + (f" ({_esc(shown_u)})" if shown_u else "")
+        rows.append(("other", names, title, shown_u))
     p = c.panel(f"algo:{label}")
     t = _t(df["ts_ns"], c.t0)
+    fr_ = _f(df["frame"]) if "frame" in df.columns else None
+    tb = c.replay_table(label, df)
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
     flag_runs = {s: _flag_runs(t, df[s], infos.get(s)) for s in flags}
+    mss = float(c.mss)
     n_color = 0
     out_rows: list[Row] = []
-    for r, (kind, names, _title) in enumerate(rows, start=1):
+    for r, (kind, names, _title, row_unit) in enumerate(rows, start=1):
         traces: list[Trace | None] = []
         if kind == "window":
             acks = c.fr.events.acks
+            cwnd = _f(df["cwnd"])
+            cwnd_src = c.col(tb, c.sid(label, "cwnd"), cwnd)
             stacked = _stack_parts(df, names)
+            drawn: set[str] = set()
             if stacked is not None:
+                # Compound TCP: the loss-based window and dwnd stacked, the total (win, when the
+                # replay has it) and cwnd on top, all drawn at the same ACKs so that each is exact at
+                # every point and the stack adds up there (decimate.select_shared; report.js zooms
+                # them as one group)
                 loss_name, loss = stacked
-                traces.append(
-                    p.line(
-                        t,
+                dwnd = _f(df["dwnd"])
+                parts: list[tuple[np.ndarray, str, dict[str, Any]]] = [
+                    (
                         loss,
                         f"{_esc(loss_name)} (loss-based part)",
-                        stackgroup="win",
-                        line={"color": color, "width": 0.8},
-                        hovertemplate="%{y:.1f}",
+                        dict(stackgroup="win", line={"color": color, "width": 0.8}, hovertemplate=f"%{{y:.1f}} {pk}"),
+                    ),
+                    (
+                        dwnd,
+                        "dwnd (delay-based part, stacked on it)",
+                        dict(
+                            stackgroup="win", line={"color": "#ff9896", "width": 0.8}, hovertemplate=f"%{{y:.1f}} {pk}"
+                        ),
+                    ),
+                    (
+                        cwnd,
+                        f"{_esc(label)} cwnd",
+                        dict(line=dict(color=color, width=2.2), hovertemplate=f"%{{y:.1f}} {pk}"),
+                    ),
+                ]
+                srcs = [c.col(tb, c.sid(label, loss_name), loss), c.col(tb, c.sid(label, "dwnd"), dwnd), cwnd_src]
+                drawn = {"dwnd", loss_name}
+                if "win" in df.columns and loss_name != "win − dwnd":
+                    drawn.add("win")
+                    win = _f(df["win"])
+                    parts.append(
+                        (
+                            win,
+                            "win",
+                            dict(line=dict(color="#444", width=1.2, dash="dash"), hovertemplate=f"%{{y:.1f}} {pk}"),
+                        )
                     )
-                )
+                    srcs.append(c.col(tb, c.sid(label, "win"), win))
+                traces += p.lines_shared(t, parts, frame=fr_, mss=mss, group=f"stack:{label}", src=srcs)
+            else:
                 traces.append(
                     p.line(
                         t,
-                        _f(df["dwnd"]),
-                        "dwnd (delay-based part, stacked on it)",
-                        stackgroup="win",
-                        line=dict(color="#ff9896", width=0.8),
-                        hovertemplate="%{y:.1f}",
+                        cwnd,
+                        f"{_esc(label)} cwnd",
+                        line=dict(color=color, width=2.2),
+                        hovertemplate=f"%{{y:.1f}} {pk}",
+                        frame=fr_,
+                        mss=mss,
+                        src=cwnd_src,
                     )
                 )
-            traces.append(
-                p.line(
-                    t,
-                    _f(df["cwnd"]),
-                    f"{_esc(label)} cwnd",
-                    line=dict(color=color, width=2.2),
-                    hovertemplate="%{y:.1f}",
-                )
-            )
             ss = _f(df["ssthresh"]).copy()
-            cap = 10 * max(float(np.nanmax(_f(df["cwnd"]))) if df.height else 1.0, 1.0)
+            cap = 10 * max(float(np.nanmax(cwnd)) if df.height else 1.0, 1.0)
             ss[ss > cap] = np.nan  # "infinite" ssthresh before the first loss
             traces.append(
                 p.line(
@@ -959,20 +1284,28 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                     "ssthresh",
                     line=dict(color=color, width=1, dash="dot"),
                     visible="legendonly",
-                    hovertemplate="%{y:.1f}",
+                    hovertemplate=f"%{{y:.1f}} {pk}",
+                    frame=fr_,
+                    mss=mss,
+                    src=c.col(tb, c.sid(label, "ssthresh"), ss),
                 )
             )
-            for i, s in enumerate(n for n in names if not (stacked and n in ("dwnd", stacked[0]))):
+            for i, s in enumerate(n for n in names if n not in drawn):
+                y = _f(df[s])
                 traces.append(
                     p.line(
                         t,
-                        _f(df[s]),
+                        y,
                         _esc(s),
                         line=dict(color=palette[i % len(palette)], width=1.4, dash="dash"),
-                        hovertemplate="%{y:.2f}",
+                        hovertemplate=f"%{{y:.2f}} {pk}",
+                        frame=fr_,
+                        mss=mss,
+                        src=c.col(tb, c.sid(label, s), y),
                     )
                 )
             if acks.height:
+                ta = c.acks_table()
                 traces.append(
                     p.line(
                         _t(acks["ts_ns"], c.t0),
@@ -980,7 +1313,10 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                         "actual: bytes in flight",
                         line=dict(color=ACTUAL_COLOR, width=1),
                         opacity=0.55,
-                        hovertemplate="%{y:.1f}",
+                        hovertemplate=f"%{{y:.1f}} {pk}",
+                        frame=_f(acks["frame"]),
+                        mss=mss,
+                        src=c.col_bytes(ta, "outstanding", _f(acks["outstanding"])),
                     )
                 )
         else:
@@ -994,22 +1330,31 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 )
                 n_thr += thr
                 n_color += not thr
+                u, k = shown(sunit[s]) if sunit[s] else ("", 1.0)  # delays and durations in ms
+                y = _f(df[s]) * k
                 traces.append(
                     p.line(
-                        t, _f(df[s]), _esc(s) + (" (threshold)" if thr else ""), line=style, hovertemplate="%{y:.4g}"
+                        t,
+                        y,
+                        _esc(s) + (" (threshold)" if thr else ""),
+                        line=style,
+                        hovertemplate="%{y:.4g}" + (f" {_esc(u)}" if u else ""),
+                        frame=fr_,
+                        src=c.col(tb, c.sid(label, s), y),
                     )
                 )
         y0, y1 = _extent(traces)
         bands = c.episode_bands(y0, y1, legend=r == 1)
         if kind != "other":  # phases/modes shade the window and threshold rows (episodes shade all)
-            for k, s in enumerate(flags):
-                lo, hi = (y0, y1) if k == 0 else (y1 - 0.08 * k * (y1 - y0), y1 - 0.08 * (k - 1) * (y1 - y0))
-                bands += _flag_bands(c, flag_runs[s], s, lo, hi, legend=r == 1, strong=k > 0)
+            for k_, s in enumerate(flags):
+                lo, hi = (y0, y1) if k_ == 0 else (y1 - 0.08 * k_ * (y1 - y0), y1 - 0.08 * (k_ - 1) * (y1 - y0))
+                bands += _flag_bands(c, flag_runs[s], s, lo, hi, legend=r == 1, strong=k_ > 0)
         out_rows.append(
             Row(
                 [*bands, *(tr for tr in traces if tr is not None)],
                 ALGO_ROW_PX[0] if r == 1 else ALGO_ROW_PX[1],
                 title=_title,
+                ytitle=_esc(row_unit) if row_unit else "(no unit)",
             )
         )
     flag_note = f" — shaded: {', '.join(_esc(f) for f in flags)}" if flags else ""
@@ -1045,6 +1390,7 @@ def _flag_bands(
             legendgroup=f"flag-{_esc(name)}",
             showlegend=legend,
             t_end=c.duration,
+            src=c.band_table(st[v], en[v]),
         )
     out = []
     cats = [x for x in dict.fromkeys(v.tolist()) if str(x).lower() not in _QUIET]
@@ -1065,6 +1411,7 @@ def _flag_bands(
             legendgroup=f"flag-{_esc(name)}-{_esc(cat)}",
             showlegend=legend,
             t_end=c.duration,
+            src=c.band_table(st[m], en[m]),
         )
     return out
 
@@ -1074,10 +1421,18 @@ def _flag_bands(
 
 
 def build_flow(
-    fr: FlowResult, *, max_points: int = DEFAULT_MAX_POINTS, colors: dict[str, str] | None = None
+    fr: FlowResult,
+    *,
+    max_points: int = DEFAULT_MAX_POINTS,
+    colors: dict[str, str] | None = None,
+    full_resolution: bool = False,
 ) -> FlowFigures:
-    """Every panel (block) of one flow plus how each series was reduced."""
-    c = _context(fr, max_points, colors)
+    """Every panel (block) of one flow plus how each series was reduced.
+
+    With ``full_resolution`` the flow's events are also collected into a :class:`StoreBuilder`
+    (``FlowFigures.store``): every drawn series at full resolution and the columns of the packet
+    list, and each trace carries ``_src``, where report.js finds its series in the store."""
+    c = _context(fr, max_points, colors, StoreBuilder() if full_resolution else None)
     blocks = {b.key: b for b in (_window_panel(c), _rtt_panel(c), _goodput_panel(c), _timeseq_panel(c))}
     rank = _ranks(c)  # signal panels of the best-fitting algorithms first
     order = sorted(fr.replays, key=lambda lab: (rank.get(lab, 10**6), list(fr.replays).index(lab)))
@@ -1085,7 +1440,88 @@ def build_flow(
         b = _algo_panel(c, label, fr.replays[label])
         if b is not None:
             blocks[b.key] = b
-    return FlowFigures(blocks=blocks, notes=c.notes, duration=c.duration)
+    if c.store is not None:
+        _packet_list_columns(c, order)
+    return FlowFigures(blocks=blocks, notes=c.notes, duration=c.duration, store=c.store)
+
+
+# What the packet list shows about each event, as small codes (labels: the schema's enumerations).
+ACK_INFO_BITS = {
+    "ece": 5,
+    "spurious_undo": 6,
+    "dsack": 7,
+    "round_end": 8,
+    "sack": 9,
+}  # bits 0-1 state, 2-4 cong_event + 1
+SEG_INFO_BITS = {"syn_fin": 4, "rexmit": 5}  # bits 0-1 probe, 2-3 IP ECN field
+
+
+def _codes(s: pl.Series) -> np.ndarray:
+    """An Enum column's index (null → −1)."""
+    return s.to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
+
+
+def _packet_list_columns(c: _Ctx, algos: list[str]) -> None:
+    """The columns the packet list under the figures reads (report.js), and what they mean."""
+    st = c.store
+    assert st is not None
+    ev = c.fr.events
+    acks, segs = ev.acks, ev.segments
+    meta_: dict[str, Any] = {
+        "mss": c.mss,
+        "enums": {
+            "state": list(schema.CONG_STATES),
+            "cong": list(schema.EPISODE_KINDS),
+            "kind": list(schema.SEGMENT_KINDS),
+            "probe": list(schema.PROBE_KINDS),
+        },
+        "ackBits": ACK_INFO_BITS,
+        "segBits": SEG_INFO_BITS,
+        "algos": [],
+    }
+    if acks.height:
+        ta = c.acks_table()
+        assert ta is not None
+
+        def flag(name: str) -> np.ndarray:
+            return acks[name].fill_null(False).cast(pl.Int64).to_numpy()
+
+        info = (
+            np.maximum(_codes(acks["state"]), 0)
+            | ((_codes(acks["cong_event"]) + 1) << 2)
+            | (flag("ece") << ACK_INFO_BITS["ece"])
+            | (flag("spurious_undo") << ACK_INFO_BITS["spurious_undo"])
+            | ((acks["dsack_bytes"].fill_null(0).to_numpy() > 0).astype(np.int64) << ACK_INFO_BITS["dsack"])
+            | (flag("round_end") << ACK_INFO_BITS["round_end"])
+            | ((acks["sacked_bytes"].fill_null(0).to_numpy() > 0).astype(np.int64) << ACK_INFO_BITS["sack"])
+        )
+        st.column(ta, "info", info.astype(np.float64), decimals=0, delta=False)
+        st.column(ta, "dupack", _f(acks["dupack"]), decimals=0, delta=False)
+        st.column(ta, "ack", _f(acks["ack"]), decimals=0)
+        st.column(ta, "rwnd", _f(acks["rwnd_bytes"]), decimals=0)
+        st.column(ta, "outstanding", _f(acks["outstanding"]), decimals=0)
+        if not st.has(ta, "rtt"):
+            st.column(ta, "rtt", _f(acks["rtt_s"]) * shown(unit("acks", "rtt_s"))[1], decimals=3)
+        for label in algos:
+            df = c.fr.replays[label]
+            tb = c.replay_table(label, df)
+            if tb and df.height:
+                name = c.sid(label, "cwnd")
+                st.column(tb, name, _f(df["cwnd"]))
+                meta_["algos"].append([_esc(label), tb, name])  # (escaped: the page decodes names to text)
+    if segs.height:
+        ts_ = c.seg_table()
+        assert ts_ is not None
+        synfin = (_f(segs["end_seq"]) - _f(segs["seq"]) - _f(segs["len"])) > 0
+        info = (
+            np.maximum(_codes(segs["probe"]), 0)
+            | (segs["ip_ecn"].fill_null(0).cast(pl.Int64).to_numpy() << 2)
+            | (synfin.astype(np.int64) << SEG_INFO_BITS["syn_fin"])
+            | (segs["rexmit"].fill_null(False).cast(pl.Int64).to_numpy() << SEG_INFO_BITS["rexmit"])
+        )
+        st.column(ts_, "info", info.astype(np.float64), decimals=0, delta=False)
+    c.sack_table()
+    st.meta.update(meta_)
 
 
 # gaps between rows (px): x tick labels of the row above, a row title, a block title
@@ -1162,7 +1598,7 @@ def stack(blocks: list[Block], x_range: tuple[float, float] | None = None) -> di
             ax.pop("title", None)
     last = "xaxis" if len(spans) == 1 else f"xaxis{len(spans)}"
     if spans:
-        layout[last]["title"] = {"text": "time since flow start (s)"}
+        layout[last]["title"] = {"text": TIME_TITLE}
         if x_range is not None:  # the same initial time range in every figure of the flow
             layout["xaxis"]["range"] = [float(x_range[0]), float(x_range[1])]
     for k, v in list(layout.items()):
@@ -1196,6 +1632,10 @@ def flow_figures(flow_result: FlowResult, *, max_points: int = DEFAULT_MAX_POINT
     for key, blk in ff.blocks.items():
         fig = stack([blk], (0.0, ff.duration) if ff.duration else None)
         fig.pop("blocks")
+        for tr in fig["data"]:
+            b = tr.pop("_bytes", None)
+            if b:  # (the page builds these pairs in the browser, see _hover)
+                tr["customdata"] = np.column_stack((tr["customdata"], np.rint(np.asarray(tr["y"]) * b)))
         fig["layout"]["template"] = TEMPLATE
         out[key] = go.Figure(fig)
     return out

@@ -20,8 +20,9 @@ import json
 import math
 import re
 import secrets
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
+from hscc_trace import schema
 from hscc_trace.errors import InputError
 from hscc_trace.model import Analysis, FlowResult
 
@@ -40,6 +42,25 @@ DEFAULT_MAX_POINTS = F.DEFAULT_MAX_POINTS
 DEFAULT_MAX_FLOWS = 25  # flows that get a full section (largest first); all are in the overview
 DEFAULT_BUDGET_POINTS = 2_000_000  # points over all figures; per-series points shrink to fit
 MIN_POINTS = 400  # never fewer points per series than this (100 time columns)
+# Full resolution: the events of the drawn flows are held in the page (reports/store.py) up to this
+# many events (ACKs + data segments) in all; flows beyond it (largest first) keep the decimated view only
+DEFAULT_FULL_RESOLUTION_EVENTS = 10_000_000
+# Zoomed in, a series with at most this many events in the visible window is drawn event by event
+# (report.js); with more, it is re-decimated (first/min/max/last per column) from the full data
+DEFAULT_DETAIL_POINTS = 5000
+PACKET_LIST_ROWS = 500  # the packet list appears once the visible window holds at most this many events
+# The size budget of a report written with the defaults (docs/report.md, checked by
+# benchmarks/report_render.py): the page, plotly.js and the decimated first views (bounded by
+# DEFAULT_BUDGET_POINTS, whatever the capture's size), plus the full-resolution store per million
+# events (ACKs + data segments of the flows that hold them)
+BUDGET_FIXED_BYTES = 12_000_000
+BUDGET_BYTES_PER_MILLION_EVENTS = 12_000_000
+
+
+def size_budget(full_resolution_events: int) -> int:
+    """Bytes a report with the default settings may take, holding this many events at full resolution."""
+    return BUDGET_FIXED_BYTES + BUDGET_BYTES_PER_MILLION_EVENTS * full_resolution_events // 1_000_000
+
 
 CAVEAT = (
     "Open loop: the ACK stream in this capture was shaped by the actual sender. A replay says what "
@@ -72,6 +93,10 @@ class ReportInfo:
     points_out: int  # samples drawn
     max_points: int  # per-series point cap actually used
     warnings: list[str] = field(default_factory=list)
+    events: int = 0  # ACKs + data segments of the drawn flows
+    full_resolution_flows: int = 0  # drawn flows whose every event is in the page (zoom to the packet)
+    full_resolution_events: int = 0  # their events
+    store_bytes: int = 0  # bytes of the page that hold them (gzip + base64)
 
     @property
     def decimated(self) -> bool:
@@ -139,7 +164,7 @@ def _table(
     out += [f"<th{' class=num' if i in num else ''}>{h}</th>" for i, h in enumerate(head)]
     out.append("</tr></thead><tbody>")
     for r, row in enumerate(rows):
-        c = f' class="{cls[r]}"' if cls and cls[r] else ""
+        c = f' class="{e(cls[r])}"' if cls and cls[r] else ""
         out.append(
             f"<tr{c}>" + "".join(f"<td{' class=num' if i in num else ''}>{v}</td>" for i, v in enumerate(row)) + "</tr>"
         )
@@ -189,10 +214,15 @@ def figure_json(fig: dict[str, Any]) -> str:
     data = []
     for tr in fig["data"]:
         tr = dict(tr)
-        for key in ("x", "y"):
+        for key in ("x", "y", "customdata"):
             v = tr.get(key)
             if isinstance(v, np.ndarray):
-                arrays.append(_array_json(v, 6 if key == "x" else _decimals(v)))
+                if v.ndim == 2:  # customdata [frame, bytes]: integers
+                    arrays.append(
+                        json.dumps(np.rint(np.nan_to_num(v)).astype(np.int64).tolist(), separators=(",", ":"))
+                    )
+                else:
+                    arrays.append(_array_json(v, 6 if key == "x" else 0 if key == "customdata" else _decimals(v)))
                 tr[key] = f"\0{nonce}:{len(arrays) - 1}\0"
         data.append(tr)
     text = json.dumps({**fig, "data": data}, separators=(",", ":"), allow_nan=False)
@@ -393,6 +423,99 @@ def _param(v: Any) -> str:
     return str(v)
 
 
+def _verdict(fr: FlowResult | None) -> Any:
+    """The flow's verdict (:mod:`hscc_trace.analysis.verdict`); judged here when the analysis
+    carries none (an analysis built by hand)."""
+    if fr is None:
+        return None
+    if fr.verdict is None:
+        from hscc_trace.analysis.verdict import judge
+
+        fr.verdict = judge(fr.events, fr.replays)
+    return fr.verdict
+
+
+#: CSS class of each verdict class (colour follows the verdict, never the rank alone)
+VERDICT_CSS = {
+    "identified": "v-identified",
+    "ambiguous": "v-ambiguous",
+    "unknown": "v-unknown",
+    "not enough data": "v-ned",
+}
+
+
+def _pct(x: Any) -> str:
+    return _num(x * 100 if x is not None else None, "{:.1f}%")
+
+
+def _verdict_cell(v: Any) -> str:
+    """Overview cell: the verdict in a word or two, coloured by its class, with the error."""
+    if v is None:
+        return '<span class="muted">not replayed</span>'
+    css = VERDICT_CSS.get(v.cls, "")
+    if v.cls == "identified":
+        return f'<span class="verdict {css}">{e(v.name)}</span> <span class="muted">(error {_pct(v.error)})</span>'
+    if v.cls == "ambiguous":
+        return f'<span class="verdict {css}">ambiguous</span>: {e(", ".join(v.candidates))}'
+    if v.cls == "unknown":
+        return f'<span class="verdict {css}">unknown</span> <span class="muted">(best {_pct(v.error)} &gt; {_pct(v.threshold)})</span>'
+    return f'<span class="verdict {css}">not enough data</span>'
+
+
+def _verdict_block(v: Any) -> str:
+    """A flow's verdict: class and name, the reason in plain words, the threshold and the margin,
+    and the evidence it rests on (β per loss episode, ACK clocking, growth, delay response)."""
+    if v is None:
+        return ""
+    from hscc_trace.analysis.evidence import describe
+
+    css = VERDICT_CSS.get(v.cls, "")
+    head = f"identified: {v.name}" if v.cls == "identified" else v.cls
+    facts = []
+    if v.error is not None:
+        facts.append(f"error {_pct(v.error)} (threshold {_pct(v.threshold)})")
+    if v.closer_rounds is not None and v.differing_rounds:
+        facts.append(
+            f"margin: closer to the sender than {e(v.runner_up)} in {v.closer_rounds} of {v.differing_rounds} "
+            "rounds where they differ"
+        )
+    elif v.runner_up is not None and v.cls == "identified":
+        facts.append(f"next: {e(v.runner_up)} {_pct(v.runner_up_error)}")
+    if v.equivalent:
+        facts.append(f"indistinguishable here: {e(', '.join(v.equivalent))}")
+    facts.append(
+        f"{v.rounds} round(s) judged ({'every round not limited by the receive window' if v.basis == 'rate' else 'cwnd-limited rounds'})"
+    )
+    ev = v.evidence
+    beta = ""
+    if ev.beta:
+        shown = ", ".join(f"{b:.2f}" for b in ev.beta[:40]) + (" …" if len(ev.beta) > 40 else "")
+        beta = (
+            f'<div class="muted">β per loss episode (flight after recovery / flight at its onset): {shown} '
+            "— Reno halves (0.5), CUBIC keeps 0.7, BBR does not decrease (≈ 1)</div>"
+        )
+    return (
+        f'<div class="verdict-box {css}"><p><span class="verdict {css}">{e(head)}</span> — {e(v.reason)}</p>'
+        f'<p class="muted">{" · ".join(facts)}</p>'
+        f'<p class="muted">evidence: {e(describe(ev.as_dict()))}</p>{beta}</div>'
+    )
+
+
+def verdict_row_class(fr: FlowResult, row: dict[str, Any]) -> str:
+    """CSS class of a row of a flow's fit table, following the verdict: the named algorithm
+    (``v-identified``), each candidate of an ambiguous verdict (``v-ambiguous``); nothing is
+    highlighted when the verdict is unknown or not enough data, whatever the rank."""
+    v = _verdict(fr)
+    if v is None:
+        return ""
+    algo = row.get("algo")
+    if v.cls == "identified" and (algo == v.name or algo in v.equivalent):
+        return "v-identified"
+    if v.cls == "ambiguous" and algo in v.candidates:
+        return "v-ambiguous"
+    return ""
+
+
 def _flow_anchor(ci: int, flow_id: Any) -> str:
     return f"flow-{ci}-{int(flow_id)}"
 
@@ -412,16 +535,7 @@ def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
             a_ep, b_ep = _endpoint(f["src"], f["sport"], v6), _endpoint(f["dst"], f["dport"], v6)
             snd, rcv = (a_ep, b_ep) if not f.get("sender_dir") else (b_ep, a_ep)
             link = f'<a href="#{_flow_anchor(ci, fid)}">{fid}</a>' if (ci, fid) in drawn else str(fid)
-            best = _best(fr) if fr else None
-            best_txt = (
-                f"<strong>{e(best['algo'])}</strong> (MARE {_num(best['mare'] * 100 if best['mare'] is not None else None, '{:.1f}')}%)"
-                if best
-                else (
-                    '<span class="muted">not replayed</span>'
-                    if fr is None
-                    else '<span class="muted">no fit: no cwnd-limited rounds</span>'
-                )
-            )
+            best_txt = _verdict_cell(_verdict(fr))
             pkts = int((f.get("pkts_ab") or 0) + (f.get("pkts_ba") or 0))
             rows.append(
                 [
@@ -452,7 +566,7 @@ def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
                     "RTT min / median",
                     "retrans. (+out-of-order)",
                     "rounds limited by (cwnd / rwnd / app)",
-                    "best-fitting algorithm",
+                    "verdict",
                     "vantage",
                 ],
                 rows,
@@ -463,7 +577,11 @@ def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
     return "\n".join(out)
 
 
-def _metrics_table(fr: FlowResult, colors: dict[str, str]) -> str:
+def _metrics_table(
+    fr: FlowResult,
+    colors: dict[str, str],
+    row_class: Callable[[FlowResult, dict[str, Any]], str] | None = None,
+) -> str:
     if fr.fit is None or not fr.fit.height or _best(fr) is None:
         return (
             '<p class="muted">No fit metrics: the flow had no cwnd-limited rounds to compare against '
@@ -487,7 +605,7 @@ def _metrics_table(fr: FlowResult, colors: dict[str, str]) -> str:
                 ratio,
             ]
         )
-        cls.append("best" if r.get("rank") == 1 else "")
+        cls.append((row_class or default_row_class)(fr, r))
     return "<h3>Fit of each algorithm to the actual sender (cwnd-limited rounds only)</h3>" + _table(
         [
             "algorithm",
@@ -541,9 +659,9 @@ def _flow_summary(fr: FlowResult) -> str:
         + (f" (+{_count(ooo)} Wireshark calls out-of-order)" if ooo else "")
     )
     parts.append(f"rounds limited by {_limits_text(_limit_share(fr))}")
-    best = _best(fr)
-    if best:
-        parts.append(f"best fit: <strong>{e(best['algo'])}</strong>")
+    v = _verdict(fr)
+    if v is not None:
+        parts.append(f"verdict: {_verdict_cell(v)}")
     flags = [k for k in ("handshake", "sack_ok", "ts_ok") if f.get(k)]
     if flags:
         parts.append(
@@ -561,13 +679,16 @@ def _signal_docs(label: str, fr: FlowResult) -> str:
     df = fr.replays.get(label)
     if df is None:
         return ""
-    base = {"ts_ns", "cwnd", "ssthresh", "state"}
+    base = {c.name for c in schema.REPLAY_BASE}
     items = []
     for col in df.columns:
         if col in base:
             continue
         si = infos.get(col)
-        unit = f" ({e(si.unit)})" if si and si.unit else ""
+        unit = ""
+        if si and si.unit:
+            drawn_in = F.shown(si.unit)[0]
+            unit = f" ({e(si.unit)}" + (f"; drawn in {e(drawn_in)}" if drawn_in != si.unit else "") + ")"
         items.append(
             f"<li><code>{e(col)}</code>{unit}: {e(si.doc) if si else '<span class=muted>undocumented</span>'}</li>"
         )
@@ -592,6 +713,63 @@ def _points_per_series(n_flows: int, n_algos: int, max_points: int, budget: int)
     return int(max(min(max_points, cap), min(MIN_POINTS, max_points)))
 
 
+def _wireshark_filters(fr: FlowResult, bpf: str | None) -> str:
+    """The flow's header line: Wireshark display filters that select it (its ``tcp.stream`` and
+    Wireshark's own conversation filter on the 4-tuple), and how to find one packet."""
+    f = fr.flow
+    v6 = f.get("ip_version") == 6 or ":" in str(f.get("src"))
+    ip = "ipv6" if v6 else "ip"
+    conv = (
+        f"({ip}.addr eq {f.get('src')} and {ip}.addr eq {f.get('dst')}) and "
+        f"(tcp.port eq {f.get('sport')} and tcp.port eq {f.get('dport')})"
+    )
+    stream = f"tcp.stream eq {int(f['flow_id'])}"
+    caveat = (
+        " (the stream number counts the connections this report's <code>--filter</code> let through; "
+        "the conversation filter holds in the whole file)"
+        if bpf
+        else ""
+    )
+    return (
+        '<p class="wireshark">In Wireshark: display filter <code class="wsf">'
+        + e(stream)
+        + '</code> or <code class="wsf">'
+        + e(conv)
+        + "</code>"
+        + caveat
+        + "; hovering a point gives its frame number (<code>frame.number == N</code>, Go to Packet: Ctrl+G).</p>"
+    )
+
+
+def _packet_list(anchor: str, full: bool) -> str:
+    """The packet list under the main figure; report.js fills it from the flow's store as the user zooms."""
+    if not full:
+        return (
+            f'<div class="packets" id="packets-{anchor}" data-section="{anchor}"><p class="muted">Packet list: '
+            "not available — this flow's events at full resolution were left out of the report "
+            "(<code>--no-full-resolution</code>, or the report's event budget).</p></div>"
+        )
+    return (
+        f'<div class="packets" id="packets-{anchor}" data-section="{anchor}" data-rows="{PACKET_LIST_ROWS}">'
+        f'<p class="muted">Packet list: zoom in until the visible window holds at most {PACKET_LIST_ROWS} events '
+        "(ACKs and data segments) to list them here, frame by frame.</p></div>"
+    )
+
+
+def _events(fr: FlowResult) -> int:
+    return int(fr.events.acks.height + fr.events.segments.height)
+
+
+def _store_blob(store: Any) -> str:
+    return base64.b64encode(store.gzipped()).decode("ascii")
+
+
+def default_row_class(fr: FlowResult, row: dict[str, Any]) -> str:
+    """CSS class of a row of a flow's fit table: the verdict's (:func:`verdict_row_class`) — the
+    lowest error alone is never highlighted."""
+    return verdict_row_class(fr, row)
+
+
 def write_report(
     analysis: Analysis,
     path: str | Path,
@@ -599,49 +777,80 @@ def write_report(
     max_points: int = DEFAULT_MAX_POINTS,
     max_flows: int = DEFAULT_MAX_FLOWS,
     budget_points: int = DEFAULT_BUDGET_POINTS,
+    full_resolution: bool = True,
+    full_resolution_events: int = DEFAULT_FULL_RESOLUTION_EVENTS,
+    detail_points: int = DEFAULT_DETAIL_POINTS,
+    row_class: Callable[[FlowResult, dict[str, Any]], str] = default_row_class,
 ) -> ReportInfo:
     """Write the self-contained HTML report for ``analysis`` to ``path``.
 
-    ``max_points`` caps the points drawn per series (first/min/max/last of ``max_points/4`` time
-    columns beyond it); with many flows the cap shrinks so that all figures together hold about
-    ``budget_points`` points (never below 400 per series). The ``max_flows`` flows with the most
-    data get a full section; every flow is in the overview table. Raises InputError when the file
-    cannot be written.
+    ``max_points`` caps the points of each series in a flow's first view (first/min/max/last of
+    ``max_points/4`` time columns beyond it); with many flows the cap shrinks so that all figures
+    together hold about ``budget_points`` points (never below 400 per series). The ``max_flows``
+    flows with the most data get a full section; every flow is in the overview.
+
+    With ``full_resolution`` every event of the drawn flows is also held in the page (compactly,
+    :mod:`.store`), up to ``full_resolution_events`` events in all (flows in order of size):
+    zoomed in, the figures re-draw from it — every event of a window that holds at most
+    ``detail_points`` of a series' events, the same decimation of the window's events beyond —
+    and the packet list under the figures follows the zoom. ``row_class(flow_result, fit_row)``
+    gives the CSS class of each row of a flow's fit table (default: following the verdict).
+
+    Raises InputError when the file cannot be written or an option is out of range.
     """
     if max_points < 8:
         raise InputError(f"max_points must be at least 8, got {max_points}")
+    if detail_points < 8:
+        raise InputError(f"detail_points must be at least 8, got {detail_points}")
     path = Path(path)
     results: list[tuple[int, FlowResult]] = [(ci, fr) for ci, c in enumerate(analysis.captures) for fr in c.results]
+    for _, fr in results:  # every flow's verdict (judged now when the analysis carries none)
+        _verdict(fr)
+    size_order = sorted(
+        range(len(results)),
+        key=lambda i: (
+            -int(results[i][1].flow.get("payload_ab", 0) or 0) - int(results[i][1].flow.get("payload_ba", 0) or 0)
+        ),
+    )
     if len(results) > max_flows:
-        order = sorted(
-            range(len(results)),
-            key=lambda i: (
-                -int(results[i][1].flow.get("payload_ab", 0) or 0) - int(results[i][1].flow.get("payload_ba", 0) or 0)
-            ),
-        )
-        keep = sorted(order[:max_flows])
-        drawn_results = [results[i] for i in keep]
+        drawn_results = [results[i] for i in sorted(size_order[:max_flows])]
     else:
         drawn_results = results
+    # which drawn flows hold their events at full resolution: largest first, within the budget
+    full_ids: set[int] = set()
+    if full_resolution:
+        left = full_resolution_events
+        for i in size_order:
+            if id(results[i][1]) not in {id(fr) for _, fr in drawn_results}:
+                continue
+            n = _events(results[i][1])
+            if n <= left:
+                full_ids.add(id(results[i][1]))
+                left -= n
     n_algos = max((len(fr.replays) for _, fr in drawn_results), default=1)
     per_series = _points_per_series(len(drawn_results), n_algos, max_points, budget_points)
     colors = F.algo_colors(dict.fromkeys([*analysis.algorithms, *(k for _, fr in results for k in fr.replays)]))
 
     sections, payloads = [], []
+    stores: list[tuple[str, Future[str]]] = []
+    packer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hscc-store")
     n_fig = n_traces = n_dec = p_in = p_out = 0
+    n_events = full_events = store_bytes = 0
     drawn: set[tuple[int, int]] = set()
     trace_types: set[str] = set()
     for ci, fr in drawn_results:
         fid = int(fr.flow["flow_id"])
         anchor = _flow_anchor(ci, fid)
         drawn.add((ci, fid))
-        ff = F.build_flow(fr, max_points=per_series, colors=colors)
+        full = id(fr) in full_ids
+        ff = F.build_flow(fr, max_points=per_series, colors=colors, full_resolution=full)
         n_traces += len(ff.notes)
         n_dec += len(ff.decimated)
         p_in += ff.points_in
         p_out += ff.points_out
+        n_events += _events(fr)
         # two figures per flow, rows on one shared time axis: the four main panels, and the
-        # signals of every algorithm (best fit first); subplots draw far faster than figures
+        # signals of every algorithm (lowest error first); subplots draw far faster than figures
         divs: list[str] = []
         nav_main: list[str] = []
         nav_sig: list[str] = []
@@ -661,6 +870,8 @@ def write_report(
                 f'<div class="figwrap" style="contain-intrinsic-size:auto {h}px"><div class="fig" '
                 f'id="{div}" data-panel="{part}" style="min-height:{h}px"></div></div>'
             )
+            if part == "main":
+                divs.append(_packet_list(anchor, full and ff.store is not None))
             if part == "signals":
                 divs += [_signal_docs(b.key[5:], fr) for b in blocks]
             trace_types.update(str(tr.get("type", "scatter")) for tr in fig["data"])
@@ -670,19 +881,33 @@ def write_report(
                 f'<script type="application/octet-stream" data-flow-payload data-section="{anchor}" '
                 f'data-div="{div}" id="payload-{div}">{blob}</script>'
             )
+        if full and ff.store is not None:
+            # compressed in a second thread (zlib releases the GIL) while the next flow is built
+            stores.append((anchor, packer.submit(_store_blob, ff.store)))
+            full_events += _events(fr)
         f = fr.flow
         v6 = f.get("ip_version") == 6
         a_ep, b_ep = _endpoint(f.get("src"), f.get("sport"), v6), _endpoint(f.get("dst"), f.get("dport"), v6)
         snd, rcv = (a_ep, b_ep) if not fr.events.sender_dir else (b_ep, a_ep)
         dec_note = ""
+        zoom = (
+            f"Zoomed in, every figure re-draws from this flow's {_count(_events(fr))} events held in the page: "
+            f"each event of a window holding at most {detail_points:,} of a series' events (a dot per event "
+            "once few enough to see), the same first/min/max/last reduction of the window's events beyond."
+            if full
+            else "This flow's events at full resolution were left out of the page (<code>--no-full-resolution</code> "
+            "or the report's event budget): zooming shows the same reduced points."
+        )
         if ff.decimated:
             dec_note = (
-                f'<p class="note">Decimated: {len(ff.decimated)} of {len(ff.notes)} series reduced from '
+                f'<p class="note">First view decimated: {len(ff.decimated)} of {len(ff.notes)} series reduced from '
                 f"{_short(ff.points_in)} to {_short(ff.points_out)} points — each keeps the first, lowest, "
                 f"highest and last sample of each of {per_series // 4} equal time columns (segment marks: "
                 "one bar per column spanning the lowest to the highest byte); no sample range is cut "
-                "off, so peaks, drops and gaps are all visible. Zooming shows the same reduced points.</p>"
+                f"off, so peaks, drops and gaps are all visible. {zoom}</p>"
             )
+        elif not full:
+            dec_note = f'<p class="note">{zoom}</p>'
         cap = (
             f'<p class="muted">capture <code>{e(analysis.captures[ci].meta.path)}</code></p>'
             if len(analysis.captures) > 1
@@ -690,21 +915,55 @@ def write_report(
         )
         sections.append(
             f'<section class="flow" id="{anchor}"><h2>Flow {fid}: {e(snd)} → {e(rcv)}</h2>{cap}'
-            f"{_flow_summary(fr)}{dec_note}{_metrics_table(fr, colors)}"
-            '<p class="muted">Every panel of this flow shares one time axis: zoom or pan one and the '
-            "others follow; double-click resets. Click legend entries to hide or show series.</p>"
-            f'<p class="figs-nav">Panels: {" · ".join(nav_main)}<br>Signals of each algorithm (best fit '
+            f"{_wireshark_filters(fr, analysis.captures[ci].meta.bpf)}"
+            f"{_flow_summary(fr)}{_verdict_block(_verdict(fr))}{dec_note}{_metrics_table(fr, colors, row_class)}"
+            '<p class="muted">Every panel of this flow shares one time axis (seconds since the flow\'s first '
+            "packet): zoom or pan one and the others follow; double-click resets. Click legend entries to "
+            "hide or show series. Windows are in packets (MSS-sized), RTTs and delays in ms; the hover "
+            "gives each point's frame number (and a window in bytes).</p>"
+            f'<p class="figs-nav">Panels: {" · ".join(nav_main)}<br>Signals of each algorithm (lowest error '
             f"first): {' · '.join(nav_sig) or '–'}</p>" + "".join(divs) + "</section>"
         )
 
+    store_scripts = []
+    try:
+        for anchor, fut in stores:
+            sblob = fut.result()
+            store_bytes += len(sblob)
+            store_scripts.append(
+                f'<script type="application/octet-stream" data-store data-section="{anchor}" '
+                f'id="store-{anchor}">{sblob}</script>'
+            )
+    finally:
+        packer.shutdown(cancel_futures=True)
     omitted = len(results) - len(drawn_results)
     info = []
     if n_dec:
         info.append(
             f'<p class="note"><strong>Decimation.</strong> {n_dec} of {n_traces} series had more than '
-            f"{per_series:,} points and were reduced, shape-preserving, from {_short(p_in)} to {_short(p_out)} "
-            "points in total (first/min/max/last per time column, never truncated). Each flow section says "
-            "which.</p>"
+            f"{per_series:,} points and were reduced for the first view, shape-preserving, from {_short(p_in)} "
+            f"to {_short(p_out)} points in total (first/min/max/last per time column, never truncated). "
+            "Each flow section says which.</p>"
+        )
+    n_full = len([1 for _, fr in drawn_results if id(fr) in full_ids])
+    if drawn_results:
+        left_out = len(drawn_results) - n_full
+        info.append(
+            f'<p class="note"><strong>Full resolution.</strong> {n_full} of {len(drawn_results)} flow section(s) '
+            f"hold every event ({_count(full_events)} of {_count(n_events)} ACKs and data segments, "
+            f"{store_bytes / 1e6:.2f} MB of this page): zoom in and the figures show each event, and "
+            "the packet list under the figures follows the zoom."
+            + (
+                f" {left_out} flow(s) show their reduced first view only "
+                + (
+                    "(<code>--no-full-resolution</code>)."
+                    if not full_resolution
+                    else f"(beyond the report's budget of {_count(full_resolution_events)} events)."
+                )
+                if left_out
+                else ""
+            )
+            + "</p>"
         )
     if omitted:
         info.append(
@@ -743,6 +1002,7 @@ def write_report(
         "base-uri 'none'; form-action 'none'"
     )
     first_path = analysis.captures[0].meta.path if analysis.captures else "no capture"
+    page_config = {"detailPoints": int(detail_points), "listRows": PACKET_LIST_ROWS, "columns": max(per_series // 4, 1)}
     fields = {
         "CSP": e(csp),
         "VERSION": e(analysis.version),
@@ -757,9 +1017,11 @@ def write_report(
         "PLOTLY_VERSION": e(plotly_version),
         "TEMPLATE_JSON": _json_script(F.TEMPLATE),
         "CONFIG_JSON": _json_script(_PLOTLY_CONFIG),
+        "REPORT_JSON": _json_script(page_config),
         "PAYLOADS": "\n".join(payloads),
         "PLOTLYJS_GZ": plotly_gz,
         "JS": js,
+        "STORES": "\n".join(store_scripts),
     }
     page = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: fields[m.group(1)], _asset("template.html"))
     from hscc_trace.atomic import write_text
@@ -776,4 +1038,8 @@ def write_report(
         points_in=p_in,
         points_out=p_out,
         max_points=per_series,
+        events=n_events,
+        full_resolution_flows=n_full,
+        full_resolution_events=full_events,
+        store_bytes=store_bytes,
     )

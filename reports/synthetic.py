@@ -41,9 +41,12 @@ def _sawtooth(t: np.ndarray, period: float, lo: float, hi: float) -> np.ndarray:
     return lo + (hi - lo) * ((t % period) / period)
 
 
-def _replay(t_ns: np.ndarray, cwnd: np.ndarray, state: np.ndarray, signals: dict[str, Any]) -> pl.DataFrame:
+def _replay(
+    t_ns: np.ndarray, cwnd: np.ndarray, state: np.ndarray, signals: dict[str, Any], frame: np.ndarray
+) -> pl.DataFrame:
     base = pl.DataFrame(
         {
+            "frame": frame,
             "ts_ns": t_ns,
             "cwnd": cwnd,
             "ssthresh": np.maximum(cwnd * 0.7, 2.0),
@@ -112,6 +115,7 @@ def make_flow(
         schema.ACKS,
         dsack_bytes=0,
         rtt_raw_s=pl.col("rtt_s"),
+        ca_rtt_s=pl.col("rtt_s"),
     )
 
     # Segments: one new segment per ACK, sent one RTT earlier, plus a retransmission per loss.
@@ -192,10 +196,11 @@ def make_flow(
     dwnd = np.maximum(0.0, 30 * np.sin(np.pi * (t % period_s) / period_s))
     loss_part = _sawtooth(t, period_s, lo, hi * 0.8)
     w2 = np.maximum.accumulate(np.where(in_rec, 0.9 * hi, 0.0))
+    fa = acks["frame"].to_numpy()  # each replay row answers one ACK: its frame is the join key
     replays = {
-        "reno": _replay(t_ns, flight + rng.normal(0, 1, n_acks), state, {}),
-        "cubic": _replay(t_ns, cubic_w, state, {"w_max": np.full(n_acks, hi), "k": np.full(n_acks, 2.1)}),
-        "highspeed": _replay(t_ns, hs_w, state, {"a_w": 1 + hs_w / 100, "b_w": 0.5 - hs_w / 1000}),
+        "reno": _replay(t_ns, flight + rng.normal(0, 1, n_acks), state, {}, fa),
+        "cubic": _replay(t_ns, cubic_w, state, {"w_max": np.full(n_acks, hi), "k": np.full(n_acks, 2.1)}, fa),
+        "highspeed": _replay(t_ns, hs_w, state, {"a_w": 1 + hs_w / 100, "b_w": 0.5 - hs_w / 1000}, fa),
         "fusion": _replay(
             t_ns,
             flight * 1.05,
@@ -208,6 +213,7 @@ def make_flow(
                 "phase": pl.Series(phase, dtype=pl.String),
                 "reno_cwnd": flight * 0.8,
             },
+            fa,
         ),
         "ctcp": _replay(
             t_ns,
@@ -220,6 +226,7 @@ def make_flow(
                 "diff": diff * 0.9,
                 "gamma": np.full(n_acks, 30.0),
             },
+            fa,
         ),
         "hrf": _replay(
             t_ns,
@@ -230,6 +237,7 @@ def make_flow(
                 "k": np.full(n_acks, 625.0),
                 "k_prime": 1 / (0.04 + rtt_f - base_rtt_s),
             },
+            fa,
         ),
         "kyushu-highspeed": _replay(
             t_ns,
@@ -241,6 +249,7 @@ def make_flow(
                 "tc": np.floor(t / period_s),
                 "non_aggressive": (hs_w > w2) & (w2 > 0),
             },
+            fa,
         ),
     }
     fits = []

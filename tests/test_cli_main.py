@@ -42,6 +42,38 @@ def test_unexpected_exception_propagates_when_debugging(monkeypatch):
         _run_main(monkeypatch, ZeroDivisionError("division by zero"))
 
 
+def test_closed_output_pipe_exits_1_without_a_message():
+    """`hscc-trace flows FILE | head -1`: the reader leaves after one line; the command ends
+    with exit code 1 and nothing on stderr (as Click's standalone mode and tcpdump do), in every
+    command, not only `flows`."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    cap = Path(__file__).resolve().parents[1] / "samples" / "reno-bdp" / "capture.pcap"
+    r, w = os.pipe()
+    os.close(r)  # the reader is gone before the command writes anything: every write fails (EPIPE)
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-m", "hscc_trace", "events", str(cap), "--flow", "0", "--kind", "acks", "-o", "-"],
+            stdout=w,
+            stderr=subprocess.PIPE,
+            timeout=300,
+        )
+    finally:
+        os.close(w)
+    assert proc.returncode == 1
+    assert proc.stderr == b""
+
+
+def test_usage_error_class_found_through_public_typer():
+    import typer
+
+    cls = cli._click_exception(typer)
+    assert cls.__name__ == "ClickException" and issubclass(typer.BadParameter, cls)
+
+
 def test_main_runs_after_a_command_module_was_imported(monkeypatch, capsys):
     # importing a command module (here cli.corpus_cmd, as a test or a script may) binds the
     # submodule `hscc_trace.cli.app` as the package's attribute `app`; main() must still load and

@@ -43,7 +43,7 @@ def test_defaults_when_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) 
     cfg = config.load()
     assert cfg == Config()
     assert cfg.algorithms is None and cfg.jobs == 1 and cfg.source is None
-    assert cfg.check.max_error == config.DEFAULT_MAX_ERROR
+    assert cfg.check.max_error is None  # the verdict's own threshold (DEFAULT_MAX_ERROR for results without verdicts)
     assert cfg.check.min_rounds == config.DEFAULT_MIN_ROUNDS
 
 

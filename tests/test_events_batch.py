@@ -1,7 +1,7 @@
 """The batched path (``all_flow_events``) equals the one-flow path (``flow_events``) flow by flow.
 
 ``all_flow_events`` groups the packet table by flow once and runs every stage over batches of
-flows (hscc_trace.events.tables.build_flows), two batches at a time in threads; each flow's
+flows (hscc_trace.events.tables.build_flow_events), two batches at a time in threads; each flow's
 tables are slices of capture-wide ones. What can break there is bookkeeping: batch boundaries,
 row offsets, per-flow parameters picked for the wrong flow, the order of the result. The
 algorithms themselves are tested elsewhere (test_events_unit/synthetic/tshark/kernel).

@@ -36,21 +36,21 @@ def _flows():
     idx = json.loads(INDEX.read_text())
     for s in idx["samples"]:
         d = SAMPLES / s["name"]
-        if not (d / "capture.pcap").exists() or not (d / "truth_probe.parquet").exists():
+        if not (SAMPLES.parent / s["capture"]).exists() or not (d / "truth_probe.parquet").exists():
             continue
         meta = json.loads((d / "meta.json").read_text()) if (d / "meta.json").exists() else {}
         shift = int(meta.get("delay_one_way_s", 0) * 1e9) if s.get("capture_point") == "receiver" else 0
         for f in s.get("flows", []):
             if f.get("proto", "tcp") == "tcp":
-                yield s["name"], d, int(f["sport"]), shift
+                yield s["name"], d, SAMPLES.parent / s["capture"], int(f["sport"]), shift
 
 
 @pytest.fixture(scope="module")
 def results() -> list[dict]:
     out = []
     caps: dict[Path, object] = {}
-    for name, d, sport, shift in _flows():
-        cap = caps.get(d) or load(d / "capture.pcap")
+    for name, d, capfile, sport, shift in _flows():
+        cap = caps.get(d) or load(capfile)
         caps[d] = cap
         fl = cap.flows.filter((pl.col("sport") == sport) | (pl.col("dport") == sport))
         if fl.height == 0:

@@ -169,6 +169,37 @@ def test_lost_retransmission_turns_recovery_into_rto():
     assert fe.acks["state"].to_list()[-1] == "open"
 
 
+def test_recovery_point_acked_with_a_lost_retransmission_beyond_it_restarts_recovery():
+    # SACK recovery for 1001 (recovery point 5001 = snd_max at 0.1006). Inside it the sender sends
+    # 5001-9001; SACKs of 6001-9001 (3 segments above 5001: RFC 6675 IsLost) make it resend
+    # 5001 at 0.1503. The ACK of 0.1506 reaches the recovery point (episode 0 ends) while that
+    # retransmission is still outstanding and not SACKed: Linux leaves recovery and enters it
+    # again on the same ACK (lost_out > 0), a second congestion event (recovery point 9001,
+    # snd_max then) that ends with the ACK of 9001. Without the rule the trace shows one episode
+    # and the flow "open" from 0.1506.
+    p = hs() + [seg(0.0502 + k * 1e-4, 1 + k * 1000) for k in range(5)]
+    p += [ack(0.1002, 1001)] + [
+        ack(0.1003 + k * 1e-4, 1001, sack=[(IA + 2001, IA + 3001 + k * 1000)]) for k in range(3)
+    ]
+    p += [seg(0.1006, 1001)] + [seg(0.1007 + k * 1e-4, 5001 + k * 1000) for k in range(4)]
+    p += [
+        ack(0.1500, 1001, sack=[(IA + 6001, IA + 8001), (IA + 2001, IA + 5001)]),
+        ack(0.1501, 1001, sack=[(IA + 6001, IA + 9001), (IA + 2001, IA + 5001)]),
+        seg(0.1503, 5001),
+        ack(0.1506, 5001, sack=[(IA + 6001, IA + 9001)]),
+        ack(0.2004, 9001),
+    ]
+    fe = run(p)
+    assert fe.episodes["kind"].to_list() == ["sack_recovery", "sack_recovery"]
+    e0, e1 = fe.episodes.rows(named=True)
+    assert e0["end_ns"] == e1["start_ns"] == int(round(0.1506e9))
+    assert e0["recovery_point"] == 5001 and e1["recovery_point"] == 9001
+    assert e1["end_ns"] == int(round(0.2004e9))
+    a = fe.acks.filter(pl.col("ts_ns") == int(round(0.1506e9))).row(0, named=True)
+    assert a["state"] == "recovery" and a["cong_event"] == "sack_recovery"
+    assert fe.acks["state"].to_list()[-1] == "open"
+
+
 def test_ack_for_unseen_data_moves_snd_max_and_warns():
     p = hs() + [seg(0.0502, 1), ack(0.1002, 2001)]  # 1001-2001 never captured
     fe = run(p)

@@ -164,3 +164,28 @@ def test_an_algorithm_module_holds_no_engine_plumbing() -> None:
         if b not in allowed and not b.startswith("hscc_trace.replay.algorithms")
     ]
     assert not bad, "\n".join(bad)
+
+
+#: notes that live outside the repository; the project's code and docs must not lean on them
+_OUTSIDE = re.compile(r"ALGORITHMS\.md|DESIGN\.md|IDENTIFICATION\.md|/work/")
+
+
+def test_nothing_cites_a_file_outside_the_repository() -> None:
+    """Code, docs and scripts cite only what a reader of the repository can open (the
+    external captures are located relative to the repository, through tests/conftest.py)."""
+    folders = ("hscc_trace", "replay", "reports", "docs", "tests", "benchmarks", "fuzz", "samples")
+    files = [REPO / "README.md"] + [
+        f
+        for d in folders
+        for f in (REPO / d).rglob("*")
+        if f.suffix in (".py", ".md", ".sh", ".toml", ".c") and "results" not in f.parts
+    ]
+    assert len(files) > 100
+    offenders = [
+        f"{f.relative_to(REPO)}:{i}: {line.strip()[:80]}"
+        for f in files
+        if f.name != "test_layout.py"
+        for i, line in enumerate(f.read_text(errors="replace").splitlines(), 1)
+        if _OUTSIDE.search(line)
+    ]
+    assert offenders == []

@@ -85,14 +85,14 @@ def test_captures_are_read_largest_first_and_results_keep_input_order(
 def test_a_failing_flow_is_one_line_and_the_others_are_kept(monkeypatch: pytest.MonkeyPatch) -> None:
     # a replay that raises (a bug, or memory) on one flow: with one lane and with two, that flow
     # becomes the same one-line error and every other flow keeps its results
-    real = pipeline.replay_flow
+    real = pipeline.analyze_flow
 
     def flaky(flow, ev, algorithms, params):  # type: ignore[no-untyped-def]
         if ev.flow_id == 0:
             raise ValueError("boom\nsecond line")
         return real(flow, ev, algorithms, params)
 
-    monkeypatch.setattr(pipeline, "replay_flow", flaky)
+    monkeypatch.setattr(pipeline, "analyze_flow", flaky)
     monkeypatch.delenv(pipeline.DEBUG_ENV, raising=False)
     runs = {jobs: api.analyze_run(CAPTURES[:2], ALGOS, jobs=jobs) for jobs in (1, 2)}
     for run in runs.values():
@@ -110,7 +110,7 @@ def test_with_debug_a_failing_flow_raises_from_a_helper_thread(monkeypatch: pyte
     def broken(flow, ev, algorithms, params):  # type: ignore[no-untyped-def]
         raise KeyError("no such column")
 
-    monkeypatch.setattr(pipeline, "replay_flow", broken)
+    monkeypatch.setattr(pipeline, "analyze_flow", broken)
     monkeypatch.setattr(pipeline, "_CALLER_REPLAYS", False)
     monkeypatch.setenv(pipeline.DEBUG_ENV, "1")
     before = threading.active_count()

@@ -235,9 +235,10 @@ def test_header_has_metadata_every_parameter_and_the_caveat(evil_analysis, evil_
     assert "Open loop" in vis and "would have set" in vis and "not what the network would then have done" in vis
     m = evil_analysis.captures[0].meta
     assert "EN10MB" in vis and f"{m.packets_total:,}" in vis and f"{m.packets_tcp:,}" in vis and "non-ip: 3" in vis
+    plain = vis.replace("<strong>", "").replace("</strong>", "")  # (values that differ from the default are bold)
     for algo, params in evil_analysis.params.items():
         for k, v in params.items():
-            assert htmlmod.escape(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}") in vis, (algo, k)
+            assert htmlmod.escape(f"{k} = {v:g}" if isinstance(v, float) else f"{k} = {v}") in plain, (algo, k)
     assert "Where the capture was taken" in vis and "sender (2 flows)" in vis
     assert vis.count("odd packet") == 1 and "not a capture" in vis
 
@@ -245,7 +246,9 @@ def test_header_has_metadata_every_parameter_and_the_caveat(evil_analysis, evil_
 def test_offline_and_plotly_inlined_once(evil_report) -> None:
     page, info = evil_report
     assert page.count('id="plotlyjs"') == 1
-    assert len(re.findall(r"<script\b", page)) == 3 + 1 + info.figures  # template, config, plotly, loader + payloads
+    # template, plotly config, report config, plotly, loader + a payload per figure + a store per flow
+    assert info.full_resolution_flows == info.flows == 2
+    assert len(re.findall(r"<script\b", page)) == 4 + 1 + info.figures + info.flows
     vis = _visible_html(page)
     assert not re.search(r"\b(src|href)\s*=\s*\"(?!#)", vis)  # only in-page links
     assert "<link" not in vis and "@import" not in vis and "url(" not in vis
@@ -270,7 +273,9 @@ def test_flow_overview_links_to_each_flow_section(evil_report) -> None:
     for fid in (0, 1):
         assert f'<a href="#flow-0-{fid}">{fid}</a>' in vis
         assert f'<section class="flow" id="flow-0-{fid}">' in vis
-    assert "best-fitting algorithm" in vis and "<strong>reno</strong> (MARE 2.0%)" in vis
+    # the verdict column: a name only with an identified verdict, coloured by its class
+    assert "<th>verdict</th>" in vis
+    assert re.search(r'<span class="verdict v-(identified|ambiguous|unknown|ned)">', vis)
     assert "cwnd 88% / rwnd 6% / app 4%" in vis or re.search(r"cwnd \d+% / rwnd \d+% / app \d+%", vis)
 
 
@@ -278,7 +283,14 @@ def test_metrics_table_per_flow(evil_report) -> None:
     vis = _visible_html(evil_report[0])
     assert vis.count("Fit of each algorithm to the actual sender") == 2
     assert "median abs. rel. error" in vis and "predicted goodput" in vis and "correlation" in vis
-    assert '<tr class="best">' in vis
+    # rows are highlighted by the verdict only: the named algorithm, or an ambiguous verdict's candidates
+    assert '<tr class="best">' not in vis
+    assert (
+        ('<tr class="v-identified">' in vis)
+        or ('<tr class="v-ambiguous">' in vis)
+        or ("v-unknown" in vis)
+        or ("v-ned" in vis)
+    )
 
 
 def _blocks(fig: dict) -> dict[str, list[dict]]:
@@ -323,7 +335,11 @@ def test_every_figure_is_embedded_with_consistent_traces(evil_analysis, evil_rep
     names = [tr["name"] for tr in main["window"]]
     for algo in evil_analysis.captures[0].results[0].replays:
         assert any(n.startswith(htmlmod.escape(algo) + " cwnd") for n in names), algo
-    assert "actual: bytes in flight" in names and "reno cwnd (best fit)" in names
+    assert "actual: bytes in flight" in names
+    v = evil_analysis.captures[0].results[0].verdict
+    if v is not None and v.cls == "identified":  # the named algorithm is drawn as such
+        assert f"{htmlmod.escape(v.name)} cwnd (identified)" in names
+    assert sum(n.endswith("(identified)") for n in names) <= 1
 
 
 def test_signal_panels_render_thresholds_phases_and_stacks(evil_report) -> None:
@@ -384,7 +400,11 @@ def test_large_flow_is_decimated_not_truncated(tmp_path: Path) -> None:
     info = write_report(a, tmp_path / "big.html", max_points=800)
     page = (tmp_path / "big.html").read_text()
     assert info.decimated and info.points_out < info.points_in / 20
-    assert "Decimated:" in page and "first, lowest, highest and last sample of each of 200 equal time columns" in page
+    assert (
+        "First view decimated:" in page
+        and "first, lowest, highest and last sample of each of 200 equal time columns" in page
+    )
+    assert "Zoomed in, every figure re-draws from this flow" in page
     fr = a.captures[0].results[0]
     window = _blocks(_payloads(page)[0][0])["window"]
     actual = next(tr for tr in window if tr["name"] == "actual: bytes in flight")
@@ -470,7 +490,7 @@ def test_stack_puts_rows_on_one_time_axis_with_a_legend_per_panel() -> None:
     assert [t["yaxis"] for t in fig["data"][:2]] == ["y", "y2"] and {t["yaxis"] for t in fig["data"][2:]} == {"y3"}
     assert [t["legend"] for t in fig["data"][:3]] == ["legend", "legend", "legend2"]
     assert lay["xaxis2"]["matches"] == "x" and lay["xaxis3"]["matches"] == "x" and "matches" not in lay["xaxis"]
-    assert lay["xaxis3"]["title"]["text"] == "time since flow start (s)" and "title" not in lay["xaxis"]
+    assert lay["xaxis3"]["title"]["text"] == "time since the flow's first packet (s)" and "title" not in lay["xaxis"]
     d1, d2, d3 = (lay[k]["domain"] for k in ("yaxis", "yaxis2", "yaxis3"))
     plot_px = lay["height"] - lay["margin"]["t"] - lay["margin"]["b"]
     assert d1[1] == pytest.approx(1 - F._BLOCK_TITLE_PX / plot_px, abs=1e-5)  # room for the title "A" above
@@ -523,18 +543,23 @@ def test_sack_blocks_relative_to_the_ack_and_across_wraparound() -> None:
     assert "SACK block" in names and "ACK carrying new SACK info" not in names
 
 
-def test_flow_without_cwnd_limited_rounds_has_no_best_fit(tmp_path: Path) -> None:
+def test_flow_without_cwnd_limited_rounds_names_nothing(tmp_path: Path) -> None:
     a = make_analysis(n_flows=1, n_acks=2000)
     fr = a.captures[0].results[0]
     fr.fit = fr.fit.with_columns(
         pl.lit(None, dtype=pl.Float64).alias("mare"), pl.lit(0, dtype=pl.UInt32).alias("rounds")
     )
+    # every round application-limited: no round shows the sender's window
+    fr.events.rounds = fr.events.rounds.with_columns(pl.lit("app").cast(fr.events.rounds["limit"].dtype).alias("limit"))
+    fr.verdict = None  # (judged from these events when the report is written)
     write_report(a, tmp_path / "r.html")
     page = (tmp_path / "r.html").read_text()
     vis = _visible_html(page)
-    assert "no fit: no cwnd-limited rounds" in vis and "No fit metrics" in vis and "best fit:" not in vis
+    assert fr.verdict is not None and fr.verdict.cls == "not enough data"
+    assert '<span class="verdict v-ned">not enough data</span>' in vis and "No fit metrics" in vis
+    assert '<tr class="v-identified">' not in vis and '<tr class="best">' not in vis
     names = [tr["name"] for tr in _payloads(page)[0][0]["data"]]
-    assert not any("(best fit)" in n for n in names)
+    assert not any("(identified)" in n for n in names)
 
 
 def test_coverage_levels_grade_each_column_by_covered_share() -> None:
@@ -553,3 +578,218 @@ def test_coverage_levels_grade_each_column_by_covered_share() -> None:
         )
     }
     assert g2 == {0.5: [0.0, 9.0], 1.0: [2.0]}
+
+
+# --- zoom to the packet: the full-resolution store, keys, units --------------------------------------
+
+
+def test_store_round_trip_worked_by_hand() -> None:
+    from hscc_trace.reports import store as S
+
+    b = S.StoreBuilder()
+    # times 0, 1.5 µs, 2 ms → µs integers 0, 2 (1.5 rounds half to even: 2), 2000 → steps 0, 2, 1998
+    b.table("a", np.array([0.0, 1.5e-6, 0.002]), frame=np.array([3.0, 5.0, 9.0]))
+    # 5 significant digits of the largest magnitude 123.456 → 2 decimals: 12346, 1, NaN → 100, 0 steps
+    b.column("a", "w", np.array([123.456, 1.0, np.nan]))
+    b.column("a", "w2", np.array([123.456, 1.0, np.nan]))  # the same content: stored once
+    b.column("a", "big", np.array([0.0, 3e9, 0.0]), decimals=0)  # steps of ±3e9 do not fit 31 bits: float64
+    b.column("a", "code", np.array([2.0, 0.0, 1.0]), decimals=0, delta=False)
+    blob = b.gzipped()
+    out = S.decode(blob)
+    a = out["tables"]["a"]
+    assert a["t"].tolist() == pytest.approx([0.0, 2e-6, 0.002])
+    assert a["frame"].tolist() == [3.0, 5.0, 9.0]
+    assert a["w"][:2].tolist() == pytest.approx([123.46, 1.0]) and np.isnan(a["w"][2])
+    assert a["big"].tolist() == [0.0, 3e9, 0.0] and a["code"].tolist() == [2.0, 0.0, 1.0]
+    assert out["columns"] == 5  # t, frame, w (= w2, stored once), big, code
+    # column w: 2 decimals, delta-coded: 12346, 100 − 12346 = −12246, and 0 for the NaN (it repeats
+    # the previous value; the bitmap marks it). Zigzag: 24692 and 24491 (both ≥ 2¹⁴: three bytes
+    # each), 0 (one byte) → 7 bytes: 24692 = 0x74 + 0x40·128 + 1·128² → f4 c0 01; 24491 → ab bf 01
+    w = b._cols[b.tables["a"].cols["w"]]
+    assert w[0] == {"w": 0, "d": 2, "z": 1, "l": 7} and w[1].hex() == "f4c001abbf0100"
+    assert w[2] == bytes([0b100])  # bit 2: row 2 is null
+
+
+def test_varint_zigzag_worked_by_hand() -> None:
+    from hscc_trace.reports.store import unvarint, varint
+
+    # zigzag: 0→0, −1→1, 1→2, −2→3, 63→126, −64→127, 64→128 (two bytes: 0x80 0x01), 300→600 = 0b100_1011000
+    # → 0x58|0x80 = 0xd8 then 600 >> 7 = 4 → 0x04
+    q = np.array([0, -1, 1, -2, 63, -64, 64, 300])
+    assert varint(q).hex() == "000102037e7f8001d804"
+    rng = np.random.default_rng(5)
+    r = rng.integers(-(2**31) + 1, 2**31 - 1, 5000)
+    assert np.array_equal(unvarint(varint(r), len(r)), r)
+
+
+def _store(page: str, section: str) -> dict:
+    from hscc_trace.reports.store import decode
+
+    m = re.search(
+        r'<script type="application/octet-stream" data-store data-section="'
+        + section
+        + r'" id="store-[^"]+">([^<]*)</script>',
+        page,
+    )
+    assert m, section
+    return decode(base64.b64decode(m.group(1)))
+
+
+def test_store_holds_every_event_and_every_drawn_series(tmp_path: Path) -> None:
+    from hscc_trace.reports.figures import flow_t0
+
+    a = make_analysis(n_flows=1, n_acks=3000)
+    fr = a.captures[0].results[0]
+    info = write_report(a, tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert info.full_resolution_flows == 1 and info.events == fr.events.acks.height + fr.events.segments.height
+    st = _store(page, "flow-0-0")
+    tabs = st["tables"]
+    t0 = flow_t0(fr)
+    acks, segs = fr.events.acks, fr.events.segments
+    # every ACK: its time (to 1 µs), its frame, its bytes in flight exactly
+    assert np.allclose(tabs["a"]["t"], (acks["ts_ns"].to_numpy() - t0) / 1e9, atol=0.6e-6)
+    assert tabs["a"]["frame"].tolist() == acks["frame"].to_list()
+    assert tabs["a"]["outstanding"].tolist() == acks["outstanding"].to_list()
+    # every data segment: frame, seq, len, kind (the Enum's index)
+    assert tabs["s"]["frame"].tolist() == segs["frame"].to_list()
+    assert tabs["s"]["seq"].tolist() == segs["seq"].to_list() and tabs["s"]["len"].tolist() == segs["len"].to_list()
+    kinds = [schema.SEGMENT_KINDS[int(k)] for k in tabs["s"]["kind"]]
+    assert kinds == segs["kind"].cast(pl.String).to_list()
+    # each algorithm's window at every ACK (5 significant digits), named for the packet list
+    algos = {htmlmod.unescape(lab): (tb, col) for lab, tb, col in st["meta"]["algos"]}
+    assert set(algos) == set(fr.replays)
+    for lab, (tb, col) in algos.items():
+        want = fr.replays[lab]["cwnd"].to_numpy()
+        assert np.allclose(tabs[tb][col], want, rtol=1e-4, atol=1e-2), lab
+    # every trace that re-draws from the store names columns that are there
+    n_src = 0
+    for figs in _payloads(page):
+        for f in figs:
+            for tr in f["data"]:
+                src = tr.get("_src")
+                if not src:
+                    continue
+                n_src += 1
+                tab = tabs[src["tb"]]
+                for col in [src.get("y"), src.get("lo"), *src.get("hi", []), *src.get("add", [])]:
+                    assert col is None or col in tab, (tr["name"], col)
+    assert n_src >= 20
+
+
+def test_first_view_hover_names_each_points_frame(tmp_path: Path) -> None:
+    from hscc_trace.reports.figures import flow_t0
+
+    a = make_analysis(n_flows=1, n_acks=20_000)
+    fr = a.captures[0].results[0]
+    write_report(a, tmp_path / "r.html")
+    main = _blocks(_payloads((tmp_path / "r.html").read_text())[0][0])
+    actual = next(tr for tr in main["window"] if tr["name"] == "actual: bytes in flight")
+    assert actual["_bytes"] == 1448 and "frame %{customdata[0]}" in actual["hovertemplate"]
+    assert "bytes" in actual["hovertemplate"] and len(actual["customdata"]) == len(actual["x"]) < 20_000
+    t = np.round((fr.events.acks["ts_ns"].to_numpy() - flow_t0(fr)) / 1e9, 6)
+    fl = fr.events.acks["outstanding"].to_numpy() / 1448
+    frames = fr.events.acks["frame"].to_list()
+    time_of = dict(zip(frames, t.tolist()))  # frames are unique (times need not be, to the µs)
+    flight_of = dict(zip(frames, fl.tolist()))
+    # each drawn point (decimated: first/min/max/last per column) is the ACK its frame names
+    assert [time_of[f] for f in actual["customdata"]] == actual["x"]
+    assert np.allclose([flight_of[f] for f in actual["customdata"]], actual["y"], atol=0.01)
+    ack = next(tr for tr in main["timeseq"] if tr["name"] == "ACK")
+    assert [time_of[f] for f in ack["customdata"]] == ack["x"] and "frame %{customdata}" in ack["hovertemplate"]
+
+
+def test_compound_windows_are_drawn_at_the_same_acks(tmp_path: Path) -> None:
+    # The synthetic "ctcp" replay has lwnd + dwnd = win exactly at every ACK; the first view draws
+    # all of them (and cwnd) at one set of ACKs, so the stack adds up to win at each point drawn.
+    a = make_analysis(n_flows=1, n_acks=30_000)
+    write_report(a, tmp_path / "r.html")
+    sig = _blocks(_payloads((tmp_path / "r.html").read_text())[0][1])
+    by = {tr["name"]: tr for tr in sig["algo:ctcp"]}
+    loss, dwnd = by["lwnd (loss-based part)"], by["dwnd (delay-based part, stacked on it)"]
+    win, cwnd = by["win"], by["ctcp cwnd"]
+    assert loss["x"] == dwnd["x"] == win["x"] == cwnd["x"] and len(loss["x"]) < 30_000  # decimated, shared
+    assert loss["stackgroup"] == dwnd["stackgroup"] == "win" and "stackgroup" not in win
+    # (each series rounded to 5 significant digits of its largest value: win ≤ ~110 → 0.01)
+    assert np.allclose(np.add(loss["y"], dwnd["y"]), win["y"], atol=0.02)
+    assert loss["_src"]["g"] == dwnd["_src"]["g"] == win["_src"]["g"]  # zoomed in, decimated as one group
+
+
+def test_axes_are_labelled_with_units_from_the_schema(tmp_path: Path) -> None:
+    from hscc_trace.reports import figures as F
+
+    assert F.unit("acks", "rtt_s") == "s" and F.shown("s") == ("ms", 1000.0)
+    fr = make_flow(n_acks=2000)
+    # a delay signal in seconds (Vegas' base_rtt, unit "s" in the replay registry) is drawn in ms
+    fr.replays = {"vegas": fr.replays["reno"].with_columns(pl.lit(0.040).alias("base_rtt"))}
+    ff = F.build_flow(fr)
+    titles = {k: [r.ytitle for r in b.rows] for k, b in ff.blocks.items()}
+    assert titles["window"] == ["window (packets)"] and titles["rtt"] == ["RTT (ms)"]
+    assert titles["goodput"] == ["rate (Mbit/s)"] and titles["timeseq"] == ["relative sequence (bytes)"]
+    vegas = ff.blocks["algo:vegas"]
+    row = next(r for r in vegas.rows if "base_rtt" in r.title)
+    assert row.title == "base_rtt (ms)" and row.ytitle == "ms"
+    tr = next(t for t in row.traces if t.get("name") == "base_rtt")
+    assert np.allclose(tr["y"], 40.0) and tr["hovertemplate"].startswith("%{y:.4g} ms")
+    fig = F.stack(list(ff.blocks.values()))
+    last = max((k for k in fig["layout"] if re.fullmatch(r"xaxis\d*", k)), key=lambda k: int(k[5:] or 1))
+    assert fig["layout"][last]["title"]["text"] == "time since the flow's first packet (s)"
+
+
+def test_flow_header_gives_wireshark_filters(evil_report) -> None:
+    vis = _visible_html(evil_report[0])
+    # flow 1 of the synthetic capture: EVIL:40001 → 10.0.0.2:5201 (the hostile address stays text)
+    assert '<code class="wsf">tcp.stream eq 1</code>' in vis
+    conv = f"(ip.addr eq {EVIL} and ip.addr eq 10.0.0.2) and (tcp.port eq 40001 and tcp.port eq 5201)"
+    assert f'<code class="wsf">{htmlmod.escape(conv)}</code>' in vis
+
+
+def test_full_resolution_can_be_left_out_and_has_an_event_budget(tmp_path: Path) -> None:
+    a = make_analysis(n_flows=2, n_acks=1000)
+    info = write_report(a, tmp_path / "none.html", full_resolution=False)
+    page = (tmp_path / "none.html").read_text()
+    assert info.full_resolution_flows == 0 and info.store_bytes == 0 and "data-store" not in page
+    assert "--no-full-resolution" in page and "Packet list: not available" in page
+    assert not any("_src" in tr for figs in _payloads(page) for f in figs for tr in f["data"])
+    # each flow has 1000 ACKs + 1000 segments + its retransmissions (4 s period over 20 s: 4) = 2004
+    n = [r.events.acks.height + r.events.segments.height for r in a.captures[0].results]
+    assert n == [2004, 2004]
+    info = write_report(a, tmp_path / "one.html", full_resolution_events=3000)
+    page = (tmp_path / "one.html").read_text()
+    assert info.full_resolution_flows == 1 and info.full_resolution_events == 2004
+    assert len(re.findall(r"data-store ", page)) == 1 and "beyond the report's budget of 3,000 events" in page
+
+
+def test_fit_rows_take_their_class_from_a_hook(tmp_path: Path) -> None:
+    a = make_analysis(n_flows=1, n_acks=1000)
+    write_report(a, tmp_path / "r.html", row_class=lambda fr, row: "verdict-odd" if row["algo"] == "cubic" else "")
+    vis = _visible_html((tmp_path / "r.html").read_text())
+    assert vis.count('<tr class="verdict-odd">') == 1 and '<tr class="best">' not in vis
+
+
+def test_analyze_cli_report_options(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from hscc_trace.cli import main
+
+    cap = Path(__file__).resolve().parent.parent / "samples" / "reno-bdp" / "capture.pcap"
+
+    def run(*args: str) -> tuple[int | None, str]:
+        old = sys.argv
+        sys.argv = ["hscc-trace", "analyze", str(cap), "--algo", "reno", "-q", *args]
+        try:
+            with pytest.raises(SystemExit) as exc:
+                main()
+        finally:
+            sys.argv = old
+        return exc.value.code, capsys.readouterr().err
+
+    code, err = run("-o", str(tmp_path / "r.html"), "--max-points", "400", "--no-full-resolution")
+    assert code in (0, None), err
+    page = (tmp_path / "r.html").read_text()
+    assert "data-store" not in page and "each of 100 equal time columns" in page  # 400 points: 100 columns
+    code, err = run("-o", str(tmp_path / "f.html"))
+    assert code in (0, None), err
+    assert 'data-store data-section="flow-0-0"' in (tmp_path / "f.html").read_text()
+    code, err = run("-o", str(tmp_path / "x.html"), "--max-points", "4")
+    assert code == 2 and err.startswith("hscc-trace: error: --max-points must be at least 8") and err.count("\n") == 1

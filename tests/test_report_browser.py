@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from conftest import IN_CI, cannot_run
 
@@ -225,9 +226,17 @@ class Browser:
 
 
 def open_report(
-    report: Path, *, shots: str | None = None, parts: bool = False, timeout: float = 60.0, exe: str | None = None
+    report: Path,
+    *,
+    shots: str | None = None,
+    parts: bool = False,
+    timeout: float = 60.0,
+    exe: str | None = None,
+    script: str | None = None,
 ) -> dict[str, Any]:
-    """Load ``report`` in headless chromium and return what happened (see the module docstring)."""
+    """Load ``report`` in headless chromium and return what happened (see the module docstring).
+    ``script``: a JavaScript expression (a promise is awaited) run once every figure is drawn, before
+    the checks of the linked axes and the legend; its value is returned as ``script``."""
     exe = exe or CHROMIUM
     assert exe, "no chromium"
     b = Browser(exe)
@@ -268,6 +277,7 @@ def open_report(
         thread_s = main_thread_s() - cpu0
         # Large reports draw signal panels as they are scrolled to; draw every remaining one now.
         b.evaluate("window.hsccRenderAll ? window.hsccRenderAll() : 0", timeout=timeout)
+        scripted = b.evaluate(script, timeout=timeout) if script else None
         status = {
             **b.evaluate("window.hsccStatus"),
             "scheduled_ms": status["ms"],
@@ -338,6 +348,7 @@ def open_report(
             "requests": [u for u in requests if u != page_url],
             "blocked": blocked,
             "alert": b.evaluate("window.__xss === true"),
+            "script": scripted,
         }
     finally:
         b.close()
@@ -403,6 +414,76 @@ def test_report_blocks_a_request_that_a_page_would_make(tmp_path: Path) -> None:
     assert any(u.startswith("http://192.0.2.1/") for u in res["requests"] + res["blocked"])
 
 
+SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "reno-bdp" / "capture.pcap"
+
+# Zoom the main figure of the first flow to [A, B] and wait until every figure of the flow has been
+# re-drawn; then, per trace of the window panel (the figure's first legend), the points drawn inside
+# the window (SVG markers, one per event once few enough) and their frame numbers (the hover's
+# customdata); the segment bars inside the window; the rows of the packet list.
+ZOOM_JS = r"""(async () => {
+  const div = document.querySelector('section.flow div.fig[data-panel="main"]');
+  const [A, B] = [%r, %r];
+  const before = window.hsccStatus.zooms;
+  await Plotly.relayout(div, {'xaxis.range': [A, B]});
+  const t0 = performance.now();
+  while (window.hsccStatus.zooms === before && performance.now() - t0 < 30000) await new Promise(r => setTimeout(r, 50));
+  await new Promise(r => setTimeout(r, 100));
+  const traces = {};
+  for (const g of div.querySelectorAll('.scatterlayer .trace')) {
+    const cd = g.__data__, tr = cd && cd[0] && cd[0].trace;
+    if (!tr || tr.legend !== 'legend' || tr.visible !== true) continue;
+    const pts = Array.from(g.querySelectorAll('path.point')).filter(p => p.__data__ && p.__data__.x >= A && p.__data__.x <= B);
+    const data = div.data[tr.index];
+    const frames = [], ys = [], bytes = [];
+    for (let i = 0; i < data.x.length; i++) {
+      if (!(data.x[i] >= A && data.x[i] <= B)) continue;
+      const c = data.customdata && data.customdata[i];
+      frames.push(Array.isArray(c) ? c[0] : c);
+      bytes.push(Array.isArray(c) ? c[1] : null);
+      ys.push(data.y[i]);
+    }
+    traces[tr.name] = {points: pts.length, inWindow: frames.length, frames, ys, bytes, mode: data.mode};
+  }
+  const bars = {};
+  for (const tr of div.data) {
+    if (!/^(data segment|retransmission|fast retransmission|spurious retransmission|out of order|SACK block)$/.test(tr.name)) continue;
+    let n = 0;
+    for (let i = 0; i < tr.x.length; i++) if (tr.x[i] >= A && tr.x[i] <= B) n++;
+    bars[tr.name] = n / 2;  // each bar: its bottom and top at one time, then a gap
+  }
+  // Compound TCP's stack in the signals figure: the loss-based part, dwnd and win at the same ACKs
+  const sig = document.querySelector('section.flow div.fig[data-panel="signals"]');
+  const stack = {};
+  for (const tr of (sig ? sig.data : [])) {
+    if (/^(cwnd_loss \(loss-based part\)|dwnd \(delay-based part, stacked on it\)|win)$/.test(tr.name))
+      stack[tr.name] = {x: Array.from(tr.x).filter(x => x >= A && x <= B), y: Array.from(tr.y).filter((_, i) => tr.x[i] >= A && tr.x[i] <= B)};
+  }
+  // a series hidden at first, shown from the legend while zoomed in, is drawn in detail too
+  const item = Array.from(div.parentNode.querySelectorAll('.legend .item')).find(e => e.textContent === 'actual: SACK-aware pipe');
+  const z0 = window.hsccStatus.zooms;
+  item.click();
+  while (window.hsccStatus.zooms === z0 && performance.now() - t0 < 30000) await new Promise(r => setTimeout(r, 50));
+  const pipe = div.data.find(t => t.name === 'actual: SACK-aware pipe');
+  let pipeIn = 0;
+  for (let i = 0; i < pipe.x.length; i++) if (pipe.x[i] >= A && pipe.x[i] <= B) pipeIn++;
+  const rows = Array.from(document.querySelectorAll('section.flow .packets table.packet-list tbody tr'))
+    .map(r => Number(r.cells[0].textContent));
+  return {zooms: z0 - before, range: div.layout.xaxis.range, traces, bars, rows, stack, pipeIn,
+          others: Array.from(document.querySelectorAll('section.flow div.fig')).map(d => d.layout.xaxis.range)};
+})()"""
+
+
+@pytest.fixture(scope="module")
+def sample_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, Any]:
+    """The report of the bundled sample samples/reno-bdp (Linux Reno at the BDP, losses from queue
+    overflow), with three algorithms: small enough to be quick, Compound TCP for its stacked windows."""
+    from hscc_trace import api
+
+    a = api.analyze([SAMPLE], ["reno", "cubic", "compound"])
+    path = tmp_path_factory.mktemp("sample") / "report.html"
+    return path, write_report(a, path), a
+
+
 @pytest.fixture(scope="module")
 def census_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A census of a small real dataset, built without a cluster (each capture analyzed by the
@@ -425,6 +506,71 @@ def census_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for it in items:
         runner.analyze_capture(it, str(tmp / "ds"), ["reno", "cubic"], None)
     return census.write(tmp / "ds", tmp / "census.html")
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_zoom_to_50_ms_around_a_loss_draws_every_event(sample_report: tuple[Path, Any, Any]) -> None:
+    if CHROMIUM is None:
+        cannot_run("no chromium binary (apt-get install chromium; .ci/run installs it)")
+    import numpy as np
+
+    from hscc_trace.reports.figures import flow_t0
+
+    path, info, a = sample_report
+    fr = a.captures[0].results[0]
+    ev = fr.events
+    t0 = flow_t0(fr)
+    assert info.full_resolution_flows == 1 and ev.episodes.height >= 1
+    # a 50 ms window starting 20 ms before the second loss episode began (the first retransmission),
+    # nudged so that no event lies within 2 µs of an edge (times are drawn to 1 µs)
+    ta = (ev.acks["ts_ns"].to_numpy() - t0) / 1e9
+    ts = (ev.segments["ts_ns"].to_numpy() - t0) / 1e9
+    every = np.concatenate((ta, ts))
+    start = (int(ev.episodes["start_ns"][1]) - t0) / 1e9 - 0.020
+    while np.any(np.abs(every - start) < 2e-6) or np.any(np.abs(every - start - 0.05) < 2e-6):
+        start += 5e-6
+    A, B = start, start + 0.050
+    acks_in = np.flatnonzero((ta >= A) & (ta <= B))
+    frames_in = sorted(ev.acks["frame"].to_numpy()[acks_in].tolist())
+    kinds = ev.segments["kind"].cast(pl.String).to_numpy()
+    segs_in = (ts >= A) & (ts <= B)
+    assert 20 <= len(acks_in) <= 400 and (segs_in & (kinds != "new")).any()  # the window holds a retransmission
+
+    res = open_report(path, script=ZOOM_JS % (A, B))
+    assert res["status"]["error"] is None and res["errors"] == []
+    assert res["requests"] == [] and res["blocked"] == []  # no network request, zoomed in included
+    z = res["script"]
+    assert z["zooms"] == 1 and z["range"] == [A, B]
+    assert all(r == [A, B] for r in z["others"])  # the flow's other figure followed
+    tr = z["traces"]
+    ack_series = ["actual: bytes in flight", "reno cwnd (identified)", "reno cwnd", "cubic cwnd", "compound cwnd"]
+    ack_series = [n for n in ack_series if n in tr] + [n for n in tr if n.endswith(" cwnd") and n not in ack_series]
+    assert "actual: bytes in flight" in tr and len(ack_series) >= 4, sorted(tr)
+    for name in ack_series:
+        # one point drawn (an SVG marker) per ACK in the window, each traced to that ACK's frame
+        assert tr[name]["points"] == len(acks_in), (name, tr[name]["points"], len(acks_in))
+        assert sorted(tr[name]["frames"]) == frames_in, name
+    n_pipe = int(ev.acks["pipe"].is_not_null().to_numpy()[acks_in].sum())
+    assert z["pipeIn"] == n_pipe > 0  # shown after the zoom, drawn event by event all the same
+    # the values drawn are the events': bytes in flight in packets (to 0.01), and exactly in the hover
+    mss = ev.mss
+    out_of = dict(zip(ev.acks["frame"].to_list(), ev.acks["outstanding"].to_list()))
+    act = tr["actual: bytes in flight"]
+    assert act["bytes"] == [out_of[f] for f in act["frames"]]
+    assert np.allclose(act["ys"], [out_of[f] / mss for f in act["frames"]], atol=0.01)
+    st = z["stack"]  # Compound TCP zoomed in: cwnd_loss + dwnd = win at every ACK of the window
+    assert set(st) == {"cwnd_loss (loss-based part)", "dwnd (delay-based part, stacked on it)", "win"}
+    xs = [v["x"] for v in st.values()]
+    assert xs[0] == xs[1] == xs[2] and len(xs[0]) == len(acks_in)
+    loss, dwnd = st["cwnd_loss (loss-based part)"]["y"], st["dwnd (delay-based part, stacked on it)"]["y"]
+    assert np.allclose(np.add(loss, dwnd), st["win"]["y"], atol=0.02)
+    for kind in set(kinds[segs_in]):  # one bar per data segment in the window, of each kind
+        name = "data segment" if kind == "new" else kind.replace("_", " ")
+        assert z["bars"][name] == int((segs_in & (kinds == kind)).sum()), (name, z["bars"])
+    # the packet list follows the zoom: every ACK and data segment of the window, by frame
+    seg_frames = ev.segments["frame"].to_numpy()[segs_in].tolist()
+    assert z["rows"] == sorted(frames_in + seg_frames)
 
 
 @pytest.mark.browser

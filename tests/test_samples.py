@@ -72,7 +72,8 @@ def truth(name: str, kind: str) -> pl.DataFrame:
 
 @functools.cache
 def capture(name: str):
-    return pcapmini.read(SAMPLES / name / "capture.pcap")
+    # capture.pcap, or capture.pcap.gz for the samples stored compressed (meta.json → capture.file)
+    return pcapmini.read(SAMPLES / name / meta(name)["capture"].get("file", "capture.pcap"))
 
 
 def flow_truth(name: str, sport: int) -> tuple[pl.DataFrame, pl.DataFrame, pl.DataFrame]:
@@ -127,9 +128,11 @@ def test_index_lists_every_required_sample_and_its_files_exist():
         assert e["packets"] == meta(e["name"])["capture"]["packets"]
 
 
-def test_samples_total_size_under_30_mb():
+def test_samples_total_size_under_36_mb():
+    # 30 MiB until the 24 samples of the BPF congestion controls (issue #18: 12 senders × 2 paths,
+    # 7.5 MiB with gzip-compressed captures) were added; samples/ then weighed 33.2 MiB
     total = sum(p.stat().st_size for p in SAMPLES.rglob("*") if p.is_file())
-    assert total < 30 * 1024 * 1024, f"samples/ is {total / 2**20:.1f} MiB"
+    assert total < 36 * 1024 * 1024, f"samples/ is {total / 2**20:.1f} MiB"
 
 
 @pytest.mark.parametrize("name", ALL_NAMES)

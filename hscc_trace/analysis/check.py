@@ -4,17 +4,20 @@ Everything here works on results documents (:mod:`hscc_trace.analysis.results`),
 a stored baseline are compared like for like.
 
 Which flows are judged
-    A flow is *judgeable* when its fit used at least ``min_rounds`` (default 4) cwnd-limited RTT
-    rounds — rounds in which the congestion window, not the receiver's window or the
-    application, limited the sender (the only rounds in which the sender's window can be seen).
-    Every other flow (handshake only, a control connection, a receive-window- or
-    application-limited transfer) is reported as **skipped**, never as passed. ``--flow`` or an
-    expectation's ``flows`` restricts the flows considered; a capture in which no considered flow
-    is judgeable fails as a whole ("nothing could be verified"), so a CI gate cannot go green by
-    checking nothing.
+    Every flow gets a verdict in the analysis (:mod:`hscc_trace.analysis.verdict`): identified,
+    ambiguous, unknown or not enough data. An expectation passes when the verdict names the
+    expected algorithm within the error bound (``max_error``; by default the verdict's own
+    threshold); an ambiguous verdict that lists it passes only with ``allow_ambiguous`` and an
+    unknown one only with ``allow_unknown``. A flow with *not enough data* (too few
+    cwnd-limited rounds: handshake only, a control connection, a receive-window- or
+    application-limited transfer) is **skipped** with its reason, never passed and never
+    failed; so is a capture in which every considered flow was skipped. ``--flow`` or an
+    expectation's ``flows`` restricts the flows considered. A run in which nothing at all could
+    be verified fails (exit 1), so a CI gate cannot go green by checking nothing.
 
 Statuses: ``pass``, ``fail``, ``skip`` and ``error`` (the capture could not be read). The exit
-code is 2 when any verdict is an error, else 1 when any failed, else 0 (see :func:`exit_code`).
+code is 2 when any verdict is an error, else 1 when any failed or none passed, else 0 (see
+:func:`exit_code`).
 
 Outputs: JUnit XML (:func:`junit_xml`; one ``<testsuite>`` per capture, one ``<testcase>`` per
 flow and expectation), GitHub Actions workflow commands (:func:`github_annotations`) and a
@@ -31,7 +34,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import PurePath
 from typing import Any
 
-from hscc_trace.config import CheckConfig, Expectation, Tolerance
+from hscc_trace.config import DEFAULT_MAX_ERROR, CheckConfig, Expectation, Tolerance
 
 PASS, FAIL, SKIP, ERROR = "pass", "fail", "skip", "error"
 STATUSES = (PASS, FAIL, SKIP, ERROR)
@@ -124,12 +127,33 @@ def _select(flows: list[dict[str, Any]], only: Iterable[int] | None) -> list[dic
 # --- expectations -----------------------------------------------------------------------------------
 
 
+def _matches(label: str | None, algo: str) -> bool:
+    """Whether a verdict's name (a label, e.g. ``cubic[flavor=rfc]``) is the expected algorithm:
+    the same label, or the same name when the expectation gives no parameters."""
+    if label is None:
+        return False
+    return label == algo or ("[" not in algo and label.split("[")[0] == algo)
+
+
 def _expect_verdict(path: str, flow: dict[str, Any], exp: Expectation, min_rounds: int) -> Verdict:
+    """One expectation on one flow, judged on the flow's verdict (results 1.3): pass when the
+    verdict names the expected algorithm (and its error is within ``max_error``); an ambiguous
+    verdict that lists it passes only with ``allow_ambiguous``, an unknown one only with
+    ``allow_unknown`` (then ``max_error`` alone decides); ``not enough data`` is skipped.
+    Results without verdicts (1.0–1.2) are judged by ``max_error`` (and ``rank_first``) alone."""
     label = flow_label(flow)
     algo = exp.expect or ""
-    test = f"expect {algo}" + (f" (mare <= {_fmt(exp.max_error)}" + (", rank 1)" if exp.rank_first else ")"))
+    v = flow.get("verdict")
+    bound = exp.max_error
+    if bound is None:
+        bound = v.get("threshold") if v is not None and v.get("threshold") is not None else DEFAULT_MAX_ERROR
+    test = f"expect {algo}" + (f" (mare <= {_fmt(bound)}" + (", rank 1)" if exp.rank_first else ")"))
+    if v is not None and v.get("class") == "not enough data":
+        test = f"expect {algo}"
+    if v is not None and v.get("class") == "not enough data":
+        return Verdict(path, flow.get("flow_id"), label, test, SKIP, f"not enough data: {v.get('reason')}")
     ok, why = judgeable(flow, min_rounds, algo)
-    if not ok:
+    if not ok and (v is None or v.get("basis") != "rate"):
         return Verdict(path, flow.get("flow_id"), label, test, SKIP, why)
     row = fit_of(flow, algo)
     if row is None:
@@ -144,42 +168,81 @@ def _expect_verdict(path: str, flow: dict[str, Any], exp: Expectation, min_round
         )
     mare, rank = row.get("mare"), row.get("rank")
     n_algos = len(flow.get("fit") or [])
-    best = flow.get("best")
-    best_row = fit_of(flow, best) if best else None
     metrics = {
         "algo": algo,
         "mare": mare,
-        "max_error": exp.max_error,
+        "max_error": bound,
         "rank": rank,
         "algorithms": n_algos,
         "rounds": row.get("rounds"),
         "rmse_pkts": row.get("rmse_pkts"),
         "corr": row.get("corr"),
-        "best": best,
-        "best_mare": best_row.get("mare") if best_row else None,
+        "best": flow.get("best"),
+        "verdict": v.get("class") if v else None,
+        "named": v.get("name") if v else None,
     }
+    name = row.get("algo") or algo  # the label, with non-default parameters, e.g. cubic[flavor=rfc]
+    err = v.get("error") if v is not None and v.get("basis") == "rate" and _matches(v.get("name"), algo) else mare
+    problems: list[str] = []
+    notes: list[str] = []
+    if v is not None:
+        cls = v.get("class")
+        if cls == "identified" and not _matches(v.get("name"), algo):
+            equiv = [e for e in v.get("equivalent") or [] if _matches(e, algo)]
+            if equiv and exp.allow_ambiguous:
+                notes.append(f"named {v.get('name')}, indistinguishable from {algo} on this flow (allowed)")
+            elif equiv:
+                problems.append(
+                    f"named {v.get('name')}: {algo} cannot be told apart from it on this flow (--allow-ambiguous "
+                    "accepts that)"
+                )
+            else:
+                problems.append(f"the sender was identified as {v.get('name')}, not {algo}")
+        elif cls == "ambiguous":
+            listed = any(_matches(c, algo) for c in v.get("candidates") or [])
+            if not listed:
+                problems.append(
+                    f"ambiguous between {', '.join(v.get('candidates') or [])}, which does not include {algo}"
+                )
+            elif exp.allow_ambiguous:
+                notes.append(f"ambiguous between {', '.join(v.get('candidates') or [])} (allowed)")
+            else:
+                problems.append(
+                    f"ambiguous between {', '.join(v.get('candidates') or [])}: {algo} is not shown to fit best "
+                    "(--allow-ambiguous accepts that)"
+                )
+        elif cls == "unknown":
+            if exp.allow_unknown:
+                notes.append("verdict unknown (allowed: judged by max_error alone)")
+            else:
+                problems.append(f"verdict unknown — {v.get('reason')} (--allow-unknown judges by --max-error alone)")
+    if err is None:
+        problems.append(f"{name} mare undefined")
+    elif err > bound:
+        problems.append(f"{name} mare {_fmt(err)} > {_fmt(bound)}")
+    if exp.rank_first and rank != 1 and not (v is not None and v.get("basis") == "rate"):
+        problems.append(f"{name} ranks {_fmt(rank)}, not 1")
     detail = (f"rank {_fmt(rank)} of {n_algos}, " if n_algos > 1 else "") + (
         f"{_fmt(row.get('rounds'))} rounds, rmse {_fmt(row.get('rmse_pkts'), 2)} pkts, corr {_fmt(row.get('corr'))}"
     )
+    best = flow.get("best")
+    best_row = fit_of(flow, best) if best else None
     if best and best != row.get("algo") and best_row is not None:
         detail += f"; best: {best} mare {_fmt(best_row.get('mare'))}"
-    name = row.get("algo") or algo  # the label, with non-default parameters, e.g. cubic[flavor=linux]
-    problems = []
-    if mare is None:
-        problems.append(f"{name} mare undefined")
-    elif mare > exp.max_error:
-        problems.append(f"{name} mare {_fmt(mare)} > {_fmt(exp.max_error)}")
-    if exp.rank_first and rank != 1:
-        problems.append(f"{name} ranks {_fmt(rank)}, not 1")
     if problems:
         return Verdict(path, flow.get("flow_id"), label, test, FAIL, f"{'; '.join(problems)} ({detail})", metrics)
+    head = (
+        f"identified as {v.get('name')}, {name} mare {_fmt(err)} <= {_fmt(bound)}"
+        if v is not None and v.get("class") == "identified" and _matches(v.get("name"), algo)
+        else f"{name} mare {_fmt(err)} <= {_fmt(bound)}"
+    )
     return Verdict(
         path,
         flow.get("flow_id"),
         label,
         test,
         PASS,
-        f"{name} mare {_fmt(mare)} <= {_fmt(exp.max_error)} ({detail})",
+        head + (f"; {'; '.join(notes)}" if notes else "") + f" ({detail})",
         metrics,
     )
 
@@ -215,20 +278,16 @@ def check_expectations(doc: dict[str, Any], cfg: CheckConfig, flows: Iterable[in
             considered = _select(cap.get("flows", []), only if only is not None else exp.flows)
             verdicts = [_expect_verdict(path, f, exp, cfg.min_rounds) for f in considered]
             out.extend(verdicts)
-            if not any(v.status in (PASS, FAIL, ERROR) for v in verdicts):
+            if not considered:  # (flows that were considered and skipped are listed, each with its reason)
                 what = f"flow {', '.join(map(str, only or exp.flows or ()))}" if (only or exp.flows) else "no flow"
-                if not considered:
-                    msg = (
-                        f"{what} not found in the capture ({len(cap.get('flows', []))} flows analyzed)"
-                        if (only or exp.flows)
-                        else "the capture has no TCP flow"
-                    )
-                else:
-                    msg = (
-                        f"nothing could be verified: none of {len(considered)} flow(s) has >= "
-                        f"{cfg.min_rounds} cwnd-limited rounds"
-                    )
-                out.append(Verdict(path, None, "", f"expect {exp.expect}", FAIL, msg))
+                msg = (
+                    f"{what} not found in the capture ({len(cap.get('flows', []))} flows analyzed)"
+                    if (only or exp.flows)
+                    else "the capture has no TCP flow"
+                )
+                # a flow asked for by id and missing is a failure; a capture without TCP is skipped
+                status = FAIL if (only or exp.flows) else SKIP
+                out.append(Verdict(path, None, "", f"expect {exp.expect}", status, msg))
     return out
 
 
@@ -444,11 +503,12 @@ def counts(verdicts: Iterable[Verdict]) -> dict[str, int]:
 
 
 def exit_code(verdicts: Iterable[Verdict]) -> int:
-    """2 when any verdict is an input error, else 1 when any failed, else 0."""
+    """2 when any verdict is an input error, else 1 when any failed or when nothing at all could
+    be verified (every verdict skipped: a gate must not go green by checking nothing), else 0."""
     c = counts(verdicts)
     if c[ERROR]:
         return 2
-    return 1 if c[FAIL] else 0
+    return 1 if c[FAIL] or not c[PASS] else 0
 
 
 def by_capture(verdicts: Iterable[Verdict]) -> dict[str, list[Verdict]]:
@@ -592,5 +652,8 @@ def terminal_lines(verdicts: list[Verdict]) -> list[str]:
         for v in verdicts
     ]
     c = counts(verdicts)
-    out.append(f"{c[PASS]} passed, {c[FAIL]} failed, {c[SKIP]} skipped, {c[ERROR]} errors")
+    tally = f"{c[PASS]} passed, {c[FAIL]} failed, {c[SKIP]} skipped, {c[ERROR]} errors"
+    if not c[PASS] and not c[FAIL] and not c[ERROR]:
+        tally += " — nothing could be verified: that is a failure"
+    out.append(tally)
     return out

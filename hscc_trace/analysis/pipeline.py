@@ -5,7 +5,7 @@ Work is split into two kinds of task:
 1. per capture: read and decode it, build the flow table and every selected flow's event
    streams (:func:`prepare_capture`);
 2. per flow: replay every algorithm on the flow's events and fit them to the actual sender
-   (:func:`replay_flow`).
+   (:func:`analyze_flow`).
 
 With ``jobs == 1`` the tasks run in this thread, one after the other. With ``jobs = N > 1``
 (:func:`_run_parallel`) they run over N lanes of one process: this thread reads the captures,
@@ -75,7 +75,7 @@ class Options:
 
 
 @dataclass
-class Prepared:
+class PreparedCapture:
     """The output of a capture task: everything but the packets (which stay in the worker)."""
 
     meta: CaptureMeta
@@ -167,7 +167,7 @@ def _one_line(path: str, exc: BaseException) -> str:
     return msg if msg.startswith(path) else f"{path}: {msg}"
 
 
-def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> Prepared:
+def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> PreparedCapture:
     """Read one capture and build the event streams of the selected flows.
 
     Raises :class:`InputError` for an unreadable capture or a ``flow_ids`` entry it does not
@@ -206,14 +206,15 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
     missing_ev = [str(fid) for fid, (_, ev) in zip(ids, events) if ev is None]
     if missing_ev:
         warnings.append(Warn(path, f"no event streams for flow {', '.join(missing_ev)}: not analyzed", len(missing_ev)))
-    return Prepared(meta=cap.meta, flows=flows, events=events, warnings=warnings)
+    return PreparedCapture(meta=cap.meta, flows=flows, events=events, warnings=warnings)
 
 
-def replay_flow(
+def analyze_flow(
     flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]
 ) -> FlowResult:
     """Replay every algorithm on one flow and fit each to the actual sender."""
     from hscc_trace import schema
+    from hscc_trace.analysis.verdict import judge
     from hscc_trace.replay import engine, metrics, selection
 
     if ev.acks.height == 0 or ev.segments.height == 0:
@@ -224,10 +225,11 @@ def replay_flow(
             replays={},
             fit=fit,
             warnings=[Warn(f"flow {flow.get('flow_id')}", "no data segments or ACKs: not replayed")],
+            verdict=judge(ev, {}),
         )
     replays = engine.replay_flow(ev, selection.resolved(algorithms, params))
     fit = metrics.fit(ev, replays) if replays else schema.empty(schema.FIT_METRICS)
-    return FlowResult(flow=flow, events=ev, replays=replays, fit=fit)
+    return FlowResult(flow=flow, events=ev, replays=replays, fit=fit, verdict=judge(ev, replays))
 
 
 def _guard(fn: Callable[..., Any], path: str, *args: Any) -> tuple[bool, Any]:
@@ -254,7 +256,7 @@ def _prepare_task(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) 
 def _flow_task(
     path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]
 ) -> tuple[bool, Any]:
-    return _guard(replay_flow, path, flow, ev, algorithms, params)
+    return _guard(analyze_flow, path, flow, ev, algorithms, params)
 
 
 # --- the run -----------------------------------------------------------------------------------------
@@ -413,7 +415,7 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
     order, input_errors = expand_inputs(paths)
     inputs = [p for p in order if p not in input_errors]
     failed: dict[str, str] = dict(input_errors)
-    prepared: dict[str, Prepared] = {}
+    prepared: dict[str, PreparedCapture] = {}
     flow_results: dict[tuple[str, int], FlowResult] = {}
     flow_errors: dict[tuple[str, int], str] = {}
     total = len(inputs)
@@ -444,8 +446,6 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         row, ev = prepared[path].events[i]
         assert ev is not None  # (only flows with events became tasks: see take_prepared)
         if ok:
-            if isinstance(value, tuple):  # (replays, fit, warnings) from a parallel run
-                value = FlowResult(flow=row, events=ev, replays=value[0], fit=value[1], warnings=value[2])
             flow_results[(path, i)] = value
         else:
             flow_errors[(path, i)] = value

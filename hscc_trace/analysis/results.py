@@ -27,7 +27,7 @@ from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowResult
 
-SCHEMA_VERSION = "1.2"
+SCHEMA_VERSION = "1.3"
 #: flow fields added after 1.0: written always, optional when read, so 1.0 baselines still validate
 ADDED_SINCE_1_0 = ("out_of_order",)
 SCHEMA_FILE = "results.schema.json"
@@ -144,9 +144,18 @@ def flow_entry(fr: FlowResult) -> dict[str, Any]:
         },
         "fit": fit,
         "best": best_algorithm(fit),
+        "verdict": verdict_entry(fr),
         "warnings": [_warn(w) for w in _dedupe(warnings)],
     }
     return clean(entry)
+
+
+def verdict_entry(fr: FlowResult) -> dict[str, Any]:
+    """(1.3) The flow's verdict (:mod:`hscc_trace.analysis.verdict`) as a JSON object."""
+    from hscc_trace.analysis.verdict import judge
+
+    v = fr.verdict if fr.verdict is not None else judge(fr.events, fr.replays)
+    return clean(v.as_dict())
 
 
 def _dedupe(ws: list[Warn]) -> list[Warn]:
@@ -251,8 +260,15 @@ def to_dict(
             "params": analysis.params,
             "captures": [entries[k] for k in keys],
             "errors": list(analysis.errors),
+            "verdict_rules": _verdict_rules(),
         }
     )
+
+
+def _verdict_rules() -> dict[str, Any]:
+    from hscc_trace.analysis.verdict import rules_dict
+
+    return rules_dict()
 
 
 # --- reading, writing, validating --------------------------------------------------------------
@@ -405,8 +421,14 @@ def schema_document() -> dict[str, Any]:
                 "items": {"type": "string"},
                 "description": "one line per capture that could not be read and per flow that could not be analyzed",
             },
+            "verdict_rules": {
+                "type": "object",
+                "description": "(since 1.3) the thresholds of every flow's verdict (docs/verdicts.md)",
+                "additionalProperties": {"type": ["number", "integer"]},
+            },
         },
         "$defs": {
+            "verdict": _verdict_schema(),
             "warning": {
                 "type": "object",
                 "required": ["source", "message", "count"],
@@ -496,6 +518,7 @@ def schema_document() -> dict[str, Any]:
                         "type": ["string", "null"],
                         "description": "best-fitting algorithm (rank 1); null when nothing could be fitted",
                     },
+                    "verdict": {"$ref": "#/$defs/verdict"},
                     "warnings": {"type": "array", "items": {"$ref": "#/$defs/warning"}},
                 },
             },
@@ -543,6 +566,70 @@ def schema_document() -> dict[str, Any]:
                         "type": ["string", "null"],
                         "description": "one-line reason the capture could not be read",
                     },
+                },
+            },
+        },
+    }
+
+
+def _verdict_schema() -> dict[str, Any]:
+    from hscc_trace.analysis.verdict import CLASSES
+
+    num = {"type": ["number", "null"]}
+    cnt = {"type": ["integer", "null"], "minimum": 0}
+    names = {"type": "array", "items": {"type": "string"}}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "description": "(since 1.3) which algorithm the sender ran, or why none can be named (docs/verdicts.md)",
+        "required": [
+            "class",
+            "name",
+            "candidates",
+            "candidate_errors",
+            "equivalent",
+            "error",
+            "threshold",
+            "runner_up",
+            "runner_up_error",
+            "closer_rounds",
+            "differing_rounds",
+            "rounds",
+            "basis",
+            "reason",
+            "evidence",
+        ],
+        "properties": {
+            "class": {"enum": list(CLASSES)},
+            "name": {"type": ["string", "null"], "description": "the algorithm named (identified only)"},
+            "candidates": {**names, "description": "identified: the name; ambiguous: every algorithm that fits"},
+            "candidate_errors": {"type": "array", "items": num, "description": "median relative error of each"},
+            "equivalent": {**names, "description": "algorithms indistinguishable from the named one on this flow"},
+            "error": {**num, "description": "median relative error of the best fit"},
+            "threshold": {**num, "description": "the error threshold that applied to it"},
+            "runner_up": {"type": ["string", "null"]},
+            "runner_up_error": num,
+            "closer_rounds": {**cnt, "description": "rounds the named one was closer to the sender than the runner-up"},
+            "differing_rounds": {**cnt, "description": "rounds where the two replays differ beyond the tie"},
+            "rounds": {"type": "integer", "minimum": 0, "description": "rounds judged"},
+            "basis": {"enum": ["window", "rate"], "description": "cwnd-limited rounds, or every round (rate-based)"},
+            "reason": {"type": "string", "description": "the verdict in plain words"},
+            "evidence": {
+                "type": "object",
+                "additionalProperties": False,
+                "properties": {
+                    "vantage": {"enum": list(schema.VANTAGES)},
+                    "episodes": {"type": "integer", "minimum": 0},
+                    "beta": {"type": "array", "items": {"type": "number"}, "description": "per loss episode"},
+                    "beta_median": num,
+                    "ack_clocked": {**num, "description": "share of segments released by ACKs (sender only)"},
+                    "paced": {"type": ["boolean", "null"]},
+                    "growth": {"type": ["string", "null"]},
+                    "growth_pkts_per_round": {**num, "description": "[packets]"},
+                    "delay_bounded": {"type": ["boolean", "null"]},
+                    "rounds": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
+                    "queued_rounds": {"type": "integer", "minimum": 0},
+                    "capacity_reached": {"type": "boolean"},
                 },
             },
         },

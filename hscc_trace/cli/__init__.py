@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import os
 import sys
+from typing import Any
 
 from hscc_trace.errors import HsccError
 
 #: Command modules, in the order of ``hscc-trace --help``. Each registers itself on :data:`app`
-#: when imported (``flows_cmd`` through its ``register()``). Keep in sync with hscc_trace/cli/.
-#: They are imported on first use of :data:`app` (module ``__getattr__``), not when this package
-#: is imported: the ``hscc-trace flows`` fast path in :func:`main` runs without Typer.
+#: when imported. Keep in sync with hscc_trace/cli/. They are imported on first use of
+#: :data:`app` (module ``__getattr__``), not when this package is imported.
 _COMMANDS = ("version_cmd", "analyze_cmd", "check_cmd", "flows_cmd", "events_cmd", "replay_cmd", "corpus_cmd")
 
 
@@ -25,10 +25,7 @@ def _load_app():
     from .app import app
 
     for name in _COMMANDS:
-        mod = importlib.import_module(f"{__name__}.{name}")
-        register = getattr(mod, "register", None)
-        if register is not None:
-            register()
+        importlib.import_module(f"{__name__}.{name}")
     globals()["app"] = app
     return app
 
@@ -42,24 +39,19 @@ def __getattr__(name: str):
 def main() -> None:
     """The ``hscc-trace`` entry point: run the command, exit with its code.
 
-    Run as the process's entry point (the console script or ``python -m hscc_trace``), the
-    process then ends without the interpreter's module teardown (:func:`_exit_now`): with numba
-    and polars loaded that teardown costs ~0.25 s, as long as ``hscc-trace flows`` on a 100 k
-    packet capture. Called from Python (tests) it raises SystemExit as usual.
-
-    As the entry point, a plain ``flows FILE [--json] [--filter EXPR]`` command line (see
-    :func:`_flows_fast_args`) runs the command without importing Typer and the other commands,
-    with rare cyclic garbage collections (see :func:`hscc_trace.perf.activate`); anything else — help,
-    unknown or repeated options, other commands — goes through Typer as usual.
+    Run as the process's entry point (the console script or ``python -m hscc_trace``), it first
+    switches on the process settings of :func:`hscc_trace.perf.activate` (never done by
+    importing the library), and the process then ends without the interpreter's module
+    teardown (:func:`_exit_now`): with numba and polars loaded that teardown costs as long as a
+    short command. Called from Python (tests) it raises SystemExit as usual.
     """
     _names_on_stdout()
-    fast = _flows_fast_args(sys.argv[1:]) if _entry_point() else None
     if _entry_point():
         from hscc_trace import perf
 
-        perf.activate(flows_only=fast is not None)
+        perf.activate(flows_only=sys.argv[1:2] == ["flows"])
     try:
-        _main(fast)
+        _main()
     except SystemExit as exc:
         if _entry_point():
             _exit_now(exc.code)
@@ -78,50 +70,6 @@ def _names_on_stdout() -> None:
             out.reconfigure(errors="surrogateescape")
         except (ValueError, OSError):  # (a stream that cannot change now)
             pass
-
-
-def _flows_fast_args(argv: list[str]) -> tuple[str, str | None, bool] | None:
-    """(FILE, --filter value or None, --json) when ``argv`` is a ``flows`` command line that
-    Typer would parse the same way without a question; None otherwise (Typer handles it).
-
-    Accepted: ``flows`` then exactly one FILE not starting with ``-``, at most one ``--json``,
-    at most one ``--filter EXPR`` / ``--filter=EXPR`` with a non-empty EXPR not starting with
-    ``-``, in any order. Everything else (``--help``, ``--``, unknown options, a missing FILE …)
-    returns None.
-    """
-    if not argv or argv[0] != "flows":
-        return None
-    file: str | None = None
-    bpf: str | None = None
-    as_json = False
-    i = 1
-    while i < len(argv):
-        a = argv[i]
-        if a == "--json":
-            if as_json:
-                return None
-            as_json = True
-        elif a == "--filter" or a.startswith("--filter="):
-            if bpf is not None:
-                return None
-            if a == "--filter":
-                if i + 1 >= len(argv):
-                    return None
-                i += 1
-                v = argv[i]
-            else:
-                v = a[len("--filter=") :]
-            if not v or v.startswith("-"):
-                return None
-            bpf = v
-        elif not a or a.startswith("-") or file is not None:
-            return None
-        else:
-            file = a
-        i += 1
-    if file is None:
-        return None
-    return file, bpf, as_json
 
 
 def _entry_point() -> bool:
@@ -166,23 +114,27 @@ def one_line(text: object) -> str:
     return " · ".join(lines)
 
 
-def _main(fast: tuple[str, str | None, bool] | None = None) -> None:
+def _main() -> None:
     try:
-        if fast is not None:
-            _run_flows(*fast)
-        else:
-            import types
+        import types
 
-            app = globals().get("app")
-            if app is None or isinstance(app, types.ModuleType):  # importing a command module
-                app = _load_app()  # (e.g. cli.corpus_cmd) binds the submodule `app` here first
-            _run_app(app)
+        app = globals().get("app")
+        if app is None or isinstance(app, types.ModuleType):  # importing a command module
+            app = _load_app()  # (e.g. cli.corpus_cmd) binds the submodule `app` here first
+        _run_app(app)
     except HsccError as exc:
         print(f"hscc-trace: error: {one_line(exc)}", file=sys.stderr)
         sys.exit(exc.exit_code)
     except KeyboardInterrupt:
         print("hscc-trace: interrupted", file=sys.stderr)
         sys.exit(130)
+    except BrokenPipeError:
+        # the reader of our output went away (`hscc-trace flows x | head`): exit 1 without a
+        # message, and send what is left to /dev/null so the final flush cannot fail again (the
+        # Python documentation's recipe for SIGPIPE, library "signal")
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        sys.exit(EXIT_CHECK_FAILED)
     except Exception as exc:  # a bug, not bad input: still one line unless debugging
         if os.environ.get("HSCC_TRACE_DEBUG"):
             raise
@@ -200,15 +152,16 @@ def _run_app(app) -> None:
     (``hscc-trace: error: No such option: --bogus (see 'hscc-trace flows --help')``, exit code
     2) instead of Typer's usage box; ``--help`` and a bare ``hscc-trace`` print help as before."""
     import typer
-    from typer._click.exceptions import ClickException
-    from typer.exceptions import Abort
 
+    ClickException = _click_exception(typer)
+    Abort = typer.Abort
     if not isinstance(app, typer.Typer):  # (a stand-in, e.g. in tests)
         app()
         return
     try:
         rv = app(prog_name="hscc-trace", standalone_mode=False)
-    except ClickException as exc:
+    except ClickException as err:
+        exc: Any = err  # (click's ClickException: format_message(), exit_code, ctx)
         if type(exc).__name__ == "NoArgsIsHelpError":  # the help text itself (no arguments)
             msg = exc.format_message()
             if msg.strip():
@@ -225,22 +178,12 @@ def _run_app(app) -> None:
     sys.exit(rv if isinstance(rv, int) else EXIT_OK)
 
 
-def _run_flows(file: str, bpf: str | None, as_json: bool) -> None:
-    """``hscc-trace flows`` without Typer; what Typer adds around a command is kept: Ctrl-C is
-    exit code 130 without a message, a closed output pipe exit code 1 without one."""
-    import errno
-
-    from .flows_cmd import run
-
-    try:
-        run(file, bpf, as_json)
-    except KeyboardInterrupt:
-        sys.exit(130)
-    except OSError as exc:
-        if exc.errno != errno.EPIPE:
-            raise
-        # the reader went away: send what is left to /dev/null so the final flush cannot fail
-        # again (the Python documentation's recipe for SIGPIPE, library "signal")
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        sys.exit(1)
+def _click_exception(typer) -> type[Exception]:
+    """Click's ``ClickException`` (base of every usage error), found through Typer's public
+    ``typer.BadParameter``: Typer ≥ 0.16 ships its own copy of Click (``typer._click``, a private
+    module) while older versions use the ``click`` package, and the class is in either one's
+    ancestry. Would go if Typer exported its usage-error base class publicly."""
+    for cls in typer.BadParameter.__mro__:
+        if cls.__name__ == "ClickException":
+            return cls
+    return Exception  # (not reached with any Typer that has BadParameter)

@@ -67,21 +67,31 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
             f"{len(cap['flows'])} flow(s) analyzed of {cap['flows_total']}"
         )
         for f in cap["flows"]:
-            ev = f["events"]
-            if f["best"]:
-                row = next(r for r in f["fit"] if r["algo"] == f["best"])
-                fit = f"best fit: {f['best']} (mare {row['mare']:.3f}, {row['rounds']} cwnd-limited rounds)"
-            elif ev["segments"] == 0:
-                fit = "no data (handshake/control only)"
-            else:
-                fit = f"not fitted ({ev['cwnd_limited_rounds']} cwnd-limited rounds of {ev['rounds']})"
             out.append(
                 f"  {flow_label(f)}  {_mbit(f.get('goodput_bps'))}, rtt min {_ms(f.get('rtt_min_s'))}, "
-                f"{f.get('retrans') or 0} retrans — {fit}"
+                f"{f.get('retrans') or 0} retrans"
             )
+            out += [f"      {line}" for line in verdict_lines(f)]
         for w in cap["warnings"]:
             out.append(f"  warning: {w['message']}" + (f" ({w['count']}×)" if w["count"] != 1 else ""))
     return out
+
+
+def verdict_lines(flow: dict[str, Any]) -> list[str]:
+    """The verdict of one flow of the results document, in plain words: its class (and name),
+    the reason, and the evidence behind it."""
+    v = flow.get("verdict")
+    if not v:
+        return []
+    head = v["class"] if v["class"] != "identified" else f"identified: {v['name']}"
+    reason = v["reason"]
+    if v["class"] == "identified" and reason.startswith(f"{v['name']}: "):
+        reason = reason[len(v["name"]) + 2 :]
+    lines = [f"{head} — {reason}"]
+    from hscc_trace.analysis.evidence import describe
+
+    lines.append(f"evidence: {describe(v['evidence'])}")
+    return lines
 
 
 @app.command()
@@ -90,6 +100,17 @@ def analyze(
         None, metavar="FILE_OR_DIR...", help="Capture files (pcap, pcapng, .gz) or directories searched for them."
     ),
     output: Path | None = typer.Option(None, "-o", "--output", help="Write the self-contained HTML report here."),
+    max_points: int = typer.Option(
+        2000,
+        "--max-points",
+        help="Report: points per series in a flow's first view (first/min/max/last of max-points/4 time columns beyond it).",
+    ),
+    full_resolution: bool = typer.Option(
+        True,
+        "--full-resolution/--no-full-resolution",
+        help="Report: hold every event in the page, so that zooming in shows each packet "
+        "(about 9 MB per million events, budget 12: docs/report.md); --no-full-resolution for very large captures.",
+    ),
     json_out: Path | None = typer.Option(
         None, "--json", help="Write the versioned JSON results here (docs/results.md)."
     ),
@@ -173,13 +194,27 @@ def analyze(
                 quiet=quiet,
             )
         raise typer.Exit(code)
+    if max_points < 8:
+        raise UsageError(f"--max-points must be at least 8, got {max_points}")
     if workers is not None or scheduler is not None or inputs_from is not None or timeout_per_capture is not None:
         raise UsageError("--workers, --scheduler, --inputs-from and --timeout-per-capture need --dataset")
     if not inputs:
         raise UsageError("Missing argument 'FILE_OR_DIR...' (with --dataset, --inputs-from may give them)")
     with one_line_errors(), compile_notice():
         code = _analyze(
-            inputs, output, json_out, algo, param, bpf, flow, jobs, export_dir, export_format, config_file, quiet
+            inputs,
+            output,
+            json_out,
+            algo,
+            param,
+            bpf,
+            flow,
+            jobs,
+            export_dir,
+            export_format,
+            config_file,
+            quiet,
+            {"max_points": max_points, "full_resolution": full_resolution},
         )
     raise typer.Exit(code)
 
@@ -197,6 +232,7 @@ def _analyze(
     export_format: str,
     config_file: Path | None,
     quiet: bool,
+    report_options: dict[str, Any] | None = None,
 ) -> int:
     from hscc_trace import api
     from hscc_trace.analysis import results  # polars, numba, plotly: only when a command needs them
@@ -215,7 +251,7 @@ def _analyze(
     written = []
     with _alongside(
         cfg.jobs > 1 and output is not None and bool(run.analysis.captures),
-        lambda: api.report(run.analysis, output) if output is not None else None,
+        lambda: api.report(run.analysis, output, **(report_options or {})) if output is not None else None,
     ) as report_done:
         doc = run.to_json()
         if json_out is not None:
@@ -223,7 +259,7 @@ def _analyze(
     if report_done:
         written.append(f"report: {output}")
     elif output is not None and run.analysis.captures:
-        api.report(run.analysis, output)
+        api.report(run.analysis, output, **(report_options or {}))
         written.append(f"report: {output}")
     if json_out is not None:
         written.append(f"results: {json_out}")

@@ -66,6 +66,16 @@ def check_cmd(
         None, "--config", help="Configuration file ([check] table: expect, max_error, …)."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print failures and the tally only."),
+    allow_ambiguous: bool | None = typer.Option(
+        None,
+        "--allow-ambiguous/--no-allow-ambiguous",
+        help="Pass a flow whose verdict is ambiguous but lists the expected algorithm (default: fail).",
+    ),
+    allow_unknown: bool | None = typer.Option(
+        None,
+        "--allow-unknown/--no-allow-unknown",
+        help="Judge a flow whose verdict is unknown by --max-error alone (default: fail).",
+    ),
     strict: bool | None = typer.Option(
         None,
         "--strict/--no-strict",
@@ -96,6 +106,8 @@ def check_cmd(
             config_file,
             quiet,
             strict,
+            allow_ambiguous,
+            allow_unknown,
         )
     raise typer.Exit(code)
 
@@ -118,6 +130,8 @@ def _check(
     config_file: Path | None,
     quiet: bool,
     strict: bool | None = None,
+    allow_ambiguous: bool | None = None,
+    allow_unknown: bool | None = None,
 ) -> int:
     from hscc_trace import api
     from hscc_trace.analysis import results  # polars, numba, plotly: only when a command needs them
@@ -144,7 +158,15 @@ def _check(
         kw["junit"] = str(junit)
     if strict is not None:
         kw["strict"] = strict
+    if allow_ambiguous is not None:
+        kw["allow_ambiguous"] = allow_ambiguous
+    if allow_unknown is not None:
+        kw["allow_unknown"] = allow_unknown
     c = replace(c, **kw)
+    # a folder of captures may carry its own expectations (an hscc-trace.toml inside it)
+    folder_exps = tuple(e for d in inputs if os.path.isdir(d) for e in config.folder_expectations(d))
+    if folder_exps:
+        c = replace(c, expectations=(*folder_exps, *c.expectations))
     c = replace(c, tolerance=config.parse_tolerance(tolerance, c.tolerance))
     if c.expect is None and not c.expectations and c.baseline is None:
         raise UsageError(
@@ -152,12 +174,14 @@ def _check(
         )
     base_doc = results.read(c.baseline) if c.baseline is not None else None
 
-    # Which algorithms to replay: as few as the verdicts need, so CI stays fast.
+    # Which algorithms to replay: the verdict names an algorithm only against every candidate
+    # (the configured set, by default every algorithm analyze replays), plus the expected ones.
     expected = [c.expect] if c.expect else list(dict.fromkeys(e.expect for e in c.expectations if e.expect))
     if algo is not None:
         algos = config.parse_algorithms(algo)
-    elif c.rank_first or any(e.rank_first for e in c.expectations):
-        algos = cfg.algorithms  # every configured (default: registered) algorithm
+    elif c.expect is not None or c.expectations:
+        pool = list(cfg.algorithms) if cfg.algorithms is not None else api.default_algorithms()
+        algos = tuple(dict.fromkeys([*pool, *expected]))
     elif base_doc is not None:
         # the baseline's labels ("reno[flavor=rfc]") name the algorithm before "["; the parameters
         # used now come from the configuration and --param

@@ -6,6 +6,10 @@ import json
 import sys
 from typing import Any, Literal
 
+import typer
+
+from .app import app
+
 
 def _fmt_bytes(n: int) -> str:
     for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -90,8 +94,7 @@ def render_plain(rows: list[dict[str, Any]], title: str) -> str:
 
 
 def run(file: str, bpf: str | None, as_json: bool) -> None:
-    """The command: print the flow table of ``file`` (also run by :func:`hscc_trace.cli.main`
-    directly, without Typer)."""
+    """The command: print the flow table of ``file``."""
     from hscc_trace.flows.scan import flow_rows
 
     res = flow_rows(file, bpf=bpf)
@@ -114,29 +117,13 @@ def run(file: str, bpf: str | None, as_json: bool) -> None:
     Console(width=max(200, Console().width)).print(render_table(rows, title))
 
 
-_registered = False
-
-
-def register() -> None:
-    """Register ``flows`` on the Typer app (called once by hscc_trace.cli when the app is built;
-    Typer is imported only then, so the fast path of :func:`hscc_trace.cli.main` does without it)."""
-    global _registered
-    if _registered:
-        return
-    _registered = True
-    import typer
-
-    from .app import app
-
-    @app.command()
-    def flows(
-        file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, optionally .gz."),
-        bpf: str | None = typer.Option(
-            None, "--filter", help="BPF filter applied before decoding, tcpdump syntax (e.g. 'tcp port 5201')."
-        ),
-        as_json: bool = typer.Option(
-            False, "--json", help="Print the flow table as a JSON array (fields: docs/flows.md)."
-        ),
-    ) -> None:
-        """List the TCP connections in a capture (Wireshark's conversation table and more)."""
-        run(file, bpf, as_json)
+@app.command()
+def flows(
+    file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, optionally .gz."),
+    bpf: str | None = typer.Option(
+        None, "--filter", help="BPF filter applied before decoding, tcpdump syntax (e.g. 'tcp port 5201')."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print the flow table as a JSON array (fields: docs/flows.md)."),
+) -> None:
+    """List the TCP connections in a capture (Wireshark's conversation table and more)."""
+    run(file, bpf, as_json)

@@ -34,16 +34,16 @@ def algorithms(
         kind = f"  (wrapper: compose as {n}+BASE, e.g. {n}+highspeed)" if a.wraps else ""
         typer.echo(f"{n} — {a.summary}{kind}")
         typer.echo(f"    implements: {a.citation}")
-        params = a.params if a.wraps else registry.all_params(a)
-        defaults = {p.name: p.default for p in params}
-        defaults.update(a.defaults)
-        if not a.wraps:
-            defaults["flavor"] = a.defaults.get("flavor", a.default_flavor)
-        for p in params:
-            d = defaults[p.name]
-            d = ("on" if d else "off") if isinstance(d, bool) else d
-            choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
-            typer.echo(f"    {n}.{p.name}={d}{choices}  {p.unit or '-'}  — {p.doc} ({p.source})")
+        for flavor, decl in registry.variants(a):
+            if flavor is not None:
+                mod = decl.module.__name__.rpartition(".")[2]
+                typer.echo(f"    flavor {flavor}{' (default)' if flavor == a.default_flavor else ''} ({mod}):")
+            for p, d in registry.param_rows(decl):
+                if flavor is not None and flavor != a.default_flavor and p.name in ("flavor", "iw"):
+                    continue  # (common parameters: listed once, under the default flavor)
+                d = ("on" if d else "off") if isinstance(d, bool) else d
+                choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
+                typer.echo(f"    {n}.{p.name}={d}{choices}  {p.unit or '-'}  — {p.doc} ({p.source})")
         if a.signals:
             typer.echo("    signals: " + ", ".join(f"{s.name} [{s.unit or '-'}]" for s in a.signals))
         typer.echo("")
@@ -64,7 +64,7 @@ def replay(
         "-o",
         "--out",
         help="Output: .parquet, .csv or .json by extension; '-' = CSV on stdout. "
-        "One row per ACK and algorithm, `algo` column first.",
+        "One row per ACK and algorithm: `algo`, then the ACK's `frame` and `ts_ns` (join the ACK events on `frame`).",
     ),
     bpf: str | None = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax."),
     no_jit: bool = typer.Option(False, "--no-jit", help="Run the algorithms as plain Python (debugging; slow)."),

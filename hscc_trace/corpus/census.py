@@ -5,7 +5,7 @@ rebuilt without re-analysis. Like the per-run report (hscc_trace.reports.html) i
 basic bundle and a Content-Security-Policy that allows only the page's own scripts (by hash) and
 forbids every request. Everything from a capture (file names, messages) is HTML-escaped.
 
-Sections: verdict counts by algorithm (:func:`verdict`), goodput and minimum-RTT distributions
+Sections: verdict counts by algorithm (:func:`flow_verdict`), goodput and minimum-RTT distributions
 per verdict, congestion episodes per minute, the worst fits, errors by reason, and for each
 capture named the command that analyzes it in depth. Like the report, the page sets
 ``window.hsccStatus`` (``done``, ``error``, ``expected`` / ``rendered`` figures, ``ms``) once
@@ -32,7 +32,7 @@ BINS = 30  # histogram bins (log10 scale) for goodput and RTT
 NOT_FITTED = "not fitted"
 
 
-def verdict() -> Any:
+def flow_verdict() -> Any:
     """The per-flow verdict the census counts and groups by, as a polars expression over the
     ``flows`` table: today the best-fitting algorithm (``best``), :data:`NOT_FITTED` when no fit
     has an error (``best_mare`` null: ``best`` then only names the first algorithm of a flow
@@ -105,7 +105,7 @@ def build(dataset: str | Path) -> str:
     from hscc_trace.reports import html as rhtml
 
     caps, flows, errors, eps = (ds.read(dataset, t) for t in ("captures", "flows", "errors", "episodes"))
-    flows = flows.with_columns(verdict().alias("verdict"))
+    flows = flows.with_columns(flow_verdict().alias("verdict"))
     figs: list[dict[str, Any]] = []
     sections: list[str] = []
 

@@ -32,12 +32,12 @@ def path(dataset: str | Path, table: str, sha: str) -> Path:
     return Path(dataset) / table / f"{sha}.parquet"
 
 
-def empty(table: str) -> Any:
+def empty_part(table: str) -> Any:
     """An empty frame with the table's columns."""
     return schema.empty(schema.CORPUS_TABLES[table])
 
 
-def write_table(dataset: str | Path, table: str, sha: str, df: Any, *, extra: bool = False) -> None:
+def write_part(dataset: str | Path, table: str, sha: str, df: Any, *, extra: bool = False) -> None:
     """Write one capture's rows of one table atomically (temporary file, then rename), conformed
     to the table's schema; with ``extra``, columns beyond it are kept after it (``flows``: a
     per-flow column the analysis adds reaches the dataset without a change here)."""
@@ -61,10 +61,10 @@ def write_error(dataset: str | Path, sha: str, capture: str, reason: str, messag
         if t != "errors":
             path(dataset, t, sha).unlink(missing_ok=True)
     row = {"sha256": [sha], "capture": [capture], "reason": [reason], "message": [message]}
-    write_table(dataset, "errors", sha, pl.DataFrame(row, schema=schema.polars_schema(schema.CORPUS_ERRORS)))
+    write_part(dataset, "errors", sha, pl.DataFrame(row, schema=schema.polars_schema(schema.CORPUS_ERRORS)))
 
 
-def clean(dataset: str | Path) -> int:
+def remove_partial_writes(dataset: str | Path) -> int:
     """Remove the temporary files of writes a killed run left half done; returns how many. (One
     run writes a dataset at a time: a second run at once would lose its files in flight.)"""
     n = 0

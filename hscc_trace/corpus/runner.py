@@ -165,7 +165,7 @@ def analyze_capture(
     def stack(parts: list[Any], table: str) -> Any:
         if parts:
             return pl.concat(parts, how="diagonal_relaxed").with_columns(key)
-        return ds.empty(table)
+        return ds.empty_part(table)
 
     m = cr.meta
     cap = pl.DataFrame(
@@ -186,11 +186,11 @@ def analyze_capture(
         },
         schema_overrides={"first_ns": pl.Int64, "last_ns": pl.Int64},
     )
-    ds.write_table(dataset, "flows", sha, flows, extra=True)
-    ds.write_table(dataset, "fits", sha, fits)
-    ds.write_table(dataset, "episodes", sha, stack(eps, "episodes"))
-    ds.write_table(dataset, "rounds", sha, stack(rounds, "rounds"))
-    ds.write_table(dataset, "captures", sha, cap)  # last: marks the capture complete
+    ds.write_part(dataset, "flows", sha, flows, extra=True)
+    ds.write_part(dataset, "fits", sha, fits)
+    ds.write_part(dataset, "episodes", sha, stack(eps, "episodes"))
+    ds.write_part(dataset, "rounds", sha, stack(rounds, "rounds"))
+    ds.write_part(dataset, "captures", sha, cap)  # last: marks the capture complete
     ds.path(dataset, "errors", inputs.name_key(item)).unlink(missing_ok=True)  # it was unreadable before
     return _summary(sha, item, "ok", flows=flows.height, seconds=cap["seconds"][0])
 
@@ -256,7 +256,7 @@ def run(
     inputs.check_protocols(items)
     dataset = str(Path(dataset).resolve())
     Path(dataset).mkdir(parents=True, exist_ok=True)
-    ds.clean(dataset)
+    ds.remove_partial_writes(dataset)
     state = CorpusRun(total=len(items))
     before = ds.done(dataset)  # a capture written during this run and then recomputed (its worker
     # died after the task finished, before its summary was fetched) counts as analyzed, not skipped

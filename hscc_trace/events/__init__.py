@@ -22,7 +22,7 @@ from hscc_trace.errors import InputError
 from hscc_trace.model import Capture, FlowEvents
 
 from .prep import COLUMNS, NEED, group_rows, source_columns
-from .tables import build_flows
+from .tables import build_flow_events
 
 if TYPE_CHECKING:  # (imported where needed: a capture can be read while polars loads)
     import polars as pl
@@ -63,7 +63,7 @@ def _one_flow(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: int) 
         return np.array([unknown if v is None else int(v)], np.int64)
 
     mss = get("mss", 0)
-    return build_flows(
+    return build_flow_events(
         src,
         order,
         np.array([0, packets.height], np.int64),
@@ -106,7 +106,9 @@ def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
             known = "" if flows is None or not flows.height else f" (flows: 0..{flows.height - 1})"
             raise InputError(f"no flow with id {flow_id} in {capture.meta.path}{known}")
         sdir, mss, wsa, wsb = _flow_params(flows, np.array([flow_id], np.int64))
-        return build_flows(fs.src, fs.order, fs.bounds[flow_id : flow_id + 2].copy(), [flow_id], sdir, mss, wsa, wsb)[0]
+        return build_flow_events(
+            fs.src, fs.order, fs.bounds[flow_id : flow_id + 2].copy(), [flow_id], sdir, mss, wsa, wsb
+        )[0]
     packets = capture.packets
     read = [c for c in (*COLUMNS, "flow_id") if c in packets.columns]  # (not all 39 columns)
     pk = packets.select(read).filter(pl.col("flow_id") == flow_id)
@@ -140,7 +142,7 @@ def all_flow_events(capture: Capture) -> dict[int, FlowEvents]:
     """Event streams of every flow, in order of each flow's first packet in the table.
 
     The packets are grouped by flow once (a counting sort of the row numbers; no table copy) and
-    the flows are processed in batches (:func:`.tables.build_flows`). A capture from
+    the flows are processed in batches (:func:`.tables.build_flow_events`). A capture from
     :func:`hscc_trace.flows.load` is read from its decoder's columns instead
     (``Capture.decoded``, :class:`.source.Arena`): only the columns the events need, copied
     into flow order once; its packets table is not built.
@@ -152,7 +154,7 @@ def all_flow_events(capture: Capture) -> dict[int, FlowEvents]:
         present = np.flatnonzero(fs.first >= 0)
         sdir, mss, wsa, wsb = _flow_params(capture.flows, present)
         bnd = np.concatenate((fs.bounds[present], [fs.bounds[-1]]))
-        evs = build_flows(fs.src, fs.order, bnd, [int(f) for f in present], sdir, mss, wsa, wsb)
+        evs = build_flow_events(fs.src, fs.order, bnd, [int(f) for f in present], sdir, mss, wsa, wsb)
         for k in np.argsort(fs.first[present], kind="stable"):
             out[int(present[k])] = evs[k]
         return out
@@ -177,7 +179,7 @@ def all_flow_events(capture: Capture) -> dict[int, FlowEvents]:
     fids = present if ids is None else ids[present]
     sdir, mss, wsa, wsb = _flow_params(capture.flows, fids)
     bnd = np.concatenate((bounds[present], [bounds[-1]]))  # (ids without packets are empty groups)
-    evs = build_flows(src, order, bnd.astype(np.int64), [int(f) for f in fids], sdir, mss, wsa, wsb)
+    evs = build_flow_events(src, order, bnd.astype(np.int64), [int(f) for f in fids], sdir, mss, wsa, wsb)
     for k in np.argsort(first[present], kind="stable"):
         out[int(fids[k])] = evs[k]
     return out

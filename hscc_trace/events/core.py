@@ -154,6 +154,7 @@ def analyze(
     o_state,
     o_cong,
     o_undo,
+    o_ca_rtt,
     # episode outputs
     e_kind,
     e_start_t,
@@ -546,6 +547,7 @@ def analyze(
         # SACK blocks and D-SACK
         newly = np.int64(0)
         dsk = np.int64(0)
+        sack_hi = np.int64(-1)  # right edge of the highest block that SACKs new data at its end
         nb = sn[i]
         for k in range(nb):
             l = sl[i, k]
@@ -571,8 +573,11 @@ def analyze(
             if r > snd_max:
                 r = snd_max
             if r > l:
+                fresh_end = sbm == 0 or rg.overlap(sbL, sbR, sbm, r - 1, r) == 0
                 sbm, added = rg.insert(sbL, sbR, sbm, l, r)
                 newly += added
+                if added > 0 and fresh_end and r > sack_hi:
+                    sack_hi = r
         sb_tot += newly
         # timestamp-echo RTT when data/ACK matching gave none (RFC 7323 §4: ACKs of new data)
         if src < 0 and acked > 0 and tse[i] != NOTS and tsn > 0:
@@ -625,14 +630,45 @@ def analyze(
             e_spur[ep_cur] = True
             undo = True
         # episode end: the recovery point is cumulatively acknowledged (RFC 6582 §3.2 step 3)
+        restart = -1
         if ep_active and una >= e_rp[ep_cur]:
             ep_active = False
             e_end_t[ep_cur] = t
             e_end_i[ep_cur] = i
             state = S_OPEN
             last_end_row = i
+            # Data sent during the recovery and already retransmitted in it (lost beyond the
+            # recovery point) is still outstanding and not SACKed: Linux leaves recovery on this
+            # ACK and enters it again at once (tcp_fastretrans_alert: lost_out > 0 →
+            # tcp_time_to_recover), a second congestion event with its own reduction. The trace
+            # shows no new retransmission (it happened before), so the episode starts here.
+            if (e_kind[ep_cur] == E_FAST or e_kind[ep_cur] == E_SACK) and xpm > 0:
+                xp_out = np.int64(0)
+                for k in range(xpm):
+                    xp_out += xpR[k] - xpL[k]
+                if xp_out - (rg.overlap_sets(xpL, xpR, xpm, sbL, sbR, sbm) if sbm > 0 else 0) > 0:
+                    restart = e_kind[ep_cur]
         # ECN echo: one reaction per round (RFC 3168 §6.1.2)
         cong = -1
+        if restart >= 0:
+            ep_cur = ep_n
+            ep_n += 1
+            ep_active = True
+            e_kind[ep_cur] = restart
+            e_start_t[ep_cur] = t
+            e_start_i[ep_cur] = i
+            e_end_t[ep_cur] = -1
+            e_end_i[ep_cur] = -1
+            e_flight[ep_cur] = snd_max - una
+            e_retx[ep_cur] = 0
+            e_rp[ep_cur] = snd_max
+            e_spur[ep_cur] = False
+            ep_eifel_done = True
+            ep_dsack = 0
+            ep_retx_lo = 0
+            ep_retx_hi = 0
+            state = S_REC
+            cong = restart
         if (f & F_ECE) != 0 and not syn and state == S_OPEN and not ep_active and last_ecn_round != rnd:
             last_ecn_round = rnd
             ep_cur = ep_n
@@ -711,6 +747,22 @@ def analyze(
         o_dup[i] = dup
         o_rwnd[i] = win[i] << rwnd_shift
         o_rtt[i] = rtt
+        # Linux's RTT sample for congestion control (tcp_clean_rtx_queue → ca_rtt_us, what the
+        # modules' pkts_acked and rate sample get): the newest segment this ACK newly SACKs (its
+        # first transmission, never retransmitted) when there is one, else the ACK's own sample.
+        # (A timestamp-echo sample is whole ms ticks in the kernel, tcp_rtt_tsopt_us; the tick
+        # phase is unknown here, so it stays the µs value the capture gives.)
+        ca = rtt if src >= 0 else np.int64(-1)
+        if sack_hi > 0 and rm > rh:
+            idx = _gsearch(rec_e, rh, rm, sack_hi, False, False)
+            if (
+                idx < rm
+                and rec_e[idx] == sack_hi
+                and (xam == 0 or rg.overlap(xaL, xaR, xam, sack_hi - 1, sack_hi) == 0)
+            ):
+                if t >= rec_t[idx]:
+                    ca = t - rec_t[idx]
+        o_ca_rtt[i] = ca
         o_rtt_src[i] = src
         o_snd_max[i] = snd_max
         o_out[i] = out

@@ -78,10 +78,9 @@ def with_sack_blocks(cap: Capture, events: list[FlowEvents | None]) -> list[Flow
     :class:`FlowEvents` with ``sack_blocks`` set where it was None, the others unchanged.
 
     The blocks come from load's arena when the capture was read by the fast path (the packet
-    table is then never built: that was a second read of the file, ≈ 1.5 s and ≈ 540 MB on
-    replica-5M), else from the packet table. Only the columns :func:`sack_blocks` reads are
-    taken, grouped by flow once: a query per flow over the whole capture's SACK packets cost
-    ~2.5 ms a flow, 25 s for 10 000 flows.
+    table, a second read of the file, is then never built), else from the packet table. Only
+    the columns :func:`sack_blocks` reads are taken, grouped by flow once (a query per flow
+    over the whole capture's SACK packets grows with flows × SACK packets).
     """
     by_flow: dict[Any, pl.DataFrame] = {}
     if cap.decoded is not None:

@@ -255,6 +255,7 @@ def _compact(
     o_state,
     o_cong,
     o_undo,
+    o_ca_rtt,
     s_frame,
     s_ts,
     s_seq,
@@ -287,6 +288,7 @@ def _compact(
     a_undo,
     a_dsack,
     a_rtt_raw,
+    a_ca_rtt,
 ):
     """The rows of schema.SEGMENTS (``o_kind >= 0``) and schema.ACKS (``o_isack``) among rows
     ``lo:hi``, written from rows ``j`` and ``k`` of the ``s_*`` and ``a_*`` columns; returns the
@@ -323,6 +325,8 @@ def _compact(
             else:
                 a_rtt[k] = np.nan
                 a_rtt_raw[k] = np.nan
+            r = o_ca_rtt[i]
+            a_ca_rtt[k] = (r + off[i]) / 1e9 if r >= 0 else np.nan
             a_src[k] = o_rtt_src[i]
             a_snd_max[k] = o_snd_max[i]
             a_out[k] = o_out[i]
@@ -388,6 +392,7 @@ def _run_flows(
     o_state,
     o_cong,
     o_undo,
+    o_ca_rtt,
     e_kind,
     e_start_t,
     e_end_t,
@@ -429,6 +434,7 @@ def _run_flows(
     a_undo,
     a_dsack,
     a_rtt_raw,
+    a_ca_rtt,
     r_id,
     r_start,
     r_end,
@@ -511,6 +517,7 @@ def _run_flows(
             o_state[lo:hi],
             o_cong[lo:hi],
             o_undo[lo:hi],
+            o_ca_rtt[lo:hi],
             e_kind[el:eh],
             e_start_t[el:eh],
             e_end_t[el:eh],
@@ -567,6 +574,7 @@ def _run_flows(
             o_state,
             o_cong,
             o_undo,
+            o_ca_rtt,
             s_frame,
             s_ts,
             s_seq,
@@ -599,6 +607,7 @@ def _run_flows(
             a_undo,
             a_dsack,
             a_rtt_raw,
+            a_ca_rtt,
         )
         n_seg[f] = j - j0
         n_ack[f] = k - k0
@@ -670,7 +679,7 @@ class _Work:
         # analyze outputs (per packet, per episode row: rows + flows)
         self.o8 = [e(n, np.int8) for _ in range(5)]  # kind, probe, rtt_src, state, cong
         self.ob = [e(n, np.bool_) for _ in range(4)]  # rexmit, isack, round_end, undo
-        self.o64 = [e(n, i64) for _ in range(14)]
+        self.o64 = [e(n, i64) for _ in range(15)]
         self.e_kind = e(n + nf, np.int8)
         self.e_spur = e(n + nf, np.bool_)
         self.e64 = [e(n + nf, i64) for _ in range(7)]
@@ -766,7 +775,7 @@ _WARN_MSGS = {
 }
 
 
-def build_flows(
+def build_flow_events(
     src: tuple[np.ndarray, ...],
     order: np.ndarray,
     bounds: np.ndarray,
@@ -883,6 +892,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         o_pipe,
         o_round,
         o_tgt,
+        o_ca_rtt,
     ) = (a[:n] for a in W.o64)
     ne = n + nf
     e_kind = W.e_kind[:ne]
@@ -932,6 +942,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         spurious_undo=t("a_undo", ca, np.bool_),
         dsack_bytes=e(ca, np.int64),
         rtt_raw_s=e(ca, np.float64),
+        ca_rtt_s=e(ca, np.float64),
     )
     R = [t(f"r{k}", ca, np.int64) for k in range(7)]
     r_id, r_start, r_end, r_target, r_peak, r_acked, r_rwnd = R
@@ -988,6 +999,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         o_state,
         o_cong,
         o_undo,
+        o_ca_rtt,
         e_kind,
         e_start_t,
         e_end_t,
@@ -1034,6 +1046,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
     del S
     A["rtt_s"] = pl.Series(A["rtt_s"], nan_to_null=True)
     A["rtt_raw_s"] = pl.Series(A["rtt_raw_s"], nan_to_null=True)
+    A["ca_rtt_s"] = pl.Series(A["ca_rtt_s"], nan_to_null=True)
     A["state"] = _enum_idx(A["state"], schema.CONG_STATES)
     for name, cats in (("rtt_source", schema.RTT_SOURCES), ("cong_event", schema.EPISODE_KINDS)):
         codes = A[name]

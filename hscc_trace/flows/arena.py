@@ -6,7 +6,7 @@ layout, the same dtypes and null fill-ins) are appended to their flow's run of r
 of fixed-size blocks (each flow a chain of blocks), while the batch is still in cache. No table
 in capture order is built for them and nothing is sorted afterwards: :meth:`Arena.finish` lists
 each flow's rows (``order``, runs of :data:`BLOCK` consecutive rows) for
-:func:`.tables.build_flows`. The other packet columns are kept per batch in capture order with
+:func:`hscc_trace.events.tables.build_flow_events`. The other packet columns are kept per batch in capture order with
 each row's place in the arena, so the packets table can still be built, on demand
 (:meth:`Arena.table`).
 """
@@ -26,7 +26,7 @@ from hscc_trace.capture.decode import F_SYN
 class FlowSource:
     """Flow ``f``'s rows are ``bounds[f]:bounds[f+1]`` of ``src`` (in frame order); ``first[f]``
     is the capture-order row of its first packet (-1 = no packet); ``order`` is the identity
-    (the row numbers :func:`.tables.build_flows` reads through)."""
+    (the row numbers :func:`hscc_trace.events.tables.build_flow_events` reads through)."""
 
     src: tuple[np.ndarray, ...]
     bounds: np.ndarray

@@ -71,8 +71,8 @@ def flow_rows(path: str | os.PathLike, *, bpf: str | None = None) -> FlowRows:
 
     What ``hscc-trace flows`` prints. Same pass over the file as :func:`load_flows`; the rows
     come from :meth:`hscc_trace.flows.tracker.FlowTracker.rows` instead of a DataFrame, which saves the
-    polars import (≈ 0.15 s of CPU holding the GIL) on a command that takes about a second on a
-    five-million-packet capture. Captures that need scapy take the :func:`load` path (with polars).
+    polars import (CPU time holding the GIL, a sizeable part of a command that reads millions of
+    packets in about a second). Captures that need scapy take the :func:`load` path (with polars).
     """
     p = os.fspath(path)
     scan = None if is_stream(p) else _scan(p, bpf, import_tables=False)  # (a pipe cannot be read twice)

@@ -51,9 +51,12 @@ def build(output: str) -> str:
     saved = pycc_compiler.compile_extra
 
     def compile_extra(typingctx, targetctx, func, args, return_type, flags, *rest, **kwargs):
-        # numba.pycc compiles every export with one Flags object, which a compilation may
-        # change (after a kernel with inline="always" callees, the next one fails to type):
-        # give each its own copy, with wrappers that release the GIL (as nogil=True does)
+        # The one private-API adapter of the build (numba.pycc.compiler.compile_extra, patched
+        # for the duration of this build only). numba.pycc compiles every export with one Flags
+        # object, which a compilation may change (after a kernel with inline="always" callees,
+        # the next one fails to type): give each its own copy, with wrappers that release the
+        # GIL (as nogil=True does). It would go if pycc copied Flags per export and took a
+        # nogil option; tests/test_aot.py builds through it.
         flags = flags.copy()
         flags.release_gil = True
         return saved(typingctx, targetctx, func, args, return_type, flags, *rest, **kwargs)

@@ -3,24 +3,20 @@
 **Reading a capture without transparent huge pages** (:func:`small_pages`). numpy asks the
 kernel for transparent huge pages (``madvise(MADV_HUGEPAGE)``) on every array of 4 MB or more.
 On the virtual machines this project is measured on, memory touched for the first time is far
-more expensive in 2 MB pages than in 4 kB pages: ``flows.load`` of replica-5M spent
-0.54–0.87 s in the kernel with them against 0.31–0.36 s without (4 interleaved pairs,
-2026-11-22, THP in ``madvise`` mode), and huge pages make the load arena's sparsely written
-reservations resident 2 MB at a time. The compiled replay loops, on the other hand, run about
-twice as fast over arrays in huge pages (``benchmarks/replay_speed.py``: reno 31 → 66 M ACK/s,
-kyushu+cubic 14 → 41 M ACK/s, same session). So the advice is switched off only while a capture
-is read (``flows.load``) and restored afterwards; numpy's own switch
-``NUMPY_MADVISE_HUGEPAGE`` is left to the user. Only the kernel's page-size advice changes;
-no value, no array and no result does.
+more expensive in 2 MB pages than in 4 kB pages, and huge pages make the load arena's sparsely
+written reservations resident 2 MB at a time; the compiled replay loops, on the other hand, run
+faster over arrays in huge pages (the measurements: docs/performance.md, "Process settings").
+So the advice is switched off only while a capture is read (``flows.load``) and restored
+afterwards; numpy's own switch ``NUMPY_MADVISE_HUGEPAGE`` is left to the user. Only the
+kernel's page-size advice changes; no value, no array and no result does.
 
 **No full garbage collection at interpreter exit.** An analysis process holds several hundred
 thousand Python objects that live until the end — numba's compiler and typing tables, numpy,
 polars, llvmlite — and when the interpreter shuts down, CPython runs full cyclic collections
-that walk all of them once more before the process ends: ≈ 0.3 s of a 2 s run of
-``benchmarks/hscc_events.py`` on replica-5M (measured 2026-11-22: 0.56–0.62 s from the end of
-``main()`` to process exit, 0.23–0.30 s with this setting). An :mod:`atexit` hook calls
-:func:`gc.freeze` instead, so those final collections find nothing to walk; the memory goes
-back to the operating system with the process, as it would anyway.
+that walk all of them once more before the process ends (a noticeable part of a short run:
+docs/performance.md, "Process settings"). An :mod:`atexit` hook calls :func:`gc.freeze`
+instead, so those final collections find nothing to walk; the memory goes back to the
+operating system with the process, as it would anyway.
 
 Why this is safe: the hook runs only when the interpreter is already exiting (after the main
 program and after the atexit hooks registered later, e.g. by numba or polars), it frees nothing

@@ -1,6 +1,7 @@
 """Compound TCP — Tan, Song, Zhang, Sridharan, PFLDnet 2006 (papers/compound-tcp-paper.txt §III).
 
-The equation images of the paper are missing; ALGORITHMS.md fixes them:
+The equation images of the paper are missing; docs/algorithms/compound.md#decisions states the
+reading used here:
 
 * §III-A eq. (1): ``win = min(cwnd + dwnd, awnd)`` — the sending window; ``cwnd`` (here
   ``cwnd_loss``) is the loss-based Reno component, ``dwnd`` the delay-based component and
@@ -18,7 +19,9 @@ The equation images of the paper are missing; ALGORITHMS.md fixes them:
 * Loss (§III-B eq. (5), third line): ``cwnd_loss = cwnd_loss/2``,
   ``dwnd = max(win·(1 − β) − cwnd_loss_old/2, 0)``.
 * RTO (§III-B, last paragraph): ``dwnd = 0``, the delay component is off until congestion
-  avoidance, baseRTT is measured again.
+  avoidance. baseRTT stays the smallest RTT observed since the connection started (§III-B: "when
+  the connection is started, baseRTT is updated by the minimal RTT that has been observed so
+  far"; the paper resets nothing else at an RTO).
 * The delay component "only kicks in when win is larger than" ``low_window`` (§III-B, last
   sentence; 41 in §IV's simulations): the per-round update of eq. (5) lines 1-2 runs only while
   ``win > low_window``; at or below it dwnd is held, so the whole window grows by 1 packet per
@@ -55,7 +58,7 @@ DIFF = 3  # packets — backlog estimate win·(1 − baseRTT/RTT) at the last ro
 GAMMA = 4  # packets — early-congestion threshold γ
 DIFF_RENO = 5  # packets — the Reno component's backlog cwnd_loss·(1 − baseRTT/RTT), last round end
 DIFF_RENO_VALID = 6  # 1 when DIFF_RENO is a fresh measurement not yet used by a γ update
-BASE_RTT = 7  # s — baseRTT, min sample since the start or the last RTO
+BASE_RTT = 7  # s — baseRTT, min sample since the connection started
 RND_MIN = 8  # s — min sample of the current round (samples taken outside recovery)
 RND_N = 9  # samples of the current round (outside recovery)
 PRIOR_LOSS = 10  # packets — cwnd_loss before the last reduction (undo)
@@ -192,7 +195,6 @@ def on_rto(st, p, tp):
     st[CWND_LOSS] = tp[CWND]  # 1 packet, slow start
     st[DWND] = 0.0
     st[WIN] = tp[CWND]
-    st[BASE_RTT] = math.nan  # re-measured
     st[RND_MIN] = math.nan
     st[RND_N] = 0.0
     st[DIFF_RENO_VALID] = 0.0
@@ -209,13 +211,10 @@ def undo_cwnd(st, p, tp):
 
 @jit
 def cong_avoid(st, p, tp, n):
-    if tp[FLAVOR] == LINUX and not H.linux_cwnd_limited(tp):
+    g = H.growth_gate(tp, n, p[P_L])
+    if g == H.HELD:
         return
-    if tp[CWND] < tp[SSTHRESH]:  # slow start: Reno's, dwnd = 0
-        if tp[FLAVOR] == LINUX:
-            H.linux_slow_start(tp, n)
-        else:
-            H.slow_start_abc(tp, n, p[P_L])
+    if g == H.SLOW_START:  # slow start: Reno's, dwnd = 0
         st[CWND_LOSS] = tp[CWND]
         st[DWND] = 0.0
         st[WIN] = tp[CWND]
@@ -227,25 +226,29 @@ def cong_avoid(st, p, tp, n):
 
 
 _PARAMS = (
-    Param("alpha", "", 0.125, "CTCP §III-C (α = 1/8); ALGORITHMS.md", "delay-window increase factor α"),
+    Param("alpha", "", 0.125, "CTCP §III-C (α = 1/8)", "delay-window increase factor α"),
     Param(
         "beta",
         "",
         0.5,
-        "CTCP §III-C (β = 1/2); ALGORITHMS.md",
+        "CTCP §III-C (β = 1/2)",
         "multiplicative decrease β of the whole window",
         lo=0.0,
         hi=1.0,
     ),
     Param("k", "", 0.75, "CTCP §III-C (k = 0.75, HSTCP-like aggressiveness)", "exponent k of α·win^k"),
     Param(
-        "zeta", "", 1.0, "CTCP §III-B eq. (5); ALGORITHMS.md (ζ = 1)", "how fast dwnd retreats per packet of backlog ζ"
+        "zeta",
+        "",
+        1.0,
+        "CTCP §III-B eq. (5); docs/algorithms/compound.md#decisions (ζ = 1)",
+        "how fast dwnd retreats per packet of backlog ζ",
     ),
     Param(
         "gamma",
         "packets",
         30.0,
-        "CTCP §III-C; ALGORITHMS.md (γ starts at 30)",
+        "CTCP §III-C; docs/algorithms/compound.md#decisions (γ starts at 30)",
         "initial early-congestion threshold γ (fixed when gamma_tuning is off)",
         lo=0.0,
     ),
@@ -262,20 +265,40 @@ _PARAMS = (
         "gamma_tuning",
         "",
         True,
-        "CTCP §III-C; draft-sridharan-tcpm-ctcp; ALGORITHMS.md (switch)",
+        "CTCP §III-C; draft-sridharan-tcpm-ctcp; docs/algorithms/compound.md#decisions",
         "γ auto-tuning from the Reno component's backlog at each loss",
         kind="bool",
     ),
     Param(
-        "lambda", "", 0.25, "ALGORITHMS.md (γ auto-tuning, λ = 1/4)", "smoothing weight λ of γ updates", lo=0.0, hi=1.0
+        "lambda",
+        "",
+        0.25,
+        "docs/algorithms/compound.md#decisions (γ auto-tuning, λ = 1/4)",
+        "smoothing weight λ of γ updates",
+        lo=0.0,
+        hi=1.0,
     ),
-    Param("gamma_min", "packets", 5.0, "ALGORITHMS.md (clamp γ to [5, 30])", "lower clamp of the tuned γ", lo=0.0),
-    Param("gamma_max", "packets", 30.0, "ALGORITHMS.md (clamp γ to [5, 30])", "upper clamp of the tuned γ", lo=0.0),
+    Param(
+        "gamma_min",
+        "packets",
+        5.0,
+        "docs/algorithms/compound.md#decisions (γ clamped to [5, 30])",
+        "lower clamp of the tuned γ",
+        lo=0.0,
+    ),
+    Param(
+        "gamma_max",
+        "packets",
+        30.0,
+        "docs/algorithms/compound.md#decisions (γ clamped to [5, 30])",
+        "upper clamp of the tuned γ",
+        lo=0.0,
+    ),
     Param(
         "min_samples",
         "",
         2.0,
-        "ALGORITHMS.md (round skipped when it had ≤ 2 samples)",
+        "docs/algorithms/compound.md#decisions (a round with ≤ 2 samples is skipped)",
         "a round with at most this many RTT samples does not update dwnd",
         kind="int",
         lo=0,
@@ -292,7 +315,7 @@ _PARAMS = (
         "L",
         "packets",
         2.0,
-        "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
+        "RFC 3465 §2.3 (Reno slow start, L = 2 SMSS)",
         "flavor rfc: at most L packets of slow-start growth per ACK",
         lo=0.0,
     ),
@@ -346,12 +369,13 @@ _STATE = (
 ALGORITHMS = (
     Algorithm(
         name="compound",
+        reduces_to="reno",  # §III-A: dwnd stays 0 while win ≤ low_window, and halves with it
         summary="Compound TCP: Reno window plus a scalable delay window, with γ auto-tuning",
         citation="Tan et al., Compound TCP, PFLDnet 2006, §III-A (win), §III-B eq. (5) (dwnd), §III-C (k, γ)",
         state=_STATE,
         params=_PARAMS,
         signals=_SIGNALS,
-        default_flavor="rfc",
+        default_flavor="linux",
         flavor_doc="rfc: the paper's model with byte counting; linux: the same rules in the Linux TCP core "
         "(cwnd-limited check, tcp_slow_start, PRR in recovery)",
         doc_page="algorithms/compound.md",

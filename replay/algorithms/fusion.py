@@ -15,12 +15,12 @@ increase"), with ``diff = cwnd·(RTT − RTTmin)/RTT`` (helpers.vegas_diff) and 
 
 ``W_inc = B·Dwinc/MSS`` packets (B the Westwood+ bandwidth estimate in bytes/s, helpers
 westwood_on_ack; §II-C: ``W_inc ≤ G = B·Dmin/(8·packet_size)``, "W_inc = B/12 Mbps" for 1 ms and
-1500-byte packets), at least 1 (ALGORITHMS.md).
+1500-byte packets), at least 1 (docs/algorithms/fusion.md#decisions).
 
 Congestion event (§II-A, the TCPW-RE decrease with a 1/2 floor):
 ``cwnd = max(RTTmin/RTT · cwnd, cwnd/2)`` with RTT the last sample before the loss
 (helpers.westwood_decrease); ``reno_cwnd = max(reno_cwnd/2, 2)``. RTO: Reno behaviour for both
-windows (ALGORITHMS.md; the paper is silent): ssthresh as Reno's, cwnd = reno_cwnd = 1.
+windows (the paper is silent; docs/algorithms/fusion.md#decisions): ssthresh as Reno's, cwnd = reno_cwnd = 1.
 
 Slow start is Reno's (the paper changes only congestion avoidance); the Reno window follows the
 sending window while in slow start. A decrease phase that takes cwnd below ssthresh lowers
@@ -29,7 +29,7 @@ with ``tcp_vegas_ssthresh``).
 
 Interpretations (docs/algorithms/fusion.md): the per-ACK formulas of the paper assume one ACK
 per packet; with N packets acknowledged by one ACK the increment is multiplied by N (byte
-counting, as ALGORITHMS.md does for Reno). Before the first RTT sample no phase can be computed
+counting, as the Reno model does). Before the first RTT sample no phase can be computed
 and the Fusion window holds (the Reno floor still grows).
 """
 
@@ -50,10 +50,8 @@ from hscc_trace.replay.tp import (
     MIN_RTT,
     MSS,
     PRIOR_CWND,
-    ROUND_MIN_RTT,
     RTT,
     SACKED,
-    SRTT,
     SSTHRESH,
 )
 
@@ -73,7 +71,17 @@ WW = 9  # first of helpers.WW_NSLOTS slots of the Westwood+ filter (bytes, s, by
 WW_1 = 10
 WW_2 = 11
 WW_3 = 12
-NSTATE = 13
+WL = 13  # flavor linux: helpers.WL_NSLOTS slots of the estimator as Linux counts it (jiffies)
+WL_1 = 14
+WL_2 = 15
+WL_3 = 16
+WL_4 = 17
+WL_5 = 18
+WL_6 = 19
+WL_7 = 20
+WL_8 = 21
+WL_9 = 22
+NSTATE = 23
 
 # --- parameter slots ---------------------------------------------------------------------------
 P_DMIN = 0  # s — Dmin of α
@@ -81,23 +89,10 @@ P_DWINC = 1  # s — Dmin of W_inc
 P_WINC_MIN = 2  # packets — floor of W_inc
 P_RTT_SOURCE = 3  # 0 round_min, 1 srtt, 2 last
 P_L = 4  # packets — slow-start ABC limit (rfc flavor)
-NPARAMS = 5
+P_HZ = 5  # 1/s — kernel tick rate (flavor linux: the Westwood+ estimator counts jiffies)
+NPARAMS = 6
 
 SS, INCREASE, STEADY, DECREASE = 0.0, 1.0, 2.0, 3.0
-
-
-@jit
-def phase_rtt(src, round_min, srtt, last):
-    """The RTT (s) of the phase decision per ``rtt_source`` (0 round_min, 1 srtt, 2 last); falls
-    back to the last sample. Scalars only: array arguments cost a reference count per call."""
-    rtt = math.nan
-    if src == 0.0:
-        rtt = round_min
-    elif src == 1.0:
-        rtt = srtt
-    if not (rtt > 0.0):
-        rtt = last
-    return rtt
 
 
 @jit
@@ -122,10 +117,21 @@ def init(st, p, tp):
     st[RTT_USED] = math.nan
     st[PRIOR_RENO] = tp[CWND]
     H.westwood_init(st, WW, tp)
+    H.westwood_linux_init(st, WL, p[P_HZ])
+
+
+@jit
+def on_rtt_sample(st, p, tp, rtt):
+    H.westwood_linux_rtt(st, WL, rtt, p[P_HZ])
 
 
 @jit
 def on_ack(st, p, tp):
+    if tp[FLAVOR] == LINUX:  # the estimator as tcp_westwood.c counts it (helpers.westwood_linux_on_ack)
+        bw = H.westwood_linux_on_ack(st, WL, tp, p[P_HZ])
+        st[BW] = 8.0 * bw
+        st[W_INC] = max(bw * p[P_DWINC] / tp[MSS], p[P_WINC_MIN])
+        return
     # Westwood+ filter over every ACK (bytes newly acked cumulatively + SACKed)
     start = st[WW + H.WW_WIN_START]
     bw = H.westwood_on_ack(st, WW, tp, (tp[ACKED] + tp[SACKED]) * tp[MSS])
@@ -137,7 +143,7 @@ def on_ack(st, p, tp):
 @jit
 def ssthresh(st, p, tp):
     st[PRIOR_RENO] = st[RENO_CWND]
-    if tp[EVENT] == EV_RTO:  # Reno behaviour (ALGORITHMS.md): Reno's own ssthresh hook
+    if tp[EVENT] == EV_RTO:  # Reno behaviour (docs/algorithms/fusion.md#decisions): Reno's own ssthresh hook
         return R.ssthresh(st, p, tp)
     st[RENO_CWND] = max(st[RENO_CWND] / 2.0, 2.0)
     new = H.westwood_decrease(tp[CWND], tp[MIN_RTT], tp[RTT])
@@ -159,20 +165,17 @@ def undo_cwnd(st, p, tp):
 
 @jit
 def cong_avoid(st, p, tp, n):
-    if tp[FLAVOR] == LINUX and not H.linux_cwnd_limited(tp):
+    g = H.growth_gate(tp, n, p[P_L])
+    if g == H.HELD:
         return
-    if tp[CWND] < tp[SSTHRESH]:  # slow start (Reno's), the Reno window follows
+    if g == H.SLOW_START:  # slow start (Reno's), the Reno window follows
         st[PHASE] = SS
-        if tp[FLAVOR] == LINUX:
-            H.linux_slow_start(tp, n)
-        else:
-            H.slow_start_abc(tp, n, p[P_L])
         st[RENO_CWND] = tp[CWND]
         return
     # the Reno window: +1/reno_cwnd per acknowledged packet
     st[RENO_CWND] += n / st[RENO_CWND]
     cwnd = tp[CWND]
-    rtt = phase_rtt(p[P_RTT_SOURCE], tp[ROUND_MIN_RTT], tp[SRTT], tp[RTT])
+    rtt = H.rtt_by_source(p[P_RTT_SOURCE], tp)
     st[RTT_USED] = rtt
     if rtt > 0.0 and tp[MIN_RTT] > 0.0:
         diff = H.vegas_diff(cwnd, rtt, tp[MIN_RTT])
@@ -213,7 +216,7 @@ _PARAMS = (
         "winc_min",
         "packets",
         1.0,
-        "ALGORITHMS.md (TCP-Fusion: W_inc at least 1)",
+        "docs/algorithms/fusion.md#decisions (W_inc at least 1)",
         "floor of W_inc (also its value before the first bandwidth sample)",
         lo=0.0,
         hi=1e6,
@@ -222,7 +225,7 @@ _PARAMS = (
         "rtt_source",
         "",
         "round_min",
-        "ALGORITHMS.md (switch rtt_source, default round_min as Vegas)",
+        "docs/algorithms/fusion.md#decisions (rtt_source, default round_min as Vegas)",
         "RTT used for diff and α: min sample of the last round, srtt, or the last sample",
         kind="choice",
         choices=("round_min", "srtt", "last"),
@@ -231,10 +234,19 @@ _PARAMS = (
         "L",
         "packets",
         2.0,
-        "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
+        "RFC 3465 §2.3 (Reno slow start, L = 2 SMSS)",
         "flavor rfc: at most L packets of slow-start growth per ACK",
         lo=0.0,
         hi=1e6,
+    ),
+    Param(
+        "HZ",
+        "1/s",
+        250.0,
+        "CONFIG_HZ of the reference kernel (samples/*/meta.json)",
+        "flavor linux: kernel tick rate of the Westwood+ estimator behind W_inc (tcp_westwood.c counts jiffies)",
+        lo=1.0,
+        hi=10000.0,
     ),
 )
 
@@ -270,17 +282,20 @@ _STATE = (
     "ww_1",
     "ww_2",
     "ww_3",
+    "wl",
+    *(f"wl_{k}" for k in range(1, 10)),
 )
 
 ALGORITHMS = (
     Algorithm(
         name="fusion",
+        reduces_to="reno",  # §II: the sending window never falls below the Reno window
         summary="TCP-Fusion: Vegas-style three-phase delay window over a Reno floor, Westwood-RE decrease",
         citation="Kaneko et al., TCP-Fusion, PFLDnet 2007, §II-A (decrease), §II-B (phases), §II-C (α, W_inc)",
         state=_STATE,
         params=_PARAMS,
         signals=_SIGNALS,
-        default_flavor="rfc",
+        default_flavor="linux",
         flavor_doc="rfc: the paper's per-ACK model with byte counting; linux: the same rules in the Linux "
         "TCP core (cwnd-limited check, tcp_slow_start, PRR in recovery) as the paper's Linux module",
         doc_page="algorithms/fusion.md",

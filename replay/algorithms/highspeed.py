@@ -11,7 +11,7 @@ Flavor ``rfc`` (RFC 3649 §5–§6), for a window w = cwnd (packets):
   ``cwnd += a(w)·N/w``; on a congestion event ``ssthresh = w·(1 − b(w))`` (≥ 2);
 * slow start is standard (RFC 3649 leaves it unchanged; limited slow start, RFC 3742, is not
   modelled): ``cwnd += min(N, L)``.
-* Check: w = 1000 → b = 0.33, a = 7.74 (ALGORITHMS.md); w = 83000 → b = 0.10.
+* Check (from the formulas above): w = 1000 → b = 0.33, a = 7.74; w = 83000 → b = 0.10.
 
 Flavor ``linux`` (tcp_highspeed.c): the AIMD table of RFC 3649 Appendix B (window thresholds,
 decrease ×256); ``ai`` = the table row with ``w[ai−1] < cwnd ≤ w[ai]``, updated only in
@@ -29,7 +29,7 @@ import numpy as np
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
-from hscc_trace.replay.tp import CWND, CWND_CNT, FLAVOR, LINUX, SSTHRESH
+from hscc_trace.replay.tp import CWND, CWND_CNT, FLAVOR, LINUX
 
 # RFC 3649 Appendix B: window at which a(w) reaches i+1, and b(w)·256 (as scaled in Linux).
 AIMD_W = np.array(
@@ -279,11 +279,11 @@ def ssthresh(st, p, tp):
 
 @jit
 def cong_avoid(st, p, tp, n):
+    g = H.growth_gate(tp, n, p[P_L])
+    if g == H.HELD:
+        return
     if tp[FLAVOR] == LINUX:
-        if not H.linux_cwnd_limited(tp):
-            return
-        if tp[CWND] < tp[SSTHRESH]:
-            H.linux_slow_start(tp, n)
+        if g == H.SLOW_START:
             return
         w = tp[CWND]
         ai = int(st[AI])
@@ -302,17 +302,15 @@ def cong_avoid(st, p, tp, n):
             tp[CWND_CNT] -= tp[CWND]
             tp[CWND] += 1.0
         return
-    if tp[CWND] < tp[SSTHRESH]:
-        H.slow_start_abc(tp, n, p[P_L])
-        _update(st, p, tp[CWND])
-        return
     _update(st, p, tp[CWND])
-    tp[CWND] += st[A_W] * n / tp[CWND]
+    if g == H.CONG_AVOID:
+        tp[CWND] += st[A_W] * n / tp[CWND]
 
 
 ALGORITHMS = (
     Algorithm(
         name="highspeed",
+        reduces_to="reno",  # RFC 3649 §5: standard TCP at or below Low_Window
         summary="HighSpeed TCP: above Low_Window, increase a(w) and decrease b(w) scale with the window",
         citation="RFC 3649 §5-6 and Appendix B; Linux net/ipv4/tcp_highspeed.c",
         state=("ai", "a_w", "b_w", "log_low", "log_high"),
@@ -358,7 +356,7 @@ ALGORITHMS = (
             Signal("a_w", "a_w", "packets/RTT", "a(w): additive increase per RTT at the current window"),
             Signal("b_w", "b_w", "", "b(w): multiplicative decrease fraction at the current window"),
         ),
-        default_flavor="rfc",
+        default_flavor="linux",
         flavor_doc="rfc: RFC 3649 formulas; linux: tcp_highspeed.c (Appendix B table, per-ACK counter) in "
         "the Linux TCP core",
     ),

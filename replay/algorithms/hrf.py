@@ -30,7 +30,7 @@ import math
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
-from hscc_trace.replay.tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, MIN_RTT, ROUND_MIN_RTT, RTT, SRTT, SSTHRESH
+from hscc_trace.replay.tp import CWND, EV_RTO, EVENT, MIN_RTT, RTT
 
 from . import reno as R
 
@@ -50,25 +50,11 @@ P_TOL = 1  # s — tolerance of "RTT = RTTmin"
 P_M1 = 2  # increase without queue: 0 cr, 1 ci, 2 reno
 P_M2 = 3  # increase with a queue: 0 cr, 1 ci, 2 reno
 P_DECREASE = 4  # 0 westwood (eq. 17), 1 reno (eq. 4)
-P_RTT_SOURCE = 5  # 0 last, 1 round_min, 2 srtt
+P_RTT_SOURCE = 5  # index into helpers.RTT_SOURCES: 0 round_min, 1 srtt, 2 last
 P_L = 6  # packets — slow-start ABC limit (rfc)
 NPARAMS = 7
 
 CR, CI, RENO, SS = 0.0, 1.0, 2.0, 3.0
-
-
-@jit
-def mode_rtt(src, last, round_min, srtt):
-    """RTT (s) of the mode decision per ``rtt_source`` (0 last, 1 round_min, 2 srtt); falls back
-    to the last sample. Scalars only: array arguments cost a reference count per call."""
-    rtt = last
-    if src == 1.0:
-        rtt = round_min
-    elif src == 2.0:
-        rtt = srtt
-    if not (rtt > 0.0):
-        rtt = last
-    return rtt
 
 
 @jit
@@ -103,16 +89,13 @@ def ssthresh(st, p, tp):
 
 @jit
 def cong_avoid(st, p, tp, n):
-    if tp[FLAVOR] == LINUX and not H.linux_cwnd_limited(tp):
+    g = H.growth_gate(tp, n, p[P_L])
+    if g == H.HELD:
         return
-    if tp[CWND] < tp[SSTHRESH]:
+    if g == H.SLOW_START:
         st[MODE] = SS
-        if tp[FLAVOR] == LINUX:
-            H.linux_slow_start(tp, n)
-        else:
-            H.slow_start_abc(tp, n, p[P_L])
         return
-    rtt = mode_rtt(p[P_RTT_SOURCE], tp[RTT], tp[ROUND_MIN_RTT], tp[SRTT])
+    rtt = H.rtt_by_source(p[P_RTT_SOURCE], tp)
     rmin = tp[MIN_RTT]
     st[RTT_USED] = rtt
     if not (rtt > 0.0 and rmin > 0.0):  # no delay information yet: Reno
@@ -145,7 +128,7 @@ _PARAMS = (
         "tol",
         "s",
         0.001,
-        "ALGORITHMS.md (HRF: tol = 1 ms)",
+        "docs/algorithms/hrf.md#decisions (tol = 1 ms)",
         "a queue exists when RTT > RTTmin + tol (eqs. 15/16 conditions)",
         lo=0.0,
         hi=10.0,
@@ -184,13 +167,13 @@ _PARAMS = (
         "docs/algorithms/hrf.md (interpretation: the paper's observed RTT)",
         "RTT of the mode decision: the last sample, the last round's min, or srtt",
         kind="choice",
-        choices=("last", "round_min", "srtt"),
+        choices=H.RTT_SOURCES,
     ),
     Param(
         "L",
         "packets",
         2.0,
-        "RFC 3465 §2.3; ALGORITHMS.md (Reno slow start)",
+        "RFC 3465 §2.3 (Reno slow start, L = 2 SMSS)",
         "flavor rfc: at most L packets of slow-start growth per ACK",
         lo=0.0,
     ),
@@ -219,7 +202,7 @@ _FLAVOR_DOC = (
 )
 
 
-def _row(name: str, summary: str, defaults: dict[str, str]) -> Algorithm:
+def _row(name: str, summary: str, defaults: dict[str, str], reduces_to: str = "") -> Algorithm:
     return Algorithm(
         name=name,
         summary=summary,
@@ -227,10 +210,11 @@ def _row(name: str, summary: str, defaults: dict[str, str]) -> Algorithm:
         state=_STATE,
         params=_PARAMS,
         signals=_SIGNALS,
-        default_flavor="rfc",
+        default_flavor="linux",
         flavor_doc=_FLAVOR_DOC,
         defaults=defaults,
         doc_page="algorithms/hrf.md",
+        reduces_to=reduces_to,
     )
 
 
@@ -242,6 +226,7 @@ ALGORITHMS = (
         "hrf-w-cr-reno",
         "W+CR+Reno (HRF paper row): CR without queue, Reno with a queue, Westwood decrease",
         {"m2": "reno"},
+        reduces_to="reno",  # Reno's growth whenever a queue exists, and Reno's halving while the queue ≥ RTTmin
     ),
     _row("hrf-w-cr-cr", "W+CR+CR (HRF paper row): CR always, Westwood decrease", {"m2": "cr"}),
 )

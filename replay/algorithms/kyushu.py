@@ -160,7 +160,7 @@ _PARAMS = (
         "reduction_ratio",
         "",
         0.9,
-        "Kyushu-TCP §3 eq. (1), §5.1.1 (α = 0.90 recommended); ALGORITHMS.md",
+        "Kyushu-TCP §3 eq. (1), §5.1.1 (α = 0.90 recommended); docs/algorithms/kyushu.md#decisions",
         "α of w2 = α·w1, the estimated stably available BDP",
         lo=0.0,
         hi=1.0,

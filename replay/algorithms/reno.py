@@ -81,7 +81,7 @@ _PARAMS = (
         "L",
         "packets",
         2.0,
-        "RFC 3465 §2.3 (limit L); ALGORITHMS.md",
+        "RFC 3465 §2.3 (limit L = 2 SMSS)",
         "flavor rfc: at most L packets of slow-start growth per ACK",
         lo=0.0,
         hi=1e6,
@@ -138,5 +138,6 @@ ALGORITHMS = (
         default_flavor="rfc",
         flavor_doc="rfc: RFC 6582 NewReno with byte counting; linux: Linux tcp_reno in the Linux TCP core",
         defaults={"recovery_exit": "full_ack"},
+        default_set=False,  # its Linux flavor is Linux reno itself (Linux recovery is NewReno's)
     ),
 )

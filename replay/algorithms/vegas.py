@@ -1,8 +1,13 @@
 """TCP Vegas — Brakmo & Peterson (1995); Linux net/ipv4/tcp_vegas.c of kernel 6.x (α=2, β=4, γ=1).
 
-Once per RTT round (the trace's round end, Linux ``after(ack, beg_snd_nxt)``), with ``RTT`` the
-smallest sample of the round (Vegas' own ``minRTT``, reset every round) and ``baseRTT`` the
-smallest sample ever, when the round had more than 2 samples (else Reno for that ACK):
+Once per RTT round, with ``RTT`` the smallest sample of the round (Vegas' own ``minRTT``, reset
+every round) and ``baseRTT`` the smallest sample ever, when the round had more than 2 samples (else
+Reno for that ACK). The round: flavor ``linux`` keeps tcp_vegas.c's own — ``beg_snd_nxt`` is the
+highest sequence sent when the last adjustment was made (or when Vegas was (re-)enabled: the
+start of the connection, the return to the open state), and the round ends on the first ACK
+*beyond* it (``after(ack, beg_snd_nxt)``, strictly: an ACK that only reaches it does not end the
+round; the first round ends on the first ACK of data, with one sample); flavor ``rfc`` uses the
+trace's rounds (the first ACK at or above the snd_max recorded when the round began):
 
 * ``diff`` — packets queued. Flavor ``linux``: ``cwnd·(RTT − baseRTT)/baseRTT`` in integer
   microseconds, RTT + 1 µs (tcp_vegas.c);
@@ -36,7 +41,7 @@ import math
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
-from hscc_trace.replay.tp import CWND, FLAVOR, LINUX, OPEN, ROUND_END, SSTHRESH, STATE
+from hscc_trace.replay.tp import CWND, FLAVOR, LINUX, OPEN, ROUND_END, SND_MAX, SND_UNA, SSTHRESH, STATE
 
 # state slots
 BASE_RTT = 0  # s — smallest RTT sample ever (Vegas baseRTT)
@@ -45,7 +50,9 @@ CNT_RTT = 2  # samples since the last adjustment (Vegas cntRTT)
 DIFF = 3  # packets — diff at the last adjustment
 ADJUST = 4  # −1 / 0 / +1 — the last per-round decision (2 = left slow start)
 PENDING = 5  # 1 = a round ended and the adjustment has not been made yet (made on the next cong_avoid)
-NSTATE = 6
+BEG_SND_NXT = 6  # bytes — flavor linux: the round ends on the first ACK beyond this (tcp_vegas.c beg_snd_nxt)
+ENABLED = 7  # flavor linux: 1 while Vegas runs (doing_vegas_now), 0 outside the open state
+NSTATE = 8
 
 P_ALPHA = 0  # packets
 P_BETA = 1  # packets
@@ -61,11 +68,23 @@ def _reset_round(st):
 
 
 @jit
+def _enable(st, tp):
+    # tcp_vegas.c vegas_enable(): the next round starts at the current snd_nxt
+    st[ENABLED] = 1.0
+    st[BEG_SND_NXT] = tp[SND_MAX]
+    _reset_round(st)
+
+
+@jit
 def init(st, p, tp):
     st[BASE_RTT] = math.inf
     st[DIFF] = 0.0
     st[ADJUST] = 0.0
     _reset_round(st)
+    # tcp_vegas_init runs when the connection is established: snd_nxt is just past the SYN, the
+    # first data byte (relative sequence 1)
+    st[ENABLED] = 1.0
+    st[BEG_SND_NXT] = 1.0
 
 
 @jit
@@ -82,7 +101,7 @@ def on_round_end(st, p, tp):
 
 @jit
 def on_recovery_exit(st, p, tp):
-    _reset_round(st)
+    _enable(st, tp)  # tcp_vegas_state(TCP_CA_Open) → vegas_enable
 
 
 @jit
@@ -100,9 +119,16 @@ def cong_avoid(st, p, tp, n):
     linux = tp[FLAVOR] == LINUX
     if linux and tp[STATE] != OPEN:  # doing_vegas_now = 0 (tcp_vegas_state): tcp_reno_cong_avoid
         H.reno_cong_avoid(tp, n, 2.0)
-        _reset_round(st)  # vegas_enable on re-entering TCP_CA_Open starts a fresh round
+        st[ENABLED] = 0.0
         return
-    if st[PENDING] > 0.0 or tp[ROUND_END] > 0.0:
+    if linux and st[ENABLED] == 0.0:
+        _enable(st, tp)  # back in TCP_CA_Open (e.g. the loss state ended): vegas_enable
+    if linux:
+        round_end = tp[SND_UNA] > st[BEG_SND_NXT]
+    else:
+        round_end = st[PENDING] > 0.0 or tp[ROUND_END] > 0.0
+    if round_end:
+        st[BEG_SND_NXT] = tp[SND_MAX]
         if st[CNT_RTT] <= 2.0:
             H.reno_cong_avoid(tp, n, 2.0)  # too few samples: Reno for this ACK
         else:
@@ -125,10 +151,7 @@ def cong_avoid(st, p, tp, n):
                 tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND])  # tcp_vegas_ssthresh
                 st[ADJUST] = 2.0
             elif cwnd < tp[SSTHRESH]:
-                if linux:
-                    H.linux_slow_start(tp, n)
-                else:
-                    H.slow_start_abc(tp, n, 2.0)
+                H.slow_start_step(tp, n, 2.0)
                 st[ADJUST] = 0.0
             elif diff > p[P_BETA]:
                 tp[CWND] = cwnd - 1.0
@@ -146,10 +169,7 @@ def cong_avoid(st, p, tp, n):
                 tp[SSTHRESH] = max(tp[SSTHRESH], math.floor(tp[CWND] / 2.0) + math.floor(tp[CWND] / 4.0))
         _reset_round(st)
     elif tp[CWND] < tp[SSTHRESH]:
-        if linux:
-            H.linux_slow_start(tp, n)
-        else:
-            H.slow_start_abc(tp, n, 2.0)
+        H.slow_start_step(tp, n, 2.0)
 
 
 ALGORITHMS = (
@@ -157,7 +177,7 @@ ALGORITHMS = (
         name="vegas",
         summary="TCP Vegas: once per round, +1 when fewer than α packets are queued, −1 above β",
         citation="Brakmo & Peterson, TCP Vegas (1995) §3; Linux net/ipv4/tcp_vegas.c",
-        state=("base_rtt", "min_rtt", "cnt_rtt", "diff", "adjust", "pending"),
+        state=("base_rtt", "min_rtt", "cnt_rtt", "diff", "adjust", "pending", "beg_snd_nxt", "enabled"),
         params=(
             Param(
                 "alpha",

@@ -41,15 +41,27 @@ RESET_RTT_MIN = 5  # 1 = take the next sample as RTTmin
 BW_BPS = 6  # bit/s — B for output
 BW_RTTMIN = 7  # packets — B·RTTmin/MSS (at least 2), the window the estimate supports
 SSTHRESH_LOSS = 8  # packets — flavor rfc: ssthresh = max(B·RTTmin/MSS, 2) set at the last loss
-NSTATE = 9
+WL = 9  # flavor linux: first of helpers.WL_NSLOTS slots of the estimator as Linux counts it (jiffies):
+WL_1 = 10  # bk, window start, bw_ns, bw, snd_una, accounted, first_ack, rtt, rtt_min, reset_rtt_min
+WL_2 = 11
+WL_3 = 12
+WL_4 = 13
+WL_5 = 14
+WL_6 = 15
+WL_7 = 16
+WL_8 = 17
+WL_9 = 18
+NSTATE = 19
 
 P_L = 0  # packets — ABC limit (flavor rfc slow start)
-NPARAMS = 1
+P_HZ = 1  # 1/s — kernel tick rate (flavor linux)
+NPARAMS = 2
 
 
 @jit
 def init(st, p, tp):
     H.westwood_init(st, WW, tp)
+    H.westwood_linux_init(st, WL, p[P_HZ])
     st[RTT_MIN] = 0.0
     st[RESET_RTT_MIN] = 1.0
     st[SSTHRESH_LOSS] = tp[SSTHRESH]
@@ -57,6 +69,7 @@ def init(st, p, tp):
 
 @jit
 def on_rtt_sample(st, p, tp, rtt):
+    H.westwood_linux_rtt(st, WL, rtt, p[P_HZ])
     if st[RESET_RTT_MIN] > 0.0 or rtt < st[RTT_MIN]:
         st[RTT_MIN] = rtt
         st[RESET_RTT_MIN] = 0.0
@@ -64,6 +77,8 @@ def on_rtt_sample(st, p, tp, rtt):
 
 @jit
 def _bw_rttmin(st, tp):
+    if tp[FLAVOR] == LINUX:  # integer bytes per jiffy × jiffies / MSS, as tcp_westwood_bw_rttmin
+        return H.westwood_linux_bw_rttmin(st, WL, tp)
     if not (st[RTT_MIN] > 0.0):
         return 2.0
     return max(st[WW + H.WW_BW] * st[RTT_MIN] / tp[MSS], 2.0)
@@ -71,7 +86,11 @@ def _bw_rttmin(st, tp):
 
 @jit
 def on_ack(st, p, tp):
-    bw = H.westwood_on_ack(st, WW, tp, (tp[ACKED] + tp[SACKED]) * tp[MSS])
+    if tp[FLAVOR] == LINUX:
+        bw = H.westwood_linux_on_ack(st, WL, tp, p[P_HZ])
+        st[RTT_MIN] = st[WL + H.WL_RTT_MIN_J] / p[P_HZ]
+    else:
+        bw = H.westwood_on_ack(st, WW, tp, (tp[ACKED] + tp[SACKED]) * tp[MSS])
     st[BW_BPS] = bw * 8.0
     st[BW_RTTMIN] = _bw_rttmin(st, tp)
 
@@ -91,6 +110,7 @@ def ssthresh(st, p, tp):
 def on_rto(st, p, tp):
     tp[SSTHRESH] = _bw_rttmin(st, tp)  # CA_EVENT_LOSS
     st[RESET_RTT_MIN] = 1.0
+    st[WL + H.WL_RESET_MIN] = 1.0
 
 
 @jit
@@ -113,16 +133,37 @@ ALGORITHMS = (
         name="westwood",
         summary="Westwood+: Reno growth, window set to the bandwidth-delay estimate B·RTTmin after a loss",
         citation="Mascolo et al., TCP Westwood+ (TCP-Fusion §II-A, HRF-TCP §2.2); Linux net/ipv4/tcp_westwood.c",
-        state=("ww", "ww_1", "ww_2", "ww_3", "rtt_min", "reset_rtt_min", "bw_bps", "bw_rttmin", "ssthresh_loss"),
+        state=(
+            "ww",
+            "ww_1",
+            "ww_2",
+            "ww_3",
+            "rtt_min",
+            "reset_rtt_min",
+            "bw_bps",
+            "bw_rttmin",
+            "ssthresh_loss",
+            "wl",
+            *(f"wl_{k}" for k in range(1, H.WL_NSLOTS)),
+        ),
         params=(
             Param("L", "packets", 2.0, "RFC 3465 §2.3", "flavor rfc: slow-start growth limit per ACK", lo=0.0, hi=1e6),
+            Param(
+                "HZ",
+                "1/s",
+                250.0,
+                "CONFIG_HZ of the reference kernel (samples/*/meta.json)",
+                "flavor linux: kernel tick rate (tcp_westwood.c counts time and RTTs in jiffies)",
+                lo=1.0,
+                hi=10000.0,
+            ),
         ),
         signals=(
             Signal("B", "bw_bps", "bit/s", "Westwood+ bandwidth estimate (two cascaded 7/8 filters)"),
             Signal("bw_rttmin", "bw_rttmin", "packets", "B·RTTmin/MSS (≥ 2): ssthresh after a loss"),
             Signal("rtt_min", "rtt_min", "s", "Westwood's RTTmin (re-measured after an RTO)"),
         ),
-        default_flavor="rfc",
+        default_flavor="linux",
         flavor_doc="rfc: ssthresh = B·RTTmin and cwnd = min(cwnd, ssthresh) at every congestion event; "
         "linux: tcp_westwood (cwnd/2 on entering recovery, B·RTTmin at recovery exit and RTO) in the Linux TCP core",
     ),

@@ -16,6 +16,7 @@ receive-window-limited. Both write a JSON summary; the sender's includes the ker
 from __future__ import annotations
 
 import argparse
+import fcntl
 import json
 import socket
 import struct
@@ -25,6 +26,7 @@ import time
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
 TCP_CC_INFO = getattr(socket, "TCP_CC_INFO", 26)
+SIOCOUTQ = 0x5411  # linux/sockios.h (= TIOCOUTQ): unacknowledged bytes of a TCP socket
 
 
 def tcp_info(sock: socket.socket) -> dict[str, int]:
@@ -170,6 +172,16 @@ def send(args: argparse.Namespace) -> None:
         ]
         with open(args.cc_info_out, "w") as f:
             json.dump({"columns": cols, "rows": rows}, f)
+    if args.wait_acked:
+        # keep the connection established until everything written is acknowledged (SIOCOUTQ:
+        # bytes not yet acked), so that tcp_probe — which stops at shutdown (FIN_WAIT1) — covers
+        # the whole transfer, including the send buffer's drain
+        deadline = time.monotonic() + args.drain_timeout
+        while time.monotonic() < deadline:
+            left = struct.unpack("i", fcntl.ioctl(s.fileno(), SIOCOUTQ, b"\0" * 4))[0]
+            if left == 0:
+                break
+            time.sleep(0.005)
     s.shutdown(socket.SHUT_WR)
     s.settimeout(args.drain_timeout)
     try:
@@ -208,6 +220,7 @@ def main() -> None:
     s.add_argument("--app-rate", type=float, default=0.0, help="application write rate, bit/s (0 = bulk)")
     s.add_argument("--app-chunk", type=int, default=1448, help="bytes per paced write")
     s.add_argument("--drain-timeout", type=float, default=10.0)
+    s.add_argument("--wait-acked", action="store_true", help="shut down only when everything written is acknowledged")
     s.add_argument("--out", required=True)
     s.add_argument("--cc-info-out", default="", help="with cc bbr: poll TCP_CC_INFO/TCP_INFO into this JSON file")
     s.add_argument("--cc-info-every", type=float, default=0.002, help="seconds between polls")

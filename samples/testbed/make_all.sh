@@ -1,7 +1,7 @@
 #!/bin/sh
 # Regenerate every real sample under samples/ (not samples/synthetic/). Run as root from the
 # repository root:  sudo sh samples/testbed/make_all.sh [python]
-# Takes ~5 minutes (runs are sequential; each sets up and tears down its own namespaces).
+# Takes ~10 minutes (runs are sequential; each sets up and tears down its own namespaces).
 set -eu
 PY=${1:-.venv/bin/python}
 RUN="$PY samples/testbed/run.py"
@@ -54,4 +54,7 @@ $RUN --name cubic-4bdp --cc cubic --rate 10mbit --delay 5ms --buffer-pkts 33 --l
 $RUN --name cubic-loss-rtt100 --cc cubic --rate 10mbit --delay 50ms --buffer-pkts 167 --loss 0.002 --duration 8 --seed 5
 # Reno (40001) vs CUBIC (40002) at 20 Mbit/s x 20 ms, buffer 1 BDP
 $RUN --name reno-vs-cubic-rtt20 --cc reno,cubic --rate 20mbit --delay 10ms --buffer-pkts 33 --loss 0 --duration 5
+# --- the BPF congestion controls (samples/testbed/cc/): Vegas, Westwood+, HighSpeed, Compound TCP, TCP-Fusion,
+# HRF-TCP and its rows, Kyushu-TCP over HighSpeed and CUBIC
+sh samples/testbed/make_bpf.sh "$PY"
 $PY samples/testbed/make_index.py

@@ -51,6 +51,43 @@ SHOWS = {
     "cubic-loss-rtt100": "CUBIC under 0.2 % random loss at 100 ms base RTT (buffer 2 BDP)",
     "reno-vs-cubic-rtt20": "two flows, Reno (sport 40001) and CUBIC (sport 40002), at 20 Mbit/s and 20 ms base RTT, "
     "1-BDP buffer; truth for both",
+    # BPF congestion controls (samples/testbed/cc/): truth_signals.parquet holds each one's own state
+    "vegas-deepbuf": "Vegas (BPF, tcp_vegas.c) with a 3-BDP buffer: leaves slow start when diff > γ (here one doubling "
+    "late, overflowing once: the round's minimum RTT comes from its first packets) and settles with α..β packets "
+    "queued (cwnd ≈ BDP + 2..4), no further loss",
+    "vegas-loss": "Vegas (BPF) under 0.5 % random loss: Reno halvings, per-round ±1 steps in between",
+    "westwood-loss": "Westwood+ (BPF, tcp_westwood.c) under 1 % random loss: at each recovery exit cwnd = ssthresh = "
+    "B·RTTmin from the bandwidth estimate, not cwnd/2",
+    "westwood-bdp": "Westwood+ (BPF) at 20 Mbit/s, 40 ms, 1-BDP buffer: overflow losses, B·RTTmin ≈ BDP after each",
+    "highspeed-bdp": "HighSpeed TCP (BPF, RFC 3649 table) at 20 Mbit/s, 100 ms, 0.5-BDP buffer: windows 150-250, "
+    "a(w) = 3-4 packets per ACK-counted RTT, decrease b(w) = 0.38-0.41",
+    "highspeed-loss": "HighSpeed TCP (BPF) under 0.1 % random loss at 60 ms: decreases by b(w) of the current row",
+    "ctcp-bdp": "Compound TCP (BPF) at 20 Mbit/s, 100 ms, 1-BDP buffer: the delay window grows by α·win^¾ − 1 per "
+    "round and retreats when diff ≥ γ = 30, holding the queue near γ without loss",
+    "ctcp-smallbuf": "Compound TCP (BPF) with a 20-packet buffer (< γ): losses before diff reaches γ; γ auto-tuning "
+    "lowers γ towards ¾ of the loss component's backlog",
+    "fusion-40m": "TCP-Fusion (BPF) at 40 Mbit/s, 20 ms, 1-BDP buffer: increase (W_inc ≈ 3.3), steady and decrease "
+    "phases as the queue grows, Westwood decrease max(RTTmin/RTT·cwnd, cwnd/2) at each overflow",
+    "fusion-loss": "TCP-Fusion (BPF) under 0.2 % random loss at 20 Mbit/s, 40 ms",
+    "hrf-rtt80-loss": "HRF-TCP = W+CR+CI (BPF) at 80 ms = 2·RTTref under 0.1 % loss: CR (4 packets per RTT) while the "
+    "link is vacant, CI once a queue forms, Westwood decrease",
+    "hrf-rtt20": "HRF-TCP (BPF) at 20 ms = RTTref/2, 1-BDP buffer: CR (¼ packet per RTT) / CI switch",
+    "hrf-cr-rtt80-loss": "the HRF paper's CR row (BPF): (RTT/RTTref)² per RTT, halving; 80 ms, 0.1 % loss",
+    "hrf-cr-rtt20": "the HRF paper's CR row (BPF) at 20 ms, 1-BDP buffer",
+    "hrf-ci-rtt80-loss": "the HRF paper's CI row (BPF): RTT/(RTTref + qdelay) per RTT, halving; 80 ms, 0.1 % loss",
+    "hrf-ci-rtt20": "the HRF paper's CI row (BPF) at 20 ms, 1-BDP buffer",
+    "hrf-w-cr-reno-rtt80-loss": "the HRF paper's W+CR+Reno row (BPF): CR without a queue, Reno with one, Westwood "
+    "decrease; 80 ms, 0.1 % loss",
+    "hrf-w-cr-reno-rtt20": "the HRF paper's W+CR+Reno row (BPF) at 20 ms, 1-BDP buffer",
+    "hrf-w-cr-cr-rtt80-loss": "the HRF paper's W+CR+CR row (BPF): CR always, Westwood decrease; 80 ms, 0.1 % loss",
+    "hrf-w-cr-cr-rtt20": "the HRF paper's W+CR+CR row (BPF) at 20 ms, 1-BDP buffer",
+    "ktcp-hs-bdp": "Kyushu-TCP over HighSpeed (BPF) at 20 Mbit/s, 60 ms, 1-BDP buffer: after a loss the window is held "
+    "at w2 = 0.9·w1 for Tc²·w2 packets (the non-aggressive period)",
+    "ktcp-hs-loss": "Kyushu-TCP over HighSpeed (BPF) under 0.05 % random loss: holds at w2 after the fast "
+    "retransmissions, Tc growing",
+    "ktcp-cubic-bdp": "Kyushu-TCP over the kernel's CUBIC (BPF wrapper around the cubictcp_* kfuncs), 20 Mbit/s, 60 ms, "
+    "1-BDP buffer: hold at w2 = 0.9·w1, then CUBIC resumes on its running epoch",
+    "ktcp-cubic-loss": "Kyushu-TCP over CUBIC (BPF) under 0.05 % random loss",
 }
 
 
@@ -61,12 +98,12 @@ def main() -> None:
         if d.name in ("synthetic", "testbed"):
             continue
         meta = json.loads(meta_path.read_text())
-        cap = d / "capture.pcap"
+        cap = d / meta["capture"].get("file", "capture.pcap")
         entries.append(
             {
                 "name": d.name,
                 "path": f"samples/{d.name}",
-                "capture": f"samples/{d.name}/capture.pcap",
+                "capture": f"samples/{d.name}/{cap.name}",
                 "capture_bytes": cap.stat().st_size,
                 "packets": meta["capture"]["packets"],
                 "capture_point": meta["capture_point"],
@@ -87,13 +124,18 @@ def main() -> None:
                         "dst": f["dst"],
                         "dport": f["dport"],
                         "cc": f["cc"],
+                        **({"algo": f["algo"]} if "algo" in f else {}),
                         "isn": f["isn"],
                         "throughput_bps": f["capture_summary"]["throughput_bps"],
                         "retransmitted_segments": f["capture_summary"]["retransmitted_segments"],
                     }
                     for f in meta["flows"]
                 ],
-                "truth": {k: f"samples/{d.name}/truth_{k}.parquet" for k in ("probe", "ca_state", "retrans")},
+                "truth": {
+                    k: f"samples/{d.name}/truth_{k}.parquet"
+                    for k in ("probe", "ca_state", "retrans", "signals")
+                    if (d / f"truth_{k}.parquet").exists()
+                },
                 "meta": f"samples/{d.name}/meta.json",
                 "shows": SHOWS.get(d.name, ""),
                 "command": meta["command"],

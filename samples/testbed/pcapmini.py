@@ -48,6 +48,10 @@ def ip_to_int(a: str) -> int:
 
 def read(path: str | Path) -> Pcap:
     data = Path(path).read_bytes()
+    if data[:2] == b"\x1f\x8b":  # gzip-compressed capture (capture.pcap.gz)
+        import gzip
+
+        data = gzip.decompress(data)
     if len(data) < 24:
         raise ValueError(f"{path}: too short for a pcap header")
     magic = data[:4]

@@ -54,7 +54,9 @@ FLAG_TEXT = (  # (bit, substring of the expert message, substrings that must NOT
 
 def shared_dir() -> Path:
     cand = REPO.parent / "shared"
-    return cand if cand.is_dir() else Path("/work/shared")
+    if not cand.is_dir():
+        raise SystemExit(f"external capture corpus not found ({cand})")
+    return cand
 
 
 def _tshark(path: Path, fields: list[str], extra: list[str] | None = None) -> list[list[str]]:

@@ -31,7 +31,7 @@ OUT = HERE / "tshark_conv"
 
 def corpus_dir() -> Path:
     repo = HERE.parent.parent
-    for cand in (repo.parent / "shared" / "captures" / "external", Path("/work/shared/captures/external")):
+    for cand in (repo.parent / "shared" / "captures" / "external",):
         if cand.is_dir():
             return cand
     raise SystemExit("external capture corpus not found")

@@ -13,6 +13,7 @@ sender and a small F an application-limited one.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -170,7 +171,8 @@ def load_sample(name: str, flow: int = 0):
     from hscc_trace import events
     from hscc_trace import flows as capture
 
-    cap = capture.load(str(SAMPLES / name / "capture.pcap"))
+    meta = json.loads((SAMPLES / name / "meta.json").read_text())
+    cap = capture.load(str(SAMPLES / name / meta["capture"].get("file", "capture.pcap")))  # .pcap or .pcap.gz
     fe = events.flow_events(cap, flow)
     sport = cap.flows.row(flow, named=True)["sport"]
     tr = pl.read_parquet(SAMPLES / name / "truth_probe.parquet")

@@ -392,7 +392,7 @@ def test_bbr_linux_reproduces_kernel_cwnd(name, flow):
         ("bbr", 0, "bbr"),
         ("bbr-40m", 0, "bbr"),
         ("bbr-vs-cubic", 0, "bbr"),
-        ("bbr-vs-cubic", 1, "cubic[flavor=linux]"),
+        ("bbr-vs-cubic", 1, "cubic"),
         ("reno-bdp", 0, "reno"),
     ],
 )

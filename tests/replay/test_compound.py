@@ -1,6 +1,6 @@
 """Compound TCP (replay/algorithms/compound.py): one test per branch, per-ACK values worked out by hand.
 
-Paper: papers/compound-tcp-paper.txt §III (equations fixed by ALGORITHMS.md). Defaults: α = 1/8,
+Paper: papers/compound-tcp-paper.txt §III (equations as docs/algorithms/compound.md#decisions reads them). Defaults: α = 1/8,
 β = 1/2, k = 0.75, ζ = 1, γ = 30, low_window = 41, λ = 1/4, γ clamped to [5, 30].
 RTTs are chosen as exact binary fractions where a branch sits near a threshold.
 """
@@ -216,16 +216,24 @@ def test_ctcp_gamma_tuning_off_keeps_gamma():
     assert h["gamma"] == 30.0
 
 
-def test_ctcp_rto_resets_dwnd_and_remeasures_base_rtt():
+def test_ctcp_rto_resets_dwnd_and_keeps_base_rtt():
+    # §III-B: an RTO resets dwnd and disables the delay component; baseRTT stays "the minimal RTT
+    # that has been observed so far" since the connection started (50 ms here).
     h = ca(100.0, 60.0, EVENT=float(T.EV_RTO), base_rtt=0.05, diff_reno=9.0, diff_reno_valid=1.0)
     h.call("ssthresh")
     assert h["gamma"] == 30.0  # an RTO is not a light loss: no γ update
     h.set(CWND=1.0)
     h.call("on_rto")
     assert h["cwnd_loss"] == 1.0 and h["dwnd"] == 0.0
-    assert math.isnan(h["base_rtt"])
     h.call("on_rtt_sample", 0.2)
-    assert h["base_rtt"] == 0.2
+    assert h["base_rtt"] == 0.05
+    # back in congestion avoidance at win 100 (dwnd 0), a round with min 200 ms: with baseRTT kept,
+    # diff = 100·(1 − 0.05/0.2) = 75 ≥ γ = 30 → retreat, dwnd = max(0 − 75, 0) = 0. Had baseRTT been
+    # re-measured (0.2 s), diff = 0 < γ and dwnd would grow by 0.125·100^0.75 − 1 = 2.9528.
+    h.set(cwnd_loss=100.0, dwnd=0.0, win=100.0, CWND=100.0, SSTHRESH=50.0, EVENT=0.0, rnd_min=0.2, rnd_n=3.0)
+    h.call("on_round_end")
+    assert h["diff"] == pytest.approx(75.0, abs=1e-12)
+    assert h["dwnd"] == 0.0
 
 
 def test_ctcp_awnd_caps_window():
@@ -299,7 +307,13 @@ def test_ctcp_engine_sequence_loss_round_growth_and_retreat():
             cong_event="fast_retransmit",
         )
     )
-    out = next(iter(engine.replay(frame(rows), MSS, ["compound"], ["compound.iw=162"], compiled=False).values()))
+    out = next(
+        iter(
+            engine.replay(
+                frame(rows), MSS, ["compound"], ["compound.iw=162", "compound.flavor=rfc"], compiled=False
+            ).values()
+        )
+    )
     assert out["cwnd"].to_list() == pytest.approx(
         [162, 162, 162, 81, 83.3869940, 83.3989863, 83.4109768, 81.0483170, 40.5241585], abs=1e-6
     )

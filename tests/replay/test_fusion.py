@@ -117,7 +117,7 @@ def test_fusion_rtt_source_round_min_falls_back_to_last_sample():
         (15e6, 1500, 10.0),  # 120 Mbit/s with 1500-byte packets: the paper's B/12 Mbps = 10 packets
         (1.5e6, 1500, 1.0),  # 12 Mbit/s → 1 packet
         (1.5e6, 1000, 1.5),  # 1.5e6 B/s · 1 ms / 1000 B = 1.5 packets
-        (0.75e6, 1500, 1.0),  # 6 Mbit/s → 0.5 packets, floored at 1 (ALGORITHMS.md)
+        (0.75e6, 1500, 1.0),  # 6 Mbit/s → 0.5 packets, floored at 1 (docs/algorithms/fusion.md#decisions)
     ],
 )
 def test_fusion_winc_is_bandwidth_times_1ms_over_mss_at_least_1(bw_bytes_s, mss, w_inc):
@@ -238,7 +238,11 @@ def test_fusion_engine_sequence_loss_then_increase_decrease_steady():
     out = next(
         iter(
             engine.replay(
-                frame(rows), MSS, ["fusion"], ["fusion.iw=100", "fusion.dwinc=0.016"], compiled=False
+                frame(rows),
+                MSS,
+                ["fusion"],
+                ["fusion.iw=100", "fusion.dwinc=0.016", "fusion.flavor=rfc"],
+                compiled=False,
             ).values()
         )
     )

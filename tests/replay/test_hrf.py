@@ -180,7 +180,9 @@ def test_hrf_engine_sequence_rows_differ_when_rttmin_is_not_rttref(
         ack(rtt_s=0.100, ack=MSS, snd_max=flight + MSS, outstanding=flight),
         ack(rtt_s=0.150, ack=2 * MSS, snd_max=flight + 2 * MSS, outstanding=flight),
     ]
-    out = next(iter(engine.replay(frame(rows), MSS, [row], [f"{row}.iw=100"], compiled=False).values()))
+    out = next(
+        iter(engine.replay(frame(rows), MSS, [row], [f"{row}.iw=100", f"{row}.flavor=rfc"], compiled=False).values())
+    )
     assert out["cwnd"].to_list() == pytest.approx([100, after_loss, cwnd2, cwnd3], abs=1e-7)
     assert out["mode"].to_list()[2:] == [mode2, mode3]
     assert out["inc_per_rtt"].to_list()[2:] == pytest.approx([inc2, inc3], abs=1e-7)
@@ -206,7 +208,11 @@ def test_hrf_property_ci_exactly_when_queue_appears(rtts, tol):
     for i, r in enumerate(rtts):
         rows.append(ack(rtt_s=r, ack=(i + 1) * MSS, snd_max=flight + (i + 1) * MSS, outstanding=flight))
     out = next(
-        iter(engine.replay(frame(rows), MSS, ["hrf"], ["hrf.iw=100", f"hrf.tol={tol!r}"], compiled=False).values())
+        iter(
+            engine.replay(
+                frame(rows), MSS, ["hrf"], ["hrf.iw=100", f"hrf.tol={tol!r}", "hrf.flavor=rfc"], compiled=False
+            ).values()
+        )
     )
     rmin = np.minimum.accumulate(np.array(rtts))
     expect = np.where(np.array(rtts) > rmin + tol, "CI", "CR")

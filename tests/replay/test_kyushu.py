@@ -119,12 +119,12 @@ def test_kyushu_does_not_engage_below_base_high_speed_regime():
     # = 0.4973316 → ssthresh = 40·0.5026684 = 20.1067; w2 = 0.9·40 = 36 ≤ Low_Window 38: no hold
     # (HighSpeed is standard TCP there); with engage_above = 0 the same stream holds at 36.
     steps = [("fr", 0, 40)] + [("ack", 100, 40)] * 12
-    f = run("kyushu+highspeed", steps, "iw=40")
+    f = run("kyushu+highspeed", steps, "iw=40", "flavor=rfc")
     assert f["cwnd"][0] == pytest.approx(20.1067, abs=1e-4)
     assert f["w2"][0] == pytest.approx(36.0)
     assert not any(f["non_aggressive"].to_list())
     assert np.all(np.diff(f["cwnd"].to_numpy()) > 0)
-    g = run("kyushu+highspeed", steps, "iw=40", "engage_above=0")
+    g = run("kyushu+highspeed", steps, "iw=40", "engage_above=0", "flavor=rfc")
     assert any(g["non_aggressive"].to_list())
     assert g.filter(pl.col("non_aggressive"))["cwnd"].to_list() == pytest.approx([36.0])
     # held on the ACK that reached 36 (sent 0); the next ACK's 100 packets exceed B = 36: released
@@ -137,7 +137,7 @@ def test_kyushu_over_highspeed_in_high_speed_regime():
     # is held on that ACK (sent 0) and the next 9 (sent 100 … 900 ≤ 900); the 10th (1000 > 900)
     # releases it and HighSpeed grows again.
     steps = [("fr", 0, 1000)] + [("ack", 100, 1000)] * 400
-    f = run("kyushu+highspeed", steps, "iw=1000")
+    f = run("kyushu+highspeed", steps, "iw=1000", "flavor=rfc")
     assert f["cwnd"][0] == pytest.approx(670.1217, abs=1e-4)
     assert (f["w1"][0], f["w2"][0], f["Tc"][0], f["B_ktcp"][0]) == (1000, 900, 1, 900)
     held = f.with_row_index().filter(pl.col("non_aggressive"))
@@ -157,7 +157,13 @@ def test_kyushu_over_cubic_holds_at_w2():
     rows = stream(steps).with_columns(
         (pl.int_range(0, pl.len(), dtype=pl.Int64) * 10_000_000 + 1_000_000_000).alias("ts_ns")
     )  # 10 ms apart
-    f = next(iter(engine.replay(rows, MSS, ["kyushu+cubic"], ["kyushu+cubic.iw=100"], compiled=False).values()))
+    f = next(
+        iter(
+            engine.replay(
+                rows, MSS, ["kyushu+cubic"], ["kyushu+cubic.iw=100", "kyushu+cubic.flavor=rfc"], compiled=False
+            ).values()
+        )
+    )
     assert f["cwnd"][0] == pytest.approx(70.0)
     assert (f["w1"][0], f["w2"][0], f["B_ktcp"][0]) == (100, 90, 90)
     held = f.with_row_index().filter(pl.col("non_aggressive"))
@@ -170,7 +176,7 @@ def test_kyushu_over_cubic_holds_at_w2():
 
 def test_kyushu_signals():
     f = run("kyushu+newreno", [("fr", 0, 100), ("ack", 1, 100)], "iw=100")
-    assert f.columns[:4] == ["ts_ns", "cwnd", "ssthresh", "state"]
+    assert f.columns[:5] == ["frame", "ts_ns", "cwnd", "ssthresh", "state"]
     for c in ("w1", "w2", "Tc", "B_ktcp", "non_aggressive", "sent_in_period"):
         assert c in f.columns
     assert f["w2"][0] == pytest.approx(90.0)  # default α = 0.9
@@ -252,7 +258,8 @@ HOLD_STEPS = [("fr", 0, 100)] + [("ack", 100, 100)] * 3 + [("ack", 10, 100)] * 7
     ],
 )
 def test_kyushu_over_bases_gives_each_base_its_own_window(base, cwnd, held):
-    f = run(f"kyushu+{base}", HOLD_STEPS, "iw=100", "reduction_ratio=0.55", "engage_above=0")
+    flavor = ["flavor=rfc"] if base == "highspeed" else []  # (the working above is HighSpeed's RFC model)
+    f = run(f"kyushu+{base}", HOLD_STEPS, "iw=100", "reduction_ratio=0.55", "engage_above=0", *flavor)
     assert f["cwnd"].to_list()[: len(cwnd)] == pytest.approx(cwnd, abs=1e-6)
     assert [i for i, v in enumerate(f["non_aggressive"].to_list()) if v] == held
     assert f["w1"][0] == 100 and f["w2"][0] == pytest.approx(55.0)

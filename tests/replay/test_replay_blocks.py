@@ -16,7 +16,7 @@ from hscc_trace.replay import engine
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay import tp as T
 from hscc_trace.replay._jit import pure
-from hscc_trace.replay.algorithms import cubic as CU
+from hscc_trace.replay.algorithms import cubic_linux as CU
 from hscc_trace.replay.algorithms import highspeed as HS
 
 # --- HighSpeed (RFC 3649) ------------------------------------------------------------------------
@@ -129,7 +129,7 @@ def test_cubic_rfc_k_and_w_of_t():
     #   concave: target = W_cubic(2 + 0.1) = 0.4·(−2.11716)³ + 100 = 0.4·(−9.48992) + 100 = 96.20403
     #   (inside [cwnd, 1.5·cwnd]); cwnd = 70.00756 + 26.19647/70.00756 = 70.38176.
     specs = [{"a": 0, "t": 0.0, "state": "recovery", "event": "fast_retransmit"}, {"t": 0.01}, {"t": 2.01}]
-    out = next(iter(engine.replay(stream(specs), MSS, ["cubic"], ["cubic.iw=100"]).values()))
+    out = next(iter(engine.replay(stream(specs), MSS, ["cubic"], ["cubic.iw=100", "cubic.flavor=rfc"]).values()))
     assert out["W_max"].to_list() == [100.0, 100.0, 100.0]
     assert out["ssthresh"][0] == pytest.approx(70.0)
     assert out["K"][1] == pytest.approx(75 ** (1 / 3), abs=1e-9)
@@ -143,10 +143,10 @@ def test_cubic_rfc_k_and_w_of_t():
 def test_cubic_rfc_fast_convergence():
     # W_max = 100 from the previous loss; a new loss at cwnd 80 < W_max with fast convergence:
     # W_max = 80·(1 + 0.7)/2 = 68; without it W_max = 80.
-    h = Hooks("cubic").set(CWND=80.0, FLIGHT=80.0, w_max=100.0)
+    h = Hooks("cubic", flavor="rfc").set(CWND=80.0, FLIGHT=80.0, w_max=100.0)
     assert h.call("ssthresh") == pytest.approx(56.0)
     assert h["w_max"] == pytest.approx(68.0)
-    h = Hooks("cubic", fast_convergence="off").set(CWND=80.0, FLIGHT=80.0, w_max=100.0)
+    h = Hooks("cubic", flavor="rfc", fast_convergence="off").set(CWND=80.0, FLIGHT=80.0, w_max=100.0)
     h.call("ssthresh")
     assert h["w_max"] == 80.0
 
@@ -161,7 +161,7 @@ def test_cubic_rfc_fast_convergence():
     ],
 )
 def test_cubic_rfc_ssthresh_flightsize_is_min_of_trace_flight_and_replayed_cwnd(cwnd, flight, expected):
-    h = Hooks("cubic").set(CWND=cwnd, FLIGHT=flight)
+    h = Hooks("cubic", flavor="rfc").set(CWND=cwnd, FLIGHT=flight)
     assert h.call("ssthresh") == pytest.approx(expected, abs=1e-12)
     assert h["w_max"] == cwnd  # W_max is the window at the event (no earlier W_max)
 
@@ -181,7 +181,7 @@ def test_cubic_linux_cubic_root():
 def test_cubic_linux_ssthresh_and_w_max():
     # cubictcp_recalc_ssthresh: cwnd 100 → max(100·717 >> 10, 2) = 70 (70.02 floored); W_max = 100.
     # Next loss at 80 < 100 with fast convergence: W_max = 80·(1024 + 717)/2048 = 68.0 (floor 68).
-    h = Hooks("cubic").set(FLAVOR=1.0, CWND=100.0)
+    h = Hooks("cubic", flavor="linux").set(FLAVOR=1.0, CWND=100.0)
     assert h.call("ssthresh") == 70.0
     assert h["w_max"] == 100.0
     h.set(CWND=80.0)
@@ -190,7 +190,7 @@ def test_cubic_linux_ssthresh_and_w_max():
 
 
 def test_cubic_linux_state_wiped_on_rto():
-    h = Hooks("cubic").set(FLAVOR=1.0, CWND=100.0, w_max=120.0, delay_min=40000.0, t_epoch=10.0)
+    h = Hooks("cubic", flavor="linux").set(FLAVOR=1.0, CWND=100.0, w_max=120.0, delay_min=40000.0, t_epoch=10.0)
     h.call("on_rto")
     assert (h["w_max"], h["delay_min"], h["t_epoch"]) == (0.0, 0.0, -1.0)
 
@@ -198,47 +198,85 @@ def test_cubic_linux_state_wiped_on_rto():
 # --- Vegas -----------------------------------------------------------------------------------------
 
 
+def _ack(h, una, snd_max):
+    # one ACK of new data: cumulative ACK ``una``, highest sequence sent before it ``snd_max``
+    h.set(SND_UNA=float(una), SND_MAX=float(snd_max))
+    h.call("cong_avoid", 1.0)
+
+
 def test_vegas_plus_minus_one_per_round():
     h = Hooks("vegas").set(FLAVOR=1.0, CWND=20.0, SSTHRESH=10.0, IS_CWND_LIMITED=1.0)
-    h.call("init")
+    h.call("init")  # beg_snd_nxt = 1 (connection start: the first data byte)
     # Linux arithmetic: integer µs with vrtt = rtt_us + 1 (baseRTT 0.1 s → 100001).
-    # Round 1: three samples of 0.100 s → baseRTT = minRTT = 100001, cntRTT 3.
-    # diff = cwnd·(RTT − base)/base = 0 < α = 2 → cwnd + 1 = 21.
+    # Round 1: three samples of 0.100 s → baseRTT = minRTT = 100001, cntRTT 3; the ACK of 1449
+    # is beyond beg_snd_nxt 1: diff = cwnd·(RTT − base)/base = 0 < α = 2 → cwnd + 1 = 21, and
+    # the next round ends beyond snd_nxt = 30000.
     for r in (0.1, 0.1, 0.1):
         h.call("on_rtt_sample", r)
-    h.set(ROUND_END=1.0)
-    h.call("cong_avoid", 1.0)
-    assert h["CWND"] == 21.0 and h["adjust"] == 1.0
+    _ack(h, 1449, 30000)
+    assert h["CWND"] == 21.0 and h["adjust"] == 1.0 and h["beg_snd_nxt"] == 30000.0
     # Between round ends congestion avoidance holds.
-    h.set(ROUND_END=0.0)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 20000, 40000)
     assert h["CWND"] == 21.0
     # Round 2: minRTT 0.125 s → diff = 21·(125001 − 100001) // 100001 = 525000 // 100001 = 5 > β = 4
     # → cwnd 20; ssthresh = tcp_vegas_ssthresh = min(10, 20) = 10, then tcp_current_ssthresh:
     # max(10, (20 >> 1) + (20 >> 2)) = 15.
     for r in (0.125, 0.13, 0.14):
         h.call("on_rtt_sample", r)
-    h.set(ROUND_END=1.0)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 30001, 60000)
     assert h["CWND"] == 20.0 and h["adjust"] == -1.0 and h["diff"] == 5.0
     assert h["SSTHRESH"] == 15.0
     # Round 3: minRTT 0.115 → diff = 20·15000 // 100001 = 2: neither < α nor > β → hold.
     for r in (0.115, 0.115, 0.12):
         h.call("on_rtt_sample", r)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 60001, 90000)
     assert h["CWND"] == 20.0 and h["adjust"] == 0.0 and h["diff"] == 2.0
     # Round 4: minRTT 0.11 → diff = 20·10000 // 100001 = 1 < α → 21.
     for r in (0.11, 0.11, 0.11):
         h.call("on_rtt_sample", r)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 90001, 120000)
     assert h["CWND"] == 21.0 and h["adjust"] == 1.0
+
+
+def test_vegas_linux_round_ends_beyond_beg_snd_nxt_not_at_it():
+    # tcp_vegas.c: the round ends on after(ack, beg_snd_nxt) — strictly beyond the snd_nxt of the
+    # last adjustment. The trace's round (ROUND_END) ends at the first ACK *at or above* it; the
+    # two differ on the ACK of the window's last segment, ack == beg_snd_nxt exactly.
+    # cwnd 20, ssthresh 10 (CA); first round: 3 samples of 0.1 s, ACK 1449 > 1 → +1 = 21, next
+    # round ends beyond 30000. Next round: minRTT 0.125 → diff = 21·25000 // 100001 = 5 > β.
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=20.0, SSTHRESH=10.0, IS_CWND_LIMITED=1.0)
+    h.call("init")
+    for r in (0.1, 0.1, 0.1):
+        h.call("on_rtt_sample", r)
+    _ack(h, 1449, 30000)
+    assert h["CWND"] == 21.0
+    for r in (0.125, 0.13, 0.14):
+        h.call("on_rtt_sample", r)
+    h.set(ROUND_END=1.0)  # the trace's round ends here (ack 30000 ≥ 30000) ...
+    _ack(h, 30000, 45000)
+    assert h["CWND"] == 21.0 and h["cnt_rtt"] == 3.0  # ... but Vegas' does not: no decision yet
+    h.set(ROUND_END=0.0)
+    _ack(h, 31448, 46448)  # the next ACK is beyond it: 21 → 20, next round beyond 46448
+    assert h["CWND"] == 20.0 and h["adjust"] == -1.0 and h["beg_snd_nxt"] == 46448.0
+    # flavor rfc keeps the trace's rounds: the same first ACKs, ROUND_END on ack 30000 decides
+    # there: diff = 21·(0.125 − 0.1)/0.125 = 4.2 > β → 20
+    g = Hooks("vegas").set(FLAVOR=0.0, CWND=20.0, SSTHRESH=10.0)
+    g.call("init")
+    for r in (0.1, 0.1, 0.1):
+        g.call("on_rtt_sample", r)
+    g.set(ROUND_END=1.0)
+    _ack(g, 1449, 30000)
+    for r in (0.125, 0.13, 0.14):
+        g.call("on_rtt_sample", r)
+    _ack(g, 30000, 45000)
+    assert g["CWND"] == 20.0 and g["diff"] == pytest.approx(4.2)
 
 
 def _vegas_round(h, samples):
     for r in samples:
         h.call("on_rtt_sample", r)
-    h.set(ROUND_END=1.0)
-    h.call("cong_avoid", 1.0)
+    una = h["beg_snd_nxt"] + 1448.0
+    _ack(h, una, una + 30000.0)
 
 
 def test_vegas_linux_no_cwnd_limited_check_in_tcp_vegas_cong_avoid():
@@ -284,8 +322,7 @@ def test_vegas_linux_ssthresh_is_min_ssthresh_cwnd_not_cwnd_minus_1():
     h.call("on_rtt_sample", 0.1)
     h.st[h.mod.MIN_RTT] = 0.15
     h.st[h.mod.CNT_RTT] = 3.0
-    h.set(ROUND_END=1.0)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 1449, 30000)
     assert h["diff"] == 9.0 and h["CWND"] == 19.0 and h["SSTHRESH"] == 19.0
     # slow-start exit: cwnd 30, ssthresh ∞; diff = 30·50000 // 100001 = 14 > γ = 1;
     #   target = 30·100001 // 150001 = 3000030 // 150001 = 20 → cwnd = min(30, 20 + 1) = 21;
@@ -295,8 +332,7 @@ def test_vegas_linux_ssthresh_is_min_ssthresh_cwnd_not_cwnd_minus_1():
     h.call("on_rtt_sample", 0.1)
     h.st[h.mod.MIN_RTT] = 0.15
     h.st[h.mod.CNT_RTT] = 3.0
-    h.set(ROUND_END=1.0)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 1449, 30000)
     assert h["diff"] == 14.0 and h["CWND"] == 21.0 and h["SSTHRESH"] == 21.0 and h["adjust"] == 2.0
 
 
@@ -306,8 +342,7 @@ def test_vegas_too_few_samples_behaves_like_reno():
     h.call("init")
     h.call("on_rtt_sample", 0.1)
     h.call("on_rtt_sample", 0.3)
-    h.set(ROUND_END=1.0)
-    h.call("cong_avoid", 1.0)
+    _ack(h, 1449, 30000)
     assert (h["CWND"], h["CWND_CNT"]) == (20.0, 1.0)
 
 
@@ -345,16 +380,46 @@ def test_westwood_filter_values():
 
 
 def test_westwood_linux_recovery_exit_sets_bandwidth_delay_window():
-    # linux (tcp_westwood.c CA_EVENT_COMPLETE_CWR: snd_ssthresh = bw_rttmin; snd_cwnd = snd_ssthresh)
-    # B = 82632.21 B/s, RTTmin 0.1 s, MSS 1000 B: cwnd = ssthresh = 8263.221·… /1000 = 8.2632.
-    h = Hooks("westwood").set(CWND=20.0, SSTHRESH=10.0, rtt_min=0.1, FLAVOR=1.0)
-    h.st[h.mod.WW + H.WW_BW] = 82632.21
+    # linux (tcp_westwood.c CA_EVENT_COMPLETE_CWR: snd_cwnd = snd_ssthresh = bw_rttmin) in the
+    # kernel's integers: B = 330 bytes per jiffy (82 500 B/s at HZ 250), RTTmin 25 jiffies (0.1 s),
+    # MSS 1000 B: ⌊330·25/1000⌋ = ⌊8.25⌋ = 8 (the real-valued estimate gave 8.25).
+    h = Hooks("westwood").set(CWND=20.0, SSTHRESH=10.0, FLAVOR=1.0, MSS=1000.0)
+    h.st[h.mod.WL + H.WL_BW] = 330.0
+    h.st[h.mod.WL + H.WL_RTT_MIN_J] = 25.0
     h.call("on_recovery_exit")
-    assert h["CWND"] == pytest.approx(8.263221) and h["SSTHRESH"] == pytest.approx(8.263221)
+    assert h["CWND"] == 8.0 and h["SSTHRESH"] == 8.0
     # B·RTTmin below 2 packets: floor 2.
-    h.st[h.mod.WW + H.WW_BW] = 1000.0
+    h.st[h.mod.WL + H.WL_BW] = 4.0
     h.call("on_recovery_exit")
     assert h["CWND"] == 2.0
+
+
+def test_westwood_linux_estimator_counts_like_tcp_westwood():
+    # HZ 250 (4 ms jiffies), MSS 1000 B, RTT 0.04 s → usecs_to_jiffies(40000) = 10 jiffies.
+    h = Hooks("westwood").set(FLAVOR=1.0, MSS=1000.0, SACKED=0.0)
+    h.call("init")
+
+    def ack(now, una, acked):
+        h.call("on_rtt_sample", 0.04)
+        h.set(NOW=now, RTT=0.04, SND_UNA=float(una), ACKED=float(acked))
+        h.call("on_ack")
+        return h["bw_bps"] / 8.0  # B, bytes/s
+
+    # first ACK (t 0): the window opened at the SYN-ACK, one RTT earlier: ⌊−0.04·250⌋ = −10;
+    # first_ack takes snd_una as it is now, so the slow path counts the ACK as one MSS: bk 1000;
+    # Δ = 0 − (−10) = 10 jiffies, not > max(10, HZ/20 = 12): no sample. RTTmin = 10 jiffies.
+    ack(0.0, 1001, 1)
+    assert h.st[h.mod.WL + H.WL_BK] == 1000.0 and h.st[h.mod.WL + H.WL_RTT_MIN_J] == 10.0
+    # t 0.01 (jiffy 2), +20000 B on the fast path: bk 21000; Δ 12, not > 12
+    ack(0.01, 21001, 20)
+    # t 0.012 (jiffy 3): Δ 13 > 12 → sample ⌊21000/13⌋ = 1615 B/jiffy fills both filters; then
+    # this ACK's 20000 B start the next window
+    assert ack(0.012, 41001, 20) == 1615.0 * 250.0
+    # t 0.064 (jiffy 16): Δ 13 → sample ⌊20000/13⌋ = 1538; bw_ns = ⌊(7·1615 + 1538)/8⌋ = ⌊12843/8⌋
+    # = 1605; bw = ⌊(7·1615 + 1605)/8⌋ = ⌊12910/8⌋ = 1613 B/jiffy = 403 250 B/s
+    assert ack(0.064, 61001, 20) == 1613.0 * 250.0
+    # B·RTTmin/MSS = ⌊1613·10/1000⌋ = 16 (the continuous filter would give a fraction)
+    assert h["bw_rttmin"] == 16.0
 
 
 def test_westwood_rfc_loss_cwnd_is_min_of_cwnd_and_bandwidth_delay_window():
@@ -373,12 +438,15 @@ def test_westwood_rfc_loss_cwnd_is_min_of_cwnd_and_bandwidth_delay_window():
     h.set(CWND=1500.0)
     assert h.call("ssthresh") == pytest.approx(1000.0)
     # linux flavor for contrast: ssthresh = 70.7 >> 1 = 35 on entry, and CA_EVENT_COMPLETE_CWR
-    # sets cwnd = ssthresh = 1000 at the exit (the kernel has no min there)
-    h.set(CWND=70.7, FLAVOR=1.0)
+    # sets cwnd = ssthresh = B·RTTmin at the exit (the kernel has no min there); the same B and
+    # RTTmin in the kernel's units: 50 000 bytes per jiffy (HZ 250), 20 jiffies → 1000
+    h.set(CWND=70.7, FLAVOR=1.0, MSS=1000.0)
+    h.st[h.mod.WL + H.WL_BW] = 50_000.0
+    h.st[h.mod.WL + H.WL_RTT_MIN_J] = 20.0
     assert h.call("ssthresh") == 35.0
     h.set(CWND=35.0, SSTHRESH=35.0)
     h.call("on_recovery_exit")
-    assert h["CWND"] == pytest.approx(1000.0)
+    assert h["CWND"] == 1000.0
 
 
 def test_westwood_rfc_ecn_returns_bandwidth_delay_ssthresh():

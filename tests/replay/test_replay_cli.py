@@ -69,8 +69,8 @@ def test_replay_writes_one_row_per_ack_and_algorithm(tmp_path, ext, capsys):
         if ext == "csv"
         else pl.read_json(out, infer_schema_length=None)
     )
-    assert df.columns[:5] == ["algo", "ts_ns", "cwnd", "ssthresh", "state"]
-    assert set(df["algo"].unique()) == {"reno", "cubic[flavor=linux]"}
+    assert df.columns[:6] == ["algo", "frame", "ts_ns", "cwnd", "ssthresh", "state"]
+    assert set(df["algo"].unique()) == {"reno", "cubic"}
     n = df.filter(pl.col("algo") == "reno").height
     assert n > 1000 and df.height == 2 * n
     assert "1. reno" in io.err and "mare" in io.err

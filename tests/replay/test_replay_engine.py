@@ -16,6 +16,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as hs
 from replay_synth import MSS, rich, stream
 
+from hscc_trace import schema
 from hscc_trace.errors import InputError
 from hscc_trace.replay import _jit, engine, registry
 from hscc_trace.replay import compile as C
@@ -103,26 +104,41 @@ def test_every_registered_algorithm_documents_params_and_signals():
 
 
 def test_param_override_parsing_and_labels():
-    r = registry.resolve("cubic", {"C": "0.5", "flavor": "linux", "hystart": "off"})
-    assert r.values["C"] == 0.5 and r.values["flavor"] == "linux" and r.values["hystart"] is False
-    assert r.label == "cubic[flavor=linux,C=0.5,hystart=off]"
+    r = registry.resolve("cubic", {"flavor": "linux", "hystart": "off", "HZ": "1000"})
+    assert r.values["flavor"] == "linux" and r.values["hystart"] is False and r.values["HZ"] == 1000.0
+    assert r.label == "cubic[hystart=off,HZ=1000]"  # flavor linux is the default: not in the label
+    assert r.base.module.__name__.endswith("cubic_linux") and "C" not in r.values
+    p = r.param_array()
+    assert p[2] == 0.0 and p[3] == 1000.0  # hystart (bool → 0), HZ
+    r = registry.resolve("cubic", {"flavor": "rfc", "C": "0.5"})
+    assert r.base.module.__name__.endswith("cubic_rfc") and r.values["C"] == 0.5 and "HZ" not in r.values
+    assert r.label == "cubic[flavor=rfc,C=0.5]"
+    assert r.param_array()[0] == 0.5
     assert registry.resolve("reno").label == "reno"
     assert registry.resolve("newreno").values["recovery_exit"] == "full_ack"
-    p = r.param_array()
-    assert p[0] == 0.5 and p[4] == 0.0  # C, hystart (bool → 0)
+
+
+def test_split_flavor_rejects_a_parameter_of_the_other_flavor():
+    with pytest.raises(
+        InputError, match=r"parameter cubic.C applies to flavor rfc only \(this replay uses flavor linux\)"
+    ):
+        registry.resolve("cubic", {"flavor": "linux", "C": "0.5"})
+    with pytest.raises(InputError, match="parameter cubic.HZ applies to flavor linux only"):
+        registry.resolve("cubic", {"flavor": "rfc", "HZ": "100"})
+    assert set(registry.flavors("cubic")) == {"rfc", "linux"} and registry.flavors("reno") == {}
 
 
 @pytest.mark.parametrize(
     "items,msg",
     [
-        (["cubic.C=abc"], "parameter cubic.C: 'abc' is not a number"),
+        (["cubic.flavor=rfc", "cubic.C=abc"], "parameter cubic.C: 'abc' is not a number"),
         (["cubic.flavor=bsd"], "not one of rfc, linux"),
         (["cubic.nope=1"], "unknown parameter cubic.nope"),
         (["reno.L=1"], "algorithm 'reno' is not among --algo"),
         (["cubic.C"], "expected algo.name=value"),
-        (["cubic.beta=2"], "above the maximum 1"),
+        (["cubic.flavor=rfc", "cubic.beta=2"], "above the maximum 1"),
         (["cubic.hystart=maybe"], "not a boolean"),
-        (["cubic.C=nan"], "not a finite number"),
+        (["cubic.flavor=rfc", "cubic.C=nan"], "not a finite number"),
     ],
 )
 def test_param_errors_are_one_line_input_errors(items, msg):
@@ -202,7 +218,7 @@ def test_wrapper_composes_over_base(capper):
     assert out["cwnd"].to_list()[:3] == [11.0, 12.0, 12.0]
     assert out["ssthresh"][3] == 5.0
     assert out["calls"].to_list() == [0.0, 0.0, 0.0, 1.0]
-    assert out.columns[4:] == ["calls", "cwnd_limited", "phase"]
+    assert out.columns[len(schema.REPLAY_BASE) :] == ["calls", "cwnd_limited", "phase"]
     r = registry.resolve("capper+reno", {"cap": "11", "flavor": "rfc"})
     assert r.label == "capper+reno[flavor=rfc,cap=11]"
     assert list(r.param_array()) == [11.0, 2.0, 1.0]  # wrapper params first, then the base's

@@ -55,7 +55,7 @@ def replay(values: list[float]) -> pl.DataFrame:
         cw += [99.0, v]
     n = len(ts)
     return pl.DataFrame(
-        {"ts_ns": ts, "cwnd": cw, "ssthresh": [None] * n, "state": ["open"] * n},
+        {"frame": list(range(1, n + 1)), "ts_ns": ts, "cwnd": cw, "ssthresh": [None] * n, "state": ["open"] * n},
         schema=schema.polars_schema(schema.REPLAY_BASE),
     )
 

@@ -261,7 +261,7 @@ def test_output_schema_and_signals():
     from hscc_trace import schema
 
     out = run([{}, {}])
-    assert out.columns[:4] == [c.name for c in schema.REPLAY_BASE]
-    assert out.columns[4:] == ["cwnd_limited", "phase"]
+    assert out.columns[: len(schema.REPLAY_BASE)] == [c.name for c in schema.REPLAY_BASE]
+    assert out.columns[len(schema.REPLAY_BASE) :] == ["cwnd_limited", "phase"]
     assert out["ts_ns"].to_list() == [1_000_000_000, 1_001_000_000]
     assert not math.isnan(out["cwnd"][0])

@@ -1,32 +1,16 @@
-"""CUBIC — RFC 9438 (Xu, Ha, Rhee, Goel, Eggert, 2023); Linux net/ipv4/tcp_cubic.c.
+"""CUBIC, flavor ``linux`` — Linux net/ipv4/tcp_cubic.c (RFC 9438 as the kernel implements it).
 
-Flavor ``rfc`` (RFC 9438 §4), windows in packets, t in seconds:
-
-* congestion event (§4.6): ``cwnd_prior = cwnd``; fast convergence (§4.7) ``W_max = cwnd·(1+β)/2``
-  if cwnd < W_max else ``W_max = cwnd``; ``ssthresh = max(flight_size·β, 2)`` (RFC 9438 uses
-  flight_size; here ``min(flight, cwnd)``, helpers.flight_size), β = 0.7; the engine sets
-  cwnd = ssthresh at recovery exit;
-* a congestion-avoidance epoch begins on the first ACK in congestion avoidance (§4.2):
-  ``t_epoch = now``, ``cwnd_epoch = cwnd``, ``W_est = cwnd_epoch``,
-  ``K = ∛((W_max − cwnd_epoch)/C)`` (0 when W_max ≤ cwnd_epoch), C = 0.4;
-* per ACK of N packets (§4.2–4.5): ``W_cubic(t) = C·(t − K)³ + W_max``;
-  ``W_est += α_cubic·N/cwnd`` with ``α_cubic = 3(1−β)/(1+β)`` until W_est ≥ cwnd_prior, then 1
-  (§4.3); if ``W_cubic(t) < W_est`` (Reno-friendly region) ``cwnd = W_est``; otherwise
-  ``target = clamp(W_cubic(t + RTT), cwnd, 1.5·cwnd)`` with RTT = srtt and
-  ``cwnd += (target − cwnd)·N/cwnd`` (concave region t < K, convex t ≥ K);
-* slow start is standard (``cwnd += min(N, L)``; HyStart++ is not modelled in this flavor);
-* timeout (§4.8): ssthresh as §4.6, cwnd = 1; the next epoch uses K = 0 and W_max = cwnd_epoch;
-* spurious congestion event (§4.9): W_max and cwnd restored (undo_cwnd).
-
-Flavor ``linux`` (tcp_cubic.c, integer arithmetic as the kernel): β = 717/1024, C = 41/1024
-(``bic_scale``), time in jiffies (HZ parameter, 250 on the reference kernel) and 2⁻¹⁰ s units,
-``bictcp_update`` with the 1/32 s update gate, the table-based ``cubic_root``, look-ahead by
-``delay_min`` (not srtt), ``cnt`` capped at 20 before the first loss, TCP-friendliness through
-``ack_cnt``/``tcp_cwnd``, ``cnt ≥ 2``; ``tcp_cong_avoid_ai(cnt)``; ssthresh from cwnd
-(``max(cwnd·717/1024, 2)``); HyStart (ACK-train and delay detection, ``hystart_low_window`` 16,
-``hystart_ack_delta`` 2 ms, delay threshold clamp(delay_min/8, 4 ms, 16 ms) after 8 samples),
-delay samples ignored for 1 s after an epoch starts; state (incl. W_max and delay_min) wiped on
-RTO. Not modelled: the epoch shift after an idle period (``CA_EVENT_TX_START``).
+The RFC model is the flavor ``rfc`` of the same algorithm, in :mod:`cubic_rfc` beside this
+file. This one follows ``tcp_cubic.c`` in integer arithmetic as the kernel: β = 717/1024,
+C = 41/1024 (``bic_scale``), time in jiffies (HZ parameter, 250 on the reference kernel) and
+2⁻¹⁰ s units, ``bictcp_update`` with the 1/32 s update gate, the table-based ``cubic_root``,
+look-ahead by ``delay_min`` (not srtt), ``cnt`` capped at 20 before the first loss,
+TCP-friendliness through ``ack_cnt``/``tcp_cwnd``, ``cnt ≥ 2``; ``tcp_cong_avoid_ai(cnt)``;
+ssthresh from cwnd (``max(cwnd·717/1024, 2)``); HyStart (ACK-train and delay detection,
+``hystart_low_window`` 16, ``hystart_ack_delta`` 2 ms, delay threshold clamp(delay_min/8, 4 ms,
+16 ms) after 8 samples), delay samples ignored for 1 s after an epoch starts; state (incl. W_max
+and delay_min) wiped on RTO (``cubictcp_state``); undo is Linux ``tcp_reno_undo_cwnd`` (the
+engine's default). Not modelled: the epoch shift after an idle period (``CA_EVENT_TX_START``).
 """
 
 from __future__ import annotations
@@ -38,46 +22,39 @@ import numpy as np
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
-from hscc_trace.replay.tp import CWND, FLAVOR, LINUX, MSS, NOW, PRIOR_CWND, SND_MAX, SND_UNA, SRTT, SSTHRESH
+from hscc_trace.replay.tp import CWND, MSS, NOW, SND_MAX, SND_UNA, SRTT, SSTHRESH
 
 # --- state slots ----------------------------------------------------------------------------
-W_MAX = 0  # packets — W_max (Linux last_max_cwnd)
-K = 1  # s — time to reach W_max from the epoch start (Linux bic_K / 1024)
-T_EPOCH = 2  # s (rfc) or jiffies (linux) — epoch start; −1 = no epoch
-CWND_EPOCH = 3  # packets — cwnd at the epoch start (Linux: bic_origin_point kept in ORIGIN)
-W_EST = 4  # packets — Reno-friendly estimate W_est (Linux tcp_cwnd)
-CWND_PRIOR = 5  # packets — cwnd before the last reduction
-PRIOR_W_MAX = 6  # packets — W_max before the last reduction (RFC 9438 §4.9 undo)
-REGION = 7  # 0 slow start, 1 Reno-friendly, 2 concave, 3 convex
-AFTER_RTO = 8  # 1 = the next epoch starts with K = 0, W_max = cwnd_epoch (RFC 9438 §4.8)
-TARGET = 9  # packets — target window of the last update
-# Linux-only
-ORIGIN = 10  # packets — bic_origin_point
-K_UNITS = 11  # 2^-10 s — bic_K
-CNT = 12  # packets — ca->cnt (ACKed packets per +1)
-ACK_CNT = 13  # packets — ca->ack_cnt
-LAST_CWND = 14  # packets — ca->last_cwnd
-LAST_TIME = 15  # jiffies — ca->last_time
-DELAY_MIN = 16  # µs — ca->delay_min (0 = none)
-FOUND = 17  # 1 = HyStart found the exit point
-ROUND_START = 18  # µs — HyStart round start
-END_SEQ = 19  # bytes — HyStart end_seq (snd_nxt at round start)
-LAST_ACK = 20  # µs — HyStart last_ack
-CURR_RTT = 21  # µs — HyStart min RTT of the current round
-SAMPLE_CNT = 22  # HyStart samples in the current round
-HYSTART_EXIT = 23  # packets — cwnd at which HyStart ended slow start (0 = not yet)
-NSTATE = 24
+W_MAX = 0  # packets — last_max_cwnd
+K = 1  # s — bic_K / 1024
+T_EPOCH = 2  # jiffies — epoch_start; −1 = no epoch
+CWND_EPOCH = 3  # packets — cwnd at the epoch start
+W_EST = 4  # packets — tcp_cwnd, the Reno-friendly estimate
+REGION = 5  # 0 slow start, 1 Reno-friendly, 2 concave, 3 convex
+TARGET = 6  # packets — bictcp_update's target of the last update
+ORIGIN = 7  # packets — bic_origin_point
+K_UNITS = 8  # 2^-10 s — bic_K
+CNT = 9  # packets — ca->cnt (ACKed packets per +1)
+ACK_CNT = 10  # packets — ca->ack_cnt
+LAST_CWND = 11  # packets — ca->last_cwnd
+LAST_TIME = 12  # jiffies — ca->last_time
+DELAY_MIN = 13  # µs — ca->delay_min (0 = none)
+FOUND = 14  # 1 = HyStart found the exit point
+ROUND_START = 15  # µs — HyStart round start
+END_SEQ = 16  # bytes — HyStart end_seq (snd_nxt at round start)
+LAST_ACK = 17  # µs — HyStart last_ack
+CURR_RTT = 18  # µs — HyStart min RTT of the current round
+SAMPLE_CNT = 19  # HyStart samples in the current round
+HYSTART_EXIT = 20  # packets — cwnd at which HyStart ended slow start (0 = not yet)
+NSTATE = 21
 
-P_C = 0  # packets/s³ — C (rfc)
-P_BETA = 1  # fraction — β (rfc)
-P_FAST_CONVERGENCE = 2  # bool
-P_RENO_FRIENDLY = 3  # bool — Reno-friendly region / Linux tcp_friendliness
-P_HYSTART = 4  # bool — Linux HyStart (flavor linux)
-P_HZ = 5  # 1/s — kernel tick rate (flavor linux)
-P_HYSTART_LOW_WINDOW = 6  # packets
-P_HYSTART_ACK_DELTA = 7  # s
-P_L = 8  # packets
-NPARAMS = 9
+P_FAST_CONVERGENCE = 0  # bool
+P_RENO_FRIENDLY = 1  # bool — tcp_friendliness
+P_HYSTART = 2  # bool
+P_HZ = 3  # 1/s — kernel tick rate
+P_HYSTART_LOW_WINDOW = 4  # packets
+P_HYSTART_ACK_DELTA = 5  # s
+NPARAMS = 6
 
 # Linux constants (tcp_cubic.c): beta 717/1024, bic_scale 41, BICTCP_HZ 10
 BETA_LINUX = 717.0
@@ -188,7 +165,8 @@ def _hystart_reset(st, tp):
 
 
 @jit
-def _linux_reset(st, tp):
+def _reset(st, tp):
+    """bictcp_reset: everything but the HyStart round."""
     st[CNT] = 0.0
     st[W_MAX] = 0.0
     st[LAST_CWND] = 0.0
@@ -205,18 +183,11 @@ def _linux_reset(st, tp):
 
 @jit
 def init(st, p, tp):
-    st[W_MAX] = 0.0
-    st[K] = 0.0
-    st[T_EPOCH] = -1.0
     st[CWND_EPOCH] = 0.0
-    st[W_EST] = 0.0
-    st[CWND_PRIOR] = 0.0
-    st[PRIOR_W_MAX] = 0.0
     st[REGION] = 0.0
-    st[AFTER_RTO] = 0.0
     st[TARGET] = 0.0
     st[HYSTART_EXIT] = 0.0
-    _linux_reset(st, tp)
+    _reset(st, tp)
     _hystart_reset(st, tp)
 
 
@@ -225,49 +196,28 @@ def init(st, p, tp):
 
 @jit
 def ssthresh(st, p, tp):
+    """cubictcp_recalc_ssthresh: fast convergence, then max(cwnd·717/1024, 2)."""
     cwnd = tp[CWND]
-    st[PRIOR_W_MAX] = st[W_MAX]
-    st[CWND_PRIOR] = cwnd
     st[T_EPOCH] = -1.0
-    if tp[FLAVOR] == LINUX:  # cubictcp_recalc_ssthresh
-        if cwnd < st[W_MAX] and p[P_FAST_CONVERGENCE] > 0.0:
-            st[W_MAX] = math.floor(cwnd * (BETA_SCALE + BETA_LINUX) / (2.0 * BETA_SCALE))
-        else:
-            st[W_MAX] = cwnd
-        return max(math.floor(cwnd * BETA_LINUX / BETA_SCALE), 2.0)
-    beta = p[P_BETA]
-    if cwnd < st[W_MAX] and p[P_FAST_CONVERGENCE] > 0.0:  # RFC 9438 §4.7
-        st[W_MAX] = cwnd * (1.0 + beta) / 2.0
+    if cwnd < st[W_MAX] and p[P_FAST_CONVERGENCE] > 0.0:
+        st[W_MAX] = math.floor(cwnd * (BETA_SCALE + BETA_LINUX) / (2.0 * BETA_SCALE))
     else:
         st[W_MAX] = cwnd
-    return max(H.flight_size(tp) * beta, 2.0)  # RFC 9438 §4.6, flight_size ≤ the replayed cwnd
+    return max(math.floor(cwnd * BETA_LINUX / BETA_SCALE), 2.0)
 
 
 @jit
 def on_rto(st, p, tp):
-    if tp[FLAVOR] == LINUX:  # cubictcp_state(TCP_CA_Loss): bictcp_reset + hystart reset
-        _linux_reset(st, tp)
-        _hystart_reset(st, tp)
-    else:
-        st[AFTER_RTO] = 1.0
-        st[T_EPOCH] = -1.0
+    """cubictcp_state(TCP_CA_Loss): bictcp_reset and a HyStart reset."""
+    _reset(st, tp)
+    _hystart_reset(st, tp)
 
 
-@jit
-def undo_cwnd(st, p, tp):
-    if tp[FLAVOR] != LINUX:  # RFC 9438 §4.9: restore W_max
-        st[W_MAX] = st[PRIOR_W_MAX]
-        st[T_EPOCH] = -1.0
-    return max(tp[CWND], tp[PRIOR_CWND])
-
-
-# --- RTT samples: Linux cubictcp_acked (delay_min, HyStart) --------------------------------------
+# --- RTT samples: cubictcp_acked (delay_min, HyStart) --------------------------------------------
 
 
 @jit
 def on_rtt_sample(st, p, tp, rtt):
-    if tp[FLAVOR] != LINUX:
-        return
     hz = p[P_HZ]
     jiffies = math.floor(tp[NOW] * hz)
     if st[T_EPOCH] >= 0.0 and jiffies - st[T_EPOCH] < hz:  # discard samples right after recovery
@@ -312,12 +262,12 @@ def _hystart_update(st, p, tp, delay):
             st[HYSTART_EXIT] = tp[CWND]
 
 
-# --- growth --------------------------------------------------------------------------------------
+# --- growth ---------------------------------------------------------------------------------------
 
 
 @jit
-def _linux_update(st, p, tp, cwnd, acked):
-    """Linux bictcp_update: sets st[CNT]."""
+def _update(st, p, tp, cwnd, acked):
+    """bictcp_update: sets st[CNT] (and the region and target signals)."""
     hz = p[P_HZ]
     jiffies = math.floor(tp[NOW] * hz)
     st[ACK_CNT] += acked
@@ -375,57 +325,17 @@ def _linux_update(st, p, tp, cwnd, acked):
 
 
 @jit
-def _rfc_w_cubic(st, p, t):
-    d = t - st[K]
-    return p[P_C] * d * d * d + st[W_MAX]
-
-
-@jit
 def cong_avoid(st, p, tp, n):
-    if tp[FLAVOR] == LINUX:
-        if not H.linux_cwnd_limited(tp):
-            return
-        if tp[CWND] < tp[SSTHRESH]:
-            st[REGION] = 0.0
-            n = H.linux_slow_start(tp, n)
-            if n <= 0.0:
-                return
-        _linux_update(st, p, tp, tp[CWND], n)
-        H.linux_cong_avoid_ai(tp, st[CNT], n)
+    """cubictcp_cong_avoid: tcp_slow_start, then bictcp_update and tcp_cong_avoid_ai(cnt)."""
+    if not H.linux_cwnd_limited(tp):
         return
     if tp[CWND] < tp[SSTHRESH]:
         st[REGION] = 0.0
-        H.slow_start_abc(tp, n, p[P_L])
-        return
-    cwnd = tp[CWND]
-    c = p[P_C]
-    beta = p[P_BETA]
-    if st[T_EPOCH] < 0.0:  # RFC 9438 §4.2: a new congestion-avoidance epoch
-        st[T_EPOCH] = tp[NOW]
-        st[CWND_EPOCH] = cwnd
-        st[W_EST] = cwnd
-        if st[AFTER_RTO] > 0.0 or st[W_MAX] < cwnd:  # §4.8 after a timeout; no loss yet
-            st[W_MAX] = cwnd
-            st[AFTER_RTO] = 0.0
-        st[K] = ((st[W_MAX] - cwnd) / c) ** (1.0 / 3.0) if st[W_MAX] > cwnd else 0.0
-    t = tp[NOW] - st[T_EPOCH]
-    rtt = tp[SRTT] if tp[SRTT] > 0.0 else 0.0
-    # §4.3 Reno-friendly estimate
-    alpha = 3.0 * (1.0 - beta) / (1.0 + beta)
-    if st[W_EST] >= st[CWND_PRIOR]:
-        alpha = 1.0
-    st[W_EST] += alpha * n / cwnd
-    w_t = _rfc_w_cubic(st, p, t)
-    if p[P_RENO_FRIENDLY] > 0.0 and w_t < st[W_EST]:
-        st[REGION] = 1.0
-        st[TARGET] = st[W_EST]
-        tp[CWND] = max(cwnd, st[W_EST])
-        return
-    target = _rfc_w_cubic(st, p, t + rtt)
-    target = min(max(target, cwnd), 1.5 * cwnd)
-    st[TARGET] = target
-    st[REGION] = 2.0 if t < st[K] else 3.0
-    tp[CWND] = cwnd + (target - cwnd) * n / cwnd
+        n = H.linux_slow_start(tp, n)
+        if n <= 0.0:
+            return
+    _update(st, p, tp, tp[CWND], n)
+    H.linux_cong_avoid_ai(tp, st[CNT], n)
 
 
 ALGORITHMS = (
@@ -439,10 +349,7 @@ ALGORITHMS = (
             "t_epoch",
             "cwnd_epoch",
             "w_est",
-            "cwnd_prior",
-            "prior_w_max",
             "region",
-            "after_rto",
             "target",
             "origin",
             "k_units",
@@ -461,27 +368,10 @@ ALGORITHMS = (
         ),
         params=(
             Param(
-                "C",
-                "packets/s³",
-                0.4,
-                "RFC 9438 §5.1",
-                "cubic scaling constant (flavor linux: 41/1024·10 fixed)",
-                lo=1e-6,
-            ),
-            Param(
-                "beta",
-                "",
-                0.7,
-                "RFC 9438 §5.1 (β_cubic); Linux 717/1024",
-                "multiplicative decrease factor (flavor linux: 717/1024 fixed)",
-                lo=0.0,
-                hi=1.0,
-            ),
-            Param(
                 "fast_convergence",
                 "",
                 True,
-                "RFC 9438 §4.7; Linux fast_convergence = 1",
+                "Linux tcp_cubic.c fast_convergence = 1 (RFC 9438 §4.7)",
                 "release bandwidth faster when W_max shrinks",
                 kind="bool",
             ),
@@ -489,8 +379,8 @@ ALGORITHMS = (
                 "reno_friendly",
                 "",
                 True,
-                "RFC 9438 §4.3; Linux tcp_friendliness = 1",
-                "never grow slower than the Reno estimate W_est",
+                "Linux tcp_cubic.c tcp_friendliness = 1 (RFC 9438 §4.3)",
+                "never grow slower than the Reno estimate tcp_cwnd",
                 kind="bool",
             ),
             Param(
@@ -498,7 +388,7 @@ ALGORITHMS = (
                 "",
                 True,
                 "Linux tcp_cubic.c hystart = 1 (Ha & Rhee 2011)",
-                "flavor linux: HyStart slow-start exit (ACK train + delay)",
+                "HyStart slow-start exit (ACK train + delay)",
                 kind="bool",
             ),
             Param(
@@ -506,7 +396,7 @@ ALGORITHMS = (
                 "1/s",
                 250.0,
                 "CONFIG_HZ of the reference kernel (samples/*/meta.json)",
-                "flavor linux: kernel tick rate (time is counted in jiffies)",
+                "kernel tick rate (time is counted in jiffies)",
                 lo=1.0,
                 hi=10000.0,
             ),
@@ -515,7 +405,7 @@ ALGORITHMS = (
                 "packets",
                 16.0,
                 "Linux tcp_cubic.c hystart_low_window = 16",
-                "flavor linux: HyStart acts only at or above this window",
+                "HyStart acts only at or above this window",
                 lo=0.0,
             ),
             Param(
@@ -523,10 +413,9 @@ ALGORITHMS = (
                 "s",
                 0.002,
                 "Linux tcp_cubic.c hystart_ack_delta_us = 2000",
-                "flavor linux: ACKs closer than this form a train",
+                "ACKs closer than this form a train",
                 lo=0.0,
             ),
-            Param("L", "packets", 2.0, "RFC 3465 §2.3", "flavor rfc: slow-start growth limit per ACK", lo=0.0),
         ),
         signals=(
             Signal("W_max", "w_max", "packets", "window at the last congestion event (after fast convergence)"),
@@ -542,8 +431,9 @@ ALGORITHMS = (
                 labels=("slow_start", "reno_friendly", "concave", "convex"),
             ),
         ),
-        default_flavor="rfc",
-        flavor_doc="rfc: RFC 9438; linux: tcp_cubic.c (integer arithmetic, HyStart, β = 717/1024) in the "
-        "Linux TCP core",
+        default_flavor="linux",
+        flavor="linux",
+        flavor_doc="rfc: RFC 9438 (module cubic_rfc); linux: tcp_cubic.c (integer arithmetic, HyStart, "
+        "β = 717/1024) in the Linux TCP core (module cubic_linux)",
     ),
 )

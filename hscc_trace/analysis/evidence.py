@@ -1,0 +1,249 @@
+"""What a flow's own packets say about its sender's algorithm, before any replay.
+
+A replay's error says how well an algorithm *could* have produced the trace; these quantities
+say what the sender visibly *did*, and are what tells algorithm families apart (see
+docs/verdicts.md for how the verdict uses them):
+
+* **β per congestion episode** — the multiplicative decrease actually observed: the peak flight
+  of the first round after the episode ended (outside recovery) over the flight at its onset.
+  Reno halves (0.5), CUBIC keeps 0.7, HighSpeed 0.5–0.9 depending on the window, Westwood+,
+  TCP-Fusion and HRF-TCP fall to about the bandwidth-delay product (near 1 with a small queue),
+  and BBR does not decrease at all (≈ 1, packet conservation for one round).
+* **ACK clocking** (captures taken at the sender only) — the share of new data segments that
+  left within :data:`CLOCK_US` µs of the latest ACK, over the rounds the receive window did not
+  limit. A window-limited sender transmits the moment an ACK frees room (≈ 1.0 on every Linux
+  Reno and CUBIC sample); a paced sender (BBR, or any sender behind a pacing qdisc) spreads its
+  segments over the RTT (0.1–0.5 on the BBR samples). Away from the sender the bottleneck
+  re-spaces the segments, so nothing is measured there.
+* **Growth between episodes** — the shape of the flight's rise over the cwnd-limited rounds of
+  each congestion epoch: its median rise per round, and whether the second half of an epoch
+  rises faster (convex), slower (concave: CUBIC's plateau near W_max) or at the same pace
+  (linear: Reno's +1 per RTT) as the first.
+* **Delay response** — over loss-free rounds after slow start: does the flight keep rising while
+  the RTT is well above its minimum (loss-based) or stop (delay-based: Vegas, TCP-Fusion's
+  steady phase, Compound's shrinking dwnd)?
+* **Limits** — how many rounds the congestion window, the receive window or the application
+  (or pacing) limited, and whether the path's capacity was reached at all (a loss, or a queue:
+  rounds whose RTT rose above the flow's minimum).
+
+Nothing here prints; every quantity carries its unit in :class:`Evidence`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from hscc_trace.model import FlowEvents
+
+#: a segment that left within this many µs of the latest ACK was released by that ACK
+CLOCK_US = 200.0
+#: a sender is reported as paced when fewer than this share of its segments were ACK-released
+PACED_BELOW = 0.5
+#: a round is queued when its median RTT sample exceeds the flow's minimum by this fraction
+QUEUE_FRACTION = 0.1
+#: epochs shorter than this many cwnd-limited rounds are not given a growth shape
+MIN_EPOCH_ROUNDS = 6
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Observed behaviour of one flow's sender (units in the field comments)."""
+
+    vantage: str  # where the capture was taken (schema.VANTAGES)
+    episodes: int  # congestion episodes (fast retransmit, SACK recovery, RTO, ECN)
+    beta: tuple[float, ...] = ()  # per loss episode (not RTO): flight after / flight at onset
+    beta_median: float | None = None  # median of ``beta``
+    ack_clocked: float | None = None  # fraction of new segments ACK-released (sender-side only)
+    paced: bool | None = None  # ack_clocked < PACED_BELOW (None: not measurable here)
+    growth: str | None = None  # linear / concave / convex / flat / mixed, over the epochs
+    growth_pkts_per_round: float | None = None  # packets — median rise of the flight per round
+    delay_bounded: bool | None = None  # flight held while RTT rose, without loss
+    rounds: dict[str, int] = field(default_factory=dict)  # limit -> rounds (cwnd, rwnd, app)
+    queued_rounds: int = 0  # rounds whose median RTT exceeded the minimum by QUEUE_FRACTION
+    capacity_reached: bool = False  # a loss episode, or at least one queued round
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["beta"] = [round(b, 4) for b in self.beta]
+        return d
+
+    def describe(self) -> str:
+        """One line for the terminal summary and the report (see :func:`describe`)."""
+        return describe(self.as_dict())
+
+
+def describe(ev: dict[str, Any]) -> str:
+    """One line from an evidence object (:meth:`Evidence.as_dict`, as in the JSON results), e.g.
+    ``β 0.49 (median of 6 episodes) · ACK-clocked (100 % of segments ACK-released) · growth
+    linear +1.0 pkt/round``."""
+    parts = []
+    beta = ev.get("beta") or []
+    if beta:
+        parts.append(f"β {ev['beta_median']:.2f} (median of {len(beta)} episode{'s' if len(beta) != 1 else ''})")
+    elif not ev.get("episodes"):
+        parts.append("no congestion episode")
+    if ev.get("ack_clocked") is not None:
+        kind = "paced" if ev.get("paced") else "ACK-clocked"
+        parts.append(f"{kind} ({ev['ack_clocked']:.0%} of segments released by ACKs)")
+    if ev.get("growth") is not None:
+        rise = ev.get("growth_pkts_per_round")
+        parts.append(f"growth {ev['growth']}" + (f" {rise:+.1f} pkt/round" if rise is not None else ""))
+    if ev.get("delay_bounded") is not None:
+        parts.append("flight held as RTT rose" if ev["delay_bounded"] else "flight grew as RTT rose")
+    return " · ".join(parts) if parts else "nothing observable"
+
+
+def _betas(ev: FlowEvents) -> list[float]:
+    rd, ep = ev.rounds, ev.episodes
+    if rd.height == 0 or ep.height == 0:
+        return []
+    start = rd.get_column("start_ns").to_numpy()
+    peak = rd.get_column("peak_flight_bytes").cast(pl.Float64).fill_null(0.0).to_numpy()
+    rec = rd.get_column("in_recovery").fill_null(True).to_numpy()
+    out = []
+    for e in ep.iter_rows(named=True):
+        if e["end_ns"] is None or str(e["kind"]) == "rto" or not e["flight_bytes"] or e.get("spurious"):
+            continue
+        after = np.flatnonzero((start >= e["end_ns"]) & ~rec)
+        if after.size == 0 or peak[after[0]] <= 0:
+            continue
+        out.append(float(peak[after[0]] / e["flight_bytes"]))
+    return out
+
+
+def _ack_clocked(ev: FlowEvents) -> float | None:
+    if ev.vantage != "sender" or ev.segments.height == 0 or ev.acks.height == 0:
+        return None
+    seg = ev.segments.filter(~pl.col("rexmit"))
+    rd = ev.rounds
+    if rd.height:
+        open_rounds = rd.filter(pl.col("limit").cast(pl.String) != "rwnd").get_column("round")
+        seg = seg.filter(pl.col("round").is_in(open_rounds.implode()))
+    if seg.height < 20:
+        return None
+    st = seg.get_column("ts_ns").to_numpy()
+    at = ev.acks.get_column("ts_ns").to_numpy()
+    i = np.searchsorted(at, st, side="right") - 1
+    ok = i >= 0
+    if not ok.any():
+        return None
+    gap_us = (st[ok] - at[i[ok]]) / 1e3
+    return float(np.mean(gap_us <= CLOCK_US))
+
+
+def _epochs(ev: FlowEvents) -> list[np.ndarray]:
+    """Peak flights (packets) of the consecutive cwnd-limited rounds outside recovery between
+    two congestion episodes (after the first one: slow start is no epoch)."""
+    rd = ev.rounds
+    if rd.height == 0 or ev.episodes.height == 0:
+        return []
+    ends = sorted(int(x) for x in ev.episodes.get_column("end_ns").drop_nulls().to_list())
+    starts = sorted(int(x) for x in ev.episodes.get_column("start_ns").to_list())
+    st = rd.get_column("start_ns").to_numpy()
+    lim = rd.get_column("limit").cast(pl.String).to_numpy()
+    rec = rd.get_column("in_recovery").fill_null(True).to_numpy()
+    peak = rd.get_column("peak_flight_bytes").cast(pl.Float64).fill_null(0.0).to_numpy() / float(ev.mss)
+    out = []
+    for k, e0 in enumerate(ends):
+        nxt = next((s for s in starts if s > e0), None)
+        sel = (st >= e0) & (~rec) & (lim == "cwnd")
+        if nxt is not None:
+            sel &= st < nxt
+        if k + 1 < len(ends) and nxt is None:
+            sel &= st < ends[k + 1]
+        pts = peak[sel]
+        if pts.size >= MIN_EPOCH_ROUNDS:
+            out.append(pts)
+    return out
+
+
+def _growth(epochs: list[np.ndarray]) -> tuple[str | None, float | None]:
+    if not epochs:
+        return None, None
+    shapes = []
+    rises = []
+    for pts in epochs:
+        d = np.diff(pts)
+        rises.append(float(np.median(d)))
+        half = d.size // 2
+        first, second = float(np.mean(d[:half])), float(np.mean(d[half:]))
+        if abs(first) < 0.25 and abs(second) < 0.25:
+            shapes.append("flat")
+        elif second > 1.6 * max(first, 0.25):
+            shapes.append("convex")
+        elif first > 1.6 * max(second, 0.25):
+            shapes.append("concave")
+        else:
+            shapes.append("linear")
+    common = max(set(shapes), key=shapes.count)
+    shape = common if shapes.count(common) * 2 > len(shapes) else "mixed"
+    return shape, float(np.median(rises))
+
+
+def _queue(ev: FlowEvents) -> tuple[np.ndarray, float | None]:
+    """Per round: True when its RTT rose above the flow's minimum by QUEUE_FRACTION (from the
+    ACK stream's samples: the round's median); and the flow's minimum RTT (s)."""
+    acks = ev.acks
+    if acks.height == 0 or "rtt_s" not in acks.columns or ev.rounds.height == 0:
+        return np.zeros(ev.rounds.height, dtype=bool), None
+    s = acks.select("round", "rtt_s").drop_nulls()
+    if s.height == 0:
+        return np.zeros(ev.rounds.height, dtype=bool), None
+    base = float(s.get_column("rtt_s").min())  # type: ignore[arg-type]
+    med = s.group_by("round").agg(pl.col("rtt_s").median().alias("m"))
+    rounds = ev.rounds.select("round").join(med, on="round", how="left")
+    m = rounds.get_column("m").fill_null(0.0).to_numpy()
+    return m > base * (1.0 + QUEUE_FRACTION), base
+
+
+def _delay_bounded(ev: FlowEvents, queued: np.ndarray) -> bool | None:
+    """Over loss-free cwnd-limited rounds after the first episode (or after the first queued
+    round when there is none): the median rise of the flight in queued rounds. None with fewer
+    than 6 such rounds."""
+    rd = ev.rounds
+    if rd.height < 2:
+        return None
+    lim = rd.get_column("limit").cast(pl.String).to_numpy()
+    rec = rd.get_column("in_recovery").fill_null(True).to_numpy()
+    peak = rd.get_column("peak_flight_bytes").cast(pl.Float64).fill_null(0.0).to_numpy() / float(ev.mss)
+    rise = np.diff(peak, prepend=peak[0])
+    ok = (lim == "cwnd") & ~rec & queued
+    ok[0] = False
+    prev_ok = np.concatenate(([False], (~rec)[:-1]))
+    ok &= prev_ok
+    if ok.sum() < 6:
+        return None
+    return bool(np.median(rise[ok]) < 0.5)
+
+
+def observe(ev: FlowEvents) -> Evidence:
+    """The evidence of one flow (see the module docstring)."""
+    betas = _betas(ev)
+    clocked = _ack_clocked(ev)
+    shape, rise = _growth(_epochs(ev))
+    queued, _ = _queue(ev)
+    limits: dict[str, int] = {}
+    if ev.rounds.height:
+        for r in ev.rounds.get_column("limit").cast(pl.String).value_counts().iter_rows():
+            limits[str(r[0])] = int(r[1])
+    loss = any(str(k) != "ecn" for k in ev.episodes.get_column("kind").to_list()) if ev.episodes.height else False
+    nq = int(queued.sum())
+    return Evidence(
+        vantage=ev.vantage,
+        episodes=ev.episodes.height,
+        beta=tuple(betas),
+        beta_median=float(np.median(betas)) if betas else None,
+        ack_clocked=clocked,
+        paced=None if clocked is None else clocked < PACED_BELOW,
+        growth=shape,
+        growth_pkts_per_round=None if rise is None or not math.isfinite(rise) else rise,
+        delay_bounded=_delay_bounded(ev, queued),
+        rounds=dict(sorted(limits.items())),
+        queued_rounds=nq,
+        capacity_reached=bool(loss or nq > 0),
+    )

@@ -1,0 +1,451 @@
+"""The verdict of one flow: which algorithm its sender ran — or, honestly, that the data cannot say.
+
+Every replayed algorithm is compared with the sender round by round (the fit of
+:mod:`hscc_trace.replay.metrics`: the replayed window at the end of each cwnd-limited round
+outside recovery against the round's peak flight), and the flow gets one of four classes
+(docs/verdicts.md says why each rule is what it is, with the measurements behind the numbers):
+
+``identified``
+    One algorithm fits (median error within its threshold) and every other one that fits is
+    significantly further from the sender: in the rounds where the two replays differ by more
+    than the capture point's measurement resolution, the named one is closer so often that
+    chance is ruled out (one-sided sign test, p < :attr:`Rules.p_value`). Algorithms whose
+    replay is *identical* on this flow (HighSpeed below its Low_Window is Reno; Kyushu-TCP is
+    its base until its hold engages) cannot be told apart by any trace: the verdict names the
+    simplest (:data:`PARSIMONY`) and lists the others as equivalent.
+``ambiguous``
+    Several fit and the data cannot rank them: all are listed, best first.
+``unknown``
+    Nothing fits within its threshold: no name is given.
+``not enough data``
+    Too few cwnd-limited rounds to judge (the receive window or the application limited the
+    sender, or the flow was too short), and no rate-based evidence either: the reason says
+    which.
+
+A rate-based sender (BBR) is judged on its own terms as well: its flight is set by pacing, not
+by a window, so its rounds are seldom cwnd-limited. When the window comparison cannot decide
+(too few rounds, or nothing fits) and the flow shows rate-based behaviour — paced sending at
+the sender, or no multiplicative decrease over several loss episodes — and it reached the
+path's capacity, BBR's replayed in-flight cap is compared with the flight over every round the
+receive window did not limit.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import polars as pl
+
+from hscc_trace.analysis.evidence import Evidence, observe
+from hscc_trace.model import FlowEvents
+
+IDENTIFIED, AMBIGUOUS, UNKNOWN, NOT_ENOUGH_DATA = "identified", "ambiguous", "unknown", "not enough data"
+CLASSES = (IDENTIFIED, AMBIGUOUS, UNKNOWN, NOT_ENOUGH_DATA)
+
+#: Which of several algorithms whose replays coincide on a flow the verdict names: the one the
+#: others reduce to (HighSpeed is Reno below Low_Window, Kyushu-TCP is its base until its hold
+#: engages, the HRF-TCP rows share HRF's hooks). Names not listed come after, alphabetically.
+PARSIMONY = (
+    "reno",
+    "cubic",
+    "bbr",
+    "vegas",
+    "westwood",
+    "highspeed",
+    "compound",
+    "fusion",
+    "hrf",
+    "hrf-cr",
+    "hrf-ci",
+    "hrf-w-cr-reno",
+    "hrf-w-cr-cr",
+    "newreno",
+)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The thresholds of the verdict (docs/verdicts.md gives the measurements behind each)."""
+
+    min_rounds: int = 8  # rounds — fewer judged rounds: not enough data
+    max_error: float = 0.15  # median relative error above which a window-based replay does not fit
+    max_error_rate: float = 0.25  # the same for a rate-based algorithm (its flight swings ±25 % by design)
+    p_value: float = 0.001  # a fitting algorithm is ruled out when the best is closer this significantly
+    tie_at_sender: float = 0.5  # packets — replays closer than this to each other tie (flight exact there)
+    tie_elsewhere: float = 2.5  # packets — the same away from the sender (flight known within ~2 MSS)
+    no_decrease_beta: float = 0.85  # β at or above this over several episodes: no multiplicative decrease
+    no_decrease_episodes: int = 3  # episodes needed for that evidence
+
+
+RULES = Rules()
+
+
+def rules_dict(rules: Rules = RULES) -> dict[str, Any]:
+    """The thresholds as written into the JSON results (``verdict_rules``)."""
+    return asdict(rules)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One flow's verdict. ``name`` is set only for ``identified``."""
+
+    cls: str  # one of CLASSES
+    reason: str  # plain words
+    evidence: Evidence
+    name: str | None = None  # the algorithm named (identified only)
+    candidates: tuple[str, ...] = ()  # identified: (name,); ambiguous: every one that fits, best first
+    candidate_errors: tuple[float, ...] = ()  # median relative error of each candidate
+    equivalent: tuple[str, ...] = ()  # algorithms whose replay equals the named (or best) one on this flow
+    error: float | None = None  # median relative error of the best fit
+    threshold: float | None = None  # the error threshold that applied to it
+    runner_up: str | None = None  # the next algorithm (identified) or the closest outside the candidates
+    runner_up_error: float | None = None
+    closer_rounds: int | None = None  # rounds in which the named one was closer than the runner-up …
+    differing_rounds: int | None = None  # … of the rounds where the two differ beyond the tie
+    rounds: int = 0  # rounds judged
+    basis: str = "window"  # "window" (cwnd-limited rounds) or "rate" (every round the receive window did not limit)
+
+    @property
+    def label(self) -> str:
+        """``reno``, ``ambiguous: reno, westwood``, ``unknown``, ``not enough data``."""
+        if self.cls == IDENTIFIED:
+            return str(self.name)
+        if self.cls == AMBIGUOUS:
+            return "ambiguous: " + ", ".join(self.candidates)
+        return self.cls
+
+    def as_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["class"] = d.pop("cls")
+        d["evidence"] = self.evidence.as_dict()
+        d["candidates"] = list(self.candidates)
+        d["candidate_errors"] = list(self.candidate_errors)
+        d["equivalent"] = list(self.equivalent)
+        return d
+
+
+def base_name(label: str) -> str:
+    """``cubic[flavor=rfc]`` → ``cubic``."""
+    return label.split("[", 1)[0].strip()
+
+
+def _rank(name: str) -> tuple[int, str]:
+    b = base_name(name)
+    return (PARSIMONY.index(b) if b in PARSIMONY else len(PARSIMONY), b)
+
+
+def _binom_tail(k: int, n: int) -> float:
+    """P(X ≥ k) for X ~ Binomial(n, 1/2)."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    log2 = math.log(2.0)
+    terms = [math.lgamma(n + 1) - math.lgamma(j + 1) - math.lgamma(n - j + 1) - n * log2 for j in range(k, n + 1)]
+    m = max(terms)
+    return min(1.0, math.exp(m) * sum(math.exp(t - m) for t in terms))
+
+
+def _paired(a: np.ndarray, best: np.ndarray, other: np.ndarray, tie: float) -> tuple[int, int]:
+    """(rounds where ``best`` is closer to ``a`` than ``other`` by more than ``tie``, rounds
+    where they differ by more than ``tie`` at all)."""
+    ok = np.isfinite(best) & np.isfinite(other)
+    d = np.abs(other[ok] - a[ok]) - np.abs(best[ok] - a[ok])
+    closer = int(np.sum(d > tie))
+    return closer, closer + int(np.sum(d < -tie))
+
+
+@dataclass
+class _Class:
+    """Replays identical on this flow (within half a packet on every judged round)."""
+
+    members: list[str]
+    windows: np.ndarray
+    rate: bool
+    mare: float = math.inf
+    mean: float = math.inf
+
+    @property
+    def name(self) -> str:
+        return min(self.members, key=_rank)
+
+
+def _classes(actual: np.ndarray, windows: dict[str, np.ndarray], rate: dict[str, bool]) -> list[_Class]:
+    out: list[_Class] = []
+    for label in sorted(windows, key=_rank):
+        w = windows[label]
+        for c in out:
+            same = np.isfinite(w) == np.isfinite(c.windows)
+            if c.rate == rate[label] and same.all() and np.all(np.abs(w - c.windows)[np.isfinite(w)] < 0.5):
+                c.members.append(label)
+                break
+        else:
+            out.append(_Class([label], w, rate[label]))
+    for c in out:
+        ok = np.isfinite(c.windows) & (actual > 0)
+        if ok.any():
+            e = np.abs(c.windows[ok] - actual[ok]) / actual[ok]
+            c.mare, c.mean = float(np.median(e)), float(np.mean(e))
+    return out
+
+
+def _limits_phrase(ev: Evidence) -> str:
+    r = ev.rounds
+    total = sum(r.values())
+    parts = []
+    for key, words in (("rwnd", "limited by the receive window"), ("app", "limited by the application or pacing")):
+        if r.get(key):
+            parts.append(f"{words} in {r[key]} of {total} rounds")
+    return "; ".join(parts) if parts else f"{total} rounds in all"
+
+
+def _rate_evidence(ev: Evidence, rules: Rules) -> str | None:
+    """Why the sender looks rate-based, or None."""
+    why = []
+    if ev.paced:
+        why.append(f"paced sending ({ev.ack_clocked:.0%} of segments released by ACKs)")
+    if (
+        ev.beta_median is not None
+        and len(ev.beta) >= rules.no_decrease_episodes
+        and ev.beta_median >= rules.no_decrease_beta
+    ):
+        why.append(f"no multiplicative decrease (β {ev.beta_median:.2f} over {len(ev.beta)} episodes)")
+    return " and ".join(why) if why else None
+
+
+def reductions(labels: list[str]) -> dict[str, str]:
+    """label → the label of the simpler algorithm it reduces to, among ``labels``
+    (``Algorithm.reduces_to``; a wrapper reduces to its base), where that one was replayed too."""
+    from hscc_trace.replay import registry
+
+    by_base: dict[str, list[str]] = {}
+    for lab in labels:
+        by_base.setdefault(base_name(lab), []).append(lab)
+    out: dict[str, str] = {}
+    for lab in labels:
+        b = base_name(lab)
+        if "+" in b:
+            target = b.split("+", 1)[1]
+        else:
+            try:
+                target = registry.get(b).reduces_to
+            except Exception:  # (an algorithm the registry no longer has: no nesting known)
+                target = ""
+        if target and len(by_base.get(target, [])) == 1:
+            out[lab] = by_base[target][0]
+    return out
+
+
+def _rate_note(rate_why: str | None, evidence: Evidence) -> str:
+    if rate_why is None:
+        return ""
+    if not evidence.capacity_reached:
+        return (
+            f"; it sent at its own pace ({rate_why}) but never reached the path's capacity (no loss, no "
+            "queue): an application-limited sender shows nothing of its algorithm"
+        )
+    return f"; rate-based signs ({rate_why}), but BBR's model does not follow the flight"
+
+
+def _threshold(c: _Class, rules: Rules) -> float:
+    return rules.max_error_rate if c.rate else rules.max_error
+
+
+def judge(ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules = RULES) -> Verdict:
+    """The verdict of one flow from its events and every algorithm's replay on them."""
+    from hscc_trace.replay.metrics import FIT_WINDOW, round_windows
+
+    evidence = observe(ev) if ev is not None else Evidence(vantage="unknown", episodes=0)
+
+    def verdict(cls: str, reason: str, **kw: Any) -> Verdict:
+        return Verdict(cls=cls, reason=reason, evidence=evidence, **kw)
+
+    if ev is None or not replays or ev.acks.height == 0 or ev.segments.height == 0:
+        return verdict(NOT_ENOUGH_DATA, "no data segments or ACKs: nothing was replayed")
+    rate = {k: FIT_WINDOW in r.columns for k, r in replays.items()}
+    tie = rules.tie_at_sender if evidence.vantage == "sender" else rules.tie_elsewhere
+    actual, windows = round_windows(ev, replays)
+    n = int(actual.size)
+    outcome: Verdict | None = None
+    if n >= rules.min_rounds:
+        outcome = _window_verdict(actual, windows, rate, tie, rules, verdict)
+    rate_why = _rate_evidence(evidence, rules)
+    if (outcome is None or outcome.cls == UNKNOWN) and rate_why and evidence.capacity_reached:
+        rv = _rate_verdict(ev, replays, rate, rate_why, rules, verdict)
+        if rv is not None:
+            return rv
+    if outcome is not None and outcome.cls == AMBIGUOUS and evidence.paced:
+        rated = [c for c in outcome.candidates if rate.get(c)]
+        if len(rated) == 1:  # a paced sender is not ACK-clocked: the window-based candidates go
+            return verdict(
+                IDENTIFIED,
+                f"{rated[0]}: of the algorithms that fit ({', '.join(outcome.candidates)}), it is the only one "
+                f"that paces — and the sender was paced ({evidence.ack_clocked:.0%} of its segments released by "
+                "ACKs; a window-based Linux sender transmits as ACKs arrive)",
+                name=rated[0],
+                candidates=(rated[0],),
+                candidate_errors=(outcome.candidate_errors[outcome.candidates.index(rated[0])],),
+                error=outcome.candidate_errors[outcome.candidates.index(rated[0])],
+                threshold=rules.max_error_rate,
+                rounds=outcome.rounds,
+            )
+    if outcome is not None:
+        return outcome
+    if n == 0 and evidence.rounds.get("cwnd", 0) == 0 and not evidence.rounds:
+        return verdict(NOT_ENOUGH_DATA, "no complete RTT round")
+    return verdict(
+        NOT_ENOUGH_DATA,
+        f"only {n} cwnd-limited round{'s' if n != 1 else ''} outside recovery (need ≥ {rules.min_rounds}): "
+        f"the sender's window was seldom what limited it ({_limits_phrase(evidence)})" + _rate_note(rate_why, evidence),
+        rounds=n,
+    )
+
+
+def _window_verdict(
+    actual: np.ndarray, windows: dict[str, np.ndarray], rate: dict[str, bool], tie: float, rules: Rules, verdict: Any
+) -> Verdict:
+    n = int(actual.size)
+    classes = sorted(_classes(actual, windows, rate), key=lambda c: (c.mare, c.mean, _rank(c.name)))
+    fits = [c for c in classes if c.mare <= _threshold(c, rules)]
+    if not fits:
+        best = classes[0]
+        return verdict(
+            UNKNOWN,
+            f"nothing fits: the closest replay, {best.name}, is off by {best.mare:.1%} (median over {n} "
+            f"cwnd-limited rounds), beyond its {_threshold(best, rules):.0%} threshold",
+            error=best.mare,
+            threshold=_threshold(best, rules),
+            runner_up=best.name,
+            runner_up_error=best.mare,
+            rounds=n,
+        )
+    # An extension (Algorithm.reduces_to; a wrapper over its base) is named only when it fits
+    # significantly better than the simpler algorithm it reduces to; otherwise it leaves the race
+    # and the comparison is made again without it.
+    reduce = reductions([m for c in classes for m in c.members])
+    owner = {m: c for c in classes for m in c.members}
+    reduced: list[tuple[_Class, _Class, int, int]] = []
+    while True:
+        best = fits[0]
+        keep = [best]
+        ruled_out: list[tuple[_Class, int, int]] = []
+        for c in fits[1:]:
+            closer, differ = _paired(actual, best.windows, c.windows, tie)
+            if differ and _binom_tail(closer, differ) < rules.p_value:
+                ruled_out.append((c, closer, differ))
+            else:
+                keep.append(c)
+        drop = None
+        for c in keep:
+            simpler = owner.get(reduce.get(c.name, ""))
+            if simpler is None or simpler is c or simpler not in fits:
+                continue
+            closer, differ = _paired(actual, c.windows, simpler.windows, tie)
+            if not (differ and _binom_tail(closer, differ) < rules.p_value):
+                drop = (c, simpler, closer, differ)
+                break
+        if drop is None:
+            break
+        reduced.append(drop)
+        fits = [c for c in fits if c is not drop[0]]
+    best = keep[0]
+    eq = tuple(sorted((m for m in best.members if m != best.name), key=_rank))
+    eq += tuple(c.name for c, simpler, _, _ in reduced if simpler is best)
+    if len(keep) == 1:
+        ru: _Class | None
+        m_closer: int | None = None  # the margin over the runner-up, when one was ruled out
+        m_differ: int | None = None
+        if ruled_out:
+            ru, m_closer, m_differ = ruled_out[0]
+            margin = (
+                f"the next best, {ru.name} ({ru.mare:.1%}), is further from the sender in {m_closer} of the "
+                f"{m_differ} rounds where the two differ by more than {tie:g} packet{'s' if tie != 1 else ''}"
+            )
+        else:
+            rest = [c for c in classes if c is not best]
+            ru = rest[0] if rest else None
+            margin = (
+                f"no other replay fits within its threshold (next: {ru.name}, {ru.mare:.1%})"
+                if ru is not None
+                else "it is the only algorithm replayed"
+            )
+        ident = [m for m in best.members if m != best.name]
+        same = f"; {', '.join(ident)} replay{'s' if len(ident) == 1 else ''} identically on this flow" if ident else ""
+        for c, simpler, closer_r, differ_r in reduced:
+            if simpler is best:
+                same += (
+                    f"; {c.name} reduces to {best.name} when its own mechanism does not engage, and fits no better "
+                    f"here (closer in {closer_r} of {differ_r} differing rounds)"
+                )
+        return verdict(
+            IDENTIFIED,
+            f"{best.name}: its replay follows the sender's window within {best.mare:.1%} (median over {n} "
+            f"cwnd-limited rounds; threshold {_threshold(best, rules):.0%}); {margin}{same}",
+            name=best.name,
+            candidates=(best.name,),
+            candidate_errors=(best.mare,),
+            equivalent=eq,
+            error=best.mare,
+            threshold=_threshold(best, rules),
+            runner_up=ru.name if ru is not None else None,
+            runner_up_error=ru.mare if ru is not None else None,
+            closer_rounds=m_closer,
+            differing_rounds=m_differ,
+            rounds=n,
+        )
+    names = tuple(c.name for c in keep)
+    listing = ", ".join(f"{c.name} ({c.mare:.1%})" for c in keep)
+    return verdict(
+        AMBIGUOUS,
+        f"{len(keep)} algorithms fit and the data cannot rank them: {listing} — none is closer to the "
+        f"sender often enough in the rounds where they differ by more than {tie:g} packets"
+        + (" (the measurement resolution away from the sender)" if tie != rules.tie_at_sender else ""),
+        candidates=names,
+        candidate_errors=tuple(c.mare for c in keep),
+        equivalent=eq,
+        error=best.mare,
+        threshold=_threshold(best, rules),
+        runner_up=keep[1].name,
+        runner_up_error=keep[1].mare,
+        rounds=n,
+    )
+
+
+def _rate_verdict(
+    ev: FlowEvents, replays: dict[str, pl.DataFrame], rate: dict[str, bool], why: str, rules: Rules, verdict: Any
+) -> Verdict | None:
+    from hscc_trace.replay.metrics import round_windows
+
+    rated = {k: v for k, v in replays.items() if rate[k]}
+    if not rated:
+        return None
+    actual, windows = round_windows(ev, rated, limits=("cwnd", "app"))
+    n = int(actual.size)
+    if n < rules.min_rounds:
+        return None
+    scored = []
+    for label, w in windows.items():
+        ok = np.isfinite(w) & (actual > 0)
+        if ok.any():
+            scored.append((float(np.median(np.abs(w[ok] - actual[ok]) / actual[ok])), label))
+    if not scored:
+        return None
+    err, label = min(scored)
+    if err > rules.max_error_rate:
+        return None
+    return verdict(
+        IDENTIFIED,
+        f"{base_name(label)}: the sender is rate-based — {why} — and {base_name(label)}'s model of the flight "
+        f"(its in-flight cap) follows it within {err:.1%} (median over {n} rounds not limited by the receive "
+        f"window; threshold {rules.max_error_rate:.0%})",
+        name=base_name(label),
+        candidates=(base_name(label),),
+        candidate_errors=(err,),
+        error=err,
+        threshold=rules.max_error_rate,
+        rounds=n,
+        basis="rate",
+    )

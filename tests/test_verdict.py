@@ -1,0 +1,153 @@
+"""The verdict's rules, one test per branch, on hand-made round series (packets).
+
+Each case gives the actual window of a few rounds (the sender's peak flight) and what each
+algorithm replayed at the end of those rounds; the expected class follows from the rules of
+docs/verdicts.md worked out by hand in the comments.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from hscc_trace.analysis import verdict as V
+from hscc_trace.analysis.evidence import Evidence
+
+RULES = V.Rules()
+EVIDENCE = Evidence(vantage="sender", episodes=0)
+
+
+def _verdict(cls, reason, **kw):
+    return V.Verdict(cls=cls, reason=reason, evidence=EVIDENCE, **kw)
+
+
+def judge(actual, windows, rate=None, tie=0.5):
+    a = np.asarray(actual, dtype=float)
+    w = {k: np.asarray(v, dtype=float) for k, v in windows.items()}
+    return V._window_verdict(a, w, rate or {k: False for k in w}, tie, RULES, _verdict)
+
+
+# 20 rounds of a sender growing 1 packet per round from 40: 40, 41, …, 59
+ACTUAL = [40.0 + i for i in range(20)]
+
+
+def test_binomial_tail_by_hand():
+    # P(X ≥ 10 | n = 10, p = ½) = 1/1024; P(X ≥ 9 | 10) = 11/1024; P(X ≥ 0) = 1
+    assert V._binom_tail(10, 10) == pytest.approx(1 / 1024)
+    assert V._binom_tail(9, 10) == pytest.approx(11 / 1024)
+    assert V._binom_tail(0, 10) == 1.0
+    assert V._binom_tail(11, 10) == 0.0
+
+
+def test_paired_counts_only_differences_beyond_the_tie():
+    a = np.array([10.0, 10.0, 10.0, 10.0])
+    best = np.array([10.0, 10.0, 10.0, 13.0])
+    other = np.array([10.4, 12.0, 11.0, 10.0])
+    # |other − a| − |best − a| = 0.4 (tie), 2 (best closer), 1 (best closer), −3 (other closer)
+    assert V._paired(a, best, other, 0.5) == (2, 3)
+
+
+def test_identified_when_the_runner_up_is_further_in_every_differing_round():
+    # reno replays the sender exactly; westwood sits 2 packets high in 12 of the 20 rounds:
+    # 12 differing rounds, reno closer in all 12, P = 2^-12 = 0.00024 < 0.001 → ruled out.
+    west = [x + (2.0 if i >= 8 else 0.0) for i, x in enumerate(ACTUAL)]
+    v = judge(ACTUAL, {"reno": ACTUAL, "westwood": west})
+    assert v.cls == V.IDENTIFIED and v.name == "reno"
+    assert (v.closer_rounds, v.differing_rounds) == (12, 12)
+    assert v.error == 0.0 and v.runner_up == "westwood"
+    assert "12 of the 12 rounds" in v.reason
+
+
+def test_ambiguous_when_too_few_rounds_differ():
+    # westwood differs in only 9 rounds: P = 2^-9 = 0.00195 ≥ 0.001 → not ruled out
+    west = [x + (2.0 if i >= 11 else 0.0) for i, x in enumerate(ACTUAL)]
+    v = judge(ACTUAL, {"reno": ACTUAL, "westwood": west})
+    assert v.cls == V.AMBIGUOUS and v.name is None
+    assert v.candidates == ("reno", "westwood")
+    # westwood's error is 0 in 11 of 20 rounds: its median error is 0 too (the verdict ranks by
+    # the median, then the mean: reno first)
+    assert v.candidate_errors == (0.0, 0.0)
+
+
+def test_differences_within_the_tie_do_not_count():
+    # westwood 2 packets off in 12 rounds: identified at the sender (tie 0.5) but a tie away from
+    # it (tie 2.5): no differing round → both remain → ambiguous
+    west = [x + (2.0 if i >= 8 else 0.0) for i, x in enumerate(ACTUAL)]
+    v = judge(ACTUAL, {"reno": ACTUAL, "westwood": west}, tie=2.5)
+    assert v.cls == V.AMBIGUOUS and set(v.candidates) == {"reno", "westwood"}
+
+
+def test_unknown_when_nothing_fits_its_threshold():
+    # every replay 20 % high: median error 0.20 > 0.15 for both window-based algorithms
+    high = [1.2 * x for x in ACTUAL]
+    v = judge(ACTUAL, {"reno": high, "cubic": [1.25 * x for x in ACTUAL]})
+    assert v.cls == V.UNKNOWN and v.name is None
+    assert v.error == pytest.approx(0.2) and v.threshold == 0.15
+    assert "beyond its 15% threshold" in v.reason
+
+
+def test_rate_based_algorithm_has_the_wider_threshold():
+    # bbr 20 % high fits (≤ 25 %), a window-based algorithm 20 % high would not (> 15 %)
+    high = [1.2 * x for x in ACTUAL]
+    v = judge(ACTUAL, {"bbr": high, "reno": [1.3 * x for x in ACTUAL]}, rate={"bbr": True, "reno": False})
+    assert v.cls == V.IDENTIFIED and v.name == "bbr" and v.threshold == 0.25
+    assert "no other replay fits within its threshold (next: reno, 30.0%)" in v.reason
+
+
+def test_identical_replays_are_one_candidate_named_by_parsimony():
+    # highspeed and reno replay the same windows (every round below Low_Window): one class,
+    # named reno, highspeed equivalent
+    v = judge(ACTUAL, {"highspeed": ACTUAL, "reno": ACTUAL, "cubic": [x + 3 for x in ACTUAL]})
+    assert v.cls == V.IDENTIFIED and v.name == "reno" and v.equivalent == ("highspeed",)
+    assert "highspeed replays identically on this flow" in v.reason
+
+
+def test_an_extension_that_fits_no_better_than_what_it_reduces_to_is_not_named():
+    # fusion (reduces to reno) is closer than reno in 3 rounds and further in 2: not significantly
+    # better (P(X ≥ 3 | 5) = 0.5) → reno is named, fusion listed as reducing to it. Without the
+    # nesting rule both would be candidates (neither ruled out) → ambiguous.
+    reno = list(ACTUAL)
+    fusion = list(ACTUAL)
+    for i in (2, 5, 9):
+        reno[i] += 2.0
+    for i in (12, 15):
+        fusion[i] += 2.0
+    v = judge(ACTUAL, {"reno": reno, "fusion": fusion})
+    assert v.cls == V.IDENTIFIED and v.name == "reno"
+    assert "fusion" in v.equivalent
+    assert "fusion reduces to reno" in v.reason
+
+
+def test_an_extension_that_fits_significantly_better_is_named():
+    # highspeed exact, reno 3 packets low in the last 12 rounds (above Low_Window): highspeed
+    # closer in 12 of 12 differing rounds, P = 0.00024 → highspeed named over reno
+    reno = [x - (3.0 if i >= 8 else 0.0) for i, x in enumerate(ACTUAL)]
+    v = judge(ACTUAL, {"reno": reno, "highspeed": ACTUAL})
+    assert v.cls == V.IDENTIFIED and v.name == "highspeed"
+
+
+def test_a_wrapper_reduces_to_its_base():
+    assert V.reductions(["cubic", "kyushu+cubic", "reno"]) == {"kyushu+cubic": "cubic"}
+    assert V.reductions(["kyushu+cubic"]) == {}  # the base was not replayed: nothing to compare with
+
+
+def test_reductions_follow_the_declarations():
+    red = V.reductions(["reno", "highspeed", "compound", "fusion", "hrf-w-cr-reno", "hrf", "westwood", "bbr"])
+    assert red == {"highspeed": "reno", "compound": "reno", "fusion": "reno", "hrf-w-cr-reno": "reno"}
+
+
+def test_not_enough_data_without_events():
+    v = V.judge(None, {})
+    assert v.cls == V.NOT_ENOUGH_DATA and "nothing was replayed" in v.reason
+
+
+def test_verdict_label_and_json_form():
+    west = [x + (2.0 if i >= 11 else 0.0) for i, x in enumerate(ACTUAL)]
+    v = judge(ACTUAL, {"reno": ACTUAL, "westwood": west})
+    assert v.label == "ambiguous: reno, westwood"
+    d = v.as_dict()
+    assert d["class"] == "ambiguous" and d["candidates"] == ["reno", "westwood"]
+    assert d["evidence"]["vantage"] == "sender" and "cls" not in d
+    assert all(math.isfinite(x) for x in d["candidate_errors"])
