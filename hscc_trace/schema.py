@@ -368,11 +368,20 @@ CORPUS_CAPTURES: tuple[Column, ...] = (
     Column("seconds", pl.Float64, "s", "time the worker spent on the capture (a timing column: differs between runs)"),
 )
 
+#: a flow's verdict as table columns (hscc_trace.analysis.verdict; docs/verdicts.md)
+VERDICT: tuple[Column, ...] = (
+    Column("verdict", pl.String, "", "identified, ambiguous, unknown or not enough data"),
+    Column("verdict_name", pl.String, "", "the algorithm named (identified only)"),
+    Column("verdict_candidates", pl.String, "", "every algorithm that fits, best first, comma-separated (ambiguous)"),
+    Column("verdict_error", pl.Float64, "", "median relative error of the best fit"),
+)
+
 CORPUS_FLOWS: tuple[Column, ...] = (
     *CORPUS_KEY,
     *FLOWS,
     Column("best", pl.String, "", "best-fitting algorithm (fit rank 1; null when no algorithm was fitted)"),
     Column("best_mare", pl.Float64, "", "that fit's mare"),
+    *VERDICT,
     Column("rounds", pl.UInt32, "", "RTT rounds of the flow"),
     Column("cwnd_limited_rounds", pl.UInt32, "", "of which cwnd-limited (the rounds a fit can use)"),
 )

@@ -200,7 +200,7 @@ def test_duckdb_reads_the_dataset_directly(corpus):
     con = duckdb.connect()
     rows = con.execute(
         "SELECT f.best, count(*), sum(c.packets_total) FROM read_parquet(?, union_by_name=true) f "
-        "JOIN read_parquet(?) c USING (sha256) GROUP BY f.best ORDER BY f.best",
+        "JOIN read_parquet(?) c USING (sha256) GROUP BY f.best ORDER BY f.best NULLS FIRST",
         [str(out / "flows" / "*.parquet"), str(out / "captures" / "*.parquet")],
     ).fetchall()
     caps = ds.read(out, "captures")
@@ -225,15 +225,18 @@ def test_census_counts_what_the_dataset_holds(corpus):
     page = census.build(out)
     flows = ds.read(out, "flows")
     assert "Content-Security-Policy" in page and "connect-src 'none'" in page
-    # the verdict table: one row per best-fitting algorithm with its flows (which algorithm fits
-    # each sample best is the analysis' business, not the census'), and the flow no algorithm
-    # could be fitted to — the cut M-Lab capture's: no cwnd-limited round, so no mare, although
-    # `best` names the first algorithm — as "not fitted": 6 flows in all
+    # the verdict table: one row per algorithm a verdict names, or per verdict class where none is
+    # named (which verdict each sample gets is the analysis' business, not the census'); the cut
+    # M-Lab capture's flow has no cwnd-limited round: no best fit, not enough data — 6 flows in all
     assert flows.filter(pl.col("best_mare").is_null()).height == 1
-    counts = flows.filter(pl.col("best_mare").is_not_null()).group_by("best").len().rows()
-    assert sum(n for _, n in counts) == 5
-    for best, n in [*counts, (census.NOT_FITTED, 1)]:
-        assert f"<tr><td>{best}</td><td>{n}</td>" in page, (best, n)
+    assert flows.filter(pl.col("best_mare").is_null())["best"].to_list() == [None]
+    labels = flows.select(
+        pl.when(pl.col("verdict") == "identified").then(pl.col("verdict_name")).otherwise(pl.col("verdict"))
+    ).to_series()
+    counts = labels.value_counts().rows()
+    assert sum(n for _, n in counts) == 6 and "not enough data" in labels.to_list()
+    for label, n in counts:
+        assert f"<tr><td>{label}</td><td>{n}</td>" in page, (label, n)
     assert "<tr><td>worker_died</td><td>1</td></tr>" in page and "<tr><td>unreadable</td><td>3</td></tr>" in page
     worst = flows.drop_nulls("best_mare").sort("best_mare", descending=True).row(0, named=True)
     assert f"hscc-trace analyze {worst['capture']} --flow {worst['flow_id']} -o report.html" in page

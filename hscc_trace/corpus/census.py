@@ -34,13 +34,15 @@ NOT_FITTED = "not fitted"
 
 def flow_verdict() -> Any:
     """The per-flow verdict the census counts and groups by, as a polars expression over the
-    ``flows`` table: today the best-fitting algorithm (``best``), :data:`NOT_FITTED` when no fit
-    has an error (``best_mare`` null: ``best`` then only names the first algorithm of a flow
-    with no cwnd-limited round). The one place to change when the flows table carries a
-    verdict class."""
+    ``flows`` table: the algorithm a flow's verdict identifies, else its class (``ambiguous``,
+    ``unknown``, ``not enough data``: docs/verdicts.md) — never the lowest error alone."""
     import polars as pl
 
-    return pl.when(pl.col("best_mare").is_not_null()).then(pl.col("best")).otherwise(pl.lit(NOT_FITTED))
+    return (
+        pl.when(pl.col("verdict") == "identified")
+        .then(pl.col("verdict_name"))
+        .otherwise(pl.col("verdict").fill_null(NOT_FITTED))
+    )
 
 
 def _esc(x: Any) -> str:
@@ -105,6 +107,7 @@ def build(dataset: str | Path) -> str:
     from hscc_trace.reports import html as rhtml
 
     caps, flows, errors, eps = (ds.read(dataset, t) for t in ("captures", "flows", "errors", "episodes"))
+    named = flows.filter(pl.col("verdict") == "identified").height
     flows = flows.with_columns(flow_verdict().alias("verdict"))
     figs: list[dict[str, Any]] = []
     sections: list[str] = []
@@ -113,7 +116,7 @@ def build(dataset: str | Path) -> str:
         figs.append(spec)
         return f"<div class=fig id=fig{len(figs) - 1}></div>"
 
-    fitted = flows.filter(pl.col("verdict") != NOT_FITTED).height
+    fitted = named
     span = ""
     if caps.height:
         first, last = caps["first_ns"].min(), caps["last_ns"].max()
@@ -121,7 +124,7 @@ def build(dataset: str | Path) -> str:
             span = f", captured from {_utc(first)} to {_utc(last)}"
     sections.append(
         f"<p>{caps.height} capture(s) analyzed, {errors.height} capture(s) failed; {flows.height} flow(s), "
-        f"{fitted} with a best fit; {int(caps['packets_total'].sum() or 0)} packets{_esc(span)}.</p>"
+        f"{fitted} named by their verdict; {int(caps['packets_total'].sum() or 0)} packets{_esc(span)}.</p>"
     )
 
     # verdict counts ---------------------------------------------------------------------------
@@ -137,8 +140,9 @@ def build(dataset: str | Path) -> str:
     )
     total = max(flows.height, 1)
     sections.append(
-        "<h2>Verdicts by algorithm</h2><p>Flows by best-fitting algorithm (the fit with the lowest "
-        f"mare; “{NOT_FITTED}”: too few cwnd-limited rounds or no algorithm fitted).</p>"
+        "<h2>Verdicts by algorithm</h2><p>Flows by verdict: the algorithm a flow's verdict identifies, "
+        "else the verdict's class — ambiguous (several fit), unknown (nothing fits), not enough data "
+        "(docs/verdicts.md). The lowest error alone names nothing.</p>"
         + fig(
             {
                 "data": [{"type": "bar", "x": per["verdict"].to_list(), "y": per["flows"].to_list()}],
