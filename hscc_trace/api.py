@@ -202,35 +202,44 @@ def analyze_run(
 
 
 def flow_table(analysis: Analysis) -> pl.DataFrame:
-    """Every analyzed flow of every capture: ``capture`` + schema.FLOWS + ``best`` + ``best_mare``."""
+    """Every analyzed flow of every capture: ``capture`` + schema.FLOWS + ``best`` + ``best_mare``
+    (the lowest error, null when nothing was fitted) + the verdict (schema.VERDICT)."""
     import polars as pl
 
     from hscc_trace import schema
+    from hscc_trace.analysis.verdict import judge
 
     frames = []
     for cr in analysis.captures:
         for fr in cr.results:
             row = {c.name: fr.flow.get(c.name) for c in schema.FLOWS}
             best = fr.fit.sort("rank").row(0, named=True) if fr.fit.height else None
+            if best is not None and best.get("mare") is None:
+                best = None  # (no fit had a round to work with: no algorithm fits best)
+            v = fr.verdict if fr.verdict is not None else judge(fr.events, fr.replays)
             frames.append(
                 {
                     "capture": cr.meta.path,
                     **row,
                     "best": best["algo"] if best else None,
                     "best_mare": best["mare"] if best else None,
+                    "verdict": v.cls,
+                    "verdict_name": v.name,
+                    "verdict_candidates": ", ".join(v.candidates) if v.cls == "ambiguous" else None,
+                    "verdict_error": v.error,
                 }
             )
+    table_schema = {
+        "capture": pl.String,
+        **schema.polars_schema(schema.FLOWS),
+        "best": pl.String,
+        "best_mare": pl.Float64,
+        **schema.polars_schema(schema.VERDICT),
+    }
     if not frames:
-        return pl.DataFrame(
-            schema={
-                "capture": pl.String,
-                **schema.polars_schema(schema.FLOWS),
-                "best": pl.String,
-                "best_mare": pl.Float64,
-            }
-        )
+        return pl.DataFrame(schema=table_schema)
     df = pl.DataFrame(frames, infer_schema_length=None)
-    return df.with_columns([pl.col(c.name).cast(c.dtype) for c in schema.FLOWS])
+    return df.with_columns([pl.col(k).cast(t) for k, t in table_schema.items()])
 
 
 def fit_table(analysis: Analysis) -> pl.DataFrame:

@@ -358,6 +358,93 @@ SACK_BLOCKS: tuple[Column, ...] = (
 )
 
 
+# Corpus dataset (hscc_trace.corpus; docs/corpus.md): one folder per table under the dataset,
+# one Parquet file per capture per table (``<dataset>/<table>/<sha256>.parquet``). Every table
+# starts with the capture's key; the analysis tables then carry the columns of the table above
+# they come from. Values of ``reason`` in the errors table:
+
+CORPUS_ERROR_REASONS = (
+    "unreadable",  # the input could not be fetched or read as a capture (bad input)
+    "internal",  # the analysis raised an unexpected exception (a bug: report it)
+    "worker_died",  # the worker process died twice while analyzing it (OOM kill, segfault)
+    "timeout",  # not done within --timeout-per-capture seconds; its worker was restarted
+)
+
+CORPUS_KEY: tuple[Column, ...] = (
+    Column(
+        "sha256",
+        pl.String,
+        "",
+        "SHA-256 of the capture file's bytes as stored (a .gz file hashed compressed): the partition key",
+    ),
+    Column("capture", pl.String, "", "the input as given: a path or a URL"),
+)
+
+CORPUS_CAPTURES: tuple[Column, ...] = (
+    *CORPUS_KEY,
+    Column("format", pl.String, "", "file format: pcap, pcap-ns or pcapng (+ .gz when compressed)"),
+    Column("packets_total", pl.UInt64, "packets", "records in the file"),
+    Column("packets_tcp", pl.UInt64, "packets", "records decoded as TCP"),
+    Column("first_ns", pl.Int64, "ns", "timestamp of the first packet"),
+    Column("last_ns", pl.Int64, "ns", "timestamp of the last packet"),
+    Column("flows", pl.UInt32, "", "rows written to the flows table (analyzed flows)"),
+    Column("flows_failed", pl.UInt32, "", "flows whose replay failed (counted, not in the flows table)"),
+    Column("warnings", pl.UInt32, "", "warnings the analysis recorded for the capture"),
+    Column("algorithms", pl.String, "", "algorithms replayed, comma-separated (with non-default parameters)"),
+    Column("version", pl.String, "", "hscc-trace version that wrote the rows"),
+    Column("seconds", pl.Float64, "s", "time the worker spent on the capture (a timing column: differs between runs)"),
+)
+
+#: a flow's verdict as table columns (hscc_trace.analysis.verdict; docs/verdicts.md)
+VERDICT: tuple[Column, ...] = (
+    Column("verdict", pl.String, "", "identified, ambiguous, unknown or not enough data"),
+    Column("verdict_name", pl.String, "", "the algorithm named (identified only)"),
+    Column("verdict_candidates", pl.String, "", "every algorithm that fits, best first, comma-separated (ambiguous)"),
+    Column("verdict_error", pl.Float64, "", "median relative error of the best fit"),
+)
+
+CORPUS_FLOWS: tuple[Column, ...] = (
+    *CORPUS_KEY,
+    *FLOWS,
+    Column("best", pl.String, "", "best-fitting algorithm (fit rank 1; null when no algorithm was fitted)"),
+    Column("best_mare", pl.Float64, "", "that fit's mare"),
+    *VERDICT,
+    Column("rounds", pl.UInt32, "", "RTT rounds of the flow"),
+    Column("cwnd_limited_rounds", pl.UInt32, "", "of which cwnd-limited (the rounds a fit can use)"),
+)
+
+CORPUS_FITS: tuple[Column, ...] = (*CORPUS_KEY, *FIT_METRICS)
+
+CORPUS_EPISODES: tuple[Column, ...] = (
+    *CORPUS_KEY,
+    Column("flow_id", pl.UInt32, "", "flow"),
+    *EPISODES,
+)
+
+CORPUS_ROUNDS: tuple[Column, ...] = (
+    *CORPUS_KEY,
+    Column("flow_id", pl.UInt32, "", "flow"),
+    *ROUNDS,
+)
+
+CORPUS_ERRORS: tuple[Column, ...] = (
+    *CORPUS_KEY,
+    Column("reason", pl.String, "", "unreadable, internal, worker_died or timeout"),
+    Column("message", pl.String, "", "one line saying what went wrong"),
+)
+
+#: the corpus dataset's tables by folder name; ``captures`` is written last for a capture and
+#: marks it complete, ``errors`` holds the captures that failed (a capture is in exactly one)
+CORPUS_TABLES: dict[str, tuple[Column, ...]] = {
+    "captures": CORPUS_CAPTURES,
+    "flows": CORPUS_FLOWS,
+    "fits": CORPUS_FITS,
+    "episodes": CORPUS_EPISODES,
+    "rounds": CORPUS_ROUNDS,
+    "errors": CORPUS_ERRORS,
+}
+
+
 TABLES: dict[str, tuple[Column, ...]] = {
     "packets": PACKETS,
     "flows": FLOWS,
@@ -371,6 +458,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "truth_probe": TRUTH_PROBE,
     "truth_ca_state": TRUTH_CA_STATE,
     "truth_retrans": TRUTH_RETRANS,
+    **{f"corpus/{name}": cols for name, cols in CORPUS_TABLES.items()},
 }
 
 

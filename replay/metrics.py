@@ -7,12 +7,15 @@ Fit to the actual sender (schema.FIT_METRICS), over the flow's RTT rounds that w
 * the actual window of a round is its **peak flight** in packets (``peak_flight_bytes / mss``):
   on a cwnd-limited round the sender filled its window, so the peak flight is the best
   observation of cwnd the trace offers;
-* the replayed window of a round is the replayed cwnd **at the round's last ACK** (the ACK that
-  closes it, ``end_ns``) — the window the algorithm holds when the next flight is sent; taking
-  the round's maximum instead would favour algorithms that overshoot inside a round. A
-  rate-based algorithm (BBR) governs its flight by pacing as well as by cwnd: its replay carries
-  the signal :data:`FIT_WINDOW` (``inflight_cap`` = min(cwnd, pacing rate · srtt)), which is
-  used instead of cwnd;
+* the replayed window of a round is the replayed cwnd **after the round's last ACK but one**
+  (:func:`round_rows`) — the window in force when the round's last segments left: a sender
+  answers each ACK by filling its window, and what it sends after the ACK that closes the round
+  belongs to the next round. The window after the closing ACK itself would include that ACK's
+  update, which the round's flight never saw (for algorithms that update once per round — Vegas,
+  Compound's dwnd — a whole step of it); the round's maximum would favour algorithms that
+  overshoot inside a round. A rate-based algorithm (BBR) governs its flight by pacing as well as
+  by cwnd: its replay carries the signal :data:`FIT_WINDOW` (``inflight_cap`` = min(cwnd,
+  pacing rate · srtt)), which is used instead of cwnd;
 * ``mare`` — median over rounds of ``|replayed − actual| / actual``;
 * ``rmse_pkts`` — root-mean-square of ``replayed − actual`` (packets);
 * ``corr`` — Pearson correlation of the two series (null with fewer than 3 rounds or no variance);
@@ -40,6 +43,14 @@ from hscc_trace import schema
 FIT_WINDOW = "inflight_cap"
 
 
+def round_rows(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per round (its closing ACK's time ``end``), the replay row whose window was in force when
+    the round's last segments were sent: the row of the ACK before the closing one (the rows are
+    one per ACK, in time order); −1 when the closing ACK is not among the rows."""
+    last = np.searchsorted(ts, end, side="right") - 1  # the closing ACK's row
+    return np.where(last >= 0, np.maximum(last - 1, 0), -1)
+
+
 def round_table(acks: pl.DataFrame, rounds: pl.DataFrame, replay: pl.DataFrame, mss: int) -> pl.DataFrame:
     """Per usable round: ``round``, ``actual_pkts``, ``replayed_pkts``, ``rtt_s``, ``dur_s``,
     ``acked_bytes`` (cwnd-limited rounds outside recovery only)."""
@@ -60,7 +71,7 @@ def round_table(acks: pl.DataFrame, rounds: pl.DataFrame, replay: pl.DataFrame, 
     ts = replay.get_column("ts_ns").to_numpy()
     cw = replay.get_column(FIT_WINDOW if FIT_WINDOW in replay.columns else "cwnd").to_numpy()
     end = use.get_column("end_ns").to_numpy()
-    idx = np.searchsorted(ts, end, side="right") - 1  # last replay row at or before the round's end
+    idx = round_rows(ts, end)
     ok = idx >= 0
     use = use.filter(pl.Series(ok))
     idx = idx[ok]
@@ -183,7 +194,7 @@ def _fit_replay(u: _UsableRounds, replay: pl.DataFrame, mss: int) -> dict[str, A
         return out
     ts = replay.get_column("ts_ns").to_numpy()
     cw = replay.get_column(FIT_WINDOW if FIT_WINDOW in replay.columns else "cwnd").to_numpy()
-    idx = np.searchsorted(ts, u.end, side="right") - 1  # last replay row at or before the round's end
+    idx = round_rows(ts, u.end)
     ok = idx >= 0
     n = int(ok.sum())
     out["rounds"] = n
@@ -246,9 +257,41 @@ def round_windows(
     for label, rep in replays.items():
         ts = rep.get_column("ts_ns").to_numpy()
         cw = rep.get_column(FIT_WINDOW if FIT_WINDOW in rep.columns else "cwnd").to_numpy()
-        idx = np.searchsorted(ts, end, side="right") - 1
+        idx = round_rows(ts, end)
         out[label] = np.where(idx >= 0, cw[np.maximum(idx, 0)], np.nan).astype(np.float64)
     return actual, out
+
+
+def ack_windows(events: Any, replays: dict[str, pl.DataFrame]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
+    """The sender's window as each ACK left it, and each replay's, over the ACKs of the
+    cwnd-limited rounds outside recovery (the rounds :func:`fit` uses), for the verdict's
+    comparisons at ACK resolution.
+
+    Observed: a window-limited sender answers an ACK by filling its window, so the flight just
+    before the next ACK arrives — the highest sequence sent by then (that ACK's ``snd_max``)
+    minus this ACK's cumulative ACK — is the window this ACK left (packets). Returns
+    ``(observed, round of each ACK, {label: replayed window after each ACK})`` (the rate-based
+    :data:`FIT_WINDOW` where a replay has it), aligned; ACKs of a recovery or without a next ACK
+    are left out."""
+    acks, rd = events.acks, events.rounds
+    n = acks.height
+    if n < 2 or rd.height == 0:
+        return np.zeros(0), np.zeros(0, dtype=np.int64), {k: np.zeros(0) for k in replays}
+    snd = acks.get_column("snd_max").cast(pl.Float64).to_numpy()
+    ack = acks.get_column("ack").cast(pl.Float64).to_numpy()
+    rnd = acks.get_column("round").cast(pl.Int64).fill_null(-1).to_numpy()
+    state = acks.get_column("state").cast(pl.String).fill_null("").to_numpy()
+    obs = np.full(n, np.nan)
+    obs[:-1] = (snd[1:] - ack[:-1]) / float(events.mss)
+    lim = rd.get_column("limit").cast(pl.String).fill_null("").to_numpy()
+    rec = rd.get_column("in_recovery").fill_null(True).to_numpy().astype(bool)
+    good = rd.get_column("round").cast(pl.Int64).to_numpy()[(lim == "cwnd") & ~rec]
+    use = np.isin(rnd, good) & (state == "open") & np.isfinite(obs) & (obs > 0)
+    out: dict[str, np.ndarray] = {}
+    for label, rep in replays.items():
+        col = rep.get_column(FIT_WINDOW if FIT_WINDOW in rep.columns else "cwnd").to_numpy()
+        out[label] = col[use].astype(np.float64) if col.shape[0] == n else np.full(int(use.sum()), np.nan)
+    return obs[use], rnd[use], out
 
 
 # --- kernel ground truth (samples/<name>/truth_probe.parquet) --------------------------------------

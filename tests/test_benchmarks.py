@@ -238,3 +238,134 @@ def test_measure_reports_exit_code_and_peak_memory():
     assert 200 <= r["rss_mib"] < 400
     s = run.summarize([dict(r, rc=0, wall_s=w) for w in (3.0, 1.0, 2.0)])
     assert s["wall_s"] == 2.0 and s["n_ok"] == 3
+
+
+# --- the corpus benchmark (benchmarks/make_corpus.py, benchmarks/corpus_bench.py) -----------------
+
+
+@pytest.fixture(scope="module")
+def mk():
+    return _load("make_corpus")
+
+
+@pytest.fixture(scope="module")
+def raw_sources(tmp_path_factory):
+    """Two tiny full-payload captures like the samples (link type RAW, no Ethernet): IPv4 and
+    IPv6, so that every checksum can be verified after the rewrite."""
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.inet6 import IPv6
+    from scapy.utils import wrpcap
+
+    d = tmp_path_factory.mktemp("raw")
+    out = []
+    for fam, cli, srv in ((IP, "10.1.255.254", "192.0.2.1"), (IPv6, "2001:db8::1:fffe", "2001:db8:ff::1")):
+        pk = [
+            fam(src=cli, dst=srv) / TCP(sport=40000, dport=5201, flags="S", seq=100),
+            fam(src=srv, dst=cli) / TCP(sport=5201, dport=40000, flags="SA", seq=900, ack=101),
+            fam(src=cli, dst=srv) / TCP(sport=40000, dport=5201, flags="PA", seq=101, ack=901) / (b"x" * 20),
+            fam(src=srv, dst=cli) / TCP(sport=5201, dport=40000, flags="A", seq=901, ack=121),
+        ]
+        pkts = [fam(bytes(p)) for p in pk]  # bytes(): checksums computed
+        for i, p in enumerate(pkts):
+            p.time = 1_700_000_000 + 0.001 * i
+        path = d / f"raw{4 if fam is IP else 6}.pcap"
+        wrpcap(str(path), pkts, linktype=101)
+        out.append(path)
+    return out
+
+
+def test_corpus_copies_rewrite_addresses_times_and_checksums(mk, raw_sources, tmp_path):
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.inet6 import IPv6
+    from scapy.utils import rdpcap
+
+    m = mk.make(4, tmp_path / "c", stagger_s=600, source_paths=raw_sources)
+    assert m["files"] == ["c00000-raw4.pcap", "c00001-raw6.pcap", "c00002-raw4.pcap", "c00003-raw6.pcap"]
+    seen = {}
+    for k, name in enumerate(m["files"]):
+        pk = rdpcap(str(tmp_path / "c" / name))
+        assert len(pk) == 4
+        for p in pk:
+            fam = IP if IP in p else IPv6
+            q = p.copy()  # scapy recomputes a deleted checksum: the written one must equal it
+            del q[TCP].chksum
+            if fam is IP:
+                del q[IP].chksum
+                assert p[IP].chksum == IP(bytes(q[IP])).chksum
+            assert p[TCP].chksum == fam(bytes(q[fam]))[TCP].chksum
+        p0 = pk[0][IP if IP in pk[0] else IPv6]
+        seen[k] = (p0.src, p0.dst, round(float(pk[0].time) - 1_700_000_000, 6), [str(p[TCP].flags) for p in pk])
+    # copy k: both addresses' low 16 bits + (k + 1) mod 2^16, times + k · 600 s:
+    # k=0: 10.1.255.254 → .255.255, 192.0.2.1 → 192.0.2.2; k=2: 0xfffe + 3 = 0x10001 → 10.1.0.1 (wraps
+    # inside the /16), 192.0.2.4; IPv6 k=1: ...:1:fffe + 2 → ...:1:0 (the low 16 bits only), ff::1 + 2 = ff::3
+    assert seen[0][:3] == ("10.1.255.255", "192.0.2.2", 0.0)
+    assert seen[1][:3] == ("2001:db8::1:0", "2001:db8:ff::3", 600.0)
+    assert seen[2][:3] == ("10.1.0.1", "192.0.2.4", 1200.0)
+    assert seen[3][:3] == ("2001:db8::1:2", "2001:db8:ff::5", 1800.0)
+    assert all(v[3] == ["S", "SA", "PA", "A"] for v in seen.values())  # order and flags kept
+    # made the same way again: reused as it is
+    assert mk.make(4, tmp_path / "c", stagger_s=600, source_paths=raw_sources) == m
+
+
+def test_corpus_copy_analyzes_like_its_sample(mk, tmp_path):
+    # a real sample and its copy k = 30: the same flows, fits and episodes, except addresses and times
+    from hscc_trace import api
+
+    src = REPO / "samples" / "reno-loss" / "capture.pcap"
+    out = tmp_path / "c30.pcap"
+    out.write_bytes(mk.copy_bytes(mk.read_source(src), 30, 600))
+    a, b = (api.analyze(p, ["reno", "cubic"]) for p in (src, out))
+    fa, fb = api.flow_table(a), api.flow_table(b)
+    assert fa["src"][0] == "10.77.0.1" and fb["src"][0] == "10.77.0.32"  # + 31
+    assert (fb["first_ns"] - fa["first_ns"]).to_list() == [30 * 600 * 10**9]
+    same = [c for c in fa.columns if c not in ("capture", "src", "dst", "first_ns", "last_ns")]
+    assert fa.select(same).equals(fb.select(same))
+    assert api.fit_table(a).drop("capture").equals(api.fit_table(b).drop("capture"))
+    ea, eb = (x.captures[0].results[0].events.episodes for x in (a, b))
+    assert ea.height > 0 and ea.drop("start_ns", "end_ns").equals(eb.drop("start_ns", "end_ns"))
+    assert (eb["start_ns"] - ea["start_ns"]).unique().to_list() == [30 * 600 * 10**9]
+
+
+def test_corpus_bench_targets_and_markdown():
+    cb = _load("corpus_bench")
+
+    def hscc(rate, steady, workers):
+        return dict(wall_s=100.0, cpu_s=100.0, rate=rate, steady_rate=steady, workers_mib=workers, client_mib=150.0)
+
+    def res(w1, w2, w1s, w2s, mem_all, mem_half, render):
+        r = {
+            "stamp": "t",
+            "captures": 2000,
+            "half": 1000,
+            "runs": 1,
+            "sources": 25,
+            "corpus_mib": 1900.0,
+            "machine": {"cpu": "x", "cores": 2},
+            "load": {"before": 0.1, "after": 0.2, "max": 0.3},
+            "cases": {
+                "hscc w1": [hscc(w1, w1s, [300.0])],
+                "hscc w2": [hscc(w2, w2s, mem_all)],
+                "hscc w2 half": [hscc(w2 / 2, w2s, mem_half)],
+                "tcptrace loop": [dict(wall_s=20.0, cpu_s=18.0, rate=100.0, steady_rate=None)],
+                "tcptrace ×2": [dict(wall_s=11.0, cpu_s=18.0, rate=181.8, steady_rate=None)],
+            },
+            "census": {"build_s": 2.0, "bytes": 1_300_000, "render": render},
+        }
+        r["summary"] = cb.summarize(r)
+        return r
+
+    ok = {"wall_s": 0.8, "errors": [], "requests": [], "figures": {"drawn": 4}}
+    # 20 → 37 captures/s = 1.85× (pass); steady 21 → 40 = 1.90×; memory 320 vs 300 MiB = 1.067 (pass)
+    r = res(20.0, 37.0, 21.0, 40.0, [320.0, 310.0], [300.0, 290.0], ok)
+    t = {x["name"]: (x["value"], x["pass"]) for x in r["summary"]["targets"]}
+    assert t["captures/s, 2 workers vs 1 (whole run)"] == (1.85, True)
+    assert t["captures/s, 2 workers vs 1 (steady)"] == (1.9, True)
+    assert t["peak memory per worker, 2000 vs 1000 captures"] == (1.067, True)
+    assert t["census render (navigation to last figure)"] == (0.8, True)
+    assert t["census: console errors / requests"] == ("0 / 0", True)
+    assert "| hscc w2 |  | 100.0 s | 37.0 | 40.0 |" in cb.markdown(r)  # (no load recorded here)
+    # 20 → 30 = 1.5× (fail); 340 vs 300 = 1.133 (fail); render 3.2 s (fail); one console error (fail)
+    bad = {"wall_s": 3.2, "errors": ["console: x"], "requests": [], "figures": {"drawn": 4}}
+    r = res(20.0, 30.0, 21.0, 30.0, [340.0], [300.0], bad)
+    assert [x["pass"] for x in r["summary"]["targets"]] == [False, False, False, False, False]
+    assert cb.markdown(r).count("**FAIL**") == 5

@@ -313,10 +313,13 @@ def verdicts_for(f: dict, **cfg) -> list[check.Verdict]:
 
 
 def test_identified_as_expected_passes_within_the_verdict_threshold() -> None:
-    # no --max-error: the bound is the verdict's threshold (0.15), reno's error 0.03 is within it
+    # no --max-error: the verdict named reno, so it fits within its threshold (0.15) already
     (v,) = verdicts_for(with_verdict(RENO_FLOW, "identified", "reno"), expect="reno")
-    assert v.status == PASS and v.test == "expect reno (mare <= 0.150)"
-    assert v.message.startswith("identified as reno, reno mare 0.030 <= 0.150")
+    assert v.status == PASS and v.test == "expect reno (within the verdict's threshold)"
+    assert v.message.startswith("identified as reno, reno mare 0.030 within its threshold 0.150")
+    # --max-error tightens it: 0.03 > 0.02 fails although named
+    (v,) = verdicts_for(with_verdict(RENO_FLOW, "identified", "reno"), expect="reno", max_error=0.02)
+    assert v.status == FAIL and v.test == "expect reno (mare <= 0.020)" and "reno mare 0.030 > 0.020" in v.message
 
 
 def test_identified_as_another_algorithm_fails_naming_it() -> None:
@@ -342,10 +345,10 @@ def test_unknown_fails_unless_allowed_then_max_error_decides() -> None:
     f = with_verdict(RENO_FLOW, "unknown")
     (v,) = verdicts_for(f, expect="reno")
     assert v.status == FAIL and "verdict unknown — unknown reason in plain words" in v.message
-    (v,) = verdicts_for(f, expect="reno", allow_unknown=True)  # reno 0.03 <= 0.15
+    (v,) = verdicts_for(f, expect="reno", allow_unknown=True)  # reno 0.03 <= 0.10 (DEFAULT_MAX_ERROR)
     assert v.status == PASS and "verdict unknown (allowed" in v.message
-    (v,) = verdicts_for(f, expect="fusion", allow_unknown=True)  # fusion 0.41 > 0.15
-    assert v.status == FAIL and "fusion mare 0.410 > 0.150" in v.message
+    (v,) = verdicts_for(f, expect="fusion", allow_unknown=True)  # fusion 0.41 > 0.10
+    assert v.status == FAIL and "fusion mare 0.410 > 0.100" in v.message
 
 
 def test_not_enough_data_is_skipped_with_its_reason_and_alone_fails_the_run() -> None:

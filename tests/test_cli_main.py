@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import pytest
 
 from hscc_trace import cli
@@ -70,3 +72,17 @@ def test_usage_error_class_found_through_public_typer():
 
     cls = cli._click_exception(typer)
     assert cls.__name__ == "ClickException" and issubclass(typer.BadParameter, cls)
+
+
+def test_main_runs_after_a_command_module_was_imported(monkeypatch, capsys):
+    # importing a command module (here cli.corpus_cmd, as a test or a script may) binds the
+    # submodule `hscc_trace.cli.app` as the package's attribute `app`; main() must still load and
+    # run the Typer application rather than call that module
+    import hscc_trace.cli.corpus_cmd  # noqa: F401
+    from hscc_trace import cli
+
+    monkeypatch.setattr(sys, "argv", ["hscc-trace", "version"])
+    with pytest.raises(SystemExit) as ei:
+        cli.main()
+    assert ei.value.code in (0, None), capsys.readouterr().err
+    assert "flows kernels" in capsys.readouterr().out  # what `hscc-trace version` prints

@@ -1,35 +1,58 @@
-"""Corpus runs on a real Dask LocalCluster (2 worker processes, no mocks): the Parquet dataset
-equals the serial analysis table for table, a crashing worker loses no other capture, and a
-second run skips everything."""
+"""Corpus runs on a real Dask LocalCluster (worker processes, no mocks): the Parquet dataset
+equals the serial analysis table for table, inputs come from local files and an HTTP server
+(.pcap.gz too), a crashing worker loses no other capture and a worker that crashes once is
+retried, a capture that hangs is cut off without keeping its worker busy, a second run skips
+everything, DuckDB reads the dataset directly, and the census counts what the dataset holds."""
 
 from __future__ import annotations
 
+import functools
+import gzip
+import http.server
+import re
 import shutil
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import polars as pl
 import pytest
+from conftest import external
 
-from hscc_trace import api
+from hscc_trace import api, schema
+from hscc_trace.cli.corpus_cmd import rate_eta
 from hscc_trace.corpus import census, inputs, runner
 from hscc_trace.corpus import dataset as ds
 
 REPO = Path(__file__).resolve().parent.parent
-EXTERNAL = REPO.parent / "shared" / "captures" / "external"
 ALGOS = ["reno", "cubic"]
+NS3 = "ODD__ns3__ns3tcp-loss-NewReno4-response-vectors.pcap"
+MLAB_CUT = "ODD__mlab-packet-headers__v6-cut-short.pcap"
 
 
-def _corpus(tmp: Path) -> list[str]:
+@pytest.fixture(scope="module")
+def http_root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, str]]:
+    """A folder served by Python's http.server on 127.0.0.1 (a real HTTP server, for fsspec)."""
+    root = tmp_path_factory.mktemp("served")
+
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(root)))
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield root, f"http://127.0.0.1:{srv.server_address[1]}"
+    srv.shutdown()
+
+
+def _local(tmp: Path) -> list[str]:
     """Real captures: the samples (reno-bdp, cubic-loss, bbr), two small external ones, and one
     file that is not a capture at all."""
+    ext = external(NS3, MLAB_CUT)
     files = [REPO / "samples" / n / "capture.pcap" for n in ("reno-bdp", "cubic-loss", "bbr")]
-    files += [
-        EXTERNAL / "ODD__ns3__ns3tcp-loss-NewReno4-response-vectors.pcap",
-        EXTERNAL / "ODD__mlab-packet-headers__v6-cut-short.pcap",
-    ]
+    files += [ext / NS3, ext / MLAB_CUT]
     out = []
     for i, f in enumerate(files):
-        assert f.exists(), f
         dst = tmp / "in" / f"{i}-{f.parent.name if f.name == 'capture.pcap' else f.stem}.pcap"
         dst.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(f, dst)
@@ -45,60 +68,207 @@ def _sorted(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
     return df.drop(drop).sort(keys)
 
 
-@pytest.mark.slow
-def test_local_cluster_matches_serial_crash_and_resume(tmp_path, monkeypatch):
-    items = _corpus(tmp_path)
-    crash = tmp_path / "in" / "crash-me.pcap"
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory, http_root: tuple[Path, str]) -> dict:
+    """One run on a 2-worker LocalCluster, then the same command again (resume)."""
+    tmp = tmp_path_factory.mktemp("corpus")
+    items = _local(tmp)
+    crash = tmp / "in" / "crash-me.pcap"  # its worker dies on every attempt
     shutil.copy(REPO / "samples" / "reno-loss" / "capture.pcap", crash)
-    monkeypatch.setenv(runner.CRASH_ENV, crash.name)
-    out = tmp_path / "ds"
-    seen = []
-    st = runner.run([*items, str(crash)], out, ALGOS, workers=2, progress=lambda s, x: seen.append(x))
-    # 4 readable captures analyzed; the non-capture, the ns-3 capture (link type 0x4, not supported
-    # by the reader) and the crashing one are error rows
-    assert (st.ok, st.skipped, len(st.errors)) == (4, 0, 3)
-    assert len(seen) == 7
-    errs = ds.read(out, "errors").sort("capture")
-    assert dict(zip(errs["capture"].map_elements(lambda p: Path(p).name, return_dtype=pl.String), errs["reason"])) == {
+    once = tmp / "in" / "once-me.pcap"  # its worker dies on the first attempt only: retried
+    shutil.copy(REPO / "samples" / "cubic-4bdp" / "capture.pcap", once)
+    root, base = http_root
+    gz = root / "u-reno-rtt60.pcap.gz"
+    gz.write_bytes(gzip.compress((REPO / "samples" / "reno-rtt60" / "capture.pcap").read_bytes()))
+    url, missing = f"{base}/{gz.name}", f"{base}/missing.pcap"
+    every = [*items, str(crash), str(once), url, missing]
+    out = tmp / "ds"
+    seen: list[tuple[int, dict]] = []
+    mp = pytest.MonkeyPatch()
+    mp.setenv(runner.CRASH_ENV, f"{crash.name},{once.name}:once")
+    try:
+        first = runner.run(every, out, ALGOS, workers=2, progress=lambda s, x: seen.append((s.done, x)))
+    finally:
+        mp.undo()
+    second = runner.run(every, out, ALGOS, workers=2)
+    return dict(
+        items=items, crash=str(crash), once=str(once), url=url, missing=missing, out=out, first=first, second=second,
+        seen=seen, gz_source=REPO / "samples" / "reno-rtt60" / "capture.pcap",
+    )  # fmt: skip
+
+
+@pytest.mark.slow
+def test_local_cluster_records_every_capture_once(corpus):
+    st = corpus["first"]
+    # 11 inputs: 4 readable local captures + the once-crashing one + the .pcap.gz over HTTP are
+    # analyzed (6); the non-capture, the ns-3 capture (link type 0x4, not supported by the reader),
+    # the always-crashing one and the 404 URL are error rows (4)
+    assert (st.ok, st.skipped, len(st.errors)) == (6, 0, 4)
+    assert [d for d, _ in corpus["seen"]] == list(range(1, 11))  # progress after every capture
+    errs = ds.read(corpus["out"], "errors")
+    got = dict(zip(errs["capture"].map_elements(lambda p: p.rsplit("/", 1)[1], return_dtype=pl.String), errs["reason"]))
+    assert got == {
         "crash-me.pcap": "worker_died",
         "9-not-a-capture.pcap": "unreadable",
-        "3-ODD__ns3__ns3tcp-loss-NewReno4-response-vectors.pcap": "unreadable",
+        f"3-{Path(NS3).stem}.pcap": "unreadable",
+        "missing.pcap": "unreadable",
     }
+    # the 404 has no content: keyed by its name; the others by their bytes
+    by_cap = dict(zip(errs["capture"], errs["sha256"]))
+    assert by_cap[corpus["missing"]] == inputs.name_key(corpus["missing"])
+    assert by_cap[corpus["crash"]] == inputs.content_hash(corpus["crash"])
+    caps = ds.read(corpus["out"], "captures")
+    assert sorted(caps["capture"]) == sorted(
+        [*[corpus["items"][i] for i in (0, 1, 2, 4)], corpus["once"], corpus["url"]]
+    )
+    # a capture is in captures/ or in errors/, never both, and no table has rows of a failed one
+    assert not set(caps["sha256"]) & set(errs["sha256"])
+    for t in ("flows", "fits", "episodes", "rounds"):
+        assert set(ds.read(corpus["out"], t)["sha256"]) <= set(caps["sha256"]), t
 
-    # the serial run, capture by capture (the same algorithms), table for table
-    good = [items[i] for i in (0, 1, 2, 4)]
-    serial = [api.analyze(p, ALGOS) for p in good]
-    flows_serial = pl.concat([api.flow_table(a) for a in serial], how="diagonal_relaxed")
-    fits_serial = pl.concat([api.fit_table(a) for a in serial], how="diagonal_relaxed")
+
+@pytest.mark.slow
+def test_dataset_equals_the_serial_run_table_for_table(corpus):
+    items = corpus["items"]
+    local = [items[i] for i in (0, 1, 2, 4)] + [corpus["once"], str(corpus["gz_source"])]
+    name = {p: p for p in local} | {str(corpus["gz_source"]): corpus["url"]}  # the URL's bytes, served gzipped
+    serial = [api.analyze(p, ALGOS) for p in local]
+
+    def table(fn):
+        df = pl.concat([fn(a) for a in serial], how="diagonal_relaxed")
+        return df.with_columns(pl.col("capture").replace(name))
+
+    out = corpus["out"]
     flows = ds.read(out, "flows")
+    flows_serial = table(api.flow_table)
+    assert flows.height == flows_serial.height == 6  # one analyzed flow per capture
+    assert _sorted(flows.select(flows_serial.columns), ["capture", "flow_id"]).equals(
+        _sorted(flows_serial.with_columns(pl.col("flow_id").cast(pl.UInt32)), ["capture", "flow_id"])
+    )
     fits = ds.read(out, "fits")
-    assert flows.height == flows_serial.height > 0
-    assert _sorted(flows, ["capture", "flow_id"]).equals(
-        _sorted(flows_serial.select(flows.drop("sha256").columns), ["capture", "flow_id"])
-    )
     assert _sorted(fits, ["capture", "flow_id", "algo"]).equals(
-        _sorted(fits_serial.select(fits.drop("sha256").columns), ["capture", "flow_id", "algo"])
+        _sorted(table(api.fit_table).select(fits.drop("sha256").columns), ["capture", "flow_id", "algo"])
     )
+    # events: the episodes and rounds of every analyzed flow, with its flow id
+    for t, attr in (("episodes", "episodes"), ("rounds", "rounds")):
+        want = pl.concat(
+            [
+                getattr(fr.events, attr)
+                .with_columns(
+                    pl.lit(name[a.captures[0].meta.path]).alias("capture"),
+                    pl.lit(int(fr.flow["flow_id"])).alias("flow_id"),
+                )
+                .select(["capture", "flow_id", *[c.name for c in schema.TABLES[t]]])
+                for a in serial
+                for fr in a.captures[0].results
+            ],
+            how="diagonal_relaxed",
+        )
+        got = ds.read(out, t)
+        assert got.height == want.height > 0, t
+        assert _sorted(got, ["capture", "flow_id", t[:-1] if t == "episodes" else "round"]).equals(
+            _sorted(
+                schema.conform(want, schema.CORPUS_TABLES[t][1:]),
+                ["capture", "flow_id", t[:-1] if t == "episodes" else "round"],
+            )
+        ), t
+    # flows carry their round counts: the same as the events' rounds table
+    n_rounds = ds.read(out, "rounds").group_by("sha256", "flow_id").len()
+    joined = flows.join(n_rounds, on=["sha256", "flow_id"], how="left").with_columns(pl.col("len").fill_null(0))
+    assert (joined["rounds"] == joined["len"]).all()
     caps = ds.read(out, "captures")
-    assert sorted(caps["capture"].to_list()) == sorted(good)
     assert caps["packets_total"].sum() == sum(a.captures[0].meta.packets_total for a in serial)
-    n_eps = sum(fr.events.episodes.height for a in serial for fr in a.captures[0].results)
-    assert ds.read(out, "episodes").height == n_eps > 0
-
-    # readable by polars directly
+    # every file of a table has the table's columns and dtypes (so scanning them all works)
     assert pl.scan_parquet(str(out / "flows" / "*.parquet")).select(pl.len()).collect().item() == flows.height
+    assert ds.read(out, "errors").schema == pl.Schema(schema.polars_schema(schema.CORPUS_ERRORS))
 
-    # second run: everything (analyzed or recorded as an error) is skipped by content hash
-    monkeypatch.delenv(runner.CRASH_ENV)
-    st2 = runner.run([*items, str(crash)], out, ALGOS, workers=2)
-    assert (st2.ok, st2.skipped, len(st2.errors)) == (0, 7, 0)
 
+@pytest.mark.slow
+def test_second_run_skips_everything_read_before(corpus):
+    # everything with a content hash (analyzed or recorded as an error) is skipped; the 404 URL
+    # (no content) is tried again and fails again
+    st2 = corpus["second"]
+    assert (st2.ok, st2.skipped, len(st2.errors)) == (0, 9, 1)
+    assert st2.errors[0]["capture"] == corpus["missing"]
+
+
+@pytest.mark.slow
+def test_duckdb_reads_the_dataset_directly(corpus):
+    duckdb = pytest.importorskip("duckdb")  # a test dependency (pyproject: test extra)
+    out = corpus["out"]
+    flows = ds.read(out, "flows")
+    con = duckdb.connect()
+    rows = con.execute(
+        "SELECT f.best, count(*), sum(c.packets_total) FROM read_parquet(?, union_by_name=true) f "
+        "JOIN read_parquet(?) c USING (sha256) GROUP BY f.best ORDER BY f.best NULLS FIRST",
+        [str(out / "flows" / "*.parquet"), str(out / "captures" / "*.parquet")],
+    ).fetchall()
+    caps = ds.read(out, "captures")
+    want = (
+        flows.join(caps.select("sha256", "packets_total"), on="sha256")
+        .group_by("best")
+        .agg(pl.len(), pl.col("packets_total").sum())
+        .sort("best")
+        .rows()
+    )
+    assert rows == want and sum(r[1] for r in rows) == 6
+    reasons = con.execute(
+        "SELECT reason, count(*) FROM read_parquet(?) GROUP BY reason ORDER BY reason",
+        [str(out / "errors" / "*.parquet")],
+    ).fetchall()
+    assert reasons == [("unreadable", 3), ("worker_died", 1)]
+
+
+@pytest.mark.slow
+def test_census_counts_what_the_dataset_holds(corpus):
+    out = corpus["out"]
     page = census.build(out)
-    assert "Content-Security-Policy" in page and "crash-me.pcap" in page and "worker_died" in page
-    assert "http://" not in page.split("<script>")[0] and "https://" not in page.split("<script>")[0]
+    flows = ds.read(out, "flows")
+    assert "Content-Security-Policy" in page and "connect-src 'none'" in page
+    # the verdict table: one row per algorithm a verdict names, or per verdict class where none is
+    # named (which verdict each sample gets is the analysis' business, not the census'); the cut
+    # M-Lab capture's flow has no cwnd-limited round: no best fit, not enough data — 6 flows in all
+    assert flows.filter(pl.col("best_mare").is_null()).height == 1
+    assert flows.filter(pl.col("best_mare").is_null())["best"].to_list() == [None]
+    labels = flows.select(
+        pl.when(pl.col("verdict") == "identified").then(pl.col("verdict_name")).otherwise(pl.col("verdict"))
+    ).to_series()
+    counts = labels.value_counts().rows()
+    assert sum(n for _, n in counts) == 6 and "not enough data" in labels.to_list()
+    for label, n in counts:
+        assert f"<tr><td>{label}</td><td>{n}</td>" in page, (label, n)
+    assert "<tr><td>worker_died</td><td>1</td></tr>" in page and "<tr><td>unreadable</td><td>3</td></tr>" in page
+    worst = flows.drop_nulls("best_mare").sort("best_mare", descending=True).row(0, named=True)
+    assert f"hscc-trace analyze {worst['capture']} --flow {worst['flow_id']} -o report.html" in page
+    markup = re.sub(r"<script.*?</script>", "", page, flags=re.S)  # (plotly.js mentions URLs in strings)
+    assert "src=" not in markup and "href=" not in markup  # nothing to fetch (the CSP forbids it too)
 
 
-def test_inputs_list_globs_and_missing(tmp_path):
+@pytest.mark.slow
+def test_a_hanging_capture_is_cut_off_and_its_worker_restarted(tmp_path, monkeypatch):
+    # One worker. Without the restart the worker would stay inside the hanging capture forever,
+    # and the two captures after it would never run (they would end as timeouts as well).
+    names = {"hang.pcap": "reno-loss", "a.pcap": "bbr", "b.pcap": "cubic-loss"}
+    items = []
+    for n, s in names.items():
+        shutil.copy(REPO / "samples" / s / "capture.pcap", tmp_path / n)
+        items.append(str(tmp_path / n))
+    monkeypatch.setenv(runner.HANG_ENV, "hang.pcap")
+    res: dict = {}
+    t = threading.Thread(
+        target=lambda: res.update(st=runner.run(items, tmp_path / "ds", ALGOS, workers=1, timeout_per_capture=5)),
+        daemon=True,
+    )
+    t.start()
+    t.join(300)  # a liveness bound, not a speed target: the run takes ≈ 15 s
+    assert "st" in res, "the run did not end: the hanging capture kept the only worker busy"
+    st = res["st"]
+    assert (st.ok, len(st.errors)) == (2, 1)
+    assert st.errors[0]["capture"] == items[0] and st.errors[0]["reason"] == "timeout"
+    assert ds.read(tmp_path / "ds", "errors")["reason"].to_list() == ["timeout"]
+
+
+def test_inputs_list_globs_urls_and_missing(tmp_path, http_root):
     a = tmp_path / "a.pcap"
     b = tmp_path / "sub" / "b.pcap.gz"
     b.parent.mkdir()
@@ -115,3 +285,48 @@ def test_inputs_list_globs_and_missing(tmp_path):
 
     with pytest.raises(InputError):
         inputs.expand([str(tmp_path / "nothing*.pcap")])
+    # a glob over an HTTP folder listing (http.server's), and a copy fetched to a local file
+    root, base = http_root
+    for n in ("x1.pcap.gz", "x2.pcap.gz", "y.txt"):
+        (root / "glob").mkdir(exist_ok=True)
+        (root / "glob" / n).write_bytes(n.encode())
+    assert inputs.expand([f"{base}/glob/*.pcap.gz"]) == [f"{base}/glob/x1.pcap.gz", f"{base}/glob/x2.pcap.gz"]
+    got = inputs.fetch_local(f"{base}/glob/x2.pcap.gz", str(tmp_path))
+    assert Path(got).name == "x2.pcap.gz" and Path(got).read_bytes() == b"x2.pcap.gz"
+    # a protocol this installation cannot read: one line, before any work
+    with pytest.raises(InputError, match="cannot read nosuchproto:// URLs"):
+        inputs.check_protocols([str(a), "nosuchproto://bucket/x.pcap"])
+
+
+def test_progress_rate_and_eta():
+    # 30 of 120 captures in 12 s: 2.5 captures/s; the 90 left take 90 / 2.5 = 36 s
+    assert rate_eta(30, 120, 12.0) == ("2.5 captures/s", "ETA 0:00:36")
+    # 1 of 10 001 in 1 s: 10 000 s left = 2 h 46 min 40 s
+    assert rate_eta(1, 10_001, 1.0) == ("1.0 captures/s", "ETA 2:46:40")
+    assert rate_eta(0, 10, 5.0) == ("", "")
+
+
+def test_schema_doc_is_generated_from_schema_py():
+    # docs/schema.md is `python -m hscc_trace.schema` output, corpus tables included
+    doc = (REPO / "docs" / "schema.md").read_text()
+    assert doc == schema.markdown()
+    assert "## corpus/flows" in doc and "| `cwnd_limited_rounds` |" in doc
+
+
+def test_read_mixes_files_of_old_and_new_versions(tmp_path):
+    # one errors file as written today, one with a column a newer version added: both rows, the
+    # new column null for the old file (the multi-file read refuses them; file by file mixes them)
+    ds.write_error(tmp_path, "a" * 64, "old.pcap", "timeout", "not done")
+    new = pl.DataFrame({"sha256": ["b" * 64], "capture": ["new.pcap"], "reason": ["internal"], "message": ["x"]})
+    ds.write_part(tmp_path, "errors", "b" * 64, new.with_columns(pl.lit(3).alias("attempts")), extra=True)
+    got = ds.read(tmp_path, "errors").sort("capture")
+    assert got["capture"].to_list() == ["new.pcap", "old.pcap"]
+    assert got["attempts"].to_list() == [3, None]
+    # an errors row replaces the rows a failed capture had left in the other tables
+    ds.write_part(tmp_path, "flows", "c" * 64, ds.empty_part("flows"))
+    ds.write_error(tmp_path, "c" * 64, "half.pcap", "worker_died", "died")
+    assert not ds.path(tmp_path, "flows", "c" * 64).exists() and ds.done(tmp_path) == {"a" * 64, "b" * 64, "c" * 64}
+    # a write a killed worker left half done: its temporary file goes, the finished files stay
+    (tmp_path / "flows" / f"{'d' * 64}.tmp123").write_bytes(b"half")
+    assert ds.remove_partial_writes(tmp_path) == 1 and not list((tmp_path / "flows").iterdir())
+    assert len(list((tmp_path / "errors").iterdir())) == 3

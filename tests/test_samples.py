@@ -482,3 +482,21 @@ def test_repeatability_live(tmp_path):
         text=True,
     )
     assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_the_samples_folder_carries_its_expectations():
+    """samples/hscc-trace.toml is samples/index.json's truth as `check` expectations, up to date."""
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "samples" / "testbed" / "make_expectations.py"
+    spec = importlib.util.spec_from_file_location("make_expectations", path)
+    mod = importlib.util.module_from_spec(spec)
+    assert spec.loader is not None
+    spec.loader.exec_module(mod)
+    index = json.loads((mod.SAMPLES / "index.json").read_text())
+    assert mod.OUT.read_text() == mod.render(index), "python samples/testbed/make_expectations.py"
+    from hscc_trace import config
+
+    exps = config.folder_expectations(mod.SAMPLES)
+    assert len(exps) == sum(len(s["flows"]) if len(s["flows"]) > 1 else 1 for s in index["samples"])
+    assert all(e.allow_ambiguous and e.expect for e in exps)

@@ -151,3 +151,45 @@ def test_verdict_label_and_json_form():
     assert d["class"] == "ambiguous" and d["candidates"] == ["reno", "westwood"]
     assert d["evidence"]["vantage"] == "sender" and "cls" not in d
     assert all(math.isfinite(x) for x in d["candidate_errors"])
+
+
+def test_paired_by_acks_decides_each_round_by_its_acks():
+    # three rounds of ACKs; the sender's window after each ACK (obs) and two replays:
+    # round 0: A exact after 3 ACKs, B 1 packet off after 2 of them → A wins round 0
+    # round 1: both exact → nobody wins
+    # round 2: ACK5 A 1 off (B closer), ACK6 and ACK7 B 1 off (A closer) → A closer after 2, B
+    #   after 1 → A wins round 2
+    # A wins 2 rounds of the 2 decided; seen from B: 0 of 2
+    obs = np.array([10.0, 10.0, 11.0, 12.0, 12.0, 13.0, 13.0, 14.0])
+    rnd = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    a = np.array([10.0, 10.0, 11.0, 12.0, 12.0, 14.0, 13.0, 14.0])
+    b = np.array([11.0, 11.0, 11.0, 12.0, 12.0, 13.0, 14.0, 15.0])
+    assert V._paired_by_acks(obs, rnd, a, b, 0.5) == (2, 2)
+    assert V._paired_by_acks(obs, rnd, b, a, 0.5) == (0, 2)
+
+
+def test_at_the_sender_any_significantly_closer_candidate_rules_out_the_lowest_median():
+    # By round peaks A is exact in 11 of 20 rounds (median error 0) and B is 1 off in 11 (median
+    # 1/59…): A has the lower median. After each ACK, though, B matches the sender in every round
+    # and A is 2 packets off in every round's ACKs: B wins all 20 rounds (P = 2^-20) → A ruled
+    # out, B named.
+    actual = ACTUAL
+    a_round = [x if i < 11 else x + 1 for i, x in enumerate(actual)]
+    b_round = [x + 1 if i < 11 else x for i, x in enumerate(actual)]
+    rnd = np.repeat(np.arange(20), 3)
+    obs = np.repeat(np.array(actual), 3)
+    by_ack = (obs, rnd, {"a": obs + 2.0, "b": obs.copy()})
+    v = V._window_verdict(
+        np.asarray(actual),
+        {"a": np.asarray(a_round), "b": np.asarray(b_round)},
+        {"a": False, "b": False},
+        0.5,
+        RULES,
+        _verdict,
+        by_ack,
+    )
+    assert v.cls == V.IDENTIFIED and v.name == "b"
+    # away from the sender (no ACK-level data) only the lowest error rules others out: A keeps
+    # its place and B, 1 packet off in 11 rounds and closer in 9, is not ruled out → ambiguous
+    v = judge(actual, {"a": a_round, "b": b_round})
+    assert v.cls == V.AMBIGUOUS and v.candidates == ("a", "b")

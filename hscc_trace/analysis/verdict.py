@@ -73,7 +73,8 @@ class Rules:
     min_rounds: int = 8  # rounds — fewer judged rounds: not enough data
     max_error: float = 0.15  # median relative error above which a window-based replay does not fit
     max_error_rate: float = 0.25  # the same for a rate-based algorithm (its flight swings ±25 % by design)
-    p_value: float = 0.001  # a fitting algorithm is ruled out when the best is closer this significantly
+    p_value: float = 0.005  # at the sender: ruled out when another fitting algorithm is closer this significantly
+    p_value_elsewhere: float = 0.001  # the same away from the sender (reconstructed inputs: stricter)
     tie_at_sender: float = 0.5  # packets — replays closer than this to each other tie (flight exact there)
     tie_elsewhere: float = 2.5  # packets — the same away from the sender (flight known within ~2 MSS)
     no_decrease_beta: float = 0.85  # β at or above this over several episodes: no multiplicative decrease
@@ -158,13 +159,32 @@ def _paired(a: np.ndarray, best: np.ndarray, other: np.ndarray, tie: float) -> t
     return closer, closer + int(np.sum(d < -tie))
 
 
+def _paired_by_acks(
+    obs: np.ndarray, rnd: np.ndarray, best: np.ndarray, other: np.ndarray, tie: float
+) -> tuple[int, int]:
+    """:func:`_paired` at ACK resolution: within each round, count the ACKs after which each
+    replay is closer (by more than ``tie``) to the window the sender left; the round goes to the
+    one closer after more of its ACKs. Returns (rounds ``best`` wins, rounds either wins). A
+    round, not an ACK, is the unit: the windows of one round's ACKs are not independent."""
+    ok = np.isfinite(best) & np.isfinite(other)
+    d = np.abs(other[ok] - obs[ok]) - np.abs(best[ok] - obs[ok])
+    r = rnd[ok]
+    if r.size == 0:
+        return 0, 0
+    keys, inv = np.unique(r, return_inverse=True)
+    won = np.bincount(inv, weights=(d > tie).astype(np.float64), minlength=keys.size)
+    lost = np.bincount(inv, weights=(d < -tie).astype(np.float64), minlength=keys.size)
+    return int(np.sum(won > lost)), int(np.sum(won != lost))
+
+
 @dataclass
 class _Class:
-    """Replays identical on this flow (within half a packet on every judged round)."""
+    """Replays identical on this flow (within half a packet after every judged ACK and round)."""
 
     members: list[str]
-    windows: np.ndarray
+    windows: np.ndarray  # replayed window per judged round
     rate: bool
+    acks: np.ndarray | None = None  # replayed window after each judged ACK (metrics.ack_windows)
     mare: float = math.inf
     mean: float = math.inf
 
@@ -173,17 +193,45 @@ class _Class:
         return min(self.members, key=_rank)
 
 
-def _classes(actual: np.ndarray, windows: dict[str, np.ndarray], rate: dict[str, bool]) -> list[_Class]:
+@dataclass
+class _Duel:
+    """How two candidates are compared on one flow: at ACK resolution when the flow has judged
+    ACKs (:func:`_paired_by_acks`), else round by round (:func:`_paired`)."""
+
+    actual: np.ndarray  # per judged round
+    obs: np.ndarray  # per judged ACK
+    rnd: np.ndarray
+    tie: float
+
+    def __call__(self, best: _Class, other: _Class) -> tuple[int, int]:
+        if self.obs.size and best.acks is not None and other.acks is not None:
+            return _paired_by_acks(self.obs, self.rnd, best.acks, other.acks, self.tie)
+        return _paired(self.actual, best.windows, other.windows, self.tie)
+
+
+def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    fin = np.isfinite(a)
+    return bool(np.array_equal(fin, np.isfinite(b)) and np.all(np.abs(a - b)[fin] < 0.5))
+
+
+def _classes(
+    actual: np.ndarray,
+    windows: dict[str, np.ndarray],
+    rate: dict[str, bool],
+    acks: dict[str, np.ndarray] | None = None,
+) -> list[_Class]:
     out: list[_Class] = []
     for label in sorted(windows, key=_rank):
         w = windows[label]
+        wa = acks.get(label) if acks else None
         for c in out:
-            same = np.isfinite(w) == np.isfinite(c.windows)
-            if c.rate == rate[label] and same.all() and np.all(np.abs(w - c.windows)[np.isfinite(w)] < 0.5):
+            if c.rate == rate[label] and _same(w, c.windows) and _same(wa, c.acks):
                 c.members.append(label)
                 break
         else:
-            out.append(_Class([label], w, rate[label]))
+            out.append(_Class([label], w, rate[label], wa))
     for c in out:
         ok = np.isfinite(c.windows) & (actual > 0)
         if ok.any():
@@ -256,7 +304,7 @@ def _threshold(c: _Class, rules: Rules) -> float:
 
 def judge(ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules = RULES) -> Verdict:
     """The verdict of one flow from its events and every algorithm's replay on them."""
-    from hscc_trace.replay.metrics import FIT_WINDOW, round_windows
+    from hscc_trace.replay.metrics import FIT_WINDOW, ack_windows, round_windows
 
     evidence = observe(ev) if ev is not None else Evidence(vantage="unknown", episodes=0)
 
@@ -268,10 +316,13 @@ def judge(ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules 
     rate = {k: FIT_WINDOW in r.columns for k, r in replays.items()}
     tie = rules.tie_at_sender if evidence.vantage == "sender" else rules.tie_elsewhere
     actual, windows = round_windows(ev, replays)
+    # ACK by ACK only where the flight after each ACK is seen as the sender left it: at the
+    # sender (elsewhere it is reconstructed, and its errors would be taken for the algorithm's)
+    by_ack = ack_windows(ev, replays) if evidence.vantage == "sender" else None
     n = int(actual.size)
     outcome: Verdict | None = None
     if n >= rules.min_rounds:
-        outcome = _window_verdict(actual, windows, rate, tie, rules, verdict)
+        outcome = _window_verdict(actual, windows, rate, tie, rules, verdict, by_ack)
     rate_why = _rate_evidence(evidence, rules)
     if (outcome is None or outcome.cls == UNKNOWN) and rate_why and evidence.capacity_reached:
         rv = _rate_verdict(ev, replays, rate, rate_why, rules, verdict)
@@ -305,10 +356,19 @@ def judge(ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules 
 
 
 def _window_verdict(
-    actual: np.ndarray, windows: dict[str, np.ndarray], rate: dict[str, bool], tie: float, rules: Rules, verdict: Any
+    actual: np.ndarray,
+    windows: dict[str, np.ndarray],
+    rate: dict[str, bool],
+    tie: float,
+    rules: Rules,
+    verdict: Any,
+    by_ack: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None,
 ) -> Verdict:
     n = int(actual.size)
-    classes = sorted(_classes(actual, windows, rate), key=lambda c: (c.mare, c.mean, _rank(c.name)))
+    obs, rnd, acks = by_ack if by_ack is not None else (np.zeros(0), np.zeros(0, dtype=np.int64), None)
+    duel = _Duel(actual, obs, rnd, tie)
+    p_value = rules.p_value if by_ack is not None else rules.p_value_elsewhere
+    classes = sorted(_classes(actual, windows, rate, acks), key=lambda c: (c.mare, c.mean, _rank(c.name)))
     fits = [c for c in classes if c.mare <= _threshold(c, rules)]
     if not fits:
         best = classes[0]
@@ -328,29 +388,50 @@ def _window_verdict(
     reduce = reductions([m for c in classes for m in c.members])
     owner = {m: c for c in classes for m in c.members}
     reduced: list[tuple[_Class, _Class, int, int]] = []
+    protected: set[int] = set()  # extensions kept because what they reduce to did not survive
+    pool = list(fits)
     while True:
-        best = fits[0]
-        keep = [best]
+        # A candidate is ruled out when another one is significantly closer to the sender —
+        # at the sender, whichever other one (the lowest median error need not win the
+        # ACK-by-ACK comparison); away from it only the one with the lowest error: there the
+        # inputs are reconstructed, and a systematic error of the reconstruction, round after
+        # round, would pass for evidence against the right algorithm.
+        beaten: dict[int, tuple[int, int]] = {}
+        for c in pool:
+            for o in pool if by_ack is not None else pool[:1]:
+                if o is c or id(c) in beaten:
+                    continue
+                closer, differ = duel(o, c)
+                if differ and _binom_tail(closer, differ) < p_value:
+                    beaten[id(c)] = (closer, differ)
+        keep = [c for c in pool if id(c) not in beaten] or list(pool)
+        best = keep[0]
         ruled_out: list[tuple[_Class, int, int]] = []
-        for c in fits[1:]:
-            closer, differ = _paired(actual, best.windows, c.windows, tie)
-            if differ and _binom_tail(closer, differ) < rules.p_value:
-                ruled_out.append((c, closer, differ))
-            else:
-                keep.append(c)
+        for c in pool:
+            if id(c) in beaten and c not in keep:
+                ruled_out.append((c, *duel(best, c)))
+        # an extension set aside for a simpler algorithm that the others have since ruled out
+        # comes back (and stays): the simpler explanation is not there to prefer
+        back = [r for r in reduced if r[1] not in keep]
+        if back:
+            for r in back:
+                reduced.remove(r)
+                protected.add(id(r[0]))
+            pool = [c for c in fits if not any(c is r[0] for r in reduced)]
+            continue
         drop = None
         for c in keep:
             simpler = owner.get(reduce.get(c.name, ""))
-            if simpler is None or simpler is c or simpler not in fits:
+            if simpler is None or simpler is c or simpler not in keep or id(c) in protected:
                 continue
-            closer, differ = _paired(actual, c.windows, simpler.windows, tie)
-            if not (differ and _binom_tail(closer, differ) < rules.p_value):
+            closer, differ = duel(c, simpler)
+            if not (differ and _binom_tail(closer, differ) < p_value):
                 drop = (c, simpler, closer, differ)
                 break
         if drop is None:
             break
         reduced.append(drop)
-        fits = [c for c in fits if c is not drop[0]]
+        pool = [c for c in pool if c is not drop[0]]
     best = keep[0]
     eq = tuple(sorted((m for m in best.members if m != best.name), key=_rank))
     eq += tuple(c.name for c, simpler, _, _ in reduced if simpler is best)

@@ -116,7 +116,11 @@ def one_line(text: object) -> str:
 
 def _main() -> None:
     try:
-        app = globals().get("app") or _load_app()
+        import types
+
+        app = globals().get("app")
+        if app is None or isinstance(app, types.ModuleType):  # importing a command module
+            app = _load_app()  # (e.g. cli.corpus_cmd) binds the submodule `app` here first
         _run_app(app)
     except HsccError as exc:
         print(f"hscc-trace: error: {one_line(exc)}", file=sys.stderr)

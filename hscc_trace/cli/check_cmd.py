@@ -164,7 +164,13 @@ def _check(
         kw["allow_unknown"] = allow_unknown
     c = replace(c, **kw)
     # a folder of captures may carry its own expectations (an hscc-trace.toml inside it)
-    folder_exps = tuple(e for d in inputs if os.path.isdir(d) for e in config.folder_expectations(d))
+    own = Path(cfg.source).resolve() if cfg.source and os.path.isfile(cfg.source) else None
+    folder_exps = tuple(
+        e
+        for d in inputs
+        if os.path.isdir(d) and (Path(d) / config.CONFIG_NAME).resolve() != own  # (not twice)
+        for e in config.folder_expectations(d)
+    )
     if folder_exps:
         c = replace(c, expectations=(*folder_exps, *c.expectations))
     c = replace(c, tolerance=config.parse_tolerance(tolerance, c.tolerance))

@@ -10,6 +10,9 @@ running cluster instead; ``--workers`` is then ignored.
 from __future__ import annotations
 
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +36,8 @@ def run_dataset(
     timeout: float | None,
     quiet: bool,
 ) -> int:
-    """The corpus run behind ``analyze --dataset``. Exit code 0, or 2 when any capture failed."""
+    """The corpus run behind ``analyze --dataset``. Exit code 0, 2 when any capture failed, 70
+    when any failure was an internal error (docs/exit-codes.md)."""
     from hscc_trace.corpus import inputs as cin
     from hscc_trace.corpus import runner
 
@@ -45,40 +49,8 @@ def run_dataset(
     if timeout is not None and timeout <= 0:
         raise UsageError(f"--timeout-per-capture must be > 0, got {timeout}")
     items = cin.expand(items)
-    bar_cm: Any = None
-    update = None
-    if not quiet and sys.stderr.isatty():
-        from rich.console import Console
-        from rich.progress import (
-            BarColumn,
-            MofNCompleteColumn,
-            Progress,
-            TextColumn,
-            TimeElapsedColumn,
-            TimeRemainingColumn,
-        )
-
-        bar_cm = Progress(
-            TextColumn("[bold]corpus"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[rate]}"),
-            TimeElapsedColumn(),
-            TimeRemainingColumn(),
-            TextColumn("errors: {task.fields[errors]}"),
-            console=Console(stderr=True),
-            transient=True,
-        )
-        bar = bar_cm.__enter__()
-        task = bar.add_task("corpus", total=len(items), rate="", errors=0)
-
-        def update(state: Any, s: dict[str, Any]) -> None:
-            t = bar.tasks[0]
-            n = state.ok + state.skipped + len(state.errors)
-            rate = f"{n / t.elapsed:.1f} cap/s" if t.elapsed else ""
-            bar.update(task, completed=n, rate=rate, errors=len(state.errors))
-
-    try:
+    cin.check_protocols(items)
+    with corpus_progress(len(items), enabled=not quiet) as update:
         state = runner.run(
             items,
             dataset,
@@ -90,9 +62,6 @@ def run_dataset(
             timeout_per_capture=timeout,
             progress=update,
         )
-    finally:
-        if bar_cm is not None:
-            bar_cm.__exit__(None, None, None)
     for e in state.errors:
         typer.echo(f"hscc-trace: error: {e['capture']}: {e['reason']}: {e['message']}", err=True)
     if not quiet:
@@ -100,7 +69,49 @@ def run_dataset(
             f"{state.total} capture(s): {state.ok} analyzed, {state.skipped} already in the dataset, "
             f"{len(state.errors)} error(s); dataset: {dataset}"
         )
+    if any(e.get("reason") == "internal" for e in state.errors):
+        return 70
     return 2 if state.errors else 0
+
+
+def rate_eta(done: int, total: int, elapsed: float) -> tuple[str, str]:
+    """The progress bar's rate and ETA: captures per second so far, and the time the rest take
+    at that rate (``h:mm:ss``); empty before the first capture."""
+    if done <= 0 or elapsed <= 0:
+        return "", ""
+    rate = done / elapsed
+    left = round(max(total - done, 0) / rate)
+    return f"{rate:.1f} captures/s", f"ETA {left // 3600}:{left // 60 % 60:02d}:{left % 60:02d}"
+
+
+@contextmanager
+def corpus_progress(total: int, enabled: bool) -> Iterator[Any]:
+    """A progress bar on stderr (when it is a terminal): captures done / total, rate, ETA and
+    the errors so far; yields the runner's progress callback (None when there is no bar)."""
+    if not enabled or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn("[bold]corpus"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TextColumn("{task.fields[rate]}"),
+        TimeElapsedColumn(),
+        TextColumn("{task.fields[eta]}"),
+        TextColumn("errors: {task.fields[errors]}"),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("corpus", total=total, rate="", eta="", errors=0)
+
+        def update(state: Any, _summary: dict[str, Any]) -> None:
+            rate, eta = rate_eta(state.done, state.total, time.monotonic() - state.started)
+            bar.update(task, completed=state.done, rate=rate, eta=eta, errors=len(state.errors))
+
+        yield update
 
 
 @app.command()

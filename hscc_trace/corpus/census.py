@@ -5,15 +5,18 @@ rebuilt without re-analysis. Like the per-run report (hscc_trace.reports.html) i
 basic bundle and a Content-Security-Policy that allows only the page's own scripts (by hash) and
 forbids every request. Everything from a capture (file names, messages) is HTML-escaped.
 
-Sections: best-fit counts by algorithm, goodput and minimum-RTT distributions per best-fit
-algorithm (histograms), congestion episodes per minute of capture, the worst fits, errors by
-reason, and the file names of captures worth analyzing in depth.
+Sections: verdict counts by algorithm (:func:`flow_verdict`), goodput and minimum-RTT distributions
+per verdict, congestion episodes per minute, the worst fits, errors by reason, and for each
+capture named the command that analyzes it in depth. Like the report, the page sets
+``window.hsccStatus`` (``done``, ``error``, ``expected`` / ``rendered`` figures, ``ms``) once
+every figure is drawn, for the browser test and the benchmark.
 """
 
 from __future__ import annotations
 
 import html
 import json
+import shlex
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
@@ -22,8 +25,24 @@ import numpy as np
 
 from hscc_trace.corpus import dataset as ds
 
-WORST_FITS = 20  # rows in the worst-fits table
+WORST_FITS = 20  # rows in the worst-fits and the most-episodes tables
+ERROR_ROWS = 200  # failed captures listed by name (all are counted by reason)
 BINS = 30  # histogram bins (log10 scale) for goodput and RTT
+#: the verdict of a flow no algorithm was fitted to
+NOT_FITTED = "not fitted"
+
+
+def flow_verdict() -> Any:
+    """The per-flow verdict the census counts and groups by, as a polars expression over the
+    ``flows`` table: the algorithm a flow's verdict identifies, else its class (``ambiguous``,
+    ``unknown``, ``not enough data``: docs/verdicts.md) — never the lowest error alone."""
+    import polars as pl
+
+    return (
+        pl.when(pl.col("verdict") == "identified")
+        .then(pl.col("verdict_name"))
+        .otherwise(pl.col("verdict").fill_null(NOT_FITTED))
+    )
 
 
 def _esc(x: Any) -> str:
@@ -34,26 +53,41 @@ def _f(x: Any, fmt: str) -> str:
     return "–" if x is None else format(x, fmt)
 
 
-def _table(head: list[str], rows: Iterable[Sequence[Any]]) -> str:
+def _table(head: list[str], rows: Iterable[Sequence[Any]], raw: Sequence[int] = ()) -> str:
+    """A table; cells are escaped except the columns in ``raw`` (already HTML)."""
     h = "".join(f"<th>{_esc(c)}</th>" for c in head)
-    b = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in r) + "</tr>" for r in rows)
+    b = "".join(
+        "<tr>" + "".join(f"<td>{c if i in raw else _esc(c)}</td>" for i, c in enumerate(r)) + "</tr>" for r in rows
+    )
     return f"<table><thead><tr>{h}</tr></thead><tbody>{b}</tbody></table>"
 
 
-def _hist(flows, col: str, scale: float, title: str, unit: str) -> dict[str, Any]:
+def _utc(ns: int) -> str:
+    from datetime import UTC, datetime
+
+    return datetime.fromtimestamp(ns / 1e9, tz=UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+def _cmd(capture: str, flow: int | None = None) -> str:
+    """The command that analyzes one capture (one flow) in depth, as escaped HTML."""
+    f = f" --flow {int(flow)}" if flow is not None else ""
+    return f"<code>hscc-trace analyze {_esc(shlex.quote(capture))}{f} -o report.html</code>"
+
+
+def _hist(flows: Any, col: str, scale: float, title: str, unit: str) -> dict[str, Any]:
+    """Stacked histogram of ``col`` · ``scale`` (log-spaced bins) per verdict."""
     import polars as pl
 
     traces = []
-    if flows.height and col in flows.columns:
-        df = flows.filter(pl.col(col).is_not_null() & (pl.col(col) > 0) & pl.col("best").is_not_null())
-        if df.height:
-            v = np.log10(df[col].to_numpy().astype(float) * scale)
-            edges = np.linspace(v.min(), v.max() + 1e-9, BINS + 1)
-            mids = (10 ** ((edges[:-1] + edges[1:]) / 2)).round(4).tolist()
-            for algo in sorted(df["best"].unique().to_list()):
-                a = np.log10(df.filter(pl.col("best") == algo)[col].to_numpy().astype(float) * scale)
-                counts, _ = np.histogram(a, edges)
-                traces.append({"type": "bar", "name": algo, "x": mids, "y": counts.tolist()})
+    df = flows.filter(pl.col(col).is_not_null() & (pl.col(col) > 0)) if flows.height else flows
+    if df.height:
+        v = np.log10(df[col].to_numpy().astype(float) * scale)
+        edges = np.linspace(v.min(), v.max() + 1e-9, BINS + 1)
+        mids = (10 ** ((edges[:-1] + edges[1:]) / 2)).round(4).tolist()
+        for label in sorted(df["verdict"].unique().to_list()):
+            a = np.log10(df.filter(pl.col("verdict") == label)[col].to_numpy().astype(float) * scale)
+            counts, _ = np.histogram(a, edges)
+            traces.append({"type": "bar", "name": label, "x": mids, "y": counts.tolist()})
     return {
         "data": traces,
         "layout": {
@@ -61,6 +95,7 @@ def _hist(flows, col: str, scale: float, title: str, unit: str) -> dict[str, Any
             "barmode": "stack",
             "xaxis": {"type": "log", "title": {"text": unit}},
             "yaxis": {"title": {"text": "flows"}},
+            "margin": {"t": 40},
         },
     }
 
@@ -72,94 +107,161 @@ def build(dataset: str | Path) -> str:
     from hscc_trace.reports import html as rhtml
 
     caps, flows, errors, eps = (ds.read(dataset, t) for t in ("captures", "flows", "errors", "episodes"))
+    named = flows.filter(pl.col("verdict") == "identified").height
+    flows = flows.with_columns(flow_verdict().alias("verdict"))
     figs: list[dict[str, Any]] = []
     sections: list[str] = []
-    n_flows = flows.height
-    fitted = flows.filter(pl.col("best").is_not_null()) if n_flows else flows
-    sections.append(
-        f"<p>{caps.height} capture(s) analyzed, {errors.height} error(s), {n_flows} flow(s), "
-        f"{fitted.height} with a best fit.</p>"
-    )
-    counts = (
-        fitted.group_by("best").len().sort(["len", "best"], descending=[True, False])
-        if fitted.height
-        else pl.DataFrame({"best": [], "len": []})
-    )
-    figs.append(
-        {
-            "data": [{"type": "bar", "x": counts["best"].to_list(), "y": counts["len"].to_list()}],
-            "layout": {"title": {"text": "Best-fitting algorithm (flows)"}},
-        }
-    )
-    sections.append(
-        "<h2>Best fit by algorithm</h2><div class=fig id=fig0></div>" + _table(["algorithm", "flows"], counts.rows())
-    )
-    figs.append(_hist(flows, "goodput_bps", 1e-6, "Goodput per best-fit algorithm", "Mbit/s"))
-    figs.append(_hist(flows, "rtt_min_s", 1e3, "Minimum RTT per best-fit algorithm", "ms"))
-    sections.append("<h2>Goodput and RTT</h2><div class=fig id=fig1></div><div class=fig id=fig2></div>")
+
+    def fig(spec: dict[str, Any]) -> str:
+        figs.append(spec)
+        return f"<div class=fig id=fig{len(figs) - 1}></div>"
+
+    fitted = named
+    span = ""
     if caps.height:
-        dur = caps.with_columns(((pl.col("last_ns") - pl.col("first_ns")) / 6e10).alias("minutes"))
-        n_eps = (
-            eps.group_by("sha256").len()
-            if eps.height
-            else pl.DataFrame({"sha256": [], "len": []}, schema={"sha256": pl.String, "len": pl.UInt32})
+        first, last = caps["first_ns"].min(), caps["last_ns"].max()
+        if first is not None and last is not None:
+            span = f", captured from {_utc(first)} to {_utc(last)}"
+    sections.append(
+        f"<p>{caps.height} capture(s) analyzed, {errors.height} capture(s) failed; {flows.height} flow(s), "
+        f"{fitted} named by their verdict; {int(caps['packets_total'].sum() or 0)} packets{_esc(span)}.</p>"
+    )
+
+    # verdict counts ---------------------------------------------------------------------------
+    per = (
+        flows.group_by("verdict")
+        .agg(
+            pl.len().alias("flows"),
+            pl.col("sha256").n_unique().alias("captures"),
+            pl.col("goodput_bps").median().alias("goodput"),
+            pl.col("rtt_min_s").median().alias("rtt"),
         )
-        per = dur.join(n_eps, on="sha256", how="left").with_columns(pl.col("len").fill_null(0))
-        per = per.filter(pl.col("minutes") > 0).with_columns((pl.col("len") / pl.col("minutes")).alias("per_min"))
-        vals = per["per_min"].to_numpy() if per.height else np.array([])
-        c, e = np.histogram(vals, bins=BINS) if vals.size else (np.array([]), np.array([0.0]))
-        figs.append(
+        .sort(["flows", "verdict"], descending=[True, False])
+    )
+    total = max(flows.height, 1)
+    sections.append(
+        "<h2>Verdicts by algorithm</h2><p>Flows by verdict: the algorithm a flow's verdict identifies, "
+        "else the verdict's class — ambiguous (several fit), unknown (nothing fits), not enough data "
+        "(docs/verdicts.md). The lowest error alone names nothing.</p>"
+        + fig(
             {
-                "data": [{"type": "bar", "x": ((e[:-1] + e[1:]) / 2).round(3).tolist(), "y": c.tolist()}],
-                "layout": {
-                    "title": {"text": "Congestion episodes per minute (captures)"},
-                    "xaxis": {"title": {"text": "episodes / min"}},
-                },
+                "data": [{"type": "bar", "x": per["verdict"].to_list(), "y": per["flows"].to_list()}],
+                "layout": {"title": {"text": "Flows by verdict"}, "margin": {"t": 40}},
             }
         )
-        top = per.sort("per_min", descending=True).head(WORST_FITS)
-        sections.append(
-            "<h2>Episodes per minute</h2><div class=fig id=fig3></div>"
-            + _table(
-                ["capture", "episodes", "minutes", "episodes/min"],
+        + _table(
+            ["verdict", "flows", "share", "captures", "median goodput (Mbit/s)", "median min RTT (ms)"],
+            [
                 [
-                    [r["capture"], r["len"], _f(r["minutes"], ".2f"), _f(r["per_min"], ".1f")]
+                    r["verdict"],
+                    r["flows"],
+                    f"{100 * r['flows'] / total:.1f} %",
+                    r["captures"],
+                    _f(None if r["goodput"] is None else r["goodput"] / 1e6, ".2f"),
+                    _f(None if r["rtt"] is None else r["rtt"] * 1e3, ".1f"),
+                ]
+                for r in per.iter_rows(named=True)
+            ],
+        )
+    )
+
+    # distributions ----------------------------------------------------------------------------
+    sections.append(
+        "<h2>Goodput and RTT by verdict</h2>"
+        + fig(_hist(flows, "goodput_bps", 1e-6, "Goodput per flow, by verdict", "Mbit/s"))
+        + fig(_hist(flows, "rtt_min_s", 1e3, "Minimum RTT per flow, by verdict", "ms"))
+    )
+
+    # episodes per minute ----------------------------------------------------------------------
+    if caps.height:
+        n_eps = (
+            eps.group_by("sha256").len() if eps.height else pl.DataFrame(schema={"sha256": pl.String, "len": pl.UInt32})
+        )
+        per_cap = (
+            caps.with_columns(((pl.col("last_ns") - pl.col("first_ns")) / 6e10).alias("minutes"))
+            .join(n_eps, on="sha256", how="left")
+            .with_columns(pl.col("len").fill_null(0))
+            .filter(pl.col("minutes") > 0)
+            .with_columns((pl.col("len") / pl.col("minutes")).alias("per_min"))
+        )
+        vals = per_cap["per_min"].to_numpy() if per_cap.height else np.array([])
+        c, e = np.histogram(vals, bins=BINS) if vals.size else (np.array([]), np.array([0.0]))
+        top = per_cap.sort(["per_min", "capture"], descending=[True, False]).head(WORST_FITS)
+        sections.append(
+            "<h2>Congestion episodes per minute</h2><p>Episodes (fast retransmit, SACK recovery, RTO, "
+            f"ECN) per minute of capture, over the {per_cap.height} capture(s) that last longer than "
+            "an instant; the captures with the most:</p>"
+            + fig(
+                {
+                    "data": [{"type": "bar", "x": ((e[:-1] + e[1:]) / 2).round(3).tolist(), "y": c.tolist()}],
+                    "layout": {
+                        "title": {"text": "Congestion episodes per minute (captures)"},
+                        "xaxis": {"title": {"text": "episodes / min"}},
+                        "yaxis": {"title": {"text": "captures"}},
+                        "margin": {"t": 40},
+                    },
+                }
+            )
+            + _table(
+                ["capture", "episodes", "minutes", "episodes/min", "analyze in depth"],
+                [
+                    [r["capture"], r["len"], _f(r["minutes"], ".2f"), _f(r["per_min"], ".1f"), _cmd(r["capture"])]
                     for r in top.iter_rows(named=True)
                 ],
+                raw=(4,),
             )
         )
-    if fitted.height and "best_mare" in fitted.columns:
-        worst = fitted.filter(pl.col("best_mare").is_not_null()).sort("best_mare", descending=True).head(WORST_FITS)
-        sections.append(
-            "<h2>Worst fits</h2><p>Best fit with the largest error: analyze these captures in "
-            "depth with <code>hscc-trace analyze FILE -o report.html</code>.</p>"
-            + _table(
-                ["capture", "flow", "best", "mare"],
+
+    # worst fits -------------------------------------------------------------------------------
+    worst = (
+        flows.filter(pl.col("best_mare").is_not_null())
+        .sort(["best_mare", "capture", "flow_id"], descending=[True, False, False])
+        .head(WORST_FITS)
+    )
+    sections.append(
+        "<h2>Worst fits</h2><p>Flows whose best fit has the largest error (mare: median relative "
+        "error of the replayed window).</p>"
+        + (
+            _table(
+                ["capture", "flow", "best", "mare", "analyze in depth"],
                 [
-                    [r["capture"], r["flow_id"], r["best"], _f(r["best_mare"], ".3f")]
+                    [r["capture"], r["flow_id"], r["best"], _f(r["best_mare"], ".3f"), _cmd(r["capture"], r["flow_id"])]
                     for r in worst.iter_rows(named=True)
                 ],
+                raw=(4,),
             )
+            if worst.height
+            else "<p>No fitted flow.</p>"
         )
+    )
+
+    # errors -----------------------------------------------------------------------------------
     if errors.height:
-        by = errors.group_by("reason").len().sort("len", descending=True)
+        by = errors.group_by("reason").len().sort(["len", "reason"], descending=[True, False])
+        listed = errors.select("capture", "reason", "message").sort("reason", "capture").head(ERROR_ROWS)
+        more = errors.height - listed.height
         sections.append(
             "<h2>Errors by reason</h2>"
             + _table(["reason", "captures"], by.rows())
-            + _table(
-                ["capture", "reason", "message"], errors.select("capture", "reason", "message").sort("capture").rows()
-            )
+            + _table(["capture", "reason", "message"], listed.rows())
+            + (f"<p>… and {more} more (all in the dataset's <code>errors</code> table).</p>" if more else "")
         )
     else:
         sections.append("<h2>Errors by reason</h2><p>No errors.</p>")
+
     plotly = rhtml._asset("plotly-basic.min.js")
     data = (
         json.dumps(figs, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     )
     draw = (
-        "const F=JSON.parse(document.getElementById('figs').textContent);"
-        "F.forEach((f,i)=>{const el=document.getElementById('fig'+i);"
-        "if(el)Plotly.newPlot(el,f.data,f.layout,{displaylogo:false,responsive:true});});"
+        "(function(){const t0=performance.now();"
+        "const S=window.hsccStatus={expected:0,rendered:0,done:false,error:null,ms:null,sinceNavigation:null};"
+        "try{const F=JSON.parse(document.getElementById('figs').textContent);S.expected=F.length;"
+        "Promise.all(F.map((f,i)=>Plotly.newPlot(document.getElementById('fig'+i),f.data,f.layout,"
+        "{displaylogo:false,responsive:true}).then(()=>{S.rendered++;})))"
+        ".then(()=>{S.ms=performance.now()-t0;S.sinceNavigation=performance.now();S.done=true;},"
+        "(e)=>{S.error=String(e);console.error(e);});}"
+        "catch(e){S.error=String(e);console.error(e);}})();"
     )
     csp = (
         f"default-src 'none'; script-src {rhtml._csp_hash(plotly)} {rhtml._csp_hash(draw)}; "
@@ -167,7 +269,8 @@ def build(dataset: str | Path) -> str:
     )
     style = (
         "body{font-family:sans-serif;margin:2em;max-width:1100px}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px}.fig{height:380px}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;font-size:13px;text-align:left}.fig{height:380px}"
+        "code{font-size:12px}"
     )
     return (
         f"<!DOCTYPE html><html><head><meta charset=utf-8>"

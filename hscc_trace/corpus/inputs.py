@@ -56,6 +56,45 @@ def expand(items: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(out))
 
 
+def check_protocols(items: Iterable[str]) -> None:
+    """Raise :class:`InputError` (one line) for the first URL whose protocol this installation
+    cannot read: fsspec knows ``s3://`` and ``gs://`` but needs ``s3fs`` / ``gcsfs`` installed."""
+    seen: set[str] = set()
+    for item in items:
+        if not is_url(item):
+            continue
+        proto = item.split("://", 1)[0].lower()
+        if proto in seen:
+            continue
+        seen.add(proto)
+        import fsspec
+
+        try:
+            fsspec.get_filesystem_class(proto)
+        except (ImportError, ValueError) as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+            raise InputError(f"{item}: cannot read {proto}:// URLs with this installation ({first})") from None
+
+
+def name_key(item: str) -> str:
+    """The key of an input whose bytes could not be read (so it has no content hash): SHA-256 of
+    ``"input:" + item``."""
+    import hashlib
+
+    return hashlib.sha256(("input:" + item).encode()).hexdigest()
+
+
+def content_hash(path: str) -> str:
+    """SHA-256 of a local file's bytes (as stored: a .gz file is hashed compressed)."""
+    import hashlib
+
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while chunk := f.read(1 << 20):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def fetch_local(item: str, tmpdir: str) -> str:
     """A local path for an input: itself, or a copy of a URL in ``tmpdir`` (same file name, so
     ``.gz`` decompression by the capture reader still applies)."""
@@ -63,7 +102,7 @@ def fetch_local(item: str, tmpdir: str) -> str:
         return item
     import fsspec
 
-    dest = Path(tmpdir) / Path(item.split("?", 1)[0]).name
+    dest = Path(tmpdir) / (Path(item.split("?", 1)[0]).name or "capture")
     with fsspec.open(item, "rb") as src, open(dest, "wb") as dst:
         while chunk := src.read(1 << 20):
             dst.write(chunk)

@@ -1,15 +1,30 @@
 """Run a corpus on Dask distributed: a LocalCluster of worker processes by default, or a running
 scheduler (``tcp://HOST:8786``; without one, Dask's own configuration ``DASK_SCHEDULER_ADDRESS``).
 
-Each task is one capture (:func:`analyze_capture`); it writes that capture's rows and returns a
-small summary dict. A worker that dies is retried once (Dask's ``allowed-failures`` = 1), then the
-capture gets an error row ``worker_died``. Nothing here prints: progress goes to a callback.
+Each task is one capture (:func:`analyze_capture`): it fetches the input (a URL is copied to a
+temporary file), hashes it, analyzes it through :mod:`hscc_trace.api`, writes that capture's rows
+of every table and returns a small summary dict. Nothing here prints: progress goes to a callback.
+
+Failures are data (an ``errors`` row each, see :func:`hscc_trace.corpus.dataset.write_error`):
+
+* a capture that cannot be fetched or read: ``unreadable`` (written by the worker itself);
+* an unexpected exception in the analysis: ``internal``;
+* a worker process that dies (OOM kill, segfault): Dask retries the capture once on a fresh
+  worker (``distributed.scheduler.allowed-failures`` = 1), and a second death gives
+  ``worker_died``;
+* ``timeout_per_capture``: every task then announces on the Dask event topic :data:`TOPIC` when
+  it starts (and which worker runs it); a capture still running that many seconds after its start
+  is cancelled and **its worker is restarted** through its nanny (``Client.restart_workers``), so
+  the capture cannot keep that worker busy; the capture becomes a ``timeout`` error. Workers
+  without a nanny (``dask worker --no-nanny``) cannot be restarted this way (Dask removes them).
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -17,42 +32,56 @@ from pathlib import Path
 from typing import Any
 
 #: Test hook: a worker analyzing a capture whose file name equals this variable's value exits at
-#: once (``os._exit``), as an OOM kill or segfault would.
+#: once (``os._exit``), as an OOM kill or segfault would. ``NAME:once`` crashes only the first
+#: attempt (a marker file ``.crashed-NAME`` in the dataset folder remembers it), so the retry runs;
+#: several names are separated by commas.
 CRASH_ENV = "HSCC_TRACE_CORPUS_CRASH"
+#: Test hook: a capture whose file name equals this variable's value never finishes (it sleeps).
+HANG_ENV = "HSCC_TRACE_CORPUS_HANG"
+#: Dask event topic on which a task announces its start: ``{"key", "worker", "sha"}``.
+TOPIC = "hscc-trace-corpus"
+#: The embedded scheduler's settings (a running scheduler needs the same, see docs/corpus.md):
+#: a capture is retried once after its worker dies, and a worker holds only the tasks it runs
+#: (no queue of its own), so a worker that dies or is restarted takes no innocent capture's
+#: retry with it.
+SCHEDULER_CONFIG = {"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0}
+#: How often the client looks at the clocks of running captures when there is a timeout.
+POLL_S = 0.1
+
+
+def _first_line(exc: BaseException) -> str:
+    s = str(exc).strip()
+    return s.splitlines()[0] if s else type(exc).__name__
 
 
 def _summary(sha: str | None, item: str, status: str, **kw: Any) -> dict[str, Any]:
     return {"sha256": sha, "capture": item, "status": status, **kw}
 
 
-def _error_row(dataset: str, sha: str, item: str, reason: str, message: str) -> None:
-    import polars as pl
+def _announce(sha: str | None) -> None:
+    """Tell the client that this task runs (and, once known, its capture's hash)."""
+    try:
+        from distributed import get_worker
 
-    from hscc_trace.corpus import dataset as ds
-
-    ds.write_part(
-        dataset,
-        "errors",
-        sha,
-        pl.DataFrame({"sha256": [sha], "capture": [item], "reason": [reason], "message": [message]}),
-    )
+        w = get_worker()
+    except ValueError:  # called outside a Dask worker (tests, a plain loop)
+        return
+    w.log_event(TOPIC, {"key": w.get_current_task(), "worker": w.address, "sha": sha})
 
 
-def content_hash(item: str) -> str:
-    """sha256 of a capture's bytes (as stored: a .gz file is hashed compressed)."""
-    import hashlib
-
-    if "://" in item:
-        import fsspec
-
-        opener = fsspec.open(item, "rb")
-    else:
-        opener = open(item, "rb")
-    h = hashlib.sha256()
-    with opener as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+def _test_hooks(item: str, dataset: str) -> None:
+    name = Path(item.split("?", 1)[0]).name
+    for crash in filter(None, os.environ.get(CRASH_ENV, "").split(",")):
+        target, _, mode = crash.partition(":")
+        if name == target:
+            marker = Path(dataset) / f".crashed-{name}"
+            if mode != "once" or not marker.exists():
+                if mode == "once":
+                    marker.touch()
+                os._exit(137)
+    if os.environ.get(HANG_ENV) and name == os.environ[HANG_ENV]:
+        while True:
+            time.sleep(1)
 
 
 def analyze_capture(
@@ -60,61 +89,85 @@ def analyze_capture(
     dataset: str,
     algorithms: Sequence[str] | None,
     params: dict[str, dict[str, Any]] | None,
-    sha: str | None = None,
+    announce: bool = False,
 ) -> dict[str, Any]:
-    """Analyze one capture and write its rows of every table; returns a summary dict."""
+    """Analyze one capture and write its rows of every table; returns a summary dict (status
+    ``ok``, ``skipped`` — already in the dataset — or ``error``). With ``announce`` (a run with a
+    timeout), the task tells the client on :data:`TOPIC` when it starts and which capture it
+    holds (two Dask events: a few ms of scheduler work, spent only when a clock needs them)."""
     import polars as pl
 
-    from hscc_trace import api, schema
+    from hscc_trace import api
     from hscc_trace.analysis.results import cwnd_limited_rounds
     from hscc_trace.corpus import dataset as ds
     from hscc_trace.corpus import inputs
+    from hscc_trace.errors import HsccError, InternalMessage
 
-    if os.environ.get(CRASH_ENV) and Path(item).name == os.environ[CRASH_ENV]:
-        os._exit(137)
-    try:
-        sha = sha or content_hash(item)
-    except OSError as exc:
-        return _summary(None, item, "error", reason="unreadable", message=str(exc))
-    if ds.path(dataset, "captures", sha).exists():
-        return _summary(sha, item, "skipped", was="ok")
-    if ds.path(dataset, "errors", sha).exists():
-        row = pl.read_parquet(ds.path(dataset, "errors", sha)).row(0, named=True)
-        return _summary(sha, item, "skipped", was="error", reason=row["reason"], message=row["message"])
-    t0 = time.perf_counter()
+    if announce:
+        _announce(None)
+    _test_hooks(item, dataset)
     with tempfile.TemporaryDirectory(prefix="hscc-corpus-") as tmp:
         try:
             local = inputs.fetch_local(item, tmp)
+            sha = inputs.content_hash(local)
+        except Exception as exc:  # noqa: BLE001 - missing file, HTTP 404, network error: data, not a crash
+            nk = inputs.name_key(item)
+            ds.write_error(dataset, nk, item, "unreadable", _first_line(exc))
+            return _summary(nk, item, "error", reason="unreadable", message=_first_line(exc))
+        if announce:
+            _announce(sha)
+        if ds.path(dataset, "captures", sha).exists():
+            return _summary(sha, item, "skipped", was="ok")
+        if ds.path(dataset, "errors", sha).exists():
+            row = pl.read_parquet(ds.path(dataset, "errors", sha)).row(0, named=True)
+            return _summary(sha, item, "skipped", was="error", reason=row["reason"], message=row["message"])
+        t0 = time.perf_counter()
+        try:
             run = api.analyze_run([local], algorithms, params, jobs=1)
-        except Exception as exc:  # noqa: BLE001 - a failed capture is data, not a crash of the run
-            msg = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-            _error_row(dataset, sha, item, "unreadable", msg)
-            return _summary(sha, item, "error", reason="unreadable", message=msg)
+        except HsccError as exc:
+            reason, msg = "unreadable", _first_line(exc)
+            run = None
+        except Exception as exc:  # noqa: BLE001 - a bug on one capture must not stop the corpus
+            reason, msg = "internal", f"{type(exc).__name__}: {_first_line(exc)}"
+            run = None
+        if run is not None and not run.analysis.captures:
+            failed = list(run.failed.values())
+            reason = "internal" if any(isinstance(m, InternalMessage) for m in failed) else "unreadable"
+            msg = "; ".join(m.replace(local, item).removeprefix(f"{item}: ") for m in failed) or "no capture read"
+            run = None
+        if run is None:
+            ds.write_error(dataset, sha, item, reason, msg)
+            return _summary(sha, item, "error", reason=reason, message=msg)
     a = run.analysis
-    if not a.captures:
-        msg = "; ".join(run.failed.values()) or "no capture read"
-        _error_row(dataset, sha, item, "unreadable", msg)
-        return _summary(sha, item, "error", reason="unreadable", message=msg)
+    cr = a.captures[0]
     key = [pl.lit(sha).alias("sha256"), pl.lit(item).alias("capture")]
-    flows = api.flow_table(a).drop("capture").with_columns(key)
-    fits = api.fit_table(a).drop("capture").with_columns(key)
-    eps, rounds = [], []
-    for cr in a.captures:
-        for fr in cr.results:
-            fid = int(fr.flow["flow_id"])
-            ev = fr.events
-            if ev.episodes.height:
-                eps.append(schema.conform(ev.episodes, schema.EPISODES).with_columns(pl.lit(fid).alias("flow_id")))
-            rounds.append(
-                {"flow_id": fid, "rounds": ev.rounds.height, "cwnd_limited_rounds": cwnd_limited_rounds(ev.rounds)}
-            )
-    episodes = (
-        pl.concat(eps, how="diagonal_relaxed")
-        if eps
-        else schema.empty(schema.EPISODES).with_columns(pl.lit(0).alias("flow_id")).clear()
+    counts, eps, rounds = [], [], []
+    for fr in cr.results:
+        fid = int(fr.flow["flow_id"])
+        ev = fr.events
+        counts.append((fid, ev.rounds.height, cwnd_limited_rounds(ev.rounds)))
+        if ev.episodes.height:
+            eps.append(ev.episodes.with_columns(pl.lit(fid).alias("flow_id")))
+        if ev.rounds.height:
+            rounds.append(ev.rounds.with_columns(pl.lit(fid).alias("flow_id")))
+    per_flow = pl.DataFrame(
+        counts, schema={"flow_id": pl.UInt32, "rounds": pl.UInt32, "cwnd_limited_rounds": pl.UInt32}, orient="row"
     )
-    rounds_df = pl.DataFrame(rounds, schema={"flow_id": pl.Int64, "rounds": pl.Int64, "cwnd_limited_rounds": pl.Int64})
-    m = a.captures[0].meta
+    flows = (
+        api.flow_table(a)
+        .drop("capture")
+        .with_columns(pl.col("flow_id").cast(pl.UInt32))
+        .join(per_flow, on="flow_id", how="left")
+        .with_columns(key)
+    )
+    fits = api.fit_table(a).drop("capture").with_columns(key)
+
+    def stack(parts: list[Any], table: str) -> Any:
+        if parts:
+            return pl.concat(parts, how="diagonal_relaxed").with_columns(key)
+        return ds.empty_part(table)
+
+    m = cr.meta
     cap = pl.DataFrame(
         {
             "sha256": [sha],
@@ -125,48 +178,56 @@ def analyze_capture(
             "first_ns": [m.first_ns],
             "last_ns": [m.last_ns],
             "flows": [flows.height],
-            "analyzed_flows": [len(a.captures[0].results)],
+            "flows_failed": [len(run.flow_failed)],
+            "warnings": [len(cr.warnings)],
             "algorithms": [",".join(a.algorithms)],
             "version": [a.version],
             "seconds": [time.perf_counter() - t0],
         },
         schema_overrides={"first_ns": pl.Int64, "last_ns": pl.Int64},
     )
-    for name, df in (
-        ("flows", flows),
-        ("fits", fits),
-        ("episodes", episodes.with_columns(key)),
-        ("rounds", rounds_df.with_columns(key)),
-    ):
-        ds.write_part(dataset, name, sha, df)
+    ds.write_part(dataset, "flows", sha, flows, extra=True)
+    ds.write_part(dataset, "fits", sha, fits)
+    ds.write_part(dataset, "episodes", sha, stack(eps, "episodes"))
+    ds.write_part(dataset, "rounds", sha, stack(rounds, "rounds"))
     ds.write_part(dataset, "captures", sha, cap)  # last: marks the capture complete
+    ds.path(dataset, "errors", inputs.name_key(item)).unlink(missing_ok=True)  # it was unreadable before
     return _summary(sha, item, "ok", flows=flows.height, seconds=cap["seconds"][0])
 
 
 @dataclass
 class CorpusRun:
+    """What a run did so far (passed to the progress callback after every capture)."""
+
     total: int
     ok: int = 0
     skipped: int = 0
     errors: list[dict[str, Any]] = field(default_factory=list)
+    started: float = field(default_factory=time.monotonic)
+
+    @property
+    def done(self) -> int:
+        return self.ok + self.skipped + len(self.errors)
 
 
 def client(workers: int | None = None, scheduler: str | None = None, threads_per_worker: int = 1):
     """A dask.distributed Client: to ``scheduler`` (or Dask's configured address), else a
-    LocalCluster of ``workers`` processes (default: CPU count) with ``threads_per_worker`` each."""
+    LocalCluster of ``workers`` processes (default: CPU count) with ``threads_per_worker`` each,
+    whose scheduler retries a capture once after a worker death."""
     import dask
     from distributed import Client, LocalCluster
 
-    dask.config.set({"distributed.scheduler.allowed-failures": 1})
     addr = scheduler or dask.config.get("scheduler-address", None)
     if addr:
         return Client(addr)
-    cluster = LocalCluster(
-        n_workers=workers or os.cpu_count() or 1,
-        threads_per_worker=threads_per_worker,
-        processes=True,
-        dashboard_address=None,
-    )
+    with dask.config.set(SCHEDULER_CONFIG):
+        cluster = LocalCluster(
+            n_workers=workers or os.cpu_count() or 1,
+            threads_per_worker=threads_per_worker,
+            processes=True,
+            dashboard_address=":0",  # any free port (8787 may be taken by another cluster)
+            silence_logs=logging.CRITICAL,  # failures are rows of the dataset, not log lines
+        )
     return Client(cluster)
 
 
@@ -183,88 +244,121 @@ def run(
     progress: Callable[[CorpusRun, dict[str, Any]], None] | None = None,
 ) -> CorpusRun:
     """Analyze ``items`` into ``dataset``; one task per capture, a bounded number in flight."""
-    from distributed import as_completed
+    from distributed import wait
     from distributed.scheduler import KilledWorker
 
     from hscc_trace import api
     from hscc_trace.corpus import dataset as ds
+    from hscc_trace.corpus import inputs
 
     sel = api.select(algorithms, params)  # validate once, on the client
     algos, overrides = list(sel.names), sel.overrides
+    inputs.check_protocols(items)
     dataset = str(Path(dataset).resolve())
     Path(dataset).mkdir(parents=True, exist_ok=True)
+    ds.remove_partial_writes(dataset)
     state = CorpusRun(total=len(items))
     before = ds.done(dataset)  # a capture written during this run and then recomputed (its worker
     # died after the task finished, before its summary was fetched) counts as analyzed, not skipped
+    lock = threading.Lock()
+    running: dict[str, tuple[float, str, str | None]] = {}  # task key -> (start, worker, sha)
+
+    def on_event(event: Any) -> None:
+        msg = event[1]
+        with lock:
+            prev = running.get(msg["key"])
+            same = prev is not None and prev[1] == msg["worker"] and msg["sha"] is not None
+            running[msg["key"]] = (prev[0] if same and prev else time.monotonic(), msg["worker"], msg["sha"])
+
+    def record(s: dict[str, Any]) -> None:
+        if s["status"] == "ok":
+            state.ok += 1
+        elif s["status"] == "skipped" and s.get("sha256") not in before:
+            if s.get("was") == "ok":
+                state.ok += 1
+            else:
+                state.errors.append({**s, "status": "error"})
+        elif s["status"] == "skipped":
+            state.skipped += 1
+        else:
+            state.errors.append(s)
+        if progress:
+            progress(state, s)
+
+    clock = timeout_per_capture is not None
     with client(workers, scheduler, threads_per_worker) as c:
+        if clock:
+            c.subscribe_topic(TOPIC, on_event)
         nthreads = max(1, sum(c.nthreads().values()))
-        # with a timeout, no task waits queued on the client's clock: in flight = threads
-        slots = nthreads if timeout_per_capture is not None else 2 * nthreads
+        slots = 4 * nthreads  # the scheduler queues the extra ones: a worker never waits for the client
         pending = list(reversed(items))
-        started: dict[Any, tuple[str, float]] = {}
-        ac = as_completed()
+        inflight: dict[str, tuple[Any, str]] = {}
 
         def submit() -> None:
-            while pending and len(started) < slots:
+            while pending and len(inflight) < slots:
                 it = pending.pop()
-                f = c.submit(
-                    analyze_capture, it, dataset, algos, overrides, key=f"capture-{len(pending)}-{it}", pure=False
-                )
-                started[f] = (it, time.monotonic())
-                ac.add(f)
-
-        def record(s: dict[str, Any]) -> None:
-            if s["status"] == "ok":
-                state.ok += 1
-            elif s["status"] == "skipped" and s.get("sha256") not in before:
-                if s.get("was") == "ok":
-                    state.ok += 1
-                else:
-                    state.errors.append({**s, "status": "error"})
-            elif s["status"] == "skipped":
-                state.skipped += 1
-            else:
-                state.errors.append(s)
-            if progress:
-                progress(state, s)
+                key = f"capture-{state.total - len(pending) - 1}"
+                f = c.submit(analyze_capture, it, dataset, algos, overrides, clock, key=key, pure=False)
+                inflight[key] = (f, it)
 
         submit()
-        while started:
-            batch = ac.next_batch(block=False) if ac.has_ready() else []
-            if not batch:
-                try:
-                    batch = [next(iter(ac))] if timeout_per_capture is None else []
-                except StopIteration:
-                    batch = []
-            for f in batch:
-                it, _ = started.pop(f, (None, 0))
-                if it is None:
+        while inflight:
+            try:
+                wait(
+                    [f for f, _ in inflight.values()],
+                    timeout=POLL_S if timeout_per_capture is not None else None,
+                    return_when="FIRST_COMPLETED",
+                )
+            except TimeoutError:
+                pass
+            for key, (f, it) in list(inflight.items()):
+                if not f.done():
                     continue
+                del inflight[key]
+                sha = running.pop(key, (0.0, "", None))[2]
                 try:
-                    record(f.result())
+                    s = f.result()
                 except KilledWorker:
-                    record(_failed(dataset, it, "worker_died", "the worker died twice analyzing it"))
-                except Exception as exc:  # noqa: BLE001
-                    record(
-                        _failed(dataset, it, "internal", str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
-                    )
+                    s = _failed(dataset, it, sha, "worker_died", "its worker died twice while analyzing it")
+                except Exception as exc:  # noqa: BLE001 - the task itself failed outside its own handling
+                    s = _failed(dataset, it, sha, "internal", f"{type(exc).__name__}: {_first_line(exc)}")
+                record(s)
             if timeout_per_capture is not None:
                 now = time.monotonic()
-                for f, (it, t) in list(started.items()):
-                    if not f.done() and now - t > timeout_per_capture:
-                        started.pop(f)
-                        f.cancel()
-                        record(_failed(dataset, it, "timeout", f"not done after {timeout_per_capture:g} s"))
-                if not batch:
-                    time.sleep(0.05)
+                with lock:
+                    late = [(k, *running[k]) for k in inflight if k in running]
+                for key, t0, worker, sha in late:
+                    f, it = inflight[key]
+                    if f.done() or now - t0 <= timeout_per_capture:
+                        continue
+                    del inflight[key]
+                    running.pop(key, None)
+                    f.cancel()
+                    # the capture's thread cannot be interrupted: restart its worker process (the
+                    # nanny starts a fresh one); other tasks queued there are rescheduled by Dask
+                    c.restart_workers([worker], raise_for_error=False)
+                    record(
+                        _failed(
+                            dataset, it, sha, "timeout", f"not done after {timeout_per_capture:g} s (worker restarted)"
+                        )
+                    )
             submit()
+        if clock:
+            c.unsubscribe_topic(TOPIC)
     return state
 
 
-def _failed(dataset: str, item: str, reason: str, message: str) -> dict[str, Any]:
-    try:
-        sha = content_hash(item)
-        _error_row(dataset, sha, item, reason, message)
-    except OSError:
-        sha = None
+def _failed(dataset: str, item: str, sha: str | None, reason: str, message: str) -> dict[str, Any]:
+    """Record a capture that failed outside the task's own handling (on the client)."""
+    from hscc_trace.corpus import dataset as ds
+    from hscc_trace.corpus import inputs
+
+    if sha is None:  # the task never got as far as hashing: hash a local file here, key a URL by name
+        try:
+            sha = inputs.name_key(item) if inputs.is_url(item) else inputs.content_hash(item)
+        except OSError:
+            sha = inputs.name_key(item)
+    if ds.path(dataset, "captures", sha).exists():  # it finished after all (just before the end)
+        return _summary(sha, item, "ok")
+    ds.write_error(dataset, sha, item, reason, message)
     return _summary(sha, item, "error", reason=reason, message=message)

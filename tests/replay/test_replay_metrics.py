@@ -47,12 +47,14 @@ def rounds() -> pl.DataFrame:
 
 
 def replay(values: list[float]) -> pl.DataFrame:
-    # a replay row every 50 ms; at 50 ms into each round a decoy of 99 packets that the
-    # round-end rule must ignore (the replayed window is the one at the round's last ACK).
+    # a replay row every 50 ms: the ACK at 50 ms into each round leaves the round's window, the
+    # ACK that closes the round (at its end) a decoy of 99 packets that the rule must ignore —
+    # the replayed window of a round is the one in force when its last segments were sent,
+    # after the last ACK but one (what the sender sends after the closing ACK is the next round's).
     ts, cw = [], []
     for k, v in enumerate(values):
         ts += [(k * 100 + 50) * MS, (k * 100 + 100) * MS]
-        cw += [99.0, v]
+        cw += [v, 99.0]
     n = len(ts)
     return pl.DataFrame(
         {"frame": list(range(1, n + 1)), "ts_ns": ts, "cwnd": cw, "ssthresh": [None] * n, "state": ["open"] * n},
