@@ -145,3 +145,25 @@ def test_bbr_fit_at_the_receiver_is_as_good_as_at_the_sender():
     assert fits["bbr-loss"]["mare"] <= 0.05
     assert fits["bbr-loss-receiver"]["mare"] <= 0.05
     assert fits["bbr-loss-receiver"]["rounds"] >= fits["bbr-loss"]["rounds"]
+
+
+@cache
+def verdict_of(name: str) -> dict:
+    """The default `analyze` verdict (JSON results) of the sample's data flow."""
+    from hscc_trace import api
+
+    meta = json.loads((SAMPLES / name / "meta.json").read_text())
+    sport = meta["flows"][0]["sport"]
+    doc = api.results(api.analyze([str(SAMPLES / name / "capture.pcap")]))
+    flows = [f for f in doc["captures"][0]["flows"] if sport in (f["sport"], f["dport"]) and f["events"]["segments"]]
+    assert len(flows) == 1, name
+    return flows[0]["verdict"]
+
+
+@pytest.mark.parametrize("name,cc", PAIRS)
+def test_receiver_side_verdict_is_the_sender_sides(name, cc):
+    # one connection, one answer: the sender's algorithm named at both ends (timestamps place
+    # each receiver-side ACK among the sender's segments, so both are judged ACK by ACK)
+    s, r = verdict_of(name), verdict_of(f"{name}-receiver")
+    assert (s["class"], s["name"]) == ("identified", cc), s["reason"]
+    assert (r["class"], r["name"]) == (s["class"], s["name"]), r["reason"]
