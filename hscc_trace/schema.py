@@ -64,6 +64,11 @@ Limit = pl.Enum(list(LIMITS))
 
 VANTAGES = ("sender", "receiver", "mid-path", "unknown")
 Vantage = pl.Enum(list(VANTAGES))
+#: how a flow's RTT was measured (docs/flows.md): at the sender data → ACK; away from it from
+#: the receiver's packet that released a segment to the ACK of it, through the timestamp echo or
+#: through ACK → next-flight round trips
+RTT_METHODS = ("data-ack", "ts-echo", "ack-to-data")
+RttMethod = pl.Enum(list(RTT_METHODS))
 
 
 # Packets: one row per decoded TCP packet (hscc_trace.capture) -------------------------------
@@ -166,10 +171,19 @@ FLOWS: tuple[Column, ...] = (
         "rtt_min_s",
         pl.Float64,
         "s",
-        "smallest RTT sample of the data sender's segments (Karn-safe data/ACK matching; null if none)",
+        "smallest RTT sample of the data sender's segments, measured as rtt_method says (Karn-safe; null if none)",
     ),
     Column("rtt_median_s", pl.Float64, "s", "median RTT sample"),
     Column("rtt_max_s", pl.Float64, "s", "largest RTT sample"),
+    Column(
+        "rtt_method",
+        RttMethod,
+        "",
+        "how the RTT samples were measured: data-ack (data → its ACK: at the sender), ts-echo (receiver packet"
+        " whose TSval a segment first echoes → the ACK of that segment: at the receiver or mid-path), ack-to-data"
+        " (first ACK of a flight → the ACK of the next flight's first segment: away from the sender without"
+        " timestamps); null with no RTT",
+    ),
     Column("vantage", Vantage, "", "where the capture was taken relative to the data sender"),
 )
 
@@ -209,7 +223,13 @@ ACKS: tuple[Column, ...] = (
     Column("ece", pl.Boolean, "", "ECN-Echo flag"),
     Column("rtt_s", pl.Float64, "s", "RTT sample formed by this ACK (null if none)"),
     Column("rtt_source", RttSource, "", "seq (Karn-safe data/ACK match) or ts (timestamp echo)"),
-    Column("snd_max", pl.Int64, "bytes", "highest sequence sent so far (end of highest segment)"),
+    Column(
+        "snd_max",
+        pl.Int64,
+        "bytes",
+        "highest sequence the sender had sent when it processed this ACK (end of highest segment; estimated"
+        " away from the sender, docs/events.md)",
+    ),
     Column("outstanding", pl.Int64, "bytes", "snd_max − ack after this ACK"),
     Column("pipe", pl.Int64, "bytes", "RFC 6675 SACK-aware pipe estimate after this ACK"),
     Column("round", pl.UInt32, "", "RTT-round index this ACK belongs to"),
@@ -227,6 +247,13 @@ ACKS: tuple[Column, ...] = (
         "s",
         "the RTT sample Linux gives congestion control for this ACK (ca_rtt_us): the newest segment it "
         "newly SACKs (never retransmitted) if any, else rtt_s; null if none",
+    ),
+    Column(
+        "retrans_bytes",
+        pl.Int64,
+        "bytes",
+        "payload the sender retransmitted (segments whose kind is not new) after the previous ACK and before this"
+        " one, as the sender saw it (away from the sender: each placed after the ACK that released it)",
     ),
 )
 

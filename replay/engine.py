@@ -31,6 +31,8 @@ from .compile import loop_function
 from .registry import Resolved, resolve, resolve_many
 
 _STATE_CODE = {s: i for i, s in enumerate(schema.CONG_STATES)}  # open 0, recovery 1, loss 2
+#: schema.ACKS columns an ACK table may lack (added after ACK tables were first exported)
+_OPTIONAL_ACK_COLUMNS = frozenset({"retrans_bytes"})
 _EVENT_CODE = {
     "fast_retransmit": T.EV_FAST_RETRANSMIT,
     "sack_recovery": T.EV_SACK_RECOVERY,
@@ -59,13 +61,15 @@ class Prepared:
 def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) -> Prepared:
     """Build the input matrix from a schema.ACKS DataFrame.
 
-    ``mss`` (bytes) converts bytes to packets. ``segments`` (schema.SEGMENTS), when given, adds
-    retransmitted packets to the per-ACK "sent since the previous ACK" count that PRR and the
-    cwnd-limited test use; without it only new data (growth of ``snd_max``) is counted.
+    ``mss`` (bytes) converts bytes to packets. The per-ACK "sent since the previous ACK" count that
+    PRR and the cwnd-limited test use is the growth of ``snd_max`` plus the retransmitted bytes:
+    the ``retrans_bytes`` column (placed as the sender saw them, also at a receiver-side capture),
+    or, for an ACK table without it, those of ``segments`` (schema.SEGMENTS) by capture time;
+    with neither, only new data is counted.
     """
     if mss is None or mss <= 0:
         raise InputError(f"MSS must be a positive number of bytes (got {mss!r})")
-    missing = [c.name for c in schema.ACKS if c.name not in acks.columns]
+    missing = [c.name for c in schema.ACKS if c.name not in acks.columns and c.name not in _OPTIONAL_ACK_COLUMNS]
     if missing:
         raise InputError(f"ACK stream lacks column(s) {', '.join(missing)} (see docs/schema.md)")
     n = acks.height
@@ -117,7 +121,9 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     prev_snd_max[0] = prev_ack[0]  # everything outstanding before the first ACK was "sent since"
     prev_snd_max[1:] = snd_max[:-1]
     sent = np.maximum(snd_max - prev_snd_max, 0.0) / m
-    if segments is not None and segments.height:
+    if "retrans_bytes" in acks.columns and not acks.get_column("retrans_bytes").null_count():
+        sent = sent + col("retrans_bytes") / m
+    elif segments is not None and segments.height:
         sent = sent + _retransmitted_between(segments, ts) / m
     ev[:, T.E_SENT] = sent
     prev_pipe = np.empty(n)

@@ -299,6 +299,7 @@ def make_flow(
         "rtt_min_s": float(rtt_valid.min()),
         "rtt_median_s": float(np.median(rtt_valid)),
         "rtt_max_s": float(rtt_valid.max()),
+        "rtt_method": "data-ack",
         "vantage": "sender",
     }
     return FlowResult(flow=flow, events=events, replays=replays, fit=fit)

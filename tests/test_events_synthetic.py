@@ -215,13 +215,17 @@ def test_reorder_out_of_order_is_not_a_retransmission():
 def test_reorder_vantage_mid_path_rtt_correction():
     fe = ev("reorder")
     # SYN -> SYN/ACK 25 ms and SYN/ACK -> ACK 25 ms: mid-path; the missing (sender-side) half
-    # is the SYN/ACK -> ACK gap, 25 ms. First sample 0.0752 - 0.0502 = 25 ms at the capture
-    # point, 50 ms corrected.
+    # is the SYN/ACK -> ACK gap, 25 ms (the flow's constant rtt_offset_s). With timestamps each
+    # sample gets the sender-side part of the segment it times: the first data segment (50.2 ms)
+    # echoes the SYN/ACK's TSval (seen at 25.0 ms): 25.2 ms. First sample 0.0752 - 0.0502 =
+    # 25 ms at the capture point, 25 + 25.2 = 50.2 ms corrected.
     assert fe.vantage == "mid-path"
     assert fe.rtt_offset_s == pytest.approx(0.025)
     first = fe.acks.row(0, named=True)
     assert first["rtt_raw_s"] == pytest.approx(0.025)
-    assert first["rtt_s"] == pytest.approx(0.050)
+    assert first["rtt_s"] == pytest.approx(0.0502)
+    # the second (0.0754, ACK 2001) times the segment sent at 50.3 ms: 25.1 + 25.3 ms
+    assert fe.acks.row(1, named=True)["rtt_s"] == pytest.approx(0.0504)
 
 
 # ---- ECN ---------------------------------------------------------------------------------------------

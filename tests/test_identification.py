@@ -76,8 +76,8 @@ def test_a_name_never_carries_an_error_above_its_threshold(sample_verdicts) -> N
 
 @pytest.mark.xfail(
     strict=True,
-    reason="not met yet: 44 of 52 sample flows named right (docs/verdicts.md#measured) — four "
-    "receiver-side captures ambiguous, app- and rwnd-limited Reno without enough data, HRF and Kyushu+CUBIC on one path each",
+    reason="not met yet: 48 of 52 sample flows named right (docs/verdicts.md#measured) — app- and "
+    "rwnd-limited Reno without enough data, HRF and Kyushu+CUBIC on one path each",
 )
 def test_the_right_name_on_at_least_95_percent_of_the_sample_flows(sample_verdicts) -> None:
     right = sum(1 for _, _, truth, v in sample_verdicts if v["class"] == V.IDENTIFIED and v["name"] == truth)

@@ -52,6 +52,7 @@ def _flow_row(fid: int, **kw: object) -> dict:
         "rtt_min_s": 0.02,
         "rtt_median_s": 0.025,
         "rtt_max_s": 0.04,
+        "rtt_method": "data-ack",
         "vantage": "sender",
     }
     row.update(kw)

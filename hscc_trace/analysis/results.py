@@ -347,6 +347,8 @@ def comparable(doc: dict[str, Any]) -> dict[str, Any]:
 def _column_schema(col: schema.Column) -> dict[str, Any]:
     if col.name == "vantage":
         t: dict[str, Any] = {"enum": list(schema.VANTAGES)}
+    elif col.name == "rtt_method":  # null when the flow has no RTT
+        t = {"enum": [*schema.RTT_METHODS, None]}
     elif col.dtype == pl.String:
         t = {"type": ["string", "null"]}
     elif col.dtype == pl.Boolean:

@@ -74,9 +74,9 @@ class Rules:
     max_error: float = 0.15  # median relative error above which a window-based replay does not fit
     max_error_rate: float = 0.25  # the same for a rate-based algorithm (its flight swings ±25 % by design)
     p_value: float = 0.005  # at the sender: ruled out when another fitting algorithm is closer this significantly
-    p_value_elsewhere: float = 0.001  # the same away from the sender (reconstructed inputs: stricter)
-    tie_at_sender: float = 0.5  # packets — replays closer than this to each other tie (flight exact there)
-    tie_elsewhere: float = 2.5  # packets — the same away from the sender (flight known within ~2 MSS)
+    p_value_elsewhere: float = 0.001  # the same where the flight is reconstructed by time (stricter)
+    tie_at_sender: float = 0.5  # packets — replays closer than this tie where the flight is exact
+    tie_elsewhere: float = 2.5  # packets — the same where it is reconstructed by time (within ~2 MSS)
     no_decrease_beta: float = 0.85  # β at or above this over several episodes: no multiplicative decrease
     no_decrease_episodes: int = 3  # episodes needed for that evidence
 
@@ -302,6 +302,16 @@ def _threshold(c: _Class, rules: Rules) -> float:
     return rules.max_error_rate if c.rate else rules.max_error
 
 
+def _placed_by_timestamps(ev: FlowEvents) -> bool:
+    """Away from the sender, whether the connection's timestamps place every ACK exactly among
+    the sender's segments (the sender echoes the newest TSval it has received: the first
+    segment echoing an ACK's TSval is its response; hscc_trace.events.vantage.sender_view) —
+    then the flight the sender left after each ACK is known as at the sender. Seen by the RTT
+    samples: with timestamps they come from the echo (``rtt_source`` ``ts``)."""
+    src = ev.acks.get_column("rtt_source") if "rtt_source" in ev.acks.columns else None
+    return src is not None and bool((src == "ts").any())
+
+
 def judge(ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules = RULES) -> Verdict:
     """The verdict of one flow from its events and every algorithm's replay on them."""
     from hscc_trace.replay.metrics import FIT_WINDOW, ack_windows, round_windows
@@ -314,11 +324,14 @@ def judge(ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules 
     if ev is None or not replays or ev.acks.height == 0 or ev.segments.height == 0:
         return verdict(NOT_ENOUGH_DATA, "no data segments or ACKs: nothing was replayed")
     rate = {k: FIT_WINDOW in r.columns for k, r in replays.items()}
-    tie = rules.tie_at_sender if evidence.vantage == "sender" else rules.tie_elsewhere
+    exact = evidence.vantage == "sender" or _placed_by_timestamps(ev)
+    tie = rules.tie_at_sender if exact else rules.tie_elsewhere
     actual, windows = round_windows(ev, replays)
-    # ACK by ACK only where the flight after each ACK is seen as the sender left it: at the
-    # sender (elsewhere it is reconstructed, and its errors would be taken for the algorithm's)
-    by_ack = ack_windows(ev, replays) if evidence.vantage == "sender" else None
+    # ACK by ACK only where the flight after each ACK is known as the sender left it: at the
+    # sender, and away from it when timestamps place each ACK among the sender's segments
+    # (otherwise the flight is reconstructed by time, and its errors would be taken for the
+    # algorithm's)
+    by_ack = ack_windows(ev, replays) if exact else None
     n = int(actual.size)
     outcome: Verdict | None = None
     if n >= rules.min_rounds:
@@ -483,7 +496,11 @@ def _window_verdict(
         AMBIGUOUS,
         f"{len(keep)} algorithms fit and the data cannot rank them: {listing} — none is closer to the "
         f"sender often enough in the rounds where they differ by more than {tie:g} packets"
-        + (" (the measurement resolution away from the sender)" if tie != rules.tie_at_sender else ""),
+        + (
+            " (the measurement resolution without timestamps away from the sender)"
+            if tie != rules.tie_at_sender
+            else ""
+        ),
         candidates=names,
         candidate_errors=tuple(c.mare for c in keep),
         equivalent=eq,

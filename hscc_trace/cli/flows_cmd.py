@@ -36,6 +36,7 @@ COLUMNS: tuple[tuple[str, Literal["left", "right", "center"]], ...] = (
     ("MSS", "right"),
     ("retx+ooo", "right"),
     ("RTT min/med/max", "right"),
+    ("RTT by", "left"),
     ("hs", "center"),
     ("end", "left"),
     ("vantage", "left"),
@@ -59,6 +60,7 @@ def cells(r: dict[str, Any]) -> list[str]:
         "—" if r["mss"] is None else str(r["mss"]),
         f"{r['retrans']}+{r['out_of_order']}",  # Wireshark's retransmissions + its out-of-order segments
         f"{_fmt_s(r['rtt_min_s'])} / {_fmt_s(r['rtt_median_s'])} / {_fmt_s(r['rtt_max_s'])}",
+        r.get("rtt_method") or "—",  # how the RTT was measured (docs/flows.md)
         "✓" if r["handshake"] else "·",
         r["closed"],
         r["vantage"],

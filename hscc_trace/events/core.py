@@ -130,6 +130,7 @@ def analyze(
     rto_min_ns,
     at_sender,
     ahead,
+    rel,
     # per-packet outputs
     o_kind,
     o_probe,
@@ -170,8 +171,15 @@ def analyze(
     """Run the state machine; fills the output arrays, returns the number of episodes.
 
     ``rtt_offset_ns`` (per packet) is added to RTT samples before they feed the RTO estimator;
-    ``at_sender`` is False for receiver-side/mid-path captures, where ``ahead`` (per packet)
-    estimates the sender's snd_max at each ACK.
+    ``at_sender`` is False for receiver-side/mid-path captures, where ``ahead`` (per ACK row)
+    estimates the sender's snd_max when it processed the ACK, ``rel`` (per data-segment row)
+    the row of the ACK that released the segment (−1 unknown; see
+    :func:`hscc_trace.events.vantage.sender_view`), and ``rtt_offset_ns`` the sender-side part
+    of the RTT (at an ACK with an RTT sample it is replaced by that of the segment the sample
+    times, which the tables then add too): an episode then begins at the ACK that released its first retransmission, its
+    recovery point is the sender's snd_max then, and the time since the last advancing ACK
+    (RTO test) is the sender's (the capture point sees the retransmission one sender-side part
+    later).
 
     ``snd`` marks packets from the data sender; ``seq`` is the sender's relative unwrapped
     sequence for sender packets and the receiver's own (unwrapped) sequence for receiver
@@ -209,11 +217,13 @@ def analyze(
     rec_s = np.empty(rcap, np.int64)
     rec_e = np.empty(rcap, np.int64)
     rec_t = np.empty(rcap, np.int64)
+    rec_o = np.empty(rcap, np.int64)  # the segment's sender-side RTT part (rtt_offset_ns)
     rh = 0
     rm = 0
     # sender TSval -> first time it was seen (for TS-echo RTT and Eifel)
     tsvals = np.empty(n + 1, np.int64)
     tstimes = np.empty(n + 1, np.int64)
+    tsoffs = np.empty(n + 1, np.int64)
     tsn = 0
 
     have_snd = False
@@ -236,6 +246,7 @@ def analyze(
     dup = 0
     my_last_win = np.int64(-1)
     last_adv_t = np.int64(0)
+    last_adv_off = np.int64(0)  # away from the sender: sender-side RTT part at the last advance
     have_adv = False
     srtt = np.int64(-1)
     rttvar = np.int64(0)
@@ -293,6 +304,7 @@ def analyze(
             if tsv[i] != NOTS and (tsn == 0 or tsv[i] > tsvals[tsn - 1]):
                 tsvals[tsn] = tsv[i]
                 tstimes[tsn] = t
+                tsoffs[tsn] = rtt_offset_ns[i]
                 tsn += 1
             is_seg = ln > 0 or syn or fin
             # ---- Wireshark tcp.analysis semantics -------------------------------------
@@ -369,10 +381,12 @@ def analyze(
                             rec_s[q] = rec_s[q - 1]
                             rec_e[q] = rec_e[q - 1]
                             rec_t[q] = rec_t[q - 1]
+                            rec_o[q] = rec_o[q - 1]
                             q -= 1
                         rec_s[pos] = s
                         rec_e[pos] = e
                         rec_t[pos] = t
+                        rec_o[pos] = rtt_offset_ns[i]
                         rm += 1
                     if e > snd_max:
                         snd_max = e
@@ -385,10 +399,28 @@ def analyze(
                         rto = np.int64(1_000_000_000)
                     ref = last_adv_t if have_adv else t
                     elapsed = t - ref
+                    if (not at_sender) and have_adv:
+                        # the retransmission reaches the capture point one sender-side part
+                        # after it left the sender, the advancing ACK left the capture point that
+                        # much before it reached the sender
+                        elapsed -= last_adv_off
                     head = s <= una
                     dup_or_sack = dup > 0 or sb_tot > 0
                     start = -1
-                    if state == S_OPEN:
+                    late = (
+                        (not at_sender)
+                        and state == S_OPEN
+                        and ep_cur >= 0
+                        and (not ep_active)
+                        and e_kind[ep_cur] != E_ECN
+                        and 0 <= rel[i] < last_end_row
+                    )
+                    if late:
+                        # away from the sender: released by an ACK before the one that ended the
+                        # last episode, so sent while the sender was still in it — its bytes
+                        # count there, and no new episode begins
+                        e_retx[ep_cur] += (e if e < snd_max else snd_max) - (s if s > una else una)
+                    elif state == S_OPEN:
                         if head and (not dup_or_sack) and elapsed * 10 >= rto * 9:
                             start = E_RTO
                         elif dup_or_sack:
@@ -415,9 +447,26 @@ def analyze(
                         e_start_i[ep_cur] = i
                         e_end_t[ep_cur] = -1
                         e_end_i[ep_cur] = -1
-                        e_flight[ep_cur] = snd_max - una
+                        rp = snd_max
+                        mark = last_ack_row
+                        if not at_sender:
+                            # the sender decided on the ACK that released this retransmission;
+                            # the recovery point is the sender's snd_max when it sent it (bytes
+                            # lost before the capture point included)
+                            if rel[i] > last_end_row and rel[i] <= last_ack_row and o_isack[rel[i]]:
+                                mark = rel[i]
+                            elif trig_row > last_end_row and trig_row >= 0:
+                                # no ACK placed before it: the ACK that crossed DupThresh
+                                # (duplicates or SACKed bytes)
+                                mark = trig_row
+                            if ahead[i] > rp:
+                                rp = ahead[i]
+                            if mark >= 0 and start != E_RTO:
+                                e_start_t[ep_cur] = ts[mark]
+                                e_start_i[ep_cur] = mark
+                        e_flight[ep_cur] = rp - una
                         e_retx[ep_cur] = 0
-                        e_rp[ep_cur] = snd_max
+                        e_rp[ep_cur] = rp
                         e_spur[ep_cur] = False
                         ep_first_retx_seq = s
                         ep_first_retx_tsv = tsv[i]
@@ -425,13 +474,6 @@ def analyze(
                         ep_dsack = 0
                         ep_retx_lo = s
                         ep_retx_hi = e
-                        mark = last_ack_row
-                        if (not at_sender) and trig_row > last_end_row and trig_row >= 0:
-                            # away from the sender the retransmission is seen late: the episode
-                            # began at the ACK that crossed DupThresh (duplicates or SACKed bytes)
-                            mark = trig_row
-                            e_start_t[ep_cur] = ts[mark]
-                            e_start_i[ep_cur] = mark
                         last_ack_row = mark
                         if (
                             start != E_RTO
@@ -444,6 +486,11 @@ def analyze(
                             # loss) — mark that ACK and put it in recovery
                             o_cong[last_ack_row] = start
                             o_state[last_ack_row] = S_REC
+                            # away from the sender, the ACKs seen between that ACK and the
+                            # retransmission reached the sender after it: in recovery too
+                            for q in range(last_ack_row + 1, i):
+                                if o_isack[q] and o_state[q] == S_OPEN:
+                                    o_state[q] = S_REC
                         else:
                             # RTO: the timer fired after the last ACK; mark the next ACK
                             pending_cong = start
@@ -519,6 +566,7 @@ def analyze(
         acked = np.int64(0)
         rtt = np.int64(-1)
         src = -1
+        s_off = rtt_offset_ns[i]
         if a > una:
             acked = a - una
             if rm > rh:
@@ -529,6 +577,7 @@ def analyze(
                     ):
                         rtt = t - rec_t[idx]
                         src = R_SEQ
+                        s_off = rec_o[idx]
                 rh = _gsearch(rec_e, rh, rm, a, True, False)
             una = a
             if sbm > 0:
@@ -543,6 +592,7 @@ def analyze(
             dup = 0
             trig_row = -1
             last_adv_t = t
+            last_adv_off = rtt_offset_ns[i]
             have_adv = True
         # SACK blocks and D-SACK
         newly = np.int64(0)
@@ -586,12 +636,15 @@ def analyze(
             if t0 >= 0:
                 rtt = t - t0
                 src = R_TS
+                s_off = tsoffs[j]
         if src >= 0 and rtt < 0:
             warn[W_NEG_RTT] += 1
             rtt = -1
             src = -1
         if src >= 0:
-            sample = rtt + rtt_offset_ns[i]
+            # the correction of the segment the sample times (written back: the tables add it too)
+            rtt_offset_ns[i] = s_off
+            sample = rtt + s_off
             if srtt < 0:
                 srtt = sample
                 rttvar = sample // 2
@@ -648,6 +701,20 @@ def analyze(
                     xp_out += xpR[k] - xpL[k]
                 if xp_out - (rg.overlap_sets(xpL, xpR, xpm, sbL, sbR, sbm) if sbm > 0 else 0) > 0:
                     restart = e_kind[ep_cur]
+            if restart < 0 and (not at_sender) and (e_kind[ep_cur] == E_FAST or e_kind[ep_cur] == E_SACK):
+                # away from the sender a retransmission it sent before this ACK reached it may not
+                # have arrived yet: one released by an earlier ACK, seen later, that re-sends bytes
+                # (it starts below the sender's snd_max then) this ACK does not cover. (Segments
+                # are released in capture order: the first one released by this ACK or later
+                # ends the search.)
+                for q in range(i + 1, n):
+                    if not snd[q] or (plen[q] == 0 and (flags[q] & (F_SYN | F_FIN)) == 0):
+                        continue
+                    if rel[q] >= i:
+                        break
+                    if rel[q] >= 0 and seq[q] < ahead[q] and seq[q] + plen[q] > una:
+                        restart = e_kind[ep_cur]
+                        break
         # ECN echo: one reaction per round (RFC 3168 §6.1.2)
         cong = -1
         if restart >= 0:
@@ -659,9 +726,11 @@ def analyze(
             e_start_i[ep_cur] = i
             e_end_t[ep_cur] = -1
             e_end_i[ep_cur] = -1
-            e_flight[ep_cur] = snd_max - una
+            # (away from the sender: the sender's snd_max when it processed this ACK)
+            rp = snd_max if (at_sender or ahead[i] < snd_max) else ahead[i]
+            e_flight[ep_cur] = rp - una
             e_retx[ep_cur] = 0
-            e_rp[ep_cur] = snd_max
+            e_rp[ep_cur] = rp
             e_spur[ep_cur] = False
             ep_eifel_done = True
             ep_dsack = 0
@@ -727,8 +796,8 @@ def analyze(
         # RTT rounds
         rend = False
         myr = rnd
-        # away from the sender, the sender's snd_max at this ACK is estimated from what the
-        # capture point sees one sender-side RTT part later (``ahead``, see vantage.snd_max_ahead)
+        # away from the sender, the sender's snd_max when it processed this ACK is estimated
+        # (``ahead``, see vantage.sender_view)
         tgt = snd_max if at_sender or ahead[i] < snd_max else ahead[i]
         if not rnd_started:
             rnd_started = True
@@ -752,7 +821,8 @@ def analyze(
         # first transmission, never retransmitted) when there is one, else the ACK's own sample.
         # (A timestamp-echo sample is whole ms ticks in the kernel, tcp_rtt_tsopt_us; the tick
         # phase is unknown here, so it stays the µs value the capture gives.)
-        ca = rtt if src >= 0 else np.int64(-1)
+        # Written with the vantage correction of the segment it times (the tables add none).
+        ca = rtt + rtt_offset_ns[i] if src >= 0 else np.int64(-1)
         if sack_hi > 0 and rm > rh:
             idx = _gsearch(rec_e, rh, rm, sack_hi, False, False)
             if (
@@ -761,7 +831,7 @@ def analyze(
                 and (xam == 0 or rg.overlap(xaL, xaR, xam, sack_hi - 1, sack_hi) == 0)
             ):
                 if t >= rec_t[idx]:
-                    ca = t - rec_t[idx]
+                    ca = t - rec_t[idx] + rec_o[idx]
         o_ca_rtt[i] = ca
         o_rtt_src[i] = src
         o_snd_max[i] = snd_max

@@ -37,7 +37,7 @@ from hscc_trace.model import FlowEvents
 
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
-from .vantage import detect, dynamic_offsets_into, from_handshake, snd_max_ahead
+from .vantage import detect, from_handshake, sender_view
 
 if TYPE_CHECKING:  # polars and the schema are imported where tables are built (after the capture is read)
     import polars as pl
@@ -256,6 +256,7 @@ def _compact(
     o_cong,
     o_undo,
     o_ca_rtt,
+    o_rtx,
     s_frame,
     s_ts,
     s_seq,
@@ -289,6 +290,7 @@ def _compact(
     a_dsack,
     a_rtt_raw,
     a_ca_rtt,
+    a_rtx,
 ):
     """The rows of schema.SEGMENTS (``o_kind >= 0``) and schema.ACKS (``o_isack``) among rows
     ``lo:hi``, written from rows ``j`` and ``k`` of the ``s_*`` and ``a_*`` columns; returns the
@@ -326,7 +328,7 @@ def _compact(
                 a_rtt[k] = np.nan
                 a_rtt_raw[k] = np.nan
             r = o_ca_rtt[i]
-            a_ca_rtt[k] = (r + off[i]) / 1e9 if r >= 0 else np.nan
+            a_ca_rtt[k] = r / 1e9 if r >= 0 else np.nan  # (corrected for the vantage already)
             a_src[k] = o_rtt_src[i]
             a_snd_max[k] = o_snd_max[i]
             a_out[k] = o_out[i]
@@ -337,6 +339,7 @@ def _compact(
             a_cong[k] = o_cong[i]
             a_undo[k] = o_undo[i]
             a_dsack[k] = o_dsack[i]
+            a_rtx[k] = o_rtx[i]
             k += 1
     return j, k
 
@@ -369,6 +372,8 @@ def _run_flows(
     rto_min_ns,
     f_at_sender,
     ahead,
+    rel,
+    peak,
     o_kind,
     o_probe,
     o_rexmit,
@@ -393,6 +398,7 @@ def _run_flows(
     o_cong,
     o_undo,
     o_ca_rtt,
+    o_rtx,
     e_kind,
     e_start_t,
     e_end_t,
@@ -435,6 +441,7 @@ def _run_flows(
     a_dsack,
     a_rtt_raw,
     a_ca_rtt,
+    a_rtx,
     r_id,
     r_start,
     r_end,
@@ -459,9 +466,12 @@ def _run_flows(
 
     Flow ``f``'s episodes go to rows ``bounds[f] + f`` on of ``e_*`` (``analyze`` needs rows + 1),
     its warning counters to ``warn[f]``, its counts to ``n_ep``, ``n_seg``, ``n_ack``,
-    ``n_rounds``. Away from the sender (``f_at_sender`` False) ``outstanding`` and ``pipe`` of each
-    ACK are raised to the estimated sender-side flight (``ahead``; see
-    hscc_trace.events.vantage.snd_max_ahead).
+    ``n_rounds``. Away from the sender (``f_at_sender`` False) ``snd_max``, ``outstanding`` and
+    ``pipe`` of each ACK are raised to the sender's snd_max when it processed the ACK (``ahead``;
+    see hscc_trace.events.vantage.sender_view), ``pipe`` counts each retransmission from the ACK
+    that released it (``rel``, flow-relative rows) on, and a segment's round and flight (for the
+    round peaks, ``peak``; the ``outstanding`` column keeps what the capture point saw) are those
+    of the sender after that ACK.
     """
     nf = bounds.shape[0] - 1
     j = np.int64(0)  # (typed: a literal 0 would compile the callees twice)
@@ -494,6 +504,7 @@ def _run_flows(
             rto_min_ns,
             f_at_sender[f],
             ahead[lo:hi],
+            rel[lo:hi],
             o_kind[lo:hi],
             o_probe[lo:hi],
             o_rexmit[lo:hi],
@@ -535,8 +546,45 @@ def _run_flows(
                 if o_isack[i]:
                     extra = ahead[i] - o_snd_max[i]
                     if extra > 0:
+                        o_snd_max[i] += extra
                         o_out[i] += extra
                         o_pipe[i] += extra
+                elif o_rexmit[i] and rel[i] >= 0:
+                    # a retransmission is in flight from the ACK that released it on: the ACKs
+                    # seen before it arrived count it in pipe too
+                    e = seq[i] + plen[i]
+                    for a in range(lo + rel[i] + 1, i):
+                        if o_isack[a] and e > o_ackrel[a]:
+                            o_pipe[a] += e - (seq[i] if seq[i] > o_ackrel[a] else o_ackrel[a])
+        for i in range(lo, hi):
+            if o_kind[i] < 0:
+                continue
+            peak[i] = o_seg_out[i]
+            r = lo + rel[i]
+            if (not f_at_sender[f]) and rel[i] >= 0 and o_isack[r]:
+                # the sender sent it after processing ACK r: its round, and its flight then
+                fl = flags[i]
+                e = seq[i] + plen[i] + (1 if (fl & core.F_SYN) != 0 else 0) + (1 if (fl & core.F_FIN) != 0 else 0)
+                top = ahead[i] if ahead[i] > e else e
+                peak[i] = top - o_ackrel[r] if top > o_ackrel[r] else 0
+                o_seg_round[i] = o_round[r] + (1 if o_round_end[r] else 0)  # (r may end a round)
+        # bytes retransmitted between consecutive ACKs (segments other than new): at the sender
+        # the next ACK after the segment; away from it, the next after the ACK that released it
+        o_rtx[lo:hi] = 0
+        pend = np.int64(0)
+        for i in range(lo, hi):
+            if o_isack[i]:
+                o_rtx[i] += pend
+                pend = 0
+            elif o_kind[i] > core.K_NEW and plen[i] > 0:
+                if f_at_sender[f] or rel[i] < 0:
+                    pend += plen[i]
+                else:
+                    a = lo + rel[i] + 1
+                    while a < hi and not o_isack[a]:
+                        a += 1
+                    if a < hi:
+                        o_rtx[a] += plen[i]
         j0 = j
         k0 = k
         j, k = _compact(
@@ -575,6 +623,7 @@ def _run_flows(
             o_cong,
             o_undo,
             o_ca_rtt,
+            o_rtx,
             s_frame,
             s_ts,
             s_seq,
@@ -608,6 +657,7 @@ def _run_flows(
             a_dsack,
             a_rtt_raw,
             a_ca_rtt,
+            a_rtx,
         )
         n_seg[f] = j - j0
         n_ack[f] = k - k0
@@ -629,7 +679,7 @@ def _run_flows(
             o_tgt,
             o_kind,
             o_seg_round,
-            o_seg_out,
+            peak,
             plen,
             o_rexmit,
             o_probe,
@@ -676,10 +726,12 @@ class _Work:
         # vantage
         self.off = e(n, i64)
         self.ahead = e(n, i64)
+        self.rel = e(n, i64)
+        self.peak = e(n, i64)  # per segment: flight after it, as the sender saw it (round peaks)
         # analyze outputs (per packet, per episode row: rows + flows)
         self.o8 = [e(n, np.int8) for _ in range(5)]  # kind, probe, rtt_src, state, cong
         self.ob = [e(n, np.bool_) for _ in range(4)]  # rexmit, isack, round_end, undo
-        self.o64 = [e(n, i64) for _ in range(15)]
+        self.o64 = [e(n, i64) for _ in range(16)]
         self.e_kind = e(n + nf, np.int8)
         self.e_spur = e(n + nf, np.bool_)
         self.e64 = [e(n + nf, i64) for _ in range(7)]
@@ -852,6 +904,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
     # ---- vantage point and RTT correction per flow ---------------------------------------------
     off = W.off[:n]
     ahead = W.ahead[:n]
+    rel = W.rel[:n]
     at_sender = np.empty(nf, np.bool_)
     clock = np.empty(nf, np.bool_)
     ooo = np.empty(nf, np.int64)
@@ -869,10 +922,21 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         if at:
             off[lo:hi] = vt.offset_ns
             ahead[lo:hi] = 0
+            rel[lo:hi] = -1
         else:
             r = slice(lo, hi)
-            dynamic_offsets_into(W.ts[r], W.snd[r], W.flags[r], W.rtsv[r], np.int64(vt.offset_ns), off[r])
-            snd_max_ahead(W.ts[r], W.snd[r], W.plen[r], W.flags[r], W.seq[r], off[r], ahead[r])
+            sender_view(
+                W.ts[r],
+                W.snd[r],
+                W.plen[r],
+                W.flags[r],
+                W.seq[r],
+                W.rtsv[r],
+                np.int64(vt.offset_ns),
+                ahead[r],
+                rel[r],
+                off[r],
+            )
         ooo[f] = h.irtt_ns if h.irtt_ns else OOO_DEFAULT_NS
     # ---- state machine, segment/ACK rows and rounds, flow by flow ----------------------------------
     o_kind, o_probe, o_rtt_src, o_state, o_cong = (a[:n] for a in W.o8)
@@ -893,6 +957,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         o_round,
         o_tgt,
         o_ca_rtt,
+        o_rtx,
     ) = (a[:n] for a in W.o64)
     ne = n + nf
     e_kind = W.e_kind[:ne]
@@ -943,6 +1008,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         dsack_bytes=e(ca, np.int64),
         rtt_raw_s=e(ca, np.float64),
         ca_rtt_s=e(ca, np.float64),
+        retrans_bytes=e(ca, np.int64),
     )
     R = [t(f"r{k}", ca, np.int64) for k in range(7)]
     r_id, r_start, r_end, r_target, r_peak, r_acked, r_rwnd = R
@@ -976,6 +1042,8 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         np.int64(RTO_MIN_NS),
         at_sender,
         ahead,
+        rel,
+        W.peak[:n],
         o_kind,
         o_probe,
         o_rexmit,
@@ -1000,6 +1068,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         o_cong,
         o_undo,
         o_ca_rtt,
+        o_rtx,
         e_kind,
         e_start_t,
         e_end_t,

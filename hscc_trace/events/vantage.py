@@ -13,9 +13,12 @@ point part. At the sender ``X`` is tiny, at the receiver ``S`` is tiny.
 
 Correction: an RTT sample measured at the capture point covers only the receiver-side part.
 The missing sender-side part is the handshake gap on the sender's side (``d2`` when A sends the
-data, ``d1`` when B does) or ``X``; it is added to every sample as a constant
-(``FlowEvents.rtt_offset_s``; 0 at the sender). Queueing that changes during the flow on the
-sender-side part is not captured by a constant — documented in docs/events.md.
+data, ``d1`` when B does) or ``X``: the flow's constant (``FlowEvents.rtt_offset_s``; 0 at the
+sender). Away from the sender, :func:`sender_view` places every ACK among the sender's segments
+(which were sent before the sender got it, which answer it) and so gives, per sample, the
+sender-side part of the segment it times (with timestamps: the echo delay of that moment,
+queueing included), the sender's snd_max at each ACK and the ACK that released each segment —
+rules in its docstring and in docs/events.md.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ MIN_SAMPLES = 5  # data rule needs at least this many matches of each kind
 @dataclass
 class Vantage:
     vantage: str  # schema.VANTAGES
-    offset_ns: int  # added to every RTT sample measured at the capture point
+    offset_ns: int  # the constant sender-side RTT part (FlowEvents.rtt_offset_s; per sample with timestamps)
     method: str  # "handshake", "data", or "none"
     near_gap_ns: int | None = None  # receiver-side part (S or the receiver's handshake gap)
     far_gap_ns: int | None = None  # sender-side part (X or the sender's handshake gap)
@@ -129,155 +132,198 @@ def from_handshake(h: Handshake, sender_dir: int) -> Vantage | None:
     return None
 
 
-def dynamic_offsets(fa: FlowArrays, base_ns: int) -> np.ndarray:
-    """Per-packet sender-side RTT part (ns) for receiver-side / mid-path captures.
-
-    With TCP timestamps, each receiver packet with TSval ``v`` is followed at the capture point
-    by the first sender packet echoing ``v`` in TSecr (RFC 7323 §4.3, TS.Recent): that delay is
-    the capture point → sender → capture point part *at that moment*, queueing included. Packets
-    without a match take the last known value; before the first match, ``base_ns``. (A value
-    whose first echo comes before its first sighting is no match.)
-    """
-    out = np.empty(fa.ts.shape[0], np.int64)
-    dynamic_offsets_into(fa.ts, fa.snd, fa.flags, fa.rtsv, np.int64(base_ns), out)
-    return out
-
-
-@njit(cache=True)
-def _first_times(vals, times):
-    """Distinct values of ``vals`` (sorted), the time of each one's first occurrence, and for
-    every element the index of its value among the distinct ones."""
-    n = vals.shape[0]
-    ordered = True
-    for j in range(1, n):
-        if vals[j] < vals[j - 1]:
-            ordered = False
-            break
-    o = np.arange(n) if ordered else np.argsort(vals, kind="mergesort")  # (TS values usually are)
-    u = np.empty(n, np.int64)
-    t = np.empty(n, np.int64)
-    grp = np.empty(n, np.int64)
-    m = 0
-    for j in range(n):
-        v = vals[o[j]]
-        if m == 0 or u[m - 1] != v:
-            u[m] = v
-            t[m] = times[o[j]]
-            m += 1
-        grp[o[j]] = m - 1
-    return u[:m], t[:m], grp
-
-
 @njit(cache=True, nogil=True)
-def dynamic_offsets_into(ts, snd, flags, rt, base_ns, out):
-    """:func:`dynamic_offsets` on arrays, into ``out`` (ns per packet)."""
+def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
+    """Receiver-side / mid-path captures: what the sender knew when each ACK reached it.
+
+    At the capture point an ACK leaves (or passes) at ``t`` and reaches the sender later; what
+    the sender transmits *in response* reaches the capture point after everything it had sent
+    before (one FIFO path). So the ACK splits the sender's data segments, in capture order, into
+    those sent before the sender processed it and its response: the ACK's **boundary** (an
+    index into the flow's data segments). Per ACK row this fills
+
+    * ``ahead`` — the sender's snd_max when it processed the ACK: the highest sequence number
+      of the segments before the boundary, or, when the first segment carrying new data at or
+      after the boundary starts higher (bytes the capture never saw: lost before the capture
+      point) and answers this ACK (echoes its TSval, when there are timestamps), that segment's
+      first sequence number: nothing new was sent between the ACK and it, so it starts at the
+      sender's snd_nxt. (0 before any segment.)
+
+    and per data-segment row
+
+    * ``ahead`` — the sender's snd_max when it sent the segment: the highest end before it, or
+      the first sequence number of the next segment carrying new data (at or after it) when
+      that is higher (the hole was sent before it, or lost just after it);
+
+    * ``rel`` — the row of the ACK that released it: the last ACK (capture order) whose boundary
+      lies at or before it (−1 before the first ACK);
+
+    and per row ``off`` — the sender-side part of the RTT (capture point → sender → capture point):
+    with timestamps, at a segment its arrival time minus the time of the ACK that released it (the
+    timestamp-echo delay, RFC 7323 §4.3, queueing of that moment included; a sender that waited
+    before sending — pacing, an application that wrote late — adds its wait), at an ACK that of
+    the newest data segment before it (the one an RTT sample of this ACK usually times);
+    without timestamps, and before the first ACK, ``base_ns`` (the segment's release time is
+    then known only to within the time it waited in the path's queue).
+
+    Boundaries. With TCP timestamps the sender echoes in TSecr the newest TSval it has received
+    (TS.Recent, RFC 7323 §4.3): the boundary of an ACK with TSval ``v`` is the first segment
+    echoing ``v`` or later. Several ACKs share one TSval when they leave less than one tick of
+    the receiver's clock apart (1 ms in Linux); the first of them is placed exactly, a later one
+    by time: the first segment (among those echoing ``v``) arriving at least the sender-side
+    delay after the ACK, that delay interpolated between the ACKs placed exactly (the first ACK
+    of each TSval whose response echoes it). Without timestamps the boundary is by time alone:
+    the first segment arriving ``base_ns`` or more after the ACK. Boundaries never move back.
+    """
     n = ts.shape[0]
     lim = -(2**61)
-    nr = 0
-    ns = 0
-    for i in range(n):
-        if rt[i] > lim:
-            if not snd[i]:
-                nr += 1
-            elif (flags[i] & F_ACK) != 0:
-                ns += 1
-    out[:] = base_ns
-    if nr == 0 or ns == 0:
-        return
-    rv = np.empty(nr, np.int64)
-    rtm = np.empty(nr, np.int64)
-    sv = np.empty(ns, np.int64)
-    stm = np.empty(ns, np.int64)
-    a = 0
-    b = 0
-    for i in range(n):
-        if rt[i] > lim:
-            if not snd[i]:
-                rv[a] = rt[i]
-                rtm[a] = ts[i]
-                a += 1
-            elif (flags[i] & F_ACK) != 0:
-                sv[b] = rt[i]
-                stm[b] = ts[i]
-                b += 1
-    ur, tr, grp = _first_times(rv, rtm)
-    us, tsd, _g = _first_times(sv, stm)
-    # delay of each value seen on both sides (first echo − first sighting), kept when >= 0
-    dly = np.full(ur.shape[0], np.int64(-1))
-    j = 0
-    found = False
-    for k in range(ur.shape[0]):
-        while j < us.shape[0] and us[j] < ur[k]:
-            j += 1
-        if j < us.shape[0] and us[j] == ur[k]:
-            d = tsd[j] - tr[k]
-            if d >= 0:
-                dly[k] = d
-                found = True
-    if not found:
-        return
-    cur = base_ns
-    a = 0
-    for i in range(n):
-        if rt[i] > lim and not snd[i]:
-            d = dly[grp[a]]
-            if d >= 0:
-                cur = d
-            a += 1
-        out[i] = cur
-
-
-@njit(cache=True, nogil=True)
-def snd_max_ahead(ts, snd, plen, flags, seq, offset_ns, out):
-    """Receiver-side / mid-path captures: the sender's snd_max when it gets each packet's ACK.
-
-    An ACK that leaves the capture point at ``t`` reaches the sender about ``offset/2`` later;
-    what the sender has sent by then reaches the capture point by about ``t + offset`` (offset =
-    the sender-side part of the RTT at that moment, :func:`dynamic_offsets`). So the sender's
-    snd_max at that ACK is estimated as the highest sequence number seen at the capture point up
-    to ``t + offset`` (segment times taken as their running maximum; 0 before the first
-    segment). Used for the round boundaries and to raise ``outstanding`` and ``pipe``; the
-    ``snd_max`` column keeps what was observed.
-    """
-    n = ts.shape[0]
+    # ---- the sender's data segments, in capture order ------------------------------------------
     m = 0
     for i in range(n):
         if snd[i] and (plen[i] > 0 or (flags[i] & (F_SYN | F_FIN)) != 0):
             m += 1
-    out[:] = 0
-    if m == 0:
-        return
-    t_seg = np.empty(m, np.int64)
-    hi = np.empty(m, np.int64)
+    s_row = np.empty(m, np.int64)
+    s_t = np.empty(m, np.int64)  # arrival time (running maximum: a clock step back keeps order)
+    s_hi = np.empty(m, np.int64)  # highest end up to and including this segment
+    s_seq = np.empty(m, np.int64)
+    s_new = np.empty(m, np.bool_)  # carries data beyond every earlier segment
+    s_echo = np.empty(m, np.int64)  # running maximum of TSecr (lim when none yet)
     k = 0
+    have_echo = False
     for i in range(n):
         if snd[i] and (plen[i] > 0 or (flags[i] & (F_SYN | F_FIN)) != 0):
             e = seq[i] + plen[i] + (1 if (flags[i] & F_SYN) != 0 else 0) + (1 if (flags[i] & F_FIN) != 0 else 0)
             t = ts[i]
+            hi = e
+            ec = np.int64(lim)
             if k > 0:
-                if t_seg[k - 1] > t:
-                    t = t_seg[k - 1]
-                if hi[k - 1] > e:
-                    e = hi[k - 1]
-            t_seg[k] = t
-            hi[k] = e
+                if s_t[k - 1] > t:
+                    t = s_t[k - 1]
+                if s_hi[k - 1] > hi:
+                    hi = s_hi[k - 1]
+                ec = s_echo[k - 1]
+            if rtsv[i] > lim:
+                have_echo = True
+                if rtsv[i] > ec:
+                    ec = rtsv[i]
+            s_row[k] = i
+            s_t[k] = t
+            s_hi[k] = hi
+            s_seq[k] = seq[i]
+            s_new[k] = k == 0 or e > s_hi[k - 1]
+            s_echo[k] = ec
             k += 1
-    # last segment at or before ts + offset: gallop from the previous answer (times nearly sorted)
-    j = -1
+    nxt_new = np.empty(m + 1, np.int64)  # first segment carrying new data at or after index k
+    nxt_new[m] = m
+    for k in range(m - 1, -1, -1):
+        nxt_new[k] = k if s_new[k] else nxt_new[k + 1]
+    # ---- the receiver's ACKs and their TSvals -------------------------------------------------------
+    na = 0
     for i in range(n):
-        x = ts[i] + offset_ns[i]
-        if j >= 0 and t_seg[j] > x:
-            step = 1
-            while j >= 0 and t_seg[j] > x:
-                j -= step
-                step *= 2
-            lo = j + 1 if j >= 0 else 0  # t_seg[lo - 1] <= x (or lo = 0)
-            j = lo + np.searchsorted(t_seg[lo : j + step], x, side="right") - 1
+        if (not snd[i]) and (flags[i] & F_ACK) != 0:
+            na += 1
+    a_row = np.empty(na, np.int64)
+    a_first = np.empty(na, np.bool_)  # first ACK of its TSval (placed exactly)
+    q = 0
+    prev_v = np.int64(lim)
+    for i in range(n):
+        if (not snd[i]) and (flags[i] & F_ACK) != 0:
+            a_row[q] = i
+            v = rtsv[i]
+            a_first[q] = v > lim and v != prev_v
+            if v > lim:
+                prev_v = v
+            q += 1
+    use_ts = have_echo and m > 0
+    # anchors: first ACK of a TSval whose first echo is exactly that TSval -> (time, delay)
+    an_t = np.empty(na, np.int64)
+    an_d = np.empty(na, np.int64)
+    nan_ = 0
+    if use_ts:
+        for q in range(na):
+            if a_first[q]:
+                i = a_row[q]
+                kk = np.searchsorted(s_echo, rtsv[i])
+                if kk < m and s_echo[kk] == rtsv[i] and s_t[kk] >= ts[i]:
+                    an_t[nan_] = ts[i]
+                    an_d[nan_] = s_t[kk] - ts[i]
+                    nan_ += 1
+    # ---- boundaries -----------------------------------------------------------------------------------
+    bnd = np.empty(na, np.int64)
+    kseg = 0  # segments before the current row in capture order
+    prev_b = 0
+    ja = 0  # anchor pointer: an_t[ja - 1] <= t < an_t[ja]
+    q = 0
+    for i in range(n):
+        if snd[i] and (plen[i] > 0 or (flags[i] & (F_SYN | F_FIN)) != 0):
+            kseg += 1
+            continue
+        if snd[i] or (flags[i] & F_ACK) == 0:
+            continue
+        t = ts[i]
+        while ja < nan_ and an_t[ja] <= t:
+            ja += 1
+        if nan_ == 0:
+            dly = base_ns
+        elif ja == 0:
+            dly = an_d[0]
+        elif ja == nan_:
+            dly = an_d[nan_ - 1]
         else:
-            step = 1
-            while j + step < m and t_seg[j + step] <= x:
-                j += step
-                step *= 2
-            hi_ = j + step if j + step < m else m  # t_seg[hi_] > x (or hi_ = m)
-            j = j + 1 + np.searchsorted(t_seg[j + 1 : hi_], x, side="right") - 1
-        out[i] = hi[j] if j >= 0 else 0
+            t0 = an_t[ja - 1]
+            t1 = an_t[ja]
+            dly = an_d[ja - 1] + (an_d[ja] - an_d[ja - 1]) * (t - t0) // (t1 - t0) if t1 > t0 else an_d[ja - 1]
+        v = rtsv[i]
+        if use_ts and v > lim:
+            b = np.searchsorted(s_echo, v)  # first segment echoing v or later
+            if not a_first[q]:
+                bv = np.searchsorted(s_echo, v, side="right")  # first echoing later than v
+                bt = np.searchsorted(s_t, t + dly)
+                if bt > b:
+                    b = bt if bt < bv else bv
+        else:
+            b = np.searchsorted(s_t, t + dly)
+        if b < kseg:
+            b = kseg
+        if b < prev_b:
+            b = prev_b
+        prev_b = b
+        bnd[q] = b
+        q += 1
+    # ---- snd_max at each ACK, releasing ACK and sender-side delay of each segment ---------------------
+    ahead[:] = 0
+    rel[:] = -1
+    off[:] = base_ns
+    for q in range(na):
+        b = bnd[q]
+        i = a_row[q]
+        e = s_hi[b - 1] if b > 0 else np.int64(0)
+        g = nxt_new[b] if b < m else m
+        # (with timestamps only when that segment answers this ACK: a hole before a later ACK's
+        # answer may as well be this ACK's answer, lost)
+        if g < m and s_seq[g] > e and not (use_ts and rtsv[i] > lim and rtsv[s_row[g]] != rtsv[i]):
+            e = s_seq[g]
+        ahead[i] = e
+    for k in range(m):
+        e = s_hi[k - 1] if k > 0 else np.int64(0)
+        g = nxt_new[k]
+        if g < m and s_seq[g] > e:
+            e = s_seq[g]
+        ahead[s_row[k]] = e
+    q = -1
+    for k in range(m):
+        while q + 1 < na and bnd[q + 1] <= k:
+            q += 1
+        i = s_row[k]
+        if q >= 0:
+            rel[i] = a_row[q]
+            d = s_t[k] - ts[a_row[q]]
+            if use_ts and d >= 0:
+                off[i] = d
+    cur = base_ns
+    for i in range(n):
+        if snd[i]:
+            if plen[i] > 0 or (flags[i] & (F_SYN | F_FIN)) != 0:
+                cur = off[i]
+        else:
+            off[i] = cur

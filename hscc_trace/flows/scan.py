@@ -125,10 +125,10 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
     a filter that matches nothing and for a capture without TCP."""
     import threading
 
-    from hscc_trace.flows.tracker import FlowTracker
+    from hscc_trace.flows.tracker import SAMPLES_PER_PACKET, FlowTracker
 
     info = ReadInfo()
-    try:  # RTT samples ≤ TCP packets; records take ≥ 70 bytes (pcap header + Ethernet/IP/TCP)
+    try:  # RTT samples ≤ SAMPLES_PER_PACKET per TCP packet; records take ≥ 70 bytes (pcap header + Ethernet/IP/TCP)
         hint = min(os.path.getsize(p) // 70, 1 << 26)
     except OSError:
         hint = 0  # (the reader reports the missing file)
@@ -158,7 +158,7 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
 
     importer: threading.Thread | None = None
     skipped: dict[str, int] = {}
-    tr = FlowTracker(samples=hint)
+    tr = FlowTracker(samples=SAMPLES_PER_PACKET * hint)
     matched = 0
     batches = in_thread(produce, depth=QUEUE_DEPTH)
     fallback = False

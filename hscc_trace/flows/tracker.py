@@ -67,6 +67,7 @@ _FLOW_FIELDS = (
     "fin",
     "mru_syn",
     "first_rtt",
+    "away",  # from the handshake: bit k set if the capture is away from side k's end (-1: unknown)
 )
 _SIDE_FIELDS = (
     "pkts",
@@ -102,6 +103,17 @@ _SIDE_FIELDS = (
     "retrans",
     "unique",
     "ooo",
+    # receiver-side RTT: this side's TSvals awaiting the other side's echo (a queue of nodes), and
+    # the flights of this side's data (ACK -> next new data after a silence)
+    "ts_set",
+    "ts_raw",
+    "ts_u",
+    "tq_h",
+    "tq_t",
+    "tq_n",
+    "fl_ack",
+    "fl_last",
+    "gap_min",
 )
 _COL: dict[str, int] = {}
 for _n in _FLOW_FIELDS:
@@ -121,6 +133,7 @@ for _n, _v in (
     ("t_synack", -1),
     ("t_ack3", -1),
     ("mru_syn", -1),
+    ("away", -1),
     ("mss", -1),
     ("ws", -1),
     ("min_data", _I64_MAX),
@@ -130,6 +143,11 @@ for _n, _v in (
     ("qt", -1),
     ("dfirst", -1),
     ("dlast", -1),
+    ("tq_h", -1),
+    ("tq_t", -1),
+    ("fl_ack", -1),
+    ("fl_last", -1),
+    ("gap_min", _I64_MAX),
 ):
     _DEFAULT[_COL[_n]] = _v
     if _n in _SIDE_FIELDS:
@@ -151,6 +169,7 @@ C_SYN_SIDE, C_SYNACK_SIDE, C_T_SYN, C_T_SYNACK, C_T_ACK3 = (
     _COL["t_ack3"],
 )
 C_RST, C_FIN, C_MRU_SYN, C_FIRST_RTT = _COL["rst"], _COL["fin"], _COL["mru_syn"], _COL["first_rtt"]
+C_AWAY = _COL["away"]
 C_PKTS, C_BYTES, C_PAYLOAD, C_MSS, C_WS, C_SACKP, C_TSOPT = (
     _COL[n] for n in ("pkts", "bytes", "payload", "mss", "ws", "sackp", "tsopt")
 )
@@ -167,6 +186,23 @@ C_QH, C_QT, C_DFIRST, C_DLAST, C_MAXSEG, C_RETRANS, C_UNIQUE = (
     _COL[n] for n in ("qh", "qt", "dfirst", "dlast", "maxseg", "retrans", "unique")
 )
 C_OOO = _COL["ooo"]
+C_TS_SET, C_TS_RAW, C_TS_U, C_TQ_H, C_TQ_T, C_TQ_N = (
+    _COL[n] for n in ("ts_set", "ts_raw", "ts_u", "tq_h", "tq_t", "tq_n")
+)
+C_FL_ACK, C_FL_LAST, C_GAP_MIN = (_COL[n] for n in ("fl_ack", "fl_last", "gap_min"))
+
+#: RTT sample kinds (how a sample was measured; the sample's side byte is side + 2 · kind):
+#: data → its ACK at the capture point; release → ACK through the timestamp echo; release → ACK
+#: through an ACK → next-flight round trip; and the bare timestamp-echo delay (receiver TSval →
+#: first echo), which only decides where the capture was taken when the handshake does not tell
+RK_DATA_ACK, RK_TS_ECHO, RK_ACK_DATA, RK_ECHO_DELAY = 0, 1, 2, 3
+#: labels of ``rtt_method`` (schema.RTT_METHODS) by kind
+RTT_METHOD_OF = ("data-ack", "ts-echo", "ack-to-data")
+TQ_MAX = 4096  # TSvals awaiting an echo, per side (older ones are dropped: never echoed)
+#: most RTT samples one packet can give: its echo delay, a data/ACK and a release/ACK sample, and
+#: at the handshake's third ACK the handshake round trip for each side
+SAMPLES_PER_PACKET = 5
+FLIGHT_GAP_MIN_NS = 200_000  # a silence shorter than this never separates two flights
 
 # kernel return status
 ST_DONE, ST_GROW_FLOWS, ST_GROW_TABLE, ST_GROW_NODES = 0, 1, 2, 3
@@ -195,10 +231,10 @@ def _hash(k0, k1, k2, k3, k4):
         "UniTuple(int64, 2)(int64, uint64[::1], uint64[::1], uint64[::1], uint64[::1], "
         "uint16[::1], uint16[::1], uint16[::1], uint32[::1], uint32[::1], uint16[::1], "
         "uint32[::1], uint32[::1], int64[::1], uint16[::1], boolean[::1], uint8[::1], "
-        "boolean[::1], boolean[::1], boolean[::1], uint8[::1], uint8[::1], int64[:, ::1], "
-        "uint64[:, ::1], int64[::1], uint64[:, ::1], int64[::1], int64[::1], int64[::1], "
-        "boolean[::1], int64[::1], int64[::1], boolean, int64[::1], uint8[::1], uint8[::1], "
-        "float64[::1], int64[::1], uint8[::1], float64[::1], int64[::1], int64[::1])"
+        "boolean[::1], boolean[::1], boolean[::1], uint32[::1], uint32[::1], uint8[::1], uint8[::1], "
+        "int64[:, ::1], uint64[:, ::1], int64[::1], uint64[:, ::1], int64[::1], int64[::1], int64[::1], "
+        "boolean[::1], int64[::1], int64[::1], uint8[::1], int64[::1], boolean, int64[::1], uint8[::1], "
+        "uint8[::1], float64[::1], int64[::1], uint8[::1], float64[::1], int64[::1], int64[::1])"
     ),
 )
 def _flow_kernel(
@@ -222,6 +258,8 @@ def _flow_kernel(
     has_ws,
     sackp,
     has_tsopt,
+    tsval,
+    tsecr,
     ipv,
     status,
     S,
@@ -233,6 +271,8 @@ def _flow_kernel(
     n_ts,
     n_flag,
     n_next,
+    n_rel,
+    n_rk,
     ctl,
     per_packet,
     out_flow,
@@ -253,10 +293,27 @@ def _flow_kernel(
     ctl = [flows used, free node list head, node high-water mark, conversations in table].
     The kernel stops *before* a packet that could overflow a table; the caller grows it and
     calls again from the returned index.
-    With ``per_packet`` the out_* arrays get each packet's (flow row, side, KIND_*, RTT sample s
-    or NaN); without, they are not touched (may be empty). Either way every RTT sample is
-    appended at rf/rs/rv[rtt_acc[0]] (flow row, side whose data it times, s; the caller leaves
-    room for one per packet) and acc = [TCP rows, first ts, last ts] is updated.
+    With ``per_packet`` the out_* arrays get each packet's (flow row, side, KIND_*, data/ACK RTT
+    sample s or NaN); without, they are not touched (may be empty). Either way every RTT sample is
+    appended at rf/rs/rv[rtt_acc[0]] (flow row, side whose data it times + 2 · its kind ``RK_*``,
+    s; the caller leaves room for :data:`SAMPLES_PER_PACKET` per packet) and acc = [TCP rows, first ts, last ts] is
+    updated.
+
+    Receiver-side RTT (kinds other than data/ACK). A sample must time the data sender's whole
+    round trip: from the packet of the receiver that released a segment to the receiver's ACK of
+    it, both at the capture point (at the receiver that is the sender's RTT; mid-path the two
+    halves add up). The releasing packet is known two ways. Timestamps (RFC 7323 §4.3): the
+    first segment echoing a TSval the other side sent was released by the packet that carried it
+    (``RK_TS_ECHO``; the delay alone, ``RK_ECHO_DELAY``, is kept to tell where the capture was
+    taken). Without them, flights: the side's first data, and a new-data segment arriving after
+    a silence longer than four times the shortest gap between two of the side's new-data
+    segments, than half the handshake's round trip when it was captured, and than
+    :data:`FLIGHT_GAP_MIN_NS`, start a flight, released by the first advancing ACK (of the
+    side's sequence space: the SYN/ACK for the first flight) after the previous flight began
+    (``RK_ACK_DATA``). Each ACK gives one such sample: of the newest segment it
+    covers that has a releasing packet (Karn's rule as for data/ACK samples). Node arrays:
+    ``n_rel`` the releasing packet's time, ``n_rk`` its kind (0: none); queued TSvals use
+    ``n_end`` (unwrapped value) and ``n_ts`` (first time seen).
     """
     n = len(flags)
     tmask = len(tval) - 1
@@ -277,7 +334,7 @@ def _flow_kernel(
             return i, ST_GROW_FLOWS
         if (ctl[3] + 1) * 2 > len(tval):
             return i, ST_GROW_TABLE
-        if ctl[1] < 0 and ctl[2] >= len(n_end):
+        if ctl[2] + 2 > len(n_end):  # (a packet may take two nodes: a TSval and a segment)
             return i, ST_GROW_NODES
         acc[0] += 1
         if ts[i] < acc[1]:
@@ -375,6 +432,88 @@ def _flow_kernel(
                 S[r, C_FIRST_RTT] = t - S[r, C_MRU_SYN]
             if S[r, C_T_SYNACK] >= 0 and S[r, C_T_ACK3] < 0 and s != S[r, C_SYNACK_SIDE] and t >= S[r, C_T_SYNACK]:
                 S[r, C_T_ACK3] = t
+                if S[r, C_T_SYN] >= 0 and S[r, C_SYN_SIDE] >= 0 and S[r, C_T_SYNACK] >= S[r, C_T_SYN]:
+                    # where the capture is, as _columns decides the vantage: only the samples that
+                    # will be used are kept from now on (data/ACK for a side whose end this is)
+                    g1 = S[r, C_T_SYNACK] - S[r, C_T_SYN]
+                    g2 = t - S[r, C_T_SYNACK]
+                    a_side = S[r, C_SYN_SIDE]
+                    S[r, C_AWAY] = (0 if g2 * 4 < g1 else 1 << a_side) | (0 if g1 * 4 < g2 else 1 << (1 - a_side))
+                if S[r, C_T_SYN] >= 0 and t >= S[r, C_T_SYN]:
+                    # the handshake's round trip, SYN -> third ACK, wherever the capture is (at the
+                    # sender data/ACK matching times it): one sample of each side's away-from-the-
+                    # sender RTT, of the kind its other samples will be
+                    hk = RK_TS_ECHO if (S[r, C_TSOPT] == 1 and S[r, C_TSOPT + 1] == 1) else RK_ACK_DATA
+                    for side in range(2):
+                        if S[r, C_AWAY] >= 0 and (S[r, C_AWAY] >> side) & 1 == 0:
+                            continue  # (the capture is at this side's end: data/ACK times it)
+                        k = rtt_acc[0]
+                        rf[k] = r
+                        rs[k] = side + 2 * hk
+                        rv[k] = (t - S[r, C_T_SYN]) * 1e-9
+                        rtt_acc[0] = k + 1
+        # ---- timestamps: side s's TSval awaits o's echo; s's echo of o's TSval releases this packet
+        rel_t = np.int64(-1)
+        rel_k = 0
+        if has_tsopt[i]:
+            v = np.int64(tsval[i])
+            fresh = False
+            vu = np.int64(0)
+            if S[r, C_TS_SET + s] == 0:
+                S[r, C_TS_SET + s] = 1
+                S[r, C_TS_RAW + s] = v
+                S[r, C_TS_U + s] = 0
+                fresh = True
+            else:
+                dv = _s32(v - S[r, C_TS_RAW + s])
+                if dv > 0:
+                    fresh = True
+                    vu = S[r, C_TS_U + s] + dv
+                    S[r, C_TS_RAW + s] = v
+                    S[r, C_TS_U + s] = vu
+            if fresh:
+                if S[r, C_TQ_N + s] >= TQ_MAX:  # never echoed: drop the oldest
+                    nd = S[r, C_TQ_H + s]
+                    S[r, C_TQ_H + s] = n_next[nd]
+                    n_next[nd] = ctl[1]
+                    ctl[1] = nd
+                    S[r, C_TQ_N + s] -= 1
+                if ctl[1] >= 0:
+                    nd = ctl[1]
+                    ctl[1] = n_next[nd]
+                else:
+                    nd = ctl[2]
+                    ctl[2] += 1
+                n_end[nd] = vu
+                n_ts[nd] = t
+                n_next[nd] = -1
+                if S[r, C_TQ_N + s] == 0:
+                    S[r, C_TQ_H + s] = nd
+                else:
+                    n_next[S[r, C_TQ_T + s]] = nd
+                S[r, C_TQ_T + s] = nd
+                S[r, C_TQ_N + s] += 1
+            if (fl & 0x10) and S[r, C_TQ_N + o] > 0:
+                eu = S[r, C_TS_U + o] + _s32(np.int64(tsecr[i]) - S[r, C_TS_RAW + o])
+                nd = S[r, C_TQ_H + o]
+                while nd >= 0 and n_end[nd] <= eu:
+                    if n_end[nd] == eu and n_ts[nd] <= t:
+                        rel_t = n_ts[nd]
+                        rel_k = RK_TS_ECHO
+                    nxt = n_next[nd]
+                    n_next[nd] = ctl[1]
+                    ctl[1] = nd
+                    S[r, C_TQ_N + o] -= 1
+                    nd = nxt
+                S[r, C_TQ_H + o] = nd
+                if nd < 0:
+                    S[r, C_TQ_T + o] = -1
+                if rel_k == RK_TS_ECHO and S[r, C_AWAY] < 0:
+                    k = rtt_acc[0]
+                    rf[k] = r
+                    rs[k] = s + 2 * RK_ECHO_DELAY
+                    rv[k] = (t - rel_t) * 1e-9
+                    rtt_acc[0] = k + 1
         # ---- sequence analysis of this packet as data of side s
         if S[r, C_SEQ_SET + s] == 0:
             S[r, C_SEQ_SET + s] = 1
@@ -446,6 +585,26 @@ def _flow_kernel(
                             break
                     nd = n_next[nd]
             if not sent or e > max_end:
+                if ln > 0:
+                    # flights of new data: after a silence, released by the previous flight's
+                    # first advancing ACK
+                    last = S[r, C_FL_LAST + s]
+                    start = last < 0  # the first data starts a flight
+                    if not start:
+                        gap = t - last
+                        thr = FLIGHT_GAP_MIN_NS
+                        if S[r, C_T_ACK3] >= 0 and S[r, C_T_SYN] >= 0 and (S[r, C_T_ACK3] - S[r, C_T_SYN]) // 2 > thr:
+                            thr = (S[r, C_T_ACK3] - S[r, C_T_SYN]) // 2  # half the handshake's round trip
+                        start = gap > thr and gap > 4 * S[r, C_GAP_MIN + s]
+                        if 0 < gap < S[r, C_GAP_MIN + s]:
+                            S[r, C_GAP_MIN + s] = gap
+                    if start:
+                        fa = S[r, C_FL_ACK + s]
+                        if fa >= 0 and fa <= t and rel_k == 0:
+                            rel_t = fa
+                            rel_k = RK_ACK_DATA
+                        S[r, C_FL_ACK + s] = -1
+                    S[r, C_FL_LAST + s] = t
                 if ctl[1] >= 0:
                     nd = ctl[1]
                     ctl[1] = n_next[nd]
@@ -455,6 +614,8 @@ def _flow_kernel(
                 n_end[nd] = e
                 n_ts[nd] = t
                 n_flag[nd] = sent and u < max_end  # partly re-sent: its timing is ambiguous
+                n_rel[nd] = rel_t
+                n_rk[nd] = rel_k
                 n_next[nd] = -1
                 if S[r, C_QT + s] < 0:
                     S[r, C_QH + s] = nd
@@ -485,13 +646,20 @@ def _flow_kernel(
             S[r, C_ACK_TS + o] = t
             if a > S[r, C_HI_ACK + o]:
                 S[r, C_HI_ACK + o] = a
+                if S[r, C_FL_ACK + o] < 0:
+                    S[r, C_FL_ACK + o] = t  # the first advancing ACK of o's current flight
                 last_ts = np.int64(-1)
                 amb = False
+                rel_t = np.int64(-1)
+                rel_k = 0
                 nd = S[r, C_QH + o]
                 while nd >= 0 and n_end[nd] <= a:
                     last_ts = n_ts[nd]
                     if n_flag[nd]:
                         amb = True
+                    if n_rk[nd] > 0:
+                        rel_t = n_rel[nd]
+                        rel_k = n_rk[nd]
                     nxt = n_next[nd]
                     n_next[nd] = ctl[1]
                     ctl[1] = nd
@@ -503,11 +671,19 @@ def _flow_kernel(
                     rtt = (t - last_ts) * 1e-9
                     if per_packet:
                         out_rtt[i] = rtt
-                    k = rtt_acc[0]
-                    rf[k] = r
-                    rs[k] = o  # the sample times the other side's data
-                    rv[k] = rtt
-                    rtt_acc[0] = k + 1
+                    away = S[r, C_AWAY]
+                    if away < 0 or (away >> o) & 1 == 0:
+                        k = rtt_acc[0]
+                        rf[k] = r
+                        rs[k] = o  # the sample times the other side's data
+                        rv[k] = rtt
+                        rtt_acc[0] = k + 1
+                    if rel_k > 0 and t >= rel_t and (away < 0 or (away >> o) & 1 == 1):  # release -> this ACK
+                        k = rtt_acc[0]
+                        rf[k] = r
+                        rs[k] = o + 2 * rel_k
+                        rv[k] = (t - rel_t) * 1e-9
+                        rtt_acc[0] = k + 1
     return n, ST_DONE
 
 
@@ -544,6 +720,8 @@ class FlowTracker:
         self.n_ts = np.zeros(nodes, np.int64)
         self.n_flag = np.zeros(nodes, np.bool_)
         self.n_next = np.full(nodes, -1, np.int64)
+        self.n_rel = np.zeros(nodes, np.int64)
+        self.n_rk = np.zeros(nodes, np.uint8)
         self.ctl = np.array([0, -1, 0, 0], np.int64)
         # RTT samples (flow row, side whose data they time, seconds); rtt_acc[0] = samples held
         self.rtt_flow = np.empty(samples, np.int64)
@@ -574,11 +752,11 @@ class FlowTracker:
         out_flow, out_side, out_kind, out_rtt = out
         n = len(c["flags"])
         used = int(self.rtt_acc[0])
-        if used + n > len(self.rtt_val):  # room for one sample per packet
-            size = max(used + n, 2 * len(self.rtt_val), 4096)
-            self.rtt_flow = np.concatenate([self.rtt_flow[:used], np.empty(size - used, np.int64)])
-            self.rtt_side = np.concatenate([self.rtt_side[:used], np.empty(size - used, np.uint8)])
-            self.rtt_val = np.concatenate([self.rtt_val[:used], np.empty(size - used, np.float64)])
+        if used + SAMPLES_PER_PACKET * n > len(self.rtt_val):  # room for the most samples a packet gives
+            size = max(used + SAMPLES_PER_PACKET * n, 2 * len(self.rtt_val), 4096)
+            self.rtt_flow = _grown(self.rtt_flow, used, size)
+            self.rtt_side = _grown(self.rtt_side, used, size)
+            self.rtt_val = _grown(self.rtt_val, used, size)
         i = 0
         while True:
             i, st = _flow_kernel(
@@ -602,6 +780,8 @@ class FlowTracker:
                 c["has_ws"],
                 c["opt_sack_perm"],
                 c["has_ts"],
+                c["opt_tsval"],
+                c["opt_tsecr"],
                 c["ip_version"],
                 status,
                 self.S,
@@ -613,6 +793,8 @@ class FlowTracker:
                 self.n_ts,
                 self.n_flag,
                 self.n_next,
+                self.n_rel,
+                self.n_rk,
                 self.ctl,
                 per_packet,
                 out_flow,
@@ -639,6 +821,8 @@ class FlowTracker:
                 self.n_ts = np.concatenate([self.n_ts, np.zeros(m, np.int64)])
                 self.n_flag = np.concatenate([self.n_flag, np.zeros(m, np.bool_)])
                 self.n_next = np.concatenate([self.n_next, np.full(m, -1, np.int64)])
+                self.n_rel = np.concatenate([self.n_rel, np.zeros(m, np.int64)])
+                self.n_rk = np.concatenate([self.n_rk, np.zeros(m, np.uint8)])
 
     @property
     def n_flows(self) -> int:
@@ -746,8 +930,6 @@ class FlowTracker:
         ann[ann < 0] = np.nan
         seen[seen <= 0] = np.nan
         mss = np.fmin(ann, seen)
-        # RTT of the data sender's segments
-        rmin, rmed, rmax = self._rtt_stats(nf, snd)
         # vantage from the handshake: at A the SYN→SYN/ACK gap is ~RTT and SYN/ACK→ACK tiny; at B the reverse
         t_syn, t_sa, t_a3 = S[:, C_T_SYN], S[:, C_T_SYNACK], S[:, C_T_ACK3]
         hs_ok = (t_syn >= 0) & (t_sa >= 0) & (t_a3 >= 0) & (t_sa >= t_syn)
@@ -764,6 +946,8 @@ class FlowTracker:
                 np.where(near_b, np.where(sender_is_a, "receiver", "sender"), "mid-path"),
             ),
         )
+        # RTT of the data sender's segments, measured as the vantage point allows
+        rmin, rmed, rmax, method = self._rtt_columns(nf, snd, vantage)
         handshake = (S[:, C_SYN_SIDE] >= 0) & (S[:, C_SYNACK_SIDE] >= 0) & (S[:, C_SYNACK_SIDE] != S[:, C_SYN_SIDE])
         ipv = S[:, C_IPV]
         addr = self.ADDR[:nf]
@@ -802,6 +986,7 @@ class FlowTracker:
             "rtt_min_s": rmin,
             "rtt_median_s": rmed,
             "rtt_max_s": rmax,
+            "rtt_method": method,
             "vantage": vantage,
         }
 
@@ -813,16 +998,50 @@ class FlowTracker:
         _group_stats(self.rtt_flow[:0], self.rtt_side[:0], self.rtt_val[:0], np.empty(0, np.int64), z, z, z)
 
     def _rtt_stats(self, nf: int, snd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """min / median / max of the samples that timed each flow's data sender."""
-        rmin = np.full(nf, np.nan)
-        rmed = np.full(nf, np.nan)
-        rmax = np.full(nf, np.nan)
+        """min / median / max of the samples that timed each flow's data sender, per sample kind:
+        arrays of shape (4, nf), row ``RK_*`` (one pass over the samples, keyed flow · 4 + kind)."""
+        rmin = np.full(4 * nf, np.nan)
+        rmed = np.full(4 * nf, np.nan)
+        rmax = np.full(4 * nf, np.nan)
         used = int(self.rtt_acc[0])
         if used:
-            _group_stats(
-                self.rtt_flow[:used], self.rtt_side[:used], self.rtt_val[:used], snd.astype(np.int64), rmin, rmed, rmax
-            )
-        return rmin, rmed, rmax
+            sd = self.rtt_side[:used]
+            key = self.rtt_flow[:used] * 4 + (sd >> 1)
+            _group_stats(key, sd & 1, self.rtt_val[:used], np.repeat(snd.astype(np.int64), 4), rmin, rmed, rmax)
+        return rmin.reshape(nf, 4).T, rmed.reshape(nf, 4).T, rmax.reshape(nf, 4).T
+
+    def _rtt_columns(
+        self, nf: int, snd: np.ndarray, vantage: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, list[str | None]]:
+        """rtt_min_s, rtt_median_s, rtt_max_s and rtt_method per flow (rules: docs/flows.md).
+
+        At the sender: data → ACK. At the receiver or mid-path: release → ACK through the
+        timestamp echo, else through ACK → next-flight round trips, else none (the data → ACK
+        time there is only the receiver's side). Vantage unknown: the timestamp echo delay
+        against the data → ACK time, as the event streams decide (a part below 10 % of the two
+        is where the capture was taken); without timestamps, data → ACK."""
+        st = self._rtt_stats(nf, snd)
+        da, ts, ad = ((st[0][k], st[1][k], st[2][k]) for k in (RK_DATA_ACK, RK_TS_ECHO, RK_ACK_DATA))
+        echo_med = st[1][RK_ECHO_DELAY]
+        has_ts, has_ad = ~np.isnan(ts[1]), ~np.isnan(ad[1])
+        away = (vantage == "receiver") | (vantage == "mid-path")
+        unknown = vantage == "unknown"
+        s_med = np.where(np.isnan(da[1]), 0.0, da[1])
+        far = unknown & ~np.isnan(echo_med) & ~(echo_med < 0.1 * (echo_med + s_med))
+        use_ts = (away | far) & has_ts
+        use_ad = away & ~has_ts & has_ad
+        none = (away & ~has_ts & ~has_ad) | (far & ~has_ts)
+        out = []
+        for k in range(3):
+            col = np.where(use_ts, ts[k], np.where(use_ad, ad[k], da[k]))
+            col[none] = np.nan
+            out.append(col)
+        labels = np.where(use_ts, RK_TS_ECHO, np.where(use_ad, RK_ACK_DATA, RK_DATA_ACK))
+        method: list[str | None] = [
+            None if (no or m != m) else RTT_METHOD_OF[lab]
+            for no, m, lab in zip(none.tolist(), out[1].tolist(), labels.tolist())
+        ]
+        return out[0], out[1], out[2], method
 
 
 def _addr_strings(hi: np.ndarray, lo: np.ndarray, ipv: np.ndarray) -> list[str]:
@@ -835,6 +1054,14 @@ def _addr_strings(hi: np.ndarray, lo: np.ndarray, ipv: np.ndarray) -> list[str]:
         else:
             out.append(to_str(h, x, v))
     return out
+
+
+def _grown(a: np.ndarray, used: int, size: int) -> np.ndarray:
+    """``a`` in a new array of ``size`` elements, its first ``used`` copied (the rest is not written:
+    its pages are never touched until samples land there)."""
+    b = np.empty(size, a.dtype)
+    b[:used] = a[:used]
+    return b
 
 
 _NO_STATUS = np.zeros(0, np.uint8)  # feed(): every packet is a TCP row
@@ -914,6 +1141,8 @@ def _columns(pk: pl.DataFrame) -> dict[str, np.ndarray]:
     c["has_ws"] = pk["opt_wscale"].is_not_null().to_numpy()
     c["opt_sack_perm"] = pk["opt_sack_perm"].fill_null(False).to_numpy()
     c["has_ts"] = pk["opt_tsval"].is_not_null().to_numpy()
+    c["opt_tsval"] = pk["opt_tsval"].fill_null(0).to_numpy()
+    c["opt_tsecr"] = pk["opt_tsecr"].fill_null(0).to_numpy()
     return c
 
 

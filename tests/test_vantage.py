@@ -1,0 +1,214 @@
+"""Receiver-side and mid-path captures, hand-built: the event streams as the *sender* saw them.
+
+Conventions as tests/test_events_unit.py: A = SYN sender = data sender, ISN_A = 1000,
+ISN_B = 5000, MSS 1000 bytes, relative sequence numbers in the comments. Every capture here is
+taken at the receiver B: the SYN/ACK leaves 0.1 ms after the SYN, the third ACK comes one round
+trip (50 ms: 25 ms each way, no queue) later. TCP timestamps: B's TSval is 1000 + the capture
+time in ms, so every ACK of B carries its own TSval; A echoes the newest TSval it has received
+(RFC 7323 §4.3), which is how the capture knows which ACK released which segment.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+import pytest
+
+from hscc_trace.events import events_from_packets
+from hscc_trace.events.synth import packets_frame
+from hscc_trace.flows.tracker import build_flows
+from hscc_trace.replay import engine
+
+IA, IB = 1000, 5000
+
+
+def handshake(ts: bool = True) -> list[dict]:
+    o = (lambda v, e: dict(tsval=v, tsecr=e)) if ts else (lambda v, e: {})
+    return [
+        dict(t=0.0, d=0, seq=IA, flags="S", mss=1000, ws=7, sackok=True, win=64240, **o(1, 0)),
+        dict(t=0.0001, d=1, seq=IB, ack=IA + 1, flags="SA", mss=1000, ws=7, sackok=True, win=65000, **o(1000, 1)),
+        dict(t=0.0501, d=0, seq=IA + 1, ack=IB + 1, flags="A", win=502, **o(51, 1000)),
+    ]
+
+
+def seg(t, rel, echo=None, tsval=50, ln=1000):
+    """A data segment of A arriving at B at ``t``, echoing B's TSval ``echo``."""
+    o = {} if echo is None else dict(tsval=tsval, tsecr=echo)
+    return dict(t=t, d=0, seq=IA + rel, ack=IB + 1, flags="A", len=ln, **o)
+
+
+def ack(t, rel, sack=(), win=500, ts=True):
+    """B's ACK of ``rel`` leaving at ``t`` (TSval 1000 + ms)."""
+    o = dict(tsval=1000 + round(t * 1000), tsecr=50) if ts else {}
+    return dict(t=t, d=1, seq=IB + 1, ack=IA + rel, flags="A", win=win, sack=[(IA + a, IA + b) for a, b in sack], **o)
+
+
+def run(pkts):
+    return events_from_packets(packets_frame(pkts))
+
+
+# ---- the sender's snd_max at each ACK, and the first ACK's growth -----------------------------------
+
+
+def slow_start_at_receiver(ts: bool = True) -> list[dict]:
+    """IW 10 (rel 1..9001) arrives 1 ms apart from 0.0502 s; B acks the first three segments
+    0.1 ms after each (0.0503, 0.0513, 0.0523: TSvals 1050, 1051, 1052); A answers each of those
+    ACKs with two new segments (10001 + 11001, 12001 + 13001, 14001 + 15001), which arrive one
+    round trip (50 ms) after the ACK left B, 0.1 ms apart; B acks 12001 at 0.1005 and 14001 at
+    0.1015."""
+    p = handshake(ts)
+    for k in range(10):
+        p.append(seg(0.0502 + k * 0.001, 1 + 1000 * k, echo=1000 if ts else None))
+    for k in range(3):
+        t_ack = 0.0503 + k * 0.001
+        p.append(ack(t_ack, 1001 + 1000 * k, ts=ts))
+        echo = 1000 + round(t_ack * 1000) if ts else None
+        p.append(seg(t_ack + 0.05, 10001 + 2000 * k, echo=echo))
+        p.append(seg(t_ack + 0.0501, 11001 + 2000 * k, echo=echo))
+    p.append(ack(0.1005, 12001, ts=ts))
+    p.append(ack(0.1015, 14001, ts=ts))
+    return sorted(p, key=lambda x: x["t"])  # (stable: of two packets at one time, the one listed first)
+
+
+def test_receiver_side_snd_max_is_the_senders_at_each_ack():
+    fe = run(slow_start_at_receiver())
+    assert fe.vantage == "receiver"
+    a = fe.acks.head(3)
+    # ACK 1001 leaves B at 0.0503 with only segment 1 received, but when it reached A, A had sent
+    # the whole IW: snd_max 10001 (the first segment echoing its TSval, 10001, is A's answer, and
+    # every segment before it was sent before); ACK 2001: the IW and the two segments answering
+    # ACK 1001 -> 12001; ACK 3001 -> 14001
+    assert a["snd_max"].to_list() == [10001, 12001, 14001]
+    assert a["outstanding"].to_list() == [9000, 10000, 11000]  # snd_max - ack
+    assert a["round"].to_list() == [0, 0, 0]
+
+
+def test_receiver_side_first_ack_grows_the_window():
+    fe = run(slow_start_at_receiver())
+    rep = engine.replay_flow(fe, ["reno"], ["reno.flavor=linux"])["reno"]
+    # reno linux, iw 10. ACK 1001: flight before it = 10 packets (snd_max 10001 - 1) >= cwnd 10, so
+    # the sender was cwnd-limited and slow start adds the packet acked: 11. ACK 2001: pipe 9 + 2
+    # sent since = 11 >= 11 -> 12; ACK 3001 -> 13. (Had snd_max been what B had received, the
+    # flight before ACK 1001 would be 1 packet: not cwnd-limited, and the window would stay 10.)
+    assert rep["cwnd"].to_list()[:3] == [11.0, 12.0, 13.0]
+
+
+def test_receiver_side_without_timestamps_places_acks_by_the_handshake_delay():
+    fe = run(slow_start_at_receiver(ts=False))
+    # without timestamps an ACK's answer is the first segment arriving one handshake round trip
+    # (SYN/ACK -> ACK: 50 ms) after it: ACK 1001 (0.0503) -> 10001 at 0.1003, the same answer
+    assert fe.acks["snd_max"].to_list()[:3] == [10001, 12001, 14001]
+
+
+# ---- one episode, not two: a lost top segment and a late retransmission -------------------------------
+
+
+def split_episode(window_update: bool = False) -> list[dict]:
+    """Segments 1..4001 sent in one flight; 1001 and the top one, 5001, are lost before B.
+
+    B: ACK 1001, then three duplicates SACKing 2001..5001 (TSvals 1053, 1054, 1055). A answers the
+    third one (0.0801) with the retransmission of 1001, echoing 1055, at B 0.1051: B acks 5001.
+    A gets that at 0.1302 and sends new data 6001 (B: 0.1552), which B SACKs (dupack 5001, TSval
+    1155); A retransmits 5001 echoing 1155 (B: 0.2153): B acks 7001."""
+    p = handshake()
+    p += [seg(0.0510, 1, 1000), ack(0.0511, 1001)]
+    p += [seg(0.0530, 2001, 1000), ack(0.0531, 1001, sack=[(2001, 3001)])]
+    p += [seg(0.0540, 3001, 1000), ack(0.0541, 1001, sack=[(2001, 4001)])]
+    p += [seg(0.0550, 4001, 1000), ack(0.0551, 1001, sack=[(2001, 5001)])]
+    if window_update:  # leaves B before the retransmission arrives, reaches A after it was sent
+        p += [ack(0.0700, 1001, sack=[(2001, 5001)], win=600)]
+    p += [seg(0.1051, 1001, 1055, tsval=80), ack(0.1052, 5001)]
+    p += [seg(0.1552, 6001, 1105, tsval=130), ack(0.1553, 5001, sack=[(6001, 7001)])]
+    p += [seg(0.2153, 5001, 1155, tsval=190), ack(0.2154, 7001)]
+    return p
+
+
+def test_lost_top_segment_keeps_one_episode():
+    fe = run(split_episode())
+    e = fe.episodes
+    # A's recovery point is its snd_max when it retransmitted 1001: 6001, the lost top segment
+    # included — B learns of it from the next new segment, which starts at 6001 (nothing new was
+    # sent between the retransmission and it). So ACK 5001 does not end the episode, the
+    # retransmission of 5001 belongs to it, and ACK 7001 ends it: one episode, as at the sender.
+    assert e.height == 1
+    r = e.row(0, named=True)
+    assert (r["kind"], r["recovery_point"], r["retrans_bytes"], r["flight_bytes"]) == (
+        "sack_recovery",
+        6001,
+        2000,
+        5000,
+    )
+    # it began at the ACK A answered with the retransmission (the third duplicate, 0.0551), which
+    # carries the congestion event; it ended at ACK 7001
+    acks = fe.acks
+    assert acks.filter(pl.col("cong_event").is_not_null())["ts_ns"].to_list() == [r["start_ns"]]
+    assert r["start_ns"] == acks.filter(pl.col("ts_ns") == r["start_ns"])["ts_ns"][0]
+    assert [round((t - acks["ts_ns"][0]) / 1e6, 1) for t in (r["start_ns"], r["end_ns"])] == [4.0, 164.3]
+    assert acks["state"].to_list() == ["open", "open", "open", "recovery", "recovery", "recovery", "open"]
+
+
+def test_retransmissions_counted_after_the_ack_that_released_them():
+    fe = run(split_episode(window_update=True))
+    a = fe.acks.select("ack", "retrans_bytes", "state")
+    # rows: 1001, dup, dup, dup (released the retransmission of 1001), window update (0.0700,
+    # reached A after that retransmission left: the sender counts it there), 5001, dup 5001 SACK
+    # 6001 (released the retransmission of 5001), 7001 (the next ACK A got after it)
+    assert a["retrans_bytes"].to_list() == [0, 0, 0, 0, 1000, 0, 0, 1000]
+    # the window update reached A in recovery
+    assert a["state"].to_list()[4] == "recovery"
+
+
+# ---- the flow table's RTT away from the sender --------------------------------------------------------
+
+
+def flow_row(pkts):
+    _pk, flows = build_flows(packets_frame(pkts))
+    return flows.row(0, named=True)
+
+
+def test_flow_rtt_by_timestamp_echo_at_the_receiver():
+    r = flow_row(slow_start_at_receiver())
+    assert (r["vantage"], r["rtt_method"]) == ("receiver", "ts-echo")
+    # samples: the handshake (SYN 0 -> third ACK 0.0501 s: 50.1 ms) and, for each segment that
+    # first echoes one of B's TSvals, from that ACK to B's ACK of it: 10001 first echoes ACK
+    # 1001's TSval (ACK at 0.0503) and ACK 12001 (0.1005) covers it: 50.2 ms; 12001 first
+    # echoes ACK 2001's (0.0513), ACK 14001 (0.1015) covers it: 50.2 ms. (IW segments echo the
+    # SYN/ACK's TSval, first echoed by the third ACK: no sample. B's own data -> ACK time,
+    # 0.1 ms, is not an RTT of A.)
+    assert (r["rtt_min_s"], r["rtt_median_s"], r["rtt_max_s"]) == pytest.approx((0.0501, 0.0502, 0.0502), abs=1e-9)
+
+
+def test_flow_rtt_by_ack_to_data_without_timestamps():
+    r = flow_row(slow_start_at_receiver(ts=False))
+    assert (r["vantage"], r["rtt_method"]) == ("receiver", "ack-to-data")
+    # flights of A's new data: the IW (1 ms apart, 0.0502 .. 0.0592) is the first, released by
+    # the SYN/ACK (0.0001): ACK 1001 (0.0503) covers its first segment: 50.2 ms. Then 41.1 ms of
+    # silence (more than 4 x the 1 ms gap and than half the handshake's 50.1 ms): 10001 at
+    # 0.1003 starts a flight, released by the first advancing ACK of the IW flight, ACK 1001
+    # (0.0503); ACK 12001 (0.1005) covers it: 50.2 ms. Later gaps are 0.1 to 0.9 ms: no flight.
+    # With the handshake (50.1 ms): min 50.1, median 50.2, max 50.2 ms.
+    assert (r["rtt_min_s"], r["rtt_median_s"], r["rtt_max_s"]) == pytest.approx((0.0501, 0.0502, 0.0502), abs=1e-9)
+
+
+def test_flow_rtt_at_the_sender_is_data_ack():
+    # the same conversation captured at A: the SYN/ACK comes one round trip after the SYN
+    p = slow_start_at_receiver()
+    for x in p:  # at A, A's packets are seen 25 ms before B gets them, B's 25 ms after B sent them
+        x["t"] = x["t"] + (0.075 if x["d"] == 0 else 0.125)
+    p.sort(key=lambda x: x["t"])
+    r = flow_row(p)
+    assert (r["vantage"], r["rtt_method"]) == ("sender", "data-ack")
+    # data -> ACK: segment 1 sent 0.1252, ACK 1001 back 0.1753: 50.1 ms; the handshake's SYN
+    # (0.075) -> SYN/ACK (0.1251): 50.1 ms as well; the answers: 10001 sent 0.1753 (with ACK 1001),
+    # ACK 12001 back at 0.2255 covers 11001 (sent 0.1754): 50.1 ms
+    assert (r["rtt_min_s"], r["rtt_max_s"]) == pytest.approx((0.0501, 0.0501), abs=1e-9)
+
+
+def test_flow_rtt_vantage_unknown_is_decided_by_the_echo_delay():
+    # no handshake: the receiver-side conversation from the first data segment on. The echo
+    # delay (B's TSval -> A's first echo: ~50 ms) dwarfs B's data -> ACK time (0.1 ms): away
+    # from the sender, so the RTT is the release -> ACK one, not B's ACK delay
+    p = [x for x in slow_start_at_receiver() if x["flags"] == "A" and x["t"] > 0.0502 - 1e-9]
+    r = flow_row(p)
+    assert r["vantage"] == "unknown" and r["rtt_method"] == "ts-echo"
+    # the two release -> ACK samples of the receiver-side test above (no handshake sample here)
+    assert (r["rtt_min_s"], r["rtt_max_s"]) == pytest.approx((0.0502, 0.0502), abs=1e-9)
