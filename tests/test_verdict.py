@@ -120,6 +120,19 @@ def test_an_extension_that_fits_no_better_than_what_it_reduces_to_is_not_named()
     assert "fusion reduces to reno" in v.reason
 
 
+def test_an_extension_closer_in_too_few_rounds_is_not_named_and_the_reason_says_it_was_closer():
+    # kyushu+cubic exact, cubic 1 packet high in the last 3 rounds only (a hold that began just
+    # before the capture ended): kyushu+cubic closer in 3 of 3 differing rounds, P(X ≥ 3 | 3) =
+    # 1/8 = 0.125 ≥ 0.005 → not significant: cubic is named, kyushu+cubic listed as equivalent,
+    # and the reason says the extension was closer (not that it "fits no better")
+    cubic = [x + (1.0 if i >= 17 else 0.0) for i, x in enumerate(ACTUAL)]
+    v = judge(ACTUAL, {"cubic": cubic, "kyushu+cubic": ACTUAL})
+    assert v.cls == V.IDENTIFIED and v.name == "cubic" and v.equivalent == ("kyushu+cubic",)
+    assert "kyushu+cubic reduces to cubic" in v.reason
+    assert "is closer to the sender in 3 of the 3 rounds where the two differ" in v.reason
+    assert "p = 0.125" in v.reason and "fits no better" not in v.reason
+
+
 def test_an_extension_that_fits_significantly_better_is_named():
     # highspeed exact, reno 3 packets low in the last 12 rounds (above Low_Window): highspeed
     # closer in 12 of 12 differing rounds, P = 0.00024 → highspeed named over reno

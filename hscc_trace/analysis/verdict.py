@@ -470,9 +470,12 @@ def _window_verdict(
         same = f"; {', '.join(ident)} replay{'s' if len(ident) == 1 else ''} identically on this flow" if ident else ""
         for c, simpler, closer_r, differ_r in reduced:
             if simpler is best:
-                same += (
-                    f"; {c.name} reduces to {best.name} when its own mechanism does not engage, and fits no better "
-                    f"here (closer in {closer_r} of {differ_r} differing rounds)"
+                same += f"; {c.name} reduces to {best.name} when its own mechanism does not engage, and " + (
+                    f"is closer to the sender in {closer_r} of the {differ_r} rounds where the two differ — too few "
+                    f"to rule out chance (sign test p = {_binom_tail(closer_r, differ_r):.3g}): its mechanism shows "
+                    "too little here to name it"
+                    if 2 * closer_r > differ_r
+                    else f"fits no better here (closer in {closer_r} of {differ_r} differing rounds)"
                 )
         return verdict(
             IDENTIFIED,
