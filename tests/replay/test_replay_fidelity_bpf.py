@@ -36,6 +36,7 @@ Measured on the committed samples (median / p90 of |replayed − kernel| / kerne
     hrf-w-cr-cr       …-rtt80-loss 0.15 % / 0.38 %       …-rtt20 0.50 % / 1.09 %
     kyushu+highspeed  ktcp-hs-bdp 0 / 0                  ktcp-hs-loss 0.24 % / 0.99 %
     kyushu+cubic      ktcp-cubic-bdp 0 / 0               ktcp-cubic-loss 0 / 0
+                                                         ktcp-cubic-loss-rtt20 0 / 0
 """
 
 from __future__ import annotations
