@@ -107,6 +107,80 @@ def _ts_lookup(vals, times, n, v):
     return np.int64(-1)
 
 
+@njit(cache=True, nogil=True)
+def linux_ts_ticks(snd, ts, tsv, tse, rtt_src, rtt, ca):
+    """At the sender: the RTT sample Linux hands congestion control on an ACK timed by its
+    timestamp echo (``rtt_src`` ``R_TS``: the ACK covers retransmitted or previously SACKed data,
+    so Karn's rule leaves no sequence sample). The kernel counts it in whole ticks of its TSval
+    clock, ``tcp_rtt_tsopt_us``: (clock now − TSecr) · 1 ms, 0 ticks counted as 1 (TCP_TS_HZ =
+    1000 since Linux 4.13), where the capture gives the µs value. The clock is read off the
+    sender's own TSvals: a least-squares line through (capture time, TSval) of its packets gives
+    the rate, and the latest tick start consistent with every packet the phase (a TSval is
+    stamped before its packet reaches the capture point, never after). ``ca`` (ns, −1 = none) is
+    rewritten in place where the ACK's own sample is used (not a SACK sample), when the clock
+    ticks every millisecond (rate within 1 %), the line predicts at least 90 % of the sender's
+    TSvals exactly, and the tick count agrees with the µs sample within 1.5 ticks; otherwise the
+    µs value stays. Returns the number of samples rewritten."""
+    n = snd.shape[0]
+    t0 = np.int64(0)
+    v0 = np.int64(0)
+    m = 0
+    span = 0.0
+    sx = 0.0
+    sy = 0.0
+    sxx = 0.0
+    sxy = 0.0
+    for i in range(n):
+        if snd[i] and tsv[i] != NOTS:
+            if m == 0:
+                t0 = ts[i]
+                v0 = tsv[i]
+            x = (ts[i] - t0) / 1e6  # ms
+            y = float(tsv[i] - v0)
+            span = max(span, y)
+            m += 1
+            sx += x
+            sy += y
+            sxx += x * x
+            sxy += x * y
+    if m < 16:
+        return 0
+    den = m * sxx - sx * sx
+    if den <= 0.0:
+        return 0
+    slope = (m * sxy - sx * sy) / den  # ticks per ms
+    if abs(slope - 1.0) > 0.01 or span < 100.0:  # not a 1 kHz clock, or too short to tell it
+        return 0
+    phase = np.inf
+    for i in range(n):
+        if snd[i] and tsv[i] != NOTS:
+            d = slope * ((ts[i] - t0) / 1e6) - float(tsv[i] - v0)
+            if d < phase:
+                phase = d
+    hit = 0
+    for i in range(n):
+        if snd[i] and tsv[i] != NOTS:
+            if np.floor(slope * ((ts[i] - t0) / 1e6) - phase + 1e-9) == float(tsv[i] - v0):
+                hit += 1
+    if hit < 0.9 * m:
+        return 0
+    done = 0
+    for i in range(n):
+        if snd[i] or rtt_src[i] != R_TS or tse[i] == NOTS or ca[i] != rtt[i] or rtt[i] < 0:
+            continue
+        now = np.floor(slope * ((ts[i] - t0) / 1e6) - phase + 1e-9)
+        ticks = now - float(tse[i] - v0)
+        if ticks < 0.0:
+            continue
+        if ticks == 0.0:
+            ticks = 1.0
+        if abs(ticks - rtt[i] / 1e6) > 1.5:
+            continue
+        ca[i] = np.int64(ticks) * 1_000_000
+        done += 1
+    return done
+
+
 @njit(cache=True)
 def analyze(
     snd,
@@ -819,8 +893,8 @@ def analyze(
         # Linux's RTT sample for congestion control (tcp_clean_rtx_queue → ca_rtt_us, what the
         # modules' pkts_acked and rate sample get): the newest segment this ACK newly SACKs (its
         # first transmission, never retransmitted) when there is one, else the ACK's own sample.
-        # (A timestamp-echo sample is whole ms ticks in the kernel, tcp_rtt_tsopt_us; the tick
-        # phase is unknown here, so it stays the µs value the capture gives.)
+        # (A timestamp-echo sample is whole ms ticks in the kernel, tcp_rtt_tsopt_us: at the
+        # sender linux_ts_ticks rewrites it once the flow is done, from the sender's TSval clock.)
         # Written with the vantage correction of the segment it times (the tables add none).
         ca = rtt + rtt_offset_ns[i] if src >= 0 else np.int64(-1)
         if sack_hi > 0 and rm > rh:

@@ -541,7 +541,12 @@ def _run_flows(
             warn[f],
         )
         n_ep[f] = ne
-        if not f_at_sender[f]:
+        if f_at_sender[f]:
+            # the kernel's whole-ms timestamp-echo samples (what congestion control is handed)
+            core.linux_ts_ticks(
+                snd[lo:hi], ts[lo:hi], tsv[lo:hi], tse[lo:hi], o_rtt_src[lo:hi], o_rtt[lo:hi], o_ca_rtt[lo:hi]
+            )
+        else:
             for i in range(lo, hi):
                 if o_isack[i]:
                     extra = ahead[i] - o_snd_max[i]

@@ -87,7 +87,11 @@ SHOWS = {
     "retransmissions, Tc growing",
     "ktcp-cubic-bdp": "Kyushu-TCP over the kernel's CUBIC (BPF wrapper around the cubictcp_* kfuncs), 20 Mbit/s, 60 ms, "
     "1-BDP buffer: hold at w2 = 0.9·w1, then CUBIC resumes on its running epoch",
-    "ktcp-cubic-loss": "Kyushu-TCP over CUBIC (BPF) under 0.05 % random loss",
+    "ktcp-cubic-loss": "Kyushu-TCP over CUBIC (BPF) under 0.05 % random loss at 60 ms: between losses CUBIC's "
+    "regrowth reaches w2 = 0.9·w1 only once, 0.35 s before the end (a hold of 3 rounds)",
+    "ktcp-cubic-loss-rtt20": "Kyushu-TCP over CUBIC (BPF) under 0.05 % random loss at 20 ms, 2-BDP buffer: CUBIC "
+    "regains w2 = 0.9·w1 0.6-1 s after a loss, and the window is held there for Tc²·w2 packets (two holds: "
+    "441 packets in 9 rounds, 1008 in 16)",
 }
 
 
