@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from hscc_trace.capture.decode import F_ACK, F_FIN, F_RST, F_SYN  # noqa: F401  (re-used across events)
+from hscc_trace.perf.firstuse import kernel
 
 from .core import NOTS
 
@@ -188,7 +189,7 @@ def _unwrap_step(raw, origin, cur):
     return cur + d
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
 def prep_flows(
     order,
     bounds,
@@ -514,7 +515,7 @@ def prep_flows(
         o_irtt[f] = irtt
 
 
-@njit(cache=True)
+@kernel(work=lambda a: len(a[0]), cache=True)
 def group_rows(key, within, nbins, order):
     """Rows grouped by ``key`` (0 <= key < nbins), each group in the order of ``within`` (a
     permutation of the rows; empty = table order), written to ``order`` (one slot per row).

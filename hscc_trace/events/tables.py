@@ -34,6 +34,7 @@ from numba import njit
 
 from hscc_trace.errors import Warn
 from hscc_trace.model import FlowEvents
+from hscc_trace.perf.firstuse import kernel
 
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
@@ -344,7 +345,7 @@ def _compact(
     return j, k
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[1]), cache=True, nogil=True)
 def _run_flows(
     bounds,
     snd,

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from hscc_trace.capture.decode import F_SYN
+from hscc_trace.perf.firstuse import kernel
 
 
 @dataclass
@@ -38,7 +38,7 @@ class FlowSource:
 BLOCK = 256
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[1]), cache=True, nogil=True)
 def _place(row0, flow, head, tail, fill, count, first, nxt, owner, ctl, pos, block):
     """Arena row of each row of a batch (capture rows ``row0 ..``) into ``pos``: the next free
     row of its flow's last block (a new block from ``ctl[0]``, ``owner`` the flow, when full).
@@ -68,7 +68,7 @@ def _place(row0, flow, head, tail, fill, count, first, nxt, owner, ctl, pos, blo
     return flow.shape[0]
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _fill(
     pos,
     frame,
@@ -130,7 +130,7 @@ def _fill(
         o_tse[pos[i]] = tse[i] if hasts[i] else 0
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[1]), cache=True, nogil=True)
 def _sparse(
     row0,
     pos,
@@ -184,7 +184,7 @@ def _sparse(
     at[1] = ko
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[7]), cache=True, nogil=True)
 def _chains(head, nxt, count, bounds, block, a_side, dirs, order):
     """Each flow's arena rows in order (``order[bounds[f]:bounds[f+1]]``); its ``dirs`` turned
     from the tracker's side into the direction (xor with the flow's A side)."""
@@ -204,7 +204,7 @@ def _chains(head, nxt, count, bounds, block, a_side, dirs, order):
             b = nxt[b]
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _unplace(
     pos,
     owner,
