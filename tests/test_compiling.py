@@ -46,3 +46,50 @@ def test_nothing_is_written_when_nothing_compiles_or_stderr_is_not_a_terminal() 
     with compile_notice(log):
         assert _other(1) == 0
     assert log.getvalue() == ""
+
+
+def test_the_notice_writes_a_line_per_kernel_when_asked_on_any_stream() -> None:
+    @numba.njit(cache=False)
+    def _logged(x):
+        return x + 2
+
+    log = io.StringIO()  # `hscc-trace compile` in a CI log
+    with compile_notice(log, always=True):
+        assert _logged(1) == 3
+    lines = log.getvalue().splitlines()
+    assert lines[0].startswith("hscc-trace: compiling test_compiling._logged (first run only; 1 kernels")
+    assert lines[-1].startswith("hscc-trace: compiled 1 kernels in") and "\x1b" not in log.getvalue()
+
+
+def test_compile_kernels_leaves_nothing_to_interpret_in_a_later_run(tmp_path, monkeypatch) -> None:
+    """`hscc-trace compile` (api.compile_kernels): every kernel and replay loop compiled and
+    stamped, so that a later process analyzing a real sample runs none of them interpreted."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    from hscc_trace import api
+    from hscc_trace.perf import firstuse
+
+    monkeypatch.setenv("HSCC_TRACE_CACHE_DIR", str(tmp_path))
+    done = api.compile_kernels()
+    assert done and all(r["interpreted_calls"] == 0 for r in done)
+    loops = {r["kernel"] for r in done if r["kernel"].startswith("replay loop of ")}
+    assert {"replay loop of bbr", "replay loop of cubic_rfc", "replay loop of kyushu_cubic_linux"} <= loops
+    # _unplace builds the packets table of a capture that cannot be read again (not a regular
+    # file); a file on disk never needs it
+    missed = {k.name for k in firstuse.REGISTRY if not k._ready and not k.name.startswith("tests.")}
+    assert missed <= {"flows.arena._unplace"}, missed
+    sample, report = str(REPO / "samples/reno-bdp/capture.pcap"), str(tmp_path / "r.html")
+    code = (
+        "import json; from hscc_trace import api; from hscc_trace.perf import firstuse\n"
+        f"a = api.analyze({sample!r}); api.report(a, {report!r}); print(json.dumps(firstuse.summary()))"
+    )
+    env = dict(os.environ, HSCC_TRACE_CACHE_DIR=str(tmp_path))
+    env.pop(firstuse.MODE_ENV, None)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=600)
+    later = json.loads(out.stdout.splitlines()[-1])
+    assert later and [r["kernel"] for r in later if r["interpreted_calls"]] == []
