@@ -231,12 +231,14 @@ def _policy_loop(modname: str) -> Any:
     from hscc_trace.perf import firstuse
 
     label = modname.removeprefix("hscc_trace_replay_gen_").rsplit("_", 1)[0]
+    mod = sys.modules[modname]
     return firstuse.wrap(
-        sys.modules[modname].run_loop_jit,
+        mod.run_loop_jit,
         python=_pure_loop(modname),
         work=lambda a: len(a[0]),
         name=f"replay loop of {label}",
-        source_key=modname,
+        # the name hashes the sources; numba's cache also wants the same file (mtime and size)
+        source_key=f"{modname}:{firstuse.file_stamp(str(mod.__file__))}",
     )
 
 

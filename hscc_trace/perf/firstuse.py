@@ -23,8 +23,9 @@ kernel are measured (``benchmarks/first_use.py``; table and command in docs/perf
 Whether a kernel is already compiled in the cache is not asked of numba (its cache index is
 private): after each compilation this module writes a *stamp* file into the hscc-trace cache
 folder (``compiled/``, :mod:`.cache`), named by a hash of everything that makes numba's cached
-code valid or not: the kernel, the source files it is made of, the argument types, numba's and
-Python's versions, the machine, and numba's cache folder. A stamp whose cache entry has since
+code valid or not: the kernel, the source files it is made of (contents, modification times and
+sizes: numba's cache is keyed on the latter, so a reinstall invalidates it), the argument types,
+numba's and Python's versions, the machine, and numba's cache folder. A stamp whose cache entry has since
 gone (a cleaned numba folder) costs one compilation, announced as usual, and nothing else.
 
 ``HSCC_TRACE_FIRST_USE`` (``auto``, ``compile`` or ``interpret``) or :func:`mode` force one
@@ -375,9 +376,21 @@ def _source_hash(fn: Callable[..., Any]) -> str:
     for name in sorted(seen):
         h.update(name.encode() + b"\0")
         if seen[name]:
+            h.update(file_stamp(seen[name]).encode())
             with contextlib.suppress(OSError):
                 h.update(Path(seen[name]).read_bytes())
     return h.hexdigest()[:20]
+
+
+def file_stamp(path: str | Path) -> str:
+    """A file's modification time and size: numba's cache holds a kernel's machine code only for
+    the same (mtime, size) of its source file, so a reinstall of the same sources (new mtimes)
+    finds nothing cached; the stamps must not claim otherwise."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return f"{st.st_mtime_ns}:{st.st_size}"
 
 
 # ---- the interpreted twin ---------------------------------------------------------------------
