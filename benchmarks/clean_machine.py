@@ -51,11 +51,17 @@ def load() -> str:
     return " / ".join(f"{x:.2f}" for x in os.getloadavg())
 
 
+def du(path: Path) -> int:
+    """Megabytes under ``path``."""
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file() and not f.is_symlink()) >> 20
+
+
 def timed(cmd: str, cwd: Path, env: dict[str, str]) -> tuple[float, str]:
     """Wall seconds of ``bash -c cmd`` and its stderr; raises if it fails."""
     t = time.perf_counter()
     p = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True)
     took = time.perf_counter() - t
+    print(f"{took:7.1f} s  {cmd}", file=sys.stderr, flush=True)
     if p.returncode != 0:
         raise SystemExit(f"{cmd!r} failed ({p.returncode}):\n{p.stdout[-2000:]}\n{p.stderr[-4000:]}")
     return took, p.stderr
@@ -99,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
             pip2.mkdir()
             hc2 = root / "hscc2"
             env2 = dict(env, PIP_CACHE_DIR=str(pip2), HSCC_TRACE_CACHE_DIR=str(hc2))
-            url = f"hscc-trace @ git+file://{clone}@{commit}"
+            url = f"hscc-trace @ git+file://localhost{clone}@{commit}"  # (pip wants a host in a git+file URL)
             t_pin, _ = timed(
                 f"python3 -m venv {root}/ci-venv && {root}/ci-venv/bin/pip install -q {shlex.quote(url)}", root, env2
             )
@@ -123,6 +129,10 @@ def main(argv: list[str] | None = None) -> int:
                 ),
                 ("**CI first run** as in docs/ci.md: install + compile + check", f"**{t_pin + t_comp + t_check:.1f}**"),
                 ("CI first run without the compile step: install + check", f"{t_pin + t_check0:.1f}"),
+                (
+                    "what the CI caches hold: the venv / the hscc-trace cache folder / pip's cache",
+                    f"{du(root / 'ci-venv')} / {du(hc2)} / {du(pip2)} MB",
+                ),
             ]
     stamp = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     cpu = next(
