@@ -7,7 +7,8 @@ What a new user (or a fresh CI runner) pays before the first result, measured en
    temporary folder — uncommitted changes are not measured;
 2. with an empty ``PIP_CACHE_DIR``, an empty ``HSCC_TRACE_CACHE_DIR`` and an empty
    ``XDG_CACHE_HOME`` (nothing from earlier runs: every wheel is downloaded, everything compiled
-   is compiled), ``NUMBA_CACHE_DIR``, ``VIRTUAL_ENV`` and ``PYTHONPATH`` removed, README command 1
+   is compiled), ``NUMBA_CACHE_DIR``, ``VIRTUAL_ENV``, ``PYTHONPATH`` and (unless
+   ``--local-wheels``) ``PIP_FIND_LINKS`` removed, README command 1
    in that clone, timed in two parts:
 
    - install: ``python3 -m venv .venv && . .venv/bin/activate && pip install -q .``
@@ -18,7 +19,8 @@ What a new user (or a fresh CI runner) pays before the first result, measured en
    the CI figures of docs/ci.md: a pinned-commit install (``pip install "hscc-trace @
    git+file://CLONE@COMMIT"``, pip's cache and the hscc-trace cache empty, in a second venv),
    ``hscc-trace check samples/reno-bdp/`` right after it, ``hscc-trace compile`` (what the
-   workflow runs on a cache miss), and the same ``check`` again (a cached run).
+   workflow runs on a cache miss), the same ``check`` again (a cached run) and the README's
+   ``analyze`` in that venv.
 
 Prints a Markdown table with the load average before and after; ``--docs`` writes it into
 docs/performance.md between the ``clean-machine`` markers. The machine should be otherwise idle;
@@ -71,6 +73,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--ref", default="HEAD", help="commit to clone (default: HEAD of this repository)")
     ap.add_argument("--docs", action="store_true", help="write the table into docs/performance.md")
+    ap.add_argument(
+        "--local-wheels",
+        action="store_true",
+        help="keep PIP_FIND_LINKS (a local wheel folder) instead of downloading every wheel from the index",
+    )
     ap.add_argument("--no-ci", action="store_true", help="skip the pinned-commit install and compile (step 3)")
     args = ap.parse_args(argv)
     commit = subprocess.run(
@@ -85,7 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         caches = {k: root / k.lower() for k in ("PIP_CACHE_DIR", "HSCC_TRACE_CACHE_DIR", "XDG_CACHE_HOME")}
         for d in caches.values():
             d.mkdir()
-        env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "VIRTUAL_ENV", "PYTHONPATH")}
+        drop = ("NUMBA_CACHE_DIR", "VIRTUAL_ENV", "PYTHONPATH") + (() if args.local_wheels else ("PIP_FIND_LINKS",))
+        env = {k: v for k, v in os.environ.items() if k not in drop}
         env.update({k: str(v) for k, v in caches.items()})
         env.pop("HSCC_TRACE_FIRST_USE", None)
         before = load()
@@ -113,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             t_check0, _ = timed(check, root, env2)
             t_comp, _ = timed(f"{root}/ci-venv/bin/hscc-trace compile", root, env2)
             t_check, _ = timed(check, root, env2)
+            t_an2, _ = timed(f"{root}/ci-venv/bin/hscc-trace {ANALYZE}", clone, env2)
             rows += [
                 (
                     'CI: pinned-commit install (`pip install "hscc-trace @ git+…@COMMIT"`, pip\'s cache empty)',
@@ -127,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
                     "CI: the same `check` after it = a cached run (venv and cache restored; restore time not included)",
                     f"{t_check:.1f}",
                 ),
+                ("README's `analyze` in that venv after `hscc-trace compile`", f"{t_an2:.1f}"),
                 ("**CI first run** as in docs/ci.md: install + compile + check", f"**{t_pin + t_comp + t_check:.1f}**"),
                 ("CI first run without the compile step: install + check", f"{t_pin + t_check0:.1f}"),
                 (
@@ -141,7 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     lines = [
         f"Run of {stamp}, commit `{commit[:12]}`, {os.cpu_count()} cores ({cpu}), Python "
-        f"{sys.version.split()[0]}; load average (1/5/15 min) {before} before, {after} after the first analyze.",
+        f"{sys.version.split()[0]}; wheels {'from a local folder' if args.local_wheels else 'downloaded'}; load average (1/5/15 min) {before} before, {after} after the first analyze.",
         "Command: `python benchmarks/clean_machine.py --docs`.",
         "",
         "| step | wall s |",
