@@ -367,7 +367,7 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
     (:mod:`hscc_trace.perf.warmup`) and over ``captures`` if given, with every kernel forced to
     compile (:mod:`hscc_trace.perf.firstuse`); later runs load the machine code from the cache
     and never run a kernel interpreted. ``on_step(text)`` is called before each step. Returns
-    per kernel what happened (:func:`hscc_trace.perf.firstuse.summary`).
+    per kernel what happened in it (:func:`hscc_trace.perf.firstuse.summary`).
     """
     import json
     import tempfile
@@ -375,6 +375,7 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
     from hscc_trace.perf import firstuse, warmup
 
     step = on_step or (lambda text: None)
+    before = firstuse.snapshot()
     with tempfile.TemporaryDirectory(prefix="hscc-trace-compile-") as tmp, firstuse.mode("compile"):
         paths: list[PathLike] = [warmup.write_capture(Path(tmp) / "warmup.pcap"), *captures]
         for path in paths:
@@ -394,7 +395,7 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
                     step(f"replay every algorithm, {flavor} flavor")
                     names = _every_algorithm()
                     replay(ev, names, {n: {"flavor": flavor} for n in names})
-    return firstuse.summary()
+    return firstuse.summary(since=before)
 
 
 def _every_algorithm() -> list[str]:

@@ -164,7 +164,7 @@ class Kernel:
         self._python = python
         self._source_key = source_key
         self._ready: set[tuple[Any, ...]] = set()  # argument types compiled or loaded here
-        self._stamped: dict[tuple[Any, ...], bool] = {}
+        self._stamped: dict[Path, bool] = {}  # stamp file → exists
         self._done: dict[tuple[Any, ...], int] = {}  # items interpreted, per argument types
         #: what happened in this process: calls and items and seconds on each path
         self.stats = {"interpreted_calls": 0, "interpreted_items": 0, "interpreted_s": 0.0}
@@ -177,6 +177,8 @@ class Kernel:
         key = type_key(args)
         m = current_mode()
         if key in self._ready and m != "interpret":
+            if m == "compile":  # (`hscc-trace compile`: the cache folder may be another one now)
+                self._stamp(key, 0.0, only_if_missing=True)
             self.stats["compiled_calls"] += 1
             return self.dispatcher()(*args)
         return self._first(key, args, m)
@@ -219,22 +221,6 @@ class Kernel:
         self.stats["compiled_calls"] += 1
         return out
 
-    def compile_for(self, *args: Any) -> None:
-        """Compile (or load) the machine code for these arguments' types without running it, and stamp."""
-        key = type_key(args)
-        if key in self._ready:
-            return
-        d = self.dispatcher()
-        if not hasattr(d, "compile"):
-            return
-        import numba
-
-        t = time.perf_counter()
-        d.compile(tuple(numba.typeof(a) for a in args))
-        with _lock:
-            self._ready.add(key)
-            self._stamp(key, time.perf_counter() - t)
-
     # ---- the two implementations ------------------------------------------------------------------
 
     def dispatcher(self) -> Any:
@@ -273,16 +259,19 @@ class Kernel:
 
     def is_cached(self, key: tuple[Any, ...]) -> bool:
         """Was this kernel compiled for these argument types into numba's cache (a stamp exists)?"""
-        hit = self._stamped.get(key)
+        path = self.stamp_path(key)
+        hit = self._stamped.get(path)
         if hit is None:
-            hit = self._stamped[key] = self.stamp_path(key).is_file()
+            hit = self._stamped[path] = path.is_file()
         return hit
 
-    def _stamp(self, key: tuple[Any, ...], took: float) -> None:
+    def _stamp(self, key: tuple[Any, ...], took: float, only_if_missing: bool = False) -> None:
         if not self.options.get("cache", True) and self._source_key is None:
             return
+        if only_if_missing and self.is_cached(key):
+            return
         path = self.stamp_path(key)
-        self._stamped[key] = True
+        self._stamped[path] = True
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
@@ -352,33 +341,49 @@ def _ours(name: str) -> bool:
 
 
 def _source_hash(fn: Callable[..., Any]) -> str:
-    """sha256 of the files of ``fn``'s module and of every project module reachable from it
-    through module globals (imported modules, functions and dispatchers)."""
-    seen: dict[str, str] = {}
-    todo = [fn.__module__]
-    while todo:
-        name = todo.pop()
-        if name in seen or not _ours(name):
-            continue
-        mod = sys.modules.get(name)
+    """sha256 of the source files the compiled code of ``fn`` is made of: its module's, and those
+    of every compiled function its code calls (by global name or through a module of this
+    project, such as ``core.analyze``), recursively, and of those modules. Follows the code's
+    own names only, so the result does not depend on what else the process has imported."""
+    files: set[str] = set()
+    seen: set[int] = set()
+
+    def add(mod: Any) -> None:
         path = getattr(mod, "__file__", None)
-        seen[name] = path or ""
-        if mod is None:
-            continue
-        for v in list(vars(mod).values()):
-            if isinstance(v, types.ModuleType):
-                todo.append(v.__name__)
-            else:
-                m = getattr(getattr(v, "py_func", v), "__module__", None)
-                if isinstance(m, str):
-                    todo.append(m)
+        if path:
+            files.add(path)
+
+    def names(code: types.CodeType) -> set[str]:
+        out = set(code.co_names)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                out |= names(c)
+        return out
+
+    def visit(f: Any) -> None:
+        f = getattr(f, "py_func", f)
+        if not isinstance(f, types.FunctionType) or id(f) in seen:
+            return
+        seen.add(id(f))
+        add(sys.modules.get(f.__module__))
+        used = names(f.__code__)
+        for n in used:
+            v = f.__globals__.get(n)
+            if _is_compiled(v):
+                visit(v)
+            elif isinstance(v, types.ModuleType) and _ours(v.__name__):
+                add(v)
+                for attr in used:
+                    w = getattr(v, attr, None)
+                    if _is_compiled(w):
+                        visit(w)
+
+    visit(fn)
     h = hashlib.sha256()
-    for name in sorted(seen):
-        h.update(name.encode() + b"\0")
-        if seen[name]:
-            h.update(file_stamp(seen[name]).encode())
-            with contextlib.suppress(OSError):
-                h.update(Path(seen[name]).read_bytes())
+    for path in sorted(files):
+        h.update(path.encode() + b"\0" + file_stamp(path).encode() + b"\0")
+        with contextlib.suppress(OSError):
+            h.update(Path(path).read_bytes())
     return h.hexdigest()[:20]
 
 
@@ -442,13 +447,24 @@ def _pure_module(mod: types.ModuleType, memo: dict[int, Any]) -> types.SimpleNam
     return ns
 
 
-def summary() -> list[dict[str, Any]]:
-    """Per kernel used in this process: its name, budget and :attr:`Kernel.stats`."""
-    return [
-        {"kernel": k.name, "budget": k.budget, "compile_s": k.compile_s, "interp_s": k.interp_s, **k.stats}
-        for k in REGISTRY
-        if k.stats["interpreted_calls"] or k.stats["compiled_calls"]
-    ]
+def snapshot() -> dict[int, dict[str, Any]]:
+    """Every kernel's :attr:`Kernel.stats` now (for :func:`summary`'s ``since``)."""
+    return {id(k): dict(k.stats) for k in REGISTRY}
+
+
+def summary(since: dict[int, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Per kernel used in this process (or since a :func:`snapshot`): its name, budget and what
+    happened (:attr:`Kernel.stats`; counts and interpreted seconds as differences)."""
+    out = []
+    for k in REGISTRY:
+        st = dict(k.stats)
+        old = (since or {}).get(id(k))
+        if old is not None:
+            for name in ("interpreted_calls", "interpreted_items", "interpreted_s", "compiled_calls"):
+                st[name] -= old[name]
+        if st["interpreted_calls"] or st["compiled_calls"]:
+            out.append({"kernel": k.name, "budget": k.budget, "compile_s": k.compile_s, "interp_s": k.interp_s, **st})
+    return out
 
 
 __all__ = [
