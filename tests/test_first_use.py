@@ -176,3 +176,17 @@ def test_interpreted_and_compiled_give_identical_outputs(sample):
     assert compiled.keys() == interpreted.keys()
     differ = [k for k in compiled if not _equal(compiled[k], interpreted[k])]
     assert not differ, f"{sample}: interpreted differs from compiled in {differ}"
+
+
+@pytest.mark.parametrize("mode", ["interpret", "compile"])
+def test_packets_table_from_the_arena_equals_the_file_reread(mode, monkeypatch):
+    """A capture that cannot be read again gets its packets table from the arena
+    (arena._unplace); it equals the table built by reading the file again, on both paths."""
+    from hscc_trace.flows import ingest
+
+    path = str(REPO / "samples/reno-loss/capture.pcap")
+    reread = api.load(path).packets
+    monkeypatch.setattr(ingest, "_file_id", lambda p: None)
+    with firstuse.mode(mode):
+        kept = api.load(path).packets
+    assert kept.equals(reread, null_equal=True)

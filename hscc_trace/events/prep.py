@@ -190,67 +190,12 @@ def _unwrap_step(raw, origin, cur):
 
 
 @kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
-def prep_flows(
-    order,
-    bounds,
-    f_sdir,
-    f_mss,
-    f_wsa,
-    f_wsb,
-    c_frame,
-    c_ts,
-    c_dir,
-    c_seq,
-    c_ack,
-    c_flags,
-    c_win,
-    c_plen,
-    c_ecn,
-    c_sn,
-    sack_rows,
-    c_l0,
-    c_r0,
-    c_l1,
-    c_r1,
-    c_l2,
-    c_r2,
-    c_l3,
-    c_r3,
-    c_tsv,
-    c_tse,
-    c_hasts,
-    syn_rows,
-    c_mss,
-    c_ws,
-    c_sperm,
-    frame,
-    snd,
-    ts,
-    seq,
-    ack,
-    plen,
-    flags,
-    win,
-    tsv,
-    tse,
-    rtsv,
-    sl,
-    sr,
-    sn,
-    ecn,
-    o_sdir,
-    o_mss,
-    o_shift,
-    o_known,
-    o_sackflow,
-    o_tsflow,
-    o_seen,
-    o_syn,
-    o_synack,
-    o_ack3,
-    o_irtt,
-):
+def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb, src, rows, info):
     """Arrays of several flows for :func:`hscc_trace.events.core.analyze` (rules in the module docstring).
+
+    Reads the source columns ``src`` (:class:`.records.Source`, the ``c_*`` names below) and
+    writes the rows ``rows`` (:class:`.records.Rows`) and the flows ``info``
+    (:class:`.records.FlowInfo`, the ``o_*`` names below).
 
     Flow ``f`` is rows ``order[bounds[f]:bounds[f+1]]`` of the source columns ``c_*`` (in frame
     order); its arrays are written to rows ``bounds[f]:bounds[f+1]`` of the outputs. Per flow:
@@ -258,6 +203,64 @@ def prep_flows(
     ``f_wsa``/``f_wsb`` its window scales (-1 unknown). Handshake times are :data:`NONE` when
     not captured.
     """
+    (
+        c_frame,
+        c_ts,
+        c_dir,
+        c_seq,
+        c_ack,
+        c_flags,
+        c_win,
+        c_plen,
+        c_ecn,
+        c_sn,
+        sack_rows,
+        c_l0,
+        c_r0,
+        c_l1,
+        c_r1,
+        c_l2,
+        c_r2,
+        c_l3,
+        c_r3,
+        c_tsv,
+        c_tse,
+        c_hasts,
+        syn_rows,
+        c_mss,
+        c_ws,
+        c_sperm,
+    ) = src
+    (
+        frame,
+        snd,
+        ts,
+        seq,
+        ack,
+        plen,
+        flags,
+        win,
+        tsv,
+        tse,
+        rtsv,
+        sl,
+        sr,
+        sn,
+        ecn,
+    ) = rows
+    (
+        o_sdir,
+        o_mss,
+        o_shift,
+        o_known,
+        o_sackflow,
+        o_tsflow,
+        o_seen,
+        o_syn,
+        o_synack,
+        o_ack3,
+        o_irtt,
+    ) = info
     nf = bounds.shape[0] - 1
     for f in range(nf):
         lo = bounds[f]

@@ -14,7 +14,7 @@ each row's place in the arena, so the packets table can still be built, on deman
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -69,38 +69,12 @@ def _place(row0, flow, head, tail, fill, count, first, nxt, owner, ctl, pos, blo
 
 
 @kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
-def _fill(
-    pos,
-    frame,
-    ts,
-    side,
-    seq,
-    ack,
-    flags,
-    win,
-    plen,
-    ecn,
-    sn,
-    hasts,
-    tsv,
-    tse,
-    o_frame,
-    o_ts,
-    o_dir,
-    o_seq,
-    o_ack,
-    o_flags,
-    o_win,
-    o_plen,
-    o_ecn,
-    o_sn,
-    o_hasts,
-    o_tsv,
-    o_tse,
-):
+def _fill(pos, c, a):
     """Row ``i`` of each column to row ``pos[i]`` of the arena column: one column at a time (a
     pass writes one run per flow, few pages at once); TSval/TSecr 0 without the option (the
     table's nulls, read as 0)."""
+    frame, ts, side, seq, ack, flags, win, plen, ecn, sn, tsv, tse, hasts = c
+    o_frame, o_ts, o_dir, o_seq, o_ack, o_flags, o_win, o_plen, o_ecn, o_sn, o_tsv, o_tse, o_hasts = a
     n = pos.shape[0]
     for i in range(n):
         o_frame[pos[i]] = frame[i]
@@ -205,50 +179,13 @@ def _chains(head, nxt, count, bounds, block, a_side, dirs, order):
 
 
 @kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
-def _unplace(
-    pos,
-    owner,
-    block,
-    a_side,
-    addr,
-    ports,
-    a_frame,
-    a_ts,
-    a_dir,
-    a_seq,
-    a_ack,
-    a_flags,
-    a_win,
-    a_plen,
-    a_ecn,
-    a_sn,
-    a_tsv,
-    a_tse,
-    a_hasts,
-    frame,
-    ts,
-    dir_,
-    seq,
-    ack,
-    flags,
-    win,
-    plen,
-    ecn,
-    sn,
-    tsv,
-    tse,
-    hasts,
-    flow,
-    src_hi,
-    src_lo,
-    dst_hi,
-    dst_lo,
-    sport,
-    dport,
-):
+def _unplace(pos, owner, block, a_side, addr, ports, a, o, conn):
     """Capture row ``i`` from arena row ``pos[i]``; its connection from the arena block's owner,
     addresses and ports from the connection and the row's side (``dir`` xor the A side). One
     column at a time: each pass reads one run per flow (few pages at once)."""
+    a_frame, a_ts, a_dir, a_seq, a_ack, a_flags, a_win, a_plen, a_ecn, a_sn, a_tsv, a_tse, a_hasts = a
+    frame, ts, dir_, seq, ack, flags, win, plen, ecn, sn, tsv, tse, hasts = o
+    flow, src_hi, src_lo, dst_hi, dst_lo, sport, dport = conn
     n = pos.shape[0]
     for i in range(n):
         f = owner[pos[i] // block]
@@ -313,6 +250,42 @@ _ARENA = (
     ("opt_tsecr", np.uint32),
     ("has_ts", np.bool_),
 )
+
+
+class Columns(NamedTuple):
+    """The arena's columns (:data:`_ARENA`, in that order), as one kernel argument."""
+
+    frame: np.ndarray
+    ts: np.ndarray
+    dir: np.ndarray
+    seq: np.ndarray
+    ack: np.ndarray
+    flags: np.ndarray
+    win: np.ndarray
+    plen: np.ndarray
+    ecn: np.ndarray
+    sack_n: np.ndarray
+    tsval: np.ndarray
+    tsecr: np.ndarray
+    has_ts: np.ndarray
+
+
+class Connection(NamedTuple):
+    """Per packet-table row: its connection, addresses and ports (what :func:`_unplace` adds)."""
+
+    flow: np.ndarray
+    src_hi: np.ndarray
+    src_lo: np.ndarray
+    dst_hi: np.ndarray
+    dst_lo: np.ndarray
+    sport: np.ndarray
+    dport: np.ndarray
+
+
+def _columns(d: dict[str, np.ndarray]) -> Columns:
+    return Columns(*(d[name] for name, _dt in _ARENA))
+
+
 # the decoder's columns kept per batch (capture order) for the packets table; the rest is in the
 # arena, the SACK/option stores, or follows from the connection (addresses, ports)
 KEEP = ("iface", "wire_len", "cap_len", "ip_version", "ip_id", "ip_ttl", "tcp_hlen", "truncated")
@@ -404,32 +377,22 @@ class Arena:
         a = self.cols
         _fill(
             pos,
-            c["frame"],
-            c["ts_ns"],
-            side,
-            c["seq"],
-            c["ack"],
-            c["flags"],
-            c["win"],
-            c["payload_len"],
-            c["ip_ecn"],
-            c["sack_n"],
-            c["has_ts"],
-            c["opt_tsval"],
-            c["opt_tsecr"],
-            a["frame"],
-            a["ts_ns"],
-            a["dir"],
-            a["seq"],
-            a["ack"],
-            a["flags"],
-            a["win"],
-            a["payload_len"],
-            a["ip_ecn"],
-            a["sack_n"],
-            a["has_ts"],
-            a["opt_tsval"],
-            a["opt_tsecr"],
+            Columns(
+                c["frame"],
+                c["ts_ns"],
+                side,
+                c["seq"],
+                c["ack"],
+                c["flags"],
+                c["win"],
+                c["payload_len"],
+                c["ip_ecn"],
+                c["sack_n"],
+                c["opt_tsval"],
+                c["opt_tsecr"],
+                c["has_ts"],
+            ),
+            _columns(a),
         )
         ks, ko = int(self.at[0]), int(self.at[1])
         if ks + n > len(self.sk_g) or ko + n > len(self.op_g):
@@ -585,8 +548,9 @@ class Arena:
             self.a_side,
             addr,
             ports.astype(np.uint16),
-            *(a[name] for name, _dt in _ARENA),
-            *out.values(),
+            _columns(a),
+            _columns(out),
+            Connection(*(out[k] for k in ("flow_id", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport"))),
         )
         has_ts = out.pop("has_ts")
         cols.update(out)
