@@ -223,6 +223,14 @@ class Counts(NamedTuple):
     n_rounds: np.ndarray
 
 
+def __getattr__(name: str) -> type:
+    # a record class an older or newer version named, asked for by numba's cache index
+    # (hscc_trace.perf.firstuse.retired_record says why)
+    from hscc_trace.perf.firstuse import retired_record
+
+    return retired_record(__name__, name)
+
+
 __all__ = [
     "Acks",
     "Counts",

@@ -14,12 +14,14 @@ each row's place in the arena, so the packets table can still be built, on deman
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 
 from hscc_trace.capture.decode import F_SYN
 from hscc_trace.perf.firstuse import kernel
+
+from .records import Columns, Connection
 
 
 @dataclass
@@ -250,36 +252,6 @@ _ARENA = (
     ("opt_tsecr", np.uint32),
     ("has_ts", np.bool_),
 )
-
-
-class Columns(NamedTuple):
-    """The arena's columns (:data:`_ARENA`, in that order), as one kernel argument."""
-
-    frame: np.ndarray
-    ts: np.ndarray
-    dir: np.ndarray
-    seq: np.ndarray
-    ack: np.ndarray
-    flags: np.ndarray
-    win: np.ndarray
-    plen: np.ndarray
-    ecn: np.ndarray
-    sack_n: np.ndarray
-    tsval: np.ndarray
-    tsecr: np.ndarray
-    has_ts: np.ndarray
-
-
-class Connection(NamedTuple):
-    """Per packet-table row: its connection, addresses and ports (what :func:`_unplace` adds)."""
-
-    flow: np.ndarray
-    src_hi: np.ndarray
-    src_lo: np.ndarray
-    dst_hi: np.ndarray
-    dst_lo: np.ndarray
-    sport: np.ndarray
-    dport: np.ndarray
 
 
 def _columns(d: dict[str, np.ndarray]) -> Columns:

@@ -449,6 +449,25 @@ def _pure_module(mod: types.ModuleType, memo: dict[int, Any]) -> types.SimpleNam
     return ns
 
 
+def retired_record(module: str, name: str) -> type:
+    """A stand-in for a record class (a ``NamedTuple`` kernels take) that ``module`` no longer
+    defines, for the module's ``__getattr__``.
+
+    Why: numba's cache index of a kernel holds its compiled signatures, pickled, and a
+    ``NamedTuple`` argument type pickles its class by reference. numba unpickles an index before
+    it checks that the source file is unchanged (``numba/core/caching.py``, ``_load_index``), so an
+    index written by a version whose record class was since renamed or removed raised an
+    ``AttributeError`` — a crash on the kernel's first call — instead of counting as stale. With
+    the stand-in the index unpickles, its stamp or signatures do not match, and numba compiles
+    anew. Would go if numba checked the stamp before unpickling the signatures (or took an
+    unpickling error for a cache miss)."""
+    if not name[:1].isupper():
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    from collections import namedtuple
+
+    return namedtuple(name, (), module=module)
+
+
 def snapshot() -> dict[int, dict[str, Any]]:
     """Every kernel's :attr:`Kernel.stats` now (for :func:`summary`'s ``since``)."""
     return {id(k): dict(k.stats) for k in REGISTRY}
