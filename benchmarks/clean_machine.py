@@ -121,7 +121,7 @@ def main(argv: list[str] | None = None) -> int:
             t_check0, _ = timed(check, root, env2)
             t_comp, _ = timed(f"{root}/ci-venv/bin/hscc-trace compile", root, env2)
             t_check, _ = timed(check, root, env2)
-            t_an2, _ = timed(f"{root}/ci-venv/bin/hscc-trace {ANALYZE}", clone, env2)
+            t_an2, _ = timed(f"{root}/ci-venv/bin/{ANALYZE}", clone, env2)
             rows += [
                 (
                     'CI: pinned-commit install (`pip install "hscc-trace @ git+…@COMMIT"`, pip\'s cache empty)',
