@@ -102,3 +102,26 @@ def test_compile_kernels_leaves_nothing_to_interpret_in_a_later_run(tmp_path) ->
     sample, report = str(REPO / "samples/reno-bdp/capture.pcap"), str(tmp_path / "r.html")
     later = run(f"a = api.analyze({sample!r}); api.report(a, {report!r}); print(json.dumps(firstuse.summary()))")
     assert later and [r["kernel"] for r in later if r["interpreted_calls"]] == []
+
+
+def test_a_long_interpreted_run_is_announced_on_a_terminal(monkeypatch) -> None:
+    """A kernel not compiled yet that runs interpreted on work expected to take seconds says so
+    (the first-use rule's other long path), naming the kernel and `hscc-trace compile`."""
+    import numpy as np
+
+    from hscc_trace.perf import firstuse
+
+    def _slow_sum(a):
+        s = 0.0
+        for i in range(len(a)):
+            s += a[i]
+        return s
+
+    k = firstuse.Kernel(_slow_sum, None, {"cache": False}, lambda a: len(a[0]), (1e9, 1.0), "tests._slow_sum")
+    out = _Terminal()
+    with firstuse.mode("auto"), compile_notice(out):
+        assert k(np.arange(3.0)) == 3.0  # 3 items × 1 s expected: announced, then run interpreted
+        assert k(np.arange(1.0)) == 0.0  # 1 item × 1 s: under the notice's 2 s, nothing said
+    text = out.getvalue()
+    assert text.count("running tests._slow_sum as plain Python (≈ 3 s;") == 1 and "hscc-trace compile" in text
+    assert k.stats["interpreted_calls"] == 2 and not firstuse.LISTENERS

@@ -9,8 +9,9 @@ Only on a terminal: redirected stderr (logs, tests) stays exactly the command's 
 except for ``hscc-trace compile``, whose output this is (``always``: one line per kernel).
 
 Kernels that are not compiled yet may not compile at all: under the first-use rule
-(:mod:`hscc_trace.perf.firstuse`) a kernel given little work runs interpreted instead, which
-takes seconds, not minutes, and says nothing.
+(:mod:`hscc_trace.perf.firstuse`) a kernel given little work runs interpreted instead, for at
+most about as long as compiling it would take; when that is expected to take 2 s or more the
+status line says so too ("running … as plain Python").
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ class _Notice:
         self.depth = 0
         self.count = 0
         self.t0: float | None = None
+        self.shown = False
         self.lock = threading.Lock()
 
     def on_start(self, event: Any) -> None:
@@ -57,11 +59,22 @@ class _Notice:
             self.out.write(f"\rhscc-trace: {text}\033[K" if self.tty else f"hscc-trace: {text}\n")
             self.out.flush()
 
+    def interpreted(self, name: str, expect: float) -> None:
+        """A kernel not compiled yet runs as plain Python on work expected to take ``expect`` s."""
+        with self.lock:
+            text = f"running {name} as plain Python (≈ {expect:.0f} s; `hscc-trace compile` compiles it for later runs)"
+            self.out.write(f"\rhscc-trace: {text}\033[K" if self.tty else f"hscc-trace: {text}\n")
+            self.out.flush()
+            self.shown = True
+
     def on_end(self, event: Any) -> None:
         with self.lock:
             self.depth = max(0, self.depth - 1)
 
     def finish(self) -> None:
+        if self.t0 is None and self.shown and self.tty:  # (end the status line)
+            self.out.write("\r\033[K")
+            self.out.flush()
         if self.t0 is not None:
             took = time.perf_counter() - self.t0
             text = f"compiled {self.count} kernels in {took:.0f} s (cached for later runs)"
@@ -89,8 +102,17 @@ def compile_notice(out: TextIO | None = None, *, always: bool = False) -> Iterat
         def on_end(self, ev: Any) -> None:
             notice.on_end(ev)
 
-    with event.install_listener("numba:compile", Listener()):
-        try:
-            yield
-        finally:
-            notice.finish()
+    from hscc_trace.perf import firstuse
+
+    def interpreted(kernel: Any, expect: float) -> None:
+        notice.interpreted(kernel.name, expect)
+
+    firstuse.LISTENERS.append(interpreted)
+    try:
+        with event.install_listener("numba:compile", Listener()):
+            try:
+                yield
+            finally:
+                notice.finish()
+    finally:
+        firstuse.LISTENERS.remove(interpreted)

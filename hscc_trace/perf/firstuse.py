@@ -59,6 +59,12 @@ _lock = threading.Lock()
 #: every kernel declared with :func:`kernel` (and every replay loop wrapped by :func:`wrap`)
 REGISTRY: list[Kernel] = []
 
+#: called as ``listener(kernel, expected_seconds)`` before a kernel runs interpreted on work
+#: expected to take at least :data:`NOTICE_S` (the CLI says so on the terminal; library code
+#: never prints)
+LISTENERS: list[Callable[[Kernel, float], None]] = []
+NOTICE_S = 2.0
+
 
 def current_mode() -> str:
     """``auto``, ``compile`` or ``interpret``: :func:`mode` if active, else ``$HSCC_TRACE_FIRST_USE``."""
@@ -206,6 +212,10 @@ class Kernel:
                 self._done[key] = done + n
                 m = "interpret"
         if m == "interpret":
+            expect = self.work(args) * self.interp_s
+            if expect >= NOTICE_S:
+                for listener in list(LISTENERS):
+                    listener(self, expect)
             t = time.perf_counter()
             out = self.python()(*args)
             self.stats["interpreted_calls"] += 1
