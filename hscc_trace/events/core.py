@@ -183,66 +183,16 @@ def linux_ts_ticks(snd, ts, tsv, tse, rtt_src, rtt, ca):
 
 @njit(cache=True)
 def analyze(
-    snd,
-    ts,
-    seq,
-    ack,
-    plen,
-    flags,
-    win,
-    tsv,
-    tse,
-    sl,
-    sr,
-    sn,
-    mss,
-    rwnd_shift,
-    sack_flow,
-    dupthresh,
-    ooo_thres_ns,
-    rtt_offset_ns,
-    rto_min_ns,
-    at_sender,
-    ahead,
-    rel,
-    # per-packet outputs
-    o_kind,
-    o_probe,
-    o_rexmit,
-    o_seg_out,
-    o_seg_round,
-    o_isack,
-    o_ackrel,
-    o_acked,
-    o_sacked,
-    o_dsack,
-    o_dup,
-    o_rwnd,
-    o_rtt,
-    o_rtt_src,
-    o_snd_max,
-    o_out,
-    o_pipe,
-    o_round,
-    o_round_end,
-    o_tgt,
-    o_state,
-    o_cong,
-    o_undo,
-    o_ca_rtt,
-    # episode outputs
-    e_kind,
-    e_start_t,
-    e_end_t,
-    e_start_i,
-    e_end_i,
-    e_flight,
-    e_retx,
-    e_rp,
-    e_spur,
-    warn,
+    lo, hi, el, eh, rows, mss, rwnd_shift, sack_flow, dupthresh, ooo_thres_ns, rto_min_ns, at_sender, sv, po, ep, warn
 ):
-    """Run the state machine; fills the output arrays, returns the number of episodes.
+    """Run the state machine over rows ``lo:hi`` of a batch (one flow); fills the output arrays,
+    returns the number of episodes.
+
+    The flow's rows are ``rows[lo:hi]`` (:class:`.records.Rows`), its sender's view ``sv[lo:hi]``
+    (``off`` is ``rtt_offset_ns`` below, :class:`.records.SenderView`), its per-row outputs
+    ``po[lo:hi]`` (the ``o_*`` names below are its fields, :class:`.records.PacketOut`), its
+    episode rows ``ep[el:eh]`` (``e_*``, :class:`.records.Episodes`), its warning counters
+    ``warn``; the other arguments are the flow's scalars.
 
     ``rtt_offset_ns`` (per packet) is added to RTT samples before they feed the RTO estimator;
     ``at_sender`` is False for receiver-side/mid-path captures, where ``ahead`` (per ACK row)
@@ -261,6 +211,54 @@ def analyze(
     meaningful where ``flags & ACK``). Times in ns; ``mss`` in bytes; ``rwnd_shift`` the
     receiver's window-scale shift (0 when unknown).
     """
+    snd = rows.snd[lo:hi]
+    ts = rows.ts[lo:hi]
+    seq = rows.seq[lo:hi]
+    ack = rows.ack[lo:hi]
+    plen = rows.plen[lo:hi]
+    flags = rows.flags[lo:hi]
+    win = rows.win[lo:hi]
+    tsv = rows.tsv[lo:hi]
+    tse = rows.tse[lo:hi]
+    sl = rows.sl[lo:hi]
+    sr = rows.sr[lo:hi]
+    sn = rows.sn[lo:hi]
+    rtt_offset_ns = sv.off[lo:hi]
+    ahead = sv.ahead[lo:hi]
+    rel = sv.rel[lo:hi]
+    o_kind = po.kind[lo:hi]
+    o_probe = po.probe[lo:hi]
+    o_rexmit = po.rexmit[lo:hi]
+    o_seg_out = po.seg_out[lo:hi]
+    o_seg_round = po.seg_round[lo:hi]
+    o_isack = po.isack[lo:hi]
+    o_ackrel = po.ackrel[lo:hi]
+    o_acked = po.acked[lo:hi]
+    o_sacked = po.sacked[lo:hi]
+    o_dsack = po.dsack[lo:hi]
+    o_dup = po.dup[lo:hi]
+    o_rwnd = po.rwnd[lo:hi]
+    o_rtt = po.rtt[lo:hi]
+    o_rtt_src = po.rtt_src[lo:hi]
+    o_snd_max = po.snd_max[lo:hi]
+    o_out = po.out[lo:hi]
+    o_pipe = po.pipe[lo:hi]
+    o_round = po.round[lo:hi]
+    o_round_end = po.round_end[lo:hi]
+    o_tgt = po.tgt[lo:hi]
+    o_state = po.state[lo:hi]
+    o_cong = po.cong[lo:hi]
+    o_undo = po.undo[lo:hi]
+    o_ca_rtt = po.ca_rtt[lo:hi]
+    e_kind = ep.kind[el:eh]
+    e_start_t = ep.start_t[el:eh]
+    e_end_t = ep.end_t[el:eh]
+    e_start_i = ep.start_i[el:eh]
+    e_end_i = ep.end_i[el:eh]
+    e_flight = ep.flight[el:eh]
+    e_retx = ep.retx[el:eh]
+    e_rp = ep.rp[el:eh]
+    e_spur = ep.spur[el:eh]
     n = snd.shape[0]
     # SACK scoreboard, retransmitted bytes (ever / since the last RTO), holes never seen.
     # Worst-case sizes (one range per insertion, one more per split): never reallocated.
