@@ -327,9 +327,11 @@ def _run_flows(bounds, rows, fp, dupthresh, rto_min_ns, sv, po, ep, seg, acks, r
     of the sender after that ACK.
     """
     seq, plen, flags = rows.seq, rows.plen, rows.flags
+    snd, ts, tsv, tse = rows.snd, rows.ts, rows.tsv, rows.tse
     f_mss, f_shift, f_sack, f_known, f_clock, f_ooo, f_at_sender = fp
     ahead, rel, peak = sv.ahead, sv.rel, sv.peak
     o_kind = po.kind
+    o_rtt, o_rtt_src, o_ca_rtt = po.rtt, po.rtt_src, po.ca_rtt
     o_rexmit = po.rexmit
     o_seg_out = po.seg_out
     o_seg_round = po.seg_round
