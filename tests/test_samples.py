@@ -585,5 +585,7 @@ def test_the_samples_folder_carries_its_expectations():
 
     exps = config.folder_expectations(mod.SAMPLES)
     # one expectation per capture whose flows all ran one algorithm, else one per flow
-    assert len(exps) == sum(len(s["flows"]) if len({mod._algo(f) for f in s["flows"]}) > 1 else 1 for s in index["samples"])
+    assert len(exps) == sum(
+        len(s["flows"]) if len({mod._algo(f) for f in s["flows"]}) > 1 else 1 for s in index["samples"]
+    )
     assert all(e.allow_ambiguous and e.expect for e in exps)
