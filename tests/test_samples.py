@@ -155,7 +155,7 @@ def test_samples_total_size_under_38_mb():
     # 30 MiB until the 24 samples of the BPF congestion controls (issue #18: 12 senders × 2 paths,
     # 7.5 MiB with gzip-compressed captures) were added; samples/ then weighed 33.2 MiB (33.7 MiB
     # with ktcp-cubic-loss-rtt20, Kyushu-TCP over CUBIC where its hold shows under random loss).
-    # 36 → 38 MiB for the ten Linux samples that fill the rest of issue 17's grid (3.3 MiB gzipped): 37.0 MiB
+    # 36 → 38 MiB for the ten Linux samples that fill the rest of issue 17's grid (3.5 MiB, captures gzipped): 37.0 MiB
     total = sum(p.stat().st_size for p in SAMPLES.rglob("*") if p.is_file())
     assert total < 38 * 1024 * 1024, f"samples/ is {total / 2**20:.1f} MiB"
 
