@@ -65,7 +65,7 @@ SHOWS = {
     "cubic-smallbuf": "CUBIC with a shallow 0.3-BDP buffer (10 Mbit/s, 40 ms, 10 packets): overflow at cwnd 44 every "
     "~1.35 s, ssthresh = ⌊44·717/1024⌋ = 30",
     "cubic-loss-1pct": "CUBIC under 1 % random loss at 20 Mbit/s, 30 ms, 2-BDP buffer: ~20 reductions to 0.7·cwnd in "
-    "5 s, windows of 3-34 packets (loss-limited, a quarter of the link)",
+    "5 s, windows of 3-34 packets (loss-limited: a fifth of the link rate)",
     "bbr-vs-reno": "two flows, BBR (sport 40001) and Reno (sport 40002), sharing a 20 Mbit/s, 20 ms bottleneck with a "
     "1-BDP buffer: BBR takes 16 of the 20 Mbit/s, Reno halves 22 times at windows of 4-20; truth for both",
     "cubic-vs-cubic": "two CUBIC flows (sports 40001, 40002) sharing reno-vs-cubic's path (10 Mbit/s, 40 ms, 1-BDP "
