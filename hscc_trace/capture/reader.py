@@ -114,7 +114,11 @@ class Walked(NamedTuple):
     @staticmethod
     def empty(n: int) -> Walked:
         return Walked(
-            np.empty(n, np.int64), np.empty(n, np.uint32), np.empty(n, np.uint32), np.empty(n, np.int64), np.empty(n, np.uint16)
+            np.empty(n, np.int64),
+            np.empty(n, np.uint32),
+            np.empty(n, np.uint32),
+            np.empty(n, np.int64),
+            np.empty(n, np.uint16),
         )
 
 

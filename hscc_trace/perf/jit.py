@@ -167,7 +167,7 @@ def ext_module() -> Any:
         except ImportError as exc:
             why = f"the compiled extension was not built at install ({exc})"
         else:
-            pkg = Path(mod.__file__).resolve().parent
+            pkg = Path(str(mod.__file__)).resolve().parent
             try:
                 current = source_hash(pkg)
             except FileNotFoundError:
