@@ -19,7 +19,8 @@ cdef inline bint _ld(const uint8_t* buf, int64_t p, int64_t end, int64_t k, int 
 
 
 cdef void _bpf_run(
-    const int64_t* prog, int64_t nins, int64_t pstride, RecIn* r, const int64_t* sel, int64_t nsel, uint8_t* out
+    const int64_t* prog, int64_t nins, int64_t pstride, RecIn* r, const int64_t* sel, int64_t nsel, uint8_t* out,
+    int64_t nout
 ) noexcept nogil:
     cdef uint32_t mem[16]
     cdef const uint8_t* buf = r.buf
@@ -31,8 +32,13 @@ cdef void _bpf_run(
         mem[idx] = 0
     for idx in range(nsel):
         i = sel[idx]
+        if i < 0 or i >= r.n or i >= nout:  # (checked before the call, as below)
+            continue
         p = r.off[i]
         end = p + r.cap[i]
+        if p < 0 or end > r.blen:  # (checked before the call; again here, should out alias an input)
+            out[i] = False
+            continue
         A = 0
         X = 0
         pc = 0
@@ -155,4 +161,4 @@ def bpf_run(object prog, object rec, object sel, object out):
     if bad >= 0:
         raise KernelArgumentError(f"sel[{bad}] = {sp[bad]} is not a record of rec and out")
     with nogil:
-        _bpf_run(pp, nins, pstride, &r, sp, nsel, op)
+        _bpf_run(pp, nins, pstride, &r, sp, nsel, op, nout)

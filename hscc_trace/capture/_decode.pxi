@@ -11,13 +11,14 @@ cdef struct RecIn:
     const uint32_t* wire
     const uint16_t* lt
     int64_t n  # records
+    int64_t blen  # bytes in buf
 
 
 cdef int _bind_records(_Bound b, object rec, RecIn* r, bint lt) except -1:
     """Bind a reader.Records; every record's bytes must lie inside ``buf``."""
     cdef int64_t blen, i, bad = -1
     r.buf = <const uint8_t*> b.field(rec, "buf", K_UINT, 1, False)
-    blen = b.rows
+    blen = r.blen = b.rows
     r.off = <const int64_t*> b.field(rec, "off", K_INT, 8, False)
     r.n = b.rows
     r.cap = <const uint32_t*> b.field(rec, "cap", K_UINT, 4, False)
@@ -147,6 +148,9 @@ cdef int64_t _decode(bint full, RecIn* r, DecOut* c, bint compact) noexcept nogi
         j = k if compact else i  # output row
         p0 = r.off[i]
         end = p0 + r.cap[i]
+        if p0 < 0 or end > r.blen:  # (checked before the call; again here, should an output alias an input)
+            c.status[i] = 1
+            continue
         t = r.lt[i]
         st = 0
         l3 = -1
