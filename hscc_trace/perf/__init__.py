@@ -1,7 +1,7 @@
 """Performance machinery, in one place: compiled kernels and process settings.
 
-- :mod:`.jit` — ``njit``: numba kernels, called through the ahead-of-time extension when it
-  matches the source (:mod:`.aot` builds it at install);
+- :mod:`.jit` — ``njit``: numba kernels, and for those of ``hscc-trace flows`` their Cython
+  twins in the extension ``hscc_trace._kernels`` (built at install, used when current);
 - :mod:`.memory` — huge-page advice off while a capture is read, ``gc.freeze`` at exit.
 
 Nothing here changes the process when imported. The CLI entry point calls :func:`activate`;
