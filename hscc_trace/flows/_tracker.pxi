@@ -212,7 +212,9 @@ cdef int64_t _flow_kernel(int64_t i0, Pk* P, Tab* T, bint per_packet, int64_t* s
     cdef int64_t n = P.n, tmask = T.nslots - 1, ss = T.ss
     cdef int64_t* S = T.S
     cdef int64_t* R
-    cdef int64_t* ctl = T.ctl
+    cdef int64_t ctl[4]  # T.ctl, T.acc and T.rtt_acc[0] in locals while the loop runs
+    cdef int64_t acc[3]
+    cdef int64_t nsmp = T.rtt_acc[0], st = ST_DONE
     cdef int64_t* n_next = T.n_next
     cdef int64_t* n_end = T.n_end
     cdef int64_t* n_ts = T.n_ts
@@ -225,6 +227,9 @@ cdef int64_t _flow_kernel(int64_t i0, Pk* P, Tab* T, bint per_packet, int64_t* s
     cdef bint lt, pure_syn, new, fresh, sent, not_adv, start, amb
     cdef int k_
     cdef double rtt
+    ctl[0], ctl[1], ctl[2], ctl[3] = T.ctl[0], T.ctl[1], T.ctl[2], T.ctl[3]
+    acc[0], acc[1], acc[2] = T.acc[0], T.acc[1], T.acc[2]
+    stop[0] = n
     for i in range(i0, n):
         if check and P.status[i] != 0:
             if per_packet:
@@ -235,19 +240,20 @@ cdef int64_t _flow_kernel(int64_t i0, Pk* P, Tab* T, bint per_packet, int64_t* s
             continue
         # capacity checks (one packet adds at most one flow, one conversation, one node)
         if ctl[0] + 1 > T.nrows:
-            stop[0] = i
-            return ST_GROW_FLOWS
+            stop[0], st = i, ST_GROW_FLOWS
+            break
         if (ctl[3] + 1) * 2 > T.nslots:
-            stop[0] = i
-            return ST_GROW_TABLE
+            stop[0], st = i, ST_GROW_TABLE
+            break
         if ctl[2] + 2 > T.nnodes:  # (a packet may take two nodes: a TSval and a segment)
-            stop[0] = i
-            return ST_GROW_NODES
-        T.acc[0] += 1
-        if P.ts[i] < T.acc[1]:
-            T.acc[1] = P.ts[i]
-        if P.ts[i] > T.acc[2]:
-            T.acc[2] = P.ts[i]
+            stop[0], st = i, ST_GROW_NODES
+            break
+        t = P.ts[i]
+        acc[0] += 1
+        if t < acc[1]:
+            acc[1] = t
+        if t > acc[2]:
+            acc[2] = t
         # ---- conversation lookup: side 0 is the (addr, port) that sorts first
         a_hi, a_lo, b_hi, b_lo = P.shi[i], P.slo[i], P.dhi[i], P.dlo[i]
         pa, pb = P.sport[i], P.dport[i]
@@ -272,7 +278,6 @@ cdef int64_t _flow_kernel(int64_t i0, Pk* P, Tab* T, bint per_packet, int64_t* s
             mru, m0, m1, m2, m3, m4 = slot, k0, k1, k2, k3, k4
         fl = P.flags[i]
         sq = P.seq[i]
-        t = P.ts[i]
         pure_syn = (fl & 0x12) == 0x02
         r = T.tval[slot]
         new = r < 0
@@ -356,11 +361,11 @@ cdef int64_t _flow_kernel(int64_t i0, Pk* P, Tab* T, bint per_packet, int64_t* s
                     for side in range(2):
                         if R[C_AWAY] >= 0 and ((R[C_AWAY] >> side) & 1) == 0:
                             continue  # (the capture is at this side's end: data/ACK times it)
-                        kk = T.rtt_acc[0]
+                        kk = nsmp
                         T.rf[kk] = r
                         T.rs[kk] = <uint8_t> (side + 2 * hk)
                         T.rv[kk] = <double> (t - R[C_T_SYN]) * 1e-9
-                        T.rtt_acc[0] = kk + 1
+                        nsmp = kk + 1
         # ---- timestamps: side s's TSval awaits o's echo; s's echo of o's TSval releases this packet
         rel_t = -1
         rel_k = 0
@@ -418,11 +423,11 @@ cdef int64_t _flow_kernel(int64_t i0, Pk* P, Tab* T, bint per_packet, int64_t* s
                 if nd < 0:
                     R[C_TQ_T + o] = -1
                 if rel_k == RK_TS_ECHO and R[C_AWAY] < 0:
-                    kk = T.rtt_acc[0]
+                    kk = nsmp
                     T.rf[kk] = r
                     T.rs[kk] = <uint8_t> (s + 2 * RK_ECHO_DELAY)
                     T.rv[kk] = <double> (t - rel_t) * 1e-9
-                    T.rtt_acc[0] = kk + 1
+                    nsmp = kk + 1
         # ---- sequence analysis of this packet as data of side s
         if R[C_SEQ_SET + s] == 0:
             R[C_SEQ_SET + s] = 1
@@ -582,19 +587,21 @@ cdef int64_t _flow_kernel(int64_t i0, Pk* P, Tab* T, bint per_packet, int64_t* s
                         T.out_rtt[i] = rtt
                     away = R[C_AWAY]
                     if away < 0 or ((away >> o) & 1) == 0:
-                        kk = T.rtt_acc[0]
+                        kk = nsmp
                         T.rf[kk] = r
                         T.rs[kk] = <uint8_t> o  # the sample times the other side's data
                         T.rv[kk] = rtt
-                        T.rtt_acc[0] = kk + 1
+                        nsmp = kk + 1
                     if rel_k > 0 and t >= rel_t and (away < 0 or ((away >> o) & 1) == 1):  # release -> this ACK
-                        kk = T.rtt_acc[0]
+                        kk = nsmp
                         T.rf[kk] = r
                         T.rs[kk] = <uint8_t> (o + 2 * rel_k)
                         T.rv[kk] = <double> (t - rel_t) * 1e-9
-                        T.rtt_acc[0] = kk + 1
-    stop[0] = n
-    return ST_DONE
+                        nsmp = kk + 1
+    T.ctl[0], T.ctl[1], T.ctl[2], T.ctl[3] = ctl[0], ctl[1], ctl[2], ctl[3]
+    T.acc[0], T.acc[1], T.acc[2] = acc[0], acc[1], acc[2]
+    T.rtt_acc[0] = nsmp
+    return st
 
 
 def flow_kernel(int64_t i0, object pk, object tab, object nodes, object smp, bint per_packet, object out):
