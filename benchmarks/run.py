@@ -277,7 +277,7 @@ def machine_info() -> dict[str, Any]:
         scapy=pyver[4] if len(pyver) > 4 else None,
         dpkt=dpkt_v or None,
         hscc_trace=version[0] + (f" (git {commit})" if commit else ""),
-        # hscc-trace version's second line: ahead-of-time compiled flows kernels, or numba's JIT
+        # hscc-trace version's second line: the compiled flows kernels (extension), or numba's JIT and why
         flows_kernels=(version[1:] or ["not reported"])[0].removeprefix("flows kernels: ").replace(str(REPO) + "/", ""),
         tshark=_first_line(["tshark", "--version"]),
         tcptrace=_first_line(["tcptrace", "-v"]),

@@ -1,7 +1,7 @@
 """Performance machinery, in one place: compiled kernels and process settings.
 
-- :mod:`.jit` — ``njit``: numba kernels, called through the ahead-of-time extension when it
-  matches the source (:mod:`.aot` builds it at install);
+- :mod:`.jit` — ``njit``: numba kernels, and for those of ``hscc-trace flows`` their Cython
+  twins in the extension ``hscc_trace._kernels`` (built at install, used when current);
 - :mod:`.firstuse` — the numba kernels of the event, arena, replay and report code and the
   replay loops: interpreted while their work is small, compiled when it is large or when the
   cache holds them already (stamps);
