@@ -212,3 +212,38 @@ def test_flow_rtt_vantage_unknown_is_decided_by_the_echo_delay():
     assert r["vantage"] == "unknown" and r["rtt_method"] == "ts-echo"
     # the two release -> ACK samples of the receiver-side test above (no handshake sample here)
     assert (r["rtt_min_s"], r["rtt_max_s"]) == pytest.approx((0.0502, 0.0502), abs=1e-9)
+
+
+def test_interpolated_delay_beyond_int64_neither_warns_nor_wraps():
+    """A hostile capture (found by fuzzing): two anchors 4 ns apart whose echo delays differ by
+    5·10¹⁸ ns. The ACK between them (t = 3, the second of TSval 10) gets the delay interpolated
+    between the anchors, 100 + (5·10¹⁸ − 104)·3/4 ≈ 3.75·10¹⁸ ns: the product (≈ 1.5·10¹⁹) leaves
+    int64, so the kernel interpolates in floating point there. Working: the ACK reaches the sender
+    at ≈ 3.75·10¹⁸, after segment 0 (t = 100) and before segment 1 (t = 5·10¹⁸), so its
+    boundary is segment 1 (the first echoing a later TSval), segment 0 was released by ACK row 0
+    and segment 1 by ACK row 2 (the last ACK placed at or before it). A wrapped product would
+    give a negative delay, boundary 0, and segment 0 released by ACK row 1."""
+    import warnings
+
+    import numpy as np
+
+    from hscc_trace.events import vantage
+    from hscc_trace.events.prep import F_ACK
+
+    big = 5 * 10**18
+    ts = np.array([0, 3, 4, 100, big], np.int64)
+    snd = np.array([False, False, False, True, True])
+    plen = np.array([0, 0, 0, 1000, 1000], np.int64)
+    flags = np.full(5, F_ACK, np.int64)
+    seq = np.array([0, 0, 0, 1, 1001], np.int64)
+    rtsv = np.array([10, 10, 11, 10, 11], np.int64)
+    outs = []
+    for run_kernel in (vantage.sender_view.py_func, vantage.sender_view.call_compiled):
+        ahead, rel, off = np.zeros(5, np.int64), np.zeros(5, np.int64), np.zeros(5, np.int64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            run_kernel(ts, snd, plen, flags, seq, rtsv, np.int64(0), ahead, rel, off)
+        assert rel.tolist() == [-1, -1, -1, 0, 2]
+        assert off[3:].tolist() == [100, big - 4]  # arrival minus the releasing ACK's time
+        outs.append((ahead.tolist(), rel.tolist(), off.tolist()))
+    assert outs[0] == outs[1]

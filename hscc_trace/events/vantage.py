@@ -31,6 +31,9 @@ from hscc_trace.perf.firstuse import kernel
 
 from .prep import F_ACK, F_FIN, F_SYN, FlowArrays, Handshake
 
+#: largest int64 (the nanosecond clocks' range)
+I64_MAX = 2**63 - 1
+
 NEAR_FRACTION = 0.1  # a side whose gap is < 10 % of the total is where the capture was taken
 MIN_SAMPLES = 5  # data rule needs at least this many matches of each kind
 
@@ -273,17 +276,25 @@ def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
         else:
             t0 = an_t[ja - 1]
             t1 = an_t[ja]
-            dly = an_d[ja - 1] + (an_d[ja] - an_d[ja - 1]) * (t - t0) // (t1 - t0) if t1 > t0 else an_d[ja - 1]
+            dly = an_d[ja - 1]
+            if t1 > t0:
+                dd = an_d[ja] - an_d[ja - 1]  # both >= 0: no overflow
+                dt = t - t0  # 0 <= dt < t1 - t0
+                if dt == 0 or abs(dd) <= I64_MAX // dt:
+                    dly += dd * dt // (t1 - t0)
+                else:  # the product leaves int64 (hostile timestamps): |dd * dt / span| < |dd|
+                    dly += np.int64(np.floor(np.float64(dd) * (np.float64(dt) / np.float64(t1 - t0))))
+        tq = t + dly if t <= I64_MAX - dly else np.int64(I64_MAX)  # ACK at the sender (dly >= 0)
         v = rtsv[i]
         if use_ts and v > lim:
             b = np.searchsorted(s_echo, v)  # first segment echoing v or later
             if not a_first[q]:
                 bv = np.searchsorted(s_echo, v, side="right")  # first echoing later than v
-                bt = np.searchsorted(s_t, t + dly)
+                bt = np.searchsorted(s_t, tq)
                 if bt > b:
                     b = bt if bt < bv else bv
         else:
-            b = np.searchsorted(s_t, t + dly)
+            b = np.searchsorted(s_t, tq)
         if b < kseg:
             b = kseg
         if b < prev_b:
