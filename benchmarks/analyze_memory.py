@@ -14,8 +14,11 @@ Cases (each one process, stdout to /dev/null; wall time, CPU time and peak RSS f
 what GNU ``time -v`` reports as "Maximum resident set size"):
 
 * ``analyze``: ``hscc-trace analyze FILE -o report.html --json results.json -q``;
-* ``events`` (with ``--large``): ``python benchmarks/hscc_events.py FILE`` — capture → event
-  streams of every flow, as ``analyze`` builds them (the benchmark's "events path").
+* with ``--large``, on replica-5M: ``events-all`` — ``python benchmarks/hscc_events.py FILE``,
+  capture → event streams of every flow, all held at once (``api.all_events``; the "events path"
+  of benchmarks/run.py); ``events-stream`` — the same with ``--stream``, the events as
+  ``analyze`` builds them (a batch at a time, the load arena given back as it goes); and
+  ``events-cmd`` — ``hscc-trace events FILE --flow 3 -o events.parquet``.
 
 Captures (built with ``benchmarks/make_capture.py`` when missing, under ``benchmarks/data/``):
 ``replica-flows10k-p50`` and ``replica-flows50k-p50`` — 10 000 and 50 000 copies of the first 50
@@ -85,6 +88,14 @@ def analyze_argv(capture: Path, scratch: Path) -> list[str]:
 
 def events_argv(capture: Path, scratch: Path) -> list[str]:
     return [PY, str(BENCH / "hscc_events.py"), str(capture)]
+
+
+def events_stream_argv(capture: Path, scratch: Path) -> list[str]:
+    return [PY, str(BENCH / "hscc_events.py"), str(capture), "--stream"]
+
+
+def events_cmd_argv(capture: Path, scratch: Path) -> list[str]:
+    return [HSCC, "events", str(capture), "--flow", "3", "-o", str(scratch / "events.parquet")]
 
 
 def run_case(argv: list[str], runs: int, timeout_s: float) -> dict[str, Any]:
@@ -178,7 +189,13 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             cap = build(name)
             res["sizes"][name] = cap.stat().st_size
-            cases = [("analyze", analyze_argv)] + ([("events", events_argv)] if name == "replica-5M" else [])
+            cases = [("analyze", analyze_argv)]
+            if name == "replica-5M":
+                cases += [
+                    ("events-all", events_argv),
+                    ("events-stream", events_stream_argv),
+                    ("events-cmd", events_cmd_argv),
+                ]
             for label, mk in cases:
                 key = f"{label} {name}"
                 print(f"{key} …", file=sys.stderr, flush=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -168,17 +167,69 @@ def test_lazy_documents_write_the_same_text() -> None:
         st.close()
 
 
-def test_a_kept_flows_tables_do_not_hold_their_batch() -> None:
-    # a flow's events are slices of its batch's tables; the kept copy has buffers of its own
-    from hscc_trace.analysis.stream import _own
+def test_a_kept_flow_is_packed_and_unpacked_exactly() -> None:
+    # the report's flows are held compressed while the run goes on: every table comes back equal
+    # (dtypes, Enums, nulls), the replays are made again from the unpacked events
+    from hscc_trace.analysis.stream import _Packed
 
-    def buffer(df: pl.DataFrame) -> tuple[int, int]:
-        b = df.to_arrow().column("a").chunks[0].buffers()[1]
-        return b.address, b.size
+    full = api.analyze(CAPTURES[:1], ALGOS)
+    fr = full.captures[0].results[0]
+    packed = _Packed.of(fr)
+    assert sum(len(b or b"") for b in packed.tables.values()) < sum(
+        getattr(fr.events, t).estimated_size() for t in ("segments", "acks", "episodes", "rounds")
+    )
+    back = packed.unpack(lambda ev: api.replay(ev, ALGOS))
+    for t in ("segments", "acks", "episodes", "rounds", "sack_blocks"):
+        assert_frame_equal(getattr(back.events, t), getattr(fr.events, t))
+    assert back.events.vantage == fr.events.vantage and back.events.mss == fr.events.mss
+    assert back.replays == {} and back.released is not None and back.released.labels == tuple(fr.replays)
+    again = back.released.replay()
+    for k in fr.replays:
+        assert_frame_equal(again[k], fr.replays[k])
+    assert_frame_equal(back.fit, fr.fit) and back.verdict == fr.verdict
 
-    big = pl.DataFrame({"a": list(range(1000)), "b": [str(i) for i in range(1000)]})
-    part = big.slice(10, 5)
-    own = _own(part)
-    assert_frame_equal(own, part)
-    assert buffer(part)[0] == buffer(part.rechunk())[0]  # (rechunk keeps the slice: not a copy)
-    assert buffer(own)[0] != buffer(part)[0] and buffer(own)[1] == 5 * 8
+
+def test_released_batches_equal_and_the_arena_refuses_to_be_read_again() -> None:
+    # analyze gives the load arena's pages back batch by batch: the tables are the same, and the
+    # capture then refuses to build events or its packet table (its rows read as zeros)
+    path = CAPTURES[0]
+    every = all_flow_events(api.load(path))
+    cap = api.load(path)
+    got = dict(pair for batch in flow_event_batches(cap, rows=1, flows=1, release=True) for pair in batch)
+    assert cap.decoded.arena.released
+    for fid, ev in every.items():
+        for t in ("segments", "acks", "episodes", "rounds"):
+            assert_frame_equal(getattr(got[fid], t), getattr(ev, t))
+    with pytest.raises(ValueError, match="released"):
+        all_flow_events(cap)
+    with pytest.raises(ValueError, match="released"):
+        cap.decoded.sack_packets()
+
+
+def test_a_page_is_given_back_when_its_last_row_is_released(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from hscc_trace.flows import arena
+    from hscc_trace.perf import memory
+
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(memory, "dontneed", lambda a, n: calls.append((a, n)) or True)
+    page = arena._Pages.PAGE
+    raw = np.zeros(23 * page, np.uint8)
+    at = (-raw.ctypes.data) % page  # two columns of 10 pages each, page-aligned (one layout)
+    cols = [raw[at : at + 10 * page].view(np.uint64), raw[at + 11 * page : at + 21 * page].view(np.int64)]
+    per = page // 8  # rows per page
+    live = np.arange(0, 10 * per, 1)  # every row in use
+    pages = arena._Pages(cols, live)
+    whole = pages.n
+    assert whole == 10 and pages.firsts == [c.ctypes.data for c in cols]
+    # release every row of the 2nd page but one: nothing goes
+    first_row = per
+    assert pages.release(np.arange(first_row, first_row + per - 1)) == 0 and not calls
+    # its last row: that page goes, in both columns
+    assert pages.release(np.array([first_row + per - 1])) == 2 * page
+    assert calls == [(pages.firsts[0] + page, page), (pages.firsts[1] + page, page)]
+    calls.clear()
+    # every row: the other whole pages go, in runs (one call per run and column), never twice
+    assert pages.release(np.setdiff1d(live, np.arange(first_row, first_row + per))) == 2 * (whole - 1) * page
+    assert sum(n for _, n in calls) == 2 * (whole - 1) * page and len(calls) == 4  # two runs, two columns

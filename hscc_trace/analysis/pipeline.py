@@ -236,6 +236,7 @@ def _batches(
     the capture (its packet arena) is released once the last batch is built."""
     from hscc_trace.events import flow_event_batches
     from hscc_trace.events.sack import sack_groups, with_sack_blocks
+    from hscc_trace.perf.memory import trim
 
     index = {fid: i for i, fid in enumerate(ids)}
     flows = cap.flows
@@ -243,14 +244,21 @@ def _batches(
     path = cap.meta.path
     groups = sack_groups(cap)  # SACK blocks for the report's time/sequence graph, by flow once
     seen: set[int] = set()
-    for batch in flow_event_batches(cap, ids if selected else None):
-        batch = [(fid, ev) for fid, ev in batch if fid in index]
-        if not batch:
+    # every flow of a capture read by load: its packets' memory is given back batch by batch
+    release = not selected and getattr(cap, "decoded", None) is not None
+    for batch in flow_event_batches(cap, ids if selected else None, release=release):
+        mine = [(fid, ev) for fid, ev in batch if fid in index]
+        del batch
+        if not mine:
             continue
-        evs = with_sack_blocks(cap, [ev for _, ev in batch], groups)
-        rows = flows[[row_of[fid] for fid, _ in batch]].to_dicts()
-        seen.update(fid for fid, _ in batch)
-        yield [(index[fid], row, ev) for (fid, _), row, ev in zip(batch, rows, evs) if ev is not None]
+        evs = with_sack_blocks(cap, [ev for _, ev in mine], groups)
+        rows = flows[[row_of[fid] for fid, _ in mine]].to_dicts()
+        seen.update(fid for fid, _ in mine)
+        out = [(index[fid], row, ev) for (fid, _), row, ev in zip(mine, rows, evs) if ev is not None]
+        del mine, evs, rows
+        yield out
+        del out  # (the caller is done with the batch: its tables are freed) …
+        trim()  # … and the C heaps give their free pages back before the next one is built
     del cap, groups
     missing_ev = [str(fid) for fid in ids if fid not in seen]
     if missing_ev:

@@ -2,7 +2,8 @@
 
 - :mod:`.jit` — ``njit``: numba kernels, called through the ahead-of-time extension when it
   matches the source (:mod:`.aot` builds it at install);
-- :mod:`.memory` — huge-page advice off while a capture is read, ``gc.freeze`` at exit.
+- :mod:`.memory` — huge-page advice off while a capture is read, ``gc.freeze`` at exit, and
+  giving freed memory back (glibc: two malloc arenas, ``malloc_trim``, ``madvise``).
 
 Nothing here changes the process when imported. The CLI entry point calls :func:`activate`;
 a notebook or script that imports the library keeps its interpreter as it was.
@@ -21,6 +22,7 @@ def activate(*, flows_only: bool = False) -> None:
       before anything imports numba, which reads it once.
     - No full garbage collection at interpreter exit (:func:`.memory.freeze_at_exit`; override
       with ``HSCC_TRACE_EXIT_GC=1``).
+    - Except for ``flows_only``: at most two glibc malloc arenas (:func:`.memory.few_malloc_arenas`).
     - ``flows_only`` (a process that runs only ``hscc-trace flows``): the cyclic garbage
       collector runs after 100 000 net allocations instead of 700 — the command itself creates
       few objects, but importing numpy and numba creates hundreds of thousands, and collecting
@@ -34,6 +36,10 @@ def activate(*, flows_only: bool = False) -> None:
 
     os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
     freeze_at_exit()
+    if not flows_only:  # (analyze, check, events …: threads that free each other's arrays)
+        from .memory import few_malloc_arenas
+
+        few_malloc_arenas()
     if flows_only:
         import gc
 
