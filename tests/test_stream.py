@@ -233,3 +233,34 @@ def test_a_page_is_given_back_when_its_last_row_is_released(monkeypatch: pytest.
     # every row: the other whole pages go, in runs (one call per run and column), never twice
     assert pages.release(np.setdiff1d(live, np.arange(first_row, first_row + per))) == 2 * (whole - 1) * page
     assert sum(n for _, n in calls) == 2 * (whole - 1) * page and len(calls) == 4  # two runs, two columns
+
+
+def test_the_glibc_adapter_gives_pages_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mmap
+
+    import numpy as np
+
+    from hscc_trace.perf import memory
+
+    if memory._libc() is None:
+        pytest.skip("not glibc")
+    page = mmap.PAGESIZE
+    m = mmap.mmap(-1, 4 * page, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # as numpy's, page-aligned
+    a = np.frombuffer(m, np.uint8)
+    a[:] = 7
+    addr = a.ctypes.data
+    assert memory.dontneed(addr + page, 2 * page)  # the two middle pages: zeros from now on
+    assert a[:page].min() == 7 and a[page : 3 * page].max() == 0 and a[3 * page :].min() == 7
+    assert not memory.dontneed(addr, 0)
+    del a
+    m.close()
+    memory.trim()  # (nothing to check but that it runs)
+    calls: list[tuple[int, int]] = []
+    lib = memory._libc()
+    monkeypatch.setattr(memory, "_LIBC", [type("L", (), {"mallopt": lambda self, k, v: calls.append((k, v))})()])
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    memory.few_malloc_arenas()
+    assert calls == []  # the user's setting wins
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    memory.few_malloc_arenas(2)
+    assert calls == [(memory._M_ARENA_MAX, 2)] and lib is not None

@@ -121,9 +121,10 @@ def few_malloc_arenas(n: int = 2) -> None:
     """At most ``n`` glibc malloc arenas (``mallopt(M_ARENA_MAX)``; by default 8 per core): the
     threads that build event batches and replay flows allocate arrays that other threads free,
     and every arena keeps its own free blocks resident. A process setting: called by
-    :func:`hscc_trace.perf.activate` for the commands that analyze."""
+    :func:`hscc_trace.perf.activate` for the commands that analyze. glibc's own
+    ``MALLOC_ARENA_MAX`` environment variable, when set, wins."""
     lib = _libc()
-    if lib is not None:
+    if lib is not None and "MALLOC_ARENA_MAX" not in os.environ:
         lib.mallopt(_M_ARENA_MAX, int(n))
 
 
