@@ -35,6 +35,7 @@ from hscc_trace import schema
 from hscc_trace.analysis.stream import limit_shares, report_rank, summarize
 from hscc_trace.errors import InputError
 from hscc_trace.model import Analysis, CaptureResult, FlowResult, FlowSummary
+from hscc_trace.perf.memory import trim
 
 from . import figures as F
 from . import meta
@@ -937,6 +938,9 @@ def write_report(
             f'<p class="figs-nav">Panels: {" · ".join(nav_main)}<br>Signals of each algorithm (lowest error '
             f"first): {' · '.join(nav_sig) or '–'}</p>" + "".join(divs) + "</section>"
         )
+        if fr is not kept:  # a streamed run's flow, replayed again for this section: its replays go
+            del fr, ff
+            trim()
 
     store_scripts = []
     try:

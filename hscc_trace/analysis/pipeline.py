@@ -610,6 +610,9 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         _run_serial(inputs, opts, take_capture, take_flow, capture_failed)
     else:
         digests = _run_parallel(inputs, opts, take_capture, take_flow, capture_failed)
+    from hscc_trace.perf.memory import trim
+
+    trim()  # (the C heaps of every thread give back what the run freed)
 
     captures: list[CaptureResult] = []
     errors: list[str] = []
