@@ -19,6 +19,11 @@ Usage: hscc_replay.py FILE [--repeat 3] [--algos a,b]
 
 from __future__ import annotations
 
+import os
+
+# the compiled loops are measured: no kernel runs interpreted under the first-use rule
+os.environ.setdefault("HSCC_TRACE_FIRST_USE", "compile")
+
 import json
 import sys
 import time

@@ -17,8 +17,12 @@ Usage: replay_speed.py [--events 5000000] [--repeat 3] [--algos a,b] [--compile]
 
 from __future__ import annotations
 
-import json
 import os
+
+# the compiled loops are measured: no kernel runs interpreted under the first-use rule
+os.environ.setdefault("HSCC_TRACE_FIRST_USE", "compile")
+
+import json
 import subprocess
 import sys
 import tempfile

@@ -48,6 +48,7 @@ from hscc_trace.analysis import (
 )
 from hscc_trace.errors import HsccError, InternalError, InternalMessage  # noqa: E402
 from hscc_trace.flows.scan import flow_rows
+from hscc_trace.perf import firstuse
 
 #: algorithms replayed on every flow: a loss-based, a cubic and a delay/loss hybrid
 ALGOS = ("reno", "cubic", "fusion")
@@ -115,15 +116,17 @@ def instrument_project() -> int:
     the numba kernels included. So the harness first runs one input through every stage (which
     imports everything and creates every dispatcher), then instruments what is not compiled.
     Coverage is therefore Python-level: the compiled kernels run, but their branches are not
-    seen by the fuzzer."""
+    seen by the fuzzer — except those of the kernels under the first-use rule, which run as
+    their plain-Python twins here (instrumented: separate function objects)."""
     import gc
     import types
 
     from numba.core.dispatcher import Dispatcher
 
+    from hscc_trace.perf.firstuse import Kernel as FirstUseKernel
     from hscc_trace.perf.jit import Kernel
 
-    compiled = {id(o.py_func) for o in gc.get_objects() if isinstance(o, (Kernel, Dispatcher))}
+    compiled = {id(o.py_func) for o in gc.get_objects() if isinstance(o, (Kernel, FirstUseKernel, Dispatcher))}
     n = 0
     for obj in gc.get_objects():
         if (
@@ -145,6 +148,10 @@ def TestOneInput(data: bytes) -> None:  # noqa: N802 - atheris' name
 
 def main() -> None:
     os.environ.pop(pipeline.DEBUG_ENV, None)
+    # the kernels under the first-use rule run as plain Python, as they do for a user's small
+    # capture (hscc_trace/perf/firstuse.py): their interpreted twins are instrumented too, so
+    # the fuzzer sees their branches
+    os.environ[firstuse.MODE_ENV] = "interpret"
     argv = list(sys.argv)
     corpus = [a for a in argv[1:] if not a.startswith("-")]
     if corpus and not Path(corpus[0]).is_file():  # a folder: the corpus (a file: run that input once)

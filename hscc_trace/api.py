@@ -398,3 +398,58 @@ def check(
     if expect is None and baseline is None:
         raise UsageError("check needs an expected algorithm or a baseline")
     return verdicts
+
+
+# --- compiling ahead ------------------------------------------------------------------------------
+
+
+def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -> list[dict[str, Any]]:
+    """Compile every kernel and replay loop into the cache now (``hscc-trace compile``).
+
+    Runs the whole path — ``flows``, ``analyze`` with every registered algorithm, the HTML report,
+    the JSON results and the packets table — over a generated capture
+    (:mod:`hscc_trace.perf.warmup`) and over ``captures`` if given, with every kernel forced to
+    compile (:mod:`hscc_trace.perf.firstuse`); later runs load the machine code from the cache
+    and never run a kernel interpreted. ``on_step(text)`` is called before each step. Returns
+    per kernel what happened in it (:func:`hscc_trace.perf.firstuse.summary`).
+    """
+    import json
+    import tempfile
+
+    from hscc_trace.perf import firstuse, warmup
+
+    step = on_step or (lambda text: None)
+    before = firstuse.snapshot()
+    with tempfile.TemporaryDirectory(prefix="hscc-trace-compile-") as tmp, firstuse.mode("compile"):
+        paths: list[PathLike] = [warmup.write_capture(Path(tmp) / "warmup.pcap"), *captures]
+        for path in paths:
+            step(f"{path if path != paths[0] else 'a generated capture'}: flows")
+            cap = load(path)
+            flows(cap)
+            step("events from the packets table")
+            all_events(Capture(cap.meta, cap.packets, cap.flows))
+            step("analyze with the default algorithms")
+            a = analyze(path)
+            step("report and results")
+            report(a, Path(tmp) / "report.html")
+            json.dumps(results(a), default=str)
+            ev = next(iter(all_events(cap).values()), None)
+            if ev is not None:
+                for flavor in ("linux", "rfc"):  # (a flavor may be a module of its own: cubic_rfc)
+                    step(f"replay every algorithm, {flavor} flavor")
+                    names = _every_algorithm()
+                    replay(ev, names, {n: {"flavor": flavor} for n in names})
+    return firstuse.summary(since=before)
+
+
+def _every_algorithm() -> list[str]:
+    """The defaults (wrappers composed) and every other registered algorithm that is not a wrapper."""
+    names = default_algorithms()
+    for n in algorithms():
+        if n not in names:
+            try:
+                select([n])
+            except InputError:  # a wrapper alone (kyushu): composed in the defaults
+                continue
+            names.append(n)
+    return names

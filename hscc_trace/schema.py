@@ -246,7 +246,8 @@ ACKS: tuple[Column, ...] = (
         pl.Float64,
         "s",
         "the RTT sample Linux gives congestion control for this ACK (ca_rtt_us): the newest segment it "
-        "newly SACKs (never retransmitted) if any, else rtt_s; null if none",
+        "newly SACKs (never retransmitted) if any, else rtt_s — at the sender a timestamp-echo sample in "
+        "whole ticks of a 1 kHz TSval clock, as the kernel counts it; null if none",
     ),
     Column(
         "retrans_bytes",

@@ -212,12 +212,34 @@ def loop_module(base: Algorithm, wrapper: Algorithm | None = None) -> ModuleType
         return mod
 
 
-def loop_function(base: Algorithm, wrapper: Algorithm | None = None, compiled: bool = True) -> Callable[..., Any]:
-    """``run_loop(ev, tp, st, p, sig_idx, out)`` — compiled, or the same source as plain Python."""
+def loop_function(
+    base: Algorithm, wrapper: Algorithm | None = None, compiled: bool | None = None
+) -> Callable[..., Any]:
+    """``run_loop(ev, tp, st, p, sig_idx, out)``: compiled (``True``), the same source as plain
+    Python (``False``), or by the first-use rule (``None``, :mod:`hscc_trace.perf.firstuse`):
+    compiled when numba's cache holds it, else interpreted until the ACKs replayed by this loop
+    in this process outgrow what compiling it costs."""
     mod = loop_module(base, wrapper)
-    if compiled and not _jit.NO_JIT:
-        return mod.run_loop_jit
-    return _pure_loop(mod.__name__)
+    if compiled is False or _jit.NO_JIT:
+        return _pure_loop(mod.__name__)
+    k = _policy_loop(mod.__name__)
+    return k.call_compiled if compiled else k
+
+
+@cache
+def _policy_loop(modname: str) -> Any:
+    from hscc_trace.perf import firstuse
+
+    label = modname.removeprefix("hscc_trace_replay_gen_").rsplit("_", 1)[0]
+    mod = sys.modules[modname]
+    return firstuse.wrap(
+        mod.run_loop_jit,
+        python=_pure_loop(modname),
+        work=lambda a: len(a[0]),
+        name=f"replay loop of {label}",
+        # the name hashes the sources; numba's cache also wants the same file (mtime and size)
+        source_key=f"{modname}:{firstuse.file_stamp(str(mod.__file__))}",
+    )
 
 
 @cache

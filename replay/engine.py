@@ -19,12 +19,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-import numba
 import numpy as np
 import polars as pl
 
 from hscc_trace import schema
 from hscc_trace.errors import InputError
+from hscc_trace.perf.firstuse import kernel
 
 from . import tp as T
 from .compile import loop_function
@@ -166,7 +166,7 @@ def _codes(s: pl.Series, code: Mapping[str, float], default: float) -> np.ndarra
     return s.cast(pl.String).replace_strict(code, default=default, return_dtype=pl.Float64).to_numpy()
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _newly_delivered(acked, sacked, outstanding, mss):  # pragma: no cover - compiled
     """Bytes each ACK newly delivers *cumulatively*, excluding bytes already SACKed before
     (Linux ``tcp_newly_delivered`` counts a packet once: when SACKed or, if never SACKed, when
@@ -267,7 +267,7 @@ def rate_samples(prep: Prepared) -> Prepared:
     return prep
 
 
-@numba.njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _rate_samples(t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, mss):  # pragma: no cover - compiled
     """(delivered, interval, prior_delivered, losses) per ACK — see :func:`rate_samples`.
     Units: t and rtt s; acked, sacked, sent, flight packets; ack, prev_ack, snd_max bytes."""
@@ -371,8 +371,12 @@ def _needs_rate(r: Resolved) -> bool:
     return callable(getattr(r.base.module, "cong_control", None))
 
 
-def run(algo: Resolved | str, prep: Prepared, *, compiled: bool = True) -> pl.DataFrame:
-    """Replay one algorithm over a prepared stream → schema.REPLAY_BASE + the algorithm's signals."""
+def run(algo: Resolved | str, prep: Prepared, *, compiled: bool | None = None) -> pl.DataFrame:
+    """Replay one algorithm over a prepared stream → schema.REPLAY_BASE + the algorithm's signals.
+
+    ``compiled``: ``True`` the compiled loop (compiled now if not cached), ``False`` the same
+    source as plain Python, ``None`` (default) by the first-use rule: compiled when cached, else
+    interpreted while the work is small (:func:`hscc_trace.replay.compile.loop_function`)."""
     r = resolve(algo) if isinstance(algo, str) else algo
     if not prep.rate_done and _needs_rate(r):
         rate_samples(prep)
@@ -400,10 +404,10 @@ def run(algo: Resolved | str, prep: Prepared, *, compiled: bool = True) -> pl.Da
     return _frame(prep.ts_ns, out, sigs, prep.frame)
 
 
-_PLANS: dict[tuple[int, int, bool], tuple[Any, Any, Any, list, np.ndarray]] = {}
+_PLANS: dict[tuple[int, int, bool | None], tuple[Any, Any, Any, list, np.ndarray]] = {}
 
 
-def _plan(r: Resolved, compiled: bool) -> tuple[Any, list, np.ndarray]:
+def _plan(r: Resolved, compiled: bool | None) -> tuple[Any, list, np.ndarray]:
     """(loop function, signals, their state indices) of an algorithm: the same for every flow, so
     looked up once per process (finding the generated module and listing the signals cost
     ~0.1 ms a call, as much as replaying a short flow). Keyed by the registry's Algorithm objects
@@ -531,12 +535,12 @@ def replay(
     params: Iterable[str] = (),
     *,
     segments: pl.DataFrame | None = None,
-    compiled: bool = True,
+    compiled: bool | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Replay several algorithms over one ACK stream → ``{label: frame}``.
 
     ``algos`` are names (``reno``, ``kyushu+cubic``) or resolved algorithms; ``params`` are
-    ``algo.name=value`` overrides for the named ones.
+    ``algo.name=value`` overrides for the named ones; ``compiled`` as in :func:`run`.
     """
     algos = list(algos)
     names = [a for a in algos if isinstance(a, str)]
@@ -558,7 +562,7 @@ def replay(
 
 
 def replay_flow(
-    events: Any, algos: Iterable[str | Resolved], params: Iterable[str] = (), *, compiled: bool = True
+    events: Any, algos: Iterable[str | Resolved], params: Iterable[str] = (), *, compiled: bool | None = None
 ) -> dict[str, pl.DataFrame]:
     """:func:`replay` on a :class:`hscc_trace.model.FlowEvents`."""
     return replay(events.acks, events.mss, algos, params, segments=events.segments, compiled=compiled)

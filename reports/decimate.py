@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from hscc_trace.perf.firstuse import kernel
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,7 @@ def _first_match_per_run(mask: np.ndarray, run_of: np.ndarray, n_runs: int) -> n
     return out
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _m4_kernel(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:  # pragma: no cover - compiled
     """One pass: per column (same bucket arithmetic as :func:`_bucket_ids`) the first, the first
     lowest, the first highest and the last index, ascending and without repeats."""

@@ -38,7 +38,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from numba import njit
+
+from hscc_trace.perf.firstuse import kernel
 
 MAGIC = b"HST1"
 TIME_DECIMALS = 6  # times: 1 µs, as the figures' JSON
@@ -192,7 +193,7 @@ def varint(q: np.ndarray) -> bytes:
     return buf[: _varint_kernel(q, buf)].tobytes()
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _varint_kernel(q: np.ndarray, out: np.ndarray) -> int:  # pragma: no cover - compiled
     k = 0
     for i in range(len(q)):

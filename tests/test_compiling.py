@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 import numba
+import pytest
 
 from hscc_trace.cli.compiling import compile_notice
 
@@ -46,3 +47,81 @@ def test_nothing_is_written_when_nothing_compiles_or_stderr_is_not_a_terminal() 
     with compile_notice(log):
         assert _other(1) == 0
     assert log.getvalue() == ""
+
+
+def test_the_notice_writes_a_line_per_kernel_when_asked_on_any_stream() -> None:
+    @numba.njit(cache=False)
+    def _logged(x):
+        return x + 2
+
+    log = io.StringIO()  # `hscc-trace compile` in a CI log
+    with compile_notice(log, always=True):
+        assert _logged(1) == 3
+    lines = log.getvalue().splitlines()
+    assert lines[0].startswith("hscc-trace: compiling test_compiling._logged (first run only; 1 kernels")
+    assert lines[-1].startswith("hscc-trace: compiled 1 kernels in") and "\x1b" not in log.getvalue()
+
+
+@pytest.mark.slow
+def test_compile_kernels_leaves_nothing_to_interpret_in_a_later_run(tmp_path) -> None:
+    """`hscc-trace compile` (api.compile_kernels): every kernel and replay loop compiled and
+    stamped, so that a later process analyzing a real sample runs none of them interpreted.
+    Both in fresh processes with an empty hscc-trace cache folder (numba's cache of the fixed
+    kernels as the other tests left it; the replay loops are generated and compiled anew)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from conftest import REPO
+
+    from hscc_trace.perf import firstuse
+
+    env = dict(os.environ, HSCC_TRACE_CACHE_DIR=str(tmp_path))
+    env.pop(firstuse.MODE_ENV, None)
+    head = "import json; from hscc_trace import api; from hscc_trace.perf import firstuse\n"
+
+    def run(code: str) -> list[dict]:
+        out = subprocess.run(
+            [sys.executable, "-c", head + code], env=env, capture_output=True, text=True, check=True, timeout=900
+        )
+        return json.loads(out.stdout.splitlines()[-1])
+
+    done = run(
+        "done = api.compile_kernels()\n"
+        "missed = [k.name for k in firstuse.REGISTRY if not k._ready]\n"
+        "print(json.dumps([done, missed]))"
+    )
+    summary, missed = done
+    assert summary and all(r["interpreted_calls"] == 0 for r in summary)
+    loops = {r["kernel"] for r in summary if r["kernel"].startswith("replay loop of ")}
+    assert {"replay loop of bbr", "replay loop of cubic_rfc", "replay loop of kyushu_cubic_linux"} <= loops
+    # _unplace builds the packets table of a capture that cannot be read again (not a regular
+    # file); a file on disk never needs it
+    assert set(missed) <= {"flows.arena._unplace"}, missed
+    sample, report = str(REPO / "samples/reno-bdp/capture.pcap"), str(tmp_path / "r.html")
+    later = run(f"a = api.analyze({sample!r}); api.report(a, {report!r}); print(json.dumps(firstuse.summary()))")
+    assert later and [r["kernel"] for r in later if r["interpreted_calls"]] == []
+
+
+def test_a_long_interpreted_run_is_announced_on_a_terminal(monkeypatch) -> None:
+    """A kernel not compiled yet that runs interpreted on work expected to take seconds says so
+    (the first-use rule's other long path), naming the kernel and `hscc-trace compile`."""
+    import numpy as np
+
+    from hscc_trace.perf import firstuse
+
+    def _slow_sum(a):
+        s = 0.0
+        for i in range(len(a)):
+            s += a[i]
+        return s
+
+    k = firstuse.Kernel(_slow_sum, None, {"cache": False}, lambda a: len(a[0]), (1e9, 1.0), "tests._slow_sum")
+    out = _Terminal()
+    with firstuse.mode("auto"), compile_notice(out):
+        assert k(np.arange(3.0)) == 3.0  # 3 items × 1 s expected: announced, then run interpreted
+        assert k(np.arange(1.0)) == 0.0  # 1 item × 1 s: under the notice's 2 s, nothing said
+    text = out.getvalue()
+    assert text.count("running tests._slow_sum as plain Python (≈ 3 s;") == 1 and "hscc-trace compile" in text
+    assert k.stats["interpreted_calls"] == 2 and not firstuse.LISTENERS

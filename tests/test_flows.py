@@ -298,13 +298,13 @@ def test_rtt_stats_min_median_max_per_flow_and_sender_side():
     """
     import numpy as np
 
-    from hscc_trace.flows.tracker import _group_stats
+    from hscc_trace.flows.tracker import Stats, _group_stats
 
     fl = np.array([0, 1, 0, 1, 0, 1, 1, 0], np.int64)
     sd = np.array([0, 1, 0, 1, 0, 1, 1, 1], np.uint8)
     v = np.array([0.003, 0.004, 0.001, 0.001, 0.002, 0.003, 0.002, 0.050])
     rmin, rmed, rmax = np.full(3, np.nan), np.full(3, np.nan), np.full(3, np.nan)
-    _group_stats(fl, sd, v, np.array([0, 1, 0], np.int64), rmin, rmed, rmax)
+    _group_stats(fl, sd, v, np.array([0, 1, 0], np.int64), Stats(rmin, rmed, rmax))
     assert rmin[:2].tolist() == [0.001, 0.001] and rmax[:2].tolist() == [0.003, 0.004]
     assert rmed[0] == 0.002 and rmed[1] == pytest.approx(0.0025, abs=0)
     assert np.isnan([rmin[2], rmed[2], rmax[2]]).all()

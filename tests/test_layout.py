@@ -43,7 +43,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hscc_trace.atomic",
             "hscc_trace.names",
             "hscc_trace.perf*",
-            "hscc_trace._aot_kernels",
+            "hscc_trace._kernels",
         ),
     ),
     ("reading", ("hscc_trace.capture*",)),

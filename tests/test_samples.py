@@ -86,22 +86,45 @@ def flow_pkts(name: str, fl: dict):
     )
 
 
-def recovery_entries(name: str, sport: int) -> list[tuple[int, int, int, int]]:
-    """(cwnd before, ssthresh before, ssthresh after, cwnd after) at every Open/Disorder → Recovery.
+#: an entry into Recovery this long after the last ACK was not made by that ACK but by a timer
+#: (RACK's reordering timeout, tcp_rack_reo_timeout): measured over every sample, entries on an
+#: ACK come 2-50 µs after its probe, timer entries 3.5 ms or more
+TIMER_ENTRY_NS = 1_000_000
+
+
+def recovery_entries(name: str, sport: int) -> list[tuple[int, int, int, int, int]]:
+    """(cwnd before, ssthresh before, ssthresh after, cwnd after, growth) at every Open/Disorder →
+    Recovery.
 
     tcp_probe fires at the start of tcp_rcv_established(), before the ACK is processed, so the
     last probe at or before the transition holds the window the reduction was computed from
-    and the next probe holds the new ssthresh.
+    (tcp_ack() enters Recovery before it grows the window) and the next probe holds the new
+    ssthresh; ``growth`` is 0. Two kernel paths differ:
+
+    * the ACK ended the previous reduction and started a new one (Recovery → Open → Recovery on
+      one ACK): tcp_end_cwnd_reduction() first sets cwnd = ssthresh, and "cwnd before" is that
+      ssthresh (bbr-vs-reno's Reno flow: cwnd 42, ssthresh 45 → cwnd 45, reduced to 22);
+    * a timer entered Recovery after the ACK had grown the window, which no probe shows: "cwnd
+      before" is the window before that ACK and ``growth`` what the ACK may have added — one
+      packet in congestion avoidance, in slow start every packet it delivered, SACKed ones too
+      (at most the window). cubic-smallbuf: 36 before the ACK, ssthresh 26 = ⌊38 · 717/1024⌋.
     """
     p, ca, _ = flow_truth(name, sport)
     t = p["ts_ns"].to_numpy()
     cw, ss = p["snd_cwnd"].to_numpy().astype(np.int64), p["ssthresh"].to_numpy().astype(np.int64)
-    out, prev = [], "open"
+    out, prev, ended_at = [], "open", None
     for ts, st in zip(ca["ts_ns"].to_list(), ca["state"].to_list()):
+        if st in ("open", "disorder") and prev in ("recovery", "cwr"):
+            ended_at = ts
         if st == "recovery" and prev in ("open", "disorder"):
             i = int(np.searchsorted(t, ts, side="right")) - 1
             if 0 <= i < len(t) - 1:
-                out.append((int(cw[i]), int(ss[i]), int(ss[i + 1]), int(cw[i + 1])))
+                before, growth = int(cw[i]), 0
+                if ended_at is not None and ended_at > t[i]:
+                    before = int(ss[i])
+                elif ts - t[i] > TIMER_ENTRY_NS:
+                    growth = int(cw[i]) if cw[i] < ss[i] else 1
+                out.append((before, int(ss[i]), int(ss[i + 1]), int(cw[i + 1]), growth))
         prev = st
     return out
 
@@ -128,11 +151,13 @@ def test_index_lists_every_required_sample_and_its_files_exist():
         assert e["packets"] == meta(e["name"])["capture"]["packets"]
 
 
-def test_samples_total_size_under_36_mb():
+def test_samples_total_size_under_38_mb():
     # 30 MiB until the 24 samples of the BPF congestion controls (issue #18: 12 senders × 2 paths,
-    # 7.5 MiB with gzip-compressed captures) were added; samples/ then weighed 33.2 MiB
+    # 7.5 MiB with gzip-compressed captures) were added; samples/ then weighed 33.2 MiB (33.7 MiB
+    # with ktcp-cubic-loss-rtt20, Kyushu-TCP over CUBIC where its hold shows under random loss).
+    # 36 → 38 MiB for the ten Linux samples that fill the rest of issue 17's grid (3.5 MiB, captures gzipped): 37.0 MiB
     total = sum(p.stat().st_size for p in SAMPLES.rglob("*") if p.is_file())
-    assert total < 36 * 1024 * 1024, f"samples/ is {total / 2**20:.1f} MiB"
+    assert total < 38 * 1024 * 1024, f"samples/ is {total / 2**20:.1f} MiB"
 
 
 @pytest.mark.parametrize("name", ALL_NAMES)
@@ -236,11 +261,18 @@ def test_truth_retransmissions_are_in_the_capture(name):
             assert len(hit), f"{name}: retransmitted seq {s} not resent in the capture"
             assert np.min(np.abs(data["ts_ns"][hit] - t)) < 2_000_000
             assert e > s
-        # and the capture has no retransmission the kernel did not report
+        # and the capture has no retransmission the kernel did not make: each is covered by a
+        # probe record, or — the probe missed one call in bbr-vs-reno's BBR flow (154 of 155
+        # segments; the cause is not established) — counted by the kernel's own tcpi_total_retrans
         covered = np.zeros(len(seq), bool)
         for s, e in zip(sent["seq"].to_list(), sent["end_seq"].to_list()):
             covered |= (seq >= s) & (end <= e) & is_rtx
-        assert covered.sum() == is_rtx.sum(), f"{name}: {is_rtx.sum() - covered.sum()} unexplained retransmissions"
+        missed = int(is_rtx.sum() - covered.sum())
+        if missed:
+            assert fl["sender_stats"]["tcp_info_final"]["total_retrans"] == is_rtx.sum(), (
+                f"{name}: {missed} unexplained retransmissions"
+            )
+            assert missed <= 0.01 * is_rtx.sum(), f"{name}: the probe missed {missed} of {is_rtx.sum()}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -258,10 +290,10 @@ def test_reno_ssthresh_halves_at_every_recovery_entry():
             assert ev == [], f  # no losses there (checked below: ssthresh is never set)
             continue
         assert len(ev) >= 3, f
-        for cw, _, ss, _ in ev:
-            assert ss == max(cw // 2, 2), (f, cw, ss)
-    assert (68, INF_SSTHRESH, 34, 67) in entries[("reno-bdp", 40001)] or any(
-        cw == 68 and ss == 34 for cw, _, ss, _ in entries[("reno-bdp", 40001)]
+        for cw, _, ss, _, growth in ev:
+            assert ss in {max((cw + g) // 2, 2) for g in range(growth + 1)}, (f, cw, ss, growth)
+    assert (68, INF_SSTHRESH, 34, 67, 0) in entries[("reno-bdp", 40001)] or any(
+        cw == 68 and ss == 34 for cw, _, ss, *_ in entries[("reno-bdp", 40001)]
     )
 
 
@@ -284,8 +316,8 @@ def test_cubic_ssthresh_is_0_7_cwnd_at_every_recovery_entry():
     assert set(entries) >= {("cubic-longrtt", 40001), ("cubic-loss", 40001), ("reno-vs-cubic", 40002)}
     for f, ev in entries.items():
         assert len(ev) >= 3, f
-        for cw, _, ss, _ in ev:
-            assert ss == max(cw * 717 // 1024, 2), (f, cw, ss)
+        for cw, _, ss, _, growth in ev:
+            assert ss in {max((cw + g) * 717 // 1024, 2) for g in range(growth + 1)}, (f, cw, ss, growth)
 
 
 def test_bbr_keeps_cwnd_near_2_bdp_and_the_queue_short():
@@ -317,6 +349,60 @@ def test_reno_vs_cubic_has_two_competing_flows_with_truth():
     # they share the bottleneck: together close to the link rate, neither starved
     assert 0.85 * m["rate_bps"] <= sum(tput) <= 1.01 * m["rate_bps"]
     assert min(tput) > 0.25 * m["rate_bps"]
+
+
+@pytest.mark.parametrize(
+    "name,ccs,least",
+    [
+        ("reno-vs-cubic-rtt20", ["reno", "cubic"], 0.25),
+        ("bbr-vs-cubic", ["bbr", "cubic"], 0.25),
+        ("cubic-vs-cubic", ["cubic", "cubic"], 0.25),
+        # BBR takes most of a shallow (1-BDP) buffer's link from Reno: 16.2 and 3.2 of 20 Mbit/s
+        ("bbr-vs-reno", ["bbr", "reno"], 0.10),
+    ],
+)
+def test_competing_flows_share_the_bottleneck(name, ccs, least):
+    m = meta(name)
+    assert [f["cc"] for f in m["flows"]] == ccs
+    assert [f["sender_stats"]["cc"] for f in m["flows"]] == ccs  # the kernel's own report
+    assert set(truth(name, "probe")["sport"].unique()) == {f["sport"] for f in m["flows"]}
+    tput = [f["capture_summary"]["throughput_bps"] for f in m["flows"]]
+    assert 0.85 * m["rate_bps"] <= sum(tput) <= 1.01 * m["rate_bps"]
+    assert min(tput) > least * m["rate_bps"]
+    if name == "bbr-vs-reno":
+        assert tput[0] > 4 * tput[1]
+
+
+def test_bbr_does_not_fill_a_deep_buffer():
+    # bbr-4bdp: 20 Mbit/s x 20 ms (BDP 33 packets) with a 133-packet buffer, 80 ms of queue at
+    # 1.2 ms/packet that a loss-based sender fills before it loses. BBR paces at its bandwidth
+    # estimate with cwnd ≈ 2 BDP + allowances: no loss, and srtt stays within a few ms of the base
+    # RTT (measured median 23.9 ms), the flow at the link's rate.
+    m = meta("bbr-4bdp")
+    assert m["flows"][0]["sender_stats"]["cc"] == "bbr"
+    assert truth("bbr-4bdp", "retrans").height == 0 and m["emulator"]["a_to_b"]["drop_queue"] == 0
+    mss = m["flows"][0]["sender_stats"]["tcp_info_at_end_of_writing"]["snd_mss"]
+    queue_s = m["buffer_pkts"] * (mss + 52) * 8 / m["rate_bps"]
+    p = truth("bbr-4bdp", "probe")
+    p = p.filter(pl.col("ts_ns") > p["ts_ns"][0] + 1_000_000_000)  # after STARTUP and DRAIN
+    assert p["srtt_us"].median() / 1e6 < m["base_rtt_s"] + 0.1 * queue_s
+    assert m["flows"][0]["capture_summary"]["throughput_bps"] > 0.9 * m["rate_bps"]
+    bdp_pkts = m["rate_bps"] * m["base_rtt_s"] / 8 / (mss + 52)
+    assert 1.5 * bdp_pkts <= p["snd_cwnd"].median() <= 3 * bdp_pkts
+
+
+def test_bbr_50m_keeps_its_window_through_a_startup_overshoot():
+    # bbr-50m: STARTUP (gain 2.89) overshoots a 0.5-BDP buffer at 50 Mbit/s x 50 ms (BDP 208):
+    # hundreds of segments are lost, yet BBR does not cut its window to a fraction as a loss-based
+    # sender would; in PROBE_BW it sits near 2 BDP (measured 434-462 packets)
+    m = meta("bbr-50m")
+    assert m["flows"][0]["sender_stats"]["cc"] == "bbr"
+    assert m["flows"][0]["capture_summary"]["retransmitted_segments"] > 100
+    mss = m["flows"][0]["sender_stats"]["tcp_info_at_end_of_writing"]["snd_mss"]
+    bdp_pkts = m["rate_bps"] * m["base_rtt_s"] / 8 / (mss + 52)
+    p = truth("bbr-50m", "probe")
+    p = p.filter(pl.col("ts_ns") > p["ts_ns"][0] + 1_000_000_000)
+    assert 1.5 * bdp_pkts <= p["snd_cwnd"].min() and p["snd_cwnd"].max() <= 3 * bdp_pkts
 
 
 def test_rwnd_limited_flight_sits_at_the_receive_window():
@@ -498,5 +584,8 @@ def test_the_samples_folder_carries_its_expectations():
     from hscc_trace import config
 
     exps = config.folder_expectations(mod.SAMPLES)
-    assert len(exps) == sum(len(s["flows"]) if len(s["flows"]) > 1 else 1 for s in index["samples"])
+    # one expectation per capture whose flows all ran one algorithm, else one per flow
+    assert len(exps) == sum(
+        len(s["flows"]) if len({mod._algo(f) for f in s["flows"]}) > 1 else 1 for s in index["samples"]
+    )
     assert all(e.allow_ambiguous and e.expect for e in exps)

@@ -208,7 +208,7 @@ def test_hrf_switches_between_cr_and_ci():
 
 
 def test_kyushu_holds_the_window_at_w2():
-    for name in ("ktcp-hs-bdp", "ktcp-cubic-bdp"):
+    for name in ("ktcp-hs-bdp", "ktcp-cubic-bdp", "ktcp-cubic-loss-rtt20"):
         s = signals(name)
         start = s.filter(pl.col("phase") == 1)
         held = s.filter(pl.col("phase") == 2)

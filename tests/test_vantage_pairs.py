@@ -19,7 +19,9 @@ events reproduces the kernel's snd_cwnd outside recovery with median error ≤ 2
 within the segments lost before it on the way to the receiver); flight within 2 MSS of the
 sender-side value on ≥ 99 % of ACKs; the flow table's RTT min and median within 1 ms. Measured
 (median / p90 error, receiver side): reno-bdp 0 / 0, reno-rtt60 0 / 0, cubic-rtt10 0 / 0.05
-(sender side 0 / 0.05); BBR fit MARE 0.035 at the receiver, 0.040 at the sender.
+(sender side 0 / 0.05), cubic-50m 0 / 0.027; BBR fit MARE 0.035 at the receiver, 0.040 at the
+sender (bbr-loss), 0.019 and 0.017 (bbr-4bdp). Two pairs do not meet the event-level bounds yet
+(``EVENTS_DIFFER``), though their verdicts, RTTs and kernel windows do.
 """
 
 from __future__ import annotations
@@ -38,20 +40,28 @@ from hscc_trace.flows.scan import flow_rows
 from hscc_trace.replay import engine, metrics
 
 SAMPLES = Path(__file__).resolve().parent.parent / "samples"
-PAIRS = [("reno-bdp", "reno"), ("reno-rtt60", "reno"), ("cubic-rtt10", "cubic"), ("bbr-loss", "bbr")]
+PAIRS = [
+    ("reno-bdp", "reno"),
+    ("reno-rtt60", "reno"),
+    ("cubic-rtt10", "cubic"),
+    ("bbr-loss", "bbr"),
+    ("cubic-50m", "cubic"),
+    ("bbr-4bdp", "bbr"),
+]
 
 
 @cache
 def sample(name: str):
     """(FlowEvents of the data flow, flow-table row, probes, CA states, meta) of one sample."""
     d = SAMPLES / name
-    if not (d / "capture.pcap").exists():
+    if not (d / "meta.json").exists():
         pytest.fail(f"sample {name} missing")
     meta = json.loads((d / "meta.json").read_text())
+    path = d / meta["capture"].get("file", "capture.pcap")  # capture.pcap or capture.pcap.gz
     sport = meta["flows"][0]["sport"]
-    cap = load(d / "capture.pcap")
+    cap = load(path)
     fid = int(cap.flows.filter(pl.col("sport") == sport).sort("payload_ab", descending=True)["flow_id"][0])
-    row = next(r for r in flow_rows(str(d / "capture.pcap")).rows if r["flow_id"] == fid)
+    row = next(r for r in flow_rows(str(path)).rows if r["flow_id"] == fid)
     probe = pl.read_parquet(d / "truth_probe.parquet")
     ca = pl.read_parquet(d / "truth_ca_state.parquet")
     if "sport" in probe.columns:
@@ -87,7 +97,26 @@ def test_receiver_side_replay_reproduces_the_kernel_window(name, algo):
     assert np.percentile(rel, 90) <= 0.05, f"p90 {np.percentile(rel, 90):.4f}"
 
 
-@pytest.mark.parametrize("name,cc", PAIRS)
+#: where the receiver-side events do not yet equal the sender side's (the verdicts, the flow table's
+#: RTTs and the replay against the kernel do): measured when the pairs were added
+EVENTS_DIFFER = {
+    "cubic-50m": "at 50 Mbit/s (about 4 segments per TSval tick) the receiver's rounds run out of phase with the "
+    "sender side's for most of the transfer: 257 rounds against 259, ends up to 25 segments apart, 43 of the 244 "
+    "judged rounds end on the same segment; the nearest rounds' peak flights are 60 % equal, 94 % within a packet",
+    "bbr-4bdp": "3 of the 80 judged rounds (STARTUP, the first 0.1 s) have a peak flight one packet above the "
+    "sender side's: 96.2 % equal, the bound is 98 %",
+}
+
+
+@pytest.mark.parametrize(
+    "name,cc",
+    [
+        pytest.param(n, c, marks=pytest.mark.xfail(strict=True, reason=EVENTS_DIFFER[n]))
+        if n in EVENTS_DIFFER
+        else (n, c)
+        for n, c in PAIRS
+    ],
+)
 def test_receiver_side_events_equal_the_sender_side(name, cc):
     s, _, _, _, _ = sample(name)
     r, _, _, _, _ = sample(f"{name}-receiver")
@@ -154,7 +183,7 @@ def verdict_of(name: str) -> dict:
 
     meta = json.loads((SAMPLES / name / "meta.json").read_text())
     sport = meta["flows"][0]["sport"]
-    doc = api.results(api.analyze([str(SAMPLES / name / "capture.pcap")]))
+    doc = api.results(api.analyze([str(SAMPLES / name / meta["capture"].get("file", "capture.pcap"))]))
     flows = [f for f in doc["captures"][0]["flows"] if sport in (f["sport"], f["dport"]) and f["events"]["segments"]]
     assert len(flows) == 1, name
     return flows[0]["verdict"]

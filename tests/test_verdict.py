@@ -105,19 +105,34 @@ def test_identical_replays_are_one_candidate_named_by_parsimony():
 
 
 def test_an_extension_that_fits_no_better_than_what_it_reduces_to_is_not_named():
-    # fusion (reduces to reno) is closer than reno in 3 rounds and further in 2: not significantly
-    # better (P(X ≥ 3 | 5) = 0.5) → reno is named, fusion listed as reducing to it. Without the
-    # nesting rule both would be candidates (neither ruled out) → ambiguous.
+    # fusion (reduces to reno) is closer than reno in 2 rounds and further in 3: the data do not
+    # favour it (closer in at most half of the 5 differing rounds) → reno is named, fusion listed
+    # as reducing to it. Without the nesting rule both would be candidates (neither is ruled out:
+    # P(X ≥ 3 | 5) = 0.5) → ambiguous.
     reno = list(ACTUAL)
     fusion = list(ACTUAL)
-    for i in (2, 5, 9):
+    for i in (2, 5):
         reno[i] += 2.0
-    for i in (12, 15):
+    for i in (9, 12, 15):
         fusion[i] += 2.0
     v = judge(ACTUAL, {"reno": reno, "fusion": fusion})
     assert v.cls == V.IDENTIFIED and v.name == "reno"
     assert "fusion" in v.equivalent
-    assert "fusion reduces to reno" in v.reason
+    assert "fusion reduces to reno when its own mechanism does not engage, and fits no better here" in v.reason
+    assert "closer in 2 of 5 differing rounds" in v.reason
+
+
+def test_an_extension_closer_in_most_but_too_few_rounds_leaves_both_unranked():
+    # kyushu+cubic exact, cubic 1 packet high in the last 3 rounds only (a hold that began just
+    # before the capture ended): kyushu+cubic closer in 3 of 3 differing rounds, P(X ≥ 3 | 3) =
+    # 1/8 = 0.125 ≥ 0.005 → not significant, so it is not named; but the data favour it (3 > 3/2),
+    # so cubic is not named either: ambiguous, both listed, and the reason gives the count
+    cubic = [x + (1.0 if i >= 17 else 0.0) for i, x in enumerate(ACTUAL)]
+    v = judge(ACTUAL, {"cubic": cubic, "kyushu+cubic": ACTUAL})
+    assert v.cls == V.AMBIGUOUS and v.name is None
+    assert set(v.candidates) == {"cubic", "kyushu+cubic"}
+    assert "kyushu+cubic (which reduces to cubic) is closer to the sender in 3 of the 3 rounds" in v.reason
+    assert "p = 0.125" in v.reason
 
 
 def test_an_extension_that_fits_significantly_better_is_named():

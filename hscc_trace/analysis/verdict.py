@@ -396,8 +396,10 @@ def _window_verdict(
             rounds=n,
         )
     # An extension (Algorithm.reduces_to; a wrapper over its base) is named only when it fits
-    # significantly better than the simpler algorithm it reduces to; otherwise it leaves the race
-    # and the comparison is made again without it.
+    # significantly better than the simpler algorithm it reduces to. When the data do not favour
+    # it (closer in at most half of the rounds where the two differ) it leaves the race and the
+    # comparison is made again without it; when they do, but not significantly, both stay: the
+    # data cannot rank them (ambiguous, unless a third algorithm decides).
     reduce = reductions([m for c in classes for m in c.members])
     owner = {m: c for c in classes for m in c.members}
     reduced: list[tuple[_Class, _Class, int, int]] = []
@@ -438,7 +440,7 @@ def _window_verdict(
             if simpler is None or simpler is c or simpler not in keep or id(c) in protected:
                 continue
             closer, differ = duel(c, simpler)
-            if not (differ and _binom_tail(closer, differ) < p_value):
+            if not (differ and _binom_tail(closer, differ) < p_value) and 2 * closer <= differ:
                 drop = (c, simpler, closer, differ)
                 break
         if drop is None:
@@ -492,6 +494,16 @@ def _window_verdict(
         )
     names = tuple(c.name for c in keep)
     listing = ", ".join(f"{c.name} ({c.mare:.1%})" for c in keep)
+    nested = ""
+    for c in keep:  # an extension closer than what it reduces to, but not significantly
+        simpler = owner.get(reduce.get(c.name, ""))
+        if simpler is not None and simpler is not c and simpler in keep:
+            closer, differ = duel(c, simpler)
+            nested += (
+                f"; {c.name} (which reduces to {simpler.name}) is closer to the sender in {closer} of the {differ} "
+                f"rounds where the two differ — more often than not, too few to rule out chance (sign test p = "
+                f"{_binom_tail(closer, differ):.3g})"
+            )
     return verdict(
         AMBIGUOUS,
         f"{len(keep)} algorithms fit and the data cannot rank them: {listing} — none is closer to the "
@@ -500,7 +512,8 @@ def _window_verdict(
             " (the measurement resolution without timestamps away from the sender)"
             if tie != rules.tie_at_sender
             else ""
-        ),
+        )
+        + nested,
         candidates=names,
         candidate_errors=tuple(c.mare for c in keep),
         equivalent=eq,

@@ -31,13 +31,13 @@ def _ld(buf, p, end, k, size):
     return v, True
 
 
-@njit(
-    cache=True,
-    nogil=True,
-    aot=("none(int64[:, ::1], uint8[::1], int64[::1], uint32[::1], uint32[::1], int64[::1], boolean[::1])"),
-)
-def _run(prog, buf, off, cap, wire, sel, out):
-    """Run the BPF program ``prog`` (n×4 int64: code, jt, jf, k) on records ``sel``; out[i] = accept."""
+@njit(cache=True, nogil=True, ext="bpf_run")
+def _run(prog, rec, sel, out):
+    """Run the BPF program ``prog`` (n×4 int64: code, jt, jf, k) on records ``sel`` of ``rec``
+    (:class:`~hscc_trace.capture.reader.Records`); out[i] = accept.
+
+    Arithmetic is on 32 bits, wrapping, as libpcap's ``bpf_filter`` does (u_int32 A and X)."""
+    buf, off, cap, wire = rec.buf, rec.off, rec.cap, rec.wire
     nins = prog.shape[0]
     mem = np.zeros(16, np.uint32)
     for idx in range(len(sel)):
@@ -91,33 +91,33 @@ def _run(prog, buf, off, cap, wire, sel, out):
                 op = code & 0xF0
                 src = X if (code & 0x08) else k
                 if op == 0x00:
-                    A = A + src
+                    A = np.uint32(A + src)
                 elif op == 0x10:
-                    A = A - src
+                    A = np.uint32(A - src)
                 elif op == 0x20:
-                    A = A * src
+                    A = np.uint32(A * src)
                 elif op == 0x30:
                     if src == 0:
                         res = False
                         break
-                    A = A // src
+                    A = np.uint32(A // src)
                 elif op == 0x90:
                     if src == 0:
                         res = False
                         break
-                    A = A % src
+                    A = np.uint32(A % src)
                 elif op == 0x40:
-                    A = A | src
+                    A = np.uint32(A | src)
                 elif op == 0x50:
-                    A = A & src
+                    A = np.uint32(A & src)
                 elif op == 0xA0:
-                    A = A ^ src
+                    A = np.uint32(A ^ src)
                 elif op == 0x60:
-                    A = A << (src & np.uint32(31)) if src < 32 else np.uint32(0)
+                    A = np.uint32(A << (src & np.uint32(31))) if src < 32 else np.uint32(0)
                 elif op == 0x70:
-                    A = A >> (src & np.uint32(31)) if src < 32 else np.uint32(0)
+                    A = np.uint32(A >> (src & np.uint32(31))) if src < 32 else np.uint32(0)
                 elif op == 0x80:
-                    A = np.uint32(0) - A
+                    A = np.uint32(np.uint32(0) - A)
             elif cls == 0x05:  # JMP
                 op = code & 0xF0
                 src = X if (code & 0x08) else k
@@ -168,7 +168,8 @@ class BpfFilter:
         """Boolean mask of the batch's records that the filter accepts."""
         out = np.zeros(len(batch), np.bool_)
         lts = np.unique(batch.linktype)
+        rec = batch.records()
         for lt in lts.tolist():
             sel = np.flatnonzero(batch.linktype == lt) if len(lts) > 1 else np.arange(len(batch))
-            _run(self._compile(int(lt)), batch.buf, batch.off, batch.cap, batch.wire, sel, out)
+            _run(self._compile(int(lt)), rec, sel, out)
         return out

@@ -18,7 +18,7 @@ tunnels and IP fragments — get :data:`FALLBACK` and go to the scapy decoder
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -61,174 +61,72 @@ def _be64(b, p):
     return (np.uint64(_be32(b, p)) << np.uint64(32)) | np.uint64(_be32(b, p + 4))
 
 
-@njit(cache=True, nogil=True)
-def decode_batch(
-    buf,
-    off,
-    cap,
-    wire,
-    lt,
-    compact,
-    status,
-    ipv,
-    shi,
-    slo,
-    dhi,
-    dlo,
-    ipid,
-    ttl,
-    ecn,
-    sport,
-    dport,
-    seq,
-    ack,
-    flags,
-    win,
-    thl,
-    plen,
-    trunc,
-    mss,
-    has_mss,
-    wsc,
-    has_wsc,
-    sackp,
-    tsval,
-    tsecr,
-    has_ts,
-    sack_n,
-    sack,
-):
-    """Decode every record; see the module docstring. Output arrays are filled in place.
+class Columns(NamedTuple):
+    """The decoder's output columns, one row per record (or per TCP record, packed): the same
+    record for the numba kernels and the compiled extension. ``sack`` is 8×n (left, right edge
+    of SACK blocks 0-3, one row each); ``status`` is per record (:data:`OK` or a skip reason)."""
 
-    ``status[i]`` is record i's status. With ``compact`` the columns of the TCP records (status
-    :data:`OK`) are packed at the front of the output arrays, in record order; otherwise column
-    row i belongs to record i. ``sack`` is 8×n (left, right edge of blocks 0-3, one row each).
-    Returns the number of TCP records.
+    status: np.ndarray  # uint8
+    ipv: np.ndarray  # uint8
+    shi: np.ndarray  # uint64, source address (high, low 64 bits; IPv4 as ::ffff:a.b.c.d)
+    slo: np.ndarray  # uint64
+    dhi: np.ndarray  # uint64, destination address
+    dlo: np.ndarray  # uint64
+    ipid: np.ndarray  # uint32
+    ttl: np.ndarray  # uint8
+    ecn: np.ndarray  # uint8
+    sport: np.ndarray  # uint16
+    dport: np.ndarray  # uint16
+    seq: np.ndarray  # uint32
+    ack: np.ndarray  # uint32
+    flags: np.ndarray  # uint16
+    win: np.ndarray  # uint16
+    thl: np.ndarray  # uint8, TCP header length
+    plen: np.ndarray  # uint32, TCP payload length
+    trunc: np.ndarray  # bool, payload cut by the snapshot length
+    mss: np.ndarray  # uint16
+    has_mss: np.ndarray  # bool
+    wsc: np.ndarray  # uint8
+    has_wsc: np.ndarray  # bool
+    sackp: np.ndarray  # bool, SACK permitted
+    tsval: np.ndarray  # uint32
+    tsecr: np.ndarray  # uint32
+    has_ts: np.ndarray  # bool
+    sack_n: np.ndarray  # uint8, SACK blocks carried (≤ 4)
+    sack: np.ndarray  # uint32, 8×n
+
+    def rows(self, r: slice) -> Columns:
+        """Rows ``r`` of every column."""
+        return Columns(*(a[r] if a.ndim == 1 else a[:, r] for a in self))
+
+
+@njit(cache=True, nogil=True, ext="decode_batch")
+def decode_batch(rec, cols, compact):
+    """Decode every record of ``rec`` (:class:`~hscc_trace.capture.reader.Records`) into
+    ``cols`` (:class:`Columns`, filled in place); see the module docstring.
+
+    ``cols.status[i]`` is record i's status. With ``compact`` the columns of the TCP records
+    (status :data:`OK`) are packed at the front of the output arrays, in record order; otherwise
+    column row i belongs to record i. Returns the number of TCP records.
     """
-    # (arguments in tuples: a call with more than 30 arguments cannot be inlined by numba)
-    return _decode(
-        True,
-        (buf, off, cap, wire, lt, compact),
-        (
-            status,
-            ipv,
-            shi,
-            slo,
-            dhi,
-            dlo,
-            ipid,
-            ttl,
-            ecn,
-            sport,
-            dport,
-            seq,
-            ack,
-            flags,
-            win,
-            thl,
-            plen,
-            trunc,
-            mss,
-            has_mss,
-            wsc,
-            has_wsc,
-            sackp,
-            tsval,
-            tsecr,
-            has_ts,
-            sack_n,
-            sack,
-        ),
-    )
+    return _decode(True, rec, cols, compact)
 
 
-@njit(
-    cache=True,
-    nogil=True,
-    aot=(
-        "int64(uint8[::1], int64[::1], uint32[::1], uint32[::1], uint16[::1], uint8[::1], "
-        "uint8[::1], uint64[::1], uint64[::1], uint64[::1], uint64[::1], uint16[::1], "
-        "uint16[::1], uint32[::1], uint32[::1], uint16[::1], uint16[::1], uint32[::1], "
-        "uint16[::1], boolean[::1], uint8[::1], boolean[::1], boolean[::1], uint32[::1], uint32[::1], "
-        "boolean[::1])"
-    ),
-)
-def decode_batch_flows(
-    buf,
-    off,
-    cap,
-    wire,
-    lt,
-    status,
-    ipv,
-    shi,
-    slo,
-    dhi,
-    dlo,
-    sport,
-    dport,
-    seq,
-    ack,
-    flags,
-    win,
-    plen,
-    mss,
-    has_mss,
-    wsc,
-    has_wsc,
-    sackp,
-    tsval,
-    tsecr,
-    has_ts,
-):
-    """:func:`decode_batch` (not compact) filling only what the flow table needs: no IP id, TTL,
-    ECN, TCP header length, truncation flag or SACK blocks, the option columns (mss, has_mss,
-    wsc, has_wsc, sackp) only for SYN segments (the flow table reads those options of SYNs only)
-    and the timestamp option (tsval, tsecr, has_ts: the receiver-side RTT) of every segment;
-    ≈ 40 % less time."""
-    z8 = np.empty(0, np.uint8)
-    z16 = np.empty(0, np.uint16)
-    return _decode(
-        False,
-        (buf, off, cap, wire, lt, False),
-        (
-            status,
-            ipv,
-            shi,
-            slo,
-            dhi,
-            dlo,
-            z16,
-            z8,
-            z8,
-            sport,
-            dport,
-            seq,
-            ack,
-            flags,
-            win,
-            z8,
-            plen,
-            np.empty(0, np.bool_),
-            mss,
-            has_mss,
-            wsc,
-            has_wsc,
-            sackp,
-            tsval,
-            tsecr,
-            has_ts,
-            z8,
-            np.empty((8, 0), np.uint32),
-        ),
-    )
+@njit(cache=True, nogil=True, ext="decode_batch_flows")
+def decode_batch_flows(rec, cols):
+    """:func:`decode_batch` (not compact) filling only what the flow table needs: not ``ipid``,
+    ``ttl``, ``ecn``, ``thl``, ``trunc``, ``sack_n`` or ``sack`` (never written, may be empty),
+    the option columns (mss, has_mss, wsc, has_wsc, sackp) only for SYN segments (the flow table
+    reads those options of SYNs only) and the timestamp option (tsval, tsecr, has_ts: the
+    receiver-side RTT) of every segment; ≈ 40 % less time."""
+    return _decode(False, rec, cols, False)
 
 
 @njit(cache=True, inline="always")
-def _decode(full, inputs, outputs):
+def _decode(full, rec, cols, compact):
     """The decoder (see :func:`decode_batch`); with ``full`` False (a constant in each caller, so
     the compiler drops the branches) the columns the flow table does not read are not written."""
-    buf, off, cap, wire, lt, compact = inputs
+    buf, off, cap, wire, lt = rec
     (
         status,
         ipv,
@@ -258,7 +156,7 @@ def _decode(full, inputs, outputs):
         has_ts,
         sack_n,
         sack,
-    ) = outputs
+    ) = cols
     n = len(off)
     k = 0  # TCP records so far
     for i in range(n):
@@ -556,26 +454,29 @@ class Scratch:
 
     def __init__(self) -> None:
         self.cap = 0
-        self.arrays: tuple[np.ndarray, ...] = ()
+        self.arrays = _alloc(0)
 
-    def get(self, n: int) -> tuple[np.ndarray, ...]:
+    def get(self, n: int) -> Columns:
         if n > self.cap:
             self.cap = max(n, 2 * self.cap)
             self.arrays = _alloc(self.cap)
-        return tuple(a[:n] if a.ndim == 1 else a[:, :n] for a in self.arrays)
+        return self.arrays.rows(slice(0, n))
 
 
-def _alloc(n: int) -> tuple[np.ndarray, ...]:
+def _alloc(n: int) -> Columns:
     e = np.empty  # decode_batch writes every field of every record it decodes as TCP
-    return (
-        (e(n, np.uint8),)
-        + tuple(e(n, np.uint8) for _ in range(6))
-        + tuple(e(n, np.uint64) for _ in range(4))
-        + tuple(e(n, np.uint32) for _ in range(6))
-        + tuple(e(n, np.uint16) for _ in range(5))
-        + tuple(e(n, np.bool_) for _ in range(5))
-        + (e((8, n), np.uint32),)
-    )
+    dtypes = {f: t for t, fs in _DTYPES.items() for f in fs}
+    return Columns(*(e((8, n) if f == "sack" else n, dtypes[f]) for f in Columns._fields))
+
+
+#: each column's dtype
+_DTYPES = {
+    np.uint8: ("status", "ipv", "ttl", "ecn", "thl", "wsc", "sack_n"),
+    np.uint64: ("shi", "slo", "dhi", "dlo"),
+    np.uint32: ("ipid", "seq", "ack", "plen", "tsval", "tsecr", "sack"),
+    np.uint16: ("sport", "dport", "flags", "win", "mss"),
+    np.bool_: ("trunc", "has_mss", "has_wsc", "sackp", "has_ts"),
+}
 
 
 def decode_all(batch, scratch: Scratch, lo: int = 0, hi: int | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -595,91 +496,35 @@ def decode_all(batch, scratch: Scratch, lo: int = 0, hi: int | None = None) -> t
     """
     n = len(batch)
     hi = n if hi is None else hi
-    (
-        status,
-        ipv,
-        _ttl,
-        _ecn,
-        _thl,
-        wsc,
-        _sack_n,
-        shi,
-        slo,
-        dhi,
-        dlo,
-        _ipid,
-        seq,
-        ack,
-        plen,
-        tsval,
-        tsecr,
-        sport,
-        dport,
-        flags,
-        win,
-        mss,
-        _trunc,
-        has_mss,
-        has_wsc,
-        sackp,
-        has_ts,
-        _sack,
-    ) = scratch.get(n)
+    c = scratch.get(n)
     if hi > lo:
         r = slice(lo, hi)
-        decode_batch_flows(
-            batch.buf,
-            batch.off[r],
-            batch.cap[r],
-            batch.wire[r],
-            batch.linktype[r],
-            status[r],
-            ipv[r],
-            shi[r],
-            slo[r],
-            dhi[r],
-            dlo[r],
-            sport[r],
-            dport[r],
-            seq[r],
-            ack[r],
-            flags[r],
-            win[r],
-            plen[r],
-            mss[r],
-            has_mss[r],
-            wsc[r],
-            has_wsc[r],
-            sackp[r],
-            tsval[r],
-            tsecr[r],
-            has_ts[r],
-        )
+        decode_batch_flows(batch.records(r), c.rows(r))
     cols = {
         "ts_ns": batch.ts_ns,
         "wire_len": batch.wire,
-        "ip_version": ipv,
-        "src_hi": shi,
-        "src_lo": slo,
-        "dst_hi": dhi,
-        "dst_lo": dlo,
-        "sport": sport,
-        "dport": dport,
-        "seq": seq,
-        "ack": ack,
-        "flags": flags,
-        "win": win,
-        "payload_len": plen,
-        "opt_mss": mss,
-        "has_mss": has_mss,
-        "opt_wscale": wsc,
-        "has_ws": has_wsc,
-        "opt_sack_perm": sackp,
-        "opt_tsval": tsval,
-        "opt_tsecr": tsecr,
-        "has_ts": has_ts,
+        "ip_version": c.ipv,
+        "src_hi": c.shi,
+        "src_lo": c.slo,
+        "dst_hi": c.dhi,
+        "dst_lo": c.dlo,
+        "sport": c.sport,
+        "dport": c.dport,
+        "seq": c.seq,
+        "ack": c.ack,
+        "flags": c.flags,
+        "win": c.win,
+        "payload_len": c.plen,
+        "opt_mss": c.mss,
+        "has_mss": c.has_mss,
+        "opt_wscale": c.wsc,
+        "has_ws": c.has_wsc,
+        "opt_sack_perm": c.sackp,
+        "opt_tsval": c.tsval,
+        "opt_tsecr": c.tsecr,
+        "has_ts": c.has_ts,
     }
-    return cols, status
+    return cols, c.status
 
 
 def decode_arrays(batch, scratch: Scratch | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
@@ -692,78 +537,13 @@ def decode_arrays(batch, scratch: Scratch | None = None) -> tuple[dict[str, np.n
     With ``scratch`` the columns are only valid until the next call.
     """
     n = len(batch)
-    arrs = scratch.get(n) if scratch is not None else _alloc(n)
-    (
-        status,
-        ipv,
-        ttl,
-        ecn,
-        thl,
-        wsc,
-        sack_n,
-        shi,
-        slo,
-        dhi,
-        dlo,
-        ipid,
-        seq,
-        ack,
-        plen,
-        tsval,
-        tsecr,
-        sport,
-        dport,
-        flags,
-        win,
-        mss,
-        trunc,
-        has_mss,
-        has_wsc,
-        sackp,
-        has_ts,
-        sack,
-    ) = arrs
-    k = decode_batch(
-        batch.buf,
-        batch.off,
-        batch.cap,
-        batch.wire,
-        batch.linktype,
-        True,
-        status,
-        ipv,
-        shi,
-        slo,
-        dhi,
-        dlo,
-        ipid,
-        ttl,
-        ecn,
-        sport,
-        dport,
-        seq,
-        ack,
-        flags,
-        win,
-        thl,
-        plen,
-        trunc,
-        mss,
-        has_mss,
-        wsc,
-        has_wsc,
-        sackp,
-        tsval,
-        tsecr,
-        has_ts,
-        sack_n,
-        sack,
-    )
+    c = scratch.get(n) if scratch is not None else _alloc(n)
+    k = decode_batch(batch.records(), c, True)
     if k == n:
         frame = batch.frame_numbers(np.arange(n))
         ts, iface, wire, cap = batch.ts_ns, batch.iface, batch.wire, batch.cap
     else:
-        idx = np.flatnonzero(status == OK)
+        idx = np.flatnonzero(c.status == OK)
         frame = batch.frame_numbers(idx)
         ts, iface, wire, cap = batch.ts_ns[idx], batch.iface[idx], batch.wire[idx], batch.cap[idx]
     cols = {
@@ -772,35 +552,35 @@ def decode_arrays(batch, scratch: Scratch | None = None) -> tuple[dict[str, np.n
         "iface": iface,
         "wire_len": wire,
         "cap_len": cap,
-        "ip_version": ipv[:k],
-        "src_hi": shi[:k],
-        "src_lo": slo[:k],
-        "dst_hi": dhi[:k],
-        "dst_lo": dlo[:k],
-        "ip_id": ipid[:k],
-        "ip_ttl": ttl[:k],
-        "ip_ecn": ecn[:k],
-        "sport": sport[:k],
-        "dport": dport[:k],
-        "seq": seq[:k],
-        "ack": ack[:k],
-        "flags": flags[:k],
-        "win": win[:k],
-        "tcp_hlen": thl[:k],
-        "payload_len": plen[:k],
-        "truncated": trunc[:k],
-        "opt_mss": mss[:k],
-        "has_mss": has_mss[:k],
-        "opt_wscale": wsc[:k],
-        "has_ws": has_wsc[:k],
-        "opt_sack_perm": sackp[:k],
-        "opt_tsval": tsval[:k],
-        "opt_tsecr": tsecr[:k],
-        "has_ts": has_ts[:k],
-        "sack_n": sack_n[:k],
-        "sack": sack[:, :k],
+        "ip_version": c.ipv[:k],
+        "src_hi": c.shi[:k],
+        "src_lo": c.slo[:k],
+        "dst_hi": c.dhi[:k],
+        "dst_lo": c.dlo[:k],
+        "ip_id": c.ipid[:k],
+        "ip_ttl": c.ttl[:k],
+        "ip_ecn": c.ecn[:k],
+        "sport": c.sport[:k],
+        "dport": c.dport[:k],
+        "seq": c.seq[:k],
+        "ack": c.ack[:k],
+        "flags": c.flags[:k],
+        "win": c.win[:k],
+        "tcp_hlen": c.thl[:k],
+        "payload_len": c.plen[:k],
+        "truncated": c.trunc[:k],
+        "opt_mss": c.mss[:k],
+        "has_mss": c.has_mss[:k],
+        "opt_wscale": c.wsc[:k],
+        "has_ws": c.has_wsc[:k],
+        "opt_sack_perm": c.sackp[:k],
+        "opt_tsval": c.tsval[:k],
+        "opt_tsecr": c.tsecr[:k],
+        "has_ts": c.has_ts[:k],
+        "sack_n": c.sack_n[:k],
+        "sack": c.sack[:, :k],
     }
-    return cols, status
+    return cols, c.status
 
 
 def decode(batch, tracker=None) -> tuple[pl.DataFrame, np.ndarray]:

@@ -22,7 +22,7 @@ import stat
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import BinaryIO
+from typing import BinaryIO, NamedTuple
 
 import numpy as np
 
@@ -72,6 +72,56 @@ def linktype_name(lt: int) -> str:
     return LINKTYPE_NAMES.get(lt, f"LINKTYPE_{lt}")
 
 
+class Records(NamedTuple):
+    """Records as the compiled kernels take them (decoder, BPF): record ``i`` is
+    ``buf[off[i] : off[i] + cap[i]]``. The same record type for the numba kernels and the
+    compiled extension (:mod:`hscc_trace.perf.jit`)."""
+
+    buf: np.ndarray  # uint8
+    off: np.ndarray  # int64
+    cap: np.ndarray  # uint32, captured length
+    wire: np.ndarray  # uint32, original length
+    lt: np.ndarray  # uint16, LINKTYPE_* of each record
+
+
+class PcapLayout(NamedTuple):
+    """How a pcap file's record headers read (argument of :func:`_walk_pcap`)."""
+
+    be: bool  # big-endian
+    nsec: bool  # nanosecond timestamps
+    hdrlen: int  # record header bytes: 16, or 24 for Kuznetzov's "modified" format
+    max_cap: int  # a larger captured length means the rest of the file is unreliable
+
+
+class Interfaces(NamedTuple):
+    """The interfaces of the current pcapng section, by interface id (argument of :func:`_walk_pcapng`)."""
+
+    snap: np.ndarray  # uint32, snapshot length (0: none)
+    pow2: np.ndarray  # bool, if_tsresol is a power of 2 (else of 10)
+    exp: np.ndarray  # int64, its exponent
+    offs: np.ndarray  # int64, if_tsoffset in ns
+
+
+class Walked(NamedTuple):
+    """Where the record walkers write, one row per record (capacity: the arrays' length)."""
+
+    off: np.ndarray  # int64, offset of the record's bytes in the buffer
+    cap: np.ndarray  # uint32, captured length
+    wire: np.ndarray  # uint32, original length
+    ts: np.ndarray  # int64, ns since the epoch
+    iface: np.ndarray  # uint16, pcapng interface id (not written by the pcap walker)
+
+    @staticmethod
+    def empty(n: int) -> Walked:
+        return Walked(
+            np.empty(n, np.int64),
+            np.empty(n, np.uint32),
+            np.empty(n, np.uint32),
+            np.empty(n, np.int64),
+            np.empty(n, np.uint16),
+        )
+
+
 @dataclass
 class Batch:
     """Records of one chunk: packet ``i`` is ``buf[off[i] : off[i] + cap[i]]``."""
@@ -88,6 +138,10 @@ class Batch:
 
     def __len__(self) -> int:
         return len(self.off)
+
+    def records(self, r: slice = slice(None)) -> Records:
+        """The kernels' view of records ``r`` (all by default): bytes and where each record lies."""
+        return Records(self.buf, self.off[r], self.cap[r], self.wire[r], self.linktype[r])
 
     def frame_numbers(self, idx: np.ndarray) -> np.ndarray:
         """1-based frame numbers (uint64) of the records at positions ``idx``."""
@@ -154,21 +208,17 @@ def _u16(buf, p, be):
     return (np.uint32(buf[p + 1]) << 8) | np.uint32(buf[p])
 
 
-@njit(
-    cache=True,
-    nogil=True,
-    aot=(
-        "UniTuple(int64, 3)(uint8[::1], int64, boolean, boolean, int64, int64, int64[::1], "
-        "uint32[::1], uint32[::1], int64[::1])"
-    ),
-)
-def _walk_pcap(buf, n, be, nsec, hdrlen, max_cap, off, cap, wire, ts):
-    """Walk pcap records in buf[:n]. Returns (bytes consumed, records, status).
+@njit(cache=True, nogil=True, ext="walk_pcap")
+def _walk_pcap(buf, n, layout, out):
+    """Walk pcap records in buf[:n] (``layout``: a :class:`PcapLayout`) into ``out`` (a
+    :class:`Walked`; ``iface`` is not written). Returns (bytes consumed, records, status).
 
     status 0 = buffer exhausted at a record boundary or mid-record (caller carries the tail),
     2 = a record claims more than max_cap bytes (stop: the rest of the file is unreliable),
     3 = output arrays full.
     """
+    be, nsec, hdrlen, max_cap = layout
+    off, cap, wire, ts = out.off, out.cap, out.wire, out.ts
     pos = 0
     k = 0
     m = len(off)
@@ -196,23 +246,18 @@ def _walk_pcap(buf, n, be, nsec, hdrlen, max_cap, off, cap, wire, ts):
         k += 1
 
 
-@njit(
-    cache=True,
-    nogil=True,
-    aot=(
-        "Tuple((int64, int64, int64, float64))(uint8[::1], int64, boolean, uint32[::1], "
-        "boolean[::1], int64[::1], int64[::1], int64[::1], uint32[::1], uint32[::1], int64[::1], "
-        "uint16[::1])"
-    ),
-)
-def _walk_pcapng(buf, n, be, if_snap, if_pow2, if_exp, if_offs, off, cap, wire, ts, iface):
-    """Walk pcapng blocks in buf[:n] until a block Python must handle.
+@njit(cache=True, nogil=True, ext="walk_pcapng")
+def _walk_pcapng(buf, n, be, ifs, out):
+    """Walk pcapng blocks in buf[:n] (byte order ``be``; ``ifs``: the section's
+    :class:`Interfaces`) into ``out`` (a :class:`Walked`) until a block Python must handle.
 
     Packet blocks (EPB 6, SPB 3, obsolete PB 2) become records; other block types are skipped.
     Returns (bytes consumed, records, status, block type): status 0 = need more data,
     1 = a section header or interface description block is next (Python parses it),
     2 = malformed block length, 3 = output full, 4 = packet on an undeclared interface.
     """
+    if_snap, if_pow2, if_exp, if_offs = ifs
+    off, cap, wire, ts, iface = out
     pos = 0
     k = 0
     m = len(off)
@@ -535,24 +580,21 @@ def _pcap_batches(
     info.snaplen = snaplen
     info.linktypes = [linktype]
     max_cap = max(MAX_CAPLEN, min(snaplen, 16 * 1024 * 1024))
+    layout = PcapLayout(be, nsec, hdrlen, max_cap)
     ch = _Chunks(f, b"", buffers, base=24)
     frame = 1
     while True:
         ch.fill()
-        nmax = max(1, ch.n // (hdrlen + 20) + 1)
-        off = np.empty(nmax, np.int64)
-        cap = np.empty(nmax, np.uint32)
-        wire = np.empty(nmax, np.uint32)
-        ts = np.empty(nmax, np.int64)
-        used, k, status = _walk_pcap(ch.buf, ch.n, be, nsec, hdrlen, max_cap, off, cap, wire, ts)
+        out = Walked.empty(max(1, ch.n // (hdrlen + 20) + 1))
+        used, k, status = _walk_pcap(ch.buf, ch.n, layout, out)
         if k:
             info.records += k
             yield Batch(
                 ch.buf,
-                off[:k],
-                cap[:k],
-                wire[:k],
-                ts[:k],
+                out.off[:k],
+                out.cap[:k],
+                out.wire[:k],
+                out.ts[:k],
                 np.zeros(k, np.uint16),
                 np.full(k, linktype, np.uint16),
                 frame,
@@ -632,30 +674,16 @@ def _pcapng_batches(
     frame = 1
     while True:
         ch.fill()
-        nmax = max(1, ch.n // 32 + 1)
-        off = np.empty(nmax, np.int64)
-        cap = np.empty(nmax, np.uint32)
-        wire = np.empty(nmax, np.uint32)
-        ts = np.empty(nmax, np.int64)
-        iface = np.empty(nmax, np.uint16)
+        out = Walked.empty(max(1, ch.n // 32 + 1))
         if_lt = np.array(lts, np.uint16)
-        used, k, status, btype = _walk_pcapng(
-            ch.buf,
-            ch.n,
-            be,
-            np.array(snaps, np.uint32),
-            np.array(pow2s, np.bool_),
-            np.array(exps, np.int64),
-            np.array(offss, np.int64),
-            off,
-            cap,
-            wire,
-            ts,
-            iface,
+        ifs = Interfaces(
+            np.array(snaps, np.uint32), np.array(pow2s, np.bool_), np.array(exps, np.int64), np.array(offss, np.int64)
         )
+        used, k, status, btype = _walk_pcapng(ch.buf, ch.n, be, ifs, out)
         if k:
             info.records += k
-            yield Batch(ch.buf, off[:k], cap[:k], wire[:k], ts[:k], iface[:k].copy(), if_lt[iface[:k]], frame)
+            iface = out.iface[:k]
+            yield Batch(ch.buf, out.off[:k], out.cap[:k], out.wire[:k], out.ts[:k], iface.copy(), if_lt[iface], frame)
             frame += k
         if status == 2 or status == 4:
             what = "a malformed block" if status == 2 else "a packet on an undeclared interface"
@@ -782,4 +810,4 @@ def _libpcap_batches(path: str, info: ReadInfo) -> Iterator[Batch]:
     )
 
 
-__all__ = ["Batch", "ReadInfo", "iter_batches", "linktype_name", "CHUNK", "MAX_CAPLEN"]
+__all__ = ["Batch", "Records", "ReadInfo", "iter_batches", "linktype_name", "CHUNK", "MAX_CAPLEN"]

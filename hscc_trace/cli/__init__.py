@@ -15,7 +15,16 @@ from hscc_trace.errors import HsccError
 #: Command modules, in the order of ``hscc-trace --help``. Each registers itself on :data:`app`
 #: when imported. Keep in sync with hscc_trace/cli/. They are imported on first use of
 #: :data:`app` (module ``__getattr__``), not when this package is imported.
-_COMMANDS = ("version_cmd", "analyze_cmd", "check_cmd", "flows_cmd", "events_cmd", "replay_cmd", "corpus_cmd")
+_COMMANDS = (
+    "version_cmd",
+    "analyze_cmd",
+    "check_cmd",
+    "flows_cmd",
+    "events_cmd",
+    "replay_cmd",
+    "corpus_cmd",
+    "compile_cmd",
+)
 
 
 def _load_app():

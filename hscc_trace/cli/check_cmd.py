@@ -63,7 +63,7 @@ def check_cmd(
     ),
     json_out: Path | None = typer.Option(None, "--json", help="Also write the results (usable later as --baseline)."),
     config_file: Path | None = typer.Option(
-        None, "--config", help="Configuration file ([check] table: expect, max_error, …)."
+        None, "--config", help="Configuration file (\\[check] table: expect, max_error, …)."
     ),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="Print failures and the tally only."),
     allow_ambiguous: bool | None = typer.Option(

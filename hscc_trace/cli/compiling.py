@@ -5,7 +5,13 @@ numba compiles a kernel the first time it runs and keeps the machine code in its
 (``numba.core.event``, documented in numba's developer guide "Notes on Numba's event API")
 announces every real compilation — a cache hit raises no event — so this module listens to it
 and writes one status line to stderr, updated in place: which kernel, how many so far, how long.
-Only on a terminal: redirected stderr (logs, tests) stays exactly the command's own output.
+Only on a terminal: redirected stderr (logs, tests) stays exactly the command's own output —
+except for ``hscc-trace compile``, whose output this is (``always``: one line per kernel).
+
+Kernels that are not compiled yet may not compile at all: under the first-use rule
+(:mod:`hscc_trace.perf.firstuse`) a kernel given little work runs interpreted instead, for at
+most about as long as compiling it would take; when that is expected to take 2 s or more the
+status line says so too ("running … as plain Python").
 """
 
 from __future__ import annotations
@@ -31,11 +37,13 @@ def _kernel_name(data: Any) -> str:
 class _Notice:
     """A numba listener: one status line on ``out`` per outermost compilation."""
 
-    def __init__(self, out: TextIO) -> None:
+    def __init__(self, out: TextIO, tty: bool = True) -> None:
         self.out = out
+        self.tty = tty
         self.depth = 0
         self.count = 0
         self.t0: float | None = None
+        self.shown = False
         self.lock = threading.Lock()
 
     def on_start(self, event: Any) -> None:
@@ -47,35 +55,45 @@ class _Notice:
                 self.t0 = time.perf_counter()
             self.count += 1
             took = time.perf_counter() - self.t0
-            self.out.write(
-                f"\rhscc-trace: compiling {_kernel_name(event.data)} (first run only; "
-                f"{self.count} kernels, {took:.0f} s so far)\033[K"
-            )
+            text = f"compiling {_kernel_name(event.data)} (first run only; {self.count} kernels, {took:.0f} s so far)"
+            self.out.write(f"\rhscc-trace: {text}\033[K" if self.tty else f"hscc-trace: {text}\n")
             self.out.flush()
+
+    def interpreted(self, name: str, expect: float) -> None:
+        """A kernel not compiled yet runs as plain Python on work expected to take ``expect`` s."""
+        with self.lock:
+            text = f"running {name} as plain Python (≈ {expect:.0f} s; `hscc-trace compile` compiles it for later runs)"
+            self.out.write(f"\rhscc-trace: {text}\033[K" if self.tty else f"hscc-trace: {text}\n")
+            self.out.flush()
+            self.shown = True
 
     def on_end(self, event: Any) -> None:
         with self.lock:
             self.depth = max(0, self.depth - 1)
 
     def finish(self) -> None:
+        if self.t0 is None and self.shown and self.tty:  # (end the status line)
+            self.out.write("\r\033[K")
+            self.out.flush()
         if self.t0 is not None:
             took = time.perf_counter() - self.t0
-            self.out.write(
-                f"\rhscc-trace: compiled {self.count} kernels in {took:.0f} s (cached for later runs)\033[K\n"
-            )
+            text = f"compiled {self.count} kernels in {took:.0f} s (cached for later runs)"
+            self.out.write(f"\rhscc-trace: {text}\033[K\n" if self.tty else f"hscc-trace: {text}\n")
             self.out.flush()
 
 
 @contextlib.contextmanager
-def compile_notice(out: TextIO | None = None) -> Iterator[None]:
-    """While the block runs, announce numba compilations on ``out`` (stderr) if it is a terminal."""
+def compile_notice(out: TextIO | None = None, *, always: bool = False) -> Iterator[None]:
+    """While the block runs, announce numba compilations on ``out`` (stderr) if it is a terminal
+    (a status line updated in place), or with ``always`` on any stream (a line per kernel)."""
     out = out if out is not None else sys.stderr
-    if not out.isatty():
+    tty = out.isatty()
+    if not tty and not always:
         yield
         return
     from numba.core import event
 
-    notice = _Notice(out)
+    notice = _Notice(out, tty)
 
     class Listener(event.Listener):
         def on_start(self, ev: Any) -> None:
@@ -84,8 +102,17 @@ def compile_notice(out: TextIO | None = None) -> Iterator[None]:
         def on_end(self, ev: Any) -> None:
             notice.on_end(ev)
 
-    with event.install_listener("numba:compile", Listener()):
-        try:
-            yield
-        finally:
-            notice.finish()
+    from hscc_trace.perf import firstuse
+
+    def interpreted(kernel: Any, expect: float) -> None:
+        notice.interpreted(kernel.name, expect)
+
+    firstuse.LISTENERS.append(interpreted)
+    try:
+        with event.install_listener("numba:compile", Listener()):
+            try:
+                yield
+            finally:
+                notice.finish()
+    finally:
+        firstuse.LISTENERS.remove(interpreted)

@@ -9,8 +9,8 @@ from .app import app
 
 @app.command()
 def version() -> None:
-    """Print the hscc-trace version, and whether the flows kernels were compiled ahead of time."""
-    from hscc_trace.perf.jit import aot_status
+    """Print the hscc-trace version, and which implementation runs the flows kernels (the compiled extension, or numba's JIT and why)."""
+    from hscc_trace.perf.jit import kernels_status
 
     typer.echo(__version__)
-    typer.echo(f"flows kernels: {aot_status()}")
+    typer.echo(f"flows kernels: {kernels_status()}")

@@ -107,68 +107,92 @@ def _ts_lookup(vals, times, n, v):
     return np.int64(-1)
 
 
+@njit(cache=True, nogil=True)
+def linux_ts_ticks(snd, ts, tsv, tse, rtt_src, rtt, ca):
+    """At the sender: the RTT sample Linux hands congestion control on an ACK timed by its
+    timestamp echo (``rtt_src`` ``R_TS``: the ACK covers retransmitted or previously SACKed data,
+    so Karn's rule leaves no sequence sample). The kernel counts it in whole ticks of its TSval
+    clock, ``tcp_rtt_tsopt_us``: (clock now − TSecr) · 1 ms, 0 ticks counted as 1 (TCP_TS_HZ =
+    1000 since Linux 4.13), where the capture gives the µs value. The clock is read off the
+    sender's own TSvals: a least-squares line through (capture time, TSval) of its packets gives
+    the rate, and the latest tick start consistent with every packet the phase (a TSval is
+    stamped before its packet reaches the capture point, never after). ``ca`` (ns, −1 = none) is
+    rewritten in place where the ACK's own sample is used (not a SACK sample), when the clock
+    ticks every millisecond (rate within 1 %), the line predicts at least 90 % of the sender's
+    TSvals exactly, and the tick count agrees with the µs sample within 1.5 ticks; otherwise the
+    µs value stays. Returns the number of samples rewritten."""
+    n = snd.shape[0]
+    t0 = np.int64(0)
+    v0 = np.int64(0)
+    m = 0
+    span = 0.0
+    sx = 0.0
+    sy = 0.0
+    sxx = 0.0
+    sxy = 0.0
+    for i in range(n):
+        if snd[i] and tsv[i] != NOTS:
+            if m == 0:
+                t0 = ts[i]
+                v0 = tsv[i]
+            x = (ts[i] - t0) / 1e6  # ms
+            y = float(tsv[i] - v0)
+            span = max(span, y)
+            m += 1
+            sx += x
+            sy += y
+            sxx += x * x
+            sxy += x * y
+    if m < 16:
+        return 0
+    den = m * sxx - sx * sx
+    if den <= 0.0:
+        return 0
+    slope = (m * sxy - sx * sy) / den  # ticks per ms
+    if abs(slope - 1.0) > 0.01 or span < 100.0:  # not a 1 kHz clock, or too short to tell it
+        return 0
+    phase = np.inf
+    for i in range(n):
+        if snd[i] and tsv[i] != NOTS:
+            d = slope * ((ts[i] - t0) / 1e6) - float(tsv[i] - v0)
+            if d < phase:
+                phase = d
+    hit = 0
+    for i in range(n):
+        if snd[i] and tsv[i] != NOTS:
+            if np.floor(slope * ((ts[i] - t0) / 1e6) - phase + 1e-9) == float(tsv[i] - v0):
+                hit += 1
+    if hit < 0.9 * m:
+        return 0
+    done = 0
+    for i in range(n):
+        if snd[i] or rtt_src[i] != R_TS or tse[i] == NOTS or ca[i] != rtt[i] or rtt[i] < 0:
+            continue
+        now = np.floor(slope * ((ts[i] - t0) / 1e6) - phase + 1e-9)
+        ticks = now - float(tse[i] - v0)
+        if ticks < 0.0:
+            continue
+        if ticks == 0.0:
+            ticks = 1.0
+        if abs(ticks - rtt[i] / 1e6) > 1.5:
+            continue
+        ca[i] = np.int64(ticks) * 1_000_000
+        done += 1
+    return done
+
+
 @njit(cache=True)
 def analyze(
-    snd,
-    ts,
-    seq,
-    ack,
-    plen,
-    flags,
-    win,
-    tsv,
-    tse,
-    sl,
-    sr,
-    sn,
-    mss,
-    rwnd_shift,
-    sack_flow,
-    dupthresh,
-    ooo_thres_ns,
-    rtt_offset_ns,
-    rto_min_ns,
-    at_sender,
-    ahead,
-    rel,
-    # per-packet outputs
-    o_kind,
-    o_probe,
-    o_rexmit,
-    o_seg_out,
-    o_seg_round,
-    o_isack,
-    o_ackrel,
-    o_acked,
-    o_sacked,
-    o_dsack,
-    o_dup,
-    o_rwnd,
-    o_rtt,
-    o_rtt_src,
-    o_snd_max,
-    o_out,
-    o_pipe,
-    o_round,
-    o_round_end,
-    o_tgt,
-    o_state,
-    o_cong,
-    o_undo,
-    o_ca_rtt,
-    # episode outputs
-    e_kind,
-    e_start_t,
-    e_end_t,
-    e_start_i,
-    e_end_i,
-    e_flight,
-    e_retx,
-    e_rp,
-    e_spur,
-    warn,
+    lo, hi, el, eh, rows, mss, rwnd_shift, sack_flow, dupthresh, ooo_thres_ns, rto_min_ns, at_sender, sv, po, ep, warn
 ):
-    """Run the state machine; fills the output arrays, returns the number of episodes.
+    """Run the state machine over rows ``lo:hi`` of a batch (one flow); fills the output arrays,
+    returns the number of episodes.
+
+    The flow's rows are ``rows[lo:hi]`` (:class:`.records.Rows`), its sender's view ``sv[lo:hi]``
+    (``off`` is ``rtt_offset_ns`` below, :class:`.records.SenderView`), its per-row outputs
+    ``po[lo:hi]`` (the ``o_*`` names below are its fields, :class:`.records.PacketOut`), its
+    episode rows ``ep[el:eh]`` (``e_*``, :class:`.records.Episodes`), its warning counters
+    ``warn``; the other arguments are the flow's scalars.
 
     ``rtt_offset_ns`` (per packet) is added to RTT samples before they feed the RTO estimator;
     ``at_sender`` is False for receiver-side/mid-path captures, where ``ahead`` (per ACK row)
@@ -187,6 +211,54 @@ def analyze(
     meaningful where ``flags & ACK``). Times in ns; ``mss`` in bytes; ``rwnd_shift`` the
     receiver's window-scale shift (0 when unknown).
     """
+    snd = rows.snd[lo:hi]
+    ts = rows.ts[lo:hi]
+    seq = rows.seq[lo:hi]
+    ack = rows.ack[lo:hi]
+    plen = rows.plen[lo:hi]
+    flags = rows.flags[lo:hi]
+    win = rows.win[lo:hi]
+    tsv = rows.tsv[lo:hi]
+    tse = rows.tse[lo:hi]
+    sl = rows.sl[lo:hi]
+    sr = rows.sr[lo:hi]
+    sn = rows.sn[lo:hi]
+    rtt_offset_ns = sv.off[lo:hi]
+    ahead = sv.ahead[lo:hi]
+    rel = sv.rel[lo:hi]
+    o_kind = po.kind[lo:hi]
+    o_probe = po.probe[lo:hi]
+    o_rexmit = po.rexmit[lo:hi]
+    o_seg_out = po.seg_out[lo:hi]
+    o_seg_round = po.seg_round[lo:hi]
+    o_isack = po.isack[lo:hi]
+    o_ackrel = po.ackrel[lo:hi]
+    o_acked = po.acked[lo:hi]
+    o_sacked = po.sacked[lo:hi]
+    o_dsack = po.dsack[lo:hi]
+    o_dup = po.dup[lo:hi]
+    o_rwnd = po.rwnd[lo:hi]
+    o_rtt = po.rtt[lo:hi]
+    o_rtt_src = po.rtt_src[lo:hi]
+    o_snd_max = po.snd_max[lo:hi]
+    o_out = po.out[lo:hi]
+    o_pipe = po.pipe[lo:hi]
+    o_round = po.round[lo:hi]
+    o_round_end = po.round_end[lo:hi]
+    o_tgt = po.tgt[lo:hi]
+    o_state = po.state[lo:hi]
+    o_cong = po.cong[lo:hi]
+    o_undo = po.undo[lo:hi]
+    o_ca_rtt = po.ca_rtt[lo:hi]
+    e_kind = ep.kind[el:eh]
+    e_start_t = ep.start_t[el:eh]
+    e_end_t = ep.end_t[el:eh]
+    e_start_i = ep.start_i[el:eh]
+    e_end_i = ep.end_i[el:eh]
+    e_flight = ep.flight[el:eh]
+    e_retx = ep.retx[el:eh]
+    e_rp = ep.rp[el:eh]
+    e_spur = ep.spur[el:eh]
     n = snd.shape[0]
     # SACK scoreboard, retransmitted bytes (ever / since the last RTO), holes never seen.
     # Worst-case sizes (one range per insertion, one more per split): never reallocated.
@@ -819,8 +891,8 @@ def analyze(
         # Linux's RTT sample for congestion control (tcp_clean_rtx_queue → ca_rtt_us, what the
         # modules' pkts_acked and rate sample get): the newest segment this ACK newly SACKs (its
         # first transmission, never retransmitted) when there is one, else the ACK's own sample.
-        # (A timestamp-echo sample is whole ms ticks in the kernel, tcp_rtt_tsopt_us; the tick
-        # phase is unknown here, so it stays the µs value the capture gives.)
+        # (A timestamp-echo sample is whole ms ticks in the kernel, tcp_rtt_tsopt_us: at the
+        # sender linux_ts_ticks rewrites it once the flow is done, from the sender's TSval clock.)
         # Written with the vantage correction of the segment it times (the tables add none).
         ca = rtt + rtt_offset_ns[i] if src >= 0 else np.int64(-1)
         if sack_hi > 0 and rm > rh:

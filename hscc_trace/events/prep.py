@@ -23,6 +23,7 @@ import numpy as np
 from numba import njit
 
 from hscc_trace.capture.decode import F_ACK, F_FIN, F_RST, F_SYN  # noqa: F401  (re-used across events)
+from hscc_trace.perf.firstuse import kernel
 
 from .core import NOTS
 
@@ -188,68 +189,13 @@ def _unwrap_step(raw, origin, cur):
     return cur + d
 
 
-@njit(cache=True, nogil=True)
-def prep_flows(
-    order,
-    bounds,
-    f_sdir,
-    f_mss,
-    f_wsa,
-    f_wsb,
-    c_frame,
-    c_ts,
-    c_dir,
-    c_seq,
-    c_ack,
-    c_flags,
-    c_win,
-    c_plen,
-    c_ecn,
-    c_sn,
-    sack_rows,
-    c_l0,
-    c_r0,
-    c_l1,
-    c_r1,
-    c_l2,
-    c_r2,
-    c_l3,
-    c_r3,
-    c_tsv,
-    c_tse,
-    c_hasts,
-    syn_rows,
-    c_mss,
-    c_ws,
-    c_sperm,
-    frame,
-    snd,
-    ts,
-    seq,
-    ack,
-    plen,
-    flags,
-    win,
-    tsv,
-    tse,
-    rtsv,
-    sl,
-    sr,
-    sn,
-    ecn,
-    o_sdir,
-    o_mss,
-    o_shift,
-    o_known,
-    o_sackflow,
-    o_tsflow,
-    o_seen,
-    o_syn,
-    o_synack,
-    o_ack3,
-    o_irtt,
-):
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb, src, rows, info):
     """Arrays of several flows for :func:`hscc_trace.events.core.analyze` (rules in the module docstring).
+
+    Reads the source columns ``src`` (:class:`.records.Source`, the ``c_*`` names below) and
+    writes the rows ``rows`` (:class:`.records.Rows`) and the flows ``info``
+    (:class:`.records.FlowInfo`, the ``o_*`` names below).
 
     Flow ``f`` is rows ``order[bounds[f]:bounds[f+1]]`` of the source columns ``c_*`` (in frame
     order); its arrays are written to rows ``bounds[f]:bounds[f+1]`` of the outputs. Per flow:
@@ -257,6 +203,64 @@ def prep_flows(
     ``f_wsa``/``f_wsb`` its window scales (-1 unknown). Handshake times are :data:`NONE` when
     not captured.
     """
+    (
+        c_frame,
+        c_ts,
+        c_dir,
+        c_seq,
+        c_ack,
+        c_flags,
+        c_win,
+        c_plen,
+        c_ecn,
+        c_sn,
+        sack_rows,
+        c_l0,
+        c_r0,
+        c_l1,
+        c_r1,
+        c_l2,
+        c_r2,
+        c_l3,
+        c_r3,
+        c_tsv,
+        c_tse,
+        c_hasts,
+        syn_rows,
+        c_mss,
+        c_ws,
+        c_sperm,
+    ) = src
+    (
+        frame,
+        snd,
+        ts,
+        seq,
+        ack,
+        plen,
+        flags,
+        win,
+        tsv,
+        tse,
+        rtsv,
+        sl,
+        sr,
+        sn,
+        ecn,
+    ) = rows
+    (
+        o_sdir,
+        o_mss,
+        o_shift,
+        o_known,
+        o_sackflow,
+        o_tsflow,
+        o_seen,
+        o_syn,
+        o_synack,
+        o_ack3,
+        o_irtt,
+    ) = info
     nf = bounds.shape[0] - 1
     for f in range(nf):
         lo = bounds[f]
@@ -514,7 +518,7 @@ def prep_flows(
         o_irtt[f] = irtt
 
 
-@njit(cache=True)
+@kernel(work=lambda a: len(a[0]), cache=True)
 def group_rows(key, within, nbins, order):
     """Rows grouped by ``key`` (0 <= key < nbins), each group in the order of ``within`` (a
     permutation of the rows; empty = table order), written to ``order`` (one slot per row).

@@ -34,9 +34,11 @@ from numba import njit
 
 from hscc_trace.errors import Warn
 from hscc_trace.model import FlowEvents
+from hscc_trace.perf.firstuse import kernel
 
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
+from .records import Acks, Counts, Episodes, FlowInfo, FlowParams, PacketOut, Rounds, Rows, Segments, SenderView, Source
 from .vantage import detect, from_handshake, sender_view
 
 if TYPE_CHECKING:  # polars and the schema are imported where tables are built (after the capture is read)
@@ -61,47 +63,7 @@ CHUNK_ROWS = 1 << 17  # packets per batch of flows: bounds the working arrays (~
 
 
 @njit(cache=True)
-def _rounds_flow(
-    lo,
-    hi,
-    q,
-    isack,
-    rnd,
-    ts,
-    out,
-    rtt,
-    off,
-    acked,
-    rwnd,
-    state,
-    cong,
-    tgt,
-    kind,
-    seg_round,
-    seg_out,
-    plen,
-    rexmit,
-    probe,
-    clock,
-    mss,
-    known,
-    n_ep,
-    e_start_t,
-    e_end_t,
-    e_end_i,
-    frac,
-    lookback,
-    r_id,
-    r_start,
-    r_end,
-    r_target,
-    r_peak,
-    r_acked,
-    r_minrtt,
-    r_rwnd,
-    r_rec,
-    r_limit,
-):
+def _rounds_flow(lo, hi, q, rows, sv, po, clock, mss, known, n_ep, ep, el, eh, frac, lookback, rr):
     """RTT rounds of the flow in rows ``lo:hi``, written to the ``r_*`` arrays from row ``q``;
     returns the next free row. Its episodes are the first ``n_ep`` of ``e_*``. Rules: module
     docstring.
@@ -110,6 +72,22 @@ def _rounds_flow(
     flow's first ACK for the first round) and targets the ``tgt`` of the previous round's last
     ACK. Flight peaks include the segments sent in the round.
     """
+    isack, rnd, out, rtt, acked, rwnd = po.isack, po.round, po.out, po.rtt, po.acked, po.rwnd
+    state, cong, tgt, kind, seg_round = po.state, po.cong, po.tgt, po.kind, po.seg_round
+    rexmit, probe = po.rexmit, po.probe
+    ts, plen = rows.ts, rows.plen
+    off, seg_out = sv.off, sv.peak
+    e_start_t, e_end_t, e_end_i = ep.start_t[el:eh], ep.end_t[el:eh], ep.end_i[el:eh]
+    r_id = rr.id
+    r_start = rr.start
+    r_end = rr.end
+    r_target = rr.target
+    r_peak = rr.peak
+    r_acked = rr.acked
+    r_minrtt = rr.minrtt
+    r_rwnd = rr.rwnd
+    r_rec = rr.rec
+    r_limit = rr.limit
     big = np.iinfo(np.int64).max
     q0 = q
     have = False
@@ -220,81 +198,70 @@ def _rounds_flow(
 
 
 @njit(cache=True)
-def _compact(
-    lo,
-    hi,
-    j,
-    k,
-    known,
-    off,
-    frame,
-    ts,
-    seq,
-    plen,
-    flags,
-    ecn,
-    o_kind,
-    o_probe,
-    o_rexmit,
-    o_seg_out,
-    o_seg_round,
-    o_isack,
-    o_ackrel,
-    o_acked,
-    o_sacked,
-    o_dsack,
-    o_dup,
-    o_rwnd,
-    o_rtt,
-    o_rtt_src,
-    o_snd_max,
-    o_out,
-    o_pipe,
-    o_round,
-    o_round_end,
-    o_state,
-    o_cong,
-    o_undo,
-    o_ca_rtt,
-    o_rtx,
-    s_frame,
-    s_ts,
-    s_seq,
-    s_len,
-    s_kind,
-    s_ecn,
-    s_end,
-    s_probe,
-    s_rexmit,
-    s_out,
-    s_round,
-    a_frame,
-    a_ts,
-    a_ack,
-    a_acked,
-    a_sacked,
-    a_dup,
-    a_rwnd,
-    a_known,
-    a_ece,
-    a_rtt,
-    a_src,
-    a_snd_max,
-    a_out,
-    a_pipe,
-    a_round,
-    a_rend,
-    a_state,
-    a_cong,
-    a_undo,
-    a_dsack,
-    a_rtt_raw,
-    a_ca_rtt,
-    a_rtx,
-):
+def _compact(lo, hi, j, k, known, rows, sv, po, seg, acks):
     """The rows of schema.SEGMENTS (``o_kind >= 0``) and schema.ACKS (``o_isack``) among rows
     ``lo:hi``, written from rows ``j`` and ``k`` of the ``s_*`` and ``a_*`` columns; returns the
     next free rows. Enum columns as category indices (-1 = null); RTTs in s (NaN = none)."""
+    frame, ts, seq, plen, flags, ecn = rows.frame, rows.ts, rows.seq, rows.plen, rows.flags, rows.ecn
+    off = sv.off
+    o_kind = po.kind
+    o_probe = po.probe
+    o_rexmit = po.rexmit
+    o_seg_out = po.seg_out
+    o_seg_round = po.seg_round
+    o_isack = po.isack
+    o_ackrel = po.ackrel
+    o_acked = po.acked
+    o_sacked = po.sacked
+    o_dsack = po.dsack
+    o_dup = po.dup
+    o_rwnd = po.rwnd
+    o_rtt = po.rtt
+    o_rtt_src = po.rtt_src
+    o_snd_max = po.snd_max
+    o_out = po.out
+    o_pipe = po.pipe
+    o_round = po.round
+    o_round_end = po.round_end
+    o_state = po.state
+    o_cong = po.cong
+    o_undo = po.undo
+    o_ca_rtt = po.ca_rtt
+    o_rtx = po.rtx
+    s_frame = seg.frame
+    s_ts = seg.ts
+    s_seq = seg.seq
+    s_len = seg.len
+    s_kind = seg.kind
+    s_ecn = seg.ecn
+    s_end = seg.end
+    s_probe = seg.probe
+    s_rexmit = seg.rexmit
+    s_out = seg.out
+    s_round = seg.round
+    a_frame = acks.frame
+    a_ts = acks.ts
+    a_ack = acks.ack
+    a_acked = acks.acked
+    a_sacked = acks.sacked
+    a_dup = acks.dup
+    a_rwnd = acks.rwnd
+    a_known = acks.known
+    a_ece = acks.ece
+    a_rtt = acks.rtt
+    a_src = acks.src
+    a_snd_max = acks.snd_max
+    a_out = acks.out
+    a_pipe = acks.pipe
+    a_round = acks.round
+    a_rend = acks.rend
+    a_state = acks.state
+    a_cong = acks.cong
+    a_undo = acks.undo
+    a_dsack = acks.dsack
+    a_rtt_raw = acks.rtt_raw
+    a_ca_rtt = acks.ca_rtt
+    a_rtx = acks.rtx
     for i in range(lo, hi):
         if o_kind[i] >= 0:
             fl = flags[i]
@@ -344,122 +311,8 @@ def _compact(
     return j, k
 
 
-@njit(cache=True, nogil=True)
-def _run_flows(
-    bounds,
-    snd,
-    ts,
-    seq,
-    ack,
-    plen,
-    flags,
-    win,
-    tsv,
-    tse,
-    sl,
-    sr,
-    sn,
-    frame,
-    ecn,
-    f_mss,
-    f_shift,
-    f_sack,
-    f_known,
-    f_clock,
-    dupthresh,
-    f_ooo,
-    off,
-    rto_min_ns,
-    f_at_sender,
-    ahead,
-    rel,
-    peak,
-    o_kind,
-    o_probe,
-    o_rexmit,
-    o_seg_out,
-    o_seg_round,
-    o_isack,
-    o_ackrel,
-    o_acked,
-    o_sacked,
-    o_dsack,
-    o_dup,
-    o_rwnd,
-    o_rtt,
-    o_rtt_src,
-    o_snd_max,
-    o_out,
-    o_pipe,
-    o_round,
-    o_round_end,
-    o_tgt,
-    o_state,
-    o_cong,
-    o_undo,
-    o_ca_rtt,
-    o_rtx,
-    e_kind,
-    e_start_t,
-    e_end_t,
-    e_start_i,
-    e_end_i,
-    e_flight,
-    e_retx,
-    e_rp,
-    e_spur,
-    s_frame,
-    s_ts,
-    s_seq,
-    s_len,
-    s_kind,
-    s_ecn,
-    s_end,
-    s_probe,
-    s_rexmit,
-    s_out,
-    s_round,
-    a_frame,
-    a_ts,
-    a_ack,
-    a_acked,
-    a_sacked,
-    a_dup,
-    a_rwnd,
-    a_known,
-    a_ece,
-    a_rtt,
-    a_src,
-    a_snd_max,
-    a_out,
-    a_pipe,
-    a_round,
-    a_rend,
-    a_state,
-    a_cong,
-    a_undo,
-    a_dsack,
-    a_rtt_raw,
-    a_ca_rtt,
-    a_rtx,
-    r_id,
-    r_start,
-    r_end,
-    r_target,
-    r_peak,
-    r_acked,
-    r_minrtt,
-    r_rwnd,
-    r_rec,
-    r_limit,
-    frac,
-    lookback,
-    warn,
-    n_ep,
-    n_seg,
-    n_ack,
-    n_rounds,
-):
+@kernel(work=lambda a: len(a[1].snd), cache=True, nogil=True)
+def _run_flows(bounds, rows, fp, dupthresh, rto_min_ns, sv, po, ep, seg, acks, rr, frac, lookback, counts):
     """Per flow of a batch (flow ``f`` = rows ``bounds[f]:bounds[f+1]``), while its rows are in
     cache: the state machine (:func:`.core.analyze`), its segment and ACK rows into the ``s_*`` and
     ``a_*`` columns (:func:`_compact`), its rounds into ``r_*`` (:func:`_rounds_flow`).
@@ -473,6 +326,24 @@ def _run_flows(
     round peaks, ``peak``; the ``outstanding`` column keeps what the capture point saw) are those
     of the sender after that ACK.
     """
+    seq, plen, flags = rows.seq, rows.plen, rows.flags
+    snd, ts, tsv, tse = rows.snd, rows.ts, rows.tsv, rows.tse
+    f_mss, f_shift, f_sack, f_known, f_clock, f_ooo, f_at_sender = fp
+    ahead, rel, peak = sv.ahead, sv.rel, sv.peak
+    o_kind = po.kind
+    o_rtt, o_rtt_src, o_ca_rtt = po.rtt, po.rtt_src, po.ca_rtt
+    o_rexmit = po.rexmit
+    o_seg_out = po.seg_out
+    o_seg_round = po.seg_round
+    o_isack = po.isack
+    o_ackrel = po.ackrel
+    o_snd_max = po.snd_max
+    o_out = po.out
+    o_pipe = po.pipe
+    o_round = po.round
+    o_round_end = po.round_end
+    o_rtx = po.rtx
+    warn, n_ep, n_seg, n_ack, n_rounds = counts
     nf = bounds.shape[0] - 1
     j = np.int64(0)  # (typed: a literal 0 would compile the callees twice)
     k = np.int64(0)
@@ -483,65 +354,30 @@ def _run_flows(
         el = lo + f
         eh = hi + f + 1
         ne = core.analyze(
-            snd[lo:hi],
-            ts[lo:hi],
-            seq[lo:hi],
-            ack[lo:hi],
-            plen[lo:hi],
-            flags[lo:hi],
-            win[lo:hi],
-            tsv[lo:hi],
-            tse[lo:hi],
-            sl[lo:hi],
-            sr[lo:hi],
-            sn[lo:hi],
+            lo,
+            hi,
+            el,
+            eh,
+            rows,
             f_mss[f],
             f_shift[f],
             f_sack[f],
             dupthresh,
             f_ooo[f],
-            off[lo:hi],
             rto_min_ns,
             f_at_sender[f],
-            ahead[lo:hi],
-            rel[lo:hi],
-            o_kind[lo:hi],
-            o_probe[lo:hi],
-            o_rexmit[lo:hi],
-            o_seg_out[lo:hi],
-            o_seg_round[lo:hi],
-            o_isack[lo:hi],
-            o_ackrel[lo:hi],
-            o_acked[lo:hi],
-            o_sacked[lo:hi],
-            o_dsack[lo:hi],
-            o_dup[lo:hi],
-            o_rwnd[lo:hi],
-            o_rtt[lo:hi],
-            o_rtt_src[lo:hi],
-            o_snd_max[lo:hi],
-            o_out[lo:hi],
-            o_pipe[lo:hi],
-            o_round[lo:hi],
-            o_round_end[lo:hi],
-            o_tgt[lo:hi],
-            o_state[lo:hi],
-            o_cong[lo:hi],
-            o_undo[lo:hi],
-            o_ca_rtt[lo:hi],
-            e_kind[el:eh],
-            e_start_t[el:eh],
-            e_end_t[el:eh],
-            e_start_i[el:eh],
-            e_end_i[el:eh],
-            e_flight[el:eh],
-            e_retx[el:eh],
-            e_rp[el:eh],
-            e_spur[el:eh],
+            sv,
+            po,
+            ep,
             warn[f],
         )
         n_ep[f] = ne
-        if not f_at_sender[f]:
+        if f_at_sender[f]:
+            # the kernel's whole-ms timestamp-echo samples (what congestion control is handed)
+            core.linux_ts_ticks(
+                snd[lo:hi], ts[lo:hi], tsv[lo:hi], tse[lo:hi], o_rtt_src[lo:hi], o_rtt[lo:hi], o_ca_rtt[lo:hi]
+            )
+        else:
             for i in range(lo, hi):
                 if o_isack[i]:
                     extra = ahead[i] - o_snd_max[i]
@@ -587,122 +423,11 @@ def _run_flows(
                         o_rtx[a] += plen[i]
         j0 = j
         k0 = k
-        j, k = _compact(
-            lo,
-            hi,
-            j,
-            k,
-            f_known[f],
-            off,
-            frame,
-            ts,
-            seq,
-            plen,
-            flags,
-            ecn,
-            o_kind,
-            o_probe,
-            o_rexmit,
-            o_seg_out,
-            o_seg_round,
-            o_isack,
-            o_ackrel,
-            o_acked,
-            o_sacked,
-            o_dsack,
-            o_dup,
-            o_rwnd,
-            o_rtt,
-            o_rtt_src,
-            o_snd_max,
-            o_out,
-            o_pipe,
-            o_round,
-            o_round_end,
-            o_state,
-            o_cong,
-            o_undo,
-            o_ca_rtt,
-            o_rtx,
-            s_frame,
-            s_ts,
-            s_seq,
-            s_len,
-            s_kind,
-            s_ecn,
-            s_end,
-            s_probe,
-            s_rexmit,
-            s_out,
-            s_round,
-            a_frame,
-            a_ts,
-            a_ack,
-            a_acked,
-            a_sacked,
-            a_dup,
-            a_rwnd,
-            a_known,
-            a_ece,
-            a_rtt,
-            a_src,
-            a_snd_max,
-            a_out,
-            a_pipe,
-            a_round,
-            a_rend,
-            a_state,
-            a_cong,
-            a_undo,
-            a_dsack,
-            a_rtt_raw,
-            a_ca_rtt,
-            a_rtx,
-        )
+        j, k = _compact(lo, hi, j, k, f_known[f], rows, sv, po, seg, acks)
         n_seg[f] = j - j0
         n_ack[f] = k - k0
         q0 = q
-        q = _rounds_flow(
-            lo,
-            hi,
-            q,
-            o_isack,
-            o_round,
-            ts,
-            o_out,
-            o_rtt,
-            off,
-            o_acked,
-            o_rwnd,
-            o_state,
-            o_cong,
-            o_tgt,
-            o_kind,
-            o_seg_round,
-            peak,
-            plen,
-            o_rexmit,
-            o_probe,
-            f_clock[f],
-            f_mss[f],
-            f_known[f],
-            ne,
-            e_start_t[el:eh],
-            e_end_t[el:eh],
-            e_end_i[el:eh],
-            frac,
-            lookback,
-            r_id,
-            r_start,
-            r_end,
-            r_target,
-            r_peak,
-            r_acked,
-            r_minrtt,
-            r_rwnd,
-            r_rec,
-            r_limit,
-        )
+        q = _rounds_flow(lo, hi, q, rows, sv, po, f_clock[f], f_mss[f], f_known[f], ne, ep, el, eh, frac, lookback, rr)
         n_rounds[f] = q - q0
 
 
@@ -747,9 +472,10 @@ class _Work:
             a = self._tmp[name] = np.empty(self._n, dtype)
         return a[:k]
 
-    def prep_args(self, n: int, nf: int) -> tuple:
-        r, q = slice(0, n), slice(0, nf)
-        return (
+    def rows(self, n: int) -> Rows:
+        """The first ``n`` rows (:func:`.prep.prep_flows` writes them, the state machine reads them)."""
+        r = slice(0, n)
+        return Rows(
             self.frame[r],
             self.snd[r],
             self.ts[r],
@@ -765,6 +491,12 @@ class _Work:
             self.sr[r],
             self.sn[r],
             self.ecn[r],
+        )
+
+    def info(self, nf: int) -> FlowInfo:
+        """The first ``nf`` flows' handshake and options (:func:`.prep.prep_flows` writes them)."""
+        q = slice(0, nf)
+        return FlowInfo(
             self.sdir[q],
             self.mss[q],
             self.shift[q],
@@ -900,7 +632,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
     b = (bounds - base).astype(np.int64)
     n = int(b[-1])
     nf = len(fids)
-    prep_flows(order[base : base + n], b, f_sdir, f_mss, f_wsa, f_wsb, *src, *W.prep_args(n, nf))
+    prep_flows(order[base : base + n], b, f_sdir, f_mss, f_wsa, f_wsb, Source(*src), W.rows(n), W.info(nf))
     # ---- vantage point and RTT correction per flow ---------------------------------------------
     off = W.off[:n]
     ahead = W.ahead[:n]
@@ -1015,35 +747,10 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
     r_minrtt = t("r_minrtt", ca, np.float64)
     r_rec = t("r_rec", ca, np.bool_)
     r_limit = t("r_limit", ca, np.int8)
-    _run_flows(
-        b,
-        W.snd[:n],
-        W.ts[:n],
-        W.seq[:n],
-        W.ack[:n],
-        W.plen[:n],
-        W.flags[:n],
-        W.win[:n],
-        W.tsv[:n],
-        W.tse[:n],
-        W.sl[:n],
-        W.sr[:n],
-        W.sn[:n],
-        W.frame[:n],
-        W.ecn[:n],
-        mss,
-        W.shift[:nf],
-        W.sack[:nf],
-        known,
-        clock,
-        np.int64(DUPTHRESH),
-        ooo,
-        off,
-        np.int64(RTO_MIN_NS),
-        at_sender,
-        ahead,
-        rel,
-        W.peak[:n],
+    rows = W.rows(n)
+    sv = SenderView(off, ahead, rel, W.peak[:n])
+    fp = FlowParams(mss, W.shift[:nf], W.sack[:nf], known, clock, ooo, at_sender)
+    po = PacketOut(
         o_kind,
         o_probe,
         o_rexmit,
@@ -1069,34 +776,25 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
         o_undo,
         o_ca_rtt,
         o_rtx,
-        e_kind,
-        e_start_t,
-        e_end_t,
-        e_start_i,
-        e_end_i,
-        e_flight,
-        e_retx,
-        e_rp,
-        e_spur,
-        *S.values(),
-        *A.values(),
-        r_id,
-        r_start,
-        r_end,
-        r_target,
-        r_peak,
-        r_acked,
-        r_minrtt,
-        r_rwnd,
-        r_rec,
-        r_limit,
+    )
+    ep = Episodes(e_kind, e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, e_spur)
+    rr = Rounds(r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit)
+    counts = Counts(warn, n_ep, n_seg, n_ack, n_rounds)
+    _run_flows(
+        b,
+        rows,
+        fp,
+        np.int64(DUPTHRESH),
+        np.int64(RTO_MIN_NS),
+        sv,
+        po,
+        ep,
+        Segments(*S.values()),
+        Acks(*A.values()),
+        rr,
         APP_FRACTION,
         APP_LOOKBACK,
-        warn,
-        n_ep,
-        n_seg,
-        n_ack,
-        n_rounds,
+        counts,
     )
     seg_at = np.concatenate(([0], np.cumsum(n_seg)))
     ack_at = np.concatenate(([0], np.cumsum(n_ack)))

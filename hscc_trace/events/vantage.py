@@ -26,7 +26,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+
+from hscc_trace.perf.firstuse import kernel
 
 from .prep import F_ACK, F_FIN, F_SYN, FlowArrays, Handshake
 
@@ -132,7 +133,7 @@ def from_handshake(h: Handshake, sender_dir: int) -> Vantage | None:
     return None
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
 def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
     """Receiver-side / mid-path captures: what the sender knew when each ACK reached it.
 

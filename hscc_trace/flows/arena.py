@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from hscc_trace.capture.decode import F_SYN
+from hscc_trace.perf.firstuse import kernel
+
+from .records import Columns, Connection
 
 
 @dataclass
@@ -42,7 +44,7 @@ class FlowSource:
 BLOCK = 64
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[1]), cache=True, nogil=True)
 def _place(row0, flow, head, tail, fill, count, first, nxt, owner, ctl, pos, block):
     """Arena row of each row of a batch (capture rows ``row0 ..``) into ``pos``: the next free
     row of its flow's last block (a new block from ``ctl[0]``, ``owner`` the flow, when full).
@@ -72,39 +74,13 @@ def _place(row0, flow, head, tail, fill, count, first, nxt, owner, ctl, pos, blo
     return flow.shape[0]
 
 
-@njit(cache=True, nogil=True)
-def _fill(
-    pos,
-    frame,
-    ts,
-    side,
-    seq,
-    ack,
-    flags,
-    win,
-    plen,
-    ecn,
-    sn,
-    hasts,
-    tsv,
-    tse,
-    o_frame,
-    o_ts,
-    o_dir,
-    o_seq,
-    o_ack,
-    o_flags,
-    o_win,
-    o_plen,
-    o_ecn,
-    o_sn,
-    o_hasts,
-    o_tsv,
-    o_tse,
-):
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+def _fill(pos, c, a):
     """Row ``i`` of each column to row ``pos[i]`` of the arena column: one column at a time (a
     pass writes one run per flow, few pages at once); TSval/TSecr 0 without the option (the
     table's nulls, read as 0)."""
+    frame, ts, side, seq, ack, flags, win, plen, ecn, sn, tsv, tse, hasts = c
+    o_frame, o_ts, o_dir, o_seq, o_ack, o_flags, o_win, o_plen, o_ecn, o_sn, o_tsv, o_tse, o_hasts = a
     n = pos.shape[0]
     for i in range(n):
         o_frame[pos[i]] = frame[i]
@@ -134,7 +110,7 @@ def _fill(
         o_tse[pos[i]] = tse[i] if hasts[i] else 0
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[1]), cache=True, nogil=True)
 def _sparse(
     row0,
     pos,
@@ -188,7 +164,7 @@ def _sparse(
     at[1] = ko
 
 
-@njit(cache=True, nogil=True)
+@kernel(work=lambda a: len(a[7]), cache=True, nogil=True)
 def _chains(head, nxt, count, bounds, block, a_side, dirs, order):
     """Each flow's arena rows in order (``order[bounds[f]:bounds[f+1]]``); its ``dirs`` turned
     from the tracker's side into the direction (xor with the flow's A side)."""
@@ -208,51 +184,14 @@ def _chains(head, nxt, count, bounds, block, a_side, dirs, order):
             b = nxt[b]
 
 
-@njit(cache=True, nogil=True)
-def _unplace(
-    pos,
-    owner,
-    block,
-    a_side,
-    addr,
-    ports,
-    a_frame,
-    a_ts,
-    a_dir,
-    a_seq,
-    a_ack,
-    a_flags,
-    a_win,
-    a_plen,
-    a_ecn,
-    a_sn,
-    a_tsv,
-    a_tse,
-    a_hasts,
-    frame,
-    ts,
-    dir_,
-    seq,
-    ack,
-    flags,
-    win,
-    plen,
-    ecn,
-    sn,
-    tsv,
-    tse,
-    hasts,
-    flow,
-    src_hi,
-    src_lo,
-    dst_hi,
-    dst_lo,
-    sport,
-    dport,
-):
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+def _unplace(pos, owner, block, a_side, addr, ports, a, o, conn):
     """Capture row ``i`` from arena row ``pos[i]``; its connection from the arena block's owner,
     addresses and ports from the connection and the row's side (``dir`` xor the A side). One
     column at a time: each pass reads one run per flow (few pages at once)."""
+    a_frame, a_ts, a_dir, a_seq, a_ack, a_flags, a_win, a_plen, a_ecn, a_sn, a_tsv, a_tse, a_hasts = a
+    frame, ts, dir_, seq, ack, flags, win, plen, ecn, sn, tsv, tse, hasts = o
+    flow, src_hi, src_lo, dst_hi, dst_lo, sport, dport = conn
     n = pos.shape[0]
     for i in range(n):
         f = owner[pos[i] // block]
@@ -317,6 +256,12 @@ _ARENA = (
     ("opt_tsecr", np.uint32),
     ("has_ts", np.bool_),
 )
+
+
+def _columns(d: dict[str, np.ndarray]) -> Columns:
+    return Columns(*(d[name] for name, _dt in _ARENA))
+
+
 # the decoder's columns kept per batch (capture order) for the packets table; the rest is in the
 # arena, the SACK/option stores, or follows from the connection (addresses, ports)
 KEEP = ("iface", "wire_len", "cap_len", "ip_version", "ip_id", "ip_ttl", "tcp_hlen", "truncated")
@@ -449,32 +394,22 @@ class Arena:
         a = self.cols
         _fill(
             pos,
-            c["frame"],
-            c["ts_ns"],
-            side,
-            c["seq"],
-            c["ack"],
-            c["flags"],
-            c["win"],
-            c["payload_len"],
-            c["ip_ecn"],
-            c["sack_n"],
-            c["has_ts"],
-            c["opt_tsval"],
-            c["opt_tsecr"],
-            a["frame"],
-            a["ts_ns"],
-            a["dir"],
-            a["seq"],
-            a["ack"],
-            a["flags"],
-            a["win"],
-            a["payload_len"],
-            a["ip_ecn"],
-            a["sack_n"],
-            a["has_ts"],
-            a["opt_tsval"],
-            a["opt_tsecr"],
+            Columns(
+                c["frame"],
+                c["ts_ns"],
+                side,
+                c["seq"],
+                c["ack"],
+                c["flags"],
+                c["win"],
+                c["payload_len"],
+                c["ip_ecn"],
+                c["sack_n"],
+                c["opt_tsval"],
+                c["opt_tsecr"],
+                c["has_ts"],
+            ),
+            _columns(a),
         )
         ks, ko = int(self.at[0]), int(self.at[1])
         if ks + n > len(self.sk_g) or ko + n > len(self.op_g):
@@ -651,8 +586,9 @@ class Arena:
             self.a_side,
             addr,
             ports.astype(np.uint16),
-            *(a[name] for name, _dt in _ARENA),
-            *out.values(),
+            _columns(a),
+            _columns(out),
+            Connection(*(out[k] for k in ("flow_id", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport"))),
         )
         has_ts = out.pop("has_ts")
         cols.update(out)

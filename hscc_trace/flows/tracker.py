@@ -28,7 +28,7 @@ so the handshake gives a sample too.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 
@@ -224,68 +224,111 @@ def _hash(k0, k1, k2, k3, k4):
     return h
 
 
-@njit(
-    cache=True,
-    nogil=True,
-    aot=(
-        "UniTuple(int64, 2)(int64, uint64[::1], uint64[::1], uint64[::1], uint64[::1], "
-        "uint16[::1], uint16[::1], uint16[::1], uint32[::1], uint32[::1], uint16[::1], "
-        "uint32[::1], uint32[::1], int64[::1], uint16[::1], boolean[::1], uint8[::1], "
-        "boolean[::1], boolean[::1], boolean[::1], uint32[::1], uint32[::1], uint8[::1], uint8[::1], "
-        "int64[:, ::1], uint64[:, ::1], int64[::1], uint64[:, ::1], int64[::1], int64[::1], int64[::1], "
-        "boolean[::1], int64[::1], int64[::1], uint8[::1], int64[::1], boolean, int64[::1], uint8[::1], "
-        "uint8[::1], float64[::1], int64[::1], uint8[::1], float64[::1], int64[::1], int64[::1])"
-    ),
-)
-def _flow_kernel(
-    i0,
-    shi,
-    slo,
-    dhi,
-    dlo,
-    sport,
-    dport,
-    flags,
-    seq,
-    ack,
-    win,
-    plen,
-    wire,
-    ts,
-    mss,
-    has_mss,
-    ws,
-    has_ws,
-    sackp,
-    has_tsopt,
-    tsval,
-    tsecr,
-    ipv,
-    status,
-    S,
-    ADDR,
-    default,
-    tkeys,
-    tval,
-    n_end,
-    n_ts,
-    n_flag,
-    n_next,
-    n_rel,
-    n_rk,
-    ctl,
-    per_packet,
-    out_flow,
-    out_side,
-    out_kind,
-    out_rtt,
-    rf,
-    rs,
-    rv,
-    rtt_acc,
-    acc,
-):
-    """Process packets i0.. in capture order; returns (next packet index, ST_*).
+class Packets(NamedTuple):
+    """The flow kernel's packet columns (capture order), as the decoder gives them: the same
+    record for the numba kernel and the compiled extension (:mod:`hscc_trace.perf.jit`)."""
+
+    shi: np.ndarray  # uint64, source address (high, low 64 bits)
+    slo: np.ndarray  # uint64
+    dhi: np.ndarray  # uint64, destination address
+    dlo: np.ndarray  # uint64
+    sport: np.ndarray  # uint16
+    dport: np.ndarray  # uint16
+    flags: np.ndarray  # uint16
+    seq: np.ndarray  # uint32
+    ack: np.ndarray  # uint32
+    win: np.ndarray  # uint16
+    plen: np.ndarray  # uint32, payload length
+    wire: np.ndarray  # uint32, frame length
+    ts: np.ndarray  # int64, ns
+    mss: np.ndarray  # uint16
+    has_mss: np.ndarray  # bool
+    ws: np.ndarray  # uint8
+    has_ws: np.ndarray  # bool
+    sackp: np.ndarray  # bool
+    has_ts: np.ndarray  # bool, timestamp option present
+    tsval: np.ndarray  # uint32
+    tsecr: np.ndarray  # uint32
+    ipv: np.ndarray  # uint8
+    status: np.ndarray  # uint8, the decoder's status per packet (0 = TCP row); empty: every packet is one
+
+    @staticmethod
+    def of(c: dict[str, np.ndarray], status: np.ndarray) -> Packets:
+        """From columns named as schema.PACKETS (:func:`hscc_trace.capture.decode.decode_all`)."""
+        return Packets(
+            c["src_hi"],
+            c["src_lo"],
+            c["dst_hi"],
+            c["dst_lo"],
+            c["sport"],
+            c["dport"],
+            c["flags"],
+            c["seq"],
+            c["ack"],
+            c["win"],
+            c["payload_len"],
+            c["wire_len"],
+            c["ts_ns"],
+            c["opt_mss"],
+            c["has_mss"],
+            c["opt_wscale"],
+            c["has_ws"],
+            c["opt_sack_perm"],
+            c["has_ts"],
+            c["opt_tsval"],
+            c["opt_tsecr"],
+            c["ip_version"],
+            status,
+        )
+
+
+class Table(NamedTuple):
+    """Connections and the conversation hash table (:class:`FlowTracker`'s state)."""
+
+    S: np.ndarray  # int64 (flows × NCOL): per-connection state, columns C_*
+    ADDR: np.ndarray  # uint64 (flows × 4): the two endpoints' addresses (hi, lo each)
+    default: np.ndarray  # int64 (NCOL): a new connection's row
+    tkeys: np.ndarray  # uint64 (slots × 5): conversation keys (a power of two slots)
+    tval: np.ndarray  # int64 (slots): the connection row of each slot, −1 = free
+    #: int64 [flows used, free node list head, node high-water mark, conversations in table]
+    ctl: np.ndarray
+    acc: np.ndarray  # int64 [TCP rows, first ts, last ts]
+
+
+class Nodes(NamedTuple):
+    """Queued segments and TSvals (singly linked lists through ``next``)."""
+
+    end: np.ndarray  # int64, unwrapped end sequence number (a TSval: its unwrapped value)
+    ts: np.ndarray  # int64, time sent (a TSval: first seen)
+    flag: np.ndarray  # bool, timing ambiguous (Karn)
+    next: np.ndarray  # int64, next node or −1
+    rel: np.ndarray  # int64, time of the packet that released the segment
+    rk: np.ndarray  # uint8, its RK_* kind (0: none)
+
+
+class Samples(NamedTuple):
+    """RTT samples, appended in order (room for :data:`SAMPLES_PER_PACKET` per packet fed)."""
+
+    flow: np.ndarray  # int64, flow row
+    side: np.ndarray  # uint8, side whose data the sample times + 2 · its RK_* kind
+    val: np.ndarray  # float64, seconds
+    used: np.ndarray  # int64 [samples held]
+
+
+class PerPacket(NamedTuple):
+    """Per packet results (:meth:`FlowTracker.feed`)."""
+
+    flow: np.ndarray  # int64, flow row (−1: not a TCP row)
+    side: np.ndarray  # uint8, which endpoint of the conversation sent it
+    kind: np.ndarray  # uint8, KIND_*
+    rtt: np.ndarray  # float64, data/ACK RTT sample (s) or NaN
+
+
+@njit(cache=True, nogil=True, ext="flow_kernel")
+def _flow_kernel(i0, pk, tab, nodes, smp, per_packet, out):
+    """Process packets i0.. of ``pk`` (:class:`Packets`) in capture order, updating ``tab``
+    (:class:`Table`), ``nodes`` (:class:`Nodes`) and ``smp`` (:class:`Samples`); returns (next
+    packet index, ST_*).
 
     ``status`` is the decoder's status per packet (:mod:`hscc_trace.capture.decode`): packets
     whose status is not 0 are not TCP rows and are skipped (``out_flow`` −1, ``out_rtt`` NaN);
@@ -293,8 +336,8 @@ def _flow_kernel(
     ctl = [flows used, free node list head, node high-water mark, conversations in table].
     The kernel stops *before* a packet that could overflow a table; the caller grows it and
     calls again from the returned index.
-    With ``per_packet`` the out_* arrays get each packet's (flow row, side, KIND_*, data/ACK RTT
-    sample s or NaN); without, they are not touched (may be empty). Either way every RTT sample is
+    With ``per_packet`` the arrays of ``out`` (:class:`PerPacket`) get each packet's (flow row,
+    side, KIND_*, data/ACK RTT sample s or NaN); without, they are not touched (may be empty). Either way every RTT sample is
     appended at rf/rs/rv[rtt_acc[0]] (flow row, side whose data it times + 2 · its kind ``RK_*``,
     s; the caller leaves room for :data:`SAMPLES_PER_PACKET` per packet) and acc = [TCP rows, first ts, last ts] is
     updated.
@@ -315,6 +358,12 @@ def _flow_kernel(
     ``n_rel`` the releasing packet's time, ``n_rk`` its kind (0: none); queued TSvals use
     ``n_end`` (unwrapped value) and ``n_ts`` (first time seen).
     """
+    (shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, plen, wire, ts, mss, has_mss, ws, has_ws) = pk[:17]
+    sackp, has_tsopt, tsval, tsecr, ipv, status = pk[17:]
+    S, ADDR, default, tkeys, tval, ctl, acc = tab
+    n_end, n_ts, n_flag, n_next, n_rel, n_rk = nodes
+    rf, rs, rv, rtt_acc = smp
+    out_flow, out_side, out_kind, out_rtt = out
     n = len(flags)
     tmask = len(tval) - 1
     check = len(status) > 0
@@ -687,8 +736,9 @@ def _flow_kernel(
     return n, ST_DONE
 
 
-@njit(cache=True, aot=("Tuple((uint64[:, ::1], int64[::1]))(uint64[:, ::1], int64[::1], int64)"))
+@njit(cache=True, ext="rehash")
 def _rehash(tkeys, tval, size):
+    """The conversation table (keys, values) in ``size`` slots (a power of two)."""
     nk = np.zeros((size, 5), np.uint64)
     nv = np.full(size, -1, np.int64)
     mask = size - 1
@@ -735,9 +785,9 @@ class FlowTracker:
     def feed(self, c: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
         """Process one batch of packet columns (capture order); returns per packet (flow row, side, kind, rtt s)."""
         n = len(c["flags"])
-        out = (np.empty(n, np.int64), np.empty(n, np.uint8), np.empty(n, np.uint8), np.empty(n, np.float64))
+        out = PerPacket(np.empty(n, np.int64), np.empty(n, np.uint8), np.empty(n, np.uint8), np.empty(n, np.float64))
         self._run(c, _NO_STATUS, True, out)
-        return out
+        return tuple(out)
 
     def feed_decoded(self, c: dict[str, np.ndarray], status: np.ndarray) -> None:
         """Process every record of one decoded batch whose ``status`` is 0 (a TCP row), in order.
@@ -748,8 +798,7 @@ class FlowTracker:
         """
         self._run(c, status, False, _NO_OUT)
 
-    def _run(self, c: dict[str, np.ndarray], status: np.ndarray, per_packet: bool, out: tuple[np.ndarray, ...]) -> None:
-        out_flow, out_side, out_kind, out_rtt = out
+    def _run(self, c: dict[str, np.ndarray], status: np.ndarray, per_packet: bool, out: PerPacket) -> None:
         n = len(c["flags"])
         used = int(self.rtt_acc[0])
         if used + SAMPLES_PER_PACKET * n > len(self.rtt_val):  # room for the most samples a packet gives
@@ -757,56 +806,13 @@ class FlowTracker:
             self.rtt_flow = _grown(self.rtt_flow, used, size)
             self.rtt_side = _grown(self.rtt_side, used, size)
             self.rtt_val = _grown(self.rtt_val, used, size)
+        pk = Packets.of(c, status)
+        smp = Samples(self.rtt_flow, self.rtt_side, self.rtt_val, self.rtt_acc)
         i = 0
         while True:
-            i, st = _flow_kernel(
-                i,
-                c["src_hi"],
-                c["src_lo"],
-                c["dst_hi"],
-                c["dst_lo"],
-                c["sport"],
-                c["dport"],
-                c["flags"],
-                c["seq"],
-                c["ack"],
-                c["win"],
-                c["payload_len"],
-                c["wire_len"],
-                c["ts_ns"],
-                c["opt_mss"],
-                c["has_mss"],
-                c["opt_wscale"],
-                c["has_ws"],
-                c["opt_sack_perm"],
-                c["has_ts"],
-                c["opt_tsval"],
-                c["opt_tsecr"],
-                c["ip_version"],
-                status,
-                self.S,
-                self.ADDR,
-                _DEFAULT,
-                self.tkeys,
-                self.tval,
-                self.n_end,
-                self.n_ts,
-                self.n_flag,
-                self.n_next,
-                self.n_rel,
-                self.n_rk,
-                self.ctl,
-                per_packet,
-                out_flow,
-                out_side,
-                out_kind,
-                out_rtt,
-                self.rtt_flow,
-                self.rtt_side,
-                self.rtt_val,
-                self.rtt_acc,
-                self.acc,
-            )
+            tab = Table(self.S, self.ADDR, _DEFAULT, self.tkeys, self.tval, self.ctl, self.acc)
+            nodes = Nodes(self.n_end, self.n_ts, self.n_flag, self.n_next, self.n_rel, self.n_rk)
+            i, st = _flow_kernel(i, pk, tab, nodes, smp, per_packet, out)
             if st == ST_DONE:
                 break
             if st == ST_GROW_FLOWS:
@@ -995,7 +1001,7 @@ class FlowTracker:
         call, ≈ 10 ms holding the GIL): called while this thread would otherwise wait for the
         first batch, so the final :meth:`table` / :meth:`rows` does not pay it."""
         z = np.empty(0, np.float64)
-        _group_stats(self.rtt_flow[:0], self.rtt_side[:0], self.rtt_val[:0], np.empty(0, np.int64), z, z, z)
+        _group_stats(self.rtt_flow[:0], self.rtt_side[:0], self.rtt_val[:0], np.empty(0, np.int64), Stats(z, z, z))
 
     def _rtt_stats(self, nf: int, snd: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """min / median / max of the samples that timed each flow's data sender, per sample kind:
@@ -1007,7 +1013,7 @@ class FlowTracker:
         if used:
             sd = self.rtt_side[:used]
             key = self.rtt_flow[:used] * 4 + (sd >> 1)
-            _group_stats(key, sd & 1, self.rtt_val[:used], np.repeat(snd.astype(np.int64), 4), rmin, rmed, rmax)
+            _group_stats(key, sd & 1, self.rtt_val[:used], np.repeat(snd.astype(np.int64), 4), Stats(rmin, rmed, rmax))
         return rmin.reshape(nf, 4).T, rmed.reshape(nf, 4).T, rmax.reshape(nf, 4).T
 
     def _rtt_columns(
@@ -1065,23 +1071,28 @@ def _grown(a: np.ndarray, used: int, size: int) -> np.ndarray:
 
 
 _NO_STATUS = np.zeros(0, np.uint8)  # feed(): every packet is a TCP row
-_NO_OUT = (np.empty(0, np.int64), np.empty(0, np.uint8), np.empty(0, np.uint8), np.empty(0, np.float64))
+_NO_OUT = PerPacket(np.empty(0, np.int64), np.empty(0, np.uint8), np.empty(0, np.uint8), np.empty(0, np.float64))
 #: FlowTracker.rows(): float columns whose schema dtype is an integer (NaN = null)
 _ROW_KIND = {"mss": "int_or_none"}
 
 
-@njit(
-    cache=True,
-    nogil=True,
-    aot=("none(int64[::1], uint8[::1], float64[::1], int64[::1], float64[::1], float64[::1], float64[::1])"),
-)
-def _group_stats(fl, sd, v, snd, rmin, rmed, rmax):
+class Stats(NamedTuple):
+    """Per group: min, median, max (:func:`_group_stats` writes them; NaN-filled by the caller)."""
+
+    min: np.ndarray  # float64
+    median: np.ndarray  # float64
+    max: np.ndarray  # float64
+
+
+@njit(cache=True, nogil=True, ext="group_stats")
+def _group_stats(fl, sd, v, snd, out):
     """Per flow f: min, median (mean of the two middle values if even), max of the samples v
-    with fl == f that timed the data sender's segments (sd == snd[f]).
+    with fl == f that timed the data sender's segments (sd == snd[f]), into ``out`` (:class:`Stats`).
 
     Samples are bucketed by flow (counting sort, capture order kept) and the median is found by
     selection (np.partition) rather than a full sort.
     """
+    rmin, rmed, rmax = out
     nf = len(snd)
     cnt = np.zeros(nf + 1, np.int64)
     for i in range(len(fl)):

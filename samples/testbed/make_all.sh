@@ -54,6 +54,30 @@ $RUN --name cubic-4bdp --cc cubic --rate 10mbit --delay 5ms --buffer-pkts 33 --l
 $RUN --name cubic-loss-rtt100 --cc cubic --rate 10mbit --delay 50ms --buffer-pkts 167 --loss 0.002 --duration 8 --seed 5
 # Reno (40001) vs CUBIC (40002) at 20 Mbit/s x 20 ms, buffer 1 BDP
 $RUN --name reno-vs-cubic-rtt20 --cc reno,cubic --rate 20mbit --delay 10ms --buffer-pkts 33 --loss 0 --duration 5
+# --- the rest of the issue-17 grid, chosen by what the set above lacked (CUBIC and BBR at 50 Mbit/s, Reno at
+# 100 ms, CUBIC with a 0.3-BDP buffer and under 1 % loss, BBR with a 4-BDP buffer, receiver-side captures of a
+# CUBIC and a BBR run on new paths, BBR vs Reno and CUBIC vs CUBIC). Short runs, gzip-compressed captures, and a
+# run whose emulator timing misses the test bounds (a loaded host) is repeated (--retry-late).
+# CUBIC: 50 Mbit/s x 10 ms (BDP 42 pkts), buffer 0.5 BDP (reno-50m's path); also captured at the receiver
+$RUN --name cubic-50m --cc cubic --rate 50mbit --delay 5ms --buffer-pkts 21 --loss 0 --duration 3 \
+     --capture both --receiver-out samples/cubic-50m-receiver --gzip --retry-late 4
+# BBR: 50 Mbit/s x 50 ms (BDP 208 pkts), buffer 0.5 BDP
+$RUN --name bbr-50m --cc bbr --rate 50mbit --delay 25ms --buffer-pkts 104 --loss 0 --duration 3 --gzip --retry-late 4
+# BBR: deep buffer 4 BDP (20 Mbit/s x 20 ms, BDP 33 pkts); also captured at the receiver
+$RUN --name bbr-4bdp --cc bbr --rate 20mbit --delay 10ms --buffer-pkts 133 --loss 0 --duration 5 \
+     --capture both --receiver-out samples/bbr-4bdp-receiver --gzip --retry-late 4
+# Reno: 100 ms base RTT, 0.2 % random loss, buffer 2 BDP (cubic-loss-rtt100's path)
+$RUN --name reno-rtt100 --cc reno --rate 10mbit --delay 50ms --buffer-pkts 167 --loss 0.002 --duration 12 --seed 6 \
+     --gzip --retry-late 4
+# CUBIC: shallow buffer 0.3 BDP (10 Mbit/s x 40 ms, BDP 33 pkts)
+$RUN --name cubic-smallbuf --cc cubic --rate 10mbit --delay 20ms --buffer-pkts 10 --loss 0 --duration 8 --gzip --retry-late 4
+# CUBIC: 1 % random loss at 20 Mbit/s x 30 ms (BDP 50 pkts), buffer 2 BDP
+$RUN --name cubic-loss-1pct --cc cubic --rate 20mbit --delay 15ms --buffer-pkts 100 --loss 0.01 --duration 5 --seed 7 \
+     --gzip --retry-late 4
+# BBR (40001) vs Reno (40002) at 20 Mbit/s x 20 ms, buffer 1 BDP
+$RUN --name bbr-vs-reno --cc bbr,reno --rate 20mbit --delay 10ms --buffer-pkts 33 --loss 0 --duration 6 --gzip --retry-late 4
+# CUBIC (40001) vs CUBIC (40002) on reno-vs-cubic's path (10 Mbit/s x 40 ms, buffer 1 BDP)
+$RUN --name cubic-vs-cubic --cc cubic,cubic --rate 10mbit --delay 20ms --buffer-pkts 33 --loss 0 --duration 8 --gzip --retry-late 4
 # --- the BPF congestion controls (samples/testbed/cc/): Vegas, Westwood+, HighSpeed, Compound TCP, TCP-Fusion,
 # HRF-TCP and its rows, Kyushu-TCP over HighSpeed and CUBIC
 sh samples/testbed/make_bpf.sh "$PY"

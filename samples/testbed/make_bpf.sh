@@ -53,3 +53,8 @@ for row in ktcp-hs:bpf_ktcp_hs ktcp-cubic:bpf_ktcp_cubic; do
   run "${row%%:*}-loss" --cc "${row#*:}" --rate 20mbit --delay 30ms --buffer-pkts 200 --loss 0.0005 --duration 6 \
       --seed 16
 done
+# Kyushu-TCP over CUBIC under random loss where its hold shows: at 60 ms CUBIC climbs back from 0.7·w1 to w2 =
+# 0.9·w1 too slowly between random losses (ktcp-cubic-loss: one hold, 0.35 s before the end); at 20 ms (BDP 35,
+# 2-BDP buffer, 0.05 % loss) it gets there 0.6-1 s after a loss and the window is held at w2 until Tc²·w2 packets are sent
+run ktcp-cubic-loss-rtt20 --cc bpf_ktcp_cubic --rate 20mbit --delay 10ms --buffer-pkts 70 --loss 0.0005 --duration 8 \
+    --seed 18

@@ -51,6 +51,25 @@ SHOWS = {
     "cubic-loss-rtt100": "CUBIC under 0.2 % random loss at 100 ms base RTT (buffer 2 BDP)",
     "reno-vs-cubic-rtt20": "two flows, Reno (sport 40001) and CUBIC (sport 40002), at 20 Mbit/s and 20 ms base RTT, "
     "1-BDP buffer; truth for both",
+    "cubic-50m": "CUBIC at 50 Mbit/s, 10 ms base RTT, 0.5-BDP buffer (reno-50m's path): 7 overflows in 3 s at cwnd 40-67, "
+    "ssthresh = 0.7·cwnd at each; also captured at the receiver",
+    "cubic-50m-receiver": "the cubic-50m run captured at the receiver; truth is the sender's",
+    "bbr-50m": "BBR (v1) at 50 Mbit/s, 50 ms base RTT (BDP 208 packets), 0.5-BDP buffer: STARTUP overshoots the "
+    "buffer (940 segments retransmitted in 2 recoveries), cwnd is not cut and stays near 2.2 BDP (430-460)",
+    "bbr-4bdp": "BBR (v1) with a deep 4-BDP buffer (20 Mbit/s, 20 ms): no loss, and srtt stays within a few ms of the "
+    "base RTT (median 23.9 ms) where a loss-based sender would queue 80 ms; also captured at the receiver",
+    "bbr-4bdp-receiver": "the bbr-4bdp run captured at the receiver; truth is the sender's",
+    "reno-rtt100": "Reno at 100 ms base RTT under 0.2 % random loss, 2-BDP buffer (cubic-loss-rtt100's path): a "
+    "slow-start overshoot to cwnd 502 (254 drops at the buffer; 251 still overflows BDP + buffer), then halvings "
+    "at windows of 30-130, ssthresh = cwnd/2 at each of the 8 recoveries",
+    "cubic-smallbuf": "CUBIC with a shallow 0.3-BDP buffer (10 Mbit/s, 40 ms, 10 packets): overflow at cwnd 44 every "
+    "~1.35 s, ssthresh = ⌊44·717/1024⌋ = 30",
+    "cubic-loss-1pct": "CUBIC under 1 % random loss at 20 Mbit/s, 30 ms, 2-BDP buffer: ~20 reductions to 0.7·cwnd in "
+    "5 s, windows of 3-34 packets (loss-limited: a fifth of the link rate)",
+    "bbr-vs-reno": "two flows, BBR (sport 40001) and Reno (sport 40002), sharing a 20 Mbit/s, 20 ms bottleneck with a "
+    "1-BDP buffer: BBR takes 16 of the 20 Mbit/s, Reno halves 22 times at windows of 4-20; truth for both",
+    "cubic-vs-cubic": "two CUBIC flows (sports 40001, 40002) sharing reno-vs-cubic's path (10 Mbit/s, 40 ms, 1-BDP "
+    "buffer): 6 reductions to 0.7·cwnd each; truth for both",
     # BPF congestion controls (samples/testbed/cc/): truth_signals.parquet holds each one's own state
     "vegas-deepbuf": "Vegas (BPF, tcp_vegas.c) with a 3-BDP buffer: leaves slow start when diff > γ (here one doubling "
     "late, overflowing once: the round's minimum RTT comes from its first packets) and settles with α..β packets "
@@ -87,7 +106,11 @@ SHOWS = {
     "retransmissions, Tc growing",
     "ktcp-cubic-bdp": "Kyushu-TCP over the kernel's CUBIC (BPF wrapper around the cubictcp_* kfuncs), 20 Mbit/s, 60 ms, "
     "1-BDP buffer: hold at w2 = 0.9·w1, then CUBIC resumes on its running epoch",
-    "ktcp-cubic-loss": "Kyushu-TCP over CUBIC (BPF) under 0.05 % random loss",
+    "ktcp-cubic-loss": "Kyushu-TCP over CUBIC (BPF) under 0.05 % random loss at 60 ms: between losses CUBIC's "
+    "regrowth reaches w2 = 0.9·w1 only once, 0.35 s before the end (a hold of 3 rounds)",
+    "ktcp-cubic-loss-rtt20": "Kyushu-TCP over CUBIC (BPF) under 0.05 % random loss at 20 ms, 2-BDP buffer: CUBIC "
+    "regains w2 = 0.9·w1 0.6-1 s after a loss, and the window is held there for Tc²·w2 packets (two holds: "
+    "441 packets in 9 rounds, 1008 in 16)",
 }
 
 

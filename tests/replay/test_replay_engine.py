@@ -262,7 +262,7 @@ def test_no_jit_environment_runs_plain_python(tmp_path):
     """) % (str(ROOT / "tests" / "replay"), str(tmp_path / "nojit.parquet"))
     env = dict(os.environ, HSCC_TRACE_NO_JIT="1")
     subprocess.run([sys.executable, "-c", code], check=True, env=env, cwd=ROOT, timeout=300)
-    out = engine.replay(rich(12), MSS, ["reno", "cubic"], ["cubic.flavor=linux"])
+    out = engine.replay(rich(12), MSS, ["reno", "cubic"], ["cubic.flavor=linux"], compiled=True)
     ref = pl.concat([df.select("cwnd", "ssthresh") for df in out.values()])
     assert pl.read_parquet(tmp_path / "nojit.parquet").equals(ref)
 
@@ -279,7 +279,7 @@ def rich_prep():
 def test_parity_compiled_vs_python_every_algorithm(rich_prep, flavor):
     for name in all_algorithms():
         r = registry.resolve(name, {"flavor": flavor})
-        fast = engine.run(r, rich_prep)
+        fast = engine.run(r, rich_prep, compiled=True)
         slow = engine.run(r, rich_prep, compiled=False)
         assert fast.equals(slow), f"{r.label}: compiled and plain-Python replays differ"
         assert fast.height == len(rich_prep)
@@ -308,7 +308,7 @@ def test_parity_compiled_vs_python_every_algorithm(rich_prep, flavor):
 def test_property_parity_and_sane_windows(specs, name, flavor):
     prep = engine.prepare(stream(specs), MSS)
     r = registry.resolve(name, {"flavor": flavor})
-    fast = engine.run(r, prep)
+    fast = engine.run(r, prep, compiled=True)
     assert fast.equals(engine.run(r, prep, compiled=False))
     cw = fast["cwnd"].to_numpy()
     assert np.all(np.isfinite(cw)) and np.all(cw >= 1.0)

@@ -101,4 +101,4 @@ def test_parity_on_every_real_sample(name, flow):
         ("westwood", "rfc"),
     ):
         r = engine.resolve(algo, {"flavor": flavor})
-        assert engine.run(r, prep).equals(engine.run(r, prep, compiled=False)), f"{name} {r.label}"
+        assert engine.run(r, prep, compiled=True).equals(engine.run(r, prep, compiled=False)), f"{name} {r.label}"

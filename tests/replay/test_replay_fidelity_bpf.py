@@ -17,8 +17,10 @@ Where the two are not the same number by construction, the test says why and bou
   whose phase against the trace's clock the replay cannot know (it takes ⌊t·HZ⌋ from the first
   ACK): a bandwidth sample may close one jiffy (4 ms) apart;
 * RTT samples: the replay's linux flavor uses the sample Linux gives congestion control
-  (acks.ca_rtt_s: the newest newly SACKed segment's when there is one), but a retransmission's
-  timestamp-echo sample is µs-exact in the capture and whole ms in the kernel.
+  (acks.ca_rtt_s: the newest newly SACKed segment's when there is one; a retransmission's
+  timestamp-echo sample in whole ms as the kernel counts it, from the sender's TSval clock).
+  Before the events counted it so, the µs value of the capture lowered HRF's RTTmin less than
+  the kernel's on hrf-rtt20 (p90 3.74 % then) and moved Vegas' diff on vegas-loss (88 % equal).
 
 Measured on the committed samples (median / p90 of |replayed − kernel| / kernel):
 
@@ -26,14 +28,15 @@ Measured on the committed samples (median / p90 of |replayed − kernel| / kerne
     westwood          westwood-bdp 0 / 0                 westwood-loss 0 / 0
     highspeed         highspeed-bdp 0.23 % / 0.27 %      highspeed-loss 0.63 % / 1.40 %
     compound          ctcp-bdp 0.12 % / 0.25 %           ctcp-smallbuf 0.81 % / 1.30 %
-    fusion            fusion-40m 0.87 % / 1.88 %         fusion-loss 0.26 % / 0.80 %
-    hrf               hrf-rtt80-loss 0.16 % / 0.37 %     hrf-rtt20 0.87 % / 3.74 %
+    fusion            fusion-40m 0.86 % / 1.86 %         fusion-loss 0.26 % / 0.80 %
+    hrf               hrf-rtt80-loss 0.19 % / 0.49 %     hrf-rtt20 0.70 % / 1.75 %
     hrf-cr            hrf-cr-rtt80-loss 0.26 % / 0.87 %  hrf-cr-rtt20 0.50 % / 1.31 %
-    hrf-ci            hrf-ci-rtt80-loss 0.29 % / 0.98 %  hrf-ci-rtt20 0.51 % / 1.11 %
-    hrf-w-cr-reno     …-rtt80-loss 0.22 % / 0.80 %       …-rtt20 0.46 % / 1.12 %
-    hrf-w-cr-cr       …-rtt80-loss 0.15 % / 0.42 %       …-rtt20 0.50 % / 1.10 %
+    hrf-ci            hrf-ci-rtt80-loss 0.29 % / 0.98 %  hrf-ci-rtt20 0.50 % / 1.08 %
+    hrf-w-cr-reno     …-rtt80-loss 0.19 % / 0.52 %       …-rtt20 0.46 % / 1.12 %
+    hrf-w-cr-cr       …-rtt80-loss 0.15 % / 0.38 %       …-rtt20 0.50 % / 1.09 %
     kyushu+highspeed  ktcp-hs-bdp 0 / 0                  ktcp-hs-loss 0.24 % / 0.99 %
     kyushu+cubic      ktcp-cubic-bdp 0 / 0               ktcp-cubic-loss 0 / 0
+                                                         ktcp-cubic-loss-rtt20 0 / 0
 """
 
 from __future__ import annotations
@@ -116,16 +119,16 @@ def test_vegas_diff_and_decisions_track_the_kernels():
     # slow-start-exit decision, on every per-round decision of both samples: the decision is the
     # kernel's on ≥ 95 % of them and diff within 1 packet on ≥ 98 % (measured 99 %; the one miss
     # is the last round of vegas-deepbuf, the drain at the end of the transfer). diff is
-    # the same integer on ≥ 85 % (measured 99 % on vegas-deepbuf, 88 % on vegas-loss): after a
-    # retransmission the kernel takes an RTT sample from the timestamp echo in whole ms
-    # (tcp_rtt_tsopt_us) — baseRTT became 41 000 + 1 µs where the capture's µs sample is 41 387 —
-    # and the floor of diff moves by one with it.
+    # the same integer on ≥ 95 % (measured 99 % on both): after a retransmission the kernel takes
+    # an RTT sample from the timestamp echo in whole ms (tcp_rtt_tsopt_us) — on vegas-loss baseRTT
+    # became 41 000 + 1 µs where the capture's µs sample is 41 387 — and acks.ca_rtt_s counts it
+    # so too (before it did, diff was the same integer on only 88 % of vegas-loss' decisions).
     for name in ("vegas-deepbuf", "vegas-loss"):
         sig, rep = signal_rows(name, "vegas", "round")
         dec = sig["adjust"].is_in([-1, 0, 1, 2]).to_numpy()  # Vegas decisions (not Reno steps)
         assert dec.sum() > 30
         d = rep["diff"].to_numpy()[dec] - sig["diff"].to_numpy()[dec]
-        assert np.mean(d == 0) >= 0.85 and np.mean(np.abs(d) <= 1) >= 0.98, name
+        assert np.mean(d == 0) >= 0.95 and np.mean(np.abs(d) <= 1) >= 0.98, name
         assert np.mean(rep["adjust"].to_numpy()[dec] == sig["adjust"].to_numpy()[dec]) >= 0.95, name
 
 

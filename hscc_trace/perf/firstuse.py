@@ -1,0 +1,513 @@
+"""First use of a compiled kernel: interpreted while the work is small, compiled when it is large.
+
+numba compiles a kernel the first time it is called (seconds each; ≈ 100 s for everything
+``analyze`` uses) and keeps the machine code in its cache, from which later runs load it in
+milliseconds. Interpreted, the same Python function costs microseconds per packet or ACK: for
+the bundled sample, the whole ``analyze`` runs in ≈ 5 s interpreted against ≈ 100 s compiling.
+So a kernel that is not compiled yet runs its Python function while the work is small, and is
+compiled (numba's event API makes the CLI say so, :mod:`hscc_trace.cli.compiling`) once the
+work it has been given in this process outgrows what its compilation costs.
+
+The rule, per kernel and per argument types (``auto``, the default):
+
+1. compiled code already cached (a stamp, below) or already compiled in this process → compiled;
+2. otherwise, if the items interpreted so far in this process plus this call's stay within the
+   kernel's *budget* → its Python function (the same source, :func:`pure`);
+3. otherwise compile now, and stamp.
+
+The budget of a kernel is ``compile_s / interp_s_per_item``: the number of items whose
+interpreted cost equals the cost of compiling — the break-even rule of renting against buying,
+which never costs more than twice the better choice made in hindsight. The two figures of each
+kernel are measured (``benchmarks/first_use.py``; table and command in docs/performance.md).
+
+Whether a kernel is already compiled in the cache is not asked of numba (its cache index is
+private): after each compilation this module writes a *stamp* file into the hscc-trace cache
+folder (``compiled/``, :mod:`.cache`), named by a hash of everything that makes numba's cached
+code valid or not: the kernel, the source files it is made of (contents, modification times and
+sizes: numba's cache is keyed on the latter, so a reinstall invalidates it), the argument types,
+numba's and Python's versions, the machine, and numba's cache folder. A stamp whose cache entry has since
+gone (a cleaned numba folder) costs one compilation, announced as usual, and nothing else.
+
+``HSCC_TRACE_FIRST_USE`` (``auto``, ``compile`` or ``interpret``) or :func:`mode` force one
+path; ``hscc-trace compile`` compiles everything ahead (``compile`` mode over a generated
+capture, :func:`hscc_trace.api.compile_kernels`). Both paths give identical results
+(``tests/test_first_use.py``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import platform
+import sys
+import threading
+import time
+import types
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+#: environment variable that forces one path for every kernel
+MODE_ENV = "HSCC_TRACE_FIRST_USE"
+MODES = ("auto", "compile", "interpret")
+
+_forced: list[str] = []  # innermost :func:`mode` last
+_lock = threading.Lock()
+
+#: every kernel declared with :func:`kernel` (and every replay loop wrapped by :func:`wrap`)
+REGISTRY: list[Kernel] = []
+
+#: called as ``listener(kernel, expected_seconds)`` before a kernel runs interpreted on work
+#: expected to take at least :data:`NOTICE_S` (the CLI says so on the terminal; library code
+#: never prints)
+LISTENERS: list[Callable[[Kernel, float], None]] = []
+NOTICE_S = 2.0
+
+
+def current_mode() -> str:
+    """``auto``, ``compile`` or ``interpret``: :func:`mode` if active, else ``$HSCC_TRACE_FIRST_USE``."""
+    if _forced:
+        return _forced[-1]
+    v = os.environ.get(MODE_ENV, "").strip().lower() or "auto"
+    return v if v in MODES else "auto"
+
+
+@contextlib.contextmanager
+def mode(value: str) -> Iterator[None]:
+    """Force ``value`` (one of :data:`MODES`) for every kernel while the block runs (process-wide)."""
+    if value not in MODES:
+        raise ValueError(f"mode must be one of {MODES}, not {value!r}")
+    _forced.append(value)
+    try:
+        yield
+    finally:
+        _forced.pop()
+
+
+#: measured by ``benchmarks/first_use.py`` (docs/performance.md, "First use"): per kernel,
+#: (seconds to compile, interpreted seconds per item); "replay loop": the median over the
+#: default algorithms' loops (bbr's compiles in 23 s, reno's in 2 s)
+COSTS: dict[str, tuple[float, float]] = {
+    "events.prep.group_rows": (0.25, 6.51e-07),
+    "events.prep.prep_flows": (3.32, 1.31e-05),
+    "events.tables._run_flows": (26.88, 1.29e-05),
+    "events.vantage.sender_view": (2.39, 4.33e-06),
+    "flows.arena._chains": (0.14, 3.24e-07),
+    "flows.arena._fill": (0.45, 2.16e-06),
+    "flows.arena._place": (0.2, 7.31e-07),
+    "flows.arena._sparse": (0.26, 6.62e-07),
+    # (not reached by the benchmark, which reads regular files: measured alone, reno-bdp's packets
+    # table built from the arena, load average ≈ 6)
+    "flows.arena._unplace": (2.1, 7.28e-06),
+    "replay.engine._newly_delivered": (0.2, 3.91e-07),
+    "replay.engine._rate_samples": (0.73, 3.7e-06),
+    "reports.decimate._m4_kernel": (0.32, 1.45e-06),
+    "reports.store._varint_kernel": (0.11, 1.22e-06),
+    "replay loop": (4.79, 8.63e-06),
+}
+
+
+def kernel(*, work: Callable[[tuple[Any, ...]], int], **options: Any) -> Callable[[Callable[..., Any]], Kernel]:
+    """Decorator for a kernel called from Python: ``numba.njit(**options)`` under the first-use rule.
+
+    ``work(args)`` is the number of items (packets, rows, ACKs) a call processes; the kernel's
+    measured costs are in :data:`COSTS` under its name (``module.function`` without the
+    ``hscc_trace.`` prefix). Kernels only ever called from compiled code stay plain ``numba.njit``
+    functions (their interpreted twins come with their callers')."""
+
+    def wrap_fn(fn: Callable[..., Any]) -> Kernel:
+        name = f"{fn.__module__.removeprefix('hscc_trace.')}.{fn.__name__}"
+        return Kernel(fn, None, options, work, COSTS[name], name)
+
+    return wrap_fn
+
+
+def wrap(
+    dispatcher: Any,
+    *,
+    python: Callable[..., Any],
+    work: Callable[[tuple[Any, ...]], int],
+    name: str,
+    source_key: str,
+) -> Kernel:
+    """A :class:`Kernel` over an existing numba dispatcher (the generated replay loops), with
+    ``python`` as its interpreted twin and ``source_key`` standing for its sources in the stamp."""
+    return Kernel(
+        dispatcher.py_func, dispatcher, {}, work, COSTS["replay loop"], name, python=python, source_key=source_key
+    )
+
+
+class Kernel:
+    """A numba kernel under the first-use rule (module docstring). Inside compiled code it is
+    typed as its numba dispatcher (attributes such as ``_numba_type_`` are forwarded), so
+    compiled kernels still call it."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        dispatcher: Any,
+        options: dict[str, Any],
+        work: Callable[[tuple[Any, ...]], int],
+        cost: tuple[float, float],
+        name: str,
+        *,
+        python: Callable[..., Any] | None = None,
+        source_key: str | None = None,
+    ) -> None:
+        self.py_func = fn
+        self.options = options
+        self.work = work
+        self.compile_s, self.interp_s = float(cost[0]), float(cost[1])
+        #: items (per argument types) interpreted before compiling pays off
+        self.budget = int(self.compile_s / self.interp_s) if self.interp_s > 0 else 0
+        self.name = name
+        self.__doc__ = fn.__doc__
+        self.__name__ = fn.__name__
+        self.__qualname__ = fn.__qualname__
+        self.__module__ = fn.__module__
+        self.__wrapped__ = fn
+        self._dispatcher = dispatcher
+        self._python = python
+        self._source_key = source_key
+        self._ready: set[tuple[Any, ...]] = set()  # argument types compiled or loaded here
+        self._stamped: dict[Path, bool] = {}  # stamp file → exists
+        self._done: dict[tuple[Any, ...], int] = {}  # items interpreted, per argument types
+        #: what happened in this process: calls and items and seconds on each path
+        self.stats = {"interpreted_calls": 0, "interpreted_items": 0, "interpreted_s": 0.0}
+        self.stats.update({"compiled_calls": 0, "first_compiled_s": 0.0})
+        REGISTRY.append(self)
+
+    # ---- calling --------------------------------------------------------------------------------
+
+    def __call__(self, *args: Any) -> Any:
+        key = type_key(args)
+        m = current_mode()
+        if key in self._ready and m != "interpret":
+            if m == "compile":  # (`hscc-trace compile`: the cache folder may be another one now)
+                self._stamp(key, 0.0, only_if_missing=True)
+            self.stats["compiled_calls"] += 1
+            return self.dispatcher()(*args)
+        return self._first(key, args, m)
+
+    def call_compiled(self, *args: Any) -> Any:
+        """Call the compiled code whatever the mode (compiled now if need be, and stamped)."""
+        key = type_key(args)
+        if key in self._ready:
+            self.stats["compiled_calls"] += 1
+            return self.dispatcher()(*args)
+        return self._first(key, args, "compile")
+
+    def _first(self, key: tuple[Any, ...], args: tuple[Any, ...], m: str) -> Any:
+        d = self.dispatcher()
+        if not hasattr(d, "py_func"):  # NUMBA_DISABLE_JIT: numba gave the function back
+            m = "interpret"
+        if m == "auto" and self.is_cached(key):
+            m = "compile"
+        if m == "auto":
+            n = int(self.work(args))
+            done = self._done.get(key, 0)
+            if done + n <= self.budget:
+                self._done[key] = done + n
+                m = "interpret"
+        if m == "interpret":
+            expect = self.work(args) * self.interp_s
+            if expect >= NOTICE_S:
+                for listener in list(LISTENERS):
+                    listener(self, expect)
+            t = time.perf_counter()
+            out = self.python()(*args)
+            self.stats["interpreted_calls"] += 1
+            self.stats["interpreted_items"] += int(self.work(args))
+            self.stats["interpreted_s"] += time.perf_counter() - t
+            return out
+        t = time.perf_counter()
+        out = d(*args)
+        took = time.perf_counter() - t
+        with _lock:
+            if key not in self._ready:
+                self._ready.add(key)
+                self.stats["first_compiled_s"] = took
+                self._stamp(key, took)
+        self.stats["compiled_calls"] += 1
+        return out
+
+    # ---- the two implementations ------------------------------------------------------------------
+
+    def dispatcher(self) -> Any:
+        """The numba dispatcher (numba imported and the dispatcher made on first use)."""
+        d = self._dispatcher
+        if d is None:
+            import numba
+
+            d = self._dispatcher = numba.njit(**self.options)(self.py_func)
+        return d
+
+    def python(self) -> Callable[..., Any]:
+        """The interpreted twin: the same source, calling the interpreted twins of its callees."""
+        p = self._python
+        if p is None:
+            p = self._python = pure(self.py_func)
+        return p
+
+    def __getattr__(self, name: str) -> Any:
+        # numba types a global Kernel in compiled code by its dispatcher's _numba_type_ (and reads
+        # targetoptions etc.); dunder lookups are not forwarded
+        if name.startswith("__"):
+            raise AttributeError(name)
+        return getattr(self.dispatcher(), name)
+
+    def __repr__(self) -> str:
+        return f"<hscc_trace.perf.firstuse.Kernel {self.name}>"
+
+    # ---- stamps ---------------------------------------------------------------------------------
+
+    def stamp_path(self, key: tuple[Any, ...]) -> Path:
+        from .cache import cache_root
+
+        h = hashlib.sha256(repr((self.name, self.sources(), key, _environment())).encode())
+        return cache_root() / "compiled" / f"{self.name}-{h.hexdigest()[:20]}.json"
+
+    def is_cached(self, key: tuple[Any, ...]) -> bool:
+        """Was this kernel compiled for these argument types into numba's cache (a stamp exists)?"""
+        path = self.stamp_path(key)
+        hit = self._stamped.get(path)
+        if hit is None:
+            hit = self._stamped[path] = path.is_file()
+        return hit
+
+    def _stamp(self, key: tuple[Any, ...], took: float, only_if_missing: bool = False) -> None:
+        if not self.options.get("cache", True) and self._source_key is None:
+            return
+        if only_if_missing and self.is_cached(key):
+            return
+        path = self.stamp_path(key)
+        self._stamped[path] = True
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(json.dumps({"kernel": self.name, "types": repr(key), "first_call_s": round(took, 3)}))
+            os.replace(tmp, path)
+        except OSError:  # a read-only cache folder: the next run decides again
+            pass
+
+    def sources(self) -> str:
+        """What the compiled code is made of: the source files of the kernel's module and of every
+        module of this project its globals refer to (a hash), or the given source key."""
+        if self._source_key is None:
+            self._source_key = _source_hash(self.py_func)
+        return self._source_key
+
+
+# ---- argument types ---------------------------------------------------------------------------
+
+
+def type_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """What numba's choice of compiled specialisation depends on, cheaply: per argument the
+    array's dtype, dimensions, layout and writeability, or the scalar's kind."""
+    return tuple(_one_key(a) for a in args)
+
+
+_SCALARS = {int: "i8", float: "f8", bool: "b1"}
+
+
+def _one_key(a: Any) -> Any:
+    t = type(a)
+    s = _SCALARS.get(t)
+    if s is not None:
+        return s
+    dt = getattr(a, "dtype", None)
+    if dt is not None:
+        nd = getattr(a, "ndim", 0)
+        if nd == 0:  # a numpy scalar: int64 types as int64 whether numpy's or Python's
+            return dt.str[1:] if dt.kind in "iufb" else dt.str
+        f = a.flags
+        layout = "C" if f.c_contiguous else "F" if f.f_contiguous else "A"
+        return (dt.str, nd, layout, bool(f.writeable))
+    if isinstance(a, tuple):
+        return (t.__name__, *(_one_key(x) for x in a))
+    return t.__qualname__
+
+
+# ---- stamps: what makes cached code valid -------------------------------------------------------
+
+
+def _environment() -> tuple[str, ...]:
+    import numba
+
+    return (
+        numba.__version__,
+        sys.version,
+        platform.machine(),
+        os.environ.get("NUMBA_CACHE_DIR", ""),
+        os.environ.get("NUMBA_OPT", ""),
+    )
+
+
+_PROJECT = ("hscc_trace", "hscc_trace_replay_gen_")
+
+
+def _ours(name: str) -> bool:
+    return name == "hscc_trace" or name.startswith("hscc_trace.") or name.startswith(_PROJECT[1])
+
+
+def _source_hash(fn: Callable[..., Any]) -> str:
+    """sha256 of the source files the compiled code of ``fn`` is made of: its module's, and those
+    of every compiled function its code calls (by global name or through a module of this
+    project, such as ``core.analyze``), recursively, and of those modules. Follows the code's
+    own names only, so the result does not depend on what else the process has imported."""
+    files: set[str] = set()
+    seen: set[int] = set()
+
+    def add(mod: Any) -> None:
+        path = getattr(mod, "__file__", None)
+        if path:
+            files.add(path)
+
+    def names(code: types.CodeType) -> set[str]:
+        out = set(code.co_names)
+        for c in code.co_consts:
+            if isinstance(c, types.CodeType):
+                out |= names(c)
+        return out
+
+    def visit(f: Any) -> None:
+        f = getattr(f, "py_func", f)
+        if not isinstance(f, types.FunctionType) or id(f) in seen:
+            return
+        seen.add(id(f))
+        add(sys.modules.get(f.__module__))
+        used = names(f.__code__)
+        for n in used:
+            v = f.__globals__.get(n)
+            if _is_compiled(v):
+                visit(v)
+            elif isinstance(v, types.ModuleType) and _ours(v.__name__):
+                add(v)
+                for attr in used:
+                    w = getattr(v, attr, None)
+                    if _is_compiled(w):
+                        visit(w)
+
+    visit(fn)
+    h = hashlib.sha256()
+    for path in sorted(files):
+        h.update(path.encode() + b"\0" + file_stamp(path).encode() + b"\0")
+        with contextlib.suppress(OSError):
+            h.update(Path(path).read_bytes())
+    return h.hexdigest()[:20]
+
+
+def file_stamp(path: str | Path) -> str:
+    """A file's modification time and size: numba's cache holds a kernel's machine code only for
+    the same (mtime, size) of its source file, so a reinstall of the same sources (new mtimes)
+    finds nothing cached; the stamps must not claim otherwise."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return ""
+    return f"{st.st_mtime_ns}:{st.st_size}"
+
+
+# ---- the interpreted twin ---------------------------------------------------------------------
+
+
+def _is_compiled(obj: object) -> bool:
+    """A numba dispatcher or a :class:`Kernel` (anything with a Python function behind it)."""
+    return isinstance(obj, Kernel) or (hasattr(obj, "py_func") and type(obj).__module__.startswith("numba"))
+
+
+def pure(fn: Any, _memo: dict[int, Any] | None = None) -> Any:
+    """A plain-Python copy of ``fn`` (function, dispatcher or Kernel) whose global references to
+    compiled functions — directly or through a module of this project, such as ``R.insert`` —
+    are their plain-Python copies too. Runs the same source as the compiled code."""
+    memo: dict[int, Any] = {} if _memo is None else _memo
+    f = fn.py_func if _is_compiled(fn) else fn
+    if not isinstance(f, types.FunctionType):
+        return f
+    key = id(f)
+    if key in memo:
+        return memo[key]
+    g: dict[str, Any] = dict(f.__globals__)
+    nf = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
+    nf.__qualname__ = f.__qualname__
+    nf.__doc__ = f.__doc__
+    nf.__module__ = f.__module__
+    memo[key] = nf
+    for name in f.__code__.co_names:
+        v = g.get(name)
+        if v is None:
+            continue
+        if _is_compiled(v):
+            g[name] = pure(v, memo)
+        elif isinstance(v, types.ModuleType) and _ours(v.__name__):
+            g[name] = _pure_module(v, memo)
+    return nf
+
+
+def _pure_module(mod: types.ModuleType, memo: dict[int, Any]) -> types.SimpleNamespace:
+    key = id(mod)
+    if key in memo:
+        return memo[key]
+    ns = types.SimpleNamespace()
+    memo[key] = ns
+    for k, v in vars(mod).items():
+        if k.startswith("__"):
+            continue
+        setattr(ns, k, pure(v, memo) if _is_compiled(v) else v)
+    return ns
+
+
+def retired_record(module: str, name: str) -> type:
+    """A stand-in for a record class (a ``NamedTuple`` kernels take) that ``module`` no longer
+    defines, for the module's ``__getattr__``.
+
+    Why: numba's cache index of a kernel holds its compiled signatures, pickled, and a
+    ``NamedTuple`` argument type pickles its class by reference. numba unpickles an index before
+    it checks that the source file is unchanged (``numba/core/caching.py``, ``_load_index``), so an
+    index written by a version whose record class was since renamed or removed raised an
+    ``AttributeError`` — a crash on the kernel's first call — instead of counting as stale. With
+    the stand-in the index unpickles, its stamp or signatures do not match, and numba compiles
+    anew. Would go if numba checked the stamp before unpickling the signatures (or took an
+    unpickling error for a cache miss)."""
+    if not name[:1].isupper():
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+    from collections import namedtuple
+
+    return namedtuple(name, (), module=module)
+
+
+def snapshot() -> dict[int, dict[str, Any]]:
+    """Every kernel's :attr:`Kernel.stats` now (for :func:`summary`'s ``since``)."""
+    return {id(k): dict(k.stats) for k in REGISTRY}
+
+
+def summary(since: dict[int, dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Per kernel used in this process (or since a :func:`snapshot`): its name, budget and what
+    happened (:attr:`Kernel.stats`; counts and interpreted seconds as differences)."""
+    out = []
+    for k in REGISTRY:
+        st = dict(k.stats)
+        old = (since or {}).get(id(k))
+        if old is not None:
+            for name in ("interpreted_calls", "interpreted_items", "interpreted_s", "compiled_calls"):
+                st[name] -= old[name]
+        if st["interpreted_calls"] or st["compiled_calls"]:
+            out.append({"kernel": k.name, "budget": k.budget, "compile_s": k.compile_s, "interp_s": k.interp_s, **st})
+    return out
+
+
+__all__ = [
+    "MODE_ENV",
+    "MODES",
+    "REGISTRY",
+    "Kernel",
+    "current_mode",
+    "kernel",
+    "mode",
+    "pure",
+    "summary",
+    "type_key",
+    "wrap",
+]
