@@ -173,10 +173,12 @@ def analyze_run(
     flows: Sequence[int] | None = None,
     jobs: int = 1,
     progress: Any = None,
+    stream: Any = None,
 ):
     """Like :func:`analyze` but returns the :class:`hscc_trace.analysis.pipeline.Run` (analysis, inputs in
     order, per-capture errors), as the CLI uses it. ``progress(done, total, text)`` is called
-    after every task."""
+    after every task. ``stream``: a :class:`hscc_trace.analysis.stream.Stream` that takes every
+    finished flow (see :func:`analyze_stream`)."""
     from hscc_trace.analysis import pipeline
 
     if isinstance(paths, (str, Path)):
@@ -195,7 +197,49 @@ def analyze_run(
         flows=tuple(int(f) for f in flows) if flows is not None else None,
         jobs=jobs,
     )
-    return pipeline.run(list(paths), opts, progress=progress)
+    return pipeline.run(list(paths), opts, progress=progress, stream=stream)
+
+
+def analyze_stream(
+    paths: PathLike | Iterable[PathLike],
+    algorithms: Sequence[str] | None = None,
+    params: dict[str, dict[str, Any]] | None = None,
+    *,
+    bpf: str | None = None,
+    flows: Sequence[int] | None = None,
+    jobs: int = 1,
+    progress: Any = None,
+    report_flows: int | None = None,
+    entries: bool = True,
+    export: PathLike | None = None,
+    export_format: str = "parquet",
+):
+    """:func:`analyze_run` with memory that does not grow with the number of flows (what
+    ``hscc-trace analyze`` runs): each flow's outputs are written as it finishes — its tables
+    under ``export`` (as :func:`hscc_trace.analysis.export.export_analysis` names them), its JSON
+    results entry to a spool (with ``entries``) — and only a summary of it is kept
+    (``CaptureResult.summaries``), plus, whole, the ``report_flows`` flows a report draws (default
+    the report's ``max_flows``, 25; 0 without a report) in ``CaptureResult.results``, their replays
+    released and made again by the report (docs/performance.md). Then::
+
+        results.write(run.to_json(lazy=True), "results.json")   # flows copied from the spool
+        api.report(run.analysis, "report.html")                  # the same report as analyze's
+        run.stream.finish_export([c.meta.path for c in run.analysis.captures])
+        run.stream.close()                                       # the spool's temporary file
+
+    For every table of every flow in memory, use :func:`analyze`."""
+    from hscc_trace.analysis.stream import Stream
+
+    if report_flows is None:
+        from hscc_trace.reports.html import DEFAULT_MAX_FLOWS
+
+        report_flows = DEFAULT_MAX_FLOWS
+    st = Stream(keep=report_flows, entries=entries, export=(export, export_format) if export is not None else None)
+    try:
+        return analyze_run(paths, algorithms, params, bpf=bpf, flows=flows, jobs=jobs, progress=progress, stream=st)
+    except BaseException:
+        st.close()
+        raise
 
 
 # --- tables over a whole analysis ---------------------------------------------------------------

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hscc_trace.errors import Warn
 
@@ -136,6 +136,15 @@ class FlowEvents:
     sack_blocks: pl.DataFrame | None = None
 
 
+@dataclass(frozen=True)
+class ReleasedReplays:
+    """A flow's replays, released to save memory and made again on demand: ``labels`` are the
+    keys the replays had, ``replay()`` returns the same tables (a replay is deterministic)."""
+
+    labels: tuple[str, ...]
+    replay: Callable[[], dict[str, pl.DataFrame]] = field(repr=False, compare=False)
+
+
 @dataclass
 class FlowResult:
     """Everything known about one flow after replay."""
@@ -147,6 +156,33 @@ class FlowResult:
     warnings: list[Warn] = field(default_factory=list)
     # the flow's verdict (hscc_trace.analysis.verdict.Verdict): which algorithm, or why none
     verdict: Any = None
+    # a streamed run (hscc_trace.analysis.stream): replays is empty and this makes them again
+    released: ReleasedReplays | None = None
+
+
+class VerdictBrief(NamedTuple):
+    """The part of a flow's verdict (:class:`hscc_trace.analysis.verdict.Verdict`) the report's
+    overview shows: class, the algorithm named, the error and its threshold, the candidates."""
+
+    cls: str
+    name: str | None
+    error: float | None
+    threshold: float | None
+    candidates: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class FlowSummary:
+    """What a streamed run (:mod:`hscc_trace.analysis.stream`) keeps of every analyzed flow once
+    its outputs are written: the facts of the report's overview and header, and where its JSON
+    results entry is — under a kilobyte instead of the flow's tables (docs/performance.md)."""
+
+    flow_id: int
+    vantage: str  # the events' vantage (schema.VANTAGES)
+    limits: dict[str, float]  # share of the flow's rounds limited by "cwnd", "rwnd", "app"
+    warnings: tuple[Warn, ...]  # the FlowResult's warnings, then its events' warnings
+    verdict: VerdictBrief | None = None
+    entry: Any = None  # its JSON results entry (hscc_trace.analysis.results.Entry: .load(), .text())
 
 
 @dataclass
@@ -155,6 +191,9 @@ class CaptureResult:
     flows: pl.DataFrame
     results: list[FlowResult]
     warnings: list[Warn] = field(default_factory=list)
+    # a streamed run: every analyzed flow, by flow order (``results`` then holds only the flows
+    # kept whole — those the report draws); None: ``results`` holds every analyzed flow
+    summaries: list[FlowSummary] | None = None
 
 
 @dataclass

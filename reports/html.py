@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -32,8 +32,10 @@ import numpy as np
 import polars as pl
 
 from hscc_trace import schema
+from hscc_trace.analysis.stream import limit_shares, report_rank, summarize
 from hscc_trace.errors import InputError
-from hscc_trace.model import Analysis, FlowResult
+from hscc_trace.model import Analysis, CaptureResult, FlowResult, FlowSummary
+from hscc_trace.perf.memory import trim
 
 from . import figures as F
 from . import meta
@@ -278,12 +280,25 @@ def _asset(name: str) -> str:
 
 
 def _limit_share(fr: FlowResult) -> dict[str, float]:
-    r = fr.events.rounds
-    if r is None or not r.height:
-        return {}
-    counts = r["limit"].cast(pl.String).value_counts()
-    total = r.height
-    return {row[0]: row[1] / total for row in counts.iter_rows() if row[0] is not None}
+    return limit_shares(fr.events.rounds)
+
+
+def _summaries(c: CaptureResult) -> list[FlowSummary]:
+    """Every analyzed flow of a capture, as the overview and the header use it: a streamed run's
+    summaries (its results then hold only the flows drawn), else made from the results."""
+    return c.summaries if c.summaries is not None else [summarize(fr) for fr in c.results]
+
+
+def _labels(fr: FlowResult) -> list[str]:
+    """The flow's replay labels, also when its replays were released (a streamed run)."""
+    return list(fr.released.labels) if fr.released is not None and not fr.replays else list(fr.replays)
+
+
+def _restored(fr: FlowResult) -> FlowResult:
+    """The flow with its replays (replayed again when a streamed run released them)."""
+    if fr.released is None or fr.replays:
+        return fr
+    return replace(fr, replays=fr.released.replay(), released=None)
 
 
 def _limits_text(share: dict[str, float]) -> str:
@@ -303,10 +318,10 @@ def _best(fr: FlowResult) -> dict[str, Any] | None:
     return row
 
 
-def _header(a: Analysis, n_figures: int, info_note: str, overview: str) -> str:
+def _header(a: Analysis, n_figures: int, info_note: str, overview: str, summaries: list[list[FlowSummary]]) -> str:
     out = [
         f'<h1>hscc-trace report</h1><p class="muted">hscc-trace {e(a.version)} · created {e(a.created)} · '
-        f"{len(a.captures)} capture(s) · {sum(len(c.results) for c in a.captures)} flow(s) replayed · "
+        f"{len(a.captures)} capture(s) · {sum(len(s) for s in summaries)} flow(s) replayed · "
         f"{n_figures} figures</p>",
         f'<div class="caveat"><strong>How to read a replay.</strong> {CAVEAT}</div>',
     ]
@@ -355,10 +370,9 @@ def _header(a: Analysis, n_figures: int, info_note: str, overview: str) -> str:
     )
     # vantage
     vant: dict[str, int] = {}
-    for c in a.captures:
-        for fr in c.results:
-            v = str(fr.events.vantage or fr.flow.get("vantage") or "unknown")
-            vant[v] = vant.get(v, 0) + 1
+    for flows in summaries:
+        for s in flows:
+            vant[s.vantage] = vant.get(s.vantage, 0) + 1
     if vant:
         where = ", ".join(f"{e(k)} ({n} flow{'s' if n != 1 else ''})" for k, n in sorted(vant.items()))
         out.append(
@@ -399,10 +413,10 @@ def _header(a: Analysis, n_figures: int, info_note: str, overview: str) -> str:
     out.append('<div class="params">' + _table(["algorithm", "what it is · every parameter used"], rows) + "</div>")
     # warnings
     warns = [e(x) for x in a.errors]
-    for c in a.captures:
+    for c, flows in zip(a.captures, summaries):
         warns += [e(str(w)) for w in c.warnings]
-        for fr in c.results:
-            warns += [e(str(w)) for w in (*fr.warnings, *fr.events.warnings)]
+        for s in flows:
+            warns += [e(str(w)) for w in s.warnings]
     if warns:
         shown = warns[:200]
         more = f"<li>… and {len(warns) - len(shown)} more</li>" if len(warns) > len(shown) else ""
@@ -520,10 +534,10 @@ def _flow_anchor(ci: int, flow_id: Any) -> str:
     return f"flow-{ci}-{int(flow_id)}"
 
 
-def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
+def _overview(a: Analysis, drawn: set[tuple[int, int]], summaries: list[list[FlowSummary]]) -> str:
     out = ['<h2 id="flows">Flows</h2>']
     for ci, c in enumerate(a.captures):
-        res = {int(fr.flow["flow_id"]): fr for fr in c.results}
+        res = {s.flow_id: s for s in summaries[ci]}
         if len(a.captures) > 1:
             out.append(f"<h3>{e(c.meta.path)}</h3>")
         rows, cls = [], []
@@ -535,7 +549,7 @@ def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
             a_ep, b_ep = _endpoint(f["src"], f["sport"], v6), _endpoint(f["dst"], f["dport"], v6)
             snd, rcv = (a_ep, b_ep) if not f.get("sender_dir") else (b_ep, a_ep)
             link = f'<a href="#{_flow_anchor(ci, fid)}">{fid}</a>' if (ci, fid) in drawn else str(fid)
-            best_txt = _verdict_cell(_verdict(fr))
+            best_txt = _verdict_cell(fr.verdict if fr is not None else None)
             pkts = int((f.get("pkts_ab") or 0) + (f.get("pkts_ba") or 0))
             rows.append(
                 [
@@ -546,7 +560,7 @@ def _overview(a: Analysis, drawn: set[tuple[int, int]]) -> str:
                     _bps(f.get("goodput_bps")),
                     f"{_ms(f.get('rtt_min_s'))} / {_ms(f.get('rtt_median_s'))}",
                     _retrans_text(f),
-                    _limits_text(_limit_share(fr)) if fr else "–",
+                    _limits_text(fr.limits) if fr else "–",
                     best_txt,
                     e(str(f.get("vantage") or "–")),
                 ]
@@ -806,12 +820,11 @@ def write_report(
     results: list[tuple[int, FlowResult]] = [(ci, fr) for ci, c in enumerate(analysis.captures) for fr in c.results]
     for _, fr in results:  # every flow's verdict (judged now when the analysis carries none)
         _verdict(fr)
-    size_order = sorted(
-        range(len(results)),
-        key=lambda i: (
-            -int(results[i][1].flow.get("payload_ab", 0) or 0) - int(results[i][1].flow.get("payload_ba", 0) or 0)
-        ),
-    )
+    # every analyzed flow (a streamed run's results hold only the flows it kept for this report:
+    # the max_flows with the most payload, hscc_trace.analysis.stream)
+    summaries = [_summaries(c) for c in analysis.captures]
+    n_flows = sum(len(x) for x in summaries)
+    size_order = sorted(range(len(results)), key=lambda i: report_rank(results[i][1].flow))
     if len(results) > max_flows:
         drawn_results = [results[i] for i in sorted(size_order[:max_flows])]
     else:
@@ -827,9 +840,9 @@ def write_report(
             if n <= left:
                 full_ids.add(id(results[i][1]))
                 left -= n
-    n_algos = max((len(fr.replays) for _, fr in drawn_results), default=1)
+    n_algos = max((len(_labels(fr)) for _, fr in drawn_results), default=1)
     per_series = _points_per_series(len(drawn_results), n_algos, max_points, budget_points)
-    colors = F.algo_colors(dict.fromkeys([*analysis.algorithms, *(k for _, fr in results for k in fr.replays)]))
+    colors = F.algo_colors(dict.fromkeys([*analysis.algorithms, *(k for _, fr in results for k in _labels(fr))]))
 
     sections, payloads = [], []
     stores: list[tuple[str, Future[str]]] = []
@@ -838,11 +851,12 @@ def write_report(
     n_events = full_events = store_bytes = 0
     drawn: set[tuple[int, int]] = set()
     trace_types: set[str] = set()
-    for ci, fr in drawn_results:
-        fid = int(fr.flow["flow_id"])
+    for ci, kept in drawn_results:
+        fid = int(kept.flow["flow_id"])
         anchor = _flow_anchor(ci, fid)
         drawn.add((ci, fid))
-        full = id(fr) in full_ids
+        full = id(kept) in full_ids
+        fr = _restored(kept)  # (a streamed run's flow is replayed again here, one flow at a time)
         ff = F.build_flow(fr, max_points=per_series, colors=colors, full_resolution=full)
         n_traces += len(ff.notes)
         n_dec += len(ff.decimated)
@@ -924,6 +938,9 @@ def write_report(
             f'<p class="figs-nav">Panels: {" · ".join(nav_main)}<br>Signals of each algorithm (lowest error '
             f"first): {' · '.join(nav_sig) or '–'}</p>" + "".join(divs) + "</section>"
         )
+        if fr is not kept:  # a streamed run's flow, replayed again for this section: its replays go
+            del fr, ff
+            trim()
 
     store_scripts = []
     try:
@@ -936,7 +953,7 @@ def write_report(
             )
     finally:
         packer.shutdown(cancel_futures=True)
-    omitted = len(results) - len(drawn_results)
+    omitted = n_flows - len(drawn_results)
     info = []
     if n_dec:
         info.append(
@@ -983,7 +1000,7 @@ def write_report(
     body = "\n".join(
         [
             '<div id="render-error" class="error" hidden></div>',
-            _header(analysis, n_fig, "".join(info), _overview(analysis, drawn)),
+            _header(analysis, n_fig, "".join(info), _overview(analysis, drawn, summaries), summaries),
             toc,
             *sections,
         ]

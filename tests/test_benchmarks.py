@@ -6,6 +6,7 @@
   packet order and inter-packet times.
 * run.py: the target verdicts and ratios computed from a results document, its markdown, and
   the process measurement (exit code, peak RSS from wait4) on a tiny Python child.
+* analyze_memory.py: the per-flow slope and its verdict against the figure the docs document.
 """
 
 from __future__ import annotations
@@ -369,3 +370,37 @@ def test_corpus_bench_targets_and_markdown():
     r = res(20.0, 30.0, 21.0, 30.0, [340.0], [300.0], bad)
     assert [x["pass"] for x in r["summary"]["targets"]] == [False, False, False, False, False]
     assert cb.markdown(r).count("**FAIL**") == 5
+
+
+def test_analyze_memory_reports_the_per_flow_slope_beside_the_documented_figure() -> None:
+    # benchmarks/analyze_memory.py (issue #20): the per-flow cost is the difference of the peaks
+    # of the 50 000- and 10 000-connection runs over the 40 000 flows between them, printed beside
+    # the figure docs/performance.md documents (the same number in both places)
+    am = _load("analyze_memory")
+
+    def case(rss: float, wall: float, rc: int = 0) -> dict:
+        return dict(runs=[], rc=rc, wall_s=wall, cpu_s=wall, rss_mib=rss, load=[1.0, 1.0])
+
+    res = dict(
+        stamp="T",
+        command="python benchmarks/analyze_memory.py",
+        load_start=[1.0, 1.0, 1.0],
+        sizes={"replica-flows10k-p50": 50 << 20, "replica-flows50k-p50": 250 << 20},
+        cases={
+            "analyze replica-flows10k-p50": case(300.0, 80.0),
+            "analyze replica-flows50k-p50": case(500.0, 400.0),
+        },
+    )
+    s = am.slopes(res)
+    assert s is not None and abs(s["kb_per_flow"] - 200 * 1024 / 40000) < 1e-9 and abs(s["ms_per_flow"] - 8.0) < 1e-9
+    res["slope"] = s
+    md = am.markdown(res)
+    assert "5.1 KB" in md and "within" in md and "pass" in md
+    res["cases"]["analyze replica-flows50k-p50"] = case(2000.0, 400.0)
+    res["slope"] = am.slopes(res)
+    md = am.markdown(res)
+    assert "**above**" in md and "**FAIL**" in md
+    res["cases"]["analyze replica-flows50k-p50"] = case(500.0, 400.0, rc=134)  # a crash has no slope
+    assert am.slopes(res) is None
+    doc = (REPO / "docs" / "performance.md").read_text()
+    assert f"≤ {am.DOCUMENTED_KB_PER_FLOW:g} KB of peak memory per flow" in doc

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -122,35 +122,57 @@ def _slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_") or "capture"
 
 
+def capture_stems(names: list[str]) -> list[str]:
+    """The folder of each capture's tables under an export folder, from the captures' file names
+    in order: the name, or ``<index>-<name>`` when two captures share it."""
+    return [_slug(n) if names.count(n) == 1 else f"{i:03d}-{_slug(n)}" for i, n in enumerate(names)]
+
+
+TABLES = (*EVENT_TABLES, "replay", "fit")
+
+
+def flow_tables(fr: FlowResult, tables: Iterable[str] = TABLES) -> Iterator[tuple[str, pl.DataFrame]]:
+    """``(table name, DataFrame)`` of one analyzed flow: its event tables, its replays (long
+    format) and its fit."""
+    for t in tables:
+        if t in EVENT_TABLES:
+            yield t, getattr(fr.events, t)
+        elif t == "replay":
+            yield t, replays_long(fr.replays)
+        elif t == "fit":
+            yield t, fr.fit
+        else:
+            raise UsageError(f"unknown table {t!r} (use {', '.join(TABLES)})")
+
+
+def export_flow(fr: FlowResult, folder: str | Path, ext: str, tables: Iterable[str] = TABLES) -> list[Path]:
+    """One flow's tables (:func:`flow_tables`) as ``folder/flow<ID>.<table><ext>``; returns the files."""
+    fid = int(fr.flow["flow_id"])
+    out = []
+    for t, df in flow_tables(fr, tables):
+        dest = Path(folder) / f"flow{fid}.{t}{ext}"
+        write_table(df, dest)
+        out.append(dest)
+    return out
+
+
 def export_analysis(
     analysis: Analysis,
     folder: str | Path,
     fmt: str = "parquet",
-    tables: Iterable[str] = (*EVENT_TABLES, "replay", "fit"),
+    tables: Iterable[str] = TABLES,
 ) -> list[Path]:
     """Every analyzed flow's tables under ``folder``: ``<capture>/flow<ID>.<table>.<fmt>``.
 
     ``<capture>`` is the capture's file name (its index is prefixed when two captures share a
-    name). Returns the files written, in order.
+    name). Returns the files written, in order. (``hscc-trace analyze --export`` writes the same
+    files as each flow finishes: :class:`hscc_trace.analysis.stream.Stream`.)
     """
     ext = "." + fmt.lower().lstrip(".")
     format_of(f"x{ext}")
     out: list[Path] = []
-    names = [Path(cr.meta.path).name for cr in analysis.captures]
-    for i, cr in enumerate(analysis.captures):
-        stem = _slug(names[i]) if names.count(names[i]) == 1 else f"{i:03d}-{_slug(names[i])}"
+    stems = capture_stems([Path(cr.meta.path).name for cr in analysis.captures])
+    for stem, cr in zip(stems, analysis.captures):
         for fr in cr.results:
-            fid = int(fr.flow["flow_id"])
-            for t in tables:
-                if t in EVENT_TABLES:
-                    df = getattr(fr.events, t)
-                elif t == "replay":
-                    df = replays_long(fr.replays)
-                elif t == "fit":
-                    df = fr.fit
-                else:
-                    raise UsageError(f"unknown table {t!r} (use {', '.join((*EVENT_TABLES, 'replay', 'fit'))})")
-                dest = Path(folder) / stem / f"flow{fid}.{t}{ext}"
-                write_table(df, dest)
-                out.append(dest)
+            out += export_flow(fr, Path(folder) / stem, ext, tables)
     return out

@@ -2,16 +2,22 @@
 
 Work is split into two kinds of task:
 
-1. per capture: read and decode it, build the flow table and every selected flow's event
-   streams (:func:`prepare_capture`);
+1. per capture: read and decode it, build the flow table (:func:`open_capture`), then the
+   selected flows' event streams a batch at a time (:func:`hscc_trace.events.flow_event_batches`:
+   only a batch's tables are held at once);
 2. per flow: replay every algorithm on the flow's events and fit them to the actual sender
    (:func:`analyze_flow`).
 
 With ``jobs == 1`` the tasks run in this thread, one after the other. With ``jobs = N > 1``
 (:func:`_run_parallel`) they run over N lanes of one process: this thread reads the captures,
-largest first, while N − 1 helper threads replay and fit the flows already read (largest
-first) and hash the input files for the JSON results; once every capture is read this thread
-replays as well. Threads rather than worker processes: a thread starts at once (a ``spawn``
+largest first, and builds their batches, at most :data:`AHEAD_FLOWS` flows ahead, while N − 1
+helper threads replay and fit the flows already built (largest first) and hash the input files
+for the JSON results; once every capture is read this thread replays as well.
+
+A finished flow is kept (:class:`Run`'s analysis holds every :class:`FlowResult`, what
+:func:`hscc_trace.api.analyze` returns), or, with a :class:`hscc_trace.analysis.stream.Stream`
+(``hscc-trace analyze``), its outputs are written at once and only a summary of it is kept: then
+memory does not grow with the number of flows. Threads rather than worker processes: a thread starts at once (a ``spawn``
 worker process needed ≈ 3 s of CPU for imports and compiled loops, more than it saved on two
 cores) and no event or replay table is copied between processes (pickling the replays back
 cost about as much as replaying them). The price is the GIL: the compiled replay loops
@@ -35,7 +41,7 @@ import itertools
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -93,15 +99,17 @@ class Run:
     failed: dict[str, str]  # path -> one-line error (capture not readable)
     flow_failed: list[str] = field(default_factory=list)  # one line per flow whose replay/fit failed
     digests: dict[str, str | None] = field(default_factory=dict)  # path -> SHA-256 hashed during the run
+    stream: Any = None  # the hscc_trace.analysis.stream.Stream of a streamed run
 
     @property
     def errors(self) -> list[str]:
         """Every one-line error: unreadable captures, then flows that could not be analyzed."""
         return [*self.failed.values(), *self.flow_failed]
 
-    def to_json(self) -> dict[str, Any]:
-        """The versioned results document (:mod:`hscc_trace.analysis.results`)."""
-        return results.to_dict(self.analysis, failed=self.failed, order=self.inputs, sha256=self.digests)
+    def to_json(self, lazy: bool = False) -> dict[str, Any]:
+        """The versioned results document (:mod:`hscc_trace.analysis.results`); ``lazy``: a
+        streamed run's flow entries are read from its spool as they are used."""
+        return results.to_dict(self.analysis, failed=self.failed, order=self.inputs, sha256=self.digests, lazy=lazy)
 
 
 # --- inputs ------------------------------------------------------------------------------------------
@@ -167,14 +175,26 @@ def _one_line(path: str, exc: BaseException) -> str:
     return msg if msg.startswith(path) else f"{path}: {msg}"
 
 
-def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> PreparedCapture:
-    """Read one capture and build the event streams of the selected flows.
+@dataclass
+class OpenCapture:
+    """A capture read (:func:`open_capture`): its flows' event streams are built a batch at a time
+    by ``batches`` — lists of ``(index, FLOWS row, events)``, ``index`` the flow's place among
+    the selected flows (``ids``) — so that only a batch's tables are held at once."""
+
+    meta: CaptureMeta
+    flows: pl.DataFrame  # schema.FLOWS, every flow of the capture
+    ids: list[int]  # the selected flows, in the flow table's order
+    expected: int  # selected flows with packets (those ``batches`` will give)
+    batches: Iterator[list[tuple[int, dict[str, Any], FlowEvents]]]
+    warnings: list[Warn] = field(default_factory=list)  # (a flow without event streams adds one when met)
+
+
+def open_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> OpenCapture:
+    """Read one capture; its selected flows' event streams follow batch by batch (:class:`OpenCapture`).
 
     Raises :class:`InputError` for an unreadable capture or a ``flow_ids`` entry it does not
-    contain.
+    contain; building a batch may raise as well (then the capture could not be read after all).
     """
-    from hscc_trace.events import all_flow_events, flow_events
-    from hscc_trace.events.sack import with_sack_blocks
     from hscc_trace.flows import load
 
     cap = load(path, bpf=bpf)
@@ -192,21 +212,85 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
             )
             raise InputError(f"{path}: no flow {', '.join(map(str, missing))} (the capture has {have})")
         ids = [i for i in ids if i in set(flow_ids)]
-    rows = {int(r["flow_id"]): r for r in flows.to_dicts()}
-    events: list[tuple[dict[str, Any], FlowEvents | None]] = []
     warnings = list(cap.warnings)
-    if flow_ids is None:
-        every = all_flow_events(cap)  # packets partitioned once for all flows
-        events = [(rows[fid], every.get(fid)) for fid in ids]
+    dec = cap.decoded
+    if dec is not None and flow_ids is None:
+        first = dec.src.first
+        expected = sum(1 for f in ids if 0 <= f < len(first) and first[f] >= 0)
     else:
-        events = [(rows[fid], flow_events(cap, fid)) for fid in ids]
-    # SACK blocks for the report's time/sequence graph come from the packets that carry them,
-    # which stay here: attach them to the events
-    events = list(zip([f for f, _ in events], with_sack_blocks(cap, [ev for _, ev in events])))
-    missing_ev = [str(fid) for fid, (_, ev) in zip(ids, events) if ev is None]
+        expected = len(ids)
+    return OpenCapture(
+        meta=cap.meta,
+        flows=flows,
+        ids=ids,
+        expected=expected,
+        batches=_batches(cap, ids, flow_ids is not None, warnings),
+        warnings=warnings,
+    )
+
+
+#: the C heaps are trimmed after this many batches (hscc_trace.perf.memory.trim): trimming after
+#: every batch kept replica-5M ≈ 15 MB lower but gave back the next batch's working set each time
+#: (≈ 1–2.5 s more system time in page faults); every fourth keeps most of the saving for ≈ 0.5 s
+TRIM_EVERY = 4
+
+
+def _batches(
+    cap: Any, ids: list[int], selected: bool, warnings: list[Warn]
+) -> Iterator[list[tuple[int, dict[str, Any], FlowEvents]]]:
+    """The event streams of flows ``ids`` of ``cap``, a batch at a time (:func:`open_capture`);
+    the capture (its packet arena) is released once the last batch is built."""
+    from hscc_trace.events import flow_event_batches
+    from hscc_trace.events.sack import sack_groups, with_sack_blocks
+    from hscc_trace.perf.memory import trim
+
+    index = {fid: i for i, fid in enumerate(ids)}
+    flows = cap.flows
+    row_of = {int(f): r for r, f in enumerate(flows["flow_id"].to_list())} if flows.height else {}
+    path = cap.meta.path
+    groups = sack_groups(cap)  # SACK blocks for the report's time/sequence graph, by flow once
+    seen: set[int] = set()
+    done = 0
+    # every flow of a capture read by load: its packets' memory is given back batch by batch
+    release = not selected and getattr(cap, "decoded", None) is not None
+    for batch in flow_event_batches(cap, ids if selected else None, release=release):
+        mine = [(fid, ev) for fid, ev in batch if fid in index]
+        del batch
+        if not mine:
+            continue
+        evs = with_sack_blocks(cap, [ev for _, ev in mine], groups)
+        rows = flows[[row_of[fid] for fid, _ in mine]].to_dicts()
+        seen.update(fid for fid, _ in mine)
+        out = [(index[fid], row, ev) for (fid, _), row, ev in zip(mine, rows, evs) if ev is not None]
+        del mine, evs, rows
+        yield out
+        del out  # (the caller is done with the batch: its tables are freed) …
+        done += 1
+        if done % TRIM_EVERY == 0:
+            trim()  # … and the C heaps give their free pages back before the next one is built
+    del cap, groups
+    missing_ev = [str(fid) for fid in ids if fid not in seen]
     if missing_ev:
         warnings.append(Warn(path, f"no event streams for flow {', '.join(missing_ev)}: not analyzed", len(missing_ev)))
-    return PreparedCapture(meta=cap.meta, flows=flows, events=events, warnings=warnings)
+
+
+def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> PreparedCapture:
+    """Read one capture and build the event streams of every selected flow at once
+    (:func:`open_capture`, every batch collected).
+
+    Raises :class:`InputError` for an unreadable capture or a ``flow_ids`` entry it does not
+    contain.
+    """
+    oc = open_capture(path, bpf, flow_ids)
+    got: dict[int, tuple[dict[str, Any], FlowEvents]] = {}
+    for batch in oc.batches:
+        for i, row, ev in batch:
+            got[i] = (row, ev)
+    rows = {int(r["flow_id"]): r for r in oc.flows.to_dicts()} if oc.flows.height else {}
+    events: list[tuple[dict[str, Any], FlowEvents | None]] = [
+        got.get(i, (rows[fid], None)) for i, fid in enumerate(oc.ids)
+    ]
+    return PreparedCapture(meta=oc.meta, flows=oc.flows, events=events, warnings=oc.warnings)
 
 
 def analyze_flow(
@@ -250,7 +334,13 @@ def _guard(fn: Callable[..., Any], path: str, *args: Any) -> tuple[bool, Any]:
 
 
 def _prepare_task(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> tuple[bool, Any]:
-    return _guard(prepare_capture, path, path, bpf, flow_ids)
+    """Read a capture: (True, :class:`OpenCapture`) or (False, one-line error)."""
+    return _guard(open_capture, path, path, bpf, flow_ids)
+
+
+def _next_batch(path: str, batches: Iterator[Any]) -> tuple[bool, Any]:
+    """The next batch of a capture's flows (None after the last), or (False, one-line error)."""
+    return _guard(next, path, batches, None)
 
 
 def _flow_task(
@@ -344,19 +434,52 @@ class _Lanes:
 
 #: Tests set this to False so that the helper threads replay every flow (this thread only reads).
 _CALLER_REPLAYS = True
+#: A parallel run's reading thread builds the next batch of flows only while fewer than this many
+#: flows, or events (ACKs + segments) of flows, wait for their lanes: memory holds about two
+#: batches of event tables whatever the number of flows (hscc_trace.events.flow_event_batches)
+AHEAD_FLOWS = 2 * 512
+AHEAD_EVENTS = 2 * (1 << 18)
+
+#: what the reading side hands over per capture: (path, ok, OpenCapture or error) -> whether to go on
+OnCapture = Callable[[str, bool, Any], bool]
+#: (path, index, FLOWS row, ok, FlowResult or error)
+OnFlow = Callable[[str, int, dict[str, Any], bool, Any], None]
+#: (path, one-line error): a capture's events failed after some of its flows were handed over
+OnFailed = Callable[[str, Any], None]
+
+
+def _events_of(ev: FlowEvents) -> int:
+    return int(ev.acks.height + ev.segments.height)
+
+
+def _run_serial(inputs: list[str], opts: Options, on_capture: OnCapture, on_flow: OnFlow, on_failed: OnFailed) -> None:
+    """Every task in this thread: a capture, then its flows batch by batch."""
+    for path in inputs:
+        ok, oc = _prepare_task(path, opts.bpf, opts.flows)
+        if not on_capture(path, ok, oc):
+            continue
+        while True:
+            ok, batch = _next_batch(path, oc.batches)
+            if not ok:
+                on_failed(path, batch)
+                break
+            if batch is None:
+                break
+            for i, row, ev in batch:
+                on_flow(path, i, row, *_flow_task(path, row, ev, opts.algorithms, opts.params))
+            del batch
 
 
 def _run_parallel(
-    inputs: list[str],
-    opts: Options,
-    on_capture: Callable[[str, bool, Any], list[tuple[int, dict[str, Any], FlowEvents]]],
-    on_flow: Callable[[str, int, bool, Any], None],
+    inputs: list[str], opts: Options, on_capture: OnCapture, on_flow: OnFlow, on_failed: OnFailed
 ) -> dict[str, str | None]:
     """Run every task over ``opts.jobs`` lanes: this thread reads the captures one after the
-    other, largest first (reading is itself multi-threaded: reader and event threads), while
-    ``jobs − 1`` helper threads replay and fit the flows already read, largest first; when every
-    capture is read this thread replays too. The helpers also hash the input files for the JSON
-    results meanwhile (returned: path → SHA-256, :func:`hscc_trace.analysis.results.sha256_file`).
+    other, largest first (reading is itself multi-threaded: reader and event threads), and
+    builds their flows' events batch by batch, while ``jobs − 1`` helper threads replay and fit
+    the flows already built, largest first. This thread stays at most :data:`AHEAD_FLOWS` flows
+    (:data:`AHEAD_EVENTS` events) ahead of the lanes — meanwhile it replays too — and once
+    every capture is read it replays with them. The helpers also hash the input files for the
+    JSON results (returned: path → SHA-256, :func:`hscc_trace.analysis.results.sha256_file`).
 
     Outcomes do not depend on which lane ran a task or when: :func:`run` files them by
     ``(capture, flow index)``, so the results equal a one-lane run's."""
@@ -364,16 +487,20 @@ def _run_parallel(
 
     lanes = _Lanes(max(opts.jobs - 1, 1))
     digests: dict[str, str | None] = {}
+    ahead = [0, 0]  # flows, events handed to the lanes and not back yet
 
-    def hand_back(block: bool) -> None:
-        for tag, (ok, value) in lanes.drain(block, work=_CALLER_REPLAYS):
+    def hand_back(block: bool, work: bool = True) -> None:
+        for tag, (ok, value) in lanes.drain(block, work=work and _CALLER_REPLAYS):
             if tag[0] == "sha256":
                 if ok:  # else the JSON results hash the file themselves
                     digests[tag[1]] = value
             elif not ok:  # _flow_task never raises but with HSCC_TRACE_DEBUG (or a bug in it)
                 raise value
             else:
-                on_flow(tag[1], tag[2], *value)
+                _, path, i, row, n = tag
+                ahead[0] -= 1
+                ahead[1] -= n
+                on_flow(path, i, row, *value)
 
     try:
         for path in inputs:  # hashing reads the files from the page cache: cheap, and without the GIL
@@ -381,14 +508,30 @@ def _run_parallel(
                 continue
             lanes.submit(math.inf, functools.partial(sha256_file, path), ("sha256", path))
         for path in sorted(inputs, key=lambda p: -_size(p)):  # the largest capture's flows overlap the rest
-            todo = on_capture(path, *_prepare_task(path, opts.bpf, opts.flows))
-            for i, row, ev in todo:
-                lanes.submit(
-                    ev.acks.height,
-                    functools.partial(_flow_task, path, row, ev, opts.algorithms, opts.params),
-                    ("flow", path, i),
-                )
-            hand_back(False)
+            ok, oc = _prepare_task(path, opts.bpf, opts.flows)
+            if not on_capture(path, ok, oc):
+                hand_back(False)
+                continue
+            while True:
+                ok, batch = _next_batch(path, oc.batches)
+                if not ok:
+                    on_failed(path, batch)
+                    break
+                if batch is None:
+                    break
+                for i, row, ev in batch:
+                    n = _events_of(ev)
+                    ahead[0] += 1
+                    ahead[1] += n
+                    lanes.submit(
+                        ev.acks.height,
+                        functools.partial(_flow_task, path, row, ev, opts.algorithms, opts.params),
+                        ("flow", path, i, row, n),
+                    )
+                del batch
+                hand_back(False)
+                while ahead[0] and (ahead[0] >= AHEAD_FLOWS or ahead[1] >= AHEAD_EVENTS):
+                    hand_back(True)  # far enough ahead: replay (or wait) until the lanes catch up
         while lanes.busy:  # every capture read: this thread replays too
             hand_back(True)
         hand_back(False)
@@ -410,14 +553,19 @@ def _size(path: str) -> int:
         return 0
 
 
-def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = None) -> Run:
-    """Analyze captures: files as given and directories expanded. See the module docstring."""
+def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = None, stream: Any = None) -> Run:
+    """Analyze captures: files as given and directories expanded. See the module docstring.
+
+    With ``stream`` (a :class:`hscc_trace.analysis.stream.Stream`) every finished flow goes to
+    it — its outputs written, a summary kept — and the captures hold only the flows it keeps
+    (``CaptureResult.summaries`` lists every one): memory does not grow with the number of flows.
+    """
     order, input_errors = expand_inputs(paths)
     inputs = [p for p in order if p not in input_errors]
     failed: dict[str, str] = dict(input_errors)
-    prepared: dict[str, PreparedCapture] = {}
+    opened: dict[str, OpenCapture] = {}
     flow_results: dict[tuple[str, int], FlowResult] = {}
-    flow_errors: dict[tuple[str, int], str] = {}
+    flow_errors: dict[tuple[str, int], tuple[Any, str]] = {}  # (flow_id, one-line error)
     total = len(inputs)
     done = 0
 
@@ -429,35 +577,51 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
 
     if progress is not None:
         progress(0, total, "reading captures")
+    if stream is not None:
+        from hscc_trace.replay import engine, selection
 
-    def take_prepared(path: str, ok: bool, value: Any) -> list[tuple[int, dict[str, Any], FlowEvents]]:
+        resolved = selection.resolved(opts.algorithms, opts.params)
+        stream.start(inputs, lambda ev: engine.replay_flow(ev, resolved))
+
+    def take_capture(path: str, ok: bool, value: Any) -> bool:
         nonlocal total
         if not ok:
             failed[path] = value
             tick(f"{_short(path)}: error")
-            return []
-        prepared[path] = value
-        todo = [(i, row, ev) for i, (row, ev) in enumerate(value.events) if ev is not None]
-        total += len(todo)
-        tick(f"{_short(path)}: {len(todo)} flow(s)")
-        return todo
+            return False
+        opened[path] = value
+        total += value.expected
+        tick(f"{_short(path)}: {value.expected} flow(s)")
+        return True
 
-    def take_flow(path: str, i: int, ok: bool, value: Any) -> None:
-        row, ev = prepared[path].events[i]
-        assert ev is not None  # (only flows with events became tasks: see take_prepared)
-        if ok:
-            flow_results[(path, i)] = value
+    def take_flow(path: str, i: int, row: dict[str, Any], ok: bool, value: Any) -> None:
+        if path in failed:  # (its events failed after this flow was handed to a lane)
+            return
+        if not ok:
+            flow_errors[(path, i)] = (row.get("flow_id"), value)
+        elif stream is not None:
+            stream.done(path, i, value)
         else:
-            flow_errors[(path, i)] = value
+            flow_results[(path, i)] = value
         tick(f"{_short(path)}: flow {row.get('flow_id')}")
+
+    def capture_failed(path: str, error: Any) -> None:
+        failed[path] = error
+        opened.pop(path, None)
+        for key in [k for k in (*flow_results, *flow_errors) if k[0] == path]:
+            flow_results.pop(key, None)
+            flow_errors.pop(key, None)
+        if stream is not None:
+            stream.failed(path)
 
     digests: dict[str, str | None] = {}
     if opts.jobs <= 1:
-        for path in inputs:
-            for i, row, ev in take_prepared(path, *_prepare_task(path, opts.bpf, opts.flows)):
-                take_flow(path, i, *_flow_task(path, row, ev, opts.algorithms, opts.params))
+        _run_serial(inputs, opts, take_capture, take_flow, capture_failed)
     else:
-        digests = _run_parallel(inputs, opts, take_prepared, take_flow)
+        digests = _run_parallel(inputs, opts, take_capture, take_flow, capture_failed)
+    from hscc_trace.perf.memory import trim
+
+    trim()  # (the C heaps of every thread give back what the run freed)
 
     captures: list[CaptureResult] = []
     errors: list[str] = []
@@ -466,22 +630,23 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         if path in failed:
             errors.append(failed[path])
             continue
-        prep = prepared[path]
-        flows: list[FlowResult] = []
-        warns = list(prep.warnings)
-        for i, (row, _ev) in enumerate(prep.events):
-            if (path, i) in flow_results:
-                flows.append(flow_results[(path, i)])
-            elif (path, i) in flow_errors:
-                msg = f"{path}: flow {row.get('flow_id')}: {flow_errors[(path, i)].removeprefix(path + ': ')}"
-                flow_failed.append(InternalMessage(msg) if isinstance(flow_errors[(path, i)], InternalMessage) else msg)
-                warns.append(
-                    Warn(
-                        path,
-                        f"flow {row.get('flow_id')} not replayed: {flow_errors[(path, i)].removeprefix(path + ': ')}",
-                    )
-                )
-        captures.append(CaptureResult(meta=prep.meta, flows=prep.flows, results=flows, warnings=warns))
+        oc = opened[path]
+        warns = list(oc.warnings)
+        for i, _fid in enumerate(oc.ids):
+            if (path, i) not in flow_errors:
+                continue
+            fid, err = flow_errors[(path, i)]
+            msg = f"{path}: flow {fid}: {err.removeprefix(path + ': ')}"
+            flow_failed.append(InternalMessage(msg) if isinstance(err, InternalMessage) else msg)
+            warns.append(Warn(path, f"flow {fid} not replayed: {err.removeprefix(path + ': ')}"))
+        if stream is not None:
+            kept, summaries = stream.results(path)
+            captures.append(
+                CaptureResult(meta=oc.meta, flows=oc.flows, results=kept, warnings=warns, summaries=summaries)
+            )
+        else:
+            flows = [flow_results[(path, i)] for i in range(len(oc.ids)) if (path, i) in flow_results]
+            captures.append(CaptureResult(meta=oc.meta, flows=oc.flows, results=flows, warnings=warns))
     analysis = Analysis(
         captures=captures,
         algorithms=list(opts.labels),
@@ -496,4 +661,5 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         failed={p: failed[p] for p in order if p in failed},
         flow_failed=flow_failed,
         digests=digests,
+        stream=stream,
     )

@@ -16,6 +16,10 @@ import datetime as _dt
 import hashlib
 import json
 import math
+import tempfile
+import threading
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
@@ -54,7 +58,9 @@ def sha256_file(path: str | Path, chunk: int = 1 << 20) -> str | None:
 
 
 def clean(value: Any) -> Any:
-    """A JSON-safe copy: non-finite floats → None, tuples → lists, enums/paths → str."""
+    """A JSON-safe copy: non-finite floats → None, tuples → lists, enums/paths → str. A streamed
+    capture's flow entries (:class:`Entries`, already clean) stay as
+    they are: :func:`write` writes them from the spool."""
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, str):
@@ -69,6 +75,8 @@ def clean(value: Any) -> Any:
         return {str(k): clean(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [clean(v) for v in value]
+    if isinstance(value, Entries):
+        return value
     if hasattr(value, "item"):  # numpy scalar
         return clean(value.item())
     return str(value)
@@ -168,7 +176,20 @@ def _dedupe(ws: list[Warn]) -> list[Warn]:
     return out
 
 
-def capture_entry(cr: CaptureResult, *, sha256: str | None = None, error: str | None = None) -> dict[str, Any]:
+def _flows(cr: CaptureResult, lazy: bool) -> Any:
+    """A capture's flow entries: built from its results, or, for a streamed capture (its
+    ``summaries`` set), read from the spool — all at once, or one at a time with ``lazy``."""
+    if cr.summaries is None:
+        return [flow_entry(fr) for fr in cr.results]
+    if any(s.entry is None for s in cr.summaries):
+        raise ValueError("a streamed run without JSON entries (Stream(entries=False)) has no results document")
+    entries = Entries([s.entry for s in cr.summaries])
+    return entries if lazy else list(entries)
+
+
+def capture_entry(
+    cr: CaptureResult, *, sha256: str | None = None, error: str | None = None, lazy: bool = False
+) -> dict[str, Any]:
     """One capture's JSON object (``error`` set and no flows when it could not be read)."""
     p = Path(cr.meta.path)
     size = _size(p)
@@ -179,7 +200,7 @@ def capture_entry(cr: CaptureResult, *, sha256: str | None = None, error: str | 
             "size_bytes": size,
             "sha256": sha256 if sha256 is not None else (sha256_file(p) if size is not None else None),
             "meta": _meta(cr.meta),
-            "flows": [flow_entry(fr) for fr in cr.results],
+            "flows": _flows(cr, lazy),
             "flows_total": int(cr.flows.height) if cr.flows is not None else len(cr.results),
             "warnings": [_warn(w) for w in cr.warnings],
             "error": error,
@@ -234,6 +255,7 @@ def to_dict(
     failed: dict[str, str] | None = None,
     order: list[str] | None = None,
     sha256: dict[str, str | None] | None = None,
+    lazy: bool = False,
 ) -> dict[str, Any]:
     """The results document for an :class:`~hscc_trace.model.Analysis`.
 
@@ -241,12 +263,14 @@ def to_dict(
     appear as capture entries with ``error`` set and no flows. ``order`` (the expanded input
     paths) fixes the order of the capture entries; by default readable captures come first.
     ``sha256`` maps capture paths to digests already computed with :func:`sha256_file` (a
-    parallel run hashes the files while it works); other files are hashed here.
+    parallel run hashes the files while it works); other files are hashed here. With ``lazy``,
+    the flows of a streamed run's captures are read from its spool as they are used
+    (:class:`Entries`; :func:`write` copies them into the file).
     """
     digest = sha256 or {}
     entries: dict[str, dict[str, Any]] = {}
     for cr in analysis.captures:
-        entries[cr.meta.path] = capture_entry(cr, sha256=digest.get(cr.meta.path))
+        entries[cr.meta.path] = capture_entry(cr, sha256=digest.get(cr.meta.path), lazy=lazy)
     for path, msg in (failed or {}).items():
         entries[path] = error_entry(path, msg, sha256=digest.get(path))
     keys = [k for k in (order or []) if k in entries]
@@ -269,6 +293,86 @@ def _verdict_rules() -> dict[str, Any]:
     from hscc_trace.analysis.verdict import rules_dict
 
     return rules_dict()
+
+
+# --- a streamed run's flow entries (hscc_trace.analysis.stream) ------------------------------
+
+#: bytes of JSON entries held in memory before the spool moves to a temporary file
+SPOOL_MEMORY = 8 << 20
+#: indentation of a flow entry in the results document (captures[i].flows[j], indent 2)
+ENTRY_INDENT = 8
+
+
+class Spool:
+    """Text written once and read back by offset: memory up to :data:`SPOOL_MEMORY`, then an
+    unnamed temporary file (gone when closed or when the process ends)."""
+
+    def __init__(self) -> None:
+        self._f = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY, mode="w+b")
+        self._end = 0
+        self._lock = threading.Lock()
+
+    def add(self, text: str) -> Entry:
+        data = text.encode("utf-8")
+        with self._lock:
+            self._f.seek(self._end)
+            self._f.write(data)
+            off, self._end = self._end, self._end + len(data)
+        return Entry(self, off, len(data))
+
+    def read(self, offset: int, length: int) -> str:
+        with self._lock:
+            self._f.seek(offset)
+            return self._f.read(length).decode("utf-8")
+
+    def close(self) -> None:
+        self._f.close()
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    """A flow's JSON results entry in a :class:`Spool`: ``text()`` as the results document holds
+    it (indented for its place), ``load()`` as a dict."""
+
+    spool: Spool
+    offset: int
+    length: int
+
+    def text(self) -> str:
+        return self.spool.read(self.offset, self.length)
+
+    def load(self) -> dict[str, Any]:
+        return json.loads(self.text())
+
+
+def entry_text(entry: dict[str, Any]) -> str:
+    """A flow entry as :func:`hscc_trace.analysis.results.dumps` writes it in the document (its
+    lines indented for ``captures[i].flows[j]``)."""
+    text = json.dumps(entry, indent=2, ensure_ascii=False, allow_nan=False)
+    return text.replace("\n", "\n" + " " * ENTRY_INDENT)
+
+
+class Entries(Sequence[dict[str, Any]]):
+    """A capture's flow entries read back from the spool one at a time (the ``flows`` of a
+    results document from :func:`hscc_trace.analysis.results.to_dict` with ``lazy``)."""
+
+    def __init__(self, entries: list[Entry]) -> None:
+        self._entries = entries
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [e.load() for e in self._entries[i]]
+        return self._entries[i].load()
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        return (e.load() for e in self._entries)
+
+    def texts(self) -> Iterator[str]:
+        """Each entry's text, as the document holds it (:func:`entry_text`)."""
+        return (e.text() for e in self._entries)
 
 
 # --- reading, writing, validating --------------------------------------------------------------
@@ -303,14 +407,52 @@ def validate(doc: dict[str, Any]) -> None:
 
 def dumps(doc: dict[str, Any]) -> str:
     """Stable JSON text (2-space indent, keys in insertion order, trailing newline)."""
-    return json.dumps(clean(doc), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    return "".join(chunks(doc))
+
+
+def chunks(doc: dict[str, Any]) -> Iterator[str]:
+    """:func:`dumps`'s text in pieces: a streamed capture's flow entries
+    (:class:`Entries`) are copied from the spool one at a time, so
+    that the text of a 50 000-flow document is never held whole."""
+    lists: list[Entries] = []
+    caps = []
+    for c in doc.get("captures", []):
+        if isinstance(c.get("flows"), Entries):
+            lists.append(c["flows"])
+            c = {**c, "flows": f"\0hscc-flows:{len(lists) - 1}\0"}
+        caps.append(c)
+    text = json.dumps(clean({**doc, "captures": caps}), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+    pos = 0
+    for k, flows in enumerate(lists):
+        token = f'"\\u0000hscc-flows:{k}\\u0000"'
+        at = text.index(token, pos)
+        yield text[pos:at]
+        if not len(flows):
+            yield "[]"
+        else:
+            pad = " " * ENTRY_INDENT
+            yield "["
+            for j, t in enumerate(flows.texts()):
+                yield ("\n" if j == 0 else ",\n") + pad + t
+            yield "\n" + " " * (ENTRY_INDENT - 2) + "]"
+        pos = at + len(token)
+    yield text[pos:]
 
 
 def write(doc: dict[str, Any], path: str | Path) -> Path:
-    """Write the document to ``path`` (parent directories created). Raises InputError on failure."""
-    from hscc_trace.atomic import write_text
+    """Write the document to ``path`` (parent directories created), piece by piece
+    (:func:`chunks`). Raises InputError on failure."""
+    from hscc_trace.atomic import write_with
 
-    return write_text(path, dumps(doc), "results")  # temporary file + rename: never a truncated file
+    def put(tmp: Path) -> None:
+        with open(tmp, "wb") as f:
+            for piece in chunks(doc):
+                try:
+                    f.write(piece.encode("utf-8"))
+                except UnicodeEncodeError:  # (as hscc_trace.atomic.write_text: lone surrogates as U+FFFD)
+                    f.write(piece.encode("utf-8", "surrogateescape").decode("utf-8", "replace").encode("utf-8"))
+
+    return write_with(path, put, "results")  # temporary file + rename: never a truncated file
 
 
 def read(path: str | Path, *, check_schema: bool = True) -> dict[str, Any]:

@@ -234,41 +234,72 @@ def _analyze(
     quiet: bool,
     report_options: dict[str, Any] | None = None,
 ) -> int:
-    from hscc_trace import api
-    from hscc_trace.analysis import results  # polars, numba, plotly: only when a command needs them
+    from hscc_trace import api  # polars, numba, plotly: only when a command needs them
 
     cfg = config.with_overrides(config.load(config_file), algorithms=algo, bpf=bpf, jobs=jobs)
     params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
     if export_dir is not None and export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
         raise UsageError(f"--export-format {export_format!r}: use parquet, csv, json or ndjson")
     t0 = time.perf_counter()
+    opts = dict(report_options or {})
+    # every flow's outputs are written as it finishes, and only its summary stays in memory
+    # (api.analyze_stream): the report's flows are kept whole, the JSON entries spooled
     with progress_bar("analyzing", not quiet) as update:
-        run = api.analyze_run(
-            inputs, cfg.algorithms, params, bpf=cfg.filter, flows=flow, jobs=cfg.jobs, progress=update
+        run = api.analyze_stream(
+            inputs,
+            cfg.algorithms,
+            params,
+            bpf=cfg.filter,
+            flows=flow,
+            jobs=cfg.jobs,
+            progress=update,
+            report_flows=opts.get("max_flows") if output is not None else 0,
+            entries=json_out is not None or not quiet,
+            export=export_dir,
+            export_format=export_format,
         )
+    try:
+        return _outputs(run, output, json_out, export_dir, quiet, cfg.jobs, opts, t0)
+    finally:
+        run.stream.close()
+
+
+def _outputs(
+    run: Any,
+    output: Path | None,
+    json_out: Path | None,
+    export_dir: Path | None,
+    quiet: bool,
+    jobs: int,
+    report_options: dict[str, Any],
+    t0: float,
+) -> int:
+    from hscc_trace import api
+    from hscc_trace.analysis import results
+
     for msg in run.errors:
         typer.echo(f"hscc-trace: error: {msg}", err=True)
     written = []
+    doc: dict[str, Any] | None = None
     with _alongside(
-        cfg.jobs > 1 and output is not None and bool(run.analysis.captures),
-        lambda: api.report(run.analysis, output, **(report_options or {})) if output is not None else None,
+        jobs > 1 and output is not None and bool(run.analysis.captures),
+        lambda: api.report(run.analysis, output, **report_options) if output is not None else None,
     ) as report_done:
-        doc = run.to_json()
-        if json_out is not None:
+        if json_out is not None or not quiet:
+            doc = run.to_json(lazy=True)  # (a streamed run's flows are read back from its spool)
+        if json_out is not None and doc is not None:
             results.write(doc, json_out)
     if report_done:
         written.append(f"report: {output}")
     elif output is not None and run.analysis.captures:
-        api.report(run.analysis, output, **(report_options or {}))
+        api.report(run.analysis, output, **report_options)
         written.append(f"report: {output}")
     if json_out is not None:
         written.append(f"results: {json_out}")
     if export_dir is not None:
-        from hscc_trace.analysis import export
-
-        files = export.export_analysis(run.analysis, export_dir, export_format)
+        files = run.stream.finish_export([c.meta.path for c in run.analysis.captures])
         written.append(f"exported {len(files)} table(s) under {export_dir}")
-    if not quiet:
+    if not quiet and doc is not None:
         for line in summary_lines(doc):
             typer.echo(line)
         n_flows = sum(len(c["flows"]) for c in doc["captures"])

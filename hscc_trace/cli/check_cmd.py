@@ -205,9 +205,14 @@ def _check(
             )
     params = api.select_params(algos, cfg.params, config.parse_param_overrides(param))
 
-    with progress_bar("checking", not quiet) as update:
-        run = api.analyze_run(inputs, algos, params, bpf=cfg.filter, flows=flow, jobs=cfg.jobs, progress=update)
-    doc = run.to_json()
+    with progress_bar("checking", not quiet) as update:  # (streamed: flows' tables are not held, api.analyze_stream)
+        run = api.analyze_stream(
+            inputs, algos, params, bpf=cfg.filter, flows=flow, jobs=cfg.jobs, progress=update, report_flows=0
+        )
+    try:
+        doc = run.to_json()
+    finally:
+        run.stream.close()
     if json_out is not None:
         results.write(doc, json_out)
 

@@ -14,6 +14,7 @@ schema.FLOWS. The rules are documented in docs/events.md and in the modules:
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -22,12 +23,17 @@ from hscc_trace.errors import InputError
 from hscc_trace.model import Capture, FlowEvents
 
 from .prep import COLUMNS, NEED, group_rows, source_columns
-from .tables import build_flow_events
+from .tables import CHUNK_ROWS, build_flow_events
 
 if TYPE_CHECKING:  # (imported where needed: a capture can be read while polars loads)
     import polars as pl
 
-__all__ = ["flow_events", "events_from_packets", "all_flow_events"]
+__all__ = ["flow_events", "events_from_packets", "all_flow_events", "flow_event_batches"]
+
+#: :func:`flow_event_batches`: packets and flows per batch (two of the builder's chunks, so that
+#: its two threads still run side by side; at most this many flows' tables at once)
+BATCH_ROWS = 2 * CHUNK_ROWS
+BATCH_FLOWS = 512
 
 
 def _check(packets: pl.DataFrame) -> None:
@@ -101,6 +107,7 @@ def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
             row = hit.row(0, named=True)
     dec = getattr(capture, "decoded", None)
     if dec is not None:  # the decoder's columns in flow order: no packets table
+        _usable(dec)
         fs = dec.src
         if not 0 <= flow_id < dec.n_flows or fs.bounds[flow_id] == fs.bounds[flow_id + 1]:
             known = "" if flows is None or not flows.height else f" (flows: 0..{flows.height - 1})"
@@ -116,6 +123,12 @@ def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
         known = "" if flows is None or not flows.height else f" (flows: 0..{flows.height - 1})"
         raise InputError(f"no flow with id {flow_id} in {capture.meta.path}{known}")
     return _one_flow(pk, row, flow_id)
+
+
+def _usable(dec: Any) -> None:
+    """A load arena given back by ``flow_event_batches(release=True)`` has no packets left."""
+    if getattr(getattr(dec, "arena", None), "released", False):
+        raise ValueError("this capture's packets were released while its events were built: load it again")
 
 
 def _flow_params(flows: pl.DataFrame | None, fids: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -150,6 +163,7 @@ def all_flow_events(capture: Capture) -> dict[int, FlowEvents]:
     out: dict[int, FlowEvents] = {}
     dec = getattr(capture, "decoded", None)
     if dec is not None:  # the decoder's columns, put in flow order once (no packets table)
+        _usable(dec)
         fs = dec.src
         present = np.flatnonzero(fs.first >= 0)
         sdir, mss, wsa, wsb = _flow_params(capture.flows, present)
@@ -183,3 +197,55 @@ def all_flow_events(capture: Capture) -> dict[int, FlowEvents]:
     for k in np.argsort(first[present], kind="stable"):
         out[int(fids[k])] = evs[k]
     return out
+
+
+def flow_event_batches(
+    capture: Capture,
+    flow_ids: Sequence[int] | None = None,
+    *,
+    rows: int = BATCH_ROWS,
+    flows: int = BATCH_FLOWS,
+    release: bool = False,
+) -> Iterator[list[tuple[int, FlowEvents]]]:
+    """The event streams of :func:`all_flow_events` (or of ``flow_ids``, in that order, as
+    :func:`flow_events` builds them), a batch at a time: lists of ``(flow_id, FlowEvents)`` of
+    about ``rows`` packets or at most ``flows`` flows, every flow by flow id, each batch built
+    when the iteration reaches it. A caller that is done with a batch before taking the next
+    holds one batch's tables at a time instead of every flow's (``analyze`` on many flows:
+    docs/performance.md). The tables are those of :func:`all_flow_events` — each flow's events
+    depend on its own packets only.
+
+    ``release`` (a capture read by :func:`hscc_trace.flows.load`, every flow): once a batch is
+    built, its packets' memory in the load arena is given back to the system
+    (:meth:`hscc_trace.flows.arena.Arena.release`) — the capture can then build no events and
+    no packet table any more; ``analyze``, which reads each capture once, frees it as it goes."""
+    if flow_ids is not None:
+        for fid in flow_ids:
+            yield [(int(fid), flow_events(capture, int(fid)))]
+        return
+    dec = getattr(capture, "decoded", None)
+    if dec is None:  # a packets table (scapy's rows, a pipe): grouped once, as all_flow_events does
+        every = all_flow_events(capture)
+        ids = sorted(every)
+        for k in range(0, len(ids), max(flows, 1)):
+            yield [(f, every.pop(f)) for f in ids[k : k + max(flows, 1)]]
+        return
+    _usable(dec)
+    fs = dec.src
+    present = np.flatnonzero(fs.first >= 0)
+    if not present.size:
+        return
+    sdir, mss, wsa, wsb = _flow_params(capture.flows, present)
+    cum = np.concatenate(([0], np.cumsum(fs.bounds[present + 1] - fs.bounds[present])))
+    k, n = 0, present.size
+    while k < n:
+        end = int(np.searchsorted(cum, cum[k] + rows, side="right")) - 1  # flows k..end-1 hold ≤ rows
+        end = min(max(end, k + 1), k + max(flows, 1), n)
+        sel = present[k:end]
+        bnd = np.concatenate((fs.bounds[sel], [fs.bounds[sel[-1] + 1]]))
+        fids = [int(f) for f in sel]
+        evs = build_flow_events(fs.src, fs.order, bnd, fids, sdir[k:end], mss[k:end], wsa[k:end], wsb[k:end])
+        if release:  # (the tables are built: no column of them is a view of the arena)
+            dec.arena.release(fs.order[bnd[0] : bnd[-1]])
+        yield list(zip(fids, evs))
+        k = end

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import polars as pl
 
 from hscc_trace import schema
@@ -35,6 +36,17 @@ COLUMNS = frozenset(
 )
 
 
+_EMPTY: list[pl.DataFrame] = []
+
+
+def _empty() -> pl.DataFrame:
+    """schema.SACK_BLOCKS without rows, made once (most flows have no SACK block: a clone is
+    a hundredth of the cost of a new table)."""
+    if not _EMPTY:
+        _EMPTY.append(schema.empty(schema.SACK_BLOCKS))
+    return _EMPTY[0]
+
+
 def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
     """Every SACK block carried by ``events``' ACKs (schema.SACK_BLOCKS), ordered by time.
 
@@ -43,7 +55,7 @@ def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
     """
     need = {"frame", "flow_id", "dir", "ack", "sack_n"}
     if not packets.height or not need <= set(packets.columns) or events.acks is None or not events.acks.height:
-        return schema.empty(schema.SACK_BLOCKS)
+        return _empty().clone()
     rx = (
         packets.lazy()
         .filter(
@@ -73,16 +85,27 @@ def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
     return schema.conform(out, schema.SACK_BLOCKS)
 
 
-def with_sack_blocks(cap: Capture, events: list[FlowEvents | None]) -> list[FlowEvents | None]:
-    """``events`` (flows of ``cap``; None stays None) with their SACK blocks attached: new
-    :class:`FlowEvents` with ``sack_blocks`` set where it was None, the others unchanged.
+class SackGroups:
+    """A capture's SACK-carrying packets (the columns :func:`sack_blocks` reads), sorted by flow
+    once: :meth:`of` is one flow's rows (a zero-copy slice, in capture order), so that flows can
+    be given their blocks a batch at a time without a table per flow held for the whole capture."""
 
-    The blocks come from load's arena when the capture was read by the fast path (the packet
-    table, a second read of the file, is then never built), else from the packet table. Only
-    the columns :func:`sack_blocks` reads are taken, grouped by flow once (a query per flow
-    over the whole capture's SACK packets grows with flows × SACK packets).
-    """
-    by_flow: dict[Any, pl.DataFrame] = {}
+    def __init__(self, packets: pl.DataFrame) -> None:
+        if packets.height and packets.get_column("flow_id").null_count():
+            packets = packets.filter(pl.col("flow_id").is_not_null())  # (no flow: no flow's blocks)
+        self._pk = packets.sort("flow_id", maintain_order=True) if packets.height else packets
+        self._ids = self._pk.get_column("flow_id").to_numpy() if packets.height else np.empty(0, np.int64)
+
+    def of(self, flow_id: Any) -> pl.DataFrame:
+        lo = int(np.searchsorted(self._ids, flow_id, side="left"))
+        hi = int(np.searchsorted(self._ids, flow_id, side="right"))
+        return self._pk.slice(lo, hi - lo)
+
+
+def sack_groups(cap: Capture) -> SackGroups:
+    """The SACK packets of ``cap`` by flow (:class:`SackGroups`). They come from load's arena when
+    the capture was read by the fast path (the packet table, a second read of the file, is then
+    never built), else from the packet table."""
     if cap.decoded is not None:
         sack_pk = cap.decoded.sack_packets()
     elif "sack_n" in cap.packets.columns:
@@ -94,12 +117,21 @@ def with_sack_blocks(cap: Capture, events: list[FlowEvents | None]) -> list[Flow
         )
     else:
         sack_pk = cap.packets.clear()
-    no_sack = sack_pk.clear()
-    if sack_pk.height:
-        by_flow = {k[0]: part for k, part in sack_pk.partition_by("flow_id", as_dict=True).items()}
+    return SackGroups(sack_pk)
+
+
+def with_sack_blocks(
+    cap: Capture, events: list[FlowEvents | None], groups: SackGroups | None = None
+) -> list[FlowEvents | None]:
+    """``events`` (flows of ``cap``; None stays None) with their SACK blocks attached: new
+    :class:`FlowEvents` with ``sack_blocks`` set where it was None, the others unchanged.
+
+    The capture's SACK packets are grouped by flow once (:func:`sack_groups`; pass ``groups``
+    to reuse them over several calls, e.g. a batch of flows at a time): a query per flow over
+    the whole capture's SACK packets grows with flows × SACK packets.
+    """
+    g = groups if groups is not None else sack_groups(cap)
     return [
-        ev
-        if ev is None or ev.sack_blocks is not None
-        else replace(ev, sack_blocks=sack_blocks(by_flow.get(ev.flow_id, no_sack), ev))
+        ev if ev is None or ev.sack_blocks is not None else replace(ev, sack_blocks=sack_blocks(g.of(ev.flow_id), ev))
         for ev in events
     ]

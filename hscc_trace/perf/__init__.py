@@ -7,7 +7,8 @@
   cache holds them already (stamps);
 - :mod:`.warmup` — the generated capture ``hscc-trace compile`` runs everything over;
 - :mod:`.cache` — the one user cache folder of everything compiled;
-- :mod:`.memory` — huge-page advice off while a capture is read, ``gc.freeze`` at exit.
+- :mod:`.memory` — huge-page advice off while a capture is read, ``gc.freeze`` at exit, and
+  giving freed memory back (glibc: two malloc arenas, ``malloc_trim``, ``madvise``).
 
 Nothing here changes the process when imported. The CLI entry point calls :func:`activate`;
 a notebook or script that imports the library keeps its interpreter as it was.
@@ -26,6 +27,7 @@ def activate(*, flows_only: bool = False) -> None:
       before anything imports numba, which reads it once.
     - No full garbage collection at interpreter exit (:func:`.memory.freeze_at_exit`; override
       with ``HSCC_TRACE_EXIT_GC=1``).
+    - Except for ``flows_only``: at most two glibc malloc arenas (:func:`.memory.few_malloc_arenas`).
     - ``flows_only`` (a process that runs only ``hscc-trace flows``): the cyclic garbage
       collector runs after 100 000 net allocations instead of 700 — the command itself creates
       few objects, but importing numpy and numba creates hundreds of thousands, and collecting
@@ -39,6 +41,10 @@ def activate(*, flows_only: bool = False) -> None:
 
     os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
     freeze_at_exit()
+    if not flows_only:  # (analyze, check, events …: threads that free each other's arrays)
+        from .memory import few_malloc_arenas
+
+        few_malloc_arenas()
     if flows_only:
         import gc
 

@@ -38,6 +38,7 @@ import gc
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 #: environment variable: "1" keeps the normal full collections at interpreter exit
 EXIT_GC_ENV = "HSCC_TRACE_EXIT_GC"
@@ -72,3 +73,66 @@ def freeze_at_exit() -> None:
     by :func:`hscc_trace.perf.activate` (the CLI entry point), never on import."""
     if os.environ.get(EXIT_GC_ENV, "").strip() != "1":
         atexit.register(_freeze_at_exit)
+
+
+# --- giving memory back (glibc) -----------------------------------------------------------------
+# ``analyze`` frees a batch of flows' tables before it builds the next (hscc_trace.events
+# .flow_event_batches): with glibc, freed blocks stay in its heaps (one per thread that
+# allocated) and count as resident until trimmed. The three helpers below are the adapter to
+# glibc's and the kernel's public calls (malloc_trim(3), mallopt(3), madvise(2)); elsewhere
+# (another C library, another system) each does nothing. Measured on replica-5M: see
+# docs/performance.md, "Memory of analyze".
+
+#: glibc's mallopt parameter numbers (malloc.h)
+_M_ARENA_MAX = -8
+_MADV_DONTNEED = 4
+_LIBC: list[Any] = []
+
+
+def _libc() -> Any:
+    """glibc through ctypes, or None (not Linux/glibc)."""
+    if not _LIBC:
+        lib = None
+        try:
+            import ctypes
+            import ctypes.util
+
+            name = ctypes.util.find_library("c")
+            if name and hasattr(os, "confstr") and "glibc" in (os.confstr("CS_GNU_LIBC_VERSION") or ""):
+                lib = ctypes.CDLL(name, use_errno=True)
+                lib.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+                lib.malloc_trim.argtypes = [ctypes.c_size_t]
+                lib.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        except (OSError, ValueError, AttributeError):
+            lib = None
+        _LIBC.append(lib)
+    return _LIBC[0]
+
+
+def trim() -> None:
+    """Return the free memory of the C heaps to the system (``malloc_trim(0)``: whole free pages,
+    also inside the heaps). Changes no value; a few milliseconds."""
+    lib = _libc()
+    if lib is not None:
+        lib.malloc_trim(0)
+
+
+def few_malloc_arenas(n: int = 2) -> None:
+    """At most ``n`` glibc malloc arenas (``mallopt(M_ARENA_MAX)``; by default 8 per core): the
+    threads that build event batches and replay flows allocate arrays that other threads free,
+    and every arena keeps its own free blocks resident. A process setting: called by
+    :func:`hscc_trace.perf.activate` for the commands that analyze. glibc's own
+    ``MALLOC_ARENA_MAX`` environment variable, when set, wins."""
+    lib = _libc()
+    if lib is not None and "MALLOC_ARENA_MAX" not in os.environ:
+        lib.mallopt(_M_ARENA_MAX, int(n))
+
+
+def dontneed(address: int, length: int) -> bool:
+    """Drop the pages ``[address, address + length)`` (page-aligned) of this process's private
+    memory (``madvise(MADV_DONTNEED)``): they read as zeros if ever touched again. Only for memory
+    that is never read again (a packet arena's rows whose events are built). False when not done."""
+    lib = _libc()
+    if lib is None or length <= 0:
+        return False
+    return bool(lib.madvise(int(address), int(length), _MADV_DONTNEED) == 0)

@@ -1,0 +1,256 @@
+"""Streamed outputs of an ``analyze`` run: each flow's outputs are written as it finishes, and only
+a summary of it stays in memory.
+
+Without this, a run holds every flow's event tables, replays and fit until the report and the
+JSON results are written: ≈ 200–300 KB per short flow, so 50 000 connections needed 7 GB
+(issue #20). A :class:`Stream` given to :func:`hscc_trace.analysis.pipeline.run` takes every
+finished flow (:meth:`Stream.done`, in the pipeline's calling thread) and
+
+* writes its ``--export`` tables at once (atomic files, :func:`hscc_trace.analysis.export.export_flow`);
+* writes its JSON results entry (:func:`hscc_trace.analysis.results.flow_entry`) to a spool —
+  in memory up to :data:`~hscc_trace.analysis.results.SPOOL_MEMORY`, then an unnamed temporary file — from which the results
+  document and the terminal summary are written at the end
+  (:class:`~hscc_trace.analysis.results.Entry`);
+* keeps a :class:`~hscc_trace.model.FlowSummary` (verdict, limits, vantage, warnings, where its
+  entry is): what the report's overview and header need;
+* keeps the whole flow only while it is among the ``keep`` flows the report draws in full — the
+  most payload first, as :func:`hscc_trace.reports.write_report` chooses them (:func:`report_rank`)
+  — its event tables compressed until the run ends (:class:`_Packed`) and its replays released
+  (:class:`~hscc_trace.model.ReleasedReplays`: the report replays a drawn flow again, one at a
+  time); a flow pushed out of the top ``keep`` by a larger one is dropped.
+
+The captures of a streamed run then hold the kept flows in ``CaptureResult.results`` and every
+analyzed flow in ``CaptureResult.summaries``. The outputs are those of an unstreamed run, byte
+for byte (tests/test_stream.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import functools
+import heapq
+import io
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hscc_trace.analysis.results import Entry, Spool, entry_text, flow_entry
+from hscc_trace.model import FlowEvents, FlowResult, FlowSummary, ReleasedReplays, VerdictBrief
+
+if TYPE_CHECKING:
+    import polars as pl
+
+
+def report_rank(flow: dict[str, Any]) -> int:
+    """The report's order of flows (most payload first, ties in analysis order): this key, ascending."""
+    return -int(flow.get("payload_ab", 0) or 0) - int(flow.get("payload_ba", 0) or 0)
+
+
+def limit_shares(rounds: pl.DataFrame | None) -> dict[str, float]:
+    """Share of a flow's rounds (schema.ROUNDS) limited by each ``limit`` (cwnd, rwnd, app)."""
+    import polars as pl
+
+    if rounds is None or not rounds.height:
+        return {}
+    counts = rounds["limit"].cast(pl.String).value_counts()
+    total = rounds.height
+    return {row[0]: row[1] / total for row in counts.iter_rows() if row[0] is not None}
+
+
+def summarize(fr: FlowResult, entry: Entry | None = None) -> FlowSummary:
+    """What a streamed run keeps of a finished flow (:class:`~hscc_trace.model.FlowSummary`)."""
+    ev, v = fr.events, fr.verdict
+    return FlowSummary(
+        flow_id=int(fr.flow["flow_id"]),
+        vantage=str(ev.vantage or fr.flow.get("vantage") or "unknown"),
+        limits=limit_shares(ev.rounds),
+        warnings=(*fr.warnings, *ev.warnings),
+        verdict=VerdictBrief(v.cls, v.name, v.error, v.threshold, tuple(v.candidates)) if v is not None else None,
+        entry=entry,
+    )
+
+
+# --- the stream ------------------------------------------------------------------------------
+
+
+@dataclass
+class _Export:
+    folder: Path
+    fmt: str
+    planned: dict[str, str]  # capture path -> its folder's name, assuming every capture is read
+    files: dict[str, list[tuple[int, list[Path]]]]  # capture path -> (flow index, files)
+
+
+class Stream:
+    """Outputs written as flows finish (module docstring).
+
+    ``keep``: flows kept whole for the report (its ``max_flows``; 0 without a report);
+    ``entries``: spool every flow's JSON entry (for the results document or the terminal
+    summary); ``export``: ``(folder, format)`` to write every flow's tables under."""
+
+    def __init__(self, *, keep: int = 0, entries: bool = True, export: tuple[str | Path, str] | None = None) -> None:
+        from hscc_trace.analysis import export as _export
+
+        self.keep = max(int(keep), 0)
+        self.spool = Spool() if entries else None
+        self._export: _Export | None = None
+        if export is not None:
+            folder, fmt = export
+            ext = "." + fmt.lower().lstrip(".")
+            _export.format_of(f"x{ext}")
+            self._export = _Export(Path(folder), ext, {}, {})
+        self._summaries: dict[str, dict[int, FlowSummary]] = {}
+        self._kept: dict[tuple[str, int], _Packed] = {}
+        self._heap: list[tuple[tuple[int, int, int], tuple[str, int]]] = []  # (negated rank key, (path, index))
+        self._order: dict[str, int] = {}
+        self._replay: Any = None
+
+    def start(self, inputs: list[str], replay: Any) -> None:
+        """Called by the pipeline before the first flow: the captures in input order (readable
+        or not), and ``replay(events)`` that replays a flow as the run does."""
+        from hscc_trace.analysis import export as _export
+
+        self._order = {p: k for k, p in enumerate(inputs)}
+        self._replay = replay
+        if self._export is not None:
+            stems = _export.capture_stems([Path(p).name for p in inputs])
+            self._export.planned = dict(zip(inputs, stems))
+
+    def done(self, path: str, index: int, fr: FlowResult) -> None:
+        """Flow ``index`` of capture ``path`` is analyzed: write its outputs, keep its summary and,
+        when the report draws it, the flow (module docstring)."""
+        from hscc_trace.analysis import export as _export
+
+        if self._export is not None:
+            x = self._export
+            stem = x.planned.get(path) or _export.capture_stems([Path(path).name])[0]
+            files = _export.export_flow(fr, x.folder / stem, x.fmt)
+            x.files.setdefault(path, []).append((index, files))
+        entry = self.spool.add(entry_text(flow_entry(fr))) if self.spool is not None else None
+        self._summaries.setdefault(path, {})[index] = summarize(fr, entry)
+        if not self.keep:
+            return
+        key = (report_rank(fr.flow), self._order.get(path, len(self._order)), index)
+        neg = (-key[0], -key[1], -key[2])
+        if len(self._heap) < self.keep:
+            heapq.heappush(self._heap, (neg, (path, index)))
+        elif neg > self._heap[0][0]:  # ranks before the last one kept: that one goes
+            _, out = heapq.heapreplace(self._heap, (neg, (path, index)))
+            self._kept.pop(out, None)
+        else:
+            return
+        self._kept[(path, index)] = self._compact(fr)
+
+    def _compact(self, fr: FlowResult) -> _Packed:
+        """A kept flow while the run goes on: its event tables compressed (:class:`_Packed`), its
+        replays dropped (the report makes them again)."""
+        return _Packed.of(fr)
+
+    def failed(self, path: str) -> None:
+        """Capture ``path`` could not be read after all (an error while building its events):
+        forget its flows and remove the tables exported for it."""
+        self._summaries.pop(path, None)
+        for k in [k for k in self._kept if k[0] == path]:
+            del self._kept[k]
+        self._heap = [h for h in self._heap if h[1][0] != path]
+        heapq.heapify(self._heap)
+        if self._export is not None:
+            for _i, files in self._export.files.pop(path, []):
+                for f in files:
+                    with contextlib.suppress(OSError):
+                        f.unlink()
+            with contextlib.suppress(OSError, KeyError):  # its folder, when nothing else is in it
+                (self._export.folder / self._export.planned[path]).rmdir()
+
+    def results(self, path: str) -> tuple[list[FlowResult], list[FlowSummary]]:
+        """The kept flows and the summaries of every analyzed flow of ``path``, in flow order."""
+        kept = sorted((i, k.unpack(self._replay)) for (p, i), k in self._kept.items() if p == path)
+        summaries = self._summaries.get(path, {})
+        return [fr for _, fr in kept], [summaries[i] for i in sorted(summaries)]
+
+    def finish_export(self, paths: list[str]) -> list[Path]:
+        """The exported tables, once the readable captures (``paths``, in order) are known: each
+        capture's folder is named as :func:`~hscc_trace.analysis.export.export_analysis` names it
+        (when a capture that shares its file name could not be read, the names change: the
+        tables are moved). Returns every file, by capture, flow and table."""
+        from hscc_trace.analysis import export as _export
+
+        if self._export is None:
+            return []
+        x = self._export
+        final = dict(zip(paths, _export.capture_stems([Path(p).name for p in paths])))
+        out: list[Path] = []
+        moves = sorted(
+            (p for p in paths if final[p] != x.planned.get(p)), key=lambda p: paths.index(p)
+        )  # (each capture's final name is at most its planned one: in this order no move meets another's files)
+        for p in moves:
+            dest = x.folder / final[p]
+            dest.mkdir(parents=True, exist_ok=True)
+            for _i, files in x.files.get(p, []):
+                for k, f in enumerate(files):
+                    target = dest / f.name
+                    os.replace(f, target)
+                    files[k] = target
+            if p in x.planned:  # its planned folder, now empty (unless it held other files)
+                with contextlib.suppress(OSError):
+                    (x.folder / x.planned[p]).rmdir()
+        for p in paths:
+            for _i, files in sorted(x.files.get(p, []), key=lambda t: t[0]):
+                out += files
+        return out
+
+    def close(self) -> None:
+        if self.spool is not None:
+            self.spool.close()
+
+
+#: FlowEvents fields that are tables (the rest are a few scalars)
+_TABLES = ("segments", "acks", "episodes", "rounds", "sack_blocks")
+
+
+@dataclass
+class _Packed:
+    """A flow the report will draw, kept while the run goes on: everything but its tables as they
+    are, its event tables as compressed Arrow IPC (zstd: about a sixth of their size — the events
+    of replica-5M's 25 largest flows, 134 MB, take ≈ 25 MB), its replays not at all."""
+
+    parts: dict[str, Any]  # the FlowResult's other fields (flow row, fit, warnings, verdict)
+    labels: tuple[str, ...]
+    scalars: dict[str, Any]  # the FlowEvents' other fields
+    tables: dict[str, bytes | None]
+
+    @classmethod
+    def of(cls, fr: FlowResult) -> _Packed:
+        ev = fr.events
+        scalars = {f.name: getattr(ev, f.name) for f in dataclasses.fields(ev) if f.name not in _TABLES}
+        tables = {t: _pack(getattr(ev, t)) for t in _TABLES}
+        parts = {f.name: getattr(fr, f.name) for f in dataclasses.fields(fr) if f.name not in _DROPPED}
+        labels = tuple(fr.replays) if fr.replays else (fr.released.labels if fr.released is not None else ())
+        return cls(parts, labels, scalars, tables)
+
+    def unpack(self, replay: Any) -> FlowResult:
+        """The flow whole but for its replays, which ``replay(events)`` makes again (released)."""
+        tables: dict[str, Any] = {t: _unpack(b) for t, b in self.tables.items()}
+        ev = FlowEvents(**self.scalars, **tables)
+        released = ReleasedReplays(self.labels, functools.partial(replay, ev)) if self.labels and replay else None
+        return FlowResult(**self.parts, events=ev, replays={}, released=released)
+
+
+#: FlowResult fields a packed flow does not keep as they are
+_DROPPED = ("events", "replays", "released")
+
+
+def _pack(df: pl.DataFrame | None) -> bytes | None:
+    if df is None:
+        return None
+    buf = io.BytesIO()
+    df.write_ipc(buf, compression="zstd")
+    return buf.getvalue()
+
+
+def _unpack(data: bytes | None) -> pl.DataFrame | None:
+    import polars as pl
+
+    return None if data is None else pl.read_ipc(io.BytesIO(data))

@@ -1,0 +1,266 @@
+"""A streamed run (hscc_trace.analysis.stream, what ``hscc-trace analyze`` runs) writes the outputs
+of an unstreamed one byte for byte — JSON results, HTML report, exported tables — while it keeps
+only a summary of each flow and, whole, the flows the report draws (issue #20: memory must not
+grow with the number of flows)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from polars.testing import assert_frame_equal
+
+from hscc_trace import api
+from hscc_trace.analysis import export, pipeline, results
+from hscc_trace.analysis.stream import Stream, report_rank
+from hscc_trace.events import all_flow_events, flow_event_batches
+
+SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+# two captures of two flows each, and two of one: six flows, the report keeps two of them below
+CAPTURES = [str(SAMPLES / n / "capture.pcap") for n in ("reno-vs-cubic", "reno-loss", "bbr-vs-cubic", "cubic-loss")]
+ALGOS = ["reno", "cubic", "bbr"]
+KEEP = 2
+pytestmark = pytest.mark.skipif(not all(Path(p).exists() for p in CAPTURES), reason="samples missing")
+
+_STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
+
+
+def _outputs(run: pipeline.Run, tmp: Path, streamed: bool) -> dict[str, bytes]:
+    """Every output of a run, as ``hscc-trace analyze -o R --json J --export D`` writes them."""
+    out: dict[str, bytes] = {}
+    results.write(run.to_json(lazy=streamed), tmp / "r.json")
+    api.report(run.analysis, tmp / "r.html", max_flows=KEEP)
+    if streamed:
+        files = run.stream.finish_export([c.meta.path for c in run.analysis.captures])
+    else:
+        files = export.export_analysis(run.analysis, tmp / "exp", "csv")
+    out["files"] = "\n".join(str(f.relative_to(tmp)) for f in files).encode()
+    for f in [tmp / "r.json", tmp / "r.html", *files]:
+        out[str(f.relative_to(tmp))] = _STAMP.sub(b"<created>", f.read_bytes())
+    return out
+
+
+def _streamed(paths: list[str], tmp: Path, jobs: int = 1) -> pipeline.Run:
+    return api.analyze_stream(paths, ALGOS, jobs=jobs, report_flows=KEEP, export=tmp / "exp", export_format="csv")
+
+
+@pytest.fixture(scope="module")
+def unstreamed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
+    tmp = tmp_path_factory.mktemp("full")
+    return _outputs(api.analyze_run(CAPTURES, ALGOS), tmp, False)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_streamed_outputs_equal_the_unstreamed_ones(unstreamed: dict[str, bytes], tmp_path: Path, jobs: int) -> None:
+    run = _streamed(CAPTURES, tmp_path, jobs)
+    try:
+        caps = run.analysis.captures
+        assert sum(len(c.summaries or []) for c in caps) == 6  # every flow summarized …
+        kept = [fr for c in caps for fr in c.results]
+        assert len(kept) == KEEP  # … and only the report's flows kept whole, replays released
+        assert all(not fr.replays and fr.released is not None for fr in kept)
+        got = _outputs(run, tmp_path, True)
+    finally:
+        run.stream.close()
+    assert got.keys() == unstreamed.keys()
+    for name in got:
+        assert got[name] == unstreamed[name], name
+
+
+def test_the_kept_flows_are_the_ones_the_report_draws() -> None:
+    st = Stream(keep=KEEP, entries=False)
+    run = api.analyze_run(CAPTURES, ALGOS, stream=st)
+    full = api.analyze(CAPTURES, ALGOS)
+    everyone = [(ci, i, fr) for ci, c in enumerate(full.captures) for i, fr in enumerate(c.results)]
+    best = sorted(everyone, key=lambda t: (report_rank(t[2].flow), t[0], t[1]))[:KEEP]
+    want = {(full.captures[ci].meta.path, int(fr.flow["flow_id"])) for ci, _i, fr in best}
+    got = {(c.meta.path, int(fr.flow["flow_id"])) for c in run.analysis.captures for fr in c.results}
+    assert got == want
+    for c in run.analysis.captures:  # a kept flow's replays come back as they were
+        for fr in c.results:
+            assert fr.released is not None
+            again = fr.released.replay()
+            ref = api.flow_result(full, int(fr.flow["flow_id"]), c.meta.path)
+            assert list(again) == list(ref.replays)
+            for k in again:
+                assert_frame_equal(again[k], ref.replays[k])
+    st.close()
+
+
+def test_a_capture_that_fails_keeps_the_others_and_their_export_names(tmp_path: Path) -> None:
+    # three captures named capture.pcap: the middle one is not a capture. The exports are named by
+    # the readable ones' order (000-, 001-), as export_analysis names them after the run
+    bad = tmp_path / "bad" / "capture.pcap"
+    bad.parent.mkdir()
+    bad.write_bytes(b"not a capture at all" * 10)
+    paths = [CAPTURES[1], str(bad), CAPTURES[3]]
+    full = api.analyze_run(paths, ALGOS)
+    want = [f.relative_to(tmp_path / "a") for f in export.export_analysis(full.analysis, tmp_path / "a", "csv")]
+    run = api.analyze_stream(paths, ALGOS, report_flows=0, export=tmp_path / "b", export_format="csv")
+    try:
+        files = run.stream.finish_export([c.meta.path for c in run.analysis.captures])
+        assert [f.relative_to(tmp_path / "b") for f in files] == want
+        assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["000-capture.pcap", "001-capture.pcap"]
+        assert run.failed == full.failed and str(bad) in run.failed
+        assert results.comparable(run.to_json()) == results.comparable(full.to_json())
+    finally:
+        run.stream.close()
+
+
+def test_events_failing_after_some_flows_fail_the_capture_and_remove_its_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the events of a capture's second batch fail: the capture is an error (as when every event
+    # stream was built at once), its flows already exported are removed, the other capture stays
+    import hscc_trace.events as events
+
+    real = events.flow_event_batches
+
+    def second_fails(cap, ids=None, **kw):  # type: ignore[no-untyped-def]
+        for k, batch in enumerate(real(cap, ids, rows=1, flows=1)):
+            if k == 1 and cap.meta.path == CAPTURES[0]:
+                raise ValueError("boom")
+            yield batch
+
+    monkeypatch.setattr(events, "flow_event_batches", second_fails)
+    monkeypatch.delenv(pipeline.DEBUG_ENV, raising=False)
+    for jobs in (1, 2):
+        out = tmp_path / f"j{jobs}"
+        run = api.analyze_stream(CAPTURES[:2], ALGOS, jobs=jobs, report_flows=1, export=out, export_format="csv")
+        try:
+            assert list(run.failed) == [CAPTURES[0]] and "ValueError: boom" in run.failed[CAPTURES[0]]
+            assert [c.meta.path for c in run.analysis.captures] == [CAPTURES[1]]
+            files = run.stream.finish_export([CAPTURES[1]])
+            assert sorted(f for f in out.rglob("*") if f.is_file()) == sorted(files)
+            assert {f.parent.name for f in files} == {"capture.pcap"}
+        finally:
+            run.stream.close()
+
+
+def test_flow_event_batches_give_every_flows_events(tmp_path: Path) -> None:
+    for path in CAPTURES[:1] + CAPTURES[2:3]:
+        cap = api.load(path)
+        every = all_flow_events(cap)
+        got = dict(pair for batch in flow_event_batches(cap, rows=1, flows=1) for pair in batch)
+        assert sorted(got) == sorted(every)
+        for fid, ev in every.items():
+            for t in ("segments", "acks", "episodes", "rounds"):
+                assert_frame_equal(getattr(got[fid], t), getattr(ev, t))
+
+
+def test_lazy_documents_write_the_same_text() -> None:
+    st = Stream(keep=0, entries=True)
+    run = api.analyze_run(CAPTURES[:2], ALGOS, stream=st)
+    full = api.analyze_run(CAPTURES[:2], ALGOS)
+    try:
+        lazy = run.to_json(lazy=True)
+        assert len(lazy["captures"][0]["flows"]) == 2
+        same = results.comparable(full.to_json())
+        assert results.comparable(run.to_json()) == same  # (entries read back as dicts)
+        assert [dict(f) for f in lazy["captures"][0]["flows"]] == same["captures"][0]["flows"]
+        a, b = results.dumps(lazy), results.dumps(full.to_json())
+        assert _STAMP.sub(b"", a.encode()) == _STAMP.sub(b"", b.encode())
+        empty = {**lazy, "captures": [{**lazy["captures"][0], "flows": type(lazy["captures"][0]["flows"])([])}]}
+        assert '"flows": []' in results.dumps(empty)
+    finally:
+        st.close()
+
+
+def test_a_kept_flow_is_packed_and_unpacked_exactly() -> None:
+    # the report's flows are held compressed while the run goes on: every table comes back equal
+    # (dtypes, Enums, nulls), the replays are made again from the unpacked events
+    from hscc_trace.analysis.stream import _Packed
+
+    full = api.analyze(CAPTURES[:1], ALGOS)
+    fr = full.captures[0].results[0]
+    packed = _Packed.of(fr)
+    assert sum(len(b or b"") for b in packed.tables.values()) < sum(
+        getattr(fr.events, t).estimated_size() for t in ("segments", "acks", "episodes", "rounds")
+    )
+    back = packed.unpack(lambda ev: api.replay(ev, ALGOS))
+    for t in ("segments", "acks", "episodes", "rounds", "sack_blocks"):
+        assert_frame_equal(getattr(back.events, t), getattr(fr.events, t))
+    assert back.events.vantage == fr.events.vantage and back.events.mss == fr.events.mss
+    assert back.replays == {} and back.released is not None and back.released.labels == tuple(fr.replays)
+    again = back.released.replay()
+    for k in fr.replays:
+        assert_frame_equal(again[k], fr.replays[k])
+    assert_frame_equal(back.fit, fr.fit) and back.verdict == fr.verdict
+
+
+def test_released_batches_equal_and_the_arena_refuses_to_be_read_again() -> None:
+    # analyze gives the load arena's pages back batch by batch: the tables are the same, and the
+    # capture then refuses to build events or its packet table (its rows read as zeros)
+    path = CAPTURES[0]
+    every = all_flow_events(api.load(path))
+    cap = api.load(path)
+    got = dict(pair for batch in flow_event_batches(cap, rows=1, flows=1, release=True) for pair in batch)
+    assert cap.decoded.arena.released
+    for fid, ev in every.items():
+        for t in ("segments", "acks", "episodes", "rounds"):
+            assert_frame_equal(getattr(got[fid], t), getattr(ev, t))
+    with pytest.raises(ValueError, match="released"):
+        all_flow_events(cap)
+    with pytest.raises(ValueError, match="released"):
+        cap.decoded.sack_packets()
+
+
+def test_a_page_is_given_back_when_its_last_row_is_released(monkeypatch: pytest.MonkeyPatch) -> None:
+    import numpy as np
+
+    from hscc_trace.flows import arena
+    from hscc_trace.perf import memory
+
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(memory, "dontneed", lambda a, n: calls.append((a, n)) or True)
+    page = arena._Pages.PAGE
+    raw = np.zeros(23 * page, np.uint8)
+    at = (-raw.ctypes.data) % page  # two columns of 10 pages each, page-aligned (one layout)
+    cols = [raw[at : at + 10 * page].view(np.uint64), raw[at + 11 * page : at + 21 * page].view(np.int64)]
+    per = page // 8  # rows per page
+    live = np.arange(0, 10 * per, 1)  # every row in use
+    pages = arena._Pages(cols, live)
+    whole = pages.n
+    assert whole == 10 and pages.firsts == [c.ctypes.data for c in cols]
+    # release every row of the 2nd page but one: nothing goes
+    first_row = per
+    assert pages.release(np.arange(first_row, first_row + per - 1)) == 0 and not calls
+    # its last row: that page goes, in both columns
+    assert pages.release(np.array([first_row + per - 1])) == 2 * page
+    assert calls == [(pages.firsts[0] + page, page), (pages.firsts[1] + page, page)]
+    calls.clear()
+    # every row: the other whole pages go, in runs (one call per run and column), never twice
+    assert pages.release(np.setdiff1d(live, np.arange(first_row, first_row + per))) == 2 * (whole - 1) * page
+    assert sum(n for _, n in calls) == 2 * (whole - 1) * page and len(calls) == 4  # two runs, two columns
+
+
+def test_the_glibc_adapter_gives_pages_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    import mmap
+
+    import numpy as np
+
+    from hscc_trace.perf import memory
+
+    if memory._libc() is None:
+        pytest.skip("not glibc")
+    page = mmap.PAGESIZE
+    m = mmap.mmap(-1, 4 * page, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS)  # as numpy's, page-aligned
+    a = np.frombuffer(m, np.uint8)
+    a[:] = 7
+    addr = a.ctypes.data
+    assert memory.dontneed(addr + page, 2 * page)  # the two middle pages: zeros from now on
+    assert a[:page].min() == 7 and a[page : 3 * page].max() == 0 and a[3 * page :].min() == 7
+    assert not memory.dontneed(addr, 0)
+    del a
+    m.close()
+    memory.trim()  # (nothing to check but that it runs)
+    calls: list[tuple[int, int]] = []
+    lib = memory._libc()
+    monkeypatch.setattr(memory, "_LIBC", [type("L", (), {"mallopt": lambda self, k, v: calls.append((k, v))})()])
+    monkeypatch.setenv("MALLOC_ARENA_MAX", "4")
+    memory.few_malloc_arenas()
+    assert calls == []  # the user's setting wins
+    monkeypatch.delenv("MALLOC_ARENA_MAX")
+    memory.few_malloc_arenas(2)
+    assert calls == [(memory._M_ARENA_MAX, 2)] and lib is not None
