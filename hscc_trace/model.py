@@ -146,6 +146,16 @@ class ReleasedReplays:
 
 
 @dataclass
+class KernelTruth:
+    """What the sending kernel really did, from files beside the capture (hscc_trace.analysis.truth)."""
+
+    source: str  # the folder the files were read from
+    algo: str | None  # the algorithm the sender ran (meta.json), when known
+    window: pl.DataFrame  # frame, ts_ns of the ACK whose processing left it; snd_cwnd (packets)
+    signals: pl.DataFrame | None = None  # frame, ts_ns of the ACK that wrote it; the program's variables
+
+
+@dataclass
 class FlowResult:
     """Everything known about one flow after replay."""
 
@@ -158,6 +168,8 @@ class FlowResult:
     verdict: Any = None
     # a streamed run (hscc_trace.analysis.stream): replays is empty and this makes them again
     released: ReleasedReplays | None = None
+    # the sender's kernel truth when files beside the capture hold it (samples/), else None
+    truth: KernelTruth | None = None
 
 
 class VerdictBrief(NamedTuple):

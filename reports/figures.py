@@ -68,6 +68,10 @@ ALGO_COLORS = (
     "#756bb1",
 )
 ACTUAL_COLOR = "#111111"
+#: the sending kernel's own values, when files beside the capture hold them (samples/: tcp_probe's
+#: snd_cwnd, the BPF program's variables; hscc_trace.analysis.truth)
+KERNEL_COLOR = "#c51b7d"
+KERNEL_SYMBOLS = ("x", "diamond-open", "circle-open", "triangle-up-open", "square-open", "star-open")
 EPISODE_COLORS = {
     "fast_retransmit": "rgba(214,39,40,0.16)",
     "sack_recovery": "rgba(214,39,40,0.16)",
@@ -855,7 +859,8 @@ def _window_panel(c: _Ctx) -> Block:
                 src=c.col(c.replay_table(label, df), c.sid(label, "cwnd"), cwnd),
             )
         )
-    y0, y1 = _extent([*actual, *replays])
+    kernel = [_kernel_window(c, p)]
+    y0, y1 = _extent([*actual, *replays, *kernel])
     bands = c.episode_bands(y0, y1, legendrank=1000)
     if rounds.height:
         rs, re_, lim = (
@@ -882,14 +887,73 @@ def _window_panel(c: _Ctx) -> Block:
                     src=c.band_table(rs[m], re_[m]),
                 )
     # drawn bottom to top: shading, replays, then the actual sender on top of everything
-    data = [*bands, *(tr for tr in replays if tr is not None), *(tr for tr in actual if tr is not None)]
+    data = [
+        *bands,
+        *(tr for tr in replays if tr is not None),
+        *(tr for tr in kernel if tr is not None),
+        *(tr for tr in actual if tr is not None),
+    ]
     hidden = len([lab for lab in c.fr.replays if lab not in shown_])
     more = f" — the {len(shown_)} best-fitting shown; {hidden} more in the legend (click to show)" if hidden else ""
+    truth = " and the window the sending kernel really used (magenta, tcp_probe)" if kernel[0] is not None else ""
     return Block(
         "window",
-        "Window: what the sender had in flight (black) and what each algorithm would have set" + more,
+        "Window: what the sender had in flight (black)" + truth + " and what each algorithm would have set" + more,
         [Row(data, ROW_PX["window"], ytitle=f"window ({pk})")],
     )
+
+
+def _kernel_window(c: _Ctx, p: _Panel) -> Trace | None:
+    """The sending kernel's ``snd_cwnd`` after each ACK (tcp_probe), when the flow has truth."""
+    kt = c.fr.truth
+    if kt is None or not kt.window.height:
+        return None
+    w = kt.window
+    t, frame, y = _t(w["ts_ns"], c.t0), _f(w["frame"]), _f(w["snd_cwnd"])
+    tb = c.store.table("kw", t, frame) if c.store is not None else None
+    return p.line(
+        t,
+        y,
+        "kernel: snd_cwnd (tcp_probe)",
+        line=dict(color=KERNEL_COLOR, width=1.6),
+        legendrank=5,
+        hovertemplate=f"%{{y:.0f}} {unit('replay', 'cwnd')}",
+        frame=frame,
+        mss=float(c.mss),
+        src=c.col(tb, "cwnd", y, decimals=0),
+    )
+
+
+def _kernel_signals(c: _Ctx, p: _Panel, label: str, names: list[str], units: dict[str, str]) -> list[Trace | None]:
+    """Markers of the sending kernel's own values of ``label``'s signals ``names`` (those its
+    truth has under the same name: the BPF senders of samples/ write them in the replay's units),
+    at the ACK whose processing wrote each; ``units`` gives each signal's unit as the row shows it."""
+    kt = c.fr.truth
+    if kt is None or kt.signals is None or kt.algo != label or not kt.signals.height:
+        return []
+    ks = kt.signals
+    have = [s for s in names if s in ks.columns and ks.schema[s].is_numeric()]
+    if not have:
+        return []
+    t, frame = _t(ks["ts_ns"], c.t0), _f(ks["frame"])
+    tb = c.store.table("ks", t, frame) if c.store is not None else None
+    out: list[Trace | None] = []
+    for i, s in enumerate(have):
+        u, k = shown(units[s]) if units.get(s) else ("", 1.0)
+        y = _f(ks[s]) * k
+        out.append(
+            p.line(
+                t,
+                y,
+                f"kernel: {_esc(s)}",
+                mode="markers",
+                marker=dict(color=KERNEL_COLOR, size=6, symbol=KERNEL_SYMBOLS[i % len(KERNEL_SYMBOLS)]),
+                hovertemplate="%{y:.4g}" + (f" {_esc(u)}" if u else ""),
+                frame=frame,
+                src=c.col(tb, c.sid("\0kernel", s), y),
+            )
+        )
+    return out
 
 
 def _rtt_panel(c: _Ctx) -> Block:
@@ -1304,6 +1368,8 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                         src=c.col(tb, c.sid(label, s), y),
                     )
                 )
+            traces.append(_kernel_window(c, p) if c.fr.truth is not None and c.fr.truth.algo == label else None)
+            traces += _kernel_signals(c, p, label, names, {s: pk for s in names})
             if acks.height:
                 ta = c.acks_table()
                 traces.append(
@@ -1343,6 +1409,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                         src=c.col(tb, c.sid(label, s), y),
                     )
                 )
+            traces += _kernel_signals(c, p, label, names, sunit)
         y0, y1 = _extent(traces)
         bands = c.episode_bands(y0, y1, legend=r == 1)
         if kind != "other":  # phases/modes shade the window and threshold rows (episodes shade all)
@@ -1358,6 +1425,9 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
             )
         )
     flag_note = f" — shaded: {', '.join(_esc(f) for f in flags)}" if flags else ""
+    kt = c.fr.truth
+    if kt is not None and kt.algo == label:
+        flag_note += " — magenta: what the sending kernel itself had (its snd_cwnd and the program's variables)"
     return Block(f"algo:{label}", f"{_esc(label)}: the algorithm's own signals{flag_note}", out_rows)
 
 

@@ -6,7 +6,8 @@ Work is split into two kinds of task:
    selected flows' event streams a batch at a time (:func:`hscc_trace.events.flow_event_batches`:
    only a batch's tables are held at once);
 2. per flow: replay every algorithm on the flow's events and fit them to the actual sender
-   (:func:`analyze_flow`).
+   (:func:`analyze_flow`), and attach the sending kernel's truth when the capture's folder holds
+   it (:mod:`hscc_trace.analysis.truth`).
 
 With ``jobs == 1`` the tasks run in this thread, one after the other. With ``jobs = N > 1``
 (:func:`_run_parallel`) they run over N lanes of one process: this thread reads the captures,
@@ -49,7 +50,7 @@ from typing import Any
 import polars as pl
 
 from hscc_trace import __version__
-from hscc_trace.analysis import results
+from hscc_trace.analysis import results, truth
 from hscc_trace.errors import HsccError, InputError, InternalMessage, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowEvents, FlowResult
 
@@ -343,10 +344,22 @@ def _next_batch(path: str, batches: Iterator[Any]) -> tuple[bool, Any]:
     return _guard(next, path, batches, None)
 
 
+def analyze_flow_of(
+    path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]
+) -> FlowResult:
+    """:func:`analyze_flow`, plus the sending kernel's truth when files beside the capture hold it
+    (:mod:`hscc_trace.analysis.truth`: the samples' ``truth_probe.parquet``)."""
+    fr = analyze_flow(flow, ev, algorithms, params)
+    folder = truth.truth_dir(path)
+    if folder is not None:
+        fr.truth = truth.flow_truth(folder, flow, ev)
+    return fr
+
+
 def _flow_task(
     path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]
 ) -> tuple[bool, Any]:
-    return _guard(analyze_flow, path, flow, ev, algorithms, params)
+    return _guard(analyze_flow_of, path, path, flow, ev, algorithms, params)
 
 
 # --- the run -----------------------------------------------------------------------------------------
