@@ -12,6 +12,7 @@ import http.server
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -330,3 +331,26 @@ def test_read_mixes_files_of_old_and_new_versions(tmp_path):
     (tmp_path / "flows" / f"{'d' * 64}.tmp123").write_bytes(b"half")
     assert ds.remove_partial_writes(tmp_path) == 1 and not list((tmp_path / "flows").iterdir())
     assert len(list((tmp_path / "errors").iterdir())) == 3
+
+
+@pytest.mark.slow
+def test_embedded_cluster_keeps_its_settings_in_the_workers():
+    """The embedded LocalCluster's workers run with runner.SCHEDULER_CONFIG: the scheduler retries
+    once and queues nothing on a worker, and the workers' statistical profiler is off (it samples
+    every thread's stack every 10 ms, taking the GIL from the analysis)."""
+    import dask
+
+    with runner.client(workers=1) as c:
+        got = c.run(lambda: {k: dask.config.get(k) for k in runner.SCHEDULER_CONFIG})
+        assert list(got.values()) == [runner.SCHEDULER_CONFIG]
+
+        def busy() -> None:  # 1.5 s of Python: the profiler, when on, samples it ≈ 40-150 times
+            t = time.monotonic()
+            while time.monotonic() - t < 1.5:
+                sum(range(1000))
+
+        c.submit(busy, pure=False).result()
+        samples = c.run(lambda dask_worker: dask_worker.profile_recent.get("count", 0))
+        assert list(samples.values()) == [0]
+        sched = c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures)
+        assert sched == 1

@@ -40,11 +40,17 @@ CRASH_ENV = "HSCC_TRACE_CORPUS_CRASH"
 HANG_ENV = "HSCC_TRACE_CORPUS_HANG"
 #: Dask event topic on which a task announces its start: ``{"key", "worker", "sha"}``.
 TOPIC = "hscc-trace-corpus"
-#: The embedded scheduler's settings (a running scheduler needs the same, see docs/corpus.md):
+#: The embedded cluster's settings (a running scheduler needs the first two, see docs/corpus.md):
 #: a capture is retried once after its worker dies, and a worker holds only the tasks it runs
 #: (no queue of its own), so a worker that dies or is restarted takes no innocent capture's
-#: retry with it.
-SCHEDULER_CONFIG = {"distributed.scheduler.allowed-failures": 1, "distributed.scheduler.worker-saturation": 1.0}
+#: retry with it. The workers' statistical profiler (a thread sampling every thread's stack every
+#: 10 ms, for the dashboard's profile page) is off: each sample takes the GIL from the analysis,
+#: and a capture's task is the analysis of one file, which needs no profile.
+SCHEDULER_CONFIG = {
+    "distributed.scheduler.allowed-failures": 1,
+    "distributed.scheduler.worker-saturation": 1.0,
+    "distributed.worker.profile.enabled": False,
+}
 #: How often the client looks at the clocks of running captures when there is a timeout.
 POLL_S = 0.1
 
