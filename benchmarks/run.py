@@ -15,6 +15,7 @@ Cases (``CASES``):
 * ``hscc analyze``   ``hscc-trace analyze FILE -o report.html --json results.json -q``: every
                      default algorithm replayed on every flow, fit, the HTML report and JSON
 * ``tcptrace -l``    ``tcptrace -n -l FILE`` (-n: no DNS lookups; there is no network here)
+* ``tcptrace -lr``   ``tcptrace -n -l -r FILE`` (with RTT statistics: issue #16 states its analyze target so)
 * ``tshark conv``    ``tshark -n -r FILE -q -z conv,tcp``
 * ``tshark analysis`` ``tshark -n -r FILE -T fields -e frame.number -e tcp.stream
                      -e tcp.analysis.ack_rtt -e tcp.analysis.bytes_in_flight``
@@ -119,6 +120,8 @@ CASES: list[Case] = [
         kind="hscc",
     ),
     Case("tcptrace", "tcptrace -l", lambda f, d: ["tcptrace", "-n", "-l", str(f)], needs="tcptrace"),
+    # issue #16 states its analyze target against `tcptrace -lr` (long output plus RTT statistics)
+    Case("tcptrace_lr", "tcptrace -lr", lambda f, d: ["tcptrace", "-n", "-l", "-r", str(f)], needs="tcptrace"),
     Case(
         "tshark_conv",
         "tshark -z conv,tcp",
@@ -570,6 +573,14 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
             TARGET_ANALYZE_VS_TCPTRACE,
             f"{big}: hscc-trace analyze / tcptrace -l wall time" + cpu("hscc_analyze", "tcptrace"),
         )
+        if t("tcptrace_lr"):
+            add(
+                "analyze (all algorithms + report) ≤ 2.0× tcptrace -lr",
+                ratio("hscc_analyze", "tcptrace_lr"),
+                "<=",
+                TARGET_ANALYZE_VS_TCPTRACE,
+                f"{big}: hscc-trace analyze / tcptrace -lr wall time" + cpu("hscc_analyze", "tcptrace_lr"),
+            )
         add(
             "events path ≤ 1.5× tcptrace -l",
             ratio("hscc_events", "tcptrace"),
