@@ -924,10 +924,15 @@ def _kernel_window(c: _Ctx, p: _Panel) -> Trace | None:
     )
 
 
-def _kernel_signals(c: _Ctx, p: _Panel, label: str, names: list[str], units: dict[str, str]) -> list[Trace | None]:
+def _kernel_signals(
+    c: _Ctx, p: _Panel, label: str, names: list[str], units: dict[str, str], stack_on: str | None = None
+) -> list[Trace | None]:
     """Markers of the sending kernel's own values of ``label``'s signals ``names`` (those its
     truth has under the same name: the BPF senders of samples/ write them in the replay's units),
-    at the ACK whose processing wrote each; ``units`` gives each signal's unit as the row shows it."""
+    at the ACK whose processing wrote each; ``units`` gives each signal's unit as the row shows it.
+    ``stack_on``: the row draws the replay's ``dwnd`` stacked on this loss-based window (Compound
+    TCP), so the kernel's ``dwnd`` is drawn stacked on the kernel's own, where the two can be
+    compared."""
     kt = c.fr.truth
     if kt is None or kt.signals is None or kt.algo != label or not kt.signals.height:
         return []
@@ -941,11 +946,20 @@ def _kernel_signals(c: _Ctx, p: _Panel, label: str, names: list[str], units: dic
     for i, s in enumerate(have):
         u, k = shown(units[s]) if units.get(s) else ("", 1.0)
         y = _f(ks[s]) * k
+        name = f"kernel: {_esc(s)}"
+        if s == "dwnd" and stack_on is not None:
+            if stack_on in ks.columns:
+                y = y + _f(ks[stack_on]) * k
+            elif "win" in ks.columns:  # the replay's loss-based part is win − dwnd: the top is win
+                y = _f(ks["win"]) * k
+            else:
+                continue
+            name = "kernel: dwnd (stacked on its loss-based part)"
         out.append(
             p.line(
                 t,
                 y,
-                f"kernel: {_esc(s)}",
+                name,
                 mode="markers",
                 marker=dict(color=KERNEL_COLOR, size=6, symbol=KERNEL_SYMBOLS[i % len(KERNEL_SYMBOLS)]),
                 hovertemplate="%{y:.4g}" + (f" {_esc(u)}" if u else ""),
@@ -1369,7 +1383,8 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                     )
                 )
             traces.append(_kernel_window(c, p) if c.fr.truth is not None and c.fr.truth.algo == label else None)
-            traces += _kernel_signals(c, p, label, names, {s: pk for s in names})
+            stack_on = stacked[0] if stacked is not None else None
+            traces += _kernel_signals(c, p, label, names, {s: pk for s in names}, stack_on)
             if acks.height:
                 ta = c.acks_table()
                 traces.append(

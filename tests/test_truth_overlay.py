@@ -61,12 +61,19 @@ def test_report_draws_the_kernel_window_and_signals_with_the_replay(ctcp):
     assert all(drawn[round(float(x), 6)] == y for x, y in zip(kw["x"], kw["y"]))
     algo = ff.blocks["algo:compound"]
     names = {tr["name"] for row in algo.rows for tr in row.traces}
-    assert {"kernel: snd_cwnd (tcp_probe)", "kernel: dwnd", "kernel: cwnd_loss", "kernel: diff"} <= names
+    stacked = "kernel: dwnd (stacked on its loss-based part)"
+    assert {"kernel: snd_cwnd (tcp_probe)", stacked, "kernel: cwnd_loss", "kernel: diff"} <= names
     assert "compound cwnd" in names and "dwnd (delay-based part, stacked on it)" in names
-    # the kernel's dwnd markers carry the program's values
-    (kd,) = [tr for row in algo.rows for tr in row.traces if tr["name"] == "kernel: dwnd"]
-    assert kd["mode"] == "markers"
-    assert set(np.round(kd["y"], 6)) <= set(np.round(ctcp.truth.signals["dwnd"].to_numpy(), 6))
+    # the replay's dwnd is drawn stacked on cwnd_loss, so the kernel's is too: each marker is the
+    # program's cwnd_loss + dwnd of one line (and its diff markers are its diff)
+    ks = ctcp.truth.signals
+    (kd,) = [tr for row in algo.rows for tr in row.traces if tr["name"] == stacked]
+    assert kd["mode"] == "markers" and len(kd["y"]) > 10
+    top = np.round((ks["cwnd_loss"] + ks["dwnd"]).to_numpy(), 6)
+    assert set(np.round(kd["y"], 6)) <= set(top)
+    assert not set(np.round(kd["y"], 6)) <= set(np.round(ks["dwnd"].to_numpy(), 6))
+    (kf,) = [tr for row in algo.rows for tr in row.traces if tr["name"] == "kernel: diff"]
+    assert set(np.round(kf["y"], 6)) <= set(np.round(ks["diff"].to_numpy(), 6))
     # another algorithm's panel has no kernel values: they belong to the algorithm the sender ran
     reno = {tr["name"] for row in ff.blocks["algo:reno"].rows for tr in row.traces}
     assert not any(n.startswith("kernel:") for n in reno)
@@ -88,3 +95,15 @@ def test_no_truth_when_the_probes_do_not_match_this_capture():
     (fr,) = api.analyze(SAMPLES / "reno-bdp-receiver" / "capture.pcap", ["reno"]).captures[0].results
     assert truth.truth_dir(SAMPLES / "reno-bdp-receiver" / "capture.pcap") is not None
     assert fr.truth is None
+
+
+def test_a_bad_truth_file_costs_the_overlay_not_the_flow(tmp_path):
+    """Truth files are anyone's: a probe table whose ``sport`` is text (polars cannot compare it
+    with the port) leaves the flow analyzed, with a warning naming the problem, and no truth."""
+    shutil.copy(CTCP, tmp_path / "capture.pcap.gz")
+    probe = pl.read_parquet(CTCP.parent / truth.PROBE)
+    probe.with_columns(pl.col("sport").cast(pl.String)).write_parquet(tmp_path / truth.PROBE)
+    (fr,) = api.analyze(tmp_path / "capture.pcap.gz", ["compound"]).captures[0].results
+    assert fr.truth is None and "compound" in fr.replays and fr.fit.height == 1
+    (w,) = [w for w in fr.warnings if "kernel truth" in w.message]
+    assert w.source == str(tmp_path) and "ComputeError" in w.message

@@ -247,3 +247,41 @@ def test_interpolated_delay_beyond_int64_neither_warns_nor_wraps():
         assert off[3:].tolist() == [100, big - 4]  # arrival minus the releasing ACK's time
         outs.append((ahead.tolist(), rel.tolist(), off.tolist()))
     assert outs[0] == outs[1]
+
+
+@pytest.mark.parametrize("late", [330, 5 * 10**18], ids=["small", "hostile"])
+def test_ack_before_its_anchor_after_a_clock_step_back(late):
+    """An ACK whose time steps back (t = 50) before the anchor it is placed after (t0 = 100):
+    the anchors' delays are extrapolated back, as integers while the product fits. Anchors
+    (100, 10) and (300, late − 300); rows: ACK 100 (TSval 10), segment 110 echoing 10, ACK 200 and
+    ACK 50 (TSval 10 again: placed by time), ACK 300 (TSval 11), segment ``late`` echoing 11.
+
+    small (late = 330): delays 10 and 30; for the ACK at 50: 10 + 20·(50 − 100) // 200 = 10 − 5
+    = 5 ns, so it reaches the sender at 55, before segment 110: it releases nothing new, segment
+    110 is released by ACK row 0 and segment 330 by ACK row 4 (what the code before the overflow
+    guard gave). hostile (late = 5·10¹⁸): the product leaves int64 and is taken in floating point
+    — no overflow warning, the same result compiled and interpreted."""
+    import warnings
+
+    import numpy as np
+
+    from hscc_trace.events import vantage
+    from hscc_trace.events.prep import F_ACK
+
+    ts = np.array([100, 110, 200, 50, 300, late], np.int64)
+    snd = np.array([False, True, False, False, False, True])
+    plen = np.array([0, 1000, 0, 0, 0, 1000], np.int64)
+    flags = np.full(6, F_ACK, np.int64)
+    seq = np.array([0, 1, 0, 0, 0, 1001], np.int64)
+    rtsv = np.array([10, 10, 10, 10, 11, 11], np.int64)
+    outs = []
+    for run_kernel in (vantage.sender_view.py_func, vantage.sender_view.call_compiled):
+        ahead, rel, off = np.zeros(6, np.int64), np.zeros(6, np.int64), np.zeros(6, np.int64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            run_kernel(ts, snd, plen, flags, seq, rtsv, np.int64(0), ahead, rel, off)
+        outs.append((ahead.tolist(), rel.tolist(), off.tolist()))
+    assert outs[0] == outs[1]
+    assert outs[0][1] == [-1, 0, -1, -1, -1, 4]
+    if late == 330:
+        assert outs[0] == ([1, 1, 1001, 1001, 1001, 1001], [-1, 0, -1, -1, -1, 4], [0, 10, 10, 10, 10, 30])

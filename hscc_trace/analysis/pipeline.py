@@ -352,7 +352,15 @@ def analyze_flow_of(
     fr = analyze_flow(flow, ev, algorithms, params)
     folder = truth.truth_dir(path)
     if folder is not None:
-        fr.truth = truth.flow_truth(folder, flow, ev)
+        try:
+            fr.truth = truth.flow_truth(folder, flow, ev)
+        except Exception as exc:  # noqa: BLE001 - files anyone may write: never lose the flow for them
+            if os.environ.get(DEBUG_ENV):
+                raise
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+            fr.warnings.append(
+                Warn(str(folder), f"kernel truth beside the capture not used ({type(exc).__name__}: {first})")
+            )
     return fr
 
 

@@ -21,7 +21,12 @@ finished flow (:meth:`Stream.done`, in the pipeline's calling thread) and
 
 The captures of a streamed run then hold the kept flows in ``CaptureResult.results`` and every
 analyzed flow in ``CaptureResult.summaries``. The outputs are those of an unstreamed run, byte
-for byte (tests/test_stream.py).
+for byte (tests/test_stream.py), with one exception: when a capture's events fail after some of
+its flows were analyzed (the whole capture is then an error, its flows forgotten), flows of other
+captures that its flows had pushed out of the top ``keep``, or kept out of it, are gone, and the
+report draws fewer flows in full than an unstreamed run would (every flow is still in its
+overview, the JSON results and the exports). Keeping them would mean keeping every flow that
+might be drawn until every capture is read: the memory this module saves.
 """
 
 from __future__ import annotations

@@ -279,12 +279,22 @@ def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
             dly = an_d[ja - 1]
             if t1 > t0:
                 dd = an_d[ja] - an_d[ja - 1]  # both >= 0: no overflow
-                dt = t - t0  # 0 <= dt < t1 - t0
-                if dt == 0 or abs(dd) <= I64_MAX // dt:
-                    dly += dd * dt // (t1 - t0)
-                else:  # the product leaves int64 (hostile timestamps): |dd * dt / span| < |dd|
-                    dly += np.int64(np.floor(np.float64(dd) * (np.float64(dt) / np.float64(t1 - t0))))
-        tq = t + dly if t <= I64_MAX - dly else np.int64(I64_MAX)  # ACK at the sender (dly >= 0)
+                dt = t - t0  # < t1 - t0; negative after a clock step back (extrapolated back)
+                adt = dt if dt >= 0 else -dt
+                if adt == 0 or abs(dd) <= I64_MAX // adt:
+                    term = dd * dt // (t1 - t0)
+                else:  # the product leaves int64 (hostile timestamps): in floating point, bounded
+                    f = np.float64(dd) * (np.float64(dt) / np.float64(t1 - t0))
+                    term = np.int64(np.floor(min(max(f, -(2.0**62)), 2.0**62)))
+                if term > 0 and dly > I64_MAX - term:  # saturate instead of wrapping
+                    dly = np.int64(I64_MAX)
+                else:
+                    dly += term
+        # when the ACK reaches the sender, saturated at the int64 range
+        if dly >= 0:
+            tq = t + dly if t <= I64_MAX - dly else np.int64(I64_MAX)
+        else:
+            tq = t + dly if t >= -I64_MAX - dly else np.int64(-I64_MAX)
         v = rtsv[i]
         if use_ts and v > lim:
             b = np.searchsorted(s_echo, v)  # first segment echoing v or later
