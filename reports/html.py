@@ -193,7 +193,9 @@ def _array_json(arr: np.ndarray, decimals: int) -> str:
     (a line gap). Text (not typed arrays) because it gzips far better and the loader reads it."""
     arr = np.asarray(arr, dtype=np.float64)
     bad = ~np.isfinite(arr)
-    if decimals == 0:
+    # integers as integers while exact in float64 (|x| < 2^53); beyond, as rounded floats (a
+    # hostile capture's huge values would not fit an int64 cast)
+    if decimals == 0 and not (np.abs(np.where(bad, 0.0, arr)) >= 2.0**53).any():
         txt = np.rint(np.where(bad, 0.0, arr)).astype(np.int64).astype(str)
         if bad.any():
             txt[bad] = "null"

@@ -59,6 +59,33 @@ def test_small_work_is_interpreted_until_the_budget_then_compiled_and_stamped(ca
     assert k2.stats["compiled_calls"] == 1 and k2.stats["interpreted_calls"] == 0
 
 
+def _scale(a, out):  # int64 products that leave the int64 range on purpose
+    for i in range(len(a)):
+        out[i] = a[i] * 10
+    return len(a)
+
+
+def test_interpreted_twin_wraps_int64_like_the_compiled_code_without_a_warning(cache_dir):
+    """Compiled, numba's int64 arithmetic wraps silently; the Python twin on numpy scalars would
+    warn ("overflow encountered in scalar multiply") on stderr — hostile captures found it in
+    events/core.py. Interpreted it runs under np.errstate(over="ignore"): same values, no warning.
+    Working: 2^62 · 10 = 10 · 2^62 mod 2^64 read as int64 = 2^63 + 2^62 − 2^64 … = −2^63 (10 · 2^62
+    = 2^65 + 2^63; mod 2^64: 2^63; as signed: −2^63)."""
+    import warnings
+
+    k = Kernel(_scale, None, {"cache": False}, lambda a: len(a[0]), (1e9, 1.0), "tests._scale", source_key="t")
+    a = np.array([2**62, 3], dtype=np.int64)
+    got = []
+    for mode in ("interpret", "compile"):
+        out = np.zeros_like(a)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            (k if mode == "interpret" else k.call_compiled)(a, out)
+        got.append(out.tolist())
+    assert k.stats["interpreted_calls"] == 1 and k.stats["compiled_calls"] == 1
+    assert got[0] == got[1] == [-(2**63), 30]
+
+
 def test_large_first_call_compiles_at_once(cache_dir):
     k = _kernel(10)
     a = np.arange(11, dtype=np.int64)

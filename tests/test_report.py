@@ -793,3 +793,22 @@ def test_analyze_cli_report_options(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert 'data-store data-section="flow-0-0"' in (tmp_path / "f.html").read_text()
     code, err = run("-o", str(tmp_path / "x.html"), "--max-points", "4")
     assert code == 2 and err.startswith("hscc-trace: error: --max-points must be at least 8") and err.count("\n") == 1
+
+
+def test_array_json_writes_values_beyond_int64_as_numbers_without_a_warning():
+    """A hostile capture's huge values (1e20 does not fit an int64 cast: numpy warned "invalid
+    value encountered in cast" and wrote garbage) are written as rounded floats; whole numbers
+    within 2^53 stay integers, NaN/inf stay null."""
+    import json
+    import warnings
+
+    import numpy as np
+
+    from hscc_trace.reports.html import _array_json
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        huge = _array_json(np.array([1.0, 2.4, np.nan, 1e20, -3e19, np.inf]), 0)
+        small = _array_json(np.array([1.0, 2.4, np.nan]), 0)
+    assert json.loads(huge) == [1.0, 2.0, None, 1e20, -3e19, None]
+    assert small == "[1,2,null]"

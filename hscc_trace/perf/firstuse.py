@@ -216,8 +216,13 @@ class Kernel:
             if expect >= NOTICE_S:
                 for listener in list(LISTENERS):
                     listener(self, expect)
+            import numpy as np
+
             t = time.perf_counter()
-            out = self.python()(*args)
+            # int64 arithmetic wraps in the compiled code without a word; its Python twin must give
+            # the same results the same way, not a RuntimeWarning on stderr (hostile captures)
+            with np.errstate(over="ignore"):
+                out = self.python()(*args)
             self.stats["interpreted_calls"] += 1
             self.stats["interpreted_items"] += int(self.work(args))
             self.stats["interpreted_s"] += time.perf_counter() - t
