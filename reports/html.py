@@ -195,8 +195,9 @@ def _array_json(arr: np.ndarray, decimals: int) -> str:
     bad = ~np.isfinite(arr)
     # integers as integers while exact in float64 (|x| < 2^53); beyond, as rounded floats (a
     # hostile capture's huge values would not fit an int64 cast)
-    if decimals == 0 and not (np.abs(np.where(bad, 0.0, arr)) >= 2.0**53).any():
-        txt = np.rint(np.where(bad, 0.0, arr)).astype(np.int64).astype(str)
+    finite = np.where(bad, 0.0, arr) if decimals == 0 else arr
+    if decimals == 0 and not (np.abs(finite) >= 2.0**53).any():
+        txt = np.rint(finite).astype(np.int64).astype(str)
         if bad.any():
             txt[bad] = "null"
         return "[" + ",".join(txt.tolist()) + "]"

@@ -214,6 +214,28 @@ def test_flow_rtt_vantage_unknown_is_decided_by_the_echo_delay():
     assert (r["rtt_min_s"], r["rtt_max_s"]) == pytest.approx((0.0502, 0.0502), abs=1e-9)
 
 
+def sender_view_both_ways(ts, snd, plen, flags, seq, rtsv):
+    """Run the sender_view kernel interpreted and compiled, warnings as errors; the ``(ahead,
+    rel, off)`` lists of each."""
+    import warnings
+
+    import numpy as np
+
+    from hscc_trace.events import vantage
+
+    n = len(ts)
+    i64 = [np.asarray(x, np.int64) for x in (plen, flags, seq, rtsv)]
+    arrays = [np.asarray(ts, np.int64), np.asarray(snd, bool), *i64]
+    outs = []
+    for run_kernel in (vantage.sender_view.py_func, vantage.sender_view.call_compiled):
+        ahead, rel, off = np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n, np.int64)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            run_kernel(*arrays, np.int64(0), ahead, rel, off)
+        outs.append((ahead.tolist(), rel.tolist(), off.tolist()))
+    return outs
+
+
 def test_interpolated_delay_beyond_int64_neither_warns_nor_wraps():
     """A hostile capture (found by fuzzing): two anchors 4 ns apart whose echo delays differ by
     5·10¹⁸ ns. The ACK between them (t = 3, the second of TSval 10) gets the delay interpolated
@@ -223,29 +245,20 @@ def test_interpolated_delay_beyond_int64_neither_warns_nor_wraps():
     boundary is segment 1 (the first echoing a later TSval), segment 0 was released by ACK row 0
     and segment 1 by ACK row 2 (the last ACK placed at or before it). A wrapped product would
     give a negative delay, boundary 0, and segment 0 released by ACK row 1."""
-    import warnings
-
-    import numpy as np
-
-    from hscc_trace.events import vantage
     from hscc_trace.events.prep import F_ACK
 
     big = 5 * 10**18
-    ts = np.array([0, 3, 4, 100, big], np.int64)
-    snd = np.array([False, False, False, True, True])
-    plen = np.array([0, 0, 0, 1000, 1000], np.int64)
-    flags = np.full(5, F_ACK, np.int64)
-    seq = np.array([0, 0, 0, 1, 1001], np.int64)
-    rtsv = np.array([10, 10, 11, 10, 11], np.int64)
-    outs = []
-    for run_kernel in (vantage.sender_view.py_func, vantage.sender_view.call_compiled):
-        ahead, rel, off = np.zeros(5, np.int64), np.zeros(5, np.int64), np.zeros(5, np.int64)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            run_kernel(ts, snd, plen, flags, seq, rtsv, np.int64(0), ahead, rel, off)
-        assert rel.tolist() == [-1, -1, -1, 0, 2]
-        assert off[3:].tolist() == [100, big - 4]  # arrival minus the releasing ACK's time
-        outs.append((ahead.tolist(), rel.tolist(), off.tolist()))
+    outs = sender_view_both_ways(
+        ts=[0, 3, 4, 100, big],
+        snd=[False, False, False, True, True],
+        plen=[0, 0, 0, 1000, 1000],
+        flags=[F_ACK] * 5,
+        seq=[0, 0, 0, 1, 1001],
+        rtsv=[10, 10, 11, 10, 11],
+    )
+    for _ahead, rel, off in outs:
+        assert rel == [-1, -1, -1, 0, 2]
+        assert off[3:] == [100, big - 4]  # arrival minus the releasing ACK's time
     assert outs[0] == outs[1]
 
 
@@ -261,26 +274,16 @@ def test_ack_before_its_anchor_after_a_clock_step_back(late):
     110 is released by ACK row 0 and segment 330 by ACK row 4 (what the code before the overflow
     guard gave). hostile (late = 5·10¹⁸): the product leaves int64 and is taken in floating point
     — no overflow warning, the same result compiled and interpreted."""
-    import warnings
-
-    import numpy as np
-
-    from hscc_trace.events import vantage
     from hscc_trace.events.prep import F_ACK
 
-    ts = np.array([100, 110, 200, 50, 300, late], np.int64)
-    snd = np.array([False, True, False, False, False, True])
-    plen = np.array([0, 1000, 0, 0, 0, 1000], np.int64)
-    flags = np.full(6, F_ACK, np.int64)
-    seq = np.array([0, 1, 0, 0, 0, 1001], np.int64)
-    rtsv = np.array([10, 10, 10, 10, 11, 11], np.int64)
-    outs = []
-    for run_kernel in (vantage.sender_view.py_func, vantage.sender_view.call_compiled):
-        ahead, rel, off = np.zeros(6, np.int64), np.zeros(6, np.int64), np.zeros(6, np.int64)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            run_kernel(ts, snd, plen, flags, seq, rtsv, np.int64(0), ahead, rel, off)
-        outs.append((ahead.tolist(), rel.tolist(), off.tolist()))
+    outs = sender_view_both_ways(
+        ts=[100, 110, 200, 50, 300, late],
+        snd=[False, True, False, False, False, True],
+        plen=[0, 1000, 0, 0, 0, 1000],
+        flags=[F_ACK] * 6,
+        seq=[0, 1, 0, 0, 0, 1001],
+        rtsv=[10, 10, 10, 10, 11, 11],
+    )
     assert outs[0] == outs[1]
     assert outs[0][1] == [-1, 0, -1, -1, -1, 4]
     if late == 330:

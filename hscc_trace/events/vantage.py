@@ -280,8 +280,7 @@ def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
             if t1 > t0:
                 dd = an_d[ja] - an_d[ja - 1]  # both >= 0: no overflow
                 dt = t - t0  # < t1 - t0; negative after a clock step back (extrapolated back)
-                adt = dt if dt >= 0 else -dt
-                if adt == 0 or abs(dd) <= I64_MAX // adt:
+                if dt == 0 or abs(dd) <= I64_MAX // abs(dt):
                     term = dd * dt // (t1 - t0)
                 else:  # the product leaves int64 (hostile timestamps): in floating point, bounded
                     f = np.float64(dd) * (np.float64(dt) / np.float64(t1 - t0))
