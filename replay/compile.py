@@ -17,15 +17,20 @@ machine code from numba's cache on later runs.
 
 Cache directory: ``$HSCC_TRACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/hscc-trace`` (default
 ``~/.cache/hscc-trace``), subfolder ``replay``; a temporary directory if neither is writable.
+Each load touches a ``.used`` marker beside the module; when a new version of a loop is
+written, versions of it not loaded for 30 days are removed (:func:`prune`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib.util
 import os
+import re
 import sys
 import threading
+import time
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
@@ -186,6 +191,41 @@ def generated_source(base: Algorithm, wrapper: Algorithm | None) -> str:
 
 _MODULES: dict[str, ModuleType] = {}
 
+#: a generated module of a loop is removed, with numba's cache of it, once another version of
+#: the same loop is written and it has not been loaded for this long (its sources changed: an
+#: upgrade, or a developer's edits) — so the cache folder does not grow with every change
+PRUNE_AFTER_S = 30 * 86400  # s (30 days)
+_PREFIX = "hscc_trace_replay_gen_"
+
+
+def _last_used(py: Path) -> float:
+    """When a generated module was last loaded: its ``.used`` marker's time (touched at every
+    load; the module itself keeps its time, which numba's cache checks), else its own."""
+    for f in (py.with_suffix(".used"), py):
+        with contextlib.suppress(OSError):
+            return f.stat().st_mtime
+    return 0.0
+
+
+def prune(folder: Path, key: str, keep: str, now: float | None = None) -> list[str]:
+    """Remove the generated modules of loop ``key`` other than ``keep`` (a module name) last
+    loaded more than :data:`PRUNE_AFTER_S` ago: the source, its ``.used`` marker and numba's
+    cache files of it. Returns the names removed. Another process still running one keeps it
+    (Linux unlinks open files without harm; it is written again if used again)."""
+    now = time.time() if now is None else now
+    removed = []
+    for py in folder.glob(f"{_PREFIX}{key}_*.py"):
+        name = py.stem
+        if name == keep or not re.fullmatch(r"[0-9a-f]{16}", name.removeprefix(f"{_PREFIX}{key}_")):
+            continue  # this version, or another loop whose key starts with this one's
+        if now - _last_used(py) <= PRUNE_AFTER_S:
+            continue
+        for f in (py, py.with_suffix(".used"), *(folder / "__pycache__").glob(f"{name}.*")):
+            with contextlib.suppress(OSError):
+                f.unlink()
+        removed.append(name)
+    return removed
+
 
 def loop_module(base: Algorithm, wrapper: Algorithm | None = None) -> ModuleType:
     """The generated loop module for ``base`` (optionally wrapped); written and imported once."""
@@ -193,7 +233,7 @@ def loop_module(base: Algorithm, wrapper: Algorithm | None = None) -> ModuleType
         2
     ]
     mods = (base.module, wrapper.module) if wrapper else (base.module,)
-    modname = f"hscc_trace_replay_gen_{key}_{source_hash(*mods)}"
+    modname = f"{_PREFIX}{key}_{source_hash(*mods)}"
     with _LOCK:
         if modname in _MODULES:
             return _MODULES[modname]
@@ -203,6 +243,9 @@ def loop_module(base: Algorithm, wrapper: Algorithm | None = None) -> ModuleType
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(text)
             os.replace(tmp, path)
+            prune(path.parent, key, modname)  # a new version: old ones unused for long go
+        with contextlib.suppress(OSError):
+            path.with_suffix(".used").touch()
         spec = importlib.util.spec_from_file_location(modname, path)
         assert spec and spec.loader
         mod = importlib.util.module_from_spec(spec)
@@ -230,7 +273,7 @@ def loop_function(
 def _policy_loop(modname: str) -> Any:
     from hscc_trace.perf import firstuse
 
-    label = modname.removeprefix("hscc_trace_replay_gen_").rsplit("_", 1)[0]
+    label = modname.removeprefix(_PREFIX).rsplit("_", 1)[0]
     mod = sys.modules[modname]
     return firstuse.wrap(
         mod.run_loop_jit,

@@ -3,7 +3,8 @@
 ``$HSCC_TRACE_CACHE_DIR``, else ``$XDG_CACHE_HOME/hscc-trace``, else ``~/.cache/hscc-trace``:
 
 - ``replay/`` — the generated per-algorithm loop modules and their numba cache
-  (:mod:`hscc_trace.replay.compile`);
+  (:mod:`hscc_trace.replay.compile`; a version of a loop not loaded for 30 days is removed when
+  a newer one is written);
 - ``numba/`` — numba's cache of every other compiled kernel when run from the ``hscc-trace``
   command (:func:`hscc_trace.perf.activate` sets ``NUMBA_CACHE_DIR`` to it unless the user set
   it). Without it numba writes its cache beside the module sources: inside ``site-packages``
