@@ -18,6 +18,7 @@ from replay_synth import MSS, rich, stream
 
 from hscc_trace import schema
 from hscc_trace.errors import InputError
+from hscc_trace.perf import firstuse
 from hscc_trace.replay import _jit, engine, registry
 from hscc_trace.replay import compile as C
 from hscc_trace.replay.interface import Algorithm, Param, Signal
@@ -244,7 +245,10 @@ def test_generated_loop_module_is_cached_and_keyed_by_source_hash():
     assert "run_loop_jit = _numba.njit(run_loop, cache=True" in path.read_text()
     assert C.loop_module(r.base) is mod
     if not _jit.NO_JIT:
-        engine.run(r, engine.prepare(stream([{}]), MSS))
+        # compiled on purpose: under the first-use rule this one-ACK replay would run interpreted
+        # (and write no numba cache) whenever no earlier test has compiled this loop version
+        with firstuse.mode("compile"):
+            engine.run(r, engine.prepare(stream([{}]), MSS))
         cached = list((path.parent / "__pycache__").glob(path.stem + ".run_loop-*.nbi"))
         assert cached, "numba cache index missing"
 
