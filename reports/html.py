@@ -315,9 +315,10 @@ def figure_json(fig: dict[str, Any]) -> str:
     return re.sub(r'"\\u0000' + nonce + r':(\d+)\\u0000"', lambda m: arrays[int(m.group(1))], text)
 
 
-def _gz64(text: str) -> str:
-    # level 6: 1 % larger than 9 on the figure data, in half the time
-    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)).decode("ascii")
+def _gz64(text: str, level: int = 4) -> str:
+    # level 4 for the figures: 6 % larger than 6 on replica-1M's figure payloads (4.17 against
+    # 3.95 MB), in 45 % of the time (0.24 against 0.53 s of CPU); levels 1-3 are 20-40 % larger
+    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=level, mtime=0)).decode("ascii")
 
 
 def _json_script(obj: Any) -> str:
@@ -347,7 +348,7 @@ def _plotly_js(basic: bool) -> tuple[str, str, str]:
 
             js = get_plotlyjs()
         m = re.search(r"plotly\.js(?: \([a-z -]+\))? v([\d.]+)", js[:3000])
-        _PLOTLY_CACHE[key] = (_gz64(js), _csp_hash(js), m.group(1) if m else "?")
+        _PLOTLY_CACHE[key] = (_gz64(js, 6), _csp_hash(js), m.group(1) if m else "?")
     return _PLOTLY_CACHE[key]
 
 

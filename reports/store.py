@@ -118,10 +118,11 @@ class StoreBuilder:
         return name
 
     def _add(self, v: np.ndarray, d: int, *, delta: bool) -> int:
-        # identical columns are stored once: look the values up (CRC-32, then compared) before
-        # encoding them; the encoded bytes are looked up again below (different values, same code)
+        # identical columns are stored once: look the values up (CRC-32 of at most 256 evenly
+        # spaced values, then compared whole) before encoding them; the encoded bytes are looked
+        # up again when encoded (different values, same code)
         v = np.ascontiguousarray(v, dtype=np.float64)
-        key = (len(v), d, delta, zlib.crc32(v.data.cast("B")))
+        key = (len(v), d, delta, zlib.crc32(np.ascontiguousarray(v[:: max(len(v) // 256, 1)]).data.cast("B")))
         for other, i in self._raw.get(key, ()):
             if np.array_equal(other, v, equal_nan=True):
                 return i
