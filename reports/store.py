@@ -74,9 +74,9 @@ class StoreBuilder:
         self._index: dict[bytes, int] = {}  # content hash → column index (identical columns once)
         # the columns given, in order (a table names them by this position), encoded only by
         # encode(): the report encodes a flow's store in a second thread while it builds the next flow
-        self._given: list[tuple[np.ndarray, int, bool]] = []
+        self._given: list[tuple[np.ndarray, int | None, bool]] = []
         self._final: list[int] = []  # position given → column index, once encoded
-        self._raw: dict[tuple[int, int, bool, int], list[tuple[np.ndarray, int]]] = {}  # values given → position
+        self._raw: dict[tuple[int, int | None, bool, int], list[tuple[np.ndarray, int]]] = {}  # values → position
         self.meta: dict[str, Any] = {}  # free-form extras for the page (enumerations, packet-list columns)
 
     # -- building ------------------------------------------------------------------------------
@@ -114,10 +114,10 @@ class StoreBuilder:
         v = np.asarray(values, dtype=np.float64)
         if len(v) != tb.n:
             raise ValueError(f"column {name!r} has {len(v)} rows, table {table!r} {tb.n}")
-        tb.cols[name] = self._add(v, decimals_for(v) if decimals is None else decimals, delta=delta)
+        tb.cols[name] = self._add(v, decimals, delta=delta)  # (None: decimals_for, when encoded)
         return name
 
-    def _add(self, v: np.ndarray, d: int, *, delta: bool) -> int:
+    def _add(self, v: np.ndarray, d: int | None, *, delta: bool) -> int:
         # identical columns are stored once: look the values up (CRC-32 of at most 256 evenly
         # spaced values, then compared whole) before encoding them; the encoded bytes are looked
         # up again when encoded (different values, same code)
@@ -135,7 +135,7 @@ class StoreBuilder:
         """Encode the columns given since the last call; position given → column index."""
         while len(self._final) < len(self._given):
             v, d, delta = self._given[len(self._final)]
-            self._final.append(self._encode(v, d, delta=delta))
+            self._final.append(self._encode(v, decimals_for(v) if d is None else d, delta=delta))
         return self._final
 
     def encoded(self, table: str, col: str) -> tuple[dict[str, Any], bytes, bytes]:
