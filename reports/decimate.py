@@ -156,11 +156,15 @@ def select(x: np.ndarray, y: np.ndarray, buckets: int, *, markers: bool = False)
     Indices rather than values, so that the caller can carry other columns (frame numbers) along."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    ok = np.flatnonzero(~np.isnan(y))
+    nan = np.isnan(y)
+    if nan.any():
+        ok = np.flatnonzero(~nan)
+        xs, ys = x[ok], y[ok]
+    else:  # (most series): no copies
+        ok, xs, ys = np.arange(len(y)), x, y
     n = len(ok)
     if n == 0:
         return ok, Reduction(0, 0, 0)
-    xs, ys = x[ok], y[ok]
     if markers:
         if n <= 2 * buckets or buckets <= 0:
             return ok, Reduction(n, n, 0)
@@ -172,7 +176,7 @@ def select(x: np.ndarray, y: np.ndarray, buckets: int, *, markers: bool = False)
         idx = np.unique(np.concatenate((i_min, i_max)))
         return ok[idx], Reduction(n, len(idx), buckets)
     idx = m4_indices(xs, ys, buckets)
-    return ok[idx], Reduction(n, len(idx), buckets if len(idx) < n else 0)
+    return (ok[idx] if nan.any() else idx), Reduction(n, len(idx), buckets if len(idx) < n else 0)
 
 
 def select_shared(x: np.ndarray, ys: list[np.ndarray], buckets: int) -> tuple[np.ndarray, list[Reduction]]:

@@ -30,6 +30,7 @@ column) when it has more than ``max_points`` points; the reductions are returned
 
 from __future__ import annotations
 
+import functools
 import html
 import math
 import re
@@ -562,6 +563,7 @@ class _Ctx:
     store: StoreBuilder | None = None  # the flow's full-resolution store (None: not written)
     _n_bands: int = 0
     _replay_tables: dict[str, str] = field(default_factory=dict)
+    _rows_are_acks: dict[str, bool] = field(default_factory=dict)
     _sids: dict[tuple[str, str], str] = field(default_factory=dict)
     _algo_ids: dict[str, int] = field(default_factory=dict)
 
@@ -579,12 +581,36 @@ class _Ctx:
 
     # -- the full-resolution store: tables of the flow's events, columns as drawn ----------------
 
+    @functools.cached_property
+    def ack_t(self) -> np.ndarray:
+        """Each ACK's time (s since the flow's first packet), computed once per flow."""
+        return _t(self.fr.events.acks["ts_ns"], self.t0)
+
     def acks_table(self) -> str | None:
         """Table ``a``: one row per ACK (time, frame)."""
         if self.store is None:
             return None
-        acks = self.fr.events.acks
-        return self.store.table("a", _t(acks["ts_ns"], self.t0), _f(acks["frame"]))
+        if "a" in self.store.tables:
+            return "a"
+        return self.store.table("a", self.ack_t, _f(self.fr.events.acks["frame"]))
+
+    def rows_are_acks(self, label: str, df: pl.DataFrame) -> bool:
+        """Whether a replay's rows are the flow's ACKs (the engine's output: one row per ACK,
+        joined on ``frame``)."""
+        if label not in self._rows_are_acks:
+            acks = self.fr.events.acks
+            self._rows_are_acks[label] = (
+                df.height == acks.height
+                and "frame" in df.columns
+                and df["frame"].null_count() == 0
+                and bool((df["frame"].cast(pl.Int64) == acks["frame"].cast(pl.Int64)).all())
+                and bool((df["ts_ns"].cast(pl.Int64) == acks["ts_ns"].cast(pl.Int64)).all())
+            )
+        return self._rows_are_acks[label]
+
+    def replay_t(self, label: str, df: pl.DataFrame) -> np.ndarray:
+        """A replay's times (s): the ACKs' when its rows are the ACKs."""
+        return self.ack_t if self.rows_are_acks(label, df) else _t(df["ts_ns"], self.t0)
 
     def col(
         self, table: str | None, name: str, values: np.ndarray, decimals: int | None = None
@@ -641,14 +667,7 @@ class _Ctx:
             return None
         if label in self._replay_tables:
             return self._replay_tables[label]
-        acks = self.fr.events.acks
-        same = (
-            df.height == acks.height
-            and "frame" in df.columns
-            and df["frame"].null_count() == 0
-            and bool((df["frame"].cast(pl.Int64) == acks["frame"].cast(pl.Int64)).all())
-        )
-        if same:
+        if self.rows_are_acks(label, df):
             name = self.acks_table()
         else:
             name = f"p{len(self._replay_tables)}"
@@ -768,7 +787,7 @@ def _window_panel(c: _Ctx) -> Block:
     pk = unit("replay", "cwnd")  # windows in packets (MSS-sized); the hover adds bytes
     mss = float(c.mss)
     if acks.height:
-        t = _t(acks["ts_ns"], c.t0)
+        t = c.ack_t
         fa = _f(acks["frame"])
         ta = c.acks_table()
         flight = _f(acks["outstanding"]) / c.mss
@@ -979,7 +998,7 @@ def _rtt_panel(c: _Ctx) -> Block:
         rtt = _f(acks["rtt_s"]) * k  # NaN where the ACK formed no sample
         has = np.isfinite(rtt)
         if has.any():
-            t = _t(acks["ts_ns"], c.t0)
+            t = c.ack_t
             fa = _f(acks["frame"])
             ta = c.acks_table()
             # the samples of each time column as one bar from the lowest to the highest (drawn as
@@ -1042,7 +1061,7 @@ def _goodput_panel(c: _Ctx) -> Block:
     width = max(c.duration / min(c.buckets, 1000), float(rtt_med or 0.0), 1e-6)
     traces: list[Trace | None] = []
     if ev.acks.height:
-        x, y = _binned_rate(_t(ev.acks["ts_ns"], c.t0), _f(ev.acks["acked_bytes"].clip(0)), width, c.duration)
+        x, y = _binned_rate(c.ack_t, _f(ev.acks["acked_bytes"].clip(0)), width, c.duration)
         traces.append(
             p.line(
                 x, y, "goodput (newly ACKed)", line=dict(color=ACTUAL_COLOR, width=1.8), hovertemplate="%{y:.3f} Mbit/s"
@@ -1102,7 +1121,7 @@ def _timeseq_panel(c: _Ctx) -> Block:
                 traces.append(p.bars(t[m], lo[m], hi[m], name, SEGMENT_COLORS[k], src=src))
     acks = ev.acks
     if acks.height:
-        t = _t(acks["ts_ns"], c.t0)
+        t = c.ack_t
         fa = _f(acks["frame"])
         ta = c.acks_table()
         a = _f(acks["ack"])
@@ -1148,7 +1167,7 @@ def _timeseq_panel(c: _Ctx) -> Block:
             mark = np.where(sk, _f(acks["ack"]), np.nan)
             traces.append(
                 p.line(
-                    _t(acks["ts_ns"], c.t0),
+                    c.ack_t,
                     mark,
                     "ACK carrying new SACK info",
                     mode="markers",
@@ -1241,6 +1260,12 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None) -> _Fl
             for x in v.tolist()
         ]
         return _FlagRuns(st, en, np.array(names, dtype=object), False)
+    if isinstance(s.dtype, pl.Enum):  # (every enumerated signal of the replays): runs of its codes
+        cats = s.dtype.categories.to_list()
+        codes = s.to_physical()
+        st, en, v = dec.runs(t, (codes.fill_null(len(cats)) if s.null_count() else codes).to_numpy())
+        names = [cats[i] if i < len(cats) else "" for i in v.tolist()]  # null → ""
+        return _FlagRuns(st, en, np.array(names, dtype=object), False)
     starts = np.flatnonzero(np.diff(s.rle_id().to_numpy(), prepend=-1))
     st = t[starts]
     en = np.concatenate((t[starts[1:]], t[-1:]))
@@ -1282,7 +1307,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         title = ", ".join(_esc(n) for n in names) + (f" ({_esc(shown_u)})" if shown_u else "")
         rows.append(("other", names, title, shown_u))
     p = c.panel(f"algo:{label}")
-    t = _t(df["ts_ns"], c.t0)
+    t = c.replay_t(label, df)
     fr_ = _f(df["frame"]) if "frame" in df.columns else None
     tb = c.replay_table(label, df)
     color = c.colors.get(label, "#444")
@@ -1389,7 +1414,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 ta = c.acks_table()
                 traces.append(
                     p.line(
-                        _t(acks["ts_ns"], c.t0),
+                        c.ack_t,
                         _f(acks["outstanding"]) / c.mss,
                         "actual: bytes in flight",
                         line=dict(color=ACTUAL_COLOR, width=1),

@@ -60,7 +60,7 @@ def decimals_for(values: np.ndarray, sig: int = SIG_DIGITS) -> int:
 @dataclass
 class _Table:
     n: int
-    t: int  # column index
+    t: int  # column (its position among the columns given: StoreBuilder._given)
     frame: int | None
     cols: dict[str, int] = field(default_factory=dict)
 
@@ -72,7 +72,11 @@ class StoreBuilder:
         self.tables: dict[str, _Table] = {}
         self._cols: list[tuple[dict[str, Any], bytes, bytes]] = []  # (spec, values, mask)
         self._index: dict[bytes, int] = {}  # content hash → column index (identical columns once)
-        self._raw: dict[tuple[int, int, bool, int], list[tuple[np.ndarray, int]]] = {}  # values given → column
+        # the columns given, in order (a table names them by this position), encoded only by
+        # encode(): the report encodes a flow's store in a second thread while it builds the next flow
+        self._given: list[tuple[np.ndarray, int | None, bool]] = []
+        self._final: list[int] = []  # position given → column index, once encoded
+        self._raw: dict[tuple[int, int | None, bool, int], list[tuple[np.ndarray, int]]] = {}  # values → position
         self.meta: dict[str, Any] = {}  # free-form extras for the page (enumerations, packet-list columns)
 
     # -- building ------------------------------------------------------------------------------
@@ -110,20 +114,33 @@ class StoreBuilder:
         v = np.asarray(values, dtype=np.float64)
         if len(v) != tb.n:
             raise ValueError(f"column {name!r} has {len(v)} rows, table {table!r} {tb.n}")
-        tb.cols[name] = self._add(v, decimals_for(v) if decimals is None else decimals, delta=delta)
+        tb.cols[name] = self._add(v, decimals, delta=delta)  # (None: decimals_for, when encoded)
         return name
 
-    def _add(self, v: np.ndarray, d: int, *, delta: bool) -> int:
-        # identical columns are stored once: look the values up (CRC-32, then compared) before
-        # encoding them; the encoded bytes are looked up again below (different values, same code)
+    def _add(self, v: np.ndarray, d: int | None, *, delta: bool) -> int:
+        # identical columns are stored once: look the values up (CRC-32 of at most 256 evenly
+        # spaced values, then compared whole) before encoding them; the encoded bytes are looked
+        # up again when encoded (different values, same code)
         v = np.ascontiguousarray(v, dtype=np.float64)
-        key = (len(v), d, delta, zlib.crc32(v.data.cast("B")))
+        key = (len(v), d, delta, zlib.crc32(np.ascontiguousarray(v[:: max(len(v) // 256, 1)]).data.cast("B")))
         for other, i in self._raw.get(key, ()):
             if np.array_equal(other, v, equal_nan=True):
                 return i
-        i = self._encode(v, d, delta=delta)
+        self._given.append((v, d, delta))
+        i = len(self._given) - 1
         self._raw.setdefault(key, []).append((v, i))
         return i
+
+    def _resolve(self) -> list[int]:
+        """Encode the columns given since the last call; position given → column index."""
+        while len(self._final) < len(self._given):
+            v, d, delta = self._given[len(self._final)]
+            self._final.append(self._encode(v, decimals_for(v) if d is None else d, delta=delta))
+        return self._final
+
+    def encoded(self, table: str, col: str) -> tuple[dict[str, Any], bytes, bytes]:
+        """The encoded column ``col`` of ``table``: (spec, values, null bitmap) — for the tests."""
+        return self._cols[self._resolve()[self.tables[table].cols[col]]]
 
     def _encode(self, v: np.ndarray, d: int, *, delta: bool) -> int:
         nan = ~np.isfinite(v)
@@ -159,6 +176,7 @@ class StoreBuilder:
 
     def encode(self) -> bytes:
         """The binary store (see the module docstring)."""
+        at = self._resolve()
         body = bytearray()
         cols = []
         for spec, data, mask in self._cols:
@@ -170,7 +188,15 @@ class StoreBuilder:
                 body += mask + b"\0" * (-len(mask) % 8)
             cols.append({**spec, "o": o, "m": m})
         header = {
-            "tables": {k: {"n": tb.n, "t": tb.t, "frame": tb.frame, "cols": tb.cols} for k, tb in self.tables.items()},
+            "tables": {
+                k: {
+                    "n": tb.n,
+                    "t": at[tb.t],
+                    "frame": None if tb.frame is None else at[tb.frame],
+                    "cols": {c: at[i] for c, i in tb.cols.items()},
+                }
+                for k, tb in self.tables.items()
+            },
             "cols": cols,
             "meta": self.meta,
         }

@@ -136,6 +136,7 @@ def test_every_kernel_has_measured_costs():
     import hscc_trace.flows.arena  # noqa: F401
     import hscc_trace.replay.engine  # noqa: F401
     import hscc_trace.reports.decimate  # noqa: F401
+    import hscc_trace.reports.html  # noqa: F401
     import hscc_trace.reports.store  # noqa: F401
 
     names = {k.name for k in firstuse.REGISTRY if not k.name.startswith(("tests.", "replay loop"))}

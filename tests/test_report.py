@@ -605,7 +605,7 @@ def test_store_round_trip_worked_by_hand() -> None:
     # column w: 2 decimals, delta-coded: 12346, 100 − 12346 = −12246, and 0 for the NaN (it repeats
     # the previous value; the bitmap marks it). Zigzag: 24692 and 24491 (both ≥ 2¹⁴: three bytes
     # each), 0 (one byte) → 7 bytes: 24692 = 0x74 + 0x40·128 + 1·128² → f4 c0 01; 24491 → ab bf 01
-    w = b._cols[b.tables["a"].cols["w"]]
+    w = b.encoded("a", "w")
     assert w[0] == {"w": 0, "d": 2, "z": 1, "l": 7} and w[1].hex() == "f4c001abbf0100"
     assert w[2] == bytes([0b100])  # bit 2: row 2 is null
 
@@ -812,3 +812,68 @@ def test_array_json_writes_values_beyond_int64_as_numbers_without_a_warning():
         small = _array_json(np.array([1.0, 2.4, np.nan]), 0)
     assert json.loads(huge) == [1.0, 2.0, None, 1e20, -3e19, None]
     assert small == "[1,2,null]"
+
+
+def _reference_array_json(arr: np.ndarray, decimals: int, width: int = 0) -> str:
+    """The figures' JSON numbers as json.dumps writes them (the reference for the compiled writer)."""
+    import json
+
+    arr = np.asarray(arr, dtype=np.float64)
+    if width:
+        return json.dumps(np.rint(arr).astype(np.int64).tolist())
+    out = np.round(np.where(np.isfinite(arr), arr, np.nan), decimals).tolist()
+    return json.dumps([None if x != x else int(x) if decimals == 0 and abs(x) < 2**53 else x for x in out])
+
+
+@pytest.mark.parametrize("mode", ["compile", "interpret"])
+def test_array_json_writes_the_numbers_json_dumps_writes(mode: str) -> None:
+    """The compiled number writer (one pass over rint(v·10^d)) gives the values of json.dumps of
+    the rounded list: every magnitude, sign, decimals 0–9, NaN/inf as null, rows of customdata."""
+    import json
+
+    from hscc_trace.perf import firstuse
+    from hscc_trace.reports.html import _array_json
+
+    rng = np.random.default_rng(11)
+    with firstuse.mode(mode):
+        for _ in range(60):
+            n = int(rng.integers(0, 200))
+            a = rng.standard_normal(n) * 10.0 ** rng.integers(-8, 9)
+            a[rng.random(n) < 0.1] = np.nan
+            a[rng.random(n) < 0.05] = -np.inf
+            a[rng.random(n) < 0.1] = 0.0
+            a[rng.random(n) < 0.1] = np.round(a[rng.random(n) < 0.1].sum())  # whole numbers
+            for d in range(10):
+                assert json.loads(_array_json(a, d)) == json.loads(_reference_array_json(a, d)), (a, d)
+        cd = np.stack([np.arange(7.0) * 3, np.arange(7.0) * 1448], axis=1)
+        assert _array_json(cd, 0, width=2) == "[[0,0],[3,1448],[6,2896],[9,4344],[12,5792],[15,7240],[18,8688]]"
+        assert _array_json(np.array([1.5, -0.25, 1e-6, 123456.0]), 6) == "[1.5,-0.25,0.000001,123456]"
+
+
+def test_report_figures_carry_the_same_numbers_as_with_json_dumps(tmp_path: Path, monkeypatch) -> None:
+    """Every figure of a report decodes to the same data and layout whether its arrays were written
+    by the compiled writer or by json.dumps (the format before it): the drawn values are equal."""
+    from hscc_trace.reports import html as H
+
+    a = make_analysis(n_flows=2, n_acks=20_000)
+    write_report(a, tmp_path / "fast.html")
+    monkeypatch.setattr(H, "_array_json", _reference_array_json)
+    write_report(a, tmp_path / "ref.html")
+    fast, ref = _payloads((tmp_path / "fast.html").read_text()), _payloads((tmp_path / "ref.html").read_text())
+    assert fast == ref and sum(len(tr["x"]) for figs in fast for f in figs for tr in f["data"] if "x" in tr) > 10_000
+
+
+def test_enum_signal_runs_are_those_of_its_labels() -> None:
+    """Runs of an enumerated signal, taken from its codes, are the runs of its labels (null: "")."""
+    from hscc_trace.reports import figures as F
+
+    rng = np.random.default_rng(3)
+    cats = ["x", "y", "z"]
+    for _ in range(200):
+        n = int(rng.integers(1, 60))
+        vals = [None if rng.random() < 0.2 else cats[rng.integers(0, 3)] for _ in range(n)]
+        s = pl.Series(vals, dtype=pl.Enum(cats))
+        t = np.cumsum(rng.random(n))
+        got, want = F._flag_runs(t, s, None), F._flag_runs(t, s.cast(pl.String), None)
+        assert np.array_equal(got.start, want.start) and np.array_equal(got.end, want.end)
+        assert got.values.tolist() == want.values.tolist() and not got.boolean
