@@ -127,6 +127,9 @@ def _main() -> None:
     try:
         import types
 
+        if _fast_flows(sys.argv[1:]):  # `flows FILE [--json] [--filter EXPR]`: no Typer import
+            sys.exit(EXIT_OK)
+
         app = globals().get("app")
         if app is None or isinstance(app, types.ModuleType):  # importing a command module
             app = _load_app()  # (e.g. cli.corpus_cmd) binds the submodule `app` here first
@@ -154,6 +157,25 @@ def _main() -> None:
             file=sys.stderr,
         )
         sys.exit(EXIT_INTERNAL)  # EX_SOFTWARE
+
+
+def _fast_flows(argv: list[str]) -> bool:
+    """Run ``hscc-trace flows`` without building the Typer application when ``argv`` is one of
+    its plain forms (:func:`.flows_table.fast_args`); False (nothing run) otherwise.
+
+    Typer (≥ 0.29) coerces every non-flag parameter through pydantic, whose import and type
+    adapters cost ≈ 50–100 ms of CPU, and building the application imports every command's
+    module: a sizeable part of a command that reads five million packets in about half a
+    second. The command itself is the same function either way (:func:`.flows_table.run`)."""
+    if not argv or argv[0] != "flows":
+        return False
+    from .flows_table import fast_args, run
+
+    args = fast_args(argv)
+    if args is None:
+        return False
+    run(*args)
+    return True
 
 
 def _run_app(app) -> None:

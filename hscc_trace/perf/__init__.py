@@ -8,7 +8,8 @@
 - :mod:`.warmup` — the generated capture ``hscc-trace compile`` runs everything over;
 - :mod:`.cache` — the one user cache folder of everything compiled;
 - :mod:`.memory` — huge-page advice off while a capture is read, ``gc.freeze`` at exit, and
-  giving freed memory back (glibc: two malloc arenas, ``malloc_trim``, ``madvise``).
+  giving freed memory back (glibc: two malloc arenas, ``malloc_trim``, ``madvise``; polars' jemalloc:
+  no decay delay).
 
 Nothing here changes the process when imported. The CLI entry point calls :func:`activate`;
 a notebook or script that imports the library keeps its interpreter as it was.
@@ -27,7 +28,9 @@ def activate(*, flows_only: bool = False) -> None:
       before anything imports numba, which reads it once.
     - No full garbage collection at interpreter exit (:func:`.memory.freeze_at_exit`; override
       with ``HSCC_TRACE_EXIT_GC=1``).
-    - Except for ``flows_only``: at most two glibc malloc arenas (:func:`.memory.few_malloc_arenas`).
+    - Except for ``flows_only``: at most two glibc malloc arenas (:func:`.memory.few_malloc_arenas`),
+      and polars' allocator (jemalloc) gives freed pages back at once
+      (:func:`.memory.polars_frees_at_once`).
     - ``flows_only`` (a process that runs only ``hscc-trace flows``): the cyclic garbage
       collector runs after 100 000 net allocations instead of 700 — the command itself creates
       few objects, but importing numpy and numba creates hundreds of thousands, and collecting
@@ -42,9 +45,10 @@ def activate(*, flows_only: bool = False) -> None:
     os.environ.setdefault("NUMBA_CACHE_DIR", str(cache_root() / "numba"))
     freeze_at_exit()
     if not flows_only:  # (analyze, check, events …: threads that free each other's arrays)
-        from .memory import few_malloc_arenas
+        from .memory import few_malloc_arenas, polars_frees_at_once
 
         few_malloc_arenas()
+        polars_frees_at_once()
     if flows_only:
         import gc
 

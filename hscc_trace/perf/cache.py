@@ -15,7 +15,6 @@
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 
@@ -39,6 +38,8 @@ def writable_dir(name: str) -> Path:
         probe.unlink()
         return d
     except OSError:
+        import tempfile  # (only here: importing it costs every run of `flows` a few ms)
+
         d = Path(tempfile.gettempdir()) / f"hscc-trace-{os.getuid()}" / name
         d.mkdir(parents=True, exist_ok=True)
         return d

@@ -33,7 +33,6 @@ the other dispatcher attributes are forwarded), so kernels still call each other
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -63,9 +62,12 @@ _state: dict[str, Any] = {}  # "module": the extension module or None, "why": wh
 def source_hash(package_dir: str | os.PathLike[str]) -> str:
     """SHA-256 (hex) of the extension's sources under ``package_dir`` (the hscc_trace folder);
     setup.py compiles it into the extension. Raises FileNotFoundError when one is missing."""
+    sources = [(rel, (Path(package_dir) / rel).read_bytes()) for rel in EXT_SOURCES]
+    import hashlib  # (after the reads: an installed package has no sources, and `flows` no need of it)
+
     h = hashlib.sha256()
-    for rel in EXT_SOURCES:
-        h.update(rel.encode() + b"\0" + (Path(package_dir) / rel).read_bytes() + b"\0")
+    for rel, data in sources:
+        h.update(rel.encode() + b"\0" + data + b"\0")
     return h.hexdigest()
 
 

@@ -128,6 +128,25 @@ def few_malloc_arenas(n: int = 2) -> None:
         lib.mallopt(_M_ARENA_MAX, int(n))
 
 
+#: jemalloc's options for polars' allocator (``opt.dirty_decay_ms``, ``opt.muzzy_decay_ms``):
+#: freed pages go back to the system at once instead of after 10 s
+POLARS_MALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
+#: the variable the jemalloc bundled in polars reads its options from, once, when polars' library
+#: first allocates (jemalloc's ``MALLOC_CONF`` with the ``_rjem_`` prefix of Rust's
+#: tikv-jemallocator); another allocator ignores it
+_RJEM_MALLOC_CONF = "_RJEM_MALLOC_CONF"
+
+
+def polars_frees_at_once() -> None:
+    """polars' allocator returns freed memory to the system at once (:data:`POLARS_MALLOC_CONF`)
+    instead of keeping it resident for ten seconds (jemalloc's default decay): ``analyze`` builds
+    and drops a batch of flows' polars tables every fraction of a second, and the copies of the
+    previous batches otherwise stay in its peak. A process setting: effective only when set
+    before polars is imported (the CLI entry point). The user's ``_RJEM_MALLOC_CONF``, when set,
+    wins; another build of polars (another allocator) ignores it."""
+    os.environ.setdefault(_RJEM_MALLOC_CONF, POLARS_MALLOC_CONF)
+
+
 def dontneed(address: int, length: int) -> bool:
     """Drop the pages ``[address, address + length)`` (page-aligned) of this process's private
     memory (``madvise(MADV_DONTNEED)``): they read as zeros if ever touched again. Only for memory

@@ -1,0 +1,178 @@
+"""The table `hscc-trace flows` prints, and the command's run without Typer.
+
+Kept apart from :mod:`.flows_cmd` (the Typer registration) so that the entry point can run
+``hscc-trace flows FILE [--json] [--filter EXPR]`` without importing Typer — whose parameter
+coercion imports pydantic — or any other command's module: :func:`fast_args` recognises those
+plain forms of the command line, and :func:`hscc_trace.cli.main` calls :func:`run` with them.
+Every other command line (``--help``, unknown or repeated options, a second file …) goes
+through Typer as before. ``tests/test_cli_main.py`` checks that both paths parse the same.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any, Literal
+
+
+def _fmt_bytes(n: int) -> str:
+    for unit, div in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= div:
+            return f"{n / div:.1f} {unit}"
+    return f"{n} B"
+
+
+def _fmt_s(x: float | None, scale: float = 1e3, unit: str = "ms") -> str:
+    return "—" if x is None else f"{x * scale:.1f} {unit}"
+
+
+def _endpoint(addr: str, port: int) -> str:
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+
+COLUMNS: tuple[tuple[str, Literal["left", "right", "center"]], ...] = (
+    ("id", "right"),
+    ("A → B", "left"),
+    ("pkts A→B/B→A", "right"),
+    ("bytes A→B/B→A", "right"),
+    ("dur", "right"),
+    ("goodput", "right"),
+    ("MSS", "right"),
+    ("retx+ooo", "right"),
+    ("RTT min/med/max", "right"),
+    ("RTT by", "left"),
+    ("hs", "center"),
+    ("end", "left"),
+    ("vantage", "left"),
+)
+#: above this many connections (or when stdout is not a terminal) the table is printed as plain
+#: aligned text (rich needs ~1 ms a row, and truncates cells wider than the terminal)
+RICH_MAX_ROWS = 500
+
+
+def cells(r: dict[str, Any]) -> list[str]:
+    """The printed cells of one flow row (a dict of schema.FLOWS)."""
+    arrow = "⇒" if r["sender_dir"] == 0 else "⇐"
+    gp = r["goodput_bps"]
+    return [
+        str(r["flow_id"]),
+        f"{_endpoint(r['src'], r['sport'])} {arrow} {_endpoint(r['dst'], r['dport'])}",
+        f"{r['pkts_ab']}/{r['pkts_ba']}",
+        f"{_fmt_bytes(r['bytes_ab'])}/{_fmt_bytes(r['bytes_ba'])}",
+        f"{r['duration_s']:.2f} s",
+        "—" if gp is None else f"{gp / 1e6:.2f} Mb/s",
+        "—" if r["mss"] is None else str(r["mss"]),
+        f"{r['retrans']}+{r['out_of_order']}",  # Wireshark's retransmissions + its out-of-order segments
+        f"{_fmt_s(r['rtt_min_s'])} / {_fmt_s(r['rtt_median_s'])} / {_fmt_s(r['rtt_max_s'])}",
+        r.get("rtt_method") or "—",  # how the RTT was measured (docs/flows.md)
+        "✓" if r["handshake"] else "·",
+        r["closed"],
+        r["vantage"],
+    ]
+
+
+def render_table(rows: list[dict[str, Any]], title: str) -> Any:
+    """A rich Table of flow rows (dicts of schema.FLOWS)."""
+    from rich.table import Table
+
+    t = Table(title=title, title_justify="left")
+    for name, just in COLUMNS:
+        t.add_column(name, justify=just, no_wrap=True)
+    for r in rows:
+        t.add_row(*cells(r))
+    return t
+
+
+def render_plain(rows: list[dict[str, Any]], title: str) -> str:
+    """The same table as aligned plain text (for thousands of connections)."""
+    body = [[name for name, _ in COLUMNS]] + [cells(r) for r in rows]
+    widths = [max(len(row[k]) for row in body) for k in range(len(COLUMNS))]
+    out = [title]
+    for i, row in enumerate(body):
+        out.append(
+            "  ".join(
+                c.rjust(w) if just == "right" else c.ljust(w) for c, w, (_, just) in zip(row, widths, COLUMNS)
+            ).rstrip()
+        )
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    return "\n".join(out) + "\n"
+
+
+def run(file: str, bpf: str | None, as_json: bool) -> None:
+    """The command: print the flow table of ``file``."""
+    import contextlib
+
+    from hscc_trace.flows.scan import flow_rows
+    from hscc_trace.perf.jit import ext_module
+
+    # without the compiled extension numba compiles the kernels on the first run: say so
+    # (compile_notice imports numba, which the compiled kernels never need)
+    if ext_module() is None:
+        from .compiling import compile_notice
+
+        notice: contextlib.AbstractContextManager[None] = compile_notice()
+    else:
+        notice = contextlib.nullcontext()
+    with notice:
+        res = flow_rows(file, bpf=bpf)
+    for w in res.warnings:
+        print(f"hscc-trace: warning: {w}", file=sys.stderr)
+    rows = res.rows
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
+        return
+    title = (
+        f"{file}: {res.format}, {','.join(res.link_types)}, {res.packets_total} packets "
+        f"({res.packets_tcp} TCP), {len(rows)} connection(s)"
+    )
+    if len(rows) > RICH_MAX_ROWS or not sys.stdout.isatty():
+        # piped or redirected: plain aligned text (never truncates a cell, greppable, no rich import)
+        sys.stdout.write(render_plain(rows, title))
+        return
+    from rich.console import Console
+
+    Console(width=max(200, Console().width)).print(render_table(rows, title))
+
+
+def fast_args(argv: list[str]) -> tuple[str, str | None, bool] | None:
+    """``(file, bpf, as_json)`` of ``argv`` (the arguments after the program name) when it is
+    ``flows`` with one file and at most one each of ``--json`` and ``--filter EXPR`` /
+    ``--filter=EXPR``, in any order — what the Typer command would receive; None for anything
+    else (which Typer then parses, reports or explains). A token starting with ``-`` other than
+    ``-`` itself (standard input) is only ever one of those two options here, so an unknown
+    option, ``--help`` or ``--`` always goes to Typer."""
+    if not argv or argv[0] != "flows":
+        return None
+    file: str | None = None
+    bpf: str | None = None
+    as_json = False
+    seen: set[str] = set()
+    i = 1
+    while i < len(argv):
+        a = argv[i]
+        if a == "--json":
+            if a in seen:
+                return None
+            seen.add(a)
+            as_json = True
+        elif a == "--filter" or a.startswith("--filter="):
+            if "--filter" in seen:
+                return None
+            seen.add("--filter")
+            if a == "--filter":
+                if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
+                    return None  # (a missing value, or one Click might read otherwise: let it)
+                i += 1
+                bpf = argv[i]
+            else:
+                bpf = a[len("--filter=") :]
+        elif a.startswith("-") and a != "-":
+            return None
+        elif file is None:
+            file = a
+        else:
+            return None  # a second file: Typer's usage error
+        i += 1
+    return None if file is None else (file, bpf, as_json)
