@@ -14,7 +14,9 @@ DataFrame per algorithm out) and :func:`replay_flow` (a :class:`~hscc_trace.mode
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+import os
+import threading
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -30,6 +32,8 @@ from . import tp as T
 from .compile import loop_function
 from .registry import Resolved, resolve, resolve_many
 
+#: CPUs this process may run on (the loops run ahead in a helper thread only with two or more)
+_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 _STATE_CODE = {s: i for i, s in enumerate(schema.CONG_STATES)}  # open 0, recovery 1, loss 2
 #: schema.ACKS columns an ACK table may lack (added after ACK tables were first exported)
 _OPTIONAL_ACK_COLUMNS = frozenset({"retrans_bytes"})
@@ -380,6 +384,14 @@ def run(algo: Resolved | str, prep: Prepared, *, compiled: bool | None = None) -
     r = resolve(algo) if isinstance(algo, str) else algo
     if not prep.rate_done and _needs_rate(r):
         rate_samples(prep)
+    loop, sigs = _setup(r, prep, compiled)
+    return _frame(prep.ts_ns, loop(), sigs, prep.frame)
+
+
+def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable[[], np.ndarray], list]:
+    """(a call running ``r``'s loop over ``prep`` and returning its output matrix, the signals):
+    everything but the loop itself and the table, done in the calling thread. ``prep``'s rate
+    samples must be filled already if ``r`` needs them (:func:`run` does it)."""
     fn, sigs, sig_idx = _plan(r, compiled)
     n = len(prep)
     tpa = np.zeros(T.NTP, dtype=np.float64)
@@ -399,9 +411,36 @@ def run(algo: Resolved | str, prep: Prepared, *, compiled: bool | None = None) -
     tpa[T.CWND_USAGE_SEQ] = -math.inf
     st = np.zeros(r.nstate, dtype=np.float64)
     p = r.param_array()
-    out = np.empty((n, 3 + len(sigs)), dtype=np.float64, order="F")  # columns contiguous → zero-copy Series
-    fn(prep.ev, tpa, st, p, sig_idx, out)
-    return _frame(prep.ts_ns, out, sigs, prep.frame)
+    ncol = 3 + len(sigs)
+
+    def loop() -> np.ndarray:
+        out = np.empty((n, ncol), dtype=np.float64, order="F")  # columns contiguous → zero-copy Series
+        fn(prep.ev, tpa, st, p, sig_idx, out)
+        return out
+
+    return loop, sigs
+
+
+#: Loops run ahead in a helper thread while this one builds the previous algorithm's table, for
+#: flows of at least this many ACKs (below, a thread hand-over costs more than it saves). The
+#: compiled loops release the GIL (``nogil``), the tables need it: on two cores a flow's replays
+#: take about the longer of the two instead of their sum. Outputs are the same either way: each
+#: loop writes only its own arrays, and the input matrix is read-only by then.
+AHEAD_MIN_ACKS = 2000
+#: loops run or finished ahead of the tables at most (bounds the output matrices held at once)
+AHEAD = 2
+_POOL: Any = None
+_POOL_LOCK = threading.Lock()
+
+
+def _pool() -> Any:
+    global _POOL
+    with _POOL_LOCK:
+        if _POOL is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            _POOL = ThreadPoolExecutor(1, thread_name_prefix="hscc-replay-loop")
+        return _POOL
 
 
 _PLANS: dict[tuple[int, int, bool | None], tuple[Any, Any, Any, list, np.ndarray]] = {}
@@ -552,12 +591,31 @@ def replay(
     if not order:
         raise InputError("no algorithm given (see `hscc-trace algorithms`)")
     prep = prepare(acks, mss, segments)
-    out: dict[str, pl.DataFrame] = {}
-    for r in order:
-        label = r.label
-        if label in out:
+    labels = [r.label for r in order]
+    for k, label in enumerate(labels):
+        if label in labels[:k]:
             raise InputError(f"algorithm {label} requested twice")
-        out[label] = run(r, prep, compiled=compiled)
+    if not prep.rate_done and any(_needs_rate(r) for r in order):
+        rate_samples(prep)  # (before any loop runs: the loops only read the input matrix)
+    jobs = [_setup(r, prep, compiled) for r in order]
+    out: dict[str, pl.DataFrame] = {}
+    if len(jobs) < 2 or len(prep) < AHEAD_MIN_ACKS or _CPUS < 2 or compiled is False:
+        for label, (loop, sigs) in zip(labels, jobs):
+            out[label] = _frame(prep.ts_ns, loop(), sigs, prep.frame)
+        return out
+    pool = _pool()
+    futures: list[Any] = [pool.submit(loop) for loop, _ in jobs[:AHEAD]]
+    try:
+        for k, (label, (_, sigs)) in enumerate(zip(labels, jobs)):
+            mat = futures[k].result()
+            futures[k] = None
+            if k + AHEAD < len(jobs):
+                futures.append(pool.submit(jobs[k + AHEAD][0]))
+            out[label] = _frame(prep.ts_ns, mat, sigs, prep.frame)
+    finally:
+        for f in futures:
+            if f is not None:
+                f.cancel()
     return out
 
 

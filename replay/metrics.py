@@ -280,13 +280,14 @@ def ack_windows(events: Any, replays: dict[str, pl.DataFrame]) -> tuple[np.ndarr
     snd = acks.get_column("snd_max").cast(pl.Float64).to_numpy()
     ack = acks.get_column("ack").cast(pl.Float64).to_numpy()
     rnd = acks.get_column("round").cast(pl.Int64).fill_null(-1).to_numpy()
-    state = acks.get_column("state").cast(pl.String).fill_null("").to_numpy()
+    # (compared in polars: the Enum's codes, not a string per ACK)
+    is_open = (acks.get_column("state") == "open").fill_null(False).to_numpy()
     obs = np.full(n, np.nan)
     obs[:-1] = (snd[1:] - ack[:-1]) / float(events.mss)
     lim = rd.get_column("limit").cast(pl.String).fill_null("").to_numpy()
     rec = rd.get_column("in_recovery").fill_null(True).to_numpy().astype(bool)
     good = rd.get_column("round").cast(pl.Int64).to_numpy()[(lim == "cwnd") & ~rec]
-    use = np.isin(rnd, good) & (state == "open") & np.isfinite(obs) & (obs > 0)
+    use = np.isin(rnd, good) & is_open & np.isfinite(obs) & (obs > 0)
     out: dict[str, np.ndarray] = {}
     for label, rep in replays.items():
         col = rep.get_column(FIT_WINDOW if FIT_WINDOW in rep.columns else "cwnd").to_numpy()

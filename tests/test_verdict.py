@@ -208,3 +208,59 @@ def test_at_the_sender_any_significantly_closer_candidate_rules_out_the_lowest_m
     # its place and B, 1 packet off in 11 rounds and closer in 9, is not ruled out → ambiguous
     v = judge(actual, {"a": a_round, "b": b_round})
     assert v.cls == V.AMBIGUOUS and v.candidates == ("a", "b")
+
+
+def test_duel_counts_are_those_of_paired_by_acks_with_gaps_and_memo():
+    # the verdict's _Duel reuses each candidate's distances and the rounds' numbering across
+    # duels, and remembers each pair: its counts must be exactly _paired_by_acks', also where a
+    # replay is not finite after some ACKs (those ACKs drop out of both sides) and a round is
+    # left without any compared ACK
+    rng = np.random.default_rng(3)
+    n = 400
+    obs = 20.0 + rng.integers(0, 8, n).astype(float)
+    rnd = np.sort(rng.integers(0, 60, n))
+    a = obs + rng.normal(0, 1.5, n)
+    b = obs + rng.normal(0.5, 1.5, n)
+    c = obs + rng.normal(-0.5, 1.0, n)
+    b[rng.integers(0, n, 40)] = np.nan
+    c[rnd == rnd[n // 2]] = np.inf  # a whole round without a finite replay of c
+    cls = {k: V._Class([k], np.zeros(3), False, w) for k, w in {"a": a, "b": b, "c": c}.items()}
+    duel = V._Duel(np.zeros(3), obs, rnd, 0.5)
+    for _ in range(2):  # the second pass comes from the memo
+        for x in cls:
+            for y in cls:
+                if x != y:
+                    assert duel(cls[x], cls[y]) == V._paired_by_acks(obs, rnd, cls[x].acks, cls[y].acks, 0.5)
+
+
+def test_betas_take_the_first_round_outside_recovery_after_each_episode():
+    # β of an episode: the peak flight of the first round outside recovery that starts at or
+    # after the episode's end, over the flight at the episode. Rounds in time order are searched
+    # by bisection; the same rounds shuffled out of order take the plain scan — both by hand:
+    # episode 1 ends at 250 → round starting 300 is in recovery, the next (400) gives 60/100;
+    # episode 2 ends at 400 → round 400 itself (60/80); episode 3 ends after every round → none;
+    # an RTO and an episode without an end give none
+    import types
+
+    import polars as pl
+
+    from hscc_trace.analysis import evidence
+
+    rounds = pl.DataFrame(
+        {
+            "start_ns": [100, 200, 300, 400, 500],
+            "peak_flight_bytes": [50, 70, 90, 60, 65],
+            "in_recovery": [False, True, True, False, None],
+        }
+    )
+    episodes = pl.DataFrame(
+        {
+            "end_ns": [250, 400, 900, 300, None],
+            "kind": ["fast_retransmit", "sack_recovery", "fast_retransmit", "rto", "fast_retransmit"],
+            "flight_bytes": [100, 80, 90, 70, 60],
+        }
+    )
+    ev = types.SimpleNamespace(rounds=rounds, episodes=episodes)
+    assert evidence._betas(ev) == [0.6, 0.75]
+    ev.rounds = rounds[[3, 0, 2, 1, 4]]  # not in time order: the same first round by index order
+    assert evidence._betas(ev) == [0.6, 0.75]

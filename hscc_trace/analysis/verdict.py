@@ -32,8 +32,9 @@ receive window did not limit.
 
 from __future__ import annotations
 
+import functools
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -138,8 +139,10 @@ def _rank(name: str) -> tuple[int, str]:
     return (PARSIMONY.index(b) if b in PARSIMONY else len(PARSIMONY), b)
 
 
+@functools.lru_cache(maxsize=4096)
 def _binom_tail(k: int, n: int) -> float:
-    """P(X ≥ k) for X ~ Binomial(n, 1/2)."""
+    """P(X ≥ k) for X ~ Binomial(n, 1/2) (cached: a flow's duels ask the same few (k, n) again
+    and again, and each is a sum of up to n log-gamma terms)."""
     if k <= 0:
         return 1.0
     if k > n:
@@ -196,17 +199,61 @@ class _Class:
 @dataclass
 class _Duel:
     """How two candidates are compared on one flow: at ACK resolution when the flow has judged
-    ACKs (:func:`_paired_by_acks`), else round by round (:func:`_paired`)."""
+    ACKs (:func:`_paired_by_acks`), else round by round (:func:`_paired`).
+
+    A verdict asks for the same duels again and again (every candidate against every other, on
+    every pass of its elimination loop): each pair is computed once, and the parts that depend
+    on one candidate only (its distance to the sender after every ACK, where it is finite) or
+    on the flow only (the round of every ACK, numbered) once per flow. The counts are those of
+    :func:`_paired_by_acks` — the same elementwise operations on the same values."""
 
     actual: np.ndarray  # per judged round
     obs: np.ndarray  # per judged ACK
     rnd: np.ndarray
     tie: float
+    _memo: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
+    _dist: dict[int, tuple[np.ndarray, np.ndarray, bool]] = field(default_factory=dict)
+    _inv: tuple[np.ndarray, int] | None = None
 
     def __call__(self, best: _Class, other: _Class) -> tuple[int, int]:
-        if self.obs.size and best.acks is not None and other.acks is not None:
-            return _paired_by_acks(self.obs, self.rnd, best.acks, other.acks, self.tie)
-        return _paired(self.actual, best.windows, other.windows, self.tie)
+        key = (id(best), id(other))
+        hit = self._memo.get(key)
+        if hit is None:
+            if self.obs.size and best.acks is not None and other.acks is not None:
+                hit = self._by_acks(best, other)
+            else:
+                hit = _paired(self.actual, best.windows, other.windows, self.tie)
+            self._memo[key] = hit
+        return hit
+
+    def _side(self, c: _Class) -> tuple[np.ndarray, np.ndarray, bool]:
+        """(|replayed − observed| after every ACK, finite mask, all finite) of one candidate."""
+        hit = self._dist.get(id(c))
+        if hit is None:
+            w = c.acks
+            assert w is not None
+            fin = np.isfinite(w)
+            hit = self._dist[id(c)] = (np.abs(w - self.obs), fin, bool(fin.all()))
+        return hit
+
+    def _by_acks(self, best: _Class, other: _Class) -> tuple[int, int]:
+        db, fb, allb = self._side(best)
+        do, fo, allo = self._side(other)
+        if self._inv is None:
+            keys, inv = np.unique(self.rnd, return_inverse=True)
+            self._inv = (inv.reshape(-1), int(keys.size))
+        inv, nk = self._inv
+        if allb and allo:
+            d = do - db
+        else:
+            ok = fb & fo
+            if not ok.any():
+                return 0, 0
+            d, inv = do[ok] - db[ok], inv[ok]
+        # rounds without a compared ACK count as neither won nor lost, as in _paired_by_acks
+        won = np.bincount(inv, weights=(d > self.tie).astype(np.float64), minlength=nk)
+        lost = np.bincount(inv, weights=(d < -self.tie).astype(np.float64), minlength=nk)
+        return int(np.sum(won > lost)), int(np.sum(won != lost))
 
 
 def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:

@@ -377,3 +377,19 @@ def test_prepare_unknown_window_scale_means_no_receive_window_limit():
 
     assert prep.ev[0, T.E_RWND] == np.inf
     assert prep.ev[1, T.E_RWND] == 20.0
+
+
+def test_loops_run_ahead_in_a_thread_give_the_serial_tables(rich_prep, monkeypatch):
+    # engine.replay runs the loops of a long flow ahead in a helper thread while it builds the
+    # tables: the tables must be those of one engine.run after the other, in the given order
+    names = ["reno", "cubic", "bbr", "vegas", "kyushu+cubic"]
+    acks = rich(40)
+    serial = {n: engine.run(registry.resolve(n), engine.prepare(acks, MSS)) for n in names}
+    monkeypatch.setattr(engine, "AHEAD_MIN_ACKS", 1)
+    monkeypatch.setattr(engine, "_CPUS", 2)
+    ahead = engine.replay(acks, MSS, names)
+    assert list(ahead) == [registry.resolve(n).label for n in names]
+    for n in names:
+        assert ahead[registry.resolve(n).label].equals(serial[n]), n
+    with pytest.raises(InputError, match="requested twice"):
+        engine.replay(acks, MSS, ["reno", "cubic", "reno"])
