@@ -59,6 +59,39 @@ def test_small_work_is_interpreted_until_the_budget_then_compiled_and_stamped(ca
     assert k2.stats["compiled_calls"] == 1 and k2.stats["interpreted_calls"] == 0
 
 
+def test_the_rent_of_earlier_runs_counts_toward_the_budget(cache_dir, monkeypatch):
+    """Runs that each stay within the budget are summed through the rent file: with a budget of
+    100 items, a run interpreting 60 then a run (a new Kernel, as a new process) given 60 more
+    compiles — 120 > 100 — instead of interpreting 60 again, as it did before rents were kept."""
+    monkeypatch.setattr(firstuse, "RENT_SAVE_S", 0.0)  # save after every call (normally 0.25 s)
+    a = np.arange(60, dtype=np.int64)
+    out = np.empty_like(a)
+    key = firstuse.type_key((a, out))
+    k1 = _kernel(100)
+    k1(a, out)
+    assert k1.stats["interpreted_calls"] == 1 and k1.rent_path(key).read_text() == "60"
+    k2 = _kernel(100)
+    k2(a[:30], out[:30])  # 60 + 30 = 90 ≤ 100: still interpreted, rent 90
+    assert k2.stats["interpreted_calls"] == 1 and k2.rent_path(key).read_text() == "90"
+    k3 = _kernel(100)
+    assert k3(a[:20], out[:20]) == 20  # 90 + 20 = 110 > 100: compiled, though this run's own 20 < 100
+    assert k3.stats["interpreted_calls"] == 0 and k3.stats["compiled_calls"] == 1
+    assert k3.stamp_path(key).is_file()
+    # other argument types have their own rent
+    b = np.arange(60, dtype=np.float64)
+    k3(b, np.empty_like(b))
+    assert k3.stats["interpreted_calls"] == 1
+
+
+def test_rent_is_written_only_after_enough_interpreted_time(cache_dir):
+    """Tiny calls do not write a file each: below RENT_SAVE_S of interpreted time nothing is saved."""
+    a = np.arange(5, dtype=np.int64)
+    out = np.empty_like(a)
+    k = _kernel(100)
+    k(a, out)
+    assert k.stats["interpreted_calls"] == 1 and not k.rent_path(firstuse.type_key((a, out))).exists()
+
+
 def _scale(a, out):  # int64 products that leave the int64 range on purpose
     for i in range(len(a)):
         out[i] = a[i] * 10

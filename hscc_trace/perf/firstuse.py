@@ -11,9 +11,15 @@ work it has been given in this process outgrows what its compilation costs.
 The rule, per kernel and per argument types (``auto``, the default):
 
 1. compiled code already cached (a stamp, below) or already compiled in this process → compiled;
-2. otherwise, if the items interpreted so far in this process plus this call's stay within the
-   kernel's *budget* → its Python function (the same source, :func:`pure`);
+2. otherwise, if the items interpreted so far — in this process and in earlier runs — plus this
+   call's stay within the kernel's *budget* → its Python function (the same source,
+   :func:`pure`);
 3. otherwise compile now, and stamp.
+
+The items earlier runs interpreted are counted in a *rent* file beside the stamp (same name,
+``.rent``; written after every :data:`RENT_SAVE_S` interpreted seconds), so a user who analyzes
+a mid-sized capture again and again does not pay its interpreted cost on every run: once the
+runs together have interpreted the budget, the next one compiles.
 
 The budget of a kernel is ``compile_s / interp_s_per_item``: the number of items whose
 interpreted cost equals the cost of compiling — the break-even rule of renting against buying,
@@ -85,6 +91,11 @@ def mode(value: str) -> Iterator[None]:
     finally:
         _forced.pop()
 
+
+#: interpreted seconds of one kernel (per argument types) after which the items interpreted so
+#: far are written to its rent file: the rent of a run's last fraction of a second may be lost,
+#: and a run of thousands of tiny calls writes a few files, not thousands
+RENT_SAVE_S = 0.25
 
 #: measured by ``benchmarks/first_use.py`` (docs/performance.md, "First use"): per kernel,
 #: (seconds to compile, interpreted seconds per item); "replay loop": the median over the
@@ -176,6 +187,7 @@ class Kernel:
         self._ready: set[tuple[Any, ...]] = set()  # argument types compiled or loaded here
         self._stamped: dict[Path, bool] = {}  # stamp file → exists
         self._done: dict[tuple[Any, ...], int] = {}  # items interpreted, per argument types
+        self._unsaved: dict[tuple[Any, ...], float] = {}  # interpreted seconds not yet in the rent file
         #: what happened in this process: calls and items and seconds on each path
         self.stats = {"interpreted_calls": 0, "interpreted_items": 0, "interpreted_s": 0.0}
         self.stats.update({"compiled_calls": 0, "first_compiled_s": 0.0})
@@ -207,12 +219,15 @@ class Kernel:
             m = "interpret"
         if m == "auto" and self.is_cached(key):
             m = "compile"
+        rent = False
         if m == "auto":
             n = int(self.work(args))
-            done = self._done.get(key, 0)
+            done = self._done.get(key)
+            if done is None:  # the first call with these types here: what earlier runs paid
+                done = self._rent_paid(key)
             if done + n <= self.budget:
                 self._done[key] = done + n
-                m = "interpret"
+                m, rent = "interpret", True
         if m == "interpret":
             expect = self.work(args) * self.interp_s
             if expect >= NOTICE_S:
@@ -225,9 +240,15 @@ class Kernel:
             # the same results the same way, not a RuntimeWarning on stderr (hostile captures)
             with np.errstate(over="ignore"):
                 out = self.python()(*args)
+            took = time.perf_counter() - t
             self.stats["interpreted_calls"] += 1
             self.stats["interpreted_items"] += int(self.work(args))
-            self.stats["interpreted_s"] += time.perf_counter() - t
+            self.stats["interpreted_s"] += took
+            if rent:
+                self._unsaved[key] = self._unsaved.get(key, 0.0) + took
+                if self._unsaved[key] >= RENT_SAVE_S:
+                    self._unsaved[key] = 0.0
+                    self._save_rent(key, self._done[key])
             return out
         t = time.perf_counter()
         out = d(*args)
@@ -283,6 +304,29 @@ class Kernel:
         if hit is None:
             hit = self._stamped[path] = path.is_file()
         return hit
+
+    def rent_path(self, key: tuple[Any, ...]) -> Path:
+        """The file counting the items earlier runs interpreted with these argument types (the
+        rent paid so far, kept beside the stamp it leads to)."""
+        return self.stamp_path(key).with_suffix(".rent")
+
+    def _rent_paid(self, key: tuple[Any, ...]) -> int:
+        try:
+            return max(0, int(self.rent_path(key).read_text().strip() or 0))
+        except (OSError, ValueError):  # none yet, or unreadable: start from nothing
+            return 0
+
+    def _save_rent(self, key: tuple[Any, ...], items: int) -> None:
+        if not self.options.get("cache", True) and self._source_key is None:
+            return
+        path = self.rent_path(key)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(str(items))
+            os.replace(tmp, path)
+        except OSError:  # a read-only cache folder: each run decides alone, as before
+            pass
 
     def _stamp(self, key: tuple[Any, ...], took: float, only_if_missing: bool = False) -> None:
         if not self.options.get("cache", True) and self._source_key is None:
