@@ -98,6 +98,32 @@ def corpus(tmp_path_factory: pytest.TempPathFactory, http_root: tuple[Path, str]
     )  # fmt: skip
 
 
+@pytest.fixture(scope="module")
+def batched(tmp_path_factory: pytest.TempPathFactory, corpus: dict) -> dict:
+    """The same inputs plus a second always-crashing capture, in tasks of 4 captures: the first
+    task holds a capture whose worker dies once and, after it, one whose worker always dies; the
+    second task one whose worker always dies, twice within the task. Then the same command again."""
+    tmp = tmp_path_factory.mktemp("batched")
+    crash2 = tmp / "crash-too.pcap"
+    shutil.copy(REPO / "samples" / "bbr-40m" / "capture.pcap", crash2)
+    it = corpus["items"]
+    every = [
+        *[it[0], corpus["once"], corpus["crash"], it[1]],
+        *[it[2], str(crash2), it[3], it[4]],
+        *[it[5], corpus["url"], corpus["missing"]],
+    ]
+    out = tmp / "ds"
+    seen: list[tuple[int, dict]] = []
+    mp = pytest.MonkeyPatch()
+    mp.setenv(runner.CRASH_ENV, f"{Path(corpus['crash']).name},{crash2.name},{Path(corpus['once']).name}:once")
+    try:
+        first = runner.run(every, out, ALGOS, workers=2, batch=4, progress=lambda s, x: seen.append((s.done, x)))
+    finally:
+        mp.undo()
+    second = runner.run(every, out, ALGOS, workers=2, batch=4)
+    return dict(every=every, crash2=str(crash2), out=out, first=first, second=second, seen=seen)
+
+
 @pytest.mark.slow
 def test_local_cluster_records_every_capture_once(corpus):
     st = corpus["first"]
@@ -245,28 +271,97 @@ def test_census_counts_what_the_dataset_holds(corpus):
     assert "src=" not in markup and "href=" not in markup  # nothing to fetch (the CSP forbids it too)
 
 
+def _deaths(out: Path, capture: str) -> int:
+    """How many times the crash hook killed a worker on ``capture`` (one byte per death)."""
+    marker = out / f".crashed-{Path(capture).name}"
+    return len(marker.read_bytes()) if marker.exists() else 0
+
+
 @pytest.mark.slow
-def test_a_hanging_capture_is_cut_off_and_its_worker_restarted(tmp_path, monkeypatch):
+def test_batches_keep_every_guarantee(corpus, batched):
+    st, out = batched["first"], batched["out"]
+    # the unbatched run's 6 analyzed and 4 failed captures, plus the second crashing one
+    assert (st.ok, st.skipped, len(st.errors)) == (6, 0, 5)
+    # one progress call per capture, each capture once (in bursts when a task ends)
+    assert [d for d, _ in batched["seen"]] == list(range(1, 12))
+    assert sorted(x["capture"] for _, x in batched["seen"]) == sorted(batched["every"])
+    # a worker died on the capture that always crashes exactly twice, whether both deaths were in
+    # its batch (crash-too) or the first in the batch's retry and the second on its own task (crash-me);
+    # the one that crashes once died once and was analyzed; the captures after them in their batch
+    # were analyzed, the ones before counted once
+    assert _deaths(out, corpus["crash"]) == _deaths(out, batched["crash2"]) == 2
+    assert _deaths(out, corpus["once"]) == 1
+    errs = ds.read(out, "errors")
+    got = dict(zip(errs["capture"], errs["reason"]))
+    assert got[batched["crash2"]] == got[corpus["crash"]] == "worker_died"
+    assert not (out / runner.ATTEMPTS_DIR).exists()  # the attempt counters are gone with the run
+    # every table equals the unbatched run's (same content hashes), the second crashing capture's
+    # error row aside
+    for t in ds.TABLES:
+        a = ds.read(out, t).filter(pl.col("capture") != batched["crash2"])
+        b = ds.read(corpus["out"], t)
+        keys = [k for k in ("sha256", "flow_id", "algo", "episode", "round") if k in b.columns]
+        drop = [c for c in ds.TIMING_COLUMNS if c in b.columns]
+        assert a.height == b.height and a.drop(drop).sort(keys).equals(b.drop(drop).sort(keys)), t
+    # the second run skips everything with a content hash; the 404 URL fails again
+    st2 = batched["second"]
+    assert (st2.ok, st2.skipped, len(st2.errors)) == (0, 10, 1)
+
+
+def test_batch_size_rule():
+    # 8 tasks at least per worker thread from what is left, at most BATCH_MAX captures a task
+    assert runner.BATCH_TASKS_PER_THREAD == 8 and runner.BATCH_MAX == 16
+    assert [runner.batch_size(n, 2) for n in (1, 11, 16, 17, 32, 33, 100, 256, 257, 2000)] == [
+        *[1, 1, 1, 2, 2, 3, 7, 16, 16, 16]
+    ]
+    assert runner.batch_size(2000, 1) == 16 and runner.batch_size(100, 8) == 2 and runner.batch_size(5, 0) == 1
+    # a corpus of 2 000 over 2 threads: few tasks, every capture in one, the last ones single
+    sizes, left = [], 2000
+    while left:
+        sizes.append(min(runner.batch_size(left, 2), left))
+        left -= sizes[-1]
+    assert sum(sizes) == 2000 and len(sizes) < 250 and sizes[0] == 16 and sizes[-16:] == [1] * 16
+    assert sizes == sorted(sizes, reverse=True)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("names", "batch"),
+    [
+        ({"hang.pcap": "reno-loss", "a.pcap": "bbr", "b.pcap": "cubic-loss"}, None),
+        # tasks [a, hang, b] and [c]: a is counted once, b is analyzed in a new task
+        ({"a.pcap": "bbr", "hang.pcap": "reno-loss", "b.pcap": "cubic-loss", "c.pcap": "reno-bdp"}, 3),
+    ],
+    ids=["one-capture-tasks", "in-a-batch"],
+)
+def test_a_hanging_capture_is_cut_off_and_its_worker_restarted(tmp_path, monkeypatch, names, batch):
     # One worker. Without the restart the worker would stay inside the hanging capture forever,
-    # and the two captures after it would never run (they would end as timeouts as well).
-    names = {"hang.pcap": "reno-loss", "a.pcap": "bbr", "b.pcap": "cubic-loss"}
+    # and the captures after it would never run (they would end as timeouts as well).
     items = []
     for n, s in names.items():
         shutil.copy(REPO / "samples" / s / "capture.pcap", tmp_path / n)
         items.append(str(tmp_path / n))
     monkeypatch.setenv(runner.HANG_ENV, "hang.pcap")
     res: dict = {}
-    t = threading.Thread(
-        target=lambda: res.update(st=runner.run(items, tmp_path / "ds", ALGOS, workers=1, timeout_per_capture=5)),
-        daemon=True,
-    )
+    seen: list[str] = []
+
+    def go() -> None:
+        res["st"] = runner.run(
+            items, tmp_path / "ds", ALGOS, workers=1, timeout_per_capture=5, batch=batch,
+            progress=lambda s, x: seen.append(x["capture"]),
+        )  # fmt: skip
+
+    t = threading.Thread(target=go, daemon=True)
     t.start()
     t.join(300)  # a liveness bound, not a speed target: the run takes ≈ 15 s
     assert "st" in res, "the run did not end: the hanging capture kept the only worker busy"
     st = res["st"]
-    assert (st.ok, len(st.errors)) == (2, 1)
-    assert st.errors[0]["capture"] == items[0] and st.errors[0]["reason"] == "timeout"
+    hang = str(tmp_path / "hang.pcap")
+    assert (st.ok, len(st.errors)) == (len(items) - 1, 1)
+    assert st.errors[0]["capture"] == hang and st.errors[0]["reason"] == "timeout"
+    assert sorted(seen) == sorted(items)  # one progress call per capture
     assert ds.read(tmp_path / "ds", "errors")["reason"].to_list() == ["timeout"]
+    assert sorted(ds.read(tmp_path / "ds", "captures")["capture"]) == sorted(i for i in items if i != hang)
 
 
 def test_inputs_list_globs_urls_and_missing(tmp_path, http_root):

@@ -143,7 +143,7 @@ def analyze(
     dataset: Path | None = typer.Option(
         None,
         "--dataset",
-        help="Corpus mode: write a Parquet dataset here on Dask, one task per capture, resuming (docs/corpus.md).",
+        help="Corpus mode: write a Parquet dataset here on Dask, captures in batches, resuming (docs/corpus.md).",
     ),
     workers: int | None = typer.Option(
         None,

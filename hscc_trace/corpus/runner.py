@@ -1,28 +1,70 @@
 """Run a corpus on Dask distributed: a LocalCluster of worker processes by default, or a running
 scheduler (``tcp://HOST:8786``; without one, Dask's own configuration ``DASK_SCHEDULER_ADDRESS``).
 
-Each task is one capture (:func:`analyze_capture`): it fetches the input (a URL is copied to a
+Each capture is analyzed by :func:`analyze_capture`: it fetches the input (a URL is copied to a
 temporary file), hashes it, analyzes it through :mod:`hscc_trace.api`, writes that capture's rows
-of every table and returns a small summary dict. Nothing here prints: progress goes to a callback.
+of every table and returns a small summary dict. Nothing here prints: progress goes to a callback,
+called once per capture.
+
+**Batches.** A Dask task costs the client process (scheduler, nannies, client) a few ms of CPU
+whatever it does, which on a machine whose cores all run workers is taken from the analysis. So a
+task (:func:`analyze_batch`) analyzes a *batch* of captures one after another, in order, and
+returns their summaries. The batch size follows a guided rule (:func:`batch_size`), evaluated at
+each submission: ``ceil(remaining / (BATCH_TASKS_PER_THREAD × worker threads))``, between 1 and
+:data:`BATCH_MAX`. A large corpus gets batches of :data:`BATCH_MAX` while plenty remains, every
+worker thread still gets at least :data:`BATCH_TASKS_PER_THREAD` tasks from what is left, and the
+batches shrink as the end nears (the last ones are single captures), so the tail stays short; a
+run of at most ``BATCH_TASKS_PER_THREAD × threads`` captures is one capture per task throughout.
 
 Failures are data (an ``errors`` row each, see :func:`hscc_trace.corpus.dataset.write_error`):
 
 * a capture that cannot be fetched or read: ``unreadable`` (written by the worker itself);
 * an unexpected exception in the analysis: ``internal``;
-* a worker process that dies (OOM kill, segfault): Dask retries the capture once on a fresh
-  worker (``distributed.scheduler.allowed-failures`` = 1), and a second death gives
+* a worker process that dies (OOM kill, segfault): Dask retries the task once on a fresh worker
+  (``distributed.scheduler.allowed-failures`` = 1), and a capture on which two workers died gives
   ``worker_died``;
-* ``timeout_per_capture``: every task then announces on the Dask event topic :data:`TOPIC` when
-  it starts (and which worker runs it); a capture still running that many seconds after its start
-  is cancelled and **its worker is restarted** through its nanny (``Client.restart_workers``), so
-  the capture cannot keep that worker busy; the capture becomes a ``timeout`` error. Workers
-  without a nanny (``dask worker --no-nanny``) cannot be restarted this way (Dask removes them).
+* ``timeout_per_capture``: every capture then announces on the Dask event topic :data:`TOPIC` when
+  it starts (its task, its index in the batch, its worker; then its hash); a capture still running
+  that many seconds after its start is cancelled and **its worker is restarted** through its nanny
+  (``Client.restart_workers``), so the capture cannot keep that worker busy; the capture becomes a
+  ``timeout`` error. Workers without a nanny (``dask worker --no-nanny``) cannot be restarted this
+  way (Dask removes them).
+
+How a batch's failure finds its culprit and loses nothing else:
+
+* *Worker deaths.* Before a capture starts, its worker writes a counter file
+  ``DIR/.attempts/<key>`` (:data:`ATTEMPTS_DIR`, keyed by :func:`~hscc_trace.corpus.inputs.name_key`
+  of the input) holding the number of attempts begun on that capture; it is removed when the
+  capture ends (analyzed, error row written, or an exception). A counter left behind is a worker
+  that died on that capture. A capture whose counter already says 2 is not run again: the worker
+  records ``worker_died`` for it and goes on. Dask's retry of a batch starts it again from its
+  first capture: those already complete are skipped (their ``captures`` or ``errors`` file exists;
+  the ``captures`` file is written last), the one that was running is tried a second time on a
+  fresh worker, then the rest. If the retry dies as well, the client gets ``KilledWorker`` for the
+  batch and resubmits every capture of it as a task of its own: completed ones return ``skipped``
+  at once (counted as analyzed in this run, below), a capture that killed two workers is recorded
+  as ``worker_died`` by the next worker without being run, and the rest are analyzed. So the
+  culprit is named by the dataset's state, not guessed from the order of events, and a worker death
+  costs its batch nothing but the re-hashing of its completed captures. A single-capture task that
+  gets ``KilledWorker`` is recorded as ``worker_died`` by the client, as before batching. The
+  counters are cleared when a run starts (a counter left by a killed run is not a death).
+* *Exceptions escaping a task* (not the analysis's own, which are ``internal`` rows written by the
+  worker): a batch is resubmitted as single-capture tasks; a single capture is ``internal``.
+* *Timeouts.* The announcement names the capture's index in its batch, and the clock restarts at
+  every capture. The culprit is the announced one: it is recorded ``timeout``, its worker
+  restarted, and the other captures of its batch are resubmitted as one new batch (those that
+  completed before it return ``skipped``).
+
+A capture of this run whose summary came back ``skipped`` although it was not in the dataset when
+the run started (a retry, a resubmission, a result lost with its worker) counts as analyzed (or as
+its recorded error), not as skipped: every capture is counted exactly once.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import shutil
 import tempfile
 import threading
 import time
@@ -33,23 +75,38 @@ from typing import Any
 
 #: Test hook: a worker analyzing a capture whose file name equals this variable's value exits at
 #: once (``os._exit``), as an OOM kill or segfault would. ``NAME:once`` crashes only the first
-#: attempt (a marker file ``.crashed-NAME`` in the dataset folder remembers it), so the retry runs;
-#: several names are separated by commas.
+#: attempt (a marker file ``.crashed-NAME`` in the dataset folder, one byte per death, remembers
+#: it), so the retry runs; several names are separated by commas.
 CRASH_ENV = "HSCC_TRACE_CORPUS_CRASH"
 #: Test hook: a capture whose file name equals this variable's value never finishes (it sleeps).
 HANG_ENV = "HSCC_TRACE_CORPUS_HANG"
-#: Dask event topic on which a task announces its start: ``{"key", "worker", "sha"}``.
+#: Dask event topic on which a capture announces its start (with a timeout only):
+#: ``{"key", "i", "worker", "sha"}`` (its task, its index in the task's batch, its worker, its hash
+#: once known).
 TOPIC = "hscc-trace-corpus"
+#: Folder of the dataset holding the attempt counters of the captures being analyzed (module
+#: docstring); cleared when a run starts.
+ATTEMPTS_DIR = ".attempts"
+#: Largest number of captures in one task: ≈ 1 s of analysis (≈ 60 ms a capture on this project's
+#: samples), so a batch's tail and what a retry re-hashes stay small.
+BATCH_MAX = 16
+#: Tasks each worker thread still gets, at least, from the captures left (see :func:`batch_size`).
+BATCH_TASKS_PER_THREAD = 8
 #: The embedded cluster's settings (a running scheduler needs the first two, see docs/corpus.md):
 #: a capture is retried once after its worker dies, and a worker holds only the tasks it runs
 #: (no queue of its own), so a worker that dies or is restarted takes no innocent capture's
 #: retry with it. The workers' statistical profiler (a thread sampling every thread's stack every
 #: 10 ms, for the dashboard's profile page) is off: each sample takes the GIL from the analysis,
-#: and a capture's task is the analysis of one file, which needs no profile.
+#: and a capture's task is the analysis of files, which needs no profile. Every server (the
+#: scheduler, each nanny, each worker) checks its event loop's health every 1 s instead of every
+#: 20 ms (Dask's default): with two workers that check alone cost ≈ 25 ms of CPU per second in the
+#: client process and ≈ 20 in the workers, ≈ 2 % of two cores, for a metric nothing here reads (a
+#: loop blocked for more than ``distributed.admin.tick.limit``, 3 s, is still noticed).
 SCHEDULER_CONFIG = {
     "distributed.scheduler.allowed-failures": 1,
     "distributed.scheduler.worker-saturation": 1.0,
     "distributed.worker.profile.enabled": False,
+    "distributed.admin.tick.interval": "1s",
 }
 #: How often the client looks at the clocks of running captures when there is a timeout.
 POLL_S = 0.1
@@ -64,15 +121,23 @@ def _summary(sha: str | None, item: str, status: str, **kw: Any) -> dict[str, An
     return {"sha256": sha, "capture": item, "status": status, **kw}
 
 
-def _announce(sha: str | None) -> None:
-    """Tell the client that this task runs (and, once known, its capture's hash)."""
+def batch_size(remaining: int, nthreads: int, most: int = BATCH_MAX) -> int:
+    """Captures in the next task when ``remaining`` are left to submit over ``nthreads`` worker
+    threads: ``ceil(remaining / (BATCH_TASKS_PER_THREAD × nthreads))`` between 1 and ``most``
+    (guided scheduling: large batches while much is left, single captures at the end)."""
+    per = BATCH_TASKS_PER_THREAD * max(1, nthreads)
+    return max(1, min(most, -(-remaining // per)))
+
+
+def _announce(i: int, sha: str | None) -> None:
+    """Tell the client that capture ``i`` of this task runs (and, once known, its hash)."""
     try:
         from distributed import get_worker
 
         w = get_worker()
     except ValueError:  # called outside a Dask worker (tests, a plain loop)
         return
-    w.log_event(TOPIC, {"key": w.get_current_task(), "worker": w.address, "sha": sha})
+    w.log_event(TOPIC, {"key": w.get_current_task(), "i": i, "worker": w.address, "sha": sha})
 
 
 def _test_hooks(item: str, dataset: str) -> None:
@@ -82,8 +147,8 @@ def _test_hooks(item: str, dataset: str) -> None:
         if name == target:
             marker = Path(dataset) / f".crashed-{name}"
             if mode != "once" or not marker.exists():
-                if mode == "once":
-                    marker.touch()
+                with open(marker, "a") as f:  # one byte per death: the tests count them
+                    f.write("x")
                 os._exit(137)
     if os.environ.get(HANG_ENV) and name == os.environ[HANG_ENV]:
         while True:
@@ -95,12 +160,13 @@ def analyze_capture(
     dataset: str,
     algorithms: Sequence[str] | None,
     params: dict[str, dict[str, Any]] | None,
-    announce: bool = False,
+    announce: int | None = None,
 ) -> dict[str, Any]:
     """Analyze one capture and write its rows of every table; returns a summary dict (status
     ``ok``, ``skipped`` — already in the dataset — or ``error``). With ``announce`` (a run with a
-    timeout), the task tells the client on :data:`TOPIC` when it starts and which capture it
-    holds (two Dask events: a few ms of scheduler work, spent only when a clock needs them)."""
+    timeout: the capture's index in its task's batch), the capture tells the client on
+    :data:`TOPIC` when it starts and which capture it holds (two Dask events: a few ms of
+    scheduler work, spent only when a clock needs them)."""
     import polars as pl
 
     from hscc_trace import api
@@ -109,8 +175,8 @@ def analyze_capture(
     from hscc_trace.corpus import inputs
     from hscc_trace.errors import HsccError, InternalMessage
 
-    if announce:
-        _announce(None)
+    if announce is not None:
+        _announce(announce, None)
     _test_hooks(item, dataset)
     with tempfile.TemporaryDirectory(prefix="hscc-corpus-") as tmp:
         try:
@@ -120,8 +186,8 @@ def analyze_capture(
             nk = inputs.name_key(item)
             ds.write_error(dataset, nk, item, "unreadable", _first_line(exc))
             return _summary(nk, item, "error", reason="unreadable", message=_first_line(exc))
-        if announce:
-            _announce(sha)
+        if announce is not None:
+            _announce(announce, sha)
         if ds.path(dataset, "captures", sha).exists():
             return _summary(sha, item, "skipped", was="ok")
         if ds.path(dataset, "errors", sha).exists():
@@ -201,6 +267,38 @@ def analyze_capture(
     return _summary(sha, item, "ok", flows=flows.height, seconds=cap["seconds"][0])
 
 
+def analyze_batch(
+    items: Sequence[str],
+    dataset: str,
+    algorithms: Sequence[str] | None,
+    params: dict[str, dict[str, Any]] | None,
+    announce: bool = False,
+) -> list[dict[str, Any]]:
+    """One task: :func:`analyze_capture` for each of ``items`` in order, each under its attempt
+    counter (module docstring); returns their summaries in the same order."""
+    from hscc_trace.corpus import inputs
+
+    out = []
+    for i, item in enumerate(items):
+        counter = Path(dataset) / ATTEMPTS_DIR / inputs.name_key(item)
+        try:
+            begun = int(counter.read_text())
+        except (OSError, ValueError):
+            begun = 0
+        if begun >= 2:  # two workers died on it already: not a third
+            out.append(_failed(dataset, item, None, "worker_died", "its worker died twice while analyzing it"))
+            continue
+        counter.parent.mkdir(parents=True, exist_ok=True)
+        counter.write_text(str(begun + 1))
+        try:
+            out.append(analyze_capture(item, dataset, algorithms, params, i if announce else None))
+        except Exception as exc:  # noqa: BLE001 - outside the analysis' own handling (a failed write)
+            out.append(_failed(dataset, item, None, "internal", f"{type(exc).__name__}: {_first_line(exc)}"))
+        finally:
+            counter.unlink(missing_ok=True)
+    return out
+
+
 @dataclass
 class CorpusRun:
     """What a run did so far (passed to the progress callback after every capture)."""
@@ -248,8 +346,11 @@ def run(
     threads_per_worker: int = 1,
     timeout_per_capture: float | None = None,
     progress: Callable[[CorpusRun, dict[str, Any]], None] | None = None,
+    batch: int | None = None,
 ) -> CorpusRun:
-    """Analyze ``items`` into ``dataset``; one task per capture, a bounded number in flight."""
+    """Analyze ``items`` into ``dataset``; tasks of a batch of captures each (``batch`` captures,
+    else :func:`batch_size`'s rule), a bounded number in flight. ``progress`` is called once per
+    capture (the captures of a batch one after another when its task ends)."""
     from distributed import wait
     from distributed.scheduler import KilledWorker
 
@@ -257,24 +358,29 @@ def run(
     from hscc_trace.corpus import dataset as ds
     from hscc_trace.corpus import inputs
 
+    if batch is not None and batch < 1:
+        raise ValueError(f"batch must be >= 1, got {batch}")
     sel = api.select(algorithms, params)  # validate once, on the client
     algos, overrides = list(sel.names), sel.overrides
     inputs.check_protocols(items)
     dataset = str(Path(dataset).resolve())
     Path(dataset).mkdir(parents=True, exist_ok=True)
     ds.remove_partial_writes(dataset)
+    shutil.rmtree(Path(dataset) / ATTEMPTS_DIR, ignore_errors=True)  # a killed run's counters are no deaths
+    (Path(dataset) / ATTEMPTS_DIR).mkdir()
     state = CorpusRun(total=len(items))
     before = ds.done(dataset)  # a capture written during this run and then recomputed (its worker
     # died after the task finished, before its summary was fetched) counts as analyzed, not skipped
     lock = threading.Lock()
-    running: dict[str, tuple[float, str, str | None]] = {}  # task key -> (start, worker, sha)
+    running: dict[str, tuple[float, str, str | None, int]] = {}  # task key -> (start, worker, sha, index)
 
     def on_event(event: Any) -> None:
         msg = event[1]
         with lock:
             prev = running.get(msg["key"])
-            same = prev is not None and prev[1] == msg["worker"] and msg["sha"] is not None
-            running[msg["key"]] = (prev[0] if same and prev else time.monotonic(), msg["worker"], msg["sha"])
+            same = prev is not None and prev[1] == msg["worker"] and prev[3] == msg["i"] and msg["sha"] is not None
+            start = prev[0] if same and prev else time.monotonic()
+            running[msg["key"]] = (start, msg["worker"], msg["sha"], msg["i"])
 
     def record(s: dict[str, Any]) -> None:
         if s["status"] == "ok":
@@ -297,15 +403,23 @@ def run(
             c.subscribe_topic(TOPIC, on_event)
         nthreads = max(1, sum(c.nthreads().values()))
         slots = 4 * nthreads  # the scheduler queues the extra ones: a worker never waits for the client
-        pending = list(reversed(items))
-        inflight: dict[str, tuple[Any, str]] = {}
+        pending = list(reversed(items))  # popped from the end: in order
+        again: list[list[str]] = []  # batches to submit first: a failed batch's captures (module docstring)
+        inflight: dict[str, tuple[Any, list[str]]] = {}
+        seq = 0
 
         def submit() -> None:
-            while pending and len(inflight) < slots:
-                it = pending.pop()
-                key = f"capture-{state.total - len(pending) - 1}"
-                f = c.submit(analyze_capture, it, dataset, algos, overrides, clock, key=key, pure=False)
-                inflight[key] = (f, it)
+            nonlocal seq
+            while (again or pending) and len(inflight) < slots:
+                if again:
+                    todo = again.pop(0)
+                else:
+                    n = batch if batch is not None else batch_size(len(pending), nthreads)
+                    todo = [pending.pop() for _ in range(min(n, len(pending)))]
+                key = f"corpus-{seq}"
+                seq += 1
+                f = c.submit(analyze_batch, todo, dataset, algos, overrides, clock, key=key, pure=False)
+                inflight[key] = (f, todo)
 
         submit()
         while inflight:
@@ -317,24 +431,36 @@ def run(
                 )
             except TimeoutError:
                 pass
-            for key, (f, it) in list(inflight.items()):
+            for key, (f, todo) in list(inflight.items()):
                 if not f.done():
                     continue
                 del inflight[key]
-                sha = running.pop(key, (0.0, "", None))[2]
+                now_at = running.pop(key, None)
+                sha = now_at[2] if now_at is not None and now_at[3] == 0 else None
                 try:
-                    s = f.result()
+                    summaries = f.result()
                 except KilledWorker:
-                    s = _failed(dataset, it, sha, "worker_died", "its worker died twice while analyzing it")
+                    if len(todo) > 1:  # each capture on its own: the attempt counters name the culprit
+                        again += [[it] for it in todo]
+                        continue
+                    summaries = [
+                        _failed(dataset, todo[0], sha, "worker_died", "its worker died twice while analyzing it")
+                    ]
                 except Exception as exc:  # noqa: BLE001 - the task itself failed outside its own handling
-                    s = _failed(dataset, it, sha, "internal", f"{type(exc).__name__}: {_first_line(exc)}")
-                record(s)
+                    if len(todo) > 1:
+                        again += [[it] for it in todo]
+                        continue
+                    summaries = [
+                        _failed(dataset, todo[0], sha, "internal", f"{type(exc).__name__}: {_first_line(exc)}")
+                    ]
+                for s in summaries:
+                    record(s)
             if timeout_per_capture is not None:
                 now = time.monotonic()
                 with lock:
                     late = [(k, *running[k]) for k in inflight if k in running]
-                for key, t0, worker, sha in late:
-                    f, it = inflight[key]
+                for key, t0, worker, sha, i in late:
+                    f, todo = inflight[key]
                     if f.done() or now - t0 <= timeout_per_capture:
                         continue
                     del inflight[key]
@@ -343,21 +469,24 @@ def run(
                     # the capture's thread cannot be interrupted: restart its worker process (the
                     # nanny starts a fresh one); other tasks queued there are rescheduled by Dask
                     c.restart_workers([worker], raise_for_error=False)
-                    record(
-                        _failed(
-                            dataset, it, sha, "timeout", f"not done after {timeout_per_capture:g} s (worker restarted)"
-                        )
-                    )
+                    msg = f"not done after {timeout_per_capture:g} s (worker restarted)"
+                    record(_failed(dataset, todo[i], sha, "timeout", msg))
+                    if len(todo) > 1:  # the others again (those done before it come back skipped)
+                        again.append(todo[:i] + todo[i + 1 :])
             submit()
         if clock:
             c.unsubscribe_topic(TOPIC)
+    shutil.rmtree(Path(dataset) / ATTEMPTS_DIR, ignore_errors=True)
     return state
 
 
 def _failed(dataset: str, item: str, sha: str | None, reason: str, message: str) -> dict[str, Any]:
-    """Record a capture that failed outside the task's own handling (on the client)."""
+    """Record a capture that failed outside the analysis's own handling (on the client, or on a
+    worker for a capture two workers died on); its attempt counter goes."""
     from hscc_trace.corpus import dataset as ds
     from hscc_trace.corpus import inputs
+
+    (Path(dataset) / ATTEMPTS_DIR / inputs.name_key(item)).unlink(missing_ok=True)
 
     if sha is None:  # the task never got as far as hashing: hash a local file here, key a URL by name
         try:
