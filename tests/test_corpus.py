@@ -324,6 +324,16 @@ def test_batch_size_rule():
     assert sizes == sorted(sizes, reverse=True)
 
 
+def test_a_corpus_task_runs_the_replay_loops_in_its_own_thread(tmp_path, monkeypatch):
+    """A worker process of a corpus already has a core of its own: its task switches the replays'
+    look-ahead thread off (engine.LOOK_AHEAD), which elsewhere stays on."""
+    from hscc_trace.replay import engine
+
+    monkeypatch.setattr(engine, "LOOK_AHEAD", True)
+    assert runner.analyze_batch([], str(tmp_path), None, None) == []
+    assert engine.LOOK_AHEAD is False
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize(
     ("names", "batch"),

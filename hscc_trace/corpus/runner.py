@@ -275,8 +275,13 @@ def analyze_batch(
     announce: bool = False,
 ) -> list[dict[str, Any]]:
     """One task: :func:`analyze_capture` for each of ``items`` in order, each under its attempt
-    counter (module docstring); returns their summaries in the same order."""
+    counter (module docstring); returns their summaries in the same order. The replays' loops
+    do not run ahead in a helper thread here (``engine.LOOK_AHEAD``): a corpus keeps every core
+    busy with workers, and the hand-overs would only cost CPU."""
     from hscc_trace.corpus import inputs
+    from hscc_trace.replay import engine
+
+    engine.LOOK_AHEAD = False
 
     out = []
     for i, item in enumerate(items):
