@@ -319,14 +319,7 @@ class Kernel:
     def _save_rent(self, key: tuple[Any, ...], items: int) -> None:
         if not self.options.get("cache", True) and self._source_key is None:
             return
-        path = self.rent_path(key)
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(str(items))
-            os.replace(tmp, path)
-        except OSError:  # a read-only cache folder: each run decides alone, as before
-            pass
+        _cache_write(self.rent_path(key), str(items))  # (not written: each run decides alone)
 
     def _stamp(self, key: tuple[Any, ...], took: float, only_if_missing: bool = False) -> None:
         if not self.options.get("cache", True) and self._source_key is None:
@@ -335,13 +328,8 @@ class Kernel:
             return
         path = self.stamp_path(key)
         self._stamped[path] = True
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
-            tmp.write_text(json.dumps({"kernel": self.name, "types": repr(key), "first_call_s": round(took, 3)}))
-            os.replace(tmp, path)
-        except OSError:  # a read-only cache folder: the next run decides again
-            pass
+        # (not written: the next run decides again)
+        _cache_write(path, json.dumps({"kernel": self.name, "types": repr(key), "first_call_s": round(took, 3)}))
 
     def sources(self) -> str:
         """What the compiled code is made of: the source files of the kernel's module and of every
@@ -349,6 +337,18 @@ class Kernel:
         if self._source_key is None:
             self._source_key = _source_hash(self.py_func)
         return self._source_key
+
+
+def _cache_write(path: Path, text: str) -> None:
+    """Write a stamp or rent file atomically (:func:`hscc_trace.atomic.write_text`); a cache
+    folder that cannot be written (read-only) leaves it unwritten, never fails the run."""
+    from hscc_trace.atomic import write_text
+    from hscc_trace.errors import InputError
+
+    try:
+        write_text(path, text, "the compile cache")
+    except InputError:
+        pass
 
 
 # ---- argument types ---------------------------------------------------------------------------
