@@ -14,7 +14,9 @@ capture goes through:
 
 Any exception other than the project's own input errors (:class:`hscc_trace.errors.HsccError`
 but not :class:`~hscc_trace.errors.InternalError`) is a crash, and so is an internal error that
-the pipeline turned into a message (``InternalMessage``). libFuzzer then stops, exits with a
+the pipeline turned into a message (``InternalMessage``) and a ``RuntimeWarning`` (numpy's
+division by zero, invalid value or overflow: a NaN or a wrapped number on its way into the
+outputs; the run is made to raise it). libFuzzer then stops, exits with a
 non-zero code and writes the input as ``crash-<sha1>`` (see ``-artifact_prefix``).
 
 Run (docs/robustness.md)::
@@ -32,6 +34,7 @@ import hashlib
 import os
 import sys
 import tempfile
+import warnings
 from pathlib import Path
 
 import atheris
@@ -70,7 +73,14 @@ def _expected(exc: BaseException) -> bool:
 
 
 def run_one(data: bytes, path: Path) -> None:
-    """Every stage on one input; raises on a bug, returns quietly on an input error."""
+    """Every stage on one input; raises on a bug (a ``RuntimeWarning`` included), returns quietly
+    on an input error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        _stages(data, path)
+
+
+def _stages(data: bytes, path: Path) -> None:
     path.write_bytes(data)
     p = str(path)
     try:

@@ -60,25 +60,50 @@ def test_fuzz_for_a_bounded_time(tmp_path):
     assert runs and int(runs[0].split(":")[-1]) > 0, tail  # it ran inputs, not only the start-up
 
 
-def test_regression_inputs_through_every_stage(tmp_path):
-    # the harness's run_one without atheris' engine: every stage on every regression input
+def _harness():
+    """fuzz/fuzz_hscc.py as a module, without atheris' engine (run_one does not need it)."""
     import importlib
 
     sys.path.insert(0, str(REPO / "fuzz"))
     fake = None
     try:
-        import seeds
+        import seeds  # noqa: F401  (fuzz/seeds.py, imported by the harness)
 
         try:
             import atheris  # noqa: F401
         except ImportError:  # run_one does not need atheris, but the module imports it
             fake = sys.modules["atheris"] = type(sys)("atheris")
-        harness = importlib.import_module("fuzz_hscc")
+        return importlib.import_module("fuzz_hscc")
     finally:
         sys.path.remove(str(REPO / "fuzz"))
         if fake is not None:
             del sys.modules["atheris"]
-    inputs = sorted(seeds.REGRESSION.glob("*"))
+
+
+def test_regression_inputs_through_every_stage(tmp_path):
+    # the harness's run_one without atheris' engine: every stage on every regression input
+    harness = _harness()
+    inputs = sorted(harness.seeds.REGRESSION.glob("*"))
     assert len(inputs) >= 4
     for f in inputs:
         harness.run_one(f.read_bytes(), tmp_path / "in.pcap")
+
+
+def test_a_runtime_warning_is_a_finding(tmp_path, monkeypatch):
+    # numpy's "invalid value" / "divide by zero" warnings mean a NaN or an infinity on its way
+    # into the outputs: the harness raises them (libFuzzer then keeps the input as a crash)
+    import warnings
+
+    import numpy as np
+
+    harness = _harness()
+
+    def fit(ev, reps):
+        return np.float64(0.0) / np.float64(0.0)  # RuntimeWarning: invalid value
+
+    monkeypatch.setattr(harness.api, "fit", fit)
+    data = (REPO / "samples" / "reno-bdp" / "capture.pcap").read_bytes()
+    before = list(warnings.filters)
+    with pytest.raises(RuntimeWarning):
+        harness.run_one(harness.seeds.head_of_pcap(data), tmp_path / "in.pcap")
+    assert warnings.filters == before  # the filter is the harness's own, undone when run_one ends
