@@ -66,6 +66,8 @@ BENCH = Path(__file__).resolve().parent
 REPO = BENCH.parent
 DATA = BENCH / "data"
 RESULTS = BENCH / "results"
+#: the last report of each capture, kept for the render step (git-ignored)
+OUT = BENCH / "out"
 DOC = REPO / "docs" / "performance.md"
 PY = sys.executable
 HSCC = str(Path(PY).with_name("hscc-trace")) if Path(PY).with_name("hscc-trace").exists() else "hscc-trace"
@@ -363,7 +365,8 @@ def run_captures(
         report = scratch / "report.html"
         if report.exists():
             extra_report = dict(report_bytes=report.stat().st_size, **report_parts(report))
-            keep = DATA / f"{name}.report.html"
+            OUT.mkdir(parents=True, exist_ok=True)  # (not DATA: that folder holds the inputs only)
+            keep = OUT / f"{name}.report.html"
             shutil.copyfile(report, keep)
             extra_report["report_path"] = str(keep)
             rows.setdefault("_report", {}).update(extra_report)
