@@ -58,6 +58,9 @@ REGISTRY: dict[str, Kernel] = {}
 
 _state: dict[str, Any] = {}  # "module": the extension module or None, "why": why not
 
+#: the start of :func:`kernels_status`'s reason when the install built no extension (no C compiler)
+NOT_BUILT = "the compiled extension was not built at install"
+
 
 def source_hash(package_dir: str | os.PathLike[str]) -> str:
     """SHA-256 (hex) of the extension's sources under ``package_dir`` (the hscc_trace folder);
@@ -167,7 +170,7 @@ def ext_module() -> Any:
 
             mod = importlib.import_module(EXT_MODULE)
         except ImportError as exc:
-            why = f"the compiled extension was not built at install ({exc})"
+            why = f"{NOT_BUILT} ({exc})"
         else:
             pkg = Path(str(mod.__file__)).resolve().parent
             try:
@@ -180,6 +183,16 @@ def ext_module() -> Any:
     return mod
 
 
+def not_built() -> str | None:
+    """Why the extension is missing when the install did not build it (no C compiler, no
+    Cython), else None — also None when it was skipped on purpose (:data:`NO_EXT_ENV`) or is
+    stale (an editable install whose sources changed)."""
+    if ext_module() is not None:
+        return None
+    why = str(_state.get("why", ""))
+    return why if why.startswith(NOT_BUILT) else None
+
+
 def kernels_status() -> str:
     """One line: which implementation runs the flows kernels, and if not the compiled one why."""
     mod = ext_module()
@@ -188,4 +201,15 @@ def kernels_status() -> str:
     return f"numba JIT: {_state['why']}"
 
 
-__all__ = ["njit", "Kernel", "ext_module", "kernels_status", "source_hash", "REGISTRY", "NO_EXT_ENV", "EXT_MODULE"]
+__all__ = [
+    "njit",
+    "Kernel",
+    "ext_module",
+    "kernels_status",
+    "not_built",
+    "NOT_BUILT",
+    "source_hash",
+    "REGISTRY",
+    "NO_EXT_ENV",
+    "EXT_MODULE",
+]
