@@ -127,8 +127,20 @@ def test_events_failing_after_some_flows_fail_the_capture_and_remove_its_tables(
     monkeypatch.delenv(pipeline.DEBUG_ENV, raising=False)
     for jobs in (1, 2):
         out = tmp_path / f"j{jobs}"
-        run = api.analyze_stream(CAPTURES[:2], ALGOS, jobs=jobs, report_flows=1, export=out, export_format="csv")
+        ticks: list[tuple[int, int, str]] = []
+        run = api.analyze_stream(
+            CAPTURES[:2],
+            ALGOS,
+            jobs=jobs,
+            report_flows=1,
+            export=out,
+            export_format="csv",
+            progress=lambda d, t, desc, ticks=ticks: ticks.append((d, t, desc)),
+        )
         try:
+            # the progress ends full: the failed capture's flows never built leave the total
+            assert ticks[-1][0] == ticks[-1][1] and any(desc.endswith(": error") for _d, _t, desc in ticks)
+            assert all(d <= t for d, t, _desc in ticks)
             assert list(run.failed) == [CAPTURES[0]] and "ValueError: boom" in run.failed[CAPTURES[0]]
             assert [c.meta.path for c in run.analysis.captures] == [CAPTURES[1]]
             files = run.stream.finish_export([CAPTURES[1]])

@@ -589,6 +589,7 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
     flow_errors: dict[tuple[str, int], tuple[Any, str]] = {}  # (flow_id, one-line error)
     total = len(inputs)
     done = 0
+    ticked: dict[str, int] = {}  # flows of each capture counted so far
 
     def tick(desc: str) -> None:
         nonlocal done
@@ -624,11 +625,17 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
             stream.done(path, i, value)
         else:
             flow_results[(path, i)] = value
+        ticked[path] = ticked.get(path, 0) + 1
         tick(f"{_short(path)}: flow {row.get('flow_id')}")
 
     def capture_failed(path: str, error: Any) -> None:
+        nonlocal total
         failed[path] = error
-        opened.pop(path, None)
+        oc = opened.pop(path, None)
+        if oc is not None:  # its flows not counted yet never will be: the total shrinks by them
+            total -= max(oc.expected - ticked.get(path, 0), 0)
+            if progress is not None:
+                progress(done, total, f"{_short(path)}: error")
         for key in [k for k in (*flow_results, *flow_errors) if k[0] == path]:
             flow_results.pop(key, None)
             flow_errors.pop(key, None)
