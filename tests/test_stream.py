@@ -108,6 +108,32 @@ def test_a_capture_that_fails_keeps_the_others_and_their_export_names(tmp_path: 
         run.stream.close()
 
 
+def test_the_exports_get_their_final_names_when_the_report_fails(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # as above, and the report cannot be written: the command fails, and the tables exported as
+    # flows finished (under names planned for three readable captures) are still moved to the
+    # names of the two that were read
+    from hscc_trace.cli import analyze_cmd
+
+    bad = tmp_path / "bad" / "capture.pcap"
+    bad.parent.mkdir()
+    bad.write_bytes(b"not a capture at all" * 10)
+    paths = [CAPTURES[1], str(bad), CAPTURES[3]]
+    run = api.analyze_stream(paths, ALGOS, report_flows=1, export=tmp_path / "b", export_format="csv")
+
+    def no_report(*args, **kw):  # type: ignore[no-untyped-def]
+        raise OSError("disk full")
+
+    monkeypatch.setattr(api, "report", no_report)
+    try:
+        with pytest.raises(OSError, match="disk full"):
+            analyze_cmd._outputs(run, tmp_path / "r.html", None, tmp_path / "b", True, 1, {}, 0.0)
+        assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["000-capture.pcap", "001-capture.pcap"]
+    finally:
+        run.stream.close()
+
+
 def test_events_failing_after_some_flows_fail_the_capture_and_remove_its_tables(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

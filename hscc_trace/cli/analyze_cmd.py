@@ -274,12 +274,45 @@ def _outputs(
     report_options: dict[str, Any],
     t0: float,
 ) -> int:
-    from hscc_trace import api
-    from hscc_trace.analysis import results
 
     for msg in run.errors:
         typer.echo(f"hscc-trace: error: {msg}", err=True)
-    written = []
+    written: list[str] = []
+    try:
+        doc = _report_and_json(run, output, json_out, quiet, jobs, report_options, written)
+    finally:  # the exported tables get their final folders even when the report or the JSON failed
+        if export_dir is not None:
+            files = run.stream.finish_export([c.meta.path for c in run.analysis.captures])
+    if export_dir is not None:
+        written.append(f"exported {len(files)} table(s) under {export_dir}")
+    if not quiet and doc is not None:
+        for line in summary_lines(doc):
+            typer.echo(line)
+        n_flows = sum(len(c["flows"]) for c in doc["captures"])
+        typer.echo(
+            f"{len(run.analysis.captures)} capture(s), {n_flows} flow(s), {len(run.errors)} error(s), "
+            f"{len(run.analysis.algorithms)} algorithm(s) in {time.perf_counter() - t0:.1f} s"
+        )
+        for w in written:
+            typer.echo(w)
+    return exit_code_of(run.errors, 0)
+
+
+def _report_and_json(
+    run: Any,
+    output: Path | None,
+    json_out: Path | None,
+    quiet: bool,
+    jobs: int,
+    report_options: dict[str, Any],
+    written: list[str],
+) -> dict[str, Any] | None:
+    """Write the report and the JSON results (the report in a second thread with ``jobs`` > 1);
+    ``written`` gains a line per file. Returns the results document when one was made (for the
+    terminal summary)."""
+    from hscc_trace import api
+    from hscc_trace.analysis import results
+
     doc: dict[str, Any] | None = None
     with _alongside(
         jobs > 1 and output is not None and bool(run.analysis.captures),
@@ -296,17 +329,4 @@ def _outputs(
         written.append(f"report: {output}")
     if json_out is not None:
         written.append(f"results: {json_out}")
-    if export_dir is not None:
-        files = run.stream.finish_export([c.meta.path for c in run.analysis.captures])
-        written.append(f"exported {len(files)} table(s) under {export_dir}")
-    if not quiet and doc is not None:
-        for line in summary_lines(doc):
-            typer.echo(line)
-        n_flows = sum(len(c["flows"]) for c in doc["captures"])
-        typer.echo(
-            f"{len(run.analysis.captures)} capture(s), {n_flows} flow(s), {len(run.errors)} error(s), "
-            f"{len(run.analysis.algorithms)} algorithm(s) in {time.perf_counter() - t0:.1f} s"
-        )
-        for w in written:
-            typer.echo(w)
-    return exit_code_of(run.errors, 0)
+    return doc
