@@ -344,10 +344,11 @@ def report(analysis: Analysis, path: PathLike, **options: Any) -> Path:
 
 
 def figures(analysis: Analysis, flow_id: int, capture: int | str = 0) -> Any:
-    """The report's Plotly figures for one flow (for notebooks: ``fig.show()``)."""
+    """The report's Plotly figures for one flow (for notebooks: ``fig.show()``); a flow of a
+    streamed run (:func:`analyze_stream`), whose replays were released, is replayed again."""
     from hscc_trace import reports
 
-    return reports.flow_figures(flow_result(analysis, flow_id, capture))
+    return reports.flow_figures(flow_result(analysis, flow_id, capture).restored())
 
 
 def export(obj: Any, path: PathLike, **kw: Any) -> Path | None:

@@ -171,6 +171,14 @@ class FlowResult:
     # the sender's kernel truth when files beside the capture hold it (samples/), else None
     truth: KernelTruth | None = None
 
+    def restored(self) -> FlowResult:
+        """This flow with its replays: itself, or with ``released`` replayed again."""
+        if self.released is None or self.replays:
+            return self
+        from dataclasses import replace
+
+        return replace(self, replays=self.released.replay(), released=None)
+
 
 class VerdictBrief(NamedTuple):
     """The part of a flow's verdict (:class:`hscc_trace.analysis.verdict.Verdict`) the report's

@@ -416,6 +416,17 @@ def test_library_api_tables_checks_and_figures(tmp_path: Path) -> None:
     assert figs and all(hasattr(f, "to_dict") for f in figs.values())
     with pytest.raises(Exception, match="was not analyzed"):
         api.flow_result(a, 999)
+    # a streamed run keeps the drawn flows without their replays: figures replays them again,
+    # so a notebook gets the same algorithm panels
+    run = api.analyze_stream(RENO, ["reno", "fusion"], report_flows=1)
+    try:
+        kept = api.flow_result(run.analysis, data["flow_id"])
+        assert not kept.replays and kept.released is not None
+        streamed = api.figures(run.analysis, data["flow_id"])
+        assert sorted(streamed) == sorted(figs) and {"algo:reno", "algo:fusion"} <= set(streamed)
+        assert streamed["window"].to_json() == figs["window"].to_json()
+    finally:
+        run.stream.close()
 
 
 def test_configured_params_for_algorithms_not_run_are_dropped_given_ones_are_not() -> None:
