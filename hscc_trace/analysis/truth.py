@@ -58,21 +58,39 @@ def truth_dir(capture: str | Path) -> Path | None:
         return None
 
 
-@functools.lru_cache(maxsize=8)
-def _read_cached(path: str, mtime_ns: int) -> pl.DataFrame | None:
+@functools.lru_cache(maxsize=2)  # (a capture's probe and signals: its flows are analyzed together)
+def _read_cached(path: str, mtime_ns: int) -> dict[int | None, pl.DataFrame] | None:
+    """The file's rows by sender port (``None``: every row, for a file without ``sport``), in the
+    file's order: split once, so that a capture's flows do not each filter the whole file."""
     try:
-        return pl.read_parquet(path)
+        df = pl.read_parquet(path)
     except (OSError, pl.exceptions.PolarsError):
         return None
+    if "sport" not in df.columns:
+        return {None: df}
+    if not df.schema["sport"].is_integer():  # (a bad file: the flow's warning names it, the overlay is not drawn)
+        raise pl.exceptions.ComputeError(f"{Path(path).name}: column sport is {df.schema['sport']}, not a port number")
+    return {int(k[0]): part for k, part in df.partition_by("sport", as_dict=True, maintain_order=True).items()}
 
 
-def _read(path: Path) -> pl.DataFrame | None:
-    """A truth file (read once per run for all of a capture's flows), None when unreadable."""
+def _read(path: Path, sport: int) -> pl.DataFrame | None:
+    """The rows of a truth file for the flow whose data sender has port ``sport`` (a file without
+    ``sport`` holds one flow: all of it); None when unreadable. Read once per run for all of a
+    capture's flows."""
     try:
         mtime = path.stat().st_mtime_ns
     except OSError:
         return None
-    return _read_cached(str(path), mtime)
+    parts = _read_cached(str(path), mtime)
+    if parts is None:
+        return None
+    if None in parts:
+        return parts[None]
+    return parts.get(sport, _EMPTY)
+
+
+#: no row for this flow (a truth file of other connections)
+_EMPTY = pl.DataFrame()
 
 
 def _sender_port(flow: dict[str, Any], ev: FlowEvents) -> int:
@@ -97,12 +115,10 @@ def flow_truth(folder: Path, flow: dict[str, Any], ev: FlowEvents) -> KernelTrut
     from hscc_trace.replay.metrics import truth_alignment
 
     sport = _sender_port(flow, ev)
-    probe = _read(folder / PROBE)
-    if probe is None or not {"ts_ns", "snd_una", "snd_cwnd"} <= set(probe.columns):
+    probe = _read(folder / PROBE, sport)
+    if probe is None or probe.height == 0 or ev.acks.height == 0:
         return None
-    if "sport" in probe.columns:
-        probe = probe.filter(pl.col("sport") == sport)
-    if probe.height == 0 or ev.acks.height == 0:
+    if not {"ts_ns", "snd_una", "snd_cwnd"} <= set(probe.columns):
         return None
     probe = probe.sort("ts_ns")
     idx = truth_alignment(ev.acks, probe)
@@ -120,11 +136,9 @@ def flow_truth(folder: Path, flow: dict[str, Any], ev: FlowEvents) -> KernelTrut
     ).sort("ts_ns", maintain_order=True)
     signals = None
     if (folder / SIGNALS).is_file():
-        sig = _read(folder / SIGNALS)
+        sig = _read(folder / SIGNALS, sport)
         if sig is not None and "ts_ns" not in sig.columns:
             sig = None
-        if sig is not None and "sport" in sig.columns:
-            sig = sig.filter(pl.col("sport") == sport)
         if sig is not None and sig.height:
             # the ACK whose processing wrote the line: the one after the probe just before it
             pts = probe.get_column("ts_ns").to_numpy()
