@@ -37,6 +37,40 @@ class FlowSource:
     order: np.ndarray
 
 
+@dataclass
+class SackIndex:
+    """The rows that carry SACK blocks, by flow: flow ``f``'s are entries ``bounds[f]:bounds[f+1]``
+    (in capture order); ``perm`` places each entry in the sorted SACK rows of
+    :attr:`FlowSource.src` (their edges), ``frame``, ``dir``, ``ack`` and ``sack_n`` are the
+    packet's (read from the arena at :meth:`Arena.finish`, so still there after a release)."""
+
+    bounds: np.ndarray
+    perm: np.ndarray
+    frame: np.ndarray
+    dir: np.ndarray
+    ack: np.ndarray
+    sack_n: np.ndarray
+
+
+def _sack_index(sack_rows: np.ndarray, owner: np.ndarray, block: int, nf: int, a: dict[str, np.ndarray]) -> SackIndex:
+    """The :class:`SackIndex` of the arena rows ``sack_rows`` (sorted): a flow's rows in arena order
+    are in capture order (its blocks are taken in increasing order, filled in turn)."""
+    flow = owner[sack_rows // block]
+    perm = np.argsort(flow, kind="stable")
+    bounds = np.zeros(nf + 1, np.int64)
+    np.cumsum(np.bincount(flow, minlength=nf)[:nf], out=bounds[1:])
+    del flow
+    g = sack_rows[perm]
+    return SackIndex(
+        bounds=bounds,
+        perm=perm.astype(np.int32) if perm.size < 2**31 else perm,
+        frame=a["frame"][g],
+        dir=a["dir"][g],
+        ack=a["ack"][g],
+        sack_n=a["sack_n"][g],
+    )
+
+
 #: rows per arena block: a flow's rows are runs of this many consecutive rows. Every flow's last
 #: block is partly empty, and its pages are touched: 64 rows (2.8 KB) keeps that waste small for
 #: many short connections (50 000 flows of 50 packets: 141 MB of arena instead of 563 MB with 256)
@@ -335,6 +369,7 @@ class Arena:
         self.ts_range = [np.iinfo(np.int64).max, np.iinfo(np.int64).min]
         self.n_flows = 0
         self.src: FlowSource | None = None
+        self.sack: SackIndex | None = None  # (finish())
         self.released = False  # (release(): the rows read are gone)
         self._pages: list[_Pages] | None = None
 
@@ -477,9 +512,14 @@ class Arena:
         syn = np.flatnonzero(self.op_flag[:ko] & 8)
         syn = syn[np.argsort(self.op_g[syn], kind="stable")]
         fl = self.op_flag[syn]
+        syn_rows = self.op_g[syn]
         syn_mss = self.op_mss[syn]
         syn_ws = np.where(fl & 2, self.op_ws[syn].astype(np.int16), np.int16(-1)).astype(np.int16)
         syn_sperm = (fl & 4) != 0
+        del fl, syn
+        self.sack = _sack_index(sack_rows, self.owner, self.block, nf, a)
+        if not self.keep:  # (table() cannot be called: nothing reads the stores any more)
+            self._drop_stores()
         src = (
             a["frame"],
             a["ts_ns"],
@@ -496,7 +536,7 @@ class Arena:
             a["opt_tsval"],
             a["opt_tsecr"],
             a["has_ts"],
-            self.op_g[syn],
+            syn_rows,
             syn_mss,
             syn_ws,
             syn_sperm,
@@ -511,8 +551,8 @@ class Arena:
         arena as it goes). A page goes when every row in it is released; its contents read as
         zeros afterwards, so the arena can build no events and no packet table any more
         (:attr:`released`). The first call also drops the SACK and option stores, which only
-        :meth:`table` and :meth:`sack_table` read (the events read :attr:`src`'s sorted
-        copies): ≈ 6 bytes a packet on replica-5M. Returns the bytes given back (0 where the
+        :meth:`table` reads (the events read :attr:`src`'s sorted copies; an arena that keeps
+        no packet table dropped them in :meth:`finish` already): ≈ 6 bytes a packet on replica-5M. Returns the bytes given back (0 where the
         system cannot; the stores not counted)."""
         if self.src is None:
             raise ValueError("Arena.release before finish()")
@@ -537,29 +577,52 @@ class Arena:
     def sack_table(self) -> Any:
         """The rows that carry SACK blocks, in capture order, with the schema.PACKETS columns
         ``frame, flow_id, dir, ack, sack_n, sack_l0 … sack_r3`` (values and nulls as in
-        :meth:`table`), from the arena and the SACK store: what the report's SACK blocks need
-        (:mod:`hscc_trace.events.sack`) without building or reading the packet table. Call
-        after :meth:`finish` (``dir`` is then the direction)."""
+        :meth:`table`), from the arena's SACK index (:class:`SackIndex`, made by :meth:`finish`)
+        without building or reading the packet table. Call after :meth:`finish`."""
+        if self.released:
+            raise ValueError("the packet arena was released (events built): read the capture again")
+        s = self._sack_index()
+        at = np.argsort(s.frame, kind="stable")  # (by flow → capture order: frames grow with it)
+        return self._sack_frame(at)
+
+    def sack_rows_of(self, flow_ids: Any) -> Any:
+        """:meth:`sack_table`'s rows of the flows ``flow_ids`` (increasing ids), by flow and in capture
+        order within a flow: what the report's SACK blocks of a batch of flows read. Still
+        answers after :meth:`release` (the SACK index is not released: ≈ 14 bytes a SACK row)."""
+        s = self._sack_index()
+        f = np.asarray(flow_ids, np.int64)
+        f = f[(f >= 0) & (f < len(s.bounds) - 1)]
+        lo, hi = s.bounds[f], s.bounds[f + 1]
+        n = hi - lo
+        at = np.repeat(hi - np.cumsum(n), n) + np.arange(int(n.sum()))  # (the runs lo..hi, concatenated)
+        return self._sack_frame(at)
+
+    def _sack_index(self) -> SackIndex:
+        if self.src is None or self.sack is None:
+            raise ValueError("Arena: SACK rows before finish()")
+        return self.sack
+
+    def _sack_frame(self, at: np.ndarray) -> Any:
+        """schema.PACKETS' SACK columns of the SACK index's entries ``at``."""
         import polars as pl
 
         from hscc_trace import schema
         from hscc_trace.capture.decode import sack_edges_as_null
 
-        if self.released:
-            raise ValueError("the packet arena was released (events built): read the capture again")
-        ks = int(self.at[0])
-        g = self.sk_g[:ks]  # arena rows, appended in capture order
-        a = self.cols
+        s = self._sack_index()
+        flow = np.repeat(np.arange(len(s.bounds) - 1, dtype=np.uint32), np.diff(s.bounds))
         cols: dict[str, np.ndarray] = {
-            "frame": a["frame"][g],
-            "flow_id": self.owner[g // self.block],
-            "dir": a["dir"][g],
-            "ack": a["ack"][g],
-            "sack_n": a["sack_n"][g],
+            "frame": s.frame[at],
+            "flow_id": flow[at],
+            "dir": s.dir[at],
+            "ack": s.ack[at],
+            "sack_n": s.sack_n[at],
         }
+        rows = s.perm[at]
+        edges = self.src.src[11:19] if self.src is not None else ()  # (Source: l0, r0 … l3, r3)
         for b in range(4):
-            cols[f"sack_l{b}"] = self.sk_edge[:ks, 2 * b].copy()
-            cols[f"sack_r{b}"] = self.sk_edge[:ks, 2 * b + 1].copy()
+            cols[f"sack_l{b}"] = edges[2 * b][rows]
+            cols[f"sack_r{b}"] = edges[2 * b + 1][rows]
         order = [c.name for c in schema.PACKETS if c.name in cols]  # (the packet table's order)
         dtype = {c.name: c.dtype for c in schema.PACKETS}
         return pl.DataFrame(cols).with_columns(sack_edges_as_null()).select(order).cast({k: dtype[k] for k in cols})
