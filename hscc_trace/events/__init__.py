@@ -115,9 +115,8 @@ def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
             known = "" if flows is None or not flows.height else f" (flows: 0..{flows.height - 1})"
             raise InputError(f"no flow with id {flow_id} in {capture.meta.path}{known}")
         sdir, mss, wsa, wsb = _flow_params(flows, np.array([flow_id], np.int64))
-        return build_flow_events(
-            fs.src, fs.order, fs.bounds[flow_id : flow_id + 2].copy(), [flow_id], sdir, mss, wsa, wsb
-        )[0]
+        rows = fs.rows(flow_id, flow_id + 1)  # (this flow's rows only)
+        return build_flow_events(fs.src, rows, np.array([0, rows.size], np.int64), [flow_id], sdir, mss, wsa, wsb)[0]
     packets = capture.packets
     read = [c for c in (*COLUMNS, "flow_id") if c in packets.columns]  # (not all 39 columns)
     pk = packets.select(read).filter(pl.col("flow_id") == flow_id)
@@ -245,9 +244,12 @@ def flow_event_batches(
         end = min(max(end, k + 1), k + max(flows, 1), n)
         sel = present[k:end]
         bnd = np.concatenate((fs.bounds[sel], [fs.bounds[sel[-1] + 1]]))
+        bnd -= bnd[0]
+        at = fs.rows(int(sel[0]), int(sel[-1]) + 1)  # (the batch's rows alone: no list of every row)
         fids = [int(f) for f in sel]
-        evs = build_flow_events(fs.src, fs.order, bnd, fids, sdir[k:end], mss[k:end], wsa[k:end], wsb[k:end])
+        evs = build_flow_events(fs.src, at, bnd, fids, sdir[k:end], mss[k:end], wsa[k:end], wsb[k:end])
         if release:  # (the tables are built: no column of them is a view of the arena)
-            dec.arena.release(fs.order[bnd[0] : bnd[-1]])
+            dec.arena.release(at)
+        del at
         yield list(zip(fids, evs))
         k = end

@@ -4,8 +4,8 @@
 flow tracker, to :meth:`Arena.add`: the columns the events read (:func:`.prep.source_columns`'s
 layout, the same dtypes and null fill-ins) are appended to their flow's run of rows in an arena
 of fixed-size blocks (each flow a chain of blocks), while the batch is still in cache. No table
-in capture order is built for them and nothing is sorted afterwards: :meth:`Arena.finish` lists
-each flow's rows (``order``, runs of :data:`BLOCK` consecutive rows) for
+in capture order is built for them and nothing is sorted afterwards: :meth:`Arena.flow_rows` lists
+a few flows' rows at a time (runs of :data:`BLOCK` consecutive rows) for
 :func:`hscc_trace.events.tables.build_flow_events`. The other packet columns are kept per batch in capture order with
 each row's place in the arena, so the packets table can still be built, on demand
 (:meth:`Arena.table`).
@@ -14,6 +14,7 @@ each row's place in the arena, so the packets table can still be built, on deman
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,14 +28,20 @@ from .records import Columns, Connection
 
 @dataclass
 class FlowSource:
-    """Flow ``f``'s rows are ``bounds[f]:bounds[f+1]`` of ``src`` (in frame order); ``first[f]``
-    is the capture-order row of its first packet (-1 = no packet); ``order`` is the identity
-    (the row numbers :func:`hscc_trace.events.tables.build_flow_events` reads through)."""
+    """Flow ``f``'s rows are ``bounds[f]:bounds[f+1]`` of ``src`` (in frame order) through the row
+    numbers :meth:`rows` lists (what :func:`hscc_trace.events.tables.build_flow_events` reads
+    through); ``first[f]`` is the capture-order row of its first packet (-1 = no packet)."""
 
     src: tuple[np.ndarray, ...]
     bounds: np.ndarray
     first: np.ndarray
-    order: np.ndarray
+    rows: Callable[[int, int], np.ndarray]  # rows(f0, f1): flows f0 … f1 − 1's rows, in turn
+
+    @property
+    def order(self) -> np.ndarray:
+        """Every flow's rows (``order[bounds[f]:bounds[f+1]]``: flow ``f``'s), listed on each use —
+        4 bytes a packet, so ``analyze`` lists them a batch of flows at a time (:meth:`rows`)."""
+        return self.rows(0, len(self.bounds) - 1)
 
 
 @dataclass
@@ -198,21 +205,25 @@ def _sparse(
     at[1] = ko
 
 
-@kernel(work=lambda a: len(a[7]), cache=True, nogil=True)
-def _chains(head, nxt, count, bounds, block, a_side, dirs, order):
-    """Each flow's arena rows in order (``order[bounds[f]:bounds[f+1]]``); its ``dirs`` turned
-    from the tracker's side into the direction (xor with the flow's A side)."""
-    for f in range(count.shape[0]):
-        k = bounds[f]
+@kernel(work=lambda a: int(a[2][a[3] : a[4]].sum()), cache=True, nogil=True)
+def _chains(head, nxt, count, f0, f1, block, a_side, dirs, order):
+    """Flows ``f0 … f1 − 1``' arena rows in order, one flow after the other, into ``order`` (when it
+    is not empty); else (``finish``) their ``dirs`` turned from the tracker's side into the
+    direction (xor with the flow's A side), the rows that hold a packet only."""
+    k = 0
+    for f in range(f0, f1):
         left = count[f]
         b = head[f]
         x = a_side[f]
         while left > 0:
             m = block if left > block else left
             g0 = b * block
-            for j in range(m):
-                order[k + j] = g0 + j
-                dirs[g0 + j] ^= x
+            if order.shape[0] > 0:
+                for j in range(m):
+                    order[k + j] = g0 + j
+            elif x != 0:
+                for j in range(m):
+                    dirs[g0 + j] ^= x
             k += m
             left -= m
             b = nxt[b]
@@ -309,7 +320,7 @@ class _Pages:
 
     PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
-    def __init__(self, cols: list[np.ndarray], live: np.ndarray) -> None:
+    def __init__(self, cols: list[np.ndarray], live: np.ndarray | Iterable[np.ndarray]) -> None:
         a = cols[0]
         addr = int(a.ctypes.data)
         first = -(-addr // self.PAGE) * self.PAGE  # the first whole page
@@ -317,7 +328,9 @@ class _Pages:
         self.n = max((addr + a.nbytes) // self.PAGE * self.PAGE - first, 0) // self.PAGE
         self.size = a.itemsize
         self.firsts = [int(c.ctypes.data) + self.off for c in cols]
-        self.live = np.bincount(self._page(live), minlength=self.n + 2)
+        self.live = np.zeros(self.n + 2, np.int64)
+        for rows in [live] if isinstance(live, np.ndarray) else live:  # (parts: _page's temporaries)
+            self.live += np.bincount(self._page(rows), minlength=self.n + 2)
 
     def _page(self, rows: np.ndarray) -> np.ndarray:
         """1 + the whole page of each row (0: before the first, n + 1: after the last)."""
@@ -499,10 +512,8 @@ class Arena:
         count = self.count[:nf]
         bounds = np.zeros(nf + 1, np.int64)
         np.cumsum(count, out=bounds[1:])
-        n = int(bounds[-1])
-        order = np.empty(n, np.int32 if len(self.nxt) * self.block <= np.iinfo(np.int32).max else np.int64)
         a = self.cols
-        _chains(self.head[:nf], self.nxt, count, bounds, self.block, self.a_side, a["dir"], order)
+        self._chains(0, nf, a["dir"])  # (dir: the direction from here on)
         ks, ko = int(self.at[0]), int(self.at[1])
         k = np.argsort(self.sk_g[:ks], kind="stable")
         sack_rows = self.sk_g[:ks][k]
@@ -541,11 +552,45 @@ class Arena:
             syn_ws,
             syn_sperm,
         )
-        self.src = FlowSource(src=src, bounds=bounds, first=self.first[:nf].copy(), order=order)
+        self.src = FlowSource(src=src, bounds=bounds, first=self.first[:nf].copy(), rows=self.flow_rows)
         return self.src
 
+    def _chains(self, f0: int, f1: int, dirs: np.ndarray | None = None) -> np.ndarray:
+        nf = self.n_flows
+        n = 0 if dirs is not None else int(self.count[f0:f1].sum())
+        order = np.empty(n, np.int32 if len(self.nxt) * self.block <= np.iinfo(np.int32).max else np.int64)
+        empty = np.empty(0, np.uint8)
+        _chains(
+            self.head[:nf],
+            self.nxt,
+            self.count[:nf],
+            np.int64(f0),
+            np.int64(f1),
+            self.block,
+            self.a_side,
+            empty if dirs is None else dirs,
+            order,
+        )
+        return order
+
+    def flow_rows(self, f0: int, f1: int) -> np.ndarray:
+        """The arena rows of flows ``f0 … f1 − 1`` (:attr:`FlowSource.src`'s rows), one flow after
+        the other, each in frame order (:class:`FlowSource`; after :meth:`finish`)."""
+        return self._chains(int(f0), int(f1))
+
+    def _live(self) -> Iterator[np.ndarray]:
+        """Every arena row that holds a packet, a few blocks at a time."""
+        nf, b, used = self.n_flows, self.block, int(self.ctl[0])
+        size = np.full(used, b, np.int64)  # rows held by each block: all but each flow's last
+        has = self.count[:nf] > 0
+        size[self.tail[:nf][has]] = self.fill[:nf][has]
+        j = np.arange(b)
+        for b0 in range(0, used, 1 << 12):
+            blocks = np.arange(b0, min(b0 + (1 << 12), used))
+            yield (blocks[:, None] * b + j)[j < size[blocks, None]]
+
     def release(self, rows: np.ndarray) -> int:
-        """Give back to the system the memory of these arena rows (``FlowSource.order`` entries,
+        """Give back to the system the memory of these arena rows (from :meth:`flow_rows`,
         after :meth:`finish`): their flows' events are built and nothing reads them again
         (:func:`hscc_trace.events.flow_event_batches` with ``release``: ``analyze`` frees the
         arena as it goes). A page goes when every row in it is released; its contents read as
@@ -560,7 +605,7 @@ class Arena:
             groups: dict[tuple[int, int, int], list[np.ndarray]] = {}
             for a in self.cols.values():  # (columns sharing a page layout share the counting)
                 groups.setdefault((a.itemsize, int(a.ctypes.data) % _Pages.PAGE, a.nbytes), []).append(a)
-            self._pages = [_Pages(cols, self.src.order) for cols in groups.values()]
+            self._pages = [_Pages(cols, self._live()) for cols in groups.values()]
         if not self.released:
             self._drop_stores()
         self.released = True
