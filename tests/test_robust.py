@@ -412,7 +412,8 @@ def test_atomic_writes_keep_permissions_and_write_devices_in_place(tmp_path):
 
 
 @pytest.mark.parametrize(
-    "text", ["abc" * 10, "é" * 20 + "x", "ab\udcc3\udca9cd" * 5, "x" * 6 + "\udcc3" + "\udca9" + "y" * 20, "\udcff" * 30]
+    "text",
+    ["abc" * 10, "é" * 20 + "x", "ab\udcc3\udca9cd" * 5, "x" * 6 + "\udcc3" + "\udca9" + "y" * 20, "\udcff" * 30],
 )
 def test_a_long_text_written_in_pieces_is_the_same_bytes(tmp_path, monkeypatch, text):
     # pieces of 7 characters: a lone surrogate (two that make a valid UTF-8 sequence once
