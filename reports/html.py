@@ -1137,10 +1137,12 @@ def write_report(
         "JS": js,
         "STORES": "\n".join(store_scripts),
     }
-    page = re.sub(r"\{\{([A-Z_]+)\}\}", lambda m: fields[m.group(1)], _asset("template.html"))
-    from hscc_trace.atomic import write_text
+    del payloads, stores, payload_scripts, store_scripts  # (in fields now: one copy of the page's text)
+    from hscc_trace.atomic import write_texts
 
-    write_text(path, page, "report", parents=False)  # temporary file + rename: never a truncated report
+    template = re.split(r"\{\{([A-Z_]+)\}\}", _asset("template.html"))  # (a field's name at each odd place)
+    page = [fields[t] if k % 2 else t for k, t in enumerate(template)]  # (written without joining: memory)
+    write_texts(path, page, "report", parents=False)  # temporary file + rename: never a truncated report
     return ReportInfo(
         path=path,
         size=path.stat().st_size,

@@ -411,6 +411,24 @@ def test_atomic_writes_keep_permissions_and_write_devices_in_place(tmp_path):
     assert r.returncode == 0 and json.loads(r.stdout)["captures"][0]["flows_total"] == 1
 
 
+@pytest.mark.parametrize(
+    "text",
+    ["abc" * 10, "é" * 20 + "x", "ab\udcc3\udca9cd" * 5, "x" * 6 + "\udcc3" + "\udca9" + "y" * 20, "\udcff" * 30],
+)
+def test_a_long_text_written_in_pieces_is_the_same_bytes(tmp_path, monkeypatch, text):
+    # pieces of 7 characters: a lone surrogate (two that make a valid UTF-8 sequence once
+    # escaped, split across pieces or not) is written as the whole text would be
+    from hscc_trace import atomic
+
+    monkeypatch.setattr(atomic, "TEXT_CHUNK", 7)
+    atomic.write_text(tmp_path / "t.txt", text)
+    want = text.encode("utf-8", "surrogateescape").decode("utf-8", "replace").encode("utf-8")
+    assert (tmp_path / "t.txt").read_bytes() == want
+    for cut in range(0, len(text), 5):  # the same text in two pieces, cut anywhere
+        atomic.write_texts(tmp_path / "u.txt", [text[:cut], "", text[cut:]])
+        assert (tmp_path / "u.txt").read_bytes() == want
+
+
 def test_every_writer_goes_through_the_atomic_helper():
     # results JSON, the HTML report, JUnit, exports and event tables: no direct writes left
     import re

@@ -249,7 +249,7 @@ def _batches(
     flows = cap.flows
     row_of = {int(f): r for r, f in enumerate(flows["flow_id"].to_list())} if flows.height else {}
     path = cap.meta.path
-    groups = sack_groups(cap)  # SACK blocks for the report's time/sequence graph, by flow once
+    groups = sack_groups(cap)  # SACK blocks for the report's time/sequence graph, a batch's flows at a time
     seen: set[int] = set()
     done = 0
     # every flow of a capture read by load: its packets' memory is given back batch by batch
@@ -259,7 +259,7 @@ def _batches(
         del batch
         if not mine:
             continue
-        evs = with_sack_blocks(cap, [ev for _, ev in mine], groups)
+        evs = with_sack_blocks(cap, [ev for _, ev in mine], groups.only(fid for fid, _ in mine))
         rows = flows[[row_of[fid] for fid, _ in mine]].to_dicts()
         seen.update(fid for fid, _ in mine)
         out = [(index[fid], row, ev) for (fid, _), row, ev in zip(mine, rows, evs) if ev is not None]

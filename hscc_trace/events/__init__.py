@@ -30,9 +30,11 @@ if TYPE_CHECKING:  # (imported where needed: a capture can be read while polars 
 
 __all__ = ["flow_events", "events_from_packets", "all_flow_events", "flow_event_batches"]
 
-#: :func:`flow_event_batches`: packets and flows per batch (two of the builder's chunks, so that
-#: its two threads still run side by side; at most this many flows' tables at once)
-BATCH_ROWS = 2 * CHUNK_ROWS
+#: :func:`flow_event_batches`: packets and flows per batch (at most this many flows' tables at
+#: once). One of the builder's chunks: one set of its working arrays (≈ 350 bytes a packet) while
+#: the load arena is still full — two chunks built by two threads side by side took ≈ 75 MB more
+#: at the start of ``analyze`` on replica-5M (≈ 700 against ≈ 630 MB) for no less CPU time
+BATCH_ROWS = CHUNK_ROWS
 BATCH_FLOWS = 512
 
 
@@ -113,9 +115,8 @@ def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
             known = "" if flows is None or not flows.height else f" (flows: 0..{flows.height - 1})"
             raise InputError(f"no flow with id {flow_id} in {capture.meta.path}{known}")
         sdir, mss, wsa, wsb = _flow_params(flows, np.array([flow_id], np.int64))
-        return build_flow_events(
-            fs.src, fs.order, fs.bounds[flow_id : flow_id + 2].copy(), [flow_id], sdir, mss, wsa, wsb
-        )[0]
+        rows = fs.rows(flow_id, flow_id + 1)  # (this flow's rows only)
+        return build_flow_events(fs.src, rows, np.array([0, rows.size], np.int64), [flow_id], sdir, mss, wsa, wsb)[0]
     packets = capture.packets
     read = [c for c in (*COLUMNS, "flow_id") if c in packets.columns]  # (not all 39 columns)
     pk = packets.select(read).filter(pl.col("flow_id") == flow_id)
@@ -243,9 +244,12 @@ def flow_event_batches(
         end = min(max(end, k + 1), k + max(flows, 1), n)
         sel = present[k:end]
         bnd = np.concatenate((fs.bounds[sel], [fs.bounds[sel[-1] + 1]]))
+        bnd -= bnd[0]
+        at = fs.rows(int(sel[0]), int(sel[-1]) + 1)  # (the batch's rows alone: no list of every row)
         fids = [int(f) for f in sel]
-        evs = build_flow_events(fs.src, fs.order, bnd, fids, sdir[k:end], mss[k:end], wsa[k:end], wsb[k:end])
+        evs = build_flow_events(fs.src, at, bnd, fids, sdir[k:end], mss[k:end], wsa[k:end], wsb[k:end])
         if release:  # (the tables are built: no column of them is a view of the arena)
-            dec.arena.release(fs.order[bnd[0] : bnd[-1]])
+            dec.arena.release(at)
+        del at
         yield list(zip(fids, evs))
         k = end

@@ -4,8 +4,8 @@
 flow tracker, to :meth:`Arena.add`: the columns the events read (:func:`.prep.source_columns`'s
 layout, the same dtypes and null fill-ins) are appended to their flow's run of rows in an arena
 of fixed-size blocks (each flow a chain of blocks), while the batch is still in cache. No table
-in capture order is built for them and nothing is sorted afterwards: :meth:`Arena.finish` lists
-each flow's rows (``order``, runs of :data:`BLOCK` consecutive rows) for
+in capture order is built for them and nothing is sorted afterwards: :meth:`Arena.flow_rows` lists
+a few flows' rows at a time (runs of :data:`BLOCK` consecutive rows) for
 :func:`hscc_trace.events.tables.build_flow_events`. The other packet columns are kept per batch in capture order with
 each row's place in the arena, so the packets table can still be built, on demand
 (:meth:`Arena.table`).
@@ -14,6 +14,7 @@ each row's place in the arena, so the packets table can still be built, on deman
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -27,14 +28,54 @@ from .records import Columns, Connection
 
 @dataclass
 class FlowSource:
-    """Flow ``f``'s rows are ``bounds[f]:bounds[f+1]`` of ``src`` (in frame order); ``first[f]``
-    is the capture-order row of its first packet (-1 = no packet); ``order`` is the identity
-    (the row numbers :func:`hscc_trace.events.tables.build_flow_events` reads through)."""
+    """Flow ``f``'s rows are ``bounds[f]:bounds[f+1]`` of ``src`` (in frame order) through the row
+    numbers :meth:`rows` lists (what :func:`hscc_trace.events.tables.build_flow_events` reads
+    through); ``first[f]`` is the capture-order row of its first packet (-1 = no packet)."""
 
     src: tuple[np.ndarray, ...]
     bounds: np.ndarray
     first: np.ndarray
-    order: np.ndarray
+    rows: Callable[[int, int], np.ndarray]  # rows(f0, f1): flows f0 … f1 − 1's rows, in turn
+
+    @property
+    def order(self) -> np.ndarray:
+        """Every flow's rows (``order[bounds[f]:bounds[f+1]]``: flow ``f``'s), listed on each use —
+        4 bytes a packet, so ``analyze`` lists them a batch of flows at a time (:meth:`rows`)."""
+        return self.rows(0, len(self.bounds) - 1)
+
+
+@dataclass
+class SackIndex:
+    """The rows that carry SACK blocks, by flow: flow ``f``'s are entries ``bounds[f]:bounds[f+1]``
+    (in capture order); ``perm`` places each entry in the sorted SACK rows of
+    :attr:`FlowSource.src` (their edges), ``frame``, ``dir``, ``ack`` and ``sack_n`` are the
+    packet's (read from the arena at :meth:`Arena.finish`, so still there after a release)."""
+
+    bounds: np.ndarray
+    perm: np.ndarray
+    frame: np.ndarray
+    dir: np.ndarray
+    ack: np.ndarray
+    sack_n: np.ndarray
+
+
+def _sack_index(sack_rows: np.ndarray, owner: np.ndarray, block: int, nf: int, a: dict[str, np.ndarray]) -> SackIndex:
+    """The :class:`SackIndex` of the arena rows ``sack_rows`` (sorted): a flow's rows in arena order
+    are in capture order (its blocks are taken in increasing order, filled in turn)."""
+    flow = owner[sack_rows // block]
+    perm = np.argsort(flow, kind="stable")
+    bounds = np.zeros(nf + 1, np.int64)
+    np.cumsum(np.bincount(flow, minlength=nf)[:nf], out=bounds[1:])
+    del flow
+    g = sack_rows[perm]
+    return SackIndex(
+        bounds=bounds,
+        perm=perm.astype(np.int32) if perm.size < 2**31 else perm,
+        frame=a["frame"][g],
+        dir=a["dir"][g],
+        ack=a["ack"][g],
+        sack_n=a["sack_n"][g],
+    )
 
 
 #: rows per arena block: a flow's rows are runs of this many consecutive rows. Every flow's last
@@ -164,21 +205,25 @@ def _sparse(
     at[1] = ko
 
 
-@kernel(work=lambda a: len(a[7]), cache=True, nogil=True)
-def _chains(head, nxt, count, bounds, block, a_side, dirs, order):
-    """Each flow's arena rows in order (``order[bounds[f]:bounds[f+1]]``); its ``dirs`` turned
-    from the tracker's side into the direction (xor with the flow's A side)."""
-    for f in range(count.shape[0]):
-        k = bounds[f]
+@kernel(work=lambda a: int(a[2][a[3] : a[4]].sum()), cache=True, nogil=True)
+def _chains(head, nxt, count, f0, f1, block, a_side, dirs, order):
+    """Flows ``f0 … f1 − 1``' arena rows in order, one flow after the other, into ``order`` (when it
+    is not empty); else (``finish``) their ``dirs`` turned from the tracker's side into the
+    direction (xor with the flow's A side), the rows that hold a packet only."""
+    k = 0
+    for f in range(f0, f1):
         left = count[f]
         b = head[f]
         x = a_side[f]
         while left > 0:
             m = block if left > block else left
             g0 = b * block
-            for j in range(m):
-                order[k + j] = g0 + j
-                dirs[g0 + j] ^= x
+            if order.shape[0] > 0:
+                for j in range(m):
+                    order[k + j] = g0 + j
+            elif x != 0:
+                for j in range(m):
+                    dirs[g0 + j] ^= x
             k += m
             left -= m
             b = nxt[b]
@@ -275,7 +320,7 @@ class _Pages:
 
     PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
-    def __init__(self, cols: list[np.ndarray], live: np.ndarray) -> None:
+    def __init__(self, cols: list[np.ndarray], live: np.ndarray | Iterable[np.ndarray]) -> None:
         a = cols[0]
         addr = int(a.ctypes.data)
         first = -(-addr // self.PAGE) * self.PAGE  # the first whole page
@@ -283,7 +328,9 @@ class _Pages:
         self.n = max((addr + a.nbytes) // self.PAGE * self.PAGE - first, 0) // self.PAGE
         self.size = a.itemsize
         self.firsts = [int(c.ctypes.data) + self.off for c in cols]
-        self.live = np.bincount(self._page(live), minlength=self.n + 2)
+        self.live = np.zeros(self.n + 2, np.int64)
+        for rows in [live] if isinstance(live, np.ndarray) else live:  # (parts: _page's temporaries)
+            self.live += np.bincount(self._page(rows), minlength=self.n + 2)
 
     def _page(self, rows: np.ndarray) -> np.ndarray:
         """1 + the whole page of each row (0: before the first, n + 1: after the last)."""
@@ -335,6 +382,7 @@ class Arena:
         self.ts_range = [np.iinfo(np.int64).max, np.iinfo(np.int64).min]
         self.n_flows = 0
         self.src: FlowSource | None = None
+        self.sack: SackIndex | None = None  # (finish())
         self.released = False  # (release(): the rows read are gone)
         self._pages: list[_Pages] | None = None
 
@@ -464,10 +512,8 @@ class Arena:
         count = self.count[:nf]
         bounds = np.zeros(nf + 1, np.int64)
         np.cumsum(count, out=bounds[1:])
-        n = int(bounds[-1])
-        order = np.empty(n, np.int32 if len(self.nxt) * self.block <= np.iinfo(np.int32).max else np.int64)
         a = self.cols
-        _chains(self.head[:nf], self.nxt, count, bounds, self.block, self.a_side, a["dir"], order)
+        self._chains(0, nf, a["dir"])  # (dir: the direction from here on)
         ks, ko = int(self.at[0]), int(self.at[1])
         k = np.argsort(self.sk_g[:ks], kind="stable")
         sack_rows = self.sk_g[:ks][k]
@@ -477,9 +523,14 @@ class Arena:
         syn = np.flatnonzero(self.op_flag[:ko] & 8)
         syn = syn[np.argsort(self.op_g[syn], kind="stable")]
         fl = self.op_flag[syn]
+        syn_rows = self.op_g[syn]
         syn_mss = self.op_mss[syn]
         syn_ws = np.where(fl & 2, self.op_ws[syn].astype(np.int16), np.int16(-1)).astype(np.int16)
         syn_sperm = (fl & 4) != 0
+        del fl, syn
+        self.sack = _sack_index(sack_rows, self.owner, self.block, nf, a)
+        if not self.keep:  # (table() cannot be called: nothing reads the stores any more)
+            self._drop_stores()
         src = (
             a["frame"],
             a["ts_ns"],
@@ -496,23 +547,57 @@ class Arena:
             a["opt_tsval"],
             a["opt_tsecr"],
             a["has_ts"],
-            self.op_g[syn],
+            syn_rows,
             syn_mss,
             syn_ws,
             syn_sperm,
         )
-        self.src = FlowSource(src=src, bounds=bounds, first=self.first[:nf].copy(), order=order)
+        self.src = FlowSource(src=src, bounds=bounds, first=self.first[:nf].copy(), rows=self.flow_rows)
         return self.src
 
+    def _chains(self, f0: int, f1: int, dirs: np.ndarray | None = None) -> np.ndarray:
+        nf = self.n_flows
+        n = 0 if dirs is not None else int(self.count[f0:f1].sum())
+        order = np.empty(n, np.int32 if len(self.nxt) * self.block <= np.iinfo(np.int32).max else np.int64)
+        empty = np.empty(0, np.uint8)
+        _chains(
+            self.head[:nf],
+            self.nxt,
+            self.count[:nf],
+            np.int64(f0),
+            np.int64(f1),
+            self.block,
+            self.a_side,
+            empty if dirs is None else dirs,
+            order,
+        )
+        return order
+
+    def flow_rows(self, f0: int, f1: int) -> np.ndarray:
+        """The arena rows of flows ``f0 … f1 − 1`` (:attr:`FlowSource.src`'s rows), one flow after
+        the other, each in frame order (:class:`FlowSource`; after :meth:`finish`)."""
+        return self._chains(int(f0), int(f1))
+
+    def _live(self) -> Iterator[np.ndarray]:
+        """Every arena row that holds a packet, a few blocks at a time."""
+        nf, b, used = self.n_flows, self.block, int(self.ctl[0])
+        size = np.full(used, b, np.int64)  # rows held by each block: all but each flow's last
+        has = self.count[:nf] > 0
+        size[self.tail[:nf][has]] = self.fill[:nf][has]
+        j = np.arange(b)
+        for b0 in range(0, used, 1 << 12):
+            blocks = np.arange(b0, min(b0 + (1 << 12), used))
+            yield (blocks[:, None] * b + j)[j < size[blocks, None]]
+
     def release(self, rows: np.ndarray) -> int:
-        """Give back to the system the memory of these arena rows (``FlowSource.order`` entries,
+        """Give back to the system the memory of these arena rows (from :meth:`flow_rows`,
         after :meth:`finish`): their flows' events are built and nothing reads them again
         (:func:`hscc_trace.events.flow_event_batches` with ``release``: ``analyze`` frees the
         arena as it goes). A page goes when every row in it is released; its contents read as
         zeros afterwards, so the arena can build no events and no packet table any more
         (:attr:`released`). The first call also drops the SACK and option stores, which only
-        :meth:`table` and :meth:`sack_table` read (the events read :attr:`src`'s sorted
-        copies): ≈ 6 bytes a packet on replica-5M. Returns the bytes given back (0 where the
+        :meth:`table` reads (the events read :attr:`src`'s sorted copies; an arena that keeps
+        no packet table dropped them in :meth:`finish` already): ≈ 6 bytes a packet on replica-5M. Returns the bytes given back (0 where the
         system cannot; the stores not counted)."""
         if self.src is None:
             raise ValueError("Arena.release before finish()")
@@ -520,7 +605,7 @@ class Arena:
             groups: dict[tuple[int, int, int], list[np.ndarray]] = {}
             for a in self.cols.values():  # (columns sharing a page layout share the counting)
                 groups.setdefault((a.itemsize, int(a.ctypes.data) % _Pages.PAGE, a.nbytes), []).append(a)
-            self._pages = [_Pages(cols, self.src.order) for cols in groups.values()]
+            self._pages = [_Pages(cols, self._live()) for cols in groups.values()]
         if not self.released:
             self._drop_stores()
         self.released = True
@@ -537,29 +622,52 @@ class Arena:
     def sack_table(self) -> Any:
         """The rows that carry SACK blocks, in capture order, with the schema.PACKETS columns
         ``frame, flow_id, dir, ack, sack_n, sack_l0 … sack_r3`` (values and nulls as in
-        :meth:`table`), from the arena and the SACK store: what the report's SACK blocks need
-        (:mod:`hscc_trace.events.sack`) without building or reading the packet table. Call
-        after :meth:`finish` (``dir`` is then the direction)."""
+        :meth:`table`), from the arena's SACK index (:class:`SackIndex`, made by :meth:`finish`)
+        without building or reading the packet table. Call after :meth:`finish`."""
+        if self.released:
+            raise ValueError("the packet arena was released (events built): read the capture again")
+        s = self._sack_index()
+        at = np.argsort(s.frame, kind="stable")  # (by flow → capture order: frames grow with it)
+        return self._sack_frame(at)
+
+    def sack_rows_of(self, flow_ids: Any) -> Any:
+        """:meth:`sack_table`'s rows of the flows ``flow_ids`` (increasing ids), by flow and in capture
+        order within a flow: what the report's SACK blocks of a batch of flows read. Still
+        answers after :meth:`release` (the SACK index is not released: ≈ 14 bytes a SACK row)."""
+        s = self._sack_index()
+        f = np.asarray(flow_ids, np.int64)
+        f = f[(f >= 0) & (f < len(s.bounds) - 1)]
+        lo, hi = s.bounds[f], s.bounds[f + 1]
+        n = hi - lo
+        at = np.repeat(hi - np.cumsum(n), n) + np.arange(int(n.sum()))  # (the runs lo..hi, concatenated)
+        return self._sack_frame(at)
+
+    def _sack_index(self) -> SackIndex:
+        if self.src is None or self.sack is None:
+            raise ValueError("Arena: SACK rows before finish()")
+        return self.sack
+
+    def _sack_frame(self, at: np.ndarray) -> Any:
+        """schema.PACKETS' SACK columns of the SACK index's entries ``at``."""
         import polars as pl
 
         from hscc_trace import schema
         from hscc_trace.capture.decode import sack_edges_as_null
 
-        if self.released:
-            raise ValueError("the packet arena was released (events built): read the capture again")
-        ks = int(self.at[0])
-        g = self.sk_g[:ks]  # arena rows, appended in capture order
-        a = self.cols
+        s = self._sack_index()
+        flow = np.repeat(np.arange(len(s.bounds) - 1, dtype=np.uint32), np.diff(s.bounds))
         cols: dict[str, np.ndarray] = {
-            "frame": a["frame"][g],
-            "flow_id": self.owner[g // self.block],
-            "dir": a["dir"][g],
-            "ack": a["ack"][g],
-            "sack_n": a["sack_n"][g],
+            "frame": s.frame[at],
+            "flow_id": flow[at],
+            "dir": s.dir[at],
+            "ack": s.ack[at],
+            "sack_n": s.sack_n[at],
         }
+        rows = s.perm[at]
+        edges = self.src.src[11:19] if self.src is not None else ()  # (Source: l0, r0 … l3, r3)
         for b in range(4):
-            cols[f"sack_l{b}"] = self.sk_edge[:ks, 2 * b].copy()
-            cols[f"sack_r{b}"] = self.sk_edge[:ks, 2 * b + 1].copy()
+            cols[f"sack_l{b}"] = edges[2 * b][rows]
+            cols[f"sack_r{b}"] = edges[2 * b + 1][rows]
         order = [c.name for c in schema.PACKETS if c.name in cols]  # (the packet table's order)
         dtype = {c.name: c.dtype for c in schema.PACKETS}
         return pl.DataFrame(cols).with_columns(sack_edges_as_null()).select(order).cast({k: dtype[k] for k in cols})

@@ -56,6 +56,11 @@ class Decoded:
         columns of :meth:`table` the report's SACK blocks read, without reading the file again."""
         return self.arena.sack_table()
 
+    def sack_rows_of(self, flow_ids: list[int]) -> pl.DataFrame:
+        """:meth:`sack_packets`' rows of these flows (increasing ids), by flow, each in capture
+        order (:meth:`hscc_trace.flows.arena.Arena.sack_rows_of`: also after the arena's release)."""
+        return self.arena.sack_rows_of(flow_ids)
+
     def table(self) -> pl.DataFrame:
         """schema.PACKETS of these rows, exactly as the eager path builds it."""
         if self._stat is None:
