@@ -50,7 +50,7 @@ def _rows(sb: pl.DataFrame) -> list[tuple]:
 
 
 def test_edges_past_the_wrap_and_dsack_below_the_ack() -> None:
-    ev = _events([10, 12, 14], [1000, 2000, 3000], [5000, 6448, 7896])
+    ev = _events([10, 12, 14, 16], [1000, 2000, 3000, 4000], [5000, 6448, 7896, 7896])
     pk = _packets(
         [
             # raw ack 2³² − 100 (relative 5000); the block starts 1448 above it, past the wrap:
@@ -73,11 +73,21 @@ def test_edges_past_the_wrap_and_dsack_below_the_ack() -> None:
                 "sack_l1": 550,
                 "sack_r1": 950,
             },
-            # frame 14 carries no block (sack_n 0, edges null): no row
-            {"frame": 14, "flow_id": 0, "dir": 1, "ack": 1498, "sack_n": 0},
+            # raw ack 1498 (relative 7896): three blocks, the highest first (rows: by left edge)
+            {"frame": 14, "flow_id": 0, "dir": 1, "ack": 1498, "sack_n": 3}
+            | {"sack_l0": 3000, "sack_r0": 3100, "sack_l1": 2000, "sack_r1": 2100, "sack_l2": 1600, "sack_r2": 1700},
+            # frame 16 carries no block (sack_n 0, edges null): no row
+            {"frame": 16, "flow_id": 0, "dir": 1, "ack": 1498, "sack_n": 0},
         ]
     )
-    assert _rows(sack_blocks(pk, ev)) == [(10, 1000, 6448, 7896), (12, 2000, 5000, 5448), (12, 2000, 6948, 7348)]
+    assert _rows(sack_blocks(pk, ev)) == [
+        (10, 1000, 6448, 7896),
+        (12, 2000, 5000, 5448),
+        (12, 2000, 6948, 7348),
+        (14, 3000, 7896 + 102, 7896 + 202),
+        (14, 3000, 7896 + 502, 7896 + 602),
+        (14, 3000, 7896 + 1502, 7896 + 1602),
+    ]
 
 
 def test_only_this_flows_receiver_packets_in_the_ack_stream() -> None:

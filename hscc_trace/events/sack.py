@@ -40,6 +40,25 @@ def _empty() -> pl.DataFrame:
     return _EMPTY[0]
 
 
+_HALF = 1 << 31
+_LAST = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+_BLOCKS: list[pl.Expr] = []
+
+
+def _blocks() -> list[pl.Expr]:
+    """The SACK edges with 0 for null, and ``has0`` … ``has3`` (UInt8): both edges of block i
+    present (the expressions are made once)."""
+    if not _BLOCKS:
+        _BLOCKS.extend(pl.col(f"sack_{e}{i}").fill_null(0) for i in range(4) for e in ("l", "r"))
+        _BLOCKS.extend(
+            (pl.col(f"sack_l{i}").is_not_null() & pl.col(f"sack_r{i}").is_not_null()).cast(pl.UInt8).alias(f"has{i}")
+            for i in range(4)
+        )
+    return _BLOCKS
+
+
 def _column(df: pl.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray | None]:
     """A column as numpy (zero-copy when it has no null) and, when it has nulls, which rows are
     valid (a null's value is then 0)."""
@@ -100,36 +119,43 @@ def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
     a_rel = acks.get_column("ack").to_numpy()[k]
     a_ts = acks.get_column("ts_ns").to_numpy()[k]
     frame = fr[rows].astype(np.uint64)
-    null = None if a_ok is None else ~a_ok[rows]  # (no raw ack: the block's edges are null)
-    parts: list[tuple[np.ndarray, ...]] = []
+    null = None if a_ok is None or a_ok[rows].all() else ~a_ok[rows]  # (no raw ack: null edges)
+    # a packet's blocks as keys (edge − raw ack, as signed 32-bit offsets, left then right) in
+    # one unsigned 64-bit word each: sorting a packet's keys orders its blocks by left and right
+    # edge (they share the ACK's relative value)
+    key = np.zeros((rows.size, 4), np.uint64)
+    nb = np.zeros(rows.size, np.int64)
+    blocks = packets.select(_blocks())  # (one query: a call per column costs more than the work)
     for i in range(4):
-        left, l_ok = _column(packets, f"sack_l{i}")
-        right, r_ok = _column(packets, f"sack_r{i}")
-        has = np.ones(rows.size, np.bool_)
-        for ok in (l_ok, r_ok):
-            if ok is not None:
-                has &= ok[rows]
-        if not has.any():
-            continue
-        d_l = (left[rows[has]].astype(np.uint32) - a_raw[has]).view(np.int32)
-        d_r = (right[rows[has]].astype(np.uint32) - a_raw[has]).view(np.int32)
-        parts.append(
-            (
-                frame[has],
-                a_ts[has],
-                a_rel[has] + d_l,
-                a_rel[has] + d_r,
-                np.zeros(int(has.sum()), np.bool_) if null is None else null[has],
-            )
-        )
-    if not parts:
+        has = blocks.get_column(f"has{i}").to_numpy()[rows].view(np.bool_)
+        d_l = (blocks.get_column(f"sack_l{i}").to_numpy()[rows].astype(np.uint32) - a_raw).view(np.int32)
+        d_r = (blocks.get_column(f"sack_r{i}").to_numpy()[rows].astype(np.uint32) - a_raw).view(np.int32)
+        word = ((d_l.astype(np.int64) + _HALF) << 32 | (d_r.astype(np.int64) + _HALF)).view(np.uint64)
+        key[:, i] = np.where(has, word, _LAST)
+        nb += has
+    key.sort(axis=1)  # (a block absent sorts last; the first nb[p] are packet p's blocks)
+    words = key[np.arange(4) < nb[:, None]]
+    if not words.size:
         return _empty().clone()
-    frame, ts, left, right, null = (np.concatenate(c) for c in zip(*parts))
-    order = np.lexsort((right, left, ~null, frame, ts))  # (polars' order: null edges first)
-    cols = {"frame": frame[order], "ts_ns": ts[order], "left": left[order], "right": right[order]}
+    rel = np.repeat(a_rel, nb)
+    cols = {
+        "frame": np.repeat(frame, nb),
+        "ts_ns": np.repeat(a_ts, nb),
+        "left": rel + ((words >> 32).astype(np.int64) - _HALF),
+        "right": rel + ((words & 0xFFFFFFFF).astype(np.int64) - _HALF),
+    }
+    if null is not None:
+        null = np.repeat(null, nb)
+    ts, fr_ = a_ts, frame
+    if null is not None or not bool(((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (fr_[1:] > fr_[:-1]))).all()):
+        # packets not in (time, frame) order, or a missing raw ACK: sort every row
+        last = np.zeros(words.size, np.bool_) if null is None else ~null
+        order = np.lexsort((cols["right"], cols["left"], last, cols["frame"], cols["ts_ns"]))  # (nulls first)
+        cols = {name: v[order] for name, v in cols.items()}
+        null = None if null is None else null[order]
     out = [pl.Series(c.name, cols[c.name], c.dtype) for c in schema.SACK_BLOCKS]
-    if null.any():
-        at = pl.Series(np.flatnonzero(null[order]))
+    if null is not None:
+        at = pl.Series(np.flatnonzero(null))
         out = [s.scatter(at, None) if s.name in ("left", "right") else s for s in out]
     return pl.DataFrame(out)
 
