@@ -154,3 +154,11 @@ def test_the_calling_thread_works_through_the_queue_too() -> None:
     finally:
         lanes.close()
     assert first == [("where", (True, threading.current_thread().name))]
+
+
+def test_one_lane_hashes_the_files_beside_the_analysis() -> None:
+    # the JSON results' SHA-256 comes from the run (a thread hashed it while the flows were
+    # analyzed), not from a second read when the document is written
+    run = api.analyze_run(CAPTURES[:2], ALGOS, jobs=1)
+    assert run.digests == {p: results.sha256_file(p) for p in CAPTURES[:2]}
+    assert [c["sha256"] for c in run.to_json()["captures"]] == [run.digests[p] for p in CAPTURES[:2]]

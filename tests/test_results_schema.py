@@ -271,3 +271,14 @@ def test_sha256_identifies_content(tmp_path: Path) -> None:
     # SHA-256("abc") from FIPS 180-2 appendix B.1
     assert results.sha256_file(a) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     assert results.sha256_file(tmp_path / "missing") is None
+
+
+def test_cwnd_limited_rounds_counts_the_category_whatever_the_dtype() -> None:
+    limits = ["cwnd", "app", None, "cwnd", "rwnd", "cwnd"]  # 3 cwnd-limited; a null is not
+    enum = pl.DataFrame({"limit": limits}, schema={"limit": pl.Enum(list(schema.LIMITS))})
+    assert enum.schema["limit"] == next(c.dtype for c in schema.ROUNDS if c.name == "limit")
+    assert results.cwnd_limited_rounds(enum) == 3
+    assert results.cwnd_limited_rounds(enum.cast({"limit": pl.String})) == 3
+    other = pl.DataFrame({"limit": ["app", "rwnd"]}, schema={"limit": pl.Enum(["app", "rwnd"])})
+    assert results.cwnd_limited_rounds(other) == 0
+    assert results.cwnd_limited_rounds(enum.clear()) == 0

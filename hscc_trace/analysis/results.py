@@ -113,7 +113,11 @@ def cwnd_limited_rounds(rounds: pl.DataFrame) -> int:
     """Number of RTT rounds (schema.ROUNDS) in which the congestion window was the limit."""
     if rounds.height == 0 or "limit" not in rounds.columns:
         return 0
-    return int(rounds.filter(pl.col("limit").cast(pl.String) == "cwnd").height)
+    limit = rounds.get_column("limit")
+    if isinstance(limit.dtype, pl.Enum):  # (schema.ROUNDS: count the category's code, no strings)
+        cats = limit.dtype.categories.to_list()
+        return int((limit.to_physical() == cats.index("cwnd")).sum()) if "cwnd" in cats else 0
+    return int((limit.cast(pl.String) == "cwnd").sum())
 
 
 def _fit_rows(fit: pl.DataFrame) -> list[dict[str, Any]]:
@@ -139,23 +143,24 @@ def flow_entry(fr: FlowResult) -> dict[str, Any]:
     ev = fr.events
     fit = _fit_rows(fr.fit)
     warnings = [*fr.events.warnings, *fr.warnings] if fr.events is not None else list(fr.warnings)
-    entry = {
-        **flow,
-        "vantage": str(flow.get("vantage") or (ev.vantage if ev is not None else "unknown")),
-        "events": {
-            "segments": ev.segments.height if ev is not None else 0,
-            "acks": ev.acks.height if ev is not None else 0,
-            "episodes": ev.episodes.height if ev is not None else 0,
-            "rounds": ev.rounds.height if ev is not None else 0,
-            "cwnd_limited_rounds": cwnd_limited_rounds(ev.rounds) if ev is not None else 0,
-            "rtt_offset_s": float(ev.rtt_offset_s) if ev is not None else 0.0,
-        },
-        "fit": fit,
-        "best": best_algorithm(fit),
-        "verdict": verdict_entry(fr),
-        "warnings": [_warn(w) for w in _dedupe(warnings)],
+    # (the fit rows and the verdict are clean already: the rest is cleaned, in the same key order)
+    head = clean({**flow, "vantage": str(flow.get("vantage") or (ev.vantage if ev is not None else "unknown"))})
+    events = {
+        "segments": ev.segments.height if ev is not None else 0,
+        "acks": ev.acks.height if ev is not None else 0,
+        "episodes": ev.episodes.height if ev is not None else 0,
+        "rounds": ev.rounds.height if ev is not None else 0,
+        "cwnd_limited_rounds": cwnd_limited_rounds(ev.rounds) if ev is not None else 0,
+        "rtt_offset_s": float(ev.rtt_offset_s) if ev is not None else 0.0,
     }
-    return clean(entry)
+    return {
+        **head,
+        "events": clean(events),
+        "fit": fit,
+        "best": clean(best_algorithm(fit)),
+        "verdict": verdict_entry(fr),
+        "warnings": clean([_warn(w) for w in _dedupe(warnings)]),
+    }
 
 
 def verdict_entry(fr: FlowResult) -> dict[str, Any]:

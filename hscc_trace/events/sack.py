@@ -24,13 +24,6 @@ import polars as pl
 from hscc_trace import schema
 from hscc_trace.model import Capture, FlowEvents
 
-
-def _signed32(expr: pl.Expr) -> pl.Expr:
-    """(x mod 2³²) as a signed 32-bit distance, in Int64."""
-    m = expr % (1 << 32)
-    return pl.when(m >= (1 << 31)).then(m - (1 << 32)).otherwise(m)
-
-
 #: the packet columns :func:`sack_blocks` reads (schema.PACKETS names)
 COLUMNS = frozenset(
     ["frame", "flow_id", "dir", "ack", "sack_n", *(f"sack_{e}{i}" for i in range(4) for e in ("l", "r"))]
@@ -48,42 +41,124 @@ def _empty() -> pl.DataFrame:
     return _EMPTY[0]
 
 
+_HALF = 1 << 31
+_LAST = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+_BLOCKS: list[pl.Expr] = []
+
+
+def _blocks() -> list[pl.Expr]:
+    """The SACK edges with 0 for null, and ``has0`` … ``has3`` (UInt8): both edges of block i
+    present (the expressions are made once)."""
+    if not _BLOCKS:
+        _BLOCKS.extend(pl.col(f"sack_{e}{i}").fill_null(0) for i in range(4) for e in ("l", "r"))
+        _BLOCKS.extend(
+            (pl.col(f"sack_l{i}").is_not_null() & pl.col(f"sack_r{i}").is_not_null()).cast(pl.UInt8).alias(f"has{i}")
+            for i in range(4)
+        )
+    return _BLOCKS
+
+
+def _column(df: pl.DataFrame, name: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """A column as numpy (zero-copy when it has no null) and, when it has nulls, which rows are
+    valid (a null's value is then 0)."""
+    s = df.get_column(name)
+    if s.null_count():
+        return s.fill_null(0).to_numpy(), s.is_not_null().to_numpy()
+    return s.to_numpy(), None
+
+
+def _join(keys: np.ndarray, probe: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The inner join of ``probe`` with ``keys`` (rows of each, one pair per match, a probe
+    matching every row of an equal key). ``keys`` is sorted and unique for a flow's ACK stream
+    (its frames); any other order or a repeated key is joined all the same."""
+    by = None
+    if keys.size > 1 and not bool((keys[1:] > keys[:-1]).all()):
+        by = np.argsort(keys, kind="stable")
+        keys = keys[by]
+    lo = np.searchsorted(keys, probe, "left")
+    cnt = np.searchsorted(keys, probe, "right") - lo
+    if bool((cnt == 1).all()):
+        p_rows, k_rows = np.arange(probe.size), lo
+    else:
+        p_rows = np.repeat(np.arange(probe.size), cnt)
+        k_rows = np.repeat(lo, cnt) + (np.arange(p_rows.size) - np.repeat(np.cumsum(cnt) - cnt, cnt))
+    return p_rows, (k_rows if by is None else by[k_rows])
+
+
 def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
     """Every SACK block carried by ``events``' ACKs (schema.SACK_BLOCKS), ordered by time.
 
     ``packets`` is the capture's packet table (schema.PACKETS, with flow_id and dir); only the
     flow's receiver-to-sender packets that are in ``events.acks`` are used.
+
+    One vectorized pass over the flow's SACK packets: they are matched to the ACK stream by
+    frame, each block both of whose edges are present becomes a row (edges mapped as the module
+    docstring says, in 32-bit arithmetic: ``(raw edge − raw ack) mod 2³²`` read as signed), and
+    the rows are sorted by time, frame, left and right edge (blocks may share a left edge).
     """
     need = {"frame", "flow_id", "dir", "ack", "sack_n"}
     if not packets.height or not need <= set(packets.columns) or events.acks is None or not events.acks.height:
         return _empty().clone()
-    rx = (
-        packets.lazy()
-        .filter(
-            (pl.col("flow_id") == events.flow_id) & (pl.col("dir") == 1 - events.sender_dir) & (pl.col("sack_n") > 0)
-        )
-        .select(
-            "frame",
-            pl.col("ack").cast(pl.Int64).alias("ack_raw"),
-            *(pl.col(f"sack_{e}{i}").cast(pl.Int64) for i in range(4) for e in ("l", "r")),
-        )
-        .join(events.acks.lazy().select("frame", "ts_ns", pl.col("ack").alias("ack_rel")), on="frame", how="inner")
-    )
-    parts = []
+    fid, fid_ok = _column(packets, "flow_id")
+    drc, drc_ok = _column(packets, "dir")
+    sn, sn_ok = _column(packets, "sack_n")
+    fr, fr_ok = _column(packets, "frame")
+    keep = (fid.astype(np.int64) == events.flow_id) & (drc.astype(np.int64) == 1 - events.sender_dir) & (sn > 0)
+    for ok in (fid_ok, drc_ok, sn_ok, fr_ok):  # (a null compares to nothing, as in a filter)
+        if ok is not None:
+            keep &= ok
+    rows = np.flatnonzero(keep)
+    if not rows.size:
+        return _empty().clone()
+    acks = events.acks
+    p, k = _join(acks.get_column("frame").to_numpy(), fr[rows].astype(np.uint64))
+    rows = rows[p]
+    a_raw, a_ok = _column(packets, "ack")
+    a_raw = a_raw[rows].astype(np.uint32)  # (an integer cast keeps the value mod 2³²)
+    a_rel = acks.get_column("ack").to_numpy()[k]
+    a_ts = acks.get_column("ts_ns").to_numpy()[k]
+    frame = fr[rows].astype(np.uint64)
+    null = None if a_ok is None or a_ok[rows].all() else ~a_ok[rows]  # (no raw ack: null edges)
+    # a packet's blocks as keys (edge − raw ack, as signed 32-bit offsets, left then right) in
+    # one unsigned 64-bit word each: sorting a packet's keys orders its blocks by left and right
+    # edge (they share the ACK's relative value)
+    key = np.zeros((rows.size, 4), np.uint64)
+    nb = np.zeros(rows.size, np.int64)
+    blocks = packets.select(_blocks())  # (one query: a call per column costs more than the work)
     for i in range(4):
-        left, right = pl.col(f"sack_l{i}"), pl.col(f"sack_r{i}")
-        parts.append(
-            rx.filter(left.is_not_null() & right.is_not_null()).select(
-                "frame",
-                "ts_ns",
-                (pl.col("ack_rel") + _signed32(left - pl.col("ack_raw"))).alias("left"),
-                (pl.col("ack_rel") + _signed32(right - pl.col("ack_raw"))).alias("right"),
-            )
-        )
-    out = (
-        pl.concat(parts).sort("ts_ns", "frame", "left", "right").collect()
-    )  # total order: blocks may share a left edge
-    return schema.conform(out, schema.SACK_BLOCKS)
+        has = blocks.get_column(f"has{i}").to_numpy()[rows].view(np.bool_)
+        d_l = (blocks.get_column(f"sack_l{i}").to_numpy()[rows].astype(np.uint32) - a_raw).view(np.int32)
+        d_r = (blocks.get_column(f"sack_r{i}").to_numpy()[rows].astype(np.uint32) - a_raw).view(np.int32)
+        word = ((d_l.astype(np.int64) + _HALF) << 32 | (d_r.astype(np.int64) + _HALF)).view(np.uint64)
+        key[:, i] = np.where(has, word, _LAST)
+        nb += has
+    key.sort(axis=1)  # (a block absent sorts last; the first nb[p] are packet p's blocks)
+    words = key[np.arange(4) < nb[:, None]]
+    if not words.size:
+        return _empty().clone()
+    rel = np.repeat(a_rel, nb)
+    cols = {
+        "frame": np.repeat(frame, nb),
+        "ts_ns": np.repeat(a_ts, nb),
+        "left": rel + ((words >> 32).astype(np.int64) - _HALF),
+        "right": rel + ((words & 0xFFFFFFFF).astype(np.int64) - _HALF),
+    }
+    if null is not None:
+        null = np.repeat(null, nb)
+    ts, fr_ = a_ts, frame
+    if null is not None or not bool(((ts[1:] > ts[:-1]) | ((ts[1:] == ts[:-1]) & (fr_[1:] > fr_[:-1]))).all()):
+        # packets not in (time, frame) order, or a missing raw ACK: sort every row
+        last = np.zeros(words.size, np.bool_) if null is None else ~null
+        order = np.lexsort((cols["right"], cols["left"], last, cols["frame"], cols["ts_ns"]))  # (nulls first)
+        cols = {name: v[order] for name, v in cols.items()}
+        null = None if null is None else null[order]
+    out = [pl.Series(c.name, cols[c.name], c.dtype) for c in schema.SACK_BLOCKS]
+    if null is not None:
+        at = pl.Series(np.flatnonzero(null))
+        out = [s.scatter(at, None) if s.name in ("left", "right") else s for s in out]
+    return pl.DataFrame(out)
 
 
 class SackGroups:
