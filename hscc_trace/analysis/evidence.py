@@ -32,6 +32,7 @@ Nothing here prints; every quantity carries its unit in :class:`Evidence`.
 from __future__ import annotations
 
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -119,7 +120,11 @@ class _Rounds:
     def of(cls, rd: pl.DataFrame) -> _Rounds:
         return cls(
             start=rd.get_column("start_ns").to_numpy(),
-            limit=rd.get_column("limit").cast(pl.String).to_numpy(),
+            limit=(
+                rd.get_column("limit").cast(pl.String).to_numpy()
+                if "limit" in rd.columns
+                else np.full(rd.height, None, dtype=object)
+            ),
             rec=_filled(rd.get_column("in_recovery"), True),
             peak=_filled(rd.get_column("peak_flight_bytes").cast(pl.Float64), 0.0),
         )
@@ -253,31 +258,46 @@ def _queue(ev: FlowEvents) -> tuple[np.ndarray, float | None]:
     if not has.any():
         return np.zeros(ev.rounds.height, dtype=bool), None
     x, r = rtt[has], rnd_s.to_numpy()[has]
-    if np.isnan(x).any():  # NaN samples (not nulls): polars orders and compares them its own way
+    if not np.isfinite(x).all():  # NaN or infinite samples: polars orders and averages them its own way
         return _queue_polars(ev)
+    if r.size > 1 and not (r[1:] >= r[:-1]).all():
+        o = np.argsort(r, kind="stable")
+        x, r = x[o], r[o]
     base = float(x.min())
-    # per round, the median of its samples as polars computes it (lower + (upper − lower) · 0.5)
-    # — a sort and two gathers instead of a group_by and a join (each a query plan)
-    order = np.lexsort((x, r))
-    xs, rs = x[order], r[order]
-    first = np.flatnonzero(np.concatenate(([True], rs[1:] != rs[:-1])))
-    count = np.diff(np.append(first, rs.size))
-    lo, hi = xs[first + (count - 1) // 2], xs[first + count // 2]
-    med = lo + (hi - lo) * 0.5
-    keys = rs[first]
+    thr = base * (1.0 + QUEUE_FRACTION)
+    # A round is queued when the median of its samples, as polars computes it (sorted, the
+    # middle one, or lo + (hi − lo) · 0.5 for the two middle ones of an even count), exceeds thr.
+    # Counted without sorting (a sort of every ACK's sample cost more than polars' group_by):
+    # with c of the round's k samples above thr, an odd k is queued iff c > k / 2; an even k
+    # iff c > k / 2 (then lo > thr) or, when c = k / 2 exactly, lo = the largest sample ≤ thr
+    # and hi = the smallest > thr give the median.
+    first = np.flatnonzero(np.concatenate(([True], r[1:] != r[:-1])))
+    count = np.diff(np.append(first, r.size))
+    above = x > thr
+    c = np.add.reduceat(above.astype(np.int64), first)
+    q = 2 * c > count
+    tie = (2 * c == count) & (count > 0)
+    if tie.any():
+        lo = np.maximum.reduceat(np.where(above, -np.inf, x), first)
+        hi = np.minimum.reduceat(np.where(above, x, np.inf), first)
+        with np.errstate(invalid="ignore"):
+            q |= tie & (lo + (hi - lo) * 0.5 > thr)
+    keys = r[first]
     want = ev.rounds.get_column("round")
     w = want.fill_null(0).to_numpy() if want.null_count() else want.to_numpy()
     k = np.minimum(np.searchsorted(keys, w), keys.size - 1)
     found = keys[k] == w
     if want.null_count():
         found &= ~want.is_null().to_numpy()
-    m = np.where(found, med[k], 0.0)
-    return m > base * (1.0 + QUEUE_FRACTION), base
+    # (a round without samples has median 0.0, as the join's fill gave it: queued iff 0 > thr)
+    return np.where(found, q[k], 0.0 > thr), base
 
 
 def _queue_polars(ev: FlowEvents) -> tuple[np.ndarray, float | None]:
     """:func:`_queue` through polars (a group_by and a join), for ACK streams with NaN samples."""
     s = ev.acks.select("round", "rtt_s").drop_nulls()
+    if s.height == 0:
+        return np.zeros(ev.rounds.height, dtype=bool), None
     base = float(s.get_column("rtt_s").min())  # type: ignore[arg-type]
     med = s.group_by("round").agg(pl.col("rtt_s").median().alias("m"))
     rounds = ev.rounds.select("round").join(med, on="round", how="left")
@@ -314,8 +334,8 @@ def observe(ev: FlowEvents) -> Evidence:
     queued, _ = _queue(ev)
     limits: dict[str, int] = {}
     if ra is not None:  # rounds per limit (a null limit counts as "None", as polars' value_counts gave it)
-        for lab in ra.limit.tolist():
-            limits[str(lab)] = limits.get(str(lab), 0) + 1
+        for lab, count in Counter(ra.limit.tolist()).items():
+            limits[str(lab)] = count
     loss = any(str(k) != "ecn" for k in ev.episodes.get_column("kind").to_list()) if ev.episodes.height else False
     nq = int(queued.sum())
     return Evidence(
