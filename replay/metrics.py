@@ -112,22 +112,62 @@ def round_table(acks: pl.DataFrame, rounds: pl.DataFrame, replay: pl.DataFrame, 
     )
 
 
-def _window_metrics(out: dict[str, Any], a: np.ndarray, r: np.ndarray, rtt: np.ndarray, mss: int) -> bool:
+class _Actual:
+    """What :func:`_window_metrics` computes from the actual side alone (the rounds' windows and
+    RTTs), once per flow: every replay of a flow is compared with the same rounds."""
+
+    def __init__(self, a: np.ndarray, rtt: np.ndarray) -> None:
+        self.a, self.rtt = a, rtt
+        self.fa = np.isfinite(a) & (a > 0)
+        self._std_pos: bool | None = None
+        self._okr: tuple[np.ndarray, np.ndarray] | None = None
+
+    def std_pos(self) -> bool:
+        """np.std(a) > 0 (asked only where every round is good: then a is what is compared)."""
+        if self._std_pos is None:
+            self._std_pos = bool(np.std(self.a) > 0)
+        return self._std_pos
+
+    def okr(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rounds with a usable RTT, their RTTs), where every round is good."""
+        if self._okr is None:
+            okr = np.isfinite(self.rtt) & (self.rtt > 0)
+            self._okr = (okr, self.rtt[okr])
+        return self._okr
+
+
+def _window_metrics(
+    out: dict[str, Any], a: np.ndarray, r: np.ndarray, rtt: np.ndarray, mss: int, pre: _Actual | None = None
+) -> bool:
     """Fill ``mare``, ``rmse_pkts``, ``corr`` and ``goodput_pred_bps`` of ``out`` from the rounds'
     actual and replayed windows (packets) and min RTTs (s), aligned; rounds without a finite
-    positive actual and a finite replayed window are left out. False when none is left."""
-    good = np.isfinite(a) & np.isfinite(r) & (a > 0)
-    a, r = a[good], r[good]
+    positive actual and a finite replayed window are left out. False when none is left.
+
+    ``pre`` (:class:`_Actual` of these ``a`` and ``rtt``) shares the actual side's part between
+    the replays of a flow; the values are the same (where every round is good, the selected
+    arrays equal the whole ones)."""
+    if pre is None:
+        good = np.isfinite(a) & np.isfinite(r) & (a > 0)
+        whole = False
+    else:
+        good = pre.fa & np.isfinite(r)
+        whole = bool(good.all())
+    if not whole:
+        a, r = a[good], r[good]
     if a.size == 0:
         return False
     out["mare"] = float(np.median(np.abs(r - a) / a))
     out["rmse_pkts"] = float(math.sqrt(np.mean((r - a) ** 2)))
-    if a.size >= 3 and np.std(a) > 0 and np.std(r) > 0:
+    if a.size >= 3 and (pre.std_pos() if whole and pre is not None else np.std(a) > 0) and np.std(r) > 0:
         out["corr"] = float(np.corrcoef(a, r)[0, 1])
-    rtt = rtt[good]
-    okr = np.isfinite(rtt) & (rtt > 0)
+    if whole and pre is not None:
+        okr, rtt_okr = pre.okr()
+    else:
+        rtt = rtt[good]
+        okr = np.isfinite(rtt) & (rtt > 0)
+        rtt_okr = rtt[okr]
     if okr.any():
-        out["goodput_pred_bps"] = float(np.mean(r[okr] * mss * 8.0 / rtt[okr]))
+        out["goodput_pred_bps"] = float(np.mean(r[okr] * mss * 8.0 / rtt_okr))
     return True
 
 
@@ -194,6 +234,15 @@ class _UsableRounds:
             self.acked = pl.Series(rounds.get_column("acked_bytes").cast(pl.Int64).to_numpy()[use], dtype=pl.Int64)
         self._sums: tuple[float, float] | None = None
         self.rows = _RowsOf(self.end)
+        self._at: tuple[np.ndarray, tuple[np.ndarray, int, np.ndarray, _Actual]] | None = None
+
+    def at(self, idx: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, _Actual]:
+        """(rounds found among the replay's rows, their number, those rows, the actual side of
+        the comparison) for the rows :meth:`rows` gave — once per flow, as they are."""
+        if self._at is None or self._at[0] is not idx:
+            ok = idx >= 0
+            self._at = (idx, (ok, int(ok.sum()), idx[ok], _Actual(self.actual[ok], self.rtt[ok])))
+        return self._at[1]
 
     def sums(self, ok: np.ndarray) -> tuple[float, float]:
         """(total duration s, total acked bytes) of the rounds selected by ``ok``."""
@@ -219,13 +268,11 @@ def _fit_replay(u: _UsableRounds, replay: pl.DataFrame, mss: int) -> dict[str, A
     if u.empty or replay.height == 0:
         return out
     cw = replay.get_column(FIT_WINDOW if FIT_WINDOW in replay.columns else "cwnd").to_numpy()
-    idx = u.rows(replay.get_column("ts_ns").to_numpy())
-    ok = idx >= 0
-    n = int(ok.sum())
+    ok, n, rows, pre = u.at(u.rows(replay.get_column("ts_ns").to_numpy()))
     out["rounds"] = n
     if n == 0:
         return out
-    if not _window_metrics(out, u.actual[ok], cw[idx[ok]].astype(np.float64, copy=False), u.rtt[ok], mss):
+    if not _window_metrics(out, pre.a, cw[rows].astype(np.float64, copy=False), pre.rtt, mss, pre):
         return out
     dur, acked = u.sums(ok)
     if dur > 0:

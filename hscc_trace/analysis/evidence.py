@@ -31,6 +31,7 @@ Nothing here prints; every quantity carries its unit in :class:`Evidence`.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections import Counter
 from dataclasses import asdict, dataclass, field
@@ -204,12 +205,14 @@ def _epochs(ev: FlowEvents, ra: _Rounds | None = None) -> list[np.ndarray]:
     ends = sorted(int(x) for x in ev.episodes.get_column("end_ns").to_list() if x is not None)
     starts = sorted(int(x) for x in ev.episodes.get_column("start_ns").to_list())
     ra = ra if ra is not None else _Rounds.of(rd)
-    st, lim, rec = ra.start, ra.limit, ra.rec
+    st = ra.start
     peak = ra.peak / float(ev.mss)
+    usable = ~ra.rec & (ra.limit == "cwnd")  # (once: the limits are strings, compared one by one)
     out = []
     for k, e0 in enumerate(ends):
-        nxt = next((s for s in starts if s > e0), None)
-        sel = (st >= e0) & (~rec) & (lim == "cwnd")
+        i = bisect.bisect_right(starts, e0)  # the first episode starting after e0
+        nxt = starts[i] if i < len(starts) else None
+        sel = (st >= e0) & usable
         if nxt is not None:
             sel &= st < nxt
         if k + 1 < len(ends) and nxt is None:

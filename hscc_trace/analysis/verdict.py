@@ -275,11 +275,15 @@ def _duel_counts(db, do, fb, fo, inv, nk, tie):  # pragma: no cover - compiled
     return n_won, n_differ
 
 
-def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+def _same(
+    a: np.ndarray | None, b: np.ndarray | None, fa: np.ndarray | None = None, fb: np.ndarray | None = None
+) -> bool:
+    """Whether two replays' windows are within half a packet wherever finite, and finite at the
+    same places (``fa``/``fb``: their finite masks, when already known)."""
     if a is None or b is None:
         return a is b
-    fin = np.isfinite(a)
-    return bool(np.array_equal(fin, np.isfinite(b)) and np.all(np.abs(a - b)[fin] < 0.5))
+    fin = np.isfinite(a) if fa is None else fa
+    return bool(np.array_equal(fin, np.isfinite(b) if fb is None else fb) and np.all(np.abs(a - b)[fin] < 0.5))
 
 
 def _classes(
@@ -289,11 +293,25 @@ def _classes(
     acks: dict[str, np.ndarray] | None = None,
 ) -> list[_Class]:
     out: list[_Class] = []
+    fin: dict[int, np.ndarray] = {}  # finite masks, once per array (every label meets every class)
+
+    def finite(x: np.ndarray | None) -> np.ndarray | None:
+        if x is None:
+            return None
+        hit = fin.get(id(x))
+        if hit is None:
+            hit = fin[id(x)] = np.isfinite(x)
+        return hit
+
     for label in sorted(windows, key=_rank):
         w = windows[label]
         wa = acks.get(label) if acks else None
         for c in out:
-            if c.rate == rate[label] and _same(w, c.windows) and _same(wa, c.acks):
+            if (
+                c.rate == rate[label]
+                and _same(w, c.windows, finite(w), finite(c.windows))
+                and _same(wa, c.acks, finite(wa), finite(c.acks))
+            ):
                 c.members.append(label)
                 break
         else:
