@@ -17,7 +17,7 @@ import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import Any
 
@@ -57,6 +57,9 @@ class Prepared:
     # the ACKs' frame numbers (schema.ACKS ``frame``, UInt64): every replay row carries its ACK's
     # frame, the key that joins a replay to the ACK stream; None → the column is null
     frame: pl.Series | None = None
+    # the pieces of the replay tables that a flow's replays may share (built on first use by
+    # _frame: the frame and ts_ns keys, and the last Enum column of each name with its codes)
+    _shared: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
 
     def __len__(self) -> int:
         return int(self.ev.shape[0])
@@ -385,7 +388,7 @@ def run(algo: Resolved | str, prep: Prepared, *, compiled: bool | None = None) -
     if not prep.rate_done and _needs_rate(r):
         rate_samples(prep)
     loop, sigs = _setup(r, prep, compiled)
-    return _frame(prep.ts_ns, loop(), sigs, prep.frame)
+    return _frame(prep.ts_ns, loop(), sigs, prep.frame, prep._shared)
 
 
 def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable[[], np.ndarray], list]:
@@ -478,11 +481,25 @@ def _enum_labels(name: str, labels: tuple[str, ...]) -> pl.Series:
     return pl.Series(name, list(labels), dtype=pl.Enum(list(labels)))
 
 
-def _enum(name: str, labels: tuple[str, ...], codes: np.ndarray) -> pl.Series:
-    """Float codes 0..k−1 → an Enum column (gathered from the labels, no per-row strings)."""
+def _enum(name: str, labels: tuple[str, ...], codes: np.ndarray, shared: dict[Any, Any] | None = None) -> pl.Series:
+    """Float codes 0..k−1 → an Enum column (gathered from the labels, no per-row strings).
+
+    With ``shared`` (one dict per flow), a column whose codes equal those of the flow's previous
+    column of the same name and labels is that Series again (polars Series are immutable): the
+    congestion state follows the trace, so every replay of a flow mostly has the same ``state``;
+    comparing the codes costs a fraction of building the column."""
+    key = ("enum", name, labels)
+    if shared is not None:
+        hit = shared.get(key)
+        if hit is not None and np.array_equal(hit[0], codes):
+            return hit[1]
     # nan and codes < 0 → 0, codes > k−1 → k−1 (comparisons with nan are False); truncated
-    idx = np.minimum(np.where(codes > 0.0, codes, 0.0), len(labels) - 1).astype(np.uint32)
-    return _enum_labels(name, labels)[idx]  # Series[ndarray] gathers without the expression engine
+    idx = np.where(codes > 0.0, codes, 0.0)
+    np.minimum(idx, len(labels) - 1, out=idx)
+    col = _enum_labels(name, labels)[idx.astype(np.uint32)]  # Series[ndarray] gathers without the expression engine
+    if shared is not None:
+        shared[key] = (codes.copy(), col)  # (a copy: a view would keep the loop's whole output alive)
+    return col
 
 
 _STATES = tuple(schema.CONG_STATES)
@@ -526,7 +543,13 @@ def _float_series_maker() -> Any:
 _f64 = _float_series_maker()
 
 
-def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list, frame: pl.Series | None = None) -> pl.DataFrame:
+def _frame(
+    ts_ns: np.ndarray,
+    out: np.ndarray,
+    sigs: list,
+    frame: pl.Series | None = None,
+    shared: dict[Any, Any] | None = None,
+) -> pl.DataFrame:
     """The replay table from the loop's output matrix: one Series per column straight from numpy
     (no expression engine: each eager polars expression costs a query plan, ~0.1 ms). Row i
     answers ACK i: ``frame`` and ``ts_ns`` are that ACK's (the keys of schema.REPLAY_BASE).
@@ -535,7 +558,11 @@ def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list, frame: pl.Series | No
     array, shared by every algorithm's frame. Views keep their whole matrix alive, so when the
     loop's output also holds columns that become Enum/Boolean Series (state, flags: a quarter of
     all output columns over the default algorithms), the float columns are first moved to a
-    matrix of their own (a column copy each), which the replays of a long capture keep instead."""
+    matrix of their own (a column copy each), which the replays of a long capture keep instead.
+
+    ``shared`` (a dict per flow, :class:`Prepared`) keeps what a flow's tables have in common:
+    the ``frame`` and ``ts_ns`` Series are built once per flow, an Enum column equal to the
+    previous one of its name is reused (:func:`_enum`)."""
     kinds = ["float", "float", "enum", *(s.kind for s, _ in sigs)]
     fidx = [c for c, k in enumerate(kinds) if k not in ("bool", "enum")]
     if len(fidx) < out.shape[1]:
@@ -547,17 +574,22 @@ def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list, frame: pl.Series | No
     fcol = {c: floats[:, j] for j, c in enumerate(fidx)}
     ssthresh = fcol[1]
     ssthresh[~np.isfinite(ssthresh)] = np.nan  # infinite ssthresh (never set) is null, in place
-    frames = (
-        frame.alias("frame")
-        if frame is not None and len(frame) == len(ts_ns)
-        else pl.Series("frame", [None] * len(ts_ns), dtype=pl.UInt64)
-    )
+    keys = shared.get("keys") if shared is not None else None
+    if keys is None or keys[0] is not ts_ns or keys[1] is not frame:
+        frames = (
+            frame.alias("frame")
+            if frame is not None and len(frame) == len(ts_ns)
+            else pl.Series("frame", [None] * len(ts_ns), dtype=pl.UInt64)
+        )
+        keys = (ts_ns, frame, frames, pl.Series("ts_ns", ts_ns, dtype=pl.Int64))
+        if shared is not None:
+            shared["keys"] = keys
     cols: dict[str, pl.Series] = {
-        "frame": frames,
-        "ts_ns": pl.Series("ts_ns", ts_ns, dtype=pl.Int64),
+        "frame": keys[2],
+        "ts_ns": keys[3],
         "cwnd": _f64("cwnd", fcol[0]),
         "ssthresh": _f64("ssthresh", ssthresh),
-        "state": _enum("state", _STATES, out[:, 2]),
+        "state": _enum("state", _STATES, out[:, 2], shared),
     }
     for k, (s, _) in enumerate(sigs):
         c = 3 + k
@@ -566,7 +598,7 @@ def _frame(ts_ns: np.ndarray, out: np.ndarray, sigs: list, frame: pl.Series | No
         if s.kind == "bool":
             cols[s.name] = pl.Series(s.name, out[:, c] != 0.0, dtype=pl.Boolean)
         elif s.kind == "enum":
-            cols[s.name] = _enum(s.name, tuple(s.labels), out[:, c])
+            cols[s.name] = _enum(s.name, tuple(s.labels), out[:, c], shared)
         else:
             cols[s.name] = _f64(s.name, fcol[c])
     return pl.DataFrame(list(cols.values()))
@@ -606,7 +638,7 @@ def replay(
     out: dict[str, pl.DataFrame] = {}
     if not LOOK_AHEAD or len(jobs) < 2 or len(prep) < AHEAD_MIN_ACKS or _CPUS < 2 or compiled is False:
         for label, (loop, sigs) in zip(labels, jobs):
-            out[label] = _frame(prep.ts_ns, loop(), sigs, prep.frame)
+            out[label] = _frame(prep.ts_ns, loop(), sigs, prep.frame, prep._shared)
         return out
     pool = _pool()
     futures: list[Any] = [pool.submit(loop) for loop, _ in jobs[:AHEAD]]
@@ -616,7 +648,7 @@ def replay(
             futures[k] = None
             if k + AHEAD < len(jobs):
                 futures.append(pool.submit(jobs[k + AHEAD][0]))
-            out[label] = _frame(prep.ts_ns, mat, sigs, prep.frame)
+            out[label] = _frame(prep.ts_ns, mat, sigs, prep.frame, prep._shared)
     finally:
         for f in futures:
             if f is not None:

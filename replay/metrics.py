@@ -51,6 +51,31 @@ def round_rows(ts: np.ndarray, end: np.ndarray) -> np.ndarray:
     return np.where(last >= 0, np.maximum(last - 1, 0), -1)
 
 
+def filled(s: pl.Series, fill: Any) -> np.ndarray:
+    """``s.fill_null(fill).to_numpy()``, calling the polars expression only when ``s`` has nulls:
+    each eager polars expression plans and runs a query (≈ 0.1–0.3 ms), and a flow's fit and
+    verdict asked for dozens of them."""
+    return (s.fill_null(fill) if s.null_count() else s).to_numpy()
+
+
+class _RowsOf:
+    """:func:`round_rows` of one set of rounds for every replay of a flow, computed once per
+    ``ts_ns`` buffer: a flow's replays share one (:func:`hscc_trace.replay.engine.replay`), and
+    polars buffers are immutable, so the same buffer means the same times."""
+
+    def __init__(self, end: np.ndarray) -> None:
+        self.end = end
+        self._key: tuple[int, int, str] | None = None
+        self._rows = np.zeros(0, dtype=np.int64)
+        self._ts: np.ndarray | None = None  # held: a freed buffer's address could come back
+
+    def __call__(self, ts: np.ndarray) -> np.ndarray:
+        key = (int(ts.__array_interface__["data"][0]), int(ts.shape[0]), ts.dtype.str)
+        if key != self._key:
+            self._rows, self._key, self._ts = round_rows(ts, self.end), key, ts
+        return self._rows
+
+
 def round_table(acks: pl.DataFrame, rounds: pl.DataFrame, replay: pl.DataFrame, mss: int) -> pl.DataFrame:
     """Per usable round: ``round``, ``actual_pkts``, ``replayed_pkts``, ``rtt_s``, ``dur_s``,
     ``acked_bytes`` (cwnd-limited rounds outside recovery only)."""
@@ -87,22 +112,62 @@ def round_table(acks: pl.DataFrame, rounds: pl.DataFrame, replay: pl.DataFrame, 
     )
 
 
-def _window_metrics(out: dict[str, Any], a: np.ndarray, r: np.ndarray, rtt: np.ndarray, mss: int) -> bool:
+class _Actual:
+    """What :func:`_window_metrics` computes from the actual side alone (the rounds' windows and
+    RTTs), once per flow: every replay of a flow is compared with the same rounds."""
+
+    def __init__(self, a: np.ndarray, rtt: np.ndarray) -> None:
+        self.a, self.rtt = a, rtt
+        self.fa = np.isfinite(a) & (a > 0)
+        self._std_pos: bool | None = None
+        self._okr: tuple[np.ndarray, np.ndarray] | None = None
+
+    def std_pos(self) -> bool:
+        """np.std(a) > 0 (asked only where every round is good: then a is what is compared)."""
+        if self._std_pos is None:
+            self._std_pos = bool(np.std(self.a) > 0)
+        return self._std_pos
+
+    def okr(self) -> tuple[np.ndarray, np.ndarray]:
+        """(rounds with a usable RTT, their RTTs), where every round is good."""
+        if self._okr is None:
+            okr = np.isfinite(self.rtt) & (self.rtt > 0)
+            self._okr = (okr, self.rtt[okr])
+        return self._okr
+
+
+def _window_metrics(
+    out: dict[str, Any], a: np.ndarray, r: np.ndarray, rtt: np.ndarray, mss: int, pre: _Actual | None = None
+) -> bool:
     """Fill ``mare``, ``rmse_pkts``, ``corr`` and ``goodput_pred_bps`` of ``out`` from the rounds'
     actual and replayed windows (packets) and min RTTs (s), aligned; rounds without a finite
-    positive actual and a finite replayed window are left out. False when none is left."""
-    good = np.isfinite(a) & np.isfinite(r) & (a > 0)
-    a, r = a[good], r[good]
+    positive actual and a finite replayed window are left out. False when none is left.
+
+    ``pre`` (:class:`_Actual` of these ``a`` and ``rtt``) shares the actual side's part between
+    the replays of a flow; the values are the same (where every round is good, the selected
+    arrays equal the whole ones)."""
+    if pre is None:
+        good = np.isfinite(a) & np.isfinite(r) & (a > 0)
+        whole = False
+    else:
+        good = pre.fa & np.isfinite(r)
+        whole = bool(good.all())
+    if not whole:
+        a, r = a[good], r[good]
     if a.size == 0:
         return False
     out["mare"] = float(np.median(np.abs(r - a) / a))
     out["rmse_pkts"] = float(math.sqrt(np.mean((r - a) ** 2)))
-    if a.size >= 3 and np.std(a) > 0 and np.std(r) > 0:
+    if a.size >= 3 and (pre.std_pos() if whole and pre is not None else np.std(a) > 0) and np.std(r) > 0:
         out["corr"] = float(np.corrcoef(a, r)[0, 1])
-    rtt = rtt[good]
-    okr = np.isfinite(rtt) & (rtt > 0)
+    if whole and pre is not None:
+        okr, rtt_okr = pre.okr()
+    else:
+        rtt = rtt[good]
+        okr = np.isfinite(rtt) & (rtt > 0)
+        rtt_okr = rtt[okr]
     if okr.any():
-        out["goodput_pred_bps"] = float(np.mean(r[okr] * mss * 8.0 / rtt[okr]))
+        out["goodput_pred_bps"] = float(np.mean(r[okr] * mss * 8.0 / rtt_okr))
     return True
 
 
@@ -168,6 +233,16 @@ class _UsableRounds:
             self.dur = pl.Series(self.end - start).cast(pl.Float64) / 1e9
             self.acked = pl.Series(rounds.get_column("acked_bytes").cast(pl.Int64).to_numpy()[use], dtype=pl.Int64)
         self._sums: tuple[float, float] | None = None
+        self.rows = _RowsOf(self.end)
+        self._at: tuple[np.ndarray, tuple[np.ndarray, int, np.ndarray, _Actual]] | None = None
+
+    def at(self, idx: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, _Actual]:
+        """(rounds found among the replay's rows, their number, those rows, the actual side of
+        the comparison) for the rows :meth:`rows` gave — once per flow, as they are."""
+        if self._at is None or self._at[0] is not idx:
+            ok = idx >= 0
+            self._at = (idx, (ok, int(ok.sum()), idx[ok], _Actual(self.actual[ok], self.rtt[ok])))
+        return self._at[1]
 
     def sums(self, ok: np.ndarray) -> tuple[float, float]:
         """(total duration s, total acked bytes) of the rounds selected by ``ok``."""
@@ -192,15 +267,12 @@ def _fit_replay(u: _UsableRounds, replay: pl.DataFrame, mss: int) -> dict[str, A
     }
     if u.empty or replay.height == 0:
         return out
-    ts = replay.get_column("ts_ns").to_numpy()
     cw = replay.get_column(FIT_WINDOW if FIT_WINDOW in replay.columns else "cwnd").to_numpy()
-    idx = round_rows(ts, u.end)
-    ok = idx >= 0
-    n = int(ok.sum())
+    ok, n, rows, pre = u.at(u.rows(replay.get_column("ts_ns").to_numpy()))
     out["rounds"] = n
     if n == 0:
         return out
-    if not _window_metrics(out, u.actual[ok], cw[idx[ok]].astype(np.float64, copy=False), u.rtt[ok], mss):
+    if not _window_metrics(out, pre.a, cw[rows].astype(np.float64, copy=False), pre.rtt, mss, pre):
         return out
     dur, acked = u.sums(ok)
     if dur > 0:
@@ -247,17 +319,16 @@ def round_windows(
     rd = events.rounds
     if rd.height == 0:
         return np.zeros(0), {k: np.zeros(0) for k in replays}
-    lim = rd.get_column("limit").cast(pl.String).fill_null("").to_numpy()
-    rec = rd.get_column("in_recovery").fill_null(True).to_numpy().astype(bool)
-    peak = rd.get_column("peak_flight_bytes").cast(pl.Float64).fill_null(0.0).to_numpy()
+    lim = filled(rd.get_column("limit").cast(pl.String), "")
+    rec = filled(rd.get_column("in_recovery"), True).astype(bool)
+    peak = filled(rd.get_column("peak_flight_bytes").cast(pl.Float64), 0.0)
     use = np.flatnonzero(np.isin(lim, list(limits)) & ~rec & (peak > 0))
-    end = rd.get_column("end_ns").to_numpy()[use]
+    rows = _RowsOf(rd.get_column("end_ns").to_numpy()[use])
     actual = peak[use] / float(events.mss)
     out: dict[str, np.ndarray] = {}
     for label, rep in replays.items():
-        ts = rep.get_column("ts_ns").to_numpy()
         cw = rep.get_column(FIT_WINDOW if FIT_WINDOW in rep.columns else "cwnd").to_numpy()
-        idx = round_rows(ts, end)
+        idx = rows(rep.get_column("ts_ns").to_numpy())
         out[label] = np.where(idx >= 0, cw[np.maximum(idx, 0)], np.nan).astype(np.float64)
     return actual, out
 
@@ -279,13 +350,13 @@ def ack_windows(events: Any, replays: dict[str, pl.DataFrame]) -> tuple[np.ndarr
         return np.zeros(0), np.zeros(0, dtype=np.int64), {k: np.zeros(0) for k in replays}
     snd = acks.get_column("snd_max").cast(pl.Float64).to_numpy()
     ack = acks.get_column("ack").cast(pl.Float64).to_numpy()
-    rnd = acks.get_column("round").cast(pl.Int64).fill_null(-1).to_numpy()
+    rnd = filled(acks.get_column("round").cast(pl.Int64), -1)
     # (compared in polars: the Enum's codes, not a string per ACK)
-    is_open = (acks.get_column("state") == "open").fill_null(False).to_numpy()
+    is_open = filled(acks.get_column("state") == "open", False)
     obs = np.full(n, np.nan)
     obs[:-1] = (snd[1:] - ack[:-1]) / float(events.mss)
-    lim = rd.get_column("limit").cast(pl.String).fill_null("").to_numpy()
-    rec = rd.get_column("in_recovery").fill_null(True).to_numpy().astype(bool)
+    lim = filled(rd.get_column("limit").cast(pl.String), "")
+    rec = filled(rd.get_column("in_recovery"), True).astype(bool)
     good = rd.get_column("round").cast(pl.Int64).to_numpy()[(lim == "cwnd") & ~rec]
     use = np.isin(rnd, good) & is_open & np.isfinite(obs) & (obs > 0)
     out: dict[str, np.ndarray] = {}

@@ -264,3 +264,37 @@ def test_betas_take_the_first_round_outside_recovery_after_each_episode():
     assert evidence._betas(ev) == [0.6, 0.75]
     ev.rounds = rounds[[3, 0, 2, 1, 4]]  # not in time order: the same first round by index order
     assert evidence._betas(ev) == [0.6, 0.75]
+
+
+def test_queued_rounds_are_those_of_the_median_polars_computes():
+    # _queue decides "median RTT of the round > minimum · (1 + QUEUE_FRACTION)" by counting,
+    # without sorting or a group_by: the same rounds as polars' group_by median + join (the
+    # earlier form, kept for NaN samples), also with even counts whose two middle samples
+    # straddle the threshold, null samples and rounds, rounds out of order and rounds without
+    # any sample
+    import types
+
+    import polars as pl
+
+    from hscc_trace.analysis import evidence
+
+    rng = np.random.default_rng(5)
+    queued = 0
+    for it in range(200):
+        n, nr = int(rng.integers(1, 300)), int(rng.integers(1, 40))
+        r = rng.integers(0, nr, n)
+        if it % 3:
+            r = np.sort(r)
+        if it % 2:  # few distinct values: many ties at the threshold (0.01 · 1.1)
+            vals = rng.choice([0.01, 0.0105, 0.011, 0.0111, 0.012, 0.02], n)
+        else:
+            vals = 0.01 + rng.random(n) * 0.05
+        rtt = [None if it % 5 == 0 and rng.random() < 0.2 else float(v) for v in vals]
+        rnd = [None if it % 7 == 0 and rng.random() < 0.1 else int(v) for v in r]
+        acks = pl.DataFrame({"round": pl.Series(rnd, dtype=pl.UInt32), "rtt_s": pl.Series(rtt, dtype=pl.Float64)})
+        rounds = pl.DataFrame({"round": pl.Series(np.arange(nr + 3), dtype=pl.UInt32)})
+        ev = types.SimpleNamespace(acks=acks, rounds=rounds)
+        got, want = evidence._queue(ev), evidence._queue_polars(ev)
+        assert np.array_equal(got[0], want[0]) and got[1] == want[1], it
+        queued += int(want[0].sum())
+    assert queued > 0

@@ -42,6 +42,7 @@ import polars as pl
 
 from hscc_trace.analysis.evidence import Evidence, observe
 from hscc_trace.model import FlowEvents
+from hscc_trace.perf.firstuse import kernel
 
 IDENTIFIED, AMBIGUOUS, UNKNOWN, NOT_ENOUGH_DATA = "identified", "ambiguous", "unknown", "not enough data"
 CLASSES = (IDENTIFIED, AMBIGUOUS, UNKNOWN, NOT_ENOUGH_DATA)
@@ -237,30 +238,52 @@ class _Duel:
         return hit
 
     def _by_acks(self, best: _Class, other: _Class) -> tuple[int, int]:
-        db, fb, allb = self._side(best)
-        do, fo, allo = self._side(other)
+        db, fb, _ = self._side(best)
+        do, fo, _ = self._side(other)
         if self._inv is None:
             keys, inv = np.unique(self.rnd, return_inverse=True)
-            self._inv = (inv.reshape(-1), int(keys.size))
+            self._inv = (np.ascontiguousarray(inv.reshape(-1), dtype=np.int64), int(keys.size))
         inv, nk = self._inv
-        if allb and allo:
-            d = do - db
-        else:
-            ok = fb & fo
-            if not ok.any():
-                return 0, 0
-            d, inv = do[ok] - db[ok], inv[ok]
-        # rounds without a compared ACK count as neither won nor lost, as in _paired_by_acks
-        won = np.bincount(inv, weights=(d > self.tie).astype(np.float64), minlength=nk)
-        lost = np.bincount(inv, weights=(d < -self.tie).astype(np.float64), minlength=nk)
-        return int(np.sum(won > lost)), int(np.sum(won != lost))
+        won, differ = _duel_counts(db, do, fb, fo, inv, nk, float(self.tie))
+        return int(won), int(differ)
 
 
-def _same(a: np.ndarray | None, b: np.ndarray | None) -> bool:
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+def _duel_counts(db, do, fb, fo, inv, nk, tie):  # pragma: no cover - compiled
+    """The counts of :func:`_paired_by_acks` in one pass: ``db``/``do`` the distances of the two
+    replays to the sender after every judged ACK, ``fb``/``fo`` where each replay is finite,
+    ``inv`` each ACK's round (0..nk−1). Per round, the ACKs after which ``best`` is closer by
+    more than ``tie`` (won) and those after which ``other`` is (lost); returns (rounds won > lost,
+    rounds won ≠ lost) — the same elementwise operations on the same values as the numpy form,
+    without its eight passes and temporaries (a flow's verdict runs dozens of duels)."""
+    won = np.zeros(nk, dtype=np.int64)
+    lost = np.zeros(nk, dtype=np.int64)
+    for i in range(db.shape[0]):
+        if fb[i] and fo[i]:
+            d = do[i] - db[i]
+            if d > tie:
+                won[inv[i]] += 1
+            elif d < -tie:
+                lost[inv[i]] += 1
+    n_won = 0
+    n_differ = 0
+    for k in range(nk):
+        if won[k] > lost[k]:
+            n_won += 1
+        if won[k] != lost[k]:
+            n_differ += 1
+    return n_won, n_differ
+
+
+def _same(
+    a: np.ndarray | None, b: np.ndarray | None, fa: np.ndarray | None = None, fb: np.ndarray | None = None
+) -> bool:
+    """Whether two replays' windows are within half a packet wherever finite, and finite at the
+    same places (``fa``/``fb``: their finite masks, when already known)."""
     if a is None or b is None:
         return a is b
-    fin = np.isfinite(a)
-    return bool(np.array_equal(fin, np.isfinite(b)) and np.all(np.abs(a - b)[fin] < 0.5))
+    fin = np.isfinite(a) if fa is None else fa
+    return bool(np.array_equal(fin, np.isfinite(b) if fb is None else fb) and np.all(np.abs(a - b)[fin] < 0.5))
 
 
 def _classes(
@@ -270,11 +293,25 @@ def _classes(
     acks: dict[str, np.ndarray] | None = None,
 ) -> list[_Class]:
     out: list[_Class] = []
+    fin: dict[int, np.ndarray] = {}  # finite masks, once per array (every label meets every class)
+
+    def finite(x: np.ndarray | None) -> np.ndarray | None:
+        if x is None:
+            return None
+        hit = fin.get(id(x))
+        if hit is None:
+            hit = fin[id(x)] = np.isfinite(x)
+        return hit
+
     for label in sorted(windows, key=_rank):
         w = windows[label]
         wa = acks.get(label) if acks else None
         for c in out:
-            if c.rate == rate[label] and _same(w, c.windows) and _same(wa, c.acks):
+            if (
+                c.rate == rate[label]
+                and _same(w, c.windows, finite(w), finite(c.windows))
+                and _same(wa, c.acks, finite(wa), finite(c.acks))
+            ):
                 c.members.append(label)
                 break
         else:

@@ -112,6 +112,8 @@ COSTS: dict[str, tuple[float, float]] = {
     # (not reached by the benchmark, which reads regular files: measured alone, reno-bdp's packets
     # table built from the arena, load average ≈ 6)
     "flows.arena._unplace": (2.1, 7.28e-06),
+    # (added later, measured alone: 200 000 ACKs, load average ≈ 10)
+    "analysis.verdict._duel_counts": (1.76, 1.34e-06),
     "replay.engine._newly_delivered": (0.2, 3.91e-07),
     "replay.engine._rate_samples": (0.73, 3.7e-06),
     "reports.decimate._m4_kernel": (0.32, 1.45e-06),

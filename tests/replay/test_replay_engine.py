@@ -393,3 +393,34 @@ def test_loops_run_ahead_in_a_thread_give_the_serial_tables(rich_prep, monkeypat
         assert ahead[registry.resolve(n).label].equals(serial[n]), n
     with pytest.raises(InputError, match="requested twice"):
         engine.replay(acks, MSS, ["reno", "cubic", "reno"])
+
+
+def test_a_flows_tables_share_keys_and_equal_enum_columns_but_equal_unshared_tables(monkeypatch):
+    # engine.replay builds a flow's frame/ts_ns Series once and reuses an Enum column whose codes
+    # equal the previous one of its name (the state, mostly): every table must still equal the
+    # one engine.run builds alone, including where two algorithms' enum codes differ (cubic's
+    # and kyushu+cubic's region, reno's and fusion's phase), serial and with the loops ahead
+    names = ["reno", "cubic", "fusion", "kyushu+cubic", "bbr", "highspeed", "hrf"]
+    acks = rich(40)
+    alone = {n: engine.run(registry.resolve(n), engine.prepare(acks, MSS)) for n in names}
+    for ahead in (False, True):
+        if ahead:
+            monkeypatch.setattr(engine, "AHEAD_MIN_ACKS", 1)
+            monkeypatch.setattr(engine, "_CPUS", 2)
+        together = engine.replay(acks, MSS, names)
+        for n in names:
+            got = together[registry.resolve(n).label]
+            assert got.equals(alone[n]) and got.schema == alone[n].schema, (n, ahead)
+
+
+def test_an_enum_column_is_reused_only_for_equal_codes():
+    shared: dict = {}
+    labels = ("a", "b", "c")
+    codes = np.array([0.0, 1.0, 2.0, np.nan, -1.0, 7.0])
+    first = engine._enum("m", labels, codes, shared)
+    assert first.to_list() == ["a", "b", "c", "a", "a", "c"] and first.dtype == pl.Enum(list(labels))
+    assert engine._enum("m", labels, codes.copy(), shared).to_list() == first.to_list()
+    codes[1] = 2.0  # the cache holds a copy of the codes, not the caller's array
+    assert engine._enum("m", labels, codes, shared).to_list() == ["a", "c", "c", "a", "a", "c"]
+    assert engine._enum("n", labels, np.zeros(6), shared).to_list() == ["a"] * 6  # another name
+    assert engine._enum("m", ("x", "y"), np.ones(6), shared).to_list() == ["y"] * 6  # other labels
