@@ -75,11 +75,16 @@ def test_usage_error_class_found_through_public_typer():
 
 
 def test_main_runs_after_a_command_module_was_imported(monkeypatch, capsys):
-    # importing a command module (here cli.corpus_cmd, as a test or a script may) binds the
-    # submodule `hscc_trace.cli.app` as the package's attribute `app`; main() must still load and
-    # run the Typer application rather than call that module
+    # importing a command module (here cli.corpus_cmd, as a test or a script may) imports the
+    # module that holds the Typer object; `cli.app` must still be the Typer application (it was
+    # the submodule of that name, once), and main() must run it
+    import typer
+
     import hscc_trace.cli.corpus_cmd  # noqa: F401
     from hscc_trace import cli
+    from hscc_trace.cli import app
+
+    assert isinstance(app, typer.Typer) and cli.app is app
 
     monkeypatch.setattr(sys, "argv", ["hscc-trace", "version"])
     with pytest.raises(SystemExit) as ei:

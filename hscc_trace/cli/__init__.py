@@ -31,7 +31,7 @@ def _load_app():
     """The Typer application with every command registered (imported once, then a module global)."""
     import importlib
 
-    from .app import app
+    from .typer_app import app
 
     for name in _COMMANDS:
         importlib.import_module(f"{__name__}.{name}")
@@ -125,15 +125,10 @@ def one_line(text: object) -> str:
 
 def _main() -> None:
     try:
-        import types
-
         if _fast_flows(sys.argv[1:]):  # `flows FILE [--json] [--filter EXPR]`: no Typer import
             sys.exit(EXIT_OK)
 
-        app = globals().get("app")
-        if app is None or isinstance(app, types.ModuleType):  # importing a command module
-            app = _load_app()  # (e.g. cli.corpus_cmd) binds the submodule `app` here first
-        _run_app(app)
+        _run_app(globals().get("app") or _load_app())
     except HsccError as exc:
         print(f"hscc-trace: error: {one_line(exc)}", file=sys.stderr)
         sys.exit(exc.exit_code)

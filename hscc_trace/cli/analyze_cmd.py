@@ -14,8 +14,8 @@ import typer
 from hscc_trace import config
 from hscc_trace.errors import UsageError
 
-from .app import app
 from .common import exit_code_of, one_line_errors, progress_bar
+from .typer_app import app
 
 
 @contextmanager

@@ -13,8 +13,8 @@ from hscc_trace import config
 from hscc_trace.analysis import check
 from hscc_trace.errors import InputError, InternalError, InternalMessage, UsageError
 
-from .app import app
 from .common import exit_code_of, one_line_errors, progress_bar
+from .typer_app import app
 
 
 @app.command("check")

@@ -7,7 +7,7 @@ import time
 
 import typer
 
-from .app import app
+from .typer_app import app
 
 
 @app.command("compile")

@@ -20,7 +20,7 @@ import typer
 
 from hscc_trace.errors import UsageError
 
-from .app import app
+from .typer_app import app
 
 
 def run_dataset(

@@ -7,7 +7,7 @@ from enum import StrEnum
 
 import typer
 
-from .app import app
+from .typer_app import app
 
 
 class Kind(StrEnum):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from .app import app
 from .flows_table import COLUMNS, RICH_MAX_ROWS, cells, render_plain, render_table, run
+from .typer_app import app
 
 __all__ = ["COLUMNS", "RICH_MAX_ROWS", "cells", "flows", "render_plain", "render_table", "run"]
 

@@ -8,7 +8,7 @@ from typing import cast
 
 import typer
 
-from .app import app
+from .typer_app import app
 
 
 @app.command()

@@ -4,7 +4,7 @@ import typer
 
 from hscc_trace import __version__
 
-from .app import app
+from .typer_app import app
 
 
 @app.command()
