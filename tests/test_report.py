@@ -610,6 +610,22 @@ def test_store_round_trip_worked_by_hand() -> None:
     assert w[2] == bytes([0b100])  # bit 2: row 2 is null
 
 
+def test_a_store_encoded_as_its_columns_are_given_is_the_same_store() -> None:
+    # the report's worker encodes a flow's store columns while its figures are built: the same
+    # bytes, and each column's values are let go once encoded (the store sealed)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hscc_trace.reports.figures import build_flow
+
+    fr = make_analysis(n_flows=1, n_acks=3000).captures[0].results[0]
+    plain = build_flow(fr, full_resolution=True).store
+    with ThreadPoolExecutor(1) as pool:
+        ahead = build_flow(fr, full_resolution=True, store_pool=pool).store
+        assert ahead is not None and plain is not None
+        assert pool.submit(ahead.gzipped).result() == plain.gzipped()
+    assert ahead._given and all(g is None for g in ahead._given) and not ahead._raw
+
+
 def test_varint_zigzag_worked_by_hand() -> None:
     from hscc_trace.reports.store import unvarint, varint
 
