@@ -82,6 +82,32 @@ def test_m4_preserves_every_column_extreme_on_random_data() -> None:
         assert y[members].min() == min(y[i] for i in members if i in kept)
 
 
+def test_select_leaves_out_exactly_the_nan_samples() -> None:
+    # select skips the NaN test of series whose sum is not NaN: with NaNs, +inf and −inf (a NaN
+    # sum without a NaN), none, all — the indices are those of m4/m2 on the samples that are not NaN
+    rng = np.random.default_rng(3)
+    for trial in range(120):
+        n, b = int(rng.integers(0, 400)), int(rng.integers(1, 40))
+        x = np.sort(rng.uniform(0, 10, n))
+        y = np.cumsum(rng.normal(size=n))
+        if n and trial % 4 == 1:
+            y[rng.integers(0, n, max(n // 5, 1))] = np.nan
+        if n > 2 and trial % 4 == 2:
+            y[0], y[-1] = np.inf, -np.inf
+        if trial % 8 == 3:
+            y[:] = np.nan
+        ok = np.flatnonzero(~np.isnan(y))
+        for markers in (False, True):
+            idx, red = dec.select(x, y, b, markers=markers)
+            if markers:
+                want_x = dec.m2(x, y, b)[0]
+                assert np.array_equal(x[idx], want_x) and red.n_in == len(ok), (trial, markers)
+            else:
+                want = ok[dec.m4_indices(x[ok], y[ok], b)] if len(ok) else ok
+                assert np.array_equal(idx, want) and red.n_in == len(ok), (trial, markers)
+            assert idx.dtype == np.int64
+
+
 def test_m4_compiled_pass_matches_the_numpy_twin() -> None:
     # random walks, integer plateaus (ties: the first lowest/highest wins), repeated times, few and
     # many columns: the one-pass kernel must pick exactly the indices of the vectorised reference

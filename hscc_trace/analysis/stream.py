@@ -13,11 +13,29 @@ finished flow (:meth:`Stream.done`, in the pipeline's calling thread) and
   (:class:`~hscc_trace.analysis.results.Entry`);
 * keeps a :class:`~hscc_trace.model.FlowSummary` (verdict, limits, vantage, warnings, where its
   entry is): what the report's overview and header need;
-* keeps the whole flow only while it is among the ``keep`` flows the report draws in full — the
-  most payload first, as :func:`hscc_trace.reports.write_report` chooses them (:func:`report_rank`)
-  — its event tables compressed until the run ends (:class:`_Packed`) and its replays released
-  (:class:`~hscc_trace.model.ReleasedReplays`: the report replays a drawn flow again, one at a
-  time); a flow pushed out of the top ``keep`` by a larger one is dropped.
+* when the report draws the flow in full — the ``keep`` flows with the most payload, as
+  :func:`hscc_trace.reports.write_report` chooses them (:func:`report_rank`) — keeps what the
+  report needs of it, in one of two ways.
+
+**A run of one capture** that can be read again (not a pipe), given a ``drawer`` (the report's
+``hscc_trace.reports.html.Drawer``, with the options the report will be written with): the
+flows the report draws are known as soon as the capture's flow table is (:meth:`Stream.opened`:
+its order is the flows' payload, in the FLOWS row before any analysis), and each is drawn when
+it finishes (:meth:`Stream.done`), from the replays it already has: its figures' payloads and
+its store, compressed (:class:`_Drawn`; the flow's tables and replays go). No flow's tables are
+compressed while the run goes on and no flow is replayed twice. ``write_report`` checks every
+section against its own plan (points per series, full resolution, colours, options) and makes
+again one that differs, the flow read and analyzed again from its capture
+(``FlowResult.drawn.restore()``); when a planned flow cannot be analyzed, the next one by payload
+is drawn instead, analyzed again from the capture at the end of the run (:meth:`results`). Those
+are the rare paths; what they cost is a read of the capture per flow made again. A planned flow
+whose full resolution depends on the events of flows not analyzed yet (beyond the report's
+event budget; a flow has at most one event per packet, so the packets bound it) is kept as below.
+
+**Otherwise** (several captures, standard input): a kept flow is one of the top ``keep`` of the
+flows finished so far, its event tables compressed until the run ends (:class:`_Packed`) and its
+replays released (:class:`~hscc_trace.model.ReleasedReplays`: the report replays a drawn flow
+again, one at a time); a flow pushed out of the top ``keep`` by a larger one is dropped.
 
 The captures of a streamed run then hold the kept flows in ``CaptureResult.results`` and every
 analyzed flow in ``CaptureResult.summaries``. The outputs are those of an unstreamed run, byte
