@@ -969,12 +969,12 @@ def _section(
     divs: list[str | int] = []
     nav_main: list[str | int] = []
     nav_sig: list[str | int] = []
-    figures: list[Future[bytes]] = []
+    figs: list[dict[str, Any]] = []
     trace_types: set[str] = set()
     for part, blocks in (("main", ff.main), ("signals", ff.signals)):
         if not blocks:
             continue
-        k = len(figures)
+        k = len(figs)
         fig = F.stack(blocks, (0.0, ff.duration) if ff.duration else None)
         h = int(fig["layout"]["height"])
         for b in blocks:
@@ -995,15 +995,18 @@ def _section(
         if part == "signals":
             divs += [_signal_docs(b.key[5:], fr) for b in blocks]
         trace_types.update(str(tr.get("type", "scatter")) for tr in fig["data"])
-        # one payload per figure: the signals (most of the data) are unpacked only when drawn;
-        # written and compressed in the worker while this thread builds the next figure
-        figures.append(packer.submit(_payload_gz, f"fig{base + 1 + k}", fig))
+        figs.append(fig)
     store = None
     if full and ff.store is not None:
-        # encoded and compressed in the worker too, while the next flow is built
+        # its columns were encoded in the worker as they were given; the rest (and its
+        # compression) is queued first, so that its columns go first
         if wait is not None and wait.store is not None:
             wait.store.result()
         store = packer.submit(_store_gz, ff.store)
+    # one payload per figure (the signals, most of the data, are unpacked only when drawn),
+    # written and compressed in the worker while this thread goes on
+    figures = [packer.submit(_payload_gz, f"fig{base + 1 + k}", fig) for k, fig in enumerate(figs)]
+    del figs
     f = fr.flow
     v6 = f.get("ip_version") == 6
     a_ep, b_ep = _endpoint(f.get("src"), f.get("sport"), v6), _endpoint(f.get("dst"), f.get("dport"), v6)
@@ -1124,6 +1127,7 @@ class Drawer:
         self._keys: dict[int, tuple[Any, ...]] = {}  # planned flow (index) -> its section's key
         self._order: list[int] = []  # the planned flows, in analysis order
         self._figures: dict[int, int] = {}  # drawn flow -> its figures
+        self._last: Section | None = None
         self._packer: ThreadPoolExecutor | None = None
 
     def plan(self, flows: pl.DataFrame, ids: list[int], labels: Iterable[str], bpf: str | None) -> dict[int, bool]:
@@ -1136,7 +1140,7 @@ class Drawer:
         is certain for a flow when the packets of it and of every larger planned flow fit in the
         budget (a flow has at most one event, ACK or data segment, per packet)."""
         labels = list(labels)
-        self._keys, self._order, self._figures = {}, [], {}
+        self._keys, self._order, self._figures, self._last = {}, [], {}, None
         if not ids or not flows.height:
             return {}
         cols = flows.select(
@@ -1174,14 +1178,19 @@ class Drawer:
         if self._packer is None:
             self._packer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hscc-draw")
         base = sum(self._figures.get(j, 2) for j in self._order if j < index)  # (2: a flow's usual figures)
+        if self._last is not None:  # (at most one section's figures wait in the worker)
+            for fut in self._last.figures:
+                fut.result()
         sec = _section(fr, self._keys[index], base, self._packer, None)
-        # compressed before the run goes on (the worker encodes the store's columns and writes
-        # the first figure while the rest is built): left to the worker, a section's working set
-        # (its store's columns above all) met the next flow's replays: +80 MB of peak RSS on
-        # replica-5M, +30 MB with the columns encoded as they are given
-        for fut in (*sec.figures, *((sec.store,) if sec.store is not None else ())):
-            fut.result()
+        # the store is compressed before the run goes on (the worker encodes its columns while
+        # the figures are built): left to the worker, a store's working set (its full-resolution
+        # columns) met the next flow's replays: +80 MB of peak RSS on replica-5M, +30 MB with the
+        # columns encoded as they are given. The figures' JSON and compression (decimated: a few
+        # MB) overlap the next flow's analysis
+        if sec.store is not None:
+            sec.store.result()
         self._figures[index] = len(sec.figures)
+        self._last = sec
         return sec
 
     def close(self) -> None:
