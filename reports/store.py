@@ -76,12 +76,12 @@ class StoreBuilder:
         # the columns given, in order (a table names them by this position), encoded only by
         # encode(): the report encodes a flow's store in a second thread while it builds the next flow
         # (``pool``: a one-thread executor that encodes them as they are given, while the figures
-        # are built; a column's values are dropped once it is encoded and the store is sealed)
+        # are built; a column's values are dropped once it is encoded)
         self._given: list[tuple[np.ndarray, int | None, bool] | None] = []
         self._pool = pool
         self._ahead: Future[Any] | None = None
         self._final: list[int] = []  # position given → column index, once encoded
-        self._raw: dict[tuple[int, int | None, bool, int], list[tuple[np.ndarray, int]]] = {}  # values → position
+        self._raw: dict[tuple[int, int | None, bool, int], list[int]] = {}  # values → positions
         self.meta: dict[str, Any] = {}  # free-form extras for the page (enumerations, packet-list columns)
 
     # -- building ------------------------------------------------------------------------------
@@ -124,23 +124,24 @@ class StoreBuilder:
 
     def _add(self, v: np.ndarray, d: int | None, *, delta: bool) -> int:
         # identical columns are stored once: look the values up (CRC-32 of at most 256 evenly
-        # spaced values, then compared whole) before encoding them; the encoded bytes are looked
-        # up again when encoded (different values, same code)
+        # spaced values, then compared whole) among the columns not encoded yet; the encoded
+        # bytes are looked up again when encoded (a column given again after its twin was
+        # encoded, or different values with the same code): the same store either way
         v = np.ascontiguousarray(v, dtype=np.float64)
         key = (len(v), d, delta, zlib.crc32(np.ascontiguousarray(v[:: max(len(v) // 256, 1)]).data.cast("B")))
-        for other, i in self._raw.get(key, ()):
-            if np.array_equal(other, v, equal_nan=True):
+        for i in self._raw.get(key, ()):
+            given = self._given[i]  # (None once encoded: its values are gone)
+            if given is not None and np.array_equal(given[0], v, equal_nan=True):
                 return i
         self._given.append((v, d, delta))
         i = len(self._given) - 1
-        self._raw.setdefault(key, []).append((v, i))
+        self._raw.setdefault(key, []).append(i)
         if self._pool is not None and (self._ahead is None or self._ahead.done()):
             self._ahead = self._pool.submit(self._resolve)
         return i
 
     def seal(self) -> None:
-        """No more columns: the values kept to find identical ones go (each column's values are
-        freed once it is encoded)."""
+        """No more columns: the index of the columns given goes."""
         self._raw = {}
 
     def _resolve(self) -> list[int]:
