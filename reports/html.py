@@ -1115,7 +1115,7 @@ class Drawer:
         detail_points: int = DEFAULT_DETAIL_POINTS,
         row_class: Callable[[FlowResult, dict[str, Any]], str] = default_row_class,
     ) -> None:
-        self.options = dict(
+        self.options: dict[str, Any] = dict(
             max_points=max_points,
             max_flows=max_flows,
             budget_points=budget_points,

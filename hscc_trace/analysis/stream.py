@@ -133,7 +133,7 @@ class Stream:
             _export.format_of(f"x{ext}")
             self._export = _Export(Path(folder), ext, {}, {})
         self._summaries: dict[str, dict[int, FlowSummary]] = {}
-        self._kept: dict[tuple[str, int], _Packed] = {}
+        self._kept: dict[tuple[str, int], _Packed | _Drawn] = {}
         self._heap: list[tuple[tuple[int, int, int], tuple[str, int]]] = []  # (negated rank key, (path, index))
         self._order: dict[str, int] = {}
         self._replay: Any = None
@@ -188,7 +188,7 @@ class Stream:
         if self._plan is not None:  # a planned run: the flows the report draws are known
             self._rank[index] = report_rank(fr.flow)
             now = self._plan.get(index)
-            if now:
+            if now and self.drawer is not None:
                 self._kept[(path, index)] = _Drawn.of(fr, self.drawer.draw(index, fr))
             elif now is not None:  # (its full resolution depends on flows not analyzed yet)
                 self._kept[(path, index)] = self._compact(fr)
@@ -250,10 +250,12 @@ class Stream:
                     ev = fr.events
                     released = ReleasedReplays(labels, functools.partial(self._replay, ev)) if labels else None
                     out.append(dataclasses.replace(fr, replays={}, released=released))
-            for k in [k for k in self._kept if k[0] == path]:  # (none: every planned flow analyzed is drawn)
-                del self._kept[k]
+            for key in [key for key in self._kept if key[0] == path]:  # (none: every planned flow analyzed is drawn)
+                del self._kept[key]
             return out, [summaries[i] for i in sorted(summaries)]
-        kept = sorted((i, k.unpack(self._replay)) for (p, i), k in self._kept.items() if p == path)
+        kept = sorted(
+            (i, k.unpack(self._replay)) for (p, i), k in self._kept.items() if p == path and isinstance(k, _Packed)
+        )  # (a run not planned keeps no _Drawn)
         return [fr for _, fr in kept], [summaries[i] for i in sorted(summaries)]
 
     def _restore(self, path: str, flow_id: int) -> FlowResult:
@@ -341,7 +343,7 @@ class _Drawn:
 
     parts: dict[str, Any]
     scalars: dict[str, Any]
-    empty: dict[str, pl.DataFrame | None]
+    empty: dict[str, Any]  # table -> its zero-row frame (or None)
     section: Any
 
     @classmethod
