@@ -213,6 +213,7 @@ def analyze_stream(
     entries: bool = True,
     export: PathLike | None = None,
     export_format: str = "parquet",
+    report: dict[str, Any] | None = None,
 ):
     """:func:`analyze_run` with memory that does not grow with the number of flows (what
     ``hscc-trace analyze`` runs): each flow's outputs are written as it finishes — its tables
@@ -220,10 +221,14 @@ def analyze_stream(
     results entry to a spool (with ``entries``) — and only a summary of it is kept
     (``CaptureResult.summaries``), plus, whole, the ``report_flows`` flows a report draws (default
     the report's ``max_flows``, 25; 0 without a report) in ``CaptureResult.results``, their replays
-    released and made again by the report (docs/performance.md). Then::
+    released and made again by the report (docs/performance.md). In a run of one capture (not a
+    pipe) the flows the report draws are known from the flow table: each is drawn as it finishes,
+    with the options in ``report`` (those :func:`report` will be given, but ``max_flows``:
+    ``report_flows``), and only its drawn section is kept (``FlowResult.drawn``; a report
+    written with other options reads and analyzes such a flow again). Then::
 
         results.write(run.to_json(lazy=True), "results.json")   # flows copied from the spool
-        api.report(run.analysis, "report.html")                  # the same report as analyze's
+        api.report(run.analysis, "report.html", **report)        # the same report as analyze's
         run.stream.finish_export([c.meta.path for c in run.analysis.captures])
         run.stream.close()                                       # the spool's temporary file
 
@@ -234,7 +239,17 @@ def analyze_stream(
         from hscc_trace.reports.html import DEFAULT_MAX_FLOWS
 
         report_flows = DEFAULT_MAX_FLOWS
-    st = Stream(keep=report_flows, entries=entries, export=(export, export_format) if export is not None else None)
+    drawer = None
+    if report_flows:
+        from hscc_trace.reports.html import Drawer
+
+        drawer = Drawer(**{**(report or {}), "max_flows": report_flows})
+    st = Stream(
+        keep=report_flows,
+        entries=entries,
+        export=(export, export_format) if export is not None else None,
+        drawer=drawer,
+    )
     try:
         return analyze_run(paths, algorithms, params, bpf=bpf, flows=flows, jobs=jobs, progress=progress, stream=st)
     except BaseException:

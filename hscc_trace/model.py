@@ -145,6 +145,18 @@ class ReleasedReplays:
     replay: Callable[[], dict[str, pl.DataFrame]] = field(repr=False, compare=False)
 
 
+@dataclass(frozen=True)
+class DrawnFlow:
+    """A flow whose report section a streamed run drew as the flow finished
+    (:mod:`hscc_trace.analysis.stream`): the section (``hscc_trace.reports.html.Section``, valid
+    for the report options it was drawn with) and ``restore()``, which returns the flow whole
+    (its events and replays, read and analyzed again from its capture) for a report written
+    with other options."""
+
+    section: Any
+    restore: Callable[[], FlowResult] = field(repr=False, compare=False)
+
+
 @dataclass
 class KernelTruth:
     """What the sending kernel really did, from files beside the capture (hscc_trace.analysis.truth)."""
@@ -170,6 +182,9 @@ class FlowResult:
     released: ReleasedReplays | None = None
     # the sender's kernel truth when files beside the capture hold it (samples/), else None
     truth: KernelTruth | None = None
+    # a streamed run drew the flow's report section as it finished: the events' tables are then
+    # empty (zero rows), replays empty and released None; restore() gives the flow whole
+    drawn: DrawnFlow | None = None
 
     def restored(self) -> FlowResult:
         """This flow with its replays: itself, or with ``released`` replayed again."""

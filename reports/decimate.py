@@ -156,27 +156,31 @@ def select(x: np.ndarray, y: np.ndarray, buckets: int, *, markers: bool = False)
     Indices rather than values, so that the caller can carry other columns (frame numbers) along."""
     x = np.asarray(x, dtype=np.float64)
     y = np.asarray(y, dtype=np.float64)
-    nan = np.isnan(y)
-    if nan.any():
-        ok = np.flatnonzero(~nan)
-        xs, ys = x[ok], y[ok]
-    else:  # (most series): no copies
-        ok, xs, ys = np.arange(len(y)), x, y
-    n = len(ok)
+    # (most series have no NaN: their sum, one pass without a temporary array, says so — a NaN
+    # sum may also be +inf and −inf, which the exact test then clears)
+    ok: np.ndarray | None = None
+    with np.errstate(invalid="ignore"):  # (inf − inf: no warning)
+        total = y.sum()
+    if np.isnan(total):
+        nan = np.isnan(y)
+        if nan.any():
+            ok = np.flatnonzero(~nan)
+    xs, ys = (x, y) if ok is None else (x[ok], y[ok])  # (no NaN: no copies)
+    n = len(ys)
     if n == 0:
-        return ok, Reduction(0, 0, 0)
+        return np.arange(0, dtype=np.int64) if ok is None else ok, Reduction(0, 0, 0)
     if markers:
         if n <= 2 * buckets or buckets <= 0:
-            return ok, Reduction(n, n, 0)
+            return np.arange(n) if ok is None else ok, Reduction(n, n, 0)
         b = _bucket_ids(xs, buckets)
         starts = _segment_starts(b)
         run_of = np.repeat(np.arange(len(starts)), np.diff(np.concatenate((starts, [n]))))
         i_min = _first_match_per_run(ys == np.minimum.reduceat(ys, starts)[run_of], run_of, len(starts))
         i_max = _first_match_per_run(ys == np.maximum.reduceat(ys, starts)[run_of], run_of, len(starts))
         idx = np.unique(np.concatenate((i_min, i_max)))
-        return ok[idx], Reduction(n, len(idx), buckets)
+        return idx if ok is None else ok[idx], Reduction(n, len(idx), buckets)
     idx = m4_indices(xs, ys, buckets)
-    return (ok[idx] if nan.any() else idx), Reduction(n, len(idx), buckets if len(idx) < n else 0)
+    return (idx if ok is None else ok[idx]), Reduction(n, len(idx), buckets if len(idx) < n else 0)
 
 
 def select_shared(x: np.ndarray, ys: list[np.ndarray], buckets: int) -> tuple[np.ndarray, list[Reduction]]:

@@ -35,6 +35,7 @@ import html
 import math
 import re
 from collections.abc import Iterable
+from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -1536,13 +1537,15 @@ def build_flow(
     max_points: int = DEFAULT_MAX_POINTS,
     colors: dict[str, str] | None = None,
     full_resolution: bool = False,
+    store_pool: Executor | None = None,
 ) -> FlowFigures:
     """Every panel (block) of one flow plus how each series was reduced.
 
     With ``full_resolution`` the flow's events are also collected into a :class:`StoreBuilder`
     (``FlowFigures.store``): every drawn series at full resolution and the columns of the packet
-    list, and each trace carries ``_src``, where report.js finds its series in the store."""
-    c = _context(fr, max_points, colors, StoreBuilder() if full_resolution else None)
+    list, and each trace carries ``_src``, where report.js finds its series in the store;
+    ``store_pool`` (one worker thread) encodes the store's columns while the figures are built."""
+    c = _context(fr, max_points, colors, StoreBuilder(store_pool) if full_resolution else None)
     blocks = {b.key: b for b in (_window_panel(c), _rtt_panel(c), _goodput_panel(c), _timeseq_panel(c))}
     rank = _ranks(c)  # signal panels of the best-fitting algorithms first
     order = sorted(fr.replays, key=lambda lab: (rank.get(lab, 10**6), list(fr.replays).index(lab)))
@@ -1552,6 +1555,7 @@ def build_flow(
             blocks[b.key] = b
     if c.store is not None:
         _packet_list_columns(c, order)
+        c.store.seal()
     return FlowFigures(blocks=blocks, notes=c.notes, duration=c.duration, store=c.store)
 
 

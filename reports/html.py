@@ -315,10 +315,14 @@ def figure_json(fig: dict[str, Any]) -> str:
     return re.sub(r'"\\u0000' + nonce + r':(\d+)\\u0000"', lambda m: arrays[int(m.group(1))], text)
 
 
-def _gz64(text: str, level: int = 4) -> str:
+def _gz(text: str, level: int = 4) -> bytes:
     # level 4 for the figures: 6 % larger than 6 on replica-1M's figure payloads (4.17 against
     # 3.95 MB), in 45 % of the time (0.24 against 0.53 s of CPU); levels 1-3 are 20-40 % larger
-    return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=level, mtime=0)).decode("ascii")
+    return gzip.compress(text.encode("utf-8"), compresslevel=level, mtime=0)
+
+
+def _gz64(text: str, level: int = 4) -> str:
+    return base64.b64encode(_gz(text, level)).decode("ascii")
 
 
 def _json_script(obj: Any) -> str:
@@ -375,12 +379,18 @@ def _summaries(c: CaptureResult) -> list[FlowSummary]:
 
 
 def _labels(fr: FlowResult) -> list[str]:
-    """The flow's replay labels, also when its replays were released (a streamed run)."""
+    """The flow's replay labels, also when its replays were released or it was drawn as it
+    finished (a streamed run)."""
+    if fr.drawn is not None:
+        return list(fr.drawn.section.labels)
     return list(fr.released.labels) if fr.released is not None and not fr.replays else list(fr.replays)
 
 
 def _restored(fr: FlowResult) -> FlowResult:
-    """The flow with its replays (replayed again when a streamed run released them)."""
+    """The flow with its replays (replayed again when a streamed run released them, read and
+    analyzed again when it drew the flow as it finished)."""
+    if fr.drawn is not None:
+        fr = fr.drawn.restore()
     if fr.released is None or fr.replays:
         return fr
     return replace(fr, replays=fr.released.replay(), released=None)
@@ -856,22 +866,342 @@ def _packet_list(anchor: str, full: bool) -> str:
 
 
 def _events(fr: FlowResult) -> int:
+    if fr.drawn is not None:
+        return int(fr.drawn.section.events)
     return int(fr.events.acks.height + fr.events.segments.height)
 
 
-def _payload(div: str, fig: dict[str, Any]) -> str:
-    """A figure's payload: ``[{"div": …, "data": …, "layout": …}]``, gzip + base64."""
-    return _gz64('[{"div":"' + div + '",' + figure_json(fig)[1:] + "]")
+def _payload_gz(div: str, fig: dict[str, Any]) -> bytes:
+    """A figure's payload, ``[{"div": …, "data": …, "layout": …}]``, gzip-compressed (the page
+    holds it in base64)."""
+    return _gz('[{"div":"' + div + '",' + figure_json(fig)[1:] + "]")
 
 
-def _store_blob(store: Any) -> str:
-    return base64.b64encode(store.gzipped()).decode("ascii")
+def _store_gz(store: Any) -> bytes:
+    return bytes(store.gzipped())
 
 
 def default_row_class(fr: FlowResult, row: dict[str, Any]) -> str:
     """CSS class of a row of a flow's fit table: the verdict's (:func:`verdict_row_class`) — the
     lowest error alone is never highlighted."""
     return verdict_row_class(fr, row)
+
+
+@dataclass
+class Section:
+    """One drawn flow's section of the page (:func:`_section`): its HTML, its figures' payloads and
+    its store, compressed (or being compressed in a worker thread), and what the header counts.
+
+    ``key`` is everything the section depends on besides the flow itself (:func:`_section_key`):
+    a section built as its flow finished (a streamed run, :class:`Drawer`) is used by
+    :func:`write_report` only when its key is the report's own. The figures' ids depend on the
+    sections before it: ``parts`` holds an int ``k`` where the id of the section's ``k``-th figure
+    goes, and the payloads were written for the first figure being ``fig{base + 1}`` (rewritten
+    when the section lands elsewhere, :meth:`payloads`)."""
+
+    key: tuple[Any, ...]
+    labels: tuple[str, ...]
+    events: int  # ACKs + data segments
+    parts: list[str | int]
+    base: int
+    figures: list[Future[bytes]]  # gzip of each figure's payload (fig{base + 1 + k})
+    store: Future[bytes] | None
+    traces: int
+    decimated: int
+    points_in: int
+    points_out: int
+    trace_types: set[str]
+
+    def html(self, base: int) -> str:
+        return "".join(p if isinstance(p, str) else f"fig{base + 1 + p}" for p in self.parts)
+
+    def payloads(self, base: int) -> list[str]:
+        """Each figure's payload (gzip + base64) for the first figure being ``fig{base + 1}``."""
+        out = []
+        for k, fut in enumerate(self.figures):
+            gz = fut.result()
+            if base != self.base:  # (the same bytes as written there at once: gzip is deterministic)
+                old, new = f'[{{"div":"fig{self.base + 1 + k}",', f'[{{"div":"fig{base + 1 + k}",'
+                text = gzip.decompress(gz).decode("utf-8")
+                assert text.startswith(old)
+                gz = _gz(new + text[len(old) :])
+            out.append(base64.b64encode(gz).decode("ascii"))
+        return out
+
+    def drop(self) -> None:
+        """Cancel what has not been compressed yet (a section not used)."""
+        for fut in (*self.figures, *((self.store,) if self.store is not None else ())):
+            fut.cancel()
+
+
+def _section_key(
+    ci: int,
+    fid: int,
+    *,
+    per_series: int,
+    full: bool,
+    colors: dict[str, str],
+    detail_points: int,
+    row_class: Callable[[FlowResult, dict[str, Any]], str],
+    capture: str | None,
+    bpf: str | None,
+) -> tuple[Any, ...]:
+    """What a flow's section depends on besides the flow (``capture``: the capture's path, shown
+    when the report has several)."""
+    return (ci, fid, per_series, full, tuple(colors.items()), detail_points, row_class, capture, bpf)
+
+
+def _section(
+    fr: FlowResult, key: tuple[Any, ...], base: int, packer: ThreadPoolExecutor, wait: Section | None
+) -> Section:
+    """Build one drawn flow's section (figures, store, HTML) for ``key`` (:func:`_section_key`),
+    its first figure ``fig{base + 1}``. The figures' JSON and compression and the store's encoding
+    run in ``packer`` (one worker thread: the number formatting, zlib and the store's kernels
+    release the GIL) while the caller goes on; ``wait``: the previous section, whose store is
+    encoded before this one's is queued (at most one flow's store columns wait there)."""
+    ci, fid, per_series, full, colors_t, detail_points, row_class, capture, bpf = key
+    colors = dict(colors_t)
+    anchor = _flow_anchor(ci, fid)
+    ff = F.build_flow(fr, max_points=per_series, colors=colors, full_resolution=full, store_pool=packer)
+    n_events = _events(fr)
+    # two figures per flow, rows on one shared time axis: the four main panels, and the
+    # signals of every algorithm (lowest error first); subplots draw far faster than figures
+    divs: list[str | int] = []
+    nav_main: list[str | int] = []
+    nav_sig: list[str | int] = []
+    figs: list[dict[str, Any]] = []
+    trace_types: set[str] = set()
+    for part, blocks in (("main", ff.main), ("signals", ff.signals)):
+        if not blocks:
+            continue
+        k = len(figs)
+        fig = F.stack(blocks, (0.0, ff.duration) if ff.duration else None)
+        h = int(fig["layout"]["height"])
+        for b in blocks:
+            name = _PANEL_NAMES.get(b.key, b.key[5:] if b.key.startswith("algo:") else b.key)
+            nav = nav_sig if part == "signals" else nav_main
+            if nav:
+                nav.append(" · ")
+            nav += ['<a href="#', k, f'">{e(name)}</a>']
+        # content-visibility (report.css) skips style, layout and paint of figures off screen;
+        # their exact height is known, so the page never jumps when they come into view
+        divs += [
+            f'<div class="figwrap" style="contain-intrinsic-size:auto {h}px"><div class="fig" id="',
+            k,
+            f'" data-panel="{part}" style="min-height:{h}px"></div></div>',
+        ]
+        if part == "main":
+            divs.append(_packet_list(anchor, full and ff.store is not None))
+        if part == "signals":
+            divs += [_signal_docs(b.key[5:], fr) for b in blocks]
+        trace_types.update(str(tr.get("type", "scatter")) for tr in fig["data"])
+        figs.append(fig)
+    store = None
+    if full and ff.store is not None:
+        # its columns were encoded in the worker as they were given; the rest (and its
+        # compression) is queued first, so that its columns go first
+        if wait is not None and wait.store is not None:
+            wait.store.result()
+        store = packer.submit(_store_gz, ff.store)
+    # one payload per figure (the signals, most of the data, are unpacked only when drawn),
+    # written and compressed in the worker while this thread goes on
+    figures = [packer.submit(_payload_gz, f"fig{base + 1 + k}", fig) for k, fig in enumerate(figs)]
+    del figs
+    f = fr.flow
+    v6 = f.get("ip_version") == 6
+    a_ep, b_ep = _endpoint(f.get("src"), f.get("sport"), v6), _endpoint(f.get("dst"), f.get("dport"), v6)
+    snd, rcv = (a_ep, b_ep) if not fr.events.sender_dir else (b_ep, a_ep)
+    dec_note = ""
+    zoom = (
+        f"Zoomed in, every figure re-draws from this flow's {_count(n_events)} events held in the page: "
+        f"each event of a window holding at most {detail_points:,} of a series' events (a dot per event "
+        "once few enough to see), the same first/min/max/last reduction of the window's events beyond."
+        if full
+        else "This flow's events at full resolution were left out of the page (<code>--no-full-resolution</code> "
+        "or the report's event budget): zooming shows the same reduced points."
+    )
+    if ff.decimated:
+        dec_note = (
+            f'<p class="note">First view decimated: {len(ff.decimated)} of {len(ff.notes)} series reduced from '
+            f"{_short(ff.points_in)} to {_short(ff.points_out)} points — each keeps the first, lowest, "
+            f"highest and last sample of each of {per_series // 4} equal time columns (segment marks: "
+            "one bar per column spanning the lowest to the highest byte); no sample range is cut "
+            f"off, so peaks, drops and gaps are all visible. {zoom}</p>"
+        )
+    elif not full:
+        dec_note = f'<p class="note">{zoom}</p>'
+    cap = f'<p class="muted">capture <code>{e(capture)}</code></p>' if capture is not None else ""
+    parts: list[str | int] = [
+        f'<section class="flow" id="{anchor}"><h2>Flow {fid}: {e(snd)} → {e(rcv)}</h2>{cap}'
+        f"{_wireshark_filters(fr, bpf)}"
+        f"{_flow_summary(fr)}{_verdict_block(_verdict(fr))}{dec_note}{_metrics_table(fr, colors, row_class)}"
+        '<p class="muted">Every panel of this flow shares one time axis (seconds since the flow\'s first '
+        "packet): zoom or pan one and the others follow; double-click resets. Click legend entries to "
+        "hide or show series. Windows are in packets (MSS-sized), RTTs and delays in ms; the hover "
+        "gives each point's frame number (and a window in bytes).</p>"
+        '<p class="figs-nav">Panels: ',
+        *nav_main,
+        "<br>Signals of each algorithm (lowest error first): ",
+        *(nav_sig or ["–"]),
+        "</p>",
+        *divs,
+        "</section>",
+    ]
+    merged: list[str | int] = []
+    for p_ in parts:  # adjacent texts joined
+        if isinstance(p_, str) and merged and isinstance(merged[-1], str):
+            merged[-1] += p_
+        else:
+            merged.append(p_)
+    return Section(
+        key=key,
+        labels=tuple(_labels(fr)),
+        events=n_events,
+        parts=merged,
+        base=base,
+        figures=figures,
+        store=store,
+        traces=len(ff.notes),
+        decimated=len(ff.decimated),
+        points_in=ff.points_in,
+        points_out=ff.points_out,
+        trace_types=trace_types,
+    )
+
+
+def _plan(
+    items: list[tuple[int, int, int]],
+    *,
+    max_flows: int,
+    max_points: int,
+    budget_points: int,
+    full_resolution: bool,
+    full_resolution_events: int,
+) -> tuple[list[int], int, set[int]]:
+    """Which flows a report draws, with how many points per series, and which of them hold their
+    events at full resolution. ``items``: ``(report_rank, events, replays)`` of every flow, in
+    analysis order; returns (drawn flows' positions in that order, points per series, positions
+    of the full-resolution ones)."""
+    size_order = sorted(range(len(items)), key=lambda i: items[i][0])  # (stable: ties in analysis order)
+    drawn = sorted(size_order[:max_flows]) if len(items) > max_flows else list(range(len(items)))
+    full: set[int] = set()
+    if full_resolution:  # largest first, within the budget
+        left = full_resolution_events
+        member = set(drawn)
+        for i in size_order:
+            if i in member and items[i][1] <= left:
+                full.add(i)
+                left -= items[i][1]
+    n_algos = max((items[i][2] for i in drawn), default=1)
+    return drawn, _points_per_series(len(drawn), n_algos, max_points, budget_points), full
+
+
+class Drawer:
+    """Draws the flows of a streamed run's report as they finish (:mod:`hscc_trace.analysis.stream`,
+    a run of one capture): what :func:`write_report` would draw with these options (its keyword
+    arguments) is planned from the flow table (:meth:`plan`), each planned flow's section is built
+    from the replays it already has (:meth:`draw`), its figures' JSON and compression and its store
+    in a worker thread, and only the compressed section is kept. ``write_report`` checks each
+    section's key against its own plan and makes again any that does not match."""
+
+    def __init__(
+        self,
+        *,
+        max_points: int = DEFAULT_MAX_POINTS,
+        max_flows: int = DEFAULT_MAX_FLOWS,
+        budget_points: int = DEFAULT_BUDGET_POINTS,
+        full_resolution: bool = True,
+        full_resolution_events: int = DEFAULT_FULL_RESOLUTION_EVENTS,
+        detail_points: int = DEFAULT_DETAIL_POINTS,
+        row_class: Callable[[FlowResult, dict[str, Any]], str] = default_row_class,
+    ) -> None:
+        self.options: dict[str, Any] = dict(
+            max_points=max_points,
+            max_flows=max_flows,
+            budget_points=budget_points,
+            full_resolution=full_resolution,
+            full_resolution_events=full_resolution_events,
+        )
+        self.detail_points = detail_points
+        self.row_class = row_class
+        self._keys: dict[int, tuple[Any, ...]] = {}  # planned flow (index) -> its section's key
+        self._order: list[int] = []  # the planned flows, in analysis order
+        self._figures: dict[int, int] = {}  # drawn flow -> its figures
+        self._last: Section | None = None
+        self._packer: ThreadPoolExecutor | None = None
+
+    def plan(self, flows: pl.DataFrame, ids: list[int], labels: Iterable[str], bpf: str | None) -> dict[int, bool]:
+        """The flows ``ids`` (their index: their place in ``ids``) of a capture's flow table that
+        the report will draw, if each is analyzed (then ``write_report`` draws the same: its order
+        is the flows' payload, :func:`report_rank`): index -> whether its section is known now
+        (True) or only at the end (False: its full resolution depends on other flows' events).
+
+        Points per series are planned as for replayed flows (every algorithm); full resolution
+        is certain for a flow when the packets of it and of every larger planned flow fit in the
+        budget (a flow has at most one event, ACK or data segment, per packet)."""
+        labels = list(labels)
+        self._keys, self._order, self._figures, self._last = {}, [], {}, None
+        if not ids or not flows.height:
+            return {}
+        cols = flows.select(
+            pl.col("flow_id").cast(pl.Int64),
+            (pl.col("payload_ab").fill_null(0) + pl.col("payload_ba").fill_null(0)).cast(pl.Int64).alias("payload"),
+            (pl.col("pkts_ab").fill_null(0) + pl.col("pkts_ba").fill_null(0)).cast(pl.Int64).alias("pkts"),
+        )
+        row_of = {int(f): r for r, f in enumerate(cols["flow_id"].to_list())}
+        pay, pkts = cols["payload"].to_list(), cols["pkts"].to_list()
+        items = [(-int(pay[row_of[f]]), int(pkts[row_of[f]]), len(labels)) for f in ids]
+        drawn, per_series, _ = _plan(items, **self.options)
+        colors = F.algo_colors(dict.fromkeys(labels))
+        out: dict[int, bool] = {}
+        left = self.options["full_resolution_events"]
+        for i in sorted(drawn, key=lambda i: items[i][0]):  # largest first (ties in analysis order)
+            left -= items[i][1]
+            certain = left >= 0 or not self.options["full_resolution"]
+            out[i] = certain
+            self._keys[i] = _section_key(
+                0,
+                int(ids[i]),
+                per_series=per_series,
+                full=bool(self.options["full_resolution"]),
+                colors=colors,
+                detail_points=self.detail_points,
+                row_class=self.row_class,
+                capture=None,
+                bpf=bpf,
+            )
+        self._order = sorted(drawn)
+        return out
+
+    def draw(self, index: int, fr: FlowResult) -> Section:
+        """The section of planned flow ``index`` (:meth:`plan` said True), from its replays."""
+        if self._packer is None:
+            self._packer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hscc-draw")
+        base = sum(self._figures.get(j, 2) for j in self._order if j < index)  # (2: a flow's usual figures)
+        if self._last is not None:  # (at most one section's figures wait in the worker)
+            for fut in self._last.figures:
+                fut.result()
+        sec = _section(fr, self._keys[index], base, self._packer, None)
+        # the store is compressed before the run goes on (the worker encodes its columns while
+        # the figures are built): left to the worker, a store's working set (its full-resolution
+        # columns) met the next flow's replays: +80 MB of peak RSS on replica-5M, +30 MB with the
+        # columns encoded as they are given. The figures' JSON and compression (decimated: a few
+        # MB) overlap the next flow's analysis
+        if sec.store is not None:
+            sec.store.result()
+        # the C heaps give back what the draw freed (hscc_trace.perf.memory.trim): its arrays, freed,
+        # stayed resident beside the next flows' (replica-5M, alternated at load 6-8: peak RSS
+        # 723-738 MB without, 699-701 MB with, for ≈ 1-1.5 s more system time in page faults;
+        # trimming after the flows of ≥ 65 536 events only: 718-730 MB; main's 707-719 MB)
+        trim()
+        self._figures[index] = len(sec.figures)
+        self._last = sec
+        return sec
+
+    def close(self) -> None:
+        if self._packer is not None:
+            self._packer.shutdown(cancel_futures=True)
+            self._packer = None
 
 
 def write_report(
@@ -914,135 +1244,78 @@ def write_report(
     # the max_flows with the most payload, hscc_trace.analysis.stream)
     summaries = [_summaries(c) for c in analysis.captures]
     n_flows = sum(len(x) for x in summaries)
-    size_order = sorted(range(len(results)), key=lambda i: report_rank(results[i][1].flow))
-    if len(results) > max_flows:
-        drawn_results = [results[i] for i in sorted(size_order[:max_flows])]
-    else:
-        drawn_results = results
-    # which drawn flows hold their events at full resolution: largest first, within the budget
-    full_ids: set[int] = set()
-    if full_resolution:
-        left = full_resolution_events
-        for i in size_order:
-            if id(results[i][1]) not in {id(fr) for _, fr in drawn_results}:
-                continue
-            n = _events(results[i][1])
-            if n <= left:
-                full_ids.add(id(results[i][1]))
-                left -= n
-    n_algos = max((len(_labels(fr)) for _, fr in drawn_results), default=1)
-    per_series = _points_per_series(len(drawn_results), n_algos, max_points, budget_points)
+    drawn_at, per_series, full_at = _plan(
+        [(report_rank(fr.flow), _events(fr), len(_labels(fr))) for _, fr in results],
+        max_flows=max_flows,
+        max_points=max_points,
+        budget_points=budget_points,
+        full_resolution=full_resolution,
+        full_resolution_events=full_resolution_events,
+    )
+    drawn_results = [results[i] for i in drawn_at]
+    full_ids = {id(results[i][1]) for i in full_at}
     colors = F.algo_colors(dict.fromkeys([*analysis.algorithms, *(k for _, fr in results for k in _labels(fr))]))
+    several = len(analysis.captures) > 1
 
     sections: list[str] = []
-    payloads: list[tuple[str, str, Future[str]]] = []
-    stores: list[tuple[str, Future[str]]] = []
+    built: list[tuple[str, Section]] = []
     packer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="hscc-report")
     n_fig = n_traces = n_dec = p_in = p_out = 0
     n_events = full_events = store_bytes = 0
     drawn: set[tuple[int, int]] = set()
     trace_types: set[str] = set()
-    for ci, kept in drawn_results:
-        fid = int(kept.flow["flow_id"])
-        anchor = _flow_anchor(ci, fid)
-        drawn.add((ci, fid))
-        full = id(kept) in full_ids
-        fr = _restored(kept)  # (a streamed run's flow is replayed again here, one flow at a time)
-        ff = F.build_flow(fr, max_points=per_series, colors=colors, full_resolution=full)
-        n_traces += len(ff.notes)
-        n_dec += len(ff.decimated)
-        p_in += ff.points_in
-        p_out += ff.points_out
-        n_events += _events(fr)
-        # two figures per flow, rows on one shared time axis: the four main panels, and the
-        # signals of every algorithm (lowest error first); subplots draw far faster than figures
-        divs: list[str] = []
-        nav_main: list[str] = []
-        nav_sig: list[str] = []
-        for part, blocks in (("main", ff.main), ("signals", ff.signals)):
-            if not blocks:
-                continue
-            n_fig += 1
-            div = f"fig{n_fig}"
-            fig = F.stack(blocks, (0.0, ff.duration) if ff.duration else None)
-            h = int(fig["layout"]["height"])
-            for b in blocks:
-                name = _PANEL_NAMES.get(b.key, b.key[5:] if b.key.startswith("algo:") else b.key)
-                (nav_sig if part == "signals" else nav_main).append(f'<a href="#{div}">{e(name)}</a>')
-            # content-visibility (report.css) skips style, layout and paint of figures off screen;
-            # their exact height is known, so the page never jumps when they come into view
-            divs.append(
-                f'<div class="figwrap" style="contain-intrinsic-size:auto {h}px"><div class="fig" '
-                f'id="{div}" data-panel="{part}" style="min-height:{h}px"></div></div>'
-            )
-            if part == "main":
-                divs.append(_packet_list(anchor, full and ff.store is not None))
-            if part == "signals":
-                divs += [_signal_docs(b.key[5:], fr) for b in blocks]
-            trace_types.update(str(tr.get("type", "scatter")) for tr in fig["data"])
-            # one payload per figure: the signals (most of the data) are unpacked only when drawn;
-            # written and compressed in the second thread (the number formatting and zlib release
-            # the GIL) while this thread builds the next figure
-            payloads.append((anchor, div, packer.submit(_payload, div, fig)))
-        if full and ff.store is not None:
-            # encoded and compressed in the second thread too, while the next flow is built; at
-            # most one flow's store waits there (its columns are held until it is encoded)
-            if stores:
-                stores[-1][1].result()
-            stores.append((anchor, packer.submit(_store_blob, ff.store)))
-            full_events += _events(fr)
-        f = fr.flow
-        v6 = f.get("ip_version") == 6
-        a_ep, b_ep = _endpoint(f.get("src"), f.get("sport"), v6), _endpoint(f.get("dst"), f.get("dport"), v6)
-        snd, rcv = (a_ep, b_ep) if not fr.events.sender_dir else (b_ep, a_ep)
-        dec_note = ""
-        zoom = (
-            f"Zoomed in, every figure re-draws from this flow's {_count(_events(fr))} events held in the page: "
-            f"each event of a window holding at most {detail_points:,} of a series' events (a dot per event "
-            "once few enough to see), the same first/min/max/last reduction of the window's events beyond."
-            if full
-            else "This flow's events at full resolution were left out of the page (<code>--no-full-resolution</code> "
-            "or the report's event budget): zooming shows the same reduced points."
-        )
-        if ff.decimated:
-            dec_note = (
-                f'<p class="note">First view decimated: {len(ff.decimated)} of {len(ff.notes)} series reduced from '
-                f"{_short(ff.points_in)} to {_short(ff.points_out)} points — each keeps the first, lowest, "
-                f"highest and last sample of each of {per_series // 4} equal time columns (segment marks: "
-                "one bar per column spanning the lowest to the highest byte); no sample range is cut "
-                f"off, so peaks, drops and gaps are all visible. {zoom}</p>"
-            )
-        elif not full:
-            dec_note = f'<p class="note">{zoom}</p>'
-        cap = (
-            f'<p class="muted">capture <code>{e(analysis.captures[ci].meta.path)}</code></p>'
-            if len(analysis.captures) > 1
-            else ""
-        )
-        sections.append(
-            f'<section class="flow" id="{anchor}"><h2>Flow {fid}: {e(snd)} → {e(rcv)}</h2>{cap}'
-            f"{_wireshark_filters(fr, analysis.captures[ci].meta.bpf)}"
-            f"{_flow_summary(fr)}{_verdict_block(_verdict(fr))}{dec_note}{_metrics_table(fr, colors, row_class)}"
-            '<p class="muted">Every panel of this flow shares one time axis (seconds since the flow\'s first '
-            "packet): zoom or pan one and the others follow; double-click resets. Click legend entries to "
-            "hide or show series. Windows are in packets (MSS-sized), RTTs and delays in ms; the hover "
-            "gives each point's frame number (and a window in bytes).</p>"
-            f'<p class="figs-nav">Panels: {" · ".join(nav_main)}<br>Signals of each algorithm (lowest error '
-            f"first): {' · '.join(nav_sig) or '–'}</p>" + "".join(divs) + "</section>"
-        )
-        if fr is not kept:  # a streamed run's flow, replayed again for this section: its replays go
-            del fr, ff
-            trim()
-
-    store_scripts, payload_scripts = [], []
     try:
-        for anchor, div, fut in payloads:
-            payload_scripts.append(
-                f'<script type="application/octet-stream" data-flow-payload data-section="{anchor}" '
-                f'data-div="{div}" id="payload-{div}">{fut.result()}</script>'
+        for ci, kept in drawn_results:
+            fid = int(kept.flow["flow_id"])
+            anchor = _flow_anchor(ci, fid)
+            drawn.add((ci, fid))
+            full = id(kept) in full_ids
+            meta_ = analysis.captures[ci].meta
+            key = _section_key(
+                ci,
+                fid,
+                per_series=per_series,
+                full=full,
+                colors=colors,
+                detail_points=detail_points,
+                row_class=row_class,
+                capture=meta_.path if several else None,
+                bpf=meta_.bpf,
             )
-        for anchor, fut in stores:
-            sblob = fut.result()
+            sec = kept.drawn.section if kept.drawn is not None else None
+            if sec is None or sec.key != key:  # (drawn as it finished with other options: made again)
+                if sec is not None:
+                    sec.drop()
+                fr = _restored(kept)  # (a streamed run's flow is replayed, or read, again here, one at a time)
+                sec = _section(fr, key, n_fig, packer, built[-1][1] if built else None)
+                if fr is not kept:  # its replays go
+                    del fr
+                    trim()
+            n_traces += sec.traces
+            n_dec += sec.decimated
+            p_in += sec.points_in
+            p_out += sec.points_out
+            n_events += sec.events
+            trace_types |= sec.trace_types
+            if sec.store is not None:
+                full_events += sec.events
+            sections.append(sec.html(n_fig))
+            built.append((anchor, sec))
+            n_fig += len(sec.figures)
+
+        store_scripts, payload_scripts = [], []
+        n = 0
+        for anchor, sec in built:
+            for blob in sec.payloads(n):
+                n += 1
+                payload_scripts.append(
+                    f'<script type="application/octet-stream" data-flow-payload data-section="{anchor}" '
+                    f'data-div="fig{n}" id="payload-fig{n}">{blob}</script>'
+                )
+        for anchor, sec in built:
+            if sec.store is None:
+                continue
+            sblob = base64.b64encode(sec.store.result()).decode("ascii")
             store_bytes += len(sblob)
             store_scripts.append(
                 f'<script type="application/octet-stream" data-store data-section="{anchor}" '

@@ -34,6 +34,7 @@ import json
 import math
 import struct
 import zlib
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -68,15 +69,19 @@ class _Table:
 class StoreBuilder:
     """Collects the tables and columns of one flow; :meth:`encode` gives the binary store."""
 
-    def __init__(self) -> None:
+    def __init__(self, pool: Executor | None = None) -> None:
         self.tables: dict[str, _Table] = {}
         self._cols: list[tuple[dict[str, Any], bytes, bytes]] = []  # (spec, values, mask)
         self._index: dict[bytes, int] = {}  # content hash → column index (identical columns once)
         # the columns given, in order (a table names them by this position), encoded only by
         # encode(): the report encodes a flow's store in a second thread while it builds the next flow
-        self._given: list[tuple[np.ndarray, int | None, bool]] = []
+        # (``pool``: a one-thread executor that encodes them as they are given, while the figures
+        # are built; a column's values are dropped once it is encoded)
+        self._given: list[tuple[np.ndarray, int | None, bool] | None] = []
+        self._pool = pool
+        self._ahead: Future[Any] | None = None
         self._final: list[int] = []  # position given → column index, once encoded
-        self._raw: dict[tuple[int, int | None, bool, int], list[tuple[np.ndarray, int]]] = {}  # values → position
+        self._raw: dict[tuple[int, int | None, bool, int], list[int]] = {}  # values → positions
         self.meta: dict[str, Any] = {}  # free-form extras for the page (enumerations, packet-list columns)
 
     # -- building ------------------------------------------------------------------------------
@@ -119,23 +124,36 @@ class StoreBuilder:
 
     def _add(self, v: np.ndarray, d: int | None, *, delta: bool) -> int:
         # identical columns are stored once: look the values up (CRC-32 of at most 256 evenly
-        # spaced values, then compared whole) before encoding them; the encoded bytes are looked
-        # up again when encoded (different values, same code)
+        # spaced values, then compared whole) among the columns not encoded yet; the encoded
+        # bytes are looked up again when encoded (a column given again after its twin was
+        # encoded, or different values with the same code): the same store either way
         v = np.ascontiguousarray(v, dtype=np.float64)
         key = (len(v), d, delta, zlib.crc32(np.ascontiguousarray(v[:: max(len(v) // 256, 1)]).data.cast("B")))
-        for other, i in self._raw.get(key, ()):
-            if np.array_equal(other, v, equal_nan=True):
+        for i in self._raw.get(key, ()):
+            given = self._given[i]  # (None once encoded: its values are gone)
+            if given is not None and np.array_equal(given[0], v, equal_nan=True):
                 return i
         self._given.append((v, d, delta))
         i = len(self._given) - 1
-        self._raw.setdefault(key, []).append((v, i))
+        self._raw.setdefault(key, []).append(i)
+        if self._pool is not None and (self._ahead is None or self._ahead.done()):
+            self._ahead = self._pool.submit(self._resolve)
         return i
 
+    def seal(self) -> None:
+        """No more columns: the index of the columns given goes."""
+        self._raw = {}
+
     def _resolve(self) -> list[int]:
-        """Encode the columns given since the last call; position given → column index."""
+        """Encode the columns given since the last call; position given → column index. (Runs
+        in one thread at a time: the pool's, when there is one.)"""
         while len(self._final) < len(self._given):
-            v, d, delta = self._given[len(self._final)]
+            i = len(self._final)
+            given = self._given[i]
+            assert given is not None
+            v, d, delta = given
             self._final.append(self._encode(v, decimals_for(v) if d is None else d, delta=delta))
+            self._given[i] = None
         return self._final
 
     def encoded(self, table: str, col: str) -> tuple[dict[str, Any], bytes, bytes]:

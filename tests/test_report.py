@@ -82,6 +82,32 @@ def test_m4_preserves_every_column_extreme_on_random_data() -> None:
         assert y[members].min() == min(y[i] for i in members if i in kept)
 
 
+def test_select_leaves_out_exactly_the_nan_samples() -> None:
+    # select skips the NaN test of series whose sum is not NaN: with NaNs, +inf and −inf (a NaN
+    # sum without a NaN), none, all — the indices are those of m4/m2 on the samples that are not NaN
+    rng = np.random.default_rng(3)
+    for trial in range(120):
+        n, b = int(rng.integers(0, 400)), int(rng.integers(1, 40))
+        x = np.sort(rng.uniform(0, 10, n))
+        y = np.cumsum(rng.normal(size=n))
+        if n and trial % 4 == 1:
+            y[rng.integers(0, n, max(n // 5, 1))] = np.nan
+        if n > 2 and trial % 4 == 2:
+            y[0], y[-1] = np.inf, -np.inf
+        if trial % 8 == 3:
+            y[:] = np.nan
+        ok = np.flatnonzero(~np.isnan(y))
+        for markers in (False, True):
+            idx, red = dec.select(x, y, b, markers=markers)
+            if markers:
+                want_x = dec.m2(x, y, b)[0]
+                assert np.array_equal(x[idx], want_x) and red.n_in == len(ok), (trial, markers)
+            else:
+                want = ok[dec.m4_indices(x[ok], y[ok], b)] if len(ok) else ok
+                assert np.array_equal(idx, want) and red.n_in == len(ok), (trial, markers)
+            assert idx.dtype == np.int64
+
+
 def test_m4_compiled_pass_matches_the_numpy_twin() -> None:
     # random walks, integer plateaus (ties: the first lowest/highest wins), repeated times, few and
     # many columns: the one-pass kernel must pick exactly the indices of the vectorised reference
@@ -608,6 +634,22 @@ def test_store_round_trip_worked_by_hand() -> None:
     w = b.encoded("a", "w")
     assert w[0] == {"w": 0, "d": 2, "z": 1, "l": 7} and w[1].hex() == "f4c001abbf0100"
     assert w[2] == bytes([0b100])  # bit 2: row 2 is null
+
+
+def test_a_store_encoded_as_its_columns_are_given_is_the_same_store() -> None:
+    # the report's worker encodes a flow's store columns while its figures are built: the same
+    # bytes, and each column's values are let go once encoded (the store sealed)
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hscc_trace.reports.figures import build_flow
+
+    fr = make_analysis(n_flows=1, n_acks=3000).captures[0].results[0]
+    plain = build_flow(fr, full_resolution=True).store
+    with ThreadPoolExecutor(1) as pool:
+        ahead = build_flow(fr, full_resolution=True, store_pool=pool).store
+        assert ahead is not None and plain is not None
+        assert pool.submit(ahead.gzipped).result() == plain.gzipped()
+    assert ahead._given and all(g is None for g in ahead._given) and not ahead._raw
 
 
 def test_varint_zigzag_worked_by_hand() -> None:

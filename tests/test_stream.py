@@ -307,3 +307,95 @@ def test_the_glibc_adapter_gives_pages_back(monkeypatch: pytest.MonkeyPatch) -> 
     monkeypatch.delenv("MALLOC_ARENA_MAX")
     memory.few_malloc_arenas(2)
     assert calls == [(memory._M_ARENA_MAX, 2)] and lib is not None
+
+
+# --- a run of one capture: the report's flows are drawn as they finish --------------------------
+
+ONE = CAPTURES[0]  # two flows
+
+
+def _report(analysis, tmp: Path, name: str, **opts) -> bytes:  # type: ignore[no-untyped-def]
+    api.report(analysis, tmp / name, **opts)
+    return _STAMP.sub(b"<created>", (tmp / name).read_bytes())
+
+
+@pytest.mark.parametrize(("jobs", "keep"), [(1, 1), (1, 2), (2, 1), (2, 2)])
+def test_one_capture_draws_its_flows_as_they_finish(tmp_path: Path, jobs: int, keep: int) -> None:
+    # the report's flows (known from the flow table) are drawn as they finish, from the replays
+    # they have: only their sections are kept, and the report is the unstreamed run's
+    want = _report(api.analyze_run([ONE], ALGOS).analysis, tmp_path, "a.html", max_flows=keep)
+    run = api.analyze_stream([ONE], ALGOS, jobs=jobs, report_flows=keep, report={"max_points": 2000})
+    try:
+        kept = run.analysis.captures[0].results
+        assert len(kept) == keep and all(fr.drawn is not None and not fr.replays for fr in kept)
+        assert all(fr.events.acks.height == 0 for fr in kept)  # (its tables are not kept)
+        assert _report(run.analysis, tmp_path, "b.html", max_flows=keep, max_points=2000) == want
+    finally:
+        run.stream.close()
+
+
+def test_a_drawn_flow_is_analyzed_again_for_a_report_with_other_options(tmp_path: Path) -> None:
+    opts = {"max_flows": 2, "max_points": 100, "full_resolution": False}
+    want = _report(api.analyze_run([ONE], ALGOS).analysis, tmp_path, "a.html", **opts)
+    run = api.analyze_stream([ONE], ALGOS, report_flows=2)  # (drawn with the default options)
+    try:
+        assert all(fr.drawn is not None for fr in run.analysis.captures[0].results)
+        assert _report(run.analysis, tmp_path, "b.html", **opts) == want
+    finally:
+        run.stream.close()
+
+
+@pytest.mark.parametrize("keep", [1, 2])
+def test_a_planned_flow_that_fails_is_replaced_as_an_unstreamed_run_would(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, keep: int
+) -> None:
+    # the larger flow (the one planned when keep is 1) cannot be analyzed: the report draws the
+    # other one — analyzed again from the capture, since the run did not keep it — and, when the
+    # plan was two flows, with the points of one flow per series (its section is made again)
+    real = pipeline.analyze_flow
+    big = max(api.flows(ONE).iter_rows(named=True), key=lambda r: -report_rank(r))["flow_id"]
+
+    def fails(flow, ev, *a):  # type: ignore[no-untyped-def]
+        if flow["flow_id"] == big:
+            raise ValueError("boom")
+        return real(flow, ev, *a)
+
+    monkeypatch.setattr(pipeline, "analyze_flow", fails)
+    monkeypatch.delenv(pipeline.DEBUG_ENV, raising=False)
+    opts = {"max_flows": keep, "budget_points": 50_000}
+    full = api.analyze_run([ONE], ALGOS)
+    assert full.flow_failed
+    want = _report(full.analysis, tmp_path, "a.html", **opts)
+    run = api.analyze_stream([ONE], ALGOS, report_flows=keep, report={"budget_points": 50_000})
+    try:
+        kept = run.analysis.captures[0].results
+        assert [fr.flow["flow_id"] for fr in kept] == [1 - big] and run.flow_failed == full.flow_failed
+        assert (kept[0].drawn is None) == (keep == 1)
+        assert _report(run.analysis, tmp_path, "b.html", **opts) == want
+    finally:
+        run.stream.close()
+
+
+def test_a_section_drawn_ahead_is_moved_to_its_place_exactly() -> None:
+    # a section drawn before the flows ahead of it finished may land after another number of
+    # figures: its payloads are rewritten, the same bytes as written there at once
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hscc_trace.reports import html
+
+    fr = api.analyze([ONE], ALGOS).captures[0].results[0]
+    key = html._section_key(
+        0,
+        0,
+        per_series=500,
+        full=True,
+        colors={},
+        detail_points=100,
+        row_class=html.default_row_class,
+        capture=None,
+        bpf=None,
+    )
+    with ThreadPoolExecutor(1) as pool:
+        ahead, there = html._section(fr, key, 0, pool, None), html._section(fr, key, 3, pool, None)
+        assert ahead.payloads(3) == there.payloads(3) and ahead.html(3) == there.html(3)
+        assert ahead.payloads(0) != there.payloads(3) and 'id="fig4"' in there.html(3)

@@ -364,6 +364,18 @@ def analyze_flow_of(
     return fr
 
 
+def reanalyze(path: str, flow_ids: list[int], *, opts: Options) -> dict[int, FlowResult]:
+    """Flows ``flow_ids`` of capture ``path`` read and analyzed again as a run with ``opts``
+    analyzed them (a streamed run's report wants whole a flow it did not keep:
+    :mod:`hscc_trace.analysis.stream`): ``{flow_id: FlowResult}``."""
+    pc = prepare_capture(path, opts.bpf, tuple(flow_ids))
+    return {
+        int(row["flow_id"]): analyze_flow_of(path, row, ev, opts.algorithms, opts.params)
+        for row, ev in pc.events
+        if ev is not None
+    }
+
+
 def _flow_task(
     path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]
 ) -> tuple[bool, Any]:
@@ -603,7 +615,9 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         from hscc_trace.replay import engine, selection
 
         resolved = selection.resolved(opts.algorithms, opts.params)
-        stream.start(inputs, lambda ev: engine.replay_flow(ev, resolved))
+        stream.start(
+            inputs, lambda ev: engine.replay_flow(ev, resolved), functools.partial(reanalyze, opts=opts), opts.labels
+        )
 
     def take_capture(path: str, ok: bool, value: Any) -> bool:
         nonlocal total
@@ -612,6 +626,8 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
             tick(f"{_short(path)}: error")
             return False
         opened[path] = value
+        if stream is not None:
+            stream.opened(path, value.flows, value.ids, value.meta.bpf)
         total += value.expected
         tick(f"{_short(path)}: {value.expected} flow(s)")
         return True

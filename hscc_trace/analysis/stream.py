@@ -13,11 +13,29 @@ finished flow (:meth:`Stream.done`, in the pipeline's calling thread) and
   (:class:`~hscc_trace.analysis.results.Entry`);
 * keeps a :class:`~hscc_trace.model.FlowSummary` (verdict, limits, vantage, warnings, where its
   entry is): what the report's overview and header need;
-* keeps the whole flow only while it is among the ``keep`` flows the report draws in full — the
-  most payload first, as :func:`hscc_trace.reports.write_report` chooses them (:func:`report_rank`)
-  — its event tables compressed until the run ends (:class:`_Packed`) and its replays released
-  (:class:`~hscc_trace.model.ReleasedReplays`: the report replays a drawn flow again, one at a
-  time); a flow pushed out of the top ``keep`` by a larger one is dropped.
+* when the report draws the flow in full — the ``keep`` flows with the most payload, as
+  :func:`hscc_trace.reports.write_report` chooses them (:func:`report_rank`) — keeps what the
+  report needs of it, in one of two ways.
+
+**A run of one capture** that can be read again (not a pipe), given a ``drawer`` (the report's
+``hscc_trace.reports.html.Drawer``, with the options the report will be written with): the
+flows the report draws are known as soon as the capture's flow table is (:meth:`Stream.opened`:
+its order is the flows' payload, in the FLOWS row before any analysis), and each is drawn when
+it finishes (:meth:`Stream.done`), from the replays it already has: its figures' payloads and
+its store, compressed (:class:`_Drawn`; the flow's tables and replays go). No flow's tables are
+compressed while the run goes on and no flow is replayed twice. ``write_report`` checks every
+section against its own plan (points per series, full resolution, colours, options) and makes
+again one that differs, the flow read and analyzed again from its capture
+(``FlowResult.drawn.restore()``); when a planned flow cannot be analyzed, the next one by payload
+is drawn instead, analyzed again from the capture at the end of the run (:meth:`results`). Those
+are the rare paths; what they cost is a read of the capture per flow made again. A planned flow
+whose full resolution depends on the events of flows not analyzed yet (beyond the report's
+event budget; a flow has at most one event per packet, so the packets bound it) is kept as below.
+
+**Otherwise** (several captures, standard input): a kept flow is one of the top ``keep`` of the
+flows finished so far, its event tables compressed until the run ends (:class:`_Packed`) and its
+replays released (:class:`~hscc_trace.model.ReleasedReplays`: the report replays a drawn flow
+again, one at a time); a flow pushed out of the top ``keep`` by a larger one is dropped.
 
 The captures of a streamed run then hold the kept flows in ``CaptureResult.results`` and every
 analyzed flow in ``CaptureResult.summaries``. The outputs are those of an unstreamed run, byte
@@ -42,7 +60,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hscc_trace.analysis.results import Entry, Spool, entry_text, flow_entry
-from hscc_trace.model import FlowEvents, FlowResult, FlowSummary, ReleasedReplays, VerdictBrief
+from hscc_trace.model import DrawnFlow, FlowEvents, FlowResult, FlowSummary, ReleasedReplays, VerdictBrief
 
 if TYPE_CHECKING:
     import polars as pl
@@ -95,10 +113,18 @@ class Stream:
     ``entries``: spool every flow's JSON entry (for the results document or the terminal
     summary); ``export``: ``(folder, format)`` to write every flow's tables under."""
 
-    def __init__(self, *, keep: int = 0, entries: bool = True, export: tuple[str | Path, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        keep: int = 0,
+        entries: bool = True,
+        export: tuple[str | Path, str] | None = None,
+        drawer: Any = None,
+    ) -> None:
         from hscc_trace.analysis import export as _export
 
         self.keep = max(int(keep), 0)
+        self.drawer = drawer if self.keep else None
         self.spool = Spool() if entries else None
         self._export: _Export | None = None
         if export is not None:
@@ -107,21 +133,43 @@ class Stream:
             _export.format_of(f"x{ext}")
             self._export = _Export(Path(folder), ext, {}, {})
         self._summaries: dict[str, dict[int, FlowSummary]] = {}
-        self._kept: dict[tuple[str, int], _Packed] = {}
+        self._kept: dict[tuple[str, int], _Packed | _Drawn] = {}
         self._heap: list[tuple[tuple[int, int, int], tuple[str, int]]] = []  # (negated rank key, (path, index))
         self._order: dict[str, int] = {}
         self._replay: Any = None
+        self._reanalyze: Any = None
+        self._labels: tuple[str, ...] = ()
+        self._plan: dict[int, bool] | None = None  # a planned run: flow index -> drawn as it finishes
+        self._ids: list[int] = []  # a planned run's selected flows
+        self._rank: dict[int, int] = {}  # a planned run: every analyzed flow's report_rank
 
-    def start(self, inputs: list[str], replay: Any) -> None:
+    def start(
+        self, inputs: list[str], replay: Any, reanalyze: Any = None, labels: tuple[str, ...] | list[str] = ()
+    ) -> None:
         """Called by the pipeline before the first flow: the captures in input order (readable
-        or not), and ``replay(events)`` that replays a flow as the run does."""
+        or not), ``replay(events)`` that replays a flow as the run does, ``reanalyze(path,
+        flow_ids)`` that analyzes flows of a capture again as the run does (``{flow_id:
+        FlowResult}``) and the replays' labels."""
         from hscc_trace.analysis import export as _export
 
         self._order = {p: k for k, p in enumerate(inputs)}
         self._replay = replay
+        self._reanalyze = reanalyze
+        self._labels = tuple(labels)
         if self._export is not None:
             stems = _export.capture_stems([Path(p).name for p in inputs])
             self._export.planned = dict(zip(inputs, stems))
+
+    def opened(self, path: str, flows: pl.DataFrame, ids: list[int], bpf: str | None) -> None:
+        """Called by the pipeline when capture ``path`` is read: its flow table and its selected
+        flows. A run of one capture that can be read again plans here which flows the report
+        draws, and draws them as they finish (module docstring)."""
+        from hscc_trace.capture.reader import is_stream
+
+        if self.drawer is None or self._reanalyze is None or len(self._order) != 1 or is_stream(path):
+            return
+        self._plan = self.drawer.plan(flows, ids, self._labels, bpf)
+        self._ids = list(ids)
 
     def done(self, path: str, index: int, fr: FlowResult) -> None:
         """Flow ``index`` of capture ``path`` is analyzed: write its outputs, keep its summary and,
@@ -136,6 +184,14 @@ class Stream:
         entry = self.spool.add(entry_text(flow_entry(fr))) if self.spool is not None else None
         self._summaries.setdefault(path, {})[index] = summarize(fr, entry)
         if not self.keep:
+            return
+        if self._plan is not None:  # a planned run: the flows the report draws are known
+            self._rank[index] = report_rank(fr.flow)
+            now = self._plan.get(index)
+            if now and self.drawer is not None:
+                self._kept[(path, index)] = _Drawn.of(fr, self.drawer.draw(index, fr))
+            elif now is not None:  # (its full resolution depends on flows not analyzed yet)
+                self._kept[(path, index)] = self._compact(fr)
             return
         key = (report_rank(fr.flow), self._order.get(path, len(self._order)), index)
         neg = (-key[0], -key[1], -key[2])
@@ -159,6 +215,7 @@ class Stream:
         self._summaries.pop(path, None)
         for k in [k for k in self._kept if k[0] == path]:
             del self._kept[k]
+        self._plan, self._rank = None, {}
         self._heap = [h for h in self._heap if h[1][0] != path]
         heapq.heapify(self._heap)
         if self._export is not None:
@@ -170,10 +227,40 @@ class Stream:
                 (self._export.folder / self._export.planned[path]).rmdir()
 
     def results(self, path: str) -> tuple[list[FlowResult], list[FlowSummary]]:
-        """The kept flows and the summaries of every analyzed flow of ``path``, in flow order."""
-        kept = sorted((i, k.unpack(self._replay)) for (p, i), k in self._kept.items() if p == path)
+        """The kept flows and the summaries of every analyzed flow of ``path``, in flow order.
+
+        A planned run's kept flows are those the report draws: the ``keep`` analyzed flows with
+        the most payload. One that was not planned (a planned flow could not be analyzed) is
+        analyzed again here, from the capture."""
         summaries = self._summaries.get(path, {})
+        if self._plan is not None:
+            drawn = sorted(sorted(self._rank, key=lambda i: (self._rank[i], i))[: self.keep])
+            missing = [i for i in drawn if (path, i) not in self._kept]
+            again = self._reanalyze(path, [self._ids[i] for i in missing]) if missing else {}
+            out: list[FlowResult] = []
+            for i in drawn:
+                k = self._kept.pop((path, i), None)
+                if isinstance(k, _Drawn):
+                    out.append(k.result(functools.partial(self._restore, path, self._ids[i])))
+                elif k is not None:
+                    out.append(k.unpack(self._replay))
+                else:
+                    fr = again[self._ids[i]]
+                    labels = tuple(fr.replays)
+                    ev = fr.events
+                    released = ReleasedReplays(labels, functools.partial(self._replay, ev)) if labels else None
+                    out.append(dataclasses.replace(fr, replays={}, released=released))
+            for key in [key for key in self._kept if key[0] == path]:  # (none: every planned flow analyzed is drawn)
+                del self._kept[key]
+            return out, [summaries[i] for i in sorted(summaries)]
+        kept = sorted(
+            (i, k.unpack(self._replay)) for (p, i), k in self._kept.items() if p == path and isinstance(k, _Packed)
+        )  # (a run not planned keeps no _Drawn)
         return [fr for _, fr in kept], [summaries[i] for i in sorted(summaries)]
+
+    def _restore(self, path: str, flow_id: int) -> FlowResult:
+        """A flow drawn as it finished, whole again: read and analyzed again from its capture."""
+        return self._reanalyze(path, [flow_id])[flow_id]
 
     def finish_export(self, paths: list[str]) -> list[Path]:
         """The exported tables, once the readable captures (``paths``, in order) are known: each
@@ -209,6 +296,8 @@ class Stream:
     def close(self) -> None:
         if self.spool is not None:
             self.spool.close()
+        if self.drawer is not None:
+            self.drawer.close()
 
 
 #: FlowEvents fields that are tables (the rest are a few scalars)
@@ -244,7 +333,30 @@ class _Packed:
 
 
 #: FlowResult fields a packed flow does not keep as they are
-_DROPPED = ("events", "replays", "released")
+_DROPPED = ("events", "replays", "released", "drawn")
+
+
+@dataclass
+class _Drawn:
+    """A flow the report draws, drawn as it finished: its section (compressed; the report's
+    ``Section``), everything but its tables and replays, its tables as zero-row frames."""
+
+    parts: dict[str, Any]
+    scalars: dict[str, Any]
+    empty: dict[str, Any]  # table -> its zero-row frame (or None)
+    section: Any
+
+    @classmethod
+    def of(cls, fr: FlowResult, section: Any) -> _Drawn:
+        ev = fr.events
+        scalars = {f.name: getattr(ev, f.name) for f in dataclasses.fields(ev) if f.name not in _TABLES}
+        empty = {t: (None if getattr(ev, t) is None else getattr(ev, t).clear()) for t in _TABLES}
+        parts = {f.name: getattr(fr, f.name) for f in dataclasses.fields(fr) if f.name not in _DROPPED}
+        return cls(parts, scalars, empty, section)
+
+    def result(self, restore: Any) -> FlowResult:
+        ev = FlowEvents(**self.scalars, **self.empty)
+        return FlowResult(**self.parts, events=ev, replays={}, drawn=DrawnFlow(self.section, restore))
 
 
 def _pack(df: pl.DataFrame | None) -> bytes | None:

@@ -254,6 +254,7 @@ def _analyze(
             jobs=cfg.jobs,
             progress=update,
             report_flows=opts.get("max_flows") if output is not None else 0,
+            report=opts,
             entries=json_out is not None or not quiet,
             export=export_dir,
             export_format=export_format,
