@@ -187,12 +187,14 @@ class FlowResult:
     drawn: DrawnFlow | None = None
 
     def restored(self) -> FlowResult:
-        """This flow with its replays: itself, or with ``released`` replayed again."""
-        if self.released is None or self.replays:
-            return self
+        """This flow whole, with its events and replays: itself, or read and analyzed again when
+        a streamed run drew it as it finished (``drawn``), or with ``released`` replayed again."""
+        fr = self.drawn.restore() if self.drawn is not None else self
+        if fr.released is None or fr.replays:
+            return fr
         from dataclasses import replace
 
-        return replace(self, replays=self.released.replay(), released=None)
+        return replace(fr, replays=fr.released.replay(), released=None)
 
 
 class VerdictBrief(NamedTuple):

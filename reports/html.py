@@ -23,7 +23,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -384,16 +384,6 @@ def _labels(fr: FlowResult) -> list[str]:
     if fr.drawn is not None:
         return list(fr.drawn.section.labels)
     return list(fr.released.labels) if fr.released is not None and not fr.replays else list(fr.replays)
-
-
-def _restored(fr: FlowResult) -> FlowResult:
-    """The flow with its replays (replayed again when a streamed run released them, read and
-    analyzed again when it drew the flow as it finished)."""
-    if fr.drawn is not None:
-        fr = fr.drawn.restore()
-    if fr.released is None or fr.replays:
-        return fr
-    return replace(fr, replays=fr.released.replay(), released=None)
 
 
 def _limits_text(share: dict[str, float]) -> str:
@@ -1286,7 +1276,7 @@ def write_report(
             if sec is None or sec.key != key:  # (drawn as it finished with other options: made again)
                 if sec is not None:
                     sec.drop()
-                fr = _restored(kept)  # (a streamed run's flow is replayed, or read, again here, one at a time)
+                fr = kept.restored()  # (a streamed run's flow is replayed, or read, again here, one at a time)
                 sec = _section(fr, key, n_fig, packer, built[-1][1] if built else None)
                 if fr is not kept:  # its replays go
                     del fr
@@ -1410,7 +1400,7 @@ def write_report(
         "JS": js,
         "STORES": "\n".join(store_scripts),
     }
-    del payloads, stores, payload_scripts, store_scripts  # (in fields now: one copy of the page's text)
+    del payload_scripts, store_scripts  # (in fields now: one copy of the page's text)
     from hscc_trace.atomic import write_texts
 
     template = re.split(r"\{\{([A-Z_]+)\}\}", _asset("template.html"))  # (a field's name at each odd place)
