@@ -399,3 +399,49 @@ def test_a_section_drawn_ahead_is_moved_to_its_place_exactly() -> None:
         ahead, there = html._section(fr, key, 0, pool, None), html._section(fr, key, 3, pool, None)
         assert ahead.payloads(3) == there.payloads(3) and ahead.html(3) == there.html(3)
         assert ahead.payloads(0) != there.payloads(3) and 'id="fig4"' in there.html(3)
+
+
+def test_a_flow_that_cannot_be_drawn_costs_the_report_not_the_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a bug while drawing a flow as it finishes: the run still ends with every flow's results
+    # (the JSON is written before the report), and the error comes from writing the report
+    from hscc_trace.reports import html
+
+    def broken(self, index, fr):  # type: ignore[no-untyped-def]
+        raise RuntimeError("figure bug")
+
+    monkeypatch.setattr(html.Drawer, "draw", broken)
+    ref = api.analyze_run(CAPTURES[:1], ALGOS)
+    run = api.analyze_stream(CAPTURES[:1], ALGOS, report_flows=2)
+    try:
+        assert not run.errors
+        assert results.comparable(run.to_json()) == results.comparable(ref.to_json())
+        kept = run.analysis.captures[0].results
+        assert kept and all(fr.drawn is None and fr.events.acks.height for fr in kept)  # kept packed instead
+
+        def no_figures(*a, **k):  # type: ignore[no-untyped-def]
+            raise RuntimeError("figure bug")
+
+        monkeypatch.setattr(html.F, "build_flow", no_figures)
+        with pytest.raises(RuntimeError, match="figure bug"):
+            api.report(run.analysis, tmp_path / "r.html")
+    finally:
+        run.stream.close()
+
+
+def test_exporting_a_streamed_analysis_writes_its_kept_flows_whole(tmp_path: Path) -> None:
+    # a flow drawn as it finished keeps no event tables: export_analysis makes it whole first
+    run = api.analyze_stream(CAPTURES[:1], ALGOS, report_flows=1)
+    try:
+        (kept,) = run.analysis.captures[0].results
+        assert kept.drawn is not None and kept.events.acks.height == 0
+        got = export.export_analysis(run.analysis, tmp_path / "s", "csv")
+    finally:
+        run.stream.close()
+    full = api.analyze_run(CAPTURES[:1], ALGOS)
+    want = export.export_analysis(full.analysis, tmp_path / "f", "csv")
+    fid = f"flow{int(kept.flow['flow_id'])}."
+    want = [f for f in want if f.name.startswith(fid)]
+    assert [f.relative_to(tmp_path / "s") for f in got] == [f.relative_to(tmp_path / "f") for f in want]
+    assert all(a.read_bytes() == b.read_bytes() for a, b in zip(got, want))

@@ -107,3 +107,16 @@ def test_a_bad_truth_file_costs_the_overlay_not_the_flow(tmp_path):
     assert fr.truth is None and "compound" in fr.replays and fr.fit.height == 1
     (w,) = [w for w in fr.warnings if "kernel truth" in w.message]
     assert w.source == str(tmp_path) and "ComputeError" in w.message
+
+
+def test_probe_rows_without_a_port_are_rows_of_no_flow(tmp_path):
+    # a probe table with some null ports: those rows are ignored (as the filter by port did),
+    # the flow's own rows still give its truth
+    shutil.copy(CTCP, tmp_path / "capture.pcap.gz")
+    probe = pl.read_parquet(CTCP.parent / truth.PROBE)
+    nulls = probe.head(50).with_columns(pl.lit(None, dtype=probe.schema["sport"]).alias("sport"))
+    pl.concat([nulls, probe]).write_parquet(tmp_path / truth.PROBE)
+    (fr,) = api.analyze(tmp_path / "capture.pcap.gz", ["compound"]).captures[0].results
+    assert fr.truth is not None and not [w for w in fr.warnings if "kernel truth" in w.message]
+    (ref,) = api.analyze(CTCP, ["compound"]).captures[0].results
+    assert fr.truth.window.equals(ref.truth.window)

@@ -166,7 +166,9 @@ def export_analysis(
 
     ``<capture>`` is the capture's file name (its index is prefixed when two captures share a
     name). Returns the files written, in order. (``hscc-trace analyze --export`` writes the same
-    files as each flow finishes: :class:`hscc_trace.analysis.stream.Stream`.)
+    files as each flow finishes: :class:`hscc_trace.analysis.stream.Stream`.) A streamed run's
+    kept flows are written whole (:meth:`~hscc_trace.model.FlowResult.restored`: replayed, or
+    read and analyzed again from the capture, one at a time), never as their emptied tables.
     """
     ext = "." + fmt.lower().lstrip(".")
     format_of(f"x{ext}")
@@ -174,5 +176,5 @@ def export_analysis(
     stems = capture_stems([Path(cr.meta.path).name for cr in analysis.captures])
     for stem, cr in zip(stems, analysis.captures):
         for fr in cr.results:
-            out += export_flow(fr, Path(folder) / stem, ext, tables)
+            out += export_flow(fr.restored(), Path(folder) / stem, ext, tables)
     return out

@@ -664,10 +664,15 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         # (hashlib releases the GIL: ≈ 0.4 s of wall time on replica-5M no longer at the end)
         from concurrent.futures import ThreadPoolExecutor
 
-        with ThreadPoolExecutor(1, thread_name_prefix="hscc-sha256") as hasher:
+        hasher = ThreadPoolExecutor(1, thread_name_prefix="hscc-sha256")
+        try:
             hashing = {p: hasher.submit(results.sha256_file, p) for p in inputs if not _is_stream(p)}
             _run_serial(inputs, opts, take_capture, take_flow, capture_failed)
             digests = {p: f.result() for p, f in hashing.items()}
+        except BaseException:  # (Ctrl-C or an error: the files not hashed yet are not read)
+            hasher.shutdown(wait=False, cancel_futures=True)
+            raise
+        hasher.shutdown()
     else:
         digests = _run_parallel(inputs, opts, take_capture, take_flow, capture_failed)
     from hscc_trace.perf.memory import trim

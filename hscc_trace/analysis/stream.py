@@ -168,7 +168,11 @@ class Stream:
 
         if self.drawer is None or self._reanalyze is None or len(self._order) != 1 or is_stream(path):
             return
-        self._plan = self.drawer.plan(flows, ids, self._labels, bpf)
+        try:
+            self._plan = self.drawer.plan(flows, ids, self._labels, bpf)
+        except Exception:  # noqa: BLE001 - a report bug: the flows are kept as in an unplanned run
+            self._plan = None  # (write_report draws them, and its error is the report's alone)
+            return
         self._ids = list(ids)
 
     def done(self, path: str, index: int, fr: FlowResult) -> None:
@@ -188,8 +192,14 @@ class Stream:
         if self._plan is not None:  # a planned run: the flows the report draws are known
             self._rank[index] = report_rank(fr.flow)
             now = self._plan.get(index)
+            drawn = None
             if now and self.drawer is not None:
-                self._kept[(path, index)] = _Drawn.of(fr, self.drawer.draw(index, fr))
+                try:
+                    drawn = self.drawer.draw(index, fr)
+                except Exception:  # noqa: BLE001 - a report bug costs the report, not the run:
+                    drawn = None  # the flow is kept packed, and write_report draws it (and fails) then
+            if drawn is not None:
+                self._kept[(path, index)] = _Drawn.of(fr, drawn)
             elif now is not None:  # (its full resolution depends on flows not analyzed yet)
                 self._kept[(path, index)] = self._compact(fr)
             return
@@ -236,9 +246,14 @@ class Stream:
         if self._plan is not None:
             drawn = sorted(sorted(self._rank, key=lambda i: (self._rank[i], i))[: self.keep])
             missing = [i for i in drawn if (path, i) not in self._kept]
-            again = self._reanalyze(path, [self._ids[i] for i in missing]) if missing else {}
+            try:
+                again = self._reanalyze(path, [self._ids[i] for i in missing]) if missing else {}
+            except Exception:  # noqa: BLE001 - the capture cannot be read again: those flows are
+                again = {}  # not drawn in full (the report's overview still lists them)
             out: list[FlowResult] = []
             for i in drawn:
+                if (path, i) not in self._kept and self._ids[i] not in again:
+                    continue
                 k = self._kept.pop((path, i), None)
                 if isinstance(k, _Drawn):
                     out.append(k.result(functools.partial(self._restore, path, self._ids[i])))

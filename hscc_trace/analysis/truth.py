@@ -70,6 +70,7 @@ def _read_cached(path: str, mtime_ns: int) -> dict[int | None, pl.DataFrame] | N
         return {None: df}
     if not df.schema["sport"].is_integer():  # (a bad file: the flow's warning names it, the overlay is not drawn)
         raise pl.exceptions.ComputeError(f"{Path(path).name}: column sport is {df.schema['sport']}, not a port number")
+    df = df.filter(pl.col("sport").is_not_null())  # (rows of no flow, as the filter by port dropped them)
     return {int(k[0]): part for k, part in df.partition_by("sport", as_dict=True, maintain_order=True).items()}
 
 

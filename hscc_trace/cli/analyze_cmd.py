@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -281,10 +282,13 @@ def _outputs(
     written: list[str] = []
     try:
         doc = _report_and_json(run, output, json_out, quiet, jobs, report_options, written)
-    finally:  # the exported tables get their final folders even when the report or the JSON failed
-        if export_dir is not None:
-            files = run.stream.finish_export([c.meta.path for c in run.analysis.captures])
+    except BaseException:  # the exported tables get their final folders even when the report or
+        if export_dir is not None:  # the JSON failed; that first error is the one reported
+            with contextlib.suppress(Exception):
+                run.stream.finish_export([c.meta.path for c in run.analysis.captures])
+        raise
     if export_dir is not None:
+        files = run.stream.finish_export([c.meta.path for c in run.analysis.captures])
         written.append(f"exported {len(files)} table(s) under {export_dir}")
     if not quiet and doc is not None:
         for line in summary_lines(doc):
