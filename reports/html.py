@@ -1133,14 +1133,14 @@ class Drawer:
         self._keys, self._order, self._figures, self._last = {}, [], {}, None
         if not ids or not flows.height:
             return {}
-        cols = flows.select(
-            pl.col("flow_id").cast(pl.Int64),
-            (pl.col("payload_ab").fill_null(0) + pl.col("payload_ba").fill_null(0)).cast(pl.Int64).alias("payload"),
-            (pl.col("pkts_ab").fill_null(0) + pl.col("pkts_ba").fill_null(0)).cast(pl.Int64).alias("pkts"),
-        )
-        row_of = {int(f): r for r, f in enumerate(cols["flow_id"].to_list())}
-        pay, pkts = cols["payload"].to_list(), cols["pkts"].to_list()
-        items = [(-int(pay[row_of[f]]), int(pkts[row_of[f]]), len(labels)) for f in ids]
+        rows = {
+            int(r["flow_id"]): r
+            for r in flows.select("flow_id", "payload_ab", "payload_ba", "pkts_ab", "pkts_ba").to_dicts()
+        }
+        items = [
+            (report_rank(rows[f]), int(rows[f]["pkts_ab"] or 0) + int(rows[f]["pkts_ba"] or 0), len(labels))
+            for f in ids
+        ]
         drawn, per_series, _ = _plan(items, **self.options)
         colors = F.algo_colors(dict.fromkeys(labels))
         out: dict[int, bool] = {}

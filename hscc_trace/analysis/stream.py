@@ -261,9 +261,7 @@ class Stream:
                     out.append(k.unpack(self._replay))
                 else:
                     fr = again[self._ids[i]]
-                    labels = tuple(fr.replays)
-                    ev = fr.events
-                    released = ReleasedReplays(labels, functools.partial(self._replay, ev)) if labels else None
+                    released = _released(tuple(fr.replays), fr.events, self._replay)
                     out.append(dataclasses.replace(fr, replays={}, released=released))
             for key in [key for key in self._kept if key[0] == path]:  # (none: every planned flow analyzed is drawn)
                 del self._kept[key]
@@ -343,8 +341,12 @@ class _Packed:
         """The flow whole but for its replays, which ``replay(events)`` makes again (released)."""
         tables: dict[str, Any] = {t: _unpack(b) for t, b in self.tables.items()}
         ev = FlowEvents(**self.scalars, **tables)
-        released = ReleasedReplays(self.labels, functools.partial(replay, ev)) if self.labels and replay else None
-        return FlowResult(**self.parts, events=ev, replays={}, released=released)
+        return FlowResult(**self.parts, events=ev, replays={}, released=_released(self.labels, ev, replay))
+
+
+def _released(labels: tuple[str, ...], ev: FlowEvents, replay: Any) -> ReleasedReplays | None:
+    """The replays ``labels`` of a flow with events ``ev``, released: ``replay(ev)`` makes them again."""
+    return ReleasedReplays(labels, functools.partial(replay, ev)) if labels and replay else None
 
 
 #: FlowResult fields a packed flow does not keep as they are

@@ -46,12 +46,6 @@ def _is_ext_twin(data: Any) -> bool:
     return fn is not None and any(k.py_func is fn for k in jit.REGISTRY.values())
 
 
-def _not_built() -> str | None:
-    from hscc_trace.perf import jit
-
-    return jit.not_built()
-
-
 class _Notice:
     """A numba listener: one status line on ``out`` per outermost compilation."""
 
@@ -72,7 +66,9 @@ class _Notice:
                 return
             if not self.no_ext_told and _is_ext_twin(event.data):
                 self.no_ext_told = True
-                why = _not_built()
+                from hscc_trace.perf import jit
+
+                why = jit.not_built()
                 if why is not None:
                     text = (
                         f"note: {why}; numba compiles the reading and flow kernels instead (first run "
