@@ -37,7 +37,8 @@ What it computes, and from which source:
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from hscc_trace.perf.cache import njit
 
 from . import ranges as rg
 

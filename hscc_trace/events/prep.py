@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from numba import njit
 
 from hscc_trace.capture.decode import F_ACK, F_FIN, F_RST, F_SYN  # noqa: F401  (re-used across events)
+from hscc_trace.perf.cache import njit
 from hscc_trace.perf.firstuse import kernel
 
 from .core import NOTS

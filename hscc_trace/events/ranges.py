@@ -13,7 +13,8 @@ Units: sequence numbers in bytes (relative, unwrapped to 64 bits).
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+
+from hscc_trace.perf.cache import njit
 
 
 @njit(cache=True)

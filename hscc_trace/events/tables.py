@@ -30,10 +30,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from numba import njit
 
 from hscc_trace.errors import Warn
 from hscc_trace.model import FlowEvents
+from hscc_trace.perf.cache import njit
 from hscc_trace.perf.firstuse import kernel
 
 from . import core

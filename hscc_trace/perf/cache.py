@@ -5,17 +5,24 @@
 - ``replay/`` — the generated per-algorithm loop modules and their numba cache
   (:mod:`hscc_trace.replay.compile`; a version of a loop not loaded for 30 days is removed when
   a newer one is written);
-- ``numba/`` — numba's cache of every other compiled kernel when run from the ``hscc-trace``
-  command (:func:`hscc_trace.perf.activate` sets ``NUMBA_CACHE_DIR`` to it unless the user set
-  it). Without it numba writes its cache beside the module sources: inside ``site-packages``
-  for a regular install, where the folders it creates outlive an uninstall and shadow a later
-  editable install of the same package.
+- ``numba/`` — numba's cache of every other compiled kernel, from the ``hscc-trace`` command
+  and from a program that imports the library alike: each of the project's dispatchers is made
+  by :func:`numba_njit`, which points numba's cache at this folder for that one function (a
+  ``NUMBA_CACHE_DIR`` the user set wins). Left to itself numba writes its cache beside the
+  module sources: inside ``site-packages`` for a regular install, where the folders it creates
+  outlive an uninstall and shadow a later editable install of the same package, or inside the
+  source tree of a checkout.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
+
+_numba_config_lock = threading.Lock()
 
 
 def cache_root() -> Path:
@@ -43,3 +50,38 @@ def writable_dir(name: str) -> Path:
         d = Path(tempfile.gettempdir()) / f"hscc-trace-{os.getuid()}" / name
         d.mkdir(parents=True, exist_ok=True)
         return d
+
+
+def numba_njit(fn: Callable[..., Any], **options: Any) -> Any:
+    """``numba.njit(**options)(fn)``, with numba's cache of ``fn`` (``cache=True``) in
+    ``cache_root()/numba`` instead of beside the module's source.
+
+    numba picks a function's cache folder once, when the dispatcher is made, from
+    ``numba.config.CACHE_DIR`` (its ``NUMBA_CACHE_DIR``); the setting is changed for that moment
+    only and put back, so other numba code in the same process keeps numba's own rule. This is
+    the one place that sets it (an adapter: numba has no per-function cache-folder option; one
+    would make it unnecessary). ``NUMBA_CACHE_DIR`` set by the user, or already set for the
+    ``hscc-trace`` command by :func:`hscc_trace.perf.activate`, is left to numba.
+    """
+    import numba
+
+    if not options.get("cache") or os.environ.get("NUMBA_CACHE_DIR"):
+        return numba.njit(**options)(fn)
+    folder = str(writable_dir("numba"))
+    with _numba_config_lock:
+        before = numba.config.CACHE_DIR
+        numba.config.CACHE_DIR = folder
+        try:
+            return numba.njit(**options)(fn)
+        finally:
+            numba.config.CACHE_DIR = before
+
+
+def njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
+    """Decorator form of :func:`numba_njit` for kernels only called from compiled code (plain
+    numba dispatchers, made when the module is imported)."""
+
+    def wrap(fn: Callable[..., Any]) -> Any:
+        return numba_njit(fn, **options)
+
+    return wrap

@@ -269,9 +269,9 @@ class Kernel:
         """The numba dispatcher (numba imported and the dispatcher made on first use)."""
         d = self._dispatcher
         if d is None:
-            import numba
+            from .cache import numba_njit
 
-            d = self._dispatcher = numba.njit(**self.options)(self.py_func)
+            d = self._dispatcher = numba_njit(self.py_func, **self.options)
         return d
 
     def python(self) -> Callable[..., Any]:
@@ -389,11 +389,14 @@ def _one_key(a: Any) -> Any:
 def _environment() -> tuple[str, ...]:
     import numba
 
+    from .cache import cache_root
+
     return (
         numba.__version__,
         sys.version,
         platform.machine(),
-        os.environ.get("NUMBA_CACHE_DIR", ""),
+        # the folder numba caches the project's kernels in (perf.cache.numba_njit)
+        os.environ.get("NUMBA_CACHE_DIR") or str(cache_root() / "numba"),
         os.environ.get("NUMBA_OPT", ""),
     )
 

@@ -139,9 +139,9 @@ class Kernel:
         """The numba dispatcher of this function (numba is imported on first use)."""
         d = self._dispatcher
         if d is None:
-            import numba
+            from .cache import numba_njit
 
-            d = self._dispatcher = numba.njit(**self.options)(self.py_func)
+            d = self._dispatcher = numba_njit(self.py_func, **self.options)
         return d
 
     def _resolve(self) -> Callable[..., Any]:
