@@ -68,13 +68,14 @@ def numba_njit(fn: Callable[..., Any], **options: Any) -> Any:
     if not options.get("cache") or os.environ.get("NUMBA_CACHE_DIR"):
         return numba.njit(**options)(fn)
     folder = str(writable_dir("numba"))
+    config: Any = numba.config  # (its settings are set from the environment: not in its stubs)
     with _numba_config_lock:
-        before = numba.config.CACHE_DIR
-        numba.config.CACHE_DIR = folder
+        before = config.CACHE_DIR
+        config.CACHE_DIR = folder
         try:
             return numba.njit(**options)(fn)
         finally:
-            numba.config.CACHE_DIR = before
+            config.CACHE_DIR = before
 
 
 def njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
