@@ -18,6 +18,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from polars.testing import assert_frame_equal
 
@@ -45,6 +46,7 @@ EXTERNAL = (
 
 def _paths() -> list[Path]:
     out = [REPO / "samples" / s / "capture.pcap" for s in SAMPLES]
+    out.append(REPO / "samples" / "synthetic" / "ecn.pcap")  # (ECN codepoints: packed in the arena's flags)
     out += [EXT / n for n in EXTERNAL if (EXT / n).exists()]
     return out
 
@@ -148,6 +150,23 @@ def test_tiny_blocks_and_a_one_row_reservation_grow_the_arena(monkeypatch: pytes
     monkeypatch.setattr(capture, "_file_id", lambda _p: None)  # the table from the arena
     cap = capture.load(path)
     assert cap.flows.height > 1 and len(cap.decoded.arena.nxt) >= 64  # grew (doubling from 2 blocks)
+    _same_events(all_flow_events(cap), ref_events)
+    assert_frame_equal(cap.packets, ref_packets)
+
+
+def test_narrow_arena_columns_widen_when_a_value_does_not_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the arena keeps frame numbers in 32 bits and payload lengths in 16 while they fit; here one
+    # byte each, so frame numbers past 255 and payloads past 255 bytes widen them while reading
+    path = REPO / "samples" / "cubic-loss" / "capture.pcap"
+    ref = capture.load(path)
+    ref_events, ref_packets = all_flow_events(ref), ref.packets
+    assert ref_packets.height > 255 and ref_packets["payload_len"].max() > 255  # (not vacuous)
+    narrow = tuple((name, np.uint8 if name in source._WIDE else dt) for name, dt in source._ARENA)
+    monkeypatch.setattr(source, "_ARENA", narrow)
+    monkeypatch.setattr(capture, "_file_id", lambda _p: None)  # the table from the arena
+    cap = capture.load(path)
+    cols = cap.decoded.arena.cols
+    assert (cols["frame"].dtype, cols["payload_len"].dtype) == (np.uint64, np.uint32)
     _same_events(all_flow_events(cap), ref_events)
     assert_frame_equal(cap.packets, ref_packets)
 
