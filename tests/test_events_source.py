@@ -24,7 +24,7 @@ from polars.testing import assert_frame_equal
 
 import hscc_trace.flows.ingest as capture
 from hscc_trace.capture import read_packets
-from hscc_trace.events import all_flow_events, flow_events
+from hscc_trace.events import all_flow_events, flow_event_batches, flow_events
 from hscc_trace.flows import arena as source
 from hscc_trace.flows.tracker import FlowTracker
 from hscc_trace.model import Capture, Deferred
@@ -169,6 +169,35 @@ def test_narrow_arena_columns_widen_when_a_value_does_not_fit(monkeypatch: pytes
     assert (cols["frame"].dtype, cols["payload_len"].dtype) == (np.uint64, np.uint32)
     _same_events(all_flow_events(cap), ref_events)
     assert_frame_equal(cap.packets, ref_packets)
+
+
+def test_a_long_flows_pages_go_back_with_its_own_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    # two connections side by side: their blocks alternate in the arena, but past RUN_ROWS rows
+    # each takes runs of blocks whose pages hold its rows alone, so releasing one flow's rows
+    # gives those pages back while the other flow is still to be built
+    from hscc_trace.perf import memory
+
+    monkeypatch.setattr(memory, "dontneed", lambda a, n: True)  # (count, do not drop: the test reads on)
+    cap = capture.load(REPO / "samples" / "reno-vs-cubic" / "capture.pcap")
+    arena = cap.decoded.arena
+    rows = arena.flow_rows(0, 1)
+    other = arena.flow_rows(1, 2)
+    assert rows.size > 4 * source.RUN_ROWS and other.size > 4 * source.RUN_ROWS
+    row_bytes = sum(np.dtype(dt).itemsize for _n, dt in source._ARENA)
+    # all but its first RUN_ROWS rows (single blocks) and its last run's partial pages
+    assert arena.release(rows) >= (rows.size - 2 * source.RUN_ROWS) * row_bytes
+    assert arena.release(other) >= (other.size - 2 * source.RUN_ROWS) * row_bytes
+
+
+def test_released_batches_come_fewest_packets_first() -> None:
+    path = external("tcptrace__discard.solaris.pcap") / "tcptrace__discard.solaris.pcap"
+    every = all_flow_events(capture.load(path))
+    cap = capture.load(path)
+    n = np.diff(cap.decoded.src.bounds)
+    got = [fid for batch in flow_event_batches(cap, rows=1, flows=2, release=True) for fid, _ev in batch]
+    assert got == sorted(range(n.size), key=lambda f: (n[f], f)) and got != sorted(got)  # (not the id order)
+    kept = [fid for batch in flow_event_batches(capture.load(path), rows=1, flows=2) for fid, _ev in batch]
+    assert kept == sorted(kept) == sorted(every)  # (without release: by flow id)
 
 
 def test_records_for_scapy_make_load_build_the_table_eagerly() -> None:
