@@ -31,10 +31,12 @@ if TYPE_CHECKING:  # (imported where needed: a capture can be read while polars 
 __all__ = ["flow_events", "events_from_packets", "all_flow_events", "flow_event_batches"]
 
 #: :func:`flow_event_batches`: packets and flows per batch (at most this many flows' tables at
-#: once). One of the builder's chunks: one set of its working arrays (≈ 350 bytes a packet) while
-#: the load arena is still full — two chunks built by two threads side by side took ≈ 75 MB more
-#: at the start of ``analyze`` on replica-5M (≈ 700 against ≈ 630 MB) for no less CPU time
-BATCH_ROWS = CHUNK_ROWS
+#: once). Half of one of the builder's chunks: one set of its working arrays (≈ 350 bytes a
+#: packet) while the load arena is still full — two chunks built by two threads side by side
+#: took ≈ 75 MB more at the start of ``analyze`` on replica-5M (≈ 700 against ≈ 630 MB) for no
+#: less CPU time, and one chunk ≈ 25 MB more than half of one (508–517 against 482–490 MiB, the
+#: same CPU time; a quarter saved nothing more). A longer flow is a batch of its own
+BATCH_ROWS = CHUNK_ROWS // 2
 BATCH_FLOWS = 512
 
 
