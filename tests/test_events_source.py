@@ -18,12 +18,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from polars.testing import assert_frame_equal
 
 import hscc_trace.flows.ingest as capture
 from hscc_trace.capture import read_packets
-from hscc_trace.events import all_flow_events, flow_events
+from hscc_trace.events import all_flow_events, flow_event_batches, flow_events
 from hscc_trace.flows import arena as source
 from hscc_trace.flows.tracker import FlowTracker
 from hscc_trace.model import Capture, Deferred
@@ -45,6 +46,7 @@ EXTERNAL = (
 
 def _paths() -> list[Path]:
     out = [REPO / "samples" / s / "capture.pcap" for s in SAMPLES]
+    out.append(REPO / "samples" / "synthetic" / "ecn.pcap")  # (ECN codepoints: packed in the arena's flags)
     out += [EXT / n for n in EXTERNAL if (EXT / n).exists()]
     return out
 
@@ -150,6 +152,52 @@ def test_tiny_blocks_and_a_one_row_reservation_grow_the_arena(monkeypatch: pytes
     assert cap.flows.height > 1 and len(cap.decoded.arena.nxt) >= 64  # grew (doubling from 2 blocks)
     _same_events(all_flow_events(cap), ref_events)
     assert_frame_equal(cap.packets, ref_packets)
+
+
+def test_narrow_arena_columns_widen_when_a_value_does_not_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the arena keeps frame numbers in 32 bits and payload lengths in 16 while they fit; here one
+    # byte each, so frame numbers past 255 and payloads past 255 bytes widen them while reading
+    path = REPO / "samples" / "cubic-loss" / "capture.pcap"
+    ref = capture.load(path)
+    ref_events, ref_packets = all_flow_events(ref), ref.packets
+    assert ref_packets.height > 255 and ref_packets["payload_len"].max() > 255  # (not vacuous)
+    narrow = tuple((name, np.uint8 if name in source._WIDE else dt) for name, dt in source._ARENA)
+    monkeypatch.setattr(source, "_ARENA", narrow)
+    monkeypatch.setattr(capture, "_file_id", lambda _p: None)  # the table from the arena
+    cap = capture.load(path)
+    cols = cap.decoded.arena.cols
+    assert (cols["frame"].dtype, cols["payload_len"].dtype) == (np.uint64, np.uint32)
+    _same_events(all_flow_events(cap), ref_events)
+    assert_frame_equal(cap.packets, ref_packets)
+
+
+def test_a_long_flows_pages_go_back_with_its_own_events(monkeypatch: pytest.MonkeyPatch) -> None:
+    # two connections side by side: their blocks alternate in the arena, but past RUN_ROWS rows
+    # each takes runs of blocks whose pages hold its rows alone, so releasing one flow's rows
+    # gives those pages back while the other flow is still to be built
+    from hscc_trace.perf import memory
+
+    monkeypatch.setattr(memory, "dontneed", lambda a, n: True)  # (count, do not drop: the test reads on)
+    cap = capture.load(REPO / "samples" / "reno-vs-cubic" / "capture.pcap")
+    arena = cap.decoded.arena
+    rows = arena.flow_rows(0, 1)
+    other = arena.flow_rows(1, 2)
+    assert rows.size > 4 * source.RUN_ROWS and other.size > 4 * source.RUN_ROWS
+    row_bytes = sum(np.dtype(dt).itemsize for _n, dt in source._ARENA)
+    # all but its first RUN_ROWS rows (single blocks) and its last run's partial pages
+    assert arena.release(rows) >= (rows.size - 2 * source.RUN_ROWS) * row_bytes
+    assert arena.release(other) >= (other.size - 2 * source.RUN_ROWS) * row_bytes
+
+
+def test_released_batches_come_fewest_packets_first() -> None:
+    path = external("tcptrace__discard.solaris.pcap") / "tcptrace__discard.solaris.pcap"
+    every = all_flow_events(capture.load(path))
+    cap = capture.load(path)
+    n = np.diff(cap.decoded.src.bounds)
+    got = [fid for batch in flow_event_batches(cap, rows=1, flows=2, release=True) for fid, _ev in batch]
+    assert got == sorted(range(n.size), key=lambda f: (n[f], f)) and got != sorted(got)  # (not the id order)
+    kept = [fid for batch in flow_event_batches(capture.load(path), rows=1, flows=2) for fid, _ev in batch]
+    assert kept == sorted(kept) == sorted(every)  # (without release: by flow id)
 
 
 def test_records_for_scapy_make_load_build_the_table_eagerly() -> None:

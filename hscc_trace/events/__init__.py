@@ -31,10 +31,12 @@ if TYPE_CHECKING:  # (imported where needed: a capture can be read while polars 
 __all__ = ["flow_events", "events_from_packets", "all_flow_events", "flow_event_batches"]
 
 #: :func:`flow_event_batches`: packets and flows per batch (at most this many flows' tables at
-#: once). One of the builder's chunks: one set of its working arrays (≈ 350 bytes a packet) while
-#: the load arena is still full — two chunks built by two threads side by side took ≈ 75 MB more
-#: at the start of ``analyze`` on replica-5M (≈ 700 against ≈ 630 MB) for no less CPU time
-BATCH_ROWS = CHUNK_ROWS
+#: once). Half of one of the builder's chunks: one set of its working arrays (≈ 350 bytes a
+#: packet) while the load arena is still full — two chunks built by two threads side by side
+#: took ≈ 75 MB more at the start of ``analyze`` on replica-5M (≈ 700 against ≈ 630 MB) for no
+#: less CPU time, and one chunk ≈ 25 MB more than half of one (508–517 against 482–490 MiB, the
+#: same CPU time; a quarter saved nothing more). A longer flow is a batch of its own
+BATCH_ROWS = CHUNK_ROWS // 2
 BATCH_FLOWS = 512
 
 
@@ -210,7 +212,7 @@ def flow_event_batches(
 ) -> Iterator[list[tuple[int, FlowEvents]]]:
     """The event streams of :func:`all_flow_events` (or of ``flow_ids``, in that order, as
     :func:`flow_events` builds them), a batch at a time: lists of ``(flow_id, FlowEvents)`` of
-    about ``rows`` packets or at most ``flows`` flows, every flow by flow id, each batch built
+    about ``rows`` packets or at most ``flows`` flows, every flow by flow id (but with ``release``, below), each batch built
     when the iteration reaches it. A caller that is done with a batch before taking the next
     holds one batch's tables at a time instead of every flow's (``analyze`` on many flows:
     docs/performance.md). The tables are those of :func:`all_flow_events` — each flow's events
@@ -219,7 +221,11 @@ def flow_event_batches(
     ``release`` (a capture read by :func:`hscc_trace.flows.load`, every flow): once a batch is
     built, its packets' memory in the load arena is given back to the system
     (:meth:`hscc_trace.flows.arena.Arena.release`) — the capture can then build no events and
-    no packet table any more; ``analyze``, which reads each capture once, frees it as it goes."""
+    no packet table any more; ``analyze``, which reads each capture once, frees it as it goes.
+    The flows then come fewest packets first (equal counts by flow id), each batch in that
+    order: the largest flows, whose events and analysis take the most memory, come when the
+    arena holds little more than their own packets (a long flow's packets have pages of their
+    own in the arena: :data:`hscc_trace.flows.arena.RUN_ROWS`)."""
     if flow_ids is not None:
         for fid in flow_ids:
             yield [(int(fid), flow_events(capture, int(fid)))]
@@ -236,16 +242,19 @@ def flow_event_batches(
     present = np.flatnonzero(fs.first >= 0)
     if not present.size:
         return
+    size = fs.bounds[present + 1] - fs.bounds[present]
+    if release:  # (fewest packets first: the docstring)
+        by = np.argsort(size, kind="stable")
+        present, size = present[by], size[by]
     sdir, mss, wsa, wsb = _flow_params(capture.flows, present)
-    cum = np.concatenate(([0], np.cumsum(fs.bounds[present + 1] - fs.bounds[present])))
+    cum = np.concatenate(([0], np.cumsum(size)))
     k, n = 0, present.size
     while k < n:
         end = int(np.searchsorted(cum, cum[k] + rows, side="right")) - 1  # flows k..end-1 hold ≤ rows
         end = min(max(end, k + 1), k + max(flows, 1), n)
         sel = present[k:end]
-        bnd = np.concatenate((fs.bounds[sel], [fs.bounds[sel[-1] + 1]]))
-        bnd -= bnd[0]
-        at = fs.rows(int(sel[0]), int(sel[-1]) + 1)  # (the batch's rows alone: no list of every row)
+        bnd = cum[k : end + 1] - cum[k]
+        at = fs.rows_of(sel)  # (the batch's rows alone: no list of every row)
         fids = [int(f) for f in sel]
         evs = build_flow_events(fs.src, at, bnd, fids, sdir[k:end], mss[k:end], wsa[k:end], wsb[k:end])
         if release:  # (the tables are built: no column of them is a view of the arena)

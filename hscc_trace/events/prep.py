@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from hscc_trace.capture.decode import F_ACK, F_FIN, F_RST, F_SYN  # noqa: F401  (re-used across events)
+from hscc_trace.flows.records import DIR_SHIFT, ECN_SHIFT, FLAGS, SACK_SHIFT, TS_SHIFT
 from hscc_trace.perf.cache import njit
 from hscc_trace.perf.firstuse import kernel
 
@@ -170,7 +171,7 @@ def source_columns(packets: Any) -> tuple[np.ndarray, ...]:
     syn_rows = np.flatnonzero((per_row[5] & F_SYN) != 0)
     sub = packets.select([c for c in ("opt_mss", "opt_wscale", "opt_sack_perm") if c in names])[syn_rows]
     syn_opt = [col(sub, name, *spec[name], syn_rows.size) for name in ("opt_mss", "opt_wscale", "opt_sack_perm")]
-    return (*per_row, sack_rows, *sack, *ts_opt, has_ts, syn_rows, *syn_opt)
+    return (*per_row, sack_rows, *sack, *ts_opt, has_ts, syn_rows, *syn_opt, False)
 
 
 @njit(cache=True, inline="always")
@@ -230,6 +231,7 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb, src, rows, info):
         c_mss,
         c_ws,
         c_sperm,
+        packed,
     ) = src
     (
         frame,
@@ -277,12 +279,21 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb, src, rows, info):
             frame[i] = c_frame[g]
             ts[i] = c_ts[g]
             fl = np.int64(c_flags[g])
+            if packed:  # (the arena's: hscc_trace.flows.records.FLAGS …)
+                d = (fl >> DIR_SHIFT) & 1
+                ecn[i] = (fl >> ECN_SHIFT) & 3
+                has_ts = ((fl >> TS_SHIFT) & 1) != 0
+                n_sack = (fl >> SACK_SHIFT) & 7
+                fl = fl & FLAGS
+            else:
+                d = np.int64(c_dir[g])
+                ecn[i] = np.int64(c_ecn[g])
+                has_ts = bool(c_hasts[g])
+                n_sack = np.int64(c_sn[g])
             flags[i] = fl
             p = np.int64(c_plen[g])
             plen[i] = p
             win[i] = np.int64(c_win[g])
-            ecn[i] = np.int64(c_ecn[g])
-            d = np.int64(c_dir[g])
             # raw values for the passes below (one read of each source row; rows of a flow are
             # scattered over the table): direction in sn, raw seq/ack in seq/ack, raw ack again
             # in rtsv (ack is unwrapped in place), TSval/TSecr (-1 = no option), SACK count in sl
@@ -290,12 +301,12 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb, src, rows, info):
             seq[i] = np.int64(c_seq[g])
             ack[i] = np.int64(c_ack[g])
             rtsv[i] = ack[i]
-            if c_hasts[g]:
+            if has_ts:
                 tsv[i] = np.int64(c_tsv[g])
                 tse[i] = np.int64(c_tse[g])
             else:
                 tsv[i] = -1
-            sl[i, 0] = np.int64(c_sn[g])
+            sl[i, 0] = n_sack
             if d == 0:
                 b0 += p
             elif d == 1:

@@ -21,7 +21,9 @@ import numpy as np
 class Source(NamedTuple):
     """The packets' columns the events read, in frame order (:func:`.prep.source_columns`, or
     the arena's columns): per row, then the SACK rows and blocks, the timestamp option, and the
-    SYN rows' options."""
+    SYN rows' options. ``packed`` (the arena's): ``dir``, ``ecn``, ``sack_n`` and ``has_ts``
+    are empty and ``flags`` holds them beside the TCP flags
+    (:data:`hscc_trace.flows.records.FLAGS` …)."""
 
     frame: np.ndarray
     ts: np.ndarray
@@ -49,6 +51,7 @@ class Source(NamedTuple):
     opt_mss: np.ndarray
     opt_ws: np.ndarray
     opt_sack_perm: np.ndarray
+    packed: bool
 
 
 class Rows(NamedTuple):

@@ -13,6 +13,7 @@ each row's place in the arena, so the packets table can still be built, on deman
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -23,7 +24,7 @@ import numpy as np
 from hscc_trace.capture.decode import F_SYN
 from hscc_trace.perf.firstuse import kernel
 
-from .records import Columns, Connection
+from .records import DIR_SHIFT, ECN_SHIFT, FLAGS, SACK_SHIFT, TS_SHIFT, Columns, Connection, Stored
 
 
 @dataclass
@@ -36,6 +37,7 @@ class FlowSource:
     bounds: np.ndarray
     first: np.ndarray
     rows: Callable[[int, int], np.ndarray]  # rows(f0, f1): flows f0 … f1 − 1's rows, in turn
+    rows_of: Callable[[np.ndarray], np.ndarray]  # rows_of(flows): those flows' rows, in turn
 
     @property
     def order(self) -> np.ndarray:
@@ -68,38 +70,66 @@ def _sack_index(sack_rows: np.ndarray, owner: np.ndarray, block: int, nf: int, a
     np.cumsum(np.bincount(flow, minlength=nf)[:nf], out=bounds[1:])
     del flow
     g = sack_rows[perm]
+    w = a["flags"][g]
     return SackIndex(
         bounds=bounds,
         perm=perm.astype(np.int32) if perm.size < 2**31 else perm,
         frame=a["frame"][g],
-        dir=a["dir"][g],
+        dir=((w >> DIR_SHIFT) & 1).astype(np.uint8),
         ack=a["ack"][g],
-        sack_n=a["sack_n"][g],
+        sack_n=((w >> SACK_SHIFT) & 7).astype(np.uint8),
     )
 
 
 #: rows per arena block: a flow's rows are runs of this many consecutive rows. Every flow's last
-#: block is partly empty, and its pages are touched: 64 rows (2.8 KB) keeps that waste small for
+#: block is partly empty, and its pages are touched: 64 rows (2.2 KB) keeps that waste small for
 #: many short connections (50 000 flows of 50 packets: 141 MB of arena instead of 563 MB with 256)
 #: and costs long flows nothing measurable (replica-5M: the same load time and memory)
 BLOCK = 64
+#: rows of a run: a flow that holds this many rows takes its next blocks a run at a time — this
+#: many rows of consecutive blocks, starting at a multiple of it — so that in every column (≥ 2
+#: bytes a row, starting at a page) its rows fill whole pages of their own, which
+#: :meth:`Arena.release` gives back as soon as the flow's events are built instead of when every
+#: flow sharing the page is done (long flows' blocks otherwise interleave with every flow alive
+#: at the same time). Shorter flows keep single blocks. The waste: a run's unused blocks, never
+#: written (no memory, only room in the reservation)
+RUN_ROWS = 2048
 
 
 @kernel(work=lambda a: len(a[1]), cache=True, nogil=True)
-def _place(row0, flow, head, tail, fill, count, first, nxt, owner, ctl, pos, block):
+def _place(row0, flow, head, tail, fill, count, first, nxt, owner, ctl, pos, block, run, run_end):
     """Arena row of each row of a batch (capture rows ``row0 ..``) into ``pos``: the next free
-    row of its flow's last block (a new block from ``ctl[0]``, ``owner`` the flow, when full).
-    Returns the number of rows placed (fewer when the arena ran out of blocks: grow it and call
-    again from there)."""
+    row of its flow's last block; when full, a new block (``owner`` the flow): the next one from
+    ``ctl[0]`` (or from the blocks ``ctl[2]:ctl[3]`` skipped by the last run), or, for a flow of
+    ``run`` blocks' rows already, the next block of its current run of ``run`` consecutive blocks
+    (a new run, from the next multiple of ``run`` at ``ctl[0]``, when it has none left;
+    ``run_end``: the block after it). Returns the number of rows placed (fewer when the arena
+    ran out of blocks: grow it and call again from there)."""
     nb = nxt.shape[0]
     for i in range(ctl[1], flow.shape[0]):
         f = flow[i]
         if count[f] == 0 or fill[f] == block:
-            if ctl[0] >= nb:
-                ctl[1] = i
-                return i
-            b = ctl[0]
-            ctl[0] = b + 1
+            if count[f] > 0 and tail[f] + 1 < run_end[f]:
+                b = tail[f] + 1
+            elif count[f] >= run * block:
+                b = (ctl[0] + run - 1) // run * run
+                if b + run > nb:
+                    ctl[1] = i
+                    return i
+                if b > ctl[0]:  # (ctl[0] moved: the last gap is used up; the next short blocks fill this one)
+                    ctl[2] = ctl[0]
+                    ctl[3] = b
+                ctl[0] = b + run
+                run_end[f] = b + run
+            elif ctl[2] < ctl[3]:
+                b = ctl[2]
+                ctl[2] = b + 1
+            else:
+                if ctl[0] >= nb:
+                    ctl[1] = i
+                    return i
+                b = ctl[0]
+                ctl[0] = b + 1
             owner[b] = f
             if count[f] == 0:
                 head[f] = b
@@ -117,34 +147,33 @@ def _place(row0, flow, head, tail, fill, count, first, nxt, owner, ctl, pos, blo
 
 @kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _fill(pos, c, a):
-    """Row ``i`` of each column to row ``pos[i]`` of the arena column: one column at a time (a
-    pass writes one run per flow, few pages at once); TSval/TSecr 0 without the option (the
-    table's nulls, read as 0)."""
+    """Row ``i`` of each column of ``c`` (:class:`.records.Columns`) to row ``pos[i]`` of the arena
+    column (``a``, :class:`.records.Stored`): one column at a time (a pass writes one run per flow,
+    few pages at once); the side, timestamp presence, ECN and SACK count packed into ``flags``
+    (:data:`.records.FLAGS` …); TSval/TSecr 0 without the option (the table's nulls, read as 0)."""
     frame, ts, side, seq, ack, flags, win, plen, ecn, sn, tsv, tse, hasts = c
-    o_frame, o_ts, o_dir, o_seq, o_ack, o_flags, o_win, o_plen, o_ecn, o_sn, o_tsv, o_tse, o_hasts = a
+    o_frame, o_ts, o_seq, o_ack, o_flags, o_win, o_plen, o_tsv, o_tse = a
     n = pos.shape[0]
     for i in range(n):
         o_frame[pos[i]] = frame[i]
     for i in range(n):
         o_ts[pos[i]] = ts[i]
     for i in range(n):
-        o_dir[pos[i]] = side[i]
-    for i in range(n):
         o_seq[pos[i]] = seq[i]
     for i in range(n):
         o_ack[pos[i]] = ack[i]
     for i in range(n):
-        o_flags[pos[i]] = flags[i]
+        o_flags[pos[i]] = (
+            (np.int64(flags[i]) & FLAGS)
+            | ((np.int64(side[i]) & 1) << DIR_SHIFT)
+            | (np.int64(1 if hasts[i] else 0) << TS_SHIFT)
+            | ((np.int64(ecn[i]) & 3) << ECN_SHIFT)
+            | ((np.int64(sn[i]) & 7) << SACK_SHIFT)
+        )
     for i in range(n):
         o_win[pos[i]] = win[i]
     for i in range(n):
         o_plen[pos[i]] = plen[i]
-    for i in range(n):
-        o_ecn[pos[i]] = ecn[i]
-    for i in range(n):
-        o_sn[pos[i]] = sn[i]
-    for i in range(n):
-        o_hasts[pos[i]] = hasts[i]
     for i in range(n):
         o_tsv[pos[i]] = tsv[i] if hasts[i] else 0
     for i in range(n):
@@ -205,25 +234,28 @@ def _sparse(
     at[1] = ko
 
 
-@kernel(work=lambda a: int(a[2][a[3] : a[4]].sum()), cache=True, nogil=True)
-def _chains(head, nxt, count, f0, f1, block, a_side, dirs, order):
-    """Flows ``f0 … f1 − 1``' arena rows in order, one flow after the other, into ``order`` (when it
-    is not empty); else (``finish``) their ``dirs`` turned from the tracker's side into the
-    direction (xor with the flow's A side), the rows that hold a packet only."""
+@kernel(work=lambda a: int(a[2][a[3]].sum()), cache=True, nogil=True)
+def _chains(head, nxt, count, fl, block, a_side, flags, order, size):
+    """The arena rows of the flows ``fl``, in order, one flow after the other, into ``order`` (when
+    it is not empty); else (``finish``) the side bit of their ``flags`` turned into the direction
+    (xor with the flow's A side), the rows that hold a packet only; and, when ``size`` is not
+    empty, the rows each of their blocks holds into it."""
     k = 0
-    for f in range(f0, f1):
+    for f in fl:
         left = count[f]
         b = head[f]
-        x = a_side[f]
+        x = np.uint16((np.int64(a_side[f]) & 1) << DIR_SHIFT)
         while left > 0:
             m = block if left > block else left
             g0 = b * block
+            if size.shape[0] > 0:
+                size[b] = m
             if order.shape[0] > 0:
                 for j in range(m):
                     order[k + j] = g0 + j
-            elif x != 0:
+            elif x != 0 and flags.shape[0] > 0:
                 for j in range(m):
-                    dirs[g0 + j] ^= x
+                    flags[g0 + j] ^= x
             k += m
             left -= m
             b = nxt[b]
@@ -231,10 +263,11 @@ def _chains(head, nxt, count, f0, f1, block, a_side, dirs, order):
 
 @kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _unplace(pos, owner, block, a_side, addr, ports, a, o, conn):
-    """Capture row ``i`` from arena row ``pos[i]``; its connection from the arena block's owner,
-    addresses and ports from the connection and the row's side (``dir`` xor the A side). One
-    column at a time: each pass reads one run per flow (few pages at once)."""
-    a_frame, a_ts, a_dir, a_seq, a_ack, a_flags, a_win, a_plen, a_ecn, a_sn, a_tsv, a_tse, a_hasts = a
+    """Capture row ``i`` (``o``, :class:`.records.Columns`) from arena row ``pos[i]`` (``a``,
+    :class:`.records.Stored`: the packed ``flags`` unpacked); its connection from the arena block's
+    owner, addresses and ports from the connection and the row's side (``dir`` xor the A side).
+    One column at a time: each pass reads one run per flow (few pages at once)."""
+    a_frame, a_ts, a_seq, a_ack, a_flags, a_win, a_plen, a_tsv, a_tse = a
     frame, ts, dir_, seq, ack, flags, win, plen, ecn, sn, tsv, tse, hasts = o
     flow, src_hi, src_lo, dst_hi, dst_lo, sport, dport = conn
     n = pos.shape[0]
@@ -242,7 +275,12 @@ def _unplace(pos, owner, block, a_side, addr, ports, a, o, conn):
         f = owner[pos[i] // block]
         flow[i] = f
     for i in range(n):
-        dir_[i] = a_dir[pos[i]]
+        w = np.int64(a_flags[pos[i]])
+        flags[i] = w & FLAGS
+        dir_[i] = (w >> DIR_SHIFT) & 1
+        hasts[i] = ((w >> TS_SHIFT) & 1) != 0
+        ecn[i] = (w >> ECN_SHIFT) & 3
+        sn[i] = (w >> SACK_SHIFT) & 7
     for i in range(n):
         frame[i] = a_frame[pos[i]]
     for i in range(n):
@@ -252,21 +290,13 @@ def _unplace(pos, owner, block, a_side, addr, ports, a, o, conn):
     for i in range(n):
         ack[i] = a_ack[pos[i]]
     for i in range(n):
-        flags[i] = a_flags[pos[i]]
-    for i in range(n):
         win[i] = a_win[pos[i]]
     for i in range(n):
         plen[i] = a_plen[pos[i]]
     for i in range(n):
-        ecn[i] = a_ecn[pos[i]]
-    for i in range(n):
-        sn[i] = a_sn[pos[i]]
-    for i in range(n):
         tsv[i] = a_tsv[pos[i]]
     for i in range(n):
         tse[i] = a_tse[pos[i]]
-    for i in range(n):
-        hasts[i] = a_hasts[pos[i]]
     for i in range(n):
         f = flow[i]
         s = dir_[i] ^ a_side[f]
@@ -285,8 +315,39 @@ def _grown(a: np.ndarray, n: int, keep: int) -> np.ndarray:
     return out
 
 
-# arena columns, in prep_flows' argument order (dir holds the tracker's side until finish())
+def _column(n: int, dtype: Any, like: np.ndarray | None = None, keep: int = 0) -> np.ndarray:
+    """An arena column of ``n`` rows that starts at a memory page (so that a run of blocks whose
+    rows fill whole pages owns those pages in every column: :data:`RUN_ROWS`), the first ``keep``
+    rows of ``like`` copied."""
+    page = _Pages.PAGE
+    size = np.dtype(dtype).itemsize
+    buf = np.empty(n * size + page, np.uint8)
+    at = -int(buf.ctypes.data) % page
+    out = buf[at : at + n * size].view(dtype)
+    if like is not None and keep:
+        out[:keep] = like[:keep]
+    return out
+
+
+# the arena's columns (records.Stored): 34 bytes a packet. ``flags`` packs the direction (the
+# tracker's side until finish()), the timestamp option's presence, ECN and the SACK count
+# (records.FLAGS …); frame numbers and payload lengths are kept narrow while they fit (_WIDE)
 _ARENA = (
+    ("frame", np.uint32),
+    ("ts_ns", np.int64),
+    ("seq", np.uint32),
+    ("ack", np.uint32),
+    ("flags", np.uint16),
+    ("win", np.uint16),
+    ("payload_len", np.uint16),
+    ("opt_tsval", np.uint32),
+    ("opt_tsecr", np.uint32),
+)
+#: the narrow columns' dtype once a batch holds a value that does not fit (a frame number past
+#: 2³² − 1, a TSO/BIG TCP payload past 65 535 bytes): the column is copied into the wider one
+_WIDE = {"frame": np.uint64, "payload_len": np.uint32}
+# the packet table's columns that come from the arena (records.Columns, in that order), unpacked
+_TABLE = (
     ("frame", np.uint64),
     ("ts_ns", np.int64),
     ("dir", np.uint8),
@@ -303,8 +364,8 @@ _ARENA = (
 )
 
 
-def _columns(d: dict[str, np.ndarray]) -> Columns:
-    return Columns(*(d[name] for name, _dt in _ARENA))
+def _stored(d: dict[str, np.ndarray]) -> Stored:
+    return Stored(*(d[name] for name, _dt in _ARENA))
 
 
 # the decoder's columns kept per batch (capture order) for the packets table; the rest is in the
@@ -365,16 +426,19 @@ class Arena:
     def __init__(self, rows_hint: int = 1 << 20, keep: bool = True) -> None:
         self.keep = keep  # keep the other columns for table()
         self.block = BLOCK
+        self.run = RUN_ROWS // math.gcd(RUN_ROWS, self.block)  # blocks of a run (RUN_ROWS)
         # every flow wastes part of its last block: room for twice the rows hinted plus 4096
         # flows (reserved only: pages that are never written are never made resident)
         nb = 2 * (rows_hint // self.block) + 4096
-        self.cols = {name: np.empty(nb * self.block, dt) for name, dt in _ARENA}
+        self.cols = {name: _column(nb * self.block, dt) for name, dt in _ARENA}
         self.nxt = np.full(nb, -1, np.int64)
         self.owner = np.empty(nb, np.int64)  # flow of each block
-        self.ctl = np.zeros(2, np.int64)  # [blocks used, rows of the current batch placed]
+        # [blocks used, rows of the current batch placed, the blocks skipped by the last run: from, to]
+        self.ctl = np.zeros(4, np.int64)
         nf = 256
         self.head, self.tail, self.fill, self.count = (np.zeros(nf, np.int64) for _ in range(4))
         self.first = np.full(nf, -1, np.int64)
+        self.run_end = np.zeros(nf, np.int64)  # the block after each flow's current run
         self.at = np.zeros(2, np.int64)  # SACK rows, option rows stored
         self._sparse_alloc(4096, 4096)
         self.parts: list[tuple[dict[str, np.ndarray], np.ndarray]] = []  # KEEP columns, arena row
@@ -411,9 +475,9 @@ class Arena:
         n = len(flow)
         if n_flows > len(self.count):
             old, m = len(self.count), max(n_flows, 2 * len(self.count))
-            for name in ("head", "tail", "fill", "count"):
-                v = np.zeros(m, np.int64)
-                v[:old] = getattr(self, name)
+            for name in ("head", "tail", "fill", "count", "run_end"):
+                v, was = np.zeros(m, np.int64), getattr(self, name)
+                v[: min(len(was), m)] = was[:m]
                 setattr(self, name, v)
             first = np.full(m, -1, np.int64)
             first[:old] = self.first
@@ -435,10 +499,13 @@ class Arena:
                 self.ctl,
                 pos,
                 self.block,
+                self.run,
+                self.run_end,
             )
             < n
         ):
             self._grow_blocks()
+        self._widen(c)
         a = self.cols
         _fill(
             pos,
@@ -457,7 +524,7 @@ class Arena:
                 c["opt_tsecr"],
                 c["has_ts"],
             ),
-            _columns(a),
+            _stored(a),
         )
         ks, ko = int(self.at[0]), int(self.at[1])
         if ks + n > len(self.sk_g) or ko + n > len(self.op_g):
@@ -494,11 +561,19 @@ class Arena:
         self.ts_range = [min(self.ts_range[0], int(ts.min())), max(self.ts_range[1], int(ts.max()))]
         self.rows += n
 
+    def _widen(self, c: dict[str, np.ndarray]) -> None:
+        """Copy a narrow column (:data:`_WIDE`) into its wide dtype when this batch's values do not
+        fit (the rows written so far: the blocks used)."""
+        for name, wide in _WIDE.items():
+            col, v = self.cols[name], c[name]
+            if col.dtype != wide and v.size and int(v.max()) > np.iinfo(col.dtype).max:
+                self.cols[name] = _column(len(col), wide, col, int(self.ctl[0]) * self.block)
+
     def _grow_blocks(self) -> None:
         nb = len(self.nxt)
         used = int(self.ctl[0]) * self.block
         m = 2 * nb
-        self.cols = {k: _grown(v, m * self.block, used) for k, v in self.cols.items()}
+        self.cols = {k: _column(m * self.block, v.dtype, v, used) for k, v in self.cols.items()}
         nxt = np.full(m, -1, np.int64)
         nxt[:nb] = self.nxt
         self.nxt = nxt
@@ -513,10 +588,10 @@ class Arena:
         bounds = np.zeros(nf + 1, np.int64)
         np.cumsum(count, out=bounds[1:])
         a = self.cols
-        self._chains(0, nf, a["dir"])  # (dir: the direction from here on)
+        self._chains(np.arange(nf), dirs=a["flags"])  # (its side bit: the direction from here on)
         ks, ko = int(self.at[0]), int(self.at[1])
         k = np.argsort(self.sk_g[:ks], kind="stable")
-        sack_rows = self.sk_g[:ks][k]
+        sack_rows = self.sk_g[:ks][k].astype(self._row_dtype())
         e = self.sk_edge[:ks][k]
         edges = [np.ascontiguousarray(e[:, j]) for j in range(8)]
         del e
@@ -531,59 +606,69 @@ class Arena:
         self.sack = _sack_index(sack_rows, self.owner, self.block, nf, a)
         if not self.keep:  # (table() cannot be called: nothing reads the stores any more)
             self._drop_stores()
+        none = np.empty(0, np.uint8)  # (dir, ECN, SACK count, TS presence: packed in flags)
         src = (
             a["frame"],
             a["ts_ns"],
-            a["dir"],
+            none,
             a["seq"],
             a["ack"],
             a["flags"],
             a["win"],
             a["payload_len"],
-            a["ip_ecn"],
-            a["sack_n"],
+            none,
+            none,
             sack_rows,
             *edges,
             a["opt_tsval"],
             a["opt_tsecr"],
-            a["has_ts"],
+            none.view(np.bool_),
             syn_rows,
             syn_mss,
             syn_ws,
             syn_sperm,
+            True,
         )
-        self.src = FlowSource(src=src, bounds=bounds, first=self.first[:nf].copy(), rows=self.flow_rows)
+        self.src = FlowSource(
+            src=src, bounds=bounds, first=self.first[:nf].copy(), rows=self.flow_rows, rows_of=self.rows_of
+        )
         return self.src
 
-    def _chains(self, f0: int, f1: int, dirs: np.ndarray | None = None) -> np.ndarray:
+    def _row_dtype(self) -> type:
+        """Arena row numbers as int32 while they fit."""
+        return np.int32 if len(self.nxt) * self.block <= np.iinfo(np.int32).max else np.int64
+
+    def _chains(self, fl: np.ndarray, dirs: np.ndarray | None = None, size: np.ndarray | None = None) -> np.ndarray:
         nf = self.n_flows
-        n = 0 if dirs is not None else int(self.count[f0:f1].sum())
-        order = np.empty(n, np.int32 if len(self.nxt) * self.block <= np.iinfo(np.int32).max else np.int64)
-        empty = np.empty(0, np.uint8)
+        n = 0 if dirs is not None or size is not None else int(self.count[:nf][fl].sum())
+        order = np.empty(n, self._row_dtype())
         _chains(
             self.head[:nf],
             self.nxt,
             self.count[:nf],
-            np.int64(f0),
-            np.int64(f1),
+            fl.astype(np.int64, copy=False),
             self.block,
             self.a_side,
-            empty if dirs is None else dirs,
+            np.empty(0, np.uint16) if dirs is None else dirs,
             order,
+            np.empty(0, np.int64) if size is None else size,
         )
         return order
 
     def flow_rows(self, f0: int, f1: int) -> np.ndarray:
         """The arena rows of flows ``f0 … f1 − 1`` (:attr:`FlowSource.src`'s rows), one flow after
         the other, each in frame order (:class:`FlowSource`; after :meth:`finish`)."""
-        return self._chains(int(f0), int(f1))
+        return self._chains(np.arange(int(f0), int(f1)))
+
+    def rows_of(self, flows: np.ndarray) -> np.ndarray:
+        """:meth:`flow_rows` of the flows ``flows``, in that order."""
+        return self._chains(np.asarray(flows, np.int64))
 
     def _live(self) -> Iterator[np.ndarray]:
         """Every arena row that holds a packet, a few blocks at a time."""
         nf, b, used = self.n_flows, self.block, int(self.ctl[0])
-        size = np.full(used, b, np.int64)  # rows held by each block: all but each flow's last
-        has = self.count[:nf] > 0
-        size[self.tail[:nf][has]] = self.fill[:nf][has]
+        size = np.zeros(used, np.int64)  # rows held by each block (none: a run's unused blocks)
+        self._chains(np.arange(nf), size=size)
         j = np.arange(b)
         for b0 in range(0, used, 1 << 12):
             blocks = np.arange(b0, min(b0 + (1 << 12), used))
@@ -689,7 +774,7 @@ class Arena:
         pos = np.concatenate([p[1] for p in self.parts]) if self.parts else np.empty(0, np.int64)
         cols: dict[str, Any] = {k: np.concatenate([p[0][k] for p in self.parts]) for k in KEEP}
         e = np.empty
-        out = {name: e(n, dt) for name, dt in _ARENA}
+        out = {name: e(n, dt) for name, dt in _TABLE}
         out.update(
             flow_id=e(n, np.uint32),
             src_hi=e(n, np.uint64),
@@ -707,8 +792,8 @@ class Arena:
             self.a_side,
             addr,
             ports.astype(np.uint16),
-            _columns(a),
-            _columns(out),
+            _stored(a),
+            Columns(*(out[name] for name, _dt in _TABLE)),
             Connection(*(out[k] for k in ("flow_id", "src_hi", "src_lo", "dst_hi", "dst_lo", "sport", "dport"))),
         )
         has_ts = out.pop("has_ts")
