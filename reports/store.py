@@ -49,13 +49,29 @@ SIG_DIGITS = 5  # other values: 5 significant digits of the column's largest mag
 
 def decimals_for(values: np.ndarray, sig: int = SIG_DIGITS) -> int:
     """Decimals that keep ``sig`` significant digits of the largest finite magnitude (may be < 0)."""
-    fin = values[np.isfinite(values)]
-    if not len(fin):
-        return 0
-    m = float(np.max(np.abs(fin)))
-    if m == 0:
+    m = absmax(values)
+    if m <= 0:  # (no finite value, or only zeros)
         return 0
     return int(min(sig - 1 - math.floor(math.log10(m)), 9))
+
+
+def absmax(values: np.ndarray) -> float:
+    """The largest finite magnitude of ``values`` (float64), −1.0 when none is finite: one
+    compiled pass, no temporary arrays."""
+    v = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
+    return float(_absmax_kernel(v)) if len(v) else -1.0
+
+
+@kernel(work=lambda a: len(a[0]), cache=True)
+def _absmax_kernel(v: np.ndarray) -> float:  # pragma: no cover - compiled
+    m = -1.0
+    for i in range(len(v)):
+        x = v[i]
+        if np.isfinite(x):
+            ax = abs(x)
+            if ax > m:
+                m = ax
+    return m
 
 
 @dataclass
@@ -161,28 +177,25 @@ class StoreBuilder:
         return self._cols[self._resolve()[self.tables[table].cols[col]]]
 
     def _encode(self, v: np.ndarray, d: int, *, delta: bool) -> int:
-        nan = ~np.isfinite(v)
-        has_nan = bool(nan.any())
-        scaled = np.where(nan, 0.0, v) * (10.0**d)
+        # one compiled pass (:func:`_encode_kernel`); a column whose values or steps do not fit
+        # the integers is stored as raw float64
+        n = len(v)
+        buf = np.empty(5 * n, dtype=np.uint8)
+        bits = np.zeros((n + 7) // 8, dtype=np.uint8)
+        k, nulls = _encode_kernel(v, 10.0**d, bool(delta), buf, bits)
         spec: dict[str, Any]
-        data: bytes
-        if np.abs(scaled).max(initial=0.0) >= 2**62:
-            data, spec, has_nan = v.astype("<f8").tobytes(), {"w": 8, "d": 0, "z": 0}, False
+        if k < 0:
+            data, spec, mask = v.astype("<f8").tobytes(), {"w": 8, "d": 0, "z": 0}, b""
         else:
-            q = np.rint(scaled).astype(np.int64)
-            if has_nan and delta:  # a null repeats the previous value: its step is 0
-                idx = np.where(nan, 0, np.arange(len(q)))
-                np.maximum.accumulate(idx, out=idx)
-                q = q[idx]
-                q[nan & (np.cumsum(~nan) == 0)] = 0  # nulls before the first value
-            steps = np.diff(q, prepend=np.int64(0)) if delta else q
-            if int(np.abs(steps).max(initial=0)) >= 2**31:
-                data, spec, has_nan = v.astype("<f8").tobytes(), {"w": 8, "d": 0, "z": 0}, False
-            else:
-                data = varint(steps)
-                spec = {"w": 0, "d": int(d), "z": int(delta), "l": len(data)}
-        mask = np.packbits(nan, bitorder="little").tobytes() if has_nan else b""
-        key = hashlib.blake2b(json.dumps(spec).encode() + data + b"|" + mask, digest_size=16).digest()
+            data = buf[:k].tobytes()
+            spec = {"w": 0, "d": int(d), "z": int(delta), "l": len(data)}
+            mask = bits.tobytes() if nulls else b""
+        del buf, bits
+        h = hashlib.blake2b(json.dumps(spec).encode(), digest_size=16)
+        h.update(data)
+        h.update(b"|")
+        h.update(mask)
+        key = h.digest()
         hit = self._index.get(key)
         if hit is not None:
             return hit
@@ -250,6 +263,46 @@ def _varint_kernel(q: np.ndarray, out: np.ndarray) -> int:  # pragma: no cover -
         out[k] = np.uint8(z)
         k += 1
     return k
+
+
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+def _encode_kernel(
+    v: np.ndarray, scale: float, delta: bool, out: np.ndarray, nulls: np.ndarray
+) -> tuple[int, int]:  # pragma: no cover - compiled
+    """A column as the store writes it, in one pass: each finite value as the integer
+    ``rint(v · scale)`` (a null, non-finite, repeats the previous integer when ``delta``, else
+    0; nulls before the first value are 0), delta-coded along the rows when ``delta``, as
+    zigzag varints (:func:`varint`) into ``out`` (5 bytes a value at most); each null a bit of
+    ``nulls`` (bit ``i % 8`` of byte ``i // 8``). Returns (bytes written, nulls), or (−1, 0)
+    when a scaled value reaches 2⁶² or a step 2³¹ (the column is then stored as float64)."""
+    k = 0
+    n_null = 0
+    prev = np.int64(0)  # the last value's integer (a null repeats it)
+    last = np.int64(0)  # the previous row's integer (the steps)
+    for i in range(len(v)):
+        x = v[i]
+        if np.isfinite(x):
+            s = x * scale
+            if abs(s) >= 4611686018427387904.0:  # 2**62
+                return -1, 0
+            q = np.int64(np.rint(s))
+            prev = q
+        else:
+            nulls[i >> 3] |= np.uint8(1 << (i & 7))
+            n_null += 1
+            q = prev if delta else np.int64(0)
+        step = q - last if delta else q
+        last = q
+        if abs(step) >= 2147483648:  # 2**31
+            return -1, 0
+        z = np.uint64((step << 1) ^ (step >> 63))
+        while z >= 128:
+            out[k] = np.uint8((z & np.uint64(127)) | np.uint64(128))
+            z >>= np.uint64(7)
+            k += 1
+        out[k] = np.uint8(z)
+        k += 1
+    return k, n_null
 
 
 def unvarint(b: bytes, n: int) -> np.ndarray:

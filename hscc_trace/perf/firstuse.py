@@ -118,6 +118,9 @@ COSTS: dict[str, tuple[float, float]] = {
     "replay.engine._rate_samples": (0.73, 3.7e-06),
     "reports.decimate._m4_kernel": (0.32, 1.45e-06),
     "reports.store._varint_kernel": (0.11, 1.22e-06),
+    # (added later, measured alone: 200 000 values, empty numba cache, load average ≈ 4)
+    "reports.store._encode_kernel": (0.49, 6.14e-06),
+    "reports.store._absmax_kernel": (0.1, 9.12e-07),
     # (added later, measured alone: 2 M values, empty numba cache, load average ≈ 5–7)
     "reports.html._text_kernel": (0.86, 3.33e-06),
     "replay loop": (4.79, 8.63e-06),
