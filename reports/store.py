@@ -59,19 +59,30 @@ def absmax(values: np.ndarray) -> float:
     """The largest finite magnitude of ``values`` (float64), −1.0 when none is finite: one
     compiled pass, no temporary arrays."""
     v = np.ascontiguousarray(values, dtype=np.float64).reshape(-1)
-    return float(_absmax_kernel(v)) if len(v) else -1.0
+    return float(absmax_each(v, np.array([0, len(v)], dtype=np.int64))[0])
+
+
+def absmax_each(v: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """:func:`absmax` of each ``v[bounds[j]:bounds[j+1]]`` (``v`` float64, contiguous)."""
+    out = np.empty(len(bounds) - 1, dtype=np.float64)
+    if len(v):
+        _absmax_kernel(v, bounds, out)
+    else:
+        out[:] = -1.0
+    return out
 
 
 @kernel(work=lambda a: len(a[0]), cache=True)
-def _absmax_kernel(v: np.ndarray) -> float:  # pragma: no cover - compiled
-    m = -1.0
-    for i in range(len(v)):
-        x = v[i]
-        if np.isfinite(x):
-            ax = abs(x)
-            if ax > m:
-                m = ax
-    return m
+def _absmax_kernel(v: np.ndarray, bounds: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
+    for j in range(len(bounds) - 1):
+        m = -1.0
+        for i in range(bounds[j], bounds[j + 1]):
+            x = v[i]
+            if np.isfinite(x):
+                ax = abs(x)
+                if ax > m:
+                    m = ax
+        out[j] = m
 
 
 @dataclass

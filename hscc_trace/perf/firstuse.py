@@ -120,9 +120,10 @@ COSTS: dict[str, tuple[float, float]] = {
     "reports.store._varint_kernel": (0.11, 1.22e-06),
     # (added later, measured alone: 200 000 values, empty numba cache, load average ≈ 4)
     "reports.store._encode_kernel": (0.49, 6.14e-06),
-    "reports.store._absmax_kernel": (0.1, 9.12e-07),
-    # (added later, measured alone: 2 M values, empty numba cache, load average ≈ 5–7)
-    "reports.html._text_kernel": (0.86, 3.33e-06),
+    "reports.store._absmax_kernel": (0.29, 1.37e-06),
+    # (added later, measured alone: 200 000 values of 3 and 6 decimals, empty numba cache, load
+    # average ≈ 4.5)
+    "reports.html._text_kernel": (1.65, 1.82e-05),
     "replay loop": (4.79, 8.63e-06),
 }
 
