@@ -126,6 +126,14 @@ class StoreBuilder:
         self.tables[name] = _Table(len(t), ti, fi)
         return name
 
+    def alias(self, name: str, like: str) -> str:
+        """Register table ``name`` as table ``like`` again: its rows and columns (the same store as
+        :meth:`table` and :meth:`column` with the same values give, without comparing them)."""
+        if name not in self.tables:
+            tb = self.tables[like]
+            self.tables[name] = _Table(tb.n, tb.t, tb.frame, dict(tb.cols))
+        return name
+
     def has(self, table: str, col: str) -> bool:
         return table in self.tables and col in self.tables[table].cols
 

@@ -108,6 +108,38 @@ def test_select_leaves_out_exactly_the_nan_samples() -> None:
             assert idx.dtype == np.int64
 
 
+@pytest.mark.parametrize("mode", ["compile", "interpret"])
+def test_select_line_is_select_then_flat_interior(mode: str) -> None:
+    # the one pass of a line (decimate.select_line: NaN left out, M4, flat runs thinned) gives the
+    # points and the reduction of decimate.select followed by decimate.flat_interior — with NaNs,
+    # infinities, plateaus (ties and flat runs), repeated times, nothing decimated or everything
+    # NaN, and with the time axis' columns found beforehand (column_runs) or not
+    from hscc_trace.perf import firstuse
+
+    rng = np.random.default_rng(7)
+    with firstuse.mode(mode):
+        for trial in range(160):
+            n, b = int(rng.integers(0, 900)), int(rng.integers(1, 60))
+            x = np.sort(rng.uniform(0, rng.uniform(0.001, 100), n))
+            if n and trial % 7 == 0:
+                x[: n // 2] = x[0]
+            y = rng.integers(0, 4, n).astype(float) if trial % 2 else np.cumsum(rng.normal(size=n))
+            if n and trial % 4 == 1:
+                y[rng.integers(0, n, max(n // 5, 1))] = np.nan
+            if n > 2 and trial % 4 == 2:
+                y[0], y[-1] = np.inf, -np.inf
+            if trial % 16 == 3:
+                y[:] = np.nan
+            want, red = dec.select(x, y, b)
+            if len(want):
+                want = want[dec.flat_interior([y[want]])]
+            for runs in (None, dec.column_runs(x, b)):
+                got, got_red = dec.select_line(x, y, b, runs)
+                assert np.array_equal(got, want) and got_red == red, (trial, n, b, runs is None)
+                assert got.dtype == np.int64
+        assert dec.column_runs(np.array([0.0, 0.1, 0.2, 0.9, 1.0]), 2).tolist() == [0, 3, 5]
+
+
 def test_m4_compiled_pass_matches_the_numpy_twin() -> None:
     # random walks, integer plateaus (ties: the first lowest/highest wins), repeated times, few and
     # many columns: the one-pass kernel must pick exactly the indices of the vectorised reference
