@@ -179,6 +179,11 @@ class StoreBuilder:
         """No more columns: the index of the columns given goes."""
         self._raw = {}
 
+    def encode_columns(self) -> None:
+        """Encode every column given so far (their values are let go); :meth:`encode` then only
+        lays the store out. (Runs in the thread that encodes: the pool's, when there is one.)"""
+        self._resolve()
+
     def _resolve(self) -> list[int]:
         """Encode the columns given since the last call; position given → column index. (Runs
         in one thread at a time: the pool's, when there is one.)"""
