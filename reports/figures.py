@@ -302,6 +302,15 @@ def _f(s: pl.Series) -> np.ndarray:
     return np.asarray(s.to_numpy(), dtype=np.float64)  # polars writes nulls of numeric columns as NaN
 
 
+def _same(a: pl.Series, b: pl.Series) -> bool:
+    """Whether two integer columns of the same length hold the same values (compared as Int64, a
+    null equal to anything): their arrays compared as they are when neither has a null and both
+    have one type (the replays' frame and time columns: no cast, no polars expression)."""
+    if a.dtype == b.dtype and a.dtype.is_integer() and not a.null_count() and not b.null_count():
+        return bool(np.array_equal(a.to_numpy(), b.to_numpy()))
+    return bool((a.cast(pl.Int64) == b.cast(pl.Int64)).all())
+
+
 def scatter(x: np.ndarray, y: np.ndarray, name: str, **kw: Any) -> Trace:
     """A plotly scatter trace as a plain dict (no graph_objects validation: the report builds
     thousands of traces, and plotly's Python objects cost far more than the data)."""
@@ -676,8 +685,8 @@ class _Ctx:
                 df.height == acks.height
                 and "frame" in df.columns
                 and df["frame"].null_count() == 0
-                and bool((df["frame"].cast(pl.Int64) == acks["frame"].cast(pl.Int64)).all())
-                and bool((df["ts_ns"].cast(pl.Int64) == acks["ts_ns"].cast(pl.Int64)).all())
+                and _same(df.get_column("frame"), acks.get_column("frame"))
+                and _same(df.get_column("ts_ns"), acks.get_column("ts_ns"))
             )
         return self._rows_are_acks[label]
 
@@ -1171,8 +1180,8 @@ def _goodput_panel(c: _Ctx) -> Block:
                 hovertemplate="%{y:.3f} Mbit/s",
             )
         )
-        kind = ev.segments["kind"].cast(pl.String).to_numpy()
-        rtx = (kind != "new") & (kind != "out_of_order")
+        kind = _kind_codes(ev.segments["kind"], schema.SEGMENT_KINDS)
+        rtx = (kind != schema.SEGMENT_KINDS.index("new")) & (kind != schema.SEGMENT_KINDS.index("out_of_order"))
         if rtx.any():
             x, y = _binned_rate(t[rtx], ln[rtx], width, c.duration)
             traces.append(
@@ -1199,10 +1208,10 @@ def _timeseq_panel(c: _Ctx) -> Block:
         lo = _f(segs["seq"])
         ln = _f(segs["len"])
         hi = lo + ln
-        kind = segs["kind"].cast(pl.String).to_numpy()
+        kind = _kind_codes(segs["kind"], schema.SEGMENT_KINDS)
         ts_ = c.seg_table()
         for code, k in enumerate(schema.SEGMENT_KINDS):
-            m = kind == k
+            m = kind == code
             if m.any():
                 name = "data segment" if k == "new" else k.replace("_", " ")
                 bars.append(len(traces))
@@ -1298,13 +1307,14 @@ def _timeseq_panel(c: _Ctx) -> Block:
     )
 
 
-def _signal_kind(s: pl.Series, info: meta.SignalInfo | None) -> str:
-    """bool | category | number | other, from the registry's declaration where there is one."""
-    if s.dtype == pl.Boolean:
+def _signal_kind(dt: pl.DataType, info: meta.SignalInfo | None) -> str:
+    """bool | category | number | other (``dt``: the column's type), from the registry's
+    declaration where there is one."""
+    if dt == pl.Boolean:
         return "bool"
-    if s.dtype == pl.String or isinstance(s.dtype, (pl.Enum, pl.Categorical)):
+    if dt == pl.String or isinstance(dt, (pl.Enum, pl.Categorical)):
         return "category"
-    if s.dtype.is_numeric():
+    if dt.is_numeric():
         if info is not None and info.kind == "bool":
             return "bool"
         if info is not None and info.kind == "enum":
@@ -1327,15 +1337,16 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None) -> _Fl
     """Runs of equal values of a bool/enum/category signal, computed on the raw column (numeric
     codes or polars strings) and only then labelled: a million-row signal has a few hundred runs,
     so casting every row to a string label first would cost far more than the runs themselves."""
-    if s.dtype == pl.Boolean:
+    dt = s.dtype  # (an Enum's is made anew on each call)
+    if dt == pl.Boolean:
         vals = (s.fill_null(False) if s.null_count() else s).to_numpy()
         st, en, v = dec.runs(t, vals)
         return _FlagRuns(st, en, v.astype(bool), True)
-    if s.dtype.is_numeric() and info is not None and info.kind == "bool":
+    if dt.is_numeric() and info is not None and info.kind == "bool":
         vals = _f(s)
         st, en, v = dec.runs(t, (vals != 0) & ~np.isnan(vals))  # null → False
         return _FlagRuns(st, en, v.astype(bool), True)
-    if s.dtype.is_numeric():  # an enum's index (labels declared by the registry) or a plain number
+    if dt.is_numeric():  # an enum's index (labels declared by the registry) or a plain number
         st, en, v = dec.runs(t, _f(s))
         labels = list(info.labels) if info is not None and info.kind == "enum" else []
         names = [
@@ -1351,8 +1362,8 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None) -> _Fl
             for x in v.tolist()
         ]
         return _FlagRuns(st, en, np.array(names, dtype=object), False)
-    if isinstance(s.dtype, pl.Enum):  # (every enumerated signal of the replays): runs of its codes
-        cats = s.dtype.categories.to_list()
+    if isinstance(dt, pl.Enum):  # (every enumerated signal of the replays): runs of its codes
+        cats = dt.categories.to_list()
         codes = s.to_physical()
         st, en, v = dec.runs(t, (codes.fill_null(len(cats)) if s.null_count() else codes).to_numpy())
         names = [cats[i] if i < len(cats) else "" for i in v.tolist()]  # null → ""
@@ -1377,7 +1388,8 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     if not sig or not df.height:
         return None
     infos = meta.signals(label)
-    kinds = {s: _signal_kind(df[s], infos.get(s)) for s in sig}
+    types = df.schema
+    kinds = {s: _signal_kind(types[s], infos.get(s)) for s in sig}
     sunit = {s: (infos[s].unit if s in infos else "") for s in sig}  # the registry's unit of each signal
     num = [s for s in sig if kinds[s] == "number"]
     window = [s for s in num if is_window_signal(s)]
@@ -1662,8 +1674,25 @@ SEG_INFO_BITS = {"syn_fin": 4, "rexmit": 5}  # bits 0-1 probe, 2-3 IP ECN field
 
 
 def _codes(s: pl.Series) -> np.ndarray:
-    """An Enum column's index (null → −1)."""
-    return s.to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
+    """An Enum column's index (null → −1), as int64."""
+    phys = s.to_physical()
+    if phys.null_count():
+        v = phys.to_numpy()  # (float, nulls NaN)
+        return np.where(np.isnan(v), -1, v).astype(np.int64)
+    return phys.to_numpy().astype(np.int64)
+
+
+def _kind_codes(s: pl.Series, kinds: tuple[str, ...]) -> np.ndarray:
+    """Each value's place in ``kinds`` (−1: null or none of them): an Enum of exactly these
+    categories (the schema's) gives its codes, without a string per row."""
+    dt = s.dtype
+    if isinstance(dt, pl.Enum) and tuple(dt.categories.to_list()) == kinds:
+        return _codes(s)
+    v = s.cast(pl.String).to_numpy()
+    out = np.full(len(v), -1, dtype=np.int64)
+    for i, k in enumerate(kinds):
+        out[v == k] = i
+    return out
 
 
 def _packet_list_columns(c: _Ctx, algos: list[str]) -> None:
