@@ -971,11 +971,6 @@ class Section:
             out.append(base64.b64encode(gz).decode("ascii"))
         return out
 
-    def drop(self) -> None:
-        """Cancel what has not been compressed yet (a section not used)."""
-        for fut in (*self.figures, *((self.store,) if self.store is not None else ())):
-            fut.cancel()
-
 
 def _section_key(
     ci: int,
@@ -1175,11 +1170,22 @@ class Drawer:
         self._last: Section | None = None
         self._packer: ThreadPoolExecutor | None = None
 
-    def plan(self, flows: pl.DataFrame, ids: list[int], labels: Iterable[str], bpf: str | None) -> dict[int, bool]:
+    def plan(
+        self,
+        flows: pl.DataFrame,
+        ids: list[int],
+        labels: Iterable[str],
+        bpf: str | None,
+        drawable: Iterable[int] | None = None,
+    ) -> dict[int, bool]:
         """The flows ``ids`` (their index: their place in ``ids``) of a capture's flow table that
         the report will draw, if each is analyzed (then ``write_report`` draws the same: its order
         is the flows' payload, :func:`report_rank`): index -> whether its section is known now
         (True) or only at the end (False: its full resolution depends on other flows' events).
+        ``drawable``: the flows of ``ids`` that have packets, the only ones analyzed (None: all);
+        a flow without is left out of the plan as ``write_report`` never sees it (counted, it
+        changed the points per series of a capture of at most ``max_flows`` such flows, and every
+        section drawn was made again at the end).
 
         Points per series are planned as for replayed flows (every algorithm); full resolution
         is certain for a flow when the packets of it and of every larger planned flow fit in the
@@ -1192,18 +1198,20 @@ class Drawer:
             int(r["flow_id"]): r
             for r in flows.select("flow_id", "payload_ab", "payload_ba", "pkts_ab", "pkts_ba").to_dicts()
         }
+        has = None if drawable is None else {int(f) for f in drawable}
+        at = [i for i, f in enumerate(ids) if has is None or int(f) in has]  # (analysis order)
         items = [
             (report_rank(rows[f]), int(rows[f]["pkts_ab"] or 0) + int(rows[f]["pkts_ba"] or 0), len(labels))
-            for f in ids
+            for f in (ids[i] for i in at)
         ]
         drawn, per_series, _ = _plan(items, **self.options)
         colors = F.algo_colors(dict.fromkeys(labels))
         out: dict[int, bool] = {}
         left = self.options["full_resolution_events"]
-        for i in sorted(drawn, key=lambda i: items[i][0]):  # largest first (ties in analysis order)
-            left -= items[i][1]
-            certain = left >= 0 or not self.options["full_resolution"]
-            out[i] = certain
+        for j in sorted(drawn, key=lambda j: items[j][0]):  # largest first (ties in analysis order)
+            left -= items[j][1]
+            i = at[j]
+            out[i] = left >= 0 or not self.options["full_resolution"]
             self._keys[i] = _section_key(
                 0,
                 int(ids[i]),
@@ -1215,7 +1223,7 @@ class Drawer:
                 capture=None,
                 bpf=bpf,
             )
-        self._order = sorted(drawn)
+        self._order = sorted(at[j] for j in drawn)
         return out
 
     def draw(self, index: int, fr: FlowResult) -> Section:
@@ -1246,8 +1254,10 @@ class Drawer:
         return sec
 
     def close(self) -> None:
+        """The worker ends once what it was given is done (at most the last section's compression):
+        the sections drawn belong to their flows (``FlowResult.drawn``), whole for any report."""
         if self._packer is not None:
-            self._packer.shutdown(cancel_futures=True)
+            self._packer.shutdown(wait=True)
             self._packer = None
 
 
@@ -1330,9 +1340,9 @@ def write_report(
                 bpf=meta_.bpf,
             )
             sec = kept.drawn.section if kept.drawn is not None else None
-            if sec is None or sec.key != key:  # (drawn as it finished with other options: made again)
-                if sec is not None:
-                    sec.drop()
+            # (drawn as it finished with other options: made again here — and that section stays
+            # whole, its compression not cancelled: a report with its options may come next)
+            if sec is None or sec.key != key:
                 fr = kept.restored()  # (a streamed run's flow is replayed, or read, again here, one at a time)
                 sec = _section(fr, key, n_fig, packer, built[-1][1] if built else None)
                 if fr is not kept:  # its replays go
