@@ -231,16 +231,24 @@ class StoreBuilder:
 
     def encode(self) -> bytes:
         """The binary store (see the module docstring)."""
+        return bytes(self._layout())
+
+    def gzipped(self, level: int = 4) -> bytes:
+        """The store gzip-compressed; level 4: 4 % larger than level 6 here, in 40 % of the time."""
+        return gzip.compress(self._layout(), compresslevel=level, mtime=0)
+
+    def _layout(self) -> bytearray:
+        """The store laid out in one buffer (each column copied once; the zeros pad)."""
         at = self._resolve()
-        body = bytearray()
         cols = []
+        size = 0
         for spec, data, mask in self._cols:
-            o = len(body)
-            body += data + b"\0" * (-len(data) % 8)
+            o = size
+            size += len(data) + (-len(data) % 8)
             m = -1
             if mask:
-                m = len(body)
-                body += mask + b"\0" * (-len(mask) % 8)
+                m = size
+                size += len(mask) + (-len(mask) % 8)
             cols.append({**spec, "o": o, "m": m})
         header = {
             "tables": {
@@ -258,11 +266,15 @@ class StoreBuilder:
         hb = json.dumps(header, separators=(",", ":")).encode("utf-8")
         head = MAGIC + struct.pack("<I", len(hb)) + hb
         head += b"\0" * (-len(head) % 8)
-        return bytes(head) + bytes(body)
-
-    def gzipped(self, level: int = 4) -> bytes:
-        """The store gzip-compressed; level 4: 4 % larger than level 6 here, in 40 % of the time."""
-        return gzip.compress(self.encode(), compresslevel=level, mtime=0)
+        out = bytearray(len(head) + size)
+        out[: len(head)] = head
+        for (_, data, mask), c in zip(self._cols, cols):
+            o = len(head) + c["o"]
+            out[o : o + len(data)] = data
+            if mask:
+                o = len(head) + c["m"]
+                out[o : o + len(mask)] = mask
+        return out
 
 
 def varint(q: np.ndarray) -> bytes:
