@@ -626,6 +626,7 @@ class _Ctx:
     _algo_ids: dict[str, int] = field(default_factory=dict)
     picks: _Picks = field(default_factory=_Picks)
     _band_tables: dict[tuple[int, int], str] = field(default_factory=dict)
+    _values: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
     def sid(self, label: str, signal: str) -> str:
         """The store's name of an algorithm's series: ``r<i>.<j>`` (labels and signal names come
@@ -661,6 +662,27 @@ class _Ctx:
         """Each ACK's bytes in flight in packets (MSS-sized): drawn in the window panel and in
         every algorithm's, decimated once (``once``)."""
         return self.outstanding / self.mss
+
+    def values(self, label: str, df: pl.DataFrame, name: str) -> np.ndarray:
+        """A replay's numeric column as float64 (nulls NaN, :func:`_f`), its float columns with
+        nulls converted together on first use (one polars select: a Series' own conversion with
+        nulls costs about three times as much, and every replay's ``ssthresh`` has some)."""
+        got = self._values.get(label)
+        if got is None:
+            got = self._values[label] = {}
+            nulls = [c for c, dt in df.schema.items() if dt == pl.Float64 and df.get_column(c).null_count()]
+            if nulls:
+                filled = df.select(pl.col(nulls).fill_null(float("nan")))
+                for c in nulls:
+                    got[c] = filled.get_column(c).to_numpy()
+        v = got.get(name)
+        if v is None:
+            v = got[name] = _f(df.get_column(name))
+        return v
+
+    def done_with(self, label: str) -> None:
+        """A replay's converted columns go (its panel is drawn)."""
+        self._values.pop(label, None)
 
     def replay_frame(self, label: str, df: pl.DataFrame) -> np.ndarray | None:
         """A replay's frame numbers (float64): the ACKs' when its rows are the ACKs."""
@@ -1423,7 +1445,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         traces: list[Trace | None] = []
         if kind == "window":
             acks = c.fr.events.acks
-            cwnd = _f(df["cwnd"])
+            cwnd = c.values(label, df, "cwnd")
             cwnd_src = c.col(tb, c.sid(label, "cwnd"), cwnd)
             stacked = _stack_parts(df, names)
             drawn: set[str] = set()
@@ -1433,7 +1455,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 # every point and the stack adds up there (decimate.select_shared; report.js zooms
                 # them as one group)
                 loss_name, loss = stacked
-                dwnd = _f(df["dwnd"])
+                dwnd = c.values(label, df, "dwnd")
                 parts: list[tuple[np.ndarray, str, dict[str, Any]]] = [
                     (
                         loss,
@@ -1457,7 +1479,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 drawn = {"dwnd", loss_name}
                 if "win" in df.columns and loss_name != "win − dwnd":
                     drawn.add("win")
-                    win = _f(df["win"])
+                    win = c.values(label, df, "win")
                     parts.append(
                         (
                             win,
@@ -1480,7 +1502,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                         src=cwnd_src,
                     )
                 )
-            ss = _f(df["ssthresh"]).copy()
+            ss = c.values(label, df, "ssthresh").copy()
             cap = 10 * max(float(np.nanmax(cwnd)) if df.height else 1.0, 1.0)
             ss[ss > cap] = np.nan  # "infinite" ssthresh before the first loss
             traces.append(
@@ -1497,7 +1519,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 )
             )
             for i, s in enumerate(n for n in names if n not in drawn):
-                y = _f(df[s])
+                y = c.values(label, df, s)
                 traces.append(
                     p.line(
                         t,
@@ -1541,7 +1563,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 n_thr += thr
                 n_color += not thr
                 u, k = shown(sunit[s]) if sunit[s] else ("", 1.0)  # delays and durations in ms
-                y = _f(df[s]) * k
+                y = c.values(label, df, s) * k
                 traces.append(
                     p.line(
                         t,
@@ -1572,6 +1594,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     kt = c.fr.truth
     if kt is not None and kt.algo == label:
         flag_note += " — magenta: what the sending kernel itself had (its snd_cwnd and the program's variables)"
+    c.done_with(label)
     return Block(f"algo:{label}", f"{_esc(label)}: the algorithm's own signals{flag_note}", out_rows)
 
 
