@@ -361,10 +361,11 @@ def figure_json(fig: dict[str, Any]) -> str:
                 tr[key] = f"\0{nonce}:{len(arrays) - 1}\0"
         data.append(tr)
     todo = [j for j, a in enumerate(arrays) if not isinstance(a, str)]
-    for j, text in zip(todo, _arrays_json([cast(tuple, arrays[j]) for j in todo])):
-        arrays[j] = text
+    texts = [a if isinstance(a, str) else "" for a in arrays]
+    for j, written in zip(todo, _arrays_json([cast(tuple, arrays[j]) for j in todo])):
+        texts[j] = written
     text = json.dumps({**fig, "data": data}, separators=(",", ":"), allow_nan=False)
-    return re.sub(r'"\\u0000' + nonce + r':(\d+)\\u0000"', lambda m: arrays[int(m.group(1))], text)
+    return re.sub(r'"\\u0000' + nonce + r':(\d+)\\u0000"', lambda m: texts[int(m.group(1))], text)
 
 
 def _gz(text: str, level: int = 4) -> bytes:
