@@ -120,7 +120,6 @@ COSTS: dict[str, tuple[float, float]] = {
     # (added later, measured alone: 200 000 samples, empty numba cache, load average ≈ 4)
     "reports.decimate._line_kernel": (1.61, 2.57e-06),
     "reports.decimate._runs_kernel": (0.35, 2.01e-06),
-    "reports.store._varint_kernel": (0.11, 1.22e-06),
     # (added later, measured alone: 200 000 values, empty numba cache, load average ≈ 4)
     "reports.store._encode_kernel": (0.49, 6.14e-06),
     "reports.store._absmax_kernel": (0.29, 1.37e-06),
