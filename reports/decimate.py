@@ -120,6 +120,167 @@ def m4_indices(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:
     )
 
 
+def column_runs(x: np.ndarray, buckets: int) -> np.ndarray:
+    """Where each time column's run of ``x`` starts (the bucket arithmetic of :func:`_m4_kernel`
+    over the whole of ``x``), ``len(x)`` last: what :func:`select_line` needs of a time axis,
+    computed once for every series on it that has no NaN."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    out = np.empty(len(x) + 1, dtype=np.int64)
+    if len(x) == 0 or buckets <= 0:
+        return out[:0]
+    return out[: _runs_kernel(x, int(buckets), out)]
+
+
+@kernel(work=lambda a: len(a[0]), cache=True)
+def _runs_kernel(x: np.ndarray, buckets: int, out: np.ndarray) -> int:  # pragma: no cover - compiled
+    n = len(x)
+    x0 = x[0]
+    span = x[n - 1] - x0
+    scale = buckets / span if span > 0 else 0.0
+    k = 0
+    prev = np.int64(-1)
+    for i in range(n):
+        b = min(max(np.int64((x[i] - x0) * scale), 0), buckets - 1)
+        if b != prev:
+            out[k] = i
+            k += 1
+            prev = b
+    out[k] = n
+    return k + 1
+
+
+def select_line(
+    x: np.ndarray, y: np.ndarray, buckets: int, runs: np.ndarray | None = None
+) -> tuple[np.ndarray, Reduction]:
+    """:func:`select` of a line (NaN samples left out, :func:`m4_indices` of the rest) followed by
+    :func:`flat_interior`, in one compiled pass: the indices into ``(x, y)`` of the points drawn,
+    and the reduction (its ``n_out`` counts the points before the flat runs were thinned, as
+    :func:`select` does). ``runs``: :func:`column_runs` of ``x`` for ``buckets``, used when ``y``
+    has no NaN (the columns are then those of the whole axis)."""
+    x = np.ascontiguousarray(x, dtype=np.float64)
+    y = np.ascontiguousarray(y, dtype=np.float64)
+    out = np.empty(len(y), dtype=np.int64)  # (at most 4 a column, and never more than the samples)
+    given = runs if runs is not None and len(runs) else _NO_RUNS
+    n_in, n_sel, k = _line_kernel(x, y, int(buckets), given, out)
+    return out[:k], Reduction(n_in, n_sel, buckets if n_sel < n_in else 0)
+
+
+_NO_RUNS = np.empty(0, dtype=np.int64)
+
+
+@kernel(work=lambda a: len(a[1]), cache=True)
+def _line_kernel(
+    x: np.ndarray, y: np.ndarray, buckets: int, runs: np.ndarray, out: np.ndarray
+) -> tuple[int, int, int]:  # pragma: no cover - compiled
+    """(samples not NaN, points selected, points kept) of :func:`select_line`; the kept indices
+    into ``out``. (Not ``nogil``: it runs in the report's calling thread, between Python steps,
+    for a fraction of a millisecond; releasing the GIL there let the store's thread take it, and
+    the caller waited for it back for up to the interpreter's switch interval, 5 ms, every call.)"""
+    n = len(y)
+    n_in = 0
+    for i in range(n):
+        n_in += y[i] == y[i]  # (not NaN; without a branch the loop is vectorised)
+    if n_in == 0:
+        return 0, 0, 0
+    first = 0
+    while y[first] != y[first]:
+        first += 1
+    last = n - 1
+    while y[last] != y[last]:
+        last -= 1
+    k = 0
+    if n_in <= 4 * buckets or buckets <= 0:
+        for i in range(first, last + 1):
+            if y[i] == y[i]:
+                out[k] = i
+                k += 1
+    elif n_in == n and len(runs) > 0:  # the columns of the whole axis, found once for it
+        for r in range(len(runs) - 1):
+            start = runs[r]
+            end = runs[r + 1] - 1
+            imin = start
+            imax = start
+            vmin = y[start]
+            vmax = y[start]
+            for j in range(start + 1, end + 1):
+                v = y[j]
+                if v < vmin:
+                    vmin = v
+                    imin = j
+                if v > vmax:
+                    vmax = v
+                    imax = j
+            lo = min(imin, imax)
+            hi = max(imin, imax)
+            out[k] = start
+            k += 1
+            if lo > start:
+                out[k] = lo
+                k += 1
+            if hi > lo:
+                out[k] = hi
+                k += 1
+            if end > hi:
+                out[k] = end
+                k += 1
+    else:  # :func:`_m4_kernel` over the samples that are not NaN
+        x0 = x[first]
+        span = x[last] - x0
+        scale = buckets / span if span > 0 else 0.0
+        i = first
+        while i <= last:
+            b = min(max(np.int64((x[i] - x0) * scale), 0), buckets - 1)
+            start = i
+            end = i
+            imin = i
+            imax = i
+            vmin = y[i]
+            vmax = y[i]
+            j = i + 1
+            while j <= last:
+                v = y[j]
+                if v != v:
+                    j += 1
+                    continue
+                if min(max(np.int64((x[j] - x0) * scale), 0), buckets - 1) != b:
+                    break
+                if v < vmin:
+                    vmin = v
+                    imin = j
+                if v > vmax:
+                    vmax = v
+                    imax = j
+                end = j
+                j += 1
+            lo = min(imin, imax)
+            hi = max(imin, imax)
+            out[k] = start
+            k += 1
+            if lo > start:
+                out[k] = lo
+                k += 1
+            if hi > lo:
+                out[k] = hi
+                k += 1
+            if end > hi:
+                out[k] = end
+                k += 1
+            i = j
+    n_sel = k
+    if k > 2:  # flat_interior: a point inside a run of equal values goes
+        w = 1
+        before = y[out[0]]
+        for m in range(1, k - 1):
+            here = y[out[m]]
+            if here != before or here != y[out[m + 1]]:
+                out[w] = out[m]
+                w += 1
+            before = here
+        out[w] = out[k - 1]
+        k = w + 1
+    return n_in, n_sel, k
+
+
 def m4_indices_numpy(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:
     """:func:`m4_indices` in vectorised numpy (the reference for the compiled pass)."""
     n = len(x)

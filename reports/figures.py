@@ -302,10 +302,47 @@ def _f(s: pl.Series) -> np.ndarray:
     return np.asarray(s.to_numpy(), dtype=np.float64)  # polars writes nulls of numeric columns as NaN
 
 
+def _same(a: pl.Series, b: pl.Series) -> bool:
+    """Whether two integer columns of the same length hold the same values (compared as Int64, a
+    null equal to anything): their arrays compared as they are when neither has a null and both
+    have one type (the replays' frame and time columns: no cast, no polars expression)."""
+    if a.dtype == b.dtype and a.dtype.is_integer() and not a.null_count() and not b.null_count():
+        return bool(np.array_equal(a.to_numpy(), b.to_numpy()))
+    return bool((a.cast(pl.Int64) == b.cast(pl.Int64)).all())
+
+
 def scatter(x: np.ndarray, y: np.ndarray, name: str, **kw: Any) -> Trace:
     """A plotly scatter trace as a plain dict (no graph_objects validation: the report builds
     thousands of traces, and plotly's Python objects cost far more than the data)."""
     return {"type": "scatter", "x": x, "y": y, "name": name, **kw}
+
+
+class _Picks:
+    """The points a flow's line series are drawn at (:func:`decimate.select_line`), each time axis'
+    columns found once (:func:`decimate.column_runs`), and a series drawn by several panels (the
+    bytes in flight in every algorithm's panel) decimated once when asked (``once``). Keyed by the
+    arrays' identity: the arrays are held here, so an id is not reused while the flow is drawn."""
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple[int, int], tuple[np.ndarray, np.ndarray]] = {}
+        self._done: dict[tuple[int, int, int], tuple[np.ndarray, np.ndarray, np.ndarray, dec.Reduction]] = {}
+
+    def line(self, x: np.ndarray, y: np.ndarray, buckets: int, once: bool = False) -> tuple[np.ndarray, dec.Reduction]:
+        key = (id(x), id(y), buckets)
+        hit = self._done.get(key) if once else None
+        if hit is not None and hit[0] is x and hit[1] is y:
+            return hit[2], hit[3]
+        runs = None
+        if len(y) > 4 * buckets:
+            rk = (id(x), buckets)
+            got = self._runs.get(rk)
+            if got is None or got[0] is not x:
+                got = self._runs[rk] = (x, dec.column_runs(x, buckets))
+            runs = got[1]
+        idx, red = dec.select_line(x, y, buckets, runs)
+        if once:
+            self._done[key] = (x, y, idx, red)
+        return idx, red
 
 
 class _Panel:
@@ -317,11 +354,14 @@ class _Panel:
     the flow's store (:mod:`.store`); it is kept only when the report writes a store.
     """
 
-    def __init__(self, key: str, notes: list[TraceNote], buckets: int, keep_src: bool = False) -> None:
+    def __init__(
+        self, key: str, notes: list[TraceNote], buckets: int, keep_src: bool = False, picks: _Picks | None = None
+    ) -> None:
         self.key = key
         self.notes = notes
         self.buckets = buckets
         self.keep_src = keep_src
+        self.picks = picks if picks is not None else _Picks()
 
     def line(
         self,
@@ -334,19 +374,21 @@ class _Panel:
         frame: np.ndarray | None = None,
         mss: float | None = None,
         src: dict[str, Any] | None = None,
+        once: bool = False,
         **kw: Any,
     ) -> Trace | None:
         # Markers are one SVG element each: the lowest and highest of each of half as many columns.
         markers = mode != "lines"
-        idx, red = dec.select(x, y, max(self.buckets // 2, 1) if markers else self.buckets, markers=markers)
+        if markers:
+            idx, red = dec.select(x, y, max(self.buckets // 2, 1), markers=True)
+        else:  # (the points kept, flat runs thinned: decimate.select then decimate.flat_interior)
+            idx, red = self.picks.line(x, y, self.buckets, once)
         self.notes.append(TraceNote(self.key, name, red))
-        if len(idx) == 0:
+        if red.n_out == 0:
             return None
         xs = np.asarray(x, dtype=np.float64)[idx]
         ys = np.asarray(y, dtype=np.float64)[idx]
         if not markers:
-            keep = dec.flat_interior([ys])
-            xs, ys, idx = xs[keep], ys[keep], idx[keep]
             kw["line"] = {**kw.get("line", {}), "shape": shape}
         _hover(kw, None if frame is None else np.asarray(frame)[idx], ys, mss)
         tr = scatter(xs, ys, name, mode=mode, **kw)
@@ -463,14 +505,17 @@ def to_rects(tr: Trace | None, width: float, min_h: float) -> Trace | None:
     }
 
 
-def _poly(s: np.ndarray, e: np.ndarray, y0: float, y1: float) -> tuple[np.ndarray, np.ndarray]:
-    k = len(s)
-    xs = np.empty(k * 5)
-    ys = np.empty(k * 5)
+def _poly_x(s: np.ndarray, e: np.ndarray) -> np.ndarray:
+    xs = np.empty(len(s) * 5)
     # four corners and a break: plotly.js closes each sub-polygon of a "toself" fill itself
     xs[0::5], xs[1::5], xs[2::5], xs[3::5], xs[4::5] = s, s, e, e, np.nan
+    return xs
+
+
+def _poly_y(k: int, y0: float, y1: float) -> np.ndarray:
+    ys = np.empty(k * 5)
     ys[0::5], ys[1::5], ys[2::5], ys[3::5], ys[4::5] = y0, y1, y1, y0, np.nan
-    return xs, ys
+    return ys
 
 
 def _scale_alpha(color: str, k: float) -> str:
@@ -493,6 +538,7 @@ def _band(
     showlegend: bool,
     t_end: float | None = None,
     src: str | None = None,
+    shapes: list[tuple[float | None, np.ndarray, int]] | None = None,
     **kw: Any,
 ) -> list[Trace]:
     """Shaded time ranges as filled polygon traces (one per shade; cheap even for thousands of ranges).
@@ -502,22 +548,17 @@ def _band(
     the ranges cover (two grades, see decimate.coverage_levels) — never a solid block for a column
     that was covered 5 %. ``src`` names the store table holding the exact ranges: zoomed in,
     report.js draws each range exactly (on the first trace; further grades are emptied).
+    ``shapes``: :func:`_band_shapes` of the ranges, when already known.
     """
-    s, e = dec.merge_intervals(start, end, 0.0)
-    if len(s) == 0:
-        return []
+    shapes = _band_shapes(start, end, min_gap, t_end) if shapes is None else shapes
     # mode "none": the fill alone is one SVG path; a line (even of width 0) is one path per range
     common = dict(mode="none", fill="toself", hoverinfo="skip", legendgroup=legendgroup, **kw)
-    columns = int(round((t_end or float(e.max())) / min_gap)) if min_gap > 0 else 0
-    if len(s) <= max(columns // 2, 1) or columns <= 0:
-        e = np.maximum(e, s + min_gap * 0.5)
-        xs, ys = _poly(s, e, y0, y1)
-        out = [scatter(xs, ys, name, fillcolor=color, showlegend=showlegend, **common)]
-    else:
-        out = []
-        grades = dec.coverage_levels(s, e, 0.0, columns * min_gap, columns, levels=2)
-        for i, (g, gs, ge) in enumerate(sorted(grades, key=lambda x: -x[0])):
-            xs, ys = _poly(gs, ge, y0, y1)
+    out = []
+    for i, (g, xs, k) in enumerate(shapes):
+        ys = _poly_y(k, y0, y1)
+        if g is None:
+            out.append(scatter(xs, ys, name, fillcolor=color, showlegend=showlegend, **common))
+        else:
             out.append(
                 scatter(xs, ys, name, fillcolor=_scale_alpha(color, g), showlegend=showlegend and i == 0, **common)
             )
@@ -525,6 +566,22 @@ def _band(
         for i, tr in enumerate(out):
             tr["_src"] = {"k": "band", "tb": src, "main": i == 0, "fc": color, "y0": y0, "y1": y1}
     return out
+
+
+def _band_shapes(
+    start: np.ndarray, end: np.ndarray, min_gap: float, t_end: float | None
+) -> list[tuple[float | None, np.ndarray, int]]:
+    """What :func:`_band` draws of ranges, whatever their height: per filled trace its grade
+    (None: the ranges drawn exactly), its polygons' x and their number."""
+    s, e = dec.merge_intervals(start, end, 0.0)
+    if len(s) == 0:
+        return []
+    columns = int(round((t_end or float(e.max())) / min_gap)) if min_gap > 0 else 0
+    if len(s) <= max(columns // 2, 1) or columns <= 0:
+        e = np.maximum(e, s + min_gap * 0.5)
+        return [(None, _poly_x(s, e), len(s))]
+    grades = dec.coverage_levels(s, e, 0.0, columns * min_gap, columns, levels=2)
+    return [(g, _poly_x(gs, ge), len(gs)) for g, gs, ge in sorted(grades, key=lambda x: -x[0])]
 
 
 def _extent(traces: Iterable[Trace | None]) -> tuple[float, float]:
@@ -567,6 +624,9 @@ class _Ctx:
     _rows_are_acks: dict[str, bool] = field(default_factory=dict)
     _sids: dict[tuple[str, str], str] = field(default_factory=dict)
     _algo_ids: dict[str, int] = field(default_factory=dict)
+    picks: _Picks = field(default_factory=_Picks)
+    _band_tables: dict[tuple[int, int], str] = field(default_factory=dict)
+    _values: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
 
     def sid(self, label: str, signal: str) -> str:
         """The store's name of an algorithm's series: ``r<i>.<j>`` (labels and signal names come
@@ -578,7 +638,7 @@ class _Ctx:
         return self._sids[key]
 
     def panel(self, key: str) -> _Panel:
-        return _Panel(key, self.notes, self.buckets, keep_src=self.store is not None)
+        return _Panel(key, self.notes, self.buckets, keep_src=self.store is not None, picks=self.picks)
 
     # -- the full-resolution store: tables of the flow's events, columns as drawn ----------------
 
@@ -587,13 +647,56 @@ class _Ctx:
         """Each ACK's time (s since the flow's first packet), computed once per flow."""
         return _t(self.fr.events.acks["ts_ns"], self.t0)
 
+    @functools.cached_property
+    def ack_frame(self) -> np.ndarray:
+        """Each ACK's frame number (float64), converted once per flow."""
+        return _f(self.fr.events.acks["frame"])
+
+    @functools.cached_property
+    def outstanding(self) -> np.ndarray:
+        """Each ACK's bytes in flight (float64), converted once per flow."""
+        return _f(self.fr.events.acks["outstanding"])
+
+    @functools.cached_property
+    def flight(self) -> np.ndarray:
+        """Each ACK's bytes in flight in packets (MSS-sized): drawn in the window panel and in
+        every algorithm's, decimated once (``once``)."""
+        return self.outstanding / self.mss
+
+    def values(self, label: str, df: pl.DataFrame, name: str) -> np.ndarray:
+        """A replay's numeric column as float64 (nulls NaN, :func:`_f`), its float columns with
+        nulls converted together on first use (one polars select: a Series' own conversion with
+        nulls costs about three times as much, and every replay's ``ssthresh`` has some)."""
+        got = self._values.get(label)
+        if got is None:
+            got = self._values[label] = {}
+            nulls = [c for c, dt in df.schema.items() if dt == pl.Float64 and df.get_column(c).null_count()]
+            if nulls:
+                filled = df.select(pl.col(nulls).fill_null(float("nan")))
+                for c in nulls:
+                    got[c] = filled.get_column(c).to_numpy()
+        v = got.get(name)
+        if v is None:
+            v = got[name] = _f(df.get_column(name))
+        return v
+
+    def done_with(self, label: str) -> None:
+        """A replay's converted columns go (its panel is drawn)."""
+        self._values.pop(label, None)
+
+    def replay_frame(self, label: str, df: pl.DataFrame) -> np.ndarray | None:
+        """A replay's frame numbers (float64): the ACKs' when its rows are the ACKs."""
+        if "frame" not in df.columns:
+            return None
+        return self.ack_frame if self.rows_are_acks(label, df) else _f(df["frame"])
+
     def acks_table(self) -> str | None:
         """Table ``a``: one row per ACK (time, frame)."""
         if self.store is None:
             return None
         if "a" in self.store.tables:
             return "a"
-        return self.store.table("a", self.ack_t, _f(self.fr.events.acks["frame"]))
+        return self.store.table("a", self.ack_t, self.ack_frame)
 
     def rows_are_acks(self, label: str, df: pl.DataFrame) -> bool:
         """Whether a replay's rows are the flow's ACKs (the engine's output: one row per ACK,
@@ -604,8 +707,8 @@ class _Ctx:
                 df.height == acks.height
                 and "frame" in df.columns
                 and df["frame"].null_count() == 0
-                and bool((df["frame"].cast(pl.Int64) == acks["frame"].cast(pl.Int64)).all())
-                and bool((df["ts_ns"].cast(pl.Int64) == acks["ts_ns"].cast(pl.Int64)).all())
+                and _same(df.get_column("frame"), acks.get_column("frame"))
+                and _same(df.get_column("ts_ns"), acks.get_column("ts_ns"))
             )
         return self._rows_are_acks[label]
 
@@ -650,15 +753,23 @@ class _Ctx:
         src = self.col(table, name, nbytes, decimals=0)
         return None if src is None else {**src, "f": 1.0 / self.mss}
 
-    def band_table(self, start: np.ndarray, end: np.ndarray) -> str | None:
-        """A store table of exact time ranges (start as the table's time, ``e`` the end)."""
+    def band_table(self, start: np.ndarray, end: np.ndarray, again: bool = False) -> str | None:
+        """A store table of exact time ranges (start as the table's time, ``e`` the end).
+        ``again``: these arrays (held by the caller) may be given again; a table made of them
+        before is then named anew without sorting and comparing the ranges again."""
         if self.store is None or len(start) == 0:
             return None
         name = f"b{self._n_bands}"
         self._n_bands += 1
+        key = (id(start), id(end))
+        if again and key in self._band_tables:
+            self.store.alias(name, self._band_tables[key])
+            return name
         order = np.argsort(start, kind="stable")
         self.store.table(name, np.asarray(start, dtype=np.float64)[order])
         self.store.column(name, "e", np.asarray(end, dtype=np.float64)[order], decimals=6)
+        if again:
+            self._band_tables[key] = name
         return name
 
     def replay_table(self, label: str, df: pl.DataFrame) -> str | None:
@@ -677,13 +788,22 @@ class _Ctx:
         self._replay_tables[label] = name or ""
         return name
 
-    def episode_bands(self, y0: float, y1: float, *, legend: bool = True, **kw: Any) -> list[Trace]:
+    @functools.cached_property
+    def episode_kinds(self) -> list[tuple[str, np.ndarray, np.ndarray, list[tuple[float | None, np.ndarray, int]]]]:
+        """Per kind of congestion episode the flow has: its episodes' start and end (s) and their
+        shading's shapes (:func:`_band_shapes`), found once: every row of every panel shades them."""
         s, e, kind = self.episodes
         out = []
         for k in schema.EPISODE_KINDS:
             m = kind == k
-            if not m.any():
-                continue
+            if m.any():
+                sk, ek = s[m], e[m]
+                out.append((k, sk, ek, _band_shapes(sk, ek, self.min_gap, self.duration)))
+        return out
+
+    def episode_bands(self, y0: float, y1: float, *, legend: bool = True, **kw: Any) -> list[Trace]:
+        out = []
+        for k, sk, ek, shapes in self.episode_kinds:
             label = {
                 "fast_retransmit": "episode: fast retransmit",
                 "sack_recovery": "episode: SACK recovery",
@@ -691,8 +811,8 @@ class _Ctx:
                 "ecn": "episode: ECN",
             }[k]
             out += _band(
-                s[m],
-                e[m],
+                sk,
+                ek,
                 y0,
                 y1,
                 label,
@@ -701,7 +821,8 @@ class _Ctx:
                 legendgroup=f"ep-{k}",
                 showlegend=legend,
                 t_end=self.duration,
-                src=self.band_table(s[m], e[m]),
+                src=self.band_table(sk, ek, again=True),
+                shapes=shapes,
                 **kw,
             )
         return out
@@ -789,20 +910,20 @@ def _window_panel(c: _Ctx) -> Block:
     mss = float(c.mss)
     if acks.height:
         t = c.ack_t
-        fa = _f(acks["frame"])
+        fa = c.ack_frame
         ta = c.acks_table()
-        flight = _f(acks["outstanding"]) / c.mss
         actual.append(
             p.line(
                 t,
-                flight,
+                c.flight,
                 "actual: bytes in flight",
                 line=dict(color=ACTUAL_COLOR, width=2.2),
                 legendrank=1,
                 hovertemplate=f"%{{y:.1f}} {pk}",
                 frame=fa,
                 mss=mss,
-                src=c.col_bytes(ta, "outstanding", _f(acks["outstanding"])),
+                src=c.col_bytes(ta, "outstanding", c.outstanding),
+                once=True,
             )
         )
         if "pipe" in acks.columns and acks["pipe"].null_count() < acks.height:
@@ -866,7 +987,7 @@ def _window_panel(c: _Ctx) -> Block:
         cwnd = _f(df["cwnd"])
         replays.append(
             p.line(
-                _t(df["ts_ns"], c.t0),
+                c.replay_t(label, df),
                 cwnd,
                 f"{_esc(label)} cwnd" + (" (identified)" if best else ""),
                 line=dict(color=c.colors.get(label, "#444"), width=2.6 if best else 1.4),
@@ -874,7 +995,7 @@ def _window_panel(c: _Ctx) -> Block:
                 legendgroup=f"algo-{_esc(label)}",
                 legendrank=100 + rank.get(label, 100 + i),
                 hovertemplate=f"%{{y:.1f}} {pk}",
-                frame=_f(df["frame"]) if "frame" in df.columns else None,
+                frame=c.replay_frame(label, df),
                 mss=mss,
                 src=c.col(c.replay_table(label, df), c.sid(label, "cwnd"), cwnd),
             )
@@ -1000,7 +1121,7 @@ def _rtt_panel(c: _Ctx) -> Block:
         has = np.isfinite(rtt)
         if has.any():
             t = c.ack_t
-            fa = _f(acks["frame"])
+            fa = c.ack_frame
             ta = c.acks_table()
             # the samples of each time column as one bar from the lowest to the highest (drawn as
             # filled rectangles below: one SVG path, where markers were one element per sample);
@@ -1081,8 +1202,8 @@ def _goodput_panel(c: _Ctx) -> Block:
                 hovertemplate="%{y:.3f} Mbit/s",
             )
         )
-        kind = ev.segments["kind"].cast(pl.String).to_numpy()
-        rtx = (kind != "new") & (kind != "out_of_order")
+        kind = _kind_codes(ev.segments["kind"], schema.SEGMENT_KINDS)
+        rtx = (kind != schema.SEGMENT_KINDS.index("new")) & (kind != schema.SEGMENT_KINDS.index("out_of_order"))
         if rtx.any():
             x, y = _binned_rate(t[rtx], ln[rtx], width, c.duration)
             traces.append(
@@ -1109,10 +1230,10 @@ def _timeseq_panel(c: _Ctx) -> Block:
         lo = _f(segs["seq"])
         ln = _f(segs["len"])
         hi = lo + ln
-        kind = segs["kind"].cast(pl.String).to_numpy()
+        kind = _kind_codes(segs["kind"], schema.SEGMENT_KINDS)
         ts_ = c.seg_table()
         for code, k in enumerate(schema.SEGMENT_KINDS):
-            m = kind == k
+            m = kind == code
             if m.any():
                 name = "data segment" if k == "new" else k.replace("_", " ")
                 bars.append(len(traces))
@@ -1123,7 +1244,7 @@ def _timeseq_panel(c: _Ctx) -> Block:
     acks = ev.acks
     if acks.height:
         t = c.ack_t
-        fa = _f(acks["frame"])
+        fa = c.ack_frame
         ta = c.acks_table()
         a = _f(acks["ack"])
         rw = _f(acks["rwnd_bytes"])
@@ -1174,7 +1295,7 @@ def _timeseq_panel(c: _Ctx) -> Block:
                     mode="markers",
                     marker=dict(color="#9467bd", size=5, symbol="triangle-up"),
                     hovertemplate="SACK at ack %{y:,.0f}",
-                    frame=_f(acks["frame"]),
+                    frame=c.ack_frame,
                     src=c.col(c.acks_table(), "sackmark", mark, decimals=0),
                 )
             )
@@ -1208,13 +1329,14 @@ def _timeseq_panel(c: _Ctx) -> Block:
     )
 
 
-def _signal_kind(s: pl.Series, info: meta.SignalInfo | None) -> str:
-    """bool | category | number | other, from the registry's declaration where there is one."""
-    if s.dtype == pl.Boolean:
+def _signal_kind(dt: pl.DataType, info: meta.SignalInfo | None) -> str:
+    """bool | category | number | other (``dt``: the column's type), from the registry's
+    declaration where there is one."""
+    if dt == pl.Boolean:
         return "bool"
-    if s.dtype == pl.String or isinstance(s.dtype, (pl.Enum, pl.Categorical)):
+    if dt == pl.String or isinstance(dt, (pl.Enum, pl.Categorical)):
         return "category"
-    if s.dtype.is_numeric():
+    if dt.is_numeric():
         if info is not None and info.kind == "bool":
             return "bool"
         if info is not None and info.kind == "enum":
@@ -1237,15 +1359,16 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None) -> _Fl
     """Runs of equal values of a bool/enum/category signal, computed on the raw column (numeric
     codes or polars strings) and only then labelled: a million-row signal has a few hundred runs,
     so casting every row to a string label first would cost far more than the runs themselves."""
-    if s.dtype == pl.Boolean:
+    dt = s.dtype  # (an Enum's is made anew on each call)
+    if dt == pl.Boolean:
         vals = (s.fill_null(False) if s.null_count() else s).to_numpy()
         st, en, v = dec.runs(t, vals)
         return _FlagRuns(st, en, v.astype(bool), True)
-    if s.dtype.is_numeric() and info is not None and info.kind == "bool":
+    if dt.is_numeric() and info is not None and info.kind == "bool":
         vals = _f(s)
         st, en, v = dec.runs(t, (vals != 0) & ~np.isnan(vals))  # null → False
         return _FlagRuns(st, en, v.astype(bool), True)
-    if s.dtype.is_numeric():  # an enum's index (labels declared by the registry) or a plain number
+    if dt.is_numeric():  # an enum's index (labels declared by the registry) or a plain number
         st, en, v = dec.runs(t, _f(s))
         labels = list(info.labels) if info is not None and info.kind == "enum" else []
         names = [
@@ -1261,8 +1384,8 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None) -> _Fl
             for x in v.tolist()
         ]
         return _FlagRuns(st, en, np.array(names, dtype=object), False)
-    if isinstance(s.dtype, pl.Enum):  # (every enumerated signal of the replays): runs of its codes
-        cats = s.dtype.categories.to_list()
+    if isinstance(dt, pl.Enum):  # (every enumerated signal of the replays): runs of its codes
+        cats = dt.categories.to_list()
         codes = s.to_physical()
         st, en, v = dec.runs(t, (codes.fill_null(len(cats)) if s.null_count() else codes).to_numpy())
         names = [cats[i] if i < len(cats) else "" for i in v.tolist()]  # null → ""
@@ -1287,7 +1410,8 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     if not sig or not df.height:
         return None
     infos = meta.signals(label)
-    kinds = {s: _signal_kind(df[s], infos.get(s)) for s in sig}
+    types = df.schema
+    kinds = {s: _signal_kind(types[s], infos.get(s)) for s in sig}
     sunit = {s: (infos[s].unit if s in infos else "") for s in sig}  # the registry's unit of each signal
     num = [s for s in sig if kinds[s] == "number"]
     window = [s for s in num if is_window_signal(s)]
@@ -1309,7 +1433,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         rows.append(("other", names, title, shown_u))
     p = c.panel(f"algo:{label}")
     t = c.replay_t(label, df)
-    fr_ = _f(df["frame"]) if "frame" in df.columns else None
+    fr_ = c.replay_frame(label, df)
     tb = c.replay_table(label, df)
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
@@ -1321,7 +1445,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         traces: list[Trace | None] = []
         if kind == "window":
             acks = c.fr.events.acks
-            cwnd = _f(df["cwnd"])
+            cwnd = c.values(label, df, "cwnd")
             cwnd_src = c.col(tb, c.sid(label, "cwnd"), cwnd)
             stacked = _stack_parts(df, names)
             drawn: set[str] = set()
@@ -1331,7 +1455,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 # every point and the stack adds up there (decimate.select_shared; report.js zooms
                 # them as one group)
                 loss_name, loss = stacked
-                dwnd = _f(df["dwnd"])
+                dwnd = c.values(label, df, "dwnd")
                 parts: list[tuple[np.ndarray, str, dict[str, Any]]] = [
                     (
                         loss,
@@ -1355,7 +1479,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 drawn = {"dwnd", loss_name}
                 if "win" in df.columns and loss_name != "win − dwnd":
                     drawn.add("win")
-                    win = _f(df["win"])
+                    win = c.values(label, df, "win")
                     parts.append(
                         (
                             win,
@@ -1378,7 +1502,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                         src=cwnd_src,
                     )
                 )
-            ss = _f(df["ssthresh"]).copy()
+            ss = c.values(label, df, "ssthresh").copy()
             cap = 10 * max(float(np.nanmax(cwnd)) if df.height else 1.0, 1.0)
             ss[ss > cap] = np.nan  # "infinite" ssthresh before the first loss
             traces.append(
@@ -1395,7 +1519,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 )
             )
             for i, s in enumerate(n for n in names if n not in drawn):
-                y = _f(df[s])
+                y = c.values(label, df, s)
                 traces.append(
                     p.line(
                         t,
@@ -1416,14 +1540,15 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 traces.append(
                     p.line(
                         c.ack_t,
-                        _f(acks["outstanding"]) / c.mss,
+                        c.flight,
                         "actual: bytes in flight",
                         line=dict(color=ACTUAL_COLOR, width=1),
                         opacity=0.55,
                         hovertemplate=f"%{{y:.1f}} {pk}",
-                        frame=_f(acks["frame"]),
+                        frame=c.ack_frame,
                         mss=mss,
-                        src=c.col_bytes(ta, "outstanding", _f(acks["outstanding"])),
+                        src=c.col_bytes(ta, "outstanding", c.outstanding),
+                        once=True,
                     )
                 )
         else:
@@ -1438,7 +1563,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 n_thr += thr
                 n_color += not thr
                 u, k = shown(sunit[s]) if sunit[s] else ("", 1.0)  # delays and durations in ms
-                y = _f(df[s]) * k
+                y = c.values(label, df, s) * k
                 traces.append(
                     p.line(
                         t,
@@ -1469,6 +1594,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     kt = c.fr.truth
     if kt is not None and kt.algo == label:
         flag_note += " — magenta: what the sending kernel itself had (its snd_cwnd and the program's variables)"
+    c.done_with(label)
     return Block(f"algo:{label}", f"{_esc(label)}: the algorithm's own signals{flag_note}", out_rows)
 
 
@@ -1571,8 +1697,25 @@ SEG_INFO_BITS = {"syn_fin": 4, "rexmit": 5}  # bits 0-1 probe, 2-3 IP ECN field
 
 
 def _codes(s: pl.Series) -> np.ndarray:
-    """An Enum column's index (null → −1)."""
-    return s.to_physical().cast(pl.Int64).fill_null(-1).to_numpy()
+    """An Enum column's index (null → −1), as int64."""
+    phys = s.to_physical()
+    if phys.null_count():
+        v = phys.to_numpy()  # (float, nulls NaN)
+        return np.where(np.isnan(v), -1, v).astype(np.int64)
+    return phys.to_numpy().astype(np.int64)
+
+
+def _kind_codes(s: pl.Series, kinds: tuple[str, ...]) -> np.ndarray:
+    """Each value's place in ``kinds`` (−1: null or none of them): an Enum of exactly these
+    categories (the schema's) gives its codes, without a string per row."""
+    dt = s.dtype
+    if isinstance(dt, pl.Enum) and tuple(dt.categories.to_list()) == kinds:
+        return _codes(s)
+    v = s.cast(pl.String).to_numpy()
+    out = np.full(len(v), -1, dtype=np.int64)
+    for i, k in enumerate(kinds):
+        out[v == k] = i
+    return out
 
 
 def _packet_list_columns(c: _Ctx, algos: list[str]) -> None:
@@ -1613,7 +1756,7 @@ def _packet_list_columns(c: _Ctx, algos: list[str]) -> None:
         st.column(ta, "dupack", _f(acks["dupack"]), decimals=0, delta=False)
         st.column(ta, "ack", _f(acks["ack"]), decimals=0)
         st.column(ta, "rwnd", _f(acks["rwnd_bytes"]), decimals=0)
-        st.column(ta, "outstanding", _f(acks["outstanding"]), decimals=0)
+        st.column(ta, "outstanding", c.outstanding, decimals=0)
         if not st.has(ta, "rtt"):
             st.column(ta, "rtt", _f(acks["rtt_s"]) * shown(unit("acks", "rtt_s"))[1], decimals=3)
         for label in algos:

@@ -26,7 +26,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import polars as pl
@@ -40,6 +40,7 @@ from hscc_trace.perf.memory import trim
 
 from . import figures as F
 from . import meta
+from .store import absmax, absmax_each
 
 DEFAULT_MAX_POINTS = F.DEFAULT_MAX_POINTS
 DEFAULT_MAX_FLOWS = 25  # flows that get a full section (largest first); all are in the overview
@@ -180,11 +181,13 @@ def _table(
 
 
 def _decimals(arr: np.ndarray, sig: int = 5) -> int:
-    fin = arr[np.isfinite(arr)]
-    if not len(fin):
-        return 0
-    m = float(np.max(np.abs(fin)))
-    if m == 0:
+    return _decimals_of(absmax(arr), sig)
+
+
+def _decimals_of(m: float, sig: int = 5) -> int:
+    """Decimals (0–9) that keep ``sig`` significant digits of the largest finite magnitude ``m``
+    (≤ 0: no finite value, or only zeros)."""
+    if m <= 0:
         return 0
     return int(min(max(sig - 1 - math.floor(math.log10(m)), 0), 9))
 
@@ -199,92 +202,140 @@ def _array_json(arr: np.ndarray, decimals: int, width: int = 0) -> str:
     correctly rounded quotient), so the values are those of ``json.dumps`` of the rounded list,
     at a twentieth of its cost. Values whose scaled integer reaches 2^53 (a hostile capture's
     1e20: an int64 cast would not even hold it) go through ``json.dumps`` as rounded floats."""
-    arr = np.asarray(arr, dtype=np.float64)
-    bad = ~np.isfinite(arr)
-    scaled = np.where(bad, 0.0, arr)
-    if decimals:
-        scaled = scaled * (10.0**decimals)
-    if not (np.abs(scaled) >= 2.0**53).any():
-        flat = np.ascontiguousarray(np.rint(scaled).astype(np.int64).reshape(-1))
-        out = np.empty(22 * len(flat) + 2 * (len(flat) // max(width, 1)) + 2, dtype=np.uint8)
-        n = _text_kernel(flat, np.ascontiguousarray(bad.reshape(-1)), int(decimals), int(width), out)
-        return out[:n].tobytes().decode("ascii")
-    return json.dumps(np.round(np.where(bad, np.nan, arr), decimals).tolist()).replace(
-        "NaN", "null"
-    )  # numbers only: safe
+    return _arrays_json([(arr, decimals, width)])[0]
+
+
+def _arrays_json(arrays: list[tuple[np.ndarray, int | None, int]]) -> list[str]:
+    """Several arrays ``(values, decimals, width)`` as :func:`_array_json` writes each (decimals
+    None: :func:`_decimals`), written by one call of the compiled pass for all of them (a figure's
+    hundreds of short series: the per-array numpy steps and calls cost more than the text)."""
+    if not arrays:
+        return []
+    flat = [np.asarray(a, dtype=np.float64).reshape(-1) for a, _, _ in arrays]
+    bounds = np.zeros(len(flat) + 1, dtype=np.int64)
+    np.cumsum([len(a) for a in flat], out=bounds[1:])
+    v = np.concatenate(flat) if len(flat) > 1 else np.ascontiguousarray(flat[0])
+    decimals = np.array([0 if d is None else d for _, d, _ in arrays], dtype=np.int64)
+    auto = [j for j, (_, d, _) in enumerate(arrays) if d is None]
+    if auto:
+        top = absmax_each(v, bounds)
+        for j in auto:
+            decimals[j] = _decimals_of(float(top[j]))
+    widths = np.array([w for _, _, w in arrays], dtype=np.int64)
+    n = np.diff(bounds)
+    out = np.empty(int((22 * n + 2 * (n // np.maximum(widths, 1)) + 2).sum()), dtype=np.uint8)
+    ends = np.empty(len(flat), dtype=np.int64)
+    scales = np.array([10.0 ** int(d) for d in decimals])
+    _text_kernel(v, bounds, scales, decimals, widths, out, ends)
+    texts = []
+    at = 0
+    for j, end in enumerate(ends.tolist()):
+        if end < 0:  # (numbers only: safe)
+            a, d = np.asarray(arrays[j][0], dtype=np.float64), int(decimals[j])  # (2-D: rows of lists)
+            texts.append(json.dumps(np.round(np.where(np.isfinite(a), a, np.nan), d).tolist()).replace("NaN", "null"))
+            continue
+        texts.append(out[at:end].tobytes().decode("ascii"))
+        at = end
+    return texts
 
 
 @kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _text_kernel(
-    q: np.ndarray, bad: np.ndarray, d: int, width: int, out: np.ndarray
-) -> int:  # pragma: no cover - compiled
-    """``q[i] / 10^d`` as JSON numbers into ``out`` (ASCII), ``null`` where ``bad``; the shortest
-    decimal (no trailing zeros after the point, no point for a whole number); rows of ``width``
-    values in brackets when ``width`` > 0. Returns the bytes written."""
-    p10 = np.int64(1)
-    for _ in range(d):
-        p10 *= 10
+    v: np.ndarray,
+    bounds: np.ndarray,
+    scales: np.ndarray,
+    decimals: np.ndarray,
+    widths: np.ndarray,
+    out: np.ndarray,
+    ends: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """Array ``j``, ``v[bounds[j]:bounds[j+1]]``, as JSON numbers into ``out`` (ASCII), one array
+    after the other, ``ends[j]`` the end of its text: each finite value the integer
+    ``q = rint(v · scales[j])`` written as ``q / 10^decimals[j]``, the shortest decimal (no
+    trailing zeros after the point, no point for a whole number), ``null`` for the others; rows of
+    ``widths[j]`` values in brackets when > 0. An array with a scaled value of 2^53 or more is not
+    written (``ends[j]`` −1)."""
     digits = np.empty(20, dtype=np.uint8)
     k = 0
-    out[k] = 91  # [
-    k += 1
-    n = len(q)
-    for i in range(n):
-        if i > 0:
-            if width > 0 and i % width == 0:
-                out[k] = 93  # ]
-                out[k + 1] = 44  # ,
-                out[k + 2] = 91  # [
-                k += 3
-            else:
-                out[k] = 44
-                k += 1
-        elif width > 0:
-            out[k] = 91
-            k += 1
-        if bad[i]:
-            out[k] = 110  # null
-            out[k + 1] = 117
-            out[k + 2] = 108
-            out[k + 3] = 108
-            k += 4
-            continue
-        v = q[i]
-        if v < 0:
-            out[k] = 45  # -
-            k += 1
-            v = -v
-        ip = v // p10
-        fp = v - ip * p10
-        m = 0
-        while True:
-            digits[m] = 48 + ip % 10
-            m += 1
-            ip //= 10
-            if ip == 0:
+    for j in range(len(bounds) - 1):
+        a = bounds[j]
+        b = bounds[j + 1]
+        sc = scales[j]
+        d = decimals[j]
+        width = widths[j]
+        big = False
+        for i in range(a, b):
+            x = v[i]
+            if np.isfinite(x) and abs(x * sc) >= 9007199254740992.0:  # 2**53
+                big = True
                 break
-        while m > 0:
-            m -= 1
-            out[k] = digits[m]
-            k += 1
-        if fp > 0:
-            out[k] = 46  # .
-            k += 1
-            e = d
-            while fp % 10 == 0:  # trailing zeros dropped
-                fp //= 10
-                e -= 1
-            for j in range(e - 1, -1, -1):
-                digits[j] = 48 + fp % 10
-                fp //= 10
-            for j in range(e):
-                out[k] = digits[j]
-                k += 1
-    if width > 0 and n > 0:
-        out[k] = 93
+        if big:
+            ends[j] = -1
+            continue
+        p10 = np.int64(1)
+        for _ in range(d):
+            p10 *= 10
+        out[k] = 91  # [
         k += 1
-    out[k] = 93  # ]
-    return k + 1
+        n = b - a
+        for i in range(n):
+            if i > 0:
+                if width > 0 and i % width == 0:
+                    out[k] = 93  # ]
+                    out[k + 1] = 44  # ,
+                    out[k + 2] = 91  # [
+                    k += 3
+                else:
+                    out[k] = 44
+                    k += 1
+            elif width > 0:
+                out[k] = 91
+                k += 1
+            x = v[a + i]
+            if not np.isfinite(x):
+                out[k] = 110  # null
+                out[k + 1] = 117
+                out[k + 2] = 108
+                out[k + 3] = 108
+                k += 4
+                continue
+            q = np.int64(np.rint(x * sc))
+            if q < 0:
+                out[k] = 45  # -
+                k += 1
+                q = -q
+            ip = q // p10
+            fp = q - ip * p10
+            m = 0
+            while True:
+                digits[m] = 48 + ip % 10
+                m += 1
+                ip //= 10
+                if ip == 0:
+                    break
+            while m > 0:
+                m -= 1
+                out[k] = digits[m]
+                k += 1
+            if fp > 0:
+                out[k] = 46  # .
+                k += 1
+                e = d
+                while fp % 10 == 0:  # trailing zeros dropped
+                    fp //= 10
+                    e -= 1
+                for jj in range(e - 1, -1, -1):
+                    digits[jj] = 48 + fp % 10
+                    fp //= 10
+                for jj in range(e):
+                    out[k] = digits[jj]
+                    k += 1
+        if width > 0 and n > 0:
+            out[k] = 93
+            k += 1
+        out[k] = 93  # ]
+        k += 1
+        ends[j] = k
 
 
 def _array_list(arr: np.ndarray, decimals: int) -> list[Any]:
@@ -296,7 +347,7 @@ def figure_json(fig: dict[str, Any]) -> str:
     """A figure dict (from :func:`figures.stack`) as compact JSON; x and y numpy arrays are written
     straight to text (times to 1 µs, other values to 5 significant digits)."""
     nonce = secrets.token_hex(8)  # array placeholders no label text can imitate
-    arrays: list[str] = []
+    arrays: list[str | tuple[np.ndarray, int | None, int]] = []
     data = []
     for tr in fig["data"]:
         tr = dict(tr)
@@ -304,15 +355,17 @@ def figure_json(fig: dict[str, Any]) -> str:
             v = tr.get(key)
             if isinstance(v, np.ndarray):
                 if v.ndim == 2:  # customdata [frame, bytes]: integers
-                    arrays.append(
-                        _array_json(np.nan_to_num(v), 0, width=v.shape[1]) if v.size else json.dumps(v.tolist())
-                    )
-                else:
-                    arrays.append(_array_json(v, 6 if key == "x" else 0 if key == "customdata" else _decimals(v)))
+                    arrays.append((np.nan_to_num(v), 0, v.shape[1]) if v.size else json.dumps(v.tolist()))
+                else:  # (decimals None: 5 significant digits)
+                    arrays.append((v, 6 if key == "x" else 0 if key == "customdata" else None, 0))
                 tr[key] = f"\0{nonce}:{len(arrays) - 1}\0"
         data.append(tr)
+    todo = [j for j, a in enumerate(arrays) if not isinstance(a, str)]
+    texts = [a if isinstance(a, str) else "" for a in arrays]
+    for j, written in zip(todo, _arrays_json([cast(tuple, arrays[j]) for j in todo])):
+        texts[j] = written
     text = json.dumps({**fig, "data": data}, separators=(",", ":"), allow_nan=False)
-    return re.sub(r'"\\u0000' + nonce + r':(\d+)\\u0000"', lambda m: arrays[int(m.group(1))], text)
+    return re.sub(r'"\\u0000' + nonce + r':(\d+)\\u0000"', lambda m: texts[int(m.group(1))], text)
 
 
 def _gz(text: str, level: int = 4) -> bytes:
@@ -896,6 +949,7 @@ class Section:
     base: int
     figures: list[Future[bytes]]  # gzip of each figure's payload (fig{base + 1 + k})
     store: Future[bytes] | None
+    encoded: Future[Any] | None  # the store's columns encoded (their values let go): before ``store``
     traces: int
     decimated: int
     points_in: int
@@ -917,11 +971,6 @@ class Section:
                 gz = _gz(new + text[len(old) :])
             out.append(base64.b64encode(gz).decode("ascii"))
         return out
-
-    def drop(self) -> None:
-        """Cancel what has not been compressed yet (a section not used)."""
-        for fut in (*self.figures, *((self.store,) if self.store is not None else ())):
-            fut.cancel()
 
 
 def _section_key(
@@ -986,12 +1035,13 @@ def _section(
             divs += [_signal_docs(b.key[5:], fr) for b in blocks]
         trace_types.update(str(tr.get("type", "scatter")) for tr in fig["data"])
         figs.append(fig)
-    store = None
+    store = encoded = None
     if full and ff.store is not None:
         # its columns were encoded in the worker as they were given; the rest (and its
         # compression) is queued first, so that its columns go first
         if wait is not None and wait.store is not None:
             wait.store.result()
+        encoded = packer.submit(ff.store.encode_columns)
         store = packer.submit(_store_gz, ff.store)
     # one payload per figure (the signals, most of the data, are unpacked only when drawn),
     # written and compressed in the worker while this thread goes on
@@ -1051,6 +1101,7 @@ def _section(
         base=base,
         figures=figures,
         store=store,
+        encoded=encoded,
         traces=len(ff.notes),
         decimated=len(ff.decimated),
         points_in=ff.points_in,
@@ -1120,11 +1171,22 @@ class Drawer:
         self._last: Section | None = None
         self._packer: ThreadPoolExecutor | None = None
 
-    def plan(self, flows: pl.DataFrame, ids: list[int], labels: Iterable[str], bpf: str | None) -> dict[int, bool]:
+    def plan(
+        self,
+        flows: pl.DataFrame,
+        ids: list[int],
+        labels: Iterable[str],
+        bpf: str | None,
+        drawable: Iterable[int] | None = None,
+    ) -> dict[int, bool]:
         """The flows ``ids`` (their index: their place in ``ids``) of a capture's flow table that
         the report will draw, if each is analyzed (then ``write_report`` draws the same: its order
         is the flows' payload, :func:`report_rank`): index -> whether its section is known now
         (True) or only at the end (False: its full resolution depends on other flows' events).
+        ``drawable``: the flows of ``ids`` that have packets, the only ones analyzed (None: all);
+        a flow without is left out of the plan as ``write_report`` never sees it (counted, it
+        changed the points per series of a capture of at most ``max_flows`` such flows, and every
+        section drawn was made again at the end).
 
         Points per series are planned as for replayed flows (every algorithm); full resolution
         is certain for a flow when the packets of it and of every larger planned flow fit in the
@@ -1137,18 +1199,20 @@ class Drawer:
             int(r["flow_id"]): r
             for r in flows.select("flow_id", "payload_ab", "payload_ba", "pkts_ab", "pkts_ba").to_dicts()
         }
+        has = None if drawable is None else {int(f) for f in drawable}
+        at = [i for i, f in enumerate(ids) if has is None or int(f) in has]  # (analysis order)
         items = [
             (report_rank(rows[f]), int(rows[f]["pkts_ab"] or 0) + int(rows[f]["pkts_ba"] or 0), len(labels))
-            for f in ids
+            for f in (ids[i] for i in at)
         ]
         drawn, per_series, _ = _plan(items, **self.options)
         colors = F.algo_colors(dict.fromkeys(labels))
         out: dict[int, bool] = {}
         left = self.options["full_resolution_events"]
-        for i in sorted(drawn, key=lambda i: items[i][0]):  # largest first (ties in analysis order)
-            left -= items[i][1]
-            certain = left >= 0 or not self.options["full_resolution"]
-            out[i] = certain
+        for j in sorted(drawn, key=lambda j: items[j][0]):  # largest first (ties in analysis order)
+            left -= items[j][1]
+            i = at[j]
+            out[i] = left >= 0 or not self.options["full_resolution"]
             self._keys[i] = _section_key(
                 0,
                 int(ids[i]),
@@ -1160,7 +1224,7 @@ class Drawer:
                 capture=None,
                 bpf=bpf,
             )
-        self._order = sorted(drawn)
+        self._order = sorted(at[j] for j in drawn)
         return out
 
     def draw(self, index: int, fr: FlowResult) -> Section:
@@ -1172,13 +1236,15 @@ class Drawer:
             for fut in self._last.figures:
                 fut.result()
         sec = _section(fr, self._keys[index], base, self._packer, None)
-        # the store is compressed before the run goes on (the worker encodes its columns while
+        # the store's columns are encoded before the run goes on (the worker encodes them while
         # the figures are built): left to the worker, a store's working set (its full-resolution
         # columns) met the next flow's replays: +80 MB of peak RSS on replica-5M, +30 MB with the
-        # columns encoded as they are given. The figures' JSON and compression (decimated: a few
-        # MB) overlap the next flow's analysis
-        if sec.store is not None:
-            sec.store.result()
+        # columns encoded as they are given. The store's compression (of its encoded bytes, ≈ 4 MB
+        # a flow here) and the figures' JSON and compression (decimated: a few MB) overlap the
+        # next flow's analysis (waiting for the compressed store too cost the run ≈ 1 s of
+        # replica-5M's, for the same peak RSS)
+        if sec.encoded is not None:
+            sec.encoded.result()
         # the C heaps give back what the draw freed (hscc_trace.perf.memory.trim): its arrays, freed,
         # stayed resident beside the next flows' (replica-5M, alternated at load 6-8: peak RSS
         # 723-738 MB without, 699-701 MB with, for ≈ 1-1.5 s more system time in page faults;
@@ -1189,8 +1255,10 @@ class Drawer:
         return sec
 
     def close(self) -> None:
+        """The worker ends once what it was given is done (at most the last section's compression):
+        the sections drawn belong to their flows (``FlowResult.drawn``), whole for any report."""
         if self._packer is not None:
-            self._packer.shutdown(cancel_futures=True)
+            self._packer.shutdown(wait=True)
             self._packer = None
 
 
@@ -1273,9 +1341,9 @@ def write_report(
                 bpf=meta_.bpf,
             )
             sec = kept.drawn.section if kept.drawn is not None else None
-            if sec is None or sec.key != key:  # (drawn as it finished with other options: made again)
-                if sec is not None:
-                    sec.drop()
+            # (drawn as it finished with other options: made again here — and that section stays
+            # whole, its compression not cancelled: a report with its options may come next)
+            if sec is None or sec.key != key:
                 fr = kept.restored()  # (a streamed run's flow is replayed, or read, again here, one at a time)
                 sec = _section(fr, key, n_fig, packer, built[-1][1] if built else None)
                 if fr is not kept:  # its replays go

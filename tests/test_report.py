@@ -108,6 +108,38 @@ def test_select_leaves_out_exactly_the_nan_samples() -> None:
             assert idx.dtype == np.int64
 
 
+@pytest.mark.parametrize("mode", ["compile", "interpret"])
+def test_select_line_is_select_then_flat_interior(mode: str) -> None:
+    # the one pass of a line (decimate.select_line: NaN left out, M4, flat runs thinned) gives the
+    # points and the reduction of decimate.select followed by decimate.flat_interior — with NaNs,
+    # infinities, plateaus (ties and flat runs), repeated times, nothing decimated or everything
+    # NaN, and with the time axis' columns found beforehand (column_runs) or not
+    from hscc_trace.perf import firstuse
+
+    rng = np.random.default_rng(7)
+    with firstuse.mode(mode):
+        for trial in range(160):
+            n, b = int(rng.integers(0, 900)), int(rng.integers(1, 60))
+            x = np.sort(rng.uniform(0, rng.uniform(0.001, 100), n))
+            if n and trial % 7 == 0:
+                x[: n // 2] = x[0]
+            y = rng.integers(0, 4, n).astype(float) if trial % 2 else np.cumsum(rng.normal(size=n))
+            if n and trial % 4 == 1:
+                y[rng.integers(0, n, max(n // 5, 1))] = np.nan
+            if n > 2 and trial % 4 == 2:
+                y[0], y[-1] = np.inf, -np.inf
+            if trial % 16 == 3:
+                y[:] = np.nan
+            want, red = dec.select(x, y, b)
+            if len(want):
+                want = want[dec.flat_interior([y[want]])]
+            for runs in (None, dec.column_runs(x, b)):
+                got, got_red = dec.select_line(x, y, b, runs)
+                assert np.array_equal(got, want) and got_red == red, (trial, n, b, runs is None)
+                assert got.dtype == np.int64
+        assert dec.column_runs(np.array([0.0, 0.1, 0.2, 0.9, 1.0]), 2).tolist() == [0, 3, 5]
+
+
 def test_m4_compiled_pass_matches_the_numpy_twin() -> None:
     # random walks, integer plateaus (ties: the first lowest/highest wins), repeated times, few and
     # many columns: the one-pass kernel must pick exactly the indices of the vectorised reference
@@ -650,6 +682,57 @@ def test_a_store_encoded_as_its_columns_are_given_is_the_same_store() -> None:
         assert ahead is not None and plain is not None
         assert pool.submit(ahead.gzipped).result() == plain.gzipped()
     assert ahead._given and all(g is None for g in ahead._given) and not ahead._raw
+
+
+def _encode_reference(v: np.ndarray, d: int, delta: bool) -> tuple[dict, bytes, bytes]:
+    """A store column in vectorised numpy, as the store wrote it before its compiled pass."""
+    from hscc_trace.reports.store import varint
+
+    nan = ~np.isfinite(v)
+    scaled = np.where(nan, 0.0, v) * (10.0**d)
+    if np.abs(scaled).max(initial=0.0) >= 2**62:
+        return {"w": 8, "d": 0, "z": 0}, v.astype("<f8").tobytes(), b""
+    q = np.rint(scaled).astype(np.int64)
+    if nan.any() and delta:  # a null repeats the previous value
+        idx = np.where(nan, 0, np.arange(len(q)))
+        np.maximum.accumulate(idx, out=idx)
+        q = q[idx]
+        q[nan & (np.cumsum(~nan) == 0)] = 0
+    steps = np.diff(q, prepend=np.int64(0)) if delta else q
+    if int(np.abs(steps).max(initial=0)) >= 2**31:
+        return {"w": 8, "d": 0, "z": 0}, v.astype("<f8").tobytes(), b""
+    data = varint(steps)
+    mask = np.packbits(nan, bitorder="little").tobytes() if nan.any() else b""
+    return {"w": 0, "d": int(d), "z": int(delta), "l": len(data)}, data, mask
+
+
+@pytest.mark.parametrize("mode", ["compile", "interpret"])
+def test_store_columns_are_encoded_as_the_numpy_reference_encodes_them(mode: str) -> None:
+    # the compiled single pass (store._encode_kernel, both paths of the first-use rule) writes the
+    # bytes of the vectorised reference: nulls and infinities (leading, repeated, last), negative
+    # decimals, steps beyond 31 bits and values beyond 2^62 (stored as float64), 0 and 1 rows
+    from hscc_trace.perf import firstuse
+    from hscc_trace.reports import store as S
+
+    rng = np.random.default_rng(16)
+    cases = [np.empty(0), np.array([np.nan]), np.array([2.5]), np.array([np.nan, np.inf, 1.25, np.nan, -np.inf, 7.0])]
+    for n in (3, 50, 1000):
+        walk = np.cumsum(rng.normal(0, 50, n)) * rng.choice([1e-6, 1.0, 1e4])
+        holes = walk.copy()
+        holes[rng.random(n) < 0.2] = np.nan
+        holes[:2] = np.nan
+        cases += [walk, holes, rng.integers(-5, 5, n).astype(np.float64), walk * 1e12, walk * 1e20]
+    with firstuse.mode(mode):
+        for v in cases:
+            for d in (None, -3, 0, 2, 9):
+                for delta in (True, False):
+                    b = S.StoreBuilder()
+                    dd = S.decimals_for(v) if d is None else d
+                    spec, data, mask = b._cols[b._encode(v, dd, delta=delta)]
+                    assert (spec, data, mask) == _encode_reference(v, dd, delta), (v[:5], d, delta)
+        fin = np.abs(cases[3][np.isfinite(cases[3])])
+        assert S.absmax(cases[3]) == fin.max() and S.absmax(np.array([np.nan])) == -1.0
+        assert S.decimals_for(np.array([123.456, np.nan])) == 2 and S.decimals_for(np.array([-0.0, np.inf])) == 0
 
 
 def test_varint_zigzag_worked_by_hand() -> None:

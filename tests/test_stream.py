@@ -5,6 +5,7 @@ grow with the number of flows)."""
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -373,6 +374,72 @@ def test_a_planned_flow_that_fails_is_replaced_as_an_unstreamed_run_would(
         assert (kept[0].drawn is None) == (keep == 1)
         assert _report(run.analysis, tmp_path, "b.html", **opts) == want
     finally:
+        run.stream.close()
+
+
+def test_a_flow_without_event_streams_is_left_out_of_the_plan(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # a selected flow with no packets (no event streams: it is never analyzed) is not planned, as
+    # write_report never sees it: the other flow is drawn as it finished with write_report's points
+    # per series, and not read and analyzed again for the report (counted, it made the plan draw
+    # the capture's flows with the points of two flows each, and each was made again at the end)
+    import hscc_trace.flows as flows_mod
+
+    real = flows_mod.load
+    big = max(api.flows(ONE).iter_rows(named=True), key=lambda r: -report_rank(r))["flow_id"]
+
+    def load(path, **kw):  # type: ignore[no-untyped-def]
+        cap = real(path, **kw)
+        cap.decoded.src.first[big] = -1  # (what an arena row-less flow looks like)
+        return cap
+
+    monkeypatch.setattr(flows_mod, "load", load)
+    full = api.analyze_run([ONE], ALGOS)
+    assert [fr.flow["flow_id"] for fr in full.analysis.captures[0].results] == [1 - big]
+    opts = {"max_flows": 2, "budget_points": 50_000}  # (the budget sets the points per series)
+    want = _report(full.analysis, tmp_path, "a.html", **opts)
+    run = api.analyze_stream([ONE], ALGOS, report_flows=2, report={"budget_points": 50_000})
+    try:
+        (kept,) = run.analysis.captures[0].results
+        assert kept.drawn is not None
+
+        def again() -> None:
+            raise AssertionError("the drawn flow was read and analyzed again")
+
+        kept.drawn = dataclasses.replace(kept.drawn, restore=again)
+        assert _report(run.analysis, tmp_path, "b.html", **opts) == want
+    finally:
+        run.stream.close()
+
+
+def test_a_section_not_used_by_one_report_stays_whole_for_the_next(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a report written with other options makes the flow's section again; the section drawn as
+    # the flow finished stays on it (FlowResult.drawn) and must stay whole — its compression
+    # was cancelled, and a report with the first options then met a cancelled future
+    import threading
+
+    from hscc_trace.reports import html
+
+    want = _report(api.analyze_run([ONE], ALGOS).analysis, tmp_path, "a.html", max_flows=1)
+    gate = threading.Event()
+    real = html._payload_gz
+
+    def held(div, fig):  # type: ignore[no-untyped-def]
+        if threading.current_thread().name.startswith("hscc-draw"):  # (the drawer's worker only)
+            gate.wait(60)
+        return real(div, fig)
+
+    monkeypatch.setattr(html, "_payload_gz", held)
+    run = api.analyze_stream([ONE], ALGOS, report_flows=1)  # its figures wait in the worker …
+    try:
+        (kept,) = run.analysis.captures[0].results
+        assert kept.drawn is not None and not all(f.done() for f in kept.drawn.section.figures)
+        _report(run.analysis, tmp_path, "b.html", max_flows=1, max_points=100)  # … not used here
+        gate.set()
+        assert _report(run.analysis, tmp_path, "c.html", max_flows=1) == want
+    finally:
+        gate.set()
         run.stream.close()
 
 

@@ -188,6 +188,7 @@ class OpenCapture:
     expected: int  # selected flows with packets (those ``batches`` will give)
     batches: Iterator[list[tuple[int, dict[str, Any], FlowEvents]]]
     warnings: list[Warn] = field(default_factory=list)  # (a flow without event streams adds one when met)
+    present: list[int] | None = None  # the selected flows with packets, when known (else every one may have)
 
 
 def open_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> OpenCapture:
@@ -215,11 +216,11 @@ def open_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -
         ids = [i for i in ids if i in set(flow_ids)]
     warnings = list(cap.warnings)
     dec = cap.decoded
+    present = None
     if dec is not None and flow_ids is None:
         first = dec.src.first
-        expected = sum(1 for f in ids if 0 <= f < len(first) and first[f] >= 0)
-    else:
-        expected = len(ids)
+        present = [f for f in ids if 0 <= f < len(first) and first[f] >= 0]
+    expected = len(ids) if present is None else len(present)
     return OpenCapture(
         meta=cap.meta,
         flows=flows,
@@ -227,6 +228,7 @@ def open_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -
         expected=expected,
         batches=_batches(cap, ids, flow_ids is not None, warnings),
         warnings=warnings,
+        present=present,
     )
 
 
@@ -627,7 +629,7 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
             return False
         opened[path] = value
         if stream is not None:
-            stream.opened(path, value.flows, value.ids, value.meta.bpf)
+            stream.opened(path, value.flows, value.ids, value.meta.bpf, value.present)
         total += value.expected
         tick(f"{_short(path)}: {value.expected} flow(s)")
         return True

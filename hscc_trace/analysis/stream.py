@@ -20,7 +20,8 @@ finished flow (:meth:`Stream.done`, in the pipeline's calling thread) and
 **A run of one capture** that can be read again (not a pipe), given a ``drawer`` (the report's
 ``hscc_trace.reports.html.Drawer``, with the options the report will be written with): the
 flows the report draws are known as soon as the capture's flow table is (:meth:`Stream.opened`:
-its order is the flows' payload, in the FLOWS row before any analysis), and each is drawn when
+its order is the flows' payload, in the FLOWS row before any analysis, among the flows with
+packets — one without has no event streams and is never analyzed), and each is drawn when
 it finishes (:meth:`Stream.done`), from the replays it already has: its figures' payloads and
 its store, compressed (:class:`_Drawn`; the flow's tables and replays go). No flow's tables are
 compressed while the run goes on and no flow is replayed twice. ``write_report`` checks every
@@ -160,16 +161,19 @@ class Stream:
             stems = _export.capture_stems([Path(p).name for p in inputs])
             self._export.planned = dict(zip(inputs, stems))
 
-    def opened(self, path: str, flows: pl.DataFrame, ids: list[int], bpf: str | None) -> None:
-        """Called by the pipeline when capture ``path`` is read: its flow table and its selected
-        flows. A run of one capture that can be read again plans here which flows the report
-        draws, and draws them as they finish (module docstring)."""
+    def opened(
+        self, path: str, flows: pl.DataFrame, ids: list[int], bpf: str | None, present: list[int] | None = None
+    ) -> None:
+        """Called by the pipeline when capture ``path`` is read: its flow table, its selected
+        flows and, when known, those of them with packets (the others have no event streams and
+        are never analyzed). A run of one capture that can be read again plans here which flows
+        the report draws, and draws them as they finish (module docstring)."""
         from hscc_trace.capture.reader import is_stream
 
         if self.drawer is None or self._reanalyze is None or len(self._order) != 1 or is_stream(path):
             return
         try:
-            self._plan = self.drawer.plan(flows, ids, self._labels, bpf)
+            self._plan = self.drawer.plan(flows, ids, self._labels, bpf, present)
         except Exception:  # noqa: BLE001 - a report bug: the flows are kept as in an unplanned run
             self._plan = None  # (write_report draws them, and its error is the report's alone)
             return

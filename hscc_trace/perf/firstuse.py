@@ -117,9 +117,15 @@ COSTS: dict[str, tuple[float, float]] = {
     "replay.engine._newly_delivered": (0.2, 3.91e-07),
     "replay.engine._rate_samples": (0.73, 3.7e-06),
     "reports.decimate._m4_kernel": (0.32, 1.45e-06),
-    "reports.store._varint_kernel": (0.11, 1.22e-06),
-    # (added later, measured alone: 2 M values, empty numba cache, load average ≈ 5–7)
-    "reports.html._text_kernel": (0.86, 3.33e-06),
+    # (added later, measured alone: 200 000 samples, empty numba cache, load average ≈ 4)
+    "reports.decimate._line_kernel": (1.61, 2.57e-06),
+    "reports.decimate._runs_kernel": (0.35, 2.01e-06),
+    # (added later, measured alone: 200 000 values, empty numba cache, load average ≈ 4)
+    "reports.store._encode_kernel": (0.49, 6.14e-06),
+    "reports.store._absmax_kernel": (0.29, 1.37e-06),
+    # (added later, measured alone: 200 000 values of 3 and 6 decimals, empty numba cache, load
+    # average ≈ 4.5)
+    "reports.html._text_kernel": (1.65, 1.82e-05),
     "replay loop": (4.79, 8.63e-06),
 }
 
@@ -359,10 +365,14 @@ def _cache_write(path: Path, text: str) -> None:
 def type_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """What numba's choice of compiled specialisation depends on, cheaply: per argument the
     array's dtype, dimensions, layout and writeability, or the scalar's kind."""
-    return tuple(_one_key(a) for a in args)
+    return tuple([_one_key(a) for a in args])
 
 
 _SCALARS = {int: "i8", float: "f8", bool: "b1"}
+#: an array's key by (dtype, ndim, C-contiguous, F-contiguous, writeable): ``dtype.str`` builds a
+#: new string on each call, a third of what the key of an array cost (a report calls its kernels
+#: ≈ 10 000 times)
+_ARRAY_KEYS: dict[tuple[Any, ...], tuple[str, int, str, bool]] = {}
 
 
 def _one_key(a: Any) -> Any:
@@ -376,8 +386,12 @@ def _one_key(a: Any) -> Any:
         if nd == 0:  # a numpy scalar: int64 types as int64 whether numpy's or Python's
             return dt.str[1:] if dt.kind in "iufb" else dt.str
         f = a.flags
-        layout = "C" if f.c_contiguous else "F" if f.f_contiguous else "A"
-        return (dt.str, nd, layout, bool(f.writeable))
+        k = (dt, nd, f.c_contiguous, f.f_contiguous, f.writeable)
+        hit = _ARRAY_KEYS.get(k)
+        if hit is None:
+            layout = "C" if f.c_contiguous else "F" if f.f_contiguous else "A"
+            hit = _ARRAY_KEYS[k] = (dt.str, nd, layout, bool(f.writeable))
+        return hit
     if isinstance(a, tuple):
         return (t.__name__, *(_one_key(x) for x in a))
     return t.__qualname__
