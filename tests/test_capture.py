@@ -693,3 +693,15 @@ def test_a_mapped_file_stays_resident_a_few_windows_at_a_time(tmp_path, monkeypa
     # at most the windows kept (buffers), the one read and the one not yet unmapped, and the
     # page cache's large pages at either end (the kernel may map 2 MiB at once)
     assert n > 35 and 0 < most * 1024 <= (3 + 2) * window + (4 << 20) < p.stat().st_size / 3
+
+
+def test_status_counts_equal_bincount():
+    from hscc_trace.capture.decode import REASONS, status_counts
+
+    rng = np.random.default_rng(7)
+    for st in (
+        np.zeros(1000, np.uint8),
+        rng.integers(0, len(REASONS) + 1, 5000).astype(np.uint8),
+        np.zeros(0, np.uint8),
+    ):
+        assert status_counts(st).tolist() == np.bincount(st, minlength=len(REASONS) + 1).tolist()
