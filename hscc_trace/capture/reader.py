@@ -543,7 +543,7 @@ class _Mapped:
         if drop - self.dropped >= self.window:
             try:
                 self.mm.madvise(_MADV_DONTNEED, self.dropped, drop - self.dropped)
-            except (OSError, ValueError):  # (only memory, never data, depends on it)
+            except (OSError, ValueError, AttributeError):  # (no madvise: Windows; only memory depends on it)
                 pass
             self.dropped = drop
 
