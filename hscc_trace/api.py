@@ -105,7 +105,16 @@ def select(names: Iterable[str] | None = None, params: dict[str, dict[str, Any]]
 def select_params(
     names: Sequence[str] | None, configured: dict[str, dict[str, Any]], given: dict[str, dict[str, Any]] | None = None
 ) -> dict[str, dict[str, Any]]:
-    """Parameter overrides for a run of ``names`` (:func:`hscc_trace.replay.selection.select_params`)."""
+    """Parameter overrides for a run of ``names`` (:func:`hscc_trace.replay.selection.select_params`).
+
+    Without configured tables the registry has nothing to decide (it only drops the tables of
+    registered algorithms the run does not replay): the overrides given are the answer, and the
+    algorithm modules — and numba, which their hooks import — are not imported here (≈ 0.35 s
+    of single-core start-up that ``analyze`` then spends while its reader thread runs)."""
+    if not configured:
+        from hscc_trace import config
+
+        return config.merge_params({}, given or {})
     from hscc_trace.replay import selection
 
     return selection.select_params(names, configured, given)

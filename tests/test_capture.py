@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gzip
 import struct
+from pathlib import Path
 
 import numpy as np
 import polars as pl
@@ -553,13 +554,19 @@ def test_decode_all_flow_columns_equal_the_full_decoder_on_every_capture():
     assert checked > 12000 and syns > 100
 
 
+@pytest.mark.parametrize("mapped", [True, False], ids=["mapped", "read"])
+@pytest.mark.parametrize("reuse", [False, True], ids=["own", "reuse"])
 @pytest.mark.parametrize("buffers", [2, 3])
-def test_batch_bytes_stay_valid_while_buffers_minus_one_more_batches_are_read(tmp_path, monkeypatch, buffers):
+def test_batch_bytes_stay_valid_while_buffers_minus_one_more_batches_are_read(
+    tmp_path, monkeypatch, buffers, reuse, mapped
+):
     """iter_batches(buffers=b): the read buffers take turns, so a batch's bytes are unchanged
     while the next b − 1 batches are read (the flows fast path hands a batch to another thread,
-    which decodes part of it while the reader reads on). Tiny chunks: a few records per batch."""
+    which decodes part of it while the reader reads on); with ``reuse`` its arrays take turns
+    too, and the same holds for them. Tiny chunks: a few records per batch."""
     from hscc_trace.capture import reader
 
+    monkeypatch.setattr(reader, "MAP", mapped)
     monkeypatch.setattr(reader, "CHUNK", 600)
     monkeypatch.setattr(reader, "MAX_CAPLEN", 100)
     recs = [
@@ -569,13 +576,132 @@ def test_batch_bytes_stay_valid_while_buffers_minus_one_more_batches_are_read(tm
     p.write_bytes(pcap_bytes(recs))
     held: list[tuple[reader.Batch, list[bytes]]] = []
 
-    def content(b: reader.Batch) -> list[bytes]:
-        return [bytes(b.buf[o : o + c]) for o, c in zip(b.off.tolist(), b.cap.tolist())]
+    def content(b: reader.Batch) -> tuple[list[bytes], list[int], list[int], list[int]]:
+        recs = [bytes(b.buf[o : o + c]) for o, c in zip(b.off.tolist(), b.cap.tolist())]
+        return recs, b.ts_ns.tolist(), b.wire.tolist(), b.linktype.tolist()
 
     seen = []
-    for batch in reader.iter_batches(str(p), reader.ReadInfo(), buffers=buffers):
+    for batch in reader.iter_batches(str(p), reader.ReadInfo(), buffers=buffers, reuse=reuse):
         for old, want in held[-(buffers - 1) :]:  # the last b − 1 batches handed out
             assert content(old) == want
         held.append((batch, content(batch)))
-        seen += held[-1][1]
+        seen += held[-1][1][0]
     assert len(held) > 20 and seen == [r[1] for r in recs]
+    if reuse:  # (the arrays do take turns: an older batch's timestamps were overwritten)
+        assert content(held[0][0])[1] != held[0][1][1]
+
+
+# ---- reading through a memory map ------------------------------------------------------------
+
+
+def _batches(path, monkeypatch, mapped: bool, **kw) -> tuple[list[tuple], dict]:
+    """Every batch of ``path`` as plain values (arrays and record bytes copied when handed
+    out), read through a memory map or into buffers; and what ReadInfo learnt."""
+    from hscc_trace.capture import reader
+
+    monkeypatch.setattr(reader, "MAP", mapped)
+    info = reader.ReadInfo()
+    out: list[tuple] = []
+    try:
+        for b in reader.iter_batches(str(path), info, **kw):
+            recs = [bytes(b.buf[o : o + c]) for o, c in zip(b.off.tolist(), b.cap.tolist())]
+            cols = (b.cap, b.wire, b.ts_ns, b.iface, b.linktype)
+            out.append((b.first_frame, recs, *(c.tolist() for c in cols)))
+    except InputError as exc:  # (not a capture: the same message either way)
+        out.append(("error", str(exc)))
+    return out, vars(info)
+
+
+def test_mapped_reading_equals_reading_into_buffers_on_every_capture(monkeypatch):
+    """A regular uncompressed file is read through a memory map (no copy); the batches — their
+    boundaries, records, lengths, timestamps, interfaces, link types — and the reader's
+    warnings equal those of reading it into buffers, on every sample and external capture
+    (the odd ones included: cut short, absurd lengths, the modified format), also with the
+    record arrays taking turns (``reuse``)."""
+    from hscc_trace.capture import reader
+
+    files = sorted((REPO / "samples").glob("*/*.pcap")) + sorted(
+        p for p in need_corpus().iterdir() if p.suffix in (".pcap", ".pcapng", ".cap")
+    )
+    mapped_files = 0
+    for path in files:
+        with open(path, "rb") as f:
+            mapped_files += isinstance(reader._chunks(f, f.read(24), 2, reader.CHUNK), reader._Mapped)
+        want = _batches(path, monkeypatch, False)
+        assert _batches(path, monkeypatch, True) == want, path.name
+        assert _batches(path, monkeypatch, True, reuse=True, buffers=3) == want, path.name
+    assert mapped_files == len(files) > 30
+
+
+@pytest.mark.parametrize("mapped", [True, False], ids=["mapped", "read"])
+def test_small_windows_and_the_edges_of_a_file_read_alike(tmp_path, monkeypatch, mapped):
+    """Windows of a few records (a record never straddles two batches; one larger than the
+    window grows it), a last record cut short and an absurd length mid-file: the same batches
+    and warnings through the memory map as through the read buffers."""
+    from hscc_trace.capture import reader
+
+    monkeypatch.setattr(reader, "CHUNK", 700)
+    monkeypatch.setattr(reader, "MAX_CAPLEN", 100)
+    recs = [
+        (T0 + i * 1000, bytes(S.Ether() / _ip4() / _tcp(seq=i) / (bytes([i % 251]) * (i % 60)))) for i in range(200)
+    ]
+    recs.insert(150, (T0 + 150_500, bytes(S.Ether() / _ip4() / _tcp(seq=9) / (b"x" * 3000))))  # > the window
+    raw = pcap_bytes(recs)
+    ng = pcapng_bytes([(1, None)], [(0, 5 + i, r) for i, (_t, r) in enumerate(recs[:120])])
+    absurd = pcap_bytes(recs[:30]) + struct.pack("<IIII", 1, 0, 10_000_000, 10_000_000) + b"\0" * 100
+    for name, data in (("all.pcap", raw), ("cut.pcap", raw[:-10]), ("absurd.pcap", absurd), ("all.pcapng", ng)):
+        p = tmp_path / name
+        p.write_bytes(data)
+        got, info = _batches(p, monkeypatch, mapped)
+        want, winfo = _batches(p, monkeypatch, not mapped)
+        assert got == want and info == winfo, name
+        assert len(got) > 2, name  # (several windows)
+    got, info = _batches(tmp_path / "cut.pcap", monkeypatch, mapped)
+    assert sum(len(b[1]) for b in got) == 200 and list(info["problems"]) == [
+        "file ends inside record 201 (79 bytes of it present); that record ignored"
+    ]
+
+
+@pytest.mark.skipif(not Path("/proc/self/smaps").exists(), reason="reads /proc/self/smaps (Linux)")
+def test_a_mapped_file_stays_resident_a_few_windows_at_a_time(tmp_path, monkeypatch):
+    """The pages of windows already read are unmapped from the process as reading goes on
+    (the page cache keeps them), so the resident size of the mapping stays that of a few
+    windows, as with read buffers, however large the file."""
+    from hscc_trace.capture import reader
+
+    monkeypatch.setattr(reader, "CHUNK", 1 << 20)
+    monkeypatch.setattr(reader, "MAX_CAPLEN", 2048)
+    frame = bytes(S.Ether() / _ip4() / _tcp() / (b"z" * 1400))
+    p = tmp_path / "big.pcap"
+    p.write_bytes(pcap_bytes([(T0 + i, frame) for i in range(30_000)]))  # ≈ 43 MB: ≈ 40 windows
+    window = reader.CHUNK + 2 * reader.MAX_CAPLEN
+
+    def mapped_rss_kib() -> int:
+        lines = Path("/proc/self/smaps").read_text().splitlines()
+        for i, line in enumerate(lines):
+            if line.endswith(str(p)):
+                for more in lines[i + 1 :]:
+                    if more.startswith("Rss:"):
+                        return int(more.split()[1])
+        return 0
+
+    most = n = 0
+    for b in reader.iter_batches(str(p), reader.ReadInfo(), buffers=3):
+        assert int(b.buf[int(b.off[-1] + b.cap[-1]) - 1]) == ord("z")  # (touch the batch)
+        most = max(most, mapped_rss_kib())
+        n += 1
+    # at most the windows kept (buffers), the one read and the one not yet unmapped, and the
+    # page cache's large pages at either end (the kernel may map 2 MiB at once)
+    assert n > 35 and 0 < most * 1024 <= (3 + 2) * window + (4 << 20) < p.stat().st_size / 3
+
+
+def test_status_counts_equal_bincount():
+    from hscc_trace.capture.decode import REASONS, status_counts
+
+    rng = np.random.default_rng(7)
+    for st in (
+        np.zeros(1000, np.uint8),
+        rng.integers(0, len(REASONS) + 1, 5000).astype(np.uint8),
+        np.zeros(0, np.uint8),
+    ):
+        assert status_counts(st).tolist() == np.bincount(st, minlength=len(REASONS) + 1).tolist()

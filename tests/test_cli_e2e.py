@@ -449,3 +449,20 @@ def test_configured_params_for_algorithms_not_run_are_dropped_given_ones_are_not
         api.select(["reno"], given)
     sel = api.select(["reno"], api.select_params(["reno"], {"reno": {"iw": 4}}))
     assert sel.labels == ("reno[iw=4]",) and sel.values["reno[iw=4]"]["iw"] == 4
+
+
+def test_params_without_configured_tables_need_no_registry() -> None:
+    """Without configured tables select_params answers the overrides given, as the registry
+    would, and imports neither the algorithms nor numba (fresh interpreter)."""
+    from hscc_trace import api
+    from hscc_trace.replay import selection
+
+    for names, given in ((None, {}), (["reno"], {"fusion": {"dmin_ms": 2}}), (None, {"reno": {"iw": 4}})):
+        assert api.select_params(names, {}, given) == selection.select_params(names, {}, given)
+    code = (
+        "import sys; from hscc_trace import api; "
+        "assert api.select_params(None, {}, {'reno': {'iw': 4}}) == {'reno': {'iw': 4}}; "
+        "print(sorted(m for m in sys.modules if m == 'numba' or m.startswith('hscc_trace.replay')))"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert r.stdout.strip() == "[]"

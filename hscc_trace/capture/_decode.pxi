@@ -145,6 +145,11 @@ cdef int64_t _decode(bint full, RecIn* r, DecOut* c, bint compact) noexcept nogi
     cdef uint8_t v, proto, nh, ot, ol, kind
     cdef bint bad
     for i in range(n):
+        if i + PF_RECS < n:  # (records lie inside buf: checked before the call)
+            p0 = r.off[i + PF_RECS]
+            HSCC_PREFETCH(buf + p0)
+            if p0 + 64 < r.blen:
+                HSCC_PREFETCH(buf + p0 + 64)
         j = k if compact else i  # output row
         p0 = r.off[i]
         end = p0 + r.cap[i]

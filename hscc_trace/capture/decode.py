@@ -527,6 +527,18 @@ def decode_all(batch, scratch: Scratch, lo: int = 0, hi: int | None = None) -> t
     return cols, c.status
 
 
+def status_counts(status: np.ndarray) -> np.ndarray:
+    """Records per decoder status (index: :data:`OK` and the :data:`REASONS` codes), like
+    ``np.bincount(status, minlength=len(REASONS) + 1)`` but without its int64 copy of
+    ``status`` when every record is TCP (the usual batch: fresh memory costs more than counting)."""
+    counts = np.zeros(len(REASONS) + 1, np.int64)
+    if not status.any():
+        counts[OK] = len(status)
+        return counts
+    counts += np.bincount(status, minlength=len(REASONS) + 1)
+    return counts
+
+
 def decode_arrays(batch, scratch: Scratch | None = None) -> tuple[dict[str, np.ndarray], np.ndarray]:
     """Decode a :class:`~hscc_trace.capture.reader.Batch` into numpy columns of its TCP records.
 

@@ -17,6 +17,8 @@ this module does not know (:func:`_libpcap_batches`), so anything libpcap opens,
 from __future__ import annotations
 
 import gzip
+import io
+import mmap
 import os
 import stat
 import zlib
@@ -33,6 +35,11 @@ from hscc_trace.perf.jit import njit
 CHUNK = 8 * 1024 * 1024
 #: largest captured length accepted per record (libpcap's MAXIMUM_SNAPLEN, 256 KiB)
 MAX_CAPLEN = 262144
+#: read an uncompressed regular file through a memory map (:class:`_Mapped`) instead of copying
+#: it into buffers (tests switch it off to compare the two)
+MAP = True
+_PAGE = mmap.PAGESIZE
+_MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
 
 PCAP_MAGICS = {
     0xA1B2C3D4: ("pcap", False, 16),
@@ -120,6 +127,32 @@ class Walked(NamedTuple):
             np.empty(n, np.int64),
             np.empty(n, np.uint16),
         )
+
+
+class _WalkedPool:
+    """Record arrays that take turns (``reuse``: see :func:`iter_batches`): ``n`` sets, each of
+    at least the rows asked for, handed out in order; and one read-only array of zeros and one
+    of a link type to slice for the batches' ``iface`` and ``linktype`` columns."""
+
+    def __init__(self, n: int):
+        self.sets: list[Walked] = [Walked.empty(0) for _ in range(max(n, 2))]
+        self.k = 0
+        self.consts: dict[int, np.ndarray] = {}
+
+    def next(self, rows: int) -> Walked:
+        i = self.k % len(self.sets)
+        self.k += 1
+        if len(self.sets[i].off) < rows:
+            self.sets[i] = Walked.empty(rows)
+        return self.sets[i]
+
+    def const(self, value: int, rows: int) -> np.ndarray:
+        a = self.consts.get(value)
+        if a is None or len(a) < rows:
+            a = np.full(rows, value, np.uint16)
+            a.flags.writeable = False
+            self.consts[value] = a
+        return a[:rows]
 
 
 @dataclass
@@ -417,10 +450,11 @@ def _read_into(f: BinaryIO, view: memoryview) -> tuple[int, str | None]:
 class _Chunks:
     """Sequential chunk reader keeping an unconsumed tail between reads."""
 
-    def __init__(self, f: BinaryIO, first: bytes, buffers: int = 2, base: int = 0):
+    def __init__(self, f: BinaryIO, first: bytes, buffers: int = 2, chunk: int = CHUNK, base: int = 0):
         self.f = f
         self.base = base  # offset of buf[0] in the (decompressed) file
-        self.buf = np.empty(CHUNK + MAX_CAPLEN * 2, dtype=np.uint8)
+        self.chunk = chunk
+        self.buf = np.empty(chunk + MAX_CAPLEN * 2, dtype=np.uint8)
         self.spares = [np.empty_like(self.buf) for _ in range(max(buffers, 2) - 1)]
         self.problem: str | None = None
         self.n = len(first)
@@ -457,13 +491,83 @@ class _Chunks:
 
     def grow(self, need: int) -> None:
         if need > len(self.buf):
-            new = np.empty(need + CHUNK, dtype=np.uint8)
+            new = np.empty(need + self.chunk, dtype=np.uint8)
             new[: self.n] = self.buf[: self.n]
             self.buf = new
             self.eof = False
 
 
-def _rest(ch: _Chunks, at: int, records: int, header: int) -> tuple[tuple[int | None, int | None], str]:
+class _Mapped:
+    """:class:`_Chunks`' interface over a read-only memory map of a regular file: the walkers and
+    the decoder read the page cache's own pages, so no byte of the file is copied.
+
+    ``buf`` is a view of the map from ``base`` on, ``n`` of its bytes valid — windows of the
+    same size as :class:`_Chunks`' buffers, so batches are the same. Read buffers that take
+    turns are not needed (a batch's bytes stay valid as long as the batch is referenced), but the
+    pages of windows ``buffers`` batches behind are unmapped from this process as it goes
+    (``madvise(MADV_DONTNEED)``: the page cache keeps them, a later access reads them again), so
+    the resident size stays that of ``buffers`` windows, as with read buffers. The file's size
+    is taken once, when it is opened: bytes appended later are not read (a file that is
+    shortened while it is read ends the process with SIGBUS, as for any program that maps it).
+    """
+
+    def __init__(self, f: BinaryIO, base: int, size: int, buffers: int = 2, chunk: int = CHUNK):
+        self.f = f
+        self.size = size
+        self.mm = mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ)
+        self.whole = np.frombuffer(self.mm, dtype=np.uint8)
+        self.chunk = chunk
+        self.window = chunk + MAX_CAPLEN * 2
+        self.keep = max(buffers, 2) * self.window  # bytes behind ``base`` left mapped
+        self.dropped = 0  # pages before this offset have been unmapped
+        self.base = base
+        self.end = base  # buf[: n] = whole[base : end]
+        self.n = 0
+        self.buf = self.whole[base:base]
+        self.problem: str | None = None
+        self.eof = False
+
+    def _view(self) -> None:
+        self.n = self.end - self.base
+        self.buf = self.whole[self.base : min(self.size, self.base + max(self.window, self.n))]
+
+    def fill(self) -> None:
+        self.end = min(self.size, max(self.end, self.base + self.window))
+        self.eof = self.end >= self.size
+        self._view()
+
+    def consume(self, k: int) -> None:
+        self.base += k
+        self._view()
+        drop = (self.base - self.keep) // _PAGE * _PAGE
+        if drop - self.dropped >= self.window:
+            try:
+                self.mm.madvise(_MADV_DONTNEED, self.dropped, drop - self.dropped)
+            except (OSError, ValueError, AttributeError):  # (no madvise: Windows; only memory depends on it)
+                pass
+            self.dropped = drop
+
+    def grow(self, need: int) -> None:
+        if need > self.window:
+            self.window = need + self.chunk
+            self.eof = False
+
+
+def _chunks(f: BinaryIO, first: bytes, buffers: int, chunk: int, base: int = 0) -> _Chunks | _Mapped:
+    """The chunk source of a capture whose first ``base + len(first)`` bytes are read: a memory
+    map (:class:`_Mapped`) for an uncompressed regular file that can be mapped, else reads into
+    buffers (:class:`_Chunks`). ``first`` holds the file's bytes from ``base`` on."""
+    if MAP and isinstance(f, io.BufferedReader):
+        try:
+            st = os.fstat(f.fileno())
+            if stat.S_ISREG(st.st_mode) and st.st_size > base + len(first) and f.tell() == base + len(first):
+                return _Mapped(f, base, st.st_size, buffers, chunk)
+        except (OSError, ValueError):  # not mappable (some file systems), not seekable: read it
+            pass
+    return _Chunks(f, first, buffers, chunk, base)
+
+
+def _rest(ch: _Chunks | _Mapped, at: int, records: int, header: int) -> tuple[tuple[int | None, int | None], str]:
     """How much of the file from ``buf[at]`` on is not read: ((bytes, estimated records), phrase).
 
     Bytes: from the file size for a plain regular file, else by reading the rest of the stream
@@ -497,7 +601,7 @@ def _rest(ch: _Chunks, at: int, records: int, header: int) -> tuple[tuple[int | 
     return (n, est), phrase + " not read"
 
 
-def _stream_problem(ch: _Chunks, info: ReadInfo, records: int) -> None:
+def _stream_problem(ch: _Chunks | _Mapped, info: ReadInfo, records: int) -> None:
     """The warning for a compressed stream that stopped early (cut short or corrupt)."""
     done = ch.base + ch.n
     if ch.problem.startswith("corrupt"):
@@ -523,11 +627,17 @@ def _stream_problem(ch: _Chunks, info: ReadInfo, records: int) -> None:
         )
 
 
-def iter_batches(path: str, info: ReadInfo, *, buffers: int = 2) -> Iterator[Batch]:
+def iter_batches(
+    path: str, info: ReadInfo, *, buffers: int = 2, chunk: int | None = None, reuse: bool = False
+) -> Iterator[Batch]:
     """Yield record batches of the capture at ``path``; fill ``info`` as a side effect.
 
     A batch's bytes (``Batch.buf``) stay valid while ``buffers`` − 1 further batches are
-    requested (the read buffers take turns; each holds ``CHUNK`` + 2 × ``MAX_CAPLEN`` bytes).
+    requested (the read buffers take turns; each holds ``chunk`` (default :data:`CHUNK`) + 2 ×
+    ``MAX_CAPLEN`` bytes). With ``reuse`` the same holds for a pcap batch's arrays (``off``,
+    ``cap``, ``wire``, ``ts_ns``: they take turns too, so no memory is allocated per batch, and
+    ``iface`` / ``linktype`` are read-only views of one array) — for a consumer that keeps
+    nothing of a batch, such as the flow table; without it every batch has arrays of its own.
     Raises :class:`InputError` when the file is missing, empty or not a capture.
     """
     f, gz = _open(path)
@@ -548,9 +658,9 @@ def iter_batches(path: str, info: ReadInfo, *, buffers: int = 2) -> Iterator[Bat
         suffix = ".gz" if gz else ""
         if magic_le in PCAP_MAGICS or magic_be in PCAP_MAGICS:
             be = magic_be in PCAP_MAGICS
-            yield from _pcap_batches(path, f, head, be, info, suffix, buffers)
+            yield from _pcap_batches(path, f, head, be, info, suffix, buffers, chunk or CHUNK, reuse)
         elif magic_le == PCAPNG_SHB:
-            yield from _pcapng_batches(path, f, head, info, suffix, buffers)
+            yield from _pcapng_batches(path, f, head, info, suffix, buffers, chunk or CHUNK)
         else:
             if gz:
                 raise InputError(f"{path}: gzip data is not a pcap or pcapng capture")
@@ -562,7 +672,15 @@ def iter_batches(path: str, info: ReadInfo, *, buffers: int = 2) -> Iterator[Bat
 
 
 def _pcap_batches(
-    path: str, f: BinaryIO, head: bytes, be: bool, info: ReadInfo, suffix: str, buffers: int = 2
+    path: str,
+    f: BinaryIO,
+    head: bytes,
+    be: bool,
+    info: ReadInfo,
+    suffix: str,
+    buffers: int = 2,
+    chunk: int = CHUNK,
+    reuse: bool = False,
 ) -> Iterator[Batch]:
     if len(head) < 24:
         raise InputError(f"{path}: truncated pcap file header ({len(head)} of 24 bytes)")
@@ -581,11 +699,13 @@ def _pcap_batches(
     info.linktypes = [linktype]
     max_cap = max(MAX_CAPLEN, min(snaplen, 16 * 1024 * 1024))
     layout = PcapLayout(be, nsec, hdrlen, max_cap)
-    ch = _Chunks(f, b"", buffers, base=24)
+    ch = _chunks(f, b"", buffers, chunk, base=24)
+    pool = _WalkedPool(buffers) if reuse else None
     frame = 1
     while True:
         ch.fill()
-        out = Walked.empty(max(1, ch.n // (hdrlen + 20) + 1))
+        rows = max(1, ch.n // (hdrlen + 20) + 1)
+        out = pool.next(rows) if pool is not None else Walked.empty(rows)
         used, k, status = _walk_pcap(ch.buf, ch.n, layout, out)
         if k:
             info.records += k
@@ -595,8 +715,8 @@ def _pcap_batches(
                 out.cap[:k],
                 out.wire[:k],
                 out.ts[:k],
-                np.zeros(k, np.uint16),
-                np.full(k, linktype, np.uint16),
+                pool.const(0, k) if pool is not None else np.zeros(k, np.uint16),
+                pool.const(linktype, k) if pool is not None else np.full(k, linktype, np.uint16),
                 frame,
             )
             frame += k
@@ -659,10 +779,10 @@ def _parse_idb(blk: bytes, be: bool) -> tuple[int, int, bool, int, int]:
 
 
 def _pcapng_batches(
-    path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix: str, buffers: int = 2
+    path: str, f: BinaryIO, head: bytes, info: ReadInfo, suffix: str, buffers: int = 2, chunk: int = CHUNK
 ) -> Iterator[Batch]:
     info.format = "pcapng" + suffix
-    ch = _Chunks(f, head, buffers)
+    ch = _chunks(f, head, buffers, chunk)
     be = False
     # interfaces of the current section
     lts: list[int] = []

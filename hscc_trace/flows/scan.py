@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from hscc_trace.capture.decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_all
+from hscc_trace.capture.decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_all, status_counts
 from hscc_trace.capture.pipe import import_tables as _import_tables
 from hscc_trace.capture.pipe import in_thread
 from hscc_trace.capture.reader import Batch, ReadInfo, is_stream, iter_batches, linktype_name
@@ -26,9 +26,12 @@ __all__ = ["load_flows", "flow_rows", "FlowRows"]
 #: decoded batches that may wait between the reader thread and the flow kernel
 QUEUE_DEPTH = 1  # deeper (3) measured no faster on replica-5M, only larger
 #: share of each batch's records the reader thread decodes; this thread decodes the rest before
-#: running the flow kernel. Per packet the reader also reads and walks the records (≈ 30 ns) and
-#: the flow kernel takes ≈ 30 ns, decoding ≈ 26 ns: half each balances the two threads.
-READER_SHARE = 0.5
+#: running the flow kernel. Per packet (replica-5M) the reader walks the records of the mapped
+#: file (≈ 33 ns with its page mapping), decoding takes ≈ 25 ns and the flow kernel ≈ 48 ns:
+#: four fifths of the decoding in the reader balances the two threads.
+READER_SHARE = 0.8
+#: bytes of the file per batch (hscc_trace.capture.reader.CHUNK for the packet table)
+CHUNK = 8 * 1024 * 1024
 
 
 def load_flows(path: str | os.PathLike, *, bpf: str | None = None) -> tuple[pl.DataFrame, CaptureMeta, list[Warn]]:
@@ -138,14 +141,12 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
 
         flt = BpfFilter(bpf)
 
-    nreason = len(REASONS) + 1
-
     def produce() -> Iterator[tuple[Batch, Scratch, int, np.ndarray]]:
         # scratch sets (and read buffers): one being fed by the consumer, QUEUE_DEPTH queued,
         # one being decoded
         scratches = [Scratch() for _ in range(QUEUE_DEPTH + 2)]
         k = 0
-        for batch in iter_batches(p, info, buffers=QUEUE_DEPTH + 2):
+        for batch in iter_batches(p, info, buffers=QUEUE_DEPTH + 2, chunk=CHUNK, reuse=True):
             if flt is not None:
                 batch = batch.subset(flt.match(batch))
                 if len(batch) == 0:
@@ -154,7 +155,7 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
             k += 1
             m = int(len(batch) * READER_SHARE)
             _cols, status = decode_all(batch, sc, 0, m)
-            yield batch, sc, m, np.bincount(status[:m], minlength=nreason)
+            yield batch, sc, m, status_counts(status[:m])
 
     importer: threading.Thread | None = None
     skipped: dict[str, int] = {}
@@ -167,7 +168,7 @@ def _scan(p: str, bpf: str | None, *, import_tables: bool) -> tuple[FlowTracker,
         for batch, sc, m, counts in batches:
             matched += len(batch)
             cols, status = decode_all(batch, sc, m)  # the rest of the batch, here
-            counts = counts + np.bincount(status[m:], minlength=nreason)
+            counts = counts + status_counts(status[m:])
             if counts[FALLBACK] or counts[FRAGMENT]:
                 fallback = True
                 break
