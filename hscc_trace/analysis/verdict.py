@@ -241,11 +241,26 @@ class _Duel:
         db, fb, _ = self._side(best)
         do, fo, _ = self._side(other)
         if self._inv is None:
-            keys, inv = np.unique(self.rnd, return_inverse=True)
-            self._inv = (np.ascontiguousarray(inv.reshape(-1), dtype=np.int64), int(keys.size))
+            self._inv = _numbered(self.rnd)
         inv, nk = self._inv
         won, differ = _duel_counts(db, do, fb, fo, inv, nk, float(self.tie))
         return int(won), int(differ)
+
+
+def _numbered(rnd: np.ndarray) -> tuple[np.ndarray, int]:
+    """(each ACK's round numbered 0..k−1 in order of value, k): ``np.unique``'s inverse, by a
+    running count where the rounds come in order (they do: ACKs in time order), which costs a
+    pass instead of a sort."""
+    r = np.asarray(rnd).reshape(-1)
+    if r.size == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    step = r[1:] != r[:-1]
+    if r.size > 1 and not bool((r[1:] >= r[:-1]).all()):
+        keys, inv = np.unique(r, return_inverse=True)
+        return np.ascontiguousarray(inv.reshape(-1), dtype=np.int64), int(keys.size)
+    inv = np.zeros(r.size, dtype=np.int64)
+    np.cumsum(step, out=inv[1:])
+    return inv, int(inv[-1]) + 1
 
 
 @kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
@@ -286,41 +301,92 @@ def _same(
     return bool(np.array_equal(fin, np.isfinite(b) if fb is None else fb) and np.all(np.abs(a - b)[fin] < 0.5))
 
 
+@kernel(work=lambda a: a[0].size + a[1].size, cache=True, nogil=True)
+def _group(wr, wa, rate, order):  # pragma: no cover - compiled
+    """The replays identical on a flow, in one pass: ``wr`` (replays × judged rounds) and ``wa``
+    (replays × judged ACKs; no columns: not compared) their windows, ``rate`` whether each is
+    rate-based, ``order`` the rows by :func:`_rank`. Taken in that order, a replay joins the
+    first class whose first member has its ``rate`` and whose windows are :func:`_same` as its
+    own (finite at the same places, within half a packet wherever finite), else starts a class.
+    Returns (class of each row, first row of each class). Stops comparing two replays at their
+    first difference (most pairs differ within a few rounds)."""
+    m = order.shape[0]
+    cls = np.full(m, -1, dtype=np.int64)
+    first = np.zeros(m, dtype=np.int64)
+    nc = 0
+    for t in range(m):
+        i = order[t]
+        for c in range(nc):
+            j = first[c]
+            same = rate[i] == rate[j]
+            for w in (wr, wa):
+                if not same:
+                    break
+                for k in range(w.shape[1]):
+                    x, y = w[i, k], w[j, k]
+                    fx, fy = np.isfinite(x), np.isfinite(y)
+                    if fx != fy or (fx and not abs(x - y) < 0.5):
+                        same = False
+                        break
+            if same:
+                cls[i] = c
+                break
+        if cls[i] < 0:
+            first[nc] = i
+            cls[i] = nc
+            nc += 1
+    return cls, first[:nc]
+
+
 def _classes(
     actual: np.ndarray,
     windows: dict[str, np.ndarray],
     rate: dict[str, bool],
     acks: dict[str, np.ndarray] | None = None,
 ) -> list[_Class]:
-    out: list[_Class] = []
-    fin: dict[int, np.ndarray] = {}  # finite masks, once per array (every label meets every class)
+    """The classes of identical replays (:func:`_group`), each with its median and mean
+    relative error over the rounds."""
+    labels = list(windows)
+    wr = np.stack([np.asarray(windows[k], dtype=np.float64) for k in labels]) if labels else np.zeros((0, 0))
+    wa = np.stack([np.asarray(acks[k], dtype=np.float64) for k in labels]) if acks and labels else None
+    return _classes_of(actual, labels, wr, rate, wa)
 
-    def finite(x: np.ndarray | None) -> np.ndarray | None:
-        if x is None:
-            return None
-        hit = fin.get(id(x))
-        if hit is None:
-            hit = fin[id(x)] = np.isfinite(x)
-        return hit
 
-    for label in sorted(windows, key=_rank):
-        w = windows[label]
-        wa = acks.get(label) if acks else None
-        for c in out:
-            if (
-                c.rate == rate[label]
-                and _same(w, c.windows, finite(w), finite(c.windows))
-                and _same(wa, c.acks, finite(wa), finite(c.acks))
-            ):
-                c.members.append(label)
-                break
-        else:
-            out.append(_Class([label], w, rate[label], wa))
-    for c in out:
-        ok = np.isfinite(c.windows) & (actual > 0)
+def _classes_of(
+    actual: np.ndarray, labels: list[str], wr: np.ndarray, rate: dict[str, bool], wa: np.ndarray | None
+) -> list[_Class]:
+    """:func:`_classes` of the replays ``labels``, whose windows are the rows of ``wr`` (per
+    judged round) and ``wa`` (per judged ACK, or None)."""
+    if not labels:
+        return []
+    order = np.array(sorted(range(len(labels)), key=lambda i: _rank(labels[i])), dtype=np.int64)
+    rated = np.array([bool(rate[k]) for k in labels])
+    wr = np.ascontiguousarray(wr, dtype=np.float64)
+    wa_c = np.ascontiguousarray(wa, dtype=np.float64) if wa is not None else np.zeros((len(labels), 0))
+    cls, first = _group(wr, wa_c, rated, order)
+    out = [_Class([], wr[j], bool(rated[j]), wa_c[j] if wa is not None else None) for j in first.tolist()]
+    for i in order.tolist():
+        out[int(cls[i])].members.append(labels[i])
+    # the errors: the classes finite at every usable round together (numpy reduces each row of
+    # a C-ordered matrix as it reduces that row alone: the same numbers), the others one by one
+    pos = actual > 0
+    W = wr[first]
+    fin = np.isfinite(W)
+    whole = (fin | ~pos).all(axis=1)
+    full = np.flatnonzero(whole)
+    if full.size and pos.any():
+        a = actual if pos.all() else actual[pos]
+        Wf = W[full] if pos.all() else np.ascontiguousarray(W[full][:, pos])
+        E = np.abs(Wf - a) / a
+        med, mean = np.median(E, axis=1), np.mean(E, axis=1)
+        for k, e_med, e_mean in zip(full.tolist(), med.tolist(), mean.tolist()):
+            out[k].mare, out[k].mean = e_med, e_mean
+    for k in np.flatnonzero(~whole).tolist():
+        cl = out[k]
+        ok = fin[k] & pos
         if ok.any():
-            e = np.abs(c.windows[ok] - actual[ok]) / actual[ok]
-            c.mare, c.mean = float(np.median(e)), float(np.mean(e))
+            e = np.abs(cl.windows[ok] - actual[ok]) / actual[ok]
+            cl.mare, cl.mean = float(np.median(e)), float(np.mean(e))
     return out
 
 
@@ -398,7 +464,7 @@ def _placed_by_timestamps(ev: FlowEvents) -> bool:
 
 def judge(ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules = RULES) -> Verdict:
     """The verdict of one flow from its events and every algorithm's replay on them."""
-    from hscc_trace.replay.metrics import FIT_WINDOW, ack_windows, round_windows
+    from hscc_trace.replay.metrics import FIT_WINDOW, ack_matrix, round_matrix
 
     evidence = observe(ev) if ev is not None else Evidence(vantage="unknown", episodes=0)
 
@@ -410,16 +476,17 @@ def judge(ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules 
     rate = {k: FIT_WINDOW in r.columns for k, r in replays.items()}
     exact = evidence.vantage == "sender" or _placed_by_timestamps(ev)
     tie = rules.tie_at_sender if exact else rules.tie_elsewhere
-    actual, windows = round_windows(ev, replays)
-    # ACK by ACK only where the flight after each ACK is known as the sender left it: at the
-    # sender, and away from it when timestamps place each ACK among the sender's segments
-    # (otherwise the flight is reconstructed by time, and its errors would be taken for the
-    # algorithm's)
-    by_ack = ack_windows(ev, replays) if exact else None
+    actual, windows = round_matrix(ev, replays)
     n = int(actual.size)
     outcome: Verdict | None = None
     if n >= rules.min_rounds:
-        outcome = _window_verdict(actual, windows, rate, tie, rules, verdict, by_ack)
+        # ACK by ACK only where the flight after each ACK is known as the sender left it: at the
+        # sender, and away from it when timestamps place each ACK among the sender's segments
+        # (otherwise the flight is reconstructed by time, and its errors would be taken for the
+        # algorithm's)
+        by_ack = ack_matrix(ev, replays) if exact else None
+        classes = _classes_of(actual, list(replays), windows, rate, by_ack[2] if by_ack is not None else None)
+        outcome = _judge_classes(actual, classes, tie, rules, verdict, by_ack[:2] if by_ack is not None else None)
     rate_why = _rate_evidence(evidence, rules)
     if (outcome is None or outcome.cls == UNKNOWN) and rate_why and evidence.capacity_reached:
         rv = _rate_verdict(ev, replays, rate, rate_why, rules, verdict)
@@ -461,11 +528,27 @@ def _window_verdict(
     verdict: Any,
     by_ack: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None,
 ) -> Verdict:
+    acks = by_ack[2] if by_ack is not None else None
+    return _judge_classes(
+        actual, _classes(actual, windows, rate, acks), tie, rules, verdict, by_ack[:2] if by_ack is not None else None
+    )
+
+
+def _judge_classes(
+    actual: np.ndarray,
+    classes: list[_Class],
+    tie: float,
+    rules: Rules,
+    verdict: Any,
+    by_ack: tuple[np.ndarray, np.ndarray] | None,
+) -> Verdict:
+    """:func:`_window_verdict` of the classes of identical replays (:func:`_classes`);
+    ``by_ack``: the sender's window after each judged ACK and its round, or None."""
     n = int(actual.size)
-    obs, rnd, acks = by_ack if by_ack is not None else (np.zeros(0), np.zeros(0, dtype=np.int64), None)
+    obs, rnd = by_ack if by_ack is not None else (np.zeros(0), np.zeros(0, dtype=np.int64))
     duel = _Duel(actual, obs, rnd, tie)
     p_value = rules.p_value if by_ack is not None else rules.p_value_elsewhere
-    classes = sorted(_classes(actual, windows, rate, acks), key=lambda c: (c.mare, c.mean, _rank(c.name)))
+    classes = sorted(classes, key=lambda c: (c.mare, c.mean, _rank(c.name)))
     fits = [c for c in classes if c.mare <= _threshold(c, rules)]
     if not fits:
         best = classes[0]
