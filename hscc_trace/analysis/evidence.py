@@ -41,6 +41,7 @@ import numpy as np
 import polars as pl
 
 from hscc_trace.model import FlowEvents
+from hscc_trace.replay.metrics import member
 
 #: a segment that left within this many µs of the latest ACK was released by that ACK
 CLOCK_US = 200.0
@@ -107,6 +108,33 @@ def _filled(s: pl.Series, fill: Any) -> np.ndarray:
     return (s.fill_null(fill) if s.null_count() else s).to_numpy()
 
 
+def _strings(s: pl.Series) -> np.ndarray:
+    """``s.cast(pl.String).to_numpy()`` (an object array; None where null), without the cast
+    where the column already gives its strings."""
+    if isinstance(s.dtype, (pl.Enum, pl.Categorical, pl.String)):
+        out = s.to_numpy()
+        if out.dtype == object:
+            return out
+    return s.cast(pl.String).to_numpy()
+
+
+def _limit_counts(limit: np.ndarray) -> dict[str, int]:
+    """Rounds per limit (a null limit counts as "None", as polars' value_counts gave it): the
+    three limits counted by comparison, anything else one by one."""
+    out: dict[str, int] = {}
+    rest = np.ones(limit.shape[0], dtype=bool)
+    for name in ("cwnd", "rwnd", "app"):
+        hit = limit == name
+        k = int(hit.sum())
+        if k:
+            out[name] = k
+            rest &= ~hit
+    if rest.any():
+        for lab, count in Counter(limit[rest].tolist()).items():
+            out[str(lab)] = out.get(str(lab), 0) + count
+    return out
+
+
 @dataclass
 class _Rounds:
     """The columns of a flow's rounds (schema.ROUNDS) that the evidence reads, as arrays, taken
@@ -121,11 +149,7 @@ class _Rounds:
     def of(cls, rd: pl.DataFrame) -> _Rounds:
         return cls(
             start=rd.get_column("start_ns").to_numpy(),
-            limit=(
-                rd.get_column("limit").cast(pl.String).to_numpy()
-                if "limit" in rd.columns
-                else np.full(rd.height, None, dtype=object)
-            ),
+            limit=_strings(rd.get_column("limit")) if "limit" in rd.columns else np.full(rd.height, None, dtype=object),
             rec=_filled(rd.get_column("in_recovery"), True),
             peak=_filled(rd.get_column("peak_flight_bytes").cast(pl.Float64), 0.0),
         )
@@ -144,19 +168,27 @@ def _betas(ev: FlowEvents, ra: _Rounds | None = None) -> list[float]:
     free = np.flatnonzero(~rec)
     free_start = start[free]
     ordered = bool(np.all(free_start[1:] >= free_start[:-1]))
+    # the episodes' columns as Python values (iter_rows builds a dict per row: ≈ 2 µs each)
+    ends = ep.get_column("end_ns").to_list()
+    kinds = ep.get_column("kind").cast(pl.String).to_list()
+    flight = ep.get_column("flight_bytes").to_list()
+    spurious = ep.get_column("spurious").to_list() if "spurious" in ep.columns else [None] * ep.height
+    take = [i for i in range(ep.height) if ends[i] is not None and kinds[i] != "rto" and flight[i] and not spurious[i]]
+    if not take:
+        return []
+    if ordered:
+        k = np.searchsorted(free_start, np.array([ends[i] for i in take], dtype=np.int64), side="left")
+        firsts = [int(free[j]) if j < free.size else -1 for j in k.tolist()]
+    else:
+        firsts = []
+        for i in take:
+            after = np.flatnonzero((start >= ends[i]) & ~rec)
+            firsts.append(int(after[0]) if after.size else -1)
     out = []
-    for e in ep.iter_rows(named=True):
-        if e["end_ns"] is None or str(e["kind"]) == "rto" or not e["flight_bytes"] or e.get("spurious"):
-            continue
-        if ordered:
-            k = int(np.searchsorted(free_start, e["end_ns"], side="left"))
-            first = int(free[k]) if k < free.size else -1
-        else:
-            after = np.flatnonzero((start >= e["end_ns"]) & ~rec)
-            first = int(after[0]) if after.size else -1
+    for i, first in zip(take, firsts):
         if first < 0 or peak[first] <= 0:
             continue
-        out.append(float(peak[first] / e["flight_bytes"]))
+        out.append(float(peak[first] / flight[i]))
     return out
 
 
@@ -183,7 +215,7 @@ def _ack_clocked(ev: FlowEvents, ra: _Rounds | None = None) -> float | None:
         if seg_round.null_count():
             keep &= ~seg_round.is_null().to_numpy()
             seg_round = seg_round.fill_null(0)
-        keep &= np.isin(seg_round.to_numpy(), rv)
+        keep &= member(seg_round.to_numpy(), rv)
     if int(keep.sum()) < 20:
         return None
     st = segs.get_column("ts_ns").to_numpy()[keep]
@@ -253,14 +285,19 @@ def _queue(ev: FlowEvents) -> tuple[np.ndarray, float | None]:
     if acks.height == 0 or "rtt_s" not in acks.columns or ev.rounds.height == 0:
         return np.zeros(ev.rounds.height, dtype=bool), None
     rnd_s, rtt_s = acks.get_column("round"), acks.get_column("rtt_s")
-    rtt = rtt_s.cast(pl.Float64).to_numpy()  # nan at the nulls
-    has = ~rtt_s.is_null().to_numpy() if rtt_s.null_count() else np.ones(acks.height, dtype=bool)
+    if rtt_s.dtype != pl.Float64:
+        rtt_s = rtt_s.cast(pl.Float64)
+    rtt = rtt_s.to_numpy()  # nan at the nulls
+    has = ~np.isnan(rtt)
+    if rtt.size - int(has.sum()) != rtt_s.null_count():  # NaN samples too: see below
+        return _queue_polars(ev)
+    r_all = rnd_s.to_numpy()  # (nan at the nulls, as floats)
     if rnd_s.null_count():
-        has &= ~rnd_s.is_null().to_numpy()
-        rnd_s = rnd_s.fill_null(0)
+        has &= ~np.isnan(r_all)
+        r_all = np.where(has, r_all, 0).astype(np.int64)
     if not has.any():
         return np.zeros(ev.rounds.height, dtype=bool), None
-    x, r = rtt[has], rnd_s.to_numpy()[has]
+    x, r = rtt[has], r_all[has]
     if not np.isfinite(x).all():  # NaN or infinite samples: polars orders and averages them its own way
         return _queue_polars(ev)
     if r.size > 1 and not (r[1:] >= r[:-1]).all():
@@ -335,10 +372,7 @@ def observe(ev: FlowEvents) -> Evidence:
     clocked = _ack_clocked(ev, ra)
     shape, rise = _growth(_epochs(ev, ra))
     queued, _ = _queue(ev)
-    limits: dict[str, int] = {}
-    if ra is not None:  # rounds per limit (a null limit counts as "None", as polars' value_counts gave it)
-        for lab, count in Counter(ra.limit.tolist()).items():
-            limits[str(lab)] = count
+    limits = _limit_counts(ra.limit) if ra is not None else {}
     loss = any(str(k) != "ecn" for k in ev.episodes.get_column("kind").to_list()) if ev.episodes.height else False
     nq = int(queued.sum())
     return Evidence(
