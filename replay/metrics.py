@@ -32,6 +32,7 @@ the window after the previous ACK, the one whose cumulative ACK equals the probe
 from __future__ import annotations
 
 import math
+import weakref
 from typing import Any
 
 import numpy as np
@@ -228,10 +229,13 @@ class _UsableRounds:
     """The usable rounds of one flow (see :func:`round_table`) as arrays, computed once per flow
     and shared by every replay of it: only the replayed window differs between algorithms."""
 
-    def __init__(self, rounds: pl.DataFrame, mss: int) -> None:
+    def __init__(self, rounds: pl.DataFrame, mss: int, use: np.ndarray | None = None) -> None:
         self.empty = rounds.height == 0
+        peak = rounds.get_column("peak_flight_bytes").to_numpy() if not self.empty else np.zeros(0)
         if self.empty:
             use = np.zeros(0, dtype=np.int64)
+        elif use is not None:  # (given: _AtRounds' selection, the same rounds)
+            pass
         else:  # round_table's filter, in numpy (a polars filter plans a query: ~0.1 ms per flow)
             # (limit: a null is no "cwnd"; a few hundred rounds: compared as strings)
             is_cwnd = rounds.get_column("limit").to_numpy() == "cwnd"
@@ -241,7 +245,6 @@ class _UsableRounds:
                 if not rec.null_count()
                 else np.where(rec.is_null().to_numpy(), True, rec.fill_null(True).to_numpy())
             )
-            peak = rounds.get_column("peak_flight_bytes").to_numpy()
             with np.errstate(invalid="ignore"):
                 pos = peak > 0  # null: nan > 0 is False, as polars drops it
             use = np.flatnonzero(is_cwnd & ~rec_np.astype(bool) & pos)
@@ -258,7 +261,6 @@ class _UsableRounds:
             self.dur = scaled(self.end - start, 1e9)
             self.acked = rounds.get_column("acked_bytes").cast(pl.Int64).to_numpy()[use]
         self._sums: tuple[float, float] | None = None
-        self.rows = _RowsOf(self.end)
         self._at: tuple[np.ndarray, tuple[np.ndarray, int, np.ndarray, _Actual]] | None = None
 
     def at(self, idx: np.ndarray) -> tuple[np.ndarray, int, np.ndarray, _Actual]:
@@ -355,30 +357,29 @@ def _corrcoef_rows(a: np.ndarray, W: np.ndarray) -> np.ndarray:
     return np.clip(out, -1.0, 1.0)
 
 
-def _fit_replays(u: _UsableRounds, replays: dict[str, pl.DataFrame], mss: int) -> list[dict[str, Any]]:
+def _fit_replays(u: _UsableRounds, at: _AtRounds, mss: int) -> list[dict[str, Any]]:
     """:func:`fit_one` of :func:`round_table` for every replay without building the tables
     (same operations on the same values, so the same numbers): the replays whose rows are found
-    at the same rounds (all of a flow's: they share ``ts_ns``) are compared as one matrix."""
-    outs = []
-    groups: dict[int, tuple[np.ndarray, list[tuple[dict[str, Any], np.ndarray]]]] = {}
-    for rep in replays.values():
-        out = _no_fit()
-        outs.append(out)
-        if u.empty or rep.height == 0:
-            continue
-        cw = rep.get_column(FIT_WINDOW if FIT_WINDOW in rep.columns else "cwnd").to_numpy()
-        idx = u.rows(rep.get_column("ts_ns").to_numpy())
-        groups.setdefault(id(idx), (idx, []))[1].append((out, cw))
+    at the same rounds (all of a flow's: they share ``ts_ns``) are compared as one matrix, the
+    windows at the usable rounds (:class:`_AtRounds`, shared with the verdict)."""
+    outs = [_no_fit() for _ in at.idx]
+    groups: dict[int, tuple[np.ndarray, list[int]]] = {}
+    if u.empty:
+        return outs
+    for j, idx in enumerate(at.idx):
+        if idx is not None:
+            groups.setdefault(id(idx), (idx, []))[1].append(j)
     for idx, members in groups.values():
-        ok, n, rows, pre = u.at(idx)
-        for out, _ in members:
-            out["rounds"] = n
+        ok, n, _, pre = u.at(idx)
+        for j in members:
+            outs[j]["rounds"] = n
         if n == 0:
             continue
-        R = np.empty((len(members), n))
-        for j, (_, cw) in enumerate(members):
-            R[j] = cw[rows]
-        fitted = [m[0] for m, done in zip(members, _window_metrics_rows([m[0] for m in members], R, mss, pre)) if done]
+        R = at.W if len(members) == len(outs) else at.W[members]
+        if not ok.all():
+            R = np.ascontiguousarray(R[:, ok])
+        group = [outs[j] for j in members]
+        fitted = [out for out, done in zip(group, _window_metrics_rows(group, R, mss, pre)) if done]
         if fitted:
             dur, acked = u.sums(ok)
             if dur > 0:
@@ -396,8 +397,9 @@ def fit(events: Any, replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
     replays are compared with them together (:func:`_fit_replays`)."""
     if not replays:
         return schema.empty(schema.FIT_METRICS)
-    u = _UsableRounds(events.rounds, events.mss)
-    rows = [{"algo": label, **out} for label, out in zip(replays, _fit_replays(u, replays, events.mss))]
+    at = _at_rounds(events, replays)
+    u = _UsableRounds(events.rounds, events.mss, at.use)
+    rows = [{"algo": label, **out} for label, out in zip(replays, _fit_replays(u, at, events.mss))]
     order = sorted(
         range(len(rows)),
         key=lambda i: (
@@ -428,7 +430,7 @@ def round_windows(
     ``limits`` (default: cwnd-limited rounds only, as :func:`fit`; ``("cwnd", "app")`` also takes
     the rounds a paced or application-limited sender left below its window)."""
     actual, W = round_matrix(events, replays, limits)
-    return actual, dict(zip(replays, W))
+    return actual, dict(zip(replays, W.copy()))
 
 
 def _window_column(rep: pl.DataFrame) -> np.ndarray:
@@ -439,30 +441,73 @@ def round_matrix(
     events: Any, replays: dict[str, pl.DataFrame], limits: tuple[str, ...] = ("cwnd",)
 ) -> tuple[np.ndarray, np.ndarray]:
     """:func:`round_windows` with the replayed windows as the rows of one matrix (C order; one
-    row per replay, in the order of ``replays``)."""
+    row per replay, in the order of ``replays``; shared with :func:`fit`: not to be changed)."""
+    at = _at_rounds(events, replays, limits)
+    return at.peak / float(events.mss), at.W
+
+
+class _AtRounds:
+    """A flow's replayed windows at its usable rounds (a limit in ``limits``, outside recovery,
+    a positive peak flight): per replay the row of the ACK before the one closing each round
+    (:func:`round_rows`; −1: none) and the window there (:data:`FIT_WINDOW` or cwnd; NaN where
+    there is no row), one matrix row per replay. Holds derived arrays only (no replay column)."""
+
+    def __init__(self, rd: pl.DataFrame, replays: dict[str, pl.DataFrame], limits: tuple[str, ...]) -> None:
+        m = len(replays)
+        self.idx: list[np.ndarray | None] = [None] * m  # None: an empty replay (a row of NaN)
+        if rd.height == 0:
+            self.use, self.peak, self.W = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((m, 0))
+            return
+        lim = rd.get_column("limit").to_numpy()  # (a few hundred rounds: strings; None where null)
+        sel = lim == limits[0]
+        for x in limits[1:]:
+            sel |= lim == x
+        rec = filled(rd.get_column("in_recovery"), True).astype(bool)
+        peak = filled(rd.get_column("peak_flight_bytes").cast(pl.Float64), 0.0)
+        self.use = np.flatnonzero(sel & ~rec & (peak > 0))
+        self.peak = peak[self.use]
+        rows = _RowsOf(rd.get_column("end_ns").to_numpy()[self.use])
+        self.W = W = np.empty((m, self.use.size))
+        missing: tuple[np.ndarray, np.ndarray] | None = None
+        for j, rep in enumerate(replays.values()):
+            if rep.height == 0:
+                W[j] = np.nan
+                continue
+            cw = _window_column(rep)
+            idx = self.idx[j] = rows(rep.get_column("ts_ns").to_numpy())
+            if missing is None or missing[0] is not idx:
+                missing = (idx, idx < 0)
+            W[j] = cw[np.maximum(idx, 0)]
+            if missing[1].any():
+                W[j, missing[1]] = np.nan
+
+
+#: the last flow's :class:`_AtRounds`, with weak references to what it was made of: :func:`fit`
+#: and the verdict (:func:`round_matrix`) of a flow compare the same replays with the same
+#: rounds, one after the other (the pipeline's analyze_flow), and take them once. Valid while
+#: the rounds table and every replay table are the very objects it was made of (polars tables
+#: are not changed in place here: a replay is made once and then only read).
+_LAST_AT: list[tuple[Any, tuple[Any, ...], tuple[str, ...], _AtRounds]] = []
+
+
+def _at_rounds(events: Any, replays: dict[str, pl.DataFrame], limits: tuple[str, ...] = ("cwnd",)) -> _AtRounds:
     rd = events.rounds
-    if rd.height == 0:
-        return np.zeros(0), np.zeros((len(replays), 0))
-    lim = rd.get_column("limit").to_numpy()  # (a few hundred rounds: strings; None where null)
-    sel = lim == limits[0]
-    for x in limits[1:]:
-        sel |= lim == x
-    rec = filled(rd.get_column("in_recovery"), True).astype(bool)
-    peak = filled(rd.get_column("peak_flight_bytes").cast(pl.Float64), 0.0)
-    use = np.flatnonzero(sel & ~rec & (peak > 0))
-    rows = _RowsOf(rd.get_column("end_ns").to_numpy()[use])
-    actual = peak[use] / float(events.mss)
-    W = np.empty((len(replays), use.size))
-    missing: tuple[np.ndarray, np.ndarray] | None = None
-    for j, rep in enumerate(replays.values()):
-        cw = _window_column(rep)
-        idx = rows(rep.get_column("ts_ns").to_numpy())
-        if missing is None or missing[0] is not idx:
-            missing = (idx, idx < 0)
-        W[j] = cw[np.maximum(idx, 0)]
-        if missing[1].any():
-            W[j, missing[1]] = np.nan
-    return actual, W
+    last = _LAST_AT[-1] if _LAST_AT else None
+    if (
+        last is not None
+        and last[2] == limits
+        and last[0]() is rd
+        and len(last[1]) == len(replays)
+        and all(r() is df for r, df in zip(last[1], replays.values()))
+    ):
+        return last[3]
+    at = _AtRounds(rd, replays, limits)
+    try:
+        entry = (weakref.ref(rd), tuple(weakref.ref(df) for df in replays.values()), limits, at)
+    except TypeError:  # (tables without weak references: nothing kept)
+        return at
+    _LAST_AT[:] = [entry]
+    return at
 
 
 def ack_windows(events: Any, replays: dict[str, pl.DataFrame]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
@@ -480,9 +525,12 @@ def ack_windows(events: Any, replays: dict[str, pl.DataFrame]) -> tuple[np.ndarr
     return obs, rnd, dict(zip(replays, A))
 
 
-def ack_matrix(events: Any, replays: dict[str, pl.DataFrame]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def ack_matrix(
+    events: Any, replays: dict[str, pl.DataFrame], rows: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """:func:`ack_windows` with the replayed windows as the rows of one matrix (C order; one row
-    per replay, in the order of ``replays``)."""
+    per replay, in the order of ``replays``). ``rows``: which rows to fill in (default all; the
+    others are left as allocated — a flow's largest table is this one, a row per replay)."""
     acks, rd = events.acks, events.rounds
     n = acks.height
     if n < 2 or rd.height == 0:
@@ -502,8 +550,12 @@ def ack_matrix(events: Any, replays: dict[str, pl.DataFrame]) -> tuple[np.ndarra
     at = np.flatnonzero(use)
     A = np.empty((len(replays), at.size))
     for j, rep in enumerate(replays.values()):
+        if rows is not None and not rows[j]:
+            continue
         col = _window_column(rep)
-        if col.shape[0] == n:
+        if col.shape[0] == n and col.dtype == np.float64:
+            np.take(col, at, out=A[j], mode="clip")  # (in place; every index is in range)
+        elif col.shape[0] == n:
             A[j] = col[at]
         else:
             A[j] = np.nan

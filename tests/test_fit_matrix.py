@@ -31,13 +31,25 @@ def path(request):
 
 
 def _group(wr, wa, rate, order):
+    """V._group over V._pairs (the pairs that agree by rounds, then by ACKs)."""
+    pairs = V._pairs(np.asarray(wr, dtype=np.float64), np.asarray(rate, dtype=bool))
     cls, first = V._group(
-        np.asarray(wr, dtype=np.float64),
-        np.asarray(wa, dtype=np.float64).reshape(len(wr), -1),
-        np.asarray(rate, dtype=bool),
-        np.asarray(order, dtype=np.int64),
+        pairs, np.asarray(wa, dtype=np.float64).reshape(len(wr), -1), np.asarray(order, dtype=np.int64)
     )
     return cls.tolist(), first.tolist()
+
+
+def test_pairs_by_hand(path):
+    # 0 and 1 within half a packet; 2 is 0.5 off row 0 in round 1 (not within), 0.1 off row 1;
+    # 3 equals 0 but is rate-based
+    wr = np.array([[10.0, 20.0], [10.0, 20.4], [10.0, 20.5], [10.0, 20.0]])
+    got = V._pairs(wr, np.array([False, False, False, True]))
+    assert got.tolist() == [
+        [True, True, False, False],
+        [True, True, True, False],
+        [False, True, True, False],
+        [False, False, False, True],
+    ]
 
 
 def test_group_joins_a_replay_to_the_first_class_whose_first_member_it_equals(path):
@@ -206,3 +218,62 @@ def test_fit_equals_the_round_table_form():
     assert got.get_column("algo").to_list() == ["a", "b", "c", "d"]
     assert got.get_column("rounds").to_list() == [2, 2, 2, 2]
     assert got.get_column("mare").to_list()[:3] == [0.5 / 21, 0.5 / 20, 0.1]
+
+
+def test_duel_counts_and_their_mirror_are_those_of_paired_by_acks(path):
+    # _duel_counts counts each stretch of a round's ACKs without branching and adds it to the
+    # round when the stretch ends: the same counts as _paired_by_acks, with the rounds in order
+    # or not (a round in several stretches), NaN and inf windows; the mirror duel (other against
+    # best) is the rounds lost
+    rng = np.random.default_rng(9)
+    for it in range(30):
+        n = int(rng.integers(1, 500))
+        obs = 20.0 + rng.integers(0, 6, n)
+        rnd = rng.integers(0, 40, n)
+        if it % 2:
+            rnd = np.sort(rnd)
+        a = obs + rng.normal(0, 1.2, n).round(1)
+        b = obs + rng.normal(0.3, 1.2, n).round(1)
+        a[rng.random(n) < 0.05] = NAN
+        b[rng.random(n) < 0.05] = INF
+        inv, nk = V._numbered(rnd)
+        won, lost, differ = V._duel_counts(a, b, obs, inv, nk, 0.5)
+        assert (won, differ) == V._paired_by_acks(obs, rnd, a, b, 0.5), it
+        assert (lost, differ) == V._paired_by_acks(obs, rnd, b, a, 0.5), it
+    # by hand: round 0 — after ACK 1 a is 1 closer (won), after ACK 2 b is 1 closer (lost):
+    # a tie; round 1 — a closer after both ACKs: won; round 2 — within the tie: nothing
+    obs = np.array([10.0, 10.0, 10.0, 10.0, 10.0])
+    a = np.array([10.0, 12.0, 10.0, 10.0, 10.2])
+    b = np.array([11.0, 11.0, 11.0, 12.0, 10.0])
+    assert V._duel_counts(a, b, obs, np.array([0, 0, 1, 1, 2]), 3, 0.5) == (1, 0, 1)
+
+
+def test_the_verdict_takes_the_fits_windows_of_the_same_flow_only():
+    # fit and then the verdict of one flow share the windows at its rounds; another flow (or
+    # another replay table, even with the same values) is taken anew
+    rounds = pl.DataFrame(
+        {
+            "round": pl.Series([0, 1], dtype=pl.UInt32),
+            "start_ns": [0, 100],
+            "end_ns": [100, 200],
+            "peak_flight_bytes": [14480, 28960],
+            "acked_bytes": [1, 2],
+            "min_rtt_s": [0.01, 0.01],
+            "limit": ["cwnd", "cwnd"],
+            "in_recovery": [False, False],
+        }
+    )
+    ts = pl.Series("ts_ns", [50, 100, 150, 200])
+    reps = {"a": pl.DataFrame({"ts_ns": ts, "cwnd": [1.0, 2.0, 3.0, 4.0]})}
+    ev = types.SimpleNamespace(rounds=rounds, mss=1448, flow_id=1)
+    M.fit(ev, reps)
+    first = M.round_matrix(ev, reps)[1]
+    assert first.tolist() == [[1.0, 3.0]] and M.round_matrix(ev, reps)[1] is first
+    other = {"a": pl.DataFrame({"ts_ns": ts, "cwnd": [5.0, 6.0, 7.0, 8.0]})}
+    assert M.round_matrix(ev, other)[1].tolist() == [[5.0, 7.0]]
+    ev2 = types.SimpleNamespace(rounds=rounds.clone(), mss=1448, flow_id=2)
+    assert M.round_matrix(ev2, reps)[1] is not first
+    # the dict form is a copy: changing it changes nothing shared
+    _, d = M.round_windows(ev, other)
+    d["a"][:] = 0.0
+    assert M.round_matrix(ev, other)[1].tolist() == [[5.0, 7.0]]
