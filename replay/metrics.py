@@ -39,6 +39,7 @@ import numpy as np
 import polars as pl
 
 from hscc_trace import schema
+from hscc_trace.perf.firstuse import kernel
 
 #: replay column a rate-based algorithm provides as its in-flight limit (used instead of cwnd)
 FIT_WINDOW = "inflight_cap"
@@ -535,19 +536,25 @@ def ack_matrix(
     n = acks.height
     if n < 2 or rd.height == 0:
         return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros((len(replays), 0))
-    # (int64 → float64 by numpy as by polars' cast: the same rounding; a null is NaN either way)
-    snd = acks.get_column("snd_max").to_numpy().astype(np.float64, copy=False)
-    ack = acks.get_column("ack").to_numpy().astype(np.float64, copy=False)
+    snd_s, ack_s = acks.get_column("snd_max"), acks.get_column("ack")
     rnd = filled(acks.get_column("round").cast(pl.Int64), -1)
     is_open = equals(acks.get_column("state"), "open")
-    obs = np.full(n, np.nan)
-    obs[:-1] = (snd[1:] - ack[:-1]) / float(events.mss)
     lim = rd.get_column("limit").to_numpy()  # (strings; None where null)
     rec = filled(rd.get_column("in_recovery"), True).astype(bool)
     good = rd.get_column("round").cast(pl.Int64).to_numpy()[(lim == "cwnd") & ~rec]
-    with np.errstate(invalid="ignore"):
-        use = member(rnd, good) & is_open & np.isfinite(obs) & (obs > 0)
-    at = np.flatnonzero(use)
+    table = _table(good, n)
+    if table is not None and snd_s.dtype == pl.Int64 == ack_s.dtype and not (snd_s.null_count() or ack_s.null_count()):
+        at, obs_at, rnd_at = _judged_acks(snd_s.to_numpy(), ack_s.to_numpy(), rnd, is_open, table, float(events.mss))
+    else:
+        # (int64 → float64 by numpy as by polars' cast: the same rounding; a null is NaN either way)
+        snd = snd_s.to_numpy().astype(np.float64, copy=False)
+        ack = ack_s.to_numpy().astype(np.float64, copy=False)
+        obs = np.full(n, np.nan)
+        obs[:-1] = (snd[1:] - ack[:-1]) / float(events.mss)
+        with np.errstate(invalid="ignore"):
+            use = member(rnd, good) & is_open & np.isfinite(obs) & (obs > 0)
+        at = np.flatnonzero(use)
+        obs_at, rnd_at = obs[at], rnd[at]
     A = np.empty((len(replays), at.size))
     for j, rep in enumerate(replays.values()):
         if rows is not None and not rows[j]:
@@ -559,7 +566,46 @@ def ack_matrix(
             A[j] = col[at]
         else:
             A[j] = np.nan
-    return obs[at], rnd[at], A
+    return obs_at, rnd_at, A
+
+
+def _table(values: np.ndarray, n: int) -> np.ndarray | None:
+    """A lookup table of the non-negative integers ``values`` (``table[v]``), or None where
+    they are not small integers (then the caller takes another way)."""
+    if values.dtype.kind not in "iu":
+        return None
+    if values.size == 0:
+        return np.zeros(1, dtype=np.bool_)
+    if int(values.min()) < 0 or int(values.max()) > 4 * n + 1024:
+        return None
+    table = np.zeros(int(values.max()) + 1, dtype=np.bool_)
+    table[values] = True
+    return table
+
+
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+def _judged_acks(snd, ack, rnd, is_open, good, mss):  # pragma: no cover - compiled
+    """The ACKs :func:`ack_windows` judges, in one pass: those of a round whose ``good`` is
+    set (``rnd`` −1: none), in state open, whose next ACK's ``snd`` minus their ``ack`` (the
+    flight they left, in packets of ``mss``: the same float operations as the numpy form) is
+    finite and positive. Returns (their indices, that flight, their rounds)."""
+    n = snd.shape[0]
+    at = np.empty(n, dtype=np.int64)
+    obs = np.empty(n)
+    rr = np.empty(n, dtype=np.int64)
+    t = good.shape[0]
+    k = 0
+    for i in range(n - 1):
+        r = rnd[i]
+        if r < 0 or r >= t or not good[r] or not is_open[i]:
+            continue
+        o = (np.float64(snd[i + 1]) - np.float64(ack[i])) / mss
+        if np.isfinite(o) and o > 0:
+            at[k] = i
+            obs[k] = o
+            rr[k] = r
+            k += 1
+    return at[:k].copy(), obs[:k].copy(), rr[:k].copy()
 
 
 def member(x: np.ndarray, values: np.ndarray) -> np.ndarray:

@@ -277,3 +277,70 @@ def test_the_verdict_takes_the_fits_windows_of_the_same_flow_only():
     _, d = M.round_windows(ev, other)
     d["a"][:] = 0.0
     assert M.round_matrix(ev, other)[1].tolist() == [[5.0, 7.0]]
+
+
+def test_queue_counts_are_the_medians_polars_computes(path):
+    # evidence._queue through its compiled pass (rounds as small integers) against the group_by
+    # median and join of polars, with null samples and rounds, rounds out of order, even counts
+    # straddling the threshold and rounds without samples
+    from hscc_trace.analysis import evidence
+
+    rng = np.random.default_rng(12)
+    for it in range(60):
+        n, nr = int(rng.integers(1, 300)), int(rng.integers(1, 40))
+        r = rng.integers(0, nr, n)
+        if it % 3:
+            r = np.sort(r)
+        vals = rng.choice([0.01, 0.0105, 0.011, 0.0111, 0.012, 0.02], n) if it % 2 else 0.01 + rng.random(n) * 0.05
+        rtt = [None if it % 5 == 0 and rng.random() < 0.2 else float(v) for v in vals]
+        rnd = [None if it % 7 == 0 and rng.random() < 0.1 else int(v) for v in r]
+        acks = pl.DataFrame({"round": pl.Series(rnd, dtype=pl.UInt32), "rtt_s": pl.Series(rtt, dtype=pl.Float64)})
+        rounds = pl.DataFrame({"round": pl.Series(np.arange(nr + 3), dtype=pl.UInt32)})
+        ev = types.SimpleNamespace(acks=acks, rounds=rounds)
+        got, want = evidence._queue(ev), evidence._queue_polars(ev)
+        assert np.array_equal(got[0], want[0]) and got[1] == want[1], it
+    # by hand: minimum 10 ms, threshold 11 ms; round 0: 10, 12 → median 11, not above; round 1:
+    # 10.5, 12, 13 → 12: queued; round 2: no sample (0 > 11 ms: no)
+    q, base, ok = evidence._queue_counts(
+        np.array([0.010, 0.012, 0.0105, 0.012, 0.013, NAN]), np.array([0, 0, 1, 1, 1, 2]), np.array([0, 1, 2]), 0.1, 3
+    )
+    assert ok and base == 0.010 and q.tolist() == [False, True, False]
+
+
+def test_judged_acks_are_those_of_the_numpy_form(path):
+    # metrics.ack_matrix through its compiled pass against the formula of ack_windows in numpy:
+    # the flight each ACK left (next snd_max − ack, packets), in cwnd-limited rounds outside
+    # recovery, in state open, finite and positive
+    rng = np.random.default_rng(13)
+    states = pl.Enum(["open", "recovery", "loss"])
+    for it in range(20):
+        n, nr = int(rng.integers(2, 400)), int(rng.integers(1, 30))
+        ack = np.cumsum(rng.integers(0, 3000, n))
+        snd = ack + rng.integers(-2000, 40000, n)
+        rnd = np.sort(rng.integers(0, nr, n))
+        acks = pl.DataFrame(
+            {
+                "snd_max": snd,
+                "ack": ack,
+                "round": pl.Series(
+                    [None if it % 4 == 0 and rng.random() < 0.1 else int(x) for x in rnd], dtype=pl.UInt32
+                ),
+                "state": pl.Series(rng.choice(["open", "open", "recovery", "loss"], n).tolist(), dtype=states),
+            }
+        )
+        rounds = pl.DataFrame(
+            {
+                "round": pl.Series(np.arange(nr), dtype=pl.UInt32),
+                "limit": rng.choice(["cwnd", "cwnd", "rwnd", "app"], nr).tolist(),
+                "in_recovery": (rng.random(nr) < 0.2).tolist(),
+            }
+        )
+        col = rng.random(n) * 50
+        ev = types.SimpleNamespace(acks=acks, rounds=rounds, mss=1448)
+        obs, rr, A = M.ack_matrix(ev, {"x": pl.DataFrame({"cwnd": col})})
+        flight = np.full(n, NAN)
+        flight[:-1] = (snd[1:].astype(float) - ack[:-1].astype(float)) / 1448.0
+        r = acks.get_column("round").cast(pl.Int64).fill_null(-1).to_numpy()
+        good = rounds.filter((pl.col("limit") == "cwnd") & ~pl.col("in_recovery")).get_column("round").to_numpy()
+        use = np.isin(r, good) & (acks.get_column("state") == "open").to_numpy() & (flight > 0)
+        assert np.array_equal(obs, flight[use]) and rr.tolist() == r[use].tolist() and np.array_equal(A[0], col[use])

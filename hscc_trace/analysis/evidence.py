@@ -41,6 +41,7 @@ import numpy as np
 import polars as pl
 
 from hscc_trace.model import FlowEvents
+from hscc_trace.perf.firstuse import kernel
 from hscc_trace.replay.metrics import member
 
 #: a segment that left within this many µs of the latest ACK was released by that ACK
@@ -297,6 +298,12 @@ def _queue(ev: FlowEvents) -> tuple[np.ndarray, float | None]:
         r_all = np.where(has, r_all, 0).astype(np.int64)
     if not has.any():
         return np.zeros(ev.rounds.height, dtype=bool), None
+    want = ev.rounds.get_column("round")
+    if r_all.dtype.kind in "iu" and not want.null_count():
+        # (a sample whose round is null is no sample: NaN, as the nulls)
+        got = _queued(rtt if not rnd_s.null_count() else np.where(has, rtt, np.nan), r_all, want.to_numpy())
+        if got is not None:
+            return got
     x, r = rtt[has], r_all[has]
     if not np.isfinite(x).all():  # NaN or infinite samples: polars orders and averages them its own way
         return _queue_polars(ev)
@@ -323,7 +330,6 @@ def _queue(ev: FlowEvents) -> tuple[np.ndarray, float | None]:
         with np.errstate(invalid="ignore"):
             q |= tie & (lo + (hi - lo) * 0.5 > thr)
     keys = r[first]
-    want = ev.rounds.get_column("round")
     w = want.fill_null(0).to_numpy() if want.null_count() else want.to_numpy()
     k = np.minimum(np.searchsorted(keys, w), keys.size - 1)
     found = keys[k] == w
@@ -331,6 +337,75 @@ def _queue(ev: FlowEvents) -> tuple[np.ndarray, float | None]:
         found &= ~want.is_null().to_numpy()
     # (a round without samples has median 0.0, as the join's fill gave it: queued iff 0 > thr)
     return np.where(found, q[k], 0.0 > thr), base
+
+
+def _queued(rtt: np.ndarray, rnd: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """:func:`_queue` by one compiled pass (:func:`_queue_counts`) where the rounds are small
+    non-negative integers and every sample is finite or null (NaN in ``rtt``); None otherwise."""
+    if rnd.size == 0 or want.dtype.kind not in "iu":
+        return None
+    top = max(int(rnd.max()), int(want.max()) if want.size else 0)
+    if int(rnd.min()) < 0 or (want.size and int(want.min()) < 0) or top > 4 * (rnd.size + want.size) + 1024:
+        return None
+    i8 = np.int64
+    q, base, ok = _queue_counts(rtt, rnd.astype(i8, copy=False), want.astype(i8, copy=False), QUEUE_FRACTION, top + 1)
+    if not ok:  # (no sample at all, or one not finite: the other ways)
+        return None
+    return q, float(base)
+
+
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+def _queue_counts(rtt, rnd, want, fraction, size):  # pragma: no cover - compiled
+    """The queued rounds of :func:`_queue` in two passes over the ACKs: the smallest sample
+    (``rtt``; NaN: none), then per round (``rnd``, 0..size−1) the count of samples, those above
+    the threshold, the largest at or below it and the smallest above — the same comparisons and
+    the same median arithmetic as the numpy form, kept per round in arrays instead of sorted
+    groups. Returns (queued per round of ``want``, the smallest sample, whether every sample
+    was finite and there was one)."""
+    n = rtt.shape[0]
+    base = np.inf
+    seen = False
+    for i in range(n):
+        x = rtt[i]
+        if np.isnan(x):
+            continue
+        if not np.isfinite(x):
+            return np.zeros(0, dtype=np.bool_), 0.0, False
+        seen = True
+        if x < base:
+            base = x
+    if not seen:
+        return np.zeros(0, dtype=np.bool_), 0.0, False
+    thr = base * (1.0 + fraction)
+    count = np.zeros(size, dtype=np.int64)
+    above = np.zeros(size, dtype=np.int64)
+    lo = np.full(size, -np.inf)
+    hi = np.full(size, np.inf)
+    for i in range(n):
+        x = rtt[i]
+        if np.isnan(x):
+            continue
+        r = rnd[i]
+        count[r] += 1
+        if x > thr:
+            above[r] += 1
+            if x < hi[r]:
+                hi[r] = x
+        elif x > lo[r]:
+            lo[r] = x
+    out = np.empty(want.shape[0], dtype=np.bool_)
+    for k in range(want.shape[0]):
+        r = want[k]
+        c, m = above[r], count[r]
+        if m == 0:
+            out[k] = 0.0 > thr
+        elif 2 * c > m:
+            out[k] = True
+        elif 2 * c == m:
+            out[k] = lo[r] + (hi[r] - lo[r]) * 0.5 > thr
+        else:
+            out[k] = False
+    return out, base, True
 
 
 def _queue_polars(ev: FlowEvents) -> tuple[np.ndarray, float | None]:

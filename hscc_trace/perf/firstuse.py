@@ -116,6 +116,8 @@ COSTS: dict[str, tuple[float, float]] = {
     "analysis.verdict._duel_counts": (1.76, 1.34e-06),
     "analysis.verdict._group": (1.76, 1.34e-06),
     "analysis.verdict._pairs": (1.76, 1.34e-06),
+    "analysis.evidence._queue_counts": (1.76, 1.34e-06),
+    "replay.metrics._judged_acks": (1.76, 1.34e-06),
     "replay.engine._newly_delivered": (0.2, 3.91e-07),
     "replay.engine._rate_samples": (0.73, 3.7e-06),
     "reports.decimate._m4_kernel": (0.32, 1.45e-06),
