@@ -207,6 +207,28 @@ def scaled(x: np.ndarray, d: float) -> np.ndarray:
     return x.astype(np.float64) * (1.0 / d)
 
 
+_LAST_LIMITS: list[tuple[Any, np.ndarray]] = []
+
+
+def limit_strings(rounds: pl.DataFrame) -> np.ndarray:
+    """The rounds' ``limit`` as strings (an object array; None where null), kept for the last
+    rounds table it was asked of (a weak reference: the fit, the verdict and its evidence of a
+    flow each ask for it; turning a long flow's rounds into strings costs ≈ 40 ns each)."""
+    last = _LAST_LIMITS[-1] if _LAST_LIMITS else None
+    if last is not None and last[0]() is rounds:
+        return last[1]
+    s = rounds.get_column("limit")
+    out = s.to_numpy() if isinstance(s.dtype, (pl.Enum, pl.Categorical, pl.String)) else None
+    if out is None or out.dtype != object:
+        out = s.cast(pl.String).to_numpy()
+    out.setflags(write=False)
+    try:
+        _LAST_LIMITS[:] = [(weakref.ref(rounds), out)]
+    except TypeError:  # (a table without weak references: nothing kept)
+        pass
+    return out
+
+
 def equals(s: pl.Series, value: str) -> np.ndarray:
     """``(s == value).fill_null(False).to_numpy()`` for a string, Enum or Categorical column.
 
@@ -410,15 +432,15 @@ def fit(events: Any, replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
             rows[i]["algo"],
         ),
     )
-    # built column by column with the table's exact schema (names, order, dtypes): already
-    # conforming (≈ 3× cheaper than from a list of dicts)
-    cols: dict[str, list[Any]] = {c.name: [] for c in schema.FIT_METRICS}
+    # built row by row with the table's exact schema (names, order, dtypes): already conforming
+    # (from tuples: ≈ 2× cheaper than from columns as lists, ≈ 5× than from a list of dicts)
+    names = [c.name for c in schema.FIT_METRICS]
+    table = []
     for rank, i in enumerate(order, 1):
         r = rows[i]
         r["flow_id"], r["rank"] = events.flow_id, rank
-        for name, col in cols.items():
-            col.append(r[name])
-    return pl.DataFrame(cols, schema=schema.polars_schema(schema.FIT_METRICS))
+        table.append(tuple(r[name] for name in names))
+    return pl.DataFrame(table, schema=schema.polars_schema(schema.FIT_METRICS), orient="row")
 
 
 def round_windows(
@@ -459,7 +481,7 @@ class _AtRounds:
         if rd.height == 0:
             self.use, self.peak, self.W = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((m, 0))
             return
-        lim = rd.get_column("limit").to_numpy()  # (a few hundred rounds: strings; None where null)
+        lim = limit_strings(rd)  # (a few hundred rounds: strings; None where null)
         sel = lim == limits[0]
         for x in limits[1:]:
             sel |= lim == x
@@ -539,7 +561,7 @@ def ack_matrix(
     snd_s, ack_s = acks.get_column("snd_max"), acks.get_column("ack")
     rnd = filled(acks.get_column("round").cast(pl.Int64), -1)
     is_open = equals(acks.get_column("state"), "open")
-    lim = rd.get_column("limit").to_numpy()  # (strings; None where null)
+    lim = limit_strings(rd)  # (strings; None where null)
     rec = filled(rd.get_column("in_recovery"), True).astype(bool)
     good = rd.get_column("round").cast(pl.Int64).to_numpy()[(lim == "cwnd") & ~rec]
     table = _table(good, n)

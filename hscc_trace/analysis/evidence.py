@@ -42,7 +42,7 @@ import polars as pl
 
 from hscc_trace.model import FlowEvents
 from hscc_trace.perf.firstuse import kernel
-from hscc_trace.replay.metrics import member
+from hscc_trace.replay.metrics import limit_strings, member
 
 #: a segment that left within this many µs of the latest ACK was released by that ACK
 CLOCK_US = 200.0
@@ -109,16 +109,6 @@ def _filled(s: pl.Series, fill: Any) -> np.ndarray:
     return (s.fill_null(fill) if s.null_count() else s).to_numpy()
 
 
-def _strings(s: pl.Series) -> np.ndarray:
-    """``s.cast(pl.String).to_numpy()`` (an object array; None where null), without the cast
-    where the column already gives its strings."""
-    if isinstance(s.dtype, (pl.Enum, pl.Categorical, pl.String)):
-        out = s.to_numpy()
-        if out.dtype == object:
-            return out
-    return s.cast(pl.String).to_numpy()
-
-
 def _limit_counts(limit: np.ndarray) -> dict[str, int]:
     """Rounds per limit (a null limit counts as "None", as polars' value_counts gave it): the
     three limits counted by comparison, anything else one by one."""
@@ -150,7 +140,7 @@ class _Rounds:
     def of(cls, rd: pl.DataFrame) -> _Rounds:
         return cls(
             start=rd.get_column("start_ns").to_numpy(),
-            limit=_strings(rd.get_column("limit")) if "limit" in rd.columns else np.full(rd.height, None, dtype=object),
+            limit=limit_strings(rd) if "limit" in rd.columns else np.full(rd.height, None, dtype=object),
             rec=_filled(rd.get_column("in_recovery"), True),
             peak=_filled(rd.get_column("peak_flight_bytes").cast(pl.Float64), 0.0),
         )
