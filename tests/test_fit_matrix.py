@@ -344,3 +344,21 @@ def test_judged_acks_are_those_of_the_numpy_form(path):
         good = rounds.filter((pl.col("limit") == "cwnd") & ~pl.col("in_recovery")).get_column("round").to_numpy()
         use = np.isin(r, good) & (acks.get_column("state") == "open").to_numpy() & (flight > 0)
         assert np.array_equal(obs, flight[use]) and rr.tolist() == r[use].tolist() and np.array_equal(A[0], col[use])
+
+
+def test_median_and_mean_of_the_evidence_are_numpys():
+    # the evidence's _median and _mean (numpy's steps without its wrappers) give np.median's and
+    # np.mean's numbers to the last bit and the sign of zero, on values with ±0.0, the extremes
+    # and the smallest subnormals, odd and even counts
+    from hscc_trace.analysis import evidence
+
+    rng = np.random.default_rng(14)
+    pool = [0.0, -0.0, 1.0, -1.0, 0.5, 1e308, -1e308, 3.3, 5e-324, -5e-324]
+    with np.errstate(all="ignore"):
+        for it in range(20000):
+            n = int(rng.integers(1, 40))
+            x = rng.choice(pool, n) if it % 2 else rng.normal(0, 10, n)
+            for got, want in ((evidence._median(x), np.median(x)), (evidence._mean(x), np.mean(x))):
+                assert (got == want and np.signbit(got) == np.signbit(want)) or (np.isnan(got) and np.isnan(want)), x
+    assert evidence._median(np.array([1.0, NAN, 3.0])) is not None  # (NaN: np.median itself)
+    assert np.isnan(evidence._median(np.array([1.0, NAN, 3.0])))
