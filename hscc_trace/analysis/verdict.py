@@ -272,8 +272,8 @@ def _duel_counts(wb, wo, obs, inv, nk, tie):  # pragma: no cover - compiled
     lost = np.zeros(nk, dtype=np.int64)
     n = wb.shape[0]
     if n:
-        # counted without branches into this stretch of one round's ACKs, added to the round
-        # when the stretch ends (the ACKs come round by round: once per round)
+        # counted without branches on the distances into this stretch of one round's ACKs, added
+        # to the round when the stretch ends (the ACKs come round by round: once per round)
         r = inv[0]
         cw = 0
         cl = 0
@@ -285,10 +285,11 @@ def _duel_counts(wb, wo, obs, inv, nk, tie):  # pragma: no cover - compiled
                 cl = 0
                 r = inv[i]
             b, o = wb[i], wo[i]
-            ok = np.isfinite(b) and np.isfinite(o)
-            d = abs(o - obs[i]) - abs(b - obs[i])
-            cw += ok & (d > tie)
-            cl += ok & (d < -tie)
+            if math.isfinite(b) and math.isfinite(o):  # (nearly always: a branch well predicted)
+                x = obs[i]
+                d = abs(o - x) - abs(b - x)
+                cw += d > tie
+                cl += d < -tie
         won[r] += cw
         lost[r] += cl
     n_won = 0

@@ -115,7 +115,7 @@ COSTS: dict[str, tuple[float, float]] = {
     # (added later, measured alone: 200 000 ACKs — 15 replays × 2 000 rounds for _pairs, 15 ×
     # 200 000 ACK windows for _group —, empty numba cache, load average ≈ 8)
     "analysis.evidence._queue_counts": (3.44, 8.17e-06),
-    "analysis.verdict._duel_counts": (4.52, 1.64e-05),
+    "analysis.verdict._duel_counts": (1.74, 2.19e-06),
     "analysis.verdict._group": (2.99, 7.04e-06),
     "analysis.verdict._pairs": (4.57, 4.13e-06),
     "replay.metrics._judged_acks": (2.45, 5.75e-06),
