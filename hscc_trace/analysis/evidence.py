@@ -41,6 +41,8 @@ import numpy as np
 import polars as pl
 
 from hscc_trace.model import FlowEvents
+from hscc_trace.perf.firstuse import kernel
+from hscc_trace.replay.metrics import limit_strings, member
 
 #: a segment that left within this many µs of the latest ACK was released by that ACK
 CLOCK_US = 200.0
@@ -100,11 +102,51 @@ def describe(ev: dict[str, Any]) -> str:
     return " · ".join(parts) if parts else "nothing observable"
 
 
+def _median(x: np.ndarray) -> Any:
+    """``np.median(x)`` of a 1-D float64 array, by its own steps without its wrappers (≈ 30 µs a
+    call, and a flow's evidence takes one per epoch): the middle element of ``np.partition``, or
+    the two middle ones, averaged as ``np.mean`` sums (from 0.0: a lone −0.0 gives 0.0). Empty,
+    non-finite or other arrays: ``np.median`` itself."""
+    n = x.shape[0]
+    if n == 0 or x.dtype != np.float64 or x.ndim != 1 or not np.isfinite(x).all():
+        return np.median(x)
+    k = n // 2
+    if n % 2:
+        return 0.0 + np.partition(x, k)[k]
+    p = np.partition(x, (k - 1, k))
+    return (0.0 + p[k - 1] + p[k]) / 2.0
+
+
+def _mean(x: np.ndarray) -> Any:
+    """``np.mean(x)`` of a non-empty 1-D float64 array: its pairwise sum over its count, as
+    numpy computes it, without its wrappers; anything else: ``np.mean`` itself."""
+    if x.shape[0] == 0 or x.dtype != np.float64 or x.ndim != 1:
+        return np.mean(x)
+    return np.add.reduce(x) / x.shape[0]
+
+
 def _filled(s: pl.Series, fill: Any) -> np.ndarray:
     """``s.fill_null(fill).to_numpy()``, calling the polars expression only when ``s`` has nulls:
     each eager expression plans and runs a query (≈ 0.1–0.3 ms), and the evidence of a flow
     asked for dozens (the rounds' columns, once per quantity)."""
     return (s.fill_null(fill) if s.null_count() else s).to_numpy()
+
+
+def _limit_counts(limit: np.ndarray) -> dict[str, int]:
+    """Rounds per limit (a null limit counts as "None", as polars' value_counts gave it): the
+    three limits counted by comparison, anything else one by one."""
+    out: dict[str, int] = {}
+    rest = np.ones(limit.shape[0], dtype=bool)
+    for name in ("cwnd", "rwnd", "app"):
+        hit = limit == name
+        k = int(hit.sum())
+        if k:
+            out[name] = k
+            rest &= ~hit
+    if rest.any():
+        for lab, count in Counter(limit[rest].tolist()).items():
+            out[str(lab)] = out.get(str(lab), 0) + count
+    return out
 
 
 @dataclass
@@ -121,11 +163,7 @@ class _Rounds:
     def of(cls, rd: pl.DataFrame) -> _Rounds:
         return cls(
             start=rd.get_column("start_ns").to_numpy(),
-            limit=(
-                rd.get_column("limit").cast(pl.String).to_numpy()
-                if "limit" in rd.columns
-                else np.full(rd.height, None, dtype=object)
-            ),
+            limit=limit_strings(rd) if "limit" in rd.columns else np.full(rd.height, None, dtype=object),
             rec=_filled(rd.get_column("in_recovery"), True),
             peak=_filled(rd.get_column("peak_flight_bytes").cast(pl.Float64), 0.0),
         )
@@ -144,19 +182,27 @@ def _betas(ev: FlowEvents, ra: _Rounds | None = None) -> list[float]:
     free = np.flatnonzero(~rec)
     free_start = start[free]
     ordered = bool(np.all(free_start[1:] >= free_start[:-1]))
+    # the episodes' columns as Python values (iter_rows builds a dict per row: ≈ 2 µs each)
+    ends = ep.get_column("end_ns").to_list()
+    kinds = ep.get_column("kind").cast(pl.String).to_list()
+    flight = ep.get_column("flight_bytes").to_list()
+    spurious = ep.get_column("spurious").to_list() if "spurious" in ep.columns else [None] * ep.height
+    take = [i for i in range(ep.height) if ends[i] is not None and kinds[i] != "rto" and flight[i] and not spurious[i]]
+    if not take:
+        return []
+    if ordered:
+        k = np.searchsorted(free_start, np.array([ends[i] for i in take], dtype=np.int64), side="left")
+        firsts = [int(free[j]) if j < free.size else -1 for j in k.tolist()]
+    else:
+        firsts = []
+        for i in take:
+            after = np.flatnonzero((start >= ends[i]) & ~rec)
+            firsts.append(int(after[0]) if after.size else -1)
     out = []
-    for e in ep.iter_rows(named=True):
-        if e["end_ns"] is None or str(e["kind"]) == "rto" or not e["flight_bytes"] or e.get("spurious"):
-            continue
-        if ordered:
-            k = int(np.searchsorted(free_start, e["end_ns"], side="left"))
-            first = int(free[k]) if k < free.size else -1
-        else:
-            after = np.flatnonzero((start >= e["end_ns"]) & ~rec)
-            first = int(after[0]) if after.size else -1
+    for i, first in zip(take, firsts):
         if first < 0 or peak[first] <= 0:
             continue
-        out.append(float(peak[first] / e["flight_bytes"]))
+        out.append(float(peak[first] / flight[i]))
     return out
 
 
@@ -183,7 +229,7 @@ def _ack_clocked(ev: FlowEvents, ra: _Rounds | None = None) -> float | None:
         if seg_round.null_count():
             keep &= ~seg_round.is_null().to_numpy()
             seg_round = seg_round.fill_null(0)
-        keep &= np.isin(seg_round.to_numpy(), rv)
+        keep &= member(seg_round.to_numpy(), rv)
     if int(keep.sum()) < 20:
         return None
     st = segs.get_column("ts_ns").to_numpy()[keep]
@@ -230,9 +276,9 @@ def _growth(epochs: list[np.ndarray]) -> tuple[str | None, float | None]:
     rises = []
     for pts in epochs:
         d = np.diff(pts)
-        rises.append(float(np.median(d)))
+        rises.append(float(_median(d)))
         half = d.size // 2
-        first, second = float(np.mean(d[:half])), float(np.mean(d[half:]))
+        first, second = float(_mean(d[:half])), float(_mean(d[half:]))
         if abs(first) < 0.25 and abs(second) < 0.25:
             shapes.append("flat")
         elif second > 1.6 * max(first, 0.25):
@@ -243,7 +289,7 @@ def _growth(epochs: list[np.ndarray]) -> tuple[str | None, float | None]:
             shapes.append("linear")
     common = max(set(shapes), key=shapes.count)
     shape = common if shapes.count(common) * 2 > len(shapes) else "mixed"
-    return shape, float(np.median(rises))
+    return shape, float(_median(np.array(rises)))
 
 
 def _queue(ev: FlowEvents) -> tuple[np.ndarray, float | None]:
@@ -253,14 +299,25 @@ def _queue(ev: FlowEvents) -> tuple[np.ndarray, float | None]:
     if acks.height == 0 or "rtt_s" not in acks.columns or ev.rounds.height == 0:
         return np.zeros(ev.rounds.height, dtype=bool), None
     rnd_s, rtt_s = acks.get_column("round"), acks.get_column("rtt_s")
-    rtt = rtt_s.cast(pl.Float64).to_numpy()  # nan at the nulls
-    has = ~rtt_s.is_null().to_numpy() if rtt_s.null_count() else np.ones(acks.height, dtype=bool)
+    if rtt_s.dtype != pl.Float64:
+        rtt_s = rtt_s.cast(pl.Float64)
+    rtt = rtt_s.to_numpy()  # nan at the nulls
+    has = ~np.isnan(rtt)
+    if rtt.size - int(has.sum()) != rtt_s.null_count():  # NaN samples too: see below
+        return _queue_polars(ev)
+    r_all = rnd_s.to_numpy()  # (nan at the nulls, as floats)
     if rnd_s.null_count():
-        has &= ~rnd_s.is_null().to_numpy()
-        rnd_s = rnd_s.fill_null(0)
+        has &= ~np.isnan(r_all)
+        r_all = np.where(has, r_all, 0).astype(np.int64)
     if not has.any():
         return np.zeros(ev.rounds.height, dtype=bool), None
-    x, r = rtt[has], rnd_s.to_numpy()[has]
+    want = ev.rounds.get_column("round")
+    if r_all.dtype.kind in "iu" and not want.null_count():
+        # (a sample whose round is null is no sample: NaN, as the nulls)
+        got = _queued(rtt if not rnd_s.null_count() else np.where(has, rtt, np.nan), r_all, want.to_numpy())
+        if got is not None:
+            return got
+    x, r = rtt[has], r_all[has]
     if not np.isfinite(x).all():  # NaN or infinite samples: polars orders and averages them its own way
         return _queue_polars(ev)
     if r.size > 1 and not (r[1:] >= r[:-1]).all():
@@ -286,7 +343,6 @@ def _queue(ev: FlowEvents) -> tuple[np.ndarray, float | None]:
         with np.errstate(invalid="ignore"):
             q |= tie & (lo + (hi - lo) * 0.5 > thr)
     keys = r[first]
-    want = ev.rounds.get_column("round")
     w = want.fill_null(0).to_numpy() if want.null_count() else want.to_numpy()
     k = np.minimum(np.searchsorted(keys, w), keys.size - 1)
     found = keys[k] == w
@@ -294,6 +350,75 @@ def _queue(ev: FlowEvents) -> tuple[np.ndarray, float | None]:
         found &= ~want.is_null().to_numpy()
     # (a round without samples has median 0.0, as the join's fill gave it: queued iff 0 > thr)
     return np.where(found, q[k], 0.0 > thr), base
+
+
+def _queued(rtt: np.ndarray, rnd: np.ndarray, want: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """:func:`_queue` by one compiled pass (:func:`_queue_counts`) where the rounds are small
+    non-negative integers and every sample is finite or null (NaN in ``rtt``); None otherwise."""
+    if rnd.size == 0 or want.dtype.kind not in "iu":
+        return None
+    top = max(int(rnd.max()), int(want.max()) if want.size else 0)
+    if int(rnd.min()) < 0 or (want.size and int(want.min()) < 0) or top > 4 * (rnd.size + want.size) + 1024:
+        return None
+    i8 = np.int64
+    q, base, ok = _queue_counts(rtt, rnd.astype(i8, copy=False), want.astype(i8, copy=False), QUEUE_FRACTION, top + 1)
+    if not ok:  # (no sample at all, or one not finite: the other ways)
+        return None
+    return q, float(base)
+
+
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+def _queue_counts(rtt, rnd, want, fraction, size):  # pragma: no cover - compiled
+    """The queued rounds of :func:`_queue` in two passes over the ACKs: the smallest sample
+    (``rtt``; NaN: none), then per round (``rnd``, 0..size−1) the count of samples, those above
+    the threshold, the largest at or below it and the smallest above — the same comparisons and
+    the same median arithmetic as the numpy form, kept per round in arrays instead of sorted
+    groups. Returns (queued per round of ``want``, the smallest sample, whether every sample
+    was finite and there was one)."""
+    n = rtt.shape[0]
+    base = np.inf
+    seen = False
+    for i in range(n):
+        x = rtt[i]
+        if np.isnan(x):
+            continue
+        if not np.isfinite(x):
+            return np.zeros(0, dtype=np.bool_), 0.0, False
+        seen = True
+        if x < base:
+            base = x
+    if not seen:
+        return np.zeros(0, dtype=np.bool_), 0.0, False
+    thr = base * (1.0 + fraction)
+    count = np.zeros(size, dtype=np.int64)
+    above = np.zeros(size, dtype=np.int64)
+    lo = np.full(size, -np.inf)
+    hi = np.full(size, np.inf)
+    for i in range(n):
+        x = rtt[i]
+        if np.isnan(x):
+            continue
+        r = rnd[i]
+        count[r] += 1
+        if x > thr:
+            above[r] += 1
+            if x < hi[r]:
+                hi[r] = x
+        elif x > lo[r]:
+            lo[r] = x
+    out = np.empty(want.shape[0], dtype=np.bool_)
+    for k in range(want.shape[0]):
+        r = want[k]
+        c, m = above[r], count[r]
+        if m == 0:
+            out[k] = 0.0 > thr
+        elif 2 * c > m:
+            out[k] = True
+        elif 2 * c == m:
+            out[k] = lo[r] + (hi[r] - lo[r]) * 0.5 > thr
+        else:
+            out[k] = False
+    return out, base, True
 
 
 def _queue_polars(ev: FlowEvents) -> tuple[np.ndarray, float | None]:
@@ -325,7 +450,7 @@ def _delay_bounded(ev: FlowEvents, queued: np.ndarray, ra: _Rounds | None = None
     ok &= prev_ok
     if ok.sum() < 6:
         return None
-    return bool(np.median(rise[ok]) < 0.5)
+    return bool(_median(rise[ok]) < 0.5)
 
 
 def observe(ev: FlowEvents) -> Evidence:
@@ -335,17 +460,14 @@ def observe(ev: FlowEvents) -> Evidence:
     clocked = _ack_clocked(ev, ra)
     shape, rise = _growth(_epochs(ev, ra))
     queued, _ = _queue(ev)
-    limits: dict[str, int] = {}
-    if ra is not None:  # rounds per limit (a null limit counts as "None", as polars' value_counts gave it)
-        for lab, count in Counter(ra.limit.tolist()).items():
-            limits[str(lab)] = count
+    limits = _limit_counts(ra.limit) if ra is not None else {}
     loss = any(str(k) != "ecn" for k in ev.episodes.get_column("kind").to_list()) if ev.episodes.height else False
     nq = int(queued.sum())
     return Evidence(
         vantage=ev.vantage,
         episodes=ev.episodes.height,
         beta=tuple(betas),
-        beta_median=float(np.median(betas)) if betas else None,
+        beta_median=float(_median(np.array(betas))) if betas else None,
         ack_clocked=clocked,
         paced=None if clocked is None else clocked < PACED_BELOW,
         growth=shape,

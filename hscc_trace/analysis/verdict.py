@@ -203,17 +203,16 @@ class _Duel:
     ACKs (:func:`_paired_by_acks`), else round by round (:func:`_paired`).
 
     A verdict asks for the same duels again and again (every candidate against every other, on
-    every pass of its elimination loop): each pair is computed once, and the parts that depend
-    on one candidate only (its distance to the sender after every ACK, where it is finite) or
-    on the flow only (the round of every ACK, numbered) once per flow. The counts are those of
-    :func:`_paired_by_acks` — the same elementwise operations on the same values."""
+    every pass of its elimination loop): each pair is computed once (one compiled pass,
+    :func:`_duel_counts`), and what depends on the flow only (the round of every ACK, numbered)
+    once per flow. The counts are those of :func:`_paired_by_acks` — the same elementwise
+    operations on the same values."""
 
     actual: np.ndarray  # per judged round
     obs: np.ndarray  # per judged ACK
     rnd: np.ndarray
     tie: float
     _memo: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
-    _dist: dict[int, tuple[np.ndarray, np.ndarray, bool]] = field(default_factory=dict)
     _inv: tuple[np.ndarray, int] | None = None
 
     def __call__(self, best: _Class, other: _Class) -> tuple[int, int]:
@@ -221,58 +220,86 @@ class _Duel:
         hit = self._memo.get(key)
         if hit is None:
             if self.obs.size and best.acks is not None and other.acks is not None:
-                hit = self._by_acks(best, other)
+                hit, mirror = self._by_acks(best, other)
+                self._memo[(id(other), id(best))] = mirror
             else:
                 hit = _paired(self.actual, best.windows, other.windows, self.tie)
             self._memo[key] = hit
         return hit
 
-    def _side(self, c: _Class) -> tuple[np.ndarray, np.ndarray, bool]:
-        """(|replayed − observed| after every ACK, finite mask, all finite) of one candidate."""
-        hit = self._dist.get(id(c))
-        if hit is None:
-            w = c.acks
-            assert w is not None
-            fin = np.isfinite(w)
-            hit = self._dist[id(c)] = (np.abs(w - self.obs), fin, bool(fin.all()))
-        return hit
-
-    def _by_acks(self, best: _Class, other: _Class) -> tuple[int, int]:
-        db, fb, _ = self._side(best)
-        do, fo, _ = self._side(other)
+    def _by_acks(self, best: _Class, other: _Class) -> tuple[tuple[int, int], tuple[int, int]]:
+        """The counts of the duel and of its mirror image (``other`` against ``best``: the rounds
+        ``best`` lost, of the same differing rounds — the difference of the distances of the
+        mirror duel is exactly the negated one)."""
+        assert best.acks is not None and other.acks is not None
         if self._inv is None:
-            keys, inv = np.unique(self.rnd, return_inverse=True)
-            self._inv = (np.ascontiguousarray(inv.reshape(-1), dtype=np.int64), int(keys.size))
+            self._inv = _numbered(self.rnd)
         inv, nk = self._inv
-        won, differ = _duel_counts(db, do, fb, fo, inv, nk, float(self.tie))
-        return int(won), int(differ)
+        won, lost, differ = _duel_counts(_c(best.acks), _c(other.acks), _c(self.obs), inv, nk, float(self.tie))
+        return (int(won), int(differ)), (int(lost), int(differ))
+
+
+def _c(x: np.ndarray) -> np.ndarray:
+    """A float64 array in C order (the kernels' argument types: one compiled version)."""
+    return x if x.dtype == np.float64 and x.flags.c_contiguous else np.ascontiguousarray(x, dtype=np.float64)
+
+
+def _numbered(rnd: np.ndarray) -> tuple[np.ndarray, int]:
+    """(each ACK's round numbered 0..k−1 in order of value, k): ``np.unique``'s inverse, by a
+    running count where the rounds come in order (they do: ACKs in time order), which costs a
+    pass instead of a sort."""
+    r = np.asarray(rnd).reshape(-1)
+    if r.size == 0:
+        return np.zeros(0, dtype=np.int64), 0
+    step = r[1:] != r[:-1]
+    if r.size > 1 and not bool((r[1:] >= r[:-1]).all()):
+        keys, inv = np.unique(r, return_inverse=True)
+        return np.ascontiguousarray(inv.reshape(-1), dtype=np.int64), int(keys.size)
+    inv = np.zeros(r.size, dtype=np.int64)
+    np.cumsum(step, out=inv[1:])
+    return inv, int(inv[-1]) + 1
 
 
 @kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
-def _duel_counts(db, do, fb, fo, inv, nk, tie):  # pragma: no cover - compiled
-    """The counts of :func:`_paired_by_acks` in one pass: ``db``/``do`` the distances of the two
-    replays to the sender after every judged ACK, ``fb``/``fo`` where each replay is finite,
-    ``inv`` each ACK's round (0..nk−1). Per round, the ACKs after which ``best`` is closer by
-    more than ``tie`` (won) and those after which ``other`` is (lost); returns (rounds won > lost,
-    rounds won ≠ lost) — the same elementwise operations on the same values as the numpy form,
-    without its eight passes and temporaries (a flow's verdict runs dozens of duels)."""
+def _duel_counts(wb, wo, obs, inv, nk, tie):  # pragma: no cover - compiled
+    """The counts of :func:`_paired_by_acks` in one pass: ``wb``/``wo`` the two replays' windows
+    after every judged ACK, ``obs`` the sender's, ``inv`` each ACK's round (0..nk−1). Per round,
+    the ACKs after which ``best`` is closer by more than ``tie`` (won) and those after which
+    ``other`` is (lost), where both replays are finite; returns (rounds won > lost, rounds lost >
+    won, rounds won ≠ lost) — the same elementwise operations on the same values as the numpy
+    form, without its passes and temporaries (a flow's verdict runs dozens of duels)."""
     won = np.zeros(nk, dtype=np.int64)
     lost = np.zeros(nk, dtype=np.int64)
-    for i in range(db.shape[0]):
-        if fb[i] and fo[i]:
-            d = do[i] - db[i]
-            if d > tie:
-                won[inv[i]] += 1
-            elif d < -tie:
-                lost[inv[i]] += 1
+    n = wb.shape[0]
+    if n:
+        # counted without branches on the distances into this stretch of one round's ACKs, added
+        # to the round when the stretch ends (the ACKs come round by round: once per round)
+        r = inv[0]
+        cw = 0
+        cl = 0
+        for i in range(n):
+            if inv[i] != r:
+                won[r] += cw
+                lost[r] += cl
+                cw = 0
+                cl = 0
+                r = inv[i]
+            b, o = wb[i], wo[i]
+            if math.isfinite(b) and math.isfinite(o):  # (nearly always: a branch well predicted)
+                x = obs[i]
+                d = abs(o - x) - abs(b - x)
+                cw += d > tie
+                cl += d < -tie
+        won[r] += cw
+        lost[r] += cl
     n_won = 0
-    n_differ = 0
+    n_lost = 0
     for k in range(nk):
         if won[k] > lost[k]:
             n_won += 1
-        if won[k] != lost[k]:
-            n_differ += 1
-    return n_won, n_differ
+        elif lost[k] > won[k]:
+            n_lost += 1
+    return n_won, n_lost, n_won + n_lost
 
 
 def _same(
@@ -286,41 +313,133 @@ def _same(
     return bool(np.array_equal(fin, np.isfinite(b) if fb is None else fb) and np.all(np.abs(a - b)[fin] < 0.5))
 
 
+@kernel(work=lambda a: a[0].size * a[0].shape[0], cache=True, nogil=True)
+def _pairs(wr, rate):  # pragma: no cover - compiled
+    """Which replays agree by rounds: ``wr`` (replays × judged rounds) their windows, ``rate``
+    whether each is rate-based. ``out[i, j]``: the two have the same ``rate`` and windows that
+    are :func:`_same` (finite at the same places, within half a packet wherever finite). Stops
+    comparing two replays at their first difference (most pairs differ within a few rounds)."""
+    m = wr.shape[0]
+    out = np.zeros((m, m), dtype=np.bool_)
+    for i in range(m):
+        out[i, i] = True
+        for j in range(i + 1, m):
+            same = rate[i] == rate[j]
+            if same:
+                for k in range(wr.shape[1]):
+                    x, y = wr[i, k], wr[j, k]
+                    fx, fy = np.isfinite(x), np.isfinite(y)
+                    if fx != fy or (fx and not abs(x - y) < 0.5):
+                        same = False
+                        break
+            out[i, j] = out[j, i] = same
+    return out
+
+
+@kernel(work=lambda a: a[1].size, cache=True, nogil=True)
+def _group(pairs, wa, order):  # pragma: no cover - compiled
+    """The replays identical on a flow: taken in ``order`` (:func:`_rank`), a replay joins the
+    first class whose first member agrees with it by rounds (``pairs``, :func:`_pairs`) and by
+    ACKs (``wa``: replays × judged ACKs, :func:`_same`; no columns: not compared), else starts
+    a class. Returns (class of each replay, first replay of each class). The ACK rows are read
+    only for pairs that agree by rounds (the others need not be filled in)."""
+    m = order.shape[0]
+    cls = np.full(m, -1, dtype=np.int64)
+    first = np.zeros(m, dtype=np.int64)
+    nc = 0
+    for t in range(m):
+        i = order[t]
+        for c in range(nc):
+            j = first[c]
+            same = pairs[i, j]
+            if same:
+                for k in range(wa.shape[1]):
+                    x, y = wa[i, k], wa[j, k]
+                    fx, fy = np.isfinite(x), np.isfinite(y)
+                    if fx != fy or (fx and not abs(x - y) < 0.5):
+                        same = False
+                        break
+            if same:
+                cls[i] = c
+                break
+        if cls[i] < 0:
+            first[nc] = i
+            cls[i] = nc
+            nc += 1
+    return cls, first[:nc]
+
+
+def _errors(actual: np.ndarray, W: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of ``W`` (a replay's windows per judged round): the median and the mean of its
+    relative error to ``actual`` over the rounds where it is finite and the actual window
+    positive (inf where there is none). The rows finite at every such round are taken together
+    (numpy reduces each row of a C-ordered matrix as it reduces that row alone: the same
+    numbers), the others one by one."""
+    m = W.shape[0]
+    mare, mean = np.full(m, math.inf), np.full(m, math.inf)
+    pos = actual > 0
+    if m == 0 or not pos.any():
+        return mare, mean
+    fin = np.isfinite(W)
+    whole = (fin | ~pos).all(axis=1)
+    full = np.flatnonzero(whole)
+    if full.size:
+        a = actual if pos.all() else actual[pos]
+        Wf = W if full.size == m else W[full]
+        if not pos.all():
+            Wf = np.ascontiguousarray(Wf[:, pos])
+        E = np.abs(Wf - a) / a
+        mare[full], mean[full] = np.median(E, axis=1), np.mean(E, axis=1)
+    for k in np.flatnonzero(~whole).tolist():
+        ok = fin[k] & pos
+        if ok.any():
+            e = np.abs(W[k][ok] - actual[ok]) / actual[ok]
+            mare[k], mean[k] = np.median(e), np.mean(e)
+    return mare, mean
+
+
 def _classes(
     actual: np.ndarray,
     windows: dict[str, np.ndarray],
     rate: dict[str, bool],
     acks: dict[str, np.ndarray] | None = None,
 ) -> list[_Class]:
-    out: list[_Class] = []
-    fin: dict[int, np.ndarray] = {}  # finite masks, once per array (every label meets every class)
+    """The classes of identical replays (:func:`_group`), each with its median and mean
+    relative error over the rounds."""
+    labels = list(windows)
+    wr = np.stack([np.asarray(windows[k], dtype=np.float64) for k in labels]) if labels else np.zeros((0, 0))
+    wa = np.stack([np.asarray(acks[k], dtype=np.float64) for k in labels]) if acks and labels else None
+    rated = np.array([bool(rate[k]) for k in labels])
+    pairs = _pairs(_c(wr), rated) if labels else np.zeros((0, 0), dtype=bool)
+    return _classes_of(actual, labels, wr, rated, pairs, _errors(actual, wr), wa)
 
-    def finite(x: np.ndarray | None) -> np.ndarray | None:
-        if x is None:
-            return None
-        hit = fin.get(id(x))
-        if hit is None:
-            hit = fin[id(x)] = np.isfinite(x)
-        return hit
 
-    for label in sorted(windows, key=_rank):
-        w = windows[label]
-        wa = acks.get(label) if acks else None
-        for c in out:
-            if (
-                c.rate == rate[label]
-                and _same(w, c.windows, finite(w), finite(c.windows))
-                and _same(wa, c.acks, finite(wa), finite(c.acks))
-            ):
-                c.members.append(label)
-                break
-        else:
-            out.append(_Class([label], w, rate[label], wa))
-    for c in out:
-        ok = np.isfinite(c.windows) & (actual > 0)
-        if ok.any():
-            e = np.abs(c.windows[ok] - actual[ok]) / actual[ok]
-            c.mare, c.mean = float(np.median(e)), float(np.mean(e))
+def _classes_of(
+    actual: np.ndarray,
+    labels: list[str],
+    wr: np.ndarray,
+    rated: np.ndarray,
+    pairs: np.ndarray,
+    errors: tuple[np.ndarray, np.ndarray],
+    wa: np.ndarray | None,
+    have: np.ndarray | None = None,
+) -> list[_Class]:
+    """:func:`_classes` of the replays ``labels``, whose windows are the rows of ``wr`` (per
+    judged round) and ``wa`` (per judged ACK, or None), ``pairs`` of :func:`_pairs` and
+    ``errors`` of :func:`_errors`. ``have``: the rows of ``wa`` filled in (default all); a
+    class whose first row is not gets no ACK windows (it must not be a candidate: see judge)."""
+    if not labels:
+        return []
+    order = np.array(sorted(range(len(labels)), key=lambda i: _rank(labels[i])), dtype=np.int64)
+    wa_c = _c(wa) if wa is not None else np.zeros((len(labels), 0))
+    cls, first = _group(pairs, wa_c, order)
+    out = []
+    for j in first.tolist():
+        filled = wa is not None and (have is None or bool(have[j]))
+        mare, mean = float(errors[0][j]), float(errors[1][j])
+        out.append(_Class([], wr[j], bool(rated[j]), wa_c[j] if filled else None, mare, mean))
+    for i in order.tolist():
+        out[int(cls[i])].members.append(labels[i])
     return out
 
 
@@ -398,7 +517,7 @@ def _placed_by_timestamps(ev: FlowEvents) -> bool:
 
 def judge(ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules = RULES) -> Verdict:
     """The verdict of one flow from its events and every algorithm's replay on them."""
-    from hscc_trace.replay.metrics import FIT_WINDOW, ack_windows, round_windows
+    from hscc_trace.replay.metrics import FIT_WINDOW, ack_matrix, round_matrix
 
     evidence = observe(ev) if ev is not None else Evidence(vantage="unknown", episodes=0)
 
@@ -410,16 +529,29 @@ def judge(ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules 
     rate = {k: FIT_WINDOW in r.columns for k, r in replays.items()}
     exact = evidence.vantage == "sender" or _placed_by_timestamps(ev)
     tie = rules.tie_at_sender if exact else rules.tie_elsewhere
-    actual, windows = round_windows(ev, replays)
-    # ACK by ACK only where the flight after each ACK is known as the sender left it: at the
-    # sender, and away from it when timestamps place each ACK among the sender's segments
-    # (otherwise the flight is reconstructed by time, and its errors would be taken for the
-    # algorithm's)
-    by_ack = ack_windows(ev, replays) if exact else None
+    actual, windows = round_matrix(ev, replays)
     n = int(actual.size)
     outcome: Verdict | None = None
     if n >= rules.min_rounds:
-        outcome = _window_verdict(actual, windows, rate, tie, rules, verdict, by_ack)
+        # ACK by ACK only where the flight after each ACK is known as the sender left it: at the
+        # sender, and away from it when timestamps place each ACK among the sender's segments
+        # (otherwise the flight is reconstructed by time, and its errors would be taken for the
+        # algorithm's)
+        labels = list(replays)
+        is_rate = np.array([rate[k] for k in labels], dtype=bool)
+        pairs = _pairs(_c(windows), is_rate)
+        errors = _errors(actual, windows)
+        if exact:
+            # the ACK windows of a replay are read only where they can matter: to tell it from a
+            # replay equal to it by rounds, and to compare it with the others if it fits
+            thr = np.where(is_rate, rules.max_error_rate, rules.max_error)
+            need = (pairs.sum(axis=1) > 1) | (errors[0] <= thr)
+            obs, rnd, wa = ack_matrix(ev, replays, need)
+            classes = _classes_of(actual, labels, windows, is_rate, pairs, errors, wa, need)
+            outcome = _judge_classes(actual, classes, tie, rules, verdict, (obs, rnd))
+        else:
+            classes = _classes_of(actual, labels, windows, is_rate, pairs, errors, None)
+            outcome = _judge_classes(actual, classes, tie, rules, verdict, None)
     rate_why = _rate_evidence(evidence, rules)
     if (outcome is None or outcome.cls == UNKNOWN) and rate_why and evidence.capacity_reached:
         rv = _rate_verdict(ev, replays, rate, rate_why, rules, verdict)
@@ -461,11 +593,27 @@ def _window_verdict(
     verdict: Any,
     by_ack: tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]] | None = None,
 ) -> Verdict:
+    acks = by_ack[2] if by_ack is not None else None
+    return _judge_classes(
+        actual, _classes(actual, windows, rate, acks), tie, rules, verdict, by_ack[:2] if by_ack is not None else None
+    )
+
+
+def _judge_classes(
+    actual: np.ndarray,
+    classes: list[_Class],
+    tie: float,
+    rules: Rules,
+    verdict: Any,
+    by_ack: tuple[np.ndarray, np.ndarray] | None,
+) -> Verdict:
+    """:func:`_window_verdict` of the classes of identical replays (:func:`_classes`);
+    ``by_ack``: the sender's window after each judged ACK and its round, or None."""
     n = int(actual.size)
-    obs, rnd, acks = by_ack if by_ack is not None else (np.zeros(0), np.zeros(0, dtype=np.int64), None)
+    obs, rnd = by_ack if by_ack is not None else (np.zeros(0), np.zeros(0, dtype=np.int64))
     duel = _Duel(actual, obs, rnd, tie)
     p_value = rules.p_value if by_ack is not None else rules.p_value_elsewhere
-    classes = sorted(_classes(actual, windows, rate, acks), key=lambda c: (c.mare, c.mean, _rank(c.name)))
+    classes = sorted(classes, key=lambda c: (c.mare, c.mean, _rank(c.name)))
     fits = [c for c in classes if c.mare <= _threshold(c, rules)]
     if not fits:
         best = classes[0]

@@ -112,8 +112,13 @@ COSTS: dict[str, tuple[float, float]] = {
     # (not reached by the benchmark, which reads regular files: measured alone, reno-bdp's packets
     # table built from the arena, load average ≈ 6)
     "flows.arena._unplace": (2.1, 7.28e-06),
-    # (added later, measured alone: 200 000 ACKs, load average ≈ 10)
-    "analysis.verdict._duel_counts": (1.76, 1.34e-06),
+    # (added later, measured alone: 200 000 ACKs — 15 replays × 2 000 rounds for _pairs, 15 ×
+    # 200 000 ACK windows for _group —, empty numba cache, load average ≈ 8)
+    "analysis.evidence._queue_counts": (3.44, 8.17e-06),
+    "analysis.verdict._duel_counts": (1.74, 2.19e-06),
+    "analysis.verdict._group": (2.99, 7.04e-06),
+    "analysis.verdict._pairs": (4.57, 4.13e-06),
+    "replay.metrics._judged_acks": (2.45, 5.75e-06),
     "replay.engine._newly_delivered": (0.2, 3.91e-07),
     "replay.engine._rate_samples": (0.73, 3.7e-06),
     "reports.decimate._m4_kernel": (0.32, 1.45e-06),
