@@ -26,7 +26,11 @@ Per ACK, in the order of Linux ``tcp_ack`` (net/ipv4/tcp_input.c):
    BBR) replaces all of step 5 on every ACK, and the engine then leaves cwnd alone at recovery
    entry (rfc), recovery exit and ECN (Linux ``tcp_end_cwnd_reduction`` returns early for such
    modules; the RTO's cwnd = 1 of ``tcp_enter_loss`` still applies);
-6. output row: cwnd, ssthresh, state, then the algorithm's signal slots.
+6. output row: cwnd, ssthresh (nan while infinite: never set) and the float signal slots into
+   ``out`` (``nans[k]`` set once column k holds a nan); the state and the enum/bool signal slots
+   as label indices into ``codes`` (:func:`_label_index`) — so that the table's float columns
+   are zero-copy views of ``out`` alone, and nothing is left to convert but bools
+   (``engine._frame``).
 """
 
 from __future__ import annotations
@@ -139,9 +143,22 @@ def _current_ssthresh(tp, linux):
     return tp[SSTHRESH]
 
 
-def run_loop(ev, tp, st, p, sig_idx, out):  # one flat loop on purpose (compiled)
+@jit
+def _label_index(v, top):
+    """A code slot as the index of its label (``top`` ≥ 0, the last index): nan and codes < 0
+    → 0, codes above ``top`` → ``top``, fractions truncated; a bool (``top`` < 0): 1 where
+    non-zero (nan included)."""
+    if top < 0.0:
+        return 1 if v != 0.0 else 0
+    if v > 0.0:
+        return int(min(v, top))
+    return 0
+
+
+def run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans):  # one flat loop on purpose (compiled)
     n_ev = ev.shape[0]
     nsig = sig_idx.shape[0]
+    nfsig = out.shape[1] - 2  # sig_idx lists the float signals' slots first, then the codes'
     mss = tp[MSS]
     linux = tp[FLAVOR] == LINUX
     init(st, p, tp)
@@ -318,9 +335,22 @@ def run_loop(ev, tp, st, p, sig_idx, out):  # one flat loop on purpose (compiled
             cong_avoid(st, p, tp, n)
 
         # 6. output ------------------------------------------------------------------------------
-        out[i, 0] = tp[CWND]
-        out[i, 1] = tp[SSTHRESH]
-        out[i, 2] = state
-        for k in range(nsig):
-            out[i, 3 + k] = st[sig_idx[k]]
+        v = tp[CWND]
+        out[i, 0] = v
+        if v != v:
+            nans[0] = 1
+        v = tp[SSTHRESH]
+        if not math.isfinite(v):  # infinite: not set
+            v = math.nan
+            nans[1] = 1
+        out[i, 1] = v
+        for k in range(nfsig):
+            v = st[sig_idx[k]]
+            out[i, 2 + k] = v
+            if v != v:
+                nans[2 + k] = 1
+        codes[i, 0] = _label_index(float(state), tops[0])
+        for k in range(nfsig, nsig):
+            j = 1 + k - nfsig
+            codes[i, j] = _label_index(st[sig_idx[k]], tops[j])
     return n_ev

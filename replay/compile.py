@@ -258,7 +258,7 @@ def loop_module(base: Algorithm, wrapper: Algorithm | None = None) -> ModuleType
 def loop_function(
     base: Algorithm, wrapper: Algorithm | None = None, compiled: bool | None = None
 ) -> Callable[..., Any]:
-    """``run_loop(ev, tp, st, p, sig_idx, out)``: compiled (``True``), the same source as plain
+    """``run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans)``: compiled (``True``), the same source as plain
     Python (``False``), or by the first-use rule (``None``, :mod:`hscc_trace.perf.firstuse`):
     compiled when numba's cache holds it, else interpreted until the ACKs replayed by this loop
     in this process outgrow what compiling it costs."""

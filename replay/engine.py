@@ -31,6 +31,33 @@ from hscc_trace.perf.firstuse import kernel
 from . import tp as T
 from .compile import loop_function
 from .registry import Resolved, resolve, resolve_many
+from .tp import (
+    E_ACK,
+    E_ACKED,
+    E_CA_RTT,
+    E_DATA_ACKED,
+    E_DUPACK,
+    E_ECE,
+    E_EVENT,
+    E_FLIGHT,
+    E_PIPE,
+    E_PREV_ACK,
+    E_PRIOR_FLIGHT,
+    E_ROUND,
+    E_ROUND_END,
+    E_RS_DELIVERED,
+    E_RS_INTERVAL,
+    E_RS_LOSSES,
+    E_RS_PRIOR_DELIVERED,
+    E_RTT,
+    E_RWND,
+    E_SACKED,
+    E_SENT,
+    E_SND_MAX,
+    E_STATE,
+    E_T,
+    E_UNDO,
+)
 
 #: CPUs this process may run on (the loops run ahead in a helper thread only with two or more)
 _CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
@@ -80,125 +107,190 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     if missing:
         raise InputError(f"ACK stream lacks column(s) {', '.join(missing)} (see docs/schema.md)")
     n = acks.height
-    ev = np.zeros((n, T.NEV), dtype=np.float64)
+    ev = np.empty((n, T.NEV), dtype=np.float64)  # every column written by _fill_inputs
     if n == 0:
         return Prepared(ev, np.zeros(0, dtype=np.int64), int(mss), 0.0, frame=pl.Series("frame", [], dtype=pl.UInt64))
     m = float(mss)
 
-    # Every eager polars expression (fill_null, replace_strict, filter …) plans and runs a query
-    # (~0.1 ms); a flow has ~20 columns, so nulls are filled only where there are any (casts
-    # and to_numpy are direct), which matters with thousands of short flows.
-    def col(name: str, fill: float | bool = 0.0) -> np.ndarray:
+    # The ACK columns the engine reads, as rows of one float matrix (one kernel signature
+    # whatever the columns' dtypes and nulls). Every eager polars expression (fill_null,
+    # replace_strict, filter …) plans and runs a query (~0.1 ms); a flow has ~20 columns, so
+    # nulls are filled only where there are any; a numeric column without nulls is converted
+    # by numpy while copied (as polars' cast to Float64 would).
+    cols = np.empty((_NCOLS, n), dtype=np.float64)
+
+    def col(row: int, name: str, fill: float | bool = 0.0) -> None:
         s = acks.get_column(name)
         nulls = s.null_count()
+        if not nulls and (s.dtype.is_integer() or s.dtype.is_float() or s.dtype == pl.Boolean):
+            cols[row] = s.to_numpy()
+            return
         if nulls and s.dtype.is_float() and not math.isnan(fill):
             s = s.fill_null(float(fill))  # a float column may hold real NaNs besides its nulls
-        x = s.cast(pl.Float64).to_numpy().astype(np.float64, copy=False)
+        x = s.cast(pl.Float64).to_numpy()
         if nulls and not s.dtype.is_float():  # to_numpy gave NaN exactly at the nulls
             x = np.where(np.isnan(x), float(fill), x)
-        return x
+        cols[row] = x
 
     ts_s = acks.get_column("ts_ns")
     if ts_s.null_count():
         ts_s = ts_s.fill_null(strategy="forward").fill_null(0)
     ts = ts_s.to_numpy().astype(np.int64)
-    t0 = ts[0]
-    ev[:, T.E_T] = (ts - t0) / 1e9
-    acked_b = np.maximum(col("acked_bytes"), 0.0)
-    sacked_b = np.maximum(col("sacked_bytes"), 0.0)
-    outstanding = np.maximum(col("outstanding"), 0.0)
-    delivered_cum = _newly_delivered(acked_b, sacked_b, outstanding, m)
-    ev[:, T.E_ACKED] = delivered_cum / m
-    ev[:, T.E_SACKED] = sacked_b / m
-    ev[:, T.E_RTT] = col("rtt_s", math.nan)
-    ev[:, T.E_CA_RTT] = col("ca_rtt_s", math.nan) if "ca_rtt_s" in acks.columns else ev[:, T.E_RTT]
-    ev[:, T.E_FLIGHT] = outstanding / m
+    col(_C_ACKED, "acked_bytes")
+    col(_C_SACKED, "sacked_bytes")
+    col(_C_OUTSTANDING, "outstanding")
     pipe = acks.get_column("pipe")
-    pipe_b = pipe.cast(pl.Float64).to_numpy()
-    if pipe.null_count():  # unknown pipe: the outstanding bytes
-        null = pipe.is_null().to_numpy()
-        pipe_b = np.where(null, outstanding, np.where(null, 0.0, pipe_b))
-    ev[:, T.E_PIPE] = np.maximum(pipe_b, 0.0) / m
-    ack = col("ack")
-    snd_max = col("snd_max")
-    prev_ack = np.empty(n)
-    prev_ack[0] = ack[0] - acked_b[0]
-    prev_ack[1:] = ack[:-1]
-    prev_snd_max = np.empty(n)
-    prev_snd_max[0] = prev_ack[0]  # everything outstanding before the first ACK was "sent since"
-    prev_snd_max[1:] = snd_max[:-1]
-    sent = np.maximum(snd_max - prev_snd_max, 0.0) / m
+    if pipe.null_count():  # unknown pipe: the outstanding bytes (never below 0)
+        known = pipe.cast(pl.Float64).to_numpy()
+        cols[_C_PIPE] = np.where(pipe.is_null().to_numpy(), np.maximum(cols[_C_OUTSTANDING], 0.0), known)
+    else:
+        col(_C_PIPE, "pipe")
+    col(_C_ACK, "ack")
+    col(_C_SND_MAX, "snd_max")
+    has_extra = True  # bytes retransmitted since the previous ACK, when known
     if "retrans_bytes" in acks.columns and not acks.get_column("retrans_bytes").null_count():
-        sent = sent + col("retrans_bytes") / m
+        col(_C_EXTRA, "retrans_bytes")
     elif segments is not None and segments.height:
-        sent = sent + _retransmitted_between(segments, ts) / m
-    ev[:, T.E_SENT] = sent
-    prev_pipe = np.empty(n)
-    prev_pipe[0] = 0.0
-    prev_pipe[1:] = pipe_b[:-1]
-    ev[:, T.E_PRIOR_FLIGHT] = np.maximum(prev_pipe / m + sent, 0.0)
-    # A window whose scale is unknown (handshake not captured) is only a lower bound of the
-    # real one: treat it as no limit rather than clamp the replay to an unscaled window.
-    rwnd = col("rwnd_bytes", math.inf)
-    scale_known = col("rwnd_scale_known", 1.0) != 0.0
-    ev[:, T.E_RWND] = np.where(scale_known, rwnd, math.inf) / m
-    ev[:, T.E_STATE] = _codes(acks.get_column("state"), _STATE_CODE, 0.0)
-    ev[:, T.E_EVENT] = _codes(acks.get_column("cong_event"), _EVENT_CODE, -1.0)
-    ev[:, T.E_UNDO] = col("spurious_undo")
-    ev[:, T.E_ROUND] = col("round")
-    ev[:, T.E_ROUND_END] = col("round_end")
-    ev[:, T.E_ECE] = col("ece")
-    ev[:, T.E_DUPACK] = col("dupack")
-    ev[:, T.E_ACK] = ack
-    ev[:, T.E_SND_MAX] = snd_max
-    ev[:, T.E_PREV_ACK] = prev_ack
-    ev[:, T.E_DATA_ACKED] = (acked_b > 0).astype(np.float64)
-    first = np.flatnonzero(acked_b > 0)
-    first_flight = float(ev[first[0], T.E_PRIOR_FLIGHT]) if first.size else 0.0
+        cols[_C_EXTRA] = _retransmitted_between(segments, ts)
+    else:
+        has_extra = False
+    col(_C_RTT, "rtt_s", math.nan)
+    if "ca_rtt_s" in acks.columns:
+        col(_C_CA_RTT, "ca_rtt_s", math.nan)
+    else:
+        cols[_C_CA_RTT] = cols[_C_RTT]
+    col(_C_RWND, "rwnd_bytes", math.inf)
+    col(_C_SCALE_KNOWN, "rwnd_scale_known", 1.0)
+    cols[_C_STATE] = _codes(acks.get_column("state"), _STATE_CODE, 0.0)
+    cols[_C_EVENT] = _codes(acks.get_column("cong_event"), _EVENT_CODE, -1.0)
+    col(_C_UNDO, "spurious_undo")
+    col(_C_ROUND, "round")
+    col(_C_ROUND_END, "round_end")
+    col(_C_ECE, "ece")
+    col(_C_DUPACK, "dupack")
+    first_flight = _fill_inputs(ev, ts, cols, has_extra, m)
     frame = acks.get_column("frame").cast(pl.UInt64).alias("frame")
-    return Prepared(np.ascontiguousarray(ev), ts, int(mss), first_flight, frame=frame)
+    return Prepared(ev, ts, int(mss), first_flight, frame=frame)
+
+
+# rows of prepare's column matrix (the ACK columns _fill_inputs reads, as float64)
+_C_ACKED = 0  # bytes (acked_bytes)
+_C_SACKED = 1  # bytes (sacked_bytes)
+_C_OUTSTANDING = 2  # bytes
+_C_PIPE = 3  # bytes (null: the outstanding bytes)
+_C_ACK = 4  # bytes
+_C_SND_MAX = 5  # bytes
+_C_EXTRA = 6  # bytes retransmitted since the previous ACK (when known)
+_C_RTT = 7  # s (rtt_s, nan: none)
+_C_CA_RTT = 8  # s (ca_rtt_s, else rtt_s)
+_C_RWND = 9  # bytes (null: no limit)
+_C_SCALE_KNOWN = 10  # 0/1 (null: known)
+_C_STATE = 11  # codes of _STATE_CODE
+_C_EVENT = 12  # codes of _EVENT_CODE (-1 none)
+_C_UNDO = 13  # 0/1
+_C_ROUND = 14
+_C_ROUND_END = 15  # 0/1
+_C_ECE = 16  # 0/1
+_C_DUPACK = 17
+_NCOLS = 18
+
+
+@kernel(work=lambda a: len(a[1]), cache=True, nogil=True)
+def _fill_inputs(ev, ts, cols, has_extra, mss):  # pragma: no cover - compiled
+    """Fill the input matrix ``ev`` (n × tp.NEV, row-major) row by row from the ACK columns
+    (``cols``, rows ``_C_*``: float64, nulls filled; row ``_C_EXTRA`` read only if ``has_extra``)
+    and capture times ``ts`` (int64) → the flight before the first ACK of new data (packets).
+
+    One pass, row by row: filling the row-major matrix a column at a time with numpy touched
+    every cache line of it once per column (~25 times). Byte and packet quantities are clamped
+    at 0 as ``np.maximum(x, 0.0)`` does (nan kept).
+
+    ``E_ACKED`` counts the bytes each ACK newly delivers *cumulatively*, excluding bytes already
+    SACKed before (Linux ``tcp_newly_delivered`` counts a packet once: when SACKed or, if never
+    SACKed, when cumulatively ACKed). schema.ACKS gives the cumulative advance ``acked_bytes``
+    and the newly SACKed bytes but not the SACK scoreboard, so the SACKed bytes above the
+    cumulative ACK are tracked as a running total S: an ACK that advances while S > 0 must first
+    cover a hole (at least one MSS that was never SACKed — the retransmission), and the rest of
+    its advance is taken from S."""
+    n = ts.shape[0]
+    acked, sacked, outstanding, pipe = cols[_C_ACKED], cols[_C_SACKED], cols[_C_OUTSTANDING], cols[_C_PIPE]
+    ack, snd_max, extra = cols[_C_ACK], cols[_C_SND_MAX], cols[_C_EXTRA]
+    first_flight = 0.0
+    found = False
+    s = 0.0  # bytes SACKed above the cumulative ACK
+    t0 = ts[0] if n else 0
+    for i in range(n):
+        a = acked[i] if (acked[i] > 0.0 or acked[i] != acked[i]) else 0.0
+        sk = sacked[i] if (sacked[i] > 0.0 or sacked[i] != sacked[i]) else 0.0
+        o = outstanding[i] if (outstanding[i] > 0.0 or outstanding[i] != outstanding[i]) else 0.0
+        covered = 0.0
+        if a > 0.0 and s > 0.0:
+            covered = min(s, max(a - mss, 0.0))
+        delivered = a - covered
+        s = s - covered + sk
+        if s > o:
+            s = o
+        if s < 0.0:
+            s = 0.0
+        if i == 0:
+            prev_ack = ack[0] - a
+            prev_snd_max = prev_ack  # everything outstanding before the first ACK was "sent since"
+            prev_pipe = 0.0
+        else:
+            prev_ack = ack[i - 1]
+            prev_snd_max = snd_max[i - 1]
+            prev_pipe = pipe[i - 1]
+        grown = snd_max[i] - prev_snd_max
+        sent = (grown if (grown > 0.0 or grown != grown) else 0.0) / mss
+        if has_extra:
+            sent = sent + extra[i] / mss
+        prior = prev_pipe / mss + sent
+        pp = pipe[i]
+        ev[i, E_T] = (ts[i] - t0) / 1e9
+        ev[i, E_ACKED] = delivered / mss
+        ev[i, E_SACKED] = sk / mss
+        ev[i, E_RTT] = cols[_C_RTT, i]
+        ev[i, E_FLIGHT] = o / mss
+        ev[i, E_PIPE] = (pp if (pp > 0.0 or pp != pp) else 0.0) / mss
+        ev[i, E_PRIOR_FLIGHT] = prior if (prior > 0.0 or prior != prior) else 0.0
+        ev[i, E_SENT] = sent
+        # a window whose scale is unknown (handshake not captured) is only a lower bound of the
+        # real one: no limit rather than clamp the replay to an unscaled window
+        ev[i, E_RWND] = (cols[_C_RWND, i] if cols[_C_SCALE_KNOWN, i] != 0.0 else math.inf) / mss
+        ev[i, E_STATE] = cols[_C_STATE, i]
+        ev[i, E_EVENT] = cols[_C_EVENT, i]
+        ev[i, E_UNDO] = cols[_C_UNDO, i]
+        ev[i, E_ROUND] = cols[_C_ROUND, i]
+        ev[i, E_ROUND_END] = cols[_C_ROUND_END, i]
+        ev[i, E_ECE] = cols[_C_ECE, i]
+        ev[i, E_DUPACK] = cols[_C_DUPACK, i]
+        ev[i, E_ACK] = ack[i]
+        ev[i, E_SND_MAX] = snd_max[i]
+        ev[i, E_PREV_ACK] = prev_ack
+        ev[i, E_DATA_ACKED] = 1.0 if a > 0.0 else 0.0
+        ev[i, E_RS_DELIVERED] = 0.0  # (filled by rate_samples when an algorithm needs them)
+        ev[i, E_RS_INTERVAL] = 0.0
+        ev[i, E_RS_PRIOR_DELIVERED] = 0.0
+        ev[i, E_RS_LOSSES] = 0.0
+        ev[i, E_CA_RTT] = cols[_C_CA_RTT, i]
+        if a > 0.0 and not found:
+            found = True
+            first_flight = ev[i, E_PRIOR_FLIGHT]
+    return first_flight
 
 
 def _codes(s: pl.Series, code: Mapping[str, float], default: float) -> np.ndarray:
     """Labels → float codes (``default`` for null or unmapped labels). An Enum column maps its
     physical codes through a lookup table; any other dtype goes through strings."""
-    if isinstance(s.dtype, pl.Enum):
-        cats = s.dtype.categories.to_list()
+    dtype = s.dtype  # (made anew at each access: for an Enum, with its categories)
+    if isinstance(dtype, pl.Enum):
+        cats = dtype.categories.to_list()
         lut = np.array([code.get(c, default) for c in cats] + [default], dtype=np.float64)
         phys = s.to_physical()
-        if phys.null_count():  # to_numpy gives floats with NaN at the nulls: they take the last entry
-            x = phys.to_numpy()
-            return lut[np.where(np.isnan(x), len(cats), x).astype(np.int64)]
+        if phys.null_count():  # nulls take the last entry (filled first: to_numpy would make floats)
+            phys = phys.fill_null(len(cats))
         return lut[phys.to_numpy()]
     return s.cast(pl.String).replace_strict(code, default=default, return_dtype=pl.Float64).to_numpy()
-
-
-@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
-def _newly_delivered(acked, sacked, outstanding, mss):  # pragma: no cover - compiled
-    """Bytes each ACK newly delivers *cumulatively*, excluding bytes already SACKed before
-    (Linux ``tcp_newly_delivered`` counts a packet once: when SACKed or, if never SACKed, when
-    cumulatively ACKed).
-
-    schema.ACKS gives the cumulative advance ``acked_bytes`` and the newly SACKed bytes but not
-    the SACK scoreboard, so the SACKed bytes above the cumulative ACK are tracked as a running
-    total S: an ACK that advances while S > 0 must first cover a hole (at least one MSS that was
-    never SACKed — the retransmission), and the rest of its advance is taken from S.
-    """
-    n = acked.shape[0]
-    out = np.empty(n)
-    s = 0.0
-    for i in range(n):
-        a = acked[i]
-        covered = 0.0
-        if a > 0.0 and s > 0.0:
-            covered = min(s, max(a - mss, 0.0))
-        out[i] = a - covered
-        s = s - covered + sacked[i]
-        if s > outstanding[i]:
-            s = outstanding[i]
-        if s < 0.0:
-            s = 0.0
-    return out
 
 
 def _retransmitted_between(segments: pl.DataFrame, ack_ts: np.ndarray) -> np.ndarray:
@@ -254,16 +346,18 @@ def rate_samples(prep: Prepared) -> Prepared:
         prep.rate_done = True
         return prep
     ev = prep.ev
+    # (strided views of the row-major matrix: the kernel reads a row's few columns at a time,
+    # where copying each column first cost more than the kernel)
     out = _rate_samples(
-        ev[:, T.E_T].copy(),
-        ev[:, T.E_ACKED].copy(),
-        ev[:, T.E_SACKED].copy(),
-        ev[:, T.E_ACK].copy(),
-        ev[:, T.E_PREV_ACK].copy(),
-        ev[:, T.E_SND_MAX].copy(),
-        ev[:, T.E_RTT].copy(),
-        ev[:, T.E_SENT].copy(),
-        ev[:, T.E_FLIGHT].copy(),
+        ev[:, T.E_T],
+        ev[:, T.E_ACKED],
+        ev[:, T.E_SACKED],
+        ev[:, T.E_ACK],
+        ev[:, T.E_PREV_ACK],
+        ev[:, T.E_SND_MAX],
+        ev[:, T.E_RTT],
+        ev[:, T.E_SENT],
+        ev[:, T.E_FLIGHT],
         float(prep.mss),
     )
     ev[:, T.E_RS_DELIVERED] = out[0]
@@ -387,16 +481,18 @@ def run(algo: Resolved | str, prep: Prepared, *, compiled: bool | None = None) -
     r = resolve(algo) if isinstance(algo, str) else algo
     if not prep.rate_done and _needs_rate(r):
         rate_samples(prep)
-    loop, sigs = _setup(r, prep, compiled)
-    return _frame(prep.ts_ns, loop(), sigs, prep.frame, prep._shared)
+    loop, plan = _setup(r, prep, compiled)
+    (mats,) = _outputs(len(prep), [plan])
+    loop(*mats)
+    return _frame(prep.ts_ns, *mats, plan, prep.frame, prep._shared)
 
 
-def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable[[], np.ndarray], list]:
-    """(a call running ``r``'s loop over ``prep`` and returning its output matrix, the signals):
-    everything but the loop itself and the table, done in the calling thread. ``prep``'s rate
-    samples must be filled already if ``r`` needs them (:func:`run` does it)."""
-    fn, sigs, sig_idx = _plan(r, compiled)
-    n = len(prep)
+def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable[..., None], _Plan]:
+    """(a call running ``r``'s loop over ``prep`` into given output matrices, the plan of its
+    table): everything but the loop itself, its outputs and the table, done in the calling
+    thread. ``prep``'s rate samples must be filled already if ``r`` needs them (:func:`run`
+    does it)."""
+    plan = _plan(r, compiled)
     tpa = np.zeros(T.NTP, dtype=np.float64)
     flavor = r.values["flavor"]
     tpa[T.FLAVOR] = T.LINUX if flavor == "linux" else T.RFC
@@ -414,14 +510,34 @@ def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable
     tpa[T.CWND_USAGE_SEQ] = -math.inf
     st = np.zeros(r.nstate, dtype=np.float64)
     p = r.param_array()
-    ncol = 3 + len(sigs)
+    fn, sig_idx, tops, ev = plan.fn, plan.sig_idx, plan.tops, prep.ev
 
-    def loop() -> np.ndarray:
-        out = np.empty((n, ncol), dtype=np.float64, order="F")  # columns contiguous → zero-copy Series
-        fn(prep.ev, tpa, st, p, sig_idx, out)
-        return out
+    def loop(out: np.ndarray, codes: np.ndarray, nans: np.ndarray) -> None:
+        fn(ev, tpa, st, p, sig_idx, tops, out, codes, nans)
 
-    return loop, sigs
+    return loop, plan
+
+
+def _outputs(n: int, plans: list[_Plan]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """Each plan's (out, codes, nans) for a flow of ``n`` ACKs (:class:`_Plan`), column-major
+    (every column contiguous): ``out`` its own float matrix (its table's float columns are
+    zero-copy views of it), ``codes`` a block of columns of one index matrix for the whole flow
+    (gathered into Enum columns, then dropped: one allocation, far fewer page faults than one a
+    table), ``nans`` its loop's flags of float columns holding a nan.
+
+    The float matrices stay one per algorithm: one for the whole flow (fewer page faults still)
+    kept more memory at the peak of ``analyze`` on replica-5M (635 MB against 597–603 MB): a
+    column kept past its table keeps its whole matrix."""
+    codes = np.empty((n, sum(p.ncodes for p in plans)), dtype=np.uint32, order="F")
+    nans = np.zeros(sum(p.nout for p in plans), dtype=np.uint8)
+    blocks = []
+    a = c = 0
+    for p in plans:
+        out = np.empty((n, p.nout), dtype=np.float64, order="F")
+        blocks.append((out, codes[:, c : c + p.ncodes], nans[a : a + p.nout]))
+        a += p.nout
+        c += p.ncodes
+    return blocks
 
 
 #: Loops run ahead in a helper thread while this one builds the previous algorithm's table, for
@@ -435,7 +551,8 @@ AHEAD_MIN_ACKS = 2000
 #: the hand-overs only cost CPU (400 captures on 2 workers, two alternating rounds, load ≈ 2:
 #: 18.4 / 19.2 s with the look-ahead, 15.5 / 17.4 s without).
 LOOK_AHEAD = True
-#: loops run or finished ahead of the tables at most (bounds the output matrices held at once)
+#: loops submitted ahead of the tables at most (their outputs are allocated per flow beforehand;
+#: submitting all of a flow's at once was no different, measured at load 17-19)
 AHEAD = 2
 _POOL: Any = None
 _POOL_LOCK = threading.Lock()
@@ -451,27 +568,67 @@ def _pool() -> Any:
         return _POOL
 
 
-_PLANS: dict[tuple[int, int, bool | None], tuple[Any, Any, Any, list, np.ndarray]] = {}
+@dataclass(frozen=True)
+class _Plan:
+    """How an algorithm's loop writes its outputs and how they become its table (the same for
+    every flow).
+
+    The loop writes cwnd, ssthresh and the float signals into ``out`` (one column each, in that
+    order) and the state and the enum/bool signals, as label indices (``_loop._label_index``
+    with ``tops``), into ``codes`` (the state, then the enum signals, then the bool signals):
+    the table's float columns are zero-copy views of ``out``, which holds nothing else, and
+    ``codes`` is gathered into Enum and Boolean columns and dropped."""
+
+    base: Any  # the registry's Algorithm objects (kept, so that their ids in _PLANS stay theirs)
+    wrapper: Any
+    fn: Any  # run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans)
+    sig_idx: np.ndarray  # state slots of the float signals, then of the enum, then of the bool ones
+    nout: int  # columns of ``out``: 2 + float signals
+    ncodes: int  # columns of ``codes``: 1 + enum + bool signals
+    tops: np.ndarray  # per column of ``codes``: the largest label index (enum), -1 (bool)
+    # the signals in declaration order: (name, kind, column in ``out`` or ``codes``, labels)
+    columns: tuple[tuple[str, str, int, tuple[str, ...]], ...]
 
 
-def _plan(r: Resolved, compiled: bool | None) -> tuple[Any, list, np.ndarray]:
-    """(loop function, signals, their state indices) of an algorithm: the same for every flow, so
-    looked up once per process (finding the generated module and listing the signals cost
-    ~0.1 ms a call, as much as replaying a short flow). Keyed by the registry's Algorithm objects
-    (kept in the entry, so their ids stay theirs)."""
+_PLANS: dict[tuple[int, int, bool | None], _Plan] = {}
+
+
+def _plan(r: Resolved, compiled: bool | None) -> _Plan:
+    """The :class:`_Plan` of an algorithm: the same for every flow, so made once per process
+    (finding the generated module and listing the signals cost ~0.1 ms a call, as much as
+    replaying a short flow). Keyed by the registry's Algorithm objects (kept in the entry, so
+    their ids stay theirs)."""
     key = (id(r.base), id(r.wrapper), compiled)
     hit = _PLANS.get(key)
-    if hit is None or hit[0] is not r.base or hit[1] is not r.wrapper:
+    if hit is None or hit.base is not r.base or hit.wrapper is not r.wrapper:
         sigs = r.signals()
-        hit = (
+        seen = set(_BASE_NAMES)
+        for s, _ in sigs:
+            if s.name in seen:
+                raise RuntimeError(f"signal {s.name!r} collides with a base column")
+            seen.add(s.name)
+        by_kind: dict[str, list[tuple[Any, int]]] = {"float": [], "enum": [], "bool": []}
+        for s, i in sigs:
+            by_kind[s.kind if s.kind in ("enum", "bool") else "float"].append((s, i))
+        col = {}
+        for k, at in (("float", 2), ("enum", 1), ("bool", 1 + len(by_kind["enum"]))):
+            for j, (s, _) in enumerate(by_kind[k]):
+                col[s.name] = at + j
+        hit = _Plan(
             r.base,
             r.wrapper,
             loop_function(r.base, r.wrapper, compiled=compiled),
-            sigs,
-            np.array([i for _, i in sigs], dtype=np.int64),
+            np.array([i for k in ("float", "enum", "bool") for _, i in by_kind[k]], dtype=np.int64),
+            2 + len(by_kind["float"]),
+            1 + len(by_kind["enum"]) + len(by_kind["bool"]),
+            np.array(
+                [len(_STATES) - 1] + [len(s.labels) - 1 for s, _ in by_kind["enum"]] + [-1] * len(by_kind["bool"]),
+                dtype=np.float64,
+            ),
+            tuple((s.name, s.kind, col[s.name], tuple(s.labels)) for s, _ in sigs),
         )
         _PLANS[key] = hit
-    return hit[2], hit[3], hit[4]
+    return hit
 
 
 @lru_cache(maxsize=256)
@@ -481,38 +638,39 @@ def _enum_labels(name: str, labels: tuple[str, ...]) -> pl.Series:
     return pl.Series(name, list(labels), dtype=pl.Enum(list(labels)))
 
 
-def _enum(name: str, labels: tuple[str, ...], codes: np.ndarray, shared: dict[Any, Any] | None = None) -> pl.Series:
-    """Float codes 0..k−1 → an Enum column (gathered from the labels, no per-row strings).
+def _enum(name: str, labels: tuple[str, ...], idx: np.ndarray, shared: dict[Any, Any] | None = None) -> pl.Series:
+    """Label indices (uint32, each < len(labels)) → an Enum column, gathered from the labels (no
+    per-row strings).
 
-    With ``shared`` (one dict per flow), a column whose codes equal those of the flow's previous
-    column of the same name and labels is that Series again (polars Series are immutable): the
-    congestion state follows the trace, so every replay of a flow mostly has the same ``state``;
-    comparing the codes costs a fraction of building the column."""
+    With ``shared`` (one dict per flow), a column whose indices equal those of the flow's
+    previous column of the same name and labels is that Series again (polars Series are
+    immutable): the congestion state follows the trace, so every replay of a flow mostly has the
+    same ``state``; comparing the indices costs a fraction of building the column."""
     key = ("enum", name, labels)
     if shared is not None:
         hit = shared.get(key)
-        if hit is not None and np.array_equal(hit[0], codes):
+        if hit is not None and np.array_equal(hit[0], idx):
             return hit[1]
-    # nan and codes < 0 → 0, codes > k−1 → k−1 (comparisons with nan are False); truncated
-    idx = np.where(codes > 0.0, codes, 0.0)
-    np.minimum(idx, len(labels) - 1, out=idx)
-    col = _enum_labels(name, labels)[idx.astype(np.uint32)]  # Series[ndarray] gathers without the expression engine
+    col = _enum_labels(name, labels)[idx]  # Series[ndarray] gathers without the expression engine
     if shared is not None:
-        shared[key] = (codes.copy(), col)  # (a copy: a view would keep the loop's whole output alive)
+        shared[key] = (idx.copy(), col)  # (a copy: a view would keep the loop's whole output alive)
     return col
 
 
 _STATES = tuple(schema.CONG_STATES)
+_BASE_NAMES = frozenset(c.name for c in schema.REPLAY_BASE)
 
 
-def _public_f64(name: str, v: np.ndarray) -> pl.Series:
-    return pl.Series(name, v, dtype=pl.Float64, nan_to_null=True)
+def _public_f64(name: str, v: np.ndarray, has_nan: Any = True) -> pl.Series:
+    return pl.Series(name, v, dtype=pl.Float64, nan_to_null=bool(has_nan))
 
 
 def _float_series_maker() -> Any:
-    """``(name, float64 array) → Series`` with NaN as null, zero-copy.
+    """``(name, float64 array, has_nan) → Series`` with NaN as null, zero-copy; ``has_nan``
+    false promises the array holds no NaN (the Series is then made without scanning it for
+    nulls: the same Series, with no validity buffer either way).
 
-    ``pl.Series(name, v, dtype=Float64, nan_to_null=True)`` validates its arguments in Python
+    ``pl.Series(name, v, dtype=Float64, nan_to_null=…)`` validates its arguments in Python
     (~15 µs, most of a short flow's replay frame with ~10 float columns) before calling the
     constructor ``PySeries.new_f64(name, v, nan_to_null)`` for a contiguous float64 array. That
     constructor is not public API: it is used only if it exists and gives the public result on a
@@ -526,15 +684,19 @@ def _float_series_maker() -> Any:
         except ImportError:
             from polars.polars import PySeries  # type: ignore[no-redef]
 
-        def fast(name: str, v: np.ndarray) -> pl.Series:
+        def fast(name: str, v: np.ndarray, has_nan: Any = True) -> pl.Series:
             if v.dtype != np.float64 or not v.flags.c_contiguous:
-                return _public_f64(name, v)
-            return pl.Series._from_pyseries(PySeries.new_f64(name, v, True))
+                return _public_f64(name, v, has_nan)
+            return pl.Series._from_pyseries(PySeries.new_f64(name, v, bool(has_nan)))
 
-        probe = np.asfortranarray(np.array([[1.5, np.nan, -np.inf, 0.0], [2.0, 3.0, np.nan, 4.0]]).T)[:, 0]
-        a, b = fast("p", probe), _public_f64("p", probe)
-        if a.dtype == b.dtype and a.name == b.name and a.to_list() == b.to_list() and a.null_count() == 1:
-            return fast
+        pair = np.asfortranarray(np.array([[1.5, np.nan, -np.inf, 0.0], [2.0, 3.0, -1.0, 4.0]]).T)
+        for probe, has_nan in ((pair[:, 0], True), (pair[:, 1], False)):
+            a, b = fast("p", probe, has_nan), _public_f64("p", probe, has_nan)
+            if not (a.dtype == b.dtype and a.name == b.name and a.to_list() == b.to_list()):
+                return _public_f64
+            if a.null_count() != (1 if has_nan else 0):
+                return _public_f64
+        return fast
     except Exception:  # noqa: BLE001 - any difference: the public constructor
         pass
     return _public_f64
@@ -546,34 +708,25 @@ _f64 = _float_series_maker()
 def _frame(
     ts_ns: np.ndarray,
     out: np.ndarray,
-    sigs: list,
+    codes: np.ndarray,
+    nans: np.ndarray,
+    plan: _Plan,
     frame: pl.Series | None = None,
     shared: dict[Any, Any] | None = None,
 ) -> pl.DataFrame:
-    """The replay table from the loop's output matrix: one Series per column straight from numpy
-    (no expression engine: each eager polars expression costs a query plan, ~0.1 ms). Row i
-    answers ACK i: ``frame`` and ``ts_ns`` are that ACK's (the keys of schema.REPLAY_BASE).
+    """The replay table from the loop's outputs (:class:`_Plan`): one Series per column straight
+    from numpy (no expression engine: each eager polars expression costs a query plan, ~0.1 ms).
+    Row i answers ACK i: ``frame`` and ``ts_ns`` are that ACK's (the keys of
+    schema.REPLAY_BASE).
 
-    Float columns are zero-copy views of a column-major float matrix, and ts_ns of the flow's one
-    array, shared by every algorithm's frame. Views keep their whole matrix alive, so when the
-    loop's output also holds columns that become Enum/Boolean Series (state, flags: a quarter of
-    all output columns over the default algorithms), the float columns are first moved to a
-    matrix of their own (a column copy each), which the replays of a long capture keep instead.
+    Float columns are zero-copy views of ``out``, which the loop filled with them alone (so the
+    table keeps no other output alive), nan as null; only a column the loop flagged in ``nans``
+    is scanned for its nans. ``codes`` (label indices, may be scratch) is gathered into Enum
+    columns and bool columns; ts_ns is the flow's one array.
 
     ``shared`` (a dict per flow, :class:`Prepared`) keeps what a flow's tables have in common:
-    the ``frame`` and ``ts_ns`` Series are built once per flow, an Enum column equal to the
-    previous one of its name is reused (:func:`_enum`)."""
-    kinds = ["float", "float", "enum", *(s.kind for s, _ in sigs)]
-    fidx = [c for c, k in enumerate(kinds) if k not in ("bool", "enum")]
-    if len(fidx) < out.shape[1]:
-        floats = np.empty((out.shape[0], len(fidx)), dtype=np.float64, order="F")
-        for j, c in enumerate(fidx):
-            floats[:, j] = out[:, c]
-    else:
-        floats = out
-    fcol = {c: floats[:, j] for j, c in enumerate(fidx)}
-    ssthresh = fcol[1]
-    ssthresh[~np.isfinite(ssthresh)] = np.nan  # infinite ssthresh (never set) is null, in place
+    the frame of the ``frame`` and ``ts_ns`` columns is built once per flow, an Enum column
+    equal to the previous one of its name is reused (:func:`_enum`)."""
     keys = shared.get("keys") if shared is not None else None
     if keys is None or keys[0] is not ts_ns or keys[1] is not frame:
         frames = (
@@ -581,27 +734,23 @@ def _frame(
             if frame is not None and len(frame) == len(ts_ns)
             else pl.Series("frame", [None] * len(ts_ns), dtype=pl.UInt64)
         )
-        keys = (ts_ns, frame, frames, pl.Series("ts_ns", ts_ns, dtype=pl.Int64))
+        keys = (ts_ns, frame, pl.DataFrame([frames, pl.Series("ts_ns", ts_ns, dtype=pl.Int64)]))
         if shared is not None:
             shared["keys"] = keys
-    cols: dict[str, pl.Series] = {
-        "frame": keys[2],
-        "ts_ns": keys[3],
-        "cwnd": _f64("cwnd", fcol[0]),
-        "ssthresh": _f64("ssthresh", ssthresh),
-        "state": _enum("state", _STATES, out[:, 2], shared),
-    }
-    for k, (s, _) in enumerate(sigs):
-        c = 3 + k
-        if s.name in cols:
-            raise RuntimeError(f"signal {s.name!r} collides with a base column")
-        if s.kind == "bool":
-            cols[s.name] = pl.Series(s.name, out[:, c] != 0.0, dtype=pl.Boolean)
-        elif s.kind == "enum":
-            cols[s.name] = _enum(s.name, tuple(s.labels), out[:, c], shared)
+    cols = [
+        _f64("cwnd", out[:, 0], nans[0]),
+        _f64("ssthresh", out[:, 1], nans[1]),
+        _enum("state", _STATES, codes[:, 0], shared),
+    ]
+    for name, kind, c, labels in plan.columns:
+        if kind == "bool":
+            cols.append(pl.Series(name, codes[:, c] != 0, dtype=pl.Boolean))
+        elif kind == "enum":
+            cols.append(_enum(name, labels, codes[:, c], shared))
         else:
-            cols[s.name] = _f64(s.name, fcol[c])
-    return pl.DataFrame(list(cols.values()))
+            cols.append(_f64(name, out[:, c], nans[c]))
+    # (the flow's key frame, extended: DataFrame(list of Series) validates in Python, ~30 µs)
+    return keys[2].hstack(cols)
 
 
 def replay(
@@ -635,20 +784,22 @@ def replay(
     if not prep.rate_done and any(_needs_rate(r) for r in order):
         rate_samples(prep)  # (before any loop runs: the loops only read the input matrix)
     jobs = [_setup(r, prep, compiled) for r in order]
+    mats = _outputs(len(prep), [plan for _, plan in jobs])
     out: dict[str, pl.DataFrame] = {}
     if not LOOK_AHEAD or len(jobs) < 2 or len(prep) < AHEAD_MIN_ACKS or _CPUS < 2 or compiled is False:
-        for label, (loop, sigs) in zip(labels, jobs):
-            out[label] = _frame(prep.ts_ns, loop(), sigs, prep.frame, prep._shared)
+        for label, (loop, plan), m in zip(labels, jobs, mats):
+            loop(*m)
+            out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
         return out
     pool = _pool()
-    futures: list[Any] = [pool.submit(loop) for loop, _ in jobs[:AHEAD]]
+    futures: list[Any] = [pool.submit(loop, *m) for (loop, _), m in zip(jobs[:AHEAD], mats)]
     try:
-        for k, (label, (_, sigs)) in enumerate(zip(labels, jobs)):
-            mat = futures[k].result()
+        for k, (label, (_, plan), m) in enumerate(zip(labels, jobs, mats)):
+            futures[k].result()
             futures[k] = None
             if k + AHEAD < len(jobs):
-                futures.append(pool.submit(jobs[k + AHEAD][0]))
-            out[label] = _frame(prep.ts_ns, mat, sigs, prep.frame, prep._shared)
+                futures.append(pool.submit(jobs[k + AHEAD][0], *mats[k + AHEAD]))
+            out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
     finally:
         for f in futures:
             if f is not None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -413,14 +414,43 @@ def test_a_flows_tables_share_keys_and_equal_enum_columns_but_equal_unshared_tab
             assert got.equals(alone[n]) and got.schema == alone[n].schema, (n, ahead)
 
 
+def test_code_slots_become_clamped_label_indices():
+    # the loop writes enum slots as label indices: nan and negative codes → the first label,
+    # codes past the last label → the last, fractions truncated; bool slots: 1 where non-zero
+    from hscc_trace.replay import _loop
+
+    codes = [0.0, 1.0, 2.0, math.nan, -1.0, 7.0, 1.9, math.inf, -math.inf, -0.0]
+    assert [_loop._label_index(v, 2.0) for v in codes] == [0, 1, 2, 0, 0, 2, 1, 2, 0, 0]
+    assert [_loop._label_index(v, 0.0) for v in codes] == [0] * 10
+    assert [_loop._label_index(v, -1.0) for v in codes] == [0, 1, 1, 1, 1, 1, 1, 1, 1, 0]
+
+
+def test_a_table_is_views_of_the_float_output_and_nans_become_nulls(rich_prep):
+    # float columns are zero-copy views of the loop's float output; a column the loop flagged
+    # as holding a nan has nulls there (ssthresh before the first loss: infinite → null), an
+    # unflagged one is the array as is; each column equals the public constructor's Series
+    r = registry.resolve("cubic")
+    loop, plan = engine._setup(r, rich_prep, None)
+    ((out, codes, nans),) = engine._outputs(len(rich_prep), [plan])
+    loop(out, codes, nans)
+    table = engine._frame(rich_prep.ts_ns, out, codes, nans, plan, rich_prep.frame)
+    assert np.shares_memory(table["cwnd"].to_numpy(), out)
+    assert nans[1] and table["ssthresh"].null_count() == int(np.isnan(out[:, 1]).sum()) > 0
+    floats = ["cwnd", "ssthresh"] + [name for name, kind, _, _ in plan.columns if kind == "float"]
+    for j, name in enumerate(floats):
+        assert bool(nans[j]) == bool(np.isnan(out[:, j]).any()), name
+        want = pl.Series(name, out[:, j], dtype=pl.Float64, nan_to_null=True)
+        assert table[name].equals(want) and table[name].null_count() == want.null_count(), name
+
+
 def test_an_enum_column_is_reused_only_for_equal_codes():
     shared: dict = {}
     labels = ("a", "b", "c")
-    codes = np.array([0.0, 1.0, 2.0, np.nan, -1.0, 7.0])
-    first = engine._enum("m", labels, codes, shared)
+    idx = np.array([0, 1, 2, 0, 0, 2], dtype=np.uint32)
+    first = engine._enum("m", labels, idx, shared)
     assert first.to_list() == ["a", "b", "c", "a", "a", "c"] and first.dtype == pl.Enum(list(labels))
-    assert engine._enum("m", labels, codes.copy(), shared).to_list() == first.to_list()
-    codes[1] = 2.0  # the cache holds a copy of the codes, not the caller's array
-    assert engine._enum("m", labels, codes, shared).to_list() == ["a", "c", "c", "a", "a", "c"]
-    assert engine._enum("n", labels, np.zeros(6), shared).to_list() == ["a"] * 6  # another name
-    assert engine._enum("m", ("x", "y"), np.ones(6), shared).to_list() == ["y"] * 6  # other labels
+    assert engine._enum("m", labels, idx.copy(), shared) is first
+    idx[1] = 2  # the cache holds a copy of the indices, not the caller's array
+    assert engine._enum("m", labels, idx, shared).to_list() == ["a", "c", "c", "a", "a", "c"]
+    assert engine._enum("n", labels, np.zeros(6, np.uint32), shared).to_list() == ["a"] * 6  # another name
+    assert engine._enum("m", ("x", "y"), np.ones(6, np.uint32), shared).to_list() == ["y"] * 6  # other labels
