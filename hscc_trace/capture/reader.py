@@ -477,8 +477,12 @@ class _Chunks:
 
         The buffers take turns, so with ``buffers`` = b a batch handed out stays valid while
         b − 1 more batches are requested (consumers copy what they keep), and no page is
-        faulted in twice.
+        faulted in twice. Dropping nothing (a pass that handed out no batch: a record larger
+        than the buffer, which then grows) keeps the buffer: turning it would hand the last
+        batch's buffer over early.
         """
+        if k == 0:
+            return
         rest = self.n - k
         self.base += k
         nxt = self.spares.pop(0)
@@ -707,6 +711,8 @@ def _pcap_batches(
         rows = max(1, ch.n // (hdrlen + 20) + 1)
         out = pool.next(rows) if pool is not None else Walked.empty(rows)
         used, k, status = _walk_pcap(ch.buf, ch.n, layout, out)
+        if k == 0 and pool is not None:
+            pool.k -= 1  # (no batch handed out: the arrays' turn is not used up)
         if k:
             info.records += k
             yield Batch(
