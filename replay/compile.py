@@ -250,7 +250,10 @@ def loop_module(base: Algorithm, wrapper: Algorithm | None = None) -> ModuleType
         assert spec and spec.loader
         mod = importlib.util.module_from_spec(spec)
         sys.modules[modname] = mod
-        spec.loader.exec_module(mod)
+        from hscc_trace.perf.cache import numba_settings_lock
+
+        with numba_settings_lock:  # (its njit(cache=True) must see numba's own cache rule)
+            spec.loader.exec_module(mod)
         _MODULES[modname] = mod
         return mod
 

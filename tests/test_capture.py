@@ -7,6 +7,7 @@ expected value below is the field we put into the packet (not re-derived by a fo
 from __future__ import annotations
 
 import gzip
+import os
 import struct
 from pathlib import Path
 
@@ -627,6 +628,7 @@ def test_mapped_reading_equals_reading_into_buffers_on_every_capture(monkeypatch
         p for p in need_corpus().iterdir() if p.suffix in (".pcap", ".pcapng", ".cap")
     )
     mapped_files = 0
+    monkeypatch.setattr(reader, "MAP", True)
     for path in files:
         with open(path, "rb") as f:
             mapped_files += isinstance(reader._chunks(f, f.read(24), 2, reader.CHUNK), reader._Mapped)
@@ -634,6 +636,26 @@ def test_mapped_reading_equals_reading_into_buffers_on_every_capture(monkeypatch
         assert _batches(path, monkeypatch, True) == want, path.name
         assert _batches(path, monkeypatch, True, reuse=True, buffers=3) == want, path.name
     assert mapped_files == len(files) > 30
+
+
+def test_memory_mapped_reading_is_off_unless_asked_for(tmp_path):
+    """A file shortened while it is mapped kills the process with SIGBUS (no message), so files
+    are read into buffers unless ``HSCC_TRACE_MMAP=1`` asks for the map (docs/flows.md)."""
+    import subprocess
+    import sys
+
+    p = tmp_path / "one.pcap"
+    p.write_bytes(pcap_bytes([(T0, bytes(S.Ether() / _ip4() / _tcp()))]))
+    code = (
+        "import sys; from hscc_trace.capture import reader; f = open(sys.argv[1], 'rb'); "
+        "print(type(reader._chunks(f, f.read(24), 2, reader.CHUNK, 0)).__name__)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "HSCC_TRACE_MMAP"}
+    for value, want in ((None, "_Chunks"), ("0", "_Chunks"), ("1", "_Mapped")):
+        if value is not None:
+            env["HSCC_TRACE_MMAP"] = value
+        run = subprocess.run([sys.executable, "-c", code, str(p)], env=env, capture_output=True, text=True)
+        assert run.stdout.strip() == want, (value, run.stderr[-1000:])
 
 
 @pytest.mark.parametrize("mapped", [True, False], ids=["mapped", "read"])
@@ -672,6 +694,7 @@ def test_a_mapped_file_stays_resident_a_few_windows_at_a_time(tmp_path, monkeypa
     windows, as with read buffers, however large the file."""
     from hscc_trace.capture import reader
 
+    monkeypatch.setattr(reader, "MAP", True)
     monkeypatch.setattr(reader, "CHUNK", 1 << 20)
     monkeypatch.setattr(reader, "MAX_CAPLEN", 2048)
     frame = bytes(S.Ether() / _ip4() / _tcp() / (b"z" * 1400))

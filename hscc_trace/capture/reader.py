@@ -36,8 +36,9 @@ CHUNK = 8 * 1024 * 1024
 #: largest captured length accepted per record (libpcap's MAXIMUM_SNAPLEN, 256 KiB)
 MAX_CAPLEN = 262144
 #: read an uncompressed regular file through a memory map (:class:`_Mapped`) instead of copying
-#: it into buffers (tests switch it off to compare the two)
-MAP = True
+#: it into buffers: on request only (``HSCC_TRACE_MMAP=1``), since a file shortened while it is
+#: mapped ends the process with SIGBUS (docs/flows.md, "Reading"); tests set it to compare the two
+MAP = os.environ.get("HSCC_TRACE_MMAP", "").strip().lower() not in ("", "0", "false", "no")
 _PAGE = mmap.PAGESIZE
 _MADV_DONTNEED = getattr(mmap, "MADV_DONTNEED", 4)
 

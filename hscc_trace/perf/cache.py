@@ -22,7 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-_numba_config_lock = threading.Lock()
+#: held while :func:`numba_njit` changes ``numba.config.CACHE_DIR``; code that makes numba
+#: dispatchers with numba's own cache rule (replay.compile's generated loop modules) holds it too
+numba_settings_lock = threading.Lock()
 
 
 def cache_root() -> Path:
@@ -69,7 +71,7 @@ def numba_njit(fn: Callable[..., Any], **options: Any) -> Any:
         return numba.njit(**options)(fn)
     folder = str(writable_dir("numba"))
     config: Any = numba.config  # (its settings are set from the environment: not in its stubs)
-    with _numba_config_lock:
+    with numba_settings_lock:
         before = config.CACHE_DIR
         config.CACHE_DIR = folder
         try:
