@@ -40,7 +40,7 @@ from hscc_trace.perf.memory import trim
 
 from . import figures as F
 from . import meta
-from .store import absmax, absmax_each
+from .store import absmax_each
 
 DEFAULT_MAX_POINTS = F.DEFAULT_MAX_POINTS
 DEFAULT_MAX_FLOWS = 25  # flows that get a full section (largest first); all are in the overview
@@ -180,10 +180,6 @@ def _table(
 # payload encoding
 
 
-def _decimals(arr: np.ndarray, sig: int = 5) -> int:
-    return _decimals_of(absmax(arr), sig)
-
-
 def _decimals_of(m: float, sig: int = 5) -> int:
     """Decimals (0–9) that keep ``sig`` significant digits of the largest finite magnitude ``m``
     (≤ 0: no finite value, or only zeros)."""
@@ -207,7 +203,7 @@ def _array_json(arr: np.ndarray, decimals: int, width: int = 0) -> str:
 
 def _arrays_json(arrays: list[tuple[np.ndarray, int | None, int]]) -> list[str]:
     """Several arrays ``(values, decimals, width)`` as :func:`_array_json` writes each (decimals
-    None: :func:`_decimals`), written by one call of the compiled pass for all of them (a figure's
+    None: :func:`_decimals_of` of the array's largest finite magnitude), written by one call of the compiled pass for all of them (a figure's
     hundreds of short series: the per-array numpy steps and calls cost more than the text)."""
     if not arrays:
         return []
