@@ -42,6 +42,7 @@ import polars as pl
 
 from hscc_trace.analysis.evidence import Evidence, observe
 from hscc_trace.model import FlowEvents
+from hscc_trace.perf.cache import njit
 from hscc_trace.perf.firstuse import kernel
 
 IDENTIFIED, AMBIGUOUS, UNKNOWN, NOT_ENOUGH_DATA = "identified", "ambiguous", "unknown", "not enough data"
@@ -313,6 +314,18 @@ def _same(
     return bool(np.array_equal(fin, np.isfinite(b) if fb is None else fb) and np.all(np.abs(a - b)[fin] < 0.5))
 
 
+@njit(cache=True, inline="always")
+def _rows_agree(w, i, j):  # pragma: no cover - compiled
+    """Whether rows ``i`` and ``j`` of ``w`` are :func:`_same`: finite at the same places and
+    within half a packet wherever finite; stops at the first difference."""
+    for k in range(w.shape[1]):
+        x, y = w[i, k], w[j, k]
+        fx, fy = np.isfinite(x), np.isfinite(y)
+        if fx != fy or (fx and not abs(x - y) < 0.5):
+            return False
+    return True
+
+
 @kernel(work=lambda a: a[0].size * a[0].shape[0], cache=True, nogil=True)
 def _pairs(wr, rate):  # pragma: no cover - compiled
     """Which replays agree by rounds: ``wr`` (replays × judged rounds) their windows, ``rate``
@@ -326,12 +339,7 @@ def _pairs(wr, rate):  # pragma: no cover - compiled
         for j in range(i + 1, m):
             same = rate[i] == rate[j]
             if same:
-                for k in range(wr.shape[1]):
-                    x, y = wr[i, k], wr[j, k]
-                    fx, fy = np.isfinite(x), np.isfinite(y)
-                    if fx != fy or (fx and not abs(x - y) < 0.5):
-                        same = False
-                        break
+                same = _rows_agree(wr, i, j)
             out[i, j] = out[j, i] = same
     return out
 
@@ -353,12 +361,7 @@ def _group(pairs, wa, order):  # pragma: no cover - compiled
             j = first[c]
             same = pairs[i, j]
             if same:
-                for k in range(wa.shape[1]):
-                    x, y = wa[i, k], wa[j, k]
-                    fx, fy = np.isfinite(x), np.isfinite(y)
-                    if fx != fy or (fx and not abs(x - y) < 0.5):
-                        same = False
-                        break
+                same = _rows_agree(wa, i, j)
             if same:
                 cls[i] = c
                 break
