@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hscc_trace.perf.cache import njit
 from hscc_trace.perf.firstuse import kernel
 
 
@@ -60,6 +61,26 @@ def _first_match_per_run(mask: np.ndarray, run_of: np.ndarray, n_runs: int) -> n
     return out
 
 
+@njit(cache=True, inline="always")
+def _emit(out, k, start, imin, imax, end):  # pragma: no cover - compiled
+    """M4's points of one column ``start..end`` (its minimum at ``imin``, maximum at ``imax``):
+    first, min and max in index order, last, each once; written at ``out[k]``, returns the new k."""
+    lo = min(imin, imax)
+    hi = max(imin, imax)
+    out[k] = start
+    k += 1
+    if lo > start:
+        out[k] = lo
+        k += 1
+    if hi > lo:
+        out[k] = hi
+        k += 1
+    if end > hi:
+        out[k] = end
+        k += 1
+    return k
+
+
 @kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _m4_kernel(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:  # pragma: no cover - compiled
     """One pass: per column (same bucket arithmetic as :func:`_bucket_ids`) the first, the first
@@ -88,19 +109,7 @@ def _m4_kernel(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:  # pra
                 vmax = v
                 imax = j
             j += 1
-        lo = min(imin, imax)
-        hi = max(imin, imax)
-        out[k] = start
-        k += 1
-        if lo > start:
-            out[k] = lo
-            k += 1
-        if hi > lo:
-            out[k] = hi
-            k += 1
-        if j - 1 > hi:
-            out[k] = j - 1
-            k += 1
+        k = _emit(out, k, start, imin, imax, j - 1)
         i = j
     return out[:k]
 
@@ -210,19 +219,7 @@ def _line_kernel(
                 if v > vmax:
                     vmax = v
                     imax = j
-            lo = min(imin, imax)
-            hi = max(imin, imax)
-            out[k] = start
-            k += 1
-            if lo > start:
-                out[k] = lo
-                k += 1
-            if hi > lo:
-                out[k] = hi
-                k += 1
-            if end > hi:
-                out[k] = end
-                k += 1
+            k = _emit(out, k, start, imin, imax, end)
     else:  # :func:`_m4_kernel` over the samples that are not NaN
         x0 = x[first]
         span = x[last] - x0
@@ -252,19 +249,7 @@ def _line_kernel(
                     imax = j
                 end = j
                 j += 1
-            lo = min(imin, imax)
-            hi = max(imin, imax)
-            out[k] = start
-            k += 1
-            if lo > start:
-                out[k] = lo
-                k += 1
-            if hi > lo:
-                out[k] = hi
-                k += 1
-            if end > hi:
-                out[k] = end
-                k += 1
+            k = _emit(out, k, start, imin, imax, end)
             i = j
     n_sel = k
     if k > 2:  # flat_interior: a point inside a run of equal values goes
