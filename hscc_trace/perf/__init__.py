@@ -19,6 +19,11 @@ from __future__ import annotations
 
 import os
 
+#: net allocations between two collections of the youngest generation, per command (Python's
+#: default is 700): see :func:`activate`
+GC_THRESHOLD = 10_000
+GC_THRESHOLD_FLOWS = 100_000
+
 
 def activate(*, flows_only: bool = False) -> None:
     """Process settings for one run of the ``hscc-trace`` command (never called by the library).
@@ -31,13 +36,17 @@ def activate(*, flows_only: bool = False) -> None:
     - Except for ``flows_only``: at most two glibc malloc arenas (:func:`.memory.few_malloc_arenas`),
       and polars' allocator (jemalloc) gives freed pages back at once
       (:func:`.memory.polars_frees_at_once`).
-    - ``flows_only`` (a process that runs only ``hscc-trace flows``): the cyclic garbage
-      collector runs after 100 000 net allocations instead of 700 — the command itself creates
-      few objects, but importing numpy and numba creates hundreds of thousands, and collecting
-      every 700 of them costs ≈ 0.1 s of CPU (switching it off measured no faster; a capture that
-      needs scapy still gets its cycles collected) — and OpenBLAS (loaded by numpy; never called
-      there) starts no thread pool: its idle threads otherwise spin on the CPU the reader and
-      flow threads need.
+    - The cyclic garbage collector runs after :data:`GC_THRESHOLD` net allocations (``flows_only``:
+      :data:`GC_THRESHOLD_FLOWS`) instead of Python's 700. Importing numpy, polars and numba
+      creates hundreds of thousands of objects, and ``analyze`` creates many small ones per flow
+      (report traces, JSON entries): at 700 a replica-5M ``analyze`` ran ≈ 330 collections, 0.5–0.9 s
+      of the calling thread; at 10 000, 18 collections and 0.14 s, the peak memory within run-to-run
+      noise (docs/performance.md, "Process settings"). ``flows`` itself creates few objects:
+      switching the collector off measured no faster, and a capture that needs scapy still gets
+      its cycles collected.
+    - ``flows_only`` (a process that runs only ``hscc-trace flows``): OpenBLAS (loaded by numpy;
+      never called there) starts no thread pool: its idle threads otherwise spin on the CPU the
+      reader and flow threads need.
     """
     from .cache import cache_root
     from .memory import freeze_at_exit
@@ -49,8 +58,8 @@ def activate(*, flows_only: bool = False) -> None:
 
         few_malloc_arenas()
         polars_frees_at_once()
-    if flows_only:
-        import gc
+    import gc
 
-        gc.set_threshold(100_000, 10, 10)
+    gc.set_threshold(GC_THRESHOLD_FLOWS if flows_only else GC_THRESHOLD, 10, 10)
+    if flows_only:
         os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
