@@ -1395,10 +1395,7 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None, dt: pl
         return _FlagRuns(st, en, np.array(names, dtype=object), False)
     if isinstance(dt, pl.Enum):  # (every enumerated signal of the replays): runs of its codes
         cats = dt.categories.to_list()
-        codes = s.to_physical().to_numpy()
-        if s.null_count():  # (codes with nulls come as float, nulls NaN)
-            codes = np.where(np.isnan(codes), len(cats), codes).astype(np.int64)
-        st, en, v = dec.runs(t, codes)
+        st, en, v = dec.runs(t, _enum_codes(s, cats))
         names = [cats[i] if i < len(cats) else "" for i in v.tolist()]  # null → ""
         return _FlagRuns(st, en, np.array(names, dtype=object), False)
     starts = np.flatnonzero(np.diff(s.rle_id().to_numpy(), prepend=-1))
@@ -1406,6 +1403,18 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None, dt: pl
     en = np.concatenate((t[starts[1:]], t[-1:]))
     v = s.gather(starts).cast(pl.String).fill_null("").to_numpy()
     return _FlagRuns(st, en, v, False)
+
+
+def _enum_codes(s: pl.Series, cats: list[str]) -> np.ndarray:
+    """An Enum column's codes (its categories ``cats``; null → ``len(cats)``) as int64, from one
+    comparison per category: ``to_physical`` is a polars expression, which releases the
+    interpreter lock (see :meth:`_Ctx.values`); a comparison with a value does not."""
+    out = np.full(len(s), len(cats), dtype=np.int64)
+    nulls = s.null_count() > 0
+    for i, cat in enumerate(cats):
+        eq = s == cat
+        out[_f(eq) == 1 if nulls else eq.to_numpy()] = i  # (a null compares null: not this one)
+    return out
 
 
 _THRESHOLD_DASH = ("dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -1575,7 +1584,8 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 n_thr += thr
                 n_color += not thr
                 u, k = shown(sunit[s]) if sunit[s] else ("", 1.0)  # delays and durations in ms
-                y = c.values(label, df, s) * k
+                y = c.values(label, df, s)
+                y = y * k if k != 1.0 else y  # (the same values: no copy)
                 traces.append(
                     p.line(
                         t,
