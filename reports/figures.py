@@ -1406,15 +1406,11 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None, dt: pl
 
 
 def _enum_codes(s: pl.Series, cats: list[str]) -> np.ndarray:
-    """An Enum column's codes (its categories ``cats``; null → ``len(cats)``) as int64, from one
-    comparison per category: ``to_physical`` is a polars expression, which releases the
-    interpreter lock (see :meth:`_Ctx.values`); a comparison with a value does not."""
-    out = np.full(len(s), len(cats), dtype=np.int64)
-    nulls = s.null_count() > 0
-    for i, cat in enumerate(cats):
-        eq = s == cat
-        out[_f(eq) == 1 if nulls else eq.to_numpy()] = i  # (a null compares null: not this one)
-    return out
+    """An Enum column's codes (its categories ``cats``; null → ``len(cats)``) as int64."""
+    codes = s.to_physical().to_numpy()
+    if s.null_count():  # (codes with nulls come as float, nulls NaN)
+        return np.where(np.isnan(codes), len(cats), codes).astype(np.int64)
+    return codes.astype(np.int64)
 
 
 _THRESHOLD_DASH = ("dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -1719,12 +1715,14 @@ SEG_INFO_BITS = {"syn_fin": 4, "rexmit": 5}  # bits 0-1 probe, 2-3 IP ECN field
 
 
 def _codes(s: pl.Series) -> np.ndarray:
-    """An Enum column's index (null → −1), as int64."""
-    phys = s.to_physical()
-    if phys.null_count():
-        v = phys.to_numpy()  # (float, nulls NaN)
-        return np.where(np.isnan(v), -1, v).astype(np.int64)
-    return phys.to_numpy().astype(np.int64)
+    """An Enum column's index (null → −1), as int64 (:func:`_enum_codes`)."""
+    dt = s.dtype
+    assert isinstance(dt, pl.Enum)
+    cats = dt.categories.to_list()
+    codes = _enum_codes(s, cats)
+    if s.null_count():
+        codes[codes == len(cats)] = -1
+    return codes
 
 
 def _int0(s: pl.Series) -> np.ndarray:
