@@ -128,8 +128,7 @@ def _fit_rows(fit: pl.DataFrame) -> list[dict[str, Any]]:
     # (the columns as lists and the rows ordered in Python, as polars' sort orders them: ranks are
     # unique, rows without one last in their order; a polars select or sort would release the
     # interpreter lock, which a streamed run's calling thread may wait up to 5 ms to take back)
-    rows = [dict(zip(cols, vals)) for vals in zip(*(fit.get_column(n).to_list() for n in cols))] if cols else []
-    rows = rows or [{} for _ in range(fit.height if not cols else 0)]
+    rows = [dict(zip(cols, vals)) for vals in zip(*(fit.get_column(n).to_list() for n in cols))]
     if "rank" in cols:
         rows.sort(key=lambda r: (1, 0) if r["rank"] is None else (0, r["rank"]))
     return [clean(r) for r in rows]
