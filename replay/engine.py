@@ -551,9 +551,6 @@ AHEAD_MIN_ACKS = 2000
 #: the hand-overs only cost CPU (400 captures on 2 workers, two alternating rounds, load ≈ 2:
 #: 18.4 / 19.2 s with the look-ahead, 15.5 / 17.4 s without).
 LOOK_AHEAD = True
-#: loops submitted ahead of the tables at most (their outputs are allocated per flow beforehand;
-#: submitting all of a flow's at once was no different, measured at load 17-19)
-AHEAD = 2
 _POOL: Any = None
 _POOL_LOCK = threading.Lock()
 
@@ -761,11 +758,16 @@ def replay(
     *,
     segments: pl.DataFrame | None = None,
     compiled: bool | None = None,
+    meanwhile: Callable[[], Any] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Replay several algorithms over one ACK stream → ``{label: frame}``.
 
     ``algos`` are names (``reno``, ``kyushu+cubic``) or resolved algorithms; ``params`` are
     ``algo.name=value`` overrides for the named ones; ``compiled`` as in :func:`run`.
+    ``meanwhile``: called once, in this thread, while the loops run ahead in the helper thread
+    (before the first table is built), or before the loops when they do not run ahead — work
+    of the caller's that does not need the replays (the pipeline's evidence of the flow: the
+    loops of a long flow otherwise leave this thread waiting).
     """
     algos = list(algos)
     names = [a for a in algos if isinstance(a, str)]
@@ -787,18 +789,22 @@ def replay(
     mats = _outputs(len(prep), [plan for _, plan in jobs])
     out: dict[str, pl.DataFrame] = {}
     if not LOOK_AHEAD or len(jobs) < 2 or len(prep) < AHEAD_MIN_ACKS or _CPUS < 2 or compiled is False:
+        if meanwhile is not None:
+            meanwhile()
         for label, (loop, plan), m in zip(labels, jobs, mats):
             loop(*m)
             out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
         return out
     pool = _pool()
-    futures: list[Any] = [pool.submit(loop, *m) for (loop, _), m in zip(jobs[:AHEAD], mats)]
+    # (every loop at once: the helper runs them one after the other while this thread builds the
+    # tables of those done, and first does ``meanwhile``)
+    futures: list[Any] = [pool.submit(loop, *m) for (loop, _), m in zip(jobs, mats)]
     try:
+        if meanwhile is not None:
+            meanwhile()
         for k, (label, (_, plan), m) in enumerate(zip(labels, jobs, mats)):
             futures[k].result()
             futures[k] = None
-            if k + AHEAD < len(jobs):
-                futures.append(pool.submit(jobs[k + AHEAD][0], *mats[k + AHEAD]))
             out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
     finally:
         for f in futures:
@@ -808,7 +814,14 @@ def replay(
 
 
 def replay_flow(
-    events: Any, algos: Iterable[str | Resolved], params: Iterable[str] = (), *, compiled: bool | None = None
+    events: Any,
+    algos: Iterable[str | Resolved],
+    params: Iterable[str] = (),
+    *,
+    compiled: bool | None = None,
+    meanwhile: Callable[[], Any] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """:func:`replay` on a :class:`hscc_trace.model.FlowEvents`."""
-    return replay(events.acks, events.mss, algos, params, segments=events.segments, compiled=compiled)
+    return replay(
+        events.acks, events.mss, algos, params, segments=events.segments, compiled=compiled, meanwhile=meanwhile
+    )
