@@ -796,15 +796,28 @@ def replay(
             out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
         return out
     pool = _pool()
-    # (every loop at once: the helper runs them one after the other while this thread builds the
-    # tables of those done, and first does ``meanwhile``)
+    # (every loop at once: the helper runs them one after the other, first to last, while this
+    # thread does ``meanwhile``, then builds the tables in order; where it would wait for the
+    # helper, it takes back the last loop the helper has not started and runs it itself: once
+    # this thread has caught up, both cores run loops)
     futures: list[Any] = [pool.submit(loop, *m) for (loop, _), m in zip(jobs, mats)]
     try:
         if meanwhile is not None:
             meanwhile()
-        for k, (label, (_, plan), m) in enumerate(zip(labels, jobs, mats)):
-            futures[k].result()
-            futures[k] = None
+        back = len(jobs)  # loops back..end were taken back from the helper and run here
+        for k, (label, (loop, plan), m) in enumerate(zip(labels, jobs, mats)):
+            f = futures[k]
+            if f is not None:
+                # rather than wait for the helper's loop, run the last one it has not started
+                while not f.done() and back - 1 > k and futures[back - 1].cancel():
+                    back -= 1
+                    jobs[back][0](*mats[back])
+                    futures[back] = None
+                if f.cancel():  # (not started by the helper either: run here)
+                    loop(*m)
+                else:
+                    f.result()
+                futures[k] = None
             out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
     finally:
         for f in futures:
