@@ -218,8 +218,11 @@ def limit_strings(rounds: pl.DataFrame) -> np.ndarray:
     if last is not None and last[0]() is rounds:
         return last[1]
     s = rounds.get_column("limit")
-    out = s.to_numpy() if isinstance(s.dtype, (pl.Enum, pl.Categorical, pl.String)) else None
-    if out is None or out.dtype != object:
+    # (an Enum, Categorical or String column gives its strings as objects — not asked through
+    # ``s.dtype``, which builds the Enum type and its categories anew at each access; another
+    # column that gives objects, e.g. booleans with nulls, gives no strings: cast)
+    out = s.to_numpy()
+    if out.dtype != object or not isinstance(_first_value(out, s.null_count()), (str, type(None))):
         out = s.cast(pl.String).to_numpy()
     out.setflags(write=False)
     try:
@@ -227,6 +230,19 @@ def limit_strings(rounds: pl.DataFrame) -> np.ndarray:
     except TypeError:  # (a table without weak references: nothing kept)
         pass
     return out
+
+
+def _first_value(a: np.ndarray, nulls: int) -> Any:
+    """The first element of the object array ``a`` that is not None (None if all are: ``nulls``
+    of them)."""
+    if nulls == a.shape[0]:
+        return None
+    if not nulls:
+        return a[0]
+    for v in a:
+        if v is not None:
+            return v
+    return None
 
 
 def equals(s: pl.Series, value: str) -> np.ndarray:

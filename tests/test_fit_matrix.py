@@ -419,3 +419,21 @@ def test_warm_keeps_the_events_parts_for_the_same_tables_only():
     assert len(obs2) == 3 and M.round_matrix(ev2, reps)[0].tolist() == [10.0, 21.0]
     with pytest.raises(ValueError):  # a kept value is read-only: no caller can change it
         M.ack_matrix(ev, reps)[0][0] = 0.0
+
+
+def test_limit_strings_are_the_columns_strings_whatever_its_dtype():
+    # limit_strings takes the strings an Enum, Categorical or String column gives as objects,
+    # and casts any other column (booleans with nulls also give objects, but no strings)
+    cases = [
+        pl.Series("limit", ["cwnd", None, "app"], dtype=pl.Enum(["cwnd", "rwnd", "app"])),
+        pl.Series("limit", ["cwnd", None, "rwnd"], dtype=pl.Categorical),
+        pl.Series("limit", [None, "cwnd", "app"]),
+        pl.Series("limit", [None, None, None], dtype=pl.String),
+        pl.Series("limit", [True, None, False]),
+        pl.Series("limit", [1, None, 3]),
+    ]
+    for s in cases:
+        got = M.limit_strings(pl.DataFrame([s]))
+        want = s.cast(pl.String).to_list()
+        assert got.dtype == object and got.tolist() == want, s.dtype
+        assert not got.flags.writeable
