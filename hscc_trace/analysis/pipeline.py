@@ -319,8 +319,13 @@ def analyze_flow(
     evidence: list[Any] = []
 
     def meanwhile() -> None:  # what needs no replay, while the look-ahead thread runs the loops
-        evidence.append(observe(ev))
-        metrics.warm(ev)
+        # (an error here is left to fit and judge, which compute it again: the flow then fails
+        # where and as it failed without this, after the replays' own errors)
+        try:
+            evidence.append(observe(ev))
+            metrics.warm(ev)
+        except Exception:  # noqa: BLE001, S110 - raised again, in order, by fit or judge
+            pass
 
     replays = engine.replay_flow(ev, selection.resolved(algorithms, params), meanwhile=meanwhile)
     fit = metrics.fit(ev, replays) if replays else schema.empty(schema.FIT_METRICS)
