@@ -287,8 +287,9 @@ def _codes(s: pl.Series, code: Mapping[str, float], default: float) -> np.ndarra
         cats = dtype.categories.to_list()
         lut = np.array([code.get(c, default) for c in cats] + [default], dtype=np.float64)
         phys = s.to_physical()
-        if phys.null_count():  # nulls take the last entry (filled first: to_numpy would make floats)
-            phys = phys.fill_null(len(cats))
+        if phys.null_count():  # nulls take the last entry (to_numpy gives floats, NaN at the nulls)
+            x = phys.to_numpy()
+            return lut[np.where(np.isnan(x), len(cats), x).astype(np.intp)]
         return lut[phys.to_numpy()]
     return s.cast(pl.String).replace_strict(code, default=default, return_dtype=pl.Float64).to_numpy()
 

@@ -480,3 +480,16 @@ def test_an_enum_column_is_reused_only_for_equal_codes():
     assert engine._enum("m", labels, idx, shared).to_list() == ["a", "c", "c", "a", "a", "c"]
     assert engine._enum("n", labels, np.zeros(6, np.uint32), shared).to_list() == ["a"] * 6  # another name
     assert engine._enum("m", ("x", "y"), np.ones(6, np.uint32), shared).to_list() == ["y"] * 6  # other labels
+
+
+def test_label_codes_of_an_enum_are_those_of_its_strings():
+    # engine._codes maps an Enum column through its physical codes (nulls and unmapped labels
+    # to the default), a String column through its strings: the same codes either way
+    code = {"open": 0.0, "recovery": 1.0, "loss": 2.0}
+    values = ["loss", None, "open", "cwr", None, "recovery", "cwr"]
+    enum = pl.Series("state", values, dtype=pl.Enum(["open", "recovery", "loss", "cwr"]))
+    want = [2.0, 7.0, 0.0, 7.0, 7.0, 1.0, 7.0]
+    assert engine._codes(enum, code, 7.0).tolist() == want
+    assert engine._codes(pl.Series("state", values), code, 7.0).tolist() == want
+    assert engine._codes(enum.fill_null("open"), code, 7.0).tolist() == [2.0, 0.0, 0.0, 7.0, 0.0, 1.0, 7.0]
+    assert engine._codes(pl.Series("state", [None, None], dtype=enum.dtype), code, 7.0).tolist() == [7.0, 7.0]
