@@ -287,8 +287,9 @@ def _codes(s: pl.Series, code: Mapping[str, float], default: float) -> np.ndarra
         cats = dtype.categories.to_list()
         lut = np.array([code.get(c, default) for c in cats] + [default], dtype=np.float64)
         phys = s.to_physical()
-        if phys.null_count():  # nulls take the last entry (filled first: to_numpy would make floats)
-            phys = phys.fill_null(len(cats))
+        if phys.null_count():  # nulls take the last entry (to_numpy gives floats, NaN at the nulls)
+            x = phys.to_numpy()
+            return lut[np.where(np.isnan(x), len(cats), x).astype(np.intp)]
         return lut[phys.to_numpy()]
     return s.cast(pl.String).replace_strict(code, default=default, return_dtype=pl.Float64).to_numpy()
 
@@ -551,9 +552,6 @@ AHEAD_MIN_ACKS = 2000
 #: the hand-overs only cost CPU (400 captures on 2 workers, two alternating rounds, load ≈ 2:
 #: 18.4 / 19.2 s with the look-ahead, 15.5 / 17.4 s without).
 LOOK_AHEAD = True
-#: loops submitted ahead of the tables at most (their outputs are allocated per flow beforehand;
-#: submitting all of a flow's at once was no different, measured at load 17-19)
-AHEAD = 2
 _POOL: Any = None
 _POOL_LOCK = threading.Lock()
 
@@ -761,11 +759,16 @@ def replay(
     *,
     segments: pl.DataFrame | None = None,
     compiled: bool | None = None,
+    meanwhile: Callable[[], Any] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Replay several algorithms over one ACK stream → ``{label: frame}``.
 
     ``algos`` are names (``reno``, ``kyushu+cubic``) or resolved algorithms; ``params`` are
     ``algo.name=value`` overrides for the named ones; ``compiled`` as in :func:`run`.
+    ``meanwhile``: called once, in this thread, while the loops run ahead in the helper thread
+    (before the first table is built), or before the loops when they do not run ahead — work
+    of the caller's that does not need the replays (the pipeline's evidence of the flow: the
+    loops of a long flow otherwise leave this thread waiting).
     """
     algos = list(algos)
     names = [a for a in algos if isinstance(a, str)]
@@ -787,18 +790,35 @@ def replay(
     mats = _outputs(len(prep), [plan for _, plan in jobs])
     out: dict[str, pl.DataFrame] = {}
     if not LOOK_AHEAD or len(jobs) < 2 or len(prep) < AHEAD_MIN_ACKS or _CPUS < 2 or compiled is False:
+        if meanwhile is not None:
+            meanwhile()
         for label, (loop, plan), m in zip(labels, jobs, mats):
             loop(*m)
             out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
         return out
     pool = _pool()
-    futures: list[Any] = [pool.submit(loop, *m) for (loop, _), m in zip(jobs[:AHEAD], mats)]
+    # (every loop at once: the helper runs them one after the other, first to last, while this
+    # thread does ``meanwhile``, then builds the tables in order; where it would wait for the
+    # helper, it takes back the last loop the helper has not started and runs it itself: once
+    # this thread has caught up, both cores run loops)
+    futures: list[Any] = [pool.submit(loop, *m) for (loop, _), m in zip(jobs, mats)]
     try:
-        for k, (label, (_, plan), m) in enumerate(zip(labels, jobs, mats)):
-            futures[k].result()
-            futures[k] = None
-            if k + AHEAD < len(jobs):
-                futures.append(pool.submit(jobs[k + AHEAD][0], *mats[k + AHEAD]))
+        if meanwhile is not None:
+            meanwhile()
+        back = len(jobs)  # loops back..end were taken back from the helper and run here
+        for k, (label, (loop, plan), m) in enumerate(zip(labels, jobs, mats)):
+            f = futures[k]
+            if f is not None:
+                # rather than wait for the helper's loop, run the last one it has not started
+                while not f.done() and back - 1 > k and futures[back - 1].cancel():
+                    back -= 1
+                    jobs[back][0](*mats[back])
+                    futures[back] = None
+                if f.cancel():  # (not started by the helper either: run here)
+                    loop(*m)
+                else:
+                    f.result()
+                futures[k] = None
             out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
     finally:
         for f in futures:
@@ -808,7 +828,14 @@ def replay(
 
 
 def replay_flow(
-    events: Any, algos: Iterable[str | Resolved], params: Iterable[str] = (), *, compiled: bool | None = None
+    events: Any,
+    algos: Iterable[str | Resolved],
+    params: Iterable[str] = (),
+    *,
+    compiled: bool | None = None,
+    meanwhile: Callable[[], Any] | None = None,
 ) -> dict[str, pl.DataFrame]:
     """:func:`replay` on a :class:`hscc_trace.model.FlowEvents`."""
-    return replay(events.acks, events.mss, algos, params, segments=events.segments, compiled=compiled)
+    return replay(
+        events.acks, events.mss, algos, params, segments=events.segments, compiled=compiled, meanwhile=meanwhile
+    )

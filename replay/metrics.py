@@ -218,8 +218,11 @@ def limit_strings(rounds: pl.DataFrame) -> np.ndarray:
     if last is not None and last[0]() is rounds:
         return last[1]
     s = rounds.get_column("limit")
-    out = s.to_numpy() if isinstance(s.dtype, (pl.Enum, pl.Categorical, pl.String)) else None
-    if out is None or out.dtype != object:
+    # (an Enum, Categorical or String column gives its strings as objects — not asked through
+    # ``s.dtype``, which builds the Enum type and its categories anew at each access; another
+    # column that gives objects, e.g. booleans with nulls, gives no strings: cast)
+    out = s.to_numpy()
+    if out.dtype != object or not isinstance(_first_value(out, s.null_count()), (str, type(None))):
         out = s.cast(pl.String).to_numpy()
     out.setflags(write=False)
     try:
@@ -227,6 +230,19 @@ def limit_strings(rounds: pl.DataFrame) -> np.ndarray:
     except TypeError:  # (a table without weak references: nothing kept)
         pass
     return out
+
+
+def _first_value(a: np.ndarray, nulls: int) -> Any:
+    """The first element of the object array ``a`` that is not None (None if all are: ``nulls``
+    of them)."""
+    if nulls == a.shape[0]:
+        return None
+    if not nulls:
+        return a[0]
+    for v in a:
+        if v is not None:
+            return v
+    return None
 
 
 def equals(s: pl.Series, value: str) -> np.ndarray:
@@ -457,6 +473,65 @@ def round_matrix(
     return at.peak / float(events.mss), at.W
 
 
+class _Memo:
+    """The last value computed from some tables, with weak references to them: a flow's fit and
+    verdict ask for the same things of its events one after the other (and :func:`warm` before
+    them), and take them once. Valid while the tables are the very objects it was made of
+    (polars tables are not changed in place here); one entry (the last flow's)."""
+
+    def __init__(self) -> None:
+        self._last: list[tuple[tuple[Any, ...], tuple[Any, ...], Any]] = []
+
+    def get(self, tables: tuple[Any, ...], key: tuple[Any, ...], make: Any) -> Any:
+        last = self._last[-1] if self._last else None
+        if last is not None and last[1] == key and all(r() is t for r, t in zip(last[0], tables)):
+            return last[2]
+        value = make()
+        try:
+            self._last[:] = [(tuple(weakref.ref(t) for t in tables), key, value)]
+        except TypeError:  # (tables without weak references: nothing kept)
+            pass
+        return value
+
+
+_USED = _Memo()
+
+
+def _frozen(a: np.ndarray) -> np.ndarray:
+    """``a`` read-only (a kept value is handed to every caller: none may change it)."""
+    a.setflags(write=False)
+    return a
+
+
+def _rounds_used(rd: pl.DataFrame, limits: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray, _RowsOf]:
+    """(the usable rounds of ``rd`` — a limit in ``limits``, outside recovery, a positive peak
+    flight —, their peak flight in bytes, :func:`round_rows` of their end) for :class:`_AtRounds`:
+    the same for every replay of a flow (kept: :class:`_Memo`)."""
+
+    def make() -> tuple[np.ndarray, np.ndarray, _RowsOf]:
+        lim = limit_strings(rd)  # (a few hundred rounds: strings; None where null)
+        sel = lim == limits[0]
+        for x in limits[1:]:
+            sel |= lim == x
+        rec = filled(rd.get_column("in_recovery"), True).astype(bool)
+        peak = filled(rd.get_column("peak_flight_bytes").cast(pl.Float64), 0.0)
+        use = np.flatnonzero(sel & ~rec & (peak > 0))
+        return _frozen(use), _frozen(peak[use]), _RowsOf(rd.get_column("end_ns").to_numpy()[use])
+
+    return _USED.get((rd,), limits, make)
+
+
+def warm(events: Any) -> None:
+    """Compute ahead what :func:`fit` and the verdict (:func:`round_matrix`, :func:`ack_matrix`)
+    take from a flow's events alone — its usable rounds, the ACKs the verdict judges — and keep
+    it for them (:class:`_Memo`): the pipeline calls this while the look-ahead thread runs the
+    flow's replay loops (:func:`hscc_trace.replay.engine.replay`'s ``meanwhile``). Changes no
+    result: each is what they would compute themselves."""
+    if events.rounds.height:
+        _rounds_used(events.rounds, ("cwnd",))
+    _judged(events)
+
+
 class _AtRounds:
     """A flow's replayed windows at its usable rounds (a limit in ``limits``, outside recovery,
     a positive peak flight): per replay the row of the ACK before the one closing each round
@@ -469,15 +544,7 @@ class _AtRounds:
         if rd.height == 0:
             self.use, self.peak, self.W = np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros((m, 0))
             return
-        lim = limit_strings(rd)  # (a few hundred rounds: strings; None where null)
-        sel = lim == limits[0]
-        for x in limits[1:]:
-            sel |= lim == x
-        rec = filled(rd.get_column("in_recovery"), True).astype(bool)
-        peak = filled(rd.get_column("peak_flight_bytes").cast(pl.Float64), 0.0)
-        self.use = np.flatnonzero(sel & ~rec & (peak > 0))
-        self.peak = peak[self.use]
-        rows = _RowsOf(rd.get_column("end_ns").to_numpy()[self.use])
+        self.use, self.peak, rows = _rounds_used(rd, limits)
         self.W = W = np.empty((m, self.use.size))
         missing: tuple[np.ndarray, np.ndarray] | None = None
         for j, rep in enumerate(replays.values()):
@@ -542,29 +609,11 @@ def ack_matrix(
     """:func:`ack_windows` with the replayed windows as the rows of one matrix (C order; one row
     per replay, in the order of ``replays``). ``rows``: which rows to fill in (default all; the
     others are left as allocated — a flow's largest table is this one, a row per replay)."""
-    acks, rd = events.acks, events.rounds
-    n = acks.height
-    if n < 2 or rd.height == 0:
+    n = events.acks.height
+    judged = _judged(events)
+    if judged is None:
         return np.zeros(0), np.zeros(0, dtype=np.int64), np.zeros((len(replays), 0))
-    snd_s, ack_s = acks.get_column("snd_max"), acks.get_column("ack")
-    rnd = filled(acks.get_column("round").cast(pl.Int64), -1)
-    is_open = equals(acks.get_column("state"), "open")
-    lim = limit_strings(rd)  # (strings; None where null)
-    rec = filled(rd.get_column("in_recovery"), True).astype(bool)
-    good = rd.get_column("round").cast(pl.Int64).to_numpy()[(lim == "cwnd") & ~rec]
-    table = _table(good, n)
-    if table is not None and snd_s.dtype == pl.Int64 == ack_s.dtype and not (snd_s.null_count() or ack_s.null_count()):
-        at, obs_at, rnd_at = _judged_acks(snd_s.to_numpy(), ack_s.to_numpy(), rnd, is_open, table, float(events.mss))
-    else:
-        # (int64 → float64 by numpy as by polars' cast: the same rounding; a null is NaN either way)
-        snd = snd_s.to_numpy().astype(np.float64, copy=False)
-        ack = ack_s.to_numpy().astype(np.float64, copy=False)
-        obs = np.full(n, np.nan)
-        obs[:-1] = (snd[1:] - ack[:-1]) / float(events.mss)
-        with np.errstate(invalid="ignore"):
-            use = member(rnd, good) & is_open & np.isfinite(obs) & (obs > 0)
-        at = np.flatnonzero(use)
-        obs_at, rnd_at = obs[at], rnd[at]
+    at, obs_at, rnd_at = judged
     A = np.empty((len(replays), at.size))
     for j, rep in enumerate(replays.values()):
         if rows is not None and not rows[j]:
@@ -577,6 +626,48 @@ def ack_matrix(
         else:
             A[j] = np.nan
     return obs_at, rnd_at, A
+
+
+_JUDGED = _Memo()
+
+
+def _judged(events: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(the ACKs :func:`ack_matrix` judges, the flight each left in packets, their rounds), or
+    None when there are none to judge (fewer than 2 ACKs, no round): from the events alone, the
+    same for every replay (kept: :class:`_Memo`)."""
+    acks, rd = events.acks, events.rounds
+    n = acks.height
+    if n < 2 or rd.height == 0:
+        return None
+
+    def make() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        snd_s, ack_s = acks.get_column("snd_max"), acks.get_column("ack")
+        rnd = filled(acks.get_column("round").cast(pl.Int64), -1)
+        is_open = equals(acks.get_column("state"), "open")
+        lim = limit_strings(rd)  # (strings; None where null)
+        rec = filled(rd.get_column("in_recovery"), True).astype(bool)
+        good = rd.get_column("round").cast(pl.Int64).to_numpy()[(lim == "cwnd") & ~rec]
+        table = _table(good, n)
+        if (
+            table is not None
+            and snd_s.dtype == pl.Int64 == ack_s.dtype
+            and not (snd_s.null_count() or ack_s.null_count())
+        ):
+            at, obs_at, rnd_at = _judged_acks(
+                snd_s.to_numpy(), ack_s.to_numpy(), rnd, is_open, table, float(events.mss)
+            )
+            return _frozen(at), _frozen(obs_at), _frozen(rnd_at)
+        # (int64 → float64 by numpy as by polars' cast: the same rounding; a null is NaN either way)
+        snd = snd_s.to_numpy().astype(np.float64, copy=False)
+        ack = ack_s.to_numpy().astype(np.float64, copy=False)
+        obs = np.full(n, np.nan)
+        obs[:-1] = (snd[1:] - ack[:-1]) / float(events.mss)
+        with np.errstate(invalid="ignore"):
+            use = member(rnd, good) & is_open & np.isfinite(obs) & (obs > 0)
+        at = np.flatnonzero(use)
+        return _frozen(at), _frozen(obs[at]), _frozen(rnd[at])
+
+    return _JUDGED.get((acks, rd), (float(events.mss),), make)
 
 
 def _table(values: np.ndarray, n: int) -> np.ndarray | None:

@@ -362,3 +362,78 @@ def test_median_and_mean_of_the_evidence_are_numpys():
                 assert (got == want and np.signbit(got) == np.signbit(want)) or (np.isnan(got) and np.isnan(want)), x
     assert evidence._median(np.array([1.0, NAN, 3.0])) is not None  # (NaN: np.median itself)
     assert np.isnan(evidence._median(np.array([1.0, NAN, 3.0])))
+
+
+def test_warm_keeps_the_events_parts_for_the_same_tables_only():
+    # metrics.warm computes ahead what fit and the verdict take from the events alone (the usable
+    # rounds, the judged ACKs): what they give after it equals what they give without it, and a
+    # flow with other tables (even equal ones, or changed ones) is computed anew
+    rounds = pl.DataFrame(
+        {
+            "round": pl.Series([0, 1, 2], dtype=pl.UInt32),
+            "start_ns": [0, 100, 200],
+            "end_ns": [100, 200, 300],
+            "peak_flight_bytes": [14480, 28960, 30408],
+            "acked_bytes": [1, 2, 3],
+            "min_rtt_s": [0.01, 0.01, 0.01],
+            "limit": ["cwnd", "cwnd", "cwnd"],
+            "in_recovery": [False, False, False],
+        }
+    )
+    acks = pl.DataFrame(
+        {
+            "ts_ns": [50, 100, 150, 200, 250, 300],
+            "snd_max": [14480, 28960, 43440, 57920, 72400, 86880],
+            "ack": [1448, 2896, 14480, 28960, 43440, 57920],
+            "round": pl.Series([0, 0, 1, 1, 2, 2], dtype=pl.UInt32),
+            "state": ["open", "open", "open", "recovery", "open", "open"],
+        }
+    )
+    ts = pl.Series("ts_ns", acks.get_column("ts_ns"))
+    reps = {
+        "a": pl.DataFrame({"ts_ns": ts, "cwnd": [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]}),
+        "b": pl.DataFrame({"ts_ns": ts, "cwnd": [2.0, 2.0, 2.0, 2.0, 2.0, 2.0]}),
+    }
+
+    def results(ev):
+        fit = M.fit(ev, reps)
+        obs, rnd, a = M.ack_matrix(ev, reps)
+        return fit, M.round_matrix(ev, reps)[0].tolist(), obs.tolist(), rnd.tolist(), a.tolist()
+
+    fresh = types.SimpleNamespace(rounds=rounds.clone(), acks=acks.clone(), mss=1448, flow_id=1)
+    want = results(fresh)
+    ev = types.SimpleNamespace(rounds=rounds, acks=acks, mss=1448, flow_id=1)
+    M.warm(ev)
+    got = results(ev)
+    assert got[0].equals(want[0]) and got[1:] == want[1:]
+    assert len(got[2]) == 4  # the ACK in recovery and the last one are not judged
+    # other tables, changed: computed anew, not taken from the last flow
+    ev2 = types.SimpleNamespace(
+        rounds=rounds.with_columns(pl.Series("in_recovery", [False, True, False])),
+        acks=acks.with_columns(pl.Series("state", ["open"] * 6)),
+        mss=1448,
+        flow_id=2,
+    )
+    M.warm(ev)
+    obs2, _, _ = M.ack_matrix(ev2, reps)
+    assert len(obs2) == 3 and M.round_matrix(ev2, reps)[0].tolist() == [10.0, 21.0]
+    with pytest.raises(ValueError):  # a kept value is read-only: no caller can change it
+        M.ack_matrix(ev, reps)[0][0] = 0.0
+
+
+def test_limit_strings_are_the_columns_strings_whatever_its_dtype():
+    # limit_strings takes the strings an Enum, Categorical or String column gives as objects,
+    # and casts any other column (booleans with nulls also give objects, but no strings)
+    cases = [
+        pl.Series("limit", ["cwnd", None, "app"], dtype=pl.Enum(["cwnd", "rwnd", "app"])),
+        pl.Series("limit", ["cwnd", None, "rwnd"], dtype=pl.Categorical),
+        pl.Series("limit", [None, "cwnd", "app"]),
+        pl.Series("limit", [None, None, None], dtype=pl.String),
+        pl.Series("limit", [True, None, False]),
+        pl.Series("limit", [1, None, 3]),
+    ]
+    for s in cases:
+        got = M.limit_strings(pl.DataFrame([s]))
+        want = s.cast(pl.String).to_list()
+        assert got.dtype == object and got.tolist() == want, s.dtype
+        assert not got.flags.writeable

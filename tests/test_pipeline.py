@@ -162,3 +162,43 @@ def test_one_lane_hashes_the_files_beside_the_analysis() -> None:
     run = api.analyze_run(CAPTURES[:2], ALGOS, jobs=1)
     assert run.digests == {p: results.sha256_file(p) for p in CAPTURES[:2]}
     assert [c["sha256"] for c in run.to_json()["captures"]] == [run.digests[p] for p in CAPTURES[:2]]
+
+
+def test_a_flows_evidence_made_during_the_replays_fails_where_it_failed_before(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # analyze_flow makes the flow's evidence while the replay loops run; an error there is left
+    # to the fit and the verdict, which make it again: the flow fails as without the head start
+    # (the fit's error first), and it is made only once when it succeeds
+    from hscc_trace.analysis import evidence, verdict
+    from hscc_trace.replay import metrics
+
+    pc = pipeline.prepare_capture(CAPTURES[0], None, (0,))
+    row, ev = pc.events[0]
+    assert ev is not None
+    real = evidence.observe
+    calls: list[int] = []
+
+    def counted(e):  # type: ignore[no-untyped-def]
+        calls.append(1)
+        return real(e)
+
+    monkeypatch.setattr(evidence, "observe", counted)
+    monkeypatch.setattr(verdict, "observe", counted)
+    want = pipeline.analyze_flow(row, ev, tuple(ALGOS), {})
+    assert len(calls) == 1 and want.verdict.evidence == real(ev)
+
+    def broken(e):  # type: ignore[no-untyped-def]
+        raise RuntimeError("evidence")
+
+    monkeypatch.setattr(evidence, "observe", broken)
+    monkeypatch.setattr(verdict, "observe", broken)
+    with pytest.raises(RuntimeError, match="evidence"):
+        pipeline.analyze_flow(row, ev, tuple(ALGOS), {})
+
+    def fit_fails(e, r):  # type: ignore[no-untyped-def]
+        raise ValueError("fit")
+
+    monkeypatch.setattr(metrics, "fit", fit_fails)
+    with pytest.raises(ValueError, match="fit"):
+        pipeline.analyze_flow(row, ev, tuple(ALGOS), {})

@@ -314,9 +314,23 @@ def analyze_flow(
             warnings=[Warn(f"flow {flow.get('flow_id')}", "no data segments or ACKs: not replayed")],
             verdict=judge(ev, {}),
         )
-    replays = engine.replay_flow(ev, selection.resolved(algorithms, params))
+    from hscc_trace.analysis.evidence import observe
+
+    evidence: list[Any] = []
+
+    def meanwhile() -> None:  # what needs no replay, while the look-ahead thread runs the loops
+        # (an error here is left to fit and judge, which compute it again: the flow then fails
+        # where and as it failed without this, after the replays' own errors)
+        try:
+            evidence.append(observe(ev))
+            metrics.warm(ev)
+        except Exception:  # noqa: BLE001, S110 - raised again, in order, by fit or judge
+            pass
+
+    replays = engine.replay_flow(ev, selection.resolved(algorithms, params), meanwhile=meanwhile)
     fit = metrics.fit(ev, replays) if replays else schema.empty(schema.FIT_METRICS)
-    return FlowResult(flow=flow, events=ev, replays=replays, fit=fit, verdict=judge(ev, replays))
+    verdict = judge(ev, replays, evidence=evidence[0] if evidence else None)
+    return FlowResult(flow=flow, events=ev, replays=replays, fit=fit, verdict=verdict)
 
 
 def _guard(fn: Callable[..., Any], path: str, *args: Any) -> tuple[bool, Any]:

@@ -518,11 +518,15 @@ def _placed_by_timestamps(ev: FlowEvents) -> bool:
     return src is not None and bool((src == "ts").any())
 
 
-def judge(ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules = RULES) -> Verdict:
-    """The verdict of one flow from its events and every algorithm's replay on them."""
+def judge(
+    ev: FlowEvents | None, replays: dict[str, pl.DataFrame], rules: Rules = RULES, evidence: Evidence | None = None
+) -> Verdict:
+    """The verdict of one flow from its events and every algorithm's replay on them.
+    ``evidence``: ``observe(ev)`` when the caller has it already (made while the replays ran)."""
     from hscc_trace.replay.metrics import FIT_WINDOW, ack_matrix, round_matrix
 
-    evidence = observe(ev) if ev is not None else Evidence(vantage="unknown", episodes=0)
+    if evidence is None:
+        evidence = observe(ev) if ev is not None else Evidence(vantage="unknown", episodes=0)
 
     def verdict(cls: str, reason: str, **kw: Any) -> Verdict:
         return Verdict(cls=cls, reason=reason, evidence=evidence, **kw)

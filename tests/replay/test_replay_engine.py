@@ -396,6 +396,32 @@ def test_loops_run_ahead_in_a_thread_give_the_serial_tables(rich_prep, monkeypat
         engine.replay(acks, MSS, ["reno", "cubic", "reno"])
 
 
+def test_meanwhile_runs_once_in_the_calling_thread_while_the_loops_run(monkeypatch):
+    # engine.replay's ``meanwhile`` is called once, in the calling thread, before any table is
+    # built: after the loops were handed to the helper thread (long flows), or before the loops
+    # (serial); the tables are the same either way
+    import threading
+
+    names = ["reno", "cubic", "bbr"]
+    acks = rich(40)
+    serial = engine.replay(acks, MSS, names)
+    built = []
+    monkeypatch.setattr(engine, "_frame", lambda *a, _f=engine._frame: built.append(1) or _f(*a))
+    for ahead in (False, True):
+        if ahead:
+            monkeypatch.setattr(engine, "AHEAD_MIN_ACKS", 1)
+            monkeypatch.setattr(engine, "_CPUS", 2)
+        calls: list = []
+        built.clear()
+
+        def meanwhile(calls: list = calls) -> None:
+            calls.append((threading.current_thread(), len(built)))
+
+        got = engine.replay(acks, MSS, names, meanwhile=meanwhile)
+        assert calls == [(threading.current_thread(), 0)], ahead
+        assert all(got[k].equals(serial[k]) for k in serial), ahead
+
+
 def test_a_flows_tables_share_keys_and_equal_enum_columns_but_equal_unshared_tables(monkeypatch):
     # engine.replay builds a flow's frame/ts_ns Series once and reuses an Enum column whose codes
     # equal the previous one of its name (the state, mostly): every table must still equal the
@@ -454,3 +480,16 @@ def test_an_enum_column_is_reused_only_for_equal_codes():
     assert engine._enum("m", labels, idx, shared).to_list() == ["a", "c", "c", "a", "a", "c"]
     assert engine._enum("n", labels, np.zeros(6, np.uint32), shared).to_list() == ["a"] * 6  # another name
     assert engine._enum("m", ("x", "y"), np.ones(6, np.uint32), shared).to_list() == ["y"] * 6  # other labels
+
+
+def test_label_codes_of_an_enum_are_those_of_its_strings():
+    # engine._codes maps an Enum column through its physical codes (nulls and unmapped labels
+    # to the default), a String column through its strings: the same codes either way
+    code = {"open": 0.0, "recovery": 1.0, "loss": 2.0}
+    values = ["loss", None, "open", "cwr", None, "recovery", "cwr"]
+    enum = pl.Series("state", values, dtype=pl.Enum(["open", "recovery", "loss", "cwr"]))
+    want = [2.0, 7.0, 0.0, 7.0, 7.0, 1.0, 7.0]
+    assert engine._codes(enum, code, 7.0).tolist() == want
+    assert engine._codes(pl.Series("state", values), code, 7.0).tolist() == want
+    assert engine._codes(enum.fill_null("open"), code, 7.0).tolist() == [2.0, 0.0, 0.0, 7.0, 0.0, 1.0, 7.0]
+    assert engine._codes(pl.Series("state", [None, None], dtype=enum.dtype), code, 7.0).tolist() == [7.0, 7.0]
