@@ -263,8 +263,8 @@ def test_a_page_is_given_back_when_its_last_row_is_released(monkeypatch: pytest.
     at = (-raw.ctypes.data) % page  # two columns of 10 pages each, page-aligned (one layout)
     cols = [raw[at : at + 10 * page].view(np.uint64), raw[at + 11 * page : at + 21 * page].view(np.int64)]
     per = page // 8  # rows per page
-    live = np.arange(0, 10 * per, 1)  # every row in use
-    pages = arena._Pages(cols, live)
+    live = np.arange(0, 10 * per, 1)  # every row in use (blocks of `per` rows, each full)
+    pages = arena._Pages(cols, np.full(10, per), per)
     whole = pages.n
     assert whole == 10 and pages.firsts == [c.ctypes.data for c in cols]
     # release every row of the 2nd page but one: nothing goes
@@ -274,9 +274,17 @@ def test_a_page_is_given_back_when_its_last_row_is_released(monkeypatch: pytest.
     assert pages.release(np.array([first_row + per - 1])) == 2 * page
     assert calls == [(pages.firsts[0] + page, page), (pages.firsts[1] + page, page)]
     calls.clear()
-    # every row: the other whole pages go, in runs (one call per run and column), never twice
-    assert pages.release(np.setdiff1d(live, np.arange(first_row, first_row + per))) == 2 * (whole - 1) * page
-    assert sum(n for _, n in calls) == 2 * (whole - 1) * page and len(calls) == 4  # two runs, two columns
+    # the 4th and 6th pages: two runs (the 5th page between them holds rows), one call per run
+    # and column
+    assert pages.release(np.r_[3 * per : 4 * per, 5 * per : 6 * per]) == 4 * page
+    assert calls == [(f + k * page, page) for k in (3, 5) for f in pages.firsts]
+    calls.clear()
+    # every other row: the other whole pages go, counted once; a run joins them across the pages
+    # given back before (one call per column)
+    rest = np.setdiff1d(live, np.r_[per : 2 * per, 3 * per : 4 * per, 5 * per : 6 * per])
+    assert pages.release(rest) == 2 * (whole - 3) * page
+    assert calls == [(f, whole * page) for f in pages.firsts]
+    assert (pages.live[1:-1] == -1).all()
 
 
 def test_the_glibc_adapter_gives_pages_back(monkeypatch: pytest.MonkeyPatch) -> None:
