@@ -287,6 +287,37 @@ def test_a_page_is_given_back_when_its_last_row_is_released(monkeypatch: pytest.
     assert (pages.live[1:-1] == -1).all()
 
 
+def test_the_memory_thread_runs_its_calls_in_order_and_the_arena_gives_pages_back_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    import numpy as np
+
+    from hscc_trace.perf import memory
+
+    seen: list[tuple[object, str]] = []
+    for k in range(3):
+        memory.in_background(lambda k=k: seen.append((k, threading.current_thread().name)))
+    memory.in_background(lambda: 1 / 0)  # (a failing call is advice lost, never the thread)
+    memory.in_background(lambda: seen.append(("after", threading.current_thread().name)))
+    memory.wait_background()
+    assert seen == [(0, "hscc-memory"), (1, "hscc-memory"), (2, "hscc-memory"), ("after", "hscc-memory")]
+    # Arena.release counts the pages at once and gives them back in that thread, every column's
+    calls: list[tuple[int, int]] = []
+    monkeypatch.setattr(memory, "dontneed", lambda a, n: calls.append((a, n)) or True)
+    from hscc_trace.flows.ingest import load
+
+    cap = load(str(Path(__file__).resolve().parents[1] / "samples" / "reno-vs-cubic" / "capture.pcap"))
+    arena = cap.decoded.arena
+    rows = arena.flow_rows(0, 1)
+    gone = arena.release(rows)
+    memory.wait_background()
+    assert gone > 0 and sum(n for _a, n in calls) == gone
+    starts = np.array([a for a, _n in calls])
+    assert len(set(starts.tolist())) == len(calls)  # (each range once)
+
+
 def test_the_glibc_adapter_gives_pages_back(monkeypatch: pytest.MonkeyPatch) -> None:
     import mmap
 

@@ -23,6 +23,7 @@ import numpy as np
 
 from hscc_trace.capture.decode import F_SYN
 from hscc_trace.perf.firstuse import kernel
+from hscc_trace.perf.memory import in_background
 
 from .records import DIR_SHIFT, ECN_SHIFT, FLAGS, SACK_SHIFT, TS_SHIFT, Columns, Connection, Stored
 
@@ -472,15 +473,29 @@ class _Pages:
     def _layout(self) -> tuple[np.int64, np.int64, np.int64]:
         return np.int64(self.size), np.int64(self.off), np.int64(self.PAGE)
 
-    def release(self, rows: np.ndarray) -> int:
-        from hscc_trace.perf.memory import dontneed
-
+    def take(self, rows: np.ndarray) -> tuple[list[tuple[int, int]], int]:
+        """Take ``rows`` off their pages: the ``(address, length)`` ranges to give back now (in
+        every column) and their bytes."""
         runs = np.empty((max(rows.size, 1), 2), np.int64)
         k, pages = _drop_rows(rows, *self._layout(), self.live, runs)
-        for s, e in runs[:k].tolist():
-            for first in self.firsts:
-                dontneed(first + (s - 1) * self.PAGE, (e - s) * self.PAGE)
-        return int(pages) * self.PAGE * len(self.firsts)
+        ranges = [
+            (first + (s - 1) * self.PAGE, (e - s) * self.PAGE) for s, e in runs[:k].tolist() for first in self.firsts
+        ]
+        return ranges, int(pages) * self.PAGE * len(self.firsts)
+
+    def release(self, rows: np.ndarray) -> int:
+        """:meth:`take`, the ranges given back at once; their bytes."""
+        from hscc_trace.perf.memory import dontneed_all
+
+        ranges, n = self.take(rows)
+        dontneed_all(ranges)
+        return n
+
+
+def _give_back(ranges: list[tuple[int, int]], _cols: list[np.ndarray]) -> None:
+    from hscc_trace.perf.memory import dontneed_all
+
+    dontneed_all(ranges)
 
 
 class Arena:
@@ -747,8 +762,11 @@ class Arena:
         zeros afterwards, so the arena can build no events and no packet table any more
         (:attr:`released`). The first call also drops the SACK and option stores, which only
         :meth:`table` reads (the events read :attr:`src`'s sorted copies; an arena that keeps
-        no packet table dropped them in :meth:`finish` already): ≈ 6 bytes a packet on replica-5M. Returns the bytes given back (0 where the
-        system cannot; the stores not counted)."""
+        no packet table dropped them in :meth:`finish` already): ≈ 6 bytes a packet on replica-5M.
+        The pages are counted here (compiled: :func:`_drop_rows`) and given back by the memory
+        thread (:func:`hscc_trace.perf.memory.in_background`: the calls' system time overlaps the
+        caller's work). Returns the bytes to give back (the system may not; the stores not
+        counted)."""
         if self.src is None:
             raise ValueError("Arena.release before finish()")
         if self._pages is None:
@@ -760,7 +778,15 @@ class Arena:
         if not self.released:
             self._drop_stores()
         self.released = True
-        return sum(p.release(rows) for p in self._pages)
+        ranges: list[tuple[int, int]] = []
+        n = 0
+        for p in self._pages:
+            r, b = p.take(rows)
+            ranges += r
+            n += b
+        if ranges:  # (the columns go along: their pages cannot be freed before, nor reused)
+            in_background(_give_back, ranges, list(self.cols.values()))
+        return n
 
     def _drop_stores(self) -> None:
         """Empty the SACK and option stores (``sk_*``, ``op_*``; their counters ``at`` stay):
