@@ -224,14 +224,18 @@ def _arrays(rows: list[dict]) -> object:
     def col(name: str, dtype: type) -> np.ndarray:
         return np.array([r.get(name) or 0 for r in rows], dtype)
 
-    edges = np.array([[r.get(e) or 0 for e in EDGES] for r in rows], np.uint32).reshape(len(rows), 8)
+    n = len(rows)
+    perm = np.arange(n, dtype=np.int32)[::-1].copy()  # (entry i's edges at row n - 1 - i)
+    edges = tuple(np.array([r.get(e) or 0 for r in rows[::-1]], np.uint32) for e in EDGES)
     return SackRows(
         flows=np.array([0], np.int64),
-        bounds=np.array([0, len(rows)], np.int64),
+        lo=np.array([0], np.int64),
+        hi=np.array([n], np.int64),
         frame=col("frame", np.uint32),
         dir=col("dir", np.uint8),
         ack=col("ack", np.uint32),
         sack_n=col("sack_n", np.uint8),
+        perm=perm,
         edges=edges,
     )
 

@@ -165,14 +165,14 @@ def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
     return pl.DataFrame(out)
 
 
-@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
-def _flow_blocks(frame, dirs, ack, sn, edges, want, afr, aack, ats, o_frame, o_ts, o_left, o_right):
-    """:func:`sack_blocks` of one flow's SACK entries (``frame``, ``dirs``, raw ``ack``, ``sn``
-    blocks with raw ``edges``, in capture order) against its ACK stream (``afr`` frames, ``aack``
-    relative ACKs, ``ats`` times): the rows written to ``o_*`` in :func:`sack_blocks`' order, and
-    their number; -1 (nothing meaningful written) where :func:`sack_blocks` has more to do than
-    this one pass — ACK frames not strictly increasing, or the matched ACKs not in (time,
-    frame) order."""
+@kernel(work=lambda a: int(a[7] - a[6]), cache=True, nogil=True)
+def _flow_blocks(frame, dirs, ack, sn, perm, edges, lo, hi, want, afr, aack, ats, o_frame, o_ts, o_left, o_right):
+    """:func:`sack_blocks` of one flow's SACK entries ``lo:hi`` (``frame``, ``dirs``, raw
+    ``ack``, ``sn`` blocks, in capture order; entry ``i``'s raw edges at ``perm[i]`` of the eight
+    ``edges`` columns) against its ACK stream (``afr`` frames, ``aack`` relative ACKs, ``ats``
+    times): the rows written to ``o_*`` in :func:`sack_blocks`' order, and their number; -1
+    (nothing meaningful written) where :func:`sack_blocks` has more to do than this one pass —
+    ACK frames not strictly increasing, or the matched ACKs not in (time, frame) order."""
     na = afr.shape[0]
     for i in range(1, na):
         if afr[i] <= afr[i - 1]:
@@ -184,7 +184,7 @@ def _flow_blocks(frame, dirs, ack, sn, edges, want, afr, aack, ats, o_frame, o_t
     have = False
     pts = np.int64(0)
     pfr = np.uint64(0)
-    for i in range(frame.shape[0]):
+    for i in range(lo, hi):
         if np.int64(dirs[i]) != want or sn[i] == 0:
             continue
         fr = np.uint64(frame[i])
@@ -198,11 +198,12 @@ def _flow_blocks(frame, dirs, ack, sn, edges, want, afr, aack, ats, o_frame, o_t
         pts = t
         pfr = fr
         raw = np.int64(ack[i])
+        r = perm[i]
         m = 0
         for b in range(4):
             if sn[i] > b:
-                dl = (np.int64(edges[i, 2 * b]) - raw) & 0xFFFFFFFF  # (signed 32-bit offset + 2³¹)
-                dr = (np.int64(edges[i, 2 * b + 1]) - raw) & 0xFFFFFFFF
+                dl = (np.int64(edges[2 * b][r]) - raw) & 0xFFFFFFFF  # (signed 32-bit offset + 2³¹)
+                dr = (np.int64(edges[2 * b + 1][r]) - raw) & 0xFFFFFFFF
                 w = (np.uint64(dl ^ half) << np.uint64(32)) | np.uint64(dr ^ half)
                 k = m
                 while k > 0 and key[k - 1] > w:  # (insertion sort: left, then right edge)
@@ -227,17 +228,20 @@ def _blocks_of(s: SackRows, k: int, events: FlowEvents) -> pl.DataFrame | None:
     acks = events.acks
     if acks is None or not acks.height:
         return _empty().clone()
-    lo, hi = int(s.bounds[k]), int(s.bounds[k + 1])
+    lo, hi = int(s.lo[k]), int(s.hi[k])
     if lo == hi:
         return _empty().clone()
     n = 4 * (hi - lo)
     out = (np.empty(n, np.uint64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64))
     got = _flow_blocks(
-        s.frame[lo:hi],
-        s.dir[lo:hi],
-        s.ack[lo:hi],
-        s.sack_n[lo:hi],
-        s.edges[lo:hi],
+        s.frame,
+        s.dir,
+        s.ack,
+        s.sack_n,
+        s.perm,
+        s.edges,
+        np.int64(lo),
+        np.int64(hi),
         np.int64(1 - events.sender_dir),
         acks.get_column("frame").to_numpy(),
         acks.get_column("ack").to_numpy(),

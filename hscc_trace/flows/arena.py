@@ -64,18 +64,21 @@ class SackIndex:
 
 @dataclass
 class SackRows:
-    """The SACK index's entries of some flows (:meth:`Arena.sack_arrays_of`): flow ``flows[k]``'s
-    are ``bounds[k]:bounds[k+1]``, in capture order; per entry the packet's ``frame``, ``dir``,
-    raw ``ack`` and ``sack_n``, and its raw block edges ``edges[:, 2b]`` (left) and
-    ``edges[:, 2b + 1]`` (right) of block ``b`` (meaningful for ``b < sack_n``)."""
+    """The SACK index's entries of some flows (:meth:`Arena.sack_arrays_of`), without a copy:
+    flow ``flows[k]``'s are entries ``lo[k]:hi[k]`` of ``frame``, ``dir``, raw ``ack`` and
+    ``sack_n`` (the packet's; in capture order), and entry ``i``'s raw block edges are
+    ``edges[2b][perm[i]]`` (left) and ``edges[2b + 1][perm[i]]`` (right) of block ``b``
+    (meaningful for ``b < sack_n``)."""
 
     flows: np.ndarray
-    bounds: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
     frame: np.ndarray
     dir: np.ndarray
     ack: np.ndarray
     sack_n: np.ndarray
-    edges: np.ndarray
+    perm: np.ndarray
+    edges: tuple[np.ndarray, ...]
 
 
 def _sack_index(sack_rows: np.ndarray, owner: np.ndarray, block: int, nf: int, a: dict[str, np.ndarray]) -> SackIndex:
@@ -820,23 +823,23 @@ class Arena:
         return self._sack_frame(at)
 
     def sack_arrays_of(self, flow_ids: Any) -> SackRows:
-        """:meth:`sack_rows_of` as arrays (:class:`SackRows`: no table), for the compiled SACK
-        blocks of a batch of flows (:func:`hscc_trace.events.sack.with_sack_blocks`)."""
+        """:meth:`sack_rows_of` as the SACK index's arrays (:class:`SackRows`: no table, no
+        copy), for the compiled SACK blocks of a batch of flows
+        (:func:`hscc_trace.events.sack.with_sack_blocks`)."""
         s = self._sack_index()
         f = np.asarray(flow_ids, np.int64)
         f = f[(f >= 0) & (f < len(s.bounds) - 1)]
-        lo, hi = s.bounds[f], s.bounds[f + 1]
-        n = hi - lo
-        at = np.repeat(hi - np.cumsum(n), n) + np.arange(int(n.sum()))  # (the runs lo..hi, concatenated)
-        rows = s.perm[at]
-        edges = self.src.src[11:19] if self.src is not None else ()  # (Source: l0, r0 … l3, r3)
-        e = np.empty((at.size, 8), np.uint32)
-        for j, col in enumerate(edges):
-            e[:, j] = col[rows]
-        bounds = np.zeros(f.size + 1, np.int64)
-        np.cumsum(n, out=bounds[1:])
+        edges = tuple(self.src.src[11:19]) if self.src is not None else ()  # (Source: l0, r0 … l3, r3)
         return SackRows(
-            flows=f, bounds=bounds, frame=s.frame[at], dir=s.dir[at], ack=s.ack[at], sack_n=s.sack_n[at], edges=e
+            flows=f,
+            lo=s.bounds[f],
+            hi=s.bounds[f + 1],
+            frame=s.frame,
+            dir=s.dir,
+            ack=s.ack,
+            sack_n=s.sack_n,
+            perm=s.perm,
+            edges=edges,
         )
 
     def _sack_index(self) -> SackIndex:

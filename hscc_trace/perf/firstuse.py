@@ -102,8 +102,8 @@ RENT_SAVE_S = 0.25
 #: default algorithms' loops (bbr's compiles in 23 s, reno's in 2 s)
 COSTS: dict[str, tuple[float, float]] = {
     "events.prep.group_rows": (0.25, 6.51e-07),
-    # (added later, measured alone: 200 000 SACK entries, empty numba cache, load average ≈ 2.7)
-    "events.sack._flow_blocks": (0.93, 1.63e-05),
+    # (added later, measured alone: 200 000 SACK entries, empty numba cache, load average ≈ 4.9)
+    "events.sack._flow_blocks": (3.37, 4.85e-05),
     "events.prep.prep_flows": (3.32, 1.31e-05),
     "events.tables._run_flows": (26.88, 1.29e-05),
     "events.vantage.sender_view": (2.39, 4.33e-06),
