@@ -348,22 +348,3 @@ def test_cli_events_bad_input_one_line_exit_2(tmp_path):
     assert r.returncode == 2 and r.stderr.strip().count("\n") == 0 and "use .parquet" in r.stderr
     r = _cli("events", str(SYN), "--flow", "7")
     assert r.returncode == 2 and "no flow with id 7" in r.stderr and "Traceback" not in r.stderr
-
-
-def test_enum_columns_from_codes_in_one_query():
-    from hscc_trace.events.tables import _enum_cols
-
-    got = _enum_cols(
-        {
-            "state": (np.array([0, 2, 1], np.uint32), schema.CONG_STATES),
-            "rtt_source": (np.array([-1, 1, 0], np.int32), schema.RTT_SOURCES),  # -1: null
-            "cong_event": (np.array([-1, -1, -1], np.int32), schema.EPISODE_KINDS),
-        }
-    )
-    assert got["state"].to_list() == [schema.CONG_STATES[i] for i in (0, 2, 1)]
-    assert got["rtt_source"].to_list() == [None, schema.RTT_SOURCES[1], schema.RTT_SOURCES[0]]
-    assert got["cong_event"].to_list() == [None, None, None]
-    assert got["state"].dtype == pl.Enum(list(schema.CONG_STATES))
-    assert got["cong_event"].dtype == pl.Enum(list(schema.EPISODE_KINDS))
-    empty = _enum_cols({"kind": (np.empty(0, np.uint32), schema.SEGMENT_KINDS)})["kind"]
-    assert empty.len() == 0 and empty.dtype == pl.Enum(list(schema.SEGMENT_KINDS))

@@ -613,23 +613,14 @@ def build_flow_events(
         return [ev for part in pool.map(run, jobs) for ev in part]
 
 
-def _enum_cols(cols: dict[str, tuple[np.ndarray, tuple[str, ...]]]) -> dict[str, pl.Series]:
-    """Enum series from category indices (``name: (codes, categories)``; a negative code is a
-    null), every column in one sequential polars query (as ``Series.gather`` runs): each query
-    is a chance for the other threads to take the GIL, and the calling thread then waits for it."""
+def _enum_idx(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:
+    """Enum series from category indices (uint32; ``null`` marks the nulls, or None)."""
     import polars as pl
 
-    exprs = []
-    for name, (codes, names) in cols.items():
-        cats = _ENUMS.get(names)
-        if cats is None:
-            cats = _ENUMS[names] = pl.Series(list(names), dtype=pl.Enum(list(names)))
-        idx = pl.col(name)
-        if codes.dtype.kind == "i":  # (a null index gathers a null)
-            idx = pl.when(idx >= 0).then(idx)
-        exprs.append(pl.lit(cats).gather(idx.cast(pl.UInt32)).alias(name))
-    out = pl.DataFrame({name: codes for name, (codes, _names) in cols.items()}).select_seq(exprs)
-    return {name: out.get_column(name) for name in cols}
+    cats = _ENUMS.get(names)
+    if cats is None:
+        cats = _ENUMS[names] = pl.Series(list(names), dtype=pl.Enum(list(names)))
+    return cats.gather(pl.Series(codes))
 
 
 def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> list[FlowEvents]:
@@ -816,22 +807,21 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> l
     S = {name: fit(col, ns) for name, col in S.items()}
     A = {name: fit(col, na) for name, col in A.items()}
     segs = _frame(
-        {**S, **_enum_cols({"kind": (S["kind"], schema.SEGMENT_KINDS), "probe": (S["probe"], schema.PROBE_KINDS)})},
+        {**S, "kind": _enum_idx(S["kind"], schema.SEGMENT_KINDS), "probe": _enum_idx(S["probe"], schema.PROBE_KINDS)},
         schema.SEGMENTS,
     )
     del S
     A["rtt_s"] = pl.Series(A["rtt_s"], nan_to_null=True)
     A["rtt_raw_s"] = pl.Series(A["rtt_raw_s"], nan_to_null=True)
     A["ca_rtt_s"] = pl.Series(A["ca_rtt_s"], nan_to_null=True)
-    A.update(
-        _enum_cols(
-            {
-                "state": (A["state"], schema.CONG_STATES),
-                "rtt_source": (A["rtt_source"], schema.RTT_SOURCES),  # (int32: -1 is null)
-                "cong_event": (A["cong_event"], schema.EPISODE_KINDS),
-            }
-        )
-    )
+    A["state"] = _enum_idx(A["state"], schema.CONG_STATES)
+    for name, cats in (("rtt_source", schema.RTT_SOURCES), ("cong_event", schema.EPISODE_KINDS)):
+        codes = A[name]
+        none = codes < 0
+        idx = pl.Series(codes.view(np.uint32))
+        if none.any():
+            idx = idx.set(pl.Series(none), None)  # a null index gathers a null
+        A[name] = _enum_idx(idx, cats)
     acks = _frame(A, schema.ACKS)
     del A
     # ---- episodes: flow f's are rows b[f] + f + (0 .. n_ep[f]) of the episode arrays ---------------
