@@ -257,6 +257,7 @@ def test_a_page_is_given_back_when_its_last_row_is_released(monkeypatch: pytest.
     from hscc_trace.perf import memory
 
     calls: list[tuple[int, int]] = []
+    memory.wait_background()  # (the pages earlier tests' arenas give back in the memory thread: not ours)
     monkeypatch.setattr(memory, "dontneed", lambda a, n: calls.append((a, n)) or True)
     page = arena._Pages.PAGE
     raw = np.zeros(23 * page, np.uint8)
@@ -305,6 +306,7 @@ def test_the_memory_thread_runs_its_calls_in_order_and_the_arena_gives_pages_bac
     assert seen == [(0, "hscc-memory"), (1, "hscc-memory"), (2, "hscc-memory"), ("after", "hscc-memory")]
     # Arena.release counts the pages at once and gives them back in that thread, every column's
     calls: list[tuple[int, int]] = []
+    memory.wait_background()
     monkeypatch.setattr(memory, "dontneed", lambda a, n: calls.append((a, n)) or True)
     from hscc_trace.flows.ingest import load
 
