@@ -209,3 +209,74 @@ def test_every_flow_of_real_captures_as_the_query_did(path: Path) -> None:
         blocks += ev.sack_blocks.height
     if path.name == "tcptrace__dsack.pcap" or path.parent.name == "cubic-loss":
         assert blocks > 0  # (not vacuous)
+
+
+# ---- the compiled pass over a batch's SACK entries from load's arena (SackGroups.blocks) --------
+
+
+def _arrays(rows: list[dict]) -> object:
+    """The arena's SACK entries (hscc_trace.flows.arena.SackRows) of these rows, flow 0 only; an
+    absent edge is 0 there (a block is present when its index is below sack_n)."""
+    import numpy as np
+
+    from hscc_trace.flows.arena import SackRows
+
+    def col(name: str, dtype: type) -> np.ndarray:
+        return np.array([r.get(name) or 0 for r in rows], dtype)
+
+    n = len(rows)
+    perm = np.arange(n, dtype=np.int32)[::-1].copy()  # (entry i's edges at row n - 1 - i)
+    edges = tuple(np.array([r.get(e) or 0 for r in rows[::-1]], np.uint32) for e in EDGES)
+    return SackRows(
+        flows=np.array([0], np.int64),
+        lo=np.array([0], np.int64),
+        hi=np.array([n], np.int64),
+        frame=col("frame", np.uint32),
+        dir=col("dir", np.uint8),
+        ack=col("ack", np.uint32),
+        sack_n=col("sack_n", np.uint8),
+        perm=perm,
+        edges=edges,
+    )
+
+
+def _groups(rows: list[dict]) -> object:
+    from hscc_trace.events.sack import SackGroups
+
+    return SackGroups(pl.DataFrame(), rows_of=lambda ids: _packets(rows), arrays_of=lambda ids: _arrays(rows)).only([0])
+
+
+BATCH_ROWS = [
+    {"frame": 10, "flow_id": 0, "dir": 1, "ack": W - 100, "sack_n": 1, "sack_l0": 1348, "sack_r0": 2796},
+    {"frame": 11, "flow_id": 0, "dir": 0, "ack": 7, "sack_n": 1, "sack_l0": 1, "sack_r0": 2},  # the sender's own
+    {"frame": 12, "flow_id": 0, "dir": 1, "ack": 50, "sack_n": 2}
+    | {"sack_l0": W - 1398, "sack_r0": W - 950, "sack_l1": 550, "sack_r1": 950},
+    {"frame": 13, "flow_id": 0, "dir": 1, "ack": 9, "sack_n": 1, "sack_l0": 10, "sack_r0": 20},  # not in the ACKs
+    {"frame": 14, "flow_id": 0, "dir": 1, "ack": 1498, "sack_n": 4}
+    | {"sack_l0": 3000, "sack_r0": 3100, "sack_l1": 2000, "sack_r1": 2100, "sack_l2": 1600, "sack_r2": 1700}
+    | {"sack_l3": 1600, "sack_r3": 1650},
+]
+
+
+@pytest.mark.parametrize(
+    ("frames", "ts", "compiled"),
+    [
+        ([10, 12, 14, 16], [1000, 2000, 3000, 4000], True),
+        ([10, 12, 14, 16], [1000, 2000, 2000, 4000], True),  # the same time: by frame
+        ([10, 12, 14, 16], [1000, 3000, 2000, 4000], False),  # time goes back: sorted as sack_blocks does
+        ([10, 14, 12, 16], [1000, 2000, 3000, 4000], False),  # the ACK stream out of frame order
+        ([10, 12, 12, 14], [1000, 2000, 2500, 3000], False),  # a frame twice in it
+    ],
+)
+def test_the_compiled_pass_over_arena_entries_equals_sack_blocks(
+    frames: list[int], ts: list[int], compiled: bool
+) -> None:
+    from hscc_trace.events import sack
+
+    ev = _events(frames, ts, [5000, 6448, 7896, 7896])
+    g = _groups(BATCH_ROWS)
+    assert (sack._blocks_of(_arrays(BATCH_ROWS), 0, ev) is not None) == compiled
+    want = sack_blocks(_packets(BATCH_ROWS), ev)
+    assert want.height >= 6  # (not vacuous: the wrap, the D-SACK block, four blocks sorted)
+    assert_frame_equal(g.blocks(ev), want)
+    assert_frame_equal(g.blocks(_events([], [], [])), sack_blocks(_packets(BATCH_ROWS), _events([], [], [])))

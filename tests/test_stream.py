@@ -257,14 +257,15 @@ def test_a_page_is_given_back_when_its_last_row_is_released(monkeypatch: pytest.
     from hscc_trace.perf import memory
 
     calls: list[tuple[int, int]] = []
+    memory.wait_background()  # (the pages earlier tests' arenas give back in the memory thread: not ours)
     monkeypatch.setattr(memory, "dontneed", lambda a, n: calls.append((a, n)) or True)
     page = arena._Pages.PAGE
     raw = np.zeros(23 * page, np.uint8)
     at = (-raw.ctypes.data) % page  # two columns of 10 pages each, page-aligned (one layout)
     cols = [raw[at : at + 10 * page].view(np.uint64), raw[at + 11 * page : at + 21 * page].view(np.int64)]
     per = page // 8  # rows per page
-    live = np.arange(0, 10 * per, 1)  # every row in use
-    pages = arena._Pages(cols, live)
+    live = np.arange(0, 10 * per, 1)  # every row in use (blocks of `per` rows, each full)
+    pages = arena._Pages(cols, np.full(10, per), per)
     whole = pages.n
     assert whole == 10 and pages.firsts == [c.ctypes.data for c in cols]
     # release every row of the 2nd page but one: nothing goes
@@ -274,9 +275,49 @@ def test_a_page_is_given_back_when_its_last_row_is_released(monkeypatch: pytest.
     assert pages.release(np.array([first_row + per - 1])) == 2 * page
     assert calls == [(pages.firsts[0] + page, page), (pages.firsts[1] + page, page)]
     calls.clear()
-    # every row: the other whole pages go, in runs (one call per run and column), never twice
-    assert pages.release(np.setdiff1d(live, np.arange(first_row, first_row + per))) == 2 * (whole - 1) * page
-    assert sum(n for _, n in calls) == 2 * (whole - 1) * page and len(calls) == 4  # two runs, two columns
+    # the 4th and 6th pages: two runs (the 5th page between them holds rows), one call per run
+    # and column
+    assert pages.release(np.r_[3 * per : 4 * per, 5 * per : 6 * per]) == 4 * page
+    assert calls == [(f + k * page, page) for k in (3, 5) for f in pages.firsts]
+    calls.clear()
+    # every other row: the other whole pages go, counted once; a run joins them across the pages
+    # given back before (one call per column)
+    rest = np.setdiff1d(live, np.r_[per : 2 * per, 3 * per : 4 * per, 5 * per : 6 * per])
+    assert pages.release(rest) == 2 * (whole - 3) * page
+    assert calls == [(f, whole * page) for f in pages.firsts]
+    assert (pages.live[1:-1] == -1).all()
+
+
+def test_the_memory_thread_runs_its_calls_in_order_and_the_arena_gives_pages_back_there(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import threading
+
+    import numpy as np
+
+    from hscc_trace.perf import memory
+
+    seen: list[tuple[object, str]] = []
+    for k in range(3):
+        memory.in_background(lambda k=k: seen.append((k, threading.current_thread().name)))
+    memory.in_background(lambda: 1 / 0)  # (a failing call is advice lost, never the thread)
+    memory.in_background(lambda: seen.append(("after", threading.current_thread().name)))
+    memory.wait_background()
+    assert seen == [(0, "hscc-memory"), (1, "hscc-memory"), (2, "hscc-memory"), ("after", "hscc-memory")]
+    # Arena.release counts the pages at once and gives them back in that thread, every column's
+    calls: list[tuple[int, int]] = []
+    memory.wait_background()
+    monkeypatch.setattr(memory, "dontneed", lambda a, n: calls.append((a, n)) or True)
+    from hscc_trace.flows.ingest import load
+
+    cap = load(str(Path(__file__).resolve().parents[1] / "samples" / "reno-vs-cubic" / "capture.pcap"))
+    arena = cap.decoded.arena
+    rows = arena.flow_rows(0, 1)
+    gone = arena.release(rows)
+    memory.wait_background()
+    assert gone > 0 and sum(n for _a, n in calls) == gone
+    starts = np.array([a for a, _n in calls])
+    assert len(set(starts.tolist())) == len(calls)  # (each range once)
 
 
 def test_the_glibc_adapter_gives_pages_back(monkeypatch: pytest.MonkeyPatch) -> None:

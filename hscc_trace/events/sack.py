@@ -16,13 +16,17 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import polars as pl
 
 from hscc_trace import schema
 from hscc_trace.model import Capture, FlowEvents
+from hscc_trace.perf.firstuse import kernel
+
+if TYPE_CHECKING:
+    from hscc_trace.flows.arena import SackRows
 
 #: the packet columns :func:`sack_blocks` reads (schema.PACKETS names)
 COLUMNS = frozenset(
@@ -161,6 +165,98 @@ def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
     return pl.DataFrame(out)
 
 
+@kernel(work=lambda a: int(a[7] - a[6]), cache=True, nogil=True)
+def _flow_blocks(frame, dirs, ack, sn, perm, edges, lo, hi, want, afr, aack, ats, o_frame, o_ts, o_left, o_right):
+    """:func:`sack_blocks` of one flow's SACK entries ``lo:hi`` (``frame``, ``dirs``, raw
+    ``ack``, ``sn`` blocks, in capture order; entry ``i``'s raw edges at ``perm[i]`` of the eight
+    ``edges`` columns) against its ACK stream (``afr`` frames, ``aack`` relative ACKs, ``ats``
+    times): the rows written to ``o_*`` in :func:`sack_blocks`' order, and their number; -1
+    (nothing meaningful written) where :func:`sack_blocks` has more to do than this one pass —
+    ACK frames not strictly increasing, or the matched ACKs not in (time, frame) order."""
+    na = afr.shape[0]
+    for i in range(1, na):
+        if afr[i] <= afr[i - 1]:
+            return -1
+    half = np.int64(1) << 31
+    low = np.uint64(0xFFFFFFFF)
+    key = np.empty(4, np.uint64)
+    q = 0
+    have = False
+    pts = np.int64(0)
+    pfr = np.uint64(0)
+    for i in range(lo, hi):
+        if np.int64(dirs[i]) != want or sn[i] == 0:
+            continue
+        fr = np.uint64(frame[i])
+        j = np.searchsorted(afr, fr)
+        if j >= na or afr[j] != fr:
+            continue
+        t = ats[j]
+        if have and not (t > pts or (t == pts and fr > pfr)):
+            return -1
+        have = True
+        pts = t
+        pfr = fr
+        raw = np.int64(ack[i])
+        r = perm[i]
+        m = 0
+        for b in range(4):
+            if sn[i] > b:
+                dl = (np.int64(edges[2 * b][r]) - raw) & 0xFFFFFFFF  # (signed 32-bit offset + 2³¹)
+                dr = (np.int64(edges[2 * b + 1][r]) - raw) & 0xFFFFFFFF
+                w = (np.uint64(dl ^ half) << np.uint64(32)) | np.uint64(dr ^ half)
+                k = m
+                while k > 0 and key[k - 1] > w:  # (insertion sort: left, then right edge)
+                    key[k] = key[k - 1]
+                    k -= 1
+                key[k] = w
+                m += 1
+        rel = aack[j]
+        for k in range(m):
+            w = key[k]
+            o_frame[q] = fr
+            o_ts[q] = t
+            o_left[q] = rel + (np.int64(w >> np.uint64(32)) - half)
+            o_right[q] = rel + (np.int64(w & low) - half)
+            q += 1
+    return q
+
+
+def _blocks_of(s: SackRows, k: int, events: FlowEvents) -> pl.DataFrame | None:
+    """:func:`sack_blocks` of ``events`` from entry ``k`` of ``s`` (its flow's SACK entries), or
+    None when the one compiled pass does not apply (:func:`_flow_blocks`)."""
+    acks = events.acks
+    if acks is None or not acks.height:
+        return _empty().clone()
+    lo, hi = int(s.lo[k]), int(s.hi[k])
+    if lo == hi:
+        return _empty().clone()
+    n = 4 * (hi - lo)
+    out = (np.empty(n, np.uint64), np.empty(n, np.int64), np.empty(n, np.int64), np.empty(n, np.int64))
+    got = _flow_blocks(
+        s.frame,
+        s.dir,
+        s.ack,
+        s.sack_n,
+        s.perm,
+        s.edges,
+        np.int64(lo),
+        np.int64(hi),
+        np.int64(1 - events.sender_dir),
+        acks.get_column("frame").to_numpy(),
+        acks.get_column("ack").to_numpy(),
+        acks.get_column("ts_ns").to_numpy(),
+        *out,
+    )
+    if got < 0:
+        return None
+    if got == 0:
+        return _empty().clone()
+    return pl.DataFrame(
+        [pl.Series(c.name, col[:got].copy(), c.dtype) for c, col in zip(schema.SACK_BLOCKS, out, strict=True)]
+    )
+
+
 class SackGroups:
     """A capture's SACK-carrying packets (the columns :func:`sack_blocks` reads), sorted by flow
     once: :meth:`of` is one flow's rows (a zero-copy slice, in capture order), so that flows can
@@ -171,8 +267,16 @@ class SackGroups:
     :meth:`only` makes one for a batch of flows (≈ 40 MB less at the start of ``analyze`` on
     replica-5M), and :meth:`of` one for its flow."""
 
-    def __init__(self, packets: pl.DataFrame, rows_of: Callable[[list[int]], pl.DataFrame] | None = None) -> None:
+    def __init__(
+        self,
+        packets: pl.DataFrame,
+        rows_of: Callable[[list[int]], pl.DataFrame] | None = None,
+        arrays_of: Callable[[list[int]], SackRows] | None = None,
+    ) -> None:
         self._rows_of = rows_of
+        self._arrays_of = arrays_of
+        self._arrays: SackRows | None = None
+        self._at: dict[int, int] = {}
         if packets.height and packets.get_column("flow_id").null_count():
             packets = packets.filter(pl.col("flow_id").is_not_null())  # (no flow: no flow's blocks)
         self._pk = packets.sort("flow_id", maintain_order=True) if packets.height else packets
@@ -183,7 +287,24 @@ class SackGroups:
         at hand)."""
         if self._rows_of is None:
             return self
-        return SackGroups(self._rows_of(sorted({int(f) for f in flow_ids})))
+        ids = sorted({int(f) for f in flow_ids})
+        if self._arrays_of is None:
+            return SackGroups(self._rows_of(ids))
+        g = SackGroups(pl.DataFrame(), rows_of=self._rows_of)  # (its tables only on demand: of())
+        g._arrays = self._arrays_of(ids)
+        g._at = {int(f): k for k, f in enumerate(g._arrays.flows)}
+        return g
+
+    def blocks(self, events: FlowEvents) -> pl.DataFrame:
+        """:func:`sack_blocks` of ``events`` (a flow of these groups): one compiled pass over its
+        SACK entries when the groups hold them as arrays (:meth:`only` of a capture read into
+        load's arena), else over :meth:`of`'s table."""
+        k = self._at.get(int(events.flow_id)) if self._arrays is not None else None
+        if k is not None and self._arrays is not None:
+            got = _blocks_of(self._arrays, k, events)
+            if got is not None:
+                return got
+        return sack_blocks(self.of(events.flow_id), events)
 
     def of(self, flow_id: Any) -> pl.DataFrame:
         if self._rows_of is not None:
@@ -198,7 +319,9 @@ def sack_groups(cap: Capture) -> SackGroups:
     the capture was read by the fast path (the packet table, a second read of the file, is then
     never built), a batch of flows at a time (:meth:`SackGroups.only`), else from the packet table."""
     if cap.decoded is not None:
-        return SackGroups(pl.DataFrame(), rows_of=cap.decoded.sack_rows_of)
+        arena = getattr(cap.decoded, "arena", None)
+        arrays = getattr(arena, "sack_arrays_of", None)
+        return SackGroups(pl.DataFrame(), rows_of=cap.decoded.sack_rows_of, arrays_of=arrays)
     if "sack_n" in cap.packets.columns:
         sack_pk = (
             cap.packets.lazy()
@@ -222,7 +345,4 @@ def with_sack_blocks(
     the whole capture's SACK packets grows with flows × SACK packets.
     """
     g = groups if groups is not None else sack_groups(cap).only(ev.flow_id for ev in events if ev is not None)
-    return [
-        ev if ev is None or ev.sack_blocks is not None else replace(ev, sack_blocks=sack_blocks(g.of(ev.flow_id), ev))
-        for ev in events
-    ]
+    return [ev if ev is None or ev.sack_blocks is not None else replace(ev, sack_blocks=g.blocks(ev)) for ev in events]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ import numpy as np
 
 from hscc_trace.capture.decode import F_SYN
 from hscc_trace.perf.firstuse import kernel
+from hscc_trace.perf.memory import in_background
 
 from .records import DIR_SHIFT, ECN_SHIFT, FLAGS, SACK_SHIFT, TS_SHIFT, Columns, Connection, Stored
 
@@ -59,6 +60,25 @@ class SackIndex:
     dir: np.ndarray
     ack: np.ndarray
     sack_n: np.ndarray
+
+
+@dataclass
+class SackRows:
+    """The SACK index's entries of some flows (:meth:`Arena.sack_arrays_of`), without a copy:
+    flow ``flows[k]``'s are entries ``lo[k]:hi[k]`` of ``frame``, ``dir``, raw ``ack`` and
+    ``sack_n`` (the packet's; in capture order), and entry ``i``'s raw block edges are
+    ``edges[2b][perm[i]]`` (left) and ``edges[2b + 1][perm[i]]`` (right) of block ``b``
+    (meaningful for ``b < sack_n``)."""
+
+    flows: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    frame: np.ndarray
+    dir: np.ndarray
+    ack: np.ndarray
+    sack_n: np.ndarray
+    perm: np.ndarray
+    edges: tuple[np.ndarray, ...]
 
 
 def _sack_index(sack_rows: np.ndarray, owner: np.ndarray, block: int, nf: int, a: dict[str, np.ndarray]) -> SackIndex:
@@ -373,15 +393,76 @@ def _stored(d: dict[str, np.ndarray]) -> Stored:
 KEEP = ("iface", "wire_len", "cap_len", "ip_version", "ip_id", "ip_ttl", "tcp_hlen", "truncated")
 
 
+@kernel(work=lambda a: int(a[0].sum()), cache=True, nogil=True)
+def _page_rows(size, block, isz, off, page, live):
+    """``live[1 + p]`` += the rows of whole page ``p`` that hold a packet (``size[b]``: the rows
+    block ``b`` holds, from its first row on); ``live[0]`` and ``live[-1]`` count the rows before
+    the first and after the last whole page (:class:`_Pages`)."""
+    n = live.shape[0] - 2
+    for b in range(size.shape[0]):
+        for j in range(size[b]):
+            p = ((b * block + j) * isz - off) // page + 1
+            if p < 0:
+                p = 0
+            elif p > n + 1:
+                p = n + 1
+            live[p] += 1
+
+
+@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+def _drop_rows(rows, isz, off, page, live, runs):
+    """Take ``rows`` off their pages' counts (``live``, :func:`_page_rows`): a whole page whose
+    last row goes is marked given back (-1). Returns ``(k, pages)``: the pages to give back as
+    ``k`` runs ``runs[i, 0] .. runs[i, 1] - 1`` (1-based, as ``live``), in increasing order, and
+    how many pages were emptied now. A run joins two emptied pages across the pages between them
+    that hold no row any more (given back before, or never written: nothing reads them), so that
+    one call gives back what many small ones would."""
+    n = live.shape[0] - 2
+    done = np.empty(rows.shape[0], np.int64)
+    m = 0
+    for i in range(rows.shape[0]):
+        p = (np.int64(rows[i]) * isz - off) // page + 1
+        if p < 0:
+            p = 0
+        elif p > n + 1:
+            p = n + 1
+        live[p] -= 1
+        if live[p] == 0 and 1 <= p <= n:
+            live[p] = -1
+            done[m] = p
+            m += 1
+    if m == 0:
+        return 0, 0
+    d = np.sort(done[:m])
+    k = 0
+    runs[0, 0] = d[0]
+    end = d[0] + 1
+    for i in range(1, m):
+        q = d[i]
+        joined = True
+        for g in range(end, q):
+            if live[g] > 0:
+                joined = False
+                break
+        if not joined:
+            runs[k, 1] = end
+            k += 1
+            runs[k, 0] = q
+        end = q + 1
+    runs[k, 1] = end
+    return k + 1, m
+
+
 class _Pages:
     """Rows still to be read per memory page, for :meth:`Arena.release`, of the arena columns of
     one item size that start at the same offset in a page (so share their page layout): a page
     whose rows are all released is given back to the system in each of them. Only pages wholly
-    inside a column count (its first and last page may hold other memory)."""
+    inside a column count (its first and last page may hold other memory). ``size[b]``: the rows
+    arena block ``b`` holds (blocks of ``block`` rows, from its first row on)."""
 
     PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
-    def __init__(self, cols: list[np.ndarray], live: np.ndarray | Iterable[np.ndarray]) -> None:
+    def __init__(self, cols: list[np.ndarray], size: np.ndarray, block: int) -> None:
         a = cols[0]
         addr = int(a.ctypes.data)
         first = -(-addr // self.PAGE) * self.PAGE  # the first whole page
@@ -390,28 +471,34 @@ class _Pages:
         self.size = a.itemsize
         self.firsts = [int(c.ctypes.data) + self.off for c in cols]
         self.live = np.zeros(self.n + 2, np.int64)
-        for rows in [live] if isinstance(live, np.ndarray) else live:  # (parts: _page's temporaries)
-            self.live += np.bincount(self._page(rows), minlength=self.n + 2)
+        _page_rows(np.asarray(size, np.int64), np.int64(block), *self._layout(), self.live)
 
-    def _page(self, rows: np.ndarray) -> np.ndarray:
-        """1 + the whole page of each row (0: before the first, n + 1: after the last)."""
-        p = (rows.astype(np.int64) * self.size - self.off) // self.PAGE + 1
-        return np.clip(p, 0, self.n + 1, out=p)
+    def _layout(self) -> tuple[np.int64, np.int64, np.int64]:
+        return np.int64(self.size), np.int64(self.off), np.int64(self.PAGE)
+
+    def take(self, rows: np.ndarray) -> tuple[list[tuple[int, int]], int]:
+        """Take ``rows`` off their pages: the ``(address, length)`` ranges to give back now (in
+        every column) and their bytes."""
+        runs = np.empty((max(rows.size, 1), 2), np.int64)
+        k, pages = _drop_rows(rows, *self._layout(), self.live, runs)
+        ranges = [
+            (first + (s - 1) * self.PAGE, (e - s) * self.PAGE) for s, e in runs[:k].tolist() for first in self.firsts
+        ]
+        return ranges, int(pages) * self.PAGE * len(self.firsts)
 
     def release(self, rows: np.ndarray) -> int:
-        from hscc_trace.perf.memory import dontneed
+        """:meth:`take`, the ranges given back at once; their bytes."""
+        from hscc_trace.perf.memory import dontneed_all
 
-        gone = np.bincount(self._page(rows), minlength=self.n + 2)
-        self.live -= gone
-        done = np.flatnonzero((gone[1:-1] > 0) & (self.live[1:-1] == 0)) + 1  # (no sort: O(pages))
-        self.live[done] = -1  # (given back)
-        if not done.size:
-            return 0
-        cut = np.flatnonzero(np.diff(done) != 1) + 1  # runs of consecutive pages: one call each
-        for run in np.split(done, cut):
-            for first in self.firsts:
-                dontneed(first + (int(run[0]) - 1) * self.PAGE, run.size * self.PAGE)
-        return int(done.size) * self.PAGE * len(self.firsts)
+        ranges, n = self.take(rows)
+        dontneed_all(ranges)
+        return n
+
+
+def _give_back(ranges: list[tuple[int, int]], _cols: list[np.ndarray]) -> None:
+    from hscc_trace.perf.memory import dontneed_all
+
+    dontneed_all(ranges)
 
 
 class Arena:
@@ -664,15 +751,11 @@ class Arena:
         """:meth:`flow_rows` of the flows ``flows``, in that order."""
         return self._chains(np.asarray(flows, np.int64))
 
-    def _live(self) -> Iterator[np.ndarray]:
-        """Every arena row that holds a packet, a few blocks at a time."""
-        nf, b, used = self.n_flows, self.block, int(self.ctl[0])
-        size = np.zeros(used, np.int64)  # rows held by each block (none: a run's unused blocks)
-        self._chains(np.arange(nf), size=size)
-        j = np.arange(b)
-        for b0 in range(0, used, 1 << 12):
-            blocks = np.arange(b0, min(b0 + (1 << 12), used))
-            yield (blocks[:, None] * b + j)[j < size[blocks, None]]
+    def _block_rows(self) -> np.ndarray:
+        """The rows each arena block holds (none: a run's unused blocks), from its first row on."""
+        size = np.zeros(int(self.ctl[0]), np.int64)
+        self._chains(np.arange(self.n_flows), size=size)
+        return size
 
     def release(self, rows: np.ndarray) -> int:
         """Give back to the system the memory of these arena rows (from :meth:`flow_rows`,
@@ -682,19 +765,31 @@ class Arena:
         zeros afterwards, so the arena can build no events and no packet table any more
         (:attr:`released`). The first call also drops the SACK and option stores, which only
         :meth:`table` reads (the events read :attr:`src`'s sorted copies; an arena that keeps
-        no packet table dropped them in :meth:`finish` already): ≈ 6 bytes a packet on replica-5M. Returns the bytes given back (0 where the
-        system cannot; the stores not counted)."""
+        no packet table dropped them in :meth:`finish` already): ≈ 6 bytes a packet on replica-5M.
+        The pages are counted here (compiled: :func:`_drop_rows`) and given back by the memory
+        thread (:func:`hscc_trace.perf.memory.in_background`: the calls' system time overlaps the
+        caller's work). Returns the bytes to give back (the system may not; the stores not
+        counted)."""
         if self.src is None:
             raise ValueError("Arena.release before finish()")
         if self._pages is None:
             groups: dict[tuple[int, int, int], list[np.ndarray]] = {}
             for a in self.cols.values():  # (columns sharing a page layout share the counting)
                 groups.setdefault((a.itemsize, int(a.ctypes.data) % _Pages.PAGE, a.nbytes), []).append(a)
-            self._pages = [_Pages(cols, self._live()) for cols in groups.values()]
+            size = self._block_rows()
+            self._pages = [_Pages(cols, size, self.block) for cols in groups.values()]
         if not self.released:
             self._drop_stores()
         self.released = True
-        return sum(p.release(rows) for p in self._pages)
+        ranges: list[tuple[int, int]] = []
+        n = 0
+        for p in self._pages:
+            r, b = p.take(rows)
+            ranges += r
+            n += b
+        if ranges:  # (the columns go along: their pages cannot be freed before, nor reused)
+            in_background(_give_back, ranges, list(self.cols.values()))
+        return n
 
     def _drop_stores(self) -> None:
         """Empty the SACK and option stores (``sk_*``, ``op_*``; their counters ``at`` stay):
@@ -726,6 +821,26 @@ class Arena:
         n = hi - lo
         at = np.repeat(hi - np.cumsum(n), n) + np.arange(int(n.sum()))  # (the runs lo..hi, concatenated)
         return self._sack_frame(at)
+
+    def sack_arrays_of(self, flow_ids: Any) -> SackRows:
+        """:meth:`sack_rows_of` as the SACK index's arrays (:class:`SackRows`: no table, no
+        copy), for the compiled SACK blocks of a batch of flows
+        (:func:`hscc_trace.events.sack.with_sack_blocks`)."""
+        s = self._sack_index()
+        f = np.asarray(flow_ids, np.int64)
+        f = f[(f >= 0) & (f < len(s.bounds) - 1)]
+        edges = tuple(self.src.src[11:19]) if self.src is not None else ()  # (Source: l0, r0 … l3, r3)
+        return SackRows(
+            flows=f,
+            lo=s.bounds[f],
+            hi=s.bounds[f + 1],
+            frame=s.frame,
+            dir=s.dir,
+            ack=s.ack,
+            sack_n=s.sack_n,
+            perm=s.perm,
+            edges=edges,
+        )
 
     def _sack_index(self) -> SackIndex:
         if self.src is None or self.sack is None:

@@ -102,11 +102,16 @@ RENT_SAVE_S = 0.25
 #: default algorithms' loops (bbr's compiles in 23 s, reno's in 2 s)
 COSTS: dict[str, tuple[float, float]] = {
     "events.prep.group_rows": (0.25, 6.51e-07),
+    # (added later, measured alone: 200 000 SACK entries, empty numba cache, load average ≈ 4.9)
+    "events.sack._flow_blocks": (3.37, 4.85e-05),
     "events.prep.prep_flows": (3.32, 1.31e-05),
     "events.tables._run_flows": (26.88, 1.29e-05),
     "events.vantage.sender_view": (2.39, 4.33e-06),
     "flows.arena._chains": (0.14, 3.24e-07),
+    # (added later, measured alone: 1.28 M arena rows, empty numba cache, load average ≈ 4)
+    "flows.arena._drop_rows": (1.81, 1.17e-06),
     "flows.arena._fill": (0.45, 2.16e-06),
+    "flows.arena._page_rows": (0.49, 6.13e-07),
     "flows.arena._place": (0.2, 7.31e-07),
     "flows.arena._sparse": (0.26, 6.62e-07),
     # (not reached by the benchmark, which reads regular files: measured alone, reno-bdp's packets

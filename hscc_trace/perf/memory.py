@@ -36,7 +36,9 @@ from __future__ import annotations
 import atexit
 import gc
 import os
-from collections.abc import Iterator
+import queue
+import threading
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -155,3 +157,55 @@ def dontneed(address: int, length: int) -> bool:
     if lib is None or length <= 0:
         return False
     return bool(lib.madvise(int(address), int(length), _MADV_DONTNEED) == 0)
+
+
+def dontneed_all(ranges: Iterable[tuple[int, int]]) -> int:
+    """:func:`dontneed` of every ``(address, length)`` range; the number done."""
+    return sum(dontneed(a, n) for a, n in ranges)
+
+
+# --- the memory thread ----------------------------------------------------------------------------
+# Giving memory back is system time (madvise, malloc_trim: the kernel unmaps and frees the pages)
+# that the caller need not wait for; the calls release the GIL (ctypes), so one helper thread
+# does them while the caller goes on.
+
+_QUEUE: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...]] | threading.Event] = queue.SimpleQueue()
+_THREAD: list[threading.Thread] = []
+_THREAD_LOCK = threading.Lock()
+
+
+def _serve() -> None:
+    while True:
+        job = _QUEUE.get()
+        if isinstance(job, threading.Event):
+            job.set()
+            continue
+        fn, args = job
+        try:
+            fn(*args)
+        except Exception:  # noqa: BLE001, S110 - giving memory back is advice: a failure changes no result
+            pass
+        del job, fn, args
+
+
+def in_background(fn: Callable[..., Any], *args: Any) -> None:
+    """Run ``fn(*args)`` in the memory thread (a daemon, started on first use), after the calls
+    queued before it. Only for calls that give memory back (:func:`trim`, :func:`dontneed_all`):
+    their effect is advice, never a value. ``args`` stay referenced until ``fn`` has run — pass
+    the arrays whose pages are given back, so that they cannot be freed (and their addresses
+    reused) before."""
+    if not _THREAD:
+        with _THREAD_LOCK:
+            if not _THREAD:
+                t = threading.Thread(target=_serve, name="hscc-memory", daemon=True)
+                t.start()
+                _THREAD.append(t)
+    _QUEUE.put((fn, args))
+
+
+def wait_background() -> None:
+    """Wait until the memory thread has run every call queued so far (none: returns at once)."""
+    if _THREAD:
+        done = threading.Event()
+        _QUEUE.put(done)
+        done.wait()
