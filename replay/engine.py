@@ -806,19 +806,25 @@ def replay(
         if meanwhile is not None:
             meanwhile()
         back = len(jobs)  # loops back..end were taken back from the helper and run here
+        failed: dict[int, Exception] = {}  # a taken-back loop's error, raised at its own turn
         for k, (label, (loop, plan), m) in enumerate(zip(labels, jobs, mats)):
             f = futures[k]
             if f is not None:
                 # rather than wait for the helper's loop, run the last one it has not started
                 while not f.done() and back - 1 > k and futures[back - 1].cancel():
                     back -= 1
-                    jobs[back][0](*mats[back])
+                    try:
+                        jobs[back][0](*mats[back])
+                    except Exception as exc:  # noqa: BLE001 - (errors come in the algorithms' order)
+                        failed[back] = exc
                     futures[back] = None
                 if f.cancel():  # (not started by the helper either: run here)
                     loop(*m)
                 else:
                     f.result()
                 futures[k] = None
+            if k in failed:
+                raise failed[k]
             out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
     finally:
         for f in futures:

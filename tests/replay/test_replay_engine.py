@@ -422,6 +422,41 @@ def test_meanwhile_runs_once_in_the_calling_thread_while_the_loops_run(monkeypat
         assert all(got[k].equals(serial[k]) for k in serial), ahead
 
 
+def test_a_loop_taken_back_from_the_helper_fails_at_its_own_turn(monkeypatch):
+    # the calling thread runs the helper's last not-started loops rather than wait: when the
+    # first loop (still in the helper) and a taken-back later one both fail, the first one's
+    # error is raised, as when the loops ran in order
+    import threading
+
+    names = ["reno", "cubic", "bbr"]
+    acks = rich(40)
+    monkeypatch.setattr(engine, "AHEAD_MIN_ACKS", 1)
+    monkeypatch.setattr(engine, "_CPUS", 2)
+    release = threading.Event()
+    setup, n = engine._setup, [0]
+
+    def failing(r, prep, compiled):
+        loop, plan = setup(r, prep, compiled)
+        k = n[0]
+        n[0] += 1
+
+        def run(*m):
+            if k == 0:  # the helper's first loop: slow, then fails
+                assert release.wait(30)
+                raise RuntimeError("first")
+            if k == 2:  # the last loop, taken back by the calling thread: fails at once
+                release.set()
+                raise RuntimeError("last")
+            loop(*m)
+
+        return run, plan
+
+    monkeypatch.setattr(engine, "_setup", failing)
+    with pytest.raises(RuntimeError, match="first"):
+        engine.replay(acks, MSS, names)
+    assert release.is_set()  # (the last loop did run in the calling thread, and failed)
+
+
 def test_a_flows_tables_share_keys_and_equal_enum_columns_but_equal_unshared_tables(monkeypatch):
     # engine.replay builds a flow's frame/ts_ns Series once and reuses an Enum column whose codes
     # equal the previous one of its name (the state, mostly): every table must still equal the
