@@ -337,11 +337,12 @@ import gc, sys
 import hscc_trace.perf
 if sys.argv[1] != "plain":
     hscc_trace.perf.activate(flows_only=sys.argv[1] == "flows")  # what the CLI entry point does
-collections = []
-gc.callbacks.append(lambda phase, info: collections.append(info["generation"]) if phase == "start" else None)
 class Node:
     pass
-for _ in range(4_500):  # 9 000 objects in reference cycles: ≈ 12 collections at Python's default of 700
+gc.collect()  # (the count of net allocations starts at 0)
+collections = []
+gc.callbacks.append(lambda phase, info: collections.append(info["generation"]) if phase == "start" else None)
+for _ in range(int(sys.argv[2]) // 2):  # objects in reference cycles: one per 700 at Python's default
     a, b = Node(), Node()
     a.other, b.other = b, a
 print(len(collections))
@@ -352,14 +353,17 @@ def test_the_cli_collects_cycles_less_often_than_python_by_default() -> None:
     """The CLI's process settings raise the cyclic collector's threshold (hscc_trace.perf
     .GC_THRESHOLD: ≈ 330 collections of a replica-5M analyze at Python's 700, 0.5–0.9 s)."""
 
-    def collections(command: str) -> int:
-        out = subprocess.run([sys.executable, "-c", _GC_PROBE, command], capture_output=True, text=True, timeout=60)
+    def collections(command: str, objects: int) -> int:
+        out = subprocess.run(
+            [sys.executable, "-c", _GC_PROBE, command, str(objects)], capture_output=True, text=True, timeout=60
+        )
         assert out.returncode == 0, out.stderr
         return int(out.stdout)
 
-    assert collections("plain") >= 10  # (the probe sees what the setting changes)
-    assert collections("analyze") == 0  # 9 000 net allocations: under 10 000
-    assert collections("flows") == 0
+    assert collections("plain", 9_000) >= 10  # (the probe sees what the setting changes)
+    assert collections("analyze", 9_000) == 0  # under GC_THRESHOLD (10 000)
+    assert collections("analyze", 30_000) >= 2
+    assert collections("flows", 90_000) == 0  # under GC_THRESHOLD_FLOWS (100 000)
 
 
 def test_huge_page_advice_is_off_only_while_a_capture_is_read() -> None:

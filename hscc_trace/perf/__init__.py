@@ -39,9 +39,9 @@ def activate(*, flows_only: bool = False) -> None:
     - The cyclic garbage collector runs after :data:`GC_THRESHOLD` net allocations (``flows_only``:
       :data:`GC_THRESHOLD_FLOWS`) instead of Python's 700. Importing numpy, polars and numba
       creates hundreds of thousands of objects, and ``analyze`` creates many small ones per flow
-      (report traces, JSON entries): at 700 a replica-5M ``analyze`` ran ≈ 330 collections, 0.5–0.9 s
-      of the calling thread; at 10 000, 18 collections and 0.14 s, the peak memory within run-to-run
-      noise (docs/performance.md, "Process settings"). ``flows`` itself creates few objects:
+      (report traces, JSON entries): at 700 a replica-5M ``analyze`` ran ≈ 325 collections, 0.2–0.9 s
+      of the calling thread; at 10 000, 18–26 collections and 0.08–0.14 s, the peak memory within
+      run-to-run noise (docs/performance.md, "Process settings"). ``flows`` itself creates few objects:
       switching the collector off measured no faster, and a capture that needs scapy still gets
       its cycles collected.
     - ``flows_only`` (a process that runs only ``hscc-trace flows``): OpenBLAS (loaded by numpy;

@@ -80,7 +80,7 @@ def freeze_at_exit() -> None:
 # --- giving memory back (glibc) -----------------------------------------------------------------
 # ``analyze`` frees a batch of flows' tables before it builds the next (hscc_trace.events
 # .flow_event_batches): with glibc, freed blocks stay in its heaps (one per thread that
-# allocated) and count as resident until trimmed. The three helpers below are the adapter to
+# allocated) and count as resident until trimmed. The helpers below are the adapter to
 # glibc's and the kernel's public calls (malloc_trim(3), mallopt(3), madvise(2)); elsewhere
 # (another C library, another system) each does nothing. Measured on replica-5M: see
 # docs/performance.md, "Memory of analyze".
@@ -183,8 +183,8 @@ def _serve() -> None:
         fn, args = job
         try:
             fn(*args)
-        except Exception:  # noqa: BLE001, S110 - giving memory back is advice: a failure changes no result
-            pass
+        except BaseException:  # noqa: BLE001, S110 - giving memory back is advice: a failure changes no
+            pass  # result, and the thread must live on (else the queued jobs' arrays are held for good)
         del job, fn, args
 
 
