@@ -62,6 +62,24 @@ def _first_match_per_run(mask: np.ndarray, run_of: np.ndarray, n_runs: int) -> n
 
 
 @njit(cache=True, inline="always")
+def _bucket(xv, x0, scale, buckets):  # pragma: no cover - compiled
+    """The time column of a sample at ``xv`` (:func:`_bucket_ids`' arithmetic)."""
+    return min(max(np.int64((xv - x0) * scale), 0), buckets - 1)
+
+
+@njit(cache=True, inline="always")
+def _widen(v, j, vmin, imin, vmax, imax):  # pragma: no cover - compiled
+    """A column's (lowest, its first index, highest, its first index) with sample ``j`` (value ``v``) seen."""
+    if v < vmin:
+        vmin = v
+        imin = j
+    if v > vmax:
+        vmax = v
+        imax = j
+    return vmin, imin, vmax, imax
+
+
+@njit(cache=True, inline="always")
 def _emit(out, k, start, imin, imax, end):  # pragma: no cover - compiled
     """M4's points of one column ``start..end`` (its minimum at ``imin``, maximum at ``imax``):
     first, min and max in index order, last, each once; written at ``out[k]``, returns the new k."""
@@ -93,21 +111,15 @@ def _m4_kernel(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:  # pra
     k = 0
     i = 0
     while i < n:
-        b = min(max(np.int64((x[i] - x0) * scale), 0), buckets - 1)
+        b = _bucket(x[i], x0, scale, buckets)
         start = i
         imin = i
         imax = i
         vmin = y[i]
         vmax = y[i]
         j = i + 1
-        while j < n and min(max(np.int64((x[j] - x0) * scale), 0), buckets - 1) == b:
-            v = y[j]
-            if v < vmin:
-                vmin = v
-                imin = j
-            if v > vmax:
-                vmax = v
-                imax = j
+        while j < n and _bucket(x[j], x0, scale, buckets) == b:
+            vmin, imin, vmax, imax = _widen(y[j], j, vmin, imin, vmax, imax)
             j += 1
         k = _emit(out, k, start, imin, imax, j - 1)
         i = j
@@ -149,7 +161,7 @@ def _runs_kernel(x: np.ndarray, buckets: int, out: np.ndarray) -> int:  # pragma
     k = 0
     prev = np.int64(-1)
     for i in range(n):
-        b = min(max(np.int64((x[i] - x0) * scale), 0), buckets - 1)
+        b = _bucket(x[i], x0, scale, buckets)
         if b != prev:
             out[k] = i
             k += 1
@@ -212,13 +224,7 @@ def _line_kernel(
             vmin = y[start]
             vmax = y[start]
             for j in range(start + 1, end + 1):
-                v = y[j]
-                if v < vmin:
-                    vmin = v
-                    imin = j
-                if v > vmax:
-                    vmax = v
-                    imax = j
+                vmin, imin, vmax, imax = _widen(y[j], j, vmin, imin, vmax, imax)
             k = _emit(out, k, start, imin, imax, end)
     else:  # :func:`_m4_kernel` over the samples that are not NaN
         x0 = x[first]
@@ -226,7 +232,7 @@ def _line_kernel(
         scale = buckets / span if span > 0 else 0.0
         i = first
         while i <= last:
-            b = min(max(np.int64((x[i] - x0) * scale), 0), buckets - 1)
+            b = _bucket(x[i], x0, scale, buckets)
             start = i
             end = i
             imin = i
@@ -239,14 +245,9 @@ def _line_kernel(
                 if v != v:
                     j += 1
                     continue
-                if min(max(np.int64((x[j] - x0) * scale), 0), buckets - 1) != b:
+                if _bucket(x[j], x0, scale, buckets) != b:
                     break
-                if v < vmin:
-                    vmin = v
-                    imin = j
-                if v > vmax:
-                    vmax = v
-                    imax = j
+                vmin, imin, vmax, imax = _widen(v, j, vmin, imin, vmax, imax)
                 end = j
                 j += 1
             k = _emit(out, k, start, imin, imax, end)
