@@ -23,7 +23,7 @@ import numpy as np
 
 from hscc_trace.capture.decode import F_SYN
 from hscc_trace.perf.firstuse import kernel
-from hscc_trace.perf.memory import in_background
+from hscc_trace.perf.memory import dontneed_all, in_background
 
 from .records import DIR_SHIFT, ECN_SHIFT, FLAGS, SACK_SHIFT, TS_SHIFT, Columns, Connection, Stored
 
@@ -488,17 +488,9 @@ class _Pages:
 
     def release(self, rows: np.ndarray) -> int:
         """:meth:`take`, the ranges given back at once; their bytes."""
-        from hscc_trace.perf.memory import dontneed_all
-
         ranges, n = self.take(rows)
         dontneed_all(ranges)
         return n
-
-
-def _give_back(ranges: list[tuple[int, int]], _cols: list[np.ndarray]) -> None:
-    from hscc_trace.perf.memory import dontneed_all
-
-    dontneed_all(ranges)
 
 
 class Arena:
@@ -788,7 +780,7 @@ class Arena:
             ranges += r
             n += b
         if ranges:  # (the columns go along: their pages cannot be freed before, nor reused)
-            in_background(_give_back, ranges, list(self.cols.values()))
+            in_background(dontneed_all, ranges, keep=list(self.cols.values()))
         return n
 
     def _drop_stores(self) -> None:

@@ -169,7 +169,7 @@ def dontneed_all(ranges: Iterable[tuple[int, int]]) -> int:
 # that the caller need not wait for; the calls release the GIL (ctypes), so one helper thread
 # does them while the caller goes on.
 
-_QUEUE: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...]] | threading.Event] = queue.SimpleQueue()
+_QUEUE: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], Any] | threading.Event] = queue.SimpleQueue()
 _THREAD: list[threading.Thread] = []
 _THREAD_LOCK = threading.Lock()
 
@@ -180,27 +180,27 @@ def _serve() -> None:
         if isinstance(job, threading.Event):
             job.set()
             continue
-        fn, args = job
+        fn, args, keep = job
         try:
             fn(*args)
         except BaseException:  # noqa: BLE001, S110 - giving memory back is advice: a failure changes no
             pass  # result, and the thread must live on (else the queued jobs' arrays are held for good)
-        del job, fn, args
+        del job, fn, args, keep
 
 
-def in_background(fn: Callable[..., Any], *args: Any) -> None:
+def in_background(fn: Callable[..., Any], *args: Any, keep: Any = None) -> None:
     """Run ``fn(*args)`` in the memory thread (a daemon, started on first use), after the calls
     queued before it. Only for calls that give memory back (:func:`trim`, :func:`dontneed_all`):
-    their effect is advice, never a value. ``args`` stay referenced until ``fn`` has run — pass
-    the arrays whose pages are given back, so that they cannot be freed (and their addresses
-    reused) before."""
+    their effect is advice, never a value. ``args`` and ``keep`` stay referenced until ``fn`` has
+    run — give as ``keep`` the arrays whose pages are given back, so that they cannot be freed
+    (and their addresses reused) before."""
     if not _THREAD:
         with _THREAD_LOCK:
             if not _THREAD:
                 t = threading.Thread(target=_serve, name="hscc-memory", daemon=True)
                 t.start()
                 _THREAD.append(t)
-    _QUEUE.put((fn, args))
+    _QUEUE.put((fn, args, keep))
 
 
 def wait_background() -> None:
