@@ -256,25 +256,12 @@ class _UsableRounds:
     """The usable rounds of one flow (see :func:`round_table`) as arrays, computed once per flow
     and shared by every replay of it: only the replayed window differs between algorithms."""
 
-    def __init__(self, rounds: pl.DataFrame, mss: int, use: np.ndarray | None = None) -> None:
+    def __init__(self, rounds: pl.DataFrame, mss: int, use: np.ndarray) -> None:
+        # ``use``: the usable rounds' rows, as :class:`_AtRounds` selected them (:func:`_rounds_used`)
         self.empty = rounds.height == 0
         peak = rounds.get_column("peak_flight_bytes").to_numpy() if not self.empty else np.zeros(0)
         if self.empty:
             use = np.zeros(0, dtype=np.int64)
-        elif use is not None:  # (given: _AtRounds' selection, the same rounds)
-            pass
-        else:  # round_table's filter, in numpy (a polars filter plans a query: ~0.1 ms per flow)
-            # (limit: a null is no "cwnd"; a few hundred rounds: compared as strings)
-            is_cwnd = rounds.get_column("limit").to_numpy() == "cwnd"
-            rec = rounds.get_column("in_recovery")
-            rec_np = (
-                rec.to_numpy()
-                if not rec.null_count()
-                else np.where(rec.is_null().to_numpy(), True, rec.fill_null(True).to_numpy())
-            )
-            with np.errstate(invalid="ignore"):
-                pos = peak > 0  # null: nan > 0 is False, as polars drops it
-            use = np.flatnonzero(is_cwnd & ~rec_np.astype(bool) & pos)
         # the same elementwise operations as round_table's columns, so the values are bit-identical
         self.end = rounds.get_column("end_ns").to_numpy()[use] if not self.empty else np.zeros(0, np.int64)
         if self.empty:
