@@ -437,3 +437,37 @@ def test_limit_strings_are_the_columns_strings_whatever_its_dtype():
         want = s.cast(pl.String).to_list()
         assert got.dtype == object and got.tolist() == want, s.dtype
         assert not got.flags.writeable
+
+
+def test_judge_reads_only_the_ack_windows_that_can_matter(monkeypatch):
+    # verdict.judge fills a replay's ACK windows only where they can matter (it equals another
+    # by rounds, or fits its threshold): on the largest flow of real captures of five senders,
+    # the verdict must be the one made with every replay's ACK windows read
+    from pathlib import Path
+
+    from hscc_trace.analysis import pipeline
+    from hscc_trace.replay import engine, selection
+
+    samples = Path(__file__).resolve().parents[1] / "samples"
+    algos = selection.resolved(selection.select(None, None).names, {})
+    full_matrix, classes_of = M.ack_matrix, V._classes_of
+    masks: list[np.ndarray] = []
+
+    def spy(events, reps, rows=None):
+        masks.append(np.asarray(rows, dtype=bool).copy())
+        return full_matrix(events, reps, rows)
+
+    for sample in ("reno-bdp", "cubic-loss", "bbr", "highspeed-bdp", "ctcp-bdp"):
+        cap = next((samples / sample).glob("capture.pcap*"))
+        pc = pipeline.prepare_capture(str(cap), None, None)
+        ev = max((e for _, e in pc.events if e is not None), key=lambda e: e.acks.height)
+        replays = engine.replay_flow(ev, algos)
+        with monkeypatch.context() as m:
+            m.setattr(M, "ack_matrix", spy)
+            masked = V.judge(ev, replays)
+        with monkeypatch.context() as m:
+            m.setattr(M, "ack_matrix", lambda events, reps, rows=None: full_matrix(events, reps))
+            m.setattr(V, "_classes_of", lambda *a: classes_of(*a[:7]))  # (no ``have``: every row read)
+            unmasked = V.judge(ev, replays)
+        assert masked == unmasked, sample
+    assert any(0 < k.sum() < k.size for k in masks)  # (some replays' ACK windows were left out)
