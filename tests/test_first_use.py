@@ -166,6 +166,7 @@ def test_type_key_matches_numba_typing():
 
 def test_every_kernel_has_measured_costs():
     import hscc_trace.analysis.verdict  # noqa: F401  (declare the kernels)
+    import hscc_trace.events.sack  # noqa: F401
     import hscc_trace.events.tables  # noqa: F401
     import hscc_trace.flows.arena  # noqa: F401
     import hscc_trace.replay.engine  # noqa: F401
