@@ -125,9 +125,9 @@ COSTS: dict[str, tuple[float, float]] = {
     "analysis.verdict._pairs": (4.57, 4.13e-06),
     "replay.metrics._judged_acks": (2.45, 5.75e-06),
     "replay.engine._rate_samples": (0.73, 3.7e-06),
-    # (added later, measured alone: 49 476 ACKs of replica-5M, empty numba cache, load average
-    # ≈ 9.5, where _rate_samples measured 2.45 s and 1.0e-05 s/item: the ratio is what counts)
-    "replay.engine._fill_inputs": (2.37, 1.32e-05),
+    # (added later, measured alone, 2026-11-27 14:41, load ≈ 1: compiled with an empty numba
+    # cache, twice; interpreted three times over samples/reno-bdp's largest flow, 4 677 ACKs)
+    "replay.engine._fill_inputs": (0.74, 9.3e-06),
     "reports.decimate._m4_kernel": (0.32, 1.45e-06),
     # (added later, measured alone: 200 000 samples, empty numba cache, load average ≈ 4)
     "reports.decimate._line_kernel": (1.61, 2.57e-06),
