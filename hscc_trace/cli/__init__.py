@@ -158,9 +158,9 @@ def _fast_flows(argv: list[str]) -> bool:
     """Run ``hscc-trace flows`` without building the Typer application when ``argv`` is one of
     its plain forms (:func:`.flows_table.fast_args`); False (nothing run) otherwise.
 
-    Typer (≥ 0.29) coerces every non-flag parameter through pydantic, whose import and type
-    adapters cost ≈ 50–100 ms of CPU, and building the application imports every command's
-    module: a sizeable part of a command that reads five million packets in about half a
+    Building the application imports every command's module (and Typer ≥ 0.29, which the
+    project's dependencies exclude, coerces every non-flag parameter through pydantic, ≈ 50–100 ms
+    of CPU): a sizeable part of a command that reads five million packets in about half a
     second. The command itself is the same function either way (:func:`.flows_table.run`)."""
     if not argv or argv[0] != "flows":
         return False
