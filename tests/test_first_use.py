@@ -153,6 +153,28 @@ def test_forced_modes(cache_dir, monkeypatch):
             pass
 
 
+def test_numba_is_set_up_ahead_only_when_compiled_kernels_will_be_used(cache_dir, monkeypatch):
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)  # (numba's files then go below cache_dir)
+
+    def loaded() -> bool:  # the set-up's tiny kernel was compiled or loaded: numba's index of it
+        return any((cache_dir / "numba").rglob("*_one*.nbi")) if (cache_dir / "numba").exists() else False
+
+    firstuse._warm()  # auto, and no stamp of the arena's kernels: a run that will interpret
+    assert not loaded()
+    (cache_dir / "compiled").mkdir()
+    (cache_dir / "compiled" / "flows.arena._fill-0123.json").write_text("{}")
+    monkeypatch.setenv(firstuse.MODE_ENV, "interpret")
+    firstuse._warm()
+    assert not loaded()
+    monkeypatch.setenv(firstuse.MODE_ENV, "auto")
+    firstuse._warm()
+    assert loaded()
+    firstuse.warm_in_background()
+    firstuse.warm_in_background()  # once per process
+    assert len(firstuse._warming) == 1
+    firstuse._warming[0].join(60)
+
+
 def test_type_key_matches_numba_typing():
     # Python ints and numpy int64 scalars type alike in numba: one key
     assert firstuse.type_key((1, 2.0, True)) == firstuse.type_key((np.int64(1), np.float64(2.0), np.bool_(True)))

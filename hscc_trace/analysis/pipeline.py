@@ -198,7 +198,9 @@ def open_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -
     contain; building a batch may raise as well (then the capture could not be read after all).
     """
     from hscc_trace.flows import load
+    from hscc_trace.perf.firstuse import warm_in_background
 
+    warm_in_background()  # (numba's set-up while the capture is read: its first kernel is the arena's)
     cap = load(path, bpf=bpf)
     flows = cap.flows
     ids = [int(i) for i in flows["flow_id"].to_list()] if flows.height else []
