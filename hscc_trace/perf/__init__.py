@@ -9,7 +9,7 @@
 - :mod:`.cache` — the one user cache folder of everything compiled;
 - :mod:`.memory` — huge-page advice off while a capture is read, ``gc.freeze`` at exit, and
   giving freed memory back (glibc: two malloc arenas, ``malloc_trim``, ``madvise``; polars' jemalloc:
-  no decay delay).
+  a short decay delay).
 
 Nothing here changes the process when imported. The CLI entry point calls :func:`activate`;
 a notebook or script that imports the library keeps its interpreter as it was.

@@ -131,8 +131,8 @@ def few_malloc_arenas(n: int = 2) -> None:
 
 
 #: jemalloc's options for polars' allocator (``opt.dirty_decay_ms``, ``opt.muzzy_decay_ms``):
-#: freed pages go back to the system at once instead of after 10 s
-POLARS_MALLOC_CONF = "dirty_decay_ms:0,muzzy_decay_ms:0"
+#: freed pages go back to the system within 0.2 s instead of 10 s (:func:`polars_frees_at_once`)
+POLARS_MALLOC_CONF = "dirty_decay_ms:200,muzzy_decay_ms:0"
 #: the variable the jemalloc bundled in polars reads its options from, once, when polars' library
 #: first allocates (jemalloc's ``MALLOC_CONF`` with the ``_rjem_`` prefix of Rust's
 #: tikv-jemallocator); another allocator ignores it
@@ -140,12 +140,15 @@ _RJEM_MALLOC_CONF = "_RJEM_MALLOC_CONF"
 
 
 def polars_frees_at_once() -> None:
-    """polars' allocator returns freed memory to the system at once (:data:`POLARS_MALLOC_CONF`)
+    """polars' allocator returns freed memory to the system within 0.2 s (:data:`POLARS_MALLOC_CONF`)
     instead of keeping it resident for ten seconds (jemalloc's default decay): ``analyze`` builds
     and drops a batch of flows' polars tables every fraction of a second, and the copies of the
-    previous batches otherwise stay in its peak. A process setting: effective only when set
-    before polars is imported (the CLI entry point). The user's ``_RJEM_MALLOC_CONF``, when set,
-    wins; another build of polars (another allocator) ignores it."""
+    previous batches otherwise stay in its peak. Not at once (a decay of 0, until 2026-11-27):
+    then every table, replay frame and report column polars makes is memory touched for the first
+    time, paid in page faults (replica-5M ``analyze``: 0.43–0.46 M minor faults against
+    0.34–0.38 M with 0.2 s, the same peak; docs/performance.md, "Process settings"). A process
+    setting: effective only when set before polars is imported (the CLI entry point). The user's
+    ``_RJEM_MALLOC_CONF``, when set, wins; another build of polars (another allocator) ignores it."""
     os.environ.setdefault(_RJEM_MALLOC_CONF, POLARS_MALLOC_CONF)
 
 
