@@ -4,6 +4,7 @@ when it is large or cached — and both paths give the same results, on real sam
 from __future__ import annotations
 
 import json
+import sys
 
 import numpy as np
 import polars as pl
@@ -164,8 +165,12 @@ def test_numba_is_set_up_ahead_only_when_compiled_kernels_will_be_used(cache_dir
     (cache_dir / "compiled").mkdir()
     (cache_dir / "compiled" / "flows.arena._fill-0123.json").write_text("{}")
     monkeypatch.setenv(firstuse.MODE_ENV, "interpret")
-    firstuse._warm()
+    (cache_dir / "warm_probe_mod.py").write_text("X = 1\n")
+    monkeypatch.syspath_prepend(str(cache_dir))
+    monkeypatch.delitem(sys.modules, "warm_probe_mod", raising=False)
+    firstuse._warm(("warm_probe_mod",))
     assert not loaded()
+    assert "warm_probe_mod" in sys.modules  # the modules asked for are imported whatever the mode
     monkeypatch.setenv(firstuse.MODE_ENV, "auto")
     firstuse._warm()
     assert loaded()

@@ -200,7 +200,9 @@ def open_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -
     from hscc_trace.flows import load
     from hscc_trace.perf.firstuse import warm_in_background
 
-    warm_in_background()  # (numba's set-up while the capture is read: its first kernel is the arena's)
+    # numba's set-up and the event modules' import while the capture is read (the arena's kernels
+    # are numba's first; the batches need the event modules)
+    warm_in_background("hscc_trace.events", "hscc_trace.events.sack")
     cap = load(path, bpf=bpf)
     flows = cap.flows
     ids = [int(i) for i in flows["flow_id"].to_list()] if flows.height else []

@@ -380,36 +380,41 @@ def _one(x: int) -> int:
     return x + 1
 
 
-def _warm() -> None:
+def _warm(modules: tuple[str, ...] = ()) -> None:
+    import importlib
+
     from .cache import cache_root, numba_njit
 
-    if current_mode() == "interpret":  # (nothing will be compiled or loaded)
-        return
-    if current_mode() == "auto":  # only when the reading kernels are in the cache (stamped)
+    use = current_mode() != "interpret"  # (else nothing will be compiled or loaded)
+    if use and current_mode() == "auto":  # only when the reading kernels are in the cache (stamped)
         try:
             with os.scandir(cache_root() / "compiled") as it:
-                if not any(e.name.startswith("flows.arena.") for e in it):
-                    return
+                use = any(e.name.startswith("flows.arena.") for e in it)
         except OSError:
-            return
-    with contextlib.suppress(Exception):  # advice only: the first real kernel does it otherwise
-        numba_njit(_one, cache=True)(1)
+            use = False
+    if use:
+        with contextlib.suppress(Exception):  # advice only: the first real kernel does it otherwise
+            numba_njit(_one, cache=True)(1)
+    for name in modules:
+        with contextlib.suppress(Exception):  # (an import that fails fails again where it is used)
+            importlib.import_module(name)
 
 
-def warm_in_background() -> None:
-    """Start numba's one-time set-up in a helper thread (once per process): loading a kernel from
-    numba's cache first sets up numba's CPU target (its typing and lowering registries: imports of
-    numba's modules, ≈ 0.2 s of CPU), whichever kernel comes first. ``analyze`` calls this before it
-    reads a capture, so that the set-up runs while the reader thread reads and the compiled flow
-    tracker (neither needs numba) assigns connections, instead of inside the load arena's first
-    kernel call; that call then finds numba ready (or waits for the helper: numba's compiler lock).
-    Done only when compiled kernels will be used: not in ``interpret`` mode, and in ``auto`` mode
-    only when the arena's kernels have stamps (a run that interprets everything never sets numba up).
-    Changes no result."""
+def warm_in_background(*modules: str) -> None:
+    """Start numba's one-time set-up in a helper thread (once per process), then import
+    ``modules`` there: loading a kernel from numba's cache first sets up numba's CPU target (its
+    typing and lowering registries: imports of numba's modules, ≈ 0.2 s of CPU), whichever kernel
+    comes first. ``analyze`` calls this before it reads a capture, so that the set-up, and the
+    import of the event modules its first batch needs, run while the reader thread reads and the
+    compiled flow tracker and arena kernels (which hold no GIL) place the packets, instead of inside
+    the load arena's first kernel call and the first batch; that call then finds numba ready (or
+    waits for the helper: numba's compiler lock). The set-up is done only when compiled kernels
+    will be used: not in ``interpret`` mode, and in ``auto`` mode only when the arena's kernels have
+    stamps (a run that interprets everything never sets numba up). Changes no result."""
     with _lock:
         if _warming:
             return
-        t = threading.Thread(target=_warm, name="hscc-numba-setup", daemon=True)
+        t = threading.Thread(target=_warm, args=(modules,), name="hscc-numba-setup", daemon=True)
         _warming.append(t)
     t.start()
 
