@@ -421,11 +421,8 @@ def merge_intervals(start: np.ndarray, end: np.ndarray, min_gap: float) -> tuple
     run_end = np.maximum.accumulate(e)
     new = np.ones(len(s), dtype=bool)
     new[1:] = s[1:] > run_end[:-1] + min_gap
-    grp = np.cumsum(new) - 1
-    starts = s[new]
-    ends = np.full(len(starts), -np.inf)
-    np.maximum.at(ends, grp, e)
-    return starts, ends
+    first = np.flatnonzero(new)  # each merged interval's first member: its end is its members' latest
+    return s[first], np.maximum.reduceat(e, first)
 
 
 def runs(x: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -626,6 +626,7 @@ class _Ctx:
     _rows_are_acks: dict[str, bool] = field(default_factory=dict)
     _sids: dict[tuple[str, str], str] = field(default_factory=dict)
     _algo_ids: dict[str, int] = field(default_factory=dict)
+    _n_sids: dict[str, int] = field(default_factory=dict)
     picks: _Picks = field(default_factory=_Picks)
     _band_tables: dict[tuple[int, int], str] = field(default_factory=dict)
     _values: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
@@ -635,10 +636,12 @@ class _Ctx:
         """The store's name of an algorithm's series: ``r<i>.<j>`` (labels and signal names come
         from users and replay tables, so they never become store keys)."""
         key = (label, signal)
-        if key not in self._sids:
+        got = self._sids.get(key)
+        if got is None:
             algo = self._algo_ids.setdefault(label, len(self._algo_ids))
-            self._sids[key] = f"r{algo}.{sum(1 for lab, _ in self._sids if lab == label)}"
-        return self._sids[key]
+            n = self._n_sids[label] = self._n_sids.get(label, -1) + 1  # (the label's series so far)
+            got = self._sids[key] = f"r{algo}.{n}"
+        return got
 
     def panel(self, key: str) -> _Panel:
         return _Panel(key, self.notes, self.buckets, keep_src=self.store is not None, picks=self.picks)
@@ -1364,12 +1367,19 @@ class _FlagRuns:
     boolean: bool
 
 
-def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None, dt: pl.DataType | None = None) -> _FlagRuns:
+def _flag_runs(
+    t: np.ndarray,
+    s: pl.Series,
+    info: meta.SignalInfo | None,
+    dt: pl.DataType | None = None,
+    physical: pl.Series | None = None,
+) -> _FlagRuns:
     """Runs of equal values of a bool/enum/category signal, computed on the raw column (numeric
     codes or polars strings) and only then labelled: a million-row signal has a few hundred runs,
     so casting every row to a string label first would cost far more than the runs themselves.
     ``dt``: the column's type, when known (an Enum's is made anew on each ``s.dtype``). Nulls are
-    filled in numpy, not by polars expressions (see :meth:`_Ctx.values`)."""
+    filled in numpy, not by polars expressions (see :meth:`_Ctx.values`). ``physical``: an Enum
+    column's codes (``s.to_physical()``), when already known (:func:`_replay_flag_runs`)."""
     dt = s.dtype if dt is None else dt
     if dt == pl.Boolean:
         vals = s.to_numpy() if not s.null_count() else _f(s) == 1  # null → False
@@ -1397,7 +1407,7 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None, dt: pl
         return _FlagRuns(st, en, np.array(names, dtype=object), False)
     if isinstance(dt, pl.Enum):  # (every enumerated signal of the replays): runs of its codes
         cats = dt.categories.to_list()
-        st, en, v = dec.runs(t, _enum_codes(s, cats))
+        st, en, v = dec.runs(t, _enum_codes(s, cats, physical))
         names = [cats[i] if i < len(cats) else "" for i in v.tolist()]  # null → ""
         return _FlagRuns(st, en, np.array(names, dtype=object), False)
     starts = np.flatnonzero(np.diff(s.rle_id().to_numpy(), prepend=-1))
@@ -1407,11 +1417,32 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None, dt: pl
     return _FlagRuns(st, en, v, False)
 
 
-def _enum_codes(s: pl.Series, cats: list[str]) -> np.ndarray:
-    """An Enum column's codes (its categories ``cats``; null → ``len(cats)``) as int64. (Not
-    through its Arrow form, cheaper by itself: importing pyarrow and a first conversion cost ≈ 30 MB
-    of resident memory, and the analysis never imports it.)"""
-    codes = s.to_physical().to_numpy()
+def _replay_flag_runs(
+    t: np.ndarray,
+    df: pl.DataFrame,
+    flags: list[str],
+    infos: dict[str, meta.SignalInfo],
+    types: dict[str, pl.DataType],
+) -> dict[str, _FlagRuns]:
+    """:func:`_flag_runs` of each of a replay's flag signals ``flags``; the codes of its enumerated
+    ones found by one polars select (each polars call releases the interpreter lock, see
+    :meth:`_Ctx.values`, and an Enum's ``to_physical`` is an expression of its own)."""
+    enums = [s for s in flags if isinstance(types[s], pl.Enum)]
+    phys = df.select([pl.col(s).to_physical() for s in enums]) if len(enums) > 1 else None
+    return {
+        s: _flag_runs(
+            t, df.get_column(s), infos.get(s), types[s], None if phys is None or s not in enums else phys.get_column(s)
+        )
+        for s in flags
+    }
+
+
+def _enum_codes(s: pl.Series, cats: list[str], physical: pl.Series | None = None) -> np.ndarray:
+    """An Enum column's codes (its categories ``cats``; null → ``len(cats)``) as int64; ``physical``:
+    ``s.to_physical()`` when already known. (Not through its Arrow form, cheaper by itself:
+    importing pyarrow and a first conversion cost ≈ 30 MB of resident memory, and the analysis
+    never imports it.)"""
+    codes = (s.to_physical() if physical is None else physical).to_numpy()
     if s.null_count():  # (codes with nulls come as float, nulls NaN)
         return np.where(np.isnan(codes), len(cats), codes).astype(np.int64)
     return codes.astype(np.int64)
@@ -1458,7 +1489,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     tb = c.replay_table(label, df)
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
-    flag_runs = {s: _flag_runs(t, df.get_column(s), infos.get(s), types[s]) for s in flags}
+    flag_runs = _replay_flag_runs(t, df, flags, infos, types)
     mss = float(c.mss)
     n_color = 0
     out_rows: list[Row] = []
