@@ -99,7 +99,7 @@ class StoreBuilder:
     def __init__(self, pool: Executor | None = None) -> None:
         self.tables: dict[str, _Table] = {}
         self._cols: list[tuple[dict[str, Any], bytes, bytes]] = []  # (spec, values, mask)
-        self._index: dict[tuple[int, int, int, bytes, bytes], int] = {}  # encoded column → its index (once)
+        self._index: dict[tuple[int, int, int, int, int, bytes], list[int]] = {}  # (spec, sizes, start) → columns
         # the columns given, in order (a table names them by this position), encoded only by
         # encode(): the report encodes a flow's store in a second thread while it builds the next flow
         # (``pool``: a one-thread executor that encodes them as they are given, while the figures
@@ -251,13 +251,16 @@ class StoreBuilder:
                 data = buf[o : o + n_bytes].tobytes()
                 spec = {"w": 0, "d": d, "z": int(delta), "l": len(data)}
                 mask = bits[bits_at[j] : bits_at[j + 1]].tobytes() if nulls else b""
-            # identical columns once: the spec and both byte strings compared whole (a dict of
-            # bytes: no hash function that gives the interpreter lock away on long strings)
-            key = (spec["w"], spec["d"], spec["z"], data, mask)
-            hit = self._index.get(key)
+            # identical columns once: looked up by their spec, lengths and first bytes, then the
+            # bytes compared whole (no hash of every byte: that holds or gives away the
+            # interpreter lock, which the drawing thread wants, for a few ms a flow)
+            key = (spec["w"], spec["d"], spec["z"], len(data), len(mask), data[:32])
+            same = self._index.setdefault(key, [])
+            hit = next((i for i in same if self._cols[i][1] == data and self._cols[i][2] == mask), None)
             if hit is None:
                 self._cols.append((spec, data, mask))
-                hit = self._index[key] = len(self._cols) - 1
+                hit = len(self._cols) - 1
+                same.append(hit)
             out.append(hit)
         return out
 
@@ -331,7 +334,7 @@ def varint(q: np.ndarray) -> bytes:
     return b.astype(np.uint8).tobytes()
 
 
-BATCH = 8  # columns one call of _encode_kernel encodes (a tuple of this many arrays: one compiled form)
+BATCH = 16  # columns one call of _encode_kernel encodes (a tuple of this many arrays: one compiled form)
 
 
 def _read_only(v: np.ndarray) -> np.ndarray:
