@@ -767,9 +767,10 @@ class _Ctx:
         if again and key in self._band_tables:
             self.store.alias(name, self._band_tables[key])
             return name
-        order = np.argsort(start, kind="stable")
-        self.store.table(name, np.asarray(start, dtype=np.float64)[order])
-        self.store.column(name, "e", np.asarray(end, dtype=np.float64)[order], decimals=6)
+        order = dec.stable_order(start)
+        st, en = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
+        self.store.table(name, st if order is None else st[order])
+        self.store.column(name, "e", en if order is None else en[order], decimals=6)
         if again:
             self._band_tables[key] = name
         return name
