@@ -631,6 +631,8 @@ class _Ctx:
     _band_tables: dict[tuple[int, int], str] = field(default_factory=dict)
     _values: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     _ranks: dict[str, int] | None = None  # (:func:`_ranks`, found once)
+    _types: dict[str, dict[str, pl.DataType]] = field(default_factory=dict)  # (:func:`_signal_types`)
+    _physical: dict[tuple[str, str], pl.Series] = field(default_factory=dict)  # (:func:`_enum_physicals`)
 
     def sid(self, label: str, signal: str) -> str:
         """The store's name of an algorithm's series: ``r<i>.<j>`` (labels and signal names come
@@ -1418,23 +1420,50 @@ def _flag_runs(
     return _FlagRuns(st, en, v, False)
 
 
+_BASE_NAMES = frozenset(col.name for col in schema.REPLAY_BASE)
+
+
+def _signal_types(c: _Ctx, label: str, df: pl.DataFrame) -> dict[str, pl.DataType]:
+    """The type of each of a replay's signals (its columns beyond schema.REPLAY_BASE), found once a
+    flow. (Each column's alone: polars makes each Enum type anew, the base's state among them.)"""
+    got = c._types.get(label)
+    if got is None:
+        got = c._types[label] = {s: df.get_column(s).dtype for s in df.columns if s not in _BASE_NAMES}
+    return got
+
+
+def _enum_physicals(c: _Ctx, labels: list[str]) -> None:
+    """The codes (``to_physical``) of every enumerated signal of the flow's replays ``labels``, by
+    one polars select per row count (each is an expression, and each polars call releases the
+    interpreter lock, see :meth:`_Ctx.values`): :func:`_flag_runs` finds them in ``c._physical``."""
+    by_height: dict[int, list[tuple[tuple[str, str], pl.Series]]] = {}
+    for label in labels:
+        df = c.fr.replays[label]
+        if not df.height:
+            continue
+        for s, dt in _signal_types(c, label, df).items():
+            if isinstance(dt, pl.Enum):
+                by_height.setdefault(df.height, []).append(((label, s), df.get_column(s)))
+    for cols in by_height.values():
+        frame = pl.DataFrame([col.alias(f"c{i}") for i, (_, col) in enumerate(cols)])
+        phys = frame.select(pl.all().to_physical())
+        for i, (key, _) in enumerate(cols):
+            c._physical[key] = phys.get_column(f"c{i}")
+
+
 def _replay_flag_runs(
+    c: _Ctx,
+    label: str,
     t: np.ndarray,
     df: pl.DataFrame,
     flags: list[str],
     infos: dict[str, meta.SignalInfo],
     types: dict[str, pl.DataType],
 ) -> dict[str, _FlagRuns]:
-    """:func:`_flag_runs` of each of a replay's flag signals ``flags``; the codes of its enumerated
-    ones found by one polars select (each polars call releases the interpreter lock, see
-    :meth:`_Ctx.values`, and an Enum's ``to_physical`` is an expression of its own)."""
-    enums = [s for s in flags if isinstance(types[s], pl.Enum)]
-    phys = df.select([pl.col(s).to_physical() for s in enums]) if len(enums) > 1 else None
+    """:func:`_flag_runs` of each of a replay's flag signals ``flags`` (its enumerated ones' codes
+    from :func:`_enum_physicals`, when found there)."""
     return {
-        s: _flag_runs(
-            t, df.get_column(s), infos.get(s), types[s], None if phys is None or s not in enums else phys.get_column(s)
-        )
-        for s in flags
+        s: _flag_runs(t, df.get_column(s), infos.get(s), types[s], c._physical.pop((label, s), None)) for s in flags
     }
 
 
@@ -1463,7 +1492,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         return None
     infos = meta.signals(label)
     # (the signals' types only: polars makes each Enum type anew, the base's state among them)
-    types = {s: df.get_column(s).dtype for s in sig}
+    types = _signal_types(c, label, df)
     kinds = {s: _signal_kind(types[s], infos.get(s)) for s in sig}
     sunit = {s: (infos[s].unit if s in infos else "") for s in sig}  # the registry's unit of each signal
     num = [s for s in sig if kinds[s] == "number"]
@@ -1490,7 +1519,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     tb = c.replay_table(label, df)
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
-    flag_runs = _replay_flag_runs(t, df, flags, infos, types)
+    flag_runs = _replay_flag_runs(c, label, t, df, flags, infos, types)
     mss = float(c.mss)
     n_color = 0
     out_rows: list[Row] = []
@@ -1730,6 +1759,7 @@ def build_flow(
     blocks = {b.key: b for b in (_window_panel(c), _rtt_panel(c), _goodput_panel(c), _timeseq_panel(c))}
     rank = _ranks(c)  # signal panels of the best-fitting algorithms first
     order = sorted(fr.replays, key=lambda lab: (rank.get(lab, 10**6), list(fr.replays).index(lab)))
+    _enum_physicals(c, order)
     for label in order:
         b = _algo_panel(c, label, fr.replays[label])
         if b is not None:
