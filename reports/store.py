@@ -183,8 +183,11 @@ class StoreBuilder:
         return i
 
     def seal(self) -> None:
-        """No more columns: the index of the columns given goes."""
+        """No more columns: the index of the columns given goes, and the pool (when there is one)
+        encodes the columns left (less than a batch) while the caller lays out its figures."""
         self._raw = {}
+        if self._pool is not None and len(self._final) < len(self._given):
+            self._ahead = self._pool.submit(self._resolve)
 
     def encode_columns(self) -> None:
         """Encode every column given so far (their values are let go); :meth:`encode` then only
