@@ -218,14 +218,22 @@ def algo_colors(labels: Iterable[str]) -> dict[str, str]:
 
 def _esc(text: object) -> str:
     """Escape text placed in figure titles and legends (plotly renders a subset of HTML there)."""
-    return html.escape(str(text))
+    return _esc_str(text) if type(text) is str else html.escape(str(text))
 
 
+@functools.lru_cache(maxsize=4096)
+def _esc_str(text: str) -> str:
+    """:func:`_esc` of a string, found once (signal names and labels recur in every flow)."""
+    return html.escape(text)
+
+
+@functools.lru_cache(maxsize=4096)
 def norm(name: str) -> str:
     """Signal name reduced for matching: lower case, ′ → prime, only [a-z0-9] ("W_max" → "wmax")."""
     return re.sub(r"[^a-z0-9]", "", name.lower().replace("′", "prime").replace("'", "prime"))
 
 
+@functools.lru_cache(maxsize=4096)
 def is_window_signal(name: str) -> bool:
     """Window-sized signals in packets that share the algorithm's cwnd row."""
     n = norm(name)
@@ -252,12 +260,14 @@ def is_window_signal(name: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def is_threshold_signal(name: str) -> bool:
     """Thresholds drawn dashed in the queue row (Fusion α and 3α, Compound γ, Vegas α/β)."""
     n = norm(name)
     return n.startswith(("alpha", "gamma")) or n in {"3alpha", "alpha3", "threealpha", "vegasalpha", "vegasbeta"}
 
 
+@functools.lru_cache(maxsize=4096)
 def is_queue_signal(name: str) -> bool:
     """Queue estimates in packets (Vegas-style diff) that are compared against thresholds."""
     n = norm(name)
@@ -272,6 +282,7 @@ DISPLAY_UNITS = {"s": ("ms", 1e3), "bit/s": ("Mbit/s", 1e-6)}  # delays, RTTs an
 TIME_TITLE = "time since the flow's first packet (s)"
 
 
+@functools.lru_cache(maxsize=4096)
 def unit(table: str, column: str) -> str:
     """The unit hscc_trace.schema declares for ``table.column`` (``acks.rtt_s`` → ``s``)."""
     for c in schema.TABLES[table]:
@@ -518,6 +529,7 @@ def _poly_y(k: int, y0: float, y1: float) -> np.ndarray:
     return ys
 
 
+@functools.lru_cache(maxsize=4096)
 def _scale_alpha(color: str, k: float) -> str:
     m = re.fullmatch(r"rgba\((\d+),\s*(\d+),\s*(\d+),\s*([\d.]+)\)", color)
     if not m:
