@@ -553,37 +553,3 @@ def test_exporting_a_streamed_analysis_writes_its_kept_flows_whole(tmp_path: Pat
     want = [f for f in want if f.name.startswith(fid)]
     assert [f.relative_to(tmp_path / "s") for f in got] == [f.relative_to(tmp_path / "f") for f in want]
     assert all(a.read_bytes() == b.read_bytes() for a, b in zip(got, want))
-
-
-def test_entry_text_is_json_dumps_indented() -> None:
-    # a flow entry's text (results.entry_text: the C encoder for dicts and lists of plain values,
-    # Python for the containers above them) is json.dumps(indent=2)'s, every line indented for its
-    # place in the document: nested and empty containers, tuples, non-ASCII and control
-    # characters, quotes, big and negative numbers, -0.0, keys that are not strings
-    import json
-    import math
-    import random
-
-    from hscc_trace.analysis import results as R
-
-    rng = random.Random(3)
-    leaves = [None, True, False, 0, -7, 2**70, 1.5, 1e-300, -0.0, 1e22, "", "s", 'q"\\', "ünï\u2028\n\x00"]
-
-    def value(depth: int = 0) -> object:
-        r = rng.random()
-        if depth < 3 and r < 0.25:
-            return {rng.choice(["a", "é", 'k"', "x\n"]) + str(i): value(depth + 1) for i in range(rng.randint(0, 5))}
-        if depth < 3 and r < 0.45:
-            return [value(depth + 1) for _ in range(rng.randint(0, 5))]
-        if depth < 3 and r < 0.5:
-            return tuple(value(depth + 1) for _ in range(rng.randint(0, 3)))
-        return rng.choice(leaves)
-
-    for _ in range(2000):
-        v = value()
-        entry = {"k": v, "z": [v, {"q": v}], "n": 1, 2: v, None: [1], 1.5: {}}
-        want = json.dumps(entry, indent=2, ensure_ascii=False, allow_nan=False)
-        assert R.entry_text(entry) == want.replace("\n", "\n" + " " * R.ENTRY_INDENT)
-    for bad in ({"x": math.nan}, {"x": [math.inf]}, {"x": {"y": -math.inf}}):
-        with pytest.raises(ValueError):
-            R.entry_text(bad)

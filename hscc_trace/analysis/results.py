@@ -357,49 +357,9 @@ class Entry:
 
 def entry_text(entry: dict[str, Any]) -> str:
     """A flow entry as :func:`hscc_trace.analysis.results.dumps` writes it in the document (its
-    lines indented for ``captures[i].flows[j]``): the text of ``json.dumps(entry, indent=2,
-    ensure_ascii=False, allow_nan=False)``, each line indented by ``ENTRY_INDENT`` more."""
-    return _indented(entry, " " * ENTRY_INDENT)
-
-
-_SCALAR_TYPES = (str, int, float, bool, type(None))
-
-
-def _indented(value: Any, at: str) -> str:
-    """``value`` as ``json.dumps(value, indent=2, ensure_ascii=False, allow_nan=False)`` writes it
-    at indentation ``at``. With ``indent``, json uses its pure-Python encoder (≈ 1 ms a flow entry,
-    in the run's calling thread); here a dict or list of plain values (a fit row, the warnings)
-    is written by the C encoder, whose item separator then carries the line break and indent,
-    and only the containers that hold containers are walked in Python."""
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        inner = at + "  "
-        if all(type(v) in _SCALAR_TYPES for v in value.values()) and all(type(k) is str for k in value):
-            text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",\n" + inner, ": "))
-            return "{\n" + inner + text[1:-1] + "\n" + at + "}"
-        items = [json.dumps(_key(k), ensure_ascii=False) + ": " + _indented(v, inner) for k, v in value.items()]
-        return "{\n" + inner + (",\n" + inner).join(items) + "\n" + at + "}"
-    if isinstance(value, (list, tuple)):
-        if not value:
-            return "[]"
-        inner = at + "  "
-        if all(type(v) in _SCALAR_TYPES for v in value):
-            text = json.dumps(value, ensure_ascii=False, allow_nan=False, separators=(",\n" + inner, ": "))
-            return "[\n" + inner + text[1:-1] + "\n" + at + "]"
-        return "[\n" + inner + (",\n" + inner).join(_indented(v, inner) for v in value) + "\n" + at + "]"
-    return json.dumps(value, ensure_ascii=False, allow_nan=False, indent=2).replace("\n", "\n" + at)
-
-
-def _key(k: Any) -> str:
-    """A dict key as json writes it (a string; true/false/null and numbers as their JSON text)."""
-    if isinstance(k, str):
-        return k
-    if k is True or k is False or k is None:
-        return json.dumps(k)
-    if isinstance(k, (int, float)):
-        return json.dumps(k, allow_nan=False)
-    raise TypeError(f"keys must be str, int, float, bool or None, not {type(k).__name__}")
+    lines indented for ``captures[i].flows[j]``)."""
+    text = json.dumps(entry, indent=2, ensure_ascii=False, allow_nan=False)
+    return text.replace("\n", "\n" + " " * ENTRY_INDENT)
 
 
 class Entries(Sequence[dict[str, Any]]):
