@@ -406,6 +406,14 @@ def bars(t: np.ndarray, lo: np.ndarray, hi: np.ndarray, buckets: int) -> tuple[n
     return xs, ys, red
 
 
+def stable_order(x: np.ndarray) -> np.ndarray | None:
+    """``np.argsort(x, kind="stable")``, or None when that is every index in order (``x`` already
+    non-decreasing, as runs and rounds are: one comparison pass instead of a sort)."""
+    if len(x) < 2 or bool((x[1:] >= x[:-1]).all()):
+        return None
+    return np.argsort(x, kind="stable")
+
+
 def merge_intervals(start: np.ndarray, end: np.ndarray, min_gap: float) -> tuple[np.ndarray, np.ndarray]:
     """Sort and merge intervals that overlap or lie closer than ``min_gap`` (one pixel column).
 
@@ -416,16 +424,13 @@ def merge_intervals(start: np.ndarray, end: np.ndarray, min_gap: float) -> tuple
     end = np.maximum(np.asarray(end, dtype=np.float64), start)
     if len(start) == 0:
         return start, end
-    order = np.argsort(start, kind="stable")
-    s, e = start[order], end[order]
+    order = stable_order(start)
+    s, e = (start, end) if order is None else (start[order], end[order])
     run_end = np.maximum.accumulate(e)
     new = np.ones(len(s), dtype=bool)
     new[1:] = s[1:] > run_end[:-1] + min_gap
-    grp = np.cumsum(new) - 1
-    starts = s[new]
-    ends = np.full(len(starts), -np.inf)
-    np.maximum.at(ends, grp, e)
-    return starts, ends
+    first = np.flatnonzero(new)  # each merged interval's first member: its end is its members' latest
+    return s[first], np.maximum.reduceat(e, first)
 
 
 def runs(x: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

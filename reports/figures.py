@@ -218,14 +218,22 @@ def algo_colors(labels: Iterable[str]) -> dict[str, str]:
 
 def _esc(text: object) -> str:
     """Escape text placed in figure titles and legends (plotly renders a subset of HTML there)."""
-    return html.escape(str(text))
+    return _esc_str(text) if type(text) is str else html.escape(str(text))
 
 
+@functools.lru_cache(maxsize=4096)
+def _esc_str(text: str) -> str:
+    """:func:`_esc` of a string, found once (signal names and labels recur in every flow)."""
+    return html.escape(text)
+
+
+@functools.lru_cache(maxsize=4096)
 def norm(name: str) -> str:
     """Signal name reduced for matching: lower case, ′ → prime, only [a-z0-9] ("W_max" → "wmax")."""
     return re.sub(r"[^a-z0-9]", "", name.lower().replace("′", "prime").replace("'", "prime"))
 
 
+@functools.lru_cache(maxsize=4096)
 def is_window_signal(name: str) -> bool:
     """Window-sized signals in packets that share the algorithm's cwnd row."""
     n = norm(name)
@@ -252,12 +260,14 @@ def is_window_signal(name: str) -> bool:
     )
 
 
+@functools.lru_cache(maxsize=4096)
 def is_threshold_signal(name: str) -> bool:
     """Thresholds drawn dashed in the queue row (Fusion α and 3α, Compound γ, Vegas α/β)."""
     n = norm(name)
     return n.startswith(("alpha", "gamma")) or n in {"3alpha", "alpha3", "threealpha", "vegasalpha", "vegasbeta"}
 
 
+@functools.lru_cache(maxsize=4096)
 def is_queue_signal(name: str) -> bool:
     """Queue estimates in packets (Vegas-style diff) that are compared against thresholds."""
     n = norm(name)
@@ -272,6 +282,7 @@ DISPLAY_UNITS = {"s": ("ms", 1e3), "bit/s": ("Mbit/s", 1e-6)}  # delays, RTTs an
 TIME_TITLE = "time since the flow's first packet (s)"
 
 
+@functools.lru_cache(maxsize=4096)
 def unit(table: str, column: str) -> str:
     """The unit hscc_trace.schema declares for ``table.column`` (``acks.rtt_s`` → ``s``)."""
     for c in schema.TABLES[table]:
@@ -518,6 +529,7 @@ def _poly_y(k: int, y0: float, y1: float) -> np.ndarray:
     return ys
 
 
+@functools.lru_cache(maxsize=4096)
 def _scale_alpha(color: str, k: float) -> str:
     m = re.fullmatch(r"rgba\((\d+),\s*(\d+),\s*(\d+),\s*([\d.]+)\)", color)
     if not m:
@@ -626,19 +638,24 @@ class _Ctx:
     _rows_are_acks: dict[str, bool] = field(default_factory=dict)
     _sids: dict[tuple[str, str], str] = field(default_factory=dict)
     _algo_ids: dict[str, int] = field(default_factory=dict)
+    _n_sids: dict[str, int] = field(default_factory=dict)
     picks: _Picks = field(default_factory=_Picks)
     _band_tables: dict[tuple[int, int], str] = field(default_factory=dict)
     _values: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     _ranks: dict[str, int] | None = None  # (:func:`_ranks`, found once)
+    _types: dict[str, dict[str, pl.DataType]] = field(default_factory=dict)  # (:func:`_signal_types`)
+    _physical: dict[tuple[str, str], pl.Series] = field(default_factory=dict)  # (:func:`_enum_physicals`)
 
     def sid(self, label: str, signal: str) -> str:
         """The store's name of an algorithm's series: ``r<i>.<j>`` (labels and signal names come
         from users and replay tables, so they never become store keys)."""
         key = (label, signal)
-        if key not in self._sids:
+        got = self._sids.get(key)
+        if got is None:
             algo = self._algo_ids.setdefault(label, len(self._algo_ids))
-            self._sids[key] = f"r{algo}.{sum(1 for lab, _ in self._sids if lab == label)}"
-        return self._sids[key]
+            n = self._n_sids[label] = self._n_sids.get(label, -1) + 1  # (the label's series so far)
+            got = self._sids[key] = f"r{algo}.{n}"
+        return got
 
     def panel(self, key: str) -> _Panel:
         return _Panel(key, self.notes, self.buckets, keep_src=self.store is not None, picks=self.picks)
@@ -764,9 +781,10 @@ class _Ctx:
         if again and key in self._band_tables:
             self.store.alias(name, self._band_tables[key])
             return name
-        order = np.argsort(start, kind="stable")
-        self.store.table(name, np.asarray(start, dtype=np.float64)[order])
-        self.store.column(name, "e", np.asarray(end, dtype=np.float64)[order], decimals=6)
+        order = dec.stable_order(start)
+        st, en = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
+        self.store.table(name, st if order is None else st[order])
+        self.store.column(name, "e", en if order is None else en[order], decimals=6)
         if again:
             self._band_tables[key] = name
         return name
@@ -1364,12 +1382,19 @@ class _FlagRuns:
     boolean: bool
 
 
-def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None, dt: pl.DataType | None = None) -> _FlagRuns:
+def _flag_runs(
+    t: np.ndarray,
+    s: pl.Series,
+    info: meta.SignalInfo | None,
+    dt: pl.DataType | None = None,
+    physical: pl.Series | None = None,
+) -> _FlagRuns:
     """Runs of equal values of a bool/enum/category signal, computed on the raw column (numeric
     codes or polars strings) and only then labelled: a million-row signal has a few hundred runs,
     so casting every row to a string label first would cost far more than the runs themselves.
     ``dt``: the column's type, when known (an Enum's is made anew on each ``s.dtype``). Nulls are
-    filled in numpy, not by polars expressions (see :meth:`_Ctx.values`)."""
+    filled in numpy, not by polars expressions (see :meth:`_Ctx.values`). ``physical``: an Enum
+    column's codes (``s.to_physical()``), when already known (:func:`_replay_flag_runs`)."""
     dt = s.dtype if dt is None else dt
     if dt == pl.Boolean:
         vals = s.to_numpy() if not s.null_count() else _f(s) == 1  # null → False
@@ -1397,7 +1422,7 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None, dt: pl
         return _FlagRuns(st, en, np.array(names, dtype=object), False)
     if isinstance(dt, pl.Enum):  # (every enumerated signal of the replays): runs of its codes
         cats = dt.categories.to_list()
-        st, en, v = dec.runs(t, _enum_codes(s, cats))
+        st, en, v = dec.runs(t, _enum_codes(s, cats, physical))
         names = [cats[i] if i < len(cats) else "" for i in v.tolist()]  # null → ""
         return _FlagRuns(st, en, np.array(names, dtype=object), False)
     starts = np.flatnonzero(np.diff(s.rle_id().to_numpy(), prepend=-1))
@@ -1407,11 +1432,59 @@ def _flag_runs(t: np.ndarray, s: pl.Series, info: meta.SignalInfo | None, dt: pl
     return _FlagRuns(st, en, v, False)
 
 
-def _enum_codes(s: pl.Series, cats: list[str]) -> np.ndarray:
-    """An Enum column's codes (its categories ``cats``; null → ``len(cats)``) as int64. (Not
-    through its Arrow form, cheaper by itself: importing pyarrow and a first conversion cost ≈ 30 MB
-    of resident memory, and the analysis never imports it.)"""
-    codes = s.to_physical().to_numpy()
+_BASE_NAMES = frozenset(col.name for col in schema.REPLAY_BASE)
+
+
+def _signal_types(c: _Ctx, label: str, df: pl.DataFrame) -> dict[str, pl.DataType]:
+    """The type of each of a replay's signals (its columns beyond schema.REPLAY_BASE), found once a
+    flow. (Each column's alone: polars makes each Enum type anew, the base's state among them.)"""
+    got = c._types.get(label)
+    if got is None:
+        got = c._types[label] = {s: df.get_column(s).dtype for s in df.columns if s not in _BASE_NAMES}
+    return got
+
+
+def _enum_physicals(c: _Ctx, labels: list[str]) -> None:
+    """The codes (``to_physical``) of every enumerated signal of the flow's replays ``labels``, by
+    one polars select per row count (each is an expression, and each polars call releases the
+    interpreter lock, see :meth:`_Ctx.values`): :func:`_flag_runs` finds them in ``c._physical``."""
+    by_height: dict[int, list[tuple[tuple[str, str], pl.Series]]] = {}
+    for label in labels:
+        df = c.fr.replays[label]
+        if not df.height:
+            continue
+        for s, dt in _signal_types(c, label, df).items():
+            if isinstance(dt, pl.Enum):
+                by_height.setdefault(df.height, []).append(((label, s), df.get_column(s)))
+    for cols in by_height.values():
+        frame = pl.DataFrame([col.alias(f"c{i}") for i, (_, col) in enumerate(cols)])
+        phys = frame.select(pl.all().to_physical())
+        for i, (key, _) in enumerate(cols):
+            c._physical[key] = phys.get_column(f"c{i}")
+
+
+def _replay_flag_runs(
+    c: _Ctx,
+    label: str,
+    t: np.ndarray,
+    df: pl.DataFrame,
+    flags: list[str],
+    infos: dict[str, meta.SignalInfo],
+    types: dict[str, pl.DataType],
+) -> dict[str, _FlagRuns]:
+    """:func:`_flag_runs` of each of a replay's flag signals ``flags`` (its enumerated ones' codes
+    from :func:`_enum_physicals`, when found there)."""
+    return {
+        s: _flag_runs(t, df.get_column(s), infos.get(s), types[s], c._physical.pop((label, s), None)) for s in flags
+    }
+
+
+def _enum_codes(s: pl.Series, cats: list[str], physical: pl.Series | None = None) -> np.ndarray:
+    """An Enum column's codes (its categories ``cats``; null → ``len(cats)``) as int64; ``physical``:
+    ``s.to_physical()`` when already known. (Not through its Arrow form, cheaper by itself:
+    importing pyarrow and a first conversion cost ≈ 30 MB of resident memory, and the analysis
+    never imports it.)"""
+    codes = (s.to_physical() if physical is None else physical).to_numpy()
     if s.null_count():  # (codes with nulls come as float, nulls NaN)
         return np.where(np.isnan(codes), len(cats), codes).astype(np.int64)
     return codes.astype(np.int64)
@@ -1431,7 +1504,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         return None
     infos = meta.signals(label)
     # (the signals' types only: polars makes each Enum type anew, the base's state among them)
-    types = {s: df.get_column(s).dtype for s in sig}
+    types = _signal_types(c, label, df)
     kinds = {s: _signal_kind(types[s], infos.get(s)) for s in sig}
     sunit = {s: (infos[s].unit if s in infos else "") for s in sig}  # the registry's unit of each signal
     num = [s for s in sig if kinds[s] == "number"]
@@ -1458,7 +1531,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     tb = c.replay_table(label, df)
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
-    flag_runs = {s: _flag_runs(t, df.get_column(s), infos.get(s), types[s]) for s in flags}
+    flag_runs = _replay_flag_runs(c, label, t, df, flags, infos, types)
     mss = float(c.mss)
     n_color = 0
     out_rows: list[Row] = []
@@ -1698,6 +1771,7 @@ def build_flow(
     blocks = {b.key: b for b in (_window_panel(c), _rtt_panel(c), _goodput_panel(c), _timeseq_panel(c))}
     rank = _ranks(c)  # signal panels of the best-fitting algorithms first
     order = sorted(fr.replays, key=lambda lab: (rank.get(lab, 10**6), list(fr.replays).index(lab)))
+    _enum_physicals(c, order)
     for label in order:
         b = _algo_panel(c, label, fr.replays[label])
         if b is not None:

@@ -29,17 +29,17 @@ every replay). :func:`decode` reads a store back (the tests use it; report.js do
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import math
 import struct
 import zlib
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
+from hscc_trace.perf.cache import njit
 from hscc_trace.perf.firstuse import kernel
 
 MAGIC = b"HST1"
@@ -99,7 +99,7 @@ class StoreBuilder:
     def __init__(self, pool: Executor | None = None) -> None:
         self.tables: dict[str, _Table] = {}
         self._cols: list[tuple[dict[str, Any], bytes, bytes]] = []  # (spec, values, mask)
-        self._index: dict[bytes, int] = {}  # content hash → column index (identical columns once)
+        self._index: dict[tuple[int, int, int, int, int, bytes], list[int]] = {}  # (spec, sizes, start) → columns
         # the columns given, in order (a table names them by this position), encoded only by
         # encode(): the report encodes a flow's store in a second thread while it builds the next flow
         # (``pool``: a one-thread executor that encodes them as they are given, while the figures
@@ -174,61 +174,98 @@ class StoreBuilder:
         self._given.append((v, d, delta))
         i = len(self._given) - 1
         self._raw.setdefault(key, []).append(i)
-        if self._pool is not None and (self._ahead is None or self._ahead.done()):
-            self._ahead = self._pool.submit(self._resolve)
+        if (
+            self._pool is not None
+            and len(self._given) - len(self._final) >= BATCH
+            and (self._ahead is None or self._ahead.done())
+        ):
+            self._ahead = self._pool.submit(self._resolve, True)
         return i
 
     def seal(self) -> None:
-        """No more columns: the index of the columns given goes."""
+        """No more columns: the index of the columns given goes, and the pool (when there is one)
+        encodes the columns left (less than a batch) while the caller lays out its figures."""
         self._raw = {}
+        if self._pool is not None and len(self._final) < len(self._given):
+            self._ahead = self._pool.submit(self._resolve)
 
     def encode_columns(self) -> None:
         """Encode every column given so far (their values are let go); :meth:`encode` then only
         lays the store out. (Runs in the thread that encodes: the pool's, when there is one.)"""
         self._resolve()
 
-    def _resolve(self) -> list[int]:
+    def _resolve(self, batches: bool = False) -> list[int]:
         """Encode the columns given since the last call; position given → column index. (Runs
-        in one thread at a time: the pool's, when there is one.)"""
-        while len(self._final) < len(self._given):
-            i = len(self._final)
-            given = self._given[i]
-            assert given is not None
-            v, d, delta = given
-            self._final.append(self._encode(v, decimals_for(v) if d is None else d, delta=delta))
-            self._given[i] = None
+        in one thread at a time: the pool's, when there is one.) Up to :data:`BATCH` columns a
+        compiled call (:func:`_encode_kernel`): in the pool's thread each call gives the
+        interpreter lock back to the thread drawing the figures, and each return takes it again —
+        once a column, that exchange cost the drawing thread more than the columns' encoding.
+        ``batches``: only whole batches (the pool's work while columns are still being given)."""
+        while len(self._given) - len(self._final) >= (BATCH if batches else 1):
+            at = len(self._final)
+            end = min(at + BATCH, len(self._given))
+            items = self._given[at:end]
+            self._final += self._encode_many(cast(list[tuple[np.ndarray, int | None, bool]], items))
+            for i in range(at, end):
+                self._given[i] = None
         return self._final
 
     def encoded(self, table: str, col: str) -> tuple[dict[str, Any], bytes, bytes]:
         """The encoded column ``col`` of ``table``: (spec, values, null bitmap) — for the tests."""
         return self._cols[self._resolve()[self.tables[table].cols[col]]]
 
-    def _encode(self, v: np.ndarray, d: int, *, delta: bool) -> int:
-        # one compiled pass (:func:`_encode_kernel`); a column whose values or steps do not fit
-        # the integers is stored as raw float64
-        n = len(v)
-        buf = np.empty(5 * n, dtype=np.uint8)
-        bits = np.zeros((n + 7) // 8, dtype=np.uint8)
-        k, nulls = _encode_kernel(v, 10.0**d, bool(delta), buf, bits)
-        spec: dict[str, Any]
-        if k < 0:
-            data, spec, mask = v.astype("<f8").tobytes(), {"w": 8, "d": 0, "z": 0}, b""
-        else:
-            data = buf[:k].tobytes()
-            spec = {"w": 0, "d": int(d), "z": int(delta), "l": len(data)}
-            mask = bits.tobytes() if nulls else b""
-        del buf, bits
-        h = hashlib.blake2b(json.dumps(spec).encode(), digest_size=16)
-        h.update(data)
-        h.update(b"|")
-        h.update(mask)
-        key = h.digest()
-        hit = self._index.get(key)
-        if hit is not None:
-            return hit
-        self._cols.append((spec, data, mask))
-        self._index[key] = len(self._cols) - 1
-        return len(self._cols) - 1
+    def _encode(self, v: np.ndarray, d: int | None, *, delta: bool) -> int:
+        """Encode one column (``d`` None: :func:`decimals_for` its values); its column index."""
+        return self._encode_many([(np.ascontiguousarray(v, dtype=np.float64), d, delta)])[0]
+
+    def _encode_many(self, items: list[tuple[np.ndarray, int | None, bool]]) -> list[int]:
+        # one compiled pass over at most BATCH columns (:func:`_encode_kernel`); a column whose
+        # values or steps do not fit the integers is stored as raw float64
+        k = len(items)
+        assert 0 < k <= BATCH
+        cols = tuple(_read_only(v) for v, _, _ in items) + (_NO_VALUES,) * (BATCH - k)
+        ns = np.array([len(c) for c in cols], dtype=np.int64)
+        at = np.zeros(BATCH + 1, dtype=np.int64)
+        np.cumsum(5 * ns, out=at[1:])
+        bits_at = np.zeros(BATCH + 1, dtype=np.int64)
+        np.cumsum((ns + 7) // 8, out=bits_at[1:])
+        decimals = np.zeros(BATCH, dtype=np.int64)
+        scales = np.ones(BATCH, dtype=np.float64)
+        auto = np.zeros(BATCH, dtype=np.bool_)
+        deltas = np.zeros(BATCH, dtype=np.bool_)
+        for j, (_, d, delta) in enumerate(items):
+            deltas[j] = bool(delta)
+            if d is None:
+                auto[j] = True
+            else:
+                decimals[j], scales[j] = d, 10.0**d
+        buf = np.empty(int(at[-1]), dtype=np.uint8)
+        bits = np.zeros(int(bits_at[-1]), dtype=np.uint8)
+        res = np.zeros((BATCH, 3), dtype=np.int64)
+        _encode_kernel(cols, k, decimals, scales, auto, deltas, _P10, buf, at, bits, bits_at, res)
+        out = []
+        for j, (v, _, delta) in enumerate(items):
+            n_bytes, nulls, d = (int(x) for x in res[j])
+            spec: dict[str, Any]
+            if n_bytes < 0:
+                data, spec, mask = v.astype("<f8").tobytes(), {"w": 8, "d": 0, "z": 0}, b""
+            else:
+                o = int(at[j])
+                data = buf[o : o + n_bytes].tobytes()
+                spec = {"w": 0, "d": d, "z": int(delta), "l": len(data)}
+                mask = bits[bits_at[j] : bits_at[j + 1]].tobytes() if nulls else b""
+            # identical columns once: looked up by their spec, lengths and first bytes, then the
+            # bytes compared whole (no hash of every byte: that holds or gives away the
+            # interpreter lock, which the drawing thread wants, for a few ms a flow)
+            key = (spec["w"], spec["d"], spec["z"], len(data), len(mask), data[:32])
+            same = self._index.setdefault(key, [])
+            hit = next((i for i in same if self._cols[i][1] == data and self._cols[i][2] == mask), None)
+            if hit is None:
+                self._cols.append((spec, data, mask))
+                hit = len(self._cols) - 1
+                same.append(hit)
+            out.append(hit)
+        return out
 
     # -- output --------------------------------------------------------------------------------
 
@@ -300,8 +337,67 @@ def varint(q: np.ndarray) -> bytes:
     return b.astype(np.uint8).tobytes()
 
 
-@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+BATCH = 16  # columns one call of _encode_kernel encodes (a tuple of this many arrays: one compiled form)
+
+
+def _read_only(v: np.ndarray) -> np.ndarray:
+    """``v`` (float64, contiguous) as a read-only array: every column of a batch of one type
+    (polars lends its columns read-only), so :func:`_encode_kernel` has one compiled form."""
+    if v.flags.writeable:
+        v = v.view()
+        v.flags.writeable = False
+    return v
+
+
+_NO_VALUES = _read_only(np.empty(0, dtype=np.float64))
+_P10_LOW = -330  # _P10[d - _P10_LOW] is 10.0**d as Python computes it, for every d decimals_for gives
+_P10 = np.array([10.0**d for d in range(_P10_LOW, 10)])
+
+
+@kernel(work=lambda a: sum(len(c) for c in a[0]), cache=True, nogil=True)
 def _encode_kernel(
+    cols: tuple[np.ndarray, ...],
+    k: int,
+    decimals: np.ndarray,
+    scales: np.ndarray,
+    auto: np.ndarray,
+    delta: np.ndarray,
+    p10: np.ndarray,
+    out: np.ndarray,
+    at: np.ndarray,
+    nulls: np.ndarray,
+    nulls_at: np.ndarray,
+    res: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """The first ``k`` columns of ``cols`` as the store writes them (:func:`_encode_column`), column
+    ``j`` into ``out[at[j]:]`` and its nulls into ``nulls[nulls_at[j]:]``; ``res[j]`` = (bytes
+    written or −1, nulls, decimals). A column with ``auto[j]`` gets :func:`decimals_for` of its
+    values (the largest finite magnitude's, as :func:`_absmax_kernel` finds it), its scale from
+    ``p10`` (Python's ``10.0**d``); the others ``decimals[j]`` and ``scales[j]``."""
+    for j in range(k):
+        v = cols[j]
+        d = decimals[j]
+        sc = scales[j]
+        if auto[j]:
+            m = -1.0
+            for i in range(len(v)):
+                x = v[i]
+                if np.isfinite(x):
+                    ax = abs(x)
+                    if ax > m:
+                        m = ax
+            d = 0
+            if m > 0:
+                d = min(4 - np.int64(math.floor(math.log10(m))), 9)  # (SIG_DIGITS − 1 − …)
+            sc = p10[d - _P10_LOW]
+        n_bytes, n_null = _encode_column(v, sc, delta[j], out[at[j] :], nulls[nulls_at[j] :])
+        res[j, 0] = n_bytes
+        res[j, 1] = n_null
+        res[j, 2] = d
+
+
+@njit(cache=True)
+def _encode_column(
     v: np.ndarray, scale: float, delta: bool, out: np.ndarray, nulls: np.ndarray
 ) -> tuple[int, int]:  # pragma: no cover - compiled
     """A column as the store writes it, in one pass: each finite value as the integer

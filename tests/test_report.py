@@ -735,6 +735,38 @@ def test_store_columns_are_encoded_as_the_numpy_reference_encodes_them(mode: str
         assert S.decimals_for(np.array([123.456, np.nan])) == 2 and S.decimals_for(np.array([-0.0, np.inf])) == 0
 
 
+@pytest.mark.parametrize("mode", ["compile", "interpret"])
+def test_store_columns_encoded_in_batches_are_those_encoded_one_by_one(mode: str) -> None:
+    # the store encodes up to BATCH columns a compiled call, finding each column's decimals
+    # (decimals_for: 5 significant digits of its largest finite magnitude) inside it: the same
+    # columns as encoded alone at decimals_for's decimals, magnitudes at powers of ten and just
+    # below, tiny and huge ones, only nulls, empty, read-only and batches that are not full
+    from hscc_trace.perf import firstuse
+    from hscc_trace.reports import store as S
+
+    rng = np.random.default_rng(7)
+    tops = [1e-300, 9.99999e-7, 1e-6, 0.999999, 1.0, 9.99995, 10.0, 99999.0, 1e5, 123.456, 1e12, 1e300]
+    cases = [np.empty(0), np.array([np.nan, np.inf]), np.array([0.0, -0.0])]
+    for top in tops:
+        v = rng.uniform(-1, 1, 40) * top
+        v[rng.integers(0, 40)] = -top
+        cases.append(v)
+    ro = rng.normal(0, 3, 100)
+    ro.flags.writeable = False
+    cases.append(ro)
+    with firstuse.mode(mode):
+        for n in (1, S.BATCH - 1, S.BATCH, len(cases)):
+            batched = S.StoreBuilder()
+            for i, v in enumerate(cases[:n]):
+                batched._given.append((v, None if i % 3 else 2, bool(i % 2)))
+            cols = batched._resolve()
+            for i, v in enumerate(cases[:n]):
+                alone = S.StoreBuilder()
+                d = S.decimals_for(v) if i % 3 else 2
+                assert batched._cols[cols[i]] == _encode_reference(v, d, bool(i % 2)), (i, v[:3])
+                assert batched._cols[cols[i]] == alone._cols[alone._encode(v, d, delta=bool(i % 2))]
+
+
 def test_varint_zigzag_worked_by_hand() -> None:
     from hscc_trace.reports.store import unvarint, varint
 
