@@ -101,6 +101,39 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     or, for an ACK table without it, those of ``segments`` (schema.SEGMENTS) by capture time;
     with neither, only new data is counted.
     """
+    return _inputs(acks, mss, segments).fill()
+
+
+@dataclass
+class _Inputs:
+    """:func:`prepare` in two steps: :func:`_inputs` reads the ACK table (polars, in the calling
+    thread); :meth:`fill` copies its columns into one float matrix and runs the kernel that fills
+    the input matrix (numpy and compiled code only: :func:`replay` runs it in the look-ahead
+    thread, before the loops, while this one does other work)."""
+
+    prep: Prepared  # its input matrix allocated, not filled yet (see fill)
+    ts: np.ndarray  # int64 capture times
+    copies: list[tuple[int, np.ndarray]]  # (row of the column matrix, its values), in order
+    has_extra: bool
+    mss: float
+
+    def fill(self, rate: bool = False) -> Prepared:
+        """Fill ``prep``'s input matrix (and its rate samples with ``rate``, :func:`rate_samples`)."""
+        prep = self.prep
+        n = len(prep)
+        if n and self.copies:
+            cols = np.empty((_NCOLS, n), dtype=np.float64)
+            for row, x in self.copies:
+                cols[row] = x
+            self.copies = []
+            prep.first_flight = _fill_inputs(prep.ev, self.ts, cols, self.has_extra, self.mss)
+        if rate:
+            rate_samples(prep)
+        return prep
+
+
+def _inputs(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) -> _Inputs:
+    """What :func:`prepare` reads of the ACK table, and the matrix it fills (:class:`_Inputs`)."""
     if mss is None or mss <= 0:
         raise InputError(f"MSS must be a positive number of bytes (got {mss!r})")
     missing = [c.name for c in schema.ACKS if c.name not in acks.columns and c.name not in _OPTIONAL_ACK_COLUMNS]
@@ -109,28 +142,30 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     n = acks.height
     ev = np.empty((n, T.NEV), dtype=np.float64)  # every column written by _fill_inputs
     if n == 0:
-        return Prepared(ev, np.zeros(0, dtype=np.int64), int(mss), 0.0, frame=pl.Series("frame", [], dtype=pl.UInt64))
+        prep = Prepared(ev, np.zeros(0, dtype=np.int64), int(mss), 0.0, frame=pl.Series("frame", [], dtype=pl.UInt64))
+        return _Inputs(prep, prep.ts_ns, [], False, float(mss))
     m = float(mss)
 
     # The ACK columns the engine reads, as rows of one float matrix (one kernel signature
-    # whatever the columns' dtypes and nulls). Every eager polars expression (fill_null,
-    # replace_strict, filter …) plans and runs a query (~0.1 ms); a flow has ~20 columns, so
-    # nulls are filled only where there are any; a numeric column without nulls is converted
-    # by numpy while copied (as polars' cast to Float64 would).
-    cols = np.empty((_NCOLS, n), dtype=np.float64)
+    # whatever the columns' dtypes and nulls), copied there by _Inputs.fill. Every eager polars
+    # expression (fill_null, replace_strict, filter …) plans and runs a query (~0.1 ms); a flow
+    # has ~20 columns, so nulls are filled only where there are any; a numeric column without
+    # nulls is converted by numpy while copied (as polars' cast to Float64 would).
+    copies: list[tuple[int, np.ndarray]] = []
 
-    def col(row: int, name: str, fill: float | bool = 0.0) -> None:
+    def col(row: int, name: str, fill: float | bool = 0.0) -> np.ndarray:
         s = acks.get_column(name)
         nulls = s.null_count()
         if not nulls and (s.dtype.is_integer() or s.dtype.is_float() or s.dtype == pl.Boolean):
-            cols[row] = s.to_numpy()
-            return
-        if nulls and s.dtype.is_float() and not math.isnan(fill):
-            s = s.fill_null(float(fill))  # a float column may hold real NaNs besides its nulls
-        x = s.cast(pl.Float64).to_numpy()
-        if nulls and not s.dtype.is_float():  # to_numpy gave NaN exactly at the nulls
-            x = np.where(np.isnan(x), float(fill), x)
-        cols[row] = x
+            x = s.to_numpy()
+        else:
+            if nulls and s.dtype.is_float() and not math.isnan(fill):
+                s = s.fill_null(float(fill))  # a float column may hold real NaNs besides its nulls
+            x = s.cast(pl.Float64).to_numpy()
+            if nulls and not s.dtype.is_float():  # to_numpy gave NaN exactly at the nulls
+                x = np.where(np.isnan(x), float(fill), x)
+        copies.append((row, x))
+        return x
 
     ts_s = acks.get_column("ts_ns")
     if ts_s.null_count():
@@ -138,11 +173,12 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     ts = ts_s.to_numpy().astype(np.int64)
     col(_C_ACKED, "acked_bytes")
     col(_C_SACKED, "sacked_bytes")
-    col(_C_OUTSTANDING, "outstanding")
+    outstanding = col(_C_OUTSTANDING, "outstanding")
     pipe = acks.get_column("pipe")
     if pipe.null_count():  # unknown pipe: the outstanding bytes (never below 0)
         known = pipe.cast(pl.Float64).to_numpy()
-        cols[_C_PIPE] = np.where(pipe.is_null().to_numpy(), np.maximum(cols[_C_OUTSTANDING], 0.0), known)
+        o = np.maximum(outstanding.astype(np.float64, copy=False), 0.0)
+        copies.append((_C_PIPE, np.where(pipe.is_null().to_numpy(), o, known)))
     else:
         col(_C_PIPE, "pipe")
     col(_C_ACK, "ack")
@@ -151,26 +187,25 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     if "retrans_bytes" in acks.columns and not acks.get_column("retrans_bytes").null_count():
         col(_C_EXTRA, "retrans_bytes")
     elif segments is not None and segments.height:
-        cols[_C_EXTRA] = _retransmitted_between(segments, ts)
+        copies.append((_C_EXTRA, _retransmitted_between(segments, ts)))
     else:
         has_extra = False
-    col(_C_RTT, "rtt_s", math.nan)
+    rtt = col(_C_RTT, "rtt_s", math.nan)
     if "ca_rtt_s" in acks.columns:
         col(_C_CA_RTT, "ca_rtt_s", math.nan)
     else:
-        cols[_C_CA_RTT] = cols[_C_RTT]
+        copies.append((_C_CA_RTT, rtt))
     col(_C_RWND, "rwnd_bytes", math.inf)
     col(_C_SCALE_KNOWN, "rwnd_scale_known", 1.0)
-    cols[_C_STATE] = _codes(acks.get_column("state"), _STATE_CODE, 0.0)
-    cols[_C_EVENT] = _codes(acks.get_column("cong_event"), _EVENT_CODE, -1.0)
+    copies.append((_C_STATE, _codes(acks.get_column("state"), _STATE_CODE, 0.0)))
+    copies.append((_C_EVENT, _codes(acks.get_column("cong_event"), _EVENT_CODE, -1.0)))
     col(_C_UNDO, "spurious_undo")
     col(_C_ROUND, "round")
     col(_C_ROUND_END, "round_end")
     col(_C_ECE, "ece")
     col(_C_DUPACK, "dupack")
-    first_flight = _fill_inputs(ev, ts, cols, has_extra, m)
     frame = acks.get_column("frame").cast(pl.UInt64).alias("frame")
-    return Prepared(ev, ts, int(mss), first_flight, frame=frame)
+    return _Inputs(Prepared(ev, ts, int(mss), 0.0, frame=frame), ts, copies, has_extra, m)
 
 
 # rows of prepare's column matrix (the ACK columns _fill_inputs reads, as float64)
@@ -491,15 +526,14 @@ def run(algo: Resolved | str, prep: Prepared, *, compiled: bool | None = None) -
 def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable[..., None], _Plan]:
     """(a call running ``r``'s loop over ``prep`` into given output matrices, the plan of its
     table): everything but the loop itself, its outputs and the table, done in the calling
-    thread. ``prep``'s rate samples must be filled already if ``r`` needs them (:func:`run`
-    does it)."""
+    thread. ``prep``'s inputs (and its rate samples if ``r`` needs them: :func:`run` does it)
+    must be filled by the time the call runs, not before (the initial window may depend on them:
+    it is set then)."""
     plan = _plan(r, compiled)
     tpa = np.zeros(T.NTP, dtype=np.float64)
     flavor = r.values["flavor"]
     tpa[T.FLAVOR] = T.LINUX if flavor == "linux" else T.RFC
     iw = float(r.values["iw"])
-    if iw <= 0.0:
-        iw = max(round(prep.first_flight), 1.0) if prep.first_flight > 0 else 10.0
     tpa[T.IW] = iw
     tpa[T.CWND] = iw
     tpa[T.SSTHRESH] = math.inf
@@ -514,6 +548,9 @@ def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable
     fn, sig_idx, tops, ev = plan.fn, plan.sig_idx, plan.tops, prep.ev
 
     def loop(out: np.ndarray, codes: np.ndarray, nans: np.ndarray) -> None:
+        if iw <= 0.0:  # (the flight before the first ACK of new data: known once the inputs are filled)
+            ff = prep.first_flight
+            tpa[T.IW] = tpa[T.CWND] = max(round(ff), 1.0) if ff > 0 else 10.0
         fn(ev, tpa, st, p, sig_idx, tops, out, codes, nans)
 
     return loop, plan
@@ -649,7 +686,7 @@ def _enum(name: str, labels: tuple[str, ...], idx: np.ndarray, shared: dict[Any,
         hit = shared.get(key)
         if hit is not None and np.array_equal(hit[0], idx):
             return hit[1]
-    col = _enum_labels(name, labels)[idx]  # Series[ndarray] gathers without the expression engine
+    col = _gather(_enum_labels(name, labels), idx)
     if shared is not None:
         shared[key] = (idx.copy(), col)  # (a copy: a view would keep the loop's whole output alive)
     return col
@@ -663,44 +700,79 @@ def _public_f64(name: str, v: np.ndarray, has_nan: Any = True) -> pl.Series:
     return pl.Series(name, v, dtype=pl.Float64, nan_to_null=bool(has_nan))
 
 
-def _float_series_maker() -> Any:
-    """``(name, float64 array, has_nan) → Series`` with NaN as null, zero-copy; ``has_nan``
-    false promises the array holds no NaN (the Series is then made without scanning it for
-    nulls: the same Series, with no validity buffer either way).
+def _public_bool(name: str, v: np.ndarray) -> pl.Series:
+    return pl.Series(name, v, dtype=pl.Boolean)
 
-    ``pl.Series(name, v, dtype=Float64, nan_to_null=…)`` validates its arguments in Python
-    (~15 µs, most of a short flow's replay frame with ~10 float columns) before calling the
-    constructor ``PySeries.new_f64(name, v, nan_to_null)`` for a contiguous float64 array. That
-    constructor is not public API: it is used only if it exists and gives the public result on a
-    probe (so another polars version falls back to the public path). This adapter is the only
-    use of it; it goes when ``pl.Series`` gets a fast path for a contiguous float64 array (or
-    the replay builds its table another way). Tested by the replay parity tests, which compare
-    with the public constructor's result."""
+
+def _public_gather(labels: pl.Series, idx: np.ndarray) -> pl.Series:
+    return labels[idx]  # (Series[ndarray] gathers without the expression engine)
+
+
+def _series_makers() -> tuple[Any, Any, Any]:
+    """The replay table's column constructors: ``f64(name, float64 array, has_nan)`` (NaN as
+    null, zero-copy; ``has_nan`` false promises the array holds no NaN: the Series is then made
+    without scanning it for nulls — the same Series, with no validity buffer either way),
+    ``boolean(name, bool array)`` and ``gather(labels, uint32 indices)`` (an Enum column from
+    its labels, :func:`_enum`).
+
+    The public forms — ``pl.Series(name, v, dtype=Float64, nan_to_null=…)``,
+    ``pl.Series(name, v, dtype=Boolean)``, ``labels[idx]`` — validate and convert their
+    arguments in Python (~15 µs each; the gather also copies the indices into a new index
+    Series: ~35 µs) before calling polars' constructors ``PySeries.new_f64`` / ``new_bool`` /
+    ``new_u32`` and ``gather_with_series``, which is most of a flow's 15 replay tables (~110
+    columns). Those are not public API: they are used only if they exist and give the public
+    results on probes (so another polars version falls back to the public path). This adapter
+    is their only use; it goes when ``pl.Series`` gets a fast path for a contiguous numpy array
+    and ``Series.gather`` one for a uint32 array (or the replay builds its tables another way).
+    Tested by the replay parity tests, which compare with the public constructors' results."""
+    public = (_public_f64, _public_bool, _public_gather)
     try:
         try:
             from polars._plr import PySeries  # polars ≥ 1.32
         except ImportError:
             from polars.polars import PySeries  # type: ignore[no-redef]
+        wrap = pl.Series._from_pyseries
 
-        def fast(name: str, v: np.ndarray, has_nan: Any = True) -> pl.Series:
+        def f64(name: str, v: np.ndarray, has_nan: Any = True) -> pl.Series:
             if v.dtype != np.float64 or not v.flags.c_contiguous:
                 return _public_f64(name, v, has_nan)
-            return pl.Series._from_pyseries(PySeries.new_f64(name, v, bool(has_nan)))
+            return wrap(PySeries.new_f64(name, v, bool(has_nan)))
+
+        def boolean(name: str, v: np.ndarray) -> pl.Series:
+            if v.dtype != np.bool_ or not v.flags.c_contiguous or v.ndim != 1:
+                return _public_bool(name, v)
+            return wrap(PySeries.new_bool(name, v, True))
+
+        def gather(labels: pl.Series, idx: np.ndarray) -> pl.Series:
+            if idx.dtype != np.uint32 or not idx.flags.c_contiguous or idx.ndim != 1 or not idx.size:
+                return _public_gather(labels, idx)
+            return wrap(labels._s.gather_with_series(PySeries.new_u32("", idx, True)))
 
         pair = np.asfortranarray(np.array([[1.5, np.nan, -np.inf, 0.0], [2.0, 3.0, -1.0, 4.0]]).T)
         for probe, has_nan in ((pair[:, 0], True), (pair[:, 1], False)):
-            a, b = fast("p", probe, has_nan), _public_f64("p", probe, has_nan)
+            a, b = f64("p", probe, has_nan), _public_f64("p", probe, has_nan)
             if not (a.dtype == b.dtype and a.name == b.name and a.to_list() == b.to_list()):
-                return _public_f64
+                return public
             if a.null_count() != (1 if has_nan else 0):
-                return _public_f64
-        return fast
-    except Exception:  # noqa: BLE001 - any difference: the public constructor
+                return public
+        flags = np.asfortranarray(np.array([[1, 0, 2], [0, 0, 1]], dtype=np.uint32).T)[:, 0] != 0
+        a, b = boolean("b", flags), _public_bool("b", flags)
+        if not (a.dtype == b.dtype and a.name == b.name and a.to_list() == b.to_list() and not a.null_count()):
+            return public
+        labels = pl.Series("e", ["x", "y", "z"], dtype=pl.Enum(["x", "y", "z"]))
+        idx = np.asfortranarray(np.array([[2, 0, 1, 2], [1, 1, 0, 0]], dtype=np.uint32).T)[:, 0]
+        a, b = gather(labels, idx), _public_gather(labels, idx)
+        if not (a.dtype == b.dtype and a.name == b.name and a.to_list() == b.to_list() and not a.null_count()):
+            return public
+        if not a.to_physical().to_list() == b.to_physical().to_list() == idx.tolist():
+            return public
+        return f64, boolean, gather
+    except Exception:  # noqa: BLE001 - any difference: the public constructors
         pass
-    return _public_f64
+    return public
 
 
-_f64 = _float_series_maker()
+_f64, _bool, _gather = _series_makers()
 
 
 def _frame(
@@ -742,7 +814,7 @@ def _frame(
     ]
     for name, kind, c, labels in plan.columns:
         if kind == "bool":
-            cols.append(pl.Series(name, codes[:, c] != 0, dtype=pl.Boolean))
+            cols.append(_bool(name, codes[:, c] != 0))
         elif kind == "enum":
             cols.append(_enum(name, labels, codes[:, c], shared))
         else:
@@ -765,8 +837,9 @@ def replay(
 
     ``algos`` are names (``reno``, ``kyushu+cubic``) or resolved algorithms; ``params`` are
     ``algo.name=value`` overrides for the named ones; ``compiled`` as in :func:`run`.
-    ``meanwhile``: called once, in this thread, while the loops run ahead in the helper thread
-    (before the first table is built), or before the loops when they do not run ahead — work
+    ``meanwhile``: called once, in this thread, while the input matrix is filled and the loops
+    run ahead in the helper thread (before the first table is built), or before the loops when
+    they do not run ahead — work
     of the caller's that does not need the replays (the pipeline's evidence of the flow: the
     loops of a long flow otherwise leave this thread waiting).
     """
@@ -779,17 +852,18 @@ def replay(
     order = [a if not isinstance(a, str) else rs.pop(0) for a in algos]
     if not order:
         raise InputError("no algorithm given (see `hscc-trace algorithms`)")
-    prep = prepare(acks, mss, segments)
+    inputs = _inputs(acks, mss, segments)
+    prep = inputs.prep
     labels = [r.label for r in order]
     for k, label in enumerate(labels):
         if label in labels[:k]:
             raise InputError(f"algorithm {label} requested twice")
-    if not prep.rate_done and any(_needs_rate(r) for r in order):
-        rate_samples(prep)  # (before any loop runs: the loops only read the input matrix)
+    rate = not prep.rate_done and any(_needs_rate(r) for r in order)
     jobs = [_setup(r, prep, compiled) for r in order]
     mats = _outputs(len(prep), [plan for _, plan in jobs])
     out: dict[str, pl.DataFrame] = {}
     if not LOOK_AHEAD or len(jobs) < 2 or len(prep) < AHEAD_MIN_ACKS or _CPUS < 2 or compiled is False:
+        inputs.fill(rate)
         if meanwhile is not None:
             meanwhile()
         for label, (loop, plan), m in zip(labels, jobs, mats):
@@ -797,11 +871,13 @@ def replay(
             out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
         return out
     pool = _pool()
-    # (every loop at once: the helper runs them one after the other, first to last, while this
-    # thread does ``meanwhile``, then builds the tables in order; where it would wait for the
-    # helper, it takes back the last loop the helper has not started and runs it itself: once
-    # this thread has caught up, both cores run loops)
-    futures: list[Any] = [pool.submit(loop, *m) for (loop, _), m in zip(jobs, mats)]
+    # (the helper fills the inputs (and rate samples) first, then runs every loop, first to
+    # last, while this thread does ``meanwhile``, then builds the tables in order; where it
+    # would wait for the helper, it takes back the last loop the helper has not started and
+    # runs it itself: once this thread has caught up, both cores run loops. A loop runs once
+    # the inputs are filled: ``_after``)
+    filled = pool.submit(inputs.fill, rate)
+    futures: list[Any] = [pool.submit(_after, filled, loop, *m) for (loop, _), m in zip(jobs, mats)]
     try:
         if meanwhile is not None:
             meanwhile()
@@ -814,12 +890,12 @@ def replay(
                 while not f.done() and back - 1 > k and futures[back - 1].cancel():
                     back -= 1
                     try:
-                        jobs[back][0](*mats[back])
+                        _after(filled, jobs[back][0], *mats[back])
                     except Exception as exc:  # noqa: BLE001 - (errors come in the algorithms' order)
                         failed[back] = exc
                     futures[back] = None
                 if f.cancel():  # (not started by the helper either: run here)
-                    loop(*m)
+                    _after(filled, loop, *m)
                 else:
                     f.result()
                 futures[k] = None
@@ -831,6 +907,12 @@ def replay(
             if f is not None:
                 f.cancel()
     return out
+
+
+def _after(filled: Any, loop: Callable[..., None], *args: Any) -> None:
+    """``loop(*args)`` once the inputs are filled (the future ``filled``; its error if it failed)."""
+    filled.result()
+    loop(*args)
 
 
 def replay_flow(
