@@ -113,7 +113,7 @@ class _Inputs:
 
     prep: Prepared  # its input matrix allocated, not filled yet (see fill)
     ts: np.ndarray  # int64 capture times
-    copies: list[tuple[int, np.ndarray]]  # (row of the column matrix, its values), in order
+    copies: list[tuple[int, np.ndarray | Later]]  # (row of the column matrix, its values), in order
     has_extra: bool
     mss: float
 
@@ -124,7 +124,7 @@ class _Inputs:
         if n and self.copies:
             cols = np.empty((_NCOLS, n), dtype=np.float64)
             for row, x in self.copies:
-                cols[row] = x
+                cols[row] = x() if isinstance(x, Later) else x
             self.copies = []
             prep.first_flight = _fill_inputs(prep.ev, self.ts, cols, self.has_extra, self.mss)
         if rate:
@@ -136,7 +136,8 @@ def _inputs(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     """What :func:`prepare` reads of the ACK table, and the matrix it fills (:class:`_Inputs`)."""
     if mss is None or mss <= 0:
         raise InputError(f"MSS must be a positive number of bytes (got {mss!r})")
-    missing = [c.name for c in schema.ACKS if c.name not in acks.columns and c.name not in _OPTIONAL_ACK_COLUMNS]
+    have = set(acks.columns)  # (``acks.columns`` makes a new list at each access)
+    missing = [c.name for c in schema.ACKS if c.name not in have and c.name not in _OPTIONAL_ACK_COLUMNS]
     if missing:
         raise InputError(f"ACK stream lacks column(s) {', '.join(missing)} (see docs/schema.md)")
     n = acks.height
@@ -150,10 +151,11 @@ def _inputs(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     # whatever the columns' dtypes and nulls), copied there by _Inputs.fill. Every eager polars
     # expression (fill_null, replace_strict, filter …) plans and runs a query (~0.1 ms); a flow
     # has ~20 columns, so nulls are filled only where there are any; a numeric column without
-    # nulls is converted by numpy while copied (as polars' cast to Float64 would).
-    copies: list[tuple[int, np.ndarray]] = []
+    # nulls is converted by numpy while copied (as polars' cast to Float64 would). What numpy
+    # alone computes from a column is left to fill as a function (Later), out of this thread.
+    copies: list[tuple[int, np.ndarray | Later]] = []
 
-    def col(row: int, name: str, fill: float | bool = 0.0) -> np.ndarray:
+    def col(row: int, name: str, fill: float | bool = 0.0) -> np.ndarray | None:
         s = acks.get_column(name)
         nulls = s.null_count()
         if not nulls and (s.dtype.is_integer() or s.dtype.is_float() or s.dtype == pl.Boolean):
@@ -161,22 +163,25 @@ def _inputs(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
         else:
             if nulls and s.dtype.is_float() and not math.isnan(fill):
                 s = s.fill_null(float(fill))  # a float column may hold real NaNs besides its nulls
-            x = s.cast(pl.Float64).to_numpy()
+            x = (s if s.dtype == pl.Float64 else s.cast(pl.Float64)).to_numpy()
             if nulls and not s.dtype.is_float():  # to_numpy gave NaN exactly at the nulls
-                x = np.where(np.isnan(x), float(fill), x)
+                copies.append((row, Later(_filled_nan, x, float(fill))))
+                return None
         copies.append((row, x))
         return x
 
     ts_s = acks.get_column("ts_ns")
     if ts_s.null_count():
         ts_s = ts_s.fill_null(strategy="forward").fill_null(0)
-    ts = ts_s.to_numpy().astype(np.int64)
+    ts = ts_s.to_numpy().astype(np.int64, copy=False)
     col(_C_ACKED, "acked_bytes")
     col(_C_SACKED, "sacked_bytes")
     outstanding = col(_C_OUTSTANDING, "outstanding")
     pipe = acks.get_column("pipe")
     if pipe.null_count():  # unknown pipe: the outstanding bytes (never below 0)
         known = pipe.cast(pl.Float64).to_numpy()
+        if outstanding is None:  # (nulls filled by fill: the column as fill copied it)
+            outstanding = _later_value(copies, _C_OUTSTANDING)
         o = np.maximum(outstanding.astype(np.float64, copy=False), 0.0)
         copies.append((_C_PIPE, np.where(pipe.is_null().to_numpy(), o, known)))
     else:
@@ -184,21 +189,21 @@ def _inputs(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     col(_C_ACK, "ack")
     col(_C_SND_MAX, "snd_max")
     has_extra = True  # bytes retransmitted since the previous ACK, when known
-    if "retrans_bytes" in acks.columns and not acks.get_column("retrans_bytes").null_count():
+    if "retrans_bytes" in have and not acks.get_column("retrans_bytes").null_count():
         col(_C_EXTRA, "retrans_bytes")
     elif segments is not None and segments.height:
         copies.append((_C_EXTRA, _retransmitted_between(segments, ts)))
     else:
         has_extra = False
-    rtt = col(_C_RTT, "rtt_s", math.nan)
-    if "ca_rtt_s" in acks.columns:
+    col(_C_RTT, "rtt_s", math.nan)
+    if "ca_rtt_s" in have:
         col(_C_CA_RTT, "ca_rtt_s", math.nan)
     else:
-        copies.append((_C_CA_RTT, rtt))
+        copies.append((_C_CA_RTT, copies[-1][1]))
     col(_C_RWND, "rwnd_bytes", math.inf)
     col(_C_SCALE_KNOWN, "rwnd_scale_known", 1.0)
-    copies.append((_C_STATE, _codes(acks.get_column("state"), _STATE_CODE, 0.0)))
-    copies.append((_C_EVENT, _codes(acks.get_column("cong_event"), _EVENT_CODE, -1.0)))
+    copies.append((_C_STATE, _codes(acks.get_column("state"), _STATE_CODE, 0.0, later=True)))
+    copies.append((_C_EVENT, _codes(acks.get_column("cong_event"), _EVENT_CODE, -1.0, later=True)))
     col(_C_UNDO, "spurious_undo")
     col(_C_ROUND, "round")
     col(_C_ROUND_END, "round_end")
@@ -314,18 +319,46 @@ def _fill_inputs(ev, ts, cols, has_extra, mss):  # pragma: no cover - compiled
     return first_flight
 
 
-def _codes(s: pl.Series, code: Mapping[str, float], default: float) -> np.ndarray:
+class Later:
+    """A numpy computation :class:`_Inputs` leaves to :meth:`_Inputs.fill` (``fn(*args)``)."""
+
+    __slots__ = ("fn", "args")
+
+    def __init__(self, fn: Callable[..., np.ndarray], *args: Any) -> None:
+        self.fn, self.args = fn, args
+
+    def __call__(self) -> np.ndarray:
+        return self.fn(*self.args)
+
+
+def _filled_nan(x: np.ndarray, fill: float) -> np.ndarray:
+    return np.where(np.isnan(x), fill, x)
+
+
+def _later_value(copies: list[tuple[int, np.ndarray | Later]], row: int) -> np.ndarray:
+    """The values given for ``row`` (computed now if left for later)."""
+    x = dict(copies)[row]
+    return x() if isinstance(x, Later) else x
+
+
+def _lut_codes(lut: np.ndarray, x: np.ndarray, null: int) -> np.ndarray:
+    """``lut`` at the physical codes ``x``: integers, or floats with NaN at the nulls (→ ``null``)."""
+    if x.dtype.kind == "f":
+        return lut[np.where(np.isnan(x), null, x).astype(np.intp)]
+    return lut[x]
+
+
+def _codes(s: pl.Series, code: Mapping[str, float], default: float, later: bool = False) -> Any:
     """Labels → float codes (``default`` for null or unmapped labels). An Enum column maps its
-    physical codes through a lookup table; any other dtype goes through strings."""
+    physical codes through a lookup table; any other dtype goes through strings. ``later``:
+    the lookup of an Enum column's codes is returned as a :class:`Later`."""
     dtype = s.dtype  # (made anew at each access: for an Enum, with its categories)
     if isinstance(dtype, pl.Enum):
         cats = dtype.categories.to_list()
         lut = np.array([code.get(c, default) for c in cats] + [default], dtype=np.float64)
-        phys = s.to_physical()
-        if phys.null_count():  # nulls take the last entry (to_numpy gives floats, NaN at the nulls)
-            x = phys.to_numpy()
-            return lut[np.where(np.isnan(x), len(cats), x).astype(np.intp)]
-        return lut[phys.to_numpy()]
+        # (nulls take the last entry: to_numpy gives floats, NaN at the nulls)
+        x = s.to_physical().to_numpy()
+        return Later(_lut_codes, lut, x, len(cats)) if later else _lut_codes(lut, x, len(cats))
     return s.cast(pl.String).replace_strict(code, default=default, return_dtype=pl.Float64).to_numpy()
 
 
