@@ -101,39 +101,6 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     or, for an ACK table without it, those of ``segments`` (schema.SEGMENTS) by capture time;
     with neither, only new data is counted.
     """
-    return _inputs(acks, mss, segments).fill()
-
-
-@dataclass
-class _Inputs:
-    """:func:`prepare` in two steps: :func:`_inputs` reads the ACK table (polars, in the calling
-    thread); :meth:`fill` copies its columns into one float matrix and runs the kernel that fills
-    the input matrix (numpy and compiled code only: :func:`replay` runs it in the look-ahead
-    thread, before the loops, while this one does other work)."""
-
-    prep: Prepared  # its input matrix allocated, not filled yet (see fill)
-    ts: np.ndarray  # int64 capture times
-    copies: list[tuple[int, np.ndarray | Later]]  # (row of the column matrix, its values), in order
-    has_extra: bool
-    mss: float
-
-    def fill(self, rate: bool = False) -> Prepared:
-        """Fill ``prep``'s input matrix (and its rate samples with ``rate``, :func:`rate_samples`)."""
-        prep = self.prep
-        n = len(prep)
-        if n and self.copies:
-            cols = np.empty((_NCOLS, n), dtype=np.float64)
-            for row, x in self.copies:
-                cols[row] = x() if isinstance(x, Later) else x
-            self.copies = []
-            prep.first_flight = _fill_inputs(prep.ev, self.ts, cols, self.has_extra, self.mss)
-        if rate:
-            rate_samples(prep)
-        return prep
-
-
-def _inputs(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) -> _Inputs:
-    """What :func:`prepare` reads of the ACK table, and the matrix it fills (:class:`_Inputs`)."""
     if mss is None or mss <= 0:
         raise InputError(f"MSS must be a positive number of bytes (got {mss!r})")
     have = set(acks.columns)  # (``acks.columns`` makes a new list at each access)
@@ -143,47 +110,40 @@ def _inputs(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     n = acks.height
     ev = np.empty((n, T.NEV), dtype=np.float64)  # every column written by _fill_inputs
     if n == 0:
-        prep = Prepared(ev, np.zeros(0, dtype=np.int64), int(mss), 0.0, frame=pl.Series("frame", [], dtype=pl.UInt64))
-        return _Inputs(prep, prep.ts_ns, [], False, float(mss))
+        return Prepared(ev, np.zeros(0, dtype=np.int64), int(mss), 0.0, frame=pl.Series("frame", [], dtype=pl.UInt64))
     m = float(mss)
 
     # The ACK columns the engine reads, as rows of one float matrix (one kernel signature
-    # whatever the columns' dtypes and nulls), copied there by _Inputs.fill. Every eager polars
-    # expression (fill_null, replace_strict, filter …) plans and runs a query (~0.1 ms); a flow
-    # has ~20 columns, so nulls are filled only where there are any; a numeric column without
-    # nulls is converted by numpy while copied (as polars' cast to Float64 would). What numpy
-    # alone computes from a column is left to fill as a function (Later), out of this thread.
-    copies: list[tuple[int, np.ndarray | Later]] = []
+    # whatever the columns' dtypes and nulls). Every eager polars expression (fill_null,
+    # replace_strict, filter …) plans and runs a query (~0.1 ms); a flow has ~20 columns, so
+    # nulls are filled only where there are any; a numeric column without nulls is converted
+    # by numpy while copied (as polars' cast to Float64 would).
+    cols = np.empty((_NCOLS, n), dtype=np.float64)
 
-    def col(row: int, name: str, fill: float | bool = 0.0) -> np.ndarray | None:
+    def col(row: int, name: str, fill: float | bool = 0.0) -> None:
         s = acks.get_column(name)
         nulls = s.null_count()
         if not nulls and (s.dtype.is_integer() or s.dtype.is_float() or s.dtype == pl.Boolean):
-            x = s.to_numpy()
-        else:
-            if nulls and s.dtype.is_float() and not math.isnan(fill):
-                s = s.fill_null(float(fill))  # a float column may hold real NaNs besides its nulls
-            x = (s if s.dtype == pl.Float64 else s.cast(pl.Float64)).to_numpy()
-            if nulls and not s.dtype.is_float():  # to_numpy gave NaN exactly at the nulls
-                copies.append((row, Later(_filled_nan, x, float(fill))))
-                return None
-        copies.append((row, x))
-        return x
+            cols[row] = s.to_numpy()
+            return
+        if nulls and s.dtype.is_float() and not math.isnan(fill):
+            s = s.fill_null(float(fill))  # a float column may hold real NaNs besides its nulls
+        x = (s if s.dtype == pl.Float64 else s.cast(pl.Float64)).to_numpy()
+        if nulls and not s.dtype.is_float():  # to_numpy gave NaN exactly at the nulls
+            x = np.where(np.isnan(x), float(fill), x)
+        cols[row] = x
 
     ts_s = acks.get_column("ts_ns")
     if ts_s.null_count():
         ts_s = ts_s.fill_null(strategy="forward").fill_null(0)
-    ts = ts_s.to_numpy().astype(np.int64, copy=False)
+    ts = ts_s.to_numpy().astype(np.int64)
     col(_C_ACKED, "acked_bytes")
     col(_C_SACKED, "sacked_bytes")
-    outstanding = col(_C_OUTSTANDING, "outstanding")
+    col(_C_OUTSTANDING, "outstanding")
     pipe = acks.get_column("pipe")
     if pipe.null_count():  # unknown pipe: the outstanding bytes (never below 0)
         known = pipe.cast(pl.Float64).to_numpy()
-        if outstanding is None:  # (nulls filled by fill: the column as fill copied it)
-            outstanding = _later_value(copies, _C_OUTSTANDING)
-        o = np.maximum(outstanding.astype(np.float64, copy=False), 0.0)
-        copies.append((_C_PIPE, np.where(pipe.is_null().to_numpy(), o, known)))
+        cols[_C_PIPE] = np.where(pipe.is_null().to_numpy(), np.maximum(cols[_C_OUTSTANDING], 0.0), known)
     else:
         col(_C_PIPE, "pipe")
     col(_C_ACK, "ack")
@@ -192,25 +152,26 @@ def _inputs(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     if "retrans_bytes" in have and not acks.get_column("retrans_bytes").null_count():
         col(_C_EXTRA, "retrans_bytes")
     elif segments is not None and segments.height:
-        copies.append((_C_EXTRA, _retransmitted_between(segments, ts)))
+        cols[_C_EXTRA] = _retransmitted_between(segments, ts)
     else:
         has_extra = False
     col(_C_RTT, "rtt_s", math.nan)
     if "ca_rtt_s" in have:
         col(_C_CA_RTT, "ca_rtt_s", math.nan)
     else:
-        copies.append((_C_CA_RTT, copies[-1][1]))
+        cols[_C_CA_RTT] = cols[_C_RTT]
     col(_C_RWND, "rwnd_bytes", math.inf)
     col(_C_SCALE_KNOWN, "rwnd_scale_known", 1.0)
-    copies.append((_C_STATE, _codes(acks.get_column("state"), _STATE_CODE, 0.0, later=True)))
-    copies.append((_C_EVENT, _codes(acks.get_column("cong_event"), _EVENT_CODE, -1.0, later=True)))
+    cols[_C_STATE] = _codes(acks.get_column("state"), _STATE_CODE, 0.0)
+    cols[_C_EVENT] = _codes(acks.get_column("cong_event"), _EVENT_CODE, -1.0)
     col(_C_UNDO, "spurious_undo")
     col(_C_ROUND, "round")
     col(_C_ROUND_END, "round_end")
     col(_C_ECE, "ece")
     col(_C_DUPACK, "dupack")
+    first_flight = _fill_inputs(ev, ts, cols, has_extra, m)
     frame = acks.get_column("frame").cast(pl.UInt64).alias("frame")
-    return _Inputs(Prepared(ev, ts, int(mss), 0.0, frame=frame), ts, copies, has_extra, m)
+    return Prepared(ev, ts, int(mss), first_flight, frame=frame)
 
 
 # rows of prepare's column matrix (the ACK columns _fill_inputs reads, as float64)
@@ -319,46 +280,18 @@ def _fill_inputs(ev, ts, cols, has_extra, mss):  # pragma: no cover - compiled
     return first_flight
 
 
-class Later:
-    """A numpy computation :class:`_Inputs` leaves to :meth:`_Inputs.fill` (``fn(*args)``)."""
-
-    __slots__ = ("fn", "args")
-
-    def __init__(self, fn: Callable[..., np.ndarray], *args: Any) -> None:
-        self.fn, self.args = fn, args
-
-    def __call__(self) -> np.ndarray:
-        return self.fn(*self.args)
-
-
-def _filled_nan(x: np.ndarray, fill: float) -> np.ndarray:
-    return np.where(np.isnan(x), fill, x)
-
-
-def _later_value(copies: list[tuple[int, np.ndarray | Later]], row: int) -> np.ndarray:
-    """The values given for ``row`` (computed now if left for later)."""
-    x = dict(copies)[row]
-    return x() if isinstance(x, Later) else x
-
-
-def _lut_codes(lut: np.ndarray, x: np.ndarray, null: int) -> np.ndarray:
-    """``lut`` at the physical codes ``x``: integers, or floats with NaN at the nulls (→ ``null``)."""
-    if x.dtype.kind == "f":
-        return lut[np.where(np.isnan(x), null, x).astype(np.intp)]
-    return lut[x]
-
-
-def _codes(s: pl.Series, code: Mapping[str, float], default: float, later: bool = False) -> Any:
+def _codes(s: pl.Series, code: Mapping[str, float], default: float) -> np.ndarray:
     """Labels → float codes (``default`` for null or unmapped labels). An Enum column maps its
-    physical codes through a lookup table; any other dtype goes through strings. ``later``:
-    the lookup of an Enum column's codes is returned as a :class:`Later`."""
+    physical codes through a lookup table; any other dtype goes through strings."""
     dtype = s.dtype  # (made anew at each access: for an Enum, with its categories)
     if isinstance(dtype, pl.Enum):
         cats = dtype.categories.to_list()
         lut = np.array([code.get(c, default) for c in cats] + [default], dtype=np.float64)
-        # (nulls take the last entry: to_numpy gives floats, NaN at the nulls)
-        x = s.to_physical().to_numpy()
-        return Later(_lut_codes, lut, x, len(cats)) if later else _lut_codes(lut, x, len(cats))
+        phys = s.to_physical()
+        if phys.null_count():  # nulls take the last entry (to_numpy gives floats, NaN at the nulls)
+            x = phys.to_numpy()
+            return lut[np.where(np.isnan(x), len(cats), x).astype(np.intp)]
+        return lut[phys.to_numpy()]
     return s.cast(pl.String).replace_strict(code, default=default, return_dtype=pl.Float64).to_numpy()
 
 
@@ -559,14 +492,15 @@ def run(algo: Resolved | str, prep: Prepared, *, compiled: bool | None = None) -
 def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable[..., None], _Plan]:
     """(a call running ``r``'s loop over ``prep`` into given output matrices, the plan of its
     table): everything but the loop itself, its outputs and the table, done in the calling
-    thread. ``prep``'s inputs (and its rate samples if ``r`` needs them: :func:`run` does it)
-    must be filled by the time the call runs, not before (the initial window may depend on them:
-    it is set then)."""
+    thread. ``prep``'s rate samples must be filled already if ``r`` needs them (:func:`run`
+    does it)."""
     plan = _plan(r, compiled)
     tpa = np.zeros(T.NTP, dtype=np.float64)
     flavor = r.values["flavor"]
     tpa[T.FLAVOR] = T.LINUX if flavor == "linux" else T.RFC
     iw = float(r.values["iw"])
+    if iw <= 0.0:
+        iw = max(round(prep.first_flight), 1.0) if prep.first_flight > 0 else 10.0
     tpa[T.IW] = iw
     tpa[T.CWND] = iw
     tpa[T.SSTHRESH] = math.inf
@@ -581,9 +515,6 @@ def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable
     fn, sig_idx, tops, ev = plan.fn, plan.sig_idx, plan.tops, prep.ev
 
     def loop(out: np.ndarray, codes: np.ndarray, nans: np.ndarray) -> None:
-        if iw <= 0.0:  # (the flight before the first ACK of new data: known once the inputs are filled)
-            ff = prep.first_flight
-            tpa[T.IW] = tpa[T.CWND] = max(round(ff), 1.0) if ff > 0 else 10.0
         fn(ev, tpa, st, p, sig_idx, tops, out, codes, nans)
 
     return loop, plan
@@ -870,9 +801,8 @@ def replay(
 
     ``algos`` are names (``reno``, ``kyushu+cubic``) or resolved algorithms; ``params`` are
     ``algo.name=value`` overrides for the named ones; ``compiled`` as in :func:`run`.
-    ``meanwhile``: called once, in this thread, while the input matrix is filled and the loops
-    run ahead in the helper thread (before the first table is built), or before the loops when
-    they do not run ahead — work
+    ``meanwhile``: called once, in this thread, while the loops run ahead in the helper thread
+    (before the first table is built), or before the loops when they do not run ahead — work
     of the caller's that does not need the replays (the pipeline's evidence of the flow: the
     loops of a long flow otherwise leave this thread waiting).
     """
@@ -885,18 +815,17 @@ def replay(
     order = [a if not isinstance(a, str) else rs.pop(0) for a in algos]
     if not order:
         raise InputError("no algorithm given (see `hscc-trace algorithms`)")
-    inputs = _inputs(acks, mss, segments)
-    prep = inputs.prep
+    prep = prepare(acks, mss, segments)
     labels = [r.label for r in order]
     for k, label in enumerate(labels):
         if label in labels[:k]:
             raise InputError(f"algorithm {label} requested twice")
-    rate = not prep.rate_done and any(_needs_rate(r) for r in order)
+    if not prep.rate_done and any(_needs_rate(r) for r in order):
+        rate_samples(prep)  # (before any loop runs: the loops only read the input matrix)
     jobs = [_setup(r, prep, compiled) for r in order]
     mats = _outputs(len(prep), [plan for _, plan in jobs])
     out: dict[str, pl.DataFrame] = {}
     if not LOOK_AHEAD or len(jobs) < 2 or len(prep) < AHEAD_MIN_ACKS or _CPUS < 2 or compiled is False:
-        inputs.fill(rate)
         if meanwhile is not None:
             meanwhile()
         for label, (loop, plan), m in zip(labels, jobs, mats):
@@ -904,13 +833,11 @@ def replay(
             out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
         return out
     pool = _pool()
-    # (the helper fills the inputs (and rate samples) first, then runs every loop, first to
-    # last, while this thread does ``meanwhile``, then builds the tables in order; where it
-    # would wait for the helper, it takes back the last loop the helper has not started and
-    # runs it itself: once this thread has caught up, both cores run loops. A loop runs once
-    # the inputs are filled: ``_after``)
-    filled = pool.submit(inputs.fill, rate)
-    futures: list[Any] = [pool.submit(_after, filled, loop, *m) for (loop, _), m in zip(jobs, mats)]
+    # (every loop at once: the helper runs them one after the other, first to last, while this
+    # thread does ``meanwhile``, then builds the tables in order; where it would wait for the
+    # helper, it takes back the last loop the helper has not started and runs it itself: once
+    # this thread has caught up, both cores run loops)
+    futures: list[Any] = [pool.submit(loop, *m) for (loop, _), m in zip(jobs, mats)]
     try:
         if meanwhile is not None:
             meanwhile()
@@ -923,12 +850,12 @@ def replay(
                 while not f.done() and back - 1 > k and futures[back - 1].cancel():
                     back -= 1
                     try:
-                        _after(filled, jobs[back][0], *mats[back])
+                        jobs[back][0](*mats[back])
                     except Exception as exc:  # noqa: BLE001 - (errors come in the algorithms' order)
                         failed[back] = exc
                     futures[back] = None
                 if f.cancel():  # (not started by the helper either: run here)
-                    _after(filled, loop, *m)
+                    loop(*m)
                 else:
                     f.result()
                 futures[k] = None
@@ -940,12 +867,6 @@ def replay(
             if f is not None:
                 f.cancel()
     return out
-
-
-def _after(filled: Any, loop: Callable[..., None], *args: Any) -> None:
-    """``loop(*args)`` once the inputs are filled (the future ``filled``; its error if it failed)."""
-    filled.result()
-    loop(*args)
 
 
 def replay_flow(
