@@ -553,7 +553,8 @@ class _AtRounds:
             return
         self.use, self.peak, rows = _rounds_used(rd, limits)
         self.W = W = np.empty((m, self.use.size))
-        missing: tuple[np.ndarray, np.ndarray] | None = None
+        # (per distinct rows — a flow's replays share one: the rows clipped at 0 and the missing)
+        missing: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
         for j, rep in enumerate(replays.values()):
             if rep.height == 0:
                 W[j] = np.nan
@@ -561,10 +562,14 @@ class _AtRounds:
             cw = _window_column(rep)
             idx = self.idx[j] = rows(rep.get_column("ts_ns").to_numpy())
             if missing is None or missing[0] is not idx:
-                missing = (idx, idx < 0)
-            W[j] = cw[np.maximum(idx, 0)]
-            if missing[1].any():
-                W[j, missing[1]] = np.nan
+                miss = idx < 0
+                missing = (idx, np.maximum(idx, 0), miss if miss.any() else None)
+            if cw.dtype == np.float64:
+                np.take(cw, missing[1], out=W[j])
+            else:
+                W[j] = cw[missing[1]]
+            if missing[2] is not None:
+                W[j, missing[2]] = np.nan
 
 
 #: the last flow's :class:`_AtRounds`, with weak references to what it was made of: :func:`fit`
