@@ -103,7 +103,8 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     """
     if mss is None or mss <= 0:
         raise InputError(f"MSS must be a positive number of bytes (got {mss!r})")
-    missing = [c.name for c in schema.ACKS if c.name not in acks.columns and c.name not in _OPTIONAL_ACK_COLUMNS]
+    have = set(acks.columns)  # (``acks.columns`` makes a new list at each access)
+    missing = [c.name for c in schema.ACKS if c.name not in have and c.name not in _OPTIONAL_ACK_COLUMNS]
     if missing:
         raise InputError(f"ACK stream lacks column(s) {', '.join(missing)} (see docs/schema.md)")
     n = acks.height
@@ -127,7 +128,7 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
             return
         if nulls and s.dtype.is_float() and not math.isnan(fill):
             s = s.fill_null(float(fill))  # a float column may hold real NaNs besides its nulls
-        x = s.cast(pl.Float64).to_numpy()
+        x = (s if s.dtype == pl.Float64 else s.cast(pl.Float64)).to_numpy()
         if nulls and not s.dtype.is_float():  # to_numpy gave NaN exactly at the nulls
             x = np.where(np.isnan(x), float(fill), x)
         cols[row] = x
@@ -148,14 +149,14 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     col(_C_ACK, "ack")
     col(_C_SND_MAX, "snd_max")
     has_extra = True  # bytes retransmitted since the previous ACK, when known
-    if "retrans_bytes" in acks.columns and not acks.get_column("retrans_bytes").null_count():
+    if "retrans_bytes" in have and not acks.get_column("retrans_bytes").null_count():
         col(_C_EXTRA, "retrans_bytes")
     elif segments is not None and segments.height:
         cols[_C_EXTRA] = _retransmitted_between(segments, ts)
     else:
         has_extra = False
     col(_C_RTT, "rtt_s", math.nan)
-    if "ca_rtt_s" in acks.columns:
+    if "ca_rtt_s" in have:
         col(_C_CA_RTT, "ca_rtt_s", math.nan)
     else:
         cols[_C_CA_RTT] = cols[_C_RTT]
@@ -649,7 +650,7 @@ def _enum(name: str, labels: tuple[str, ...], idx: np.ndarray, shared: dict[Any,
         hit = shared.get(key)
         if hit is not None and np.array_equal(hit[0], idx):
             return hit[1]
-    col = _enum_labels(name, labels)[idx]  # Series[ndarray] gathers without the expression engine
+    col = _gather(_enum_labels(name, labels), idx)
     if shared is not None:
         shared[key] = (idx.copy(), col)  # (a copy: a view would keep the loop's whole output alive)
     return col
@@ -663,44 +664,79 @@ def _public_f64(name: str, v: np.ndarray, has_nan: Any = True) -> pl.Series:
     return pl.Series(name, v, dtype=pl.Float64, nan_to_null=bool(has_nan))
 
 
-def _float_series_maker() -> Any:
-    """``(name, float64 array, has_nan) → Series`` with NaN as null, zero-copy; ``has_nan``
-    false promises the array holds no NaN (the Series is then made without scanning it for
-    nulls: the same Series, with no validity buffer either way).
+def _public_bool(name: str, v: np.ndarray) -> pl.Series:
+    return pl.Series(name, v, dtype=pl.Boolean)
 
-    ``pl.Series(name, v, dtype=Float64, nan_to_null=…)`` validates its arguments in Python
-    (~15 µs, most of a short flow's replay frame with ~10 float columns) before calling the
-    constructor ``PySeries.new_f64(name, v, nan_to_null)`` for a contiguous float64 array. That
-    constructor is not public API: it is used only if it exists and gives the public result on a
-    probe (so another polars version falls back to the public path). This adapter is the only
-    use of it; it goes when ``pl.Series`` gets a fast path for a contiguous float64 array (or
-    the replay builds its table another way). Tested by the replay parity tests, which compare
-    with the public constructor's result."""
+
+def _public_gather(labels: pl.Series, idx: np.ndarray) -> pl.Series:
+    return labels[idx]  # (Series[ndarray] gathers without the expression engine)
+
+
+def _series_makers() -> tuple[Any, Any, Any]:
+    """The replay table's column constructors: ``f64(name, float64 array, has_nan)`` (NaN as
+    null, zero-copy; ``has_nan`` false promises the array holds no NaN: the Series is then made
+    without scanning it for nulls — the same Series, with no validity buffer either way),
+    ``boolean(name, bool array)`` and ``gather(labels, uint32 indices)`` (an Enum column from
+    its labels, :func:`_enum`).
+
+    The public forms — ``pl.Series(name, v, dtype=Float64, nan_to_null=…)``,
+    ``pl.Series(name, v, dtype=Boolean)``, ``labels[idx]`` — validate and convert their
+    arguments in Python (~15 µs each; the gather also copies the indices into a new index
+    Series: ~35 µs) before calling polars' constructors ``PySeries.new_f64`` / ``new_bool`` /
+    ``new_u32`` and ``gather_with_series``, which is most of a flow's 15 replay tables (~110
+    columns). Those are not public API: they are used only if they exist and give the public
+    results on probes (so another polars version falls back to the public path). This adapter
+    is their only use; it goes when ``pl.Series`` gets a fast path for a contiguous numpy array
+    and ``Series.gather`` one for a uint32 array (or the replay builds its tables another way).
+    Tested by the replay parity tests, which compare with the public constructors' results."""
+    public = (_public_f64, _public_bool, _public_gather)
     try:
         try:
             from polars._plr import PySeries  # polars ≥ 1.32
         except ImportError:
             from polars.polars import PySeries  # type: ignore[no-redef]
+        wrap = pl.Series._from_pyseries
 
-        def fast(name: str, v: np.ndarray, has_nan: Any = True) -> pl.Series:
+        def f64(name: str, v: np.ndarray, has_nan: Any = True) -> pl.Series:
             if v.dtype != np.float64 or not v.flags.c_contiguous:
                 return _public_f64(name, v, has_nan)
-            return pl.Series._from_pyseries(PySeries.new_f64(name, v, bool(has_nan)))
+            return wrap(PySeries.new_f64(name, v, bool(has_nan)))
+
+        def boolean(name: str, v: np.ndarray) -> pl.Series:
+            if v.dtype != np.bool_ or not v.flags.c_contiguous or v.ndim != 1:
+                return _public_bool(name, v)
+            return wrap(PySeries.new_bool(name, v, True))
+
+        def gather(labels: pl.Series, idx: np.ndarray) -> pl.Series:
+            if idx.dtype != np.uint32 or not idx.flags.c_contiguous or idx.ndim != 1 or not idx.size:
+                return _public_gather(labels, idx)
+            return wrap(labels._s.gather_with_series(PySeries.new_u32("", idx, True)))
 
         pair = np.asfortranarray(np.array([[1.5, np.nan, -np.inf, 0.0], [2.0, 3.0, -1.0, 4.0]]).T)
         for probe, has_nan in ((pair[:, 0], True), (pair[:, 1], False)):
-            a, b = fast("p", probe, has_nan), _public_f64("p", probe, has_nan)
+            a, b = f64("p", probe, has_nan), _public_f64("p", probe, has_nan)
             if not (a.dtype == b.dtype and a.name == b.name and a.to_list() == b.to_list()):
-                return _public_f64
+                return public
             if a.null_count() != (1 if has_nan else 0):
-                return _public_f64
-        return fast
-    except Exception:  # noqa: BLE001 - any difference: the public constructor
+                return public
+        flags = np.asfortranarray(np.array([[1, 0, 2], [0, 0, 1]], dtype=np.uint32).T)[:, 0] != 0
+        a, b = boolean("b", flags), _public_bool("b", flags)
+        if not (a.dtype == b.dtype and a.name == b.name and a.to_list() == b.to_list() and not a.null_count()):
+            return public
+        labels = pl.Series("e", ["x", "y", "z"], dtype=pl.Enum(["x", "y", "z"]))
+        idx = np.asfortranarray(np.array([[2, 0, 1, 2], [1, 1, 0, 0]], dtype=np.uint32).T)[:, 0]
+        a, b = gather(labels, idx), _public_gather(labels, idx)
+        if not (a.dtype == b.dtype and a.name == b.name and a.to_list() == b.to_list() and not a.null_count()):
+            return public
+        if not a.to_physical().to_list() == b.to_physical().to_list() == idx.tolist():
+            return public
+        return f64, boolean, gather
+    except Exception:  # noqa: BLE001 - any difference: the public constructors
         pass
-    return _public_f64
+    return public
 
 
-_f64 = _float_series_maker()
+_f64, _bool, _gather = _series_makers()
 
 
 def _frame(
@@ -742,7 +778,7 @@ def _frame(
     ]
     for name, kind, c, labels in plan.columns:
         if kind == "bool":
-            cols.append(pl.Series(name, codes[:, c] != 0, dtype=pl.Boolean))
+            cols.append(_bool(name, codes[:, c] != 0))
         elif kind == "enum":
             cols.append(_enum(name, labels, codes[:, c], shared))
         else:

@@ -207,7 +207,7 @@ def scaled(x: np.ndarray, d: float) -> np.ndarray:
     return x.astype(np.float64) * (1.0 / d)
 
 
-_LAST_LIMITS: list[tuple[Any, np.ndarray]] = []
+_LAST_LIMITS: list[tuple[Any, np.ndarray, dict[str | None, np.ndarray]]] = []
 
 
 def limit_strings(rounds: pl.DataFrame) -> np.ndarray:
@@ -217,6 +217,26 @@ def limit_strings(rounds: pl.DataFrame) -> np.ndarray:
     last = _LAST_LIMITS[-1] if _LAST_LIMITS else None
     if last is not None and last[0]() is rounds:
         return last[1]
+    return _limits_entry(rounds)[0]
+
+
+def limit_is(rounds: pl.DataFrame, name: str | None) -> np.ndarray:
+    """``limit_strings(rounds) == name`` (``None``: the rounds whose limit is null), read-only,
+    kept with the strings: a flow's fit, verdict and evidence ask for the same few masks, and
+    each comparison goes over the strings one by one."""
+    last = _LAST_LIMITS[-1] if _LAST_LIMITS else None
+    if last is None or last[0]() is not rounds:
+        lim, masks = _limits_entry(rounds)
+    else:
+        lim, masks = last[1], last[2]
+    hit = masks.get(name)
+    if hit is None:
+        hit = _frozen(lim == name)  # (elementwise, also for None)
+        masks[name] = hit
+    return hit
+
+
+def _limits_entry(rounds: pl.DataFrame) -> tuple[np.ndarray, dict[str | None, np.ndarray]]:
     s = rounds.get_column("limit")
     # (an Enum, Categorical or String column gives its strings as objects — not asked through
     # ``s.dtype``, which builds the Enum type and its categories anew at each access; another
@@ -225,11 +245,12 @@ def limit_strings(rounds: pl.DataFrame) -> np.ndarray:
     if out.dtype != object or not isinstance(_first_value(out, s.null_count()), (str, type(None))):
         out = s.cast(pl.String).to_numpy()
     out.setflags(write=False)
+    masks: dict[str | None, np.ndarray] = {}
     try:
-        _LAST_LIMITS[:] = [(weakref.ref(rounds), out)]
+        _LAST_LIMITS[:] = [(weakref.ref(rounds), out, masks)]
     except TypeError:  # (a table without weak references: nothing kept)
         pass
-    return out
+    return out, masks
 
 
 def _first_value(a: np.ndarray, nulls: int) -> Any:
@@ -496,10 +517,9 @@ def _rounds_used(rd: pl.DataFrame, limits: tuple[str, ...]) -> tuple[np.ndarray,
     the same for every replay of a flow (kept: :class:`_Memo`)."""
 
     def make() -> tuple[np.ndarray, np.ndarray, _RowsOf]:
-        lim = limit_strings(rd)  # (a few hundred rounds: strings; None where null)
-        sel = lim == limits[0]
+        sel = limit_is(rd, limits[0])  # (a few hundred rounds: strings, compared once per flow)
         for x in limits[1:]:
-            sel |= lim == x
+            sel = sel | limit_is(rd, x)
         rec = filled(rd.get_column("in_recovery"), True).astype(bool)
         peak = filled(rd.get_column("peak_flight_bytes").cast(pl.Float64), 0.0)
         use = np.flatnonzero(sel & ~rec & (peak > 0))
@@ -533,7 +553,8 @@ class _AtRounds:
             return
         self.use, self.peak, rows = _rounds_used(rd, limits)
         self.W = W = np.empty((m, self.use.size))
-        missing: tuple[np.ndarray, np.ndarray] | None = None
+        # (per distinct rows — a flow's replays share one: the rows clipped at 0 and the missing)
+        missing: tuple[np.ndarray, np.ndarray, np.ndarray | None] | None = None
         for j, rep in enumerate(replays.values()):
             if rep.height == 0:
                 W[j] = np.nan
@@ -541,10 +562,14 @@ class _AtRounds:
             cw = _window_column(rep)
             idx = self.idx[j] = rows(rep.get_column("ts_ns").to_numpy())
             if missing is None or missing[0] is not idx:
-                missing = (idx, idx < 0)
-            W[j] = cw[np.maximum(idx, 0)]
-            if missing[1].any():
-                W[j, missing[1]] = np.nan
+                miss = idx < 0
+                missing = (idx, np.maximum(idx, 0), miss if miss.any() else None)
+            if cw.dtype == np.float64:
+                np.take(cw, missing[1], out=W[j])
+            else:
+                W[j] = cw[missing[1]]
+            if missing[2] is not None:
+                W[j, missing[2]] = np.nan
 
 
 #: the last flow's :class:`_AtRounds`, with weak references to what it was made of: :func:`fit`
@@ -631,9 +656,8 @@ def _judged(events: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
         snd_s, ack_s = acks.get_column("snd_max"), acks.get_column("ack")
         rnd = filled(acks.get_column("round").cast(pl.Int64), -1)
         is_open = equals(acks.get_column("state"), "open")
-        lim = limit_strings(rd)  # (strings; None where null)
         rec = filled(rd.get_column("in_recovery"), True).astype(bool)
-        good = rd.get_column("round").cast(pl.Int64).to_numpy()[(lim == "cwnd") & ~rec]
+        good = rd.get_column("round").cast(pl.Int64).to_numpy()[limit_is(rd, "cwnd") & ~rec]
         table = _table(good, n)
         if (
             table is not None

@@ -42,7 +42,7 @@ import polars as pl
 
 from hscc_trace.model import FlowEvents
 from hscc_trace.perf.firstuse import kernel
-from hscc_trace.replay.metrics import limit_strings, member
+from hscc_trace.replay.metrics import limit_is, limit_strings, member
 
 #: a segment that left within this many µs of the latest ACK was released by that ACK
 CLOCK_US = 200.0
@@ -132,13 +132,14 @@ def _filled(s: pl.Series, fill: Any) -> np.ndarray:
     return (s.fill_null(fill) if s.null_count() else s).to_numpy()
 
 
-def _limit_counts(limit: np.ndarray) -> dict[str, int]:
+def _limit_counts(ra: _Rounds) -> dict[str, int]:
     """Rounds per limit (a null limit counts as "None", as polars' value_counts gave it): the
     three limits counted by comparison, anything else one by one."""
     out: dict[str, int] = {}
+    limit = ra.limit
     rest = np.ones(limit.shape[0], dtype=bool)
     for name in ("cwnd", "rwnd", "app"):
-        hit = limit == name
+        hit = ra.is_(name)
         k = int(hit.sum())
         if k:
             out[name] = k
@@ -158,15 +159,23 @@ class _Rounds:
     limit: np.ndarray  # the limit as strings (object array; None where null)
     rec: np.ndarray  # in_recovery (null: True)
     peak: np.ndarray  # peak_flight_bytes as float64 (null: 0.0)
+    rd: pl.DataFrame | None = None  # the rounds, when they have a limit column (for is_)
 
     @classmethod
     def of(cls, rd: pl.DataFrame) -> _Rounds:
+        has = "limit" in rd.columns
         return cls(
             start=rd.get_column("start_ns").to_numpy(),
-            limit=limit_strings(rd) if "limit" in rd.columns else np.full(rd.height, None, dtype=object),
+            limit=limit_strings(rd) if has else np.full(rd.height, None, dtype=object),
             rec=_filled(rd.get_column("in_recovery"), True),
             peak=_filled(rd.get_column("peak_flight_bytes").cast(pl.Float64), 0.0),
+            rd=rd if has else None,
         )
+
+    def is_(self, name: str | None) -> np.ndarray:
+        """``limit == name`` (read-only; None: the null limits), compared once per flow
+        (:func:`hscc_trace.replay.metrics.limit_is`)."""
+        return limit_is(self.rd, name) if self.rd is not None else self.limit == name
 
 
 def _betas(ev: FlowEvents, ra: _Rounds | None = None) -> list[float]:
@@ -217,8 +226,7 @@ def _ack_clocked(ev: FlowEvents, ra: _Rounds | None = None) -> float | None:
     rd = ev.rounds
     if rd.height:
         ra = ra if ra is not None else _Rounds.of(rd)
-        lim = ra.limit
-        open_rd = (lim != "rwnd") & (lim != None)  # noqa: E711 - elementwise: a null limit is left out
+        open_rd = ~ra.is_("rwnd") & ~ra.is_(None)  # (a null limit is left out)
         rounds = rd.get_column("round")
         rv = (
             rounds.to_numpy()[open_rd & ~rounds.is_null().to_numpy()]
@@ -253,7 +261,7 @@ def _epochs(ev: FlowEvents, ra: _Rounds | None = None) -> list[np.ndarray]:
     ra = ra if ra is not None else _Rounds.of(rd)
     st = ra.start
     peak = ra.peak / float(ev.mss)
-    usable = ~ra.rec & (ra.limit == "cwnd")  # (once: the limits are strings, compared one by one)
+    usable = ~ra.rec & ra.is_("cwnd")  # (once: the limits are strings, compared one by one)
     out = []
     for k, e0 in enumerate(ends):
         i = bisect.bisect_right(starts, e0)  # the first episode starting after e0
@@ -441,10 +449,10 @@ def _delay_bounded(ev: FlowEvents, queued: np.ndarray, ra: _Rounds | None = None
     if rd.height < 2:
         return None
     ra = ra if ra is not None else _Rounds.of(rd)
-    lim, rec = ra.limit, ra.rec
+    rec = ra.rec
     peak = ra.peak / float(ev.mss)
     rise = np.diff(peak, prepend=peak[0])
-    ok = (lim == "cwnd") & ~rec & queued
+    ok = ra.is_("cwnd") & ~rec & queued
     ok[0] = False
     prev_ok = np.concatenate(([False], (~rec)[:-1]))
     ok &= prev_ok
@@ -460,7 +468,7 @@ def observe(ev: FlowEvents) -> Evidence:
     clocked = _ack_clocked(ev, ra)
     shape, rise = _growth(_epochs(ev, ra))
     queued, _ = _queue(ev)
-    limits = _limit_counts(ra.limit) if ra is not None else {}
+    limits = _limit_counts(ra) if ra is not None else {}
     loss = any(str(k) != "ecn" for k in ev.episodes.get_column("kind").to_list()) if ev.episodes.height else False
     nq = int(queued.sum())
     return Evidence(

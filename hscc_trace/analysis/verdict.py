@@ -131,12 +131,16 @@ class Verdict:
         return d
 
 
+@functools.lru_cache(maxsize=1024)
 def base_name(label: str) -> str:
     """``cubic[flavor=rfc]`` → ``cubic``."""
     return label.split("[", 1)[0].strip()
 
 
+@functools.lru_cache(maxsize=1024)
 def _rank(name: str) -> tuple[int, str]:
+    """The order of :data:`PARSIMONY` (cached: a verdict sorts and names its classes by it again
+    and again, for the same few labels)."""
     b = base_name(name)
     return (PARSIMONY.index(b) if b in PARSIMONY else len(PARSIMONY), b)
 
