@@ -388,7 +388,7 @@ def _encode_kernel(
                         m = ax
             d = 0
             if m > 0:
-                d = min(4 - np.int64(math.floor(math.log10(m))), 9)  # (SIG_DIGITS − 1 − …)
+                d = min(SIG_DIGITS - 1 - np.int64(math.floor(math.log10(m))), 9)  # (as decimals_for)
             sc = p10[d - _P10_LOW]
         n_bytes, n_null = _encode_column(v, sc, delta[j], out[at[j] :], nulls[nulls_at[j] :])
         res[j, 0] = n_bytes

@@ -132,8 +132,10 @@ COSTS: dict[str, tuple[float, float]] = {
     # (added later, measured alone: 200 000 samples, empty numba cache, load average ≈ 4)
     "reports.decimate._line_kernel": (1.61, 2.57e-06),
     "reports.decimate._runs_kernel": (0.35, 2.01e-06),
+    # (measured alone again when it became a batch of 16 columns, 2026-11-27 16:30, load ≈ 0.8:
+    # 200 000 values in 16 columns, compiled twice with an empty numba cache, interpreted twice)
+    "reports.store._encode_kernel": (0.82, 4.18e-06),
     # (added later, measured alone: 200 000 values, empty numba cache, load average ≈ 4)
-    "reports.store._encode_kernel": (0.49, 6.14e-06),
     "reports.store._absmax_kernel": (0.29, 1.37e-06),
     # (added later, measured alone: 200 000 values of 3 and 6 decimals, empty numba cache, load
     # average ≈ 4.5)
