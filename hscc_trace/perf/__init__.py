@@ -34,7 +34,7 @@ def activate(*, flows_only: bool = False) -> None:
     - No full garbage collection at interpreter exit (:func:`.memory.freeze_at_exit`; override
       with ``HSCC_TRACE_EXIT_GC=1``).
     - Except for ``flows_only``: at most two glibc malloc arenas (:func:`.memory.few_malloc_arenas`),
-      and polars' allocator (jemalloc) gives freed pages back at once
+      and polars' allocator (jemalloc) gives freed pages back within 0.2 s
       (:func:`.memory.polars_frees_at_once`).
     - The cyclic garbage collector runs after :data:`GC_THRESHOLD` net allocations (``flows_only``:
       :data:`GC_THRESHOLD_FLOWS`) instead of Python's 700. Importing numpy, polars and numba
