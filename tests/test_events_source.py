@@ -298,7 +298,7 @@ print(before - rss())
 
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmRSS from /proc")
-def test_polars_gives_freed_memory_back_at_once_in_the_cli_process() -> None:
+def test_polars_gives_freed_memory_back_soon_in_the_cli_process() -> None:
     """The CLI's process settings make polars' allocator return freed pages within a fraction of a
     second (jemalloc's decay, hscc_trace.perf.memory.polars_frees_at_once); without them 200 MB
     freed stay resident."""
