@@ -682,14 +682,27 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
     digests: dict[str, str | None] = {}
     if opts.jobs <= 1:
         # the files' SHA-256 for the JSON results, hashed by one thread beside the analysis
-        # (hashlib releases the GIL: ≈ 0.4 s of wall time on replica-5M no longer at the end)
+        # (hashlib releases the GIL: ≈ 0.4 s of wall time on replica-5M no longer at the end),
+        # each file once it is read: while it is read, the reader thread and this thread's
+        # compiled kernels take both cores (replica-5M: ≈ 0.25 s less wall, docs/performance.md)
         from concurrent.futures import ThreadPoolExecutor
 
         hasher = ThreadPoolExecutor(1, thread_name_prefix="hscc-sha256")
+        hashing: dict[str, Any] = {}
+
+        def hash_file(path: str) -> None:
+            if path not in hashing and not _is_stream(path):
+                hashing[path] = hasher.submit(results.sha256_file, path)
+
+        def read_then_hash(path: str, ok: bool, oc: Any) -> bool:
+            hash_file(path)
+            return take_capture(path, ok, oc)
+
         try:
-            hashing = {p: hasher.submit(results.sha256_file, p) for p in inputs if not _is_stream(p)}
-            _run_serial(inputs, opts, take_capture, take_flow, capture_failed)
-            digests = {p: f.result() for p, f in hashing.items()}
+            _run_serial(inputs, opts, read_then_hash, take_flow, capture_failed)
+            for p in inputs:
+                hash_file(p)
+            digests = {p: hashing[p].result() for p in inputs if p in hashing}
         except BaseException:  # (Ctrl-C or an error: the files not hashed yet are not read)
             hasher.shutdown(wait=False, cancel_futures=True)
             raise
