@@ -32,6 +32,7 @@ the window after the previous ACK, the one whose cumulative ACK equals the probe
 from __future__ import annotations
 
 import math
+import threading
 import weakref
 from typing import Any
 
@@ -207,16 +208,41 @@ def scaled(x: np.ndarray, d: float) -> np.ndarray:
     return x.astype(np.float64) * (1.0 / d)
 
 
-_LAST_LIMITS: list[tuple[Any, np.ndarray, dict[str | None, np.ndarray]]] = []
+class _Memo:
+    """The last value computed from some tables, with weak references to them: a flow's fit and
+    verdict ask for the same things of its events one after the other (and :func:`warm` before
+    them), and take them once. Valid while the tables are the very objects it was made of
+    (polars tables are not changed in place here); one entry per thread (the last flow that
+    thread asked about: with ``--jobs N`` each lane analyzes its own flows, which would
+    otherwise push each other's entry out)."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def get(self, tables: tuple[Any, ...], key: tuple[Any, ...], make: Any) -> Any:
+        last = getattr(self._local, "last", None)
+        if (
+            last is not None
+            and last[1] == key
+            and len(last[0]) == len(tables)
+            and all(r() is t for r, t in zip(last[0], tables))
+        ):
+            return last[2]
+        value = make()
+        try:
+            self._local.last = (tuple(weakref.ref(t) for t in tables), key, value)
+        except TypeError:  # (tables without weak references: nothing kept)
+            pass
+        return value
+
+
+_LIMITS = _Memo()  # (the strings and the masks asked of them: limit_strings, limit_is)
 
 
 def limit_strings(rounds: pl.DataFrame) -> np.ndarray:
     """The rounds' ``limit`` as strings (an object array; None where null), kept for the last
     rounds table it was asked of (a weak reference: the fit, the verdict and its evidence of a
     flow each ask for it; turning a long flow's rounds into strings costs ≈ 40 ns each)."""
-    last = _LAST_LIMITS[-1] if _LAST_LIMITS else None
-    if last is not None and last[0]() is rounds:
-        return last[1]
     return _limits_entry(rounds)[0]
 
 
@@ -224,11 +250,7 @@ def limit_is(rounds: pl.DataFrame, name: str | None) -> np.ndarray:
     """``limit_strings(rounds) == name`` (``None``: the rounds whose limit is null), read-only,
     kept with the strings: a flow's fit, verdict and evidence ask for the same few masks, and
     each comparison goes over the strings one by one."""
-    last = _LAST_LIMITS[-1] if _LAST_LIMITS else None
-    if last is None or last[0]() is not rounds:
-        lim, masks = _limits_entry(rounds)
-    else:
-        lim, masks = last[1], last[2]
+    lim, masks = _limits_entry(rounds)
     hit = masks.get(name)
     if hit is None:
         hit = _frozen(lim == name)  # (elementwise, also for None)
@@ -237,20 +259,20 @@ def limit_is(rounds: pl.DataFrame, name: str | None) -> np.ndarray:
 
 
 def _limits_entry(rounds: pl.DataFrame) -> tuple[np.ndarray, dict[str | None, np.ndarray]]:
-    s = rounds.get_column("limit")
-    # (an Enum, Categorical or String column gives its strings as objects — not asked through
-    # ``s.dtype``, which builds the Enum type and its categories anew at each access; another
-    # column that gives objects, e.g. booleans with nulls, gives no strings: cast)
-    out = s.to_numpy()
-    if out.dtype != object or not isinstance(_first_value(out, s.null_count()), (str, type(None))):
-        out = s.cast(pl.String).to_numpy()
-    out.setflags(write=False)
-    masks: dict[str | None, np.ndarray] = {}
-    try:
-        _LAST_LIMITS[:] = [(weakref.ref(rounds), out, masks)]
-    except TypeError:  # (a table without weak references: nothing kept)
-        pass
-    return out, masks
+    """(the rounds' limits as strings, the masks of them asked so far), kept (:class:`_Memo`)."""
+
+    def make() -> tuple[np.ndarray, dict[str | None, np.ndarray]]:
+        s = rounds.get_column("limit")
+        # (an Enum, Categorical or String column gives its strings as objects — not asked through
+        # ``s.dtype``, which builds the Enum type and its categories anew at each access; another
+        # column that gives objects, e.g. booleans with nulls, gives no strings: cast)
+        out = s.to_numpy()
+        if out.dtype != object or not isinstance(_first_value(out, s.null_count()), (str, type(None))):
+            out = s.cast(pl.String).to_numpy()
+        out.setflags(write=False)
+        return out, {}
+
+    return _LIMITS.get((rounds,), (), make)
 
 
 def _first_value(a: np.ndarray, nulls: int) -> Any:
@@ -481,27 +503,6 @@ def round_matrix(
     return at.peak / float(events.mss), at.W
 
 
-class _Memo:
-    """The last value computed from some tables, with weak references to them: a flow's fit and
-    verdict ask for the same things of its events one after the other (and :func:`warm` before
-    them), and take them once. Valid while the tables are the very objects it was made of
-    (polars tables are not changed in place here); one entry (the last flow's)."""
-
-    def __init__(self) -> None:
-        self._last: list[tuple[tuple[Any, ...], tuple[Any, ...], Any]] = []
-
-    def get(self, tables: tuple[Any, ...], key: tuple[Any, ...], make: Any) -> Any:
-        last = self._last[-1] if self._last else None
-        if last is not None and last[1] == key and all(r() is t for r, t in zip(last[0], tables)):
-            return last[2]
-        value = make()
-        try:
-            self._last[:] = [(tuple(weakref.ref(t) for t in tables), key, value)]
-        except TypeError:  # (tables without weak references: nothing kept)
-            pass
-        return value
-
-
 _USED = _Memo()
 
 
@@ -572,32 +573,17 @@ class _AtRounds:
                 W[j, missing[2]] = np.nan
 
 
-#: the last flow's :class:`_AtRounds`, with weak references to what it was made of: :func:`fit`
-#: and the verdict (:func:`round_matrix`) of a flow compare the same replays with the same
-#: rounds, one after the other (the pipeline's analyze_flow), and take them once. Valid while
-#: the rounds table and every replay table are the very objects it was made of (polars tables
-#: are not changed in place here: a replay is made once and then only read).
-_LAST_AT: list[tuple[Any, tuple[Any, ...], tuple[str, ...], _AtRounds]] = []
+#: a flow's :class:`_AtRounds`, kept (:class:`_Memo`): :func:`fit` and the verdict
+#: (:func:`round_matrix`) of a flow compare the same replays with the same rounds, one after the
+#: other (the pipeline's analyze_flow), and take them once. Valid while the rounds table and every
+#: replay table are the very objects it was made of (polars tables are not changed in place
+#: here: a replay is made once and then only read).
+_AT = _Memo()
 
 
 def _at_rounds(events: Any, replays: dict[str, pl.DataFrame], limits: tuple[str, ...] = ("cwnd",)) -> _AtRounds:
     rd = events.rounds
-    last = _LAST_AT[-1] if _LAST_AT else None
-    if (
-        last is not None
-        and last[2] == limits
-        and last[0]() is rd
-        and len(last[1]) == len(replays)
-        and all(r() is df for r, df in zip(last[1], replays.values()))
-    ):
-        return last[3]
-    at = _AtRounds(rd, replays, limits)
-    try:
-        entry = (weakref.ref(rd), tuple(weakref.ref(df) for df in replays.values()), limits, at)
-    except TypeError:  # (tables without weak references: nothing kept)
-        return at
-    _LAST_AT[:] = [entry]
-    return at
+    return _AT.get((rd, *replays.values()), limits, lambda: _AtRounds(rd, replays, limits))
 
 
 def ack_windows(events: Any, replays: dict[str, pl.DataFrame]) -> tuple[np.ndarray, np.ndarray, dict[str, np.ndarray]]:
