@@ -486,12 +486,6 @@ class _Pages:
         ]
         return ranges, int(pages) * self.PAGE * len(self.firsts)
 
-    def release(self, rows: np.ndarray) -> int:
-        """:meth:`take`, the ranges given back at once; their bytes."""
-        ranges, n = self.take(rows)
-        dontneed_all(ranges)
-        return n
-
 
 class Arena:
     """Decoded TCP rows grouped by flow as they are read (module docstring).
