@@ -100,6 +100,18 @@ def _gsearch(a, lo, hi, v, right, from_end):
     return _bsearch(a, lo, j, v, right)
 
 
+@njit(cache=True, inline="always")
+def seek(a, v, right, h):
+    """``np.searchsorted(a, v, "right" if right else "left")`` (``a`` sorted), galloping from
+    ``h`` (the previous answer: queries that mostly move forward a little)."""
+    n = a.shape[0]
+    if h > n:
+        h = n
+    if h > 0 and not (a[h - 1] < v or (right and a[h - 1] == v)):
+        return _gsearch(a, 0, h, v, right, True)  # (the answer is before h)
+    return _gsearch(a, h, n, v, right, False)
+
+
 @njit(cache=True)
 def _ts_lookup(vals, times, n, v):
     i = np.searchsorted(vals[:n], v)

@@ -27,10 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hscc_trace.perf.cache import njit
 from hscc_trace.perf.firstuse import kernel
 
-from .core import _gsearch
+from .core import seek
 from .prep import F_ACK, F_FIN, F_SYN, FlowArrays, Handshake
 
 #: largest int64 (the nanosecond clocks' range)
@@ -136,18 +135,6 @@ def from_handshake(h: Handshake, sender_dir: int) -> Vantage | None:
             off = 0 if v == "sender" else int(sender_part)
             return Vantage(v, off, "handshake", int(receiver_part), int(sender_part))
     return None
-
-
-@njit(cache=True, inline="always")
-def _seek(a, v, right, h):
-    """``np.searchsorted(a, v, "right" if right else "left")`` (``a`` sorted), galloping from
-    ``h`` (the previous answer: the queries of a flow mostly move forward a little)."""
-    n = a.shape[0]
-    if h > n:
-        h = n
-    if h > 0 and not (a[h - 1] < v or (right and a[h - 1] == v)):
-        return _gsearch(a, 0, h, v, right, True)  # (the answer is before h)
-    return _gsearch(a, h, n, v, right, False)
 
 
 @kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
@@ -262,7 +249,7 @@ def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
         for q in range(na):
             if a_first[q]:
                 i = a_row[q]
-                kk = _seek(s_echo, rtsv[i], False, kk)
+                kk = seek(s_echo, rtsv[i], False, kk)
                 if kk < m and s_echo[kk] == rtsv[i] and s_t[kk] >= ts[i]:
                     an_t[nan_] = ts[i]
                     an_d[nan_] = s_t[kk] - ts[i]
@@ -314,14 +301,14 @@ def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
             tq = t + dly if t >= -I64_MAX - dly else np.int64(-I64_MAX)
         v = rtsv[i]
         if use_ts and v > lim:
-            b = h_e = _seek(s_echo, v, False, h_e)  # first segment echoing v or later
+            b = h_e = seek(s_echo, v, False, h_e)  # first segment echoing v or later
             if not a_first[q]:
-                bv = h_ev = _seek(s_echo, v, True, h_ev)  # first echoing later than v
-                bt = h_t = _seek(s_t, tq, False, h_t)
+                bv = h_ev = seek(s_echo, v, True, h_ev)  # first echoing later than v
+                bt = h_t = seek(s_t, tq, False, h_t)
                 if bt > b:
                     b = bt if bt < bv else bv
         else:
-            b = h_t = _seek(s_t, tq, False, h_t)
+            b = h_t = seek(s_t, tq, False, h_t)
         if b < kseg:
             b = kseg
         if b < prev_b:
