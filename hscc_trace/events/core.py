@@ -41,6 +41,7 @@ import numpy as np
 from hscc_trace.perf.cache import njit
 
 from . import ranges as rg
+from .ranges import _bsearch, _gsearch  # noqa: F401 (used here and by the modules importing core)
 
 NOTS = np.int64(-(2**62))  # "no timestamp option" sentinel for unwrapped TS values
 
@@ -60,44 +61,6 @@ F_FIN, F_SYN, F_RST, F_ACK, F_ECE = 0x01, 0x02, 0x04, 0x10, 0x40
 # warning counter slots
 W_TS_BACK, W_ACK_UNSEEN, W_NEG_RTT, W_GAP = 0, 1, 2, 3
 N_WARN = 4
-
-
-@njit(cache=True, inline="always")
-def _bsearch(a, lo, hi, v, right):
-    """First index in [lo, hi) with a[i] >= v (right: > v); a sorted ascending."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < v or (right and a[mid] == v):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, inline="always")
-def _gsearch(a, lo, hi, v, right, from_end):
-    """Like :func:`_bsearch`, galloping from one end first (the answer is usually near it)."""
-    if hi - lo <= 8:
-        return _bsearch(a, lo, hi, v, right)
-    if from_end:
-        step = 1
-        j = hi - 1
-        while j >= lo and (a[j] > v or ((not right) and a[j] == v)):
-            hi = j
-            j = hi - step
-            step *= 2
-        if j < lo:
-            j = lo
-        return _bsearch(a, j, hi, v, right)
-    step = 1
-    j = lo
-    while j < hi and (a[j] < v or (right and a[j] == v)):
-        lo = j + 1
-        j = lo + step
-        step *= 2
-    if j > hi:
-        j = hi
-    return _bsearch(a, lo, j, v, right)
 
 
 @njit(cache=True, inline="always")

@@ -12,9 +12,45 @@ Units: sequence numbers in bytes (relative, unwrapped to 64 bits).
 
 from __future__ import annotations
 
-import numpy as np
-
 from hscc_trace.perf.cache import njit
+
+
+@njit(cache=True, inline="always")
+def _bsearch(a, lo, hi, v, right):
+    """First index in [lo, hi) with a[i] >= v (right: > v); a sorted ascending."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < v or (right and a[mid] == v):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def _gsearch(a, lo, hi, v, right, from_end):
+    """Like :func:`_bsearch`, galloping from one end first (the answer is usually near it)."""
+    if hi - lo <= 8:
+        return _bsearch(a, lo, hi, v, right)
+    if from_end:
+        step = 1
+        j = hi - 1
+        while j >= lo and (a[j] > v or ((not right) and a[j] == v)):
+            hi = j
+            j = hi - step
+            step *= 2
+        if j < lo:
+            j = lo
+        return _bsearch(a, j, hi, v, right)
+    step = 1
+    j = lo
+    while j < hi and (a[j] < v or (right and a[j] == v)):
+        lo = j + 1
+        j = lo + step
+        step *= 2
+    if j > hi:
+        j = hi
+    return _bsearch(a, lo, j, v, right)
 
 
 @njit(cache=True)
@@ -23,7 +59,7 @@ def insert(L, R, m, l, r):
     if r <= l:
         return m, 0
     # first range whose right edge reaches l (touching merges too)
-    i = np.searchsorted(R[:m], l)
+    i = _gsearch(R, 0, m, l, False, True)  # (from the top: where new SACK blocks usually land)
     j = i
     covered = 0
     nl = l
@@ -67,7 +103,7 @@ def remove(L, R, m, l, r):
     if r <= l or m == 0:
         return m, 0
     removed = 0
-    i = np.searchsorted(R[:m], l, side="right")
+    i = _gsearch(R, 0, m, l, True, True)
     while i < m and L[i] < r:
         a = L[i]
         b = R[i]
@@ -129,7 +165,7 @@ def overlap(L, R, m, l, r):
     if r <= l or m == 0:
         return 0
     tot = 0
-    i = np.searchsorted(R[:m], l, side="right")
+    i = _gsearch(R, 0, m, l, True, True)
     while i < m and L[i] < r:
         ol = L[i] if L[i] > l else l
         orr = R[i] if R[i] < r else r
@@ -166,7 +202,7 @@ def gain(L, R, m, l, r, L2, R2, m2):
     tot = overlap(L2, R2, m2, l, r)
     if m == 0 or tot == 0:
         return tot
-    i = np.searchsorted(R[:m], l, side="right")
+    i = _gsearch(R, 0, m, l, True, True)
     while i < m and L[i] < r:
         ol = L[i] if L[i] > l else l
         orr = R[i] if R[i] < r else r
