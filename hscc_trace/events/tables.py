@@ -144,11 +144,12 @@ def _rounds_flow(lo, hi, q, rows, sv, po, clock, mss, known, n_ep, ep, el, eh, f
     have_seg = False
     cur_r = np.int64(0)
     cur_m = np.int64(0)
+    pos = 0  # (segment rounds mostly grow: each search starts from the previous answer)
     for i in range(lo, hi + 1):
         if i < hi and kind[i] < 0:
             continue
         if have_seg and (i == hi or seg_round[i] != cur_r):
-            pos = np.searchsorted(rid, cur_r)
+            pos = core.seek(rid, cur_r, False, pos)
             if pos < nr and rid[pos] == cur_r and cur_m > r_peak[q0 + pos]:
                 r_peak[q0 + pos] = cur_m
             have_seg = False
@@ -167,6 +168,7 @@ def _rounds_flow(lo, hi, q, rows, sv, po, clock, mss, known, n_ep, ep, el, eh, f
         n_clk = np.zeros(nr, np.int64)
         any_seg = False
         last_ack = -1
+        pos = 0
         for i in range(lo, hi):
             if isack[i]:
                 last_ack = i
@@ -175,7 +177,7 @@ def _rounds_flow(lo, hi, q, rows, sv, po, clock, mss, known, n_ep, ep, el, eh, f
                 continue
             any_seg = True
             if plen[i] > 0 and not rexmit[i] and probe[i] == 0 and last_ack >= 0:
-                pos = np.searchsorted(rid, seg_round[i])
+                pos = core.seek(rid, seg_round[i], False, pos)
                 if pos > nr - 1:
                     pos = nr - 1
                 if rid[pos] == seg_round[i]:
