@@ -23,7 +23,7 @@ from hscc_trace.errors import InputError
 from hscc_trace.model import Capture, FlowEvents
 
 from .prep import COLUMNS, NEED, group_rows, source_columns
-from .tables import CHUNK_ROWS, Work, build_flow_events
+from .tables import CHUNK_ROWS, build_flow_events
 
 if TYPE_CHECKING:  # (imported where needed: a capture can be read while polars loads)
     import polars as pl
@@ -249,7 +249,6 @@ def flow_event_batches(
     sdir, mss, wsa, wsb = _flow_params(capture.flows, present)
     cum = np.concatenate(([0], np.cumsum(size)))
     k, n = 0, present.size
-    work = None  # one set of working arrays for every batch (grown when a batch needs more)
     while k < n:
         end = int(np.searchsorted(cum, cum[k] + rows, side="right")) - 1  # flows k..end-1 hold ≤ rows
         end = min(max(end, k + 1), k + max(flows, 1), n)
@@ -257,10 +256,7 @@ def flow_event_batches(
         bnd = cum[k : end + 1] - cum[k]
         at = fs.rows_of(sel)  # (the batch's rows alone: no list of every row)
         fids = [int(f) for f in sel]
-        if work is None or not work.fits(int(bnd[-1]), end - k):
-            work = None
-            work = Work(max(int(bnd[-1]), rows), max(end - k, flows))
-        evs = build_flow_events(fs.src, at, bnd, fids, sdir[k:end], mss[k:end], wsa[k:end], wsb[k:end], work)
+        evs = build_flow_events(fs.src, at, bnd, fids, sdir[k:end], mss[k:end], wsa[k:end], wsb[k:end])
         if release:  # (the tables are built: no column of them is a view of the arena)
             dec.arena.release(at)
         del at

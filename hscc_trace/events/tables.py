@@ -433,7 +433,7 @@ def _run_flows(bounds, rows, fp, dupthresh, rto_min_ns, sv, po, ep, seg, acks, r
         n_rounds[f] = q - q0
 
 
-class Work:
+class _Work:
     """Working arrays of a batch of flows (rows in flow order, each flow in frame order), allocated
     once for the largest batch and reused: a fresh allocation per batch costs page faults."""
 
@@ -463,12 +463,7 @@ class Work:
         self.e_spur = e(n + nf, np.bool_)
         self.e64 = [e(n + nf, i64) for _ in range(7)]
         self._n = n
-        self._nf = nf
         self._tmp: dict[str, np.ndarray] = {}
-
-    def fits(self, n: int, nf: int) -> bool:
-        """Room for a batch of ``n`` rows and ``nf`` flows?"""
-        return n <= self._n and nf <= self._nf
 
     def tmp(self, name: str, k: int, dtype: Any) -> np.ndarray:
         """Scratch array ``name`` of ``k`` (<= rows) elements, reused from batch to batch: for
@@ -575,7 +570,6 @@ def build_flow_events(
     f_mss: np.ndarray,
     f_wsa: np.ndarray,
     f_wsb: np.ndarray,
-    work: Work | None = None,
 ) -> list[FlowEvents]:
     """Event streams of the flows ``fids``: flow ``k`` is rows ``order[bounds[k]:bounds[k+1]]`` of
     the source columns ``src`` (:func:`.prep.source_columns`), in frame order. Per-flow facts from
@@ -585,8 +579,6 @@ def build_flow_events(
     of its own): each stage runs once per batch (compiled loops over its flows), the working
     arrays are reused from batch to batch, and every flow's tables are zero-copy slices of its
     batch's tables. Up to :data:`THREADS` batches run at a time (one unless the batches are small).
-    ``work``: working arrays to use when they are large enough and one batch runs at a time (a
-    caller building batch after batch keeps one set: fresh ones cost page faults each time).
     """
     nf = len(fids)
     cuts = [0]
@@ -604,14 +596,13 @@ def build_flow_events(
     if rows > THREADED_ROWS:
         threads = 1  # flows this long: one set of working arrays (~350 B per packet) is enough memory
     if threads <= 1:
-        if work is None or not work.fits(rows, flows):
-            work = Work(rows, flows)
+        work = _Work(rows, flows)
         return [ev for job in jobs for ev in _batch(work, *job)]
     # two batches at a time: the compiled stages release the GIL, so they run side by side while
     # the other thread does its Python/polars part; one set of working arrays per thread
-    free: queue.SimpleQueue[Work] = queue.SimpleQueue()
+    free: queue.SimpleQueue[_Work] = queue.SimpleQueue()
     for _ in range(threads):
-        free.put(Work(rows, flows))
+        free.put(_Work(rows, flows))
 
     def run(job: tuple) -> list[FlowEvents]:
         work = free.get()
@@ -629,7 +620,7 @@ def _enum_idx(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:
     return _cats(names)[codes]
 
 
-def _batch(W: Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> list[FlowEvents]:
+def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb) -> list[FlowEvents]:
     import polars as pl
 
     from hscc_trace import schema
