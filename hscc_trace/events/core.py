@@ -41,6 +41,7 @@ import numpy as np
 from hscc_trace.perf.cache import njit
 
 from . import ranges as rg
+from .ranges import _bsearch, _gsearch  # noqa: F401 (used here and by the modules importing core)
 
 NOTS = np.int64(-(2**62))  # "no timestamp option" sentinel for unwrapped TS values
 
@@ -63,41 +64,15 @@ N_WARN = 4
 
 
 @njit(cache=True, inline="always")
-def _bsearch(a, lo, hi, v, right):
-    """First index in [lo, hi) with a[i] >= v (right: > v); a sorted ascending."""
-    while lo < hi:
-        mid = (lo + hi) >> 1
-        if a[mid] < v or (right and a[mid] == v):
-            lo = mid + 1
-        else:
-            hi = mid
-    return lo
-
-
-@njit(cache=True, inline="always")
-def _gsearch(a, lo, hi, v, right, from_end):
-    """Like :func:`_bsearch`, galloping from one end first (the answer is usually near it)."""
-    if hi - lo <= 8:
-        return _bsearch(a, lo, hi, v, right)
-    if from_end:
-        step = 1
-        j = hi - 1
-        while j >= lo and (a[j] > v or ((not right) and a[j] == v)):
-            hi = j
-            j = hi - step
-            step *= 2
-        if j < lo:
-            j = lo
-        return _bsearch(a, j, hi, v, right)
-    step = 1
-    j = lo
-    while j < hi and (a[j] < v or (right and a[j] == v)):
-        lo = j + 1
-        j = lo + step
-        step *= 2
-    if j > hi:
-        j = hi
-    return _bsearch(a, lo, j, v, right)
+def seek(a, v, right, h):
+    """``np.searchsorted(a, v, "right" if right else "left")`` (``a`` sorted), galloping from
+    ``h`` (the previous answer: queries that mostly move forward a little)."""
+    n = a.shape[0]
+    if h > n:
+        h = n
+    if h > 0 and not (a[h - 1] < v or (right and a[h - 1] == v)):
+        return _gsearch(a, 0, h, v, right, True)  # (the answer is before h)
+    return _gsearch(a, h, n, v, right, False)
 
 
 @njit(cache=True)
@@ -282,6 +257,8 @@ def analyze(
     xpL = np.empty(cap_x, np.int64)
     xpR = np.empty(cap_x, np.int64)
     xpm = 0
+    xp_tot = np.int64(0)  # bytes in xp
+    xp_sb = np.int64(0)  # bytes in both xp and the scoreboard (kept as both change: O(1) per ACK)
     hoL = np.empty(2 * cap_x + n, np.int64)
     hoR = np.empty(2 * cap_x + n, np.int64)
     hom = 0
@@ -445,7 +422,10 @@ def analyze(
                         xr = e if e < snd_max else snd_max
                         if xr > xl:
                             xam, _a = rg.insert(xaL, xaR, xam, xl, xr)
+                            if sbm > 0:
+                                xp_sb += rg.gain(xpL, xpR, xpm, xl, xr, sbL, sbR, sbm)
                             xpm, _a = rg.insert(xpL, xpR, xpm, xl, xr)
+                            xp_tot += _a
                     elif sent_before == 0 and ln > 0:
                         # first transmission: remember its send time (sorted by end)
                         pos = rm if (rm == rh or rec_e[rm - 1] <= e) else _gsearch(rec_e, rh, rm, e, False, True)
@@ -572,10 +552,15 @@ def analyze(
                             # Linux tcp_enter_loss: everything outstanding is lost; earlier
                             # retransmissions are no longer counted in flight
                             xpm = 0
+                            xp_tot = 0
+                            xp_sb = 0
                             xl = s if s > una else una
                             xr = e if e < snd_max else snd_max
                             if xr > xl:
+                                if sbm > 0:
+                                    xp_sb += rg.gain(xpL, xpR, xpm, xl, xr, sbL, sbR, sbm)
                                 xpm, _a = rg.insert(xpL, xpR, xpm, xl, xr)
+                                xp_tot += _a
                         else:
                             state = S_REC
                     if ep_active and ep_cur >= 0 and e_kind[ep_cur] != E_ECN:
@@ -652,6 +637,8 @@ def analyze(
                         src = R_SEQ
                         s_off = rec_o[idx]
                 rh = _gsearch(rec_e, rh, rm, a, True, False)
+            if sbm > 0 and xpm > 0:
+                xp_sb -= rg.overlap_sets_below(xpL, xpR, xpm, sbL, sbR, sbm, a)
             una = a
             if sbm > 0:
                 sbm, pr = rg.prune_below(sbL, sbR, sbm, una)
@@ -660,6 +647,7 @@ def analyze(
                 xam, _p = rg.prune_below(xaL, xaR, xam, una)
             if xpm > 0:
                 xpm, _p = rg.prune_below(xpL, xpR, xpm, una)
+                xp_tot -= _p
             if hom > 0:
                 hom, _p = rg.prune_below(hoL, hoR, hom, una)
             dup = 0
@@ -697,6 +685,8 @@ def analyze(
                 r = snd_max
             if r > l:
                 fresh_end = sbm == 0 or rg.overlap(sbL, sbR, sbm, r - 1, r) == 0
+                if xpm > 0:
+                    xp_sb += rg.gain(sbL, sbR, sbm, l, r, xpL, xpR, xpm)
                 sbm, added = rg.insert(sbL, sbR, sbm, l, r)
                 newly += added
                 if added > 0 and fresh_end and r > sack_hi:
@@ -769,10 +759,7 @@ def analyze(
             # tcp_time_to_recover), a second congestion event with its own reduction. The trace
             # shows no new retransmission (it happened before), so the episode starts here.
             if (e_kind[ep_cur] == E_FAST or e_kind[ep_cur] == E_SACK) and xpm > 0:
-                xp_out = np.int64(0)
-                for k in range(xpm):
-                    xp_out += xpR[k] - xpL[k]
-                if xp_out - (rg.overlap_sets(xpL, xpR, xpm, sbL, sbR, sbm) if sbm > 0 else 0) > 0:
+                if xp_tot - xp_sb > 0:
                     restart = e_kind[ep_cur]
             if restart < 0 and (not at_sender) and (e_kind[ep_cur] == E_FAST or e_kind[ep_cur] == E_SACK):
                 # away from the sender a retransmission it sent before this ACK reached it may not
@@ -859,10 +846,7 @@ def analyze(
                     lost = (sbL[k] - una) - (sb_tot - cum)
                     break
                 k -= 1
-        xp_tot = np.int64(0)
-        for k in range(xpm):
-            xp_tot += xpR[k] - xpL[k]
-        retx_in = xp_tot - (rg.overlap_sets(xpL, xpR, xpm, sbL, sbR, sbm) if (xpm > 0 and sbm > 0) else 0)
+        retx_in = xp_tot - xp_sb  # (retransmitted bytes in flight: not SACKed since)
         pipe = out - sb_tot - lost + retx_in
         if pipe < 0:
             pipe = 0

@@ -26,7 +26,7 @@ from hscc_trace.flows.records import DIR_SHIFT, ECN_SHIFT, FLAGS, SACK_SHIFT, TS
 from hscc_trace.perf.cache import njit
 from hscc_trace.perf.firstuse import kernel
 
-from .core import NOTS
+from .core import NOTS, seek
 
 
 @dataclass
@@ -442,6 +442,7 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb, src, rows, info):
                     break
         any_sn = False
         biggest = np.int64(0)
+        g = 0
         for i in range(lo, hi):
             fl = flags[i]
             ackf = (fl & F_ACK) != 0
@@ -450,34 +451,28 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb, src, rows, info):
             nb = sl[i, 0]
             rr = rtsv[i]
             if nb > 0 and (not s_) and ackf:
-                g = np.searchsorted(sack_rows, order[i])  # (a row with SACK blocks)
+                # (a row with SACK blocks; a flow's rows come in table order: from the previous one on)
+                g = seek(sack_rows, order[i], False, g)
                 a = ack[i]
-                for k in range(4):
-                    if k < nb:
-                        if k == 0:
-                            l_ = np.int64(c_l0[g])
-                            r_ = np.int64(c_r0[g])
-                        elif k == 1:
-                            l_ = np.int64(c_l1[g])
-                            r_ = np.int64(c_r1[g])
-                        elif k == 2:
-                            l_ = np.int64(c_l2[g])
-                            r_ = np.int64(c_r2[g])
-                        else:
-                            l_ = np.int64(c_l3[g])
-                            r_ = np.int64(c_r3[g])
-                        sl[i, k] = a + _wrap32(l_ - rr)
-                        sr[i, k] = a + _wrap32(r_ - rr)
+                for k in range(nb if nb < 4 else 4):  # (sl/sr beyond sn are never read: left as they are)
+                    if k == 0:
+                        l_ = np.int64(c_l0[g])
+                        r_ = np.int64(c_r0[g])
+                    elif k == 1:
+                        l_ = np.int64(c_l1[g])
+                        r_ = np.int64(c_r1[g])
+                    elif k == 2:
+                        l_ = np.int64(c_l2[g])
+                        r_ = np.int64(c_r2[g])
                     else:
-                        sl[i, k] = 0
-                        sr[i, k] = 0
+                        l_ = np.int64(c_l3[g])
+                        r_ = np.int64(c_r3[g])
+                    sl[i, k] = a + _wrap32(l_ - rr)
+                    sr[i, k] = a + _wrap32(r_ - rr)
                 sn[i] = nb
                 any_sn = True
             else:
                 sn[i] = 0
-                for k in range(4):
-                    sl[i, k] = 0
-                    sr[i, k] = 0
             tv = tsv[i]
             te = tse[i]
             tsv[i] = NOTS

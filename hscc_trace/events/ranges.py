@@ -12,9 +12,45 @@ Units: sequence numbers in bytes (relative, unwrapped to 64 bits).
 
 from __future__ import annotations
 
-import numpy as np
-
 from hscc_trace.perf.cache import njit
+
+
+@njit(cache=True, inline="always")
+def _bsearch(a, lo, hi, v, right):
+    """First index in [lo, hi) with a[i] >= v (right: > v); a sorted ascending."""
+    while lo < hi:
+        mid = (lo + hi) >> 1
+        if a[mid] < v or (right and a[mid] == v):
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def _gsearch(a, lo, hi, v, right, from_end):
+    """Like :func:`_bsearch`, galloping from one end first (the answer is usually near it)."""
+    if hi - lo <= 8:
+        return _bsearch(a, lo, hi, v, right)
+    if from_end:
+        step = 1
+        j = hi - 1
+        while j >= lo and (a[j] > v or ((not right) and a[j] == v)):
+            hi = j
+            j = hi - step
+            step *= 2
+        if j < lo:
+            j = lo
+        return _bsearch(a, j, hi, v, right)
+    step = 1
+    j = lo
+    while j < hi and (a[j] < v or (right and a[j] == v)):
+        lo = j + 1
+        j = lo + step
+        step *= 2
+    if j > hi:
+        j = hi
+    return _bsearch(a, lo, j, v, right)
 
 
 @njit(cache=True)
@@ -23,7 +59,7 @@ def insert(L, R, m, l, r):
     if r <= l:
         return m, 0
     # first range whose right edge reaches l (touching merges too)
-    i = np.searchsorted(R[:m], l)
+    i = _gsearch(R, 0, m, l, False, True)  # (from the top: where new SACK blocks usually land)
     j = i
     covered = 0
     nl = l
@@ -67,7 +103,7 @@ def remove(L, R, m, l, r):
     if r <= l or m == 0:
         return m, 0
     removed = 0
-    i = np.searchsorted(R[:m], l, side="right")
+    i = _gsearch(R, 0, m, l, True, True)
     while i < m and L[i] < r:
         a = L[i]
         b = R[i]
@@ -129,7 +165,7 @@ def overlap(L, R, m, l, r):
     if r <= l or m == 0:
         return 0
     tot = 0
-    i = np.searchsorted(R[:m], l, side="right")
+    i = _gsearch(R, 0, m, l, True, True)
     while i < m and L[i] < r:
         ol = L[i] if L[i] > l else l
         orr = R[i] if R[i] < r else r
@@ -148,6 +184,46 @@ def overlap_sets(L1, R1, m1, L2, R2, m2):
     while i < m1 and j < m2:
         lo = L1[i] if L1[i] > L2[j] else L2[j]
         hi = R1[i] if R1[i] < R2[j] else R2[j]
+        if hi > lo:
+            tot += hi - lo
+        if R1[i] < R2[j]:
+            i += 1
+        else:
+            j += 1
+    return tot
+
+
+@njit(cache=True)
+def gain(L, R, m, l, r, L2, R2, m2):
+    """Bytes of ``[l, r)`` outside the first set that the second covers: how much inserting
+    ``[l, r)`` into the first set adds to the two sets' overlap (:func:`overlap_sets`)."""
+    if r <= l or m2 == 0:
+        return 0
+    tot = overlap(L2, R2, m2, l, r)
+    if m == 0 or tot == 0:
+        return tot
+    i = _gsearch(R, 0, m, l, True, True)
+    while i < m and L[i] < r:
+        ol = L[i] if L[i] > l else l
+        orr = R[i] if R[i] < r else r
+        if orr > ol:
+            tot -= overlap(L2, R2, m2, ol, orr)
+        i += 1
+    return tot
+
+
+@njit(cache=True)
+def overlap_sets_below(L1, R1, m1, L2, R2, m2, lim):
+    """Bytes below ``lim`` covered by both sets (:func:`overlap_sets` over the ranges that start
+    below ``lim``: what pruning both sets below ``lim`` takes from their overlap)."""
+    i = 0
+    j = 0
+    tot = 0
+    while i < m1 and j < m2 and L1[i] < lim and L2[j] < lim:
+        lo = L1[i] if L1[i] > L2[j] else L2[j]
+        hi = R1[i] if R1[i] < R2[j] else R2[j]
+        if hi > lim:
+            hi = lim
         if hi > lo:
             tot += hi - lo
         if R1[i] < R2[j]:

@@ -25,6 +25,8 @@ from hscc_trace import schema
 from hscc_trace.model import Capture, FlowEvents
 from hscc_trace.perf.firstuse import kernel
 
+from .core import seek
+
 if TYPE_CHECKING:
     from hscc_trace.flows.arena import SackRows
 
@@ -184,11 +186,12 @@ def _flow_blocks(frame, dirs, ack, sn, perm, edges, lo, hi, want, afr, aack, ats
     have = False
     pts = np.int64(0)
     pfr = np.uint64(0)
+    j = 0
     for i in range(lo, hi):
         if np.int64(dirs[i]) != want or sn[i] == 0:
             continue
         fr = np.uint64(frame[i])
-        j = np.searchsorted(afr, fr)
+        j = seek(afr, fr, False, j)  # (frames increase: from the previous ACK on)
         if j >= na or afr[j] != fr:
             continue
         t = ats[j]

@@ -29,6 +29,7 @@ import numpy as np
 
 from hscc_trace.perf.firstuse import kernel
 
+from .core import seek
 from .prep import F_ACK, F_FIN, F_SYN, FlowArrays, Handshake
 
 #: largest int64 (the nanosecond clocks' range)
@@ -243,11 +244,12 @@ def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
     an_t = np.empty(na, np.int64)
     an_d = np.empty(na, np.int64)
     nan_ = 0
+    kk = 0
     if use_ts:
         for q in range(na):
             if a_first[q]:
                 i = a_row[q]
-                kk = np.searchsorted(s_echo, rtsv[i])
+                kk = seek(s_echo, rtsv[i], False, kk)
                 if kk < m and s_echo[kk] == rtsv[i] and s_t[kk] >= ts[i]:
                     an_t[nan_] = ts[i]
                     an_d[nan_] = s_t[kk] - ts[i]
@@ -258,6 +260,9 @@ def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
     prev_b = 0
     ja = 0  # anchor pointer: an_t[ja - 1] <= t < an_t[ja]
     q = 0
+    h_e = 0  # (the previous answers of the searches below)
+    h_ev = 0
+    h_t = 0
     for i in range(n):
         if snd[i] and (plen[i] > 0 or (flags[i] & (F_SYN | F_FIN)) != 0):
             kseg += 1
@@ -296,14 +301,14 @@ def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
             tq = t + dly if t >= -I64_MAX - dly else np.int64(-I64_MAX)
         v = rtsv[i]
         if use_ts and v > lim:
-            b = np.searchsorted(s_echo, v)  # first segment echoing v or later
+            b = h_e = seek(s_echo, v, False, h_e)  # first segment echoing v or later
             if not a_first[q]:
-                bv = np.searchsorted(s_echo, v, side="right")  # first echoing later than v
-                bt = np.searchsorted(s_t, tq)
+                bv = h_ev = seek(s_echo, v, True, h_ev)  # first echoing later than v
+                bt = h_t = seek(s_t, tq, False, h_t)
                 if bt > b:
                     b = bt if bt < bv else bv
         else:
-            b = np.searchsorted(s_t, tq)
+            b = h_t = seek(s_t, tq, False, h_t)
         if b < kseg:
             b = kseg
         if b < prev_b:
