@@ -636,11 +636,13 @@ class _Ctx:
     _n_bands: int = 0
     _replay_tables: dict[str, str] = field(default_factory=dict)
     _rows_are_acks: dict[str, bool] = field(default_factory=dict)
+    _keys_seen: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, bool]] = field(default_factory=dict)
+    _cwnd: dict[str, np.ndarray] = field(default_factory=dict)  # (:meth:`cwnd`)
     _sids: dict[tuple[str, str], str] = field(default_factory=dict)
     _algo_ids: dict[str, int] = field(default_factory=dict)
     _n_sids: dict[str, int] = field(default_factory=dict)
     picks: _Picks = field(default_factory=_Picks)
-    _band_tables: dict[tuple[int, int], str] = field(default_factory=dict)
+    _band_tables: dict[tuple[int, int], tuple[str, np.ndarray, np.ndarray]] = field(default_factory=dict)
     _values: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     _ranks: dict[str, int] | None = None  # (:func:`_ranks`, found once)
     _types: dict[str, dict[str, pl.DataType]] = field(default_factory=dict)  # (:func:`_signal_types`)
@@ -716,17 +718,47 @@ class _Ctx:
 
     def rows_are_acks(self, label: str, df: pl.DataFrame) -> bool:
         """Whether a replay's rows are the flow's ACKs (the engine's output: one row per ACK,
-        joined on ``frame``)."""
-        if label not in self._rows_are_acks:
+        joined on ``frame``). The engine gives every replay of a flow the same ``frame`` and
+        ``ts_ns`` columns (one frame of them per flow): columns whose values are the very memory
+        of columns compared before have the same answer (:meth:`_keys_answer`)."""
+        got = self._rows_are_acks.get(label)
+        if got is None:
             acks = self.fr.events.acks
-            self._rows_are_acks[label] = (
+            got = self._rows_are_acks[label] = (
                 df.height == acks.height
                 and "frame" in df.columns
                 and df["frame"].null_count() == 0
-                and _same(df.get_column("frame"), acks.get_column("frame"))
-                and _same(df.get_column("ts_ns"), acks.get_column("ts_ns"))
+                and self._keys_answer(df.get_column("frame"), df.get_column("ts_ns"))
             )
-        return self._rows_are_acks[label]
+        return got
+
+    def _keys_answer(self, frame: pl.Series, ts: pl.Series) -> bool:
+        """Whether a replay's ``frame`` and ``ts_ns`` are the ACKs' (:func:`_same`), found once
+        per pair of value buffers: columns without nulls are numpy views of their memory, held
+        here (so that an address is not reused while the flow is drawn), and two columns of one
+        type and length at the same address hold the same values."""
+        acks = self.fr.events.acks
+        if frame.null_count() or ts.null_count():
+            return _same(frame, acks.get_column("frame")) and _same(ts, acks.get_column("ts_ns"))
+        fa, ta = frame.to_numpy(), ts.to_numpy()
+        key = (fa.ctypes.data, ta.ctypes.data, fa.dtype.str, ta.dtype.str, len(fa), len(ta))
+        hit = self._keys_seen.get(key)
+        if hit is None:
+            same = _same(frame, acks.get_column("frame")) and _same(ts, acks.get_column("ts_ns"))
+            hit = self._keys_seen[key] = (fa, ta, same)
+        return hit[2]
+
+    def cwnd(self, label: str, df: pl.DataFrame) -> np.ndarray:
+        """A replay's ``cwnd`` (float64, :func:`_f`), converted once per flow: drawn in the window
+        panel, in the algorithm's panel and stored for the packet list. (Kept only when it is a
+        view of the table's memory — no nulls —, so that keeping it costs no memory.)"""
+        got = self._cwnd.get(label)
+        if got is None:
+            s = df.get_column("cwnd")
+            got = _f(s)
+            if s.dtype == pl.Float64 and not s.null_count():
+                self._cwnd[label] = got
+        return got
 
     def replay_t(self, label: str, df: pl.DataFrame) -> np.ndarray:
         """A replay's times (s): the ACKs' when its rows are the ACKs."""
@@ -778,15 +810,16 @@ class _Ctx:
         name = f"b{self._n_bands}"
         self._n_bands += 1
         key = (id(start), id(end))
-        if again and key in self._band_tables:
-            self.store.alias(name, self._band_tables[key])
+        hit = self._band_tables.get(key) if again else None
+        if hit is not None and hit[1] is start and hit[2] is end:  # (the arrays are held there)
+            self.store.alias(name, hit[0])
             return name
         order = dec.stable_order(start)
         st, en = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
         self.store.table(name, st if order is None else st[order])
         self.store.column(name, "e", en if order is None else en[order], decimals=6)
         if again:
-            self._band_tables[key] = name
+            self._band_tables[key] = (name, start, end)
         return name
 
     def replay_table(self, label: str, df: pl.DataFrame) -> str | None:
@@ -1015,7 +1048,7 @@ def _window_panel(c: _Ctx) -> Block:
         if not df.height:
             continue
         best = label == c.best
-        cwnd = _f(df["cwnd"])
+        cwnd = c.cwnd(label, df)
         replays.append(
             p.line(
                 c.replay_t(label, df),
@@ -1532,6 +1565,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
     flag_runs = _replay_flag_runs(c, label, t, df, flags, infos, types)
+    shades: dict[str, list[_FlagShade]] = {}  # (_flag_bands: found once for the panel's rows)
     mss = float(c.mss)
     n_color = 0
     out_rows: list[Row] = []
@@ -1539,7 +1573,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         traces: list[Trace | None] = []
         if kind == "window":
             acks = c.fr.events.acks
-            cwnd = c.values(label, df, "cwnd")
+            cwnd = c.cwnd(label, df)
             cwnd_src = c.col(tb, c.sid(label, "cwnd"), cwnd)
             stacked = _stack_parts(df, names)
             drawn: set[str] = set()
@@ -1677,7 +1711,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         if kind != "other":  # phases/modes shade the window and threshold rows (episodes shade all)
             for k_, s in enumerate(flags):
                 lo, hi = (y0, y1) if k_ == 0 else (y1 - 0.08 * k_ * (y1 - y0), y1 - 0.08 * (k_ - 1) * (y1 - y0))
-                bands += _flag_bands(c, flag_runs[s], s, lo, hi, legend=r == 1, strong=k_ > 0)
+                bands += _flag_bands(c, flag_runs[s], s, lo, hi, legend=r == 1, strong=k_ > 0, memo=shades)
         out_rows.append(
             Row(
                 [*bands, *(tr for tr in traces if tr is not None)],
@@ -1706,25 +1740,34 @@ def _stack_parts(df: pl.DataFrame, names: list[str]) -> tuple[str, np.ndarray] |
     return "cwnd − dwnd", _f(df["cwnd"]) - _f(df["dwnd"])
 
 
-def _flag_bands(
-    c: _Ctx, runs: _FlagRuns, name: str, y0: float, y1: float, *, legend: bool, strong: bool = False
-) -> list[Trace]:
-    """Shading for a boolean (where True) or categorical signal (one colour per value)."""
+@dataclass
+class _FlagShade:
+    """What :func:`_flag_bands` draws of one value of a flag signal, whatever the row's height:
+    its ranges, their shapes (:func:`_band_shapes`), its name, legend group and colour."""
+
+    start: np.ndarray
+    end: np.ndarray
+    shapes: list[tuple[float | None, np.ndarray, int]]
+    name: str
+    group: str
+    color: str
+
+
+def _flag_shades(c: _Ctx, runs: _FlagRuns, name: str, strong: bool) -> list[_FlagShade]:
+    """The shades of a boolean (where True) or categorical signal (one colour per value)."""
     st, en, v = runs.start, runs.end, runs.values
     if runs.boolean:
-        return _band(
-            st[v],
-            en[v],
-            y0,
-            y1,
-            _esc(name),
-            _scale_alpha(_BOOL_COLOR, 3.0 if strong else 1.0),
-            min_gap=c.min_gap,
-            legendgroup=f"flag-{_esc(name)}",
-            showlegend=legend,
-            t_end=c.duration,
-            src=c.band_table(st[v], en[v]),
-        )
+        s_, e_ = st[v], en[v]
+        return [
+            _FlagShade(
+                s_,
+                e_,
+                _band_shapes(s_, e_, c.min_gap, c.duration),
+                _esc(name),
+                f"flag-{_esc(name)}",
+                _scale_alpha(_BOOL_COLOR, 3.0 if strong else 1.0),
+            )
+        ]
     out = []
     cats = [x for x in dict.fromkeys(v.tolist()) if str(x).lower() not in _QUIET]
     known = {CATEGORY_COLORS[str(x).lower()] for x in cats if str(x).lower() in CATEGORY_COLORS}
@@ -1733,18 +1776,54 @@ def _flag_bands(
         m = v == cat
         color = CATEGORY_COLORS.get(str(cat).lower()) or next(free, _CAT_PALETTE[0])
         color = _scale_alpha(color, 3.0) if strong else color
+        s_, e_ = st[m], en[m]
+        out.append(
+            _FlagShade(
+                s_,
+                e_,
+                _band_shapes(s_, e_, c.min_gap, c.duration),
+                f"{_esc(name)} = {_esc(cat)}",
+                f"flag-{_esc(name)}-{_esc(cat)}",
+                color,
+            )
+        )
+    return out
+
+
+def _flag_bands(
+    c: _Ctx,
+    runs: _FlagRuns,
+    name: str,
+    y0: float,
+    y1: float,
+    *,
+    legend: bool,
+    strong: bool = False,
+    memo: dict[str, list[_FlagShade]] | None = None,
+) -> list[Trace]:
+    """Shading for a boolean (where True) or categorical signal (one colour per value). ``memo``:
+    the shades of the panel's flags found so far (its window and queue rows shade the same ones:
+    their ranges, shapes and store tables found once)."""
+    shades = memo.get(name) if memo is not None else None
+    if shades is None:
+        shades = _flag_shades(c, runs, name, strong)
+        if memo is not None:
+            memo[name] = shades
+    out = []
+    for sh in shades:
         out += _band(
-            st[m],
-            en[m],
+            sh.start,
+            sh.end,
             y0,
             y1,
-            f"{_esc(name)} = {_esc(cat)}",
-            color,
+            sh.name,
+            sh.color,
             min_gap=c.min_gap,
-            legendgroup=f"flag-{_esc(name)}-{_esc(cat)}",
+            legendgroup=sh.group,
             showlegend=legend,
             t_end=c.duration,
-            src=c.band_table(st[m], en[m]),
+            src=c.band_table(sh.start, sh.end, again=memo is not None),
+            shapes=sh.shapes,
         )
     return out
 
@@ -1872,7 +1951,7 @@ def _packet_list_columns(c: _Ctx, algos: list[str]) -> None:
             tb = c.replay_table(label, df)
             if tb and df.height:
                 name = c.sid(label, "cwnd")
-                st.column(tb, name, _f(df["cwnd"]))
+                st.column(tb, name, c.cwnd(label, df))
                 meta_["algos"].append([_esc(label), tb, name])  # (escaped: the page decodes names to text)
     if segs.height:
         ts_ = c.seg_table()
