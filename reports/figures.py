@@ -308,13 +308,11 @@ def _t(ts_ns: pl.Series | np.ndarray, t0_ns: int) -> np.ndarray:
 
 def _f(s: pl.Series) -> np.ndarray:
     """A numeric column as float64 with nulls as NaN (zero-copy for a float64 column without nulls)."""
-    dt = s.dtype
-    if dt == pl.Boolean:
+    if s.dtype == pl.Boolean:
         s = s.cast(pl.UInt8)
-    elif dt == pl.Float64 and s.null_count():
-        # (a float column with nulls is copied either way: as a frame's only column, two to five
-        # times faster than by the Series' own conversion — the same values, nulls NaN)
-        return s.to_frame().to_numpy()[:, 0]
+    # (not as a one-column frame for a column with nulls: less of this thread's CPU time, but
+    # DataFrame.to_numpy runs in polars' thread pool, and with the machine loaded the calling
+    # thread waited for it ≈ 50 ms a flow of replica-5M)
     return np.asarray(s.to_numpy(), dtype=np.float64)  # polars writes nulls of numeric columns as NaN
 
 
@@ -1096,28 +1094,33 @@ def _window_panel(c: _Ctx) -> Block:
             )
     shown_ = _initially_shown(c)
     rank = _ranks(c)
+    # every replay's cwnd; those on one time axis with one frame column (the ACKs': the engine's
+    # replays) decimated together (_Panel.lines), in the replays' order
+    group: list[tuple[np.ndarray, str, dict[str, Any], dict[str, Any] | None]] = []
+    axis: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
     for i, (label, df) in enumerate(c.fr.replays.items()):
         if not df.height:
             continue
         best = label == c.best
         cwnd = c.cwnd(label, df)
-        replays.append(
-            p.line(
-                c.replay_t(label, df),
-                cwnd,
-                f"{_esc(label)} cwnd" + (" (identified)" if best else ""),
-                line=dict(color=c.colors.get(label, "#444"), width=2.6 if best else 1.4),
-                visible=True if label in shown_ else "legendonly",
-                legendgroup=f"algo-{_esc(label)}",
-                legendrank=100 + rank.get(label, 100 + i),
-                hovertemplate=f"%{{y:.1f}} {pk}",
-                frame=c.replay_frame(label, df),
-                mss=mss,
-                src=c.col(c.replay_table(label, df), c.sid(label, "cwnd"), cwnd),
-            )
-        )
+        t_, f_ = c.replay_t(label, df), c.replay_frame(label, df)
+        if group and (t_ is not axis[0] or f_ is not axis[1]):
+            replays += p.lines(cast(np.ndarray, axis[0]), group, frame=axis[1], mss=mss)
+            group = []
+        axis = (t_, f_)
+        kw = {
+            "line": {"color": c.colors.get(label, "#444"), "width": 2.6 if best else 1.4},
+            "visible": True if label in shown_ else "legendonly",
+            "legendgroup": f"algo-{_esc(label)}",
+            "legendrank": 100 + rank.get(label, 100 + i),
+            "hovertemplate": f"%{{y:.1f}} {pk}",
+        }
+        name = f"{_esc(label)} cwnd" + (" (identified)" if best else "")
+        group.append((cwnd, name, kw, c.col(c.replay_table(label, df), c.sid(label, "cwnd"), cwnd)))
+    if group:
+        replays += p.lines(cast(np.ndarray, axis[0]), group, frame=axis[1], mss=mss)
     kernel = [_kernel_window(c, p)]
-    y0, y1 = _extent([*actual, *replays, *kernel])
+    y0, y1 = _extent([*actual, *replays, *kernel], p.ext)
     bands = c.episode_bands(y0, y1, legendrank=1000)
     if rounds.height:
         rs, re_ = _t(rounds["start_ns"], c.t0), _t(rounds["end_ns"], c.t0)
