@@ -273,7 +273,7 @@ def _line_into(x, y, buckets, runs, out, o):  # pragma: no cover - compiled
     return n_in, n_sel, k - o
 
 
-LINES_BATCH = 16  # series one call of _lines_kernel decimates (a tuple of this many arrays: one compiled form)
+LINES_BATCH = 8  # series one call of _lines_kernel decimates (a tuple of this many arrays: one compiled form)
 
 
 def _read_only(v: np.ndarray) -> np.ndarray:
