@@ -178,8 +178,10 @@ def select_line(
     and the reduction (its ``n_out`` counts the points before the flat runs were thinned, as
     :func:`select` does). ``runs``: :func:`column_runs` of ``x`` for ``buckets``, used when ``y``
     has no NaN (the columns are then those of the whole axis)."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
+    # (read-only, whoever lent them: one compiled form of _line_kernel, which `hscc-trace compile`
+    # finds on its warm-up capture, whatever columns a later run's series come from)
+    x = _read_only(np.ascontiguousarray(x, dtype=np.float64))
+    y = _read_only(np.ascontiguousarray(y, dtype=np.float64))
     out = np.empty(len(y), dtype=np.int64)  # (at most 4 a column, and never more than the samples)
     given = runs if runs is not None and len(runs) else _NO_RUNS
     n_in, n_sel, k = _line_kernel(x, y, int(buckets), given, out)
@@ -294,7 +296,7 @@ def select_lines(
     """:func:`select_line` of several series on one time axis ``x``, :data:`LINES_BATCH` of them a
     compiled call: per series the indices kept, the reduction, and the lowest and highest finite
     value at the points kept (``inf, -inf`` when none is finite: what a figure's y range needs)."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
+    x = _read_only(np.ascontiguousarray(x, dtype=np.float64))  # (one compiled form, as select_line)
     given = runs if runs is not None and len(runs) else _NO_RUNS
     res: list[tuple[np.ndarray, Reduction, float, float]] = []
     for at in range(0, len(ys), LINES_BATCH):
