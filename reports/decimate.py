@@ -178,8 +178,10 @@ def select_line(
     and the reduction (its ``n_out`` counts the points before the flat runs were thinned, as
     :func:`select` does). ``runs``: :func:`column_runs` of ``x`` for ``buckets``, used when ``y``
     has no NaN (the columns are then those of the whole axis)."""
-    x = np.ascontiguousarray(x, dtype=np.float64)
-    y = np.ascontiguousarray(y, dtype=np.float64)
+    # (read-only, whoever lent them: one compiled form of _line_kernel, which `hscc-trace compile`
+    # finds on its warm-up capture, whatever columns a later run's series come from)
+    x = _read_only(np.ascontiguousarray(x, dtype=np.float64))
+    y = _read_only(np.ascontiguousarray(y, dtype=np.float64))
     out = np.empty(len(y), dtype=np.int64)  # (at most 4 a column, and never more than the samples)
     given = runs if runs is not None and len(runs) else _NO_RUNS
     n_in, n_sel, k = _line_kernel(x, y, int(buckets), given, out)
@@ -197,6 +199,12 @@ def _line_kernel(
     into ``out``. (Not ``nogil``: it runs in the report's calling thread, between Python steps,
     for a fraction of a millisecond; releasing the GIL there let the store's thread take it, and
     the caller waited for it back for up to the interpreter's switch interval, 5 ms, every call.)"""
+    return _line_into(x, y, buckets, runs, out, 0)
+
+
+@njit(cache=True)
+def _line_into(x, y, buckets, runs, out, o):  # pragma: no cover - compiled
+    """:func:`_line_kernel` of ``(x, y)`` writing the kept indices at ``out[o:]``."""
     n = len(y)
     n_in = 0
     for i in range(n):
@@ -209,7 +217,7 @@ def _line_kernel(
     last = n - 1
     while y[last] != y[last]:
         last -= 1
-    k = 0
+    k = o
     if n_in <= 4 * buckets or buckets <= 0:
         for i in range(first, last + 1):
             if y[i] == y[i]:
@@ -252,11 +260,11 @@ def _line_kernel(
                 j += 1
             k = _emit(out, k, start, imin, imax, end)
             i = j
-    n_sel = k
-    if k > 2:  # flat_interior: a point inside a run of equal values goes
-        w = 1
-        before = y[out[0]]
-        for m in range(1, k - 1):
+    n_sel = k - o
+    if n_sel > 2:  # flat_interior: a point inside a run of equal values goes
+        w = o + 1
+        before = y[out[o]]
+        for m in range(o + 1, k - 1):
             here = y[out[m]]
             if here != before or here != y[out[m + 1]]:
                 out[w] = out[m]
@@ -264,7 +272,83 @@ def _line_kernel(
             before = here
         out[w] = out[k - 1]
         k = w + 1
-    return n_in, n_sel, k
+    return n_in, n_sel, k - o
+
+
+LINES_BATCH = 8  # series one call of _lines_kernel decimates (a tuple of this many arrays: one compiled form)
+
+
+def _read_only(v: np.ndarray) -> np.ndarray:
+    """``v`` as a read-only array: every series of a batch of one type (polars lends its columns
+    read-only), so :func:`_lines_kernel` has one compiled form."""
+    if v.flags.writeable:
+        v = v.view()
+        v.flags.writeable = False
+    return v
+
+
+_NO_Y = _read_only(np.empty(0, dtype=np.float64))
+
+
+def select_lines(
+    x: np.ndarray, ys: list[np.ndarray], buckets: int, runs: np.ndarray | None = None
+) -> list[tuple[np.ndarray, Reduction, float, float]]:
+    """:func:`select_line` of several series on one time axis ``x``, :data:`LINES_BATCH` of them a
+    compiled call: per series the indices kept, the reduction, and the lowest and highest finite
+    value at the points kept (``inf, -inf`` when none is finite: what a figure's y range needs)."""
+    x = _read_only(np.ascontiguousarray(x, dtype=np.float64))  # (one compiled form, as select_line)
+    given = runs if runs is not None and len(runs) else _NO_RUNS
+    res: list[tuple[np.ndarray, Reduction, float, float]] = []
+    for at in range(0, len(ys), LINES_BATCH):
+        part = [_read_only(np.ascontiguousarray(y, dtype=np.float64)) for y in ys[at : at + LINES_BATCH]]
+        k = len(part)
+        cols = tuple(part) + (_NO_Y,) * (LINES_BATCH - k)
+        out = np.empty(sum(len(y) for y in part), dtype=np.int64)
+        counts = np.zeros((LINES_BATCH, 4), dtype=np.int64)  # n_in, n_sel, kept, offset in out
+        ext = np.empty((LINES_BATCH, 2), dtype=np.float64)
+        _lines_kernel(x, cols, k, int(buckets), given, out, counts, ext)
+        for j in range(k):
+            n_in, n_sel, kept, o = (int(v) for v in counts[j])
+            red = Reduction(n_in, n_sel, buckets if n_sel < n_in else 0)
+            res.append((out[o : o + kept], red, float(ext[j, 0]), float(ext[j, 1])))
+    return res
+
+
+@kernel(work=lambda a: len(a[0]) * a[2], cache=True)
+def _lines_kernel(
+    x: np.ndarray,
+    ys: tuple[np.ndarray, ...],
+    k: int,
+    buckets: int,
+    runs: np.ndarray,
+    out: np.ndarray,
+    counts: np.ndarray,
+    ext: np.ndarray,
+) -> None:  # pragma: no cover - compiled
+    """:func:`_line_into` of the first ``k`` series of ``ys``, one after the other in ``out``
+    (``counts[j]``: samples not NaN, points selected, points kept, where they start in ``out``)
+    and the lowest and highest finite value at the points kept (``ext[j]``). (Not ``nogil``, as
+    :func:`_line_kernel`.)"""
+    o = 0
+    for j in range(k):
+        y = ys[j]
+        n_in, n_sel, kept = _line_into(x, y, buckets, runs, out, o)
+        lo = np.inf
+        hi = -np.inf
+        for m in range(o, o + kept):
+            v = y[out[m]]
+            if np.isfinite(v):
+                if v < lo:
+                    lo = v
+                if v > hi:
+                    hi = v
+        counts[j, 0] = n_in
+        counts[j, 1] = n_sel
+        counts[j, 2] = kept
+        counts[j, 3] = o
+        ext[j, 0] = lo
+        ext[j, 1] = hi
+        o += kept
 
 
 def m4_indices_numpy(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:

@@ -310,6 +310,9 @@ def _f(s: pl.Series) -> np.ndarray:
     """A numeric column as float64 with nulls as NaN (zero-copy for a float64 column without nulls)."""
     if s.dtype == pl.Boolean:
         s = s.cast(pl.UInt8)
+    # (not as a one-column frame for a column with nulls: less of this thread's CPU time, but
+    # DataFrame.to_numpy runs in polars' thread pool, and with the machine loaded the calling
+    # thread waited for it ≈ 50 ms a flow of replica-5M)
     return np.asarray(s.to_numpy(), dtype=np.float64)  # polars writes nulls of numeric columns as NaN
 
 
@@ -343,17 +346,19 @@ class _Picks:
         hit = self._done.get(key) if once else None
         if hit is not None and hit[0] is x and hit[1] is y:
             return hit[2], hit[3]
-        runs = None
-        if len(y) > 4 * buckets:
-            rk = (id(x), buckets)
-            got = self._runs.get(rk)
-            if got is None or got[0] is not x:
-                got = self._runs[rk] = (x, dec.column_runs(x, buckets))
-            runs = got[1]
+        runs = self.runs(x, buckets) if len(y) > 4 * buckets else None
         idx, red = dec.select_line(x, y, buckets, runs)
         if once:
             self._done[key] = (x, y, idx, red)
         return idx, red
+
+    def runs(self, x: np.ndarray, buckets: int) -> np.ndarray:
+        """:func:`decimate.column_runs` of the time axis ``x``, found once."""
+        rk = (id(x), buckets)
+        got = self._runs.get(rk)
+        if got is None or got[0] is not x:
+            got = self._runs[rk] = (x, dec.column_runs(x, buckets))
+        return got[1]
 
 
 class _Panel:
@@ -373,6 +378,9 @@ class _Panel:
         self.buckets = buckets
         self.keep_src = keep_src
         self.picks = picks if picks is not None else _Picks()
+        #: the y range of the traces :meth:`lines` made (id → (trace, lowest, highest finite value)):
+        #: what :func:`_extent` would find in their points
+        self.ext: dict[int, tuple[Trace, float, float]] = {}
 
     def line(
         self,
@@ -406,6 +414,39 @@ class _Panel:
         if src is not None and self.keep_src:
             tr["_src"] = {"k": "line", **src, **({"b": mss} if mss else {})}
         return tr
+
+    def lines(
+        self,
+        x: np.ndarray,
+        series: list[tuple[np.ndarray, str, dict[str, Any], dict[str, Any] | None]],
+        *,
+        frame: np.ndarray | None,
+        mss: float | None = None,
+    ) -> list[Trace | None]:
+        """:meth:`line` (``shape="hv"``, ``mode="lines"``) of several series on one time axis ``x``,
+        each ``(y, name, kw, src)``, decimated by one compiled pass (:func:`decimate.select_lines`)
+        that also finds each one's y range (kept in :attr:`ext` for :func:`_extent`)."""
+        if not series:
+            return []
+        runs = self.picks.runs(x, self.buckets) if len(x) > 4 * self.buckets else None
+        picks = dec.select_lines(x, [y for y, _, _, _ in series], self.buckets, runs)
+        xf = np.asarray(x, dtype=np.float64)
+        ff = None if frame is None else np.asarray(frame)
+        out: list[Trace | None] = []
+        for (y, name, kw, src), (idx, red, lo, hi) in zip(series, picks):
+            self.notes.append(TraceNote(self.key, name, red))
+            if red.n_out == 0:
+                out.append(None)
+                continue
+            ys = np.asarray(y, dtype=np.float64)[idx]
+            kw["line"] = {**kw.get("line", {}), "shape": "hv"}
+            _hover(kw, None if ff is None else ff[idx], ys, mss)
+            tr = scatter(xf[idx], ys, name, mode="lines", **kw)
+            if src is not None and self.keep_src:
+                tr["_src"] = {"k": "line", **src, **({"b": mss} if mss else {})}
+            self.ext[id(tr)] = (tr, lo, hi)
+            out.append(tr)
+        return out
 
     def lines_shared(
         self,
@@ -596,11 +637,20 @@ def _band_shapes(
     return [(g, _poly_x(gs, ge), len(gs)) for g, gs, ge in sorted(grades, key=lambda x: -x[0])]
 
 
-def _extent(traces: Iterable[Trace | None]) -> tuple[float, float]:
-    """y range covered by the (non-band) traces, for sizing bands; (0, 1) when empty."""
+def _extent(
+    traces: Iterable[Trace | None], known: dict[int, tuple[Trace, float, float]] | None = None
+) -> tuple[float, float]:
+    """y range covered by the (non-band) traces, for sizing bands; (0, 1) when empty. ``known``:
+    the lowest and highest finite value of some of them, found as they were decimated
+    (:attr:`_Panel.ext`)."""
     lo, hi = math.inf, -math.inf
     for tr in traces:
         if tr is None or tr.get("y") is None or tr.get("visible") == "legendonly":
+            continue
+        got = known.get(id(tr)) if known else None
+        if got is not None and got[0] is tr:
+            if got[1] <= got[2]:  # (a finite value)
+                lo, hi = min(lo, got[1]), max(hi, got[2])
             continue
         y = np.asarray(tr["y"], dtype=np.float64)
         finite = np.isfinite(y)
@@ -636,11 +686,13 @@ class _Ctx:
     _n_bands: int = 0
     _replay_tables: dict[str, str] = field(default_factory=dict)
     _rows_are_acks: dict[str, bool] = field(default_factory=dict)
+    _keys_seen: dict[tuple[Any, ...], tuple[np.ndarray, np.ndarray, bool]] = field(default_factory=dict)
+    _cwnd: dict[str, np.ndarray] = field(default_factory=dict)  # (:meth:`cwnd`)
     _sids: dict[tuple[str, str], str] = field(default_factory=dict)
     _algo_ids: dict[str, int] = field(default_factory=dict)
     _n_sids: dict[str, int] = field(default_factory=dict)
     picks: _Picks = field(default_factory=_Picks)
-    _band_tables: dict[tuple[int, int], str] = field(default_factory=dict)
+    _band_tables: dict[tuple[int, int], tuple[str, np.ndarray, np.ndarray]] = field(default_factory=dict)
     _values: dict[str, dict[str, np.ndarray]] = field(default_factory=dict)
     _ranks: dict[str, int] | None = None  # (:func:`_ranks`, found once)
     _types: dict[str, dict[str, pl.DataType]] = field(default_factory=dict)  # (:func:`_signal_types`)
@@ -716,17 +768,47 @@ class _Ctx:
 
     def rows_are_acks(self, label: str, df: pl.DataFrame) -> bool:
         """Whether a replay's rows are the flow's ACKs (the engine's output: one row per ACK,
-        joined on ``frame``)."""
-        if label not in self._rows_are_acks:
+        joined on ``frame``). The engine gives every replay of a flow the same ``frame`` and
+        ``ts_ns`` columns (one frame of them per flow): columns whose values are the very memory
+        of columns compared before have the same answer (:meth:`_keys_answer`)."""
+        got = self._rows_are_acks.get(label)
+        if got is None:
             acks = self.fr.events.acks
-            self._rows_are_acks[label] = (
+            got = self._rows_are_acks[label] = (
                 df.height == acks.height
                 and "frame" in df.columns
                 and df["frame"].null_count() == 0
-                and _same(df.get_column("frame"), acks.get_column("frame"))
-                and _same(df.get_column("ts_ns"), acks.get_column("ts_ns"))
+                and self._keys_answer(df.get_column("frame"), df.get_column("ts_ns"))
             )
-        return self._rows_are_acks[label]
+        return got
+
+    def _keys_answer(self, frame: pl.Series, ts: pl.Series) -> bool:
+        """Whether a replay's ``frame`` and ``ts_ns`` are the ACKs' (:func:`_same`), found once
+        per pair of value buffers: columns without nulls are numpy views of their memory, held
+        here (so that an address is not reused while the flow is drawn), and two columns of one
+        type and length at the same address hold the same values."""
+        acks = self.fr.events.acks
+        if frame.null_count() or ts.null_count():
+            return _same(frame, acks.get_column("frame")) and _same(ts, acks.get_column("ts_ns"))
+        fa, ta = frame.to_numpy(), ts.to_numpy()
+        key = (fa.ctypes.data, ta.ctypes.data, fa.dtype.str, ta.dtype.str, len(fa), len(ta))
+        hit = self._keys_seen.get(key)
+        if hit is None:
+            same = _same(frame, acks.get_column("frame")) and _same(ts, acks.get_column("ts_ns"))
+            hit = self._keys_seen[key] = (fa, ta, same)
+        return hit[2]
+
+    def cwnd(self, label: str, df: pl.DataFrame) -> np.ndarray:
+        """A replay's ``cwnd`` (float64, :func:`_f`), converted once per flow: drawn in the window
+        panel, in the algorithm's panel and stored for the packet list. (Kept only when it is a
+        view of the table's memory — no nulls —, so that keeping it costs no memory.)"""
+        got = self._cwnd.get(label)
+        if got is None:
+            s = df.get_column("cwnd")
+            got = _f(s)
+            if s.dtype == pl.Float64 and not s.null_count():
+                self._cwnd[label] = got
+        return got
 
     def replay_t(self, label: str, df: pl.DataFrame) -> np.ndarray:
         """A replay's times (s): the ACKs' when its rows are the ACKs."""
@@ -778,15 +860,16 @@ class _Ctx:
         name = f"b{self._n_bands}"
         self._n_bands += 1
         key = (id(start), id(end))
-        if again and key in self._band_tables:
-            self.store.alias(name, self._band_tables[key])
+        hit = self._band_tables.get(key) if again else None
+        if hit is not None and hit[1] is start and hit[2] is end:  # (the arrays are held there)
+            self.store.alias(name, hit[0])
             return name
         order = dec.stable_order(start)
         st, en = np.asarray(start, dtype=np.float64), np.asarray(end, dtype=np.float64)
         self.store.table(name, st if order is None else st[order])
         self.store.column(name, "e", en if order is None else en[order], decimals=6)
         if again:
-            self._band_tables[key] = name
+            self._band_tables[key] = (name, start, end)
         return name
 
     def replay_table(self, label: str, df: pl.DataFrame) -> str | None:
@@ -1011,28 +1094,33 @@ def _window_panel(c: _Ctx) -> Block:
             )
     shown_ = _initially_shown(c)
     rank = _ranks(c)
+    # every replay's cwnd; those on one time axis with one frame column (the ACKs': the engine's
+    # replays) decimated together (_Panel.lines), in the replays' order
+    group: list[tuple[np.ndarray, str, dict[str, Any], dict[str, Any] | None]] = []
+    axis: tuple[np.ndarray | None, np.ndarray | None] = (None, None)
     for i, (label, df) in enumerate(c.fr.replays.items()):
         if not df.height:
             continue
         best = label == c.best
-        cwnd = _f(df["cwnd"])
-        replays.append(
-            p.line(
-                c.replay_t(label, df),
-                cwnd,
-                f"{_esc(label)} cwnd" + (" (identified)" if best else ""),
-                line=dict(color=c.colors.get(label, "#444"), width=2.6 if best else 1.4),
-                visible=True if label in shown_ else "legendonly",
-                legendgroup=f"algo-{_esc(label)}",
-                legendrank=100 + rank.get(label, 100 + i),
-                hovertemplate=f"%{{y:.1f}} {pk}",
-                frame=c.replay_frame(label, df),
-                mss=mss,
-                src=c.col(c.replay_table(label, df), c.sid(label, "cwnd"), cwnd),
-            )
-        )
+        cwnd = c.cwnd(label, df)
+        t_, f_ = c.replay_t(label, df), c.replay_frame(label, df)
+        if group and (t_ is not axis[0] or f_ is not axis[1]):
+            replays += p.lines(cast(np.ndarray, axis[0]), group, frame=axis[1], mss=mss)
+            group = []
+        axis = (t_, f_)
+        kw = {
+            "line": {"color": c.colors.get(label, "#444"), "width": 2.6 if best else 1.4},
+            "visible": True if label in shown_ else "legendonly",
+            "legendgroup": f"algo-{_esc(label)}",
+            "legendrank": 100 + rank.get(label, 100 + i),
+            "hovertemplate": f"%{{y:.1f}} {pk}",
+        }
+        name = f"{_esc(label)} cwnd" + (" (identified)" if best else "")
+        group.append((cwnd, name, kw, c.col(c.replay_table(label, df), c.sid(label, "cwnd"), cwnd)))
+    if group:
+        replays += p.lines(cast(np.ndarray, axis[0]), group, frame=axis[1], mss=mss)
     kernel = [_kernel_window(c, p)]
-    y0, y1 = _extent([*actual, *replays, *kernel])
+    y0, y1 = _extent([*actual, *replays, *kernel], p.ext)
     bands = c.episode_bands(y0, y1, legendrank=1000)
     if rounds.height:
         rs, re_ = _t(rounds["start_ns"], c.t0), _t(rounds["end_ns"], c.t0)
@@ -1497,14 +1585,35 @@ def _unit_title(name: str, unit: str) -> str:
     return f"{_esc(name)} ({_esc(unit)})" if unit else _esc(name)
 
 
-def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
-    base = {col.name for col in schema.REPLAY_BASE}
-    sig = [s for s in df.columns if s not in base]
-    if not sig or not df.height:
-        return None
+@dataclass(frozen=True)
+class _AlgoPlan:
+    """The layout of an algorithm's panel, which depends on its label and its signals' names and
+    kinds of type only (:func:`_algo_plan`): the same for every flow of a run."""
+
+    infos: dict[str, meta.SignalInfo]
+    sunit: dict[str, str]  # the registry's unit of each signal ("" when none)
+    flags: list[str]  # signals shaded (categorical first, then boolean)
+    rows: list[tuple[str, list[str], str, str]]  # (kind, signals, title, unit) of each row
+
+
+_PLANS: dict[tuple[Any, ...], _AlgoPlan] = {}
+
+
+def _algo_plan(label: str, sig: list[str], types: dict[str, pl.DataType]) -> _AlgoPlan:
+    """:func:`_plan_of` these signals, found once a process (keyed by the label, the signals'
+    names and their types' classes: all that :func:`_signal_kind` reads of them; the registry's
+    answers for a label are found once a process too, :func:`meta.signals`)."""
+    key = (label, tuple(sig), tuple(type(types[s]) for s in sig))
+    got = _PLANS.get(key)
+    if got is None:
+        if len(_PLANS) >= 256:
+            _PLANS.clear()
+        got = _PLANS[key] = _plan_of(label, sig, types)
+    return got
+
+
+def _plan_of(label: str, sig: list[str], types: dict[str, pl.DataType]) -> _AlgoPlan:
     infos = meta.signals(label)
-    # (the signals' types only: polars makes each Enum type anew, the base's state among them)
-    types = _signal_types(c, label, df)
     kinds = {s: _signal_kind(types[s], infos.get(s)) for s in sig}
     sunit = {s: (infos[s].unit if s in infos else "") for s in sig}  # the registry's unit of each signal
     num = [s for s in sig if kinds[s] == "number"]
@@ -1525,6 +1634,18 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         shown_u = "" if u.startswith("\0") else shown(u)[0]
         title = ", ".join(_esc(n) for n in names) + (f" ({_esc(shown_u)})" if shown_u else "")
         rows.append(("other", names, title, shown_u))
+    return _AlgoPlan(infos, sunit, flags, rows)
+
+
+def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
+    sig = [s for s in df.columns if s not in _BASE_NAMES]
+    if not sig or not df.height:
+        return None
+    # (the signals' types only: polars makes each Enum type anew, the base's state among them)
+    types = _signal_types(c, label, df)
+    plan = _algo_plan(label, sig, types)
+    infos, sunit, flags, rows = plan.infos, plan.sunit, plan.flags, plan.rows
+    pk = unit("replay", "cwnd")
     p = c.panel(f"algo:{label}")
     t = c.replay_t(label, df)
     fr_ = c.replay_frame(label, df)
@@ -1532,6 +1653,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
     flag_runs = _replay_flag_runs(c, label, t, df, flags, infos, types)
+    shades: dict[str, list[_FlagShade]] = {}  # (_flag_bands: found once for the panel's rows)
     mss = float(c.mss)
     n_color = 0
     out_rows: list[Row] = []
@@ -1539,7 +1661,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         traces: list[Trace | None] = []
         if kind == "window":
             acks = c.fr.events.acks
-            cwnd = c.values(label, df, "cwnd")
+            cwnd = c.cwnd(label, df)
             cwnd_src = c.col(tb, c.sid(label, "cwnd"), cwnd)
             stacked = _stack_parts(df, names)
             drawn: set[str] = set()
@@ -1583,50 +1705,49 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                     )
                     srcs.append(c.col(tb, c.sid(label, "win"), win))
                 traces += p.lines_shared(t, parts, frame=fr_, mss=mss, group=f"stack:{label}", src=srcs)
-            else:
-                traces.append(
-                    p.line(
-                        t,
+            # the row's series on the replay's time axis, decimated together (_Panel.lines)
+            row: list[tuple[np.ndarray, str, dict[str, Any], dict[str, Any] | None]] = []
+            if stacked is None:
+                row.append(
+                    (
                         cwnd,
                         f"{_esc(label)} cwnd",
-                        line=dict(color=color, width=2.2),
-                        hovertemplate=f"%{{y:.1f}} {pk}",
-                        frame=fr_,
-                        mss=mss,
-                        src=cwnd_src,
+                        {"line": {"color": color, "width": 2.2}, "hovertemplate": f"%{{y:.1f}} {pk}"},
+                        cwnd_src,
                     )
                 )
             ss = _f(df.get_column("ssthresh"))  # (drawn once: not kept; a copy when polars lent its own)
             ss = ss if ss.flags.writeable else ss.copy()
-            cap = 10 * max(float(np.nanmax(cwnd)) if df.height else 1.0, 1.0)
+            top = float(cwnd.max()) if df.height else 1.0  # (np.nanmax's answer without NaN, and faster)
+            top = float(np.nanmax(cwnd)) if math.isnan(top) else top
+            cap = 10 * max(top, 1.0)
             ss[ss > cap] = np.nan  # "infinite" ssthresh before the first loss
-            traces.append(
-                p.line(
-                    t,
+            row.append(
+                (
                     ss,
                     "ssthresh",
-                    line=dict(color=color, width=1, dash="dot"),
-                    visible="legendonly",
-                    hovertemplate=f"%{{y:.1f}} {pk}",
-                    frame=fr_,
-                    mss=mss,
-                    src=c.col(tb, c.sid(label, "ssthresh"), ss),
+                    {
+                        "line": {"color": color, "width": 1, "dash": "dot"},
+                        "visible": "legendonly",
+                        "hovertemplate": f"%{{y:.1f}} {pk}",
+                    },
+                    c.col(tb, c.sid(label, "ssthresh"), ss),
                 )
             )
             for i, s in enumerate(n for n in names if n not in drawn):
                 y = c.values(label, df, s)
-                traces.append(
-                    p.line(
-                        t,
+                row.append(
+                    (
                         y,
                         _esc(s),
-                        line=dict(color=palette[i % len(palette)], width=1.4, dash="dash"),
-                        hovertemplate=f"%{{y:.2f}} {pk}",
-                        frame=fr_,
-                        mss=mss,
-                        src=c.col(tb, c.sid(label, s), y),
+                        {
+                            "line": {"color": palette[i % len(palette)], "width": 1.4, "dash": "dash"},
+                            "hovertemplate": f"%{{y:.2f}} {pk}",
+                        },
+                        c.col(tb, c.sid(label, s), y),
                     )
                 )
+            traces += p.lines(t, row, frame=fr_, mss=mss)
             traces.append(_kernel_window(c, p) if c.fr.truth is not None and c.fr.truth.algo == label else None)
             stack_on = stacked[0] if stacked is not None else None
             traces += _kernel_signals(c, p, label, names, {s: pk for s in names}, stack_on)
@@ -1648,6 +1769,7 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 )
         else:
             n_thr = 0
+            series: list[tuple[np.ndarray, str, dict[str, Any], dict[str, Any] | None]] = []
             for s in names:
                 thr = is_threshold_signal(s)
                 style = (
@@ -1660,24 +1782,22 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
                 u, k = shown(sunit[s]) if sunit[s] else ("", 1.0)  # delays and durations in ms
                 y = c.values(label, df, s)
                 y = y * k if k != 1.0 else y  # (the same values: no copy)
-                traces.append(
-                    p.line(
-                        t,
+                series.append(
+                    (
                         y,
                         _esc(s) + (" (threshold)" if thr else ""),
-                        line=style,
-                        hovertemplate="%{y:.4g}" + (f" {_esc(u)}" if u else ""),
-                        frame=fr_,
-                        src=c.col(tb, c.sid(label, s), y),
+                        {"line": style, "hovertemplate": "%{y:.4g}" + (f" {_esc(u)}" if u else "")},
+                        c.col(tb, c.sid(label, s), y),
                     )
                 )
+            traces += p.lines(t, series, frame=fr_)
             traces += _kernel_signals(c, p, label, names, sunit)
-        y0, y1 = _extent(traces)
+        y0, y1 = _extent(traces, p.ext)
         bands = c.episode_bands(y0, y1, legend=r == 1)
         if kind != "other":  # phases/modes shade the window and threshold rows (episodes shade all)
             for k_, s in enumerate(flags):
                 lo, hi = (y0, y1) if k_ == 0 else (y1 - 0.08 * k_ * (y1 - y0), y1 - 0.08 * (k_ - 1) * (y1 - y0))
-                bands += _flag_bands(c, flag_runs[s], s, lo, hi, legend=r == 1, strong=k_ > 0)
+                bands += _flag_bands(c, flag_runs[s], s, lo, hi, legend=r == 1, strong=k_ > 0, memo=shades)
         out_rows.append(
             Row(
                 [*bands, *(tr for tr in traces if tr is not None)],
@@ -1706,25 +1826,34 @@ def _stack_parts(df: pl.DataFrame, names: list[str]) -> tuple[str, np.ndarray] |
     return "cwnd − dwnd", _f(df["cwnd"]) - _f(df["dwnd"])
 
 
-def _flag_bands(
-    c: _Ctx, runs: _FlagRuns, name: str, y0: float, y1: float, *, legend: bool, strong: bool = False
-) -> list[Trace]:
-    """Shading for a boolean (where True) or categorical signal (one colour per value)."""
+@dataclass
+class _FlagShade:
+    """What :func:`_flag_bands` draws of one value of a flag signal, whatever the row's height:
+    its ranges, their shapes (:func:`_band_shapes`), its name, legend group and colour."""
+
+    start: np.ndarray
+    end: np.ndarray
+    shapes: list[tuple[float | None, np.ndarray, int]]
+    name: str
+    group: str
+    color: str
+
+
+def _flag_shades(c: _Ctx, runs: _FlagRuns, name: str, strong: bool) -> list[_FlagShade]:
+    """The shades of a boolean (where True) or categorical signal (one colour per value)."""
     st, en, v = runs.start, runs.end, runs.values
     if runs.boolean:
-        return _band(
-            st[v],
-            en[v],
-            y0,
-            y1,
-            _esc(name),
-            _scale_alpha(_BOOL_COLOR, 3.0 if strong else 1.0),
-            min_gap=c.min_gap,
-            legendgroup=f"flag-{_esc(name)}",
-            showlegend=legend,
-            t_end=c.duration,
-            src=c.band_table(st[v], en[v]),
-        )
+        s_, e_ = st[v], en[v]
+        return [
+            _FlagShade(
+                s_,
+                e_,
+                _band_shapes(s_, e_, c.min_gap, c.duration),
+                _esc(name),
+                f"flag-{_esc(name)}",
+                _scale_alpha(_BOOL_COLOR, 3.0 if strong else 1.0),
+            )
+        ]
     out = []
     cats = [x for x in dict.fromkeys(v.tolist()) if str(x).lower() not in _QUIET]
     known = {CATEGORY_COLORS[str(x).lower()] for x in cats if str(x).lower() in CATEGORY_COLORS}
@@ -1733,18 +1862,54 @@ def _flag_bands(
         m = v == cat
         color = CATEGORY_COLORS.get(str(cat).lower()) or next(free, _CAT_PALETTE[0])
         color = _scale_alpha(color, 3.0) if strong else color
+        s_, e_ = st[m], en[m]
+        out.append(
+            _FlagShade(
+                s_,
+                e_,
+                _band_shapes(s_, e_, c.min_gap, c.duration),
+                f"{_esc(name)} = {_esc(cat)}",
+                f"flag-{_esc(name)}-{_esc(cat)}",
+                color,
+            )
+        )
+    return out
+
+
+def _flag_bands(
+    c: _Ctx,
+    runs: _FlagRuns,
+    name: str,
+    y0: float,
+    y1: float,
+    *,
+    legend: bool,
+    strong: bool = False,
+    memo: dict[str, list[_FlagShade]] | None = None,
+) -> list[Trace]:
+    """Shading for a boolean (where True) or categorical signal (one colour per value). ``memo``:
+    the shades of the panel's flags found so far (its window and queue rows shade the same ones:
+    their ranges, shapes and store tables found once)."""
+    shades = memo.get(name) if memo is not None else None
+    if shades is None:
+        shades = _flag_shades(c, runs, name, strong)
+        if memo is not None:
+            memo[name] = shades
+    out = []
+    for sh in shades:
         out += _band(
-            st[m],
-            en[m],
+            sh.start,
+            sh.end,
             y0,
             y1,
-            f"{_esc(name)} = {_esc(cat)}",
-            color,
+            sh.name,
+            sh.color,
             min_gap=c.min_gap,
-            legendgroup=f"flag-{_esc(name)}-{_esc(cat)}",
+            legendgroup=sh.group,
             showlegend=legend,
             t_end=c.duration,
-            src=c.band_table(st[m], en[m]),
+            src=c.band_table(sh.start, sh.end, again=memo is not None),
+            shapes=sh.shapes,
         )
     return out
 
@@ -1872,7 +2037,7 @@ def _packet_list_columns(c: _Ctx, algos: list[str]) -> None:
             tb = c.replay_table(label, df)
             if tb and df.height:
                 name = c.sid(label, "cwnd")
-                st.column(tb, name, _f(df["cwnd"]))
+                st.column(tb, name, c.cwnd(label, df))
                 meta_["algos"].append([_esc(label), tb, name])  # (escaped: the page decodes names to text)
     if segs.height:
         ts_ = c.seg_table()

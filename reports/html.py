@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import datetime as _dt
+import functools
 import gzip
 import hashlib
 import html
@@ -845,13 +846,20 @@ _PANEL_NAMES = {"window": "window", "rtt": "RTT", "goodput": "goodput", "timeseq
 
 def _signal_docs(label: str, fr: FlowResult) -> str:
     """What each plotted signal of ``label`` means (from the replay registry), under its figure."""
-    infos = meta.signals(label)
     df = fr.replays.get(label)
     if df is None:
         return ""
+    return _signal_docs_of(label, tuple(df.columns))
+
+
+@functools.lru_cache(maxsize=256)
+def _signal_docs_of(label: str, columns: tuple[str, ...]) -> str:
+    """:func:`_signal_docs` of a replay with these columns: the same for every flow of a run (the
+    registry's answers for a label are found once a process, :func:`meta.signals`)."""
+    infos = meta.signals(label)
     base = {c.name for c in schema.REPLAY_BASE}
     items = []
-    for col in df.columns:
+    for col in columns:
         if col in base:
             continue
         si = infos.get(col)

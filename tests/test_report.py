@@ -140,6 +140,44 @@ def test_select_line_is_select_then_flat_interior(mode: str) -> None:
         assert dec.column_runs(np.array([0.0, 0.1, 0.2, 0.9, 1.0]), 2).tolist() == [0, 3, 5]
 
 
+@pytest.mark.parametrize("mode", ["compile", "interpret"])
+def test_select_lines_is_select_line_of_each_series(mode: str) -> None:
+    # several series on one time axis decimated by one compiled pass (decimate.select_lines, more
+    # series than one batch holds): each one's points and reduction are select_line's, and its y
+    # range is the lowest and highest finite value at those points (inf, -inf when there is none)
+    from hscc_trace.perf import firstuse
+
+    rng = np.random.default_rng(11)
+    with firstuse.mode(mode):
+        for trial in range(12):
+            n, b = int(rng.integers(0, 700)), int(rng.integers(1, 40))
+            x = np.sort(rng.uniform(0, 10, n))
+            ys = []
+            for j in range(int(rng.integers(1, dec.LINES_BATCH + 5))):
+                y = rng.integers(0, 4, n).astype(float) if j % 2 else np.cumsum(rng.normal(size=n))
+                if n and j % 3 == 1:
+                    y[rng.integers(0, n, max(n // 5, 1))] = np.nan
+                if n > 2 and j % 4 == 2:
+                    y[0], y[-1] = np.inf, -np.inf
+                if j % 5 == 4:
+                    y[:] = np.nan
+                ys.append(y if j % 2 else _read_only_copy(y))
+            for runs in (None, dec.column_runs(x, b)):
+                got = dec.select_lines(x, ys, b, runs)
+                assert len(got) == len(ys)
+                for y, (idx, red, lo, hi) in zip(ys, got):
+                    want, want_red = dec.select_line(x, y, b, runs)
+                    assert np.array_equal(idx, want) and red == want_red, (trial, n, b)
+                    v = y[idx][np.isfinite(y[idx])]
+                    assert (lo, hi) == ((float(v.min()), float(v.max())) if len(v) else (np.inf, -np.inf))
+
+
+def _read_only_copy(y: np.ndarray) -> np.ndarray:
+    y = y.copy()
+    y.flags.writeable = False
+    return y
+
+
 def test_m4_compiled_pass_matches_the_numpy_twin() -> None:
     # random walks, integer plateaus (ties: the first lowest/highest wins), repeated times, few and
     # many columns: the one-pass kernel must pick exactly the indices of the vectorised reference

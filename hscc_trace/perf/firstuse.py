@@ -131,6 +131,8 @@ COSTS: dict[str, tuple[float, float]] = {
     "reports.decimate._m4_kernel": (0.32, 1.45e-06),
     # (added later, measured alone: 200 000 samples, empty numba cache, load average ≈ 4)
     "reports.decimate._line_kernel": (1.61, 2.57e-06),
+    # (not measured by benchmarks/first_use.py: _line_kernel's, the same pass over each series)
+    "reports.decimate._lines_kernel": (1.61, 2.57e-06),
     "reports.decimate._runs_kernel": (0.35, 2.01e-06),
     # (measured alone again when it became a batch of 16 columns, 2026-11-27 16:30, load ≈ 0.8:
     # 200 000 values in 16 columns, compiled twice with an empty numba cache, interpreted twice)
