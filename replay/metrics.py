@@ -243,36 +243,78 @@ def limit_strings(rounds: pl.DataFrame) -> np.ndarray:
     """The rounds' ``limit`` as strings (an object array; None where null), kept for the last
     rounds table it was asked of (a weak reference: the fit, the verdict and its evidence of a
     flow each ask for it; turning a long flow's rounds into strings costs ≈ 40 ns each)."""
-    return _limits_entry(rounds)[0]
+    return _limits_entry(rounds).strings()
 
 
 def limit_is(rounds: pl.DataFrame, name: str | None) -> np.ndarray:
     """``limit_strings(rounds) == name`` (``None``: the rounds whose limit is null), read-only,
-    kept with the strings: a flow's fit, verdict and evidence ask for the same few masks, and
-    each comparison goes over the strings one by one."""
-    lim, masks = _limits_entry(rounds)
-    hit = masks.get(name)
-    if hit is None:
-        hit = _frozen(lim == name)  # (elementwise, also for None)
-        masks[name] = hit
-    return hit
+    kept with the strings: a flow's fit, verdict and evidence ask for the same few masks. An
+    Enum column (schema.ROUNDS) is compared by its codes, without its strings."""
+    return _limits_entry(rounds).mask(name)
 
 
-def _limits_entry(rounds: pl.DataFrame) -> tuple[np.ndarray, dict[str | None, np.ndarray]]:
-    """(the rounds' limits as strings, the masks of them asked so far), kept (:class:`_Memo`)."""
+class _Limits:
+    """A rounds table's ``limit`` column as :func:`limit_strings` and :func:`limit_is` take it:
+    its strings and its label codes, each made when first asked, and the masks asked so far."""
 
-    def make() -> tuple[np.ndarray, dict[str | None, np.ndarray]]:
-        s = rounds.get_column("limit")
-        # (an Enum, Categorical or String column gives its strings as objects — not asked through
-        # ``s.dtype``, which builds the Enum type and its categories anew at each access; another
-        # column that gives objects, e.g. booleans with nulls, gives no strings: cast)
-        out = s.to_numpy()
-        if out.dtype != object or not isinstance(_first_value(out, s.null_count()), (str, type(None))):
-            out = s.cast(pl.String).to_numpy()
-        out.setflags(write=False)
-        return out, {}
+    def __init__(self, s: pl.Series) -> None:
+        self.s = s
+        self._strings: np.ndarray | None = None
+        self._codes: tuple[np.ndarray, list[str]] | None | bool = None  # False: not an Enum
+        self.masks: dict[str | None, np.ndarray] = {}
 
-    return _LIMITS.get((rounds,), (), make)
+    def strings(self) -> np.ndarray:
+        if self._strings is None:
+            s = self.s
+            # (an Enum, Categorical or String column gives its strings as objects — not asked
+            # through ``s.dtype``, which builds the Enum type and its categories anew at each
+            # access; another column that gives objects, e.g. booleans with nulls, gives no
+            # strings: cast)
+            out = s.to_numpy()
+            if out.dtype != object or not isinstance(_first_value(out, s.null_count()), (str, type(None))):
+                out = s.cast(pl.String).to_numpy()
+            self._strings = _frozen(out)
+        return self._strings
+
+    def codes(self) -> tuple[np.ndarray, list[str]] | None:
+        """(each round's label index, −1 where null; the labels) for an Enum column, else None."""
+        if self._codes is None:
+            s = self.s
+            dt = s.dtype
+            if isinstance(dt, pl.Enum):
+                n, nulls = s.len(), s.null_count()
+                if nulls == n:
+                    x = np.full(n, -1, dtype=np.int64)
+                else:
+                    x = s.to_physical().to_numpy()
+                    if nulls:  # (floats, NaN at the nulls)
+                        x = np.where(np.isnan(x), -1, x).astype(np.int64)
+                self._codes = (x, dt.categories.to_list())
+            else:
+                self._codes = False
+        return self._codes or None
+
+    def mask(self, name: str | None) -> np.ndarray:
+        hit = self.masks.get(name)
+        if hit is None:
+            c = self.codes() if name is None or isinstance(name, str) else None
+            if c is not None:
+                x, labels = c
+                if name is None:
+                    hit = x < 0
+                elif name in labels:
+                    hit = x == labels.index(name)
+                else:
+                    hit = np.zeros(x.shape[0], dtype=bool)
+            else:
+                hit = self.strings() == name  # (elementwise, also for None)
+            hit = self.masks[name] = _frozen(hit)
+        return hit
+
+
+def _limits_entry(rounds: pl.DataFrame) -> _Limits:
+    """The rounds' :class:`_Limits`, kept (:class:`_Memo`)."""
+    return _LIMITS.get((rounds,), (), lambda: _Limits(rounds.get_column("limit")))
 
 
 def _first_value(a: np.ndarray, nulls: int) -> Any:
