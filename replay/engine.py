@@ -30,6 +30,7 @@ from hscc_trace.perf.firstuse import kernel
 
 from . import tp as T
 from .compile import loop_function
+from .metrics import enum_codes
 from .registry import Resolved, resolve, resolve_many
 from .tp import (
     E_ACK,
@@ -162,8 +163,8 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
         cols[_C_CA_RTT] = cols[_C_RTT]
     col(_C_RWND, "rwnd_bytes", math.inf)
     col(_C_SCALE_KNOWN, "rwnd_scale_known", 1.0)
-    cols[_C_STATE] = _codes(acks.get_column("state"), _STATE_CODE, 0.0)
-    cols[_C_EVENT] = _codes(acks.get_column("cong_event"), _EVENT_CODE, -1.0)
+    cols[_C_STATE] = _column_codes(acks, "state", _STATE_CODE, 0.0)
+    cols[_C_EVENT] = _column_codes(acks, "cong_event", _EVENT_CODE, -1.0)
     col(_C_UNDO, "spurious_undo")
     col(_C_ROUND, "round")
     col(_C_ROUND_END, "round_end")
@@ -278,6 +279,18 @@ def _fill_inputs(ev, ts, cols, has_extra, mss):  # pragma: no cover - compiled
             found = True
             first_flight = ev[i, E_PRIOR_FLIGHT]
     return first_flight
+
+
+def _column_codes(acks: pl.DataFrame, name: str, code: Mapping[str, float], default: float) -> np.ndarray:
+    """:func:`_codes` of column ``name`` of ``acks``; an Enum column through the label indices
+    kept for the table (:func:`hscc_trace.replay.metrics.enum_codes`: the fit and the verdict
+    of the flow ask for the same)."""
+    coded = enum_codes(acks, name)
+    if coded is None:
+        return _codes(acks.get_column(name), code, default)
+    x, labels = coded
+    lut = np.array([code.get(c, default) for c in labels] + [default], dtype=np.float64)
+    return lut[x]  # (−1, a null: the last entry)
 
 
 def _codes(s: pl.Series, code: Mapping[str, float], default: float) -> np.ndarray:

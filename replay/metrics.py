@@ -277,21 +277,9 @@ class _Limits:
         return self._strings
 
     def codes(self) -> tuple[np.ndarray, list[str]] | None:
-        """(each round's label index, −1 where null; the labels) for an Enum column, else None."""
+        """:func:`enum_labels` of the column (None: not an Enum)."""
         if self._codes is None:
-            s = self.s
-            dt = s.dtype
-            if isinstance(dt, pl.Enum):
-                n, nulls = s.len(), s.null_count()
-                if nulls == n:
-                    x = np.full(n, -1, dtype=np.int64)
-                else:
-                    x = s.to_physical().to_numpy()
-                    if nulls:  # (floats, NaN at the nulls)
-                        x = np.where(np.isnan(x), -1, x).astype(np.int64)
-                self._codes = (x, dt.categories.to_list())
-            else:
-                self._codes = False
+            self._codes = enum_labels(self.s) or False
         return self._codes or None
 
     def mask(self, name: str | None) -> np.ndarray:
@@ -315,6 +303,36 @@ class _Limits:
 def _limits_entry(rounds: pl.DataFrame) -> _Limits:
     """The rounds' :class:`_Limits`, kept (:class:`_Memo`)."""
     return _LIMITS.get((rounds,), (), lambda: _Limits(rounds.get_column("limit")))
+
+
+def enum_labels(s: pl.Series) -> tuple[np.ndarray, list[str]] | None:
+    """(each row's label index, −1 where null; the labels) of an Enum column, or None for a
+    column of another dtype. The label indices are the column's physical codes (read-only)."""
+    dt = s.dtype  # (made anew at each access: for an Enum, with its categories)
+    if not isinstance(dt, pl.Enum):
+        return None
+    n, nulls = s.len(), s.null_count()
+    if nulls == n:
+        x = np.full(n, -1, dtype=np.int64)
+    else:
+        x = s.to_physical().to_numpy()
+        if nulls:  # (floats, NaN at the nulls)
+            x = np.where(np.isnan(x), -1, x).astype(np.int64)
+    return _frozen(x), dt.categories.to_list()
+
+
+_ENUMS = _Memo()
+
+
+def enum_codes(table: pl.DataFrame, name: str) -> tuple[np.ndarray, list[str]] | None:
+    """:func:`enum_labels` of column ``name`` of ``table``, kept per table (:class:`_Memo`): a
+    flow's replay inputs (``engine.prepare``), its judged ACKs and its verdict ask for the same
+    Enum columns of its ACK stream (each ``to_physical`` plans and runs a query)."""
+    kept = _ENUMS.get((table,), (), dict)
+    hit = kept.get(name)
+    if hit is None:
+        hit = kept[name] = enum_labels(table.get_column(name)) or False
+    return hit or None
 
 
 def _first_value(a: np.ndarray, nulls: int) -> Any:
@@ -683,7 +701,12 @@ def _judged(events: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     def make() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         snd_s, ack_s = acks.get_column("snd_max"), acks.get_column("ack")
         rnd = filled(acks.get_column("round").cast(pl.Int64), -1)
-        is_open = equals(acks.get_column("state"), "open")
+        coded = enum_codes(acks, "state")
+        if coded is None:
+            is_open = equals(acks.get_column("state"), "open")
+        else:  # (the codes engine.prepare took: a null state is not open)
+            x, labels = coded
+            is_open = x == labels.index("open") if "open" in labels else np.zeros(n, dtype=bool)
         rec = filled(rd.get_column("in_recovery"), True).astype(bool)
         good = rd.get_column("round").cast(pl.Int64).to_numpy()[limit_is(rd, "cwnd") & ~rec]
         table = _table(good, n)
