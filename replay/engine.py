@@ -768,8 +768,8 @@ def _enum(name: str, labels: tuple[str, ...], idx: np.ndarray, shared: dict[Any,
     key = ("enum", name, labels)
     if shared is not None:
         hit = shared.get(key)
-        if hit is not None and np.array_equal(hit[0], idx):
-            return hit[1]
+        if hit is not None and hit[0].shape == idx.shape and (hit[0] == idx).all():
+            return hit[1]  # (np.array_equal's checks, without its wrappers)
     col = _gather(_enum_labels(name, labels), idx)
     if shared is not None:
         shared[key] = (idx.copy(), col)  # (a copy: a view would keep the loop's whole output alive)
