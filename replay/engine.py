@@ -510,8 +510,10 @@ def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable
     table): everything but the loop itself, its outputs and the table, done in the calling
     thread. ``prep``'s rate samples must be filled already if ``r`` needs them (:func:`run`
     does it)."""
-    plan = _plan(r, compiled)
     init = _initial(r)
+    plan = init.plans.get(compiled)
+    if plan is None:
+        plan = init.plans[compiled] = _plan(r, compiled)
     tpa = init.tpa.copy()
     if init.flow_iw:
         iw = max(round(prep.first_flight), 1.0) if prep.first_flight > 0 else 10.0
@@ -532,13 +534,14 @@ def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable
 class _Initial:
     """What a loop starts from that does not depend on the flow (made once per algorithm):
     the common parameters ``tpa`` but for the MSS (and the initial window where ``flow_iw``:
-    then it is the flow's first flight), the size of the state, the parameter array."""
+    then it is the flow's first flight), the size of the state, the parameter array, its :class:`_Plan`."""
 
     r: Resolved  # (kept, so that its id in _INITIAL stays its own)
     tpa: np.ndarray
     flow_iw: bool
     nstate: int
     p: np.ndarray
+    plans: dict[bool | None, _Plan] = field(default_factory=dict)  # _plan(r, compiled) by compiled
 
 
 _INITIAL: dict[int, _Initial] = {}
@@ -768,7 +771,7 @@ def _enum(name: str, labels: tuple[str, ...], idx: np.ndarray, shared: dict[Any,
     key = ("enum", name, labels)
     if shared is not None:
         hit = shared.get(key)
-        if hit is not None and hit[0].shape == idx.shape and (hit[0] == idx).all():
+        if hit is not None and hit[0].shape == idx.shape and np.logical_and.reduce(hit[0] == idx):
             return hit[1]  # (np.array_equal's checks, without its wrappers)
     col = _gather(_enum_labels(name, labels), idx)
     if shared is not None:

@@ -470,7 +470,7 @@ def _corrcoef_rows(a: np.ndarray, W: np.ndarray) -> np.ndarray:
         X[1] = Wc[j]
         c = np.dot(X, X.T)
         c *= f
-        sd = np.sqrt(np.diag(c))
+        sd = np.sqrt(c.diagonal())  # (np.diag's values, without its wrapper)
         out[j] = c[0, 1] / sd[0] / sd[1]
     return np.clip(out, -1.0, 1.0)
 

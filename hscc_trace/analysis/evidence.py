@@ -268,13 +268,14 @@ def _epochs(ev: FlowEvents, ra: _Rounds | None = None) -> list[np.ndarray]:
     peak = ra.peak / float(ev.mss)
     usable = ~ra.rec & ra.is_("cwnd")  # (once: the limits are strings, compared one by one)
     out = []
+    n_starts, n_ends = len(starts), len(ends)
     for k, e0 in enumerate(ends):
         i = bisect.bisect_right(starts, e0)  # the first episode starting after e0
-        nxt = starts[i] if i < len(starts) else None
+        nxt = starts[i] if i < n_starts else None
         sel = (st >= e0) & usable
         if nxt is not None:
             sel &= st < nxt
-        if k + 1 < len(ends) and nxt is None:
+        if k + 1 < n_ends and nxt is None:
             sel &= st < ends[k + 1]
         pts = peak[sel]
         if pts.size >= MIN_EPOCH_ROUNDS:
