@@ -13,6 +13,7 @@ DataFrame per algorithm out) and :func:`replay_flow` (a :class:`~hscc_trace.mode
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import threading
@@ -959,7 +960,7 @@ def replay(
     # thread does ``meanwhile``, then builds the tables in order; where it would wait for the
     # helper, it takes back the last loop the helper has not started and runs it itself: once
     # this thread has caught up, both cores run loops)
-    ahead = _Ahead([(lambda loop=loop, m=m: loop(*m)) for (loop, _), m in zip(jobs, mats)])
+    ahead = _Ahead([functools.partial(loop, *m) for (loop, _), m in zip(jobs, mats)])
     _pool().submit(ahead.helper)
     try:
         if meanwhile is not None:

@@ -35,7 +35,7 @@ import math
 import operator
 import threading
 import weakref
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -261,7 +261,7 @@ class _Limits:
     def __init__(self, s: pl.Series) -> None:
         self.s = s
         self._strings: np.ndarray | None = None
-        self._codes: tuple[np.ndarray, list[str]] | None | bool = None  # False: not an Enum
+        self._codes: tuple[np.ndarray, list[str]] | None | Literal[False] = None  # False: not an Enum
         self.masks: dict[str | None, np.ndarray] = {}
 
     def strings(self) -> np.ndarray:
@@ -281,7 +281,7 @@ class _Limits:
         """:func:`enum_labels` of the column (None: not an Enum)."""
         if self._codes is None:
             self._codes = enum_labels(self.s) or False
-        return self._codes or None
+        return self._codes if self._codes is not False else None
 
     def mask(self, name: str | None) -> np.ndarray:
         hit = self.masks.get(name)
