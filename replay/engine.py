@@ -13,6 +13,7 @@ DataFrame per algorithm out) and :func:`replay_flow` (a :class:`~hscc_trace.mode
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import threading
@@ -30,6 +31,7 @@ from hscc_trace.perf.firstuse import kernel
 
 from . import tp as T
 from .compile import loop_function
+from .metrics import enum_codes
 from .registry import Resolved, resolve, resolve_many
 from .tp import (
     E_ACK,
@@ -162,8 +164,8 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
         cols[_C_CA_RTT] = cols[_C_RTT]
     col(_C_RWND, "rwnd_bytes", math.inf)
     col(_C_SCALE_KNOWN, "rwnd_scale_known", 1.0)
-    cols[_C_STATE] = _codes(acks.get_column("state"), _STATE_CODE, 0.0)
-    cols[_C_EVENT] = _codes(acks.get_column("cong_event"), _EVENT_CODE, -1.0)
+    cols[_C_STATE] = _column_codes(acks, "state", _STATE_CODE, 0.0)
+    cols[_C_EVENT] = _column_codes(acks, "cong_event", _EVENT_CODE, -1.0)
     col(_C_UNDO, "spurious_undo")
     col(_C_ROUND, "round")
     col(_C_ROUND_END, "round_end")
@@ -280,6 +282,18 @@ def _fill_inputs(ev, ts, cols, has_extra, mss):  # pragma: no cover - compiled
     return first_flight
 
 
+def _column_codes(acks: pl.DataFrame, name: str, code: Mapping[str, float], default: float) -> np.ndarray:
+    """:func:`_codes` of column ``name`` of ``acks``; an Enum column through the label indices
+    kept for the table (:func:`hscc_trace.replay.metrics.enum_codes`: the fit and the verdict
+    of the flow ask for the same)."""
+    coded = enum_codes(acks, name)
+    if coded is None:
+        return _codes(acks.get_column(name), code, default)
+    x, labels = coded
+    lut = np.array([code.get(c, default) for c in labels] + [default], dtype=np.float64)
+    return lut[x]  # (−1, a null: the last entry)
+
+
 def _codes(s: pl.Series, code: Mapping[str, float], default: float) -> np.ndarray:
     """Labels → float codes (``default`` for null or unmapped labels). An Enum column maps its
     physical codes through a lookup table; any other dtype goes through strings."""
@@ -287,8 +301,11 @@ def _codes(s: pl.Series, code: Mapping[str, float], default: float) -> np.ndarra
     if isinstance(dtype, pl.Enum):
         cats = dtype.categories.to_list()
         lut = np.array([code.get(c, default) for c in cats] + [default], dtype=np.float64)
+        nulls = s.null_count()
+        if nulls == s.len():  # (no label at all: the cong_event of most flows)
+            return np.full(s.len(), lut[-1])
         phys = s.to_physical()
-        if phys.null_count():  # nulls take the last entry (to_numpy gives floats, NaN at the nulls)
+        if nulls:  # nulls take the last entry (to_numpy gives floats, NaN at the nulls)
             x = phys.to_numpy()
             return lut[np.where(np.isnan(x), len(cats), x).astype(np.intp)]
         return lut[phys.to_numpy()]
@@ -494,30 +511,69 @@ def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable
     table): everything but the loop itself, its outputs and the table, done in the calling
     thread. ``prep``'s rate samples must be filled already if ``r`` needs them (:func:`run`
     does it)."""
-    plan = _plan(r, compiled)
-    tpa = np.zeros(T.NTP, dtype=np.float64)
-    flavor = r.values["flavor"]
-    tpa[T.FLAVOR] = T.LINUX if flavor == "linux" else T.RFC
-    iw = float(r.values["iw"])
-    if iw <= 0.0:
+    init = _initial(r)
+    plan = init.plans.get(compiled)
+    if plan is None:
+        plan = init.plans[compiled] = _plan(r, compiled)
+    tpa = init.tpa.copy()
+    if init.flow_iw:
         iw = max(round(prep.first_flight), 1.0) if prep.first_flight > 0 else 10.0
-    tpa[T.IW] = iw
-    tpa[T.CWND] = iw
-    tpa[T.SSTHRESH] = math.inf
+        tpa[T.IW] = iw
+        tpa[T.CWND] = iw
     tpa[T.MSS] = float(prep.mss)
-    for k in (T.RTT, T.MIN_RTT, T.SRTT, T.RTTVAR, T.ROUND_MIN_RTT, T.CUR_ROUND_MIN_RTT):
-        tpa[k] = math.nan
-    tpa[T.LAST_ECN_ROUND] = -1.0
-    tpa[T.DELIVERED_TIME] = math.nan
-    tpa[T.CWND_USAGE_SEQ] = -math.inf
-    st = np.zeros(r.nstate, dtype=np.float64)
-    p = r.param_array()
+    st = np.zeros(init.nstate, dtype=np.float64)
+    p = init.p.copy()
     fn, sig_idx, tops, ev = plan.fn, plan.sig_idx, plan.tops, prep.ev
 
     def loop(out: np.ndarray, codes: np.ndarray, nans: np.ndarray) -> None:
         fn(ev, tpa, st, p, sig_idx, tops, out, codes, nans)
 
     return loop, plan
+
+
+@dataclass(frozen=True)
+class _Initial:
+    """What a loop starts from that does not depend on the flow (made once per algorithm):
+    the common parameters ``tpa`` but for the MSS (and the initial window where ``flow_iw``:
+    then it is the flow's first flight), the size of the state, the parameter array, its :class:`_Plan`."""
+
+    r: Resolved  # (kept, so that its id in _INITIAL stays its own)
+    tpa: np.ndarray
+    flow_iw: bool
+    nstate: int
+    p: np.ndarray
+    plans: dict[bool | None, _Plan] = field(default_factory=dict)  # _plan(r, compiled) by compiled
+
+
+_INITIAL: dict[int, _Initial] = {}
+
+
+def _initial(r: Resolved) -> _Initial:
+    """:class:`_Initial` of ``r`` (resolved algorithms are immutable: made once per process,
+    where ``_setup`` made the same arrays for every flow and algorithm, ≈ 40 µs each)."""
+    hit = _INITIAL.get(id(r))
+    if hit is not None and hit.r is r:
+        return hit
+    tpa = np.zeros(T.NTP, dtype=np.float64)
+    flavor = r.values["flavor"]
+    tpa[T.FLAVOR] = T.LINUX if flavor == "linux" else T.RFC
+    iw = float(r.values["iw"])
+    tpa[T.IW] = iw
+    tpa[T.CWND] = iw
+    tpa[T.SSTHRESH] = math.inf
+    for k in (T.RTT, T.MIN_RTT, T.SRTT, T.RTTVAR, T.ROUND_MIN_RTT, T.CUR_ROUND_MIN_RTT):
+        tpa[k] = math.nan
+    tpa[T.LAST_ECN_ROUND] = -1.0
+    tpa[T.DELIVERED_TIME] = math.nan
+    tpa[T.CWND_USAGE_SEQ] = -math.inf
+    tpa.setflags(write=False)
+    p = r.param_array()
+    p.setflags(write=False)
+    hit = _Initial(r, tpa, iw <= 0.0, r.nstate, p)
+    if len(_INITIAL) >= 256:
+        _INITIAL.clear()
+    _INITIAL[id(r)] = hit
+    return hit
 
 
 def _outputs(n: int, plans: list[_Plan]) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
@@ -555,6 +611,74 @@ AHEAD_MIN_ACKS = 2000
 LOOK_AHEAD = True
 _POOL: Any = None
 _POOL_LOCK = threading.Lock()
+
+
+class _Ahead:
+    """A flow's loops shared between the helper thread (:meth:`helper`, from the first on) and
+    the calling thread (:meth:`wait`, which takes back the last ones the helper has not
+    started): one task handed to the helper per flow, one lock, one condition — where a
+    future per loop cost ≈ 50 µs each to submit and collect. A loop's error is raised in the
+    calling thread at that loop's turn (the loops' order), wherever it ran."""
+
+    def __init__(self, calls: list[Callable[[], Any]]) -> None:
+        self.calls = calls
+        self.cv = threading.Condition(threading.Lock())
+        self.front = 0  # loops front.. not started by the helper
+        self.back = len(calls)  # loops back.. taken back by the calling thread
+        self.done = [False] * len(calls)
+        self.failed: dict[int, BaseException] = {}
+
+    def _run(self, k: int, here: bool) -> None:
+        try:
+            self.calls[k]()
+        except Exception as exc:  # noqa: BLE001 - raised at its own turn (wait)
+            self.failed[k] = exc
+        except BaseException as exc:  # (an interrupt: at once in the calling thread)
+            self.failed[k] = exc
+            if here:
+                raise
+        finally:
+            with self.cv:
+                self.done[k] = True
+                self.cv.notify_all()
+
+    def helper(self) -> None:
+        """The helper thread's part: the loops from the first on, until they meet the ones
+        taken back."""
+        while True:
+            with self.cv:
+                k = self.front
+                if k >= self.back:
+                    return
+                self.front = k + 1
+            self._run(k, False)
+
+    def wait(self, k: int) -> None:
+        """Loop ``k`` has run (the loops before it have): rather than wait for the helper, run
+        the last loop it has not started, or loop ``k`` itself if it has not; raises loop ``k``'s
+        error."""
+        while True:
+            with self.cv:
+                if self.done[k]:
+                    break
+                if self.front == k:  # (not started by the helper: run here)
+                    self.front = k + 1
+                    take = k
+                elif self.back - 1 > k and self.back - 1 >= self.front:
+                    self.back -= 1
+                    take = self.back
+                else:
+                    self.cv.wait()
+                    continue
+            self._run(take, True)
+        exc = self.failed.get(k)
+        if exc is not None:
+            raise exc
+
+    def stop(self) -> None:
+        """No more loops for the helper (this thread is done with the flow, or failed)."""
+        with self.cv:
+            self.back = min(self.back, self.front)
 
 
 def _pool() -> Any:
@@ -648,8 +772,8 @@ def _enum(name: str, labels: tuple[str, ...], idx: np.ndarray, shared: dict[Any,
     key = ("enum", name, labels)
     if shared is not None:
         hit = shared.get(key)
-        if hit is not None and np.array_equal(hit[0], idx):
-            return hit[1]
+        if hit is not None and hit[0].shape == idx.shape and np.logical_and.reduce(hit[0] == idx):
+            return hit[1]  # (np.array_equal's checks, without its wrappers)
     col = _gather(_enum_labels(name, labels), idx)
     if shared is not None:
         shared[key] = (idx.copy(), col)  # (a copy: a view would keep the loop's whole output alive)
@@ -832,40 +956,20 @@ def replay(
             loop(*m)
             out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
         return out
-    pool = _pool()
     # (every loop at once: the helper runs them one after the other, first to last, while this
     # thread does ``meanwhile``, then builds the tables in order; where it would wait for the
     # helper, it takes back the last loop the helper has not started and runs it itself: once
     # this thread has caught up, both cores run loops)
-    futures: list[Any] = [pool.submit(loop, *m) for (loop, _), m in zip(jobs, mats)]
+    ahead = _Ahead([functools.partial(loop, *m) for (loop, _), m in zip(jobs, mats)])
+    _pool().submit(ahead.helper)
     try:
         if meanwhile is not None:
             meanwhile()
-        back = len(jobs)  # loops back..end were taken back from the helper and run here
-        failed: dict[int, Exception] = {}  # a taken-back loop's error, raised at its own turn
-        for k, (label, (loop, plan), m) in enumerate(zip(labels, jobs, mats)):
-            f = futures[k]
-            if f is not None:
-                # rather than wait for the helper's loop, run the last one it has not started
-                while not f.done() and back - 1 > k and futures[back - 1].cancel():
-                    back -= 1
-                    try:
-                        jobs[back][0](*mats[back])
-                    except Exception as exc:  # noqa: BLE001 - (errors come in the algorithms' order)
-                        failed[back] = exc
-                    futures[back] = None
-                if f.cancel():  # (not started by the helper either: run here)
-                    loop(*m)
-                else:
-                    f.result()
-                futures[k] = None
-            if k in failed:
-                raise failed[k]
+        for k, (label, (_, plan), m) in enumerate(zip(labels, jobs, mats)):
+            ahead.wait(k)
             out[label] = _frame(prep.ts_ns, *m, plan, prep.frame, prep._shared)
     finally:
-        for f in futures:
-            if f is not None:
-                f.cancel()
+        ahead.stop()
     return out
 
 

@@ -32,9 +32,10 @@ the window after the previous ACK, the one whose cumulative ACK equals the probe
 from __future__ import annotations
 
 import math
+import operator
 import threading
 import weakref
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import polars as pl
@@ -220,17 +221,17 @@ class _Memo:
         self._local = threading.local()
 
     def get(self, tables: tuple[Any, ...], key: tuple[Any, ...], make: Any) -> Any:
+        # (plain loops, not generator expressions: a flow asks a dozen times, of up to 16 tables)
         last = getattr(self._local, "last", None)
-        if (
-            last is not None
-            and last[1] == key
-            and len(last[0]) == len(tables)
-            and all(r() is t for r, t in zip(last[0], tables))
-        ):
-            return last[2]
+        if last is not None and last[1] == key and len(last[0]) == len(tables):
+            for r, t in zip(last[0], tables):
+                if r() is not t:
+                    break
+            else:
+                return last[2]
         value = make()
         try:
-            self._local.last = (tuple(weakref.ref(t) for t in tables), key, value)
+            self._local.last = (tuple([weakref.ref(t) for t in tables]), key, value)
         except TypeError:  # (tables without weak references: nothing kept)
             pass
         return value
@@ -243,36 +244,96 @@ def limit_strings(rounds: pl.DataFrame) -> np.ndarray:
     """The rounds' ``limit`` as strings (an object array; None where null), kept for the last
     rounds table it was asked of (a weak reference: the fit, the verdict and its evidence of a
     flow each ask for it; turning a long flow's rounds into strings costs ≈ 40 ns each)."""
-    return _limits_entry(rounds)[0]
+    return _limits_entry(rounds).strings()
 
 
 def limit_is(rounds: pl.DataFrame, name: str | None) -> np.ndarray:
     """``limit_strings(rounds) == name`` (``None``: the rounds whose limit is null), read-only,
-    kept with the strings: a flow's fit, verdict and evidence ask for the same few masks, and
-    each comparison goes over the strings one by one."""
-    lim, masks = _limits_entry(rounds)
-    hit = masks.get(name)
+    kept with the strings: a flow's fit, verdict and evidence ask for the same few masks. An
+    Enum column (schema.ROUNDS) is compared by its codes, without its strings."""
+    return _limits_entry(rounds).mask(name)
+
+
+class _Limits:
+    """A rounds table's ``limit`` column as :func:`limit_strings` and :func:`limit_is` take it:
+    its strings and its label codes, each made when first asked, and the masks asked so far."""
+
+    def __init__(self, s: pl.Series) -> None:
+        self.s = s
+        self._strings: np.ndarray | None = None
+        self._codes: tuple[np.ndarray, list[str]] | None | Literal[False] = None  # False: not an Enum
+        self.masks: dict[str | None, np.ndarray] = {}
+
+    def strings(self) -> np.ndarray:
+        if self._strings is None:
+            s = self.s
+            # (an Enum, Categorical or String column gives its strings as objects — not asked
+            # through ``s.dtype``, which builds the Enum type and its categories anew at each
+            # access; another column that gives objects, e.g. booleans with nulls, gives no
+            # strings: cast)
+            out = s.to_numpy()
+            if out.dtype != object or not isinstance(_first_value(out, s.null_count()), (str, type(None))):
+                out = s.cast(pl.String).to_numpy()
+            self._strings = _frozen(out)
+        return self._strings
+
+    def codes(self) -> tuple[np.ndarray, list[str]] | None:
+        """:func:`enum_labels` of the column (None: not an Enum)."""
+        if self._codes is None:
+            self._codes = enum_labels(self.s) or False
+        return self._codes if self._codes is not False else None
+
+    def mask(self, name: str | None) -> np.ndarray:
+        hit = self.masks.get(name)
+        if hit is None:
+            c = self.codes() if name is None or isinstance(name, str) else None
+            if c is not None:
+                x, labels = c
+                if name is None:
+                    hit = x < 0
+                elif name in labels:
+                    hit = x == labels.index(name)
+                else:
+                    hit = np.zeros(x.shape[0], dtype=bool)
+            else:
+                hit = self.strings() == name  # (elementwise, also for None)
+            hit = self.masks[name] = _frozen(hit)
+        return hit
+
+
+def _limits_entry(rounds: pl.DataFrame) -> _Limits:
+    """The rounds' :class:`_Limits`, kept (:class:`_Memo`)."""
+    return _LIMITS.get((rounds,), (), lambda: _Limits(rounds.get_column("limit")))
+
+
+def enum_labels(s: pl.Series) -> tuple[np.ndarray, list[str]] | None:
+    """(each row's label index, −1 where null; the labels) of an Enum column, or None for a
+    column of another dtype. The label indices are the column's physical codes (read-only)."""
+    dt = s.dtype  # (made anew at each access: for an Enum, with its categories)
+    if not isinstance(dt, pl.Enum):
+        return None
+    n, nulls = s.len(), s.null_count()
+    if nulls == n:
+        x = np.full(n, -1, dtype=np.int64)
+    else:
+        x = s.to_physical().to_numpy()
+        if nulls:  # (floats, NaN at the nulls)
+            x = np.where(np.isnan(x), -1, x).astype(np.int64)
+    return _frozen(x), dt.categories.to_list()
+
+
+_ENUMS = _Memo()
+
+
+def enum_codes(table: pl.DataFrame, name: str) -> tuple[np.ndarray, list[str]] | None:
+    """:func:`enum_labels` of column ``name`` of ``table``, kept per table (:class:`_Memo`): a
+    flow's replay inputs (``engine.prepare``), its judged ACKs and its verdict ask for the same
+    Enum columns of its ACK stream (each ``to_physical`` plans and runs a query)."""
+    kept = _ENUMS.get((table,), (), dict)
+    hit = kept.get(name)
     if hit is None:
-        hit = _frozen(lim == name)  # (elementwise, also for None)
-        masks[name] = hit
-    return hit
-
-
-def _limits_entry(rounds: pl.DataFrame) -> tuple[np.ndarray, dict[str | None, np.ndarray]]:
-    """(the rounds' limits as strings, the masks of them asked so far), kept (:class:`_Memo`)."""
-
-    def make() -> tuple[np.ndarray, dict[str | None, np.ndarray]]:
-        s = rounds.get_column("limit")
-        # (an Enum, Categorical or String column gives its strings as objects — not asked through
-        # ``s.dtype``, which builds the Enum type and its categories anew at each access; another
-        # column that gives objects, e.g. booleans with nulls, gives no strings: cast)
-        out = s.to_numpy()
-        if out.dtype != object or not isinstance(_first_value(out, s.null_count()), (str, type(None))):
-            out = s.cast(pl.String).to_numpy()
-        out.setflags(write=False)
-        return out, {}
-
-    return _LIMITS.get((rounds,), (), make)
+        hit = kept[name] = enum_labels(table.get_column(name)) or False
+    return hit or None
 
 
 def _first_value(a: np.ndarray, nulls: int) -> Any:
@@ -409,7 +470,7 @@ def _corrcoef_rows(a: np.ndarray, W: np.ndarray) -> np.ndarray:
         X[1] = Wc[j]
         c = np.dot(X, X.T)
         c *= f
-        sd = np.sqrt(np.diag(c))
+        sd = np.sqrt(c.diagonal())  # (np.diag's values, without its wrapper)
         out[j] = c[0, 1] / sd[0] / sd[1]
     return np.clip(out, -1.0, 1.0)
 
@@ -468,12 +529,12 @@ def fit(events: Any, replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
     )
     # built row by row with the table's exact schema (names, order, dtypes): already conforming
     # (from tuples: ≈ 2× cheaper than from columns as lists, ≈ 5× than from a list of dicts)
-    names = [c.name for c in schema.FIT_METRICS]
+    row_of = operator.itemgetter(*(c.name for c in schema.FIT_METRICS))  # (a tuple in one call)
     table = []
     for rank, i in enumerate(order, 1):
         r = rows[i]
         r["flow_id"], r["rank"] = events.flow_id, rank
-        table.append(tuple(r[name] for name in names))
+        table.append(row_of(r))
     return pl.DataFrame(table, schema=schema.polars_schema(schema.FIT_METRICS), orient="row")
 
 
@@ -641,7 +702,12 @@ def _judged(events: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
     def make() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         snd_s, ack_s = acks.get_column("snd_max"), acks.get_column("ack")
         rnd = filled(acks.get_column("round").cast(pl.Int64), -1)
-        is_open = equals(acks.get_column("state"), "open")
+        coded = enum_codes(acks, "state")
+        if coded is None:
+            is_open = equals(acks.get_column("state"), "open")
+        else:  # (the codes engine.prepare took: a null state is not open)
+            x, labels = coded
+            is_open = x == labels.index("open") if "open" in labels else np.zeros(n, dtype=bool)
         rec = filled(rd.get_column("in_recovery"), True).astype(bool)
         good = rd.get_column("round").cast(pl.Int64).to_numpy()[limit_is(rd, "cwnd") & ~rec]
         table = _table(good, n)

@@ -136,8 +136,7 @@ def _limit_counts(ra: _Rounds) -> dict[str, int]:
     """Rounds per limit (a null limit counts as "None", as polars' value_counts gave it): the
     three limits counted by comparison, anything else one by one."""
     out: dict[str, int] = {}
-    limit = ra.limit
-    rest = np.ones(limit.shape[0], dtype=bool)
+    rest = np.ones(ra.n, dtype=bool)
     for name in ("cwnd", "rwnd", "app"):
         hit = ra.is_(name)
         k = int(hit.sum())
@@ -145,32 +144,38 @@ def _limit_counts(ra: _Rounds) -> dict[str, int]:
             out[name] = k
             rest &= ~hit
     if rest.any():
-        for lab, count in Counter(limit[rest].tolist()).items():
+        for lab, count in Counter(ra.limit[rest].tolist()).items():
             out[str(lab)] = out.get(str(lab), 0) + count
     return out
 
 
-@dataclass
 class _Rounds:
     """The columns of a flow's rounds (schema.ROUNDS) that the evidence reads, as arrays, taken
     once per flow."""
 
-    start: np.ndarray  # start_ns
-    limit: np.ndarray  # the limit as strings (object array; None where null)
-    rec: np.ndarray  # in_recovery (null: True)
-    peak: np.ndarray  # peak_flight_bytes as float64 (null: 0.0)
-    rd: pl.DataFrame | None = None  # the rounds, when they have a limit column (for is_)
+    def __init__(self, start: np.ndarray, rec: np.ndarray, peak: np.ndarray, rd: pl.DataFrame | None, n: int) -> None:
+        self.start = start  # start_ns
+        self.rec = rec  # in_recovery (null: True)
+        self.peak = peak  # peak_flight_bytes as float64 (null: 0.0)
+        self.rd = rd  # the rounds, when they have a limit column (for is_ and limit)
+        self.n = n
 
     @classmethod
     def of(cls, rd: pl.DataFrame) -> _Rounds:
         has = "limit" in rd.columns
         return cls(
             start=rd.get_column("start_ns").to_numpy(),
-            limit=limit_strings(rd) if has else np.full(rd.height, None, dtype=object),
             rec=_filled(rd.get_column("in_recovery"), True),
             peak=_filled(rd.get_column("peak_flight_bytes").cast(pl.Float64), 0.0),
             rd=rd if has else None,
+            n=rd.height,
         )
+
+    @property
+    def limit(self) -> np.ndarray:
+        """The limit as strings (object array; None where null): made only when asked (the
+        masks of :meth:`is_` do without them)."""
+        return limit_strings(self.rd) if self.rd is not None else np.full(self.n, None, dtype=object)
 
     def is_(self, name: str | None) -> np.ndarray:
         """``limit == name`` (read-only; None: the null limits), compared once per flow
@@ -263,13 +268,14 @@ def _epochs(ev: FlowEvents, ra: _Rounds | None = None) -> list[np.ndarray]:
     peak = ra.peak / float(ev.mss)
     usable = ~ra.rec & ra.is_("cwnd")  # (once: the limits are strings, compared one by one)
     out = []
+    n_starts, n_ends = len(starts), len(ends)
     for k, e0 in enumerate(ends):
         i = bisect.bisect_right(starts, e0)  # the first episode starting after e0
-        nxt = starts[i] if i < len(starts) else None
+        nxt = starts[i] if i < n_starts else None
         sel = (st >= e0) & usable
         if nxt is not None:
             sel &= st < nxt
-        if k + 1 < len(ends) and nxt is None:
+        if k + 1 < n_ends and nxt is None:
             sel &= st < ends[k + 1]
         pts = peak[sel]
         if pts.size >= MIN_EPOCH_ROUNDS:

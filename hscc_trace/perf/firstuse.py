@@ -226,7 +226,8 @@ class Kernel:
             if m == "compile":  # (`hscc-trace compile`: the cache folder may be another one now)
                 self._stamp(key, 0.0, only_if_missing=True)
             self.stats["compiled_calls"] += 1
-            return self.dispatcher()(*args)
+            d = self._dispatcher
+            return (d if d is not None else self.dispatcher())(*args)
         return self._first(key, args, m)
 
     def call_compiled(self, *args: Any) -> Any:
@@ -428,18 +429,49 @@ def warm_in_background(*modules: str) -> None:
 
 def type_key(args: tuple[Any, ...]) -> tuple[Any, ...]:
     """What numba's choice of compiled specialisation depends on, cheaply: per argument the
-    array's dtype, dimensions, layout and writeability, or the scalar's kind."""
-    return tuple([_one_key(a) for a in args])
+    array's dtype, dimensions, layout and writeability, or the scalar's kind.
+
+    A numpy array (nearly every argument) is keyed inline, by attribute reads and one lookup,
+    without a function call: a run calls its kernels thousands of times with ~8 arrays each,
+    and the calls of the general form (:func:`_one_key`) were a sixth of the Python calls of
+    ``analyze``'s per-flow analysis."""
+    at = _ARRAY_TYPE
+    return tuple(
+        [
+            _ARRAY_KEYS[(a.dtype, a.ndim, a.flags.c_contiguous, a.flags.f_contiguous, a.flags.writeable)]
+            if a.__class__ is at
+            else _one_key(a)
+            for a in args
+        ]
+    )
 
 
 _SCALARS = {int: "i8", float: "f8", bool: "b1"}
-#: an array's key by (dtype, ndim, C-contiguous, F-contiguous, writeable): ``dtype.str`` builds a
-#: new string on each call, a third of what the key of an array cost (a report calls its kernels
-#: ≈ 10 000 times)
-_ARRAY_KEYS: dict[tuple[Any, ...], tuple[str, int, str, bool]] = {}
+
+
+class _ArrayKeys(dict):  # type: ignore[type-arg]
+    """An array's key by (dtype, ndim, C-contiguous, F-contiguous, writeable), made on first
+    use: ``dtype.str`` builds a new string on each call, a third of what the key of an array
+    cost (a report calls its kernels ≈ 10 000 times)."""
+
+    def __missing__(self, k: tuple[Any, ...]) -> Any:
+        dt, nd, c, f, w = k
+        if nd == 0:  # a 0-d array: as a numpy scalar (int64 types as int64 whether numpy's or Python's)
+            v = dt.str[1:] if dt.kind in "iufb" else dt.str
+        else:
+            v = (dt.str, nd, "C" if c else "F" if f else "A", bool(w))
+        self[k] = v
+        return v
+
+
+_ARRAY_KEYS = _ArrayKeys()
+#: ``numpy.ndarray`` once an argument was one (this module does not import numpy): the type
+#: :func:`type_key` keys inline
+_ARRAY_TYPE: Any = None
 
 
 def _one_key(a: Any) -> Any:
+    global _ARRAY_TYPE
     t = type(a)
     s = _SCALARS.get(t)
     if s is not None:
@@ -449,13 +481,10 @@ def _one_key(a: Any) -> Any:
         nd = getattr(a, "ndim", 0)
         if nd == 0:  # a numpy scalar: int64 types as int64 whether numpy's or Python's
             return dt.str[1:] if dt.kind in "iufb" else dt.str
+        if _ARRAY_TYPE is None and t.__name__ == "ndarray" and t.__module__ == "numpy":
+            _ARRAY_TYPE = t
         f = a.flags
-        k = (dt, nd, f.c_contiguous, f.f_contiguous, f.writeable)
-        hit = _ARRAY_KEYS.get(k)
-        if hit is None:
-            layout = "C" if f.c_contiguous else "F" if f.f_contiguous else "A"
-            hit = _ARRAY_KEYS[k] = (dt.str, nd, layout, bool(f.writeable))
-        return hit
+        return _ARRAY_KEYS[(dt, nd, f.c_contiguous, f.f_contiguous, f.writeable)]
     if isinstance(a, tuple):
         return (t.__name__, *(_one_key(x) for x in a))
     return t.__qualname__
