@@ -806,7 +806,7 @@ class _Ctx:
         if got is None:
             s = df.get_column("cwnd")
             got = _f(s)
-            if s.dtype == pl.Float64 and not s.null_count():
+            if not got.flags.writeable:  # (polars' zero-copy view: one chunk, no nulls)
                 self._cwnd[label] = got
         return got
 
@@ -1601,8 +1601,9 @@ _PLANS: dict[tuple[Any, ...], _AlgoPlan] = {}
 
 def _algo_plan(label: str, sig: list[str], types: dict[str, pl.DataType]) -> _AlgoPlan:
     """:func:`_plan_of` these signals, found once a process (keyed by the label, the signals'
-    names and their types' classes: all that :func:`_signal_kind` reads of them; the registry's
-    answers for a label are found once a process too, :func:`meta.signals`)."""
+    names and their types' classes: all that :func:`_signal_kind` reads of them). The plan's
+    ``infos`` (:func:`meta.signals`, made from the registry's resolved label, which
+    :mod:`.meta` keeps once a process) is shared by every flow and lane: read-only."""
     key = (label, tuple(sig), tuple(type(types[s]) for s in sig))
     got = _PLANS.get(key)
     if got is None:
