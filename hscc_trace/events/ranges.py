@@ -176,27 +176,9 @@ def overlap(L, R, m, l, r):
 
 
 @njit(cache=True)
-def overlap_sets(L1, R1, m1, L2, R2, m2):
-    """Bytes covered by both sets (merge walk, O(m1 + m2))."""
-    i = 0
-    j = 0
-    tot = 0
-    while i < m1 and j < m2:
-        lo = L1[i] if L1[i] > L2[j] else L2[j]
-        hi = R1[i] if R1[i] < R2[j] else R2[j]
-        if hi > lo:
-            tot += hi - lo
-        if R1[i] < R2[j]:
-            i += 1
-        else:
-            j += 1
-    return tot
-
-
-@njit(cache=True)
 def gain(L, R, m, l, r, L2, R2, m2):
     """Bytes of ``[l, r)`` outside the first set that the second covers: how much inserting
-    ``[l, r)`` into the first set adds to the two sets' overlap (:func:`overlap_sets`)."""
+    ``[l, r)`` into the first set adds to the bytes both sets cover."""
     if r <= l or m2 == 0:
         return 0
     tot = overlap(L2, R2, m2, l, r)
@@ -214,7 +196,7 @@ def gain(L, R, m, l, r, L2, R2, m2):
 
 @njit(cache=True)
 def overlap_sets_below(L1, R1, m1, L2, R2, m2, lim):
-    """Bytes below ``lim`` covered by both sets (:func:`overlap_sets` over the ranges that start
+    """Bytes below ``lim`` covered by both sets (merge walk, O(m1 + m2), over the ranges that start
     below ``lim``: what pruning both sets below ``lim`` takes from their overlap)."""
     i = 0
     j = 0
