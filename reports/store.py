@@ -32,6 +32,7 @@ import gzip
 import json
 import math
 import struct
+import threading
 import zlib
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
@@ -108,6 +109,9 @@ class StoreBuilder:
         self._pool = pool
         self._ahead: Future[Any] | None = None
         self._final: list[int] = []  # position given → column index, once encoded
+        # held while columns are encoded: the pool's worker and a caller (encode_columns, encoded,
+        # the layout) encode the columns left one after the other, never the same ones twice
+        self._encoding = threading.Lock()
         self._raw: dict[tuple[int, int | None, bool, int], list[int]] = {}  # values → positions
         self.meta: dict[str, Any] = {}  # free-form extras for the page (enumerations, packet-list columns)
 
@@ -200,15 +204,17 @@ class StoreBuilder:
         compiled call (:func:`_encode_kernel`): in the pool's thread each call gives the
         interpreter lock back to the thread drawing the figures, and each return takes it again —
         once a column, that exchange cost the drawing thread more than the columns' encoding.
-        ``batches``: only whole batches (the pool's work while columns are still being given)."""
-        while len(self._given) - len(self._final) >= (BATCH if batches else 1):
-            at = len(self._final)
-            end = min(at + BATCH, len(self._given))
-            items = self._given[at:end]
-            self._final += self._encode_many(cast(list[tuple[np.ndarray, int | None, bool]], items))
-            for i in range(at, end):
-                self._given[i] = None
-        return self._final
+        ``batches``: only whole batches (the pool's work while columns are still being given).
+        Any thread may call it: one at a time encodes (``_encoding``)."""
+        with self._encoding:
+            while len(self._given) - len(self._final) >= (BATCH if batches else 1):
+                at = len(self._final)
+                end = min(at + BATCH, len(self._given))
+                items = self._given[at:end]
+                self._final += self._encode_many(cast(list[tuple[np.ndarray, int | None, bool]], items))
+                for i in range(at, end):
+                    self._given[i] = None
+            return self._final
 
     def encoded(self, table: str, col: str) -> tuple[dict[str, Any], bytes, bytes]:
         """The encoded column ``col`` of ``table``: (spec, values, null bitmap) — for the tests."""
