@@ -184,7 +184,8 @@ def select_line(
     y = _read_only(np.ascontiguousarray(y, dtype=np.float64))
     out = np.empty(len(y), dtype=np.int64)  # (at most 4 a column, and never more than the samples)
     given = runs if runs is not None and len(runs) else _NO_RUNS
-    n_in, n_sel, k = _line_kernel(x, y, int(buckets), given, out)
+    # (ints: the interpreted kernel returns numpy integers, the compiled one Python ints)
+    n_in, n_sel, k = (int(v) for v in _line_kernel(x, y, int(buckets), given, out))
     return out[:k], Reduction(n_in, n_sel, buckets if n_sel < n_in else 0)
 
 

@@ -679,6 +679,31 @@ def test_coverage_levels_grade_each_column_by_covered_share() -> None:
 # --- zoom to the packet: the full-resolution store, keys, units --------------------------------------
 
 
+@pytest.mark.parametrize("mode", ["compile", "interpret"])
+def test_every_decimation_counts_in_python_ints_compiled_or_interpreted(mode: str) -> None:
+    # a Reduction is what the report's "how was this decimated" note and the JSON read: the
+    # same values of the same type whichever path of the first-use rule ran the kernel
+    from hscc_trace.perf import firstuse
+    from hscc_trace.reports import decimate as D
+
+    x = np.arange(1000.0)
+    y = np.sin(x)
+    with firstuse.mode(mode):
+        reds = [
+            D.select_line(x, y, 50)[1],
+            D.select_lines(x, [y, y], 50)[0][1],
+            D.select(x, y, 50)[1],
+            D.select(x, y, 50, markers=True)[1],
+            D.m4(x, y, 50)[2],
+            D.m2(x, y, 50)[2],
+            D.bars(x, x, x + 1, 50)[2],
+            D.select_shared(x, [y, y], 50)[1][0],
+        ]
+    for r in reds:
+        assert [type(v) for v in (r.n_in, r.n_out, r.buckets)] == [int, int, int], r
+    assert (reds[0].n_in, reds[0].n_out, reds[0].buckets) == (1000, 194, 50)
+
+
 def test_store_round_trip_worked_by_hand() -> None:
     from hscc_trace.reports import store as S
 
@@ -720,6 +745,52 @@ def test_a_store_encoded_as_its_columns_are_given_is_the_same_store() -> None:
         assert ahead is not None and plain is not None
         assert pool.submit(ahead.gzipped).result() == plain.gzipped()
     assert ahead._given and all(g is None for g in ahead._given) and not ahead._raw
+
+
+def test_a_store_encodes_each_column_once_when_its_caller_and_its_worker_both_encode() -> None:
+    # the pool's worker encodes whole batches as columns are given; a caller that asks for the
+    # columns meanwhile (encode_columns, encoded, the layout) waits for it instead of encoding
+    # the same columns beside it: one encoding at a time, each column once, the same store
+    import threading
+    import time
+    from concurrent.futures import ThreadPoolExecutor
+
+    from hscc_trace.reports import store as S
+
+    rng = np.random.default_rng(11)
+    cols = [rng.normal(0, 10, 200) for _ in range(3 * S.BATCH + 5)]
+    plain = S.StoreBuilder()
+    plain.table("a", np.arange(200.0))
+    for i, v in enumerate(cols):
+        plain.column("a", f"c{i}", v)
+    with ThreadPoolExecutor(1) as pool:
+        b = S.StoreBuilder(pool)
+        inside, most, encoded = [0], [0], []
+        lock = threading.Lock()
+        encode_many = b._encode_many
+
+        def slow(items: list) -> list[int]:  # a wide window for the two threads to meet in
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+            time.sleep(0.02)
+            try:
+                encoded.extend(id(v) for v, _, _ in items)
+                return encode_many(items)
+            finally:
+                with lock:
+                    inside[0] -= 1
+
+        b._encode_many = slow  # type: ignore[method-assign]
+        b.table("a", np.arange(200.0))
+        for i, v in enumerate(cols):
+            b.column("a", f"c{i}", v)
+            if i == S.BATCH:  # the worker has a batch in hand: the caller asks for every column
+                assert b._ahead is not None and not b._ahead.done()
+                b.encode_columns()
+        b.seal()
+        assert b.gzipped() == plain.gzipped()
+    assert most[0] == 1 and len(encoded) == len(set(encoded)) == len(cols) + 1  # (+ the time column)
 
 
 def _encode_reference(v: np.ndarray, d: int, delta: bool) -> tuple[dict, bytes, bytes]:
