@@ -282,6 +282,61 @@ def _batches(
         warnings.append(Warn(path, f"no event streams for flow {', '.join(missing_ev)}: not analyzed", len(missing_ev)))
 
 
+#: Whether a one-lane run (:func:`_run_serial`) builds a capture's next batch of event tables in
+#: a helper thread while this thread analyzes the current batch (:class:`_Ahead`). Off in the
+#: corpus runner's tasks (:mod:`hscc_trace.corpus.runner`), as ``engine.LOOK_AHEAD``: its worker
+#: processes already keep every core busy, and each would hold two batches at a time.
+BATCHES_AHEAD = True
+
+
+class _Ahead:
+    """A capture's batches (``OpenCapture.batches``), each next one built in a helper thread
+    ("hscc-batches") while the caller analyzes the one it was given: at most one batch ahead.
+
+    The batches, their order and their errors are those of the iterator itself — a build that
+    raises raises in the caller at that batch's turn (after the previous batch's flows), and the
+    end comes as the iterator's. ``may(batch)``, asked in the caller when it is given ``batch``,
+    says whether the next one may be built meanwhile (else it is built in the caller, at its
+    turn, as without this class). :meth:`close` waits for a running build (the caller's
+    ``finally``: no thread outlives the run, nor a Ctrl-C)."""
+
+    def __init__(self, batches: Iterator[Any], may: Callable[[Any], bool]) -> None:
+        self._batches = batches
+        self._may = may
+        self._thread: threading.Thread | None = None
+        self._out: tuple[bool, Any] = (True, None)
+
+    def __iter__(self) -> _Ahead:
+        return self
+
+    def _build(self) -> None:
+        try:
+            self._out = (True, next(self._batches))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller, at its turn
+            self._out = (False, exc)
+
+    def __next__(self) -> Any:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            (ok, batch), self._out = self._out, (True, None)
+            if not ok:
+                raise batch
+        else:
+            batch = next(self._batches)  # (StopIteration and errors as they come)
+        if self._may(batch):
+            self._thread = threading.Thread(target=self._build, name="hscc-batches", daemon=True)
+            self._thread.start()
+        return batch
+
+    def close(self) -> None:
+        """Wait for the build running ahead, if any, and drop its batch."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self._out = (True, None)
+
+
 def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> PreparedCapture:
     """Read one capture and build the event streams of every selected flow at once
     (:func:`open_capture`, every batch collected).
@@ -506,22 +561,36 @@ def _events_of(ev: FlowEvents) -> int:
     return int(ev.acks.height + ev.segments.height)
 
 
+#: :class:`_Ahead` builds the next batch meanwhile only after a batch of at most this many events
+#: (ACKs + segments): the batches come smallest flows first, so up to the long flows
+AHEAD_BATCH_EVENTS = 1 << 16
+
+
+def _may_build_ahead(batch: list[tuple[int, dict[str, Any], FlowEvents]]) -> bool:
+    return sum(_events_of(ev) for _, _, ev in batch) <= AHEAD_BATCH_EVENTS
+
+
 def _run_serial(inputs: list[str], opts: Options, on_capture: OnCapture, on_flow: OnFlow, on_failed: OnFailed) -> None:
     """Every task in this thread: a capture, then its flows batch by batch."""
     for path in inputs:
         ok, oc = _prepare_task(path, opts.bpf, opts.flows)
         if not on_capture(path, ok, oc):
             continue
-        while True:
-            ok, batch = _next_batch(path, oc.batches)
-            if not ok:
-                on_failed(path, batch)
-                break
-            if batch is None:
-                break
-            for i, row, ev in batch:
-                on_flow(path, i, row, *_flow_task(path, row, ev, opts.algorithms, opts.params))
-            del batch
+        batches = _Ahead(oc.batches, _may_build_ahead) if BATCHES_AHEAD else oc.batches
+        try:
+            while True:
+                ok, batch = _next_batch(path, batches)
+                if not ok:
+                    on_failed(path, batch)
+                    break
+                if batch is None:
+                    break
+                for i, row, ev in batch:
+                    on_flow(path, i, row, *_flow_task(path, row, ev, opts.algorithms, opts.params))
+                del batch
+        finally:
+            if isinstance(batches, _Ahead):
+                batches.close()
 
 
 def _run_parallel(
