@@ -4,12 +4,17 @@ Work is split into two kinds of task:
 
 1. per capture: read and decode it, build the flow table (:func:`open_capture`), then the
    selected flows' event streams a batch at a time (:func:`hscc_trace.events.flow_event_batches`:
-   only a batch's tables are held at once);
+   only a batch's tables, or two, are held at once);
 2. per flow: replay every algorithm on the flow's events and fit them to the actual sender
    (:func:`analyze_flow`), and attach the sending kernel's truth when the capture's folder holds
    it (:mod:`hscc_trace.analysis.truth`).
 
-With ``jobs == 1`` the tasks run in this thread, one after the other. With ``jobs = N > 1``
+With ``jobs == 1`` the tasks run in this thread, one after the other — but for the building of
+a capture's next batch, which a helper thread does while this thread analyzes the current batch
+(:class:`_Ahead`: the compiled stages of the build release the GIL, so they overlap the flows'
+Python and polars work on the second core), as long as the batches are small
+(:data:`AHEAD_BATCH_EVENTS`): one batch ahead holds a second batch's working arrays and tables,
+and a long flow's cost too much memory (docs/performance.md, "Eighth session"). With ``jobs = N > 1``
 (:func:`_run_parallel`) they run over N lanes of one process: this thread reads the captures,
 largest first, and builds their batches, at most :data:`AHEAD_FLOWS` flows ahead, while N − 1
 helper threads replay and fit the flows already built (largest first) and hash the input files
@@ -562,7 +567,11 @@ def _events_of(ev: FlowEvents) -> int:
 
 
 #: :class:`_Ahead` builds the next batch meanwhile only after a batch of at most this many events
-#: (ACKs + segments): the batches come smallest flows first, so up to the long flows
+#: (ACKs + segments; a batch of many flows holds up to ``events.BATCH_ROWS`` packets). The batches
+#: come smallest flows first, so this is up to the first long flow: a long flow built ahead
+#: holds its working arrays and tables (≈ 600 bytes a packet) beside the flow being analyzed —
+#: replica-5M's peak rose from ≈ 475 to 560–566 MiB when every batch was built ahead, against
+#: ≈ 10–25 MiB more for the small ones only (docs/performance.md, "Eighth session")
 AHEAD_BATCH_EVENTS = 1 << 16
 
 
