@@ -227,6 +227,7 @@ def _small_batches(monkeypatch: pytest.MonkeyPatch, built_in: list[str], slow: f
             yield batch
 
     monkeypatch.setattr(events, "flow_event_batches", one_flow_each)
+    monkeypatch.setattr(pipeline, "_CPUS", 2)  # (a machine of one core builds nothing ahead)
 
 
 def _ahead_alive() -> bool:
@@ -256,6 +257,17 @@ def test_batches_built_ahead_give_the_results_and_flow_order_of_batches_built_in
     assert order[True] == order[False] and len(order[True]) >= 4
 
 
+def test_no_batch_is_built_ahead_on_one_core_or_with_interpreted_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hscc_trace.perf import firstuse
+
+    monkeypatch.setattr(pipeline, "_CPUS", 2)
+    assert pipeline._builds_ahead()
+    with firstuse.mode("interpret"):
+        assert not pipeline._builds_ahead()
+    monkeypatch.setattr(pipeline, "_CPUS", 1)
+    assert not pipeline._builds_ahead()
+
+
 def test_no_batch_is_built_ahead_after_a_batch_of_more_events_than_the_limit(
     serial: dict, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -283,6 +295,7 @@ def test_a_batch_built_ahead_that_fails_fails_its_capture_as_before(monkeypatch:
             yield batch
 
     monkeypatch.setattr(events, "flow_event_batches", second_fails)
+    monkeypatch.setattr(pipeline, "_CPUS", 2)
     got = {}
     for ahead in (False, True):
         monkeypatch.setattr(pipeline, "BATCHES_AHEAD", ahead)

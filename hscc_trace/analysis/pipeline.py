@@ -575,6 +575,18 @@ def _events_of(ev: FlowEvents) -> int:
 AHEAD_BATCH_EVENTS = 1 << 16
 
 
+_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _builds_ahead() -> bool:
+    """Whether :func:`_run_serial` builds batches ahead (:class:`_Ahead`): unless switched off
+    (:data:`BATCHES_AHEAD`), on one core, or with interpreted kernels (their builds would hold
+    the GIL throughout: nothing to overlap)."""
+    from hscc_trace.perf.firstuse import current_mode
+
+    return BATCHES_AHEAD and _CPUS > 1 and current_mode() != "interpret"
+
+
 def _may_build_ahead(batch: list[tuple[int, dict[str, Any], FlowEvents]]) -> bool:
     return sum(_events_of(ev) for _, _, ev in batch) <= AHEAD_BATCH_EVENTS
 
@@ -585,7 +597,7 @@ def _run_serial(inputs: list[str], opts: Options, on_capture: OnCapture, on_flow
         ok, oc = _prepare_task(path, opts.bpf, opts.flows)
         if not on_capture(path, ok, oc):
             continue
-        batches = _Ahead(oc.batches, _may_build_ahead) if BATCHES_AHEAD else oc.batches
+        batches = _Ahead(oc.batches, _may_build_ahead) if _builds_ahead() else oc.batches
         try:
             while True:
                 ok, batch = _next_batch(path, batches)
