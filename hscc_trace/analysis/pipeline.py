@@ -302,8 +302,9 @@ class _Ahead:
     raises raises in the caller at that batch's turn (after the previous batch's flows), and the
     end comes as the iterator's. ``may(batch)``, asked in the caller when it is given ``batch``,
     says whether the next one may be built meanwhile (else it is built in the caller, at its
-    turn, as without this class). :meth:`close` waits for a running build (the caller's
-    ``finally``: no thread outlives the run, nor a Ctrl-C)."""
+    turn, as without this class). The helper has ended when the iterator's end or error has
+    been handed over; :meth:`close` waits for a running build (:func:`run`, when the run stops
+    before: no thread outlives it, nor a Ctrl-C)."""
 
     def __init__(self, batches: Iterator[Any], may: Callable[[Any], bool]) -> None:
         self._batches = batches
@@ -597,21 +598,18 @@ def _run_serial(inputs: list[str], opts: Options, on_capture: OnCapture, on_flow
         ok, oc = _prepare_task(path, opts.bpf, opts.flows)
         if not on_capture(path, ok, oc):
             continue
-        batches = _Ahead(oc.batches, _may_build_ahead) if _builds_ahead() else oc.batches
-        try:
-            while True:
-                ok, batch = _next_batch(path, batches)
-                if not ok:
-                    on_failed(path, batch)
-                    break
-                if batch is None:
-                    break
-                for i, row, ev in batch:
-                    on_flow(path, i, row, *_flow_task(path, row, ev, opts.algorithms, opts.params))
-                del batch
-        finally:
-            if isinstance(batches, _Ahead):
-                batches.close()
+        if _builds_ahead():  # (run() closes it if the run stops before the capture's end)
+            oc.batches = _Ahead(oc.batches, _may_build_ahead)
+        while True:
+            ok, batch = _next_batch(path, oc.batches)
+            if not ok:
+                on_failed(path, batch)
+                break
+            if batch is None:
+                break
+            for i, row, ev in batch:
+                on_flow(path, i, row, *_flow_task(path, row, ev, opts.algorithms, opts.params))
+            del batch
 
 
 def _run_parallel(
@@ -793,8 +791,11 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
             for p in inputs:
                 hash_file(p)
             digests = {p: hashing[p].result() for p in inputs if p in hashing}
-        except BaseException:  # (Ctrl-C or an error: the files not hashed yet are not read)
+        except BaseException:  # (Ctrl-C or an error: the files not hashed yet are not read …
             hasher.shutdown(wait=False, cancel_futures=True)
+            for oc in opened.values():  # … and a batch being built ahead is waited for)
+                if isinstance(oc.batches, _Ahead):
+                    oc.batches.close()
             raise
         hasher.shutdown()
     else:
