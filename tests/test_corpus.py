@@ -326,12 +326,15 @@ def test_batch_size_rule():
 
 def test_a_corpus_task_runs_the_replay_loops_in_its_own_thread(tmp_path, monkeypatch):
     """A worker process of a corpus already has a core of its own: its task switches the replays'
-    look-ahead thread off (engine.LOOK_AHEAD), which elsewhere stays on."""
+    look-ahead thread off (engine.LOOK_AHEAD), and the event batches' (pipeline.BATCHES_AHEAD),
+    which elsewhere stay on."""
+    from hscc_trace.analysis import pipeline
     from hscc_trace.replay import engine
 
     monkeypatch.setattr(engine, "LOOK_AHEAD", True)
+    monkeypatch.setattr(pipeline, "BATCHES_AHEAD", True)
     assert runner.analyze_batch([], str(tmp_path), None, None) == []
-    assert engine.LOOK_AHEAD is False
+    assert engine.LOOK_AHEAD is False and pipeline.BATCHES_AHEAD is False
 
 
 @pytest.mark.slow

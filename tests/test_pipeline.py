@@ -202,3 +202,121 @@ def test_a_flows_evidence_made_during_the_replays_fails_where_it_failed_before(
     monkeypatch.setattr(metrics, "fit", fit_fails)
     with pytest.raises(ValueError, match="fit"):
         pipeline.analyze_flow(row, ev, tuple(ALGOS), {})
+
+
+# --- one lane: the next batch of event tables built ahead (pipeline._Ahead) -------------------------
+
+
+def _small_batches(monkeypatch: pytest.MonkeyPatch, built_in: list[str], slow: float = 0.0) -> None:
+    """Every flow a batch of its own (so that there is a next batch to build ahead); each build's
+    thread is noted in ``built_in`` (and takes ``slow`` seconds more)."""
+    import time
+
+    import hscc_trace.events as events
+
+    real = events.flow_event_batches
+
+    def one_flow_each(cap, ids=None, **kw):  # type: ignore[no-untyped-def]
+        it = real(cap, ids, **{**kw, "rows": 1, "flows": 1})
+        while True:
+            built_in.append(threading.current_thread().name)
+            time.sleep(slow)
+            batch = next(it, None)
+            if batch is None:
+                return
+            yield batch
+
+    monkeypatch.setattr(events, "flow_event_batches", one_flow_each)
+    monkeypatch.setattr(pipeline, "_CPUS", 2)  # (a machine of one core builds nothing ahead)
+
+
+def _ahead_alive() -> bool:
+    return any(t.name == "hscc-batches" for t in threading.enumerate())
+
+
+def test_batches_built_ahead_give_the_results_and_flow_order_of_batches_built_in_turn(
+    serial: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    order: dict[bool, list[tuple[str, int]]] = {}
+    real = pipeline._flow_task
+    for ahead in (False, True):
+        built_in: list[str] = []
+        _small_batches(monkeypatch, built_in)
+        monkeypatch.setattr(pipeline, "BATCHES_AHEAD", ahead)
+        seen: list[tuple[str, int]] = []
+
+        def spy(path, row, *args, seen=seen):  # type: ignore[no-untyped-def]
+            seen.append((path, int(row["flow_id"])))
+            return real(path, row, *args)
+
+        monkeypatch.setattr(pipeline, "_flow_task", spy)
+        assert _doc(1) == serial
+        order[ahead] = seen
+        assert ("hscc-batches" in built_in) is ahead  # (off: every batch built by this thread)
+        assert not _ahead_alive()
+    assert order[True] == order[False] and len(order[True]) >= 4
+
+
+def test_no_batch_is_built_ahead_on_one_core_or_with_interpreted_kernels(monkeypatch: pytest.MonkeyPatch) -> None:
+    from hscc_trace.perf import firstuse
+
+    monkeypatch.setattr(pipeline, "_CPUS", 2)
+    assert pipeline._builds_ahead()
+    with firstuse.mode("interpret"):
+        assert not pipeline._builds_ahead()
+    monkeypatch.setattr(pipeline, "_CPUS", 1)
+    assert not pipeline._builds_ahead()
+
+
+def test_no_batch_is_built_ahead_after_a_batch_of_more_events_than_the_limit(
+    serial: dict, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    built_in: list[str] = []
+    _small_batches(monkeypatch, built_in)
+    monkeypatch.setattr(pipeline, "AHEAD_BATCH_EVENTS", 0)
+    assert _doc(1) == serial
+    assert set(built_in) == {threading.current_thread().name}
+
+
+def test_a_batch_built_ahead_that_fails_fails_its_capture_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    # the second batch of a capture of two flows raises while it is built ahead: the capture is
+    # an error after its first flow, exactly as when that batch is built in turn
+    import hscc_trace.events as events
+
+    two = [str(SAMPLES / "reno-vs-cubic" / "capture.pcap"), CAPTURES[0]]  # (the first: two flows)
+
+    monkeypatch.delenv(pipeline.DEBUG_ENV, raising=False)
+    real = events.flow_event_batches
+
+    def second_fails(cap, ids=None, **kw):  # type: ignore[no-untyped-def]
+        for k, batch in enumerate(real(cap, ids, rows=1, flows=1)):
+            if k == 1 and cap.meta.path == two[0]:
+                raise ValueError("boom")
+            yield batch
+
+    monkeypatch.setattr(events, "flow_event_batches", second_fails)
+    monkeypatch.setattr(pipeline, "_CPUS", 2)
+    got = {}
+    for ahead in (False, True):
+        monkeypatch.setattr(pipeline, "BATCHES_AHEAD", ahead)
+        ticks: list[tuple[int, int, str]] = []
+        run = api.analyze_run(two, ALGOS, jobs=1, progress=lambda d, t, s, ticks=ticks: ticks.append((d, t, s)))
+        assert list(run.failed) == [two[0]] and "ValueError: boom" in run.failed[two[0]]
+        assert [c.meta.path for c in run.analysis.captures] == [two[1]]
+        assert not _ahead_alive()
+        got[ahead] = (ticks, run.errors, results.comparable(json.loads(json.dumps(run.to_json(), default=str))))
+    assert got[True] == got[False]
+
+
+def test_ctrl_c_while_a_batch_is_built_ahead_stops_the_run_and_its_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    built_in: list[str] = []
+    _small_batches(monkeypatch, built_in, slow=0.3)
+
+    def interrupted(*args):  # type: ignore[no-untyped-def]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(pipeline, "_flow_task", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        api.analyze_run(CAPTURES[:1], ALGOS, jobs=1)
+    assert "hscc-batches" in built_in  # (the next batch was being built when the first flow stopped)
+    assert not _ahead_alive()

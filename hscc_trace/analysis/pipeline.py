@@ -4,12 +4,17 @@ Work is split into two kinds of task:
 
 1. per capture: read and decode it, build the flow table (:func:`open_capture`), then the
    selected flows' event streams a batch at a time (:func:`hscc_trace.events.flow_event_batches`:
-   only a batch's tables are held at once);
+   only a batch's tables, or two, are held at once);
 2. per flow: replay every algorithm on the flow's events and fit them to the actual sender
    (:func:`analyze_flow`), and attach the sending kernel's truth when the capture's folder holds
    it (:mod:`hscc_trace.analysis.truth`).
 
-With ``jobs == 1`` the tasks run in this thread, one after the other. With ``jobs = N > 1``
+With ``jobs == 1`` the tasks run in this thread, one after the other — but for the building of
+a capture's next batch, which a helper thread does while this thread analyzes the current batch
+(:class:`_Ahead`: the compiled stages of the build release the GIL, so they overlap the flows'
+Python and polars work on the second core), as long as the batches are small
+(:data:`AHEAD_BATCH_EVENTS`): one batch ahead holds a second batch's working arrays and tables,
+and a long flow's cost too much memory (docs/performance.md, "Eighth session"). With ``jobs = N > 1``
 (:func:`_run_parallel`) they run over N lanes of one process: this thread reads the captures,
 largest first, and builds their batches, at most :data:`AHEAD_FLOWS` flows ahead, while N − 1
 helper threads replay and fit the flows already built (largest first) and hash the input files
@@ -282,6 +287,62 @@ def _batches(
         warnings.append(Warn(path, f"no event streams for flow {', '.join(missing_ev)}: not analyzed", len(missing_ev)))
 
 
+#: Whether a one-lane run (:func:`_run_serial`) builds a capture's next batch of event tables in
+#: a helper thread while this thread analyzes the current batch (:class:`_Ahead`). Off in the
+#: corpus runner's tasks (:mod:`hscc_trace.corpus.runner`), as ``engine.LOOK_AHEAD``: its worker
+#: processes already keep every core busy, and each would hold two batches at a time.
+BATCHES_AHEAD = True
+
+
+class _Ahead:
+    """A capture's batches (``OpenCapture.batches``), each next one built in a helper thread
+    ("hscc-batches") while the caller analyzes the one it was given: at most one batch ahead.
+
+    The batches, their order and their errors are those of the iterator itself — a build that
+    raises raises in the caller at that batch's turn (after the previous batch's flows), and the
+    end comes as the iterator's. ``may(batch)``, asked in the caller when it is given ``batch``,
+    says whether the next one may be built meanwhile (else it is built in the caller, at its
+    turn, as without this class). The helper has ended when the iterator's end or error has
+    been handed over; :meth:`close` waits for a running build (:func:`run`, when the run stops
+    before: no thread outlives it, nor a Ctrl-C)."""
+
+    def __init__(self, batches: Iterator[Any], may: Callable[[Any], bool]) -> None:
+        self._batches = batches
+        self._may = may
+        self._thread: threading.Thread | None = None
+        self._out: tuple[bool, Any] = (True, None)
+
+    def __iter__(self) -> _Ahead:
+        return self
+
+    def _build(self) -> None:
+        try:
+            self._out = (True, next(self._batches))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller, at its turn
+            self._out = (False, exc)
+
+    def __next__(self) -> Any:
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            (ok, batch), self._out = self._out, (True, None)
+            if not ok:
+                raise batch
+        else:
+            batch = next(self._batches)  # (StopIteration and errors as they come)
+        if self._may(batch):
+            self._thread = threading.Thread(target=self._build, name="hscc-batches", daemon=True)
+            self._thread.start()
+        return batch
+
+    def close(self) -> None:
+        """Wait for the build running ahead, if any, and drop its batch."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self._out = (True, None)
+
+
 def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> PreparedCapture:
     """Read one capture and build the event streams of every selected flow at once
     (:func:`open_capture`, every batch collected).
@@ -506,12 +567,39 @@ def _events_of(ev: FlowEvents) -> int:
     return int(ev.acks.height + ev.segments.height)
 
 
+#: :class:`_Ahead` builds the next batch meanwhile only after a batch of at most this many events
+#: (ACKs + segments; a batch of many flows holds up to ``events.BATCH_ROWS`` packets). The batches
+#: come smallest flows first, so this is up to the first long flow: a long flow built ahead
+#: holds its working arrays and tables (≈ 600 bytes a packet) beside the flow being analyzed —
+#: replica-5M's peak rose from ≈ 475 to 560–566 MiB when every batch was built ahead, against
+#: ≈ 10–25 MiB more for the small ones only (docs/performance.md, "Eighth session")
+AHEAD_BATCH_EVENTS = 1 << 16
+
+
+_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+def _builds_ahead() -> bool:
+    """Whether :func:`_run_serial` builds batches ahead (:class:`_Ahead`): unless switched off
+    (:data:`BATCHES_AHEAD`), on one core, or with interpreted kernels (their builds would hold
+    the GIL throughout: nothing to overlap)."""
+    from hscc_trace.perf.firstuse import current_mode
+
+    return BATCHES_AHEAD and _CPUS > 1 and current_mode() != "interpret"
+
+
+def _may_build_ahead(batch: list[tuple[int, dict[str, Any], FlowEvents]]) -> bool:
+    return sum(_events_of(ev) for _, _, ev in batch) <= AHEAD_BATCH_EVENTS
+
+
 def _run_serial(inputs: list[str], opts: Options, on_capture: OnCapture, on_flow: OnFlow, on_failed: OnFailed) -> None:
     """Every task in this thread: a capture, then its flows batch by batch."""
     for path in inputs:
         ok, oc = _prepare_task(path, opts.bpf, opts.flows)
         if not on_capture(path, ok, oc):
             continue
+        if _builds_ahead():  # (run() closes it if the run stops before the capture's end)
+            oc.batches = _Ahead(oc.batches, _may_build_ahead)
         while True:
             ok, batch = _next_batch(path, oc.batches)
             if not ok:
@@ -703,8 +791,11 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
             for p in inputs:
                 hash_file(p)
             digests = {p: hashing[p].result() for p in inputs if p in hashing}
-        except BaseException:  # (Ctrl-C or an error: the files not hashed yet are not read)
+        except BaseException:  # (Ctrl-C or an error: the files not hashed yet are not read …
             hasher.shutdown(wait=False, cancel_futures=True)
+            for oc in opened.values():  # … and a batch being built ahead is waited for)
+                if isinstance(oc.batches, _Ahead):
+                    oc.batches.close()
             raise
         hasher.shutdown()
     else:

@@ -276,12 +276,15 @@ def analyze_batch(
 ) -> list[dict[str, Any]]:
     """One task: :func:`analyze_capture` for each of ``items`` in order, each under its attempt
     counter (module docstring); returns their summaries in the same order. The replays' loops
-    do not run ahead in a helper thread here (``engine.LOOK_AHEAD``): a corpus keeps every core
-    busy with workers, and the hand-overs would only cost CPU."""
+    do not run ahead in a helper thread here (``engine.LOOK_AHEAD``), nor the next batch of
+    event tables (``pipeline.BATCHES_AHEAD``): a corpus keeps every core busy with workers, the
+    hand-overs would only cost CPU, and a batch built ahead memory in every worker."""
+    from hscc_trace.analysis import pipeline
     from hscc_trace.corpus import inputs
     from hscc_trace.replay import engine
 
     engine.LOOK_AHEAD = False
+    pipeline.BATCHES_AHEAD = False
 
     out = []
     for i, item in enumerate(items):
