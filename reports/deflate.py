@@ -4,28 +4,28 @@ The page holds them gzip-compressed and base64-encoded; report.js unpacks them w
 ``DecompressionStream("gzip")``, which reads any standard gzip stream, so the compressor and its
 settings are free. zlib-ng (the ``zlib-ng`` wheel, a dependency) is used when it imports, with a
 level and strategy per kind of stream chosen by measurement; without it the standard library's
-zlib at level 4, as before. On the uncompressed streams of one replica-5M report (51 figure
-payloads, 35.2 MB; 25 stores, 96.3 MB), CPU seconds and compressed MB on this machine:
+zlib at level 4 writes them, as before zlib-ng (the same content, other bytes).
 
-=========================  ===============  ================
-                           figures          stores
-=========================  ===============  ================
-zlib level 4 (fallback)    0.65-0.86 / 8.28 1.50-1.97 / 13.81
-zlib-ng 4                  0.57 / 8.39      0.69-1.01 / 14.36
-zlib-ng 5 (= 6 in size)    0.48-0.61 / 8.14 0.87-1.06 / 14.02
-zlib-ng 7                  0.70-0.88 / 7.72 1.78 / 13.33
-zlib-ng 7, Z_FILTERED      0.85-0.97 / 7.45 1.61-1.68 / 13.80
-isal 3 (fastest level)     0.21-0.30 / 8.75 0.46 / 15.36
-=========================  ===============  ================
+Measured in the report's worker thread on replica-5M (50 payloads, 34.0 MB of JSON text; 25
+stores, 96.3 MB of binary columns; two runs each, load 4.6-7), CPU and compressed size:
 
-The figures are text (numbers written out), where zlib-ng's level 7 with ``Z_FILTERED`` (short
-matches dropped in favour of literals) is 10 % smaller than zlib's level 4 for about the same CPU;
-the stores are binary columns, where zlib-ng's level 4 takes half of zlib's time for 4 % more.
-Together 21.81 MB against 22.09 (the page is not larger) in 1.6-1.8 s of CPU against 2.2-2.6 s.
-isal is faster still, but its streams are larger at every level (the page would outgrow its
-budget).
+=============================  ==================  ==================  =====================
+                               payloads            stores              together
+=============================  ==================  ==================  =====================
+zlib 4 (before; the fallback)  0.89-0.94 s 7.87 MB 1.80-1.93 s 13.81   2.69-2.87 s 21.68 MB
+zlib-ng 7 Z_FILTERED / 4       1.12-1.20 s 7.03    1.02-1.10 s 14.36   2.14-2.30 s 21.39
+zlib-ng 7 / 5                  0.99-1.00 s 7.32    1.27-1.30 s 14.02   2.27-2.29 s 21.34
+zlib-ng 5 / 3                  0.66-0.69 s 7.74    0.93-0.97 s 14.62   1.59-1.66 s 22.36
+=============================  ==================  ==================  =====================
 
-Same input, same bytes (a new compressor per stream, no time stamp in the header); the bytes
+The payloads, numbers written out as text, compress best with zlib-ng's level 7 and
+``Z_FILTERED`` (short matches given up for literals: 11 % smaller than zlib's level 4, 25 % more
+CPU); the stores, varint columns, with its level 4 (40 % less CPU than zlib's level 4, 4 % larger).
+Together: a fifth less CPU and a page 0.4 MB smaller. Cheaper settings make the page larger
+(zlib-ng 5 / 3 above: 0.9 MB, over the size budget of docs/report.md), as does isal at any of its
+levels (its level 3: 15.4 MB of stores). The offline measurements are in docs/report.md.
+
+Same input, same bytes (a new compressor per stream, time stamp 0 in the gzip header); the bytes
 depend on the compressor (and may on the platform: zlib-ng picks SIMD variants at run time), which
 is why the golden digest (tests/golden/outputs_digest.py) compares the decompressed streams.
 """
