@@ -33,9 +33,11 @@ is why the golden digest (tests/golden/outputs_digest.py) compares the decompres
 from __future__ import annotations
 
 import gzip
+from types import ModuleType
 from typing import Literal
 from zlib import Z_DEFAULT_STRATEGY, Z_FILTERED
 
+_ng: ModuleType | None
 try:  # a compiled wheel: on a platform it does not build for, the standard library's zlib
     from zlib_ng import zlib_ng as _ng
 except ImportError:  # pragma: no cover - exercised by the tests with _ng set to None
