@@ -373,6 +373,8 @@ def _gz(text: str) -> bytes:
 
 
 def _gz64(text: str, level: int) -> str:
+    # plotly.js, once per process: zlib's level 6 (0.40 MB, 0.05 s); zlib-ng's level 6 is 1.5 %
+    # larger, its level 9 as large for as much CPU, Z_FILTERED 6 % larger (JavaScript, not numbers)
     return base64.b64encode(gzip.compress(text.encode("utf-8"), compresslevel=level, mtime=0)).decode("ascii")
 
 
