@@ -704,6 +704,57 @@ def test_every_decimation_counts_in_python_ints_compiled_or_interpreted(mode: st
     assert (reds[0].n_in, reds[0].n_out, reds[0].buckets) == (1000, 194, 50)
 
 
+_STREAM = r'<script type="application/octet-stream"([^>]*)>([^<]*)</script>'
+_STAMP = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ"
+
+
+def test_report_streams_hold_the_same_content_with_zlib_ng_or_the_standard_zlib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the figures' payloads and the stores are written by zlib-ng when its wheel imports (other
+    # bytes, no larger page), by the standard library's zlib at level 4 without it (the bytes the
+    # report held before zlib-ng): the same content either way, gzip streams with no time stamp,
+    # and the same bytes each time
+    pytest.importorskip("zlib_ng")
+    from hscc_trace.reports import deflate
+
+    a = make_analysis(n_flows=2, n_acks=3000)
+    assert deflate.backend() == "zlib-ng"
+    ng = [(tmp_path / f"ng{i}.html") for i in (1, 2)]
+    for p in ng:
+        write_report(a, p)
+    monkeypatch.setattr(deflate, "_ng", None)
+    assert deflate.backend() == "zlib"
+    write_report(a, tmp_path / "std.html")
+    pages = [re.sub(_STAMP, "", p.read_text()) for p in (*ng, tmp_path / "std.html")]
+    assert pages[0] == pages[1]
+    s_ng, s_std = ([(attrs, base64.b64decode(b)) for attrs, b in re.findall(_STREAM, p)] for p in pages[::2])
+    assert [attrs for attrs, _ in s_ng] == [attrs for attrs, _ in s_std]
+    assert [gzip.decompress(b) for _, b in s_ng] == [gzip.decompress(b) for _, b in s_std]
+    assert all(b[:4] == b"\x1f\x8b\x08\x00" and b[4:8] == bytes(4) for _, b in s_ng + s_std)
+    for kind in ("data-flow-payload", "data-store"):
+        ng_k, std_k = ([b for attrs, b in s if kind in attrs] for s in (s_ng, s_std))
+        assert ng_k and ng_k != std_k, kind
+        assert std_k == [gzip.compress(gzip.decompress(b), compresslevel=4, mtime=0) for b in std_k]
+    # the rest of the page is the same, but for the stores' size it gives
+    rest = [re.sub(r"[\d.]+ MB of this page", "", re.sub(_STREAM, r"\1", p)) for p in pages[::2]]
+    assert rest[0] == rest[1]
+
+
+@pytest.mark.parametrize("ng", [True, False])
+def test_deflate_gives_a_gzip_stream_of_its_input(ng: bool, monkeypatch: pytest.MonkeyPatch) -> None:
+    from hscc_trace.reports import deflate
+
+    if not ng:
+        monkeypatch.setattr(deflate, "_ng", None)
+    elif deflate._ng is None:
+        pytest.skip("zlib-ng is not installed")
+    for data in (b"", b"x", np.arange(50_000).tobytes(), bytearray(b"[1,2,3]" * 9000)):
+        for kind in ("figure", "store"):
+            gz = deflate.gzip_bytes(memoryview(data), kind)
+            assert gzip.decompress(gz) == data and gz == deflate.gzip_bytes(data, kind)
+
+
 def test_store_round_trip_worked_by_hand() -> None:
     from hscc_trace.reports import store as S
 

@@ -17,11 +17,18 @@ Use it around a change that must not alter outputs::
     python tests/golden/outputs_digest.py --compare before.json after.json
 
 ``--compare`` exits 1 and lists every output that differs, is missing or is new.
+
+A report is digested over its decoded content: each base64 gzip stream it inlines (plotly.js,
+the figures' payloads, the event stores) is replaced by the SHA-256 of its decompressed bytes, and
+the size the page gives for its stores ("N.NN MB of this page") is blanked — compressed bytes
+depend on the compressor and its settings (reports/deflate.py), what they decode to must not.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
+import gzip
 import hashlib
 import json
 import re
@@ -36,11 +43,33 @@ EXTERNAL = REPO.parent / "shared" / "captures" / "external"
 _STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
 
+#: a report's inlined binary streams (base64 of gzip)
+_STREAM = re.compile(rb'(<script type="application/octet-stream"[^>]*>)([A-Za-z0-9+/=]*)(</script>)')
+#: the size of a report's event stores, as the page gives it (compressed: not content)
+_STORE_MB = re.compile(rb"\d+\.\d\d MB of this page")
+
+
+def _blank(data: bytes) -> bytes:
+    return _STAMP.sub(b"<created>", data).replace(str(REPO).encode(), b"<repo>")
+
+
 def _digest(data: bytes) -> str:
     """SHA-256 with creation stamps and the repository's own path blanked (two checkouts of
     different commits sit in different folders)."""
-    data = _STAMP.sub(b"<created>", data).replace(str(REPO).encode(), b"<repo>")
-    return hashlib.sha256(data).hexdigest()
+    return hashlib.sha256(_blank(data)).hexdigest()
+
+
+def _decoded(page: bytes) -> bytes:
+    """A report with each base64 gzip stream replaced by the SHA-256 of what it decompresses to
+    (blanked like the page) and its stores' compressed size blanked."""
+
+    def stream(m: re.Match[bytes]) -> bytes:
+        raw = base64.b64decode(m.group(2))
+        if raw[:2] != b"\x1f\x8b":
+            return m.group(0)
+        return m.group(1) + b"gzip:" + _digest(gzip.decompress(raw)).encode() + m.group(3)
+
+    return _STORE_MB.sub(b"<size> MB of this page", _STREAM.sub(stream, page))
 
 
 def _run(args: list[str], cwd: Path) -> tuple[int, bytes]:
@@ -84,7 +113,8 @@ def collect() -> dict[str, str]:
             result[f"{label} analyze rc"] = str(rc)
             for f in (res, rep):
                 if f.exists():
-                    result[f"{label} analyze {f.suffix}"] = _digest(f.read_bytes())
+                    data = f.read_bytes()
+                    result[f"{label} analyze {f.suffix}"] = _digest(_decoded(data) if f.suffix == ".html" else data)
                     f.unlink()
             if exp.exists():
                 for f in sorted(exp.rglob("*")):
