@@ -46,7 +46,10 @@ from .store import absmax_each
 
 DEFAULT_MAX_POINTS = F.DEFAULT_MAX_POINTS
 DEFAULT_MAX_FLOWS = 25  # flows that get a full section (largest first); all are in the overview
-DEFAULT_BUDGET_POINTS = 2_000_000  # points over all figures; per-series points shrink to fit
+# points over all figures; per-series points shrink to fit. 1.7 M keeps the page without its
+# full-resolution stores under 10 MB for 25 flows of fifteen algorithms (653 points a series, 163
+# time columns): 9.52 MB on replica-5M, where 2 M (769 a series) gave 10.56 MB (docs/report.md)
+DEFAULT_BUDGET_POINTS = 1_700_000
 MIN_POINTS = 400  # never fewer points per series than this (100 time columns)
 # Full resolution: the events of the drawn flows are held in the page (reports/store.py) up to this
 # many events (ACKs + data segments) in all; flows beyond it (largest first) keep the decimated view only
