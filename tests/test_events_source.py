@@ -314,7 +314,11 @@ def test_polars_gives_freed_memory_back_soon_in_the_cli_process() -> None:
         return int(out.stdout)
 
     assert freed("activate") >= 150
-    assert freed("plain") < 50  # (the probe measures what the setting changes)
+    # Without the setting, jemalloc's default decay (10 s) kept the 200 MB resident in the polars
+    # builds the setting was made for (the probe gave back < 50 MB); polars 2.1 gives them back by
+    # itself (190 MB in this probe, 2026-11-27), and the setting then changes nothing here. Only
+    # the CLI's side is required; the plain probe is still run (freed() checks that it exits 0).
+    freed("plain")
 
 
 _IMPORT_PROBE = """
