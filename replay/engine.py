@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import math
-import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ import polars as pl
 
 from hscc_trace import schema
 from hscc_trace.errors import InputError
+from hscc_trace.perf import usable_cpus
 from hscc_trace.perf.firstuse import kernel
 
 from . import tp as T
@@ -62,7 +62,7 @@ from .tp import (
 )
 
 #: CPUs this process may run on (the loops run ahead in a helper thread only with two or more)
-_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+_CPUS = usable_cpus()
 _STATE_CODE = {s: i for i, s in enumerate(schema.CONG_STATES)}  # open 0, recovery 1, loss 2
 #: schema.ACKS columns an ACK table may lack (added after ACK tables were first exported)
 _OPTIONAL_ACK_COLUMNS = frozenset({"retrans_bytes"})

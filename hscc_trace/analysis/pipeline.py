@@ -58,6 +58,7 @@ from hscc_trace import __version__
 from hscc_trace.analysis import results, truth
 from hscc_trace.errors import HsccError, InputError, InternalMessage, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowEvents, FlowResult
+from hscc_trace.perf import usable_cpus
 
 #: File name endings taken from a directory argument (a file named explicitly is always read).
 CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp", ".pcap.gz", ".pcapng.gz", ".cap.gz")
@@ -576,7 +577,7 @@ def _events_of(ev: FlowEvents) -> int:
 AHEAD_BATCH_EVENTS = 1 << 16
 
 
-_CPUS = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+_CPUS = usable_cpus()
 
 
 def _builds_ahead() -> bool:

@@ -24,7 +24,6 @@ Round limit classification (per round, first rule that applies):
 
 from __future__ import annotations
 
-import os
 import queue
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
@@ -33,6 +32,7 @@ import numpy as np
 
 from hscc_trace.errors import Warn
 from hscc_trace.model import FlowEvents
+from hscc_trace.perf import usable_cpus
 from hscc_trace.perf.cache import njit
 from hscc_trace.perf.firstuse import kernel
 
@@ -57,7 +57,7 @@ CLOCK_MIN_SEGMENTS = 4
 
 # threads running batches side by side (at most 2: the target machines have few cores, and a
 # pipeline may already run one process per core)
-THREADS = min(2, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+THREADS = min(2, usable_cpus())
 THREADED_ROWS = 1 << 19  # largest batch (packets) run in threads: each thread has its working arrays
 CHUNK_ROWS = 1 << 17  # packets per batch of flows: bounds the working arrays (~350 B per packet)
 

@@ -25,6 +25,12 @@ GC_THRESHOLD = 10_000
 GC_THRESHOLD_FLOWS = 100_000
 
 
+def usable_cpus() -> int:
+    """The cores this process may run on (its CPU affinity where the platform tells, else the
+    machine's count): what decides whether a helper thread can overlap the calling thread."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 def activate(*, flows_only: bool = False) -> None:
     """Process settings for one run of the ``hscc-trace`` command (never called by the library).
 
