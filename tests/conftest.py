@@ -35,3 +35,12 @@ def external(*names: str) -> Path:
     if missing:
         cannot_run(f"external capture(s) missing from {EXTERNAL}: {', '.join(missing)}")
     return EXTERNAL
+
+
+# long child processes run beside the suite: hooks and fixture from tests/background.py
+from background import (  # noqa: E402,F401 - pytest finds hooks and fixtures by name here
+    background_job,
+    pytest_collection_finish,
+    pytest_collection_modifyitems,
+    pytest_sessionfinish,
+)

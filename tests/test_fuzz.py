@@ -10,7 +10,6 @@ without atheris, so those inputs stay covered where atheris cannot be installed.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -30,33 +29,46 @@ def _atheris() -> bool:
     return True
 
 
-@pytest.mark.slow
-def test_fuzz_for_a_bounded_time(tmp_path):
-    if not _atheris():
-        pytest.skip("atheris is not installed")
+def _fuzz(workdir: Path) -> tuple[int, list[str], str] | None:
+    """The harness for ``HSCC_TRACE_FUZZ_SECONDS`` (default 60): its exit status, the inputs it
+    saved as crashes, timeouts or out-of-memory, and its stderr (None without atheris)."""
+    import background
+
+    try:
+        import atheris  # noqa: F401
+    except ImportError:
+        return None
     seconds = int(os.environ.get("HSCC_TRACE_FUZZ_SECONDS", "60"))
     env = {k: v for k, v in os.environ.items() if k != "HSCC_TRACE_DEBUG"}
-    r = subprocess.run(
+    r = background.run(
         [
             sys.executable,
             str(HARNESS),
-            str(tmp_path / "corpus"),
+            str(workdir / "corpus"),
             f"-max_total_time={seconds}",
             "-timeout=60",
             "-rss_limit_mb=3072",
-            f"-artifact_prefix={tmp_path}/",
+            f"-artifact_prefix={workdir}/",
             "-print_final_stats=1",
         ],
-        capture_output=True,
-        text=True,
         env=env,
         timeout=seconds + 600,
-        cwd=tmp_path,
+        cwd=workdir,
     )
-    crashes = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-")))
-    tail = "\n".join(r.stderr.splitlines()[-40:])
-    assert r.returncode == 0 and not crashes, f"fuzzer found {crashes} (exit {r.returncode}):\n{tail}"
-    runs = [ln for ln in r.stderr.splitlines() if ln.startswith("stat::number_of_executed_units:")]
+    crashes = sorted(p.name for p in workdir.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-")))
+    return r.returncode, crashes, r.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.background(job=_fuzz)
+def test_fuzz_for_a_bounded_time(background_job):
+    """(Run beside the other tests: tests/background.py.)"""
+    if not _atheris():
+        pytest.skip("atheris is not installed")
+    returncode, crashes, stderr = background_job()
+    tail = "\n".join(stderr.splitlines()[-40:])
+    assert returncode == 0 and not crashes, f"fuzzer found {crashes} (exit {returncode}):\n{tail}"
+    runs = [ln for ln in stderr.splitlines() if ln.startswith("stat::number_of_executed_units:")]
     assert runs and int(runs[0].split(":")[-1]) > 0, tail  # it ran inputs, not only the start-up
 
 
