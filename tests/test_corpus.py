@@ -462,3 +462,30 @@ def test_embedded_cluster_keeps_its_settings_in_the_workers():
         assert list(samples.values()) == [0]
         sched = c.run_on_scheduler(lambda dask_scheduler: dask_scheduler.allowed_failures)
         assert sched == 1
+
+
+def test_without_the_corpus_extra_a_corpus_run_is_one_line_naming_it(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Dask distributed and fsspec are the ``corpus`` extra, not the base install: without them
+    ``analyze --dataset`` stops before reading anything, with one line naming what is missing and
+    the extra (exit 2), and the library's runner raises the same usage error."""
+    import sys
+
+    from hscc_trace.cli import main
+    from hscc_trace.errors import UsageError
+
+    monkeypatch.setitem(sys.modules, "distributed", None)  # (import distributed: ImportError)
+    monkeypatch.setitem(sys.modules, "fsspec", None)
+    sample = str(Path(__file__).resolve().parents[1] / "samples" / "reno-bdp" / "capture.pcap")
+    monkeypatch.setattr(sys, "argv", ["hscc-trace", "analyze", sample, "--dataset", str(tmp_path / "ds"), "-q"])
+    with pytest.raises(SystemExit) as exc:
+        main()
+    err = capsys.readouterr().err
+    assert exc.value.code == 2, err
+    assert err.count("\n") == 1 and err.startswith("hscc-trace: error: "), err
+    assert "needs distributed, fsspec, not installed" in err and "pip install 'hscc-trace[corpus]'" in err
+    assert not (tmp_path / "ds").exists()
+    with pytest.raises(UsageError, match=r"needs distributed, fsspec.*hscc-trace\[corpus\]"):
+        runner.run([sample], tmp_path / "ds2")
+    assert not (tmp_path / "ds2").exists()

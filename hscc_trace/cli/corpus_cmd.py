@@ -38,6 +38,9 @@ def run_dataset(
 ) -> int:
     """The corpus run behind ``analyze --dataset``. Exit code 0, 2 when any capture failed, 70
     when any failure was an internal error (docs/exit-codes.md)."""
+    from hscc_trace import corpus
+
+    corpus.require()  # (the corpus extra: before anything else is checked)
     from hscc_trace.corpus import inputs as cin
     from hscc_trace.corpus import runner
 

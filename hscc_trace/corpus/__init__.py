@@ -5,3 +5,32 @@ file per table for that capture (``<dataset>/<table>/<sha256>.parquet``) and ret
 summary, so memory does not grow with the corpus and an interrupted run loses at most the captures
 in flight. Nothing here prints.
 """
+
+from __future__ import annotations
+
+#: what a corpus run needs beyond the base install — Dask distributed for the workers, fsspec
+#: (with aiohttp) for inputs given as URLs: the ``corpus`` extra, ``pip install 'hscc-trace[corpus]'``
+#: (pyproject.toml). Left out of the base install, which analyzes captures without them: they are
+#: ≈ 25 packages, 13–19 s of a fresh ``pip install .`` on a 2-core machine (docs/performance.md).
+NEEDS = ("dask", "distributed", "fsspec")
+EXTRA_HINT = "pip install 'hscc-trace[corpus]'"
+
+
+def require() -> None:
+    """Raise :class:`hscc_trace.errors.UsageError` (one line, naming the extra to install) when a
+    module of :data:`NEEDS` cannot be imported."""
+    import importlib
+
+    from hscc_trace.errors import UsageError
+
+    missing = []
+    for name in NEEDS:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        raise UsageError(
+            f"a corpus run (--dataset) needs {', '.join(missing)}, not installed: "
+            f"they come with the corpus extra ({EXTRA_HINT})"
+        )

@@ -358,7 +358,11 @@ def run(
 ) -> CorpusRun:
     """Analyze ``items`` into ``dataset``; tasks of a batch of captures each (``batch`` captures,
     else :func:`batch_size`'s rule), a bounded number in flight. ``progress`` is called once per
-    capture (the captures of a batch one after another when its task ends)."""
+    capture (the captures of a batch one after another when its task ends). Without the
+    ``corpus`` extra installed: :class:`hscc_trace.errors.UsageError` (:func:`hscc_trace.corpus.require`)."""
+    from hscc_trace import corpus
+
+    corpus.require()
     from distributed import wait
     from distributed.scheduler import KilledWorker
 
