@@ -29,9 +29,10 @@ def _atheris() -> bool:
     return True
 
 
-def _fuzz(workdir: Path) -> tuple[int, list[str], str] | None:
+def _fuzz(workdir: Path) -> tuple[int, dict[str, bytes], str] | None:
     """The harness for ``HSCC_TRACE_FUZZ_SECONDS`` (default 60): its exit status, the inputs it
-    saved as crashes, timeouts or out-of-memory, and its stderr (None without atheris)."""
+    saved as crashes, timeouts or out-of-memory (by name; the job's folder goes with the session),
+    and its stderr (None without atheris)."""
     import background
 
     try:
@@ -55,19 +56,21 @@ def _fuzz(workdir: Path) -> tuple[int, list[str], str] | None:
         timeout=seconds + 600,
         cwd=workdir,
     )
-    crashes = sorted(p.name for p in workdir.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-")))
-    return r.returncode, crashes, r.stderr
+    found = sorted(p for p in workdir.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-")))
+    return r.returncode, {p.name: p.read_bytes() for p in found}, r.stderr
 
 
 @pytest.mark.slow
 @pytest.mark.background(job=_fuzz)
-def test_fuzz_for_a_bounded_time(background_job):
-    """(Run beside the other tests: tests/background.py.)"""
+def test_fuzz_for_a_bounded_time(background_job, tmp_path):
+    """(Run beside the other tests: tests/background.py; what it finds is kept in ``tmp_path``.)"""
     if not _atheris():
         pytest.skip("atheris is not installed")
-    returncode, crashes, stderr = background_job()
+    returncode, found, stderr = background_job()
+    for name, data in found.items():
+        (tmp_path / name).write_bytes(data)
     tail = "\n".join(stderr.splitlines()[-40:])
-    assert returncode == 0 and not crashes, f"fuzzer found {crashes} (exit {returncode}):\n{tail}"
+    assert returncode == 0 and not found, f"fuzzer found {sorted(found)} in {tmp_path} (exit {returncode}):\n{tail}"
     runs = [ln for ln in stderr.splitlines() if ln.startswith("stat::number_of_executed_units:")]
     assert runs and int(runs[0].split(":")[-1]) > 0, tail  # it ran inputs, not only the start-up
 
