@@ -422,9 +422,19 @@ def _prepare_task(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) 
     return _guard(open_capture, path, path, bpf, flow_ids)
 
 
-def _next_batch(path: str, batches: Iterator[Any]) -> tuple[bool, Any]:
-    """The next batch of a capture's flows (None after the last), or (False, one-line error)."""
-    return _guard(next, path, batches, None)
+def _each_batch(path: str, batches: Iterator[Any], on_failed: OnFailed) -> Iterator[Any]:
+    """A capture's batches of flows in order; a batch that cannot be built ends them, with its
+    one-line error given to ``on_failed``. A batch is not held here once handed out (the caller's
+    ``del`` frees it before the next one is built)."""
+    while True:
+        ok, batch = _guard(next, path, batches, None)
+        if not ok:
+            on_failed(path, batch)
+            return
+        if batch is None:
+            return
+        yield batch
+        batch = None
 
 
 def analyze_flow_of(
@@ -601,13 +611,7 @@ def _run_serial(inputs: list[str], opts: Options, on_capture: OnCapture, on_flow
             continue
         if _builds_ahead():  # (run() closes it if the run stops before the capture's end)
             oc.batches = _Ahead(oc.batches, _may_build_ahead)
-        while True:
-            ok, batch = _next_batch(path, oc.batches)
-            if not ok:
-                on_failed(path, batch)
-                break
-            if batch is None:
-                break
+        for batch in _each_batch(path, oc.batches, on_failed):
             for i, row, ev in batch:
                 on_flow(path, i, row, *_flow_task(path, row, ev, opts.algorithms, opts.params))
             del batch
@@ -655,13 +659,7 @@ def _run_parallel(
             if not on_capture(path, ok, oc):
                 hand_back(False)
                 continue
-            while True:
-                ok, batch = _next_batch(path, oc.batches)
-                if not ok:
-                    on_failed(path, batch)
-                    break
-                if batch is None:
-                    break
+            for batch in _each_batch(path, oc.batches, on_failed):
                 for i, row, ev in batch:
                     n = _events_of(ev)
                     ahead[0] += 1
