@@ -371,7 +371,8 @@ def figures(analysis: Analysis, flow_id: int, capture: int | str = 0) -> Any:
     """The report's Plotly figures for one flow (for notebooks: ``fig.show()``). A kept flow of a
     streamed run (:func:`analyze_stream`) is made whole first (:meth:`FlowResult.restored`):
     replayed again when its replays were released, read and analyzed again from its capture
-    when it was drawn as it finished (slower; the capture must still be there)."""
+    when it was drawn as it finished (slower; the capture must still be there). Needs plotly's
+    Python package, the ``notebook`` extra (else :class:`~hscc_trace.errors.UsageError`)."""
     from hscc_trace import reports
 
     return reports.flow_figures(flow_result(analysis, flow_id, capture).restored())

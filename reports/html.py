@@ -403,7 +403,8 @@ def _plotly_js(basic: bool) -> tuple[str, str, str]:
     if key not in _PLOTLY_CACHE:
         if basic:
             js = _asset("plotly-basic.min.js")
-        else:  # the plotly package (its import costs ~0.3 s) only when a figure needs the full bundle
+        else:  # the plotly package (the notebook extra) only when a figure needs the full bundle
+            F.require_plotly(f"a figure with traces other than {', '.join(sorted(BASIC_TRACE_TYPES))}")
             from plotly.offline import get_plotlyjs
 
             js = get_plotlyjs()

@@ -339,6 +339,33 @@ def test_header_has_metadata_every_parameter_and_the_caveat(evil_analysis, evil_
     assert vis.count("odd packet") == 1 and "not a capture" in vis
 
 
+def test_report_without_plotly_package_and_flow_figures_names_the_extra(tmp_path: Path, monkeypatch) -> None:
+    """The base install has no plotly Python package (the notebook extra): the report inlines the
+    vendored plotly.js and is written all the same; flow_figures stops with one line naming the
+    extra, not an ImportError."""
+    import sys
+
+    from hscc_trace.errors import UsageError
+    from hscc_trace.reports import html as rhtml
+
+    for name in [m for m in sys.modules if m == "plotly" or m.startswith("plotly.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "plotly", None)  # (import plotly… raises ImportError)
+    monkeypatch.setattr(rhtml, "_PLOTLY_CACHE", {})
+    a = make_analysis(n_flows=1, n_acks=500)
+    info = write_report(a, tmp_path / "r.html")
+    page = (tmp_path / "r.html").read_text()
+    assert info.figures > 0 and page.count('id="plotlyjs"') == 1
+    plotly_js = gzip.decompress(base64.b64decode(re.search(r'id="plotlyjs">([^<]*)<', page).group(1))).decode()
+    assert plotly_js == rhtml._asset("plotly-basic.min.js") and "window.Plotly" in plotly_js
+    with pytest.raises(UsageError) as err:
+        flow_figures(a.captures[0].results[0])
+    msg = str(err.value)
+    assert "\n" not in msg and "flow_figures needs plotly" in msg and "pip install 'hscc-trace[notebook]'" in msg
+    with pytest.raises(UsageError, match=r"traces other than bar, pie, scatter needs plotly"):
+        rhtml._plotly_js(False)  # (a figure beyond the basic bundle would need the full one)
+
+
 def test_offline_and_plotly_inlined_once(evil_report) -> None:
     page, info = evil_report
     assert page.count('id="plotlyjs"') == 1
