@@ -7,6 +7,8 @@
 * run.py: the target verdicts and ratios computed from a results document, its markdown, and
   the process measurement (exit code, peak RSS from wait4) on a tiny Python child.
 * analyze_memory.py: the per-flow slope and its verdict against the figure the docs document.
+* cpu_floor.py: the floor's arithmetic, and its instrumented child on a bundled sample (every
+  wrapped call counted once: no part negative, the parts within the process's CPU time).
 """
 
 from __future__ import annotations
@@ -404,3 +406,35 @@ def test_analyze_memory_reports_the_per_flow_slope_beside_the_documented_figure(
     assert am.slopes(res) is None
     doc = (REPO / "docs" / "performance.md").read_text()
     assert f"≤ {am.DOCUMENTED_KB_PER_FLOW:g} KB of peak memory per flow" in doc
+
+
+def test_cpu_floor_splits_cpu_into_compiled_loading_and_glue() -> None:
+    cf = _load("cpu_floor")
+    doc = {
+        "wall_s": 7.0,
+        "cpu_s": 10.0,
+        "threads": {"MainThread": 6.0},
+        "compiled": {"kernel:a": 3.0, "sha256": 1.0, "gzip": 0.5, "load:a": 0.5},
+        "main_compiled_s": 2.0,
+        "main_load_s": 0.5,
+    }
+    s = cf.summarize(doc, cores=2)
+    # compiled 3 + 1 + 0.5 = 4.5 s; loading 0.5 s; glue 10 − 4.5 − 0.5 = 5 s; floor 4.5 / 2 cores
+    assert s["compiled_s"] == pytest.approx(4.5) and s["load_s"] == pytest.approx(0.5)
+    assert s["glue_s"] == pytest.approx(5.0) and s["floor_s"] == pytest.approx(2.25)
+    assert s["main_thread_s"] == 6.0 and s["wall_s"] == 7.0
+    assert s["main_compiled_s"] == 2.0 and s["main_glue_s"] == pytest.approx(3.5)  # 6 − 2 − 0.5
+
+
+def test_cpu_floor_child_counts_every_wrapped_call_once(tmp_path: Path) -> None:
+    cf = _load("cpu_floor")
+    doc = cf._analyze_once(REPO / "samples" / "reno-bdp" / "capture.pcap", tmp_path)
+    assert (tmp_path / "report.html").stat().st_size > 0 and (tmp_path / "results.json").exists()
+    parts = doc["compiled"]
+    assert parts["sha256"] > 0 and parts["gzip"] > 0  # (the JSON's input digest, the report's streams)
+    assert any(k.startswith("kernel:events.") for k in parts) and any(k.startswith("kernel:replay loop") for k in parts)
+    assert min(parts.values()) >= 0  # (a nested call's time is taken out of its caller's, once)
+    # every part is CPU time of some thread of this process: together within the process's total
+    assert sum(parts.values()) <= doc["cpu_s"] + 0.05
+    assert doc["threads"]["MainThread"] <= doc["cpu_s"] + 0.05
+    assert 0 < doc["main_compiled_s"] + doc["main_load_s"] <= doc["threads"]["MainThread"] + 0.05
