@@ -54,7 +54,7 @@ def _child(argv: list[str]) -> None:
     lock = threading.Lock()
     kern: collections.Counter[str] = collections.Counter()  # compiled CPU seconds per thing
     thread_cpu: collections.Counter[str] = collections.Counter()
-    on_main = [0.0, 0.0]  # the calling thread's compiled CPU seconds, and its numba loading
+    on_main: collections.Counter[str] = collections.Counter()  # kern's part in the calling thread
     local = threading.local()  # (.stack: the wrapped calls running in this thread)
 
     def timed(key_of, fn):
@@ -75,7 +75,7 @@ def _child(argv: list[str]) -> None:
                 with lock:
                     kern[key_of(args)] += dt - inner
                     if threading.current_thread() is threading.main_thread():
-                        on_main[key_of(args).startswith("load:")] += dt - inner
+                        on_main[key_of(args)] += dt - inner
 
         return wrapper
 
@@ -121,8 +121,9 @@ def _child(argv: list[str]) -> None:
         "cpu_s": ru.ru_utime + ru.ru_stime,
         "threads": dict(thread_cpu),
         "compiled": dict(kern),
-        "main_compiled_s": on_main[0],
-        "main_load_s": on_main[1],
+        "main_compiled_s": sum(v for k, v in on_main.items() if not k.startswith("load:")),
+        "main_load_s": sum(v for k, v in on_main.items() if k.startswith("load:")),
+        "main_compiled": dict(on_main),
     }
     sys.stdout.write(json.dumps(doc) + "\n")
     sys.stdout.flush()
@@ -222,6 +223,14 @@ def main() -> None:
     print(f"| of which glue | {med['main_glue_s']:.2f} | |")
     print(f"| **floor**: compiled CPU / {cores} cores | {med['floor_s']:.2f} | **{med['floor_ratio']:.2f}** |")
     print("\ncompiled CPU by part (mean s): " + ", ".join(f"{k} {v:.2f}" for k, v in by.most_common(12)))
+    on_main: collections.Counter[str] = collections.Counter()
+    for r in runs:
+        for k, v in r["raw"]["main_compiled"].items():
+            on_main[k] += v / len(runs)
+    print(
+        "compiled CPU in the calling thread by part (mean s): "
+        + ", ".join(f"{k} {v:.2f}" for k, v in on_main.most_common(10))
+    )
     print("thread CPU (mean s): " + ", ".join(f"{k} {v:.2f}" for k, v in threads.most_common()))
     if a.json:
         a.json.write_text(
