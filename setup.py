@@ -9,7 +9,7 @@ The kernels of `hscc-trace flows` (capture reader, decoder, BPF interpreter, flo
 also compiled into one C extension, ``hscc_trace._kernels``: Cython (a build requirement in
 pyproject.toml) translates hscc_trace/_kernels.pyx, which includes each layer's kernels
 (hscc_trace/capture/*.pxi, hscc_trace/flows/*.pxi), to C in the build folder, and the platform's
-C compiler builds it (-O2, no debug information: ≈ 5 s on one core, docs/design.md). The
+C compiler builds it (-O1, no debug information: ≈ 2.5 s on one core, docs/design.md). The
 extension is optional: without a C compiler (or without Cython, in a build without isolation)
 pip prints a warning, installs without it, and the same kernels run through numba's JIT
 instead, slower to start (``hscc-trace version`` tells which is in use).
@@ -89,10 +89,11 @@ class BuildExt(build_ext):
         ext.sources = cext.sources  # the generated C file
         ext.define_macros = [*ext.define_macros, ("HSCC_KERNELS_SOURCE_HASH", f'"{_source_hash()}"')]
         if self.compiler.compiler_type == "unix":  # gcc, clang
-            # -O2 (the interpreter's own flags say -O3 -g): as fast here, compiles in half the
-            # time; no debug information; signed overflow wraps as in numba (-fwrapv, also in
-            # Python's flags) and no fused multiply-add, so results equal numba's bit for bit
-            ext.extra_compile_args = [*ext.extra_compile_args, "-O2", "-g0", "-fwrapv", "-ffp-contract=off"]
+            # -O1 (the interpreter's own flags say -O3 -g): the kernels run as fast as at -O2 or
+            # -O3 and compile in 40-60 % of -O2's time (docs/design.md); no debug information;
+            # signed overflow wraps as in numba (-fwrapv, also in Python's flags) and no fused
+            # multiply-add, so results equal numba's bit for bit
+            ext.extra_compile_args = [*ext.extra_compile_args, "-O1", "-g0", "-fwrapv", "-ffp-contract=off"]
         try:
             super().build_extension(ext)
         except Exception as exc:
