@@ -24,6 +24,27 @@ class UsageError(HsccError):
     """The command line or configuration is inconsistent."""
 
 
+def require_extra(extra: str, modules: tuple[str, ...], purpose: str) -> None:
+    """Raise :class:`UsageError` — one line naming what is missing and the extra of pyproject.toml
+    that installs it — when a module of ``modules`` cannot be imported; ``purpose`` says what
+    needed them. For the optional dependencies the base install leaves out (``corpus``,
+    ``notebook``)."""
+    import importlib
+
+    missing = []
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            missing.append(name)
+    if missing:
+        they = "they come" if len(missing) > 1 else "it comes"
+        raise UsageError(
+            f"{purpose} needs {', '.join(missing)}, not installed: "
+            f"{they} with the {extra} extra (pip install 'hscc-trace[{extra}]')"
+        )
+
+
 class InternalError(HsccError):
     """A bug, not bad input: an unexpected exception turned into one line (exit code 70,
     EX_SOFTWARE; ``HSCC_TRACE_DEBUG=1`` shows the traceback instead)."""

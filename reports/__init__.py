@@ -5,7 +5,7 @@ Public API (imported lazily so that ``import hscc_trace.reports`` stays light):
 * :func:`write_report` ``(analysis, path, *, max_points=2000, max_flows=25, budget_points=1_700_000,
   full_resolution=True, full_resolution_events=10_000_000, detail_points=5000, row_class=…) -> ReportInfo``
 * :func:`flow_figures` ``(flow_result) -> dict[str, plotly Figure]`` for notebooks (one per panel);
-  it needs plotly's Python package, the ``notebook`` extra (:func:`.figures.require_plotly`) — the HTML
+  it needs plotly's Python package, the ``notebook`` extra (else a one-line usage error) — the HTML
   report does not: it inlines the plotly.js bundle vendored beside this file
 * :class:`ReportInfo`
 """

@@ -43,6 +43,7 @@ import numpy as np
 import polars as pl
 
 from hscc_trace import schema
+from hscc_trace.errors import require_extra
 from hscc_trace.model import FlowResult
 
 from . import decimate as dec
@@ -2149,25 +2150,6 @@ def stack(blocks: list[Block], x_range: tuple[float, float] | None = None) -> di
     return {"data": data, "layout": layout, "blocks": index}
 
 
-#: how to install plotly's Python package, left out of the base install (pyproject.toml)
-PLOTLY_HINT = "pip install 'hscc-trace[notebook]'"
-
-
-def require_plotly(purpose: str) -> Any:
-    """``plotly.graph_objects``, or :class:`hscc_trace.errors.UsageError` (one line naming the
-    extra to install) when plotly's Python package is not installed; ``purpose`` says what
-    needed it."""
-    try:
-        import plotly.graph_objects as go
-    except ImportError:
-        from hscc_trace.errors import UsageError
-
-        raise UsageError(
-            f"{purpose} needs plotly's Python package, not installed: it comes with the notebook extra ({PLOTLY_HINT})"
-        ) from None
-    return go
-
-
 def flow_figures(flow_result: FlowResult, *, max_points: int = DEFAULT_MAX_POINTS) -> dict[str, Any]:
     """Plotly figures for one flow, keyed ``window``, ``rtt``, ``goodput``, ``timeseq``, ``algo:<label>``.
 
@@ -2175,7 +2157,8 @@ def flow_figures(flow_result: FlowResult, *, max_points: int = DEFAULT_MAX_POINT
     decimated (first/min/max/last per time column), never truncated. (The HTML report stacks the
     same panels into two figures per flow: the four main panels, and every algorithm's signals.)
     """
-    go = require_plotly("flow_figures")  # only for notebooks: the report itself never builds plotly objects
+    require_extra("notebook", ("plotly",), "flow_figures")  # (plotly's Python package: only for notebooks)
+    import plotly.graph_objects as go  # (the report itself never builds plotly objects)
 
     ff = build_flow(flow_result, max_points=max_points)
     out = {}

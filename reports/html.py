@@ -34,7 +34,7 @@ import polars as pl
 
 from hscc_trace import schema
 from hscc_trace.analysis.stream import limit_shares, report_rank, summarize
-from hscc_trace.errors import InputError
+from hscc_trace.errors import InputError, require_extra
 from hscc_trace.model import Analysis, CaptureResult, FlowResult, FlowSummary
 from hscc_trace.perf.firstuse import kernel
 from hscc_trace.perf.memory import trim
@@ -404,7 +404,9 @@ def _plotly_js(basic: bool) -> tuple[str, str, str]:
         if basic:
             js = _asset("plotly-basic.min.js")
         else:  # the plotly package (the notebook extra) only when a figure needs the full bundle
-            F.require_plotly(f"a figure with traces other than {', '.join(sorted(BASIC_TRACE_TYPES))}")
+            require_extra(
+                "notebook", ("plotly",), f"a figure with traces other than {', '.join(sorted(BASIC_TRACE_TYPES))}"
+            )
             from plotly.offline import get_plotlyjs
 
             js = get_plotlyjs()

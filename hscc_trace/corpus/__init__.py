@@ -13,24 +13,11 @@ from __future__ import annotations
 #: (pyproject.toml). Left out of the base install, which analyzes captures without them: they are
 #: ≈ 25 packages, 13–19 s of a fresh ``pip install .`` on a 2-core machine (docs/performance.md).
 NEEDS = ("dask", "distributed", "fsspec")
-EXTRA_HINT = "pip install 'hscc-trace[corpus]'"
 
 
 def require() -> None:
-    """Raise :class:`hscc_trace.errors.UsageError` (one line, naming the extra to install) when a
+    """:class:`hscc_trace.errors.UsageError` (one line, naming the extra to install) when a
     module of :data:`NEEDS` cannot be imported."""
-    import importlib
+    from hscc_trace.errors import require_extra
 
-    from hscc_trace.errors import UsageError
-
-    missing = []
-    for name in NEEDS:
-        try:
-            importlib.import_module(name)
-        except ImportError:
-            missing.append(name)
-    if missing:
-        raise UsageError(
-            f"a corpus run (--dataset) needs {', '.join(missing)}, not installed: "
-            f"they come with the corpus extra ({EXTRA_HINT})"
-        )
+    require_extra("corpus", NEEDS, "a corpus run (--dataset)")
