@@ -42,6 +42,11 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 DEFAULT_CAPTURE = BENCH / "data" / "replica-5M.pcap"
+sys.path.insert(0, str(BENCH))
+
+from run import CASES, measure  # noqa: E402  (the benchmark's own tcptrace -lr case and timing)
+
+TCPTRACE_LR = next(c for c in CASES if c.key == "tcptrace_lr")
 
 
 def _child(argv: list[str]) -> None:
@@ -72,10 +77,11 @@ def _child(argv: list[str]) -> None:
                 inner = stack.pop()
                 if stack:
                     stack[-1] += dt
+                key = key_of(args)
                 with lock:
-                    kern[key_of(args)] += dt - inner
+                    kern[key] += dt - inner
                     if threading.current_thread() is threading.main_thread():
-                        on_main[key_of(args)] += dt - inner
+                        on_main[key] += dt - inner
 
         return wrapper
 
@@ -142,10 +148,11 @@ def _analyze_once(capture: Path, out: Path) -> dict:
     return doc
 
 
-def _tcptrace_once(capture: Path) -> float:
-    t = time.perf_counter()
-    subprocess.run(["tcptrace", "-n", "-l", "-r", str(capture)], stdout=subprocess.DEVNULL, check=True)
-    return time.perf_counter() - t
+def _tcptrace_once(capture: Path, scratch: Path) -> float:
+    r = measure(TCPTRACE_LR.argv(capture, scratch), 600)
+    if r["rc"] != 0 or r["timeout"]:
+        raise SystemExit(f"cpu_floor: {TCPTRACE_LR.label} failed (exit {r['rc']}): {r['stderr_tail']}")
+    return r["wall_s"]
 
 
 def summarize(doc: dict, cores: int) -> dict:
@@ -185,7 +192,7 @@ def main() -> None:
     runs = []
     with tempfile.TemporaryDirectory(prefix="hscc-cpu-floor-") as d:
         for i in range(a.runs):
-            tt = _tcptrace_once(a.capture)
+            tt = _tcptrace_once(a.capture, Path(d))
             doc = _analyze_once(a.capture, Path(d))
             s = summarize(doc, cores)
             s["tcptrace_lr_s"] = tt
