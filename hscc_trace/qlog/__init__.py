@@ -1,0 +1,103 @@
+"""QUIC connections from qlog: the importer (:mod:`.reader`, :mod:`.streams`) and the QUIC replays
+(:mod:`.replay`). docs/quic.md describes what is read, the definitions and the agreement.
+
+    from hscc_trace.qlog import summary
+    doc = summary("trace.qlog.gz")  # per connection: streams, checks, replays against the logged cwnd
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from hscc_trace.errors import Warn
+from hscc_trace.qlog.reader import QLOG_SUFFIXES, is_qlog_name, read
+from hscc_trace.qlog.streams import Connection, connections
+
+__all__ = ["QLOG_SUFFIXES", "Connection", "checks", "connections", "is_qlog_name", "read", "summary"]
+
+
+def _median_rel(a: pl.Series, b: pl.Series) -> float | None:
+    ok = a.is_not_null() & b.is_not_null() & (b != 0)
+    if not ok.any():
+        return None
+    e = ((a.filter(ok) - b.filter(ok)).abs() / b.filter(ok)).sort()
+    return float(e[int(0.5 * (e.len() - 1))])
+
+
+def checks(conn: Connection) -> dict[str, Any]:
+    """The importer's own values against what the stack logged, at each application-data ACK:
+    bytes in flight (ours: sent in flight − acknowledged − lost, the stack's packet_lost
+    deciding), and smoothed_rtt / min_rtt (ours: RFC 9002 §5) against the logged ones (the
+    metrics event that follows the ACK)."""
+    acks = conn.acks.filter(pl.col("space") == "application_data")
+    m = conn.metrics
+    if acks.height == 0 or m.height == 0:
+        return {"acks": acks.height}
+    joined = acks.sort("event").join_asof(
+        m.sort("event").rename({c: f"logged_{c}" for c in m.columns if c not in ("event",)}),
+        on="event",
+        strategy="forward",
+    )
+    out: dict[str, Any] = {"acks": acks.height}
+    if joined["logged_bytes_in_flight"].is_not_null().any():
+        # ours counts the losses we detected ourselves; equal to the stack's when both agree (loss_check)
+        ok = joined["logged_bytes_in_flight"].is_not_null()
+        out["bytes_in_flight_equal"] = float(
+            (joined["bytes_in_flight"].filter(ok) == joined["logged_bytes_in_flight"].filter(ok)).mean()
+        )  # type: ignore[arg-type]
+    out["smoothed_rtt_median_rel_err"] = _median_rel(joined["smoothed_rtt_s"] * 1000, joined["logged_smoothed_rtt"])
+    out["min_rtt_median_rel_err"] = _median_rel(joined["min_rtt_s"] * 1000, joined["logged_min_rtt"])
+    return out
+
+
+def summary(
+    path: str,
+    algorithms: tuple[str, ...] = ("reno", "cubic"),
+    flavors: tuple[str, ...] = ("rfc", "aioquic"),
+    losses: str = "stack",
+) -> dict[str, Any]:
+    """Every connection of a qlog file: what was read, the importer's checks, and each replay's
+    agreement with the logged window (median / p90 relative error); the best-fitting replay names
+    the sender's algorithm. Plain JSON-able values; warnings as strings."""
+    from hscc_trace.qlog import replay as R
+
+    conns, warns = connections(path)
+    out = []
+    for c in conns:
+        doc: dict[str, Any] = {
+            "trace": c.trace,
+            "group": c.group,
+            "vantage": c.vantage,
+            "data_sender": c.data_sender,
+            "logs_the_sender": c.is_sender,
+            "max_datagram_size": c.max_datagram_size,
+            "peer_ack_delay_exponent": c.peer_ack_delay_exponent,
+            "peer_max_ack_delay_s": c.peer_max_ack_delay_s,
+            "handshake_confirmed_s": c.handshake_confirmed_s,
+            "packets_sent": c.sent.height,
+            "ack_frames": c.acks.height,
+            "rtt_samples": int(c.acks["rtt_sample_s"].is_not_null().sum()),
+            "bytes_sent": c.bytes_sent,
+            "bytes_received": c.bytes_received,
+            "losses": c.loss_check(),
+            "logged_cwnd_events": int(c.metrics["cwnd"].is_not_null().sum()) if c.metrics.height else 0,
+            "checks": checks(c),
+            "replays": [],
+        }
+        if c.is_sender and doc["logged_cwnd_events"]:
+            for a in algorithms:
+                for f in flavors:
+                    rep = R.replay(c, a, f, losses)
+                    doc["replays"].append({"algorithm": a, "flavor": f, "losses": losses, **R.agreement(rep)})
+            fits = [r for r in doc["replays"] if r["median"] is not None]
+            if fits:
+                best = min(fits, key=lambda r: (r["median"], r["p90"]))
+                doc["best"] = f"{best['algorithm']}[{best['flavor']}]"
+        out.append(doc)
+    return {"path": path, "connections": out, "warnings": [str(w) for w in warns], "_warnings": warns}
+
+
+def warnings_of(doc: dict[str, Any]) -> list[Warn]:
+    return list(doc.get("_warnings", []))
