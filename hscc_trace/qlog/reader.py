@@ -65,6 +65,9 @@ class Trace:
     qlog_version: str | None
     events: list[Event]
     reference_time_ms: float | None = None  # absolute start (ms since the epoch) when given
+    flow: str | None = None  # a network vantage point's "flow": the endpoint whose view it logs
+    #: ms per unit of the durations in event data (RTTs, ack_delay): draft-00/01's time_units "us" → 0.001
+    duration_ms: float = 1.0
     common: dict[str, Any] = field(default_factory=dict)
 
 
@@ -176,6 +179,8 @@ def _read_json(text: bytes, path: str) -> tuple[list[Trace], list[Warn]]:
     raw_traces = doc.get("traces")
     if raw_traces is None and "trace" in doc:
         raw_traces = [doc["trace"]]
+    if raw_traces is None and isinstance(doc.get("events"), list):
+        raw_traces = [doc]  # qlog 0.1 (2018): the document is the one trace ("fields", "vantagepoint")
     if not isinstance(raw_traces, list):
         raise InputError(f"{path}: JSON without a 'traces' list; not a qlog document")
     traces = []
@@ -333,7 +338,8 @@ def _trace(
 ) -> tuple[Trace, list[Warn]]:
     warns: list[Warn] = []
     vp = t.get("vantage_point") if isinstance(t.get("vantage_point"), dict) else {}
-    vantage = str(vp.get("type") or "unknown").lower()
+    vantage = str(vp.get("type") or t.get("vantagepoint") or "unknown").lower()
+    flow = str(vp["flow"]).lower() if vp.get("flow") is not None else None
     common = t.get("common_fields") if isinstance(t.get("common_fields"), dict) else {}
     config = t.get("configuration") if isinstance(t.get("configuration"), dict) else {}
     units = str(config.get("time_units") or common.get("time_units") or "ms").lower()
@@ -341,8 +347,10 @@ def _trace(
     ref = _num(common.get("reference_time"))
     offset = _num(config.get("time_offset")) or 0.0
     time_format = str(common.get("time_format") or "relative").lower()
-    fields = t.get("event_fields")
-    fields = [str(f) for f in fields] if isinstance(fields, list) else None
+    fields = t.get("event_fields") if t.get("event_fields") is not None else t.get("fields")
+    # draft-00/01 column names, in either case; "event_type" (draft-01) and "type" (0.1) name the event
+    alias = {"event_type": "event", "type": "event"}
+    fields = [alias.get(str(f).lower(), str(f).lower()) for f in fields] if isinstance(fields, list) else None
     group_default = _str(common.get("group_id") or common.get("ODCID") or common.get("group_ids"))
     out: list[tuple[float, str, dict[str, Any], str | None]] = []
     skipped = 0
@@ -394,7 +402,7 @@ def _trace(
     events = [Event(t - start, n, d, g) for t, n, d, g in out]
     reference = (ref + start) if ref is not None and not absolute else (start if absolute else None)
     title = _str(t.get("title"))
-    return Trace(i, vantage, title, version, events, reference, common), warns
+    return Trace(i, vantage, title, version, events, reference, flow, scale, common), warns
 
 
 def open_text(path: str) -> str:

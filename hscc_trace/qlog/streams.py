@@ -385,6 +385,7 @@ def _connection(path: str, tr: Trace, group: str | None, evs: list[Event]) -> Co
                 if confirmed is None and sp == 2:
                     confirmed = now  # fallback: the first 1-RTT ACK (RFC 9001 §4.1.2 needs HANDSHAKE_DONE)
                 delay_ms = _num(f.get("ack_delay"))
+                delay_ms = None if delay_ms is None else delay_ms * tr.duration_ms
                 raw_delay = _int(f.get("raw_ack_delay"))
                 if delay_ms is None and raw_delay is not None:  # the encoded field: × 2^exponent µs
                     delay_ms = raw_delay * (2**exp) / 1000.0
@@ -501,7 +502,7 @@ def _connection(path: str, tr: Trace, group: str | None, evs: list[Event]) -> Co
                 name = _METRIC_KEYS.get(key)
                 x = _num(v)
                 if name is not None and x is not None:
-                    cur[name] = x
+                    cur[name] = x * tr.duration_ms if name.endswith("rtt") or name == "rtt_variance" else x
             met_rows.append({"t_s": now, "event": idx, **cur})
             timeline.append(("metrics", now, dict(cur), idx))
         if confirmed is not None and (sent[0] or sent[1]) and now >= confirmed:
@@ -570,6 +571,8 @@ def _connection(path: str, tr: Trace, group: str | None, evs: list[Event]) -> Co
     met_schema = {"t_s": pl.Float64, "event": pl.Int64, **dict.fromkeys(METRICS, pl.Float64)}
     met_df = pl.DataFrame(met_rows, schema=met_schema) if met_rows else pl.DataFrame(schema=met_schema)
     vantage = tr.vantage if tr.vantage in ("client", "server", "network") else "unknown"
+    if vantage == "network" and tr.flow in ("client", "server"):
+        vantage = tr.flow  # an observer on the path logging one endpoint's flow: read as that endpoint
     is_sender = bytes_sent >= bytes_received
     other = {"client": "server", "server": "client"}.get(vantage, "peer")
     return Connection(
