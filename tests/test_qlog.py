@@ -337,3 +337,10 @@ def test_live_aioquic_run_is_read(tmp_path: Path) -> None:
     (c,) = doc["connections"]
     assert not doc["warnings"] and c["logs_the_sender"]
     assert c["replays"][0]["exact"] == 1.0, c["replays"]
+
+
+def test_capture_commands_point_a_qlog_to_the_qlog_command() -> None:
+    from hscc_trace.flows import load
+
+    with pytest.raises(InputError, match="hscc-trace qlog"):
+        load(QUIC / "aioquic-reno-loss.qlog.gz")

@@ -49,6 +49,7 @@ def checks(conn: Connection) -> dict[str, Any]:
         )  # type: ignore[arg-type]
     out["smoothed_rtt_median_rel_err"] = _median_rel(joined["smoothed_rtt_s"] * 1000, joined["logged_smoothed_rtt"])
     out["min_rtt_median_rel_err"] = _median_rel(joined["min_rtt_s"] * 1000, joined["logged_min_rtt"])
+    out["rttvar_median_rel_err"] = _median_rel(joined["rttvar_s"] * 1000, joined["logged_rtt_variance"])
     return out
 
 
