@@ -491,13 +491,14 @@ def qlog_summary(
     algorithms: Sequence[str] = ("reno", "cubic"),
     flavors: Sequence[str] = ("rfc", "aioquic"),
     losses: str = "stack",
+    departures: bool = False,
 ) -> dict[str, Any]:
     """Every QUIC connection of a qlog file: what was read, the importer's checks against the
     stack's logged values, and each QUIC replay's agreement with the logged window
     (:func:`hscc_trace.qlog.summary`; its ``_warnings`` key holds the :class:`~hscc_trace.errors.Warn` records)."""
     from hscc_trace.qlog import summary
 
-    return summary(str(path), tuple(algorithms), tuple(flavors), losses)
+    return summary(str(path), tuple(algorithms), tuple(flavors), losses, departures)
 
 
 def qlog_table(

@@ -344,3 +344,39 @@ def test_capture_commands_point_a_qlog_to_the_qlog_command() -> None:
 
     with pytest.raises(InputError, match="hscc-trace qlog"):
         load(QUIC / "aioquic-reno-loss.qlog.gz")
+
+
+def test_reno_replay_by_hand(tmp_path: Path) -> None:
+    # RFC 9002 §7 in bytes, mds 1200: initial window min(10·1200, max(14720, 2·1200)) = 12000.
+    # pn 0-9 sent at 0-9 ms, all acked at 100 ms: slow start adds 10·1200 → 24000. pn 10-13 sent
+    # at 110 ms, ACK of 11-13 at 200 ms: slow start first (+3600 → 27600), then pn 10 is lost
+    # (13 ≥ 10 + 3; the stack logs it too): sent after the (empty) recovery period → a congestion
+    # event at 200 ms, ssthresh = cwnd = 27600 · 0.5 = 13800. pn 14 sent at 210 ms (after the
+    # recovery start), acked at 300 ms: congestion avoidance, + 1200 · 1200 / 13800 → 13904.35.
+    # With RFC 9002 §7.8's test (the rfc default) the second ACK comes with 4800 bytes in
+    # flight, far below 24000: no growth there, so the event halves 24000 → 12000, and pn 14
+    # (1200 in flight) does not grow it either.
+    from hscc_trace.qlog.replay import replay
+
+    evs = [_sent(i, i) for i in range(10)] + [_ack(100, [[0, 9]])]
+    evs += [_sent(110, n) for n in range(10, 14)] + [_ack(200, [[0, 9], [11, 13]])]
+    evs += [_ev(200, "recovery:packet_lost", {"header": {"packet_number": 10, "packet_type": "1RTT"}})]
+    evs += [_sent(210, 14), _ack(300, [[0, 9], [11, 14]])]
+    (c,), _ = connections(str(_write(tmp_path, "reno.qlog", _doc(evs))))
+    grown = replay(c, "reno", "rfc", cwnd_limited=False).table
+    assert grown["cwnd"].to_list() == pytest.approx([24000, 13800, 13800 + 1200 * 1200 / 13800])
+    assert grown["ssthresh"].to_list() == pytest.approx([None, 13800, 13800], nan_ok=True)
+    held = replay(c, "reno", "rfc").table
+    assert held["cwnd"].to_list() == pytest.approx([24000, 12000, 12000])
+
+
+def test_departures_name_what_aioquic_cubic_does(aioquic: dict) -> None:
+    from hscc_trace.qlog.replay import departures
+
+    worse = {
+        d["parameter"]: d["switched_back"]["median"]
+        for d in departures(aioquic["cubic-loss"], "cubic")
+        if d["switched_back"]["median"] > 0.01
+    }
+    # α = 1, the reduction from the bytes in flight, growth in recovery (docs/quic.md)
+    assert set(worse) == {"alpha", "reduce_from", "recovery_gate"}, worse

@@ -33,6 +33,11 @@ def qlog(
         "stack", "--losses", help="Which losses drive the replay: stack (packet_lost) or ours (RFC 9002 §6.1)."
     ),
     as_json: bool = typer.Option(False, "--json", help="Print the summary as JSON."),
+    departures: bool = typer.Option(
+        False,
+        "--departures",
+        help="Also switch each of the best fit's aioquic parameters back to the RFC's, one at a time.",
+    ),
     kind: QKind | None = typer.Option(
         None, "--kind", help="Write one connection's table instead of the summary (docs/quic.md)."
     ),
@@ -55,7 +60,7 @@ def qlog(
             print(f"hscc-trace: warning: {w}", file=sys.stderr)
         write_table(table, out)
         return
-    doc = qlog_summary(file, algos, flavors, losses)
+    doc = qlog_summary(file, algos, flavors, losses, departures)
     for w in doc.pop("_warnings"):
         print(f"hscc-trace: warning: {w}", file=sys.stderr)
     if as_json:
@@ -88,3 +93,11 @@ def qlog(
             )
         if c.get("best"):
             typer.echo(f"  best fit: {c['best']}")
+        for d in c.get("departures", []):
+            a, b = d["with"], d["switched_back"]
+            if a["median"] is None or b["median"] is None:
+                continue
+            typer.echo(
+                f"    {d['algorithm']}.{d['parameter']} = {d['aioquic']} (RFC: {d['rfc']}): switched back, "
+                f"median {100 * b['median']:.2f} %, p90 {100 * b['p90']:.2f} % (against {100 * a['median']:.2f} / {100 * a['p90']:.2f} %)"
+            )

@@ -23,7 +23,7 @@ def _median_rel(a: pl.Series, b: pl.Series) -> float | None:
     if not ok.any():
         return None
     e = ((a.filter(ok) - b.filter(ok)).abs() / b.filter(ok)).sort()
-    return float(e[int(0.5 * (e.len() - 1))])
+    return float(e.to_list()[int(0.5 * (e.len() - 1))])
 
 
 def checks(conn: Connection) -> dict[str, Any]:
@@ -44,9 +44,8 @@ def checks(conn: Connection) -> dict[str, Any]:
     if joined["logged_bytes_in_flight"].is_not_null().any():
         # ours counts the losses we detected ourselves; equal to the stack's when both agree (loss_check)
         ok = joined["logged_bytes_in_flight"].is_not_null()
-        out["bytes_in_flight_equal"] = float(
-            (joined["bytes_in_flight"].filter(ok) == joined["logged_bytes_in_flight"].filter(ok)).mean()
-        )  # type: ignore[arg-type]
+        same = joined["bytes_in_flight"].filter(ok) == joined["logged_bytes_in_flight"].filter(ok)
+        out["bytes_in_flight_equal"] = int(same.sum()) / same.len()
     out["smoothed_rtt_median_rel_err"] = _median_rel(joined["smoothed_rtt_s"] * 1000, joined["logged_smoothed_rtt"])
     out["min_rtt_median_rel_err"] = _median_rel(joined["min_rtt_s"] * 1000, joined["logged_min_rtt"])
     out["rttvar_median_rel_err"] = _median_rel(joined["rttvar_s"] * 1000, joined["logged_rtt_variance"])
@@ -58,10 +57,13 @@ def summary(
     algorithms: tuple[str, ...] = ("reno", "cubic"),
     flavors: tuple[str, ...] = ("rfc", "aioquic"),
     losses: str = "stack",
+    departures: bool = False,
 ) -> dict[str, Any]:
     """Every connection of a qlog file: what was read, the importer's checks, and each replay's
     agreement with the logged window (median / p90 relative error); the best-fitting replay names
-    the sender's algorithm. Plain JSON-able values; warnings as strings."""
+    the sender's algorithm. With ``departures``, the best algorithm's aioquic parameters switched
+    back to the RFC's one at a time (:func:`hscc_trace.qlog.replay.departures`). Plain JSON-able
+    values; warnings as strings."""
     from hscc_trace.qlog import replay as R
 
     conns, warns = connections(path)
@@ -96,6 +98,10 @@ def summary(
             if fits:
                 best = min(fits, key=lambda r: (r["median"], r["p90"]))
                 doc["best"] = f"{best['algorithm']}[{best['flavor']}]"
+                if departures:
+                    doc["departures"] = [
+                        {"algorithm": best["algorithm"], **d} for d in R.departures(c, best["algorithm"], losses)
+                    ]
         out.append(doc)
     return {"path": path, "connections": out, "warnings": [str(w) for w in warns], "_warnings": warns}
 

@@ -308,7 +308,7 @@ def _read_records(records: list[bytes], path: str, kind: str) -> tuple[list[Trac
         what = "the last record cut short" if bad == 1 and last_bad else f"{bad} records not valid JSON"
         warns.append(Warn(path, f"{kind} qlog: {what}; skipped", count=bad, partial=last_bad))
     header = header or {}
-    t = header.get("trace") if isinstance(header.get("trace"), dict) else {}
+    t = _obj(header.get("trace"))
     tr, w = _trace(0, t, events, _str(header.get("qlog_version")), path)
     return [tr], warns + w
 
@@ -333,15 +333,19 @@ def _num(v: Any) -> float | None:
     return None
 
 
+def _obj(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
 def _trace(
     i: int, t: dict[str, Any], raw_events: list[Any], version: str | None, path: str
 ) -> tuple[Trace, list[Warn]]:
     warns: list[Warn] = []
-    vp = t.get("vantage_point") if isinstance(t.get("vantage_point"), dict) else {}
+    vp = _obj(t.get("vantage_point"))
     vantage = str(vp.get("type") or t.get("vantagepoint") or "unknown").lower()
     flow = str(vp["flow"]).lower() if vp.get("flow") is not None else None
-    common = t.get("common_fields") if isinstance(t.get("common_fields"), dict) else {}
-    config = t.get("configuration") if isinstance(t.get("configuration"), dict) else {}
+    common = _obj(t.get("common_fields"))
+    config = _obj(t.get("configuration"))
     units = str(config.get("time_units") or common.get("time_units") or "ms").lower()
     scale = 0.001 if units == "us" else 1.0  # to ms
     ref = _num(common.get("reference_time"))

@@ -173,6 +173,15 @@ class _Cc:
     def min_window(self) -> float:
         return float(MIN_WINDOW * self.mds)
 
+    def on_acked(self, now: float, sent_t: float, size: int, flight: int) -> None:
+        raise NotImplementedError
+
+    def on_congestion(self, now: float, flight: int) -> None:
+        raise NotImplementedError
+
+    def on_sent(self, t: float) -> None:
+        pass
+
     def persistent(self) -> None:
         """RFC 9002 §7.6.2: cwnd to the minimum window, the recovery period forgotten."""
         self.cwnd = self.min_window()

@@ -118,8 +118,12 @@ def _int(v: Any) -> int | None:
     return None if x is None or x != int(x) else int(x)
 
 
+def _obj(v: Any) -> dict[str, Any]:
+    return v if isinstance(v, dict) else {}
+
+
 def _space(data: dict[str, Any]) -> int:
-    hdr = data.get("header") if isinstance(data.get("header"), dict) else {}
+    hdr = _obj(data.get("header"))
     for v in (
         data.get("packet_number_space"),
         hdr.get("packet_number_space"),
@@ -133,14 +137,14 @@ def _space(data: dict[str, Any]) -> int:
 
 
 def _pn(data: dict[str, Any]) -> int | None:
-    hdr = data.get("header") if isinstance(data.get("header"), dict) else {}
+    hdr = _obj(data.get("header"))
     pn = _int(hdr.get("packet_number"))
     return pn if pn is not None else _int(data.get("packet_number"))
 
 
 def _size(data: dict[str, Any]) -> int | None:
-    raw = data.get("raw") if isinstance(data.get("raw"), dict) else {}
-    hdr = data.get("header") if isinstance(data.get("header"), dict) else {}
+    raw = _obj(data.get("raw"))
+    hdr = _obj(data.get("header"))
     for v in (raw.get("length"), hdr.get("packet_size"), data.get("packet_size"), data.get("length")):
         n = _int(v)
         if n is not None and n >= 0:
@@ -273,7 +277,7 @@ def _connection(path: str, tr: Trace, group: str | None, evs: list[Event]) -> Co
     cur: dict[str, float | None] = dict.fromkeys(METRICS)
     largest_acked = {0: -1, 1: -1, 2: -1}
     loss_time: dict[int, float | None] = {0: None, 1: None, 2: None}
-    rtt = {"latest": 0.0, "min": math.inf, "smoothed": INITIAL_RTT, "var": INITIAL_RTT / 2, "first": None}
+    rtt: dict[str, float] = {"latest": 0.0, "min": math.inf, "smoothed": INITIAL_RTT, "var": INITIAL_RTT / 2}
     have_rtt = False
     confirmed: float | None = None
     in_flight = 0
@@ -304,7 +308,8 @@ def _connection(path: str, tr: Trace, group: str | None, evs: list[Event]) -> Co
                 lost.append(p)
             else:
                 lt = p.t + delay
-                if loss_time[sp] is None or lt < loss_time[sp]:
+                cur_lt = loss_time[sp]
+                if cur_lt is None or lt < cur_lt:
                     loss_time[sp] = lt
         for p in lost:
             p.state = 2
@@ -319,7 +324,7 @@ def _connection(path: str, tr: Trace, group: str | None, evs: list[Event]) -> Co
 
     def fire_timers(now: float) -> None:
         while True:
-            due = [(lt, sp) for sp, lt in loss_time.items() if lt is not None and lt <= now]
+            due = [(lt, sp) for sp, lt in loss_time.items() if lt is not None and lt <= now]  # (lt: float)
             if not due:
                 return
             lt, sp = min(due)
@@ -417,7 +422,6 @@ def _connection(path: str, tr: Trace, group: str | None, evs: list[Event]) -> Co
                             rtt["min"] = latest
                             rtt["smoothed"] = latest
                             rtt["var"] = latest / 2
-                            rtt["first"] = now
                             adj = latest
                         else:
                             rtt["min"] = min(rtt["min"], latest)
@@ -485,14 +489,14 @@ def _connection(path: str, tr: Trace, group: str | None, evs: list[Event]) -> Co
                 }
             )
             logged_lost[(sp, pn)] = now
-            p = sent[sp].get(pn)
+            q = sent[sp].get(pn)
             timeline.append(
                 (
                     "lost_stack",
                     now,
                     pn,
                     sp,
-                    None if p is None else (p.t, p.size, p.in_flight, p.eliciting),
+                    None if q is None else (q.t, q.size, q.in_flight, q.eliciting),
                     largest_acked[sp],
                     idx,
                 )
