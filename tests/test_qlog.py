@@ -380,3 +380,36 @@ def test_departures_name_what_aioquic_cubic_does(aioquic: dict) -> None:
     }
     # α = 1, the reduction from the bytes in flight, growth in recovery (docs/quic.md)
     assert set(worse) == {"alpha", "reduce_from", "recovery_gate"}, worse
+
+
+def test_the_verdict_names_the_algorithm_and_its_departures() -> None:
+    doc = summary(str(QUIC / "aioquic-cubic-loss.qlog.gz"), ("reno", "cubic"), ("rfc", "aioquic"), departures=True)
+    (c,) = doc["connections"]
+    assert c["best"] == "cubic[aioquic]"
+    v = c["verdict"]
+    assert v.startswith("follows cubic[aioquic] (median 0.00 %")
+    # the largest departure first: α (RFC 9438 §4.3)
+    assert v.index("alpha=one") < v.index("reduce_from=flight") < v.index("recovery_gate=False")
+
+
+def test_any_cut_of_a_qlog_is_partial_results_or_one_input_error(tmp_path: Path) -> None:
+    """A trace cut at every 7th byte, in each container: never anything but a warning with
+    partial results or one InputError (a crash of a stack leaves such files)."""
+    evs = [_sent(i, i) for i in range(6)] + [_ack(50, [[0, 3]], 1.0)]
+    evs += [_ev(50, "recovery:metrics_updated", {"cwnd": 12000})]
+    header = {"qlog_version": "0.4", "trace": {"vantage_point": {"type": "server"}}}
+    forms = {
+        "j.qlog": json.dumps(_doc(evs)).encode(),
+        "s.sqlog": b"".join(b"\x1e" + json.dumps(r).encode() + b"\n" for r in [header, *evs]),
+        "n.ndqlog": b"".join(json.dumps(r).encode() + b"\n" for r in [header, *evs]),
+    }
+    for name, raw in forms.items():
+        for cut in range(0, len(raw), 7):
+            p = tmp_path / name
+            p.write_bytes(raw[:cut])
+            try:
+                conns, _ = connections(str(p))
+            except InputError as exc:
+                assert "\n" not in str(exc)
+                continue
+            assert all(c.sent.height <= 6 for c in conns)

@@ -93,6 +93,8 @@ def qlog(
             )
         if c.get("best"):
             typer.echo(f"  best fit: {c['best']}")
+        if c.get("verdict"):
+            typer.echo(f"  verdict: {c['verdict']}")
         for d in c.get("departures", []):
             a, b = d["with"], d["switched_back"]
             if a["median"] is None or b["median"] is None:

@@ -99,11 +99,34 @@ def summary(
                 best = min(fits, key=lambda r: (r["median"], r["p90"]))
                 doc["best"] = f"{best['algorithm']}[{best['flavor']}]"
                 if departures:
-                    doc["departures"] = [
-                        {"algorithm": best["algorithm"], **d} for d in R.departures(c, best["algorithm"], losses)
-                    ]
+                    deps = R.departures(c, best["algorithm"], losses)
+                    doc["departures"] = [{"algorithm": best["algorithm"], **d} for d in deps]
+                    doc["verdict"] = _verdict(best, deps)
         out.append(doc)
     return {"path": path, "connections": out, "warnings": [str(w) for w in warns], "_warnings": warns}
+
+
+def _verdict(best: dict[str, Any], deps: list[dict[str, Any]]) -> str:
+    """One line: the best fit, and the aioquic parameters whose switching back to the RFC's value
+    makes the agreement worse (median or p90), largest median change first — no threshold."""
+    name = f"{best['algorithm']}[{best['flavor']}] (median {100 * best['median']:.2f} %, p90 {100 * best['p90']:.2f} %)"
+    if best["flavor"] != "aioquic":
+        return f"follows {name}"
+    hurt = []
+    for d in deps:
+        a, b = d["with"], d["switched_back"]
+        if a["median"] is None or b["median"] is None:
+            continue
+        if b["median"] > a["median"] or b["p90"] > a["p90"]:
+            hurt.append((b["median"] - a["median"], b["p90"] - a["p90"], d))
+    if not hurt:
+        return f"follows {name}; no parameter of aioquic's flavor changes the agreement here"
+    hurt.sort(key=lambda h: (-h[0], -h[1]))
+    parts = [
+        f"{d['parameter']}={d['aioquic']} not {d['rfc']} (+{100 * dm:.2f} / +{100 * dp:.2f} % median / p90 if the RFC's)"
+        for dm, dp, d in hurt
+    ]
+    return f"follows {name}, departing from the RFC in: " + "; ".join(parts)
 
 
 def warnings_of(doc: dict[str, Any]) -> list[Warn]:
