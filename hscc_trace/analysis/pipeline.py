@@ -771,7 +771,7 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         # the files' SHA-256 for the JSON results, hashed by one thread beside the analysis
         # (hashlib releases the GIL: ≈ 0.4 s of wall time on replica-5M no longer at the end),
         # each file once it is read: while it is read, the reader thread and this thread's
-        # compiled kernels take both cores (replica-5M: ≈ 0.25 s less wall, docs/performance.md)
+        # compiled kernels take both cores (replica-5M: ≈ 0.25 s less wall)
         from concurrent.futures import ThreadPoolExecutor
 
         hasher = ThreadPoolExecutor(1, thread_name_prefix="hscc-sha256")
