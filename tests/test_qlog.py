@@ -413,3 +413,33 @@ def test_any_cut_of_a_qlog_is_partial_results_or_one_input_error(tmp_path: Path)
                 assert "\n" not in str(exc)
                 continue
             assert all(c.sent.height <= 6 for c in conns)
+
+
+def test_analyze_takes_qlog_files(tmp_path: Path) -> None:
+    out = tmp_path / "q.json"
+    r = subprocess.run(
+        [sys.executable, "-m", "hscc_trace", "analyze", str(QUIC / "aioquic-reno-loss.qlog.gz"), "--json", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 0, r.stderr
+    assert "verdict: follows reno[aioquic] (median 0.00 %" in r.stdout
+    (doc,) = json.loads(out.read_text())["qlog"]
+    (c,) = doc["connections"]
+    assert c["best"] == "reno[aioquic]" and c["losses"]["both"] == 30
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "hscc_trace",
+            "analyze",
+            str(QUIC / "aioquic-reno-loss.qlog.gz"),
+            "-o",
+            str(tmp_path / "r.html"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "docs/quic.md" in r.stderr

@@ -66,6 +66,11 @@ def qlog(
     if as_json:
         typer.echo(json.dumps(doc, indent=1, default=str))
         return
+    echo_summary(doc)
+
+
+def echo_summary(doc: dict) -> None:
+    """The terminal summary of :func:`hscc_trace.api.qlog_summary`'s document (also `analyze FILE.qlog`)."""
     for c in doc["connections"]:
         who = "logs the data sender" if c["logs_the_sender"] else "logs the data receiver"
         typer.echo(
