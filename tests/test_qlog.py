@@ -443,3 +443,23 @@ def test_analyze_takes_qlog_files(tmp_path: Path) -> None:
         timeout=300,
     )
     assert r.returncode == 2 and len(r.stderr.strip().splitlines()) == 1 and "docs/quic.md" in r.stderr
+
+
+def test_ecn_ce_is_a_congestion_event_by_hand(tmp_path: Path) -> None:
+    # RFC 9002 §7.5: pn 0-9 acked at 100 ms (slow start: 12000 → 24000, ce 0); pn 10, 11 sent at
+    # 110 ms, acked at 200 ms with ce = 1: slow start first (+2400 → 26400), then the CE count rose,
+    # the largest acknowledged (pn 11) was sent at 110 ms, after the (empty) recovery period → one
+    # congestion event: 26400 · 0.5 = 13200. A second ACK (pn 12 sent at 150 ms, before the
+    # recovery start at 200 ms) with ce = 2 at 250 ms: inside the recovery period, no second event
+    # and no growth. aioquic ignores the counts (its flavor: 24000 + 2400 + 1200 = 27600).
+    from hscc_trace.qlog.replay import replay
+
+    evs = [_sent(i, i) for i in range(10)] + [_ack(100, [[0, 9]], ce=0, ect0=10)]
+    evs += [_sent(110, 10), _sent(110, 11), _sent(150, 12), _ack(200, [[0, 11]], ce=1, ect0=11)]
+    evs += [_ack(250, [[0, 12]], ce=2, ect0=11)]
+    (c,), _ = connections(str(_write(tmp_path, "ecn.qlog", _doc(evs))))
+    assert c.acks["ce"].to_list() == [0, 1, 2]
+    rfc = replay(c, "reno", "rfc", cwnd_limited=False).table
+    assert rfc["cwnd"].to_list() == pytest.approx([24000, 13200, 13200])
+    aio = replay(c, "reno", "aioquic").table
+    assert aio["cwnd"].to_list() == pytest.approx([24000, 26400, 27600])

@@ -61,6 +61,7 @@ FLAVORS: dict[str, dict[str, dict[str, Any]]] = {
             "ss_exit": "loss",  # RFC 9002 leaves slow start on a loss only
             "ssthresh_floor": False,  # Appendix B.6: ssthresh = cwnd · β, cwnd = max(ssthresh, min window)
             "cwnd_limited": True,  # §7.8: no growth while the window is underutilized
+            "ecn": True,  # §7.5: a higher ECN-CE count is a congestion event
         },
         "aioquic": {
             "beta": 0.5,
@@ -68,6 +69,7 @@ FLAVORS: dict[str, dict[str, dict[str, Any]]] = {
             "ss_exit": "rtt_monitor",  # QuicRttMonitor: slow start ends when the RTT rises
             "ssthresh_floor": True,  # ssthresh = max(cwnd · β, min window) (= the new cwnd)
             "cwnd_limited": False,  # grows whatever the flight
+            "ecn": False,  # reads an ACK_ECN frame's counts and drops them
         },
     },
     "cubic": {
@@ -82,6 +84,7 @@ FLAVORS: dict[str, dict[str, dict[str, Any]]] = {
             "idle_reset_s": 0.0,  # 0 = none (RFC 9438 §5.8 leaves idle handling to RFC 7661 / RFC 9002 §7.8)
             "fast_convergence": True,  # §4.7
             "cwnd_limited": True,  # RFC 9002 §7.8
+            "ecn": True,  # RFC 9002 §7.5
         },
         "aioquic": {
             "beta": 0.7,
@@ -94,6 +97,7 @@ FLAVORS: dict[str, dict[str, dict[str, Any]]] = {
             "idle_reset_s": 2.0,  # K_CUBIC_MAX_IDLE_TIME: reset to the initial window after 2 s
             "fast_convergence": True,
             "cwnd_limited": False,
+            "ecn": False,
         },
     },
 }
@@ -385,6 +389,7 @@ def replay(conn: Connection, algo: str, flavor: str = "rfc", losses: str = "stac
     logged: float | None = None
     pending: dict[str, Any] | None = None  # the last ACK's row, completed when its processing ends
     mad = conn.peer_max_ack_delay_s
+    ce_seen = {0: 0, 1: 0, 2: 0}  # the highest ECN-CE count acknowledged per space
 
     batch: list[tuple[int, int, float, int, bool, bool]] = []  # the stack's losses of one detection
     batch_t = 0.0
@@ -444,7 +449,7 @@ def replay(conn: Connection, algo: str, flavor: str = "rfc", losses: str = "stac
                 cc.on_sent(t)
         elif kind == "ack":
             close_pending()
-            _, now, newly, sp, sample, s_rtt, _m, idx = ev
+            _, now, newly, sp, sample, s_rtt, _m, idx, ce = ev
             largest = max((q[0] for q in newly), default=-1)
             largest_acked[sp] = max(largest_acked[sp], largest)
             # RFC 9002 §7.8: the window was in use when the sender had (within a datagram) filled it
@@ -469,6 +474,12 @@ def replay(conn: Connection, algo: str, flavor: str = "rfc", losses: str = "stac
                     cc.on_rtt_sample(now, sample, srtt)
                 else:
                     cc.on_rtt(now, sample)
+            if p["ecn"] and ce is not None and newly and ce > ce_seen[sp]:
+                # RFC 9002 §7.5 / B.7 ProcessECN: a higher CE count is a congestion event dated by the
+                # send time of the largest acknowledged packet (no event inside the recovery period)
+                ce_seen[sp] = ce
+                if newly[-1][1] > cc.recovery_start:
+                    cc.on_congestion(now, flight)
             pending = {"t_s": now, "event": idx, "space": sp}
         elif kind == "lost_stack" and losses == "stack":
             _, now, pn, sp, info, _la, _idx = ev

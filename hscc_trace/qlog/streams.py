@@ -443,6 +443,7 @@ def _connection(path: str, tr: Trace, group: str | None, evs: list[Event]) -> Co
                         rtt["smoothed"] if have_rtt else None,
                         rtt["min"] if have_rtt else None,
                         idx,
+                        _int(f.get("ce")),  # the ECN-CE count (RFC 9000 §19.3.2), None without ECN
                     )
                 )
                 lost = detect(sp, now, False) if newly else []
