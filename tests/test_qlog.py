@@ -370,23 +370,17 @@ def test_reno_replay_by_hand(tmp_path: Path) -> None:
     assert held["cwnd"].to_list() == pytest.approx([24000, 12000, 12000])
 
 
-def test_departures_name_what_aioquic_cubic_does(aioquic: dict) -> None:
-    from hscc_trace.qlog.replay import departures
+def test_departures_and_the_verdict_name_what_aioquic_cubic_does(aioquic: dict) -> None:
+    from hscc_trace.qlog import _verdict
+    from hscc_trace.qlog.replay import agreement, departures, replay
 
-    worse = {
-        d["parameter"]: d["switched_back"]["median"]
-        for d in departures(aioquic["cubic-loss"], "cubic")
-        if d["switched_back"]["median"] > 0.01
-    }
+    c = aioquic["cubic-loss"]
+    deps = departures(c, "cubic")
+    worse = {d["parameter"]: d["switched_back"]["median"] for d in deps if d["switched_back"]["median"] > 0.01}
     # α = 1, the reduction from the bytes in flight, growth in recovery (docs/quic.md)
     assert set(worse) == {"alpha", "reduce_from", "recovery_gate"}, worse
-
-
-def test_the_verdict_names_the_algorithm_and_its_departures() -> None:
-    doc = summary(str(QUIC / "aioquic-cubic-loss.qlog.gz"), ("reno", "cubic"), ("rfc", "aioquic"), departures=True)
-    (c,) = doc["connections"]
-    assert c["best"] == "cubic[aioquic]"
-    v = c["verdict"]
+    best = {"algorithm": "cubic", "flavor": "aioquic", **agreement(replay(c, "cubic", "aioquic"))}
+    v = _verdict(best, deps)
     assert v.startswith("follows cubic[aioquic] (median 0.00 %")
     # the largest departure first: α (RFC 9438 §4.3)
     assert v.index("alpha=one") < v.index("reduce_from=flight") < v.index("recovery_gate=False")
@@ -418,7 +412,17 @@ def test_any_cut_of_a_qlog_is_partial_results_or_one_input_error(tmp_path: Path)
 def test_analyze_takes_qlog_files(tmp_path: Path) -> None:
     out = tmp_path / "q.json"
     r = subprocess.run(
-        [sys.executable, "-m", "hscc_trace", "analyze", str(QUIC / "aioquic-reno-loss.qlog.gz"), "--json", str(out)],
+        [
+            sys.executable,
+            "-m",
+            "hscc_trace",
+            "analyze",
+            str(QUIC / "aioquic-reno-loss.qlog.gz"),
+            "--algo",
+            "reno",
+            "--json",
+            str(out),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
