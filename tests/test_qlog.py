@@ -467,3 +467,13 @@ def test_ecn_ce_is_a_congestion_event_by_hand(tmp_path: Path) -> None:
     assert rfc["cwnd"].to_list() == pytest.approx([24000, 13200, 13200])
     aio = replay(c, "reno", "aioquic").table
     assert aio["cwnd"].to_list() == pytest.approx([24000, 26400, 27600])
+
+
+def test_the_receivers_trace_names_the_sender_and_is_not_replayed() -> None:
+    from hscc_trace.qlog.replay import replay
+
+    (c,), _ = connections(str(QUIC / "aioquic-reno-loss-client.qlog.gz"))
+    assert c.vantage == "client" and not c.is_sender and c.data_sender == "server"
+    assert c.bytes_received > 100 * c.bytes_sent
+    with pytest.raises(InputError, match="data receiver"):
+        replay(c, "reno")
