@@ -474,6 +474,6 @@ def test_the_receivers_trace_names_the_sender_and_is_not_replayed() -> None:
 
     (c,), _ = connections(str(QUIC / "aioquic-reno-loss-client.qlog.gz"))
     assert c.vantage == "client" and not c.is_sender and c.data_sender == "server"
-    assert c.bytes_received > 100 * c.bytes_sent
+    assert c.bytes_received > 10 * c.bytes_sent  # 5.95 MB of data against 0.18 MB of ACK packets
     with pytest.raises(InputError, match="data receiver"):
         replay(c, "reno")
