@@ -515,10 +515,12 @@ def annotate(
     ]
     for reason, n in written.dropped.items():
         warnings.append(Warn(src, f"output: {reason}", n))
+    # the writer stops where the reader stopped: its reason is news only when the reader gave none
     known = {w.message for w in warnings}
-    for reason, n in written.problems.items():
-        if reason not in known:
-            warnings.append(Warn(src, f"output: {reason}", n, partial=True))
+    if not any(w.partial for w in warnings):
+        for reason, n in written.problems.items():
+            if reason not in known:
+                warnings.append(Warn(src, f"output: {reason}", n, partial=True))
     if written.unplaced:
         k = sum(written.unplaced.values())
         warnings.append(Warn(src, f"output: {k} comments for frames the file does not have not written", k))
