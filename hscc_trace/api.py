@@ -439,6 +439,7 @@ def annotate(
     flows: Sequence[int] | None = None,
     prefix: str | None = None,
     tolerance: float | None = None,
+    agree_rounds: int | None = None,
 ):
     """Write ``capture`` to ``out`` (a path, ``.gz`` for gzip, or a binary stream) as pcapng with
     packet comments — each flow's verdict at its first packet, each congestion episode's start and
@@ -455,6 +456,7 @@ def annotate(
         flows=flows,
         prefix=_annotate.PREFIX if prefix is None else prefix,
         tolerance=tolerance,
+        agree_rounds=_annotate.AGREE_ROUNDS if agree_rounds is None else agree_rounds,
     )
 
 

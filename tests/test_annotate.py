@@ -271,7 +271,8 @@ def test_the_display_filter_selects_the_episodes(gzipped):
 def test_two_flows_each_verdict_at_its_first_packet(two_flows):
     out, res = two_flows
     assert res.verdicts == {0: "reno", 1: "cubic"}
-    assert_same_packets(RENO_VS_CUBIC, out)
+    # (tshark's fields of 20 341 input frames are not compared here: the other samples do that)
+    assert records(RENO_VS_CUBIC) == records(out)
     check_placement(out, res, sender_side=True)
     got = comments(out)
     # tshark: stream 0 begins at frame 1, stream 1 at frame 4 (each with its SYN)
@@ -298,40 +299,42 @@ def test_gzip_in_gzip_out(gzipped, tmp_path):
 
 def test_departures_of_a_replay_that_does_not_follow(tmp_path):
     """Reno's replay on a CUBIC sender: every "departs" comment sits on the ACK that closes a
-    round where |replayed − peak flight| exceeds max(15 % of the flight, 0.5 packets) after 3
-    rounds in a row within it; each "rejoins" on the first of the next 3 rounds within it."""
+    round where |replayed − peak flight| exceeds max(15 % of the flight, 0.5 packets) after K
+    rounds in a row within it; each "rejoins" on the first of the next K rounds within it (K =
+    AGREE_ROUNDS, and 3 as --agree-rounds gives it)."""
     from hscc_trace import api
     from hscc_trace.replay.metrics import round_table
 
-    out = tmp_path / "x.pcapng"
-    res = A.annotate(GZIPPED, out, ["reno"])
-    moves = [n for n in res.notes if n.kind in (A.DEPARTS, A.REJOINS)]
-    assert len(moves) >= 2 and moves[0].kind == A.DEPARTS
     # the rounds from the fit's own table, judged here by hand
     ev = api.events(GZIPPED, 0)
     rep = api.replay(ev, ["reno"])["reno"]
     rt = round_table(ev.acks, ev.rounds, rep, ev.mss).join(ev.rounds.select("round", "end_ns"), on="round")
-    agree, want = False, []
-    run: list[int] = []
-    for r, g, a in zip(rt["round"], rt["replayed_pkts"], rt["actual_pkts"]):
-        if abs(g - a) <= max(0.15 * a, 0.5):
-            run.append(r)
-            if not agree and len(run) == 3:
-                agree = True
-                if want:
-                    want.append((A.REJOINS, run[0]))
-        else:
-            if agree:
-                want.append((A.DEPARTS, r))
-            agree, run = False, []
-    assert [(n.kind, int(n.text.split(" round ")[1].split(":")[0])) for n in moves] == want
-    # each on the ACK that closed its round: the last ACK at or before the round's end
     ends = dict(zip(rt["round"].to_list(), rt["end_ns"].to_list()))
     ts, fr = rep["ts_ns"].to_list(), rep["frame"].to_list()
-    for n in moves:
-        end = ends[int(n.text.split(" round ")[1].split(":")[0])]
-        assert n.frame == max(f for f, t in zip(fr, ts) if t <= end)
-    assert _epb_comments(out.read_bytes()) == expected_comments(res.notes)
+    for k in (A.AGREE_ROUNDS, 3):
+        out = tmp_path / f"x{k}.pcapng"
+        res = A.annotate(GZIPPED, out, ["reno"], agree_rounds=k)
+        moves = [n for n in res.notes if n.kind in (A.DEPARTS, A.REJOINS)]
+        assert len(moves) >= 2 and moves[0].kind == A.DEPARTS
+        agree, want = False, []
+        run: list[int] = []
+        for r, g, a in zip(rt["round"], rt["replayed_pkts"], rt["actual_pkts"]):
+            if abs(g - a) <= max(0.15 * a, 0.5):
+                run.append(r)
+                if not agree and len(run) == k:
+                    agree = True
+                    if want:
+                        want.append((A.REJOINS, run[0]))
+            else:
+                if agree:
+                    want.append((A.DEPARTS, r))
+                agree, run = False, []
+        assert [(n.kind, int(n.text.split(" round ")[1].split(":")[0])) for n in moves] == want
+        # each on the ACK that closed its round: the last ACK at or before the round's end
+        for n in moves:
+            end = ends[int(n.text.split(" round ")[1].split(":")[0])]
+            assert n.frame == max(f for f, t in zip(fr, ts) if t <= end)
+        assert _epb_comments(out.read_bytes()) == expected_comments(res.notes)
 
 
 def test_the_filter_analyzes_some_flows_and_writes_every_packet(tmp_path):

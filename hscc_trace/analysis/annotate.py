@@ -18,9 +18,9 @@ leaves every packet's bytes, timestamp and lengths as they were):
   (:func:`hscc_trace.replay.metrics.round_table`: per cwnd-limited round outside recovery, the
   replayed window against the round's peak flight in packets) gives, round by round, whether the
   two agree — ``|replayed − actual| ≤ max(tolerance · actual, tie)`` — and the ACK that closes
-  the first round beyond that after :data:`AGREE_ROUNDS` agreeing rounds gets a "departs"
-  comment, the first round of the next run of :data:`AGREE_ROUNDS` agreeing rounds a "rejoins"
-  comment. The tolerance is the verdict's own threshold of a fit (:class:`~hscc_trace.analysis.verdict.Rules`
+  the first round beyond that after :data:`AGREE_ROUNDS` agreeing rounds in a row gets a
+  "departs" comment, the first round of the next run of :data:`AGREE_ROUNDS` agreeing rounds a
+  "rejoins" comment. The tolerance is the verdict's own threshold of a fit (:class:`~hscc_trace.analysis.verdict.Rules`
   ``max_error``, 15 %; ``max_error_rate``, 25 %, for a rate-based algorithm's in-flight cap), the tie the
   verdict's measurement resolution of the flight (0.5 packets at the sender, 2.5 elsewhere).
 
@@ -47,8 +47,11 @@ from hscc_trace.model import FlowResult
 #: what every comment starts with (``--prefix``)
 PREFIX = "hscc-trace: "
 #: rounds in a row within the tolerance that count as agreeing (before a "departs" comment is
-#: written, and for a "rejoins" one): one round within the tolerance by chance is not agreement
-AGREE_ROUNDS = 3
+#: written, and for a "rejoins" one; ``--agree-rounds``). Chosen on the tuning half of the
+#: bundled samples by the rule of benchmarks/annotate_agree.py (the smallest number whose
+#: departures on the true algorithm's replay are within 10 % of the fewest, among those that
+#: still flag 90 % of the flows a wrong algorithm's replay departs on with 1): docs/annotate.md
+AGREE_ROUNDS = 1
 
 #: kinds of :class:`Note`
 VERDICT, FLOW, EPISODE_START, EPISODE_END, DEPARTS, REJOINS, NOT_ANALYZED = (
@@ -227,7 +230,8 @@ def departure_notes(
                                 REJOINS,
                                 f"flow {flow_id} replay of {label} ({how}) rejoins the sender in round {r0}: "
                                 f"replayed {what} {g0:.1f} pkts, peak flight {a0:.1f} pkts "
-                                f"({_signed(g0, a0)}; {agree_rounds} rounds in a row within {_tol(tol, tie)})",
+                                f"({_signed(g0, a0)}; within {_tol(tol, tie)} again"
+                                f"{f', {agree_rounds} rounds in a row' if agree_rounds > 1 else ''})",
                             )
                         )
             continue

@@ -46,6 +46,12 @@ def annotate(
         help="Relative difference of replayed and actual window beyond which they part ways "
         "(default: the verdict's threshold, 0.15; 0.25 for a rate-based algorithm).",
     ),
+    agree_rounds: int | None = typer.Option(
+        None,
+        "--agree-rounds",
+        help="Rounds in a row within the tolerance that count as agreeing, before a departure "
+        "and for a rejoin (default 1: docs/annotate.md).",
+    ),
     config_file: Path | None = typer.Option(
         None,
         "--config",
@@ -73,7 +79,15 @@ def annotate(
         params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
         target = sys.stdout.buffer if to_stdout else out
         res = api.annotate(
-            file, target, cfg.algorithms, params, bpf=cfg.filter, flows=flow, prefix=prefix, tolerance=tolerance
+            file,
+            target,
+            cfg.algorithms,
+            params,
+            bpf=cfg.filter,
+            flows=flow,
+            prefix=prefix,
+            tolerance=tolerance,
+            agree_rounds=agree_rounds,
         )
         if to_stdout:
             sys.stdout.buffer.flush()
