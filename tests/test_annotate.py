@@ -37,6 +37,9 @@ from hscc_trace.capture.reader import ReadInfo, iter_batches
 from hscc_trace.capture.writer import write_commented
 from hscc_trace.errors import InputError
 
+#: one worker runs them all under pytest-xdist: the annotated samples (module fixtures) are made once
+pytestmark = pytest.mark.xdist_group("annotate")
+
 SAMPLES = REPO / "samples"
 RENO_LOSS = SAMPLES / "reno-loss" / "capture.pcap"
 RENO_VS_CUBIC = SAMPLES / "reno-vs-cubic" / "capture.pcap"
