@@ -136,8 +136,11 @@ def flow_text(flow_id: int, fr: FlowResult) -> str:
     n = ev.episodes.height if ev is not None else 0
     mss = ev.mss if ev is not None else f.get("mss")
     vantage = ev.vantage if ev is not None else "unknown"
+    where = {"sender": "at the sender", "receiver": "at the receiver", "mid-path": "mid-path"}.get(
+        str(vantage), "at an unknown point"
+    )
     # ("congestion events", not "episodes": `frame.comment contains "episode"` selects the episodes' comments)
-    return f"flow {flow_id}: data {snd} → {rcv}, MSS {mss} B, captured at the {vantage}, {n} congestion event{'s' * (n != 1)}"
+    return f"flow {flow_id}: data {snd} → {rcv}, MSS {mss} B, captured {where}, {n} congestion event{'s' * (n != 1)}"
 
 
 def episode_notes(flow_id: int, fr: FlowResult) -> list[Note]:
