@@ -611,3 +611,28 @@ def test_a_failed_write_leaves_the_old_file(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="pretend"):
         A.annotate(GZIPPED, out, ["cubic"])
     assert out.read_bytes() == b"old" and sorted(p.name for p in tmp_path.iterdir()) == ["o.pcapng"]
+
+
+@pytest.mark.parametrize("exc,code", [(InputError("bad flow"), 2), (ZeroDivisionError("bug"), 70)])
+def test_a_flow_that_cannot_be_analyzed(tmp_path, monkeypatch, capsys, exc, code):
+    """The file is still written, with a "not analyzed" comment at the flow's first packet; the
+    error is one line, and the exit code 2 (bad input) or 70 (a bug)."""
+    from hscc_trace.analysis import pipeline
+
+    def fails(*a, **kw):
+        raise exc
+
+    monkeypatch.setattr(pipeline, "analyze_flow", fails)
+    out = tmp_path / "o.pcapng"
+    got, err = main(monkeypatch, capsys, str(GZIPPED), "-o", str(out), "--algo", "cubic", "-q")
+    assert got == code and "Traceback" not in err
+    assert [ln for ln in err.splitlines() if ln.startswith("hscc-trace: error: ")] == [
+        f"hscc-trace: error: {GZIPPED}: flow 0: "
+        + (
+            "bad flow"
+            if code == 2
+            else "internal error (ZeroDivisionError: bug); rerun with HSCC_TRACE_DEBUG=1 for a traceback"
+        )
+    ]
+    assert _epb_comments(out.read_bytes())[1][0].startswith("hscc-trace: flow 0 not analyzed (")
+    assert len(records(out)) == 3353
