@@ -10,6 +10,7 @@
 >>> api.fit_table(a); api.flow_table(a)                        # DataFrames over every capture
 >>> api.report(a, "report.html"); api.results(a)               # HTML report, JSON results dict
 >>> api.check(a, expect="reno", max_error=0.15)                # list of check.Verdict
+>>> api.annotate("trace.pcap", "trace.pcapng", ["reno", "cubic"])  # pcapng with packet comments
 
 Nothing here prints; errors are :class:`~hscc_trace.errors.InputError` /
 :class:`~hscc_trace.errors.UsageError` with a one-line message. The stages themselves live in
@@ -426,6 +427,37 @@ def check(
     if expect is None and baseline is None:
         raise UsageError("check needs an expected algorithm or a baseline")
     return verdicts
+
+
+def annotate(
+    capture: PathLike,
+    out: PathLike | Any,
+    algorithms: Sequence[str] | None = None,
+    params: dict[str, dict[str, Any]] | None = None,
+    *,
+    bpf: str | None = None,
+    flows: Sequence[int] | None = None,
+    prefix: str | None = None,
+    tolerance: float | None = None,
+    agree_rounds: int | None = None,
+):
+    """Write ``capture`` to ``out`` (a path, ``.gz`` for gzip, or a binary stream) as pcapng with
+    packet comments — each flow's verdict at its first packet, each congestion episode's start and
+    end, where the replay of the named algorithm and the sender part ways — every packet unchanged
+    (docs/annotate.md). Returns :class:`hscc_trace.analysis.annotate.Annotated`."""
+    from hscc_trace.analysis import annotate as _annotate
+
+    return _annotate.annotate(
+        capture,
+        out,
+        algorithms,
+        params,
+        bpf=bpf,
+        flows=flows,
+        prefix=_annotate.PREFIX if prefix is None else prefix,
+        tolerance=tolerance,
+        agree_rounds=_annotate.AGREE_ROUNDS if agree_rounds is None else agree_rounds,
+    )
 
 
 # --- compiling ahead ------------------------------------------------------------------------------

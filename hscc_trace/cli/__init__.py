@@ -23,6 +23,7 @@ _COMMANDS = (
     "events_cmd",
     "replay_cmd",
     "qlog_cmd",
+    "annotate_cmd",
     "corpus_cmd",
     "compile_cmd",
 )
