@@ -284,10 +284,14 @@ def test_results_json_groups_and_compare_cli(samples, tmp_path):
     q = next(f["goodput_bps"] for f in test["flows"] if f["algo"] == "cubic")
     assert g["stolen"] == pytest.approx((p - q) / p)
     assert 0.2 < g["stolen"] < 0.3  # 4.88 → 3.62 Mbit/s
+    page = tmp_path / "compare.html"
     text = CliRunner().invoke(
-        app, ["compare", str(docs["reno-vs-cubic"]), str(docs["bbr-vs-cubic"]), "--regular", "cubic"]
+        app, ["compare", str(docs["reno-vs-cubic"]), str(docs["bbr-vs-cubic"]), "--regular", "cubic", "-o", str(page)]
     )
     assert text.exit_code == 0 and "bandwidth stolen: 2" in text.stdout
+    html = page.read_text()  # self-contained: no script, no request; the stolen fraction in its heading
+    assert f"stolen {g['stolen'] * 100:.1f} %" in html
+    assert "<script" not in html and "://" not in html
     # an input without a group: one line, exit 2
     import subprocess
     import sys
