@@ -122,6 +122,8 @@ class FlowSeries:
     rtt_ns: np.ndarray  # int64: times of the RTT samples
     rtt_s: np.ndarray  # float64: the samples [s]
     episodes: tuple[tuple[int, str], ...] = ()  # (start_ns, kind) of every congestion episode
+    flight_ns: np.ndarray | None = None  # int64: times of every ACK (the report's windows)
+    flight: np.ndarray | None = None  # int64: bytes outstanding after each (snd_max − ack)
 
     @property
     def start_ns(self) -> int:
@@ -194,7 +196,7 @@ def flow_series(fr: Any) -> FlowSeries | None:
     ev = fr.events
     if ev is None or ev.acks.height == 0 or ev.segments.height == 0:
         return None
-    acks = ev.acks.select("ts_ns", "acked_bytes", "rtt_s")
+    acks = ev.acks.select("ts_ns", "acked_bytes", "rtt_s", "outstanding")
     adv = acks.filter(pl.col("acked_bytes") > 0)
     if adv.height == 0:
         return None
@@ -228,6 +230,8 @@ def flow_series(fr: Any) -> FlowSeries | None:
         rtt_ns=rtt["ts_ns"].to_numpy().astype(np.int64),
         rtt_s=rtt["rtt_s"].to_numpy().astype(np.float64),
         episodes=eps,
+        flight_ns=acks["ts_ns"].to_numpy().astype(np.int64),
+        flight=acks["outstanding"].fill_null(0).to_numpy().astype(np.int64),
     )
 
 
