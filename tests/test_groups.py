@@ -299,3 +299,23 @@ def test_results_json_groups_and_compare_cli(samples, tmp_path):
     cmd = [sys.executable, "-m", "hscc_trace", "compare", str(tmp_path / "missing.json"), str(docs["bbr-vs-cubic"])]
     bad = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "missing.json" in bad.stderr, bad.stderr
+
+
+def test_groups_table_in_the_configuration():
+    from hscc_trace import config
+    from hscc_trace.cli.analyze_cmd import group_options
+    from hscc_trace.errors import UsageError
+
+    cfg = config.parse(
+        {"groups": {"window_s": 0.5, "min_bytes": 2000, "reference": "cubic", "groups": ["0,2", "port=5001"]}}
+    )
+    rule, opts = group_options(None, None, cfg.groups)
+    assert rule.groups == ((0, 2), ("port=5001",)) and rule.min_bytes == 2000
+    assert opts.window_s == 0.5 and opts.reference == "cubic"
+    # the command line wins over the file
+    rule, opts = group_options(["1,3"], 2.0, cfg.groups)
+    assert rule.groups == ((1, 3),) and opts.window_s == 2.0
+    with pytest.raises(UsageError, match="window"):
+        config.parse({"groups": {"windw": 1}})
+    with pytest.raises(UsageError, match="positive"):
+        config.parse({"groups": {"window_s": 0}})

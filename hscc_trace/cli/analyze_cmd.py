@@ -256,23 +256,37 @@ def analyze(
             config_file,
             quiet,
             {"max_points": max_points, "full_resolution": full_resolution},
-            group_options(group, window),
+            (group, window),
         )
     raise typer.Exit(code)
 
 
-def group_options(group: list[str] | None, window: float | None) -> tuple[Any, Any]:
-    """``--group`` and ``--window`` as the (GroupRule, GroupOptions) of hscc_trace.analysis.groups."""
+def group_options(group: list[str] | None, window: float | None, cfg: Any = None) -> tuple[Any, Any]:
+    """``--group`` and ``--window`` over the ``[groups]`` table (``cfg``: a config.GroupsConfig) as
+    the (GroupRule, GroupOptions) of hscc_trace.analysis.groups."""
+    from dataclasses import replace
+
     from hscc_trace.analysis import groups
 
+    cfg = cfg or config.GroupsConfig()
+    given = list(group) if group else list(cfg.groups)
     try:
-        specs = tuple(groups.parse_group(g) for g in group) if group else None
+        specs = tuple(groups.parse_group(g) for g in given) if given else None
     except ValueError as exc:
         raise UsageError(f"--group: {exc}") from None
     if window is not None and not window > 0:
         raise UsageError(f"--window must be positive, got {window}")
-    opts = groups.GroupOptions(window_s=window) if window is not None else groups.GroupOptions()
-    return groups.GroupRule(groups=specs), opts
+    rule = groups.GroupRule(groups=specs)
+    rule = replace(
+        rule,
+        **{k: getattr(cfg, k) for k in ("min_bytes", "min_duration_s", "min_overlap") if getattr(cfg, k) is not None},
+    )
+    opts = groups.GroupOptions()
+    if window is not None or cfg.window_s is not None:
+        opts = replace(opts, window_s=window if window is not None else cfg.window_s)
+    if cfg.reference is not None:
+        opts = replace(opts, reference=cfg.reference)
+    return rule, opts
 
 
 def _analyze(
@@ -289,13 +303,14 @@ def _analyze(
     config_file: Path | None,
     quiet: bool,
     report_options: dict[str, Any] | None = None,
-    group_opts: tuple[Any, Any] | None = None,
+    group_opts: tuple[list[str] | None, float | None] | None = None,
 ) -> int:
     from hscc_trace import api  # polars, numba, plotly: only when a command needs them
     from hscc_trace.analysis import groups
 
     cfg = config.with_overrides(config.load(config_file), algorithms=algo, bpf=bpf, jobs=jobs)
     params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
+    rule, gopts = group_options(*(group_opts or (None, None)), cfg.groups)
     if export_dir is not None and export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
         raise UsageError(f"--export-format {export_format!r}: use parquet, csv, json or ndjson")
     t0 = time.perf_counter()
@@ -318,7 +333,7 @@ def _analyze(
             export_format=export_format,
         )
     try:
-        groups.attach(run.analysis, *(group_opts or (None, None)))
+        groups.attach(run.analysis, rule, gopts)
         return _outputs(run, output, json_out, export_dir, quiet, cfg.jobs, opts, t0)
     finally:
         run.stream.close()

@@ -163,15 +163,13 @@ def _group_gates(
             bounds = parse_bounds(friendliness)
         except ValueError as exc:
             raise UsageError(f"--friendliness {exc}") from None
-    from .analyze_cmd import group_options
-
     return {
         "min_jain": min_jain,
         "max_stolen": max_stolen,
         "stolen_baseline": stolen_baseline,
         "friendliness": bounds,
         "regular": regular,
-        "rule": group_options(group, None),
+        "group": group,
     }
 
 
@@ -238,6 +236,10 @@ def _check(
     if folder_exps:
         c = replace(c, expectations=(*folder_exps, *c.expectations))
     c = replace(c, tolerance=config.parse_tolerance(tolerance, c.tolerance))
+    if gates is not None:
+        from .analyze_cmd import group_options
+
+        gates["rule"] = group_options(gates["group"], None, cfg.groups)
     if c.expect is None and not c.expectations and c.baseline is None and gates is None:
         raise UsageError(
             "check needs --expect ALGO, --baseline results.json, or [check] expectations in the configuration"
