@@ -476,13 +476,27 @@ def group_input(
     return _groups.group_dicts(obj)
 
 
-def compare(baseline: Any, test: Any, *, regular: Any = "reno", rule: Any = None, options: Any = None) -> Any:
+def compare(
+    baseline: Any,
+    test: Any,
+    *,
+    regular: Any = "reno",
+    rule: Any = None,
+    options: Any = None,
+    algorithms: Sequence[str] | None = None,
+    bpf: str | None = None,
+) -> Any:
     """Bandwidth stolen (Compound TCP paper, Definition 1) from ``test``'s regular flows against
-    ``baseline`` and every per-flow delta (:func:`hscc_trace.analysis.groups.compare`); either
-    may be a capture path, a ``.json`` results file, a results document or an :class:`Analysis`."""
+    ``baseline`` and every per-flow delta (:func:`hscc_trace.analysis.groups.compare`, a
+    ``Comparison``: ``.stolen``, ``.groups``, ``.as_dict()``); either may be a capture path, a
+    ``.json`` results file, a results document or an :class:`Analysis` (:func:`group_input`).
+    ``regular``: an algorithm label or flow ids."""
     from hscc_trace.analysis import groups as _groups
 
-    return _groups.compare(group_input(baseline, rule, options), group_input(test, rule, options), regular=regular)
+    kw: dict[str, Any] = {"bpf": bpf, "algorithms": algorithms}
+    return _groups.compare(
+        group_input(baseline, rule, options, **kw), group_input(test, rule, options, **kw), regular=regular
+    )
 
 
 # --- compiling ahead ------------------------------------------------------------------------------

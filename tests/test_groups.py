@@ -261,9 +261,10 @@ def test_results_json_groups_and_compare_cli(samples, tmp_path):
 
     from hscc_trace.cli import app
 
-    docs = {}
+    docs, analyses = {}, {}
     for name in ("reno-vs-cubic", "bbr-vs-cubic"):
         a = Analysis(captures=[samples[name]], algorithms=[], params={}, version="test", created=results.utc_now())
+        analyses[name] = a
         doc = api.results(a)
         results.validate(doc)  # the groups section follows the schema
         (grp,) = doc["captures"][0]["groups"]
@@ -284,6 +285,10 @@ def test_results_json_groups_and_compare_cli(samples, tmp_path):
     q = next(f["goodput_bps"] for f in test["flows"] if f["algo"] == "cubic")
     assert g["stolen"] == pytest.approx((p - q) / p)
     assert 0.2 < g["stolen"] < 0.3  # 4.88 → 3.62 Mbit/s
+    # the library call on the analyses themselves gives the same
+    c = api.compare(analyses["reno-vs-cubic"], analyses["bbr-vs-cubic"], regular="cubic")
+    assert c.stolen == pytest.approx(g["stolen"])
+    assert list(api.groups(analyses["bbr-vs-cubic"]).values())[0][0].jain == pytest.approx(test["jain"])
     page = tmp_path / "compare.html"
     text = CliRunner().invoke(
         app, ["compare", str(docs["reno-vs-cubic"]), str(docs["bbr-vs-cubic"]), "--regular", "cubic", "-o", str(page)]

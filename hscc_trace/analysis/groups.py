@@ -501,9 +501,9 @@ def measure(flows: Sequence[FlowSeries], opts: GroupOptions | None = None, index
     all_r = np.concatenate([s.rtt_s for s in flows]) if flows else np.zeros(0)
     if all_t.size and rtts:
         base = min(rtts)
-        k = np.searchsorted(edges, all_t, side="right") - 1
+        where = np.searchsorted(edges, all_t, side="right") - 1
         for w in range(len(lens)):
-            sel = all_r[k == w]
+            sel = all_r[where == w]
             if sel.size and float(np.median(sel)) > opts.queue_factor * base:
                 congested[w] = True
     cap_w = wtot[congested & full & inside] if inside.any() else wtot[congested & full]
@@ -532,7 +532,7 @@ def measure(flows: Sequence[FlowSeries], opts: GroupOptions | None = None, index
             conv, converged = (edges[first] - last_start) / 1e9, True
 
     # loss episodes side by side
-    eps = []
+    eps: list[dict[str, Any]] = []
     for s in flows:
         for t, kind in s.episodes:
             eps.append({"flow_id": s.flow_id, "start_ns": t, "t_s": (t - start) / 1e9, "kind": kind})
@@ -574,8 +574,9 @@ def measure(flows: Sequence[FlowSeries], opts: GroupOptions | None = None, index
             if a.rtt_mean_s is None or b.rtt_mean_s is None:
                 continue
             short, long_ = (a, b) if a.rtt_mean_s <= b.rtt_mean_s else (b, a)
+            r_short, r_long = float(short.rtt_mean_s or 0.0), float(long_.rtt_mean_s or 0.0)
             tr = _ratio(short.goodput_bps, long_.goodput_bps)
-            rr = long_.rtt_mean_s / short.rtt_mean_s if short.rtt_mean_s > 0 else None
+            rr = r_long / r_short if r_short > 0 else None
             expo = (
                 math.log(tr) / math.log(rr)
                 if tr is not None and tr > 0 and rr is not None and rr >= MIN_RTT_RATIO
