@@ -324,3 +324,20 @@ def test_groups_table_in_the_configuration():
         config.parse({"groups": {"windw": 1}})
     with pytest.raises(UsageError, match="positive"):
         config.parse({"groups": {"window_s": 0}})
+
+
+def test_corpus_groups_table_and_census(tmp_path):
+    pytest.importorskip("distributed")  # (the corpus extra)
+    from hscc_trace.corpus import census, runner
+    from hscc_trace.corpus import dataset as ds
+
+    path = str(SAMPLES / "reno-vs-cubic-rtt20" / "capture.pcap")
+    assert runner.analyze_capture(path, str(tmp_path / "ds"), ["reno", "cubic"], None)["status"] == "ok"
+    rows = ds.read(tmp_path / "ds", "groups").sort("flow_id")
+    # one group of two flows: Reno 46.9 %, CUBIC 53.1 %, Jain 0.996, the 20 Mbit/s link full
+    assert rows["flow_id"].to_list() == [0, 1] and rows["flows"].to_list() == [2, 2]
+    assert rows["algo"].to_list() == ["reno", "cubic"]
+    assert rows["share"].sum() == pytest.approx(1.0)
+    assert rows["jain"][0] > 0.99 and rows["utilization"][0] > 0.95
+    page = census.build(tmp_path / "ds")
+    assert "Bottleneck groups" in page and "0 reno 46.9 %, 1 cubic 53.1 %" in page

@@ -583,9 +583,10 @@ def test_census_renders_offline_in_chromium(census_page: Path) -> None:
     assert st["error"] is None and st["done"] is True, st
     assert res["errors"] == []
     assert res["requests"] == [] and res["blocked"] == []
-    # four figures: verdict counts, goodput, RTT, episodes per minute — each drawn with its bars
-    assert res["figures"]["divs"] == st["expected"] == st["rendered"] == 4
-    assert res["figures"]["plots"] == res["figures"]["drawn"] == 4
+    # five figures: verdict counts, goodput, RTT, episodes per minute and Jain's index of the
+    # bottleneck groups (bbr-vs-cubic's two flows) — each drawn with its bars
+    assert res["figures"]["divs"] == st["expected"] == st["rendered"] == 5
+    assert res["figures"]["plots"] == res["figures"]["drawn"] == 5
     assert res["alert"] is False
     print(f"\ncensus {census_page.stat().st_size / 1e6:.2f} MB drawn in {st['ms'] / 1000:.2f} s")
 
