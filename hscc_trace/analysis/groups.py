@@ -500,8 +500,8 @@ def measure(flows: Sequence[FlowSeries], opts: GroupOptions | None = None, index
     congested = np.zeros(len(lens), dtype=bool)
     for s in flows:
         if s.episodes:
-            k = np.searchsorted(edges, np.array([t for t, _ in s.episodes], dtype=np.int64), side="right") - 1
-            congested[k[(k >= 0) & (k < len(lens))]] = True
+            at = np.searchsorted(edges, np.array([t for t, _ in s.episodes], dtype=np.int64), side="right") - 1
+            congested[at[(at >= 0) & (at < len(lens))]] = True
     all_t = np.concatenate([s.rtt_ns for s in flows]) if flows else np.zeros(0, dtype=np.int64)
     all_r = np.concatenate([s.rtt_s for s in flows]) if flows else np.zeros(0)
     if all_t.size and rtts:
@@ -537,7 +537,7 @@ def measure(flows: Sequence[FlowSeries], opts: GroupOptions | None = None, index
             else:
                 tail_ok = False
         if first is not None:
-            conv, converged = (edges[first] - last_start) / 1e9, True
+            conv, converged = float(edges[first] - last_start) / 1e9, True
 
     # loss episodes side by side
     eps: list[dict[str, Any]] = []
