@@ -341,3 +341,18 @@ def test_corpus_groups_table_and_census(tmp_path):
     assert rows["jain"][0] > 0.99 and rows["utilization"][0] > 0.95
     page = census.build(tmp_path / "ds")
     assert "Bottleneck groups" in page and "0 reno 46.9 %, 1 cubic 53.1 %" in page
+
+
+def test_long_series_kept_at_one_ms(monkeypatch):
+    # events at 0.1, 0.5, 0.9 ms (1, 5, 2 bytes) and 1.2, 1.7 ms (7, 3 bytes): once longer than
+    # SERIES_POINTS, each millisecond keeps its last event — cumulative 1+5+2 = 8 at 0.9 ms and
+    # 8+7+3 = 18 at 1.7 ms — and, for the bytes outstanding, its largest value (5 and 7)
+    monkeypatch.setattr(groups, "SERIES_POINTS", 2)
+    ts = np.array([100_000, 500_000, 900_000, 1_200_000, 1_700_000], dtype=np.int64)
+    v = np.array([1, 5, 2, 7, 3], dtype=np.int64)
+    t, cum = groups._compact(ts, np.cumsum(v))
+    assert t.tolist() == [900_000, 1_700_000] and cum.tolist() == [8, 18]
+    t, peak = groups._compact(ts, v, peak=True)
+    assert t.tolist() == [900_000, 1_700_000] and peak.tolist() == [5, 7]
+    monkeypatch.setattr(groups, "SERIES_POINTS", 5)  # at or below the limit: every event
+    assert groups._compact(ts, v)[1].tolist() == v.tolist()
