@@ -189,6 +189,7 @@ def main() -> None:
         if ents:
             doc = {"version": 1, "samples": ents, "notes": note}
             (SAMPLES / sub / "index.json").write_text(json.dumps(doc, indent=1) + "\n")
+            update_readme_set(sub, ents)
 
 
 #: the sample sets with their own index (made by samples/testbed/make_zoo.sh)
@@ -238,6 +239,42 @@ def update_readme(entries: list[dict]) -> None:
         head, rest = text.split(BEGIN, 1)
         _, tail = rest.split(END, 1)
         readme.write_text(head + BEGIN + "\n" + "\n".join(rows) + "\n" + END + tail)
+
+
+def update_readme_set(sub: str, entries: list[dict]) -> None:
+    """The table of samples/<sub>/ in samples/README.md (between its own markers)."""
+    readme = SAMPLES / "README.md"
+    begin, end = f"<!-- BEGIN GENERATED: make_index.py {sub} -->", f"<!-- END GENERATED {sub} -->"
+    if not readme.exists():
+        return
+    rows = [
+        "| sample | cc | ports | link (rate, base RTT, buffer, loss) | field | size | packets | "
+        "throughput (Mbit/s) | retransmitted segments | CE marks |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in entries:
+        f = e["field"]
+        cond = [
+            *([f"CoDel{' + ECN' if f['ecn'] else ''}"] if f["aqm"] == "codel" else []),
+            *([f"ACKs every {f['ack_aggregation_s'] * 1e3:g} ms"] if f["ack_aggregation_s"] else []),
+            *([f"jitter 0-{f['jitter_s'] * 1e3:g} ms"] if f["jitter_s"] else []),
+            *([f"policer {f['policer_rate_bps'] / 1e6:g} Mbit/s"] if f["policer_rate_bps"] else []),
+        ]
+        (fl,) = e["flows"]
+        link = (
+            f"{e['rate_bps'] / 1e6:g} Mbit/s, {e['base_rtt_s'] * 1e3:g} ms, {e['buffer_pkts']} pkts, "
+            f"{e['loss'] * 100:g} %"
+        )
+        rows.append(
+            f"| `{sub}/{e['name']}` | {e['cc']} | {fl.get('zoo', '')} | {link} | {', '.join(cond) or '—'} | "
+            f"{e['capture_bytes'] / 1e6:.2f} MB | {e['packets']} | {fl['throughput_bps'] / 1e6:.2f} | "
+            f"{fl['retransmitted_segments']} | {e['emulator_counts']['ecn_marked']} |"
+        )
+    text = readme.read_text()
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        readme.write_text(head + begin + "\n" + "\n".join(rows) + "\n" + end + tail)
 
 
 if __name__ == "__main__":
