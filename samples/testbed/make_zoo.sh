@@ -33,6 +33,7 @@ zoo() {  # path number, algorithm
 }
 ZOO="bic htcp scalable veno yeah illinois lp nv cdg dctcp"
 for alg in $ZOO; do zoo 1 $alg; done
+for alg in $ZOO; do zoo 2 $alg; done
 # Field conditions on 20 Mbit/s x 40 ms: (a) CoDel (target 5 ms, interval 100 ms) marking ECT packets CE, ECN on at
 # the sender, a 4-BDP buffer the AQM keeps short; (b) ACKs released in bursts every 8 ms; (c) 0-4 ms uniform delay
 # jitter per packet in both directions (order kept), 1-BDP buffer; (d) a 10 Mbit/s token-bucket policer (30 kB bucket)
@@ -44,5 +45,4 @@ for cc in reno cubic bbr; do
   run "field/$cc-policer" --cc $cc --rate 20mbit --delay 20ms --buffer-pkts 67 --loss 0 --duration 4 \
       --policer-rate 10mbit --policer-burst 30000
 done
-for alg in $ZOO; do zoo 2 $alg; done
 for alg in $ZOO; do zoo 3 $alg; done
