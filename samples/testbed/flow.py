@@ -92,6 +92,7 @@ def recv(args: argparse.Namespace) -> None:
         "bytes": total,
         "seconds": t1 - t0,
         "rcvbuf": conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF),
+        "cc": conn.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16).rstrip(b"\0").decode(),
         "tcp_info": tcp_info(conn),
     }
     conn.close()
