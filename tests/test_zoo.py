@@ -51,6 +51,7 @@ def _verdicts() -> dict[str, list[dict]]:
     doc = api.results(api.analyze(caps, jobs=2))
     out: dict[str, list[dict]] = {}
     for s, c in zip(ZOO_INDEX, doc["captures"], strict=True):
+        assert c["path"].endswith(s["capture"]), (c["path"], s["capture"])
         out[s["name"]] = [f["verdict"] for f in c["flows"] if f["events"]["segments"] > 0]
     return out
 
