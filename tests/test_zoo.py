@@ -49,6 +49,10 @@ WRONG_NOW: dict[str, str] = {
     "lp-10m-100ms-loss": "reno",  # 0.0 %
     "lp-20m-40ms": "reno",  # 0.0 %
     "nv-20m-40ms": "cubic",  # 2.6 %
+    "bic-50m-10ms": "bbr",  # 7.8 % (threshold 25 %): a loss-based sender named bbr
+    "cdg-50m-10ms": "bbr",  # 19.7 %
+    "htcp-50m-10ms": "fusion",  # 0.3 %, with reno at 0.0 % ruled out by the round-by-round test
+    "nv-50m-10ms": "bbr",  # 21.0 %
 }
 
 
