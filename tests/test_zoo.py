@@ -53,6 +53,7 @@ WRONG_NOW: dict[str, str] = {
     "cdg-50m-10ms": "bbr",  # 19.7 %
     "htcp-50m-10ms": "fusion",  # 0.3 %, with reno at 0.0 % ruled out by the round-by-round test
     "nv-50m-10ms": "bbr",  # 21.0 %
+    "yeah-50m-10ms": "bbr",  # 4.1 %
 }
 
 
