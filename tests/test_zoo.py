@@ -131,6 +131,9 @@ def test_each_field_condition_acted_on_the_flow(name: str) -> None:
         # ECN on at the sender: CoDel marks instead of dropping, and the sender's socket negotiated ECN
         assert f["ecn"] and emu["ecn_marked"] > 0 and emu["drop_aqm"] <= emu["ecn_marked"]
         assert emu["codel_target_ns"] == 5_000_000 and emu["codel_interval_ns"] == 100_000_000
+        # the sender reacted to the echoed marks: the kernel entered CWR (not recovery) for them
+        states = pl.read_parquet(FIELD / name / "truth_ca_state.parquet")["state"]
+        assert (states == "cwr").sum() > 0
     if f["ack_aggregation_s"]:
         assert meta["emulator"]["b_to_a"]["agg_ns"] == round(f["ack_aggregation_s"] * 1e9)
     if f["jitter_s"]:
