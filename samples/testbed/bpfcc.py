@@ -44,6 +44,7 @@ class Sender:
     algo: str  # the replay algorithm (hscc-trace replay --algo) this sender implements
     defines: dict[str, str] = field(default_factory=dict)
     doc: str = ""
+    kernel_source: str = ""  # open-set zoo: the Linux file the program ports (algo is then "")
 
 
 def _hrf(m1: str, m2: str, dec: str, var: str) -> dict[str, str]:
@@ -68,6 +69,24 @@ SENDERS: dict[str, Sender] = {
     "bpf_ktcp_hs": Sender("kyushu_highspeed.c", "kyushu+highspeed", doc="Kyushu-TCP over HighSpeed TCP"),
     "bpf_ktcp_cubic": Sender("kyushu_cubic.c", "kyushu+cubic", doc="Kyushu-TCP over the kernel's CUBIC"),
 }
+
+# The open-set zoo (cc/zoo/): Linux congestion controls hscc-trace has no replay for, ported to BPF
+# from the kernel's own modules; their flows must never be named as a library algorithm.
+ZOO: dict[str, tuple[str, str]] = {
+    "bic": ("net/ipv4/tcp_bic.c", "BIC-TCP (Xu, Harfoush, Rhee 2004)"),
+    "htcp": ("net/ipv4/tcp_htcp.c", "H-TCP (Shorten, Leith 2004)"),
+    "scalable": ("net/ipv4/tcp_scalable.c", "Scalable TCP (Kelly 2003)"),
+    "veno": ("net/ipv4/tcp_veno.c", "TCP Veno (Fu, Liew 2003)"),
+    "yeah": ("net/ipv4/tcp_yeah.c", "YeAH-TCP (Baiocchi, Castellani, Vacirca 2007)"),
+    "illinois": ("net/ipv4/tcp_illinois.c", "TCP-Illinois (Liu, Basar, Srikant 2008)"),
+    "lp": ("net/ipv4/tcp_lp.c", "TCP-LP (Kuzmanovic, Knightly 2003)"),
+    "nv": ("net/ipv4/tcp_nv.c", "TCP-NV (Brakmo 2010)"),
+    "cdg": ("net/ipv4/tcp_cdg.c", "CAIA Delay-Gradient (Hayes, Armitage 2011)"),
+    "dctcp": ("net/ipv4/tcp_dctcp.c", "DCTCP (Alizadeh et al. 2010, RFC 8257); needs ECN marks"),
+}
+for _z, (_src, _doc) in ZOO.items():
+    SENDERS[f"zoo_{_z}"] = Sender(f"zoo/{_z}.c", "", doc=_doc, kernel_source=_src)  # ≤ 15 chars (TCP_CA_NAME_MAX)
+
 
 EVENTS = {0: "init", 1: "ack", 2: "round", 3: "loss", 4: "state", 5: "undo", 6: "cwnd_event"}
 SIG_LINE = re.compile(r"hscc_sig (\d+) (\d+)((?: -?\d+)*)")
@@ -169,6 +188,7 @@ def build(name: str) -> dict:
         "register": "bpftool struct_ops register <object>",
         "signals": [c for c, _ in signal_fields(name)],
         "object": str(obj),
+        **({"zoo": True, "kernel_source": s.kernel_source} if s.kernel_source else {}),
     }
 
 
@@ -233,7 +253,8 @@ def main() -> None:
             print(f"{name}: ok ({info['source']}, object {info['object_sha256'][:12]})")
         return
     for name, s in SENDERS.items():
-        print(f"{name:16} {s.algo:18} cc/{s.source:22} {' '.join(c for c, _ in signal_fields(name))}")
+        algo = s.algo or f"(zoo: {s.kernel_source})"
+        print(f"{name:18} {algo:32} cc/{s.source:22} {' '.join(c for c, _ in signal_fields(name))}")
 
 
 if __name__ == "__main__":

@@ -71,6 +71,8 @@ def recv(args: argparse.Namespace) -> None:
     ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     if args.rcvbuf:
         ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, args.rcvbuf)
+    if args.cc:  # the listener's congestion control is inherited by the accepted socket
+        ls.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, args.cc.encode())
     ls.bind(("0.0.0.0", args.port))
     ls.listen(1)
     ls.settimeout(args.timeout)
@@ -90,6 +92,7 @@ def recv(args: argparse.Namespace) -> None:
         "bytes": total,
         "seconds": t1 - t0,
         "rcvbuf": conn.getsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF),
+        "cc": conn.getsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, 16).rstrip(b"\0").decode(),
         "tcp_info": tcp_info(conn),
     }
     conn.close()
@@ -210,6 +213,7 @@ def main() -> None:
     r.add_argument("--port", type=int, required=True)
     r.add_argument("--rcvbuf", type=int, default=0, help="SO_RCVBUF in bytes (0 = kernel autotuning)")
     r.add_argument("--timeout", type=float, default=60.0)
+    r.add_argument("--cc", default="", help="receiver's congestion control (DCTCP's ECE echo needs it)")
     r.add_argument("--out", required=True)
     s = sub.add_parser("send")
     s.add_argument("--dst", required=True)

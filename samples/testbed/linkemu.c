@@ -11,6 +11,21 @@
  * depart = max(t, previous depart) + 8*len/RATE and is released at depart + DELAY. A packet
  * counts against the queue limit while depart > now (still waiting or being serialized).
  *
+ * Field conditions (each off by default; the testbed's run.py exposes them):
+ *   --policer-rate-X BPS --policer-burst-X BYTES: a token-bucket policer before the queue (tokens
+ *     at BPS, bucket BYTES); a packet larger than the tokens is dropped (RFC 2697's single-rate
+ *     policer with one colour).
+ *   --codel-X 1 [--codel-target-X NS --codel-interval-X NS --ecn-X 1]: CoDel (RFC 8289) on the
+ *     queue instead of the plain FIFO; with --ecn-X an ECT packet CoDel would drop is marked CE
+ *     instead (as Linux's codel with ecn). The queue is then served at dequeue time: a packet
+ *     waits unscheduled until the link is free, CoDel decides on it at that (virtual) instant
+ *     with the backlog that had arrived by then, and only a kept packet is serialized.
+ *   --jitter-X NS: each packet's release is delayed by an extra U(0, NS) (xorshift PRNG), never
+ *     before the previous packet's (no reordering).
+ *   --agg-X NS: releases held to the next multiple of NS on the monotonic clock, so the
+ *     packets (ACKs, in the B->A direction) leave in bursts every NS (WiFi/DOCSIS-style ACK
+ *     aggregation).
+ *
  * One thread; ppoll() with a nanosecond timeout and a 1 ns timer slack; CLOCK_MONOTONIC.
  * Statistics (counts, release lateness histogram = actual write time - scheduled release)
  * are written as JSON to --stats on SIGTERM/SIGINT.
@@ -22,6 +37,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <math.h>
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
@@ -42,8 +58,9 @@
 #define HIST_US 20000 /* lateness histogram: 1 us bins up to 20 ms, then overflow */
 
 typedef struct {
-    uint64_t release_ns, depart_ns;
+    uint64_t release_ns, depart_ns, arrive_ns;
     uint32_t len;
+    uint32_t dropped; /* CoDel dropped it at dequeue: never written */
     unsigned char data[SLOT];
 } pkt_t;
 
@@ -59,6 +76,18 @@ typedef struct {
     uint32_t qhead;      /* first entry whose depart_ns may still be > now */
     uint64_t qbytes_now;
     uint64_t last_depart;
+    /* field conditions */
+    double pol_rate_bps;   /* 0 = no policer */
+    double pol_burst, pol_tokens;
+    uint64_t pol_last_ns;
+    int codel, ecn;
+    uint64_t codel_target_ns, codel_interval_ns;
+    uint64_t jitter_ns, agg_ns, last_release;
+    uint32_t sched; /* CoDel: first packet not yet dequeued onto the link */
+    uint64_t first_above, drop_next;
+    uint32_t count, lastcount;
+    int dropping;
+    uint64_t drop_police, drop_aqm, ecn_marked;
     /* stats */
     uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes, drop_loss, drop_queue, drop_ring, write_err;
     uint64_t max_q_pkts;
@@ -128,6 +157,144 @@ static void advance_queue(dir_t *d, uint64_t t) {
     }
 }
 
+/* the release time of a packet that finished serialization at depart: delay, jitter, aggregation */
+static uint64_t release_time(dir_t *d, uint64_t depart) {
+    uint64_t r = depart + d->delay_ns;
+    if (d->jitter_ns) r += (uint64_t)(rng_uniform() * (double)d->jitter_ns);
+    if (r < d->last_release) r = d->last_release; /* no reordering */
+    if (d->agg_ns) r = (r + d->agg_ns - 1) / d->agg_ns * d->agg_ns;
+    d->last_release = r;
+    return r;
+}
+
+static void schedule_pkt(dir_t *d, pkt_t *p, uint64_t now) {
+    uint64_t ser = d->rate_bps > 0 ? (uint64_t)((double)p->len * 8e9 / d->rate_bps + 0.5) : 0;
+    p->depart_ns = now + ser;
+    p->release_ns = release_time(d, p->depart_ns);
+    d->last_depart = p->depart_ns;
+}
+
+/* token bucket: 1 = conforming (tokens taken), 0 = drop */
+static int police(dir_t *d, uint32_t len, uint64_t t) {
+    if (d->pol_rate_bps <= 0) return 1;
+    if (!d->pol_last_ns) { d->pol_last_ns = t; d->pol_tokens = d->pol_burst; }
+    d->pol_tokens += (double)(t - d->pol_last_ns) * d->pol_rate_bps / 8e9;
+    if (d->pol_tokens > d->pol_burst) d->pol_tokens = d->pol_burst;
+    d->pol_last_ns = t;
+    if ((double)len > d->pol_tokens) return 0;
+    d->pol_tokens -= len;
+    return 1;
+}
+
+/* ---- CoDel (RFC 8289 §5, with ECN marking as Linux include/net/codel_impl.h) ---- */
+#define CODEL_MAXPACKET 1514 /* bytes: an MTU-size packet */
+
+static pkt_t *codel_take(dir_t *d, uint64_t now) {
+    if (d->sched == d->tail) return NULL;
+    pkt_t *p = &d->ring[d->sched % NSLOTS];
+    if (p->arrive_ns > now) return NULL; /* not yet arrived at that instant */
+    d->sched++;
+    return p;
+}
+
+/* RFC 8289 dodequeue(): ok_to_drop for packet p dequeued at now */
+static int codel_should_drop(dir_t *d, pkt_t *p, uint64_t now) {
+    if (!p) { d->first_above = 0; return 0; }
+    uint64_t sojourn = now - p->arrive_ns, backlog = 0;
+    for (uint32_t i = d->sched; i != d->tail && backlog <= CODEL_MAXPACKET; i++) {
+        pkt_t *q = &d->ring[i % NSLOTS];
+        if (q->arrive_ns > now) break;
+        backlog += q->len;
+    }
+    if (sojourn < d->codel_target_ns || backlog <= CODEL_MAXPACKET) { d->first_above = 0; return 0; }
+    if (d->first_above == 0) { d->first_above = now + d->codel_interval_ns; return 0; }
+    return now >= d->first_above;
+}
+
+static uint64_t codel_control_law(dir_t *d, uint64_t t) {
+    return t + (uint64_t)((double)d->codel_interval_ns / sqrt((double)d->count));
+}
+
+/* set CE on an ECT IPv4 packet (RFC 3168 §5), fixing the header checksum (RFC 1624 eq. 3) */
+static int ecn_mark(pkt_t *p) {
+    unsigned char *h = p->data;
+    if (p->len < 20 || (h[0] >> 4) != 4) return 0;
+    int ecn = h[1] & 3;
+    if (ecn == 0) return 0; /* not ECN-capable */
+    if (ecn == 3) return 1; /* already CE */
+    uint16_t old = (uint16_t)((h[0] << 8) | h[1]);
+    h[1] |= 3;
+    uint16_t nw = (uint16_t)((h[0] << 8) | h[1]);
+    uint32_t sum = (uint16_t)~((h[10] << 8) | h[11]);
+    sum += (uint16_t)~old;
+    sum += nw;
+    while (sum >> 16) sum = (sum & 0xffff) + (sum >> 16);
+    sum = (uint16_t)~sum;
+    h[10] = sum >> 8; h[11] = sum & 0xff;
+    return 1;
+}
+
+static void codel_drop(dir_t *d, pkt_t *p, uint64_t now) {
+    p->dropped = 1;
+    p->release_ns = now;
+    d->drop_aqm++;
+}
+
+/* one dequeue opportunity at virtual time now (the link is free): RFC 8289 dequeue() */
+static void codel_dequeue(dir_t *d, uint64_t now) {
+    pkt_t *p = codel_take(d, now);
+    int drop = codel_should_drop(d, p, now);
+    if (!p) { d->dropping = 0; return; }
+    if (d->dropping) {
+        if (!drop) d->dropping = 0;
+        else {
+            while (d->dropping && now >= d->drop_next) {
+                d->count++;
+                if (d->ecn && ecn_mark(p)) {
+                    d->ecn_marked++;
+                    d->drop_next = codel_control_law(d, d->drop_next);
+                    goto end;
+                }
+                codel_drop(d, p, now);
+                p = codel_take(d, now);
+                if (!codel_should_drop(d, p, now)) d->dropping = 0;
+                else d->drop_next = codel_control_law(d, d->drop_next);
+            }
+        }
+    } else if (drop) {
+        if (d->ecn && ecn_mark(p)) d->ecn_marked++;
+        else {
+            codel_drop(d, p, now);
+            p = codel_take(d, now);
+            codel_should_drop(d, p, now);
+        }
+        d->dropping = 1;
+        uint32_t delta = d->count - d->lastcount;
+        if (delta > 1 && (int64_t)(now - d->drop_next) < (int64_t)(16 * d->codel_interval_ns)) d->count = delta;
+        else d->count = 1;
+        d->lastcount = d->count;
+        d->drop_next = codel_control_law(d, now);
+    }
+end:
+    if (p) schedule_pkt(d, p, now);
+}
+
+/* serve every dequeue opportunity that lies at or before t */
+static void dequeue_due(dir_t *d, uint64_t t) {
+    while (d->sched != d->tail) {
+        pkt_t *p = &d->ring[d->sched % NSLOTS];
+        uint64_t now = d->last_depart > p->arrive_ns ? d->last_depart : p->arrive_ns;
+        if (now > t) break;
+        codel_dequeue(d, now);
+    }
+}
+
+static uint64_t next_dequeue(const dir_t *d) {
+    if (!d->codel || d->sched == d->tail) return UINT64_MAX;
+    const pkt_t *p = &d->ring[d->sched % NSLOTS];
+    return d->last_depart > p->arrive_ns ? d->last_depart : p->arrive_ns;
+}
+
 static void on_readable(dir_t *d) {
     for (;;) {
         if (d->tail - d->head >= NSLOTS) { /* ring full: read and drop */
@@ -146,6 +313,24 @@ static void on_readable(dir_t *d) {
             d->drop_loss++;
             continue;
         }
+        if (!police(d, (uint32_t)r, t)) {
+            d->drop_police++;
+            continue;
+        }
+        if (d->codel) { /* queue served at dequeue time (CoDel) */
+            dequeue_due(d, t);
+            uint32_t qn = d->tail - d->sched + (d->last_depart > t ? 1 : 0);
+            if (d->qpkts && qn >= d->qpkts) {
+                d->drop_queue++;
+                continue;
+            }
+            p->len = (uint32_t)r;
+            p->arrive_ns = t;
+            p->dropped = 0;
+            d->tail++;
+            if (qn + 1 > d->max_q_pkts) d->max_q_pkts = qn + 1;
+            continue;
+        }
         advance_queue(d, t);
         uint32_t qn = d->tail - d->qhead;
         if ((d->qpkts && qn >= d->qpkts) || (d->qbytes && d->qbytes_now + r > d->qbytes)) {
@@ -155,8 +340,10 @@ static void on_readable(dir_t *d) {
         uint64_t start = d->last_depart > t ? d->last_depart : t;
         uint64_t ser = d->rate_bps > 0 ? (uint64_t)((double)r * 8e9 / d->rate_bps + 0.5) : 0;
         p->len = (uint32_t)r;
+        p->arrive_ns = t;
+        p->dropped = 0;
         p->depart_ns = start + ser;
-        p->release_ns = p->depart_ns + d->delay_ns;
+        p->release_ns = release_time(d, p->depart_ns);
         d->last_depart = p->depart_ns;
         d->qbytes_now += r;
         d->tail++;
@@ -165,8 +352,13 @@ static void on_readable(dir_t *d) {
 }
 
 static void release_due(dir_t *d, uint64_t t) {
-    while (d->head != d->tail && d->ring[d->head % NSLOTS].release_ns <= t) {
+    uint32_t limit = d->codel ? d->sched : d->tail; /* with CoDel only dequeued packets */
+    while (d->head != limit && d->ring[d->head % NSLOTS].release_ns <= t) {
         pkt_t *p = &d->ring[d->head % NSLOTS];
+        if (p->dropped) { /* CoDel dropped it at dequeue */
+            d->head++;
+            continue;
+        }
         uint64_t tw = now_ns(); /* lateness is measured when the write starts: writing into a
                                    tun runs the receiving stack (and often its reply) inline */
         ssize_t w = write(d->out_fd, p->data, p->len);
@@ -178,7 +370,7 @@ static void release_due(dir_t *d, uint64_t t) {
         if (late > d->late_max_ns) d->late_max_ns = late;
         if (!d->first_tx_ns) d->first_tx_ns = tw;
         d->last_tx_ns = tw;
-        if (d->qhead == d->head) { /* keep qhead >= head */
+        if (!d->codel && d->qhead == d->head) { /* keep qhead >= head */
             d->qbytes_now -= p->len;
             d->qhead++;
         }
@@ -203,13 +395,20 @@ static void dump_dir(FILE *f, const dir_t *d) {
             "\"%s\": {\"rate_bps\": %.0f, \"delay_ns\": %llu, \"queue_pkts\": %u, \"queue_bytes\": %u, "
             "\"loss\": %g, \"rx_pkts\": %llu, \"rx_bytes\": %llu, \"tx_pkts\": %llu, \"tx_bytes\": %llu, "
             "\"drop_loss\": %llu, \"drop_queue\": %llu, \"drop_ring\": %llu, \"write_err\": %llu, "
-            "\"max_queue_pkts\": %llu, \"release_late_us\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, "
+            "\"max_queue_pkts\": %llu, \"drop_police\": %llu, \"drop_aqm\": %llu, \"ecn_marked\": %llu, "
+            "\"policer_rate_bps\": %.0f, \"policer_burst_bytes\": %.0f, \"codel\": %d, \"ecn\": %d, "
+            "\"codel_target_ns\": %llu, \"codel_interval_ns\": %llu, \"jitter_ns\": %llu, \"agg_ns\": %llu, "
+            "\"release_late_us\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, "
             "\"p999\": %.1f, \"max\": %.1f}}",
             d->name, d->rate_bps, (unsigned long long)d->delay_ns, d->qpkts, d->qbytes, d->loss,
             (unsigned long long)d->rx_pkts, (unsigned long long)d->rx_bytes, (unsigned long long)d->tx_pkts,
             (unsigned long long)d->tx_bytes, (unsigned long long)d->drop_loss,
             (unsigned long long)d->drop_queue, (unsigned long long)d->drop_ring,
-            (unsigned long long)d->write_err, (unsigned long long)d->max_q_pkts, pct(d, 0.5), pct(d, 0.9),
+            (unsigned long long)d->write_err, (unsigned long long)d->max_q_pkts,
+            (unsigned long long)d->drop_police, (unsigned long long)d->drop_aqm, (unsigned long long)d->ecn_marked,
+            d->pol_rate_bps, d->pol_burst, d->codel, d->ecn, (unsigned long long)d->codel_target_ns,
+            (unsigned long long)d->codel_interval_ns, (unsigned long long)d->jitter_ns,
+            (unsigned long long)d->agg_ns, pct(d, 0.5), pct(d, 0.9),
             pct(d, 0.99), pct(d, 0.999), d->late_max_ns / 1000.0);
 }
 
@@ -237,12 +436,24 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--qbytes-ba")) ba.qbytes = atoi(v);
         else if (!strcmp(k, "--loss-ab")) ab.loss = atof(v);
         else if (!strcmp(k, "--loss-ba")) ba.loss = atof(v);
+        else if (!strcmp(k, "--policer-rate-ab")) ab.pol_rate_bps = atof(v);
+        else if (!strcmp(k, "--policer-burst-ab")) ab.pol_burst = atof(v);
+        else if (!strcmp(k, "--codel-ab")) ab.codel = atoi(v);
+        else if (!strcmp(k, "--ecn-ab")) ab.ecn = atoi(v);
+        else if (!strcmp(k, "--codel-target-ab")) ab.codel_target_ns = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--codel-interval-ab")) ab.codel_interval_ns = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--jitter-ab")) ab.jitter_ns = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--jitter-ba")) ba.jitter_ns = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--agg-ab")) ab.agg_ns = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--agg-ba")) ba.agg_ns = strtoull(v, NULL, 10);
         else { fprintf(stderr, "linkemu: unknown option %s\n", k); return 2; }
     }
     if (!ns_a || !ns_b || !dev_a || !dev_b) {
         fprintf(stderr, "linkemu: --ns-a --dev-a --ns-b --dev-b are required\n");
         return 2;
     }
+    if (ab.codel && !ab.codel_target_ns) ab.codel_target_ns = 5000000ull;     /* RFC 8289 §4.4: 5 ms */
+    if (ab.codel && !ab.codel_interval_ns) ab.codel_interval_ns = 100000000ull; /* §4.5: 100 ms */
     rng_state ^= seed * 0x9E3779B97F4A7C15ull;
     if (!rng_state) rng_state = 1;
     prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
@@ -270,6 +481,15 @@ int main(int argc, char **argv) {
         if (ab.head != ab.tail) next = ab.ring[ab.head % NSLOTS].release_ns;
         if (ba.head != ba.tail && ba.ring[ba.head % NSLOTS].release_ns < next)
             next = ba.ring[ba.head % NSLOTS].release_ns;
+        if (ab.codel) { /* dequeue opportunities; with CoDel the head may still be unscheduled */
+            dequeue_due(&ab, t);
+            next = UINT64_MAX;
+            if (ab.head != ab.sched) next = ab.ring[ab.head % NSLOTS].release_ns;
+            if (ba.head != ba.tail && ba.ring[ba.head % NSLOTS].release_ns < next)
+                next = ba.ring[ba.head % NSLOTS].release_ns;
+            uint64_t nd = next_dequeue(&ab);
+            if (nd < next) next = nd;
+        }
         struct timespec to, *top = NULL;
         if (next != UINT64_MAX) {
             uint64_t t2 = now_ns();

@@ -114,64 +114,92 @@ SHOWS = {
 }
 
 
+def entry(d: Path, rel: str) -> dict:
+    """The index entry of the sample in directory ``d`` (``rel``: its path from the repository root)."""
+    meta = json.loads((d / "meta.json").read_text())
+    cap = d / meta["capture"].get("file", "capture.pcap")
+    e = {
+        "name": d.name,
+        "path": rel,
+        "capture": f"{rel}/{cap.name}",
+        "capture_bytes": cap.stat().st_size,
+        "packets": meta["capture"]["packets"],
+        "capture_point": meta["capture_point"],
+        "cc": meta["cc"],
+        "rate_bps": meta["rate_bps"],
+        "base_rtt_s": meta["base_rtt_s"],
+        "buffer_pkts": meta["buffer_pkts"],
+        "loss": meta["loss"],
+        "duration_s": meta["duration_s"],
+        "rwnd_rcvbuf_bytes": meta["rwnd_rcvbuf_bytes"],
+        "app_rate_bps": meta["app_rate_bps"],
+        "same_run_as": meta.get("same_run_as"),
+        "flows": [
+            {
+                "proto": f["proto"],
+                "src": f["src"],
+                "sport": f["sport"],
+                "dst": f["dst"],
+                "dport": f["dport"],
+                "cc": f["cc"],
+                **({"algo": f["algo"]} if "algo" in f else {}),
+                **({"zoo": f["zoo"]} if "zoo" in f else {}),
+                "isn": f["isn"],
+                "throughput_bps": f["capture_summary"]["throughput_bps"],
+                "retransmitted_segments": f["capture_summary"]["retransmitted_segments"],
+            }
+            for f in meta["flows"]
+        ],
+        "truth": {
+            k: f"{rel}/truth_{k}.parquet"
+            for k in ("probe", "ca_state", "retrans", "signals")
+            if (d / f"truth_{k}.parquet").exists()
+        },
+        "meta": f"{rel}/meta.json",
+        "shows": SHOWS.get(d.name, ""),
+        "command": meta["command"],
+    }
+    if "field" in meta:
+        e["field"] = meta["field"]
+        e["emulator_counts"] = {
+            k: meta["emulator"]["a_to_b"].get(k, 0)
+            for k in ("drop_queue", "drop_loss", "drop_aqm", "ecn_marked", "drop_police")
+        }
+    return e
+
+
 def main() -> None:
     entries = []
     for meta_path in sorted(SAMPLES.glob("*/meta.json")):
         d = meta_path.parent
         if d.name in ("synthetic", "testbed"):
             continue
-        meta = json.loads(meta_path.read_text())
-        cap = d / meta["capture"].get("file", "capture.pcap")
-        entries.append(
-            {
-                "name": d.name,
-                "path": f"samples/{d.name}",
-                "capture": f"samples/{d.name}/{cap.name}",
-                "capture_bytes": cap.stat().st_size,
-                "packets": meta["capture"]["packets"],
-                "capture_point": meta["capture_point"],
-                "cc": meta["cc"],
-                "rate_bps": meta["rate_bps"],
-                "base_rtt_s": meta["base_rtt_s"],
-                "buffer_pkts": meta["buffer_pkts"],
-                "loss": meta["loss"],
-                "duration_s": meta["duration_s"],
-                "rwnd_rcvbuf_bytes": meta["rwnd_rcvbuf_bytes"],
-                "app_rate_bps": meta["app_rate_bps"],
-                "same_run_as": meta.get("same_run_as"),
-                "flows": [
-                    {
-                        "proto": f["proto"],
-                        "src": f["src"],
-                        "sport": f["sport"],
-                        "dst": f["dst"],
-                        "dport": f["dport"],
-                        "cc": f["cc"],
-                        **({"algo": f["algo"]} if "algo" in f else {}),
-                        "isn": f["isn"],
-                        "throughput_bps": f["capture_summary"]["throughput_bps"],
-                        "retransmitted_segments": f["capture_summary"]["retransmitted_segments"],
-                    }
-                    for f in meta["flows"]
-                ],
-                "truth": {
-                    k: f"samples/{d.name}/truth_{k}.parquet"
-                    for k in ("probe", "ca_state", "retrans", "signals")
-                    if (d / f"truth_{k}.parquet").exists()
-                },
-                "meta": f"samples/{d.name}/meta.json",
-                "shows": SHOWS.get(d.name, ""),
-                "command": meta["command"],
-            }
-        )
+        entries.append(entry(d, f"samples/{d.name}"))
     out = {
         "version": 1,
         "samples": entries,
         "notes": "real Linux captures made by samples/testbed/run.py (see samples/README.md); "
-        "synthetic scapy captures live in samples/synthetic/ with their own index",
+        "synthetic scapy captures live in samples/synthetic/ with their own index; the open-set zoo and "
+        "the field conditions in samples/zoo/ and samples/field/ with theirs",
     }
     (SAMPLES / "index.json").write_text(json.dumps(out, indent=1) + "\n")
     update_readme(entries)
+    for sub, note in SETS.items():
+        ents = [entry(m.parent, f"samples/{sub}/{m.parent.name}") for m in sorted((SAMPLES / sub).glob("*/meta.json"))]
+        if ents:
+            doc = {"version": 1, "samples": ents, "notes": note}
+            (SAMPLES / sub / "index.json").write_text(json.dumps(doc, indent=1) + "\n")
+            update_readme_set(sub, ents)
+
+
+#: the sample sets with their own index (made by samples/testbed/make_zoo.sh)
+SETS = {
+    "zoo": "the open-set zoo: Linux congestion controls hscc-trace has no replay for, ported to BPF from the "
+    "kernel's modules (samples/testbed/cc/zoo/, flows[].zoo names the kernel file); no flow may be identified "
+    "as a library algorithm (tests/test_zoo.py)",
+    "field": "field conditions of the link emulator (meta.json -> field): ECN-marking CoDel, ACK aggregation, "
+    "delay jitter, a policer; Linux Reno, CUBIC and BBR senders with kernel truth",
+}
 
 
 BEGIN, END = "<!-- BEGIN GENERATED: make_index.py -->", "<!-- END GENERATED -->"
@@ -211,6 +239,42 @@ def update_readme(entries: list[dict]) -> None:
         head, rest = text.split(BEGIN, 1)
         _, tail = rest.split(END, 1)
         readme.write_text(head + BEGIN + "\n" + "\n".join(rows) + "\n" + END + tail)
+
+
+def update_readme_set(sub: str, entries: list[dict]) -> None:
+    """The table of samples/<sub>/ in samples/README.md (between its own markers)."""
+    readme = SAMPLES / "README.md"
+    begin, end = f"<!-- BEGIN GENERATED: make_index.py {sub} -->", f"<!-- END GENERATED {sub} -->"
+    if not readme.exists():
+        return
+    rows = [
+        "| sample | cc | ports | link (rate, base RTT, buffer, loss) | field | size | packets | "
+        "throughput (Mbit/s) | retransmitted segments | CE marks |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for e in entries:
+        f = e["field"]
+        cond = [
+            *([f"CoDel{' + ECN' if f['ecn'] else ''}"] if f["aqm"] == "codel" else []),
+            *([f"ACKs every {f['ack_aggregation_s'] * 1e3:g} ms"] if f["ack_aggregation_s"] else []),
+            *([f"jitter 0-{f['jitter_s'] * 1e3:g} ms"] if f["jitter_s"] else []),
+            *([f"policer {f['policer_rate_bps'] / 1e6:g} Mbit/s"] if f["policer_rate_bps"] else []),
+        ]
+        (fl,) = e["flows"]
+        link = (
+            f"{e['rate_bps'] / 1e6:g} Mbit/s, {e['base_rtt_s'] * 1e3:g} ms, {e['buffer_pkts']} pkts, "
+            f"{e['loss'] * 100:g} %"
+        )
+        rows.append(
+            f"| `{sub}/{e['name']}` | {e['cc']} | {fl.get('zoo', '')} | {link} | {', '.join(cond) or '—'} | "
+            f"{e['capture_bytes'] / 1e6:.2f} MB | {e['packets']} | {fl['throughput_bps'] / 1e6:.2f} | "
+            f"{fl['retransmitted_segments']} | {e['emulator_counts']['ecn_marked']} |"
+        )
+    text = readme.read_text()
+    if begin in text and end in text:
+        head, rest = text.split(begin, 1)
+        _, tail = rest.split(end, 1)
+        readme.write_text(head + begin + "\n" + "\n".join(rows) + "\n" + end + tail)
 
 
 if __name__ == "__main__":

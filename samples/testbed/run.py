@@ -118,7 +118,7 @@ def build_tool(name: str) -> Path:
     out = Path(f"/tmp/hscc_testbed_build/{name}")
     out.parent.mkdir(parents=True, exist_ok=True)
     if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
-        sh(f"gcc -O2 -Wall -o {out} {src}")
+        sh(f"gcc -O2 -Wall -o {out} {src} -lm")
     return out
 
 
@@ -415,6 +415,20 @@ def main() -> tuple[argparse.Namespace, dict]:
     ap.add_argument("--capture", choices=("sender", "both"), default="sender")
     ap.add_argument("--receiver-out", default="", help="directory for the receiver-side capture (--capture both)")
     ap.add_argument("--seed", type=int, default=1, help="loss PRNG seed")
+    # field conditions (linkemu.c): each off by default
+    ap.add_argument("--aqm", choices=("none", "codel"), default="none", help="AQM on the data queue (RFC 8289 CoDel)")
+    ap.add_argument("--codel-target", default="5ms", help="CoDel target sojourn time (RFC 8289 §4.4)")
+    ap.add_argument("--codel-interval", default="100ms", help="CoDel interval (RFC 8289 §4.5)")
+    ap.add_argument(
+        "--ecn",
+        action="store_true",
+        help="ECN: the AQM marks ECT packets CE instead of dropping them, and the sender's namespace "
+        "requests ECN (net.ipv4.tcp_ecn=1)",
+    )
+    ap.add_argument("--jitter", default="0", help="extra per-packet delay U(0, J) in both directions, no reordering")
+    ap.add_argument("--ack-agg", default="0", help="ACKs released in bursts every this long (e.g. 4ms)")
+    ap.add_argument("--policer-rate", default="", help="token-bucket policer on the data direction (e.g. 5mbit)")
+    ap.add_argument("--policer-burst", type=int, default=30000, help="policer bucket, bytes")
     ap.add_argument("--rt", type=int, default=10, help="SCHED_FIFO priority of the emulator (0 = normal)")
     ap.add_argument("--out", default="", help="output directory (default samples/<name>)")
     ap.add_argument("--gzip", action="store_true", help="store the capture as capture.pcap.gz")
@@ -448,6 +462,11 @@ def main() -> tuple[argparse.Namespace, dict]:
         for i, cc in enumerate(ccs)
     ]
     py = sys.executable
+    jitter, ack_agg = parse_time(a.jitter), parse_time(a.ack_agg)
+    policer = parse_rate(a.policer_rate) if a.policer_rate else 0.0
+    # DCTCP's receiver side (its CE state machine, RFC 8257 §3.2) runs only when the receiver's socket
+    # runs DCTCP too: the receiver then uses the same program
+    rcv_cc = "zoo_dctcp" if "zoo_dctcp" in ccs else ""
     unknown = [cc for cc in ccs if cc not in ("reno", "cubic", "bbr") and cc not in bpfcc.SENDERS]
     if unknown:
         raise SystemExit(f"unknown congestion control {unknown}: reno, cubic, bbr or one of {sorted(bpfcc.SENDERS)}")
@@ -467,6 +486,8 @@ def main() -> tuple[argparse.Namespace, dict]:
                 registered.append(cc)
         sh(f"sysctl -qw net.ipv4.tcp_allowed_congestion_control='{allowed}'", check=False)
         setup_namespaces()
+        if a.ecn:
+            sh(f"ip netns exec {NS_SND} sysctl -qw net.ipv4.tcp_ecn=1")
         emu_cmd = [
             str(emu_bin),
             "--ns-a",
@@ -495,6 +516,16 @@ def main() -> tuple[argparse.Namespace, dict]:
             "0",
             "--seed",
             str(a.seed),
+            *(
+                ["--codel-ab", "1", "--codel-target-ab", f"{parse_time(a.codel_target) * 1e9:.0f}"]
+                if a.aqm == "codel"
+                else []
+            ),
+            *(["--codel-interval-ab", f"{parse_time(a.codel_interval) * 1e9:.0f}"] if a.aqm == "codel" else []),
+            *(["--ecn-ab", "1"] if a.ecn else []),
+            *(["--jitter-ab", f"{jitter * 1e9:.0f}", "--jitter-ba", f"{jitter * 1e9:.0f}"] if jitter else []),
+            *(["--agg-ba", f"{ack_agg * 1e9:.0f}"] if ack_agg else []),
+            *(["--policer-rate-ab", f"{policer:.0f}", "--policer-burst-ab", str(a.policer_burst)] if policer else []),
             "--stats",
             str(work / "emu.json"),
             "--rt",
@@ -559,6 +590,8 @@ def main() -> tuple[argparse.Namespace, dict]:
             ]
             if a.rwnd:
                 cmd += ["--rcvbuf", str(a.rwnd)]
+            if rcv_cc:
+                cmd += ["--cc", rcv_cc]
             receivers.append(subprocess.Popen(cmd))
         procs += receivers
         time.sleep(0.5)
@@ -623,8 +656,10 @@ def main() -> tuple[argparse.Namespace, dict]:
 
             signals = cc_signals if signals is None else pl.concat([signals, cc_signals], how="diagonal")
         for fl in flows:
-            if fl["cc"] in bpf_info:
+            if fl["cc"] in bpf_info and bpf_info[fl["cc"]]["algo"]:
                 fl["algo"] = bpf_info[fl["cc"]]["algo"]
+            if fl["cc"] in bpf_info and bpf_info[fl["cc"]].get("zoo"):
+                fl["zoo"] = bpf_info[fl["cc"]]["kernel_source"]  # open set: no library algorithm
                 fl["bpf"] = {k: v for k, v in bpf_info[fl["cc"]].items() if k != "object"}
         for fl in flows:
             fl["sender_stats"] = json.loads((work / f"send_{fl['sport']}.json").read_text())
@@ -645,6 +680,17 @@ def main() -> tuple[argparse.Namespace, dict]:
             "app_rate_bps": app_rate,
             "app_chunk_bytes": a.app_chunk if app_rate else 0,
             "sender_waits_for_acks_before_close": a.wait_acked,
+            "field": {
+                "aqm": a.aqm,
+                "codel_target_s": parse_time(a.codel_target) if a.aqm == "codel" else None,
+                "codel_interval_s": parse_time(a.codel_interval) if a.aqm == "codel" else None,
+                "ecn": a.ecn,
+                "jitter_s": jitter,
+                "ack_aggregation_s": ack_agg,
+                "policer_rate_bps": policer,
+                "policer_burst_bytes": a.policer_burst if policer else 0,
+                "receiver_cc": rcv_cc or "default",
+            },
             "command": "python samples/testbed/run.py " + shlex.join(sys.argv[1:]),
             "flow_commands": [shlex.join(c) for c in send_cmds],
             "emulator_command": shlex.join(emu_cmd),

@@ -1,0 +1,143 @@
+"""The open set: flows of congestion controls the library does not replay must never get a name.
+
+samples/zoo/ holds real Linux flows of BIC, H-TCP, Scalable, Veno, YeAH, Illinois, LP, NV, CDG and
+DCTCP — each the kernel's own module (net/ipv4/tcp_*.c) ported to BPF (samples/testbed/cc/zoo/,
+docs/zoo.md) — across three paths, with kernel truth. None of these algorithms is a library
+algorithm, so the default ``analyze`` may answer ``unknown``, ``not enough data``,
+``ambiguous`` or (where the verdict has that class) "behaves as X", never ``identified``.
+
+Cases the current verdict names wrongly are marked ``xfail(strict=True)`` one by one: the
+marker documents the wrong name, and the test fails as soon as the verdict stops giving it,
+so the mark has to go then (issue 38).
+
+samples/field/ holds Linux Reno, CUBIC and BBR under the emulator's field conditions; here
+only their conditions are checked against the emulator's own counts (the verdicts on them are
+issue 38's, see docs/zoo.md).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+
+import polars as pl
+import pytest
+from conftest import REPO
+
+from hscc_trace import api
+from hscc_trace.analysis import verdict as V
+
+ZOO = REPO / "samples" / "zoo"
+FIELD = REPO / "samples" / "field"
+ZOO_INDEX = json.loads((ZOO / "index.json").read_text())["samples"]
+FIELD_INDEX = json.loads((FIELD / "index.json").read_text())["samples"] if (FIELD / "index.json").exists() else []
+
+#: the library's algorithms (a zoo flow must not be identified as any of them)
+ALGORITHMS = set(api.algorithms())
+
+#: zoo flows the current verdict names (identified) although their algorithm is not in the library:
+#: sample -> the name it gets. Where the error is 0.0 % the window genuinely equals that algorithm's on
+#: the flow (LP's delay test never fires again after its first cut, docs/zoo.md; CDG and DCTCP under
+#: 0.5 % random loss react to the losses as Reno does): the case for a "behaves as" answer, still not
+#: for a bare name.
+WRONG_NOW: dict[str, str] = {
+    "bic-10m-100ms-loss": "hrf-ci",  # 6.6 %
+    "cdg-10m-100ms-loss": "reno",  # 0.0 %
+    "dctcp-10m-100ms-loss": "reno",  # 0.0 %
+    "dctcp-20m-40ms": "hrf-w-cr-cr",  # 14.0 % (threshold 15 %)
+    "illinois-20m-40ms": "hrf-w-cr-cr",  # 2.1 %
+    "lp-10m-100ms-loss": "reno",  # 0.0 %
+    "lp-20m-40ms": "reno",  # 0.0 %
+    "nv-20m-40ms": "cubic",  # 2.6 %
+    "bic-50m-10ms": "bbr",  # 7.8 % (threshold 25 %): a loss-based sender named bbr
+    "cdg-50m-10ms": "bbr",  # 19.7 %
+    "htcp-50m-10ms": "fusion",  # 0.3 %, with reno at 0.0 % ruled out by the round-by-round test
+    "nv-50m-10ms": "bbr",  # 21.0 %
+    "yeah-50m-10ms": "bbr",  # 4.1 %
+}
+
+
+def _case(s: dict):
+    wrong = WRONG_NOW.get(s["name"])
+    marks = [pytest.mark.xfail(strict=True, reason=f"named {wrong}: see issue 38")] if wrong else []
+    return pytest.param(s["name"], marks=marks, id=s["name"])
+
+
+@functools.cache
+def _verdicts() -> dict[str, list[dict]]:
+    """{sample: [verdict of each data flow]}: one default analyze over every zoo capture."""
+    caps = [str(REPO / s["capture"]) for s in ZOO_INDEX]
+    doc = api.results(api.analyze(caps, jobs=2))
+    out: dict[str, list[dict]] = {}
+    for s, c in zip(ZOO_INDEX, doc["captures"], strict=True):
+        assert c["path"].endswith(s["capture"]), (c["path"], s["capture"])
+        out[s["name"]] = [f["verdict"] for f in c["flows"] if f["events"]["segments"] > 0]
+    return out
+
+
+def test_the_zoo_covers_ten_algorithms_on_three_paths() -> None:
+    per_alg: dict[str, set[tuple]] = {}
+    for s in ZOO_INDEX:
+        (fl,) = s["flows"]
+        assert fl["cc"].startswith("zoo_") and fl["zoo"].startswith("net/ipv4/tcp_"), s["name"]
+        assert fl["cc"].removeprefix("zoo_") not in ALGORITHMS  # the open set: none is in the library
+        per_alg.setdefault(fl["cc"], set()).add((s["rate_bps"], s["base_rtt_s"], s["loss"]))
+    assert len(per_alg) >= 10, sorted(per_alg)
+    assert all(len(p) >= 2 for p in per_alg.values()), per_alg
+
+
+@pytest.mark.parametrize("name", [s["name"] for s in ZOO_INDEX])
+def test_the_zoo_sender_ran_the_committed_program(name: str) -> None:
+    meta = json.loads((ZOO / name / "meta.json").read_text())
+    (fl,) = meta["flows"]
+    assert fl["sender_stats"]["cc"] == fl["cc"]  # the kernel's TCP_INFO: the socket ran the BPF program
+    assert fl["bpf"]["source"] == f"samples/testbed/cc/zoo/{fl['cc'].removeprefix('zoo_')}.c"
+    assert fl["retrans_seq_matched"].split("/")[0] == fl["retrans_seq_matched"].split("/")[1]
+    assert meta["trace"]["stats"]["overrun"] == 0 and meta["trace"]["stats"]["dropped_events"] == 0
+    if fl["cc"] == "zoo_dctcp":
+        # behind the ECN-marking CoDel queue, ECN negotiated (the program never fell back to Reno), and
+        # the receiver ran DCTCP too (its ECE echo); without random loss the queue grows past CoDel's
+        # target and the marks show as CWR episodes in the truth (under 0.5 % loss the window stays
+        # too small for a standing queue: no mark, and DCTCP reacts to the losses as Reno would)
+        assert meta["field"]["aqm"] == "codel" and meta["field"]["ecn"]
+        assert fl["receiver_stats"]["cc"] == "zoo_dctcp"
+        assert (pl.read_parquet(ZOO / name / "truth_signals.parquet")["fallback"] == 0).all()
+        if meta["loss"] == 0:
+            assert meta["emulator"]["a_to_b"]["ecn_marked"] > 0
+            assert (pl.read_parquet(ZOO / name / "truth_ca_state.parquet")["state"] == "cwr").sum() > 0
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [_case(s) for s in ZOO_INDEX])
+def test_no_zoo_flow_is_identified_as_a_library_algorithm(name: str) -> None:
+    verdicts = _verdicts()[name]
+    assert verdicts, f"{name}: no data flow analyzed"
+    for v in verdicts:
+        assert v["class"] in V.CLASSES, v
+        assert v["class"] != V.IDENTIFIED, f"{name}: named {v['name']} ({v['reason']})"
+
+
+def test_the_marked_cases_are_zoo_samples() -> None:
+    # a mark left behind for a sample that no longer exists would hide nothing and say something false
+    assert set(WRONG_NOW) <= {s["name"] for s in ZOO_INDEX}
+
+
+@pytest.mark.parametrize("name", [s["name"] for s in FIELD_INDEX])
+def test_each_field_condition_acted_on_the_flow(name: str) -> None:
+    # the emulator's counters (meta.json -> emulator.a_to_b) show the condition did what it says
+    meta = json.loads((FIELD / name / "meta.json").read_text())
+    f, emu = meta["field"], meta["emulator"]["a_to_b"]
+    if f["aqm"] == "codel":
+        # ECN on at the sender: CoDel marks instead of dropping, and the sender's socket negotiated ECN
+        assert f["ecn"] and emu["ecn_marked"] > 0 and emu["drop_aqm"] <= emu["ecn_marked"]
+        assert emu["codel_target_ns"] == 5_000_000 and emu["codel_interval_ns"] == 100_000_000
+        # the sender reacted to the echoed marks: the kernel entered CWR (not recovery) for them
+        states = pl.read_parquet(FIELD / name / "truth_ca_state.parquet")["state"]
+        assert (states == "cwr").sum() > 0
+    if f["ack_aggregation_s"]:
+        assert meta["emulator"]["b_to_a"]["agg_ns"] == round(f["ack_aggregation_s"] * 1e9)
+    if f["jitter_s"]:
+        assert emu["jitter_ns"] == round(f["jitter_s"] * 1e9)
+    if f["policer_rate_bps"]:
+        assert emu["drop_police"] > 0 and emu["policer_rate_bps"] == f["policer_rate_bps"]
+    assert meta["trace"]["stats"]["overrun"] == 0
