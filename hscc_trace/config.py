@@ -99,6 +99,7 @@ class Expectation:
     flows: tuple[int, ...] | None = None  # None = every flow with enough data
     allow_ambiguous: bool = False  # pass an ambiguous verdict that lists the expected algorithm
     allow_unknown: bool = False  # judge an unknown verdict by max_error alone
+    allow_outside_range: bool = False  # judge a flow outside the verdict's validated range (else skipped)
 
     def applies_to(self, path: str) -> bool:
         """True when ``path`` (as given on the command line) matches this expectation's glob."""
@@ -124,6 +125,7 @@ class CheckConfig:
     strict: bool = False
     allow_ambiguous: bool = False
     allow_unknown: bool = False
+    allow_outside_range: bool = False
 
     def expectations_for(self, path: str) -> list[Expectation]:
         """The expectations that apply to one capture.
@@ -139,6 +141,7 @@ class CheckConfig:
                     rank_first=self.rank_first,
                     allow_ambiguous=self.allow_ambiguous,
                     allow_unknown=self.allow_unknown,
+                    allow_outside_range=self.allow_outside_range,
                 )
             ]
         return [e for e in self.expectations if e.applies_to(path)]
@@ -187,8 +190,18 @@ _CHECK_KEYS = {
     "strict",
     "allow_ambiguous",
     "allow_unknown",
+    "allow_outside_range",
 }
-_EXPECTATION_KEYS = {"match", "expect", "max_error", "rank_first", "flows", "allow_ambiguous", "allow_unknown"}
+_EXPECTATION_KEYS = {
+    "match",
+    "expect",
+    "max_error",
+    "rank_first",
+    "flows",
+    "allow_ambiguous",
+    "allow_unknown",
+    "allow_outside_range",
+}
 
 
 def _err(src: str, msg: str) -> UsageError:
@@ -286,6 +299,9 @@ def _expectation(src: str, i: int, v: Any, defaults: CheckConfig) -> Expectation
         flows=flows,
         allow_ambiguous=_bool(src, f"{where}.allow_ambiguous", v.get("allow_ambiguous", defaults.allow_ambiguous)),
         allow_unknown=_bool(src, f"{where}.allow_unknown", v.get("allow_unknown", defaults.allow_unknown)),
+        allow_outside_range=_bool(
+            src, f"{where}.allow_outside_range", v.get("allow_outside_range", defaults.allow_outside_range)
+        ),
     )
 
 
@@ -305,7 +321,7 @@ def _check(src: str, v: Any, base_dir: Path) -> CheckConfig:
         kw["min_rounds"] = _int(src, "check.min_rounds", v["min_rounds"], lo=1)
     if "strict" in v:
         kw["strict"] = _bool(src, "check.strict", v["strict"])
-    for key in ("allow_ambiguous", "allow_unknown"):
+    for key in ("allow_ambiguous", "allow_unknown", "allow_outside_range"):
         if key in v:
             kw[key] = _bool(src, f"check.{key}", v[key])
     if "baseline" in v:

@@ -163,6 +163,10 @@ def run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans):  # one flat loop o
     linux = tp[FLAVOR] == LINUX
     init(st, p, tp)
     suppressed = False  # flavor rfc + EXIT_ON_PARTIAL: local recovery ended before the trace's
+    # flavor linux: the CWR state an ECN echo puts the sender in (Linux tcp_enter_cwr), until
+    # snd_una passes high_seq (snd_max when it began); the trace's state stays open meanwhile
+    cwr = False
+    cwr_high = 0.0
     for i in range(n_ev):
         tp[NOW] = ev[i, E_T]
         tp[ACKS] += 1.0
@@ -186,7 +190,7 @@ def run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans):  # one flat loop o
                 tp[IS_CWND_LIMITED] = 1.0 if is_lim else 0.0
                 tp[MAX_PACKETS_OUT] = packets_out
                 tp[CWND_USAGE_SEQ] = ev[i, E_SND_MAX]
-        if state == RECOVERY:
+        if state == RECOVERY or cwr:
             tp[PRR_OUT] += sent
 
         # 2. the ACK's fields and its RTT sample -------------------------------------------------
@@ -237,6 +241,12 @@ def run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans):  # one flat loop o
 
         # 3. congestion state, driven by the trace ------------------------------------------------
         ts = int(ev[i, E_STATE])
+        if cwr and tp[SND_UNA] > cwr_high:
+            # Linux tcp_fastretrans_alert, TCP_CA_CWR: an ACK above high_seq ends the reduction
+            # (tcp_end_cwnd_reduction: cwnd = ssthresh) and the sender is open again
+            if tp[SSTHRESH] < 1e300:
+                tp[CWND] = tp[SSTHRESH]
+            cwr = False
         if ts == OPEN:
             suppressed = False
         if ev[i, E_UNDO] > 0.0 and state != OPEN:  # Linux tcp_undo_cwnd_reduction
@@ -271,6 +281,7 @@ def run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans):  # one flat loop o
                 tp[SSTHRESH] = ssthresh(st, p, tp)
             tp[CWND] = 1.0  # packets in flight (0 after the timeout marks all lost) + 1
             tp[CWND_CNT] = 0.0
+            cwr = False
             state = LOSS
             tp[STATE] = state
             on_rto(st, p, tp)
@@ -279,24 +290,43 @@ def run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans):  # one flat loop o
             and state == OPEN
             and not suppressed
         ):  # Linux tcp_enter_recovery
-            tp[PRIOR_SSTHRESH] = _current_ssthresh(tp, linux)
-            tp[PRIOR_CWND] = tp[CWND]
             if evk < 0:
                 tp[EVENT] = EV_FAST_RETRANSMIT
-            tp[SSTHRESH] = ssthresh(st, p, tp)
-            tp[CWND_CNT] = 0.0
-            tp[PRR_DELIVERED] = 0.0
-            tp[PRR_OUT] = 0.0
+            if not cwr:  # (from CWR the reduction in progress goes on: tcp_in_cwnd_reduction)
+                tp[PRIOR_SSTHRESH] = _current_ssthresh(tp, linux)
+                tp[PRIOR_CWND] = tp[CWND]
+                tp[SSTHRESH] = ssthresh(st, p, tp)
+                tp[CWND_CNT] = 0.0
+                tp[PRR_DELIVERED] = 0.0
+                tp[PRR_OUT] = 0.0
+            cwr = False
             state = RECOVERY
             if not linux and not HAS_CONG_CONTROL:  # RFC 6675 §5 step 4.2: cwnd = ssthresh
                 tp[CWND] = tp[SSTHRESH]
-        elif evk == EV_ECN and state == OPEN and tp[LAST_ECN_ROUND] != tp[ROUND]:
-            # RFC 3168 §6.1.2: react at most once per round; Linux enters CWR (PRR down to
-            # ssthresh) — modelled as an immediate reduction to ssthresh.
+        elif (
+            state == OPEN
+            and not cwr
+            and (
+                (evk == EV_ECN and tp[LAST_ECN_ROUND] != tp[ROUND])
+                or (linux and not HAS_CONG_CONTROL and tp[ECE] > 0.0)
+            )
+        ):
+            # RFC 3168 §6.1.2: react at most once per round. Flavor linux: any ECE while open (Linux
+            # tcp_try_to_open → tcp_enter_cwr; the trace's ECN episodes end when snd_una reaches
+            # high_seq, the kernel's CWR only when an ACK passes it, so the ECE of the next one may
+            # come before the trace's next episode): the sender enters CWR
+            # (tcp_enter_cwr → tcp_init_cwnd_reduction: high_seq = snd_nxt, prior_cwnd, PRR
+            # counters reset, ssthresh from the algorithm) and reduces by PRR until it ends; rfc:
+            # an immediate reduction to ssthresh.
             tp[PRIOR_SSTHRESH] = _current_ssthresh(tp, linux)
             tp[PRIOR_CWND] = tp[CWND]
             tp[SSTHRESH] = ssthresh(st, p, tp)
-            if not HAS_CONG_CONTROL:
+            if linux and not HAS_CONG_CONTROL:
+                cwr = True
+                cwr_high = tp[SND_MAX]
+                tp[PRR_DELIVERED] = 0.0
+                tp[PRR_OUT] = 0.0
+            elif not HAS_CONG_CONTROL:
                 tp[CWND] = min(tp[CWND], tp[SSTHRESH])
             tp[CWND_CNT] = 0.0
             tp[LAST_ECN_ROUND] = tp[ROUND]
@@ -314,7 +344,7 @@ def run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans):  # one flat loop o
         n = acked + sacked
         if HAS_CONG_CONTROL:  # Linux tcp_cong_control: ca_ops->cong_control on every ACK
             cong_control(st, p, tp, n)
-        elif state == RECOVERY:
+        elif state == RECOVERY or cwr:
             if linux and n > 0.0:  # Linux tcp_cwnd_reduction (PRR, RFC 6937)
                 tp[PRR_DELIVERED] += n
                 pipe = tp[PIPE]

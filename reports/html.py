@@ -676,7 +676,17 @@ def _verdict_block(v: Any) -> str:
     return (
         f'<div class="verdict-box {css}"><p><span class="verdict {css}">{e(head)}</span> — {e(v.reason)}</p>'
         f'<p class="muted">{" · ".join(facts)}</p>'
-        f'<p class="muted">evidence: {e(describe(ev.as_dict()))}</p>{beta}</div>'
+        f'<p class="muted">evidence: {e(describe(ev.as_dict()))}</p>{beta}{_outside(v)}</div>'
+    )
+
+
+def _outside(v: Any) -> str:
+    """Where the flow lies outside the conditions the verdict was validated on (empty: within)."""
+    if not v.outside_range:
+        return ""
+    return (
+        f'<p class="muted"><strong>outside the validated range</strong> ({e(v.validated_range)}): '
+        f"{e('; '.join(v.outside_range))}</p>"
     )
 
 

@@ -15,7 +15,19 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-EXTERNAL = REPO.parent / "shared" / "captures" / "external"
+#: beside the repository (a checkout next to the shared folder), or one level up (a worktree in a
+#: folder of worktrees next to it): the first that exists
+EXTERNAL = next(
+    (
+        d
+        for d in (
+            REPO.parent / "shared" / "captures" / "external",
+            REPO.parents[1] / "shared" / "captures" / "external",
+        )
+        if d.is_dir()
+    ),
+    REPO.parent / "shared" / "captures" / "external",
+)
 IN_CI = os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 

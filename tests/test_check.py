@@ -393,3 +393,20 @@ def test_folder_expectations_are_taken_relative_to_the_folder(tmp_path) -> None:
     (tmp_path / "bad" / "hscc-trace.toml").write_text("[[check.expectations]]\nexpect = 3\n")
     with pytest.raises(Exception, match="expect must be a non-empty string"):
         config.folder_expectations(tmp_path / "bad")
+
+
+def test_a_flow_outside_the_validated_range_is_skipped_unless_allowed() -> None:
+    # results 1.4: the verdict says where the flow lies outside the conditions it was validated
+    # on; check does not count such a flow as verified (skip, with the reason) unless allowed
+    f = with_verdict(RENO_FLOW, "identified", "reno")
+    f["verdict"]["outside_range"] = ["1.37 Gbit/s: beyond the validated 2–50 Mbit/s"]
+    (v,) = verdicts_for(f, expect="reno")
+    assert v.status == SKIP and "outside the range the verdict was validated on" in v.message
+    assert "1.37 Gbit/s" in v.message and "--allow-outside-range" in v.message
+    (v,) = verdicts_for(f, expect="reno", allow_outside_range=True)
+    assert v.status == PASS
+    # a wrong name outside the range is not verified either way: skipped, or failed when allowed
+    g = with_verdict(RENO_FLOW, "identified", "bbr")
+    g["verdict"]["outside_range"] = ["1.37 Gbit/s: beyond the validated 2–50 Mbit/s"]
+    assert verdicts_for(g, expect="cubic")[0].status == SKIP
+    assert verdicts_for(g, expect="cubic", allow_outside_range=True)[0].status == FAIL

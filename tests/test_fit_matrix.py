@@ -237,7 +237,7 @@ def test_duel_counts_and_their_mirror_are_those_of_paired_by_acks(path):
         a[rng.random(n) < 0.05] = NAN
         b[rng.random(n) < 0.05] = INF
         inv, nk = V._numbered(rnd)
-        won, lost, differ = V._duel_counts(a, b, obs, inv, nk, 0.5)
+        won, lost, differ = V._duel_counts(a, b, obs, inv, nk, 0.5, 0.0)
         assert (won, differ) == V._paired_by_acks(obs, rnd, a, b, 0.5), it
         assert (lost, differ) == V._paired_by_acks(obs, rnd, b, a, 0.5), it
     # by hand: round 0 — after ACK 1 a is 1 closer (won), after ACK 2 b is 1 closer (lost):
@@ -245,7 +245,7 @@ def test_duel_counts_and_their_mirror_are_those_of_paired_by_acks(path):
     obs = np.array([10.0, 10.0, 10.0, 10.0, 10.0])
     a = np.array([10.0, 12.0, 10.0, 10.0, 10.2])
     b = np.array([11.0, 11.0, 11.0, 12.0, 10.0])
-    assert V._duel_counts(a, b, obs, np.array([0, 0, 1, 1, 2]), 3, 0.5) == (1, 0, 1)
+    assert V._duel_counts(a, b, obs, np.array([0, 0, 1, 1, 2]), 3, 0.5, 0.0) == (1, 0, 1)
 
 
 def test_the_verdict_takes_the_fits_windows_of_the_same_flow_only():

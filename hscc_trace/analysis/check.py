@@ -8,8 +8,10 @@ Which flows are judged
     ambiguous, unknown or not enough data. An expectation passes when the verdict names the
     expected algorithm within the error bound (``max_error``; by default the verdict's own
     threshold); an ambiguous verdict that lists it passes only with ``allow_ambiguous`` and an
-    unknown one only with ``allow_unknown``. A flow with *not enough data* (too few
-    cwnd-limited rounds: handshake only, a control connection, a receive-window- or
+    unknown one only with ``allow_unknown``. A flow outside the conditions the verdict was
+    validated on (its ``outside_range``: a rate, RTT, loss, vantage or ACK pattern beyond the
+    tuning samples') is **skipped** as not verified unless ``allow_outside_range``. A flow
+    with *not enough data* (too few cwnd-limited rounds: handshake only, a control connection, a receive-window- or
     application-limited transfer) is **skipped** with its reason, never passed and never
     failed; so is a capture in which every considered flow was skipped. ``--flow`` or an
     expectation's ``flows`` restricts the flows considered. A run in which nothing at all could
@@ -159,6 +161,17 @@ def _expect_verdict(path: str, flow: dict[str, Any], exp: Expectation, min_round
     if v is not None and v.get("class") == "not enough data":
         test = f"expect {algo}"
         return Verdict(path, flow.get("flow_id"), label, test, SKIP, f"not enough data: {v.get('reason')}")
+    if v is not None and v.get("outside_range") and not exp.allow_outside_range:  # (results 1.4)
+        return Verdict(
+            path,
+            flow.get("flow_id"),
+            label,
+            test,
+            SKIP,
+            "not verified: outside the range the verdict was validated on ("
+            + "; ".join(v["outside_range"])
+            + "; --allow-outside-range judges it)",
+        )
     ok, why = judgeable(flow, min_rounds, algo)
     if not ok and (v is None or v.get("basis") != "rate"):
         return Verdict(path, flow.get("flow_id"), label, test, SKIP, why)

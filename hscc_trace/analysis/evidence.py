@@ -52,6 +52,8 @@ PACED_BELOW = 0.5
 QUEUE_FRACTION = 0.1
 #: epochs shorter than this many cwnd-limited rounds are not given a growth shape
 MIN_EPOCH_ROUNDS = 6
+#: ACKs closer together than this fraction of the flow's mean ACK spacing arrive in one burst
+BURST_GAP_FRACTION = 0.25
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,11 @@ class Evidence:
     rounds: dict[str, int] = field(default_factory=dict)  # limit -> rounds (cwnd, rwnd, app)
     queued_rounds: int = 0  # rounds whose median RTT exceeded the minimum by QUEUE_FRACTION
     capacity_reached: bool = False  # a loss episode, or at least one queued round
+    # the path's conditions, for the verdict's validated range (:func:`conditions`)
+    rate_bps: float | None = None  # bit/s — bytes newly acknowledged over the ACK stream's span
+    min_rtt_s: float | None = None  # s — the smallest RTT sample
+    retrans_fraction: float | None = None  # retransmitted data segments / data segments
+    ack_burst_pkts: float | None = None  # packets — 95th percentile of the segments acknowledged per ACK burst
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -467,6 +474,50 @@ def _delay_bounded(ev: FlowEvents, queued: np.ndarray, ra: _Rounds | None = None
     return bool(_median(rise[ok]) < 0.5)
 
 
+def conditions(ev: FlowEvents) -> dict[str, float | None]:
+    """The path's conditions as the capture shows them (for the verdict's validated range):
+
+    * ``rate_bps`` — bytes newly acknowledged (``acked_bytes``) over the span of the ACK stream, bit/s;
+    * ``min_rtt_s`` — the smallest RTT sample, s;
+    * ``retrans_fraction`` — retransmitted data segments over data segments;
+    * ``ack_burst_pkts`` — ACK aggregation: ACKs closer together than :data:`BURST_GAP_FRACTION`
+      of the flow's mean ACK spacing are one burst (a path that queues ACKs and releases them
+      together — WiFi, DOCSIS — delivers them back to back); the 95th percentile over the bursts
+      of the segments they acknowledge (bytes / MSS). A delayed-ACK receiver behind a smooth path:
+      about 2; stretch ACKs or aggregation: more. At the sender only (elsewhere the capture sees
+      the ACKs before the path can bunch them: None)."""
+    out: dict[str, float | None] = {
+        "rate_bps": None,
+        "min_rtt_s": None,
+        "retrans_fraction": None,
+        "ack_burst_pkts": None,
+    }
+    acks, segs = ev.acks, ev.segments
+    if acks.height >= 2:
+        t = acks.get_column("ts_ns").to_numpy()
+        acked = _filled(acks.get_column("acked_bytes").cast(pl.Float64), 0.0)
+        span = (float(t[-1]) - float(t[0])) / 1e9
+        if span > 0:
+            out["rate_bps"] = float(acked.sum()) * 8.0 / span
+        if "rtt_s" in acks.columns:
+            r = acks.get_column("rtt_s").drop_nulls()
+            if r.len():
+                out["min_rtt_s"] = float(r.min())  # type: ignore[arg-type]
+        if ev.vantage == "sender" and span > 0:
+            gaps = np.diff(t.astype(np.float64))
+            thr = BURST_GAP_FRACTION * float(gaps.mean())
+            start = np.concatenate(([True], gaps >= thr))
+            first = np.flatnonzero(start)
+            per = np.add.reduceat(acked, first) / float(ev.mss)
+            per = per[per > 0]
+            if per.size:
+                out["ack_burst_pkts"] = float(np.percentile(per, 95))
+    if segs.height:
+        rex = _filled(segs.get_column("rexmit"), False).astype(bool)
+        out["retrans_fraction"] = float(rex.mean())
+    return out
+
+
 def observe(ev: FlowEvents) -> Evidence:
     """The evidence of one flow (see the module docstring)."""
     ra = _Rounds.of(ev.rounds) if ev.rounds.height else None
@@ -475,7 +526,9 @@ def observe(ev: FlowEvents) -> Evidence:
     shape, rise = _growth(_epochs(ev, ra))
     queued, _ = _queue(ev)
     limits = _limit_counts(ra) if ra is not None else {}
-    loss = any(str(k) != "ecn" for k in ev.episodes.get_column("kind").to_list()) if ev.episodes.height else False
+    # a congestion episode of any kind, an ECN one too: a CE mark is the bottleneck's congestion
+    # signal as a drop is (RFC 3168 §5), and the sender's CWR reduction answers it as recovery does
+    loss = ev.episodes.height > 0
     nq = int(queued.sum())
     return Evidence(
         vantage=ev.vantage,
@@ -490,4 +543,5 @@ def observe(ev: FlowEvents) -> Evidence:
         rounds=dict(sorted(limits.items())),
         queued_rounds=nq,
         capacity_reached=bool(loss or nq > 0),
+        **conditions(ev),
     )

@@ -31,7 +31,7 @@ from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowResult
 
-SCHEMA_VERSION = "1.4"
+SCHEMA_VERSION = "1.5"
 #: flow fields added after 1.0: written always, optional when read, so 1.0 baselines still validate
 ADDED_SINCE_1_0 = ("out_of_order",)
 SCHEMA_FILE = "results.schema.json"
@@ -889,6 +889,12 @@ def _verdict_schema() -> dict[str, Any]:
             "rounds": {"type": "integer", "minimum": 0, "description": "rounds judged"},
             "basis": {"enum": ["window", "rate"], "description": "cwnd-limited rounds, or every round (rate-based)"},
             "reason": {"type": "string", "description": "the verdict in plain words"},
+            "outside_range": {
+                **names,
+                "description": "(since 1.4) where the flow lies outside the conditions the verdict was validated "
+                "on, one phrase each; empty: within (docs/verdicts.md)",
+            },
+            "validated_range": {"type": "string", "description": "(since 1.4) those conditions, in words"},
             "evidence": {
                 "type": "object",
                 "additionalProperties": False,
@@ -905,6 +911,14 @@ def _verdict_schema() -> dict[str, Any]:
                     "rounds": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
                     "queued_rounds": {"type": "integer", "minimum": 0},
                     "capacity_reached": {"type": "boolean"},
+                    "rate_bps": {**num, "description": "(since 1.4) [bit/s] bytes acknowledged over the ACK span"},
+                    "min_rtt_s": {**num, "description": "(since 1.4) [s] the smallest RTT sample"},
+                    "retrans_fraction": {**num, "description": "(since 1.4) retransmitted / data segments"},
+                    "ack_burst_pkts": {
+                        **num,
+                        "description": "(since 1.4) [packets] 95th percentile of the segments acknowledged per ACK "
+                        "burst (sender only)",
+                    },
                 },
             },
         },

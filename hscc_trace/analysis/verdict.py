@@ -22,6 +22,15 @@ outside recovery against the round's peak flight), and the flow gets one of four
     sender, or the flow was too short), and no rate-based evidence either: the reason says
     which.
 
+Specificity comes first (docs/verdicts.md gives the measurements): two replays are told apart
+only by differences beyond a tie that grows with the window, and never by one whose median error
+is higher; an extension (what :func:`reductions` lists) is named only when its own mechanism was
+active in its replay (:func:`engaged_rounds`), its error is not higher than the simpler
+algorithm's and it fits significantly better; where the flight is exact a window-based name
+needs a replay within :attr:`Rules.name_error`; a rate-based name needs rate-based evidence
+(:func:`_window_evidence`, :func:`_rate_evidence`). Every verdict states the conditions it was
+validated on (:data:`ENVELOPE`) and where the flow lies outside them (:func:`outside_range`).
+
 A rate-based sender (BBR) is judged on its own terms as well: its flight is set by pacing, not
 by a window, so its rounds are seldom cwnd-limited. When the window comparison cannot decide
 (too few rounds, or nothing fits) and the flow shows rate-based behaviour — paced sending at
@@ -34,7 +43,7 @@ from __future__ import annotations
 
 import functools
 import math
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -82,9 +91,81 @@ class Rules:
     tie_elsewhere: float = 2.5  # packets — the same where it is reconstructed by time (within ~2 MSS)
     no_decrease_beta: float = 0.85  # β at or above this over several episodes: no multiplicative decrease
     no_decrease_episodes: int = 3  # episodes needed for that evidence
+    tie_fraction: float = 0.01  # of the sender's window — the tie grows with it: max(tie, 1 % of the window)
+    min_engaged_rounds: int = 8  # judged rounds — an extension's own mechanism must be active in as many
+    decrease_beta: float = 0.8  # β at or below this over several episodes: a multiplicative decrease (not BBR)
+    decrease_episodes: int = 2  # episodes needed for that evidence …
+    decrease_skip: int = 2  # … after the first this many (slow start: BBR's STARTUP overshoot falls back too)
+    ack_clocked_above: float = 0.9  # share of segments ACK-released at or above which a sender is window-based
+    name_error: float = 0.02  # a window-based algorithm is named only within this where the flight is exact
 
 
 RULES = Rules()
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """The conditions the verdict's rules were chosen and validated on: the span of the tuning
+    samples (samples/splits.json; ``tests/test_identification.py`` recomputes it from them and
+    fails when this differs). A flow outside it gets a verdict all the same, which says so
+    (:func:`outside_range`); ``check`` does not count it as verified unless allowed."""
+
+    # bit/s — goodput: from the slowest tuning flow's (2.0 Mbit/s, application-limited) to the
+    # fastest tuning link (50 Mbit/s)
+    rate_bps: tuple[float, float] = (2.0e6, 50e6)
+    # s — the smallest RTT sample: the tuning paths' base RTTs (10–100 ms) and up to 5 % above them
+    # (the sample adds serialization and the stacks' delay: measured 10.29–101.44 ms)
+    min_rtt_s: tuple[float, float] = (0.010, 0.105)
+    retrans_fraction: float = 0.07  # retransmitted / data segments, at most (tuning: up to 6.9 %)
+    vantages: tuple[str, ...] = ("sender", "receiver")
+    ack_burst_pkts: float = 8.0  # packets — 95th percentile of segments per ACK burst, at most (tuning: 1–8)
+
+    def describe(self) -> str:
+        """``2–50 Mbit/s, RTT 10–105 ms, ≤ 7% of segments retransmitted, captured at the sender or
+        receiver, ACK bursts ≤ 8 packets``."""
+        return (
+            f"{_rate(self.rate_bps[0], False)}–{_rate(self.rate_bps[1])}, RTT {self.min_rtt_s[0] * 1e3:.3g}–"
+            f"{self.min_rtt_s[1] * 1e3:.3g} ms, ≤ {self.retrans_fraction:.0%} of segments retransmitted, captured at "
+            f"the {' or '.join(self.vantages)}, ACK bursts ≤ {self.ack_burst_pkts:g} packets"
+        )
+
+
+ENVELOPE = Envelope()
+
+
+def _rate(bps: float, unit: bool = True) -> str:
+    if bps >= 1e9:
+        return f"{bps / 1e9:.3g}" + (" Gbit/s" if unit else "")
+    return f"{bps / 1e6:.3g}" + (" Mbit/s" if unit else "")
+
+
+def outside_range(ev: Evidence, env: Envelope = ENVELOPE) -> tuple[str, ...]:
+    """Where the flow lies outside the validated conditions, one phrase each (empty: within),
+    e.g. ``1.37 Gbit/s: beyond the validated 2–50 Mbit/s``."""
+    out = []
+    lo, hi = env.rate_bps
+    if ev.rate_bps is not None and not lo <= ev.rate_bps <= hi:
+        out.append(
+            f"{_rate(ev.rate_bps)}: {'beyond' if ev.rate_bps > hi else 'below'} the validated "
+            f"{_rate(lo, False)}–{_rate(hi)}"
+        )
+    lo, hi = env.min_rtt_s
+    if ev.min_rtt_s is not None and not lo <= ev.min_rtt_s <= hi:
+        out.append(
+            f"RTT {ev.min_rtt_s * 1e3:.3g} ms: {'beyond' if ev.min_rtt_s > hi else 'below'} the validated "
+            f"{lo * 1e3:.3g}–{hi * 1e3:.3g} ms"
+        )
+    if ev.retrans_fraction is not None and ev.retrans_fraction > env.retrans_fraction:
+        out.append(
+            f"{ev.retrans_fraction:.1%} of segments retransmitted: beyond the validated {env.retrans_fraction:.0%}"
+        )
+    if ev.vantage not in env.vantages:
+        out.append(f"captured {ev.vantage}: validated at the {' and '.join(env.vantages)} only")
+    if ev.ack_burst_pkts is not None and ev.ack_burst_pkts > env.ack_burst_pkts:
+        out.append(
+            f"ACKs arrive in bursts of {ev.ack_burst_pkts:.0f} packets: beyond the validated {env.ack_burst_pkts:g}"
+        )
+    return tuple(out)
 
 
 def rules_dict(rules: Rules = RULES) -> dict[str, Any]:
@@ -111,6 +192,8 @@ class Verdict:
     differing_rounds: int | None = None  # … of the rounds where the two differ beyond the tie
     rounds: int = 0  # rounds judged
     basis: str = "window"  # "window" (cwnd-limited rounds) or "rate" (every round the receive window did not limit)
+    outside_range: tuple[str, ...] = ()  # where the flow lies outside the validated conditions (ENVELOPE)
+    validated_range: str = ""  # those conditions, in words
 
     @property
     def label(self) -> str:
@@ -128,6 +211,7 @@ class Verdict:
         d["candidates"] = list(self.candidates)
         d["candidate_errors"] = list(self.candidate_errors)
         d["equivalent"] = list(self.equivalent)
+        d["outside_range"] = list(self.outside_range)
         return d
 
 
@@ -159,17 +243,19 @@ def _binom_tail(k: int, n: int) -> float:
     return min(1.0, math.exp(m) * sum(math.exp(t - m) for t in terms))
 
 
-def _paired(a: np.ndarray, best: np.ndarray, other: np.ndarray, tie: float) -> tuple[int, int]:
-    """(rounds where ``best`` is closer to ``a`` than ``other`` by more than ``tie``, rounds
-    where they differ by more than ``tie`` at all)."""
+def _paired(a: np.ndarray, best: np.ndarray, other: np.ndarray, tie: float, frac: float = 0.0) -> tuple[int, int]:
+    """(rounds where ``best`` is closer to ``a`` than ``other`` by more than the tie, rounds
+    where they differ by more than the tie at all). The tie of a round is ``max(tie, frac · a)``
+    packets: what a capture resolves grows with the window (:attr:`Rules.tie_fraction`)."""
     ok = np.isfinite(best) & np.isfinite(other)
     d = np.abs(other[ok] - a[ok]) - np.abs(best[ok] - a[ok])
-    closer = int(np.sum(d > tie))
-    return closer, closer + int(np.sum(d < -tie))
+    t = np.maximum(tie, frac * np.abs(a[ok])) if frac > 0 else tie
+    closer = int(np.sum(d > t))
+    return closer, closer + int(np.sum(d < -t))
 
 
 def _paired_by_acks(
-    obs: np.ndarray, rnd: np.ndarray, best: np.ndarray, other: np.ndarray, tie: float
+    obs: np.ndarray, rnd: np.ndarray, best: np.ndarray, other: np.ndarray, tie: float, frac: float = 0.0
 ) -> tuple[int, int]:
     """:func:`_paired` at ACK resolution: within each round, count the ACKs after which each
     replay is closer (by more than ``tie``) to the window the sender left; the round goes to the
@@ -177,12 +263,13 @@ def _paired_by_acks(
     round, not an ACK, is the unit: the windows of one round's ACKs are not independent."""
     ok = np.isfinite(best) & np.isfinite(other)
     d = np.abs(other[ok] - obs[ok]) - np.abs(best[ok] - obs[ok])
+    t = np.maximum(tie, frac * np.abs(obs[ok])) if frac > 0 else tie
     r = rnd[ok]
     if r.size == 0:
         return 0, 0
     keys, inv = np.unique(r, return_inverse=True)
-    won = np.bincount(inv, weights=(d > tie).astype(np.float64), minlength=keys.size)
-    lost = np.bincount(inv, weights=(d < -tie).astype(np.float64), minlength=keys.size)
+    won = np.bincount(inv, weights=(d > t).astype(np.float64), minlength=keys.size)
+    lost = np.bincount(inv, weights=(d < -t).astype(np.float64), minlength=keys.size)
     return int(np.sum(won > lost)), int(np.sum(won != lost))
 
 
@@ -217,6 +304,7 @@ class _Duel:
     obs: np.ndarray  # per judged ACK
     rnd: np.ndarray
     tie: float
+    frac: float = 0.0  # the tie grows with the sender's window: max(tie, frac · window)
     _memo: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)
     _inv: tuple[np.ndarray, int] | None = None
 
@@ -228,7 +316,7 @@ class _Duel:
                 hit, mirror = self._by_acks(best, other)
                 self._memo[(id(other), id(best))] = mirror
             else:
-                hit = _paired(self.actual, best.windows, other.windows, self.tie)
+                hit = _paired(self.actual, best.windows, other.windows, self.tie, self.frac)
             self._memo[key] = hit
         return hit
 
@@ -240,7 +328,9 @@ class _Duel:
         if self._inv is None:
             self._inv = _numbered(self.rnd)
         inv, nk = self._inv
-        won, lost, differ = _duel_counts(_c(best.acks), _c(other.acks), _c(self.obs), inv, nk, float(self.tie))
+        won, lost, differ = _duel_counts(
+            _c(best.acks), _c(other.acks), _c(self.obs), inv, nk, float(self.tie), float(self.frac)
+        )
         return (int(won), int(differ)), (int(lost), int(differ))
 
 
@@ -266,11 +356,12 @@ def _numbered(rnd: np.ndarray) -> tuple[np.ndarray, int]:
 
 
 @kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
-def _duel_counts(wb, wo, obs, inv, nk, tie):  # pragma: no cover - compiled
+def _duel_counts(wb, wo, obs, inv, nk, tie, frac):  # pragma: no cover - compiled
     """The counts of :func:`_paired_by_acks` in one pass: ``wb``/``wo`` the two replays' windows
     after every judged ACK, ``obs`` the sender's, ``inv`` each ACK's round (0..nk−1). Per round,
     the ACKs after which ``best`` is closer by more than ``tie`` (won) and those after which
-    ``other`` is (lost), where both replays are finite; returns (rounds won > lost, rounds lost >
+    ``other`` is (lost), where both replays are finite — by more than ``max(tie, frac · obs)``,
+    the tie growing with the sender's window; returns (rounds won > lost, rounds lost >
     won, rounds won ≠ lost) — the same elementwise operations on the same values as the numpy
     form, without its passes and temporaries (a flow's verdict runs dozens of duels)."""
     won = np.zeros(nk, dtype=np.int64)
@@ -293,8 +384,9 @@ def _duel_counts(wb, wo, obs, inv, nk, tie):  # pragma: no cover - compiled
             if math.isfinite(b) and math.isfinite(o):  # (nearly always: a branch well predicted)
                 x = obs[i]
                 d = abs(o - x) - abs(b - x)
-                cw += d > tie
-                cl += d < -tie
+                t = max(tie, frac * abs(x))
+                cw += d > t
+                cl += d < -t
         won[r] += cw
         lost[r] += cl
     n_won = 0
@@ -474,6 +566,81 @@ def _rate_evidence(ev: Evidence, rules: Rules) -> str | None:
     return " and ".join(why) if why else None
 
 
+def _active(label: str, rep: pl.DataFrame) -> np.ndarray | None:
+    """Per replay row, whether the extension ``label``'s own mechanism was active (the state its
+    replay exposes, units packets): Compound's delay window dwnd ≥ 1 (CTCP §III-A: 0 while the
+    window is at or below its low window); TCP-Fusion's window a packet or more above its Reno
+    window (§II: it never falls below it); HRF's W+CR+Reno row in its CR mode (it grows as Reno
+    whenever a queue exists); Kyushu-TCP's hold (its non-aggressive period, §3); HighSpeed's
+    a(w) above 1 packet per RTT (RFC 3649 §5: standard TCP at or below Low_Window). None: not an
+    extension, or its replay lacks the column."""
+    b = base_name(label)
+    cols = rep.columns
+
+    def num(c: str) -> np.ndarray:
+        return rep.get_column(c).cast(pl.Float64).fill_null(0.0).to_numpy()
+
+    if "+" in b and "non_aggressive" in cols:
+        return rep.get_column("non_aggressive").cast(pl.Boolean).fill_null(False).to_numpy()
+    if b == "compound" and "dwnd" in cols:
+        return num("dwnd") >= 1.0
+    if b == "fusion" and "reno_cwnd" in cols:
+        return num("cwnd") - num("reno_cwnd") >= 1.0
+    if b.startswith("hrf") and "mode" in cols:
+        return (rep.get_column("mode").cast(pl.String) == "CR").fill_null(False).to_numpy()
+    if b == "highspeed" and "a_w" in cols:
+        return num("a_w") > 1.0 + 1e-9
+    return None
+
+
+def engaged_rounds(ev: FlowEvents, replays: dict[str, pl.DataFrame]) -> dict[str, int]:
+    """Per extension among ``replays`` (one that reduces to another replayed algorithm), the
+    judged rounds (cwnd-limited, outside recovery: those the fit compares) in which its own
+    mechanism was active at any of the round's ACKs in its replay (:func:`_active`)."""
+    from hscc_trace.replay.metrics import _rounds_used
+
+    reduce = reductions(list(replays))
+    rd = ev.rounds
+    if not reduce or rd.height == 0:
+        return {}
+    use, _, _ = _rounds_used(rd, ("cwnd",))
+    start = rd.get_column("start_ns").to_numpy()[use]
+    end = rd.get_column("end_ns").to_numpy()[use]
+    out: dict[str, int] = {}
+    for lab in reduce:
+        rep = replays[lab]
+        if rep.height == 0:
+            out[lab] = 0
+            continue
+        act = _active(lab, rep)
+        if act is None:
+            continue
+        ts = rep.get_column("ts_ns").to_numpy()
+        cum = np.concatenate(([0], np.cumsum(act.astype(np.int64))))
+        lo = np.searchsorted(ts, start, side="left")
+        hi = np.searchsorted(ts, end, side="right")
+        out[lab] = int(np.sum(cum[hi] - cum[lo] > 0))
+    return out
+
+
+def _window_evidence(ev: Evidence, rules: Rules) -> str | None:
+    """Why the sender is not rate-based (BBR is then not a candidate), or None: a multiplicative
+    decrease at its congestion episodes (β at most :attr:`Rules.decrease_beta` over at least
+    :attr:`Rules.decrease_episodes`; BBR keeps its flight at the BDP estimate), or, at the
+    sender, ACK-clocked sending (a paced sender is not). The first :attr:`Rules.decrease_skip`
+    episodes are left out: they end slow start, where BBR too falls back (STARTUP's overshoot and
+    DRAIN: β 0.23–0.49 on the first two episodes of every BBR sample that lost in STARTUP)."""
+    later = ev.beta[rules.decrease_skip :]
+    if len(later) >= rules.decrease_episodes and float(np.median(later)) <= rules.decrease_beta:
+        return (
+            f"a multiplicative decrease (β {float(np.median(later)):.2f}, median of {len(later)} episodes after "
+            "slow start)"
+        )
+    if ev.ack_clocked is not None and ev.ack_clocked >= rules.ack_clocked_above:
+        return f"ACK-clocked sending ({ev.ack_clocked:.0%} of segments released by ACKs)"
+    return None
+
+
 def reductions(labels: list[str]) -> dict[str, str]:
     """label → the label of the simpler algorithm it reduces to, among ``labels``
     (``Algorithm.reduces_to``; a wrapper reduces to its base), where that one was replayed too."""
@@ -508,6 +675,12 @@ def _rate_note(rate_why: str | None, evidence: Evidence) -> str:
     return f"; rate-based signs ({rate_why}), but BBR's model does not follow the flight"
 
 
+def _tie_words(tie: float, frac: float) -> str:
+    """``0.5 packet`` / ``max(0.5 packet, 1 % of the window)``."""
+    base = f"{tie:g} packet{'s' if tie != 1 else ''}"
+    return f"max({base}, {frac:.0%} of the window)" if frac > 0 else base
+
+
 def _threshold(c: _Class, rules: Rules) -> float:
     return rules.max_error_rate if c.rate else rules.max_error
 
@@ -532,12 +705,32 @@ def judge(
     if evidence is None:
         evidence = observe(ev) if ev is not None else Evidence(vantage="unknown", episodes=0)
 
+    outside = outside_range(evidence)
+    validated = ENVELOPE.describe()
+
     def verdict(cls: str, reason: str, **kw: Any) -> Verdict:
-        return Verdict(cls=cls, reason=reason, evidence=evidence, **kw)
+        return Verdict(
+            cls=cls, reason=reason, evidence=evidence, outside_range=outside, validated_range=validated, **kw
+        )
 
     if ev is None or not replays or ev.acks.height == 0 or ev.segments.height == 0:
         return verdict(NOT_ENOUGH_DATA, "no data segments or ACKs: nothing was replayed")
     rate = {k: FIT_WINDOW in r.columns for k, r in replays.items()}
+    # A rate-based algorithm (BBR) is a candidate only where the packets do not show a window-based
+    # sender, and named only where they show a rate-based one (docs/verdicts.md, "Rate-based").
+    not_rate = _window_evidence(evidence, rules)
+    rate_why = None if not_rate else _rate_evidence(evidence, rules)
+    left_out = ""
+    if not_rate and any(rate.values()):
+        gone = sorted(k for k in replays if rate[k])
+        both = _rate_evidence(evidence, rules)
+        left_out = f"; {', '.join(gone)} left out: the sender shows {not_rate}" + (
+            f", although also {both} — conflicting signs, so no rate-based name" if both else ""
+        )
+        replays = {k: r for k, r in replays.items() if not rate[k]}
+        rate = {k: False for k in replays}
+        if not replays:
+            return verdict(UNKNOWN, "only rate-based algorithms were replayed" + left_out)
     exact = evidence.vantage == "sender" or _placed_by_timestamps(ev)
     tie = rules.tie_at_sender if exact else rules.tie_elsewhere
     actual, windows = round_matrix(ev, replays)
@@ -559,11 +752,43 @@ def judge(
             need = (pairs.sum(axis=1) > 1) | (errors[0] <= thr)
             obs, rnd, wa = ack_matrix(ev, replays, need)
             classes = _classes_of(actual, labels, windows, is_rate, pairs, errors, wa, need)
-            outcome = _judge_classes(actual, classes, tie, rules, verdict, (obs, rnd))
+            outcome = _judge_classes(actual, classes, tie, rules, verdict, (obs, rnd), engaged_rounds(ev, replays))
         else:
             classes = _classes_of(actual, labels, windows, is_rate, pairs, errors, None)
-            outcome = _judge_classes(actual, classes, tie, rules, verdict, None)
-    rate_why = _rate_evidence(evidence, rules)
+            outcome = _judge_classes(actual, classes, tie, rules, verdict, None, engaged_rounds(ev, replays))
+        if (
+            exact
+            and outcome.cls == IDENTIFIED
+            and outcome.name is not None
+            and not rate.get(outcome.name)
+            and outcome.error is not None
+            and outcome.error > rules.name_error
+        ):
+            outcome = verdict(
+                UNKNOWN,
+                f"{outcome.name} fits, but only loosely: its replay follows the sender's window within "
+                f"{outcome.error:.2%} (median over {outcome.rounds} cwnd-limited rounds), where the flight is exact "
+                f"and a named algorithm replays its sender within {rules.name_error:.0%} — an algorithm outside the "
+                "library can fit that loosely: not named",
+                error=outcome.error,
+                threshold=rules.name_error,
+                runner_up=outcome.name,
+                runner_up_error=outcome.error,
+                rounds=outcome.rounds,
+            )
+        if outcome.cls == IDENTIFIED and outcome.name is not None and rate.get(outcome.name) and not rate_why:
+            outcome = verdict(
+                UNKNOWN,
+                f"{outcome.name}'s model follows the flight within {outcome.error:.1%}, but nothing here shows a "
+                "rate-based sender (pacing is measured at the sender only, the absence of a multiplicative "
+                "decrease needs several congestion episodes): not named — a loss-based sender can fit a rate "
+                "model's wider threshold",
+                error=outcome.error,
+                threshold=outcome.threshold,
+                runner_up=outcome.name,
+                runner_up_error=outcome.error,
+                rounds=outcome.rounds,
+            )
     if (outcome is None or outcome.cls == UNKNOWN) and rate_why and evidence.capacity_reached:
         rv = _rate_verdict(ev, replays, rate, rate_why, rules, verdict)
         if rv is not None:
@@ -584,13 +809,17 @@ def judge(
                 rounds=outcome.rounds,
             )
     if outcome is not None:
+        if left_out and outcome.cls != IDENTIFIED:
+            outcome = replace(outcome, reason=outcome.reason + left_out)
         return outcome
     if n == 0 and evidence.rounds.get("cwnd", 0) == 0 and not evidence.rounds:
         return verdict(NOT_ENOUGH_DATA, "no complete RTT round")
     return verdict(
         NOT_ENOUGH_DATA,
         f"only {n} cwnd-limited round{'s' if n != 1 else ''} outside recovery (need ≥ {rules.min_rounds}): "
-        f"the sender's window was seldom what limited it ({_limits_phrase(evidence)})" + _rate_note(rate_why, evidence),
+        f"the sender's window was seldom what limited it ({_limits_phrase(evidence)})"
+        + _rate_note(rate_why, evidence)
+        + left_out,
         rounds=n,
     )
 
@@ -617,12 +846,16 @@ def _judge_classes(
     rules: Rules,
     verdict: Any,
     by_ack: tuple[np.ndarray, np.ndarray] | None,
+    engaged: dict[str, int] | None = None,
 ) -> Verdict:
     """:func:`_window_verdict` of the classes of identical replays (:func:`_classes`);
-    ``by_ack``: the sender's window after each judged ACK and its round, or None."""
+    ``by_ack``: the sender's window after each judged ACK and its round, or None; ``engaged``:
+    per extension, the judged rounds in which its own mechanism was active in its replay
+    (:func:`engaged_rounds`; None, or a label missing: not measured, taken as active)."""
     n = int(actual.size)
     obs, rnd = by_ack if by_ack is not None else (np.zeros(0), np.zeros(0, dtype=np.int64))
-    duel = _Duel(actual, obs, rnd, tie)
+    duel = _Duel(actual, obs, rnd, tie, rules.tie_fraction)
+    engaged = engaged or {}
     p_value = rules.p_value if by_ack is not None else rules.p_value_elsewhere
     classes = sorted(classes, key=lambda c: (c.mare, c.mean, _rank(c.name)))
     fits = [c for c in classes if c.mare <= _threshold(c, rules)]
@@ -646,8 +879,14 @@ def _judge_classes(
     reduce = reductions([m for c in classes for m in c.members])
     owner = {m: c for c in classes for m in c.members}
     reduced: list[tuple[_Class, _Class, int, int]] = []
+    why_reduced: dict[int, str] = {}
     protected: set[int] = set()  # extensions kept because what they reduce to did not survive
     pool = list(fits)
+    idle = {
+        id(c)
+        for c in classes
+        if c.name in reduce and min((engaged.get(m, n) for m in c.members), default=n) < rules.min_engaged_rounds
+    }
     while True:
         # A candidate is ruled out when another one is significantly closer to the sender —
         # at the sender, whichever other one (the lowest median error need not win the
@@ -658,6 +897,14 @@ def _judge_classes(
         for c in pool:
             for o in pool if by_ack is not None else pool[:1]:
                 if o is c or id(c) in beaten:
+                    continue
+                # (only by one whose median error is not higher: where the round-by-round test
+                # and the error disagree, the data do not rank the two)
+                if o.mare > c.mare:
+                    continue
+                # (nor by an extension of it whose own mechanism was idle: then their difference
+                # is not the mechanism's)
+                if id(o) in idle and owner.get(reduce.get(o.name, "")) is c:
                     continue
                 closer, differ = duel(o, c)
                 if differ and _binom_tail(closer, differ) < p_value:
@@ -683,9 +930,23 @@ def _judge_classes(
             if simpler is None or simpler is c or simpler not in keep or id(c) in protected:
                 continue
             closer, differ = duel(c, simpler)
-            if not (differ and _binom_tail(closer, differ) < p_value) and 2 * closer <= differ:
-                drop = (c, simpler, closer, differ)
-                break
+            # the extension stays only when its own mechanism was active for enough rounds to be
+            # judged, its median error is not higher than the simpler one's, and it is closer to
+            # the sender in more than half of the rounds where the two differ
+            if id(c) in idle:
+                k = min(engaged.get(m, n) for m in c.members)
+                why_reduced[id(c)] = f"its own mechanism was active in {k} of the {n} judged rounds"
+            elif c.mare > simpler.mare:
+                why_reduced[id(c)] = (
+                    f"its median error is higher, {c.mare:.1%} against {simpler.mare:.1%}, though closer in {closer} "
+                    f"of {differ} differing rounds"
+                )
+            elif not (differ and _binom_tail(closer, differ) < p_value) and 2 * closer <= differ:
+                why_reduced[id(c)] = f"closer in {closer} of {differ} differing rounds"
+            else:
+                continue
+            drop = (c, simpler, closer, differ)
+            break
         if drop is None:
             break
         reduced.append(drop)
@@ -701,7 +962,7 @@ def _judge_classes(
             ru, m_closer, m_differ = ruled_out[0]
             margin = (
                 f"the next best, {ru.name} ({ru.mare:.1%}), is further from the sender in {m_closer} of the "
-                f"{m_differ} rounds where the two differ by more than {tie:g} packet{'s' if tie != 1 else ''}"
+                f"{m_differ} rounds where the two differ by more than {_tie_words(tie, rules.tie_fraction)}"
             )
         else:
             rest = [c for c in classes if c is not best]
@@ -717,7 +978,7 @@ def _judge_classes(
             if simpler is best:
                 same += (
                     f"; {c.name} reduces to {best.name} when its own mechanism does not engage, and fits no better "
-                    f"here (closer in {closer_r} of {differ_r} differing rounds)"
+                    f"here ({why_reduced.get(id(c), f'closer in {closer_r} of {differ_r} differing rounds')})"
                 )
         return verdict(
             IDENTIFIED,
@@ -750,7 +1011,7 @@ def _judge_classes(
     return verdict(
         AMBIGUOUS,
         f"{len(keep)} algorithms fit and the data cannot rank them: {listing} — none is closer to the "
-        f"sender often enough in the rounds where they differ by more than {tie:g} packets"
+        f"sender often enough in the rounds where they differ by more than {_tie_words(tie, rules.tie_fraction)}"
         + (
             " (the measurement resolution without timestamps away from the sender)"
             if tie != rules.tie_at_sender

@@ -123,6 +123,8 @@ def verdict_lines(flow: dict[str, Any]) -> list[str]:
     from hscc_trace.analysis.evidence import describe
 
     lines.append(f"evidence: {describe(v['evidence'])}")
+    if v.get("outside_range"):  # (results 1.4)
+        lines.append(f"outside the validated range ({v.get('validated_range', '')}): " + "; ".join(v["outside_range"]))
     return lines
 
 

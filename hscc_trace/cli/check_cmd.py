@@ -76,6 +76,12 @@ def check_cmd(
         "--allow-unknown/--no-allow-unknown",
         help="Judge a flow whose verdict is unknown by --max-error alone (default: fail).",
     ),
+    allow_outside_range: bool | None = typer.Option(
+        None,
+        "--allow-outside-range/--no-allow-outside-range",
+        help="Judge a flow that lies outside the conditions the verdict was validated on "
+        "(default: skipped as not verified; docs/verdicts.md).",
+    ),
     strict: bool | None = typer.Option(
         None,
         "--strict/--no-strict",
@@ -129,6 +135,7 @@ def check_cmd(
             allow_ambiguous,
             allow_unknown,
             _group_gates(min_jain, max_stolen, stolen_baseline, friendliness, regular, group),
+            allow_outside_range,
         )
     raise typer.Exit(code)
 
@@ -194,6 +201,7 @@ def _check(
     allow_ambiguous: bool | None = None,
     allow_unknown: bool | None = None,
     gates: dict | None = None,
+    allow_outside_range: bool | None = None,
 ) -> int:
     from hscc_trace import api
     from hscc_trace.analysis import results  # polars, numba, plotly: only when a command needs them
@@ -224,6 +232,8 @@ def _check(
         kw["allow_ambiguous"] = allow_ambiguous
     if allow_unknown is not None:
         kw["allow_unknown"] = allow_unknown
+    if allow_outside_range is not None:
+        kw["allow_outside_range"] = allow_outside_range
     c = replace(c, **kw)
     # a folder of captures may carry its own expectations (an hscc-trace.toml inside it)
     own = Path(cfg.source).resolve() if cfg.source and os.path.isfile(cfg.source) else None

@@ -242,13 +242,34 @@ def test_sack_only_ack_does_not_grow():
 
 
 def test_ecn_reduces_once_per_round():
-    # ECN echo (open state): ssthresh = cwnd >> 1, cwnd = min(cwnd, ssthresh); a second ECE in the
-    # same round is ignored. iw 20: ACK0 ECE → ssthresh 10, cwnd 10; then CA cnt 1 (10);
-    # ACK1 ECE (same round) → ignored, cnt 2 (10).
+    # flavor rfc (RFC 3168 §6.1.2): an ECN echo in the open state halves at once — ssthresh =
+    # cwnd / 2, cwnd = min(cwnd, ssthresh); a second ECE in the same round is ignored. iw 20: ACK0
+    # ECE → ssthresh 10, cwnd 10, then congestion avoidance +1/cwnd → 10.1; ACK1 ECE (same round)
+    # → ignored, 10.1 + 1/10.1 = 10.1990…
     specs = [{"event": "ecn", "ece": True}, {"event": "ecn", "ece": True}]
-    out = run(specs, iw=20)
-    assert cw(out) == [10.0, 10.0]
+    out = run(specs, iw=20, flavor="rfc")
+    assert cw(out) == pytest.approx([10.1, 10.1 + 1 / 10.1])
     assert out["ssthresh"].to_list() == [10.0, 10.0]
+
+
+def test_ecn_linux_cwr_reduces_by_prr_until_high_seq():
+    # flavor linux: the ECE puts the sender in CWR (tcp_enter_cwr: high_seq = snd_nxt, prior_cwnd
+    # 20, ssthresh 20 >> 1 = 10) and tcp_cwnd_reduction (PRR, RFC 6937) brings the window down as
+    # ACKs come back, with no growth:
+    # ACK0 (1 acked, 19 in flight; high_seq = snd_una + 19): delta = 10 − 19 < 0 → sndcnt =
+    #   ceil(10 · 1 / 20) − prr_out 0 = 1 → cwnd = 19 + 1 = 20
+    # ACK1 (ECE again: ignored in CWR; 1 acked, 18 in flight, nothing sent since): sndcnt =
+    #   ceil(10 · 2 / 20) − 0 = 1 → cwnd = 18 + 1 = 19
+    # ACK2 (19 acked: snd_una passes high_seq) → tcp_end_cwnd_reduction: cwnd = ssthresh = 10,
+    #   open again, and congestion avoidance on the same ACK: cnt 0 + 19 ≥ 10 → +19 // 10 = 1 → 11
+    specs = [
+        {"event": "ecn", "ece": True, "F": 19},
+        {"event": "ecn", "ece": True, "F": 18},
+        {"a": 19, "F": 10},
+    ]
+    out = run(specs, iw=20)
+    assert cw(out) == [20.0, 19.0, 11.0]
+    assert out["ssthresh"].to_list() == [10.0, 10.0, 10.0]
 
 
 def test_initial_window_from_trace_first_flight():
