@@ -186,31 +186,3 @@ def test_external_captures_are_never_named_beyond_the_threshold(external_verdict
                 assert v["error"] <= v["threshold"], (name, v)
             else:
                 assert v["name"] is None
-
-
-ZOO = REPO / "samples" / "zoo"
-#: an identified verdict on a sender outside the library says it behaved as that algorithm; the
-#: open-set test accepts one only where the named replay equals the sender's window (median error
-#: at most this): the algorithm's window genuinely was the library algorithm's on that flow
-BEHAVES_AS = 0.005
-
-
-def test_algorithms_outside_the_library_are_never_named() -> None:
-    # the open-set zoo (samples/zoo: BPF ports, from the kernel's sources, of congestion controls
-    # the library does not replay): every flow unknown, not enough data or ambiguous — or "behaves
-    # as" a library algorithm whose replay equals its window (TCP-LP alone on its path is Reno,
-    # docs/verdicts.md#open-set)
-    if not (ZOO / "index.json").is_file():
-        pytest.skip("no open-set samples (samples/zoo/index.json)")
-    index = json.loads((ZOO / "index.json").read_text())
-    named, behaves = [], []
-    for s in index["samples"]:
-        doc = api.results(api.analyze([str(REPO / s["capture"])]))
-        for f in doc["captures"][0]["flows"]:
-            v = f["verdict"]
-            if f["events"]["segments"] and v["class"] == V.IDENTIFIED:
-                if v["error"] <= BEHAVES_AS:
-                    behaves.append(f"{s['name']}: {v['name']}")
-                else:
-                    named.append(f"{s['name']} flow {f['flow_id']}: named {v['name']} ({v['reason'][:160]})")
-    assert named == []
