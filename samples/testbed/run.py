@@ -409,6 +409,13 @@ def main() -> tuple[argparse.Namespace, dict]:
     ap.add_argument("--buffer-bytes", type=int, default=0, help="drop-tail queue limit, bytes (0 = unlimited)")
     ap.add_argument("--loss", type=float, default=0.0, help="Bernoulli loss probability of data segments")
     ap.add_argument("--duration", type=float, default=10.0, help="seconds the sender writes")
+    ap.add_argument(
+        "--extra-rtt",
+        default="",
+        help="per-flow extra RTT, comma-separated in --cc order (e.g. 0ms,80ms): the flow's ACKs are "
+        "held that much longer on the ACK path (linkemu --extra-ba), so its base RTT is 2*delay + extra "
+        "while the bottleneck queue stays shared; empty = every flow 2*delay",
+    )
     ap.add_argument("--rwnd", type=int, default=0, help="receiver SO_RCVBUF in bytes (0 = autotuning)")
     ap.add_argument("--app-rate", default="", help="application write rate (e.g. 3mbit); empty = bulk")
     ap.add_argument("--app-chunk", type=int, default=1448, help="bytes per paced application write")
@@ -443,15 +450,22 @@ def main() -> tuple[argparse.Namespace, dict]:
     delay = parse_time(a.delay)
     app_rate = parse_rate(a.app_rate) if a.app_rate else 0.0
     ccs = a.cc.split(",")
+    extra = [parse_time(x) for x in a.extra_rtt.split(",")] if a.extra_rtt else [0.0] * len(ccs)
+    if len(extra) != len(ccs):
+        raise SystemExit(f"--extra-rtt has {len(extra)} values for {len(ccs)} flows")
     flows = [
         {"cc": cc, "sport": SPORT0 + i, "dport": DPORT0 + i, "src": IP_SND, "dst": IP_RCV, "proto": "tcp"}
         for i, cc in enumerate(ccs)
     ]
+    for fl, x in zip(flows, extra):
+        if x:
+            fl["extra_rtt_s"] = x
+            fl["base_rtt_s"] = 2 * delay + x
     py = sys.executable
-    unknown = [cc for cc in ccs if cc not in ("reno", "cubic", "bbr") and cc not in bpfcc.SENDERS]
+    unknown = [cc for cc in ccs if cc not in ("reno", "cubic", "bbr") and cc not in bpfcc.ALL]
     if unknown:
-        raise SystemExit(f"unknown congestion control {unknown}: reno, cubic, bbr or one of {sorted(bpfcc.SENDERS)}")
-    bpf_ccs = sorted({cc for cc in ccs if cc in bpfcc.SENDERS})
+        raise SystemExit(f"unknown congestion control {unknown}: reno, cubic, bbr or one of {sorted(bpfcc.ALL)}")
+    bpf_ccs = sorted({cc for cc in ccs if cc in bpfcc.ALL})
     allowed = " ".join(["reno", "cubic", "bbr", *bpf_ccs])
     emu_bin = build_tool("linkemu")
     retx_bin = build_tool("retxseq")
@@ -493,6 +507,12 @@ def main() -> tuple[argparse.Namespace, dict]:
             f"{delay * 1e9:.0f}",
             "--qpkts-ba",
             "0",
+            *[
+                arg
+                for fl in flows
+                if fl.get("extra_rtt_s")
+                for arg in ("--extra-ba", f"{fl['dport']}:{fl['extra_rtt_s'] * 1e9:.0f}")
+            ],
             "--seed",
             str(a.seed),
             "--stats",
@@ -791,7 +811,7 @@ def bpf_signals(events: dict, flows: list[dict], align: dict):
 
     frames = []
     for fl in flows:
-        if fl["cc"] not in bpfcc.SENDERS:
+        if fl["cc"] not in bpfcc.ALL:
             continue
         rows = [r for r in events["sig"] if r[1] == fl["sport"]]
         frames.append(bpfcc.signals_frame(fl["cc"], rows, align[str(fl["sport"])]["offset_ns"]))
