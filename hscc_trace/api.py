@@ -10,6 +10,8 @@
 >>> api.fit_table(a); api.flow_table(a)                        # DataFrames over every capture
 >>> api.report(a, "report.html"); api.results(a)               # HTML report, JSON results dict
 >>> api.check(a, expect="reno", max_error=0.15)                # list of check.Verdict
+>>> api.groups(a)                                              # {capture: [groups.Group]}: Jain, shares …
+>>> api.compare("reno-only.pcap", "ctcp-vs-reno.pcap").stolen  # bandwidth stolen (Compound TCP)
 
 Nothing here prints; errors are :class:`~hscc_trace.errors.InputError` /
 :class:`~hscc_trace.errors.UsageError` with a one-line message. The stages themselves live in
@@ -426,6 +428,61 @@ def check(
     if expect is None and baseline is None:
         raise UsageError("check needs an expected algorithm or a baseline")
     return verdicts
+
+
+# --- bottleneck groups ------------------------------------------------------------------------------
+
+
+def groups(analysis: Analysis, rule: Any = None, options: Any = None) -> dict[str, list]:
+    """Capture path → its bottleneck groups (:class:`hscc_trace.analysis.groups.Group`): the
+    flows sharing a bottleneck with their shares, Jain's index, friendliness … (docs/groups.md).
+    ``rule``: a :class:`~hscc_trace.analysis.groups.GroupRule`; ``options``: a
+    :class:`~hscc_trace.analysis.groups.GroupOptions`. The groups are kept on the captures, for
+    :func:`results` and :func:`report`."""
+    from hscc_trace.analysis import groups as _groups
+
+    _groups.attach(analysis, rule, options)
+    return {cr.meta.path: list(cr.groups or []) for cr in analysis.captures}
+
+
+def group_input(
+    obj: Any,
+    rule: Any = None,
+    options: Any = None,
+    *,
+    bpf: str | None = None,
+    algorithms: Sequence[str] | None = None,
+) -> list[dict[str, Any]]:
+    """The group dicts (``Group.as_dict()``) of a results document (a dict, or a ``.json`` file
+    written by ``analyze --json``), an :class:`Analysis`, or captures (paths: analyzed here,
+    streamed — memory does not grow with the flows —, with ``algorithms``, default every
+    registered one; ``rule``/``options`` as for :func:`groups`)."""
+    from hscc_trace.analysis import groups as _groups
+    from hscc_trace.analysis import results as _results
+
+    if isinstance(obj, (str, Path)) and str(obj).lower().endswith(".json"):
+        return _groups.group_dicts(_results.read(obj))
+    if isinstance(obj, (str, Path)) or (isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (str, Path))):
+        run = analyze_stream(obj, algorithms, bpf=bpf, report_flows=0, entries=False)
+        try:
+            if run.failed and not run.analysis.captures:
+                raise InputError("; ".join(run.failed.values()))
+            _groups.attach(run.analysis, rule, options)
+            return _groups.group_dicts(run.analysis)
+        finally:
+            run.stream.close()
+    if isinstance(obj, Analysis):
+        _groups.attach(obj, rule, options)
+    return _groups.group_dicts(obj)
+
+
+def compare(baseline: Any, test: Any, *, regular: Any = "reno", rule: Any = None, options: Any = None) -> Any:
+    """Bandwidth stolen (Compound TCP paper, Definition 1) from ``test``'s regular flows against
+    ``baseline`` and every per-flow delta (:func:`hscc_trace.analysis.groups.compare`); either
+    may be a capture path, a ``.json`` results file, a results document or an :class:`Analysis`."""
+    from hscc_trace.analysis import groups as _groups
+
+    return _groups.compare(group_input(baseline, rule, options), group_input(test, rule, options), regular=regular)
 
 
 # --- compiling ahead ------------------------------------------------------------------------------

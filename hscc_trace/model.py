@@ -220,6 +220,7 @@ class FlowSummary:
     warnings: tuple[Warn, ...]  # the FlowResult's warnings, then its events' warnings
     verdict: VerdictBrief | None = None
     entry: Any = None  # its JSON results entry (hscc_trace.analysis.results.Entry: .load(), .text())
+    series: Any = None  # its hscc_trace.analysis.groups.FlowSeries (bottleneck groups), when it carries data
 
 
 @dataclass
@@ -231,6 +232,8 @@ class CaptureResult:
     # a streamed run: every analyzed flow, by flow order (``results`` then holds only the flows
     # kept whole — those the report draws); None: ``results`` holds every analyzed flow
     summaries: list[FlowSummary] | None = None
+    # its bottleneck groups (hscc_trace.analysis.groups.Group) once measured by groups.attach
+    groups: list[Any] | None = None
 
 
 @dataclass

@@ -31,7 +31,7 @@ from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowResult
 
-SCHEMA_VERSION = "1.3"
+SCHEMA_VERSION = "1.4"
 #: flow fields added after 1.0: written always, optional when read, so 1.0 baselines still validate
 ADDED_SINCE_1_0 = ("out_of_order",)
 SCHEMA_FILE = "results.schema.json"
@@ -214,8 +214,16 @@ def capture_entry(
             "flows_total": int(cr.flows.height) if cr.flows is not None else len(cr.results),
             "warnings": [_warn(w) for w in cr.warnings],
             "error": error,
+            "groups": _groups(cr),
         }
     )
+
+
+def _groups(cr: CaptureResult) -> list[dict[str, Any]]:
+    """(1.4) The capture's bottleneck groups (:mod:`hscc_trace.analysis.groups`)."""
+    from hscc_trace.analysis.groups import groups_of_capture
+
+    return [g.as_dict() for g in groups_of_capture(cr)]
 
 
 def _size(p: Path) -> int | None:
@@ -720,8 +728,121 @@ def schema_document() -> dict[str, Any]:
                         "type": ["string", "null"],
                         "description": "one-line reason the capture could not be read",
                     },
+                    "groups": {
+                        "type": "array",
+                        "items": {"$ref": "#/$defs/group"},
+                        "description": "(since 1.4) bottleneck groups: flows sharing a bottleneck (docs/groups.md)",
+                    },
                 },
             },
+            "group": _group_schema(),
+        },
+    }
+
+
+def _group_schema() -> dict[str, Any]:
+    """(1.4) One bottleneck group (hscc_trace.analysis.groups.Group.as_dict; docs/groups.md)."""
+    num = {"type": ["number", "null"]}
+    ids = {"type": "array", "items": {"type": "integer", "minimum": 0}}
+    flow = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [
+            "flow_id",
+            "label",
+            "algo",
+            "algo_source",
+            "start_ns",
+            "end_ns",
+            "bytes",
+            "goodput_bps",
+            "throughput_bps",
+            "share",
+            "normalized",
+            "friendliness",
+            "rtt_mean_s",
+            "rtt_min_s",
+            "episodes",
+            "synchronized",
+        ],
+        "properties": {
+            "flow_id": {"type": "integer", "minimum": 0},
+            "label": {"type": "string", "description": "flow id and endpoints, data sender first"},
+            "algo": {"type": ["string", "null"], "description": "the flow's algorithm label, when known"},
+            "algo_source": {"enum": ["truth", "verdict", "unknown"], "description": "where the label comes from"},
+            "start_ns": {"type": "integer", "description": "first data segment [ns]"},
+            "end_ns": {"type": "integer", "description": "last advancing ACK [ns]"},
+            "bytes": {"type": "integer", "minimum": 0, "description": "delivered in the measurement interval [bytes]"},
+            "goodput_bps": {"type": "number", "description": "over the measurement interval [bit/s]"},
+            "throughput_bps": {"type": "number", "description": "sent incl. retransmissions, same interval [bit/s]"},
+            "share": {**num, "description": "of the group's goodput (fraction)"},
+            "normalized": {**num, "description": "goodput over the fair share (n · share)"},
+            "friendliness": {**num, "description": "goodput over the reference co-flows' mean goodput"},
+            "rtt_mean_s": {**num, "description": "mean RTT sample [s]"},
+            "rtt_min_s": {**num, "description": "smallest RTT sample [s]"},
+            "episodes": {"type": "integer", "minimum": 0, "description": "congestion episodes"},
+            "synchronized": {
+                "type": "integer",
+                "minimum": 0,
+                "description": "of them within one RTT of another flow's",
+            },
+        },
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [
+            "index",
+            "flow_ids",
+            "start_ns",
+            "end_ns",
+            "interval_ns",
+            "window_s",
+            "jain",
+            "jain_windows",
+            "total_goodput_bps",
+            "capacity_bps",
+            "utilization",
+            "convergence_s",
+            "converged",
+            "reference",
+            "rtt_fairness",
+            "sync_fraction",
+            "flows",
+            "episodes",
+            "windows",
+            "options",
+        ],
+        "properties": {
+            "index": {"type": "integer", "minimum": 0},
+            "flow_ids": ids,
+            "start_ns": {"type": "integer", "description": "start of the shared time axis [ns]"},
+            "end_ns": {"type": "integer", "description": "end of the last flow's data [ns]"},
+            "interval_ns": {"type": "array", "items": {"type": "integer"}, "description": "measurement interval [ns]"},
+            "window_s": {"type": "number", "description": "window of the shared axis [s]"},
+            "jain": {**num, "description": "Jain's index of the flows' goodput over the measurement interval"},
+            "jain_windows": {
+                "type": "object",
+                "additionalProperties": num,
+                "description": "min/median/mean per window",
+            },
+            "total_goodput_bps": {"type": "number", "description": "[bit/s]"},
+            "capacity_bps": {**num, "description": "estimated bottleneck capacity, goodput terms [bit/s]"},
+            "utilization": {**num, "description": "total goodput / capacity"},
+            "convergence_s": {**num, "description": "time to stay within the tolerance of the fair share [s]"},
+            "converged": {"type": "boolean"},
+            "reference": {**ids, "description": "the friendliness ratio's reference flows"},
+            "rtt_fairness": {"type": "array", "items": {"type": "object"}, "description": "one entry per pair"},
+            "sync_fraction": {**num, "description": "share of the episodes synchronized with another flow's"},
+            "flows": {"type": "array", "items": flow},
+            "episodes": {"type": "array", "items": {"type": "object"}, "description": "every flow's episodes, by time"},
+            "windows": {
+                "type": "object",
+                "description": "the shared time axis: t_s, len_s, jain, total_bps, congested; goodput_bps and "
+                "throughput_bps one list per flow",
+                "additionalProperties": {"type": "array", "items": {"type": ["number", "boolean", "null", "array"]}},
+            },
+            "options": {"type": "object", "description": "the measurement's parameters"},
         },
     }
 

@@ -93,7 +93,17 @@ def summarize(fr: FlowResult, entry: Entry | None = None) -> FlowSummary:
         warnings=(*fr.warnings, *ev.warnings),
         verdict=VerdictBrief(v.cls, v.name, v.error, v.threshold, tuple(v.candidates)) if v is not None else None,
         entry=entry,
+        series=_series(fr),
     )
+
+
+def _series(fr: FlowResult) -> Any:
+    """The flow's bottleneck-group input (:func:`hscc_trace.analysis.groups.flow_series`), for a
+    flow carrying at least :data:`~hscc_trace.analysis.groups.SERIES_MIN_BYTES` of payload."""
+    from hscc_trace.analysis import groups
+
+    payload = int(fr.flow.get("payload_ab", 0) or 0) + int(fr.flow.get("payload_ba", 0) or 0)
+    return groups.flow_series(fr) if payload >= groups.SERIES_MIN_BYTES else None
 
 
 # --- the stream ------------------------------------------------------------------------------

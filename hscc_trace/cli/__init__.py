@@ -19,6 +19,7 @@ _COMMANDS = (
     "version_cmd",
     "analyze_cmd",
     "check_cmd",
+    "compare_cmd",
     "flows_cmd",
     "events_cmd",
     "replay_cmd",

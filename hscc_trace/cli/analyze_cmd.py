@@ -73,8 +73,39 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
                 f"{f.get('retrans') or 0} retrans"
             )
             out += [f"      {line}" for line in verdict_lines(f)]
+        for g in cap.get("groups") or []:
+            out += group_lines(g)
         for w in cap["warnings"]:
             out.append(f"  warning: {w['message']}" + (f" ({w['count']}×)" if w["count"] != 1 else ""))
+    return out
+
+
+def _pct(x: Any) -> str:
+    return f"{x * 100:.1f} %" if isinstance(x, (int, float)) else "—"
+
+
+def _num(x: Any, digits: int = 3) -> str:
+    return f"{x:.{digits}f}" if isinstance(x, (int, float)) else "—"
+
+
+def group_lines(g: dict[str, Any]) -> list[str]:
+    """One bottleneck group of the results document (docs/groups.md): Jain's index, capacity and
+    utilization, then each flow's goodput, share and friendliness ratio."""
+    ids = ", ".join(str(i) for i in g["flow_ids"])
+    conv = f"converged after {g['convergence_s']:.1f} s" if g.get("converged") else "not within 10 % of fair share"
+    out = [
+        f"  group {g['index']} (flows {ids}): Jain {_num(g.get('jain'))} "
+        f"(per {g['window_s']:g} s window: median {_num((g.get('jain_windows') or {}).get('median'))}), "
+        f"total {_mbit(g.get('total_goodput_bps'))} of ≈ {_mbit(g.get('capacity_bps'))} "
+        f"(utilization {_pct(g.get('utilization'))}), {conv}"
+    ]
+    for f in g["flows"]:
+        fr = f.get("friendliness")
+        friend = f", {_num(fr, 2)}× the reference" if fr is not None else ""
+        algo = f" [{f['algo']}]" if f.get("algo") else ""
+        out.append(
+            f"    flow {f['flow_id']}{algo}: {_mbit(f.get('goodput_bps'))}, share {_pct(f.get('share'))}{friend}"
+        )
     return out
 
 
@@ -164,6 +195,15 @@ def analyze(
         "--timeout-per-capture",
         help="With --dataset: seconds after which a capture is recorded as a timeout error.",
     ),
+    group: list[str] | None = typer.Option(
+        None,
+        "--group",
+        help="A bottleneck group of your own: flow ids or port=N, comma-separated (repeatable; default: "
+        "the concurrent bulk flows, docs/groups.md).",
+    ),
+    window: float | None = typer.Option(
+        None, "--window", help="Bottleneck groups: window of the shared time axis in seconds (default 1)."
+    ),
 ) -> None:
     """Analyze captures: flows, event streams, replays of every algorithm, fit, report and JSON.
 
@@ -216,8 +256,23 @@ def analyze(
             config_file,
             quiet,
             {"max_points": max_points, "full_resolution": full_resolution},
+            group_options(group, window),
         )
     raise typer.Exit(code)
+
+
+def group_options(group: list[str] | None, window: float | None) -> tuple[Any, Any]:
+    """``--group`` and ``--window`` as the (GroupRule, GroupOptions) of hscc_trace.analysis.groups."""
+    from hscc_trace.analysis import groups
+
+    try:
+        specs = tuple(groups.parse_group(g) for g in group) if group else None
+    except ValueError as exc:
+        raise UsageError(f"--group: {exc}") from None
+    if window is not None and not window > 0:
+        raise UsageError(f"--window must be positive, got {window}")
+    opts = groups.GroupOptions(window_s=window) if window is not None else groups.GroupOptions()
+    return groups.GroupRule(groups=specs), opts
 
 
 def _analyze(
@@ -234,8 +289,10 @@ def _analyze(
     config_file: Path | None,
     quiet: bool,
     report_options: dict[str, Any] | None = None,
+    group_opts: tuple[Any, Any] | None = None,
 ) -> int:
     from hscc_trace import api  # polars, numba, plotly: only when a command needs them
+    from hscc_trace.analysis import groups
 
     cfg = config.with_overrides(config.load(config_file), algorithms=algo, bpf=bpf, jobs=jobs)
     params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
@@ -261,6 +318,7 @@ def _analyze(
             export_format=export_format,
         )
     try:
+        groups.attach(run.analysis, *(group_opts or (None, None)))
         return _outputs(run, output, json_out, export_dir, quiet, cfg.jobs, opts, t0)
     finally:
         run.stream.close()
