@@ -10,13 +10,16 @@ reused, so an interrupted experiment resumes where it stopped.
 
 Per-flow throughput is read two ways from each run:
 
-* **hscc-trace**: each flow's throughput from the capture alone, the figures docs/papers.md
-  quotes (``flow_rates_trace``);
+* **hscc-trace**: the capture read by hscc-trace's bottleneck groups (``api.group_input``,
+  docs/groups.md): each flow's goodput over the group's measurement interval, shares, Jain's
+  index, utilization, and ``groups.compare`` for the bandwidth stolen — the figures
+  docs/papers.md quotes (``groups_of``, cached beside the run as ``hscc_groups_skip<N>.json``);
 * **kernel truth**: the bytes the receiver acknowledged (``truth_probe.parquet``: the sender's
   ``snd_una`` at every ACK, per source port) — the cross-check (``flow_rates_truth``).
 
-Both measure the same window: from ``warmup_s`` after the first data packet to the moment the
-first flow stops writing (every flow runs for the whole window; all start together).
+Both skip the first ``warmup_s`` of the time all flows transfer (slow start) and end when the
+first flow ends (all flows start together and write for the same time); the two intervals differ
+by the few milliseconds between a flow's last ACK in the capture and in the kernel's probes.
 """
 
 from __future__ import annotations
@@ -96,7 +99,8 @@ def make(runs: list[Run], work: Path, log=print) -> None:
     todo = [r for r in runs if not (work / r.name / "meta.json").exists()]
     for i, r in enumerate(todo, 1):
         out = work / r.name
-        cmd = ["flock", LOCK, *r.command(out)]
+        # checked again under the lock: another invocation may have made the run meanwhile
+        cmd = ["flock", LOCK, "sh", "-c", 'test -e "$0/meta.json" || exec "$@"', str(out), *r.command(out)]
         t0 = time.monotonic()
         with open(work / f"{r.name}.log", "w") as f:
             rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
@@ -119,6 +123,15 @@ def window(run_dir: Path, warmup_s: float) -> tuple[int, int]:
     return t0, t1
 
 
+def cwnd_mean_truth(run_dir: Path, t0: int, t1: int) -> dict[int, float]:
+    """{sport: the kernel's snd_cwnd (packets) averaged over the probes in [t0, t1]}."""
+    import polars as pl
+
+    p = pl.read_parquet(run_dir / "truth_probe.parquet", columns=["ts_ns", "sport", "snd_cwnd"])
+    p = p.filter((pl.col("ts_ns") >= t0) & (pl.col("ts_ns") <= t1))
+    return {int(r[0]): float(r[1]) for r in p.group_by("sport").agg(pl.col("snd_cwnd").mean()).rows()}
+
+
 def flow_rates_truth(run_dir: Path, t0: int, t1: int) -> dict[int, float]:
     """{sport: goodput in Mbit/s} over [t0, t1] from the kernel's snd_una (bytes acknowledged)."""
     import polars as pl
@@ -134,25 +147,45 @@ def flow_rates_truth(run_dir: Path, t0: int, t1: int) -> dict[int, float]:
     return dict(sorted(out.items()))
 
 
-def flow_rates_trace(run_dir: Path, t0: int, t1: int) -> dict[int, float]:
-    """{sport: goodput in Mbit/s} over [t0, t1] from the capture with hscc-trace (the analyzer's
-    own events: the highest cumulative ACK the sender received by each instant, per flow)."""
+GROUP_KEYS = (
+    "jain",
+    "jain_windows",
+    "total_goodput_bps",
+    "capacity_bps",
+    "utilization",
+    "sync_fraction",
+    "interval_ns",
+)
+
+
+def groups_of(run_dir: Path, warmup_s: float) -> list[dict]:
+    """hscc-trace's bottleneck groups of the run's capture (``Group.as_dict()``, docs/groups.md),
+    with ``GroupOptions(skip_s=warmup_s)``; cached as ``hscc_groups_skip<N>.json`` in the run."""
+    cache = run_dir / f"hscc_groups_skip{warmup_s:g}.json"
+    if cache.exists():
+        return json.loads(cache.read_text())
     sys.path.insert(0, str(ROOT))
-    import numpy as np
-
     from hscc_trace import api
+    from hscc_trace.analysis import groups as G
 
-    cap = api.load(run_dir / "capture.pcap.gz")
-    out = {}
-    sport = {r["flow_id"]: r["sport"] for r in cap.flows.iter_rows(named=True)}
-    for fid, ev in api.all_events(cap).items():
-        acks = ev.acks
-        t = acks["ts_ns"].to_numpy()
-        a = np.maximum.accumulate(acks["ack"].to_numpy())
-        i0, i1 = np.searchsorted(t, t0, "right") - 1, np.searchsorted(t, t1, "right") - 1
-        una0 = int(a[i0]) if i0 >= 0 else 0
-        out[int(sport[fid])] = (int(a[i1]) - una0) * 8 / ((t1 - t0) / 1e9) / 1e6
-    return dict(sorted(out.items()))
+    # the group metrics need only the flows' events; one cheap replay is the pipeline's minimum
+    d = api.group_input(run_dir / "capture.pcap.gz", options=G.GroupOptions(skip_s=warmup_s), algorithms=["reno"])
+    cache.write_text(json.dumps(d))
+    return d
+
+
+def group_sport(flow: dict) -> int:
+    """The data sender's port of a group flow (its label: 'flow 0 10.77.0.1:40006 → ...')."""
+    return int(flow["label"].split(" → ")[0].rsplit(":", 1)[1])
+
+
+def stolen_hscc(base_run: Path, test_run: Path, warmup_s: float) -> dict:
+    """hscc-trace's bandwidth stolen (groups.compare, the Compound TCP paper's Definition 1)."""
+    sys.path.insert(0, str(ROOT))
+    from hscc_trace.analysis import groups as G
+
+    c = G.compare(groups_of(base_run, warmup_s), groups_of(test_run, warmup_s), regular="reno").as_dict()
+    return c
 
 
 def run_meta(run_dir: Path) -> dict:
@@ -164,24 +197,33 @@ def emulator_ok(meta: dict) -> dict:
     return {"late_p50_us": late["p50"], "late_p99_us": late["p99"], "ok": late["p50"] < 200 and late["p99"] < 1000}
 
 
-def measure(run: Run, work: Path, warmup_s: float) -> dict:
+def measure(run: Run, work: Path, warmup_s: float, use_groups: bool = True) -> dict:
     """Per-flow goodput (Mbit/s) of one run, hscc-trace's and the kernel's, and the run's facts."""
     d = work / run.name
     meta = run_meta(d)
     t0, t1 = window(d, warmup_s)
     truth = flow_rates_truth(d, t0, t1)
+    cwnd = cwnd_mean_truth(d, t0, t1)
+    gs = groups_of(d, warmup_s) if use_groups else []
+    if use_groups and len(gs) != 1:
+        raise SystemExit(f"{d}: hscc-trace found {len(gs)} bottleneck groups, not 1")
+    hs = {group_sport(f): f for f in gs[0]["flows"]} if gs else {}
     flows = []
-    for i, fl in enumerate(meta["flows"]):
+    for fl in meta["flows"]:
+        g = hs.get(fl["sport"])
         flows.append(
             {
                 "sport": fl["sport"],
                 "cc": fl["cc"],
                 "base_rtt_ms": round(1e3 * fl.get("base_rtt_s", meta["base_rtt_s"]), 3),
+                "goodput_mbit": round(g["goodput_bps"] / 1e6, 3) if g else None,
+                "share": round(g["share"], 4) if g else None,
+                "rtt_mean_ms": round(g["rtt_mean_s"] * 1e3, 2) if g and g.get("rtt_mean_s") else None,
                 "goodput_mbit_truth": round(truth[fl["sport"]], 3),
+                "cwnd_mean_pkts_truth": round(cwnd.get(fl["sport"], 0.0), 1),
                 "retrans_kernel": fl["sender_stats"].get("total_retrans"),
             }
         )
-        del i
     e = meta["emulator"]["a_to_b"]
     return {
         "run": run.name,
@@ -196,6 +238,17 @@ def measure(run: Run, work: Path, warmup_s: float) -> dict:
         "window_s": round((t1 - t0) / 1e9, 3),
         "warmup_s": warmup_s,
         "flows": flows,
+        # the flows' goodput over the link's payload capacity (rate x 1448/1500)
+        "utilization_link": round(sum(f["goodput_mbit"] or 0 for f in flows) / (run.rate_mbit * MSS / WIRE), 4),
+        "group": {k: gs[0][k] for k in GROUP_KEYS} | {"flow_ids": gs[0]["flow_ids"]} if gs else None,
+        "hscc_vs_truth_max_rel": max(
+            (
+                abs(f["goodput_mbit"] - f["goodput_mbit_truth"]) / f["goodput_mbit_truth"]
+                for f in flows
+                if f["goodput_mbit"] is not None
+            ),
+            default=None,
+        ),
         "link_drops": {"queue": e["drop_queue"], "random": e["drop_loss"]},
         "emulator": emulator_ok(meta),
         "command": meta["command"],
@@ -203,7 +256,7 @@ def measure(run: Run, work: Path, warmup_s: float) -> dict:
     }
 
 
-def total(m: dict, pred=lambda f: True, key: str = "goodput_mbit_truth") -> float:
+def total(m: dict, pred=lambda f: True, key: str = "goodput_mbit") -> float:
     return sum(f[key] for f in m["flows"] if pred(f))
 
 

@@ -63,14 +63,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", default="/tmp/hscc_experiments/hrf")
     ap.add_argument("--analyze-only", action="store_true")
+    ap.add_argument("--make-only", action="store_true", help="make the runs; read none")
     ap.add_argument("--seed", type=int, default=1)
     a = ap.parse_args()
     work = Path(a.work)
     rs = runs(a.seed)
     if not a.analyze_only:
         common.make(rs, work)
+    if a.make_only:
+        return
     m = {r.name: common.measure(r, work, WARM) for r in rs if (work / r.name / "meta.json").exists()}
-    key = "goodput_mbit_truth"
+    key = "goodput_mbit"
     rows = []
     for r in rs:
         x = m.get(r.name)

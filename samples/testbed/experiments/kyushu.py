@@ -54,14 +54,18 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--work", default="/tmp/hscc_experiments/kyushu")
     ap.add_argument("--analyze-only", action="store_true")
+    ap.add_argument("--make-only", action="store_true", help="make the runs; read none")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--rtt", type=float, default=0.0, help="make only the runs of this base RTT (ms)")
     a = ap.parse_args()
     work = Path(a.work)
     rs = runs(a.seed)
     if not a.analyze_only:
-        common.make(rs, work)
+        common.make([r for r in rs if not a.rtt or r.rtt_ms == a.rtt], work)
+    if a.make_only:
+        return
     m = {r.name: common.measure(r, work, WARM) for r in rs if (work / r.name / "meta.json").exists()}
-    key = "goodput_mbit_truth"
+    key = "goodput_mbit"
     rows = []
     for rtt in RTTS:
         base = m.get(run("reno", rtt, a.seed).name)
