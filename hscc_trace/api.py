@@ -476,13 +476,27 @@ def group_input(
     return _groups.group_dicts(obj)
 
 
-def compare(baseline: Any, test: Any, *, regular: Any = "reno", rule: Any = None, options: Any = None) -> Any:
+def compare(
+    baseline: Any,
+    test: Any,
+    *,
+    regular: Any = "reno",
+    rule: Any = None,
+    options: Any = None,
+    algorithms: Sequence[str] | None = None,
+    bpf: str | None = None,
+) -> Any:
     """Bandwidth stolen (Compound TCP paper, Definition 1) from ``test``'s regular flows against
-    ``baseline`` and every per-flow delta (:func:`hscc_trace.analysis.groups.compare`); either
-    may be a capture path, a ``.json`` results file, a results document or an :class:`Analysis`."""
+    ``baseline`` and every per-flow delta (:func:`hscc_trace.analysis.groups.compare`, a
+    ``Comparison``: ``.stolen``, ``.groups``, ``.as_dict()``); either may be a capture path, a
+    ``.json`` results file, a results document or an :class:`Analysis` (:func:`group_input`).
+    ``regular``: an algorithm label or flow ids."""
     from hscc_trace.analysis import groups as _groups
 
-    return _groups.compare(group_input(baseline, rule, options), group_input(test, rule, options), regular=regular)
+    kw: dict[str, Any] = {"bpf": bpf, "algorithms": algorithms}
+    return _groups.compare(
+        group_input(baseline, rule, options, **kw), group_input(test, rule, options, **kw), regular=regular
+    )
 
 
 # --- compiling ahead ------------------------------------------------------------------------------
@@ -538,3 +552,41 @@ def _every_algorithm() -> list[str]:
                 continue
             names.append(n)
     return names
+
+
+# --- QUIC from qlog (docs/quic.md) ------------------------------------------------------------------
+
+
+def qlog_summary(
+    path: PathLike,
+    algorithms: Sequence[str] = ("reno", "cubic"),
+    flavors: Sequence[str] = ("rfc", "aioquic"),
+    losses: str = "stack",
+    departures: bool = False,
+) -> dict[str, Any]:
+    """Every QUIC connection of a qlog file: what was read, the importer's checks against the
+    stack's logged values, and each QUIC replay's agreement with the logged window
+    (:func:`hscc_trace.qlog.summary`; its ``_warnings`` key holds the :class:`~hscc_trace.errors.Warn` records)."""
+    from hscc_trace.qlog import summary
+
+    return summary(str(path), tuple(algorithms), tuple(flavors), losses, departures)
+
+
+def qlog_table(
+    path: PathLike, kind: str, connection: int = 0, algorithm: str = "reno", flavor: str = "rfc", losses: str = "stack"
+) -> tuple[pl.DataFrame, list[Any]]:
+    """One table of one connection of a qlog file: ``sent``, ``acks``, ``lost``, ``detected``,
+    ``metrics`` (:class:`hscc_trace.qlog.Connection`), or ``replay`` (``algorithm`` / ``flavor``
+    against the logged cwnd, :func:`hscc_trace.qlog.replay.replay`); with the warnings."""
+    from hscc_trace.qlog import connections
+    from hscc_trace.qlog.replay import replay as qreplay
+
+    conns, warns = connections(str(path))
+    if not 0 <= connection < len(conns):
+        raise InputError(f"{path}: no connection {connection} (the qlog has {len(conns)})")
+    c = conns[connection]
+    if kind == "replay":
+        return qreplay(c, algorithm, flavor, losses).table, warns
+    if kind not in ("sent", "acks", "lost", "detected", "metrics"):
+        raise UsageError(f"unknown qlog table {kind!r}")
+    return getattr(c, kind), warns

@@ -30,6 +30,14 @@ with a ``[tool.hscc-trace]`` table is used (``hscc-trace.toml`` first). Example:
     expect = "cubic"
     max_error = 0.25
 
+    [groups]                                    # bottleneck groups (docs/groups.md)
+    window_s = 0.5                              # s, the shared time axis' window (default 1)
+    min_bytes = 100000                          # a bulk flow delivers at least this many bytes …
+    min_duration_s = 1.0                        # … over at least this long (s)
+    min_overlap = 0.5                           # concurrent: overlap of the shorter data interval
+    reference = "reno"                          # the friendliness reference and regular flows
+    groups = ["0,2", "port=5001,port=5002"]     # groups of your own instead of the rule
+
 Unknown keys and wrong types are a :class:`~hscc_trace.errors.UsageError` (one line, exit 2):
 a typo in a CI gate must not silently weaken it.
 """
@@ -137,6 +145,20 @@ class CheckConfig:
 
 
 @dataclass(frozen=True)
+class GroupsConfig:
+    """Defaults for bottleneck groups (``[groups]``; docs/groups.md): None keeps the built-in value
+    of :mod:`hscc_trace.analysis.groups` (window 1 s, 100 000 bytes, 1 s, overlap 0.5, ``reno``);
+    ``groups``: groups of your own, each as ``--group`` takes it (``"0,2"``, ``"port=5001,port=5002"``)."""
+
+    window_s: float | None = None
+    min_bytes: int | None = None
+    min_duration_s: float | None = None
+    min_overlap: float | None = None
+    reference: str | None = None
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Config:
     """Everything a run is configured with. ``algorithms=None`` means every registered one."""
 
@@ -145,12 +167,14 @@ class Config:
     filter: str | None = None
     jobs: int = 1
     check: CheckConfig = field(default_factory=CheckConfig)
+    groups: GroupsConfig = field(default_factory=GroupsConfig)
     source: str | None = None  # file the configuration came from (None = defaults only)
 
 
 # --- parsing -----------------------------------------------------------------------------------
 
-_TOP_KEYS = {"algorithms", "params", "filter", "jobs", "check"}
+_TOP_KEYS = {"algorithms", "params", "filter", "jobs", "check", "groups"}
+_GROUPS_KEYS = {"window_s", "min_bytes", "min_duration_s", "min_overlap", "reference", "groups"}
 _CHECK_KEYS = {
     "expect",
     "max_error",
@@ -323,7 +347,31 @@ def parse(table: dict[str, Any], source: str = "<config>", base_dir: Path | None
         kw["jobs"] = _int(source, "jobs", table["jobs"], lo=1)
     if "check" in table:
         kw["check"] = _check(source, table["check"], base_dir)
+    if "groups" in table:
+        kw["groups"] = _groups(source, table["groups"])
     return Config(**kw)
+
+
+def _groups(src: str, v: Any) -> GroupsConfig:
+    if not isinstance(v, dict):
+        raise _err(src, "groups must be a table ([groups])")
+    _unknown(src, "[groups]", v, _GROUPS_KEYS)
+    kw: dict[str, Any] = {}
+    for key in ("window_s", "min_duration_s", "min_overlap"):
+        if key in v:
+            kw[key] = _num(src, f"groups.{key}", v[key])
+    if "window_s" in kw and kw["window_s"] <= 0:
+        raise _err(src, f"groups.window_s must be positive, got {kw['window_s']}")
+    if "min_bytes" in v:
+        kw["min_bytes"] = _int(src, "groups.min_bytes", v["min_bytes"])
+    if "reference" in v:
+        kw["reference"] = _str(src, "groups.reference", v["reference"])
+    if "groups" in v:
+        items = v["groups"]
+        if not isinstance(items, list) or not all(isinstance(g, str) for g in items):
+            raise _err(src, 'groups.groups must be an array of strings, e.g. ["0,2", "port=5001,port=5002"]')
+        kw["groups"] = tuple(items)
+    return GroupsConfig(**kw)
 
 
 def folder_expectations(folder: str | Path) -> tuple[Expectation, ...]:

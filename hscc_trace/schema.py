@@ -428,6 +428,20 @@ CORPUS_ROUNDS: tuple[Column, ...] = (
     *ROUNDS,
 )
 
+CORPUS_GROUPS: tuple[Column, ...] = (
+    *CORPUS_KEY,
+    Column("group", pl.UInt32, "", "the bottleneck group's index in its capture (docs/groups.md)"),
+    Column("flow_id", pl.UInt32, "", "one of its flows (one row per flow of the group)"),
+    Column("flows", pl.UInt32, "", "flows in the group"),
+    Column("algo", pl.String, "", "the flow's algorithm label (kernel's label beside the capture, or its verdict)"),
+    Column("goodput_bps", pl.Float64, "bit/s", "the flow's goodput over the group's measurement interval"),
+    Column("share", pl.Float64, "", "the flow's share of the group's goodput"),
+    Column("friendliness", pl.Float64, "", "its goodput over its reno co-flows' mean (null: no such co-flow)"),
+    Column("jain", pl.Float64, "", "the group's Jain fairness index over its measurement interval"),
+    Column("capacity_bps", pl.Float64, "bit/s", "the group's estimated bottleneck capacity (goodput terms)"),
+    Column("utilization", pl.Float64, "", "the group's total goodput over that capacity"),
+)
+
 CORPUS_ERRORS: tuple[Column, ...] = (
     *CORPUS_KEY,
     Column("reason", pl.String, "", "unreadable, internal, worker_died or timeout"),
@@ -442,6 +456,7 @@ CORPUS_TABLES: dict[str, tuple[Column, ...]] = {
     "fits": CORPUS_FITS,
     "episodes": CORPUS_EPISODES,
     "rounds": CORPUS_ROUNDS,
+    "groups": CORPUS_GROUPS,
     "errors": CORPUS_ERRORS,
 }
 

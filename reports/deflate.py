@@ -2,28 +2,13 @@
 
 The page holds them gzip-compressed and base64-encoded; report.js unpacks them with the browser's
 ``DecompressionStream("gzip")``, which reads any standard gzip stream, so the compressor and its
-settings are free. zlib-ng (the ``zlib-ng`` wheel, a dependency) is used when it imports, with a
-level and strategy per kind of stream chosen by measurement; without it the standard library's
-zlib at level 4 writes them, as before zlib-ng (the same content, other bytes).
-
-Measured in the report's worker thread on replica-5M (50 payloads, 34.0 MB of JSON text; 25
-stores, 96.3 MB of binary columns; two runs each, load 4.6-7), CPU and compressed size:
-
-=============================  ==================  ==================  =====================
-                               payloads            stores              together
-=============================  ==================  ==================  =====================
-zlib 4 (before; the fallback)  0.89-0.94 s 7.87 MB 1.80-1.93 s 13.81   2.69-2.87 s 21.68 MB
-zlib-ng 7 Z_FILTERED / 4       1.12-1.20 s 7.03    1.02-1.10 s 14.36   2.14-2.30 s 21.39
-zlib-ng 7 / 5                  0.99-1.00 s 7.32    1.27-1.30 s 14.02   2.27-2.29 s 21.34
-zlib-ng 5 / 3                  0.66-0.69 s 7.74    0.93-0.97 s 14.62   1.59-1.66 s 22.36
-=============================  ==================  ==================  =====================
-
-The payloads, numbers written out as text, compress best with zlib-ng's level 7 and
-``Z_FILTERED`` (short matches given up for literals: 11 % smaller than zlib's level 4, 25 % more
-CPU); the stores, varint columns, with its level 4 (40 % less CPU than zlib's level 4, 4 % larger).
-Together: a fifth less CPU and a page 0.4 MB smaller. Cheaper settings make the page larger
-(zlib-ng 5 / 3 above: 0.9 MB, over the size budget of docs/report.md), as does isal at any of its
-levels (its level 3: 15.4 MB of stores). The offline measurements are in docs/report.md.
+settings are free. zlib-ng (the ``zlib-ng`` wheel, a dependency) is used when it imports: level 7
+with ``Z_FILTERED`` for the payloads (numbers written out as text: 11 % smaller than zlib's level
+4) and level 4 for the stores (varint columns: 40 % less CPU than zlib's level 4, 4 % larger) —
+on replica-5M's report a fifth less CPU and a page 0.4 MB smaller; every cheaper setting measured
+made the page larger (zlib-ng 5 / 3 by 0.9 MB, past its size budget; isal at any level); the
+table of levels is in docs/report.md. Without zlib-ng the standard library's zlib at level 4
+writes them (the same content, other bytes).
 
 Same input, same bytes (a new compressor per stream, time stamp 0 in the gzip header); the bytes
 depend on the compressor (and may on the platform: zlib-ng picks SIMD variants at run time), which
@@ -47,7 +32,7 @@ Kind = Literal["figure", "store"]
 
 #: zlib-ng's (level, strategy) per kind of stream (see the module docstring for the measurements)
 NG_SETTINGS: dict[str, tuple[int, int]] = {"figure": (7, Z_FILTERED), "store": (4, Z_DEFAULT_STRATEGY)}
-#: the standard library's level when zlib-ng is missing (the report's streams before zlib-ng)
+#: the standard library's level when zlib-ng is missing
 ZLIB_LEVEL = 4
 
 

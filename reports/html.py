@@ -538,15 +538,21 @@ def _header(a: Analysis, n_figures: int, info_note: str, overview: str, summarie
             "corrected where the flow section says so.</p>"
         )
     out.append(overview)
-    # algorithms and parameters
-    out.append('<h2 id="algorithms">Algorithms and parameters</h2>')
+    from .groups_html import groups_section
+
+    out.append(groups_section(a))  # (the flows that share a bottleneck: docs/groups.md)
+    # algorithms and parameters, folded away: the report opens on the groups, flows and verdicts
+    labels = list(dict.fromkeys([*a.algorithms, *a.params]))
+    out.append(
+        '<details id="algorithms" class="params-fold"><summary><strong>Algorithms and parameters</strong> '
+        f'<span class="muted">({len(labels)} replayed: {e(", ".join(labels))})</span></summary>'
+    )
     out.append(
         '<p class="muted">Every parameter each replay used; <strong>bold</strong> values differ from the '
         "algorithm's documented default (hover a parameter for its meaning and source).</p>"
     )
     colors = F.algo_colors(a.algorithms)
     rows = []
-    labels = list(dict.fromkeys([*a.algorithms, *a.params]))
     for algo in labels:
         params = a.params.get(algo, {})
         info = meta.params(algo)
@@ -567,7 +573,9 @@ def _header(a: Analysis, n_figures: int, info_note: str, overview: str, summarie
                 (f'<div class="muted">{e(summ)}</div>' if summ else "") + ptxt,
             ]
         )
-    out.append('<div class="params">' + _table(["algorithm", "what it is · every parameter used"], rows) + "</div>")
+    out.append(
+        '<div class="params">' + _table(["algorithm", "what it is · every parameter used"], rows) + "</div></details>"
+    )
     # warnings
     warns = [e(x) for x in a.errors]
     for c, flows in zip(a.captures, summaries):

@@ -37,10 +37,11 @@ def external(*names: str) -> Path:
     return EXTERNAL
 
 
-# long child processes run beside the suite: hooks and fixture from tests/background.py
-from background import (  # noqa: E402,F401 - pytest finds hooks and fixtures by name here
-    background_job,
-    pytest_collection_finish,
-    pytest_collection_modifyitems,
-    pytest_sessionfinish,
-)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The long tests (``@pytest.mark.xdist_group("long")``: minutes of one core in a child
+    process) go first, so that under pytest-xdist (``-n auto --dist loadgroup`` in pyproject.toml)
+    one worker starts them at once while the other workers take the rest of the suite, instead of
+    one of them starting last and running alone at the end."""
+    first = [it for it in items if any(m.args == ("long",) for m in it.iter_markers("xdist_group"))]
+    if first:
+        items[:] = first + [it for it in items if it not in first]

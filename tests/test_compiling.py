@@ -63,25 +63,29 @@ def test_the_notice_writes_a_line_per_kernel_when_asked_on_any_stream() -> None:
     assert lines[-1].startswith("hscc-trace: compiled 1 kernels in") and "\x1b" not in log.getvalue()
 
 
-def _compile_then_analyze(workdir: Path) -> tuple[list[dict], list[str], list[dict]]:
-    """`hscc-trace compile` (api.compile_kernels) in a fresh process with an empty hscc-trace
-    cache folder, then a later fresh process analyzing a real sample and writing its report:
-    the first's summary and kernels never compiled, the second's summary."""
+@pytest.mark.slow
+@pytest.mark.xdist_group("long")
+def test_compile_kernels_leaves_nothing_to_interpret_in_a_later_run(tmp_path: Path) -> None:
+    """`hscc-trace compile` (api.compile_kernels): every kernel and replay loop compiled and
+    stamped, so that a later process analyzing a real sample runs none of them interpreted.
+    Both in fresh processes with an empty hscc-trace cache folder (and so an empty numba cache,
+    unless NUMBA_CACHE_DIR is set): every kernel and replay loop is compiled anew, ≈ 4.5 min of
+    one core (a long test: conftest.py starts it first, on a worker of its own)."""
     import json
     import os
+    import subprocess
     import sys
 
-    import background
     from conftest import REPO
 
     from hscc_trace.perf import firstuse
 
-    env = dict(os.environ, HSCC_TRACE_CACHE_DIR=str(workdir))
+    env = dict(os.environ, HSCC_TRACE_CACHE_DIR=str(tmp_path))
     env.pop(firstuse.MODE_ENV, None)
     head = "import json; from hscc_trace import api; from hscc_trace.perf import firstuse\n"
 
     def run(code: str) -> list:
-        out = background.run([sys.executable, "-c", head + code], env=env, timeout=900)
+        out = subprocess.run([sys.executable, "-c", head + code], env=env, capture_output=True, text=True, timeout=900)
         assert out.returncode == 0, out.stderr[-4000:]
         return json.loads(out.stdout.splitlines()[-1])
 
@@ -90,20 +94,8 @@ def _compile_then_analyze(workdir: Path) -> tuple[list[dict], list[str], list[di
         "missed = [k.name for k in firstuse.REGISTRY if not k._ready]\n"
         "print(json.dumps([done, missed]))"
     )
-    sample, report = str(REPO / "samples/reno-bdp/capture.pcap"), str(workdir / "r.html")
+    sample, report = str(REPO / "samples/reno-bdp/capture.pcap"), str(tmp_path / "r.html")
     later = run(f"a = api.analyze({sample!r}); api.report(a, {report!r}); print(json.dumps(firstuse.summary()))")
-    return summary, missed, later
-
-
-@pytest.mark.slow
-@pytest.mark.background(job=_compile_then_analyze)
-def test_compile_kernels_leaves_nothing_to_interpret_in_a_later_run(background_job) -> None:
-    """`hscc-trace compile` (api.compile_kernels): every kernel and replay loop compiled and
-    stamped, so that a later process analyzing a real sample runs none of them interpreted.
-    Both in fresh processes with an empty hscc-trace cache folder (and so an empty numba cache,
-    unless NUMBA_CACHE_DIR is set): every kernel and replay loop is compiled anew, ≈ 4.5 min,
-    run beside the other tests (tests/background.py)."""
-    summary, missed, later = background_job()
     assert summary and all(r["interpreted_calls"] == 0 for r in summary)
     loops = {r["kernel"] for r in summary if r["kernel"].startswith("replay loop of ")}
     assert {"replay loop of bbr", "replay loop of cubic_rfc", "replay loop of kyushu_cubic_linux"} <= loops

@@ -29,49 +29,39 @@ def _atheris() -> bool:
     return True
 
 
-def _fuzz(workdir: Path) -> tuple[int, dict[str, bytes], str] | None:
-    """The harness for ``HSCC_TRACE_FUZZ_SECONDS`` (default 60): its exit status, the inputs it
-    saved as crashes, timeouts or out-of-memory (by name; the job's folder goes with the session),
-    and its stderr (None without atheris)."""
-    import background
+@pytest.mark.slow
+@pytest.mark.xdist_group("long")
+def test_fuzz_for_a_bounded_time(tmp_path: Path) -> None:
+    """The harness for ``HSCC_TRACE_FUZZ_SECONDS`` (default 60) in a child process: exit 0, no
+    input saved as a crash, timeout or out-of-memory (kept in ``tmp_path``), and inputs run (a
+    long test: conftest.py starts it first, on a worker of its own)."""
+    import subprocess
 
-    try:
-        import atheris  # noqa: F401
-    except ImportError:
-        return None
+    if not _atheris():
+        pytest.skip("atheris is not installed")
     seconds = int(os.environ.get("HSCC_TRACE_FUZZ_SECONDS", "60"))
     env = {k: v for k, v in os.environ.items() if k != "HSCC_TRACE_DEBUG"}
-    r = background.run(
+    r = subprocess.run(
         [
             sys.executable,
             str(HARNESS),
-            str(workdir / "corpus"),
+            str(tmp_path / "corpus"),
             f"-max_total_time={seconds}",
             "-timeout=60",
             "-rss_limit_mb=3072",
-            f"-artifact_prefix={workdir}/",
+            f"-artifact_prefix={tmp_path}/",
             "-print_final_stats=1",
         ],
         env=env,
+        capture_output=True,
+        text=True,
         timeout=seconds + 600,
-        cwd=workdir,
+        cwd=tmp_path,
     )
-    found = sorted(p for p in workdir.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-")))
-    return r.returncode, {p.name: p.read_bytes() for p in found}, r.stderr
-
-
-@pytest.mark.slow
-@pytest.mark.background(job=_fuzz)
-def test_fuzz_for_a_bounded_time(background_job, tmp_path):
-    """(Run beside the other tests: tests/background.py; what it finds is kept in ``tmp_path``.)"""
-    if not _atheris():
-        pytest.skip("atheris is not installed")
-    returncode, found, stderr = background_job()
-    for name, data in found.items():
-        (tmp_path / name).write_bytes(data)
-    tail = "\n".join(stderr.splitlines()[-40:])
-    assert returncode == 0 and not found, f"fuzzer found {sorted(found)} in {tmp_path} (exit {returncode}):\n{tail}"
-    runs = [ln for ln in stderr.splitlines() if ln.startswith("stat::number_of_executed_units:")]
+    found = sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(("crash-", "timeout-", "oom-")))
+    tail = "\n".join(r.stderr.splitlines()[-40:])
+    assert r.returncode == 0 and not found, f"fuzzer found {found} in {tmp_path} (exit {r.returncode}):\n{tail}"
+    runs = [ln for ln in r.stderr.splitlines() if ln.startswith("stat::number_of_executed_units:")]
     assert runs and int(runs[0].split(":")[-1]) > 0, tail  # it ran inputs, not only the start-up
 
 

@@ -261,9 +261,10 @@ def test_results_json_groups_and_compare_cli(samples, tmp_path):
 
     from hscc_trace.cli import app
 
-    docs = {}
+    docs, analyses = {}, {}
     for name in ("reno-vs-cubic", "bbr-vs-cubic"):
         a = Analysis(captures=[samples[name]], algorithms=[], params={}, version="test", created=results.utc_now())
+        analyses[name] = a
         doc = api.results(a)
         results.validate(doc)  # the groups section follows the schema
         (grp,) = doc["captures"][0]["groups"]
@@ -284,6 +285,10 @@ def test_results_json_groups_and_compare_cli(samples, tmp_path):
     q = next(f["goodput_bps"] for f in test["flows"] if f["algo"] == "cubic")
     assert g["stolen"] == pytest.approx((p - q) / p)
     assert 0.2 < g["stolen"] < 0.3  # 4.88 → 3.62 Mbit/s
+    # the library call on the analyses themselves gives the same
+    c = api.compare(analyses["reno-vs-cubic"], analyses["bbr-vs-cubic"], regular="cubic")
+    assert c.stolen == pytest.approx(g["stolen"])
+    assert list(api.groups(analyses["bbr-vs-cubic"]).values())[0][0].jain == pytest.approx(test["jain"])
     page = tmp_path / "compare.html"
     text = CliRunner().invoke(
         app, ["compare", str(docs["reno-vs-cubic"]), str(docs["bbr-vs-cubic"]), "--regular", "cubic", "-o", str(page)]
@@ -299,3 +304,40 @@ def test_results_json_groups_and_compare_cli(samples, tmp_path):
     cmd = [sys.executable, "-m", "hscc_trace", "compare", str(tmp_path / "missing.json"), str(docs["bbr-vs-cubic"])]
     bad = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and bad.stderr.count("\n") == 1 and "missing.json" in bad.stderr, bad.stderr
+
+
+def test_groups_table_in_the_configuration():
+    from hscc_trace import config
+    from hscc_trace.cli.analyze_cmd import group_options
+    from hscc_trace.errors import UsageError
+
+    cfg = config.parse(
+        {"groups": {"window_s": 0.5, "min_bytes": 2000, "reference": "cubic", "groups": ["0,2", "port=5001"]}}
+    )
+    rule, opts = group_options(None, None, cfg.groups)
+    assert rule.groups == ((0, 2), ("port=5001",)) and rule.min_bytes == 2000
+    assert opts.window_s == 0.5 and opts.reference == "cubic"
+    # the command line wins over the file
+    rule, opts = group_options(["1,3"], 2.0, cfg.groups)
+    assert rule.groups == ((1, 3),) and opts.window_s == 2.0
+    with pytest.raises(UsageError, match="window"):
+        config.parse({"groups": {"windw": 1}})
+    with pytest.raises(UsageError, match="positive"):
+        config.parse({"groups": {"window_s": 0}})
+
+
+def test_corpus_groups_table_and_census(tmp_path):
+    pytest.importorskip("distributed")  # (the corpus extra)
+    from hscc_trace.corpus import census, runner
+    from hscc_trace.corpus import dataset as ds
+
+    path = str(SAMPLES / "reno-vs-cubic-rtt20" / "capture.pcap")
+    assert runner.analyze_capture(path, str(tmp_path / "ds"), ["reno", "cubic"], None)["status"] == "ok"
+    rows = ds.read(tmp_path / "ds", "groups").sort("flow_id")
+    # one group of two flows: Reno 46.9 %, CUBIC 53.1 %, Jain 0.996, the 20 Mbit/s link full
+    assert rows["flow_id"].to_list() == [0, 1] and rows["flows"].to_list() == [2, 2]
+    assert rows["algo"].to_list() == ["reno", "cubic"]
+    assert rows["share"].sum() == pytest.approx(1.0)
+    assert rows["jain"][0] > 0.99 and rows["utilization"][0] > 0.95
+    page = census.build(tmp_path / "ds")
+    assert "Bottleneck groups" in page and "0 reno 46.9 %, 1 cubic 53.1 %" in page

@@ -6,6 +6,7 @@ Layers, lowest first — a module may import its own layer and the layers below,
     reading   capture/      file formats, BPF, decoders
     flows     flows/        connections, per-flow packet arena, ingestion (load)
     events    events/       segments, ACKs, episodes, rounds, SACK blocks
+    quic      qlog/         QUIC connections from qlog files, their RFC 9002 streams and replays
     replay    replay/       engine, registry, selection; replay/algorithms/ (one file each)
     analysis  analysis/     the analyze pipeline, JSON results, check, table exports
     report    reports/      figures and the HTML report
@@ -49,6 +50,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("reading", ("hscc_trace.capture*",)),
     ("flows", ("hscc_trace.flows*",)),
     ("events", ("hscc_trace.events*",)),
+    ("quic", ("hscc_trace.qlog*",)),
     ("replay", ("hscc_trace.replay*",)),
     ("analysis", ("hscc_trace.analysis*",)),
     ("report", ("hscc_trace.reports*",)),

@@ -583,9 +583,10 @@ def test_census_renders_offline_in_chromium(census_page: Path) -> None:
     assert st["error"] is None and st["done"] is True, st
     assert res["errors"] == []
     assert res["requests"] == [] and res["blocked"] == []
-    # four figures: verdict counts, goodput, RTT, episodes per minute — each drawn with its bars
-    assert res["figures"]["divs"] == st["expected"] == st["rendered"] == 4
-    assert res["figures"]["plots"] == res["figures"]["drawn"] == 4
+    # five figures: verdict counts, goodput, RTT, episodes per minute and Jain's index of the
+    # bottleneck groups (bbr-vs-cubic's two flows) — each drawn with its bars
+    assert res["figures"]["divs"] == st["expected"] == st["rendered"] == 5
+    assert res["figures"]["plots"] == res["figures"]["drawn"] == 5
     assert res["alert"] is False
     print(f"\ncensus {census_page.stat().st_size / 1e6:.2f} MB drawn in {st['ms'] / 1000:.2f} s")
 
@@ -622,3 +623,42 @@ if __name__ == "__main__":  # pragma: no cover
     import sys
 
     _measure(sys.argv[1:])
+
+
+@pytest.fixture(scope="module")
+def groups_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The report of the bundled two-flow sample reno-vs-cubic (Reno and CUBIC sharing 10 Mbit/s),
+    replaying only those two: its bottleneck-group section (docs/groups.md) before the flows."""
+    from hscc_trace import api
+
+    a = api.analyze([Path(__file__).resolve().parent.parent / "samples/reno-vs-cubic/capture.pcap"], ["reno", "cubic"])
+    path = tmp_path_factory.mktemp("groups") / "report.html"
+    write_report(a, path)
+    return path
+
+
+GROUPS_JS = """(() => {
+  const g = document.querySelector('#groups'), f = document.querySelector('section.flow');
+  const charts = Array.from(document.querySelectorAll('svg.gchart'));
+  return {groupsTop: g ? g.getBoundingClientRect().top : null, flowTop: f ? f.getBoundingClientRect().top : null,
+          charts: charts.length, drawn: charts.filter(s => s.querySelector('polyline, polygon')).length,
+          paramsOpen: document.querySelector('details#algorithms').open,
+          rows: document.querySelectorAll('#groups ~ table tbody tr').length};
+})()"""
+
+
+@pytest.mark.browser
+@needs_chromium
+def test_group_section_renders_in_chromium(groups_report: Path) -> None:
+    if CHROMIUM is None:
+        cannot_run("no chromium binary (apt-get install chromium; .ci/run installs it)")
+    res = open_report(groups_report, shots="groups", script=GROUPS_JS)
+    st = res["status"]
+    assert st["error"] is None and st["done"] is True, st
+    assert res["errors"] == [] and res["requests"] == [] and res["blocked"] == []
+    g = res["script"]
+    # four charts (goodput stacked, shares, Jain, windows), each drawn; the section comes before the
+    # flows' figures, and the algorithms' parameter table is folded away
+    assert g["charts"] == g["drawn"] == 4
+    assert g["groupsTop"] is not None and g["groupsTop"] < g["flowTop"]
+    assert g["paramsOpen"] is False

@@ -151,13 +151,15 @@ def test_index_lists_every_required_sample_and_its_files_exist():
         assert e["packets"] == meta(e["name"])["capture"]["packets"]
 
 
-def test_samples_total_size_under_38_mb():
+def test_samples_total_size_under_41_mb():
     # 30 MiB until the 24 samples of the BPF congestion controls (issue #18: 12 senders × 2 paths,
     # 7.5 MiB with gzip-compressed captures) were added; samples/ then weighed 33.2 MiB (33.7 MiB
     # with ktcp-cubic-loss-rtt20, Kyushu-TCP over CUBIC where its hold shows under random loss).
     # 36 → 38 MiB for the ten Linux samples that fill the rest of issue 17's grid (3.5 MiB, captures gzipped): 37.0 MiB
+    # 38 → 41 MiB for samples/quic/ (issue 42: 2.6 MiB — four 10 s aioquic qlogs and a client's, gzipped,
+    # and seven public qlog files of other stacks): 39.9 MiB
     total = sum(p.stat().st_size for p in SAMPLES.rglob("*") if p.is_file())
-    assert total < 38 * 1024 * 1024, f"samples/ is {total / 2**20:.1f} MiB"
+    assert total < 41 * 1024 * 1024, f"samples/ is {total / 2**20:.1f} MiB"
 
 
 @pytest.mark.parametrize("name", ALL_NAMES)

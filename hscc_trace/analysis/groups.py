@@ -71,6 +71,7 @@ Definitions (each with its source; the whole story in docs/groups.md)
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -122,6 +123,8 @@ class FlowSeries:
     rtt_ns: np.ndarray  # int64: times of the RTT samples
     rtt_s: np.ndarray  # float64: the samples [s]
     episodes: tuple[tuple[int, str], ...] = ()  # (start_ns, kind) of every congestion episode
+    flight_ns: np.ndarray | None = None  # int64: times of every ACK (the report's windows)
+    flight: np.ndarray | None = None  # int64: bytes outstanding after each (snd_max − ack)
 
     @property
     def start_ns(self) -> int:
@@ -194,7 +197,7 @@ def flow_series(fr: Any) -> FlowSeries | None:
     ev = fr.events
     if ev is None or ev.acks.height == 0 or ev.segments.height == 0:
         return None
-    acks = ev.acks.select("ts_ns", "acked_bytes", "rtt_s")
+    acks = ev.acks.select("ts_ns", "acked_bytes", "rtt_s", "outstanding")
     adv = acks.filter(pl.col("acked_bytes") > 0)
     if adv.height == 0:
         return None
@@ -228,6 +231,8 @@ def flow_series(fr: Any) -> FlowSeries | None:
         rtt_ns=rtt["ts_ns"].to_numpy().astype(np.int64),
         rtt_s=rtt["rtt_s"].to_numpy().astype(np.float64),
         episodes=eps,
+        flight_ns=acks["ts_ns"].to_numpy().astype(np.int64),
+        flight=acks["outstanding"].fill_null(0).to_numpy().astype(np.int64),
     )
 
 
@@ -307,10 +312,15 @@ def find_groups(series: Sequence[FlowSeries], rule: GroupRule | None = None) -> 
             i = parent[i]
         return i
 
-    for i in range(len(bulk)):
-        for j in range(i + 1, len(bulk)):
+    # a sweep in order of start: a flow is compared only with the flows still transferring when it starts
+    by_start = sorted(range(len(bulk)), key=lambda i: bulk[i].start_ns)
+    active: list[int] = []
+    for i in by_start:
+        active = [j for j in active if bulk[j].end_ns > bulk[i].start_ns]
+        for j in active:
             if bulk[i].vantage == bulk[j].vantage and _overlap(bulk[i], bulk[j]) >= rule.min_overlap:
-                parent[root(j)] = root(i)
+                parent[root(i)] = root(j)
+        active.append(i)
     comps: dict[int, list[FlowSeries]] = {}
     for i, s in enumerate(bulk):
         comps.setdefault(root(i), []).append(s)
@@ -489,19 +499,21 @@ def measure(flows: Sequence[FlowSeries], opts: GroupOptions | None = None, index
     # congested windows: a loss episode starts in it, or a standing queue (median RTT > factor · base)
     congested = np.zeros(len(lens), dtype=bool)
     for s in flows:
-        for t, _ in s.episodes:
-            k = int(np.searchsorted(edges, t, side="right")) - 1
-            if 0 <= k < len(lens):
-                congested[k] = True
+        if s.episodes:
+            at = np.searchsorted(edges, np.array([t for t, _ in s.episodes], dtype=np.int64), side="right") - 1
+            congested[at[(at >= 0) & (at < len(lens))]] = True
     all_t = np.concatenate([s.rtt_ns for s in flows]) if flows else np.zeros(0, dtype=np.int64)
     all_r = np.concatenate([s.rtt_s for s in flows]) if flows else np.zeros(0)
     if all_t.size and rtts:
         base = min(rtts)
-        k = np.searchsorted(edges, all_t, side="right") - 1
-        for w in range(len(lens)):
-            sel = all_r[k == w]
-            if sel.size and float(np.median(sel)) > opts.queue_factor * base:
-                congested[w] = True
+        where = np.searchsorted(edges, all_t, side="right") - 1
+        # (the samples by window, one median per run: a radix sort of small window numbers)
+        order = np.argsort(where.astype(np.int16 if len(lens) < 32_000 else np.int32), kind="stable")
+        where, rs = where[order], all_r[order]
+        cuts = np.flatnonzero(np.diff(where)) + 1
+        for w_idx, chunk in zip(where[np.r_[0, cuts]], np.split(rs, cuts)):
+            if 0 <= w_idx < len(lens) and float(np.median(chunk)) > opts.queue_factor * base:
+                congested[w_idx] = True
     cap_w = wtot[congested & full & inside] if inside.any() else wtot[congested & full]
     capacity = float(np.median(cap_w)) if cap_w.size else None
     utilization = total / capacity if capacity else None
@@ -525,19 +537,24 @@ def measure(flows: Sequence[FlowSeries], opts: GroupOptions | None = None, index
             else:
                 tail_ok = False
         if first is not None:
-            conv, converged = (edges[first] - last_start) / 1e9, True
+            conv, converged = float(edges[first] - last_start) / 1e9, True
 
     # loss episodes side by side
-    eps = []
+    eps: list[dict[str, Any]] = []
     for s in flows:
         for t, kind in s.episodes:
             eps.append({"flow_id": s.flow_id, "start_ns": t, "t_s": (t - start) / 1e9, "kind": kind})
     eps.sort(key=lambda e: e["start_ns"])
     rtt_of = {s.flow_id: (s.rtt_mean_s or 0.0) for s in flows}
-    for e in eps:
+    starts = [int(e["start_ns"]) for e in eps]  # (sorted: each episode looks at its neighbours only)
+    for i, e in enumerate(eps):
         tol = rtt_of[e["flow_id"]] * 1e9
-        e["synchronized"] = any(o["flow_id"] != e["flow_id"] and abs(o["start_ns"] - e["start_ns"]) <= tol for o in eps)
-    sync_n = {s.flow_id: sum(1 for e in eps if e["flow_id"] == s.flow_id and e["synchronized"]) for s in flows}
+        lo_i = bisect.bisect_left(starts, starts[i] - tol)
+        hi_i = bisect.bisect_right(starts, starts[i] + tol)
+        e["synchronized"] = any(eps[j]["flow_id"] != e["flow_id"] for j in range(lo_i, hi_i))
+    sync_n = {s.flow_id: 0 for s in flows}
+    for e in eps:
+        sync_n[e["flow_id"]] += bool(e["synchronized"])
 
     metrics = []
     for i, s in enumerate(flows):
@@ -570,8 +587,9 @@ def measure(flows: Sequence[FlowSeries], opts: GroupOptions | None = None, index
             if a.rtt_mean_s is None or b.rtt_mean_s is None:
                 continue
             short, long_ = (a, b) if a.rtt_mean_s <= b.rtt_mean_s else (b, a)
+            r_short, r_long = float(short.rtt_mean_s or 0.0), float(long_.rtt_mean_s or 0.0)
             tr = _ratio(short.goodput_bps, long_.goodput_bps)
-            rr = long_.rtt_mean_s / short.rtt_mean_s if short.rtt_mean_s > 0 else None
+            rr = r_long / r_short if r_short > 0 else None
             expo = (
                 math.log(tr) / math.log(rr)
                 if tr is not None and tr > 0 and rr is not None and rr >= MIN_RTT_RATIO

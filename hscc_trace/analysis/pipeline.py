@@ -14,7 +14,7 @@ a capture's next batch, which a helper thread does while this thread analyzes th
 (:class:`_Ahead`: the compiled stages of the build release the GIL, so they overlap the flows'
 Python and polars work on the second core), as long as the batches are small
 (:data:`AHEAD_BATCH_EVENTS`): one batch ahead holds a second batch's working arrays and tables,
-and a long flow's cost too much memory (docs/performance.md, "Eighth session"). With ``jobs = N > 1``
+and a long flow's cost too much memory (the figures at :data:`AHEAD_BATCH_EVENTS`). With ``jobs = N > 1``
 (:func:`_run_parallel`) they run over N lanes of one process: this thread reads the captures,
 largest first, and builds their batches, at most :data:`AHEAD_FLOWS` flows ahead, while N − 1
 helper threads replay and fit the flows already built (largest first) and hash the input files
@@ -583,7 +583,7 @@ def _events_of(ev: FlowEvents) -> int:
 #: come smallest flows first, so this is up to the first long flow: a long flow built ahead
 #: holds its working arrays and tables (≈ 600 bytes a packet) beside the flow being analyzed —
 #: replica-5M's peak rose from ≈ 475 to 560–566 MiB when every batch was built ahead, against
-#: ≈ 10–25 MiB more for the small ones only (docs/performance.md, "Eighth session")
+#: ≈ 10–25 MiB more for the small ones only
 AHEAD_BATCH_EVENTS = 1 << 16
 
 
@@ -771,7 +771,7 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         # the files' SHA-256 for the JSON results, hashed by one thread beside the analysis
         # (hashlib releases the GIL: ≈ 0.4 s of wall time on replica-5M no longer at the end),
         # each file once it is read: while it is read, the reader thread and this thread's
-        # compiled kernels take both cores (replica-5M: ≈ 0.25 s less wall, docs/performance.md)
+        # compiled kernels take both cores (replica-5M: ≈ 0.25 s less wall)
         from concurrent.futures import ThreadPoolExecutor
 
         hasher = ThreadPoolExecutor(1, thread_name_prefix="hscc-sha256")

@@ -667,6 +667,8 @@ def iter_batches(
         elif magic_le == PCAPNG_SHB:
             yield from _pcapng_batches(path, f, head, info, suffix, buffers, chunk or CHUNK)
         else:
+            if head.lstrip(b" \t\r\n\xef\xbb\xbf")[:1] in (b"{", b"\x1e"):  # JSON, JSON-SEQ: docs/quic.md
+                raise InputError(f"{path}: a qlog (QUIC) file, not a packet capture: read it with `hscc-trace qlog`")
             if gz:
                 raise InputError(f"{path}: gzip data is not a pcap or pcapng capture")
             if is_stream(path):  # libpcap would open it again: what was read is gone

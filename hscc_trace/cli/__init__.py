@@ -23,6 +23,7 @@ _COMMANDS = (
     "flows_cmd",
     "events_cmd",
     "replay_cmd",
+    "qlog_cmd",
     "corpus_cmd",
     "compile_cmd",
 )

@@ -241,6 +241,17 @@ def analyze(
         raise UsageError("--workers, --scheduler, --inputs-from and --timeout-per-capture need --dataset")
     if not inputs:
         raise UsageError("Missing argument 'FILE_OR_DIR...' (with --dataset, --inputs-from may give them)")
+    from hscc_trace.qlog.reader import is_qlog_name
+
+    if any(is_qlog_name(i) for i in inputs):
+        if not all(is_qlog_name(i) for i in inputs) or output is not None or export_dir is not None or flow or bpf:
+            raise UsageError(
+                "qlog files are analyzed alone, with --json at most: the report, --export, --flow and "
+                "--filter do not take QUIC connections yet (docs/quic.md)"
+            )
+        with one_line_errors():
+            qcode = _analyze_qlog(inputs, json_out, algo, quiet)
+        raise typer.Exit(qcode)
     with one_line_errors(), compile_notice():
         code = _analyze(
             inputs,
@@ -256,23 +267,71 @@ def analyze(
             config_file,
             quiet,
             {"max_points": max_points, "full_resolution": full_resolution},
-            group_options(group, window),
+            (group, window),
         )
     raise typer.Exit(code)
 
 
-def group_options(group: list[str] | None, window: float | None) -> tuple[Any, Any]:
-    """``--group`` and ``--window`` as the (GroupRule, GroupOptions) of hscc_trace.analysis.groups."""
+def group_options(group: list[str] | None, window: float | None, cfg: Any = None) -> tuple[Any, Any]:
+    """``--group`` and ``--window`` over the ``[groups]`` table (``cfg``: a config.GroupsConfig) as
+    the (GroupRule, GroupOptions) of hscc_trace.analysis.groups."""
+    from dataclasses import replace
+
     from hscc_trace.analysis import groups
 
+    cfg = cfg or config.GroupsConfig()
+    given = list(group) if group else list(cfg.groups)
     try:
-        specs = tuple(groups.parse_group(g) for g in group) if group else None
+        specs = tuple(groups.parse_group(g) for g in given) if given else None
     except ValueError as exc:
         raise UsageError(f"--group: {exc}") from None
     if window is not None and not window > 0:
         raise UsageError(f"--window must be positive, got {window}")
-    opts = groups.GroupOptions(window_s=window) if window is not None else groups.GroupOptions()
-    return groups.GroupRule(groups=specs), opts
+    rule = groups.GroupRule(groups=specs)
+    rule = replace(
+        rule,
+        **{k: getattr(cfg, k) for k in ("min_bytes", "min_duration_s", "min_overlap") if getattr(cfg, k) is not None},
+    )
+    opts = groups.GroupOptions()
+    if window is not None or cfg.window_s is not None:
+        opts = replace(opts, window_s=window if window is not None else cfg.window_s)
+    if cfg.reference is not None:
+        opts = replace(opts, reference=cfg.reference)
+    return rule, opts
+
+
+def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, quiet: bool) -> int:
+    """`analyze FILE.qlog…`: each file's QUIC summary (`hscc-trace qlog FILE --departures`), and with
+    --json all of them in one document ``{"qlog": [...]}`` (not the capture results schema: docs/quic.md).
+    Exit 0, or 2 when a file could not be read (the others are still analyzed)."""
+    import json
+    import sys
+
+    from hscc_trace import api
+    from hscc_trace.atomic import write_text
+    from hscc_trace.errors import HsccError
+
+    from .qlog_cmd import echo_summary
+
+    algos = tuple(a.strip() for a in (algo or "reno,cubic").split(",") if a.strip())
+    docs, code = [], 0
+    for path in inputs:
+        try:
+            doc = api.qlog_summary(path, algos, ("rfc", "aioquic"), "stack", departures=True)
+        except HsccError as exc:
+            print(f"hscc-trace: error: {exc}", file=sys.stderr)
+            docs.append({"path": path, "error": str(exc)})
+            code = 2
+            continue
+        for w in doc.pop("_warnings"):
+            print(f"hscc-trace: warning: {w}", file=sys.stderr)
+        if not quiet:
+            typer.echo(path)
+            echo_summary(doc)
+        docs.append(doc)
+    if json_out is not None:
+        write_text(json_out, json.dumps({"qlog": docs}, indent=1, default=str))
+    return code
 
 
 def _analyze(
@@ -289,13 +348,14 @@ def _analyze(
     config_file: Path | None,
     quiet: bool,
     report_options: dict[str, Any] | None = None,
-    group_opts: tuple[Any, Any] | None = None,
+    group_opts: tuple[list[str] | None, float | None] | None = None,
 ) -> int:
     from hscc_trace import api  # polars, numba, plotly: only when a command needs them
     from hscc_trace.analysis import groups
 
     cfg = config.with_overrides(config.load(config_file), algorithms=algo, bpf=bpf, jobs=jobs)
     params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
+    rule, gopts = group_options(*(group_opts or (None, None)), cfg.groups)
     if export_dir is not None and export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
         raise UsageError(f"--export-format {export_format!r}: use parquet, csv, json or ndjson")
     t0 = time.perf_counter()
@@ -318,7 +378,7 @@ def _analyze(
             export_format=export_format,
         )
     try:
-        groups.attach(run.analysis, *(group_opts or (None, None)))
+        groups.attach(run.analysis, rule, gopts)
         return _outputs(run, output, json_out, export_dir, quiet, cfg.jobs, opts, t0)
     finally:
         run.stream.close()

@@ -82,6 +82,26 @@ def check_cmd(
         help="Fail a capture that was only partly read "
         "(corrupt record, truncated or corrupt gzip); default: warn (docs/ci.md).",
     ),
+    min_jain: float | None = typer.Option(
+        None, "--min-jain", help="Fail a bottleneck group whose Jain's fairness index is below this (docs/groups.md)."
+    ),
+    max_stolen: float | None = typer.Option(
+        None,
+        "--max-stolen",
+        help="Fail a group whose regular flows lost more than this fraction against --stolen-baseline.",
+    ),
+    stolen_baseline: str | None = typer.Option(
+        None,
+        "--stolen-baseline",
+        help="For --max-stolen: the baseline run of regular flows only (a capture or results .json).",
+    ),
+    friendliness: str | None = typer.Option(
+        None, "--friendliness", help="LO:HI bounds on each flow's goodput over its reno co-flows' (e.g. 0.5:2)."
+    ),
+    regular: str = typer.Option("reno", "--regular", help="The regular and reference flows' algorithm label."),
+    group: list[str] | None = typer.Option(
+        None, "--group", help="A bottleneck group of your own: flow ids or port=N (repeatable)."
+    ),
 ) -> None:
     """Check captures against expectations: exit 0 when every verdict passes, 1 when any fails,
     2 for usage or input errors. Flows with too little data are skipped, never passed."""
@@ -108,8 +128,49 @@ def check_cmd(
             strict,
             allow_ambiguous,
             allow_unknown,
+            _group_gates(min_jain, max_stolen, stolen_baseline, friendliness, regular, group),
         )
     raise typer.Exit(code)
+
+
+def _group_gates(
+    min_jain: float | None,
+    max_stolen: float | None,
+    stolen_baseline: str | None,
+    friendliness: str | None,
+    regular: str,
+    group: list[str] | None,
+) -> dict | None:
+    """The bottleneck-group gates asked for (hscc_trace.analysis.group_check), checked; None: none."""
+    if min_jain is None and max_stolen is None and friendliness is None:
+        if stolen_baseline is not None:
+            raise UsageError("--stolen-baseline needs --max-stolen")
+        return None
+    if min_jain is not None and not 0 <= min_jain <= 1:
+        raise UsageError(f"--min-jain must be within 0..1, got {min_jain}")
+    if max_stolen is not None:
+        if stolen_baseline is None:
+            raise UsageError("--max-stolen needs --stolen-baseline (the run of regular flows only)")
+        if not max_stolen >= 0:
+            raise UsageError(f"--max-stolen must be >= 0, got {max_stolen}")
+        if not Path(stolen_baseline).exists():
+            raise UsageError(f"{stolen_baseline}: no such file or directory")
+    bounds = None
+    if friendliness is not None:
+        from hscc_trace.analysis.group_check import parse_bounds
+
+        try:
+            bounds = parse_bounds(friendliness)
+        except ValueError as exc:
+            raise UsageError(f"--friendliness {exc}") from None
+    return {
+        "min_jain": min_jain,
+        "max_stolen": max_stolen,
+        "stolen_baseline": stolen_baseline,
+        "friendliness": bounds,
+        "regular": regular,
+        "group": group,
+    }
 
 
 def _check(
@@ -132,6 +193,7 @@ def _check(
     strict: bool | None = None,
     allow_ambiguous: bool | None = None,
     allow_unknown: bool | None = None,
+    gates: dict | None = None,
 ) -> int:
     from hscc_trace import api
     from hscc_trace.analysis import results  # polars, numba, plotly: only when a command needs them
@@ -174,7 +236,11 @@ def _check(
     if folder_exps:
         c = replace(c, expectations=(*folder_exps, *c.expectations))
     c = replace(c, tolerance=config.parse_tolerance(tolerance, c.tolerance))
-    if c.expect is None and not c.expectations and c.baseline is None:
+    if gates is not None:
+        from .analyze_cmd import group_options
+
+        gates["rule"] = group_options(gates["group"], None, cfg.groups)
+    if c.expect is None and not c.expectations and c.baseline is None and gates is None:
         raise UsageError(
             "check needs --expect ALGO, --baseline results.json, or [check] expectations in the configuration"
         )
@@ -185,7 +251,7 @@ def _check(
     expected = [c.expect] if c.expect else list(dict.fromkeys(e.expect for e in c.expectations if e.expect))
     if algo is not None:
         algos = config.parse_algorithms(algo)
-    elif c.expect is not None or c.expectations:
+    elif c.expect is not None or c.expectations or (gates is not None and base_doc is None):
         pool = list(cfg.algorithms) if cfg.algorithms is not None else api.default_algorithms()
         algos = tuple(dict.fromkeys([*pool, *expected]))
     elif base_doc is not None:
@@ -210,6 +276,10 @@ def _check(
             inputs, algos, params, bpf=cfg.filter, flows=flow, jobs=cfg.jobs, progress=update, report_flows=0
         )
     try:
+        if gates is not None:  # (the groups' flows labelled as the gates' --group asks)
+            from hscc_trace.analysis import groups
+
+            groups.attach(run.analysis, *gates["rule"])
         doc = run.to_json()
     finally:
         run.stream.close()
@@ -222,6 +292,20 @@ def _check(
     if base_doc is not None:
         verdicts += check.check_baseline(
             doc, base_doc, c.tolerance, algorithms=expected or None, min_rounds=c.min_rounds, flows=flow
+        )
+    if gates is not None:
+        from hscc_trace.analysis.group_check import check_groups
+
+        base_groups = None
+        if gates["max_stolen"] is not None:
+            base_groups = api.group_input(gates["stolen_baseline"], *gates["rule"], bpf=cfg.filter, algorithms=algos)
+        verdicts += check_groups(
+            doc,
+            min_jain=gates["min_jain"],
+            max_stolen=gates["max_stolen"],
+            baseline_groups=base_groups,
+            friendliness=gates["friendliness"],
+            regular=gates["regular"],
         )
     if not verdicts and run.failed:
         cls = InternalError if any(isinstance(m, InternalMessage) for m in run.failed.values()) else InputError

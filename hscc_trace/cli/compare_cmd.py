@@ -92,7 +92,7 @@ def compare_cmd(
     with one_line_errors():
         from hscc_trace import api, config
 
-        rule, opts = group_options(group, window)
+        rule, opts = group_options(group, window, config.load(None).groups)
         reg: str | tuple[int, ...]
         if regular.replace(",", "").replace(" ", "").isdigit():
             reg = tuple(int(x) for x in regular.split(",") if x.strip())

@@ -212,6 +212,62 @@ def build(dataset: str | Path) -> str:
             )
         )
 
+    # bottleneck groups ------------------------------------------------------------------------
+    grp = ds.read(dataset, "groups")
+    if grp.height:
+        per_group = (
+            grp.group_by("sha256", "capture", "group")
+            .agg(
+                pl.col("jain").first(),
+                pl.col("utilization").first(),
+                pl.len().alias("flows"),
+                (
+                    pl.col("flow_id").cast(pl.String)
+                    + " "
+                    + pl.col("algo").fill_null("?")
+                    + " "
+                    + (pl.col("share") * 100).round(1).cast(pl.String)
+                    + " %"
+                )
+                .str.join(", ")
+                .alias("shares"),
+            )
+            .sort(["jain", "capture", "group"], nulls_last=True)
+        )
+        jv = per_group["jain"].drop_nulls().to_numpy()
+        c, e = np.histogram(jv, bins=BINS, range=(0.0, 1.0)) if jv.size else (np.array([]), np.array([0.0]))
+        sections.append(
+            f"<h2>Bottleneck groups</h2><p>{per_group.height} group(s) of flows sharing a bottleneck "
+            f"(docs/groups.md) in {per_group['sha256'].n_unique()} capture(s); median Jain's index "
+            f"{_f(float(np.median(jv)) if jv.size else None, '.3f')}. The least fair:</p>"
+            + fig(
+                {
+                    "data": [{"type": "bar", "x": ((e[:-1] + e[1:]) / 2).round(3).tolist(), "y": c.tolist()}],
+                    "layout": {
+                        "title": {"text": "Jain's fairness index per bottleneck group"},
+                        "xaxis": {"title": {"text": "Jain's index"}},
+                        "yaxis": {"title": {"text": "groups"}},
+                        "margin": {"t": 40},
+                    },
+                }
+            )
+            + _table(
+                ["capture", "group", "Jain", "utilization", "flow algorithm share", "analyze in depth"],
+                [
+                    [
+                        r["capture"],
+                        r["group"],
+                        _f(r["jain"], ".3f"),
+                        _f(None if r["utilization"] is None else 100 * r["utilization"], ".1f"),
+                        r["shares"],
+                        _cmd(r["capture"]),
+                    ]
+                    for r in per_group.head(WORST_FITS).iter_rows(named=True)
+                ],
+                raw=(5,),
+            )
+        )
+
     # worst fits -------------------------------------------------------------------------------
     worst = (
         flows.filter(pl.col("best_mare").is_not_null())

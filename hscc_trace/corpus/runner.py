@@ -262,9 +262,47 @@ def analyze_capture(
     ds.write_part(dataset, "fits", sha, fits)
     ds.write_part(dataset, "episodes", sha, stack(eps, "episodes"))
     ds.write_part(dataset, "rounds", sha, stack(rounds, "rounds"))
+    ds.write_part(dataset, "groups", sha, _group_rows(cr, key))
     ds.write_part(dataset, "captures", sha, cap)  # last: marks the capture complete
     ds.path(dataset, "errors", inputs.name_key(item)).unlink(missing_ok=True)  # it was unreadable before
     return _summary(sha, item, "ok", flows=flows.height, seconds=cap["seconds"][0])
+
+
+def _group_rows(cr: Any, key: list[Any]) -> Any:
+    """The capture's bottleneck groups (hscc_trace.analysis.groups), one row per flow of a group."""
+    import polars as pl
+
+    from hscc_trace.analysis.groups import DEFAULT_MIN_BYTES, capture_groups
+    from hscc_trace.corpus import dataset as ds
+
+    # (a default group needs two flows of DEFAULT_MIN_BYTES or more: a capture without two such
+    # flows costs nothing here — most captures of a corpus)
+    big = sum(
+        1
+        for fr in cr.results
+        if int(fr.flow.get("payload_ab") or 0) + int(fr.flow.get("payload_ba") or 0) >= DEFAULT_MIN_BYTES
+    )
+    if big < 2:
+        return ds.empty_part("groups")
+    rows = [
+        {
+            "group": g.index,
+            "flow_id": f.flow_id,
+            "flows": len(g.flows),
+            "algo": f.algo,
+            "goodput_bps": f.goodput_bps,
+            "share": f.share,
+            "friendliness": f.friendliness,
+            "jain": g.jain,
+            "capacity_bps": g.capacity_bps,
+            "utilization": g.utilization,
+        }
+        for g in capture_groups(cr)
+        for f in g.flows
+    ]
+    if not rows:
+        return ds.empty_part("groups")
+    return pl.DataFrame(rows, infer_schema_length=None).with_columns(key)
 
 
 def analyze_batch(

@@ -24,7 +24,7 @@ runs together have interpreted the budget, the next one compiles.
 The budget of a kernel is ``compile_s / interp_s_per_item``: the number of items whose
 interpreted cost equals the cost of compiling — the break-even rule of renting against buying,
 which never costs more than twice the better choice made in hindsight. The two figures of each
-kernel are measured (``benchmarks/first_use.py``; table and command in docs/performance.md).
+kernel are measured (``benchmarks/first_use.py``, docs/performance.md) and kept in :data:`COSTS`.
 
 Whether a kernel is already compiled in the cache is not asked of numba (its cache index is
 private): after each compilation this module writes a *stamp* file into the hscc-trace cache
@@ -102,13 +102,13 @@ RENT_SAVE_S = 0.25
 #: default algorithms' loops (bbr's compiles in 23 s, reno's in 2 s)
 COSTS: dict[str, tuple[float, float]] = {
     "events.prep.group_rows": (0.25, 6.51e-07),
-    # (added later, measured alone: 200 000 SACK entries, empty numba cache, load average ≈ 4.9)
+    # (measured alone: 200 000 SACK entries, empty numba cache, load average ≈ 4.9)
     "events.sack._flow_blocks": (3.37, 4.85e-05),
     "events.prep.prep_flows": (3.32, 1.31e-05),
     "events.tables._run_flows": (26.88, 1.29e-05),
     "events.vantage.sender_view": (2.39, 4.33e-06),
     "flows.arena._chains": (0.14, 3.24e-07),
-    # (added later, measured alone: 1.28 M arena rows, empty numba cache, load average ≈ 4)
+    # (measured alone: 1.28 M arena rows, empty numba cache, load average ≈ 4)
     "flows.arena._drop_rows": (1.81, 1.17e-06),
     "flows.arena._fill": (0.45, 2.16e-06),
     "flows.arena._page_rows": (0.49, 6.13e-07),
@@ -117,7 +117,7 @@ COSTS: dict[str, tuple[float, float]] = {
     # (not reached by the benchmark, which reads regular files: measured alone, reno-bdp's packets
     # table built from the arena, load average ≈ 6)
     "flows.arena._unplace": (2.1, 7.28e-06),
-    # (added later, measured alone: 200 000 ACKs — 15 replays × 2 000 rounds for _pairs, 15 ×
+    # (measured alone: 200 000 ACKs — 15 replays × 2 000 rounds for _pairs, 15 ×
     # 200 000 ACK windows for _group —, empty numba cache, load average ≈ 8)
     "analysis.evidence._queue_counts": (3.44, 8.17e-06),
     "analysis.verdict._duel_counts": (1.74, 2.19e-06),
@@ -125,21 +125,21 @@ COSTS: dict[str, tuple[float, float]] = {
     "analysis.verdict._pairs": (4.57, 4.13e-06),
     "replay.metrics._judged_acks": (2.45, 5.75e-06),
     "replay.engine._rate_samples": (0.73, 3.7e-06),
-    # (added later, measured alone, 2026-11-27 14:41, load ≈ 1: compiled with an empty numba
+    # (measured alone, load ≈ 1: compiled with an empty numba
     # cache, twice; interpreted three times over samples/reno-bdp's largest flow, 4 677 ACKs)
     "replay.engine._fill_inputs": (0.74, 9.3e-06),
     "reports.decimate._m4_kernel": (0.32, 1.45e-06),
-    # (added later, measured alone: 200 000 samples, empty numba cache, load average ≈ 4)
+    # (measured alone: 200 000 samples, empty numba cache, load average ≈ 4)
     "reports.decimate._line_kernel": (1.61, 2.57e-06),
     # (not measured by benchmarks/first_use.py: _line_kernel's, the same pass over each series)
     "reports.decimate._lines_kernel": (1.61, 2.57e-06),
     "reports.decimate._runs_kernel": (0.35, 2.01e-06),
-    # (measured alone again when it became a batch of 16 columns, 2026-11-27 16:30, load ≈ 0.8:
+    # (measured alone as a batch of 16 columns, load ≈ 0.8:
     # 200 000 values in 16 columns, compiled twice with an empty numba cache, interpreted twice)
     "reports.store._encode_kernel": (0.82, 4.18e-06),
-    # (added later, measured alone: 200 000 values, empty numba cache, load average ≈ 4)
+    # (measured alone: 200 000 values, empty numba cache, load average ≈ 4)
     "reports.store._absmax_kernel": (0.29, 1.37e-06),
-    # (added later, measured alone: 200 000 values of 3 and 6 decimals, empty numba cache, load
+    # (measured alone: 200 000 values of 3 and 6 decimals, empty numba cache, load
     # average ≈ 4.5)
     "reports.html._text_kernel": (1.65, 1.82e-05),
     "replay loop": (4.79, 8.63e-06),

@@ -143,7 +143,7 @@ def polars_frees_at_once() -> None:
     """polars' allocator returns freed memory to the system within 0.2 s (:data:`POLARS_MALLOC_CONF`)
     instead of keeping it resident for ten seconds (jemalloc's default decay): ``analyze`` builds
     and drops a batch of flows' polars tables every fraction of a second, and the copies of the
-    previous batches otherwise stay in its peak. Not at once (a decay of 0, until 2026-11-27):
+    previous batches otherwise stay in its peak. Not at once (a decay of 0):
     then every table, replay frame and report column polars makes is memory touched for the first
     time, paid in page faults (replica-5M ``analyze``: 0.43–0.46 M minor faults against
     0.34–0.38 M with 0.2 s, the same peak; docs/performance.md, "Process settings"). A process
