@@ -113,12 +113,19 @@ def tw(path: str, value: str) -> None:
 
 
 def build_tool(name: str) -> Path:
-    """Compile samples/testbed/<name>.c with gcc (once; rebuilt when the source changes)."""
+    """Compile samples/testbed/<name>.c with gcc, once per source text: the binary's name carries
+    the source's hash, so checkouts with different sources on one machine never run each
+    other's build (an mtime check let one overwrite the other's)."""
+    import hashlib
+
     src = HERE / f"{name}.c"
-    out = Path(f"/tmp/hscc_testbed_build/{name}")
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:12]
+    out = Path(f"/tmp/hscc_testbed_build/{name}-{digest}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
-        sh(f"gcc -O2 -Wall -o {out} {src}")
+    if not out.exists():
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        sh(f"gcc -O2 -Wall -o {tmp} {src}")
+        tmp.replace(out)
     return out
 
 

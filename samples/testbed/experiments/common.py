@@ -155,6 +155,7 @@ GROUP_KEYS = (
     "utilization",
     "sync_fraction",
     "interval_ns",
+    "rtt_fairness",
 )
 
 
@@ -221,7 +222,7 @@ def measure(run: Run, work: Path, warmup_s: float, use_groups: bool = True) -> d
                 "rtt_mean_ms": round(g["rtt_mean_s"] * 1e3, 2) if g and g.get("rtt_mean_s") else None,
                 "goodput_mbit_truth": round(truth[fl["sport"]], 3),
                 "cwnd_mean_pkts_truth": round(cwnd.get(fl["sport"], 0.0), 1),
-                "retrans_kernel": fl["sender_stats"].get("total_retrans"),
+                "retrans_kernel": fl["sender_stats"].get("tcp_info_final", {}).get("total_retrans"),
             }
         )
     e = meta["emulator"]["a_to_b"]

@@ -92,6 +92,11 @@ def main() -> None:
                 "thr2_mbit": round(t2, 3),
                 "thr1_minus_thr2_mbit": round(t1 - t2, 3),
                 "ratio_thr1_thr2": round(t1 / t2, 3) if t2 else None,
+                "rtt1_mean_ms": f1["rtt_mean_ms"],
+                "rtt2_mean_ms": f2["rtt_mean_ms"],
+                # hscc-trace's RTT-fairness: log(throughput ratio) / log(mean-RTT ratio) (groups.md)
+                "exponent": round(x["group"]["rtt_fairness"][0]["exponent"], 3) if x["group"]["rtt_fairness"] else None,
+                "jain": round(x["group"]["jain"], 4),
                 "loss": r.loss,
                 "run": r.name,
             }

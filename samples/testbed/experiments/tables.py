@@ -173,13 +173,17 @@ def hrf_rtt() -> str:
     if not d:
         return ""
     out = [
-        "| experiment | flow 1 (RTT) | flow 2 (RTT) | loss | Thr1 (Mbit/s) | Thr2 (Mbit/s) | Thr1 − Thr2 | Thr1 / Thr2 |",
-        "|---|---|---|---|---|---|---|---|",
+        "| experiment | protocol, flow 1 / flow 2 | loss | Thr1 (Mbit/s) | Thr2 (Mbit/s) | Thr1 − Thr2 | Thr1 / Thr2 "
+        "| mean RTT 1 / 2 (ms) | RTT-fairness exponent | Jain |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in d["rows"]:
+        names = r["flow1"] if r["flow1"] == r["flow2"] else f"{r['flow1']} / {r['flow2']}"
+        ex = "–" if r["exponent"] is None else f"{r['exponent']:.2f}"
         out.append(
-            f"| {r['experiment']} | {r['flow1']} ({r['rtt1_ms']:g} ms) | {r['flow2']} ({r['rtt2_ms']:g} ms) | {_loss(r['loss'])} | "
-            f"{r['thr1_mbit']:.1f} | {r['thr2_mbit']:.1f} | {r['thr1_minus_thr2_mbit']:+.1f} | {r['ratio_thr1_thr2']} |"
+            f"| {r['experiment']} | {names} | {_loss(r['loss'])} | {r['thr1_mbit']:.1f} | {r['thr2_mbit']:.1f} "
+            f"| {r['thr1_minus_thr2_mbit']:+.1f} | {r['ratio_thr1_thr2']:.2f} | {r['rtt1_mean_ms']:.0f} / {r['rtt2_mean_ms']:.0f} "
+            f"| {ex} | {r['jain']:.2f} |"
         )
     return "\n".join(out)
 
