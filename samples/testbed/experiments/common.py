@@ -102,8 +102,11 @@ def make(runs: list[Run], work: Path, log=print) -> None:
         # checked again under the lock: another invocation may have made the run meanwhile
         cmd = ["flock", LOCK, "sh", "-c", 'test -e "$0/meta.json" || exec "$@"', str(out), *r.command(out)]
         t0 = time.monotonic()
-        with open(work / f"{r.name}.log", "w") as f:
-            rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
+        for attempt in range(2):  # once more after a failure (seen: a receiver not listening yet on a loaded host)
+            with open(work / f"{r.name}.log", "a" if attempt else "w") as f:
+                rc = subprocess.run(cmd, stdout=f, stderr=subprocess.STDOUT).returncode
+            if rc == 0:
+                break
         log(f"[{i}/{len(todo)}] {r.name}: rc {rc}, {time.monotonic() - t0:.0f} s")
         if rc != 0:
             (out / "meta.json").unlink(missing_ok=True)
