@@ -24,13 +24,11 @@ by the few milliseconds between a flow's last ACK in the capture and in the kern
 
 from __future__ import annotations
 
-import argparse
 import json
-import os
 import subprocess
 import sys
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -264,29 +262,8 @@ def total(m: dict, pred=lambda f: True, key: str = "goodput_mbit") -> float:
     return sum(f[key] for f in m["flows"] if pred(f))
 
 
-def cli(description: str) -> argparse.Namespace:
-    ap = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--work", default="", help="where the runs go (default /tmp/hscc_experiments/<experiment>)")
-    ap.add_argument("--analyze-only", action="store_true", help="read the runs on disk; make none")
-    ap.add_argument("--seed", type=int, default=1, help="the loss PRNG seed of every run")
-    return ap.parse_args()
-
-
-def work_dir(a: argparse.Namespace, experiment: str) -> Path:
-    return Path(a.work or f"/tmp/hscc_experiments/{experiment}")
-
-
-def need_root(a: argparse.Namespace) -> None:
-    if not a.analyze_only and os.geteuid() != 0:
-        raise SystemExit("the testbed needs root (run with sudo, or --analyze-only)")
-
-
 def write_results(experiment: str, doc: dict) -> Path:
     RESULTS.mkdir(parents=True, exist_ok=True)
     out = RESULTS / f"{experiment}.json"
     out.write_text(json.dumps(doc, indent=1) + "\n")
     return out
-
-
-def as_dict(run: Run) -> dict:
-    return asdict(run)

@@ -4,20 +4,22 @@ The paper (ns-2): 1 Gbit/s, RTT 100 ms, drop-tail buffer 1500 packets (18 % of t
 BDP), random loss 1e-2...1e-6, runs of at least 150 s.
   Fig. 3  four flows of one kind (Reno, CTCP or HSTCP) alone: their aggregate throughput vs loss.
   Fig. 4  bandwidth stolen vs loss: four high-speed flows + four Reno flows against a baseline of
-          eight Reno flows; stolen = (P - Q) / P, P the four Reno flows' aggregate throughput in
-          the baseline, Q theirs beside the high-speed flows (Definition 1).
+          eight Reno flows; stolen = (P - Q) / P, P the baseline's average Reno throughput, Q the
+          average of the four Reno flows beside the high-speed flows (Definition 1, §IV.B),
+          computed by hscc-trace's groups.compare.
   Fig. 6  bandwidth stolen vs buffer: 300-6000 packets (4-72 % of BDP), no random loss.
 
 Here: 50 Mbit/s, RTT 100 ms (BDP 417 packets of 1500 B), the buffer kept at the paper's fraction
-of the BDP (18 % = 75 packets; Fig. 6: 4, 18, 36, 72 % = 17, 75, 150, 300 packets), loss
+of the BDP (18 % = 75 packets; Fig. 6: 4, 18, 72 % = 17, 75, 300 packets), loss
 1e-2, 1e-3, 1e-4 and 0 (at this rate a 20-s run sends about 80 000 segments: 1e-5 would be one
-random loss, so 0 stands for the paper's 1e-5...1e-6 end), 20-s runs, goodput over the last 15 s.
+random loss, so 0 stands for the paper's 1e-5...1e-6 end; Fig. 3 at 1e-2 and 1e-3 only), 20-s
+runs, goodput over the last 15 s. --figure 4s: Fig. 4 with 1 + 1 flows against 2 Reno, 30 s.
 HighSpeed TCP is bpf_highspeed, CTCP bpf_ctcp (samples/testbed/cc/), Reno the kernel's.
 Eight flows share the emulator (one thread) without trouble at 50 Mbit/s (release lateness
 p50 ~15 us, p99 ~60 us in the runs).
 
-    sudo .venv/bin/python samples/testbed/experiments/ctcp.py            # all three figures
-    sudo .venv/bin/python samples/testbed/experiments/ctcp.py --figure 4 # one of them
+    sudo .venv/bin/python samples/testbed/experiments/ctcp.py            # every figure
+    sudo .venv/bin/python samples/testbed/experiments/ctcp.py --figure 4 # one of 3, 4, 4s, 6
     python samples/testbed/experiments/ctcp.py --analyze-only            # read the runs again
 """
 

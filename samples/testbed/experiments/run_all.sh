@@ -7,9 +7,11 @@ cd "$(dirname "$0")/../../.."
 PY=${PY:-.venv/bin/python}
 $PY samples/testbed/experiments/ctcp.py --figure 4
 $PY samples/testbed/experiments/ctcp.py --figure 6
+$PY samples/testbed/experiments/ctcp.py --figure 4s
 $PY samples/testbed/experiments/fusion.py --part fig56
 $PY samples/testbed/experiments/hrf.py
 $PY samples/testbed/experiments/kyushu.py
 $PY samples/testbed/experiments/fusion.py --part table1
 $PY samples/testbed/experiments/ctcp.py --figure 3
 $PY samples/testbed/experiments/ctcp.py --analyze-only
+$PY samples/testbed/experiments/tables.py --inject docs/papers.md
