@@ -87,6 +87,25 @@ ZOO: dict[str, tuple[str, str]] = {
 for _z, (_src, _doc) in ZOO.items():
     SENDERS[f"zoo_{_z}"] = Sender(f"zoo/{_z}.c", "", doc=_doc, kernel_source=_src)  # ≤ 15 chars (TCP_CA_NAME_MAX)
 
+# Builds for the papers' experiments only (samples/testbed/experiments/): no committed sample
+# runs them, so they stay out of SENDERS (whose every entry has samples on two paths).
+VARIANTS: dict[str, Sender] = {
+    # the Kyushu paper's α sweep (§5.1.1, Figs. 6-8): w2 = α·w1 with α = 0.80 and 0.95
+    # (bpf_ktcp_hs is α = 0.90)
+    "bpf_ktcp_hs_a80": Sender(
+        "kyushu_alpha.c",
+        "kyushu+highspeed",
+        {"KTCP_SWEEP_NUM": "8", "KTCP_SWEEP_DEN": "10", "CC_VAR": "bpf_ktcp_hs_a80"},
+        "Kyushu-TCP over HighSpeed TCP with alpha = 0.80",
+    ),
+    "bpf_ktcp_hs_a95": Sender(
+        "kyushu_alpha.c",
+        "kyushu+highspeed",
+        {"KTCP_SWEEP_NUM": "19", "KTCP_SWEEP_DEN": "20", "CC_VAR": "bpf_ktcp_hs_a95"},
+        "Kyushu-TCP over HighSpeed TCP with alpha = 0.95",
+    ),
+}
+ALL: dict[str, Sender] = SENDERS | VARIANTS
 
 EVENTS = {0: "init", 1: "ack", 2: "round", 3: "loss", 4: "state", 5: "undo", 6: "cwnd_event"}
 SIG_LINE = re.compile(r"hscc_sig (\d+) (\d+)((?: -?\d+)*)")
@@ -101,10 +120,10 @@ def sh(cmd: list[str], check: bool = True) -> subprocess.CompletedProcess:
 
 def signal_fields(name: str) -> list[tuple[str, int]]:
     """[(column, fractional bits)] of the sender's signal lines, from its ``hscc-signals:`` line."""
-    text = (CC_DIR / SENDERS[name].source).read_text()
+    text = (CC_DIR / ALL[name].source).read_text()
     m = re.search(r"hscc-signals:\s*(.+)", text)
     if not m:
-        raise RuntimeError(f"{SENDERS[name].source} declares no hscc-signals line")
+        raise RuntimeError(f"{ALL[name].source} declares no hscc-signals line")
     out = []
     for tok in m.group(1).split():
         col, _, q = tok.partition(":Q")
@@ -159,14 +178,14 @@ def vmlinux_h() -> Path:
 def sources_sha256(name: str) -> str:
     """Hash of what the sender is built from: its C file and every header of cc/."""
     h = hashlib.sha256()
-    for f in [CC_DIR / SENDERS[name].source, *sorted(CC_DIR.glob("*.h"))]:
+    for f in [CC_DIR / ALL[name].source, *sorted(CC_DIR.glob("*.h"))]:
         h.update(f.name.encode() + b"\0" + f.read_bytes())
     return h.hexdigest()
 
 
 def build(name: str) -> dict:
     """Compile one sender; returns what meta.json records about it (paths, hashes, command)."""
-    s = SENDERS[name]
+    s = ALL[name]
     inc = vmlinux_h().parent
     defines = {"HSCC_HZ": str(kernel_hz()), **s.defines}
     src = CC_DIR / s.source
@@ -247,12 +266,12 @@ def main() -> None:
     a = ap.parse_args()
     if a.check:
         ensure_toolchain()
-        for name in SENDERS:
+        for name in ALL:
             info = register(name)
             unregister(name)
             print(f"{name}: ok ({info['source']}, object {info['object_sha256'][:12]})")
         return
-    for name, s in SENDERS.items():
+    for name, s in ALL.items():
         algo = s.algo or f"(zoo: {s.kernel_source})"
         print(f"{name:18} {algo:32} cc/{s.source:22} {' '.join(c for c, _ in signal_fields(name))}")
 

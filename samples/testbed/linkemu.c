@@ -26,6 +26,13 @@
  *     packets (ACKs, in the B->A direction) leave in bursts every NS (WiFi/DOCSIS-style ACK
  *     aggregation).
  *
+ * Per-flow extra delay (--extra-ba PORT:NS, up to 8): a packet of the B->A direction whose TCP
+ * source port is PORT (the ACKs of one flow, sent by its receiver's port) is, once released by
+ * the link above, held NS more nanoseconds in a delay line of its own before it is written. The
+ * flow's base RTT becomes 2*DELAY + NS while the bottleneck (the A->B queue) stays shared: the
+ * HRF-TCP paper's access links of different delay, placed on the ACK path, which has no queue
+ * limit and no loss. Each line is a FIFO with one constant delay, so its releases stay in order.
+ *
  * One thread; ppoll() with a nanosecond timeout and a 1 ns timer slack; CLOCK_MONOTONIC.
  * Statistics (counts, release lateness histogram = actual write time - scheduled release)
  * are written as JSON to --stats on SIGTERM/SIGINT.
@@ -33,7 +40,7 @@
  * Build: gcc -O2 -Wall -o linkemu linkemu.c   (done by samples/testbed/run.py)
  * Usage: linkemu --ns-a /var/run/netns/X --dev-a tunA --ns-b /var/run/netns/Y --dev-b tunB
  *        [--rate-ab BPS] [--delay-ab NS] [--qpkts-ab N] [--qbytes-ab N] [--loss-ab P]
- *        [--rate-ba ...] ... [--seed N] [--stats FILE] [--rt PRIO]
+ *        [--rate-ba ...] ... [--extra-ba PORT:NS ...] [--seed N] [--stats FILE] [--rt PRIO]
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -63,6 +70,17 @@ typedef struct {
     uint32_t dropped; /* CoDel dropped it at dequeue: never written */
     unsigned char data[SLOT];
 } pkt_t;
+
+#define NEXTRA 8
+#define XSLOTS 4096 /* per extra-delay line: at 100 Mbit/s of data, ~4000 ACKs/s of 100 ms */
+
+typedef struct { /* one flow's extra delay line (B->A) */
+    uint16_t port;
+    uint64_t delay_ns;
+    pkt_t *ring;
+    uint32_t head, tail;
+    uint64_t pkts, drop_full;
+} xline_t;
 
 typedef struct {
     const char *name;
@@ -94,6 +112,8 @@ typedef struct {
     uint64_t first_tx_ns, last_tx_ns;
     uint64_t hist[HIST_US + 1];
     uint64_t late_max_ns;
+    xline_t x[NEXTRA];
+    int nx;
 } dir_t;
 
 static volatile sig_atomic_t stop_flag = 0;
@@ -130,6 +150,36 @@ static int open_tun_in_ns(const char *ns_path, const char *dev) {
     close(ns);
     close(self);
     return fd;
+}
+
+/* TCP source port of an IPv4 packet, or -1 */
+static int tcp_sport(const unsigned char *p, uint32_t n) {
+    if (n < 20 || (p[0] >> 4) != 4 || p[9] != 6) return -1;
+    uint32_t ihl = (p[0] & 15) * 4;
+    if (n < ihl + 4) return -1;
+    return (p[ihl] << 8) | p[ihl + 1];
+}
+
+static xline_t *xline_of(dir_t *d, const unsigned char *p, uint32_t n) {
+    if (!d->nx) return NULL;
+    int sp = tcp_sport(p, n);
+    for (int i = 0; i < d->nx; i++)
+        if (d->x[i].port == sp) return &d->x[i];
+    return NULL;
+}
+
+static void record_write(dir_t *d, const pkt_t *p, uint64_t due) {
+    uint64_t tw = now_ns(); /* lateness is measured when the write starts: writing into a
+                               tun runs the receiving stack (and often its reply) inline */
+    ssize_t w = write(d->out_fd, p->data, p->len);
+    if (w < 0) d->write_err++;
+    else { d->tx_pkts++; d->tx_bytes += p->len; }
+    uint64_t late = tw > due ? tw - due : 0;
+    uint64_t us = late / 1000;
+    d->hist[us > HIST_US ? HIST_US : us]++;
+    if (late > d->late_max_ns) d->late_max_ns = late;
+    if (!d->first_tx_ns) d->first_tx_ns = tw;
+    d->last_tx_ns = tw;
 }
 
 /* IPv4/IPv6 TCP segment with payload? (loss is applied only to those) */
@@ -359,23 +409,44 @@ static void release_due(dir_t *d, uint64_t t) {
             d->head++;
             continue;
         }
-        uint64_t tw = now_ns(); /* lateness is measured when the write starts: writing into a
-                                   tun runs the receiving stack (and often its reply) inline */
-        ssize_t w = write(d->out_fd, p->data, p->len);
-        if (w < 0) d->write_err++;
-        else { d->tx_pkts++; d->tx_bytes += p->len; }
-        uint64_t late = tw > p->release_ns ? tw - p->release_ns : 0;
-        uint64_t us = late / 1000;
-        d->hist[us > HIST_US ? HIST_US : us]++;
-        if (late > d->late_max_ns) d->late_max_ns = late;
-        if (!d->first_tx_ns) d->first_tx_ns = tw;
-        d->last_tx_ns = tw;
+        xline_t *x = xline_of(d, p->data, p->len);
+        if (x) { /* the flow's extra delay: into its own line, written when that is due */
+            if (x->tail - x->head >= XSLOTS) x->drop_full++;
+            else {
+                pkt_t *q = &x->ring[x->tail % XSLOTS];
+                memcpy(q->data, p->data, p->len);
+                q->len = p->len;
+                q->release_ns = p->release_ns + x->delay_ns;
+                x->tail++;
+                x->pkts++;
+            }
+        } else
+            record_write(d, p, p->release_ns);
         if (!d->codel && d->qhead == d->head) { /* keep qhead >= head */
             d->qbytes_now -= p->len;
             d->qhead++;
         }
         d->head++;
     }
+    for (int i = 0; i < d->nx; i++) {
+        xline_t *x = &d->x[i];
+        while (x->head != x->tail && x->ring[x->head % XSLOTS].release_ns <= t) {
+            pkt_t *q = &x->ring[x->head % XSLOTS];
+            record_write(d, q, q->release_ns);
+            x->head++;
+        }
+    }
+}
+
+/* the earliest pending release of a direction (main ring and extra lines), or UINT64_MAX */
+static uint64_t next_release(const dir_t *d) {
+    uint64_t next = d->head != d->tail ? d->ring[d->head % NSLOTS].release_ns : UINT64_MAX;
+    for (int i = 0; i < d->nx; i++) {
+        const xline_t *x = &d->x[i];
+        if (x->head != x->tail && x->ring[x->head % XSLOTS].release_ns < next)
+            next = x->ring[x->head % XSLOTS].release_ns;
+    }
+    return next;
 }
 
 static double pct(const dir_t *d, double q) {
@@ -399,7 +470,7 @@ static void dump_dir(FILE *f, const dir_t *d) {
             "\"policer_rate_bps\": %.0f, \"policer_burst_bytes\": %.0f, \"codel\": %d, \"ecn\": %d, "
             "\"codel_target_ns\": %llu, \"codel_interval_ns\": %llu, \"jitter_ns\": %llu, \"agg_ns\": %llu, "
             "\"release_late_us\": {\"p50\": %.1f, \"p90\": %.1f, \"p99\": %.1f, "
-            "\"p999\": %.1f, \"max\": %.1f}}",
+            "\"p999\": %.1f, \"max\": %.1f}",
             d->name, d->rate_bps, (unsigned long long)d->delay_ns, d->qpkts, d->qbytes, d->loss,
             (unsigned long long)d->rx_pkts, (unsigned long long)d->rx_bytes, (unsigned long long)d->tx_pkts,
             (unsigned long long)d->tx_bytes, (unsigned long long)d->drop_loss,
@@ -410,6 +481,14 @@ static void dump_dir(FILE *f, const dir_t *d) {
             (unsigned long long)d->codel_interval_ns, (unsigned long long)d->jitter_ns,
             (unsigned long long)d->agg_ns, pct(d, 0.5), pct(d, 0.9),
             pct(d, 0.99), pct(d, 0.999), d->late_max_ns / 1000.0);
+    if (d->nx) {
+        fprintf(f, ", \"extra_delay\": [");
+        for (int i = 0; i < d->nx; i++)
+            fprintf(f, "%s{\"tcp_sport\": %u, \"delay_ns\": %llu, \"pkts\": %llu, \"drop_full\": %llu}",
+                    i ? ", " : "", d->x[i].port, (unsigned long long)d->x[i].delay_ns,
+                    (unsigned long long)d->x[i].pkts, (unsigned long long)d->x[i].drop_full);
+        fprintf(f, "]");
+    }
 }
 
 int main(int argc, char **argv) {
@@ -446,6 +525,19 @@ int main(int argc, char **argv) {
         else if (!strcmp(k, "--jitter-ba")) ba.jitter_ns = strtoull(v, NULL, 10);
         else if (!strcmp(k, "--agg-ab")) ab.agg_ns = strtoull(v, NULL, 10);
         else if (!strcmp(k, "--agg-ba")) ba.agg_ns = strtoull(v, NULL, 10);
+        else if (!strcmp(k, "--extra-ba")) {
+            unsigned port;
+            unsigned long long ns;
+            if (ba.nx >= NEXTRA || sscanf(v, "%u:%llu", &port, &ns) != 2 || port > 65535) {
+                fprintf(stderr, "linkemu: bad --extra-ba %s (PORT:NS, at most %d)\n", v, NEXTRA);
+                return 2;
+            }
+            xline_t *x = &ba.x[ba.nx++];
+            x->port = (uint16_t)port;
+            x->delay_ns = ns;
+            x->ring = calloc(XSLOTS, sizeof(pkt_t));
+            if (!x->ring) { perror("calloc"); return 1; }
+        }
         else { fprintf(stderr, "linkemu: unknown option %s\n", k); return 2; }
     }
     if (!ns_a || !ns_b || !dev_a || !dev_b) {
@@ -477,18 +569,16 @@ int main(int argc, char **argv) {
         uint64_t t = now_ns();
         release_due(&ab, t);
         release_due(&ba, t);
-        uint64_t next = UINT64_MAX;
-        if (ab.head != ab.tail) next = ab.ring[ab.head % NSLOTS].release_ns;
-        if (ba.head != ba.tail && ba.ring[ba.head % NSLOTS].release_ns < next)
-            next = ba.ring[ba.head % NSLOTS].release_ns;
+        uint64_t next = next_release(&ba);
         if (ab.codel) { /* dequeue opportunities; with CoDel the head may still be unscheduled */
             dequeue_due(&ab, t);
-            next = UINT64_MAX;
-            if (ab.head != ab.sched) next = ab.ring[ab.head % NSLOTS].release_ns;
-            if (ba.head != ba.tail && ba.ring[ba.head % NSLOTS].release_ns < next)
-                next = ba.ring[ba.head % NSLOTS].release_ns;
+            if (ab.head != ab.sched && ab.ring[ab.head % NSLOTS].release_ns < next)
+                next = ab.ring[ab.head % NSLOTS].release_ns;
             uint64_t nd = next_dequeue(&ab);
             if (nd < next) next = nd;
+        } else {
+            uint64_t na = next_release(&ab);
+            if (na < next) next = na;
         }
         struct timespec to, *top = NULL;
         if (next != UINT64_MAX) {
@@ -512,8 +602,9 @@ int main(int argc, char **argv) {
         if (f) {
             fprintf(f, "{");
             dump_dir(f, &ab);
-            fprintf(f, ", ");
+            fprintf(f, "}, ");
             dump_dir(f, &ba);
+            fprintf(f, "}");
             fprintf(f, ", \"seed\": %llu}\n", (unsigned long long)seed);
             fclose(f);
         }

@@ -113,12 +113,19 @@ def tw(path: str, value: str) -> None:
 
 
 def build_tool(name: str) -> Path:
-    """Compile samples/testbed/<name>.c with gcc (once; rebuilt when the source changes)."""
+    """Compile samples/testbed/<name>.c with gcc, once per source text: the binary's name carries
+    the source's hash, so checkouts with different sources on one machine never run each
+    other's build (an mtime check let one overwrite the other's)."""
+    import hashlib
+
     src = HERE / f"{name}.c"
-    out = Path(f"/tmp/hscc_testbed_build/{name}")
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()[:12]
+    out = Path(f"/tmp/hscc_testbed_build/{name}-{digest}")
     out.parent.mkdir(parents=True, exist_ok=True)
-    if not out.exists() or out.stat().st_mtime < src.stat().st_mtime:
-        sh(f"gcc -O2 -Wall -o {out} {src} -lm")
+    if not out.exists():
+        tmp = out.with_name(out.name + f".tmp{os.getpid()}")
+        sh(f"gcc -O2 -Wall -o {tmp} {src} -lm")
+        tmp.replace(out)
     return out
 
 
@@ -409,6 +416,13 @@ def main() -> tuple[argparse.Namespace, dict]:
     ap.add_argument("--buffer-bytes", type=int, default=0, help="drop-tail queue limit, bytes (0 = unlimited)")
     ap.add_argument("--loss", type=float, default=0.0, help="Bernoulli loss probability of data segments")
     ap.add_argument("--duration", type=float, default=10.0, help="seconds the sender writes")
+    ap.add_argument(
+        "--extra-rtt",
+        default="",
+        help="per-flow extra RTT, comma-separated in --cc order (e.g. 0ms,80ms): the flow's ACKs are "
+        "held that much longer on the ACK path (linkemu --extra-ba), so its base RTT is 2*delay + extra "
+        "while the bottleneck queue stays shared; empty = every flow 2*delay",
+    )
     ap.add_argument("--rwnd", type=int, default=0, help="receiver SO_RCVBUF in bytes (0 = autotuning)")
     ap.add_argument("--app-rate", default="", help="application write rate (e.g. 3mbit); empty = bulk")
     ap.add_argument("--app-chunk", type=int, default=1448, help="bytes per paced application write")
@@ -457,20 +471,27 @@ def main() -> tuple[argparse.Namespace, dict]:
     delay = parse_time(a.delay)
     app_rate = parse_rate(a.app_rate) if a.app_rate else 0.0
     ccs = a.cc.split(",")
+    extra = [parse_time(x) for x in a.extra_rtt.split(",")] if a.extra_rtt else [0.0] * len(ccs)
+    if len(extra) != len(ccs):
+        raise SystemExit(f"--extra-rtt has {len(extra)} values for {len(ccs)} flows")
     flows = [
         {"cc": cc, "sport": SPORT0 + i, "dport": DPORT0 + i, "src": IP_SND, "dst": IP_RCV, "proto": "tcp"}
         for i, cc in enumerate(ccs)
     ]
+    for fl, x in zip(flows, extra):
+        if x:
+            fl["extra_rtt_s"] = x
+            fl["base_rtt_s"] = 2 * delay + x
     py = sys.executable
     jitter, ack_agg = parse_time(a.jitter), parse_time(a.ack_agg)
     policer = parse_rate(a.policer_rate) if a.policer_rate else 0.0
     # DCTCP's receiver side (its CE state machine, RFC 8257 §3.2) runs only when the receiver's socket
     # runs DCTCP too: the receiver then uses the same program
     rcv_cc = "zoo_dctcp" if "zoo_dctcp" in ccs else ""
-    unknown = [cc for cc in ccs if cc not in ("reno", "cubic", "bbr") and cc not in bpfcc.SENDERS]
+    unknown = [cc for cc in ccs if cc not in ("reno", "cubic", "bbr") and cc not in bpfcc.ALL]
     if unknown:
-        raise SystemExit(f"unknown congestion control {unknown}: reno, cubic, bbr or one of {sorted(bpfcc.SENDERS)}")
-    bpf_ccs = sorted({cc for cc in ccs if cc in bpfcc.SENDERS})
+        raise SystemExit(f"unknown congestion control {unknown}: reno, cubic, bbr or one of {sorted(bpfcc.ALL)}")
+    bpf_ccs = sorted({cc for cc in ccs if cc in bpfcc.ALL})
     allowed = " ".join(["reno", "cubic", "bbr", *bpf_ccs])
     emu_bin = build_tool("linkemu")
     retx_bin = build_tool("retxseq")
@@ -514,6 +535,12 @@ def main() -> tuple[argparse.Namespace, dict]:
             f"{delay * 1e9:.0f}",
             "--qpkts-ba",
             "0",
+            *[
+                arg
+                for fl in flows
+                if fl.get("extra_rtt_s")
+                for arg in ("--extra-ba", f"{fl['dport']}:{fl['extra_rtt_s'] * 1e9:.0f}")
+            ],
             "--seed",
             str(a.seed),
             *(
@@ -837,7 +864,7 @@ def bpf_signals(events: dict, flows: list[dict], align: dict):
 
     frames = []
     for fl in flows:
-        if fl["cc"] not in bpfcc.SENDERS:
+        if fl["cc"] not in bpfcc.ALL:
             continue
         rows = [r for r in events["sig"] if r[1] == fl["sport"]]
         frames.append(bpfcc.signals_frame(fl["cc"], rows, align[str(fl["sport"])]["offset_ns"]))
