@@ -396,7 +396,7 @@ def test_folder_expectations_are_taken_relative_to_the_folder(tmp_path) -> None:
 
 
 def test_a_flow_outside_the_validated_range_is_skipped_unless_allowed() -> None:
-    # results 1.4: the verdict says where the flow lies outside the conditions it was validated
+    # results 1.5: the verdict says where the flow lies outside the conditions it was validated
     # on; check does not count such a flow as verified (skip, with the reason) unless allowed
     f = with_verdict(RENO_FLOW, "identified", "reno")
     f["verdict"]["outside_range"] = ["1.37 Gbit/s: beyond the validated 2–50 Mbit/s"]
