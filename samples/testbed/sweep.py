@@ -166,6 +166,27 @@ def evaluate(folder: Path, algo: str | None = None, settings: tuple[str, ...] = 
     }
 
 
+def merge_summary(path: Path, sender: str, rows: list[dict]) -> None:
+    """Put one sender's rows, reduced to the figures, into the summary table at ``path`` (kept
+    small: per path the split, probes outside recovery, median and p90), other senders kept."""
+    table = json.loads(path.read_text()) if path.is_file() else {}
+    table.setdefault("target", {"median": MEDIAN_MAX, "p90": P90_MAX})
+    table.setdefault(
+        "what",
+        "replay (flavor linux, defaults) vs the kernel's snd_cwnd outside recovery, |replayed - kernel| / kernel; "
+        "paths and split fixed before any result (samples/testbed/sweep.py PATHS)",
+    )
+    senders = table.setdefault("senders", {})
+    senders[sender] = {
+        r["name"]: {
+            k: r.get(k) for k in ("split", "algo", "outside_recovery", "median", "p90", "ok", "error") if k in r
+        }
+        for r in rows
+    }
+    table["senders"] = dict(sorted(senders.items()))
+    path.write_text(json.dumps(table, indent=1) + "\n")
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sender", required=True, help="BPF sender (bpfcc.py --list), e.g. bpf_ktcp_cubic")
@@ -177,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--algo", default="", help="replay this algorithm instead of the sender's")
     ap.add_argument("--set", action="append", default=[], help="replay setting, e.g. kyushu.engage_above=0")
     ap.add_argument("--json", default="", help="write the rows here as well as to stdout")
+    ap.add_argument(
+        "--summary", default="", help="merge this sender's per-path median/p90 into a small JSON table (sender × path)"
+    )
     a = ap.parse_args(argv)
     sys.path.insert(0, str(HERE))
     from bpfcc import SENDERS
@@ -215,6 +239,8 @@ def main(argv: list[str] | None = None) -> int:
     text = json.dumps(rows, indent=1)
     if a.json:
         Path(a.json).write_text(text + "\n")
+    if a.summary:
+        merge_summary(Path(a.summary), a.sender, rows)
     print(text)
     return 0 if rows and all(r.get("ok") for r in rows) else 1
 
