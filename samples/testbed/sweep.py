@@ -187,6 +187,26 @@ def merge_summary(path: Path, sender: str, rows: list[dict]) -> None:
     path.write_text(json.dumps(table, indent=1) + "\n")
 
 
+def markdown(path: Path) -> str:
+    """The summary table as markdown: a row per sender, a column per path, median / p90 in %,
+    bold where the target is missed, — where the path has no figure."""
+    table = json.loads(path.read_text())
+    names = [p.name for p in PATHS]
+    out = ["| sender | " + " | ".join(n.split("-")[0] for n in names) + " |", "|---|" + "---|" * len(names)]
+    for sender, rows in table["senders"].items():
+        algo = next((r["algo"] for r in rows.values() if "algo" in r), "")
+        cells = []
+        for n in names:
+            r = rows.get(n, {})
+            if r.get("median") is None:
+                cells.append("—")
+                continue
+            c = f"{100 * r['median']:.2f} / {100 * r['p90']:.2f}"
+            cells.append(c if r.get("ok") else f"**{c}**")
+        out.append(f"| {algo} (`{sender}`) | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sender", required=True, help="BPF sender (bpfcc.py --list), e.g. bpf_ktcp_cubic")
@@ -201,7 +221,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--summary", default="", help="merge this sender's per-path median/p90 into a small JSON table (sender × path)"
     )
+    ap.add_argument("--table", default="", help="print the summary table at this path as markdown, and exit")
     a = ap.parse_args(argv)
+    if a.table:
+        print(markdown(Path(a.table)))
+        return 0
     sys.path.insert(0, str(HERE))
     from bpfcc import SENDERS
 
