@@ -17,6 +17,7 @@ are only reported. The split is by path (rate, RTT, buffer, loss, competition), 
     python samples/testbed/sweep.py --sender bpf_ktcp_cubic --out /tmp/sweep        # run + replay
     python samples/testbed/sweep.py --sender bpf_ktcp_cubic --out /tmp/sweep --replay-only
     python samples/testbed/sweep.py --sender bpf_fusion --split tuning --json out.json
+    python samples/testbed/sweep.py --table benchmarks/results/replay-sweep.json   # markdown
 
 Captures go to ``--out/<sender>/<path>/`` (never under samples/: the sweep's captures are not
 committed). The JSON (stdout, or ``--json``) holds one row per path: the path's settings, the
@@ -209,7 +210,7 @@ def markdown(path: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--sender", required=True, help="BPF sender (bpfcc.py --list), e.g. bpf_ktcp_cubic")
+    ap.add_argument("--sender", default="", help="BPF sender (bpfcc.py --list), e.g. bpf_ktcp_cubic")
     ap.add_argument("--out", default="/tmp/sweep", help="captures go to OUT/<sender>/<path>/ (not samples/)")
     ap.add_argument("--split", choices=("tuning", "heldout", "all"), default="all")
     ap.add_argument("--only", default="", help="comma-separated path names (default: the split's paths)")
@@ -224,12 +225,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--table", default="", help="print the summary table at this path as markdown, and exit")
     a = ap.parse_args(argv)
     if a.table:
-        print(markdown(Path(a.table)))
+        try:
+            print(markdown(Path(a.table)))
+        except (OSError, ValueError, KeyError) as e:
+            print(f"sweep.py: cannot read the summary {a.table}: {e}", file=sys.stderr)
+            return 2
         return 0
     sys.path.insert(0, str(HERE))
     from bpfcc import SENDERS
 
-    if a.sender not in SENDERS:
+    if not a.sender or a.sender not in SENDERS:
         print(f"sweep.py: unknown sender {a.sender!r} (one of {', '.join(SENDERS)})", file=sys.stderr)
         return 2
     only = {s for s in a.only.split(",") if s}
