@@ -11,8 +11,7 @@ but only the generated modules run.
 Per ACK, in the order of Linux ``tcp_ack`` (net/ipv4/tcp_input.c):
 
 1. cwnd validation for the transmissions since the previous ACK (``tcp_cwnd_validate``):
-   ``is_cwnd_limited`` / ``max_packets_out`` from the trace's flight vs the replayed cwnd
-   (flavor linux: its whole packets, as the kernel's integer ``snd_cwnd``);
+   ``is_cwnd_limited`` / ``max_packets_out`` from the trace's flight vs the replayed cwnd;
 2. the ACK's fields; RTT sample → min RTT, RFC 6298 srtt, round min → ``on_rtt_sample``;
    ``on_ack`` (every ACK);
 3. congestion state DRIVEN BY THE TRACE (``state``, ``cong_event``, ``spurious_undo``): undo,
@@ -175,12 +174,8 @@ def run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans):  # one flat loop o
         prior_flight = ev[i, E_PRIOR_FLIGHT]
         tp[SENT] = sent
         tp[PRIOR_FLIGHT] = prior_flight
-        # Linux compares the whole packets in flight with the integer snd_cwnd
-        # (tcp_write_xmit: tcp_packets_in_flight >= tcp_snd_cwnd); a real-valued window (the
-        # Q16 windows of delay-based senders) is the kernel's floor of it
-        lim_w = math.floor(cwnd_now + 1e-9) if linux else cwnd_now
-        if sent > 0.0 or prior_flight >= lim_w - 1e-9:
-            is_lim = prior_flight >= lim_w - 1e-9
+        if sent > 0.0 or prior_flight >= cwnd_now - 1e-9:
+            is_lim = prior_flight >= cwnd_now - 1e-9
             prev_ack = ev[i, E_PREV_ACK]
             packets_out = (ev[i, E_SND_MAX] - prev_ack) / mss
             if (
