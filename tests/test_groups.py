@@ -17,7 +17,15 @@ from hscc_trace.model import Analysis, CaptureResult, FlowResult
 
 REPO = Path(__file__).resolve().parent.parent
 SAMPLES = REPO / "samples"
-MULTI = ("reno-vs-cubic", "reno-vs-cubic-rtt20", "bbr-vs-cubic", "bbr-vs-reno", "cubic-vs-cubic")
+MULTI = (
+    "reno-vs-cubic",
+    "reno-vs-cubic-rtt20",
+    "bbr-vs-cubic",
+    "bbr-vs-reno",
+    "cubic-vs-cubic",
+    "groups/three-flows",  # reno, cubic, Compound TCP (samples/groups/README.md)
+    "groups/four-flows-rtt",  # reno, cubic, bbr, TCP-Fusion at base RTTs 20 / 60 / 80 / 100 ms
+)
 S = 1_000_000_000  # ns per s
 
 
@@ -198,7 +206,7 @@ def _truth_delivered(name: str, sport: int, t_ns: np.ndarray) -> np.ndarray:
 def test_group_metrics_match_kernel_truth(samples, name):
     cr = samples[name]
     (g,) = groups.capture_groups(cr)
-    assert len(g.flows) == 2
+    assert len(g.flows) == len(json.loads((SAMPLES / name / "meta.json").read_text())["flows"])
     series = {s.flow_id: s for s in groups.series_of(cr)}
     # the windows the kernel's probes cover whole (tracing stops a little before the last ACKs)
     last = min(
@@ -252,8 +260,15 @@ def test_samples_read_as_the_papers_would(samples):
     assert g.utilization > 0.95
     # the 20 Mbit/s path: its capacity is twice that
     assert gs["reno-vs-cubic-rtt20"].capacity_bps == pytest.approx(20e6 * 1448 / 1500, rel=0.01)
-    # one testbed link: both flows see the same base RTT, so no RTT-fairness exponent
-    assert all(p["exponent"] is None for g in gs.values() for p in g.rtt_fairness)
+    # one testbed link: the flows see the same base RTT, so no RTT-fairness exponent
+    equal = {n: g for n, g in gs.items() if n != "groups/four-flows-rtt"}
+    assert all(p["exponent"] is None for g in equal.values() for p in g.rtt_fairness)
+    # base RTTs 20 / 60 / 80 / 100 ms: every pair gets the exponent e of throughput ratio = RTT ratio^e
+    # (HRF-TCP's measure: e = 1 is RTT-proportional, e = 0 RTT-fair); 4 flows give 6 pairs
+    pairs = gs["groups/four-flows-rtt"].rtt_fairness
+    assert len(pairs) == 6 and all(p["rtt_ratio"] > 1.05 for p in pairs)
+    for p in pairs:
+        assert p["throughput_ratio"] == pytest.approx(p["rtt_ratio"] ** p["exponent"], rel=1e-9)
 
 
 def test_results_json_groups_and_compare_cli(samples, tmp_path):
