@@ -353,7 +353,7 @@ def collect_notes(
     """Analyze the capture at ``path`` (a file that can be read again) flow by flow and return
     (notes, warnings, one-line errors of flows not analyzed, {flow id: verdict label}). Raises
     :class:`InputError` when the capture cannot be read or a flow id is not in it."""
-    from hscc_trace.analysis.pipeline import analyze_flow
+    from hscc_trace.analysis.pipeline import analyze_flow, selected_flows
     from hscc_trace.events import flow_event_batches
     from hscc_trace.flows import load
     from hscc_trace.replay import selection
@@ -365,19 +365,7 @@ def collect_notes(
         raise InputError(f"agreeing rounds must be at least 1, got {agree_rounds}")
     cap = load(path, bpf=bpf)
     table = cap.flows
-    ids = [int(i) for i in table["flow_id"].to_list()] if table.height else []
-    if flows is not None:
-        missing = [int(i) for i in flows if int(i) not in ids]
-        if missing:
-            have = (
-                "no TCP flow"
-                if not ids
-                else f"only flow {ids[0]}"
-                if len(ids) == 1
-                else f"{len(ids)} flows, {ids[0]}–{ids[-1]}"
-            )
-            raise InputError(f"{path}: no flow {', '.join(map(str, missing))} (the capture has {have})")
-        ids = [i for i in ids if i in {int(x) for x in flows}]
+    ids = selected_flows(str(path), table, flows)
     first = first_frames(cap)
     warnings = list(cap.warnings)
     row_of = {int(f): r for r, f in enumerate(table["flow_id"].to_list())} if table.height else {}

@@ -47,7 +47,7 @@ import itertools
 import math
 import os
 import threading
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -197,6 +197,26 @@ class OpenCapture:
     present: list[int] | None = None  # the selected flows with packets, when known (else every one may have)
 
 
+def selected_flows(path: str, flows: Any, flow_ids: Sequence[int] | None) -> list[int]:
+    """The flow ids of a capture's conversation table ``flows`` to analyze: all, or ``flow_ids`` in
+    the table's order. Raises :class:`InputError` naming what the capture has for an id it lacks."""
+    ids = [int(i) for i in flows["flow_id"].to_list()] if flows.height else []
+    if flow_ids is None:
+        return ids
+    wanted = {int(i) for i in flow_ids}
+    missing = [int(i) for i in flow_ids if int(i) not in ids]
+    if missing:
+        have = (
+            "no TCP flow"
+            if not ids
+            else f"only flow {ids[0]}"
+            if len(ids) == 1
+            else f"{len(ids)} flows, {ids[0]}–{ids[-1]}"
+        )
+        raise InputError(f"{path}: no flow {', '.join(map(str, missing))} (the capture has {have})")
+    return [i for i in ids if i in wanted]
+
+
 def open_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -> OpenCapture:
     """Read one capture; its selected flows' event streams follow batch by batch (:class:`OpenCapture`).
 
@@ -211,19 +231,7 @@ def open_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -
     warm_in_background("hscc_trace.events", "hscc_trace.events.sack")
     cap = load(path, bpf=bpf)
     flows = cap.flows
-    ids = [int(i) for i in flows["flow_id"].to_list()] if flows.height else []
-    if flow_ids is not None:
-        missing = [i for i in flow_ids if i not in ids]
-        if missing:
-            have = (
-                "no TCP flow"
-                if not ids
-                else f"only flow {ids[0]}"
-                if len(ids) == 1
-                else f"{len(ids)} flows, {ids[0]}–{ids[-1]}"
-            )
-            raise InputError(f"{path}: no flow {', '.join(map(str, missing))} (the capture has {have})")
-        ids = [i for i in ids if i in set(flow_ids)]
+    ids = selected_flows(path, flows, flow_ids)
     warnings = list(cap.warnings)
     dec = cap.decoded
     present = None
