@@ -38,7 +38,7 @@ def test_each_replay_row_carries_the_frame_of_its_ack() -> None:
     # Three ACKs whose frames are not their row numbers (7, 9, 20: segments and other flows'
     # packets sit between them in the capture). Row i of the replay answers ACK i, so the replay's
     # frames must be exactly [7, 9, 20] and its times those of the ACKs.
-    from hscc_trace.reports.synthetic import make_flow
+    from synthetic_analysis import make_flow
 
     acks = make_flow(n_acks=3).events.acks.with_columns(pl.Series("frame", [7, 9, 20], dtype=pl.UInt64))
     out = engine.replay(acks, 1448, ["reno"])["reno"]
@@ -75,8 +75,9 @@ def test_cli_replay_joins_the_ack_events_on_frame(tmp_path: Path, capsys: pytest
 
 
 def test_exports_carry_the_key(tmp_path: Path) -> None:
+    from synthetic_analysis import make_analysis
+
     from hscc_trace.analysis import export
-    from hscc_trace.reports.synthetic import make_analysis
 
     a = make_analysis(n_flows=1, n_acks=500)
     fr = a.captures[0].results[0]

@@ -19,12 +19,12 @@ import numpy as np
 import plotly.graph_objects as go
 import polars as pl
 import pytest
+from synthetic_analysis import make_analysis, make_flow
 
 from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.reports import ReportInfo, flow_figures, write_report
 from hscc_trace.reports import decimate as dec
-from hscc_trace.reports.synthetic import make_analysis, make_flow
 
 EVIL = "<script>alert(1)</script>"
 

@@ -27,9 +27,9 @@ from typing import Any
 import polars as pl
 import pytest
 from conftest import IN_CI, cannot_run
+from synthetic_analysis import make_analysis
 
 from hscc_trace.reports import write_report
-from hscc_trace.reports.synthetic import make_analysis
 
 ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
 CHROMIUM = next(

@@ -1,12 +1,12 @@
 """A synthetic :class:`~hscc_trace.model.Analysis` that follows hscc_trace.schema exactly.
 
-Used by the report tests, the report-size figure in docs/report.md and the benchmarks: it lets
+Used by the report tests (a test helper, not part of the package): it lets
 the report be built and measured at any size (up to many millions of ACKs) without a capture or
 the replay engine. The flow is a loss-driven sawtooth: the sender grows its window by one packet
 per round, a loss every ``period_s`` halves it (a fast-retransmit episode, with one
 retransmitted segment), and RTT rises with the queue. Replays are shaped variants of that window
 carrying plausible signals named as the replay registry names them; nothing here is a model of
-any algorithm and nothing here is used outside tests, docs and benchmarks.
+any algorithm.
 """
 
 from __future__ import annotations
