@@ -4,7 +4,7 @@
 Issue #16 asks for ``analyze`` (every default algorithm, report, JSON) within 2× ``tcptrace -lr``
 on a multi-million-packet capture. This measures what part of ``analyze``'s CPU time is compiled
 or C code — the numba and Cython kernels (reading, decoding, the flow table, the event streams,
-the replay loops, the report's decimation), SHA-256 of the input, the report's gzip streams —
+the replay loops, the report's decimation), the BLAKE3 digest of the input, the report's gzip streams —
 and what part is the Python and polars code around them ("glue"). Even with no glue at all and
 both cores busy throughout, ``analyze`` cannot take less than ``compiled CPU / cores``: the
 **floor**. Beside it, ``tcptrace -lr`` on the same file, run alternately with ``analyze``::
@@ -17,7 +17,7 @@ wraps, before the command starts, each compiled kernel's call (``hscc_trace.perf
 and ``hscc_trace.perf.jit.Kernel``: the CPU time of the calling thread, ``time.thread_time``),
 numba's loading of a cached kernel (``Dispatcher._compile_for_args``, counted apart: it is
 neither glue nor work on the capture; a wrapped call's time is not counted again in the wrapped
-call that made it), ``results.sha256_file`` and ``deflate.gzip_bytes``; every thread's CPU
+call that made it), ``results.digest_file`` (the input digest) and ``deflate.gzip_bytes``; every thread's CPU
 time is read when it ends (``threading.Thread.run``), the process's from ``getrusage``. The
 capture-reading thread's time outside kernels (file reads and the hand-over of record batches)
 is counted as glue. The wrappers cost ≈ 1 µs a call (a few thousand calls a run). Nothing here is
@@ -95,7 +95,7 @@ def _child(argv: list[str]) -> None:
 
     Dispatcher._compile_for_args = timed(lambda a: "load:" + a[0].py_func.__qualname__, Dispatcher._compile_for_args)
     jit.Kernel.__call__ = timed(lambda a: "kernel:" + a[0].py_func.__name__, jit.Kernel.__call__)
-    results.sha256_file = timed(lambda a: "sha256", results.sha256_file)
+    results.digest_file = timed(lambda a: "digest", results.digest_file)
     gz = timed(lambda a: "gzip", deflate.gzip_bytes)
     deflate.gzip_bytes = html.gzip_bytes = store.gzip_bytes = gz
 
@@ -156,7 +156,7 @@ def _tcptrace_once(capture: Path, scratch: Path) -> float:
 
 
 def summarize(doc: dict, cores: int) -> dict:
-    """The run's figures: compiled CPU (kernels, SHA-256, gzip), numba's cache loading, glue (the
+    """The run's figures: compiled CPU (kernels, input digest, gzip), numba's cache loading, glue (the
     rest of the process's CPU), and the floor = compiled CPU / cores."""
     comp = doc["compiled"]
     work = sum(v for k, v in comp.items() if not k.startswith("load:"))
@@ -222,7 +222,7 @@ def main() -> None:
     print(f"| `tcptrace -lr` wall | {t:.2f} | 1.00 |")
     print(f"| `analyze` wall | {med['wall_s']:.2f} | {med['ratio']:.2f} |")
     print(f"| `analyze` CPU, all threads | {med['cpu_s']:.2f} | |")
-    print(f"| of which compiled or C (kernels, SHA-256, gzip) | {med['compiled_s']:.2f} | |")
+    print(f"| of which compiled or C (kernels, input digest, gzip) | {med['compiled_s']:.2f} | |")
     print(f"| of which numba loading cached kernels | {med['load_s']:.2f} | |")
     print(f"| of which Python and polars glue | {med['glue_s']:.2f} | |")
     print(f"| calling thread CPU | {med['main_thread_s']:.2f} | |")

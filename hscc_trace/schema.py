@@ -360,7 +360,7 @@ SACK_BLOCKS: tuple[Column, ...] = (
 
 
 # Corpus dataset (hscc_trace.corpus; docs/corpus.md): one folder per table under the dataset,
-# one Parquet file per capture per table (``<dataset>/<table>/<sha256>.parquet``). Every table
+# one Parquet file per capture per table (``<dataset>/<table>/<blake3>.parquet``). Every table
 # starts with the capture's key; the analysis tables then carry the columns of the table above
 # they come from. Values of ``reason`` in the errors table:
 
@@ -373,10 +373,10 @@ CORPUS_ERROR_REASONS = (
 
 CORPUS_KEY: tuple[Column, ...] = (
     Column(
-        "sha256",
+        "blake3",
         pl.String,
         "",
-        "SHA-256 of the capture file's bytes as stored (a .gz file hashed compressed): the partition key",
+        "BLAKE3 of the capture file's bytes as stored (a .gz file hashed compressed): the partition key",
     ),
     Column("capture", pl.String, "", "the input as given: a path or a URL"),
 )

@@ -414,7 +414,7 @@ def test_cpu_floor_splits_cpu_into_compiled_loading_and_glue() -> None:
         "wall_s": 7.0,
         "cpu_s": 10.0,
         "threads": {"MainThread": 6.0},
-        "compiled": {"kernel:a": 3.0, "sha256": 1.0, "gzip": 0.5, "load:a": 0.5},
+        "compiled": {"kernel:a": 3.0, "digest": 1.0, "gzip": 0.5, "load:a": 0.5},
         "main_compiled_s": 2.0,
         "main_load_s": 0.5,
     }
@@ -431,7 +431,7 @@ def test_cpu_floor_child_counts_every_wrapped_call_once(tmp_path: Path) -> None:
     doc = cf._analyze_once(REPO / "samples" / "reno-bdp" / "capture.pcap", tmp_path)
     assert (tmp_path / "report.html").stat().st_size > 0 and (tmp_path / "results.json").exists()
     parts = doc["compiled"]
-    assert parts["sha256"] > 0 and parts["gzip"] > 0  # (the JSON's input digest, the report's streams)
+    assert parts["digest"] > 0 and parts["gzip"] > 0  # (the JSON's input digest, the report's streams)
     assert any(k.startswith("kernel:events.") for k in parts) and any(k.startswith("kernel:replay loop") for k in parts)
     assert min(parts.values()) >= 0  # (a nested call's time is taken out of its caller's, once)
     # every part is CPU time of some thread of this process: together within the process's total

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import pytest
 
@@ -67,7 +68,7 @@ def capture(path: str, flows: list[dict], sha: str | None = None, error: str | N
     return {
         "path": path,
         "name": path.rsplit("/", 1)[-1],
-        "sha256": sha,
+        "blake3": sha,
         "flows": [] if error else flows,
         "error": error,
         "warnings": [],
@@ -209,12 +210,32 @@ def test_baseline_goodput_drop_checked_only_when_asked() -> None:
 
 def test_baseline_matches_by_content_then_path_then_name() -> None:
     base = document(capture("old/place/reno.pcap", [RENO_FLOW], sha="a" * 64))
-    assert check.match_capture(DOC["captures"][0], base) is base["captures"][0]  # same sha256
+    assert check.match_capture(DOC["captures"][0], base) is base["captures"][0]  # same blake3
     moved = document(capture("s/reno.pcap", [RENO_FLOW], sha="b" * 64))
     assert check.match_capture(DOC["captures"][0], moved) is moved["captures"][0]  # same path
     vs = check.check_baseline(DOC, document(capture("s/other.pcap", [RENO_FLOW], sha="c" * 64)), Tolerance())
     (f,) = vs
     assert f.status == FAIL and "no entry for this capture in the baseline" in f.message
+
+
+def test_baseline_of_schema_1_5_matches_by_sha256_of_the_file(tmp_path: Path) -> None:
+    # a baseline of schema 1.x identifies captures by SHA-256: the capture's is computed
+    # from its file, and only against a baseline entry of the same size
+    f = tmp_path / "moved.pcap"
+    f.write_bytes(b"abc")
+    sha = "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"  # SHA-256("abc")
+    cap = dict(capture(str(f), [RENO_FLOW], sha="d" * 64), size_bytes=3)
+
+    def old(path: str, sha256: str, size: int) -> dict:
+        entry = capture(path, [RENO_FLOW])
+        del entry["blake3"]
+        return dict(entry, sha256=sha256, size_bytes=size)
+
+    base = document(old("elsewhere/other.pcap", "e" * 64, 3), old("elsewhere/x.pcap", sha, 3))
+    assert check.match_capture(cap, base) is base["captures"][1]
+    other_size = document(old("elsewhere/x.pcap", sha, 4))
+    assert check.match_capture(cap, other_size) is None  # (not hashed: no entry of its size)
+    assert check.match_capture(dict(cap, sha256=sha), document(old("a/b.pcap", sha, 3))) is not None
 
 
 def test_baseline_restricted_to_expected_algorithm() -> None:

@@ -21,9 +21,11 @@ import pytest
 from conftest import external
 
 from hscc_trace import api, schema
+from hscc_trace.analysis import results
 from hscc_trace.cli.corpus_cmd import rate_eta
 from hscc_trace.corpus import census, inputs, runner
 from hscc_trace.corpus import dataset as ds
+from hscc_trace.errors import InputError
 
 REPO = Path(__file__).resolve().parent.parent
 ALGOS = ["reno", "cubic"]
@@ -65,7 +67,7 @@ def _local(tmp: Path) -> list[str]:
 
 
 def _sorted(df: pl.DataFrame, keys: list[str]) -> pl.DataFrame:
-    drop = [c for c in (*ds.TIMING_COLUMNS, "sha256") if c in df.columns]
+    drop = [c for c in (*ds.TIMING_COLUMNS, "blake3") if c in df.columns]
     return df.drop(drop).sort(keys)
 
 
@@ -141,7 +143,7 @@ def test_local_cluster_records_every_capture_once(corpus):
         "missing.pcap": "unreadable",
     }
     # the 404 has no content: keyed by its name; the others by their bytes
-    by_cap = dict(zip(errs["capture"], errs["sha256"]))
+    by_cap = dict(zip(errs["capture"], errs["blake3"]))
     assert by_cap[corpus["missing"]] == inputs.name_key(corpus["missing"])
     assert by_cap[corpus["crash"]] == inputs.content_hash(corpus["crash"])
     caps = ds.read(corpus["out"], "captures")
@@ -149,9 +151,9 @@ def test_local_cluster_records_every_capture_once(corpus):
         [*[corpus["items"][i] for i in (0, 1, 2, 4)], corpus["once"], corpus["url"]]
     )
     # a capture is in captures/ or in errors/, never both, and no table has rows of a failed one
-    assert not set(caps["sha256"]) & set(errs["sha256"])
+    assert not set(caps["blake3"]) & set(errs["blake3"])
     for t in ("flows", "fits", "episodes", "rounds"):
-        assert set(ds.read(corpus["out"], t)["sha256"]) <= set(caps["sha256"]), t
+        assert set(ds.read(corpus["out"], t)["blake3"]) <= set(caps["blake3"]), t
 
 
 @pytest.mark.slow
@@ -174,7 +176,7 @@ def test_dataset_equals_the_serial_run_table_for_table(corpus):
     )
     fits = ds.read(out, "fits")
     assert _sorted(fits, ["capture", "flow_id", "algo"]).equals(
-        _sorted(table(api.fit_table).select(fits.drop("sha256").columns), ["capture", "flow_id", "algo"])
+        _sorted(table(api.fit_table).select(fits.drop("blake3").columns), ["capture", "flow_id", "algo"])
     )
     # events: the episodes and rounds of every analyzed flow, with its flow id
     for t, attr in (("episodes", "episodes"), ("rounds", "rounds")):
@@ -200,8 +202,8 @@ def test_dataset_equals_the_serial_run_table_for_table(corpus):
             )
         ), t
     # flows carry their round counts: the same as the events' rounds table
-    n_rounds = ds.read(out, "rounds").group_by("sha256", "flow_id").len()
-    joined = flows.join(n_rounds, on=["sha256", "flow_id"], how="left").with_columns(pl.col("len").fill_null(0))
+    n_rounds = ds.read(out, "rounds").group_by("blake3", "flow_id").len()
+    joined = flows.join(n_rounds, on=["blake3", "flow_id"], how="left").with_columns(pl.col("len").fill_null(0))
     assert (joined["rounds"] == joined["len"]).all()
     caps = ds.read(out, "captures")
     assert caps["packets_total"].sum() == sum(a.captures[0].meta.packets_total for a in serial)
@@ -227,12 +229,12 @@ def test_duckdb_reads_the_dataset_directly(corpus):
     con = duckdb.connect()
     rows = con.execute(
         "SELECT f.best, count(*), sum(c.packets_total) FROM read_parquet(?, union_by_name=true) f "
-        "JOIN read_parquet(?) c USING (sha256) GROUP BY f.best ORDER BY f.best NULLS FIRST",
+        "JOIN read_parquet(?) c USING (blake3) GROUP BY f.best ORDER BY f.best NULLS FIRST",
         [str(out / "flows" / "*.parquet"), str(out / "captures" / "*.parquet")],
     ).fetchall()
     caps = ds.read(out, "captures")
     want = (
-        flows.join(caps.select("sha256", "packets_total"), on="sha256")
+        flows.join(caps.select("blake3", "packets_total"), on="blake3")
         .group_by("best")
         .agg(pl.len(), pl.col("packets_total").sum())
         .sort("best")
@@ -300,7 +302,7 @@ def test_batches_keep_every_guarantee(corpus, batched):
     for t in ds.TABLES:
         a = ds.read(out, t).filter(pl.col("capture") != batched["crash2"])
         b = ds.read(corpus["out"], t)
-        keys = [k for k in ("sha256", "flow_id", "algo", "episode", "round") if k in b.columns]
+        keys = [k for k in ("blake3", "flow_id", "algo", "episode", "round") if k in b.columns]
         drop = [c for c in ds.TIMING_COLUMNS if c in b.columns]
         assert a.height == b.height and a.drop(drop).sort(keys).equals(b.drop(drop).sort(keys)), t
     # the second run skips everything with a content hash; the 404 URL fails again
@@ -390,8 +392,6 @@ def test_inputs_list_globs_urls_and_missing(tmp_path, http_root):
     assert inputs.expand(inputs.read_list(lst)) == [str(a), str(b)]
     assert inputs.expand([str(tmp_path)]) == [str(a), str(b)]  # directory: captures only
     assert inputs.expand(["gs://bucket/x.pcap.gz"]) == ["gs://bucket/x.pcap.gz"]
-    from hscc_trace.errors import InputError
-
     with pytest.raises(InputError):
         inputs.expand([str(tmp_path / "nothing*.pcap")])
     # a glob over an HTTP folder listing (http.server's), and a copy fetched to a local file
@@ -426,7 +426,7 @@ def test_read_mixes_files_of_old_and_new_versions(tmp_path):
     # one errors file as written today, one with a column a newer version added: both rows, the
     # new column null for the old file (the multi-file read refuses them; file by file mixes them)
     ds.write_error(tmp_path, "a" * 64, "old.pcap", "timeout", "not done")
-    new = pl.DataFrame({"sha256": ["b" * 64], "capture": ["new.pcap"], "reason": ["internal"], "message": ["x"]})
+    new = pl.DataFrame({"blake3": ["b" * 64], "capture": ["new.pcap"], "reason": ["internal"], "message": ["x"]})
     ds.write_part(tmp_path, "errors", "b" * 64, new.with_columns(pl.lit(3).alias("attempts")), extra=True)
     got = ds.read(tmp_path, "errors").sort("capture")
     assert got["capture"].to_list() == ["new.pcap", "old.pcap"]
@@ -439,6 +439,21 @@ def test_read_mixes_files_of_old_and_new_versions(tmp_path):
     (tmp_path / "flows" / f"{'d' * 64}.tmp123").write_bytes(b"half")
     assert ds.remove_partial_writes(tmp_path) == 1 and not list((tmp_path / "flows").iterdir())
     assert len(list((tmp_path / "errors").iterdir())) == 3
+
+
+def test_dataset_keyed_by_sha256_is_refused(tmp_path):
+    # a dataset written before BLAKE3 keys: resuming it would add every capture again
+    ds.check_key(tmp_path)  # (empty: fine)
+    ds.write_error(tmp_path, "a" * 64, "new.pcap", "timeout", "not done")
+    ds.check_key(tmp_path)
+    old = tmp_path / "old"
+    (old / "captures").mkdir(parents=True)
+    pl.DataFrame({"sha256": ["e" * 64], "capture": ["x.pcap"]}).write_parquet(old / "captures" / f"{'e' * 64}.parquet")
+    with pytest.raises(InputError, match="keyed by SHA-256"):
+        ds.check_key(old)
+    assert inputs.content_hash(str(old / "captures" / f"{'e' * 64}.parquet")) == results.digest_file(
+        old / "captures" / f"{'e' * 64}.parquet"
+    )
 
 
 @pytest.mark.slow

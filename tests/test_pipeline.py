@@ -43,12 +43,12 @@ def test_serial_results_are_not_empty(serial: dict) -> None:
     assert [c["path"] for c in serial["captures"]] == CAPTURES
     fitted = [f for c in serial["captures"] for f in c["flows"] if f["fit"]]
     assert len(fitted) >= 2 and all({r["algo"] for r in f["fit"]} == set(ALGOS) for f in fitted)
-    assert all(c["sha256"] and len(c["sha256"]) == 64 for c in serial["captures"])
+    assert all(c["blake3"] and len(c["blake3"]) == 64 and "sha256" not in c for c in serial["captures"])
 
 
 def test_helper_threads_alone_give_the_results_of_one_lane(serial: dict, monkeypatch: pytest.MonkeyPatch) -> None:
     # this thread only reads captures: every flow is replayed by the helper thread, and every
-    # file hashed there (sha256 is part of the compared document)
+    # file hashed there (blake3 is part of the compared document)
     monkeypatch.setattr(pipeline, "_CALLER_REPLAYS", False)
     ran_in: set[str] = set()
     real = pipeline._flow_task
@@ -157,11 +157,11 @@ def test_the_calling_thread_works_through_the_queue_too() -> None:
 
 
 def test_one_lane_hashes_the_files_beside_the_analysis() -> None:
-    # the JSON results' SHA-256 comes from the run (a thread hashed it while the flows were
+    # the JSON results' BLAKE3 comes from the run (a thread hashed it while the flows were
     # analyzed), not from a second read when the document is written
     run = api.analyze_run(CAPTURES[:2], ALGOS, jobs=1)
-    assert run.digests == {p: results.sha256_file(p) for p in CAPTURES[:2]}
-    assert [c["sha256"] for c in run.to_json()["captures"]] == [run.digests[p] for p in CAPTURES[:2]]
+    assert run.digests == {p: results.digest_file(p) for p in CAPTURES[:2]}
+    assert [c["blake3"] for c in run.to_json()["captures"]] == [run.digests[p] for p in CAPTURES[:2]]
 
 
 def test_a_flows_evidence_made_during_the_replays_fails_where_it_failed_before(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import blake3
 import jsonschema
 import polars as pl
 import pytest
@@ -185,6 +186,7 @@ def test_document_validates_and_keeps_input_order(doc: dict) -> None:
     assert doc["schema_version"] == results.SCHEMA_VERSION
     assert doc["tool"] == {"name": "hscc-trace", "version": "0.1.0"}
     assert [c["path"] for c in doc["captures"]] == ["missing.pcap", "a.pcap"]
+    assert all(c[results.CAPTURE_DIGEST] is None and "sha256" not in c for c in doc["captures"])  # (no files)
     bad, good = doc["captures"]
     assert bad["error"] == "missing.pcap: no such file or directory" and bad["meta"] is None and bad["flows"] == []
     assert good["error"] is None and good["flows_total"] == 2
@@ -250,7 +252,7 @@ def test_version_1_0_document_without_out_of_order_still_reads(doc: dict, tmp_pa
 
 
 def test_incompatible_major_version_rejected(doc: dict, tmp_path: Path) -> None:
-    bad = dict(json.loads(results.dumps(doc)), schema_version="2.0")
+    bad = dict(json.loads(results.dumps(doc)), schema_version="3.0")
     p = tmp_path / "r.json"
     p.write_text(json.dumps(bad))
     with pytest.raises(InputError, match="not compatible"):
@@ -265,12 +267,27 @@ def test_unreadable_results_are_input_errors(tmp_path: Path) -> None:
         results.read(tmp_path / "x.json")
 
 
-def test_sha256_identifies_content(tmp_path: Path) -> None:
+def test_digest_identifies_content(tmp_path: Path) -> None:
     a = tmp_path / "a"
     a.write_bytes(b"abc")
-    # SHA-256("abc") from FIPS 180-2 appendix B.1
+    # BLAKE3("abc"), the reference implementation's; SHA-256("abc") from FIPS 180-2 appendix B.1
+    assert results.digest_file(a) == "6437b3ac38465133ffb63b75273a8db548c558465d79db03fd359c6cd5bd9d85"
     assert results.sha256_file(a) == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
-    assert results.sha256_file(tmp_path / "missing") is None
+    assert results.digest_file(tmp_path / "missing") is None and results.sha256_file(tmp_path / "missing") is None
+    a.write_bytes(b"abc" * 500_000)  # (several read chunks)
+    assert results.digest_file(a, chunk=1 << 16) == blake3.blake3(b"abc" * 500_000).hexdigest()
+
+
+def test_version_1_5_document_with_sha256_still_reads(doc: dict, tmp_path: Path) -> None:
+    # before 2.0 a capture carried sha256, not blake3: such a baseline still validates
+    old = dict(json.loads(results.dumps(doc)), schema_version="1.5")
+    for cap in old["captures"]:
+        del cap[results.CAPTURE_DIGEST]
+        cap["sha256"] = None
+    old["captures"][1]["sha256"] = "ab" * 32
+    p = tmp_path / "r.json"
+    p.write_text(json.dumps(old))
+    assert results.read(p)["captures"][1]["sha256"] == "ab" * 32
 
 
 def test_cwnd_limited_rounds_counts_the_category_whatever_the_dtype() -> None:

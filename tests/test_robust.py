@@ -465,7 +465,7 @@ def test_every_command_reads_a_pipe(name, tmp_path):
     r = cli("analyze", name, "--algo", "reno", "-q", "--json", str(tmp_path / "a.json"), stdin=data)
     assert r.returncode == 0, r.stderr
     cap = json.loads((tmp_path / "a.json").read_text())["captures"][0]
-    assert cap["path"] == name and cap["sha256"] is None and cap["flows"][0]["best"] == "reno"
+    assert cap["path"] == name and cap["blake3"] is None and cap["flows"][0]["best"] == "reno"
     r = cli("check", name, "--expect", "reno", "--jobs", "2", stdin=data)  # (the hashing lane skips a pipe)
     assert r.returncode == 0 and r.stdout.startswith(f"PASS  {name} flow 0"), r.stdout + r.stderr
 

@@ -105,7 +105,7 @@ class Run:
     inputs: list[str]  # expanded capture paths, in order
     failed: dict[str, str]  # path -> one-line error (capture not readable)
     flow_failed: list[str] = field(default_factory=list)  # one line per flow whose replay/fit failed
-    digests: dict[str, str | None] = field(default_factory=dict)  # path -> SHA-256 hashed during the run
+    digests: dict[str, str | None] = field(default_factory=dict)  # path -> BLAKE3 hashed during the run
     stream: Any = None  # the hscc_trace.analysis.stream.Stream of a streamed run
 
     @property
@@ -116,7 +116,7 @@ class Run:
     def to_json(self, lazy: bool = False) -> dict[str, Any]:
         """The versioned results document (:mod:`hscc_trace.analysis.results`); ``lazy``: a
         streamed run's flow entries are read from its spool as they are used."""
-        return results.to_dict(self.analysis, failed=self.failed, order=self.inputs, sha256=self.digests, lazy=lazy)
+        return results.to_dict(self.analysis, failed=self.failed, order=self.inputs, digests=self.digests, lazy=lazy)
 
 
 # --- inputs ------------------------------------------------------------------------------------------
@@ -634,11 +634,11 @@ def _run_parallel(
     the flows already built, largest first. This thread stays at most :data:`AHEAD_FLOWS` flows
     (:data:`AHEAD_EVENTS` events) ahead of the lanes — meanwhile it replays too — and once
     every capture is read it replays with them. The helpers also hash the input files for the
-    JSON results (returned: path → SHA-256, :func:`hscc_trace.analysis.results.sha256_file`).
+    JSON results (returned: path → BLAKE3, :func:`hscc_trace.analysis.results.digest_file`).
 
     Outcomes do not depend on which lane ran a task or when: :func:`run` files them by
     ``(capture, flow index)``, so the results equal a one-lane run's."""
-    from hscc_trace.analysis.results import sha256_file
+    from hscc_trace.analysis.results import digest_file
 
     lanes = _Lanes(max(opts.jobs - 1, 1))
     digests: dict[str, str | None] = {}
@@ -646,7 +646,7 @@ def _run_parallel(
 
     def hand_back(block: bool, work: bool = True) -> None:
         for tag, (ok, value) in lanes.drain(block, work=work and _CALLER_REPLAYS):
-            if tag[0] == "sha256":
+            if tag[0] == "digest":
                 if ok:  # else the JSON results hash the file themselves
                     digests[tag[1]] = value
             elif not ok:  # _flow_task never raises but with HSCC_TRACE_DEBUG (or a bug in it)
@@ -661,7 +661,7 @@ def _run_parallel(
         for path in inputs:  # hashing reads the files from the page cache: cheap, and without the GIL
             if _is_stream(path):  # a pipe or standard input can be read once: by the reader
                 continue
-            lanes.submit(math.inf, functools.partial(sha256_file, path), ("sha256", path))
+            lanes.submit(math.inf, functools.partial(digest_file, path), ("digest", path))
         for path in sorted(inputs, key=lambda p: -_size(p)):  # the largest capture's flows overlap the rest
             ok, oc = _prepare_task(path, opts.bpf, opts.flows)
             if not on_capture(path, ok, oc):
@@ -776,18 +776,18 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
 
     digests: dict[str, str | None] = {}
     if opts.jobs <= 1:
-        # the files' SHA-256 for the JSON results, hashed by one thread beside the analysis
-        # (hashlib releases the GIL: ≈ 0.4 s of wall time on replica-5M no longer at the end),
+        # the files' BLAKE3 for the JSON results, hashed by one thread beside the analysis
+        # (blake3 releases the GIL: its wall time on replica-5M is no longer at the end),
         # each file once it is read: while it is read, the reader thread and this thread's
         # compiled kernels take both cores (replica-5M: ≈ 0.25 s less wall)
         from concurrent.futures import ThreadPoolExecutor
 
-        hasher = ThreadPoolExecutor(1, thread_name_prefix="hscc-sha256")
+        hasher = ThreadPoolExecutor(1, thread_name_prefix="hscc-digest")
         hashing: dict[str, Any] = {}
 
         def hash_file(path: str) -> None:
             if path not in hashing and not _is_stream(path):
-                hashing[path] = hasher.submit(results.sha256_file, path)
+                hashing[path] = hasher.submit(results.digest_file, path)
 
         def read_then_hash(path: str, ok: bool, oc: Any) -> bool:
             hash_file(path)

@@ -132,7 +132,7 @@ def build(dataset: str | Path) -> str:
         flows.group_by("verdict")
         .agg(
             pl.len().alias("flows"),
-            pl.col("sha256").n_unique().alias("captures"),
+            pl.col("blake3").n_unique().alias("captures"),
             pl.col("goodput_bps").median().alias("goodput"),
             pl.col("rtt_min_s").median().alias("rtt"),
         )
@@ -175,11 +175,11 @@ def build(dataset: str | Path) -> str:
     # episodes per minute ----------------------------------------------------------------------
     if caps.height:
         n_eps = (
-            eps.group_by("sha256").len() if eps.height else pl.DataFrame(schema={"sha256": pl.String, "len": pl.UInt32})
+            eps.group_by("blake3").len() if eps.height else pl.DataFrame(schema={"blake3": pl.String, "len": pl.UInt32})
         )
         per_cap = (
             caps.with_columns(((pl.col("last_ns") - pl.col("first_ns")) / 6e10).alias("minutes"))
-            .join(n_eps, on="sha256", how="left")
+            .join(n_eps, on="blake3", how="left")
             .with_columns(pl.col("len").fill_null(0))
             .filter(pl.col("minutes") > 0)
             .with_columns((pl.col("len") / pl.col("minutes")).alias("per_min"))
@@ -216,7 +216,7 @@ def build(dataset: str | Path) -> str:
     grp = ds.read(dataset, "groups")
     if grp.height:
         per_group = (
-            grp.group_by("sha256", "capture", "group")
+            grp.group_by("blake3", "capture", "group")
             .agg(
                 pl.col("jain").first(),
                 pl.col("utilization").first(),
@@ -238,7 +238,7 @@ def build(dataset: str | Path) -> str:
         c, e = np.histogram(jv, bins=BINS, range=(0.0, 1.0)) if jv.size else (np.array([]), np.array([0.0]))
         sections.append(
             f"<h2>Bottleneck groups</h2><p>{per_group.height} group(s) of flows sharing a bottleneck "
-            f"(docs/groups.md) in {per_group['sha256'].n_unique()} capture(s); median Jain's index "
+            f"(docs/groups.md) in {per_group['blake3'].n_unique()} capture(s); median Jain's index "
             f"{_f(float(np.median(jv)) if jv.size else None, '.3f')}. The least fair:</p>"
             + fig(
                 {

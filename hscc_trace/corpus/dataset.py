@@ -1,5 +1,5 @@
 """The corpus Parquet dataset: one folder per table, one file per capture per table,
-``<dataset>/<table>/<sha256>.parquet`` (partitioned by the capture's content hash, so a capture's
+``<dataset>/<table>/<blake3>.parquet`` (partitioned by the capture's content hash, so a capture's
 rows are written, replaced or skipped as one unit, and memory never holds more than the captures
 in flight). Read it with ``polars.scan_parquet(f"{d}/flows/*.parquet")`` or DuckDB
 ``read_parquet('d/flows/*.parquet', union_by_name=true)`` (docs/corpus.md).
@@ -60,7 +60,7 @@ def write_error(dataset: str | Path, sha: str, capture: str, reason: str, messag
     for t in TABLES:
         if t != "errors":
             path(dataset, t, sha).unlink(missing_ok=True)
-    row = {"sha256": [sha], "capture": [capture], "reason": [reason], "message": [message]}
+    row = {"blake3": [sha], "capture": [capture], "reason": [reason], "message": [message]}
     write_part(dataset, "errors", sha, pl.DataFrame(row, schema=schema.polars_schema(schema.CORPUS_ERRORS)))
 
 
@@ -73,6 +73,24 @@ def remove_partial_writes(dataset: str | Path) -> int:
             p.unlink(missing_ok=True)
             n += 1
     return n
+
+
+def check_key(dataset: str | Path) -> None:
+    """Raise :class:`~hscc_trace.errors.InputError` for a dataset an older version wrote, keyed by
+    SHA-256 (a ``sha256`` column; BLAKE3 since results schema 2.0): this version would not find
+    its captures and would add each again under another name."""
+    import polars as pl
+
+    from hscc_trace.errors import InputError
+
+    for t in ("captures", "errors"):
+        for p in (Path(dataset) / t).glob("*.parquet"):
+            if "sha256" in pl.read_parquet_schema(p):
+                raise InputError(
+                    f"{dataset}: a dataset keyed by SHA-256, written by an older hscc-trace (now BLAKE3): "
+                    "write this run to a new folder"
+                )
+            return
 
 
 def done(dataset: str | Path) -> set[str]:

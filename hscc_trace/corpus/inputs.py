@@ -77,18 +77,19 @@ def check_protocols(items: Iterable[str]) -> None:
 
 
 def name_key(item: str) -> str:
-    """The key of an input whose bytes could not be read (so it has no content hash): SHA-256 of
+    """The key of an input whose bytes could not be read (so it has no content hash): BLAKE3 of
     ``"input:" + item``."""
-    import hashlib
+    import blake3
 
-    return hashlib.sha256(("input:" + item).encode()).hexdigest()
+    return blake3.blake3(("input:" + item).encode()).hexdigest()
 
 
 def content_hash(path: str) -> str:
-    """SHA-256 of a local file's bytes (as stored: a .gz file is hashed compressed)."""
-    import hashlib
+    """BLAKE3 of a local file's bytes (as stored: a .gz file is hashed compressed), the digest of
+    the results document (:func:`hscc_trace.analysis.results.digest_file`)."""
+    import blake3
 
-    h = hashlib.sha256()
+    h = blake3.blake3()
     with open(path, "rb") as f:
         while chunk := f.read(1 << 20):
             h.update(chunk)

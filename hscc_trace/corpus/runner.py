@@ -118,7 +118,7 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _summary(sha: str | None, item: str, status: str, **kw: Any) -> dict[str, Any]:
-    return {"sha256": sha, "capture": item, "status": status, **kw}
+    return {"blake3": sha, "capture": item, "status": status, **kw}
 
 
 def batch_size(remaining: int, nthreads: int, most: int = BATCH_MAX) -> int:
@@ -212,7 +212,7 @@ def analyze_capture(
             return _summary(sha, item, "error", reason=reason, message=msg)
     a = run.analysis
     cr = a.captures[0]
-    key = [pl.lit(sha).alias("sha256"), pl.lit(item).alias("capture")]
+    key = [pl.lit(sha).alias("blake3"), pl.lit(item).alias("capture")]
     counts, eps, rounds = [], [], []
     for fr in cr.results:
         fid = int(fr.flow["flow_id"])
@@ -242,7 +242,7 @@ def analyze_capture(
     m = cr.meta
     cap = pl.DataFrame(
         {
-            "sha256": [sha],
+            "blake3": [sha],
             "capture": [item],
             "format": [m.format],
             "packets_total": [m.packets_total],
@@ -415,6 +415,7 @@ def run(
     inputs.check_protocols(items)
     dataset = str(Path(dataset).resolve())
     Path(dataset).mkdir(parents=True, exist_ok=True)
+    ds.check_key(dataset)
     ds.remove_partial_writes(dataset)
     shutil.rmtree(Path(dataset) / ATTEMPTS_DIR, ignore_errors=True)  # a killed run's counters are no deaths
     (Path(dataset) / ATTEMPTS_DIR).mkdir()
@@ -435,7 +436,7 @@ def run(
     def record(s: dict[str, Any]) -> None:
         if s["status"] == "ok":
             state.ok += 1
-        elif s["status"] == "skipped" and s.get("sha256") not in before:
+        elif s["status"] == "skipped" and s.get("blake3") not in before:
             if s.get("was") == "ok":
                 state.ok += 1
             else:
