@@ -9,7 +9,7 @@
 >>> a = api.analyze(["samples/"], algorithms=["reno", "fusion"], jobs=2)   # model.Analysis
 >>> api.fit_table(a); api.flow_table(a)                        # DataFrames over every capture
 >>> api.report(a, "report.html"); api.results(a)               # HTML report, JSON results dict
->>> api.check(a, expect="reno", max_error=0.15)                # list of check.Verdict
+>>> api.check(a, api.CheckOptions(expect="reno", max_error=0.15)).verdicts  # check.Verdict per flow
 >>> api.annotate("trace.pcap", "trace.pcapng", ["reno", "cubic"])  # pcapng with packet comments
 >>> api.groups(a)                                              # {capture: [groups.Group]}: Jain, shares …
 >>> api.compare("reno-only.pcap", "ctcp-vs-reno.pcap").stolen  # bandwidth stolen (Compound TCP)
@@ -23,9 +23,11 @@ Nothing here prints; errors are :class:`~hscc_trace.errors.InputError` /
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hscc_trace.config import DEFAULT_MAX_ERROR, DEFAULT_MIN_ROUNDS  # noqa: F401 (re-exported: the CLI's help)
 from hscc_trace.errors import InputError, UsageError
 from hscc_trace.model import Analysis, Capture, FlowEvents
 
@@ -389,46 +391,372 @@ def export(obj: Any, path: PathLike, **kw: Any) -> Path | None:
     return _export.write(obj, path, **kw)
 
 
+@dataclass(frozen=True)
+class CheckOptions:
+    """What :func:`check` judges and how — the options of ``hscc-trace check``, one field per
+    command-line option (docs/ci.md). A field left ``None`` takes its value from the
+    configuration (``config``, else ``hscc-trace.toml`` / ``pyproject.toml`` searched upward from
+    the working directory, ``[check]`` table), else the built-in default named here."""
+
+    #: algorithm every judged flow should match (e.g. ``"reno"``); else ``[check] expect`` or
+    #: ``[[check.expectations]]``
+    expect: str | None = None
+    #: bound on the expected algorithm's mare, a fraction >= 0 (default: the verdict's own
+    #: threshold, :data:`hscc_trace.config.DEFAULT_MAX_ERROR` without a verdict)
+    max_error: float | None = None
+    #: also require the expected algorithm to fit best among all replayed (default False)
+    rank_first: bool | None = None
+    #: a stored results.json: fail when metrics regressed beyond ``tolerance``
+    baseline: PathLike | None = None
+    #: allowed regression, ``"mare=0.02,rmse_pkts=1,corr=0.05,goodput=0.1"`` (``none`` disables one)
+    tolerance: str | None = None
+    #: write JUnit XML here (one testsuite per capture, one testcase per flow)
+    junit: PathLike | None = None
+    #: cwnd-limited rounds a flow needs to be judged, >= 1 (default
+    #: :data:`hscc_trace.config.DEFAULT_MIN_ROUNDS`); fewer: skipped
+    min_rounds: int | None = None
+    #: only these flow ids (default: every flow with enough data)
+    flows: tuple[int, ...] | None = None
+    #: algorithms to replay, names or ``"reno,cubic"`` (default: the configured set, else every
+    #: algorithm analyze replays, plus the expected ones; with only a baseline: the baseline's)
+    algorithms: str | Sequence[str] | None = None
+    #: parameter overrides, ``["cubic.beta=0.7"]`` or ``{"cubic": {"beta": 0.7}}``, over the configured ones
+    params: Sequence[str] | dict[str, dict[str, Any]] | None = None
+    #: BPF filter applied when reading (tcpdump syntax)
+    bpf: str | None = None
+    #: parallel lanes, threads of this process, >= 1 (default 1, or ``jobs`` in the configuration)
+    jobs: int | None = None
+    #: also write the results document here (usable later as ``baseline``)
+    json_out: PathLike | None = None
+    #: configuration file (default: searched upward from the working directory)
+    config: PathLike | None = None
+    #: fail a capture that was only partly read (default False: a warning in every verdict)
+    strict: bool | None = None
+    #: pass a flow whose verdict is ambiguous but lists the expected algorithm (default False)
+    allow_ambiguous: bool | None = None
+    #: judge a flow whose verdict is unknown by ``max_error`` alone (default False)
+    allow_unknown: bool | None = None
+    #: judge a flow outside the conditions the verdict was validated on (default False: skipped)
+    allow_outside_range: bool | None = None
+    #: fail a bottleneck group whose Jain's fairness index is below this (0..1; docs/groups.md)
+    min_jain: float | None = None
+    #: fail a group whose regular flows lost more than this fraction (>= 0) against ``stolen_baseline``
+    max_stolen: float | None = None
+    #: for ``max_stolen``: the run of regular flows only (a capture or a results .json)
+    stolen_baseline: PathLike | None = None
+    #: bounds on each flow's goodput over its reno co-flows', ``"LO:HI"`` (e.g. ``"0.5:2"``)
+    friendliness: str | None = None
+    #: the regular and reference flows' algorithm label (group gates)
+    regular: str = "reno"
+    #: bottleneck groups of one's own: flow ids or ``port=N`` per group (default: ``[groups]``,
+    #: else the concurrent bulk flows)
+    groups: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """What :func:`check` decided: the verdicts and everything ``hscc-trace check`` prints from them."""
+
+    #: per-flow verdicts (:class:`hscc_trace.analysis.check.Verdict`), partial reads folded in
+    verdicts: list[Any]
+    #: the results document judged (schema: docs/results.md)
+    doc: dict[str, Any]
+    #: ``path: message (n×)`` per warning of a capture only partly read
+    warnings: list[str]
+    #: path → warnings of each capture only partly read
+    partial: dict[str, list[str]]
+    #: one-line errors of flows that could not be analyzed
+    flow_errors: list[str]
+    #: one terminal line per verdict, then the tally
+    lines: list[str]
+    #: the JUnit XML written to ``CheckOptions.junit`` (None: none asked for)
+    junit: str | None
+    #: 0 every verdict passed, 1 one failed or nothing was verified, 2 bad input, 70 a bug (docs/exit-codes.md)
+    exit_code: int
+    #: running in GitHub Actions (``GITHUB_ACTIONS=true``): annotations and a step summary are wanted
+    github: bool = False
+
+    @property
+    def errors(self) -> list[str]:
+        """The messages of the verdicts that are input errors."""
+        from hscc_trace.analysis import check as _check
+
+        return [v.message for v in self.verdicts if v.status == _check.ERROR]
+
+    def verdict_lines(self, failures_only: bool = False) -> list[str]:
+        """The terminal line of each verdict (only the failed ones with ``failures_only``), without the tally."""
+        from hscc_trace.analysis import check as _check
+
+        return [ln for v, ln in zip(self.verdicts, self.lines) if not failures_only or v.status == _check.FAIL]
+
+    @property
+    def tally(self) -> str:
+        """``3 passed, 1 failed, …``: the last terminal line."""
+        return self.lines[-1]
+
+    def github_annotations(self) -> list[str]:
+        """GitHub Actions ``::error``/``::warning`` lines for the verdicts and partial reads."""
+        from hscc_trace.analysis import check as _check
+
+        return _check.github_annotations(self.verdicts, self.partial)
+
+    def markdown_summary(self) -> str:
+        """The Markdown table for ``GITHUB_STEP_SUMMARY``."""
+        from hscc_trace.analysis import check as _check
+
+        return _check.markdown_summary(self.verdicts, warnings=self.partial)
+
+
 def check(
-    analysis: Analysis | dict[str, Any],
-    expect: str | None = None,
+    captures: PathLike | Iterable[PathLike] | Analysis | dict[str, Any],
+    options: CheckOptions | None = None,
     *,
-    max_error: float | None = None,
-    rank_first: bool = False,
-    min_rounds: int | None = None,
-    flows: Sequence[int] | None = None,
-    baseline: PathLike | dict[str, Any] | None = None,
-    tolerance: Any = None,
-) -> list:
-    """Per-flow verdicts (:class:`hscc_trace.analysis.check.Verdict`) as `hscc-trace check` computes them."""
+    progress: Any = None,
+) -> CheckResult:
+    """Judge captures as ``hscc-trace check`` does: expectations, a baseline and bottleneck-group
+    gates (``options``, :class:`CheckOptions`); the captures (files or directories; a directory
+    may carry its own ``hscc-trace.toml`` expectations) are analyzed streamed, replaying what the
+    verdicts need. ``captures`` may also be an :class:`Analysis` or a results document, judged as
+    it is. Writes ``options.junit`` and ``options.json_out`` when asked; prints nothing.
+    ``progress(done, total, text)`` is called after every task. Raises
+    :class:`~hscc_trace.errors.UsageError` for contradictory options and
+    :class:`~hscc_trace.errors.InputError` when no capture could be read."""
+    import time
+
+    from hscc_trace.analysis import results as _results
+
+    t0 = time.perf_counter()
+    o = options or CheckOptions()
+    gates = _group_gates(o)
+    cfg, c = _check_config(o, captures)
+    if gates is not None:
+        gates["rule"] = group_options(o.groups, None, cfg.groups)
+        gates["bpf"] = cfg.filter
+    if c.expect is None and not c.expectations and c.baseline is None and gates is None:
+        raise UsageError(
+            "check needs --expect ALGO, --baseline results.json, or [check] expectations in the configuration"
+        )
+    base_doc = _results.read(c.baseline) if c.baseline is not None else None
+    expected = [c.expect] if c.expect else list(dict.fromkeys(e.expect for e in c.expectations if e.expect))
+    failed: dict[str, str] = {}
+    flow_failed: list[str] = []
+    algos: tuple[str, ...] | None = None
+    if isinstance(captures, (Analysis, dict)):
+        if isinstance(captures, Analysis) and gates is not None:
+            from hscc_trace.analysis import groups as _groups
+
+            _groups.attach(captures, *gates["rule"])
+        doc = captures if isinstance(captures, dict) else _results.to_dict(captures)
+    else:
+        algos = _check_algorithms(o, cfg, c, expected, base_doc, gates)
+        doc, failed, flow_failed = _check_run(captures, o, cfg, algos, gates, progress)
+    if o.json_out is not None:
+        _results.write(doc, o.json_out)
+    verdicts = _judge(doc, o, c, expected, base_doc, gates, algos)
+    return _check_result(doc, verdicts, c, failed, flow_failed, t0)
+
+
+def _group_gates(o: CheckOptions) -> dict[str, Any] | None:
+    """The bottleneck-group gates asked for (hscc_trace.analysis.group_check), checked; None: none."""
+    if o.min_jain is None and o.max_stolen is None and o.friendliness is None:
+        if o.stolen_baseline is not None:
+            raise UsageError("--stolen-baseline needs --max-stolen")
+        return None
+    if o.min_jain is not None and not 0 <= o.min_jain <= 1:
+        raise UsageError(f"--min-jain must be within 0..1, got {o.min_jain}")
+    if o.max_stolen is not None:
+        if o.stolen_baseline is None:
+            raise UsageError("--max-stolen needs --stolen-baseline (the run of regular flows only)")
+        if not o.max_stolen >= 0:
+            raise UsageError(f"--max-stolen must be >= 0, got {o.max_stolen}")
+        if not Path(o.stolen_baseline).exists():
+            raise UsageError(f"{o.stolen_baseline}: no such file or directory")
+    bounds = None
+    if o.friendliness is not None:
+        from hscc_trace.analysis.group_check import parse_bounds
+
+        try:
+            bounds = parse_bounds(o.friendliness)
+        except ValueError as exc:
+            raise UsageError(f"--friendliness {exc}") from None
+    return {"friendliness": bounds}
+
+
+def _check_config(o: CheckOptions, captures: Any) -> tuple[Any, Any]:
+    """The configuration with ``o`` applied, and its ``[check]`` table with the options and the
+    expectations of the folders checked (a folder may carry its own hscc-trace.toml)."""
+    import os
     from dataclasses import replace
 
     from hscc_trace import config as _config
-    from hscc_trace.analysis import check as _check
-    from hscc_trace.analysis import results as _results
 
-    doc = analysis if isinstance(analysis, dict) else _results.to_dict(analysis)
-    cfg = _config.CheckConfig()
-    kw: dict[str, Any] = {"expect": expect, "rank_first": rank_first}
-    if max_error is not None:
-        kw["max_error"] = max_error
-    if min_rounds is not None:
-        kw["min_rounds"] = min_rounds
-    cfg = replace(cfg, **kw)
-    verdicts = []
-    if expect is not None:
-        verdicts += _check.check_expectations(doc, cfg, flows)
-    if baseline is not None:
-        base = baseline if isinstance(baseline, dict) else _results.read(baseline)
-        tol = (
-            tolerance if isinstance(tolerance, _config.Tolerance) else _config.parse_tolerance(tolerance, cfg.tolerance)
+    cfg = _config.with_overrides(_config.load(o.config), bpf=o.bpf, jobs=o.jobs)
+    kw: dict[str, Any] = {}
+    if o.expect is not None:
+        kw["expect"] = o.expect
+    if o.max_error is not None:
+        if o.max_error < 0:
+            raise UsageError(f"--max-error must be >= 0, got {o.max_error}")
+        kw["max_error"] = o.max_error
+    if o.min_rounds is not None and o.min_rounds < 1:
+        raise UsageError(f"--min-rounds must be >= 1, got {o.min_rounds}")
+    for name in ("rank_first", "min_rounds", "strict", "allow_ambiguous", "allow_unknown", "allow_outside_range"):
+        if getattr(o, name) is not None:
+            kw[name] = getattr(o, name)
+    for name in ("baseline", "junit"):
+        if getattr(o, name) is not None:
+            kw[name] = str(getattr(o, name))
+    c = replace(cfg.check, **kw)
+    own = Path(cfg.source).resolve() if cfg.source and os.path.isfile(cfg.source) else None
+    dirs = [] if isinstance(captures, (Analysis, dict)) else _paths(captures)
+    folder_exps = tuple(
+        e
+        for d in dirs
+        if os.path.isdir(d) and (Path(d) / _config.CONFIG_NAME).resolve() != own  # (not twice)
+        for e in _config.folder_expectations(d)
+    )
+    if folder_exps:
+        c = replace(c, expectations=(*folder_exps, *c.expectations))
+    return cfg, replace(c, tolerance=_config.parse_tolerance(o.tolerance, c.tolerance))
+
+
+def _paths(paths: PathLike | Iterable[PathLike]) -> list[PathLike]:
+    return [paths] if isinstance(paths, (str, Path)) else list(paths)
+
+
+def _check_algorithms(
+    o: CheckOptions, cfg: Any, c: Any, expected: list[str], base_doc: dict[str, Any] | None, gates: Any
+) -> tuple[str, ...] | None:
+    """Which algorithms to replay: the verdict names an algorithm only against every candidate
+    (the configured set, by default every algorithm analyze replays), plus the expected ones."""
+    from hscc_trace import config as _config
+
+    algos: tuple[str, ...] | None
+    if o.algorithms is not None:
+        algos = _config.parse_algorithms(o.algorithms) if isinstance(o.algorithms, str) else tuple(o.algorithms)
+    elif c.expect is not None or c.expectations or (gates is not None and base_doc is None):
+        pool = list(cfg.algorithms) if cfg.algorithms is not None else default_algorithms()
+        algos = tuple(dict.fromkeys([*pool, *expected]))
+    elif base_doc is not None:
+        # the baseline's labels ("reno[flavor=rfc]") name the algorithm before "["; the parameters
+        # used now come from the configuration and the overrides
+        known = set(algorithms()) | set(default_algorithms())
+        stored = [str(a).split("[")[0] for a in base_doc.get("algorithms", [])]
+        algos = tuple(dict.fromkeys([*expected, *(a for a in stored if a in known)]))
+    else:
+        algos = tuple(expected)
+    missing = [e for e in expected if algos is not None and e not in algos]
+    if missing and algos is not None:
+        raise UsageError(
+            f"the algorithms replayed ({', '.join(algos)}; from --algo or the configuration) "
+            f"must include the expected {', '.join(missing)}"
         )
+    return algos
+
+
+def _param_overrides(given: Sequence[str] | dict[str, dict[str, Any]] | None) -> dict[str, dict[str, Any]]:
+    from hscc_trace import config as _config
+
+    if isinstance(given, dict):
+        return given
+    return _config.parse_param_overrides(list(given) if given else None)
+
+
+def _check_run(
+    captures: Any, o: CheckOptions, cfg: Any, algos: tuple[str, ...] | None, gates: Any, progress: Any
+) -> tuple[dict[str, Any], dict[str, str], list[str]]:
+    """Analyze the captures streamed (flows' tables are not held): the results document, the
+    unreadable captures and the flows that could not be analyzed."""
+    params = select_params(algos, cfg.params, _param_overrides(o.params))
+    run = analyze_stream(
+        _paths(captures), algos, params, bpf=cfg.filter, flows=o.flows, jobs=cfg.jobs, progress=progress, report_flows=0
+    )
+    try:
+        if gates is not None:  # (the groups' flows labelled as the gates' groups ask)
+            from hscc_trace.analysis import groups as _groups
+
+            _groups.attach(run.analysis, *gates["rule"])
+        doc = run.to_json()
+    finally:
+        run.stream.close()
+    return doc, run.failed, run.flow_failed
+
+
+def _judge(
+    doc: dict[str, Any],
+    o: CheckOptions,
+    c: Any,
+    expected: list[str],
+    base_doc: dict[str, Any] | None,
+    gates: Any,
+    algos: tuple[str, ...] | None,
+) -> list[Any]:
+    """Every verdict: expectations, then the baseline, then the group gates."""
+    from hscc_trace.analysis import check as _check
+
+    verdicts: list[Any] = []
+    if c.expect is not None or c.expectations:
+        verdicts += _check.check_expectations(doc, c, o.flows)
+    if base_doc is not None:
         verdicts += _check.check_baseline(
-            doc, base, tol, algorithms=[expect] if expect else None, min_rounds=cfg.min_rounds, flows=flows
+            doc, base_doc, c.tolerance, algorithms=expected or None, min_rounds=c.min_rounds, flows=o.flows
         )
-    if expect is None and baseline is None:
-        raise UsageError("check needs an expected algorithm or a baseline")
+    if gates is not None:
+        from hscc_trace.analysis.group_check import check_groups
+
+        base_groups = None
+        if o.max_stolen is not None:
+            base_groups = group_input(o.stolen_baseline, *gates["rule"], bpf=gates["bpf"], algorithms=algos)
+        verdicts += check_groups(
+            doc,
+            min_jain=o.min_jain,
+            max_stolen=o.max_stolen,
+            baseline_groups=base_groups,
+            friendliness=gates["friendliness"],
+            regular=o.regular,
+        )
     return verdicts
+
+
+def _check_result(
+    doc: dict[str, Any], verdicts: list[Any], c: Any, failed: dict[str, str], flow_failed: list[str], t0: float
+) -> CheckResult:
+    """The verdicts with partial reads folded in, their lines and JUnit XML (written), the exit code.
+
+    A capture only partly read is never judged silently: its warnings go into every verdict's
+    message (terminal, JUnit, annotations, summary) and JUnit ``<system-err>``; with ``strict`` it fails."""
+    import time
+
+    from hscc_trace.analysis import check as _check
+    from hscc_trace.errors import InternalError, InternalMessage, exit_code_of
+
+    if not verdicts and failed:
+        cls = InternalError if any(isinstance(m, InternalMessage) for m in failed.values()) else InputError
+        raise cls("; ".join(failed.values()))
+    partial = _check.partly_read(doc)
+    warnings = [
+        f"{cap['path']}: {w['message']}" + (f" ({w['count']}×)" if w.get("count", 1) != 1 else "")
+        for cap in doc["captures"]
+        for w in cap.get("warnings") or []
+    ]
+    verdicts = _check.with_partial_reads(verdicts, partial, c.strict)
+    junit = None
+    if c.junit is not None:
+        from hscc_trace.atomic import write_text
+
+        junit = _check.junit_xml(verdicts, time_s=time.perf_counter() - t0, warnings=partial)
+        write_text(c.junit, junit, "JUnit XML")
+    return CheckResult(
+        verdicts=verdicts,
+        doc=doc,
+        warnings=warnings,
+        partial=partial,
+        flow_errors=list(flow_failed),
+        lines=_check.terminal_lines(verdicts),
+        junit=junit,
+        exit_code=exit_code_of([*failed.values(), *flow_failed], _check.exit_code(verdicts)),
+        github=_check.in_github_actions(),
+    )
 
 
 def annotate(
@@ -475,6 +803,37 @@ def groups(analysis: Analysis, rule: Any = None, options: Any = None) -> dict[st
 
     _groups.attach(analysis, rule, options)
     return {cr.meta.path: list(cr.groups or []) for cr in analysis.captures}
+
+
+def group_options(group: Sequence[str] | None, window: float | None, cfg: Any = None) -> tuple[Any, Any]:
+    """Bottleneck groups of one's own (``group``: flow ids or ``port=N`` per group) and the window
+    of the shared time axis (``window``, seconds > 0) over the ``[groups]`` table (``cfg``: a
+    :class:`hscc_trace.config.GroupsConfig`) as the (GroupRule, GroupOptions) of
+    :mod:`hscc_trace.analysis.groups`."""
+    from dataclasses import replace
+
+    from hscc_trace import config as _config
+    from hscc_trace.analysis import groups as _groups
+
+    cfg = cfg or _config.GroupsConfig()
+    given = list(group) if group else list(cfg.groups)
+    try:
+        specs = tuple(_groups.parse_group(g) for g in given) if given else None
+    except ValueError as exc:
+        raise UsageError(f"--group: {exc}") from None
+    if window is not None and not window > 0:
+        raise UsageError(f"--window must be positive, got {window}")
+    rule = _groups.GroupRule(groups=specs)
+    rule = replace(
+        rule,
+        **{k: getattr(cfg, k) for k in ("min_bytes", "min_duration_s", "min_overlap") if getattr(cfg, k) is not None},
+    )
+    opts = _groups.GroupOptions()
+    if window is not None or cfg.window_s is not None:
+        opts = replace(opts, window_s=window if window is not None else cfg.window_s)
+    if cfg.reference is not None:
+        opts = replace(opts, reference=cfg.reference)
+    return rule, opts
 
 
 def group_input(

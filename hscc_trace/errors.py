@@ -73,3 +73,12 @@ class Warn:
     def __str__(self) -> str:
         n = f" ({self.count}×)" if self.count != 1 else ""
         return f"{self.source}: {self.message}{n}"
+
+
+def exit_code_of(errors: list[str], otherwise: int) -> int:
+    """70 when any of a run's one-line errors is an internal error (a bug, an
+    :class:`InternalMessage`), else 2 when there is any error (bad input), else ``otherwise``
+    (docs/exit-codes.md)."""
+    if any(isinstance(e, InternalMessage) for e in errors):
+        return InternalError.exit_code
+    return 2 if errors else otherwise

@@ -410,8 +410,8 @@ def test_library_api_tables_checks_and_figures(tmp_path: Path) -> None:
     data = ft.sort("payload_ab", descending=True).row(0, named=True)
     fr = api.flow_result(a, data["flow_id"])
     assert set(fr.replays) == {"reno", "fusion"} and fr.events.acks.height > 0
-    verdicts = api.check(a, expect="reno")
-    assert check.exit_code(verdicts) == 0 and any(v.status == check.PASS for v in verdicts)
+    res = api.check(a, api.CheckOptions(expect="reno"))
+    assert res.exit_code == check.exit_code(res.verdicts) == 0 and any(v.status == check.PASS for v in res.verdicts)
     figs = api.figures(a, data["flow_id"])
     assert figs and all(hasattr(f, "to_dict") for f in figs.values())
     with pytest.raises(Exception, match="was not analyzed"):

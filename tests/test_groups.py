@@ -323,7 +323,7 @@ def test_results_json_groups_and_compare_cli(samples, tmp_path):
 
 def test_groups_table_in_the_configuration():
     from hscc_trace import config
-    from hscc_trace.cli.analyze_cmd import group_options
+    from hscc_trace.api import group_options
     from hscc_trace.errors import UsageError
 
     cfg = config.parse(

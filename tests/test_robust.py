@@ -436,7 +436,7 @@ def test_every_writer_goes_through_the_atomic_helper():
     for rel in (
         "hscc_trace/analysis/results.py",
         "reports/html.py",
-        "hscc_trace/cli/check_cmd.py",
+        "hscc_trace/api.py",
         "hscc_trace/analysis/export.py",
     ):
         src = (REPO / rel).read_text()

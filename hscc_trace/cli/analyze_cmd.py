@@ -274,34 +274,6 @@ def analyze(
     raise typer.Exit(code)
 
 
-def group_options(group: list[str] | None, window: float | None, cfg: Any = None) -> tuple[Any, Any]:
-    """``--group`` and ``--window`` over the ``[groups]`` table (``cfg``: a config.GroupsConfig) as
-    the (GroupRule, GroupOptions) of hscc_trace.analysis.groups."""
-    from dataclasses import replace
-
-    from hscc_trace.analysis import groups
-
-    cfg = cfg or config.GroupsConfig()
-    given = list(group) if group else list(cfg.groups)
-    try:
-        specs = tuple(groups.parse_group(g) for g in given) if given else None
-    except ValueError as exc:
-        raise UsageError(f"--group: {exc}") from None
-    if window is not None and not window > 0:
-        raise UsageError(f"--window must be positive, got {window}")
-    rule = groups.GroupRule(groups=specs)
-    rule = replace(
-        rule,
-        **{k: getattr(cfg, k) for k in ("min_bytes", "min_duration_s", "min_overlap") if getattr(cfg, k) is not None},
-    )
-    opts = groups.GroupOptions()
-    if window is not None or cfg.window_s is not None:
-        opts = replace(opts, window_s=window if window is not None else cfg.window_s)
-    if cfg.reference is not None:
-        opts = replace(opts, reference=cfg.reference)
-    return rule, opts
-
-
 def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, quiet: bool) -> int:
     """`analyze FILE.qlog…`: each file's QUIC summary (`hscc-trace qlog FILE --departures`), and with
     --json all of them in one document ``{"qlog": [...]}`` (not the capture results schema: docs/quic.md).
@@ -357,7 +329,7 @@ def _analyze(
 
     cfg = config.with_overrides(config.load(config_file), algorithms=algo, bpf=bpf, jobs=jobs)
     params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
-    rule, gopts = group_options(*(group_opts or (None, None)), cfg.groups)
+    rule, gopts = api.group_options(*(group_opts or (None, None)), cfg.groups)
     if export_dir is not None and export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
         raise UsageError(f"--export-format {export_format!r}: use parquet, csv, json or ndjson")
     t0 = time.perf_counter()

@@ -8,7 +8,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hscc_trace.errors import HsccError, InternalError, InternalMessage
+from hscc_trace.errors import HsccError, InternalError, exit_code_of
+
+__all__ = ["exit_code_of", "one_line_errors", "progress_bar"]
 
 
 @contextmanager
@@ -28,14 +30,6 @@ def one_line_errors() -> Iterator[None]:
         raise InternalError(
             f"internal error ({type(exc).__name__}: {first}); rerun with {DEBUG_ENV}=1 for a traceback"
         ) from None
-
-
-def exit_code_of(errors: list[str], otherwise: int) -> int:
-    """70 when any of a run's one-line errors is an internal error (a bug), else 2 when there is
-    any error (bad input), else ``otherwise`` (docs/exit-codes.md)."""
-    if any(isinstance(e, InternalMessage) for e in errors):
-        return InternalError.exit_code
-    return 2 if errors else otherwise
 
 
 @contextmanager

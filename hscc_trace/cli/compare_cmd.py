@@ -87,12 +87,11 @@ def compare_cmd(
 
     Exit code 0, or 2 when an input cannot be read or either run has no bottleneck group.
     """
-    from .analyze_cmd import group_options
 
     with one_line_errors():
         from hscc_trace import api, config
 
-        rule, opts = group_options(group, window, config.load(None).groups)
+        rule, opts = api.group_options(group, window, config.load(None).groups)
         reg: str | tuple[int, ...]
         if regular.replace(",", "").replace(" ", "").isdigit():
             reg = tuple(int(x) for x in regular.split(",") if x.strip())
