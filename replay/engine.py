@@ -784,83 +784,23 @@ _STATES = tuple(schema.CONG_STATES)
 _BASE_NAMES = frozenset(c.name for c in schema.REPLAY_BASE)
 
 
-def _public_f64(name: str, v: np.ndarray, has_nan: Any = True) -> pl.Series:
+# The replay table's column constructors, public polars only: ``_f64(name, float64 array,
+# has_nan)`` (NaN as null, zero-copy; ``has_nan`` false: no scan for NaN), ``_bool(name, bool
+# array)`` and ``_gather(labels, uint32 indices)`` (an Enum column from its labels, :func:`_enum`).
+# polars' private constructors (``PySeries.new_f64`` …) were 3–4× faster a column; the public
+# ones cost 1.1–1.8 ms more a flow's 15 tables (replica-1M: 3.2–4.4 ms against 2.1–2.6 ms).
+
+
+def _f64(name: str, v: np.ndarray, has_nan: Any = True) -> pl.Series:
     return pl.Series(name, v, dtype=pl.Float64, nan_to_null=bool(has_nan))
 
 
-def _public_bool(name: str, v: np.ndarray) -> pl.Series:
+def _bool(name: str, v: np.ndarray) -> pl.Series:
     return pl.Series(name, v, dtype=pl.Boolean)
 
 
-def _public_gather(labels: pl.Series, idx: np.ndarray) -> pl.Series:
+def _gather(labels: pl.Series, idx: np.ndarray) -> pl.Series:
     return labels[idx]  # (Series[ndarray] gathers without the expression engine)
-
-
-def _series_makers() -> tuple[Any, Any, Any]:
-    """The replay table's column constructors: ``f64(name, float64 array, has_nan)`` (NaN as
-    null, zero-copy; ``has_nan`` false promises the array holds no NaN: the Series is then made
-    without scanning it for nulls — the same Series, with no validity buffer either way),
-    ``boolean(name, bool array)`` and ``gather(labels, uint32 indices)`` (an Enum column from
-    its labels, :func:`_enum`).
-
-    The public forms — ``pl.Series(name, v, dtype=Float64, nan_to_null=…)``,
-    ``pl.Series(name, v, dtype=Boolean)``, ``labels[idx]`` — validate and convert their
-    arguments in Python (~15 µs each; the gather also copies the indices into a new index
-    Series: ~35 µs) before calling polars' constructors ``PySeries.new_f64`` / ``new_bool`` /
-    ``new_u32`` and ``gather_with_series``, which is most of a flow's 15 replay tables (~110
-    columns). Those are not public API: they are used only if they exist and give the public
-    results on probes (so another polars version falls back to the public path). This adapter
-    is their only use; it goes when ``pl.Series`` gets a fast path for a contiguous numpy array
-    and ``Series.gather`` one for a uint32 array (or the replay builds its tables another way).
-    Tested by the replay parity tests, which compare with the public constructors' results."""
-    public = (_public_f64, _public_bool, _public_gather)
-    try:
-        try:
-            from polars._plr import PySeries  # polars ≥ 1.32
-        except ImportError:
-            from polars.polars import PySeries  # type: ignore[no-redef]
-        wrap = pl.Series._from_pyseries
-
-        def f64(name: str, v: np.ndarray, has_nan: Any = True) -> pl.Series:
-            if v.dtype != np.float64 or not v.flags.c_contiguous:
-                return _public_f64(name, v, has_nan)
-            return wrap(PySeries.new_f64(name, v, bool(has_nan)))
-
-        def boolean(name: str, v: np.ndarray) -> pl.Series:
-            if v.dtype != np.bool_ or not v.flags.c_contiguous or v.ndim != 1:
-                return _public_bool(name, v)
-            return wrap(PySeries.new_bool(name, v, True))
-
-        def gather(labels: pl.Series, idx: np.ndarray) -> pl.Series:
-            if idx.dtype != np.uint32 or not idx.flags.c_contiguous or idx.ndim != 1 or not idx.size:
-                return _public_gather(labels, idx)
-            return wrap(labels._s.gather_with_series(PySeries.new_u32("", idx, True)))
-
-        pair = np.asfortranarray(np.array([[1.5, np.nan, -np.inf, 0.0], [2.0, 3.0, -1.0, 4.0]]).T)
-        for probe, has_nan in ((pair[:, 0], True), (pair[:, 1], False)):
-            a, b = f64("p", probe, has_nan), _public_f64("p", probe, has_nan)
-            if not (a.dtype == b.dtype and a.name == b.name and a.to_list() == b.to_list()):
-                return public
-            if a.null_count() != (1 if has_nan else 0):
-                return public
-        flags = np.asfortranarray(np.array([[1, 0, 2], [0, 0, 1]], dtype=np.uint32).T)[:, 0] != 0
-        a, b = boolean("b", flags), _public_bool("b", flags)
-        if not (a.dtype == b.dtype and a.name == b.name and a.to_list() == b.to_list() and not a.null_count()):
-            return public
-        labels = pl.Series("e", ["x", "y", "z"], dtype=pl.Enum(["x", "y", "z"]))
-        idx = np.asfortranarray(np.array([[2, 0, 1, 2], [1, 1, 0, 0]], dtype=np.uint32).T)[:, 0]
-        a, b = gather(labels, idx), _public_gather(labels, idx)
-        if not (a.dtype == b.dtype and a.name == b.name and a.to_list() == b.to_list() and not a.null_count()):
-            return public
-        if not a.to_physical().to_list() == b.to_physical().to_list() == idx.tolist():
-            return public
-        return f64, boolean, gather
-    except Exception:  # noqa: BLE001 - any difference: the public constructors
-        pass
-    return public
-
-
-_f64, _bool, _gather = _series_makers()
 
 
 def _frame(

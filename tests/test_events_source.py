@@ -254,73 +254,6 @@ def test_load_leaves_the_garbage_collector_as_it_found_it(enabled: bool) -> None
         gc.enable() if was else gc.disable()
 
 
-_EXIT_PROBE = """
-import hscc_trace.perf
-hscc_trace.perf.activate()  # what the CLI entry point does
-class A:
-    def __del__(self):
-        print("finalized", flush=True)
-a = A()
-a.me = a  # a reference cycle, unreachable after the next line
-del a
-"""
-
-
-@pytest.mark.parametrize("env, finalized", [({}, False), ({"HSCC_TRACE_EXIT_GC": "1"}, True)])
-def test_exit_collection_is_skipped_unless_asked_for(env: dict, finalized: bool) -> None:
-    import os
-
-    e = {k: v for k, v in os.environ.items() if k != "HSCC_TRACE_EXIT_GC"} | env
-    out = subprocess.run([sys.executable, "-c", _EXIT_PROBE], capture_output=True, text=True, env=e, timeout=60)
-    assert out.returncode == 0, out.stderr
-    assert ("finalized" in out.stdout) is finalized
-
-
-_POLARS_FREE_PROBE = """
-import sys
-if sys.argv[1] == "activate":
-    import hscc_trace.perf
-    hscc_trace.perf.activate()  # what the CLI entry point does (before polars is imported)
-import polars as pl
-def rss():
-    for ln in open("/proc/self/status"):
-        if ln.startswith("VmRSS"):
-            return int(ln.split()[1]) // 1024
-import time
-s = pl.int_range(0, 25_000_000, eager=True) * 3  # 200 MB, and as much freed on the way
-before = rss()
-del s
-time.sleep(0.5)  # (the CLI's decay: 0.2 s) ... and allocations, on which jemalloc gives pages back
-for _ in range(3000):
-    pl.Series([1, 2, 3]) * 2
-print(before - rss())
-"""
-
-
-@pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads VmRSS from /proc")
-def test_polars_gives_freed_memory_back_soon_in_the_cli_process() -> None:
-    """The CLI's process settings make polars' allocator return freed pages within a fraction of a
-    second (jemalloc's decay, hscc_trace.perf.memory.polars_frees_at_once); without them 200 MB
-    freed stay resident."""
-    import os
-
-    env = {k: v for k, v in os.environ.items() if k != "_RJEM_MALLOC_CONF"}
-
-    def freed(mode: str) -> int:
-        out = subprocess.run(
-            [sys.executable, "-c", _POLARS_FREE_PROBE, mode], capture_output=True, text=True, env=env, timeout=120
-        )
-        assert out.returncode == 0, out.stderr
-        return int(out.stdout)
-
-    assert freed("activate") >= 150
-    # Without the setting, jemalloc's default decay (10 s) kept the 200 MB resident in the polars
-    # builds the setting was made for (the probe gave back < 50 MB); polars 2.1 gives them back by
-    # itself (190 MB in this probe, 2026-11-27), and the setting then changes nothing here. Only
-    # the CLI's side is required; the plain probe is still run (freed() checks that it exits 0).
-    freed("plain")
-
-
 _IMPORT_PROBE = """
 import atexit, gc, sys, threading
 calls = []
@@ -335,57 +268,7 @@ print(len([c for c in calls if (getattr(c[0], '__module__', None) or '').startsw
 
 def test_importing_the_library_changes_nothing_in_the_process() -> None:
     """No exit handler, garbage-collector setting or thread comes from ``import hscc_trace``
-    (and its main modules): only the CLI entry point switches them on (hscc_trace.perf)."""
+    (and its main modules)."""
     out = subprocess.run([sys.executable, "-c", _IMPORT_PROBE], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["0", "True"]
-
-
-_GC_PROBE = """
-import gc, sys
-import hscc_trace.perf
-if sys.argv[1] != "plain":
-    hscc_trace.perf.activate(flows_only=sys.argv[1] == "flows")  # what the CLI entry point does
-class Node:
-    pass
-gc.collect()  # (the count of net allocations starts at 0)
-collections = []
-gc.callbacks.append(lambda phase, info: collections.append(info["generation"]) if phase == "start" else None)
-for _ in range(int(sys.argv[2]) // 2):  # objects in reference cycles: one per 700 at Python's default
-    a, b = Node(), Node()
-    a.other, b.other = b, a
-print(len(collections))
-"""
-
-
-def test_the_cli_collects_cycles_less_often_than_python_by_default() -> None:
-    """The CLI's process settings raise the cyclic collector's threshold (hscc_trace.perf
-    .GC_THRESHOLD: ≈ 330 collections of a replica-5M analyze at Python's 700, 0.5–0.9 s)."""
-
-    def collections(command: str, objects: int) -> int:
-        out = subprocess.run(
-            [sys.executable, "-c", _GC_PROBE, command, str(objects)], capture_output=True, text=True, timeout=60
-        )
-        assert out.returncode == 0, out.stderr
-        return int(out.stdout)
-
-    assert collections("plain", 9_000) >= 10  # (the probe sees what the setting changes)
-    assert collections("analyze", 9_000) == 0  # under GC_THRESHOLD (10 000)
-    assert collections("analyze", 30_000) >= 2
-    assert collections("flows", 90_000) == 0  # under GC_THRESHOLD_FLOWS (100 000)
-
-
-def test_huge_page_advice_is_off_only_while_a_capture_is_read() -> None:
-    from numpy._core.multiarray import _set_madvise_hugepage as switch
-
-    from hscc_trace.perf.memory import small_pages
-
-    seen = []
-    before = switch(True)  # numpy's default where the kernel offers THP
-    try:
-        with small_pages():
-            seen.append(switch(False))  # returns the setting in force inside the block
-        seen.append(switch(True))  # and after it
-    finally:
-        switch(before)
-    assert seen == [False, True]

@@ -68,7 +68,7 @@ def digest_file(path: str | Path, chunk: int = 1 << 20) -> str | None:
     """Hex BLAKE3 (256 bits) of a file's bytes (None when it cannot be read): the identity of a
     capture for ``check --baseline`` and the corpus dataset. BLAKE3 rather than SHA-256: as
     collision-resistant, and 2.6× less CPU (replica-5M, 565 MB: 0.15 s against 0.39 s, the read
-    included; docs/performance.md, "Input digest")."""
+    included; docs/performance.md, "Where the time goes")."""
     import blake3
 
     return _hash_file(blake3.blake3(), path, chunk)

@@ -61,7 +61,7 @@ def main() -> None:
     if _entry_point():
         from hscc_trace import perf
 
-        perf.activate(flows_only=sys.argv[1:2] == ["flows"])
+        perf.activate()
     try:
         _main()
     except SystemExit as exc:

@@ -19,7 +19,6 @@ import numpy as np
 from hscc_trace.capture import capture_meta, eager_table, no_tcp_message, read, read_packets
 from hscc_trace.capture.reader import is_stream
 from hscc_trace.errors import InputError, Warn
-from hscc_trace.perf.memory import small_pages
 
 if TYPE_CHECKING:
     import polars as pl
@@ -119,7 +118,7 @@ def load(path: str | os.PathLike, *, bpf: str | None = None) -> Capture:
 
     path = os.fspath(path)
     if not is_stream(path):
-        with _gc_paused(), small_pages():  # (hscc_trace.perf.memory: 4 kB pages are cheaper to fill here)
+        with _gc_paused():
             tracker = FlowTracker()
             fid = _file_id(path)  # a regular file can be read again for its packet table
             arena = Arena(_rows_hint(path), keep=fid is None)
