@@ -100,23 +100,14 @@ def render_plain(rows: list[dict[str, Any]], title: str) -> str:
 
 def run(file: str, bpf: str | None, as_json: bool) -> None:
     """The command: print the flow table of ``file``."""
-    import contextlib
-
     from hscc_trace.flows.scan import flow_rows
-    from hscc_trace.perf.jit import ext_module
     from hscc_trace.perf.memory import small_pages
 
-    # without the compiled extension numba compiles the kernels on the first run: say so
-    # (compile_notice imports numba, which the compiled kernels never need)
-    if ext_module() is None:
-        from .compiling import compile_notice
+    from .compiling import compile_notice
 
-        notice: contextlib.AbstractContextManager[None] = compile_notice()
-    else:
-        notice = contextlib.nullcontext()
     # 4 kB pages: the scan's few large arrays (the RTT samples' reservation) are written a
     # little at a time, and a huge page is 2 MB to clear at its first write (docs/flows.md)
-    with notice, small_pages():
+    with compile_notice(), small_pages():
         res = flow_rows(file, bpf=bpf)
     for w in res.warnings:
         print(f"hscc-trace: warning: {w}", file=sys.stderr)
