@@ -3,7 +3,7 @@
 
 Issue #16 asks for ``analyze`` (every default algorithm, report, JSON) within 2× ``tcptrace -lr``
 on a multi-million-packet capture. This measures what part of ``analyze``'s CPU time is compiled
-or C code — the numba and Cython kernels (reading, decoding, the flow table, the event streams,
+or C code — the numba kernels (reading, decoding, the flow table, the event streams,
 the replay loops, the report's decimation), the BLAKE3 digest of the input, the report's gzip streams —
 and what part is the Python and polars code around them ("glue"). Even with no glue at all and
 both cores busy throughout, ``analyze`` cannot take less than ``compiled CPU / cores``: the
@@ -13,8 +13,8 @@ both cores busy throughout, ``analyze`` cannot take less than ``compiled CPU / c
     .venv/bin/python benchmarks/cpu_floor.py FILE --runs 5 --json out.json
 
 How: ``analyze`` runs in a child process (``python benchmarks/cpu_floor.py --child …``) that
-wraps, before the command starts, each compiled kernel's call (``hscc_trace.perf.firstuse.Kernel``
-and ``hscc_trace.perf.jit.Kernel``: the CPU time of the calling thread, ``time.thread_time``),
+wraps, before the command starts, each compiled kernel's call (``hscc_trace.perf.firstuse.Kernel``:
+the CPU time of the calling thread, ``time.thread_time``),
 numba's loading of a cached kernel (``Dispatcher._compile_for_args``, counted apart: it is
 neither glue nor work on the capture; a wrapped call's time is not counted again in the wrapped
 call that made it), ``results.digest_file`` (the input digest) and ``deflate.gzip_bytes``; every thread's CPU
@@ -86,7 +86,7 @@ def _child(argv: list[str]) -> None:
         return wrapper
 
     from hscc_trace.analysis import results
-    from hscc_trace.perf import firstuse, jit
+    from hscc_trace.perf import firstuse
     from hscc_trace.reports import deflate, html, store
 
     firstuse.Kernel.__call__ = timed(lambda a: "kernel:" + a[0].name, firstuse.Kernel.__call__)
@@ -94,7 +94,6 @@ def _child(argv: list[str]) -> None:
     from numba.core.dispatcher import Dispatcher
 
     Dispatcher._compile_for_args = timed(lambda a: "load:" + a[0].py_func.__qualname__, Dispatcher._compile_for_args)
-    jit.Kernel.__call__ = timed(lambda a: "kernel:" + a[0].py_func.__name__, jit.Kernel.__call__)
     results.digest_file = timed(lambda a: "digest", results.digest_file)
     gz = timed(lambda a: "gzip", deflate.gzip_bytes)
     deflate.gzip_bytes = html.gzip_bytes = store.gzip_bytes = gz

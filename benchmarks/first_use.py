@@ -3,8 +3,9 @@
 numba takes to compile it and the seconds per item its Python function takes interpreted.
 
 Two child processes run the same work — ``analyze`` of the given captures with every default
-algorithm, the HTML report and the JSON results, then each capture's packets table and the
-event streams built from it — each with an empty hscc-trace cache folder:
+algorithm, the HTML report and the JSON results, then per capture what ``hscc-trace flows``
+prints (without and with a BPF filter), its packets table and the event streams built from it —
+each with an empty hscc-trace cache folder:
 
 1. ``HSCC_TRACE_FIRST_USE=interpret``: every kernel interpreted; per kernel the items it was
    given and the seconds it took → seconds per item;
@@ -37,6 +38,10 @@ d = tempfile.mkdtemp()
 api.report(a, d + "/r.html")
 json.dumps(api.results(a))
 from hscc_trace.model import Capture
+from hscc_trace.flows.scan import flow_rows
+for p in paths:  # `flows` (its own scan, and through the BPF interpreter)
+    flow_rows(p)
+    flow_rows(p, bpf="tcp and greater 100")
 for p in paths:  # the packets table and the events built from it (the library's other path)
     cap = api.load(p)
     api.all_events(Capture(cap.meta, cap.packets, cap.flows))

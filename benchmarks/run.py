@@ -297,8 +297,6 @@ def machine_info() -> dict[str, Any]:
         scapy=pyver[4] if len(pyver) > 4 else None,
         dpkt=dpkt_v or None,
         hscc_trace=version[0] + (f" (git {commit})" if commit else ""),
-        # hscc-trace version's second line: the compiled flows kernels (extension), or numba's JIT and why
-        flows_kernels=(version[1:] or ["not reported"])[0].removeprefix("flows kernels: ").replace(str(REPO) + "/", ""),
         tshark=_first_line(["tshark", "--version"]),
         tcptrace=_first_line(["tcptrace", "-v"]),
         loadavg_start=Path("/proc/loadavg").read_text().split()[:3],
@@ -904,8 +902,6 @@ def markdown(res: dict[str, Any]) -> str:
             for k in ("hscc_trace", "tshark", "tcptrace", "python", "polars", "numba", "numpy", "dpkt", "scapy")
         )
     )
-    L.append("")
-    L.append(f"hscc-trace flows kernels: {m.get('flows_kernels', 'not recorded')}.")
     return "\n".join(L) + "\n"
 
 

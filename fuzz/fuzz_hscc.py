@@ -133,10 +133,9 @@ def instrument_project() -> int:
 
     from numba.core.dispatcher import Dispatcher
 
-    from hscc_trace.perf.firstuse import Kernel as FirstUseKernel
-    from hscc_trace.perf.jit import Kernel
+    from hscc_trace.perf.firstuse import Kernel
 
-    compiled = {id(o.py_func) for o in gc.get_objects() if isinstance(o, (Kernel, FirstUseKernel, Dispatcher))}
+    compiled = {id(o.py_func) for o in gc.get_objects() if isinstance(o, (Kernel, Dispatcher))}
     n = 0
     for obj in gc.get_objects():
         if (

@@ -27,7 +27,7 @@ import polars as pl
 from hscc_trace import schema
 from hscc_trace.errors import InputError
 from hscc_trace.perf import usable_cpus
-from hscc_trace.perf.firstuse import kernel
+from hscc_trace.perf.jit import njit
 
 from . import tp as T
 from .compile import loop_function
@@ -198,7 +198,7 @@ _C_DUPACK = 17
 _NCOLS = 18
 
 
-@kernel(work=lambda a: len(a[1]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[1]), cache=True, nogil=True)
 def _fill_inputs(ev, ts, cols, has_extra, mss):  # pragma: no cover - compiled
     """Fill the input matrix ``ev`` (n × tp.NEV, row-major) row by row from the ACK columns
     (``cols``, rows ``_C_*``: float64, nulls filled; row ``_C_EXTRA`` read only if ``has_extra``)
@@ -387,7 +387,7 @@ def rate_samples(prep: Prepared) -> Prepared:
     return prep
 
 
-@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _rate_samples(t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, mss):  # pragma: no cover - compiled
     """(delivered, interval, prior_delivered, losses) per ACK — see :func:`rate_samples`.
     Units: t and rtt s; acked, sacked, sent, flight packets; ack, prev_ack, snd_max bytes."""

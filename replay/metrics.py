@@ -41,7 +41,7 @@ import numpy as np
 import polars as pl
 
 from hscc_trace import schema
-from hscc_trace.perf.firstuse import kernel
+from hscc_trace.perf.jit import njit
 
 #: replay column a rate-based algorithm provides as its in-flight limit (used instead of cwnd)
 FIT_WINDOW = "inflight_cap"
@@ -747,7 +747,7 @@ def _table(values: np.ndarray, n: int) -> np.ndarray | None:
     return table
 
 
-@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _judged_acks(snd, ack, rnd, is_open, good, mss):  # pragma: no cover - compiled
     """The ACKs :func:`ack_windows` judges, in one pass: those of a round whose ``good`` is
     set (``rnd`` −1: none), in state open, whose next ACK's ``snd`` minus their ``ack`` (the

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hscc_trace.perf.cache import njit
-from hscc_trace.perf.firstuse import kernel
+from hscc_trace.perf.jit import njit
 
 
 @dataclass(frozen=True)
@@ -99,7 +98,7 @@ def _emit(out, k, start, imin, imax, end):  # pragma: no cover - compiled
     return k
 
 
-@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _m4_kernel(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:  # pragma: no cover - compiled
     """One pass: per column (same bucket arithmetic as :func:`_bucket_ids`) the first, the first
     lowest, the first highest and the last index, ascending and without repeats."""
@@ -152,7 +151,7 @@ def column_runs(x: np.ndarray, buckets: int) -> np.ndarray:
     return out[: _runs_kernel(x, int(buckets), out)]
 
 
-@kernel(work=lambda a: len(a[0]), cache=True)
+@njit(work=lambda a: len(a[0]), cache=True)
 def _runs_kernel(x: np.ndarray, buckets: int, out: np.ndarray) -> int:  # pragma: no cover - compiled
     n = len(x)
     x0 = x[0]
@@ -192,7 +191,7 @@ def select_line(
 _NO_RUNS = np.empty(0, dtype=np.int64)
 
 
-@kernel(work=lambda a: len(a[1]), cache=True)
+@njit(work=lambda a: len(a[1]), cache=True)
 def _line_kernel(
     x: np.ndarray, y: np.ndarray, buckets: int, runs: np.ndarray, out: np.ndarray
 ) -> tuple[int, int, int]:  # pragma: no cover - compiled
@@ -315,7 +314,7 @@ def select_lines(
     return res
 
 
-@kernel(work=lambda a: len(a[0]) * a[2], cache=True)
+@njit(work=lambda a: len(a[0]) * a[2], cache=True)
 def _lines_kernel(
     x: np.ndarray,
     ys: tuple[np.ndarray, ...],

@@ -36,7 +36,7 @@ from hscc_trace import schema
 from hscc_trace.analysis.stream import limit_shares, report_rank, summarize
 from hscc_trace.errors import InputError, require_extra
 from hscc_trace.model import Analysis, CaptureResult, FlowResult, FlowSummary
-from hscc_trace.perf.firstuse import kernel
+from hscc_trace.perf.jit import njit
 from hscc_trace.perf.memory import trim
 
 from . import figures as F
@@ -240,7 +240,7 @@ def _arrays_json(arrays: list[tuple[np.ndarray, int | None, int]]) -> list[str]:
     return texts
 
 
-@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _text_kernel(
     v: np.ndarray,
     bounds: np.ndarray,

@@ -40,8 +40,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from hscc_trace.perf.cache import njit
-from hscc_trace.perf.firstuse import kernel
+from hscc_trace.perf.jit import njit
 
 from .deflate import gzip_bytes
 
@@ -75,7 +74,7 @@ def absmax_each(v: np.ndarray, bounds: np.ndarray) -> np.ndarray:
     return out
 
 
-@kernel(work=lambda a: len(a[0]), cache=True)
+@njit(work=lambda a: len(a[0]), cache=True)
 def _absmax_kernel(v: np.ndarray, bounds: np.ndarray, out: np.ndarray) -> None:  # pragma: no cover - compiled
     for j in range(len(bounds) - 1):
         m = -1.0
@@ -363,7 +362,7 @@ _P10_LOW = -330  # _P10[d - _P10_LOW] is 10.0**d as Python computes it, for ever
 _P10 = np.array([10.0**d for d in range(_P10_LOW, 10)])
 
 
-@kernel(work=lambda a: sum(len(c) for c in a[0]), cache=True, nogil=True)
+@njit(work=lambda a: sum(len(c) for c in a[0]), cache=True, nogil=True)
 def _encode_kernel(
     cols: tuple[np.ndarray, ...],
     k: int,

@@ -126,37 +126,3 @@ def test_a_long_interpreted_run_is_announced_on_a_terminal(monkeypatch) -> None:
     text = out.getvalue()
     assert text.count("running tests._slow_sum as plain Python (≈ 3 s;") == 1 and "hscc-trace compile" in text
     assert k.stats["interpreted_calls"] == 2 and not firstuse.LISTENERS
-
-
-def test_numba_compiling_a_kernel_the_install_did_not_build_says_why_once(monkeypatch) -> None:
-    # no C compiler at install: pip's warning is hidden without -v, so the first run says it
-    from hscc_trace.perf import jit
-
-    def _twin_a(x):
-        return x + 1
-
-    def _twin_b(x):
-        return x + 2
-
-    a, b = numba.njit(cache=False)(_twin_a), numba.njit(cache=False)(_twin_b)
-    monkeypatch.setattr(
-        jit, "REGISTRY", {"twin_a": jit.Kernel(_twin_a, {}, "twin_a"), "twin_b": jit.Kernel(_twin_b, {}, "twin_b")}
-    )
-    monkeypatch.setattr(
-        jit, "_state", {"module": None, "why": f"{jit.NOT_BUILT} (No module named 'hscc_trace._kernels')"}
-    )
-    out = _Terminal()
-    with compile_notice(out):
-        assert a(1) == 2 and b(1) == 3
-    text = out.getvalue()
-    assert text.count("note: the compiled extension was not built at install (No module named") == 1
-    assert "Install a C compiler and reinstall" in text and text.count("compiling test_compiling._twin_") == 2
-
-    # skipped on purpose (HSCC_TRACE_NO_EXT): nothing to say
-    monkeypatch.setattr(jit, "_state", {"module": None, "why": f"{jit.NO_EXT_ENV} is set"})
-    c = numba.njit(cache=False)(_twin_a)
-    monkeypatch.setattr(jit, "REGISTRY", {"twin_a": jit.Kernel(_twin_a, {}, "twin_a")})
-    quiet = _Terminal()
-    with compile_notice(quiet):
-        assert c(1) == 2
-    assert "note:" not in quiet.getvalue() and "compiling test_compiling._twin_a" in quiet.getvalue()

@@ -193,9 +193,13 @@ def test_type_key_matches_numba_typing():
 
 def test_every_kernel_has_measured_costs():
     import hscc_trace.analysis.verdict  # noqa: F401  (declare the kernels)
+    import hscc_trace.capture.bpf  # noqa: F401
+    import hscc_trace.capture.decode  # noqa: F401
+    import hscc_trace.capture.reader  # noqa: F401
     import hscc_trace.events.sack  # noqa: F401
     import hscc_trace.events.tables  # noqa: F401
     import hscc_trace.flows.arena  # noqa: F401
+    import hscc_trace.flows.tracker  # noqa: F401
     import hscc_trace.replay.engine  # noqa: F401
     import hscc_trace.reports.decimate  # noqa: F401
     import hscc_trace.reports.html  # noqa: F401
@@ -220,13 +224,31 @@ SAMPLES = [
 ]
 
 
+def _flows_command(path: str) -> dict[str, object]:
+    """What ``hscc-trace flows`` prints (its own scan: reader, decoder, flow table), unfiltered
+    and through the BPF interpreter."""
+    from hscc_trace.flows.scan import flow_rows
+
+    out: dict[str, object] = {}
+    for bpf in (None, BPF):
+        res = flow_rows(path, bpf=bpf)
+        out[f"flow_rows {bpf}"] = json.dumps([res.rows, res.packets_total, res.packets_tcp, res.warnings], default=str)
+    return out
+
+
+#: a filter that keeps some packets of every sample and drops others (the handshakes, pure ACKs)
+BPF = "tcp and greater 100"
+
+
 def _everything(path: str) -> dict[str, object]:
     """Flows, packets, every flow's event streams, every default algorithm's replay, results."""
     from hscc_trace.model import Capture
     from hscc_trace.reports import decimate, store
 
     cap = api.load(path)
-    out: dict[str, object] = {"flows": cap.flows, "packets": cap.packets}
+    out: dict[str, object] = {"flows": cap.flows, "packets": cap.packets, **_flows_command(path)}
+    filtered = api.load(path, bpf=BPF)
+    out["bpf flows"], out["bpf packets"] = filtered.flows, filtered.packets
     evs = api.all_events(cap)
     # the packets-table path (group_rows) must agree with the decoder's
     evs2 = api.all_events(Capture(cap.meta, cap.packets, cap.flows))
@@ -266,6 +288,45 @@ def test_interpreted_and_compiled_give_identical_outputs(sample):
     assert compiled.keys() == interpreted.keys()
     differ = [k for k in compiled if not _equal(compiled[k], interpreted[k])]
     assert not differ, f"{sample}: interpreted differs from compiled in {differ}"
+
+
+#: captures of the other shapes the flows kernels read: pcapng with several interfaces, a
+#: big-endian nanosecond pcap, Linux cooked capture, and enough conversations to grow the table
+EXTERNAL_SHAPES = [
+    "pcapplusplus__many_interfaces-1.pcapng",
+    "pcapplusplus__nanosecs_big_endian.pcap",
+    "pcapplusplus__sll.pcap",
+]
+
+
+@pytest.mark.parametrize("name", EXTERNAL_SHAPES)
+def test_the_flows_kernels_interpreted_and_compiled_agree_on_other_capture_shapes(name):
+    from conftest import external
+
+    path = str(external(name) / name)
+    with firstuse.mode("compile"):
+        compiled = _flows_command(path)
+    with firstuse.mode("interpret"):
+        interpreted = _flows_command(path)
+    assert compiled == interpreted
+
+
+def test_the_flow_table_grows_alike_interpreted_and_compiled():
+    """A tracker started tiny grows its connections, conversation table and segment nodes
+    (the kernel's ST_GROW_* returns, _rehash) the same way on both paths."""
+    from hscc_trace.flows import tracker
+
+    packets = api.load(str(REPO / "samples/reno-vs-cubic/capture.pcap")).packets
+    got = []
+    for mode in ("compile", "interpret"):
+        tr = tracker.FlowTracker(flows=1, nodes=2)
+        tr.tkeys, tr.tval = tr.tkeys[:1], tr.tval[:1]  # one slot: the first conversation grows it
+        with firstuse.mode(mode):
+            per_packet = tr.feed(tracker._columns(packets))
+            got.append((per_packet, tr.table(), tr.tkeys, tr.tval))
+    (pc, tc, kc, vc), (pi, ti, ki, vi) = got
+    assert all(_equal(a, b) for a, b in zip(pc, pi)) and tc.equals(ti, null_equal=True)
+    assert _equal(kc, ki) and _equal(vc, vi) and len(vc) > 1
 
 
 @pytest.mark.parametrize("mode", ["interpret", "compile"])

@@ -46,8 +46,7 @@ def has_setuptools() -> None:
 @pytest.mark.parametrize("editable", [False, True], ids=["regular", "editable"])
 def test_install_imports_under_namespace(tmp_path: Path, editable: bool) -> None:
     py = _make_venv(tmp_path / "venv")
-    # The build backend (pyproject.toml's build requirement, without Cython: the optional compiled
-    # kernels are then skipped with a warning) must be importable inside the fresh venv.
+    # The build backend (pyproject.toml's build requirement) must be importable inside the fresh venv.
     import tomllib
 
     backend = [

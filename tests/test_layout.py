@@ -44,7 +44,6 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "hscc_trace.atomic",
             "hscc_trace.names",
             "hscc_trace.perf*",
-            "hscc_trace._kernels",
         ),
     ),
     ("reading", ("hscc_trace.capture*",)),

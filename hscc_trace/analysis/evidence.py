@@ -41,7 +41,7 @@ import numpy as np
 import polars as pl
 
 from hscc_trace.model import FlowEvents
-from hscc_trace.perf.firstuse import kernel
+from hscc_trace.perf.jit import njit
 from hscc_trace.replay.metrics import limit_is, limit_strings, member
 
 #: a segment that left within this many µs of the latest ACK was released by that ACK
@@ -388,7 +388,7 @@ def _queued(rtt: np.ndarray, rnd: np.ndarray, want: np.ndarray) -> tuple[np.ndar
     return q, float(base)
 
 
-@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _queue_counts(rtt, rnd, want, fraction, size):  # pragma: no cover - compiled
     """The queued rounds of :func:`_queue` in two passes over the ACKs: the smallest sample
     (``rtt``; NaN: none), then per round (``rnd``, 0..size−1) the count of samples, those above

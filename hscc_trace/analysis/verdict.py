@@ -51,8 +51,7 @@ import polars as pl
 
 from hscc_trace.analysis.evidence import Evidence, observe
 from hscc_trace.model import FlowEvents
-from hscc_trace.perf.cache import njit
-from hscc_trace.perf.firstuse import kernel
+from hscc_trace.perf.jit import njit
 
 IDENTIFIED, AMBIGUOUS, UNKNOWN, NOT_ENOUGH_DATA = "identified", "ambiguous", "unknown", "not enough data"
 CLASSES = (IDENTIFIED, AMBIGUOUS, UNKNOWN, NOT_ENOUGH_DATA)
@@ -355,7 +354,7 @@ def _numbered(rnd: np.ndarray) -> tuple[np.ndarray, int]:
     return inv, int(inv[-1]) + 1
 
 
-@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _duel_counts(wb, wo, obs, inv, nk, tie, frac):  # pragma: no cover - compiled
     """The counts of :func:`_paired_by_acks` in one pass: ``wb``/``wo`` the two replays' windows
     after every judged ACK, ``obs`` the sender's, ``inv`` each ACK's round (0..nk−1). Per round,
@@ -422,7 +421,7 @@ def _rows_agree(w, i, j):  # pragma: no cover - compiled
     return True
 
 
-@kernel(work=lambda a: a[0].size * a[0].shape[0], cache=True, nogil=True)
+@njit(work=lambda a: a[0].size * a[0].shape[0], cache=True, nogil=True)
 def _pairs(wr, rate):  # pragma: no cover - compiled
     """Which replays agree by rounds: ``wr`` (replays × judged rounds) their windows, ``rate``
     whether each is rate-based. ``out[i, j]``: the two have the same ``rate`` and windows that
@@ -440,7 +439,7 @@ def _pairs(wr, rate):  # pragma: no cover - compiled
     return out
 
 
-@kernel(work=lambda a: a[1].size, cache=True, nogil=True)
+@njit(work=lambda a: a[1].size, cache=True, nogil=True)
 def _group(pairs, wa, order):  # pragma: no cover - compiled
     """The replays identical on a flow: taken in ``order`` (:func:`_rank`), a replay joins the
     first class whose first member agrees with it by rounds (``pairs``, :func:`_pairs`) and by

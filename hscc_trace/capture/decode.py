@@ -62,9 +62,9 @@ def _be64(b, p):
 
 
 class Columns(NamedTuple):
-    """The decoder's output columns, one row per record (or per TCP record, packed): the same
-    record for the numba kernels and the compiled extension. ``sack`` is 8×n (left, right edge
-    of SACK blocks 0-3, one row each); ``status`` is per record (:data:`OK` or a skip reason)."""
+    """The decoder's output columns, one row per record (or per TCP record, packed). ``sack`` is
+    8×n (left, right edge of SACK blocks 0-3, one row each); ``status`` is per record (:data:`OK`
+    or a skip reason)."""
 
     status: np.ndarray  # uint8
     ipv: np.ndarray  # uint8
@@ -100,7 +100,7 @@ class Columns(NamedTuple):
         return Columns(*(a[r] if a.ndim == 1 else a[:, r] for a in self))
 
 
-@njit(cache=True, nogil=True, ext="decode_batch")
+@njit(work=lambda a: len(a[0].off), cache=True, nogil=True)
 def decode_batch(rec, cols, compact):
     """Decode every record of ``rec`` (:class:`~hscc_trace.capture.reader.Records`) into
     ``cols`` (:class:`Columns`, filled in place); see the module docstring.
@@ -112,7 +112,7 @@ def decode_batch(rec, cols, compact):
     return _decode(True, rec, cols, compact)
 
 
-@njit(cache=True, nogil=True, ext="decode_batch_flows")
+@njit(work=lambda a: len(a[0].off), cache=True, nogil=True)
 def decode_batch_flows(rec, cols):
     """:func:`decode_batch` (not compact) filling only what the flow table needs: not ``ipid``,
     ``ttl``, ``ecn``, ``thl``, ``trunc``, ``sack_n`` or ``sack`` (never written, may be empty),

@@ -82,8 +82,7 @@ def linktype_name(lt: int) -> str:
 
 class Records(NamedTuple):
     """Records as the compiled kernels take them (decoder, BPF): record ``i`` is
-    ``buf[off[i] : off[i] + cap[i]]``. The same record type for the numba kernels and the
-    compiled extension (:mod:`hscc_trace.perf.jit`)."""
+    ``buf[off[i] : off[i] + cap[i]]``."""
 
     buf: np.ndarray  # uint8
     off: np.ndarray  # int64
@@ -242,7 +241,7 @@ def _u16(buf, p, be):
     return (np.uint32(buf[p + 1]) << 8) | np.uint32(buf[p])
 
 
-@njit(cache=True, nogil=True, ext="walk_pcap")
+@njit(work=lambda a: int(a[1]), cache=True, nogil=True)
 def _walk_pcap(buf, n, layout, out):
     """Walk pcap records in buf[:n] (``layout``: a :class:`PcapLayout`) into ``out`` (a
     :class:`Walked`; ``iface`` is not written). Returns (bytes consumed, records, status).
@@ -280,7 +279,7 @@ def _walk_pcap(buf, n, layout, out):
         k += 1
 
 
-@njit(cache=True, nogil=True, ext="walk_pcapng")
+@njit(work=lambda a: int(a[1]), cache=True, nogil=True)
 def _walk_pcapng(buf, n, be, ifs, out):
     """Walk pcapng blocks in buf[:n] (byte order ``be``; ``ifs``: the section's
     :class:`Interfaces`) into ``out`` (a :class:`Walked`) until a block Python must handle.
@@ -714,6 +713,7 @@ def _pcap_batches(
         rows = max(1, ch.n // (hdrlen + 20) + 1)
         out = pool.next(rows) if pool is not None else Walked.empty(rows)
         used, k, status = _walk_pcap(ch.buf, ch.n, layout, out)
+        used, k = int(used), int(k)  # (Python ints: interpreted, the walker returns numpy scalars)
         if k == 0 and pool is not None:
             pool.k -= 1  # (no batch handed out: the arrays' turn is not used up)
         if k:
@@ -809,6 +809,7 @@ def _pcapng_batches(
             np.array(snaps, np.uint32), np.array(pow2s, np.bool_), np.array(exps, np.int64), np.array(offss, np.int64)
         )
         used, k, status, btype = _walk_pcapng(ch.buf, ch.n, be, ifs, out)
+        used, k = int(used), int(k)
         if k:
             info.records += k
             iface = out.iface[:k]

@@ -8,10 +8,6 @@ and writes one status line to stderr, updated in place: which kernel, how many s
 Only on a terminal: redirected stderr (logs, tests) stays exactly the command's own output —
 except for ``hscc-trace compile``, whose output this is (``always``: one line per kernel).
 
-When the install built no compiled extension (no C compiler: pip says so only with ``-v``), the
-first kernel of ``hscc-trace flows`` that numba compiles instead is preceded by one line saying
-so and how to get the extension (:func:`hscc_trace.perf.jit.not_built`).
-
 Kernels that are not compiled yet may not compile at all: under the first-use rule
 (:mod:`hscc_trace.perf.firstuse`) a kernel given little work runs interpreted instead, for at
 most about as long as compiling it would take; when that is expected to take 2 s or more the
@@ -38,14 +34,6 @@ def _kernel_name(data: Any) -> str:
     return f"{mod.removeprefix('hscc_trace.')}.{name}"
 
 
-def _is_ext_twin(data: Any) -> bool:
-    """Whether the dispatcher compiling is a kernel that has a twin in the compiled extension."""
-    from hscc_trace.perf import jit
-
-    fn = getattr((data or {}).get("dispatcher"), "py_func", None)
-    return fn is not None and any(k.py_func is fn for k in jit.REGISTRY.values())
-
-
 class _Notice:
     """A numba listener: one status line on ``out`` per outermost compilation."""
 
@@ -56,7 +44,6 @@ class _Notice:
         self.count = 0
         self.t0: float | None = None
         self.shown = False
-        self.no_ext_told = False
         self.lock = threading.Lock()
 
     def on_start(self, event: Any) -> None:
@@ -64,17 +51,6 @@ class _Notice:
             self.depth += 1
             if self.depth > 1:  # a callee compiled as part of the kernel already announced
                 return
-            if not self.no_ext_told and _is_ext_twin(event.data):
-                self.no_ext_told = True
-                from hscc_trace.perf import jit
-
-                why = jit.not_built()
-                if why is not None:
-                    text = (
-                        f"note: {why}; numba compiles the reading and flow kernels instead (first run "
-                        "only). Install a C compiler and reinstall to skip this and start faster"
-                    )
-                    self.out.write(f"\rhscc-trace: {text}\033[K\n" if self.tty else f"hscc-trace: {text}\n")
             if self.t0 is None:
                 self.t0 = time.perf_counter()
             self.count += 1

@@ -100,20 +100,11 @@ def render_plain(rows: list[dict[str, Any]], title: str) -> str:
 
 def run(file: str, bpf: str | None, as_json: bool) -> None:
     """The command: print the flow table of ``file``."""
-    import contextlib
-
     from hscc_trace.flows.scan import flow_rows
-    from hscc_trace.perf.jit import ext_module
 
-    # without the compiled extension numba compiles the kernels on the first run: say so
-    # (compile_notice imports numba, which the compiled kernels never need)
-    if ext_module() is None:
-        from .compiling import compile_notice
+    from .compiling import compile_notice
 
-        notice: contextlib.AbstractContextManager[None] = compile_notice()
-    else:
-        notice = contextlib.nullcontext()
-    with notice:
+    with compile_notice():
         res = flow_rows(file, bpf=bpf)
     for w in res.warnings:
         print(f"hscc-trace: warning: {w}", file=sys.stderr)

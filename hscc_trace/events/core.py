@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from hscc_trace.perf.cache import njit
+from hscc_trace.perf.jit import njit
 
 from . import ranges as rg
 from .ranges import _bsearch, _gsearch  # noqa: F401 (used here and by the modules importing core)

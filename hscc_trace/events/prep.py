@@ -23,8 +23,7 @@ import numpy as np
 
 from hscc_trace.capture.decode import F_ACK, F_FIN, F_RST, F_SYN  # noqa: F401  (re-used across events)
 from hscc_trace.flows.records import DIR_SHIFT, ECN_SHIFT, FLAGS, SACK_SHIFT, TS_SHIFT
-from hscc_trace.perf.cache import njit
-from hscc_trace.perf.firstuse import kernel
+from hscc_trace.perf.jit import njit
 
 from .core import NOTS, seek
 
@@ -190,7 +189,7 @@ def _unwrap_step(raw, origin, cur):
     return cur + d
 
 
-@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
 def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb, src, rows, info):
     """Arrays of several flows for :func:`hscc_trace.events.core.analyze` (rules in the module docstring).
 
@@ -524,7 +523,7 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb, src, rows, info):
         o_irtt[f] = irtt
 
 
-@kernel(work=lambda a: len(a[0]), cache=True)
+@njit(work=lambda a: len(a[0]), cache=True)
 def group_rows(key, within, nbins, order):
     """Rows grouped by ``key`` (0 <= key < nbins), each group in the order of ``within`` (a
     permutation of the rows; empty = table order), written to ``order`` (one slot per row).

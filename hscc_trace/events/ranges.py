@@ -12,7 +12,7 @@ Units: sequence numbers in bytes (relative, unwrapped to 64 bits).
 
 from __future__ import annotations
 
-from hscc_trace.perf.cache import njit
+from hscc_trace.perf.jit import njit
 
 
 @njit(cache=True, inline="always")

@@ -33,8 +33,7 @@ import numpy as np
 from hscc_trace.errors import Warn
 from hscc_trace.model import FlowEvents
 from hscc_trace.perf import usable_cpus
-from hscc_trace.perf.cache import njit
-from hscc_trace.perf.firstuse import kernel
+from hscc_trace.perf.jit import njit
 
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
@@ -313,7 +312,7 @@ def _compact(lo, hi, j, k, known, rows, sv, po, seg, acks):
     return j, k
 
 
-@kernel(work=lambda a: len(a[1].snd), cache=True, nogil=True)
+@njit(work=lambda a: len(a[1].snd), cache=True, nogil=True)
 def _run_flows(bounds, rows, fp, dupthresh, rto_min_ns, sv, po, ep, seg, acks, rr, frac, lookback, counts):
     """Per flow of a batch (flow ``f`` = rows ``bounds[f]:bounds[f+1]``), while its rows are in
     cache: the state machine (:func:`.core.analyze`), its segment and ACK rows into the ``s_*`` and

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hscc_trace.perf.firstuse import kernel
+from hscc_trace.perf.jit import njit
 
 from .core import seek
 from .prep import F_ACK, F_FIN, F_SYN, FlowArrays, Handshake
@@ -137,7 +137,7 @@ def from_handshake(h: Handshake, sender_dir: int) -> Vantage | None:
     return None
 
 
-@kernel(work=lambda a: len(a[0]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
 def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
     """Receiver-side / mid-path captures: what the sender knew when each ACK reached it.
 

@@ -225,8 +225,7 @@ def _hash(k0, k1, k2, k3, k4):
 
 
 class Packets(NamedTuple):
-    """The flow kernel's packet columns (capture order), as the decoder gives them: the same
-    record for the numba kernel and the compiled extension (:mod:`hscc_trace.perf.jit`)."""
+    """The flow kernel's packet columns (capture order), as the decoder gives them."""
 
     shi: np.ndarray  # uint64, source address (high, low 64 bits)
     slo: np.ndarray  # uint64
@@ -324,7 +323,7 @@ class PerPacket(NamedTuple):
     rtt: np.ndarray  # float64, data/ACK RTT sample (s) or NaN
 
 
-@njit(cache=True, nogil=True, ext="flow_kernel")
+@njit(work=lambda a: len(a[1].flags) - int(a[0]), cache=True, nogil=True)
 def _flow_kernel(i0, pk, tab, nodes, smp, per_packet, out):
     """Process packets i0.. of ``pk`` (:class:`Packets`) in capture order, updating ``tab``
     (:class:`Table`), ``nodes`` (:class:`Nodes`) and ``smp`` (:class:`Samples`); returns (next
@@ -736,7 +735,7 @@ def _flow_kernel(i0, pk, tab, nodes, smp, per_packet, out):
     return n, ST_DONE
 
 
-@njit(cache=True, ext="rehash")
+@njit(work=lambda a: len(a[1]), cache=True)
 def _rehash(tkeys, tval, size):
     """The conversation table (keys, values) in ``size`` slots (a power of two)."""
     nk = np.zeros((size, 5), np.uint64)
@@ -1084,7 +1083,7 @@ class Stats(NamedTuple):
     max: np.ndarray  # float64
 
 
-@njit(cache=True, nogil=True, ext="group_stats")
+@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
 def _group_stats(fl, sd, v, snd, out):
     """Per flow f: min, median (mean of the two middle values if even), max of the samples v
     with fl == f that timed the data sender's segments (sd == snd[f]), into ``out`` (:class:`Stats`).

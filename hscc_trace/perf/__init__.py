@@ -1,10 +1,9 @@
 """Performance machinery, in one place: compiled kernels and process settings.
 
-- :mod:`.jit` — ``njit``: numba kernels, and for those of ``hscc-trace flows`` their Cython
-  twins in the extension ``hscc_trace._kernels`` (built at install, used when current);
-- :mod:`.firstuse` — the numba kernels of the event, arena, replay and report code and the
-  replay loops: interpreted while their work is small, compiled when it is large or when the
-  cache holds them already (stamps);
+- :mod:`.jit` — ``njit``, the one decorator of a numba kernel;
+- :mod:`.firstuse` — the kernels called from Python (reading, decoding, BPF, flow table,
+  events, arena, replay, report) and the replay loops: interpreted while their work is small,
+  compiled when it is large or when the cache holds them already (stamps);
 - :mod:`.warmup` — the generated capture ``hscc-trace compile`` runs everything over;
 - :mod:`.cache` — the one user cache folder of everything compiled;
 - :mod:`.memory` — giving freed memory back (glibc's ``malloc_trim``, ``madvise``) in a helper

@@ -78,13 +78,3 @@ def numba_njit(fn: Callable[..., Any], **options: Any) -> Any:
             return numba.njit(**options)(fn)
         finally:
             config.CACHE_DIR = before
-
-
-def njit(**options: Any) -> Callable[[Callable[..., Any]], Any]:
-    """Decorator form of :func:`numba_njit` for kernels only called from compiled code (plain
-    numba dispatchers, made when the module is imported)."""
-
-    def wrap(fn: Callable[..., Any]) -> Any:
-        return numba_njit(fn, **options)
-
-    return wrap

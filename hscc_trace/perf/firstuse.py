@@ -62,7 +62,7 @@ MODES = ("auto", "compile", "interpret")
 _forced: list[str] = []  # innermost :func:`mode` last
 _lock = threading.Lock()
 
-#: every kernel declared with :func:`kernel` (and every replay loop wrapped by :func:`wrap`)
+#: every kernel declared with ``@njit(work=…)`` (:mod:`.jit`) and every replay loop wrapped by :func:`wrap`
 REGISTRY: list[Kernel] = []
 
 #: called as ``listener(kernel, expected_seconds)`` before a kernel runs interpreted on work
@@ -101,6 +101,19 @@ RENT_SAVE_S = 0.25
 #: (seconds to compile, interpreted seconds per item); "replay loop": the median over the
 #: default algorithms' loops (bbr's compiles in 23 s, reno's in 2 s)
 COSTS: dict[str, tuple[float, float]] = {
+    # (the reading and flow-table kernels: benchmarks/first_use.py over samples/reno-bdp and
+    # samples/cubic-loss, load average ≈ 3-5; items are bytes for the record walkers, records,
+    # packets or samples for the others)
+    "capture.reader._walk_pcap": (0.88, 1.8e-07),
+    "capture.decode.decode_batch": (6.93, 4.57e-05),
+    "capture.decode.decode_batch_flows": (12.12, 3.43e-05),
+    "capture.bpf._run": (1.07, 2.83e-05),
+    "flows.tracker._flow_kernel": (8.01, 3.2e-05),
+    "flows.tracker._group_stats": (4.77, 1.53e-06),
+    # (not reached by the benchmark's captures: measured alone the same way, load average ≈ 10;
+    # _walk_pcapng over a 12 MB pcapng of 100 000 records, _rehash growing tiny tables)
+    "capture.reader._walk_pcapng": (4.4, 2.54e-07),
+    "flows.tracker._rehash": (3.05, 7.03e-06),
     "events.prep.group_rows": (0.25, 6.51e-07),
     # (measured alone: 200 000 SACK entries, empty numba cache, load average ≈ 4.9)
     "events.sack._flow_blocks": (3.37, 4.85e-05),
@@ -144,21 +157,6 @@ COSTS: dict[str, tuple[float, float]] = {
     "reports.html._text_kernel": (1.65, 1.82e-05),
     "replay loop": (4.79, 8.63e-06),
 }
-
-
-def kernel(*, work: Callable[[tuple[Any, ...]], int], **options: Any) -> Callable[[Callable[..., Any]], Kernel]:
-    """Decorator for a kernel called from Python: ``numba.njit(**options)`` under the first-use rule.
-
-    ``work(args)`` is the number of items (packets, rows, ACKs) a call processes; the kernel's
-    measured costs are in :data:`COSTS` under its name (``module.function`` without the
-    ``hscc_trace.`` prefix). Kernels only ever called from compiled code stay plain ``numba.njit``
-    functions (their interpreted twins come with their callers')."""
-
-    def wrap_fn(fn: Callable[..., Any]) -> Kernel:
-        name = f"{fn.__module__.removeprefix('hscc_trace.')}.{fn.__name__}"
-        return Kernel(fn, None, options, work, COSTS[name], name)
-
-    return wrap_fn
 
 
 def wrap(
@@ -667,7 +665,6 @@ __all__ = [
     "REGISTRY",
     "Kernel",
     "current_mode",
-    "kernel",
     "mode",
     "pure",
     "summary",
