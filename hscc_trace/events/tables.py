@@ -354,24 +354,10 @@ def _run_flows(bounds, rows, fp, dupthresh, rto_min_ns, sv, po, ep, seg, acks, r
         hi = bounds[f + 1]
         el = lo + f
         eh = hi + f + 1
-        ne = core.analyze(
-            lo,
-            hi,
-            el,
-            eh,
-            rows,
-            f_mss[f],
-            f_shift[f],
-            f_sack[f],
-            dupthresh,
-            f_ooo[f],
-            rto_min_ns,
-            f_at_sender[f],
-            sv,
-            po,
-            ep,
-            warn[f],
-        )
+        fr, fv = core.flow_rows(rows, sv, lo, hi)
+        fo, fe = core.flow_outputs(po, ep, lo, hi, el, eh)
+        flow = core.Flow(f_mss[f], f_shift[f], f_sack[f], dupthresh, f_ooo[f], rto_min_ns, f_at_sender[f])
+        ne = core.analyze(flow, fr, fv, fo, fe, warn[f])
         n_ep[f] = ne
         if f_at_sender[f]:
             # the kernel's whole-ms timestamp-echo samples (what congestion control is handed)
