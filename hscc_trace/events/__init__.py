@@ -14,6 +14,7 @@ schema.FLOWS. The rules are documented in docs/events.md and in the modules:
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -256,9 +257,19 @@ def flow_event_batches(
         bnd = cum[k : end + 1] - cum[k]
         at = fs.rows_of(sel)  # (the batch's rows alone: no list of every row)
         fids = [int(f) for f in sel]
-        evs = build_flow_events(fs.src, at, bnd, fids, sdir[k:end], mss[k:end], wsa[k:end], wsb[k:end])
-        if release:  # (the tables are built: no column of them is a view of the arena)
-            dec.arena.release(at)
+        # with ``release``, the batch's arena rows go once they are read (no table column is a
+        # view of the arena): for a batch of one long flow, before its state machine runs
+        evs = build_flow_events(
+            fs.src,
+            at,
+            bnd,
+            fids,
+            sdir[k:end],
+            mss[k:end],
+            wsa[k:end],
+            wsb[k:end],
+            read=functools.partial(dec.arena.release, at) if release else None,
+        )
         del at
         yield list(zip(fids, evs))
         k = end
