@@ -6,7 +6,8 @@
 >>> ev = api.events(cap, 1)                                    # model.FlowEvents (segments, acks, …)
 >>> reps = api.replay(ev, ["reno", "cubic"])                   # {label: DataFrame}
 >>> api.fit(ev, reps)                                          # schema.FIT_METRICS, ranked
->>> a = api.analyze(["samples/"], algorithms=["reno", "fusion"], jobs=2)   # model.Analysis
+>>> run = api.analyze(["samples/"], api.AnalyzeOptions(["reno", "fusion"], jobs=2))  # pipeline.Run
+>>> a = run.analysis                                           # model.Analysis
 >>> api.fit_table(a); api.flow_table(a)                        # DataFrames over every capture
 >>> api.report(a, "report.html"); api.results(a)               # HTML report, JSON results dict
 >>> api.check(a, api.CheckOptions(expect="reno", max_error=0.15)).verdicts  # check.Verdict per flow
@@ -22,7 +23,8 @@ Nothing here prints; errors are :class:`~hscc_trace.errors.InputError` /
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -34,6 +36,7 @@ from hscc_trace.model import Analysis, Capture, FlowEvents
 if TYPE_CHECKING:  # polars is imported where a table is made: `load` reads the capture while it loads
     import polars as pl
 
+    from hscc_trace.analysis.pipeline import Run
     from hscc_trace.replay.selection import Selection
 
 PathLike = str | Path
@@ -157,46 +160,159 @@ def fit(ev: FlowEvents, replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
 # --- whole runs ------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class AnalyzeOptions:
+    """How :func:`analyze` runs — the options of ``hscc-trace analyze`` (docs/api.md). The
+    defaults are the library's: every registered algorithm, no configuration file, every flow
+    held in memory."""
+
+    #: algorithms to replay, names or ``"reno,cubic"`` (None: the configured set, else every
+    #: registered one, :func:`default_algorithms`)
+    algorithms: str | Sequence[str] | None = None
+    #: parameter overrides, ``{"cubic": {"beta": 0.7}}`` or ``["cubic.beta=0.7"]`` (over the configured ones)
+    params: Sequence[str] | dict[str, dict[str, Any]] | None = None
+    #: BPF filter applied when reading (tcpdump syntax, e.g. ``"tcp port 5201"``)
+    bpf: str | None = None
+    #: only these flow ids (None: every flow)
+    flows: Sequence[int] | None = None
+    #: parallel lanes, threads of this process, >= 1 (None: 1, or ``jobs`` in the configuration)
+    jobs: int | None = None
+    #: the configuration (docs/config.md): False none, True ``hscc-trace.toml`` /
+    #: ``pyproject.toml`` searched upward from the working directory, or a file
+    config: PathLike | bool = False
+    #: raise :class:`~hscc_trace.errors.InputError` when *no* capture could be read (else the
+    #: run's ``failed`` lists them all)
+    strict: bool = True
+    #: memory that does not grow with the flows: each flow's outputs are written as it finishes
+    #: and only a summary of it is kept, plus, whole, the ``report_flows`` flows a report draws
+    #: (``Run.stream`` must then be closed: ``run.stream.close()``)
+    stream: bool = False
+    #: with ``stream``: flows kept whole for the report (None: the report's ``max_flows``, 25; 0 without a report)
+    report_flows: int | None = None
+    #: options of :func:`report` (``max_points``, ``full_resolution`` …): the HTML report's, also
+    #: used to draw a streamed run's flows as they finish
+    report: dict[str, Any] | None = None
+    #: with ``stream``: spool every flow's JSON results entry (for the results document)
+    entries: bool = True
+    #: with ``stream``: write every flow's events, replays and fit as tables under this folder
+    export: PathLike | None = None
+    #: format of ``export``: parquet, csv, json or ndjson
+    export_format: str = "parquet"
+    #: find the bottleneck groups (docs/groups.md) and keep them on the captures
+    bottleneck_groups: bool = False
+    #: with ``bottleneck_groups``: groups of one's own, flow ids or ``port=N`` per group
+    groups: Sequence[str] | None = None
+    #: with ``bottleneck_groups``: window of the shared time axis, seconds > 0 (None: 1 s or ``[groups]``)
+    window: float | None = None
+    #: write the self-contained HTML report here
+    output: PathLike | None = None
+    #: write the versioned JSON results here (docs/results.md)
+    json_out: PathLike | None = None
+    #: keep the results document on the run (``Run.doc``), as for a terminal summary
+    keep_results: bool = False
+
+
 def analyze(
+    paths: PathLike | Iterable[PathLike], options: AnalyzeOptions | None = None, *, progress: Any = None
+) -> Run:
+    """Analyze captures (files, or directories searched for captures) end to end: one
+    :class:`hscc_trace.analysis.pipeline.Run` — ``.analysis`` (:class:`~hscc_trace.model.Analysis`),
+    the inputs in order, ``.failed`` (unreadable captures), ``.flow_failed``, ``.errors`` — and,
+    as ``options`` ask, the report, the JSON results and the exported tables written
+    (``.written``, one line per file; ``.doc``, the results document). ``progress(done, total,
+    text)`` is called after every task. Prints nothing."""
+    import contextlib
+
+    o = options or AnalyzeOptions()
+    algos, params, bpf, jobs, groups_cfg = _analyze_settings(o)
+    rule = group_options(o.groups, o.window, groups_cfg) if o.bottleneck_groups else None
+    if o.export is not None and o.export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
+        raise UsageError(f"--export-format {o.export_format!r}: use parquet, csv, json or ndjson")
+    if o.export is not None and not o.stream:
+        raise UsageError("export writes each flow's tables as it finishes: it needs stream=True")
+    stream = _stream(o) if o.stream else None
+    try:
+        run = _run(paths, algos, params, bpf, o.flows, jobs, progress, stream)
+    except BaseException:
+        if stream is not None:
+            stream.close()
+        raise
+    try:
+        if o.strict and run.failed and not run.analysis.captures:
+            raise InputError("; ".join(run.failed.values()))
+        if rule is not None:
+            from hscc_trace.analysis import groups as _groups
+
+            _groups.attach(run.analysis, *rule)
+        paths_read = [c.meta.path for c in run.analysis.captures]
+        try:
+            _outputs(run, o, jobs)
+        except BaseException:  # the exported tables get their final folders even when the report
+            if o.export is not None:  # or the JSON failed; that first error is the one reported
+                with contextlib.suppress(Exception):
+                    run.stream.finish_export(paths_read)
+            raise
+        if o.export is not None:
+            files = run.stream.finish_export(paths_read)
+            run.written.append(f"exported {len(files)} table(s) under {o.export}")
+    except BaseException:
+        if stream is not None:
+            stream.close()
+        raise
+    return run
+
+
+def _analyze_settings(o: AnalyzeOptions) -> tuple[Any, Any, str | None, int, Any]:
+    """Algorithms, parameters, filter, lanes and ``[groups]`` of a run: ``o`` over the configuration."""
+    from hscc_trace import config as _config
+
+    text = o.algorithms if isinstance(o.algorithms, str) or o.algorithms is None else ",".join(o.algorithms)
+    if o.config is False:
+        if o.jobs is not None and o.jobs < 1:
+            raise UsageError(f"jobs must be >= 1, got {o.jobs}")
+        algos = _config.parse_algorithms(text) if isinstance(o.algorithms, str) else o.algorithms
+        params = _param_overrides(o.params) if o.params is not None else None
+        return algos, params, o.bpf, o.jobs or 1, _config.GroupsConfig()
+    cfg = _config.with_overrides(
+        _config.load(None if o.config is True else o.config), algorithms=text, bpf=o.bpf, jobs=o.jobs
+    )
+    params = select_params(cfg.algorithms, cfg.params, _param_overrides(o.params))
+    return cfg.algorithms, params, cfg.filter, cfg.jobs, cfg.groups
+
+
+def _stream(o: AnalyzeOptions) -> Any:
+    """The :class:`hscc_trace.analysis.stream.Stream` that takes every finished flow of a streamed run."""
+    from hscc_trace.analysis.stream import Stream
+
+    report_flows = o.report_flows
+    if report_flows is None:
+        from hscc_trace.reports.html import DEFAULT_MAX_FLOWS
+
+        report_flows = (o.report or {}).get("max_flows", DEFAULT_MAX_FLOWS)
+    drawer = None
+    if report_flows:
+        from hscc_trace.reports.html import Drawer
+
+        drawer = Drawer(**{**(o.report or {}), "max_flows": report_flows})
+    return Stream(
+        keep=report_flows,
+        entries=o.entries,
+        export=(o.export, o.export_format) if o.export is not None else None,
+        drawer=drawer,
+    )
+
+
+def _run(
     paths: PathLike | Iterable[PathLike],
-    algorithms: Sequence[str] | None = None,
-    params: dict[str, dict[str, Any]] | None = None,
-    *,
-    bpf: str | None = None,
-    flows: Sequence[int] | None = None,
-    jobs: int = 1,
-    strict: bool = True,
-) -> Analysis:
-    """Analyze captures (files, or directories searched for captures) end to end.
-
-    Captures that cannot be read are listed in ``Analysis.errors``; with ``strict`` (the default)
-    an :class:`InputError` is raised instead when *no* capture could be read.
-    """
-    run = analyze_run(paths, algorithms, params, bpf=bpf, flows=flows, jobs=jobs)
-    if strict and run.failed and not run.analysis.captures:
-        raise InputError("; ".join(run.failed.values()))
-    return run.analysis
-
-
-def analyze_run(
-    paths: PathLike | Iterable[PathLike],
-    algorithms: Sequence[str] | None = None,
-    params: dict[str, dict[str, Any]] | None = None,
-    *,
-    bpf: str | None = None,
-    flows: Sequence[int] | None = None,
-    jobs: int = 1,
-    progress: Any = None,
-    stream: Any = None,
-):
-    """Like :func:`analyze` but returns the :class:`hscc_trace.analysis.pipeline.Run` (analysis, inputs in
-    order, per-capture errors), as the CLI uses it. ``progress(done, total, text)`` is called
-    after every task. ``stream``: a :class:`hscc_trace.analysis.stream.Stream` that takes every
-    finished flow (see :func:`analyze_stream`)."""
+    algorithms: Sequence[str] | None,
+    params: dict[str, dict[str, Any]] | None,
+    bpf: str | None,
+    flows: Sequence[int] | None,
+    jobs: int,
+    progress: Any,
+    stream: Any,
+) -> Run:
     from hscc_trace.analysis import pipeline
-
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
     from hscc_trace.replay import selection
 
     sel = selection.select(algorithms, params)
@@ -211,10 +327,61 @@ def analyze_run(
         flows=tuple(int(f) for f in flows) if flows is not None else None,
         jobs=jobs,
     )
-    return pipeline.run(list(paths), opts, progress=progress, stream=stream)
+    return pipeline.run(_paths(paths), opts, progress=progress, stream=stream)
 
 
-def analyze_stream(
+def _outputs(run: Run, o: AnalyzeOptions, jobs: int) -> None:
+    """Write the report and the JSON results (the report in a second thread with ``jobs`` > 1: both
+    only read the analysis, and the report's compression and the file hashing run without the
+    GIL); ``run.written`` gains a line per file, ``run.doc`` the results document when one was made."""
+    from hscc_trace.analysis import results as _results
+
+    out, opts = o.output, dict(o.report or {})
+    with _alongside(
+        jobs > 1 and out is not None and bool(run.analysis.captures),
+        lambda: report(run.analysis, out, **opts) if out is not None else None,
+    ) as report_done:
+        if o.json_out is not None or o.keep_results:
+            run.doc = run.to_json(lazy=True)  # (a streamed run's flows are read back from its spool)
+        if o.json_out is not None and run.doc is not None:
+            _results.write(run.doc, o.json_out)
+    if report_done:
+        run.written.append(f"report: {out}")
+    elif out is not None and run.analysis.captures:
+        report(run.analysis, out, **opts)
+        run.written.append(f"report: {out}")
+    if o.json_out is not None:
+        run.written.append(f"results: {o.json_out}")
+
+
+@contextmanager
+def _alongside(enabled: bool, fn: Any) -> Iterator[bool]:
+    """With ``enabled``, run ``fn`` in a thread while the body runs; its exception is re-raised
+    after the body. Yields whether ``fn`` runs (False: the caller runs it itself)."""
+    import threading
+
+    if not enabled:
+        yield False
+        return
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+            failure.append(exc)
+
+    t = threading.Thread(target=target, name="hscc-report", daemon=True)
+    t.start()
+    try:
+        yield True
+    finally:
+        t.join()
+    if failure:
+        raise failure[0]
+
+
+def analyze_run(
     paths: PathLike | Iterable[PathLike],
     algorithms: Sequence[str] | None = None,
     params: dict[str, dict[str, Any]] | None = None,
@@ -223,52 +390,12 @@ def analyze_stream(
     flows: Sequence[int] | None = None,
     jobs: int = 1,
     progress: Any = None,
-    report_flows: int | None = None,
-    entries: bool = True,
-    export: PathLike | None = None,
-    export_format: str = "parquet",
-    report: dict[str, Any] | None = None,
-):
-    """:func:`analyze_run` with memory that does not grow with the number of flows (what
-    ``hscc-trace analyze`` runs): each flow's outputs are written as it finishes — its tables
-    under ``export`` (as :func:`hscc_trace.analysis.export.export_analysis` names them), its JSON
-    results entry to a spool (with ``entries``) — and only a summary of it is kept
-    (``CaptureResult.summaries``), plus, whole, the ``report_flows`` flows a report draws (default
-    the report's ``max_flows``, 25; 0 without a report) in ``CaptureResult.results``, their replays
-    released and made again by the report (docs/performance.md). In a run of one capture (not a
-    pipe) the flows the report draws are known from the flow table: each is drawn as it finishes,
-    with the options in ``report`` (those :func:`report` will be given, but ``max_flows``:
-    ``report_flows``), and only its drawn section is kept (``FlowResult.drawn``; a report
-    written with other options reads and analyzes such a flow again). Then::
-
-        results.write(run.to_json(lazy=True), "results.json")   # flows copied from the spool
-        api.report(run.analysis, "report.html", **report)        # the same report as analyze's
-        run.stream.finish_export([c.meta.path for c in run.analysis.captures])
-        run.stream.close()                                       # the spool's temporary file
-
-    For every table of every flow in memory, use :func:`analyze`."""
-    from hscc_trace.analysis.stream import Stream
-
-    if report_flows is None:
-        from hscc_trace.reports.html import DEFAULT_MAX_FLOWS
-
-        report_flows = DEFAULT_MAX_FLOWS
-    drawer = None
-    if report_flows:
-        from hscc_trace.reports.html import Drawer
-
-        drawer = Drawer(**{**(report or {}), "max_flows": report_flows})
-    st = Stream(
-        keep=report_flows,
-        entries=entries,
-        export=(export, export_format) if export is not None else None,
-        drawer=drawer,
-    )
-    try:
-        return analyze_run(paths, algorithms, params, bpf=bpf, flows=flows, jobs=jobs, progress=progress, stream=st)
-    except BaseException:
-        st.close()
-        raise
+    stream: Any = None,
+) -> Run:
+    """Deprecated: ``analyze(paths, AnalyzeOptions(algorithms, params, bpf=…, strict=False))``.
+    Kept for callers that pass their own :class:`hscc_trace.analysis.stream.Stream` as
+    ``stream`` (the corpus runner, tests of the stream)."""
+    return _run(paths, algorithms, params, bpf, flows, jobs, progress, stream)
 
 
 # --- tables over a whole analysis ---------------------------------------------------------------
@@ -374,7 +501,7 @@ def report(analysis: Analysis, path: PathLike, **options: Any) -> Path:
 
 def figures(analysis: Analysis, flow_id: int, capture: int | str = 0) -> Any:
     """The report's Plotly figures for one flow (for notebooks: ``fig.show()``). A kept flow of a
-    streamed run (:func:`analyze_stream`) is made whole first (:meth:`FlowResult.restored`):
+    streamed run (``AnalyzeOptions(stream=True)``) is made whole first (:meth:`FlowResult.restored`):
     replayed again when its replays were released, read and analyzed again from its capture
     when it was drawn as it finished (slower; the capture must still be there). Needs plotly's
     Python package, the ``notebook`` extra (else :class:`~hscc_trace.errors.UsageError`)."""
@@ -668,8 +795,12 @@ def _check_run(
     """Analyze the captures streamed (flows' tables are not held): the results document, the
     unreadable captures and the flows that could not be analyzed."""
     params = select_params(algos, cfg.params, _param_overrides(o.params))
-    run = analyze_stream(
-        _paths(captures), algos, params, bpf=cfg.filter, flows=o.flows, jobs=cfg.jobs, progress=progress, report_flows=0
+    run = analyze(
+        captures,
+        AnalyzeOptions(
+            algos, params, bpf=cfg.filter, flows=o.flows, jobs=cfg.jobs, strict=False, stream=True, report_flows=0
+        ),
+        progress=progress,
     )
     try:
         if gates is not None:  # (the groups' flows labelled as the gates' groups ask)
@@ -854,10 +985,8 @@ def group_input(
     if isinstance(obj, (str, Path)) and str(obj).lower().endswith(".json"):
         return _groups.group_dicts(_results.read(obj))
     if isinstance(obj, (str, Path)) or (isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (str, Path))):
-        run = analyze_stream(obj, algorithms, bpf=bpf, report_flows=0, entries=False)
+        run = analyze(obj, AnalyzeOptions(algorithms, bpf=bpf, stream=True, report_flows=0, entries=False))
         try:
-            if run.failed and not run.analysis.captures:
-                raise InputError("; ".join(run.failed.values()))
             _groups.attach(run.analysis, rule, options)
             return _groups.group_dicts(run.analysis)
         finally:
@@ -919,7 +1048,7 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
             step("events from the packets table")
             all_events(Capture(cap.meta, cap.packets, cap.flows))
             step("analyze with the default algorithms")
-            a = analyze(path)
+            a = analyze(path).analysis
             step("report and results")
             report(a, Path(tmp) / "report.html")
             json.dumps(results(a), default=str)

@@ -107,6 +107,8 @@ class Run:
     flow_failed: list[str] = field(default_factory=list)  # one line per flow whose replay/fit failed
     digests: dict[str, str | None] = field(default_factory=dict)  # path -> SHA-256 hashed during the run
     stream: Any = None  # the hscc_trace.analysis.stream.Stream of a streamed run
+    doc: dict[str, Any] | None = None  # the results document, when api.analyze made one (json_out, keep_results)
+    written: list[str] = field(default_factory=list)  # one line per output file api.analyze wrote
 
     @property
     def errors(self) -> list[str]:

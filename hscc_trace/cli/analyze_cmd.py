@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -17,33 +13,6 @@ from hscc_trace.errors import UsageError
 
 from .common import exit_code_of, one_line_errors, progress_bar
 from .typer_app import app
-
-
-@contextmanager
-def _alongside(enabled: bool, fn: Callable[[], Any]) -> Iterator[bool]:
-    """With ``enabled``, run ``fn`` in a thread while the body runs (``--jobs`` > 1: the report
-    is written while the JSON results are built; both only read the analysis, and the report's
-    compression and the file hashing run without the GIL); its exception is re-raised after the
-    body. Yields whether ``fn`` runs (False: the caller runs it itself)."""
-    if not enabled:
-        yield False
-        return
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
-            failure.append(exc)
-
-    t = threading.Thread(target=target, name="hscc-report", daemon=True)
-    t.start()
-    try:
-        yield True
-    finally:
-        t.join()
-    if failure:
-        raise failure[0]
 
 
 def _mbit(x: Any) -> str:
@@ -254,24 +223,38 @@ def analyze(
         with one_line_errors():
             qcode = _analyze_qlog(inputs, json_out, algo, quiet)
         raise typer.Exit(qcode)
+    from hscc_trace import api
+
+    options = api.AnalyzeOptions(
+        algorithms=algo,
+        params=tuple(param) if param else None,
+        bpf=bpf,
+        flows=tuple(flow) if flow else None,
+        jobs=jobs,
+        config=config_file or True,
+        strict=False,
+        stream=True,  # every flow's outputs are written as it finishes; only its summary stays in memory
+        report_flows=None if output is not None else 0,
+        report={"max_points": max_points, "full_resolution": full_resolution},
+        entries=json_out is not None or not quiet,
+        export=export_dir,
+        export_format=export_format,
+        bottleneck_groups=True,
+        groups=tuple(group) if group else None,
+        window=window,
+        output=output,
+        json_out=json_out,
+        keep_results=not quiet,
+    )
+    t0 = time.perf_counter()
     with one_line_errors(), compile_notice():
-        code = _analyze(
-            inputs,
-            output,
-            json_out,
-            algo,
-            param,
-            bpf,
-            flow,
-            jobs,
-            export_dir,
-            export_format,
-            config_file,
-            quiet,
-            {"max_points": max_points, "full_resolution": full_resolution},
-            (group, window),
-        )
-    raise typer.Exit(code)
+        with progress_bar("analyzing", not quiet) as update:
+            run = api.analyze(inputs, options, progress=update)
+        try:
+            _print(run, quiet, t0)
+        finally:
+            run.stream.close()
+    raise typer.Exit(exit_code_of(run.errors, 0))
 
 
 def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, quiet: bool) -> int:
@@ -308,122 +291,19 @@ def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, qu
     return code
 
 
-def _analyze(
-    inputs: list[str],
-    output: Path | None,
-    json_out: Path | None,
-    algo: str | None,
-    param: list[str] | None,
-    bpf: str | None,
-    flow: list[int] | None,
-    jobs: int | None,
-    export_dir: Path | None,
-    export_format: str,
-    config_file: Path | None,
-    quiet: bool,
-    report_options: dict[str, Any] | None = None,
-    group_opts: tuple[list[str] | None, float | None] | None = None,
-) -> int:
-    from hscc_trace import api  # polars, numba, plotly: only when a command needs them
-    from hscc_trace.analysis import groups
-
-    cfg = config.with_overrides(config.load(config_file), algorithms=algo, bpf=bpf, jobs=jobs)
-    params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
-    rule, gopts = api.group_options(*(group_opts or (None, None)), cfg.groups)
-    if export_dir is not None and export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
-        raise UsageError(f"--export-format {export_format!r}: use parquet, csv, json or ndjson")
-    t0 = time.perf_counter()
-    opts = dict(report_options or {})
-    # every flow's outputs are written as it finishes, and only its summary stays in memory
-    # (api.analyze_stream): the report's flows are kept whole, the JSON entries spooled
-    with progress_bar("analyzing", not quiet) as update:
-        run = api.analyze_stream(
-            inputs,
-            cfg.algorithms,
-            params,
-            bpf=cfg.filter,
-            flows=flow,
-            jobs=cfg.jobs,
-            progress=update,
-            report_flows=opts.get("max_flows") if output is not None else 0,
-            report=opts,
-            entries=json_out is not None or not quiet,
-            export=export_dir,
-            export_format=export_format,
-        )
-    try:
-        groups.attach(run.analysis, rule, gopts)
-        return _outputs(run, output, json_out, export_dir, quiet, cfg.jobs, opts, t0)
-    finally:
-        run.stream.close()
-
-
-def _outputs(
-    run: Any,
-    output: Path | None,
-    json_out: Path | None,
-    export_dir: Path | None,
-    quiet: bool,
-    jobs: int,
-    report_options: dict[str, Any],
-    t0: float,
-) -> int:
-
+def _print(run: Any, quiet: bool, t0: float) -> None:
+    """What `analyze` prints of a run: its errors on stderr; unless ``quiet``, the summary and the
+    files written."""
     for msg in run.errors:
         typer.echo(f"hscc-trace: error: {msg}", err=True)
-    written: list[str] = []
-    try:
-        doc = _report_and_json(run, output, json_out, quiet, jobs, report_options, written)
-    except BaseException:  # the exported tables get their final folders even when the report or
-        if export_dir is not None:  # the JSON failed; that first error is the one reported
-            with contextlib.suppress(Exception):
-                run.stream.finish_export([c.meta.path for c in run.analysis.captures])
-        raise
-    if export_dir is not None:
-        files = run.stream.finish_export([c.meta.path for c in run.analysis.captures])
-        written.append(f"exported {len(files)} table(s) under {export_dir}")
-    if not quiet and doc is not None:
-        for line in summary_lines(doc):
-            typer.echo(line)
-        n_flows = sum(len(c["flows"]) for c in doc["captures"])
-        typer.echo(
-            f"{len(run.analysis.captures)} capture(s), {n_flows} flow(s), {len(run.errors)} error(s), "
-            f"{len(run.analysis.algorithms)} algorithm(s) in {time.perf_counter() - t0:.1f} s"
-        )
-        for w in written:
-            typer.echo(w)
-    return exit_code_of(run.errors, 0)
-
-
-def _report_and_json(
-    run: Any,
-    output: Path | None,
-    json_out: Path | None,
-    quiet: bool,
-    jobs: int,
-    report_options: dict[str, Any],
-    written: list[str],
-) -> dict[str, Any] | None:
-    """Write the report and the JSON results (the report in a second thread with ``jobs`` > 1);
-    ``written`` gains a line per file. Returns the results document when one was made (for the
-    terminal summary)."""
-    from hscc_trace import api
-    from hscc_trace.analysis import results
-
-    doc: dict[str, Any] | None = None
-    with _alongside(
-        jobs > 1 and output is not None and bool(run.analysis.captures),
-        lambda: api.report(run.analysis, output, **report_options) if output is not None else None,
-    ) as report_done:
-        if json_out is not None or not quiet:
-            doc = run.to_json(lazy=True)  # (a streamed run's flows are read back from its spool)
-        if json_out is not None and doc is not None:
-            results.write(doc, json_out)
-    if report_done:
-        written.append(f"report: {output}")
-    elif output is not None and run.analysis.captures:
-        api.report(run.analysis, output, **report_options)
-        written.append(f"report: {output}")
-    if json_out is not None:
-        written.append(f"results: {json_out}")
-    return doc
+    if quiet or run.doc is None:
+        return
+    for line in summary_lines(run.doc):
+        typer.echo(line)
+    n_flows = sum(len(c["flows"]) for c in run.doc["captures"])
+    typer.echo(
+        f"{len(run.analysis.captures)} capture(s), {n_flows} flow(s), {len(run.errors)} error(s), "
+        f"{len(run.analysis.algorithms)} algorithm(s) in {time.perf_counter() - t0:.1f} s"
+    )
+    for w in run.written:
+        typer.echo(w)
