@@ -25,21 +25,43 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from hscc_trace.config import DEFAULT_MAX_ERROR, DEFAULT_MIN_ROUNDS  # noqa: F401 (re-exported: the CLI's help)
 from hscc_trace.errors import InputError, UsageError
-from hscc_trace.model import Analysis, Capture, FlowEvents
 
 if TYPE_CHECKING:  # polars is imported where a table is made: `load` reads the capture while it loads
     import polars as pl
 
+    from hscc_trace.analysis.options import AnalyzeOptions as AnalyzeOptions
+    from hscc_trace.analysis.options import CheckOptions as CheckOptions
+    from hscc_trace.analysis.options import CheckResult as CheckResult
     from hscc_trace.analysis.pipeline import Run
+    from hscc_trace.model import Analysis, Capture, FlowEvents
     from hscc_trace.replay.selection import Selection
 
 PathLike = str | Path
+
+#: re-exported from :mod:`hscc_trace.config` on first use (``hscc-trace check --help`` shows them)
+_FROM_CONFIG = ("DEFAULT_MAX_ERROR", "DEFAULT_MIN_ROUNDS")
+
+
+def __getattr__(name: str) -> Any:
+    # the option classes, the model and the configuration are imported when first needed: `hscc-trace flows` imports
+    # this module on its way to the flow table and needs neither
+    if name in _FROM_CONFIG:
+        from hscc_trace import config
+
+        return getattr(config, name)
+    if name in ("AnalyzeOptions", "CheckOptions", "CheckResult"):
+        from hscc_trace.analysis import options
+
+        return getattr(options, name)
+    if name in ("Analysis", "Capture", "FlowEvents"):
+        from hscc_trace import model
+
+        return getattr(model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- capture, flows, events ----------------------------------------------------------------------
@@ -53,6 +75,8 @@ def load(path: PathLike, bpf: str | None = None) -> Capture:
 
 
 def _capture(obj: Capture | PathLike, bpf: str | None = None) -> Capture:
+    from hscc_trace.model import Capture
+
     return obj if isinstance(obj, Capture) else load(obj, bpf=bpf)
 
 
@@ -160,58 +184,6 @@ def fit(ev: FlowEvents, replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
 # --- whole runs ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class AnalyzeOptions:
-    """How :func:`analyze` runs — the options of ``hscc-trace analyze`` (docs/api.md). The
-    defaults are the library's: every registered algorithm, no configuration file, every flow
-    held in memory."""
-
-    #: algorithms to replay, names or ``"reno,cubic"`` (None: the configured set, else every
-    #: registered one, :func:`default_algorithms`)
-    algorithms: str | Sequence[str] | None = None
-    #: parameter overrides, ``{"cubic": {"beta": 0.7}}`` or ``["cubic.beta=0.7"]`` (over the configured ones)
-    params: Sequence[str] | dict[str, dict[str, Any]] | None = None
-    #: BPF filter applied when reading (tcpdump syntax, e.g. ``"tcp port 5201"``)
-    bpf: str | None = None
-    #: only these flow ids (None: every flow)
-    flows: Sequence[int] | None = None
-    #: parallel lanes, threads of this process, >= 1 (None: 1, or ``jobs`` in the configuration)
-    jobs: int | None = None
-    #: the configuration (docs/config.md): False none, True ``hscc-trace.toml`` /
-    #: ``pyproject.toml`` searched upward from the working directory, or a file
-    config: PathLike | bool = False
-    #: raise :class:`~hscc_trace.errors.InputError` when *no* capture could be read (else the
-    #: run's ``failed`` lists them all)
-    strict: bool = True
-    #: memory that does not grow with the flows: each flow's outputs are written as it finishes
-    #: and only a summary of it is kept, plus, whole, the ``report_flows`` flows a report draws
-    #: (``Run.stream`` must then be closed: ``run.stream.close()``)
-    stream: bool = False
-    #: with ``stream``: flows kept whole for the report (None: the report's ``max_flows``, 25; 0 without a report)
-    report_flows: int | None = None
-    #: options of :func:`report` (``max_points``, ``full_resolution`` …): the HTML report's, also
-    #: used to draw a streamed run's flows as they finish
-    report: dict[str, Any] | None = None
-    #: with ``stream``: spool every flow's JSON results entry (for the results document)
-    entries: bool = True
-    #: with ``stream``: write every flow's events, replays and fit as tables under this folder
-    export: PathLike | None = None
-    #: format of ``export``: parquet, csv, json or ndjson
-    export_format: str = "parquet"
-    #: find the bottleneck groups (docs/groups.md) and keep them on the captures
-    bottleneck_groups: bool = False
-    #: with ``bottleneck_groups``: groups of one's own, flow ids or ``port=N`` per group
-    groups: Sequence[str] | None = None
-    #: with ``bottleneck_groups``: window of the shared time axis, seconds > 0 (None: 1 s or ``[groups]``)
-    window: float | None = None
-    #: write the self-contained HTML report here
-    output: PathLike | None = None
-    #: write the versioned JSON results here (docs/results.md)
-    json_out: PathLike | None = None
-    #: keep the results document on the run (``Run.doc``), as for a terminal summary
-    keep_results: bool = False
-
-
 def analyze(
     paths: PathLike | Iterable[PathLike], options: AnalyzeOptions | None = None, *, progress: Any = None
 ) -> Run:
@@ -222,6 +194,8 @@ def analyze(
     (``.written``, one line per file; ``.doc``, the results document). ``progress(done, total,
     text)`` is called after every task. Prints nothing."""
     import contextlib
+
+    from hscc_trace.analysis.options import AnalyzeOptions
 
     o = options or AnalyzeOptions()
     algos, params, bpf, jobs, groups_cfg = _analyze_settings(o)
@@ -518,122 +492,6 @@ def export(obj: Any, path: PathLike, **kw: Any) -> Path | None:
     return _export.write(obj, path, **kw)
 
 
-@dataclass(frozen=True)
-class CheckOptions:
-    """What :func:`check` judges and how — the options of ``hscc-trace check``, one field per
-    command-line option (docs/ci.md). A field left ``None`` takes its value from the
-    configuration (``config``, else ``hscc-trace.toml`` / ``pyproject.toml`` searched upward from
-    the working directory, ``[check]`` table), else the built-in default named here."""
-
-    #: algorithm every judged flow should match (e.g. ``"reno"``); else ``[check] expect`` or
-    #: ``[[check.expectations]]``
-    expect: str | None = None
-    #: bound on the expected algorithm's mare, a fraction >= 0 (default: the verdict's own
-    #: threshold, :data:`hscc_trace.config.DEFAULT_MAX_ERROR` without a verdict)
-    max_error: float | None = None
-    #: also require the expected algorithm to fit best among all replayed (default False)
-    rank_first: bool | None = None
-    #: a stored results.json: fail when metrics regressed beyond ``tolerance``
-    baseline: PathLike | None = None
-    #: allowed regression, ``"mare=0.02,rmse_pkts=1,corr=0.05,goodput=0.1"`` (``none`` disables one)
-    tolerance: str | None = None
-    #: write JUnit XML here (one testsuite per capture, one testcase per flow)
-    junit: PathLike | None = None
-    #: cwnd-limited rounds a flow needs to be judged, >= 1 (default
-    #: :data:`hscc_trace.config.DEFAULT_MIN_ROUNDS`); fewer: skipped
-    min_rounds: int | None = None
-    #: only these flow ids (default: every flow with enough data)
-    flows: tuple[int, ...] | None = None
-    #: algorithms to replay, names or ``"reno,cubic"`` (default: the configured set, else every
-    #: algorithm analyze replays, plus the expected ones; with only a baseline: the baseline's)
-    algorithms: str | Sequence[str] | None = None
-    #: parameter overrides, ``["cubic.beta=0.7"]`` or ``{"cubic": {"beta": 0.7}}``, over the configured ones
-    params: Sequence[str] | dict[str, dict[str, Any]] | None = None
-    #: BPF filter applied when reading (tcpdump syntax)
-    bpf: str | None = None
-    #: parallel lanes, threads of this process, >= 1 (default 1, or ``jobs`` in the configuration)
-    jobs: int | None = None
-    #: also write the results document here (usable later as ``baseline``)
-    json_out: PathLike | None = None
-    #: configuration file (default: searched upward from the working directory)
-    config: PathLike | None = None
-    #: fail a capture that was only partly read (default False: a warning in every verdict)
-    strict: bool | None = None
-    #: pass a flow whose verdict is ambiguous but lists the expected algorithm (default False)
-    allow_ambiguous: bool | None = None
-    #: judge a flow whose verdict is unknown by ``max_error`` alone (default False)
-    allow_unknown: bool | None = None
-    #: judge a flow outside the conditions the verdict was validated on (default False: skipped)
-    allow_outside_range: bool | None = None
-    #: fail a bottleneck group whose Jain's fairness index is below this (0..1; docs/groups.md)
-    min_jain: float | None = None
-    #: fail a group whose regular flows lost more than this fraction (>= 0) against ``stolen_baseline``
-    max_stolen: float | None = None
-    #: for ``max_stolen``: the run of regular flows only (a capture or a results .json)
-    stolen_baseline: PathLike | None = None
-    #: bounds on each flow's goodput over its reno co-flows', ``"LO:HI"`` (e.g. ``"0.5:2"``)
-    friendliness: str | None = None
-    #: the regular and reference flows' algorithm label (group gates)
-    regular: str = "reno"
-    #: bottleneck groups of one's own: flow ids or ``port=N`` per group (default: ``[groups]``,
-    #: else the concurrent bulk flows)
-    groups: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """What :func:`check` decided: the verdicts and everything ``hscc-trace check`` prints from them."""
-
-    #: per-flow verdicts (:class:`hscc_trace.analysis.check.Verdict`), partial reads folded in
-    verdicts: list[Any]
-    #: the results document judged (schema: docs/results.md)
-    doc: dict[str, Any]
-    #: ``path: message (n×)`` per warning of a capture only partly read
-    warnings: list[str]
-    #: path → warnings of each capture only partly read
-    partial: dict[str, list[str]]
-    #: one-line errors of flows that could not be analyzed
-    flow_errors: list[str]
-    #: one terminal line per verdict, then the tally
-    lines: list[str]
-    #: the JUnit XML written to ``CheckOptions.junit`` (None: none asked for)
-    junit: str | None
-    #: 0 every verdict passed, 1 one failed or nothing was verified, 2 bad input, 70 a bug (docs/exit-codes.md)
-    exit_code: int
-    #: running in GitHub Actions (``GITHUB_ACTIONS=true``): annotations and a step summary are wanted
-    github: bool = False
-
-    @property
-    def errors(self) -> list[str]:
-        """The messages of the verdicts that are input errors."""
-        from hscc_trace.analysis import check as _check
-
-        return [v.message for v in self.verdicts if v.status == _check.ERROR]
-
-    def verdict_lines(self, failures_only: bool = False) -> list[str]:
-        """The terminal line of each verdict (only the failed ones with ``failures_only``), without the tally."""
-        from hscc_trace.analysis import check as _check
-
-        return [ln for v, ln in zip(self.verdicts, self.lines) if not failures_only or v.status == _check.FAIL]
-
-    @property
-    def tally(self) -> str:
-        """``3 passed, 1 failed, …``: the last terminal line."""
-        return self.lines[-1]
-
-    def github_annotations(self) -> list[str]:
-        """GitHub Actions ``::error``/``::warning`` lines for the verdicts and partial reads."""
-        from hscc_trace.analysis import check as _check
-
-        return _check.github_annotations(self.verdicts, self.partial)
-
-    def markdown_summary(self) -> str:
-        """The Markdown table for ``GITHUB_STEP_SUMMARY``."""
-        from hscc_trace.analysis import check as _check
-
-        return _check.markdown_summary(self.verdicts, warnings=self.partial)
-
-
 def check(
     captures: PathLike | Iterable[PathLike] | Analysis | dict[str, Any],
     options: CheckOptions | None = None,
@@ -653,6 +511,9 @@ def check(
     from hscc_trace.analysis import results as _results
 
     t0 = time.perf_counter()
+    from hscc_trace.analysis.options import CheckOptions
+    from hscc_trace.model import Analysis
+
     o = options or CheckOptions()
     gates = _group_gates(o)
     cfg, c = _check_config(o, captures)
@@ -718,6 +579,8 @@ def _check_config(o: CheckOptions, captures: Any) -> tuple[Any, Any]:
     from hscc_trace import config as _config
 
     cfg = _config.with_overrides(_config.load(o.config), bpf=o.bpf, jobs=o.jobs)
+    from hscc_trace.model import Analysis
+
     kw: dict[str, Any] = {}
     if o.expect is not None:
         kw["expect"] = o.expect
@@ -794,6 +657,8 @@ def _check_run(
 ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     """Analyze the captures streamed (flows' tables are not held): the results document, the
     unreadable captures and the flows that could not be analyzed."""
+    from hscc_trace.analysis.options import AnalyzeOptions
+
     params = select_params(algos, cfg.params, _param_overrides(o.params))
     run = analyze(
         captures,
@@ -877,6 +742,8 @@ def _check_result(
 
         junit = _check.junit_xml(verdicts, time_s=time.perf_counter() - t0, warnings=partial)
         write_text(c.junit, junit, "JUnit XML")
+    from hscc_trace.analysis.options import CheckResult
+
     return CheckResult(
         verdicts=verdicts,
         doc=doc,
@@ -981,10 +848,13 @@ def group_input(
     registered one; ``rule``/``options`` as for :func:`groups`)."""
     from hscc_trace.analysis import groups as _groups
     from hscc_trace.analysis import results as _results
+    from hscc_trace.model import Analysis
 
     if isinstance(obj, (str, Path)) and str(obj).lower().endswith(".json"):
         return _groups.group_dicts(_results.read(obj))
     if isinstance(obj, (str, Path)) or (isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (str, Path))):
+        from hscc_trace.analysis.options import AnalyzeOptions
+
         run = analyze(obj, AnalyzeOptions(algorithms, bpf=bpf, stream=True, report_flows=0, entries=False))
         try:
             _groups.attach(run.analysis, rule, options)
@@ -1035,6 +905,7 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
     import json
     import tempfile
 
+    from hscc_trace.model import Capture
     from hscc_trace.perf import firstuse, warmup
 
     step = on_step or (lambda text: None)
@@ -1110,3 +981,242 @@ def qlog_table(
     if kind not in ("sent", "acks", "lost", "detected", "metrics"):
         raise UsageError(f"unknown qlog table {kind!r}")
     return getattr(c, kind), warns
+
+
+# --- what the commands need besides the above ------------------------------------------------------
+
+
+class Settings(NamedTuple):
+    """What a run uses once the options are applied over the configuration (:func:`settings`)."""
+
+    algorithms: tuple[str, ...] | None  # None: every registered algorithm
+    params: dict[str, dict[str, Any]] | None  # parameter overrides
+    bpf: str | None  # BPF filter
+    jobs: int  # parallel lanes
+    groups: Any  # the [groups] table, a hscc_trace.config.GroupsConfig
+
+
+def load_config(path: PathLike | None = None) -> Any:
+    """The configuration (:class:`hscc_trace.config.Config`, docs/config.md): ``path``, else
+    ``hscc-trace.toml`` or ``pyproject.toml``'s ``[tool.hscc-trace]`` searched upward from the
+    working directory, else the defaults."""
+    from hscc_trace import config as _config
+
+    return _config.load(path)
+
+
+def settings(options: AnalyzeOptions) -> Settings:
+    """The algorithms, parameters, filter, lanes and ``[groups]`` table a run of ``options``
+    uses: its fields over the configuration (``options.config``), as :func:`analyze` applies them."""
+    return Settings(*_analyze_settings(options))
+
+
+def is_qlog(path: PathLike) -> bool:
+    """Whether ``path`` names a QUIC qlog file (``.qlog``, ``.sqlog``, optionally ``.gz``; docs/quic.md)."""
+    from hscc_trace.qlog.reader import is_qlog_name
+
+    return is_qlog_name(path)
+
+
+def summary_lines(doc: dict[str, Any]) -> list[str]:
+    """The terminal summary of a results document (what ``hscc-trace analyze`` prints): per
+    capture its flows with goodput, RTT, verdict and evidence, its bottleneck groups and warnings."""
+    from hscc_trace.analysis.summary import summary_lines as _lines
+
+    return _lines(doc)
+
+
+def write_text(path: PathLike, text: str, what: str = "the output") -> Path:
+    """Write ``text`` to ``path`` as UTF-8, atomically (a temporary file renamed into place);
+    :class:`~hscc_trace.errors.InputError` when it cannot be written."""
+    from hscc_trace import atomic
+
+    return atomic.write_text(path, text, what)
+
+
+def write_comparison(doc: dict[str, Any], path: PathLike) -> Path:
+    """Write the self-contained HTML page of a comparison (``compare(...).as_dict()``)."""
+    from hscc_trace.reports.compare_html import write_comparison as _write
+
+    return _write(doc, path)
+
+
+def event_table(path: PathLike, flow_id: int, kind: str = "acks", bpf: str | None = None) -> tuple[pl.DataFrame, list]:
+    """One flow's event table (``segments``, ``acks``, ``episodes`` or ``rounds``; docs/events.md)
+    as ``hscc-trace events`` writes it, with the warnings of reading the capture and its flow."""
+    from hscc_trace import events as _events
+    from hscc_trace import flows as _flows
+
+    cap = _flows.load(str(path), bpf=bpf)
+    fe = _events.flow_events(cap, int(flow_id))
+    return getattr(fe, kind), [*cap.warnings, *fe.warnings]
+
+
+class FlowReplay(NamedTuple):
+    """What ``hscc-trace replay`` writes and prints (:func:`replay_flow`)."""
+
+    table: pl.DataFrame  # every replay in long format: ``algo`` + schema.REPLAY_BASE + signals
+    fit: pl.DataFrame  # schema.FIT_METRICS, rank 1 first
+    warnings: list  # of reading the capture and its flow
+
+
+def replay_flow(
+    path: PathLike,
+    flow_id: int,
+    algorithms: Sequence[str],
+    params: Sequence[str] = (),
+    *,
+    bpf: str | None = None,
+    compiled: bool = True,
+) -> FlowReplay:
+    """Replay ``algorithms`` (names, wrappers as ``wrapper+base``) with ``params``
+    (``ALGO.NAME=VALUE``, validated before the capture is read) over one flow of a capture;
+    ``compiled=False`` runs the hooks as plain Python (debugging; slow)."""
+    from hscc_trace import events as _events
+    from hscc_trace import flows as _flows
+    from hscc_trace.analysis.export import replays_long
+    from hscc_trace.replay import engine, metrics, registry
+
+    resolved = registry.resolve_many(list(algorithms), list(params))
+    cap = _flows.load(str(path), bpf=bpf)
+    fe = _events.flow_events(cap, int(flow_id))
+    reps = engine.replay_flow(fe, resolved, compiled=compiled)
+    return FlowReplay(replays_long(reps), metrics.fit(fe, reps), [*cap.warnings, *fe.warnings])
+
+
+def describe_algorithms(name: str | None = None, form: str = "text") -> str:
+    """The replayable algorithms with their parameters (unit, default, source) and signals, as
+    ``hscc-trace algorithms`` prints them: ``form`` ``text``, ``markdown`` (docs/algorithms.md's
+    tables) or ``json`` (one object per parameter); ``name``: only that algorithm."""
+    import json
+
+    from hscc_trace.replay import registry
+
+    if form == "markdown":
+        return registry.markdown()
+    if form == "json":
+        rows = [r for r in registry.table_rows() if name is None or r["algorithm"] == name]
+        return json.dumps(rows, indent=1, default=str)
+    out: list[str] = []
+    reg = registry.discover()
+    for n in [name] if name else sorted(reg):
+        a = registry.get(n)
+        kind = f"  (wrapper: compose as {n}+BASE, e.g. {n}+highspeed)" if a.wraps else ""
+        out += [f"{n} — {a.summary}{kind}", f"    implements: {a.citation}"]
+        for flavor, decl in registry.variants(a):
+            if flavor is not None:
+                mod = decl.module.__name__.rpartition(".")[2]
+                out.append(f"    flavor {flavor}{' (default)' if flavor == a.default_flavor else ''} ({mod}):")
+            for p, d in registry.param_rows(decl):
+                if flavor is not None and flavor != a.default_flavor and p.name in ("flavor", "iw"):
+                    continue  # (common parameters: listed once, under the default flavor)
+                d = ("on" if d else "off") if isinstance(d, bool) else d
+                choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
+                out.append(f"    {n}.{p.name}={d}{choices}  {p.unit or '-'}  — {p.doc} ({p.source})")
+        if a.signals:
+            out.append("    signals: " + ", ".join(f"{s.name} [{s.unit or '-'}]" for s in a.signals))
+        out.append("")
+    return "\n".join(out)
+
+
+def flow_rows(path: PathLike, bpf: str | None = None) -> Any:
+    """The flow table's rows without polars (``hscc-trace flows``; :func:`hscc_trace.flows.scan.flow_rows`:
+    ``.rows``, ``.warnings``, ``.format``, ``.packets_total`` …), read with 4 kB pages: the scan's
+    few large arrays are written a little at a time, and a huge page is 2 MB to clear (docs/flows.md)."""
+    from hscc_trace.flows.scan import flow_rows as _rows
+    from hscc_trace.perf.memory import small_pages
+
+    with small_pages():
+        return _rows(path, bpf=bpf)
+
+
+def kernels_compiled() -> bool:
+    """Whether the flows kernels run from the compiled extension (else numba compiles them on first use)."""
+    from hscc_trace.perf.jit import ext_module
+
+    return ext_module() is not None
+
+
+def kernels_status() -> str:
+    """Which implementation runs the flows kernels: the compiled extension, or numba's JIT and why."""
+    from hscc_trace.perf.jit import kernels_status as _status
+
+    return _status()
+
+
+def cache_folder() -> Path:
+    """The folder of the compiled-kernel cache (``HSCC_TRACE_CACHE_DIR``, else the user's cache folder)."""
+    from hscc_trace.perf.cache import cache_root
+
+    return cache_root()
+
+
+def version() -> str:
+    """The installed hscc-trace version."""
+    from hscc_trace import __version__
+
+    return __version__
+
+
+def activate(flows_only: bool = False) -> None:
+    """The process settings of one run of the ``hscc-trace`` command (:func:`hscc_trace.perf.activate`;
+    never done by importing the library): for a program that acts as the command."""
+    from hscc_trace import perf
+
+    perf.activate(flows_only=flows_only)
+
+
+@contextmanager
+def watching_compilation(on_start: Any, on_end: Any, on_interpreted: Any) -> Iterator[None]:
+    """While the block runs, report numba's compilations (``numba.core.event``'s
+    ``numba:compile``; a cache hit raises none): ``on_start(kernel_name, has_extension_twin)``
+    when one starts (nested ones too: a callee compiled as part of a kernel), ``on_end()`` when
+    it ends, and ``on_interpreted(kernel_name, expect_s)`` when a kernel not compiled yet runs
+    as plain Python under the first-use rule (:mod:`hscc_trace.perf.firstuse`) on work expected
+    to take ``expect_s`` seconds. For a progress display, as ``hscc-trace`` shows on a terminal."""
+    from numba.core import event
+
+    from hscc_trace.perf import firstuse
+
+    class Listener(event.Listener):
+        def on_start(self, ev: Any) -> None:
+            on_start(_kernel_name(ev.data), _is_ext_twin(ev.data))
+
+        def on_end(self, ev: Any) -> None:
+            on_end()
+
+    def interpreted(kernel: Any, expect: float) -> None:
+        on_interpreted(kernel.name, expect)
+
+    firstuse.LISTENERS.append(interpreted)
+    try:
+        with event.install_listener("numba:compile", Listener()):
+            yield
+    finally:
+        firstuse.LISTENERS.remove(interpreted)
+
+
+def _kernel_name(data: Any) -> str:
+    disp = (data or {}).get("dispatcher")
+    fn = getattr(disp, "py_func", None)
+    mod = getattr(fn, "__module__", "") or ""
+    name = getattr(fn, "__name__", "kernel")
+    if mod.startswith("hscc_trace_replay_gen_"):  # a generated per-algorithm replay loop
+        return f"replay loop of {mod.removeprefix('hscc_trace_replay_gen_').rsplit('_', 1)[0]}"
+    return f"{mod.removeprefix('hscc_trace.')}.{name}"
+
+
+def _is_ext_twin(data: Any) -> bool:
+    """Whether the dispatcher compiling is a kernel that has a twin in the compiled extension."""
+    from hscc_trace.perf import jit
+
+    fn = getattr((data or {}).get("dispatcher"), "py_func", None)
+    return fn is not None and any(k.py_func is fn for k in jit.REGISTRY.values())
+
+
+def extension_missing() -> str | None:
+    """Why the install has no compiled extension of the flows kernels (e.g. no C compiler), or
+    None when it has one (:func:`hscc_trace.perf.jit.not_built`)."""
+    from hscc_trace.perf import jit
+
+    return jit.not_built()

@@ -8,93 +8,10 @@ from typing import Any
 
 import typer
 
-from hscc_trace import config
 from hscc_trace.errors import UsageError
 
 from .common import exit_code_of, one_line_errors, progress_bar
 from .typer_app import app
-
-
-def _mbit(x: Any) -> str:
-    return f"{x / 1e6:.2f} Mbit/s" if isinstance(x, (int, float)) else "—"
-
-
-def _ms(x: Any) -> str:
-    return f"{x * 1e3:.1f} ms" if isinstance(x, (int, float)) else "—"
-
-
-def summary_lines(doc: dict[str, Any]) -> list[str]:
-    """The terminal summary: per capture, its flows with goodput, RTT and the best-fitting algorithm."""
-    from hscc_trace.analysis.check import flow_label
-
-    out: list[str] = []
-    for cap in doc["captures"]:
-        if cap.get("error"):
-            continue
-        meta = cap["meta"]
-        out.append(
-            f"{cap['path']}: {meta['packets_total']} packets, {meta['duration_s']:.2f} s, "
-            f"{len(cap['flows'])} flow(s) analyzed of {cap['flows_total']}"
-        )
-        for f in cap["flows"]:
-            out.append(
-                f"  {flow_label(f)}  {_mbit(f.get('goodput_bps'))}, rtt min {_ms(f.get('rtt_min_s'))}, "
-                f"{f.get('retrans') or 0} retrans"
-            )
-            out += [f"      {line}" for line in verdict_lines(f)]
-        for g in cap.get("groups") or []:
-            out += group_lines(g)
-        for w in cap["warnings"]:
-            out.append(f"  warning: {w['message']}" + (f" ({w['count']}×)" if w["count"] != 1 else ""))
-    return out
-
-
-def _pct(x: Any) -> str:
-    return f"{x * 100:.1f} %" if isinstance(x, (int, float)) else "—"
-
-
-def _num(x: Any, digits: int = 3) -> str:
-    return f"{x:.{digits}f}" if isinstance(x, (int, float)) else "—"
-
-
-def group_lines(g: dict[str, Any]) -> list[str]:
-    """One bottleneck group of the results document (docs/groups.md): Jain's index, capacity and
-    utilization, then each flow's goodput, share and friendliness ratio."""
-    ids = ", ".join(str(i) for i in g["flow_ids"])
-    conv = f"converged after {g['convergence_s']:.1f} s" if g.get("converged") else "not within 10 % of fair share"
-    out = [
-        f"  group {g['index']} (flows {ids}): Jain {_num(g.get('jain'))} "
-        f"(per {g['window_s']:g} s window: median {_num((g.get('jain_windows') or {}).get('median'))}), "
-        f"total {_mbit(g.get('total_goodput_bps'))} of ≈ {_mbit(g.get('capacity_bps'))} "
-        f"(utilization {_pct(g.get('utilization'))}), {conv}"
-    ]
-    for f in g["flows"]:
-        fr = f.get("friendliness")
-        friend = f", {_num(fr, 2)}× the reference" if fr is not None else ""
-        algo = f" [{f['algo']}]" if f.get("algo") else ""
-        out.append(
-            f"    flow {f['flow_id']}{algo}: {_mbit(f.get('goodput_bps'))}, share {_pct(f.get('share'))}{friend}"
-        )
-    return out
-
-
-def verdict_lines(flow: dict[str, Any]) -> list[str]:
-    """The verdict of one flow of the results document, in plain words: its class (and name),
-    the reason, and the evidence behind it."""
-    v = flow.get("verdict")
-    if not v:
-        return []
-    head = v["class"] if v["class"] != "identified" else f"identified: {v['name']}"
-    reason = v["reason"]
-    if v["class"] == "identified" and reason.startswith(f"{v['name']}: "):
-        reason = reason[len(v["name"]) + 2 :]
-    lines = [f"{head} — {reason}"]
-    from hscc_trace.analysis.evidence import describe
-
-    lines.append(f"evidence: {describe(v['evidence'])}")
-    if v.get("outside_range"):  # (results 1.4)
-        lines.append(f"outside the validated range ({v.get('validated_range', '')}): " + "; ".join(v["outside_range"]))
-    return lines
 
 
 @app.command()
@@ -191,13 +108,12 @@ def analyze(
         from .corpus_cmd import run_dataset
 
         with one_line_errors(), compile_notice():
-            cfg = config.with_overrides(config.load(config_file), algorithms=algo, jobs=jobs)
-            params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
+            s = api.settings(api.AnalyzeOptions(algo, param or None, jobs=jobs, config=config_file or True))
             code = run_dataset(
                 inputs or [],
                 dataset,
-                cfg.algorithms,
-                params,
+                s.algorithms,
+                s.params,
                 workers=workers,
                 scheduler=scheduler,
                 inputs_from=inputs_from,
@@ -212,10 +128,10 @@ def analyze(
         raise UsageError("--workers, --scheduler, --inputs-from and --timeout-per-capture need --dataset")
     if not inputs:
         raise UsageError("Missing argument 'FILE_OR_DIR...' (with --dataset, --inputs-from may give them)")
-    from hscc_trace.qlog.reader import is_qlog_name
+    from hscc_trace import api
 
-    if any(is_qlog_name(i) for i in inputs):
-        if not all(is_qlog_name(i) for i in inputs) or output is not None or export_dir is not None or flow or bpf:
+    if any(api.is_qlog(i) for i in inputs):
+        if not all(api.is_qlog(i) for i in inputs) or output is not None or export_dir is not None or flow or bpf:
             raise UsageError(
                 "qlog files are analyzed alone, with --json at most: the report, --export, --flow and "
                 "--filter do not take QUIC connections yet (docs/quic.md)"
@@ -223,8 +139,6 @@ def analyze(
         with one_line_errors():
             qcode = _analyze_qlog(inputs, json_out, algo, quiet)
         raise typer.Exit(qcode)
-    from hscc_trace import api
-
     options = api.AnalyzeOptions(
         algorithms=algo,
         params=tuple(param) if param else None,
@@ -265,7 +179,6 @@ def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, qu
     import sys
 
     from hscc_trace import api
-    from hscc_trace.atomic import write_text
     from hscc_trace.errors import HsccError
 
     from .qlog_cmd import echo_summary
@@ -287,18 +200,20 @@ def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, qu
             echo_summary(doc)
         docs.append(doc)
     if json_out is not None:
-        write_text(json_out, json.dumps({"qlog": docs}, indent=1, default=str))
+        api.write_text(json_out, json.dumps({"qlog": docs}, indent=1, default=str))
     return code
 
 
 def _print(run: Any, quiet: bool, t0: float) -> None:
+    from hscc_trace import api
+
     """What `analyze` prints of a run: its errors on stderr; unless ``quiet``, the summary and the
     files written."""
     for msg in run.errors:
         typer.echo(f"hscc-trace: error: {msg}", err=True)
     if quiet or run.doc is None:
         return
-    for line in summary_lines(run.doc):
+    for line in api.summary_lines(run.doc):
         typer.echo(line)
     n_flows = sum(len(c["flows"]) for c in run.doc["captures"])
     typer.echo(

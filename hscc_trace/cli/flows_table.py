@@ -102,22 +102,18 @@ def run(file: str, bpf: str | None, as_json: bool) -> None:
     """The command: print the flow table of ``file``."""
     import contextlib
 
-    from hscc_trace.flows.scan import flow_rows
-    from hscc_trace.perf.jit import ext_module
-    from hscc_trace.perf.memory import small_pages
+    from hscc_trace import api
 
     # without the compiled extension numba compiles the kernels on the first run: say so
     # (compile_notice imports numba, which the compiled kernels never need)
-    if ext_module() is None:
+    if not api.kernels_compiled():
         from .compiling import compile_notice
 
         notice: contextlib.AbstractContextManager[None] = compile_notice()
     else:
         notice = contextlib.nullcontext()
-    # 4 kB pages: the scan's few large arrays (the RTT samples' reservation) are written a
-    # little at a time, and a huge page is 2 MB to clear at its first write (docs/flows.md)
-    with notice, small_pages():
-        res = flow_rows(file, bpf=bpf)
+    with notice:
+        res = api.flow_rows(file, bpf)  # (4 kB pages)
     for w in res.warnings:
         print(f"hscc-trace: warning: {w}", file=sys.stderr)
     rows = res.rows
