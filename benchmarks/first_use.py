@@ -33,7 +33,7 @@ import json, sys, tempfile
 from hscc_trace import api
 from hscc_trace.perf import firstuse
 paths = sys.argv[1:]
-a = api.analyze(paths)
+a = api.analyze(paths).analysis
 d = tempfile.mkdtemp()
 api.report(a, d + "/r.html")
 json.dumps(api.results(a))

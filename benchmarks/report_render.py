@@ -120,7 +120,7 @@ def main() -> None:
 
     load0 = os.getloadavg()
     t = time.monotonic()
-    analysis = api.analyze([a.capture])
+    analysis = api.analyze([a.capture]).analysis
     t_analyze = time.monotonic() - t
     out = Path(tempfile.mkdtemp(prefix="hscc-report-bench-")) / "report.html"
     c = time.process_time()

@@ -6,7 +6,8 @@
 >>> ev = api.events(cap, 1)                                    # model.FlowEvents (segments, acks, …)
 >>> reps = api.replay(ev, ["reno", "cubic"])                   # {label: DataFrame}
 >>> api.fit(ev, reps)                                          # schema.FIT_METRICS, ranked
->>> a = api.analyze(["samples/"], algorithms=["reno", "fusion"], jobs=2)   # model.Analysis
+>>> run = api.analyze(["samples/"], api.AnalyzeOptions(["reno", "fusion"], jobs=2))  # pipeline.Run
+>>> a = run.analysis                                           # model.Analysis
 >>> api.fit_table(a); api.flow_table(a)                        # DataFrames over every capture
 >>> api.report(a, "report.html"); api.results(a)               # HTML report, JSON results dict
 >>> api.check(a, api.CheckOptions(expect="reno", max_error=0.15)).verdicts  # check.Verdict per flow
@@ -22,21 +23,45 @@ Nothing here prints; errors are :class:`~hscc_trace.errors.InputError` /
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
-from hscc_trace.config import DEFAULT_MAX_ERROR, DEFAULT_MIN_ROUNDS  # noqa: F401 (re-exported: the CLI's help)
 from hscc_trace.errors import InputError, UsageError
-from hscc_trace.model import Analysis, Capture, FlowEvents
 
 if TYPE_CHECKING:  # polars is imported where a table is made: `load` reads the capture while it loads
     import polars as pl
 
+    from hscc_trace.analysis.options import AnalyzeOptions as AnalyzeOptions
+    from hscc_trace.analysis.options import CheckOptions as CheckOptions
+    from hscc_trace.analysis.options import CheckResult as CheckResult
+    from hscc_trace.analysis.pipeline import Run
+    from hscc_trace.model import Analysis, Capture, FlowEvents
     from hscc_trace.replay.selection import Selection
 
 PathLike = str | Path
+
+#: re-exported from :mod:`hscc_trace.config` on first use (``hscc-trace check --help`` shows them)
+_FROM_CONFIG = ("DEFAULT_MAX_ERROR", "DEFAULT_MIN_ROUNDS")
+
+
+def __getattr__(name: str) -> Any:
+    # the option classes, the model and the configuration are imported when first needed: `hscc-trace flows` imports
+    # this module on its way to the flow table and needs neither
+    if name in _FROM_CONFIG:
+        from hscc_trace import config
+
+        return getattr(config, name)
+    if name in ("AnalyzeOptions", "CheckOptions", "CheckResult"):
+        from hscc_trace.analysis import options
+
+        return getattr(options, name)
+    if name in ("Analysis", "Capture", "FlowEvents"):
+        from hscc_trace import model
+
+        return getattr(model, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 # --- capture, flows, events ----------------------------------------------------------------------
@@ -50,6 +75,8 @@ def load(path: PathLike, bpf: str | None = None) -> Capture:
 
 
 def _capture(obj: Capture | PathLike, bpf: str | None = None) -> Capture:
+    from hscc_trace.model import Capture
+
     return obj if isinstance(obj, Capture) else load(obj, bpf=bpf)
 
 
@@ -158,45 +185,108 @@ def fit(ev: FlowEvents, replays: dict[str, pl.DataFrame]) -> pl.DataFrame:
 
 
 def analyze(
+    paths: PathLike | Iterable[PathLike], options: AnalyzeOptions | None = None, *, progress: Any = None
+) -> Run:
+    """Analyze captures (files, or directories searched for captures) end to end: one
+    :class:`hscc_trace.analysis.pipeline.Run` — ``.analysis`` (:class:`~hscc_trace.model.Analysis`),
+    the inputs in order, ``.failed`` (unreadable captures), ``.flow_failed``, ``.errors`` — and,
+    as ``options`` ask, the report, the JSON results and the exported tables written
+    (``.written``, one line per file; ``.doc``, the results document). ``progress(done, total,
+    text)`` is called after every task. Prints nothing."""
+    import contextlib
+
+    from hscc_trace.analysis.options import AnalyzeOptions
+
+    o = options or AnalyzeOptions()
+    algos, params, bpf, jobs, groups_cfg = _analyze_settings(o)
+    rule = group_options(o.groups, o.window, groups_cfg) if o.bottleneck_groups else None
+    if o.export is not None and o.export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
+        raise UsageError(f"--export-format {o.export_format!r}: use parquet, csv, json or ndjson")
+    if o.export is not None and not o.stream:
+        raise UsageError("export writes each flow's tables as it finishes: it needs stream=True")
+    stream = _stream(o) if o.stream else None
+    try:
+        run = _run(paths, algos, params, bpf, o.flows, jobs, progress, stream)
+    except BaseException:
+        if stream is not None:
+            stream.close()
+        raise
+    try:
+        if o.strict and run.failed and not run.analysis.captures:
+            raise InputError("; ".join(run.failed.values()))
+        if rule is not None:
+            from hscc_trace.analysis import groups as _groups
+
+            _groups.attach(run.analysis, *rule)
+        paths_read = [c.meta.path for c in run.analysis.captures]
+        try:
+            _outputs(run, o, jobs)
+        except BaseException:  # the exported tables get their final folders even when the report
+            if o.export is not None:  # or the JSON failed; that first error is the one reported
+                with contextlib.suppress(Exception):
+                    run.stream.finish_export(paths_read)
+            raise
+        if o.export is not None:
+            files = run.stream.finish_export(paths_read)
+            run.written.append(f"exported {len(files)} table(s) under {o.export}")
+    except BaseException:
+        if stream is not None:
+            stream.close()
+        raise
+    return run
+
+
+def _analyze_settings(o: AnalyzeOptions) -> tuple[Any, Any, str | None, int, Any]:
+    """Algorithms, parameters, filter, lanes and ``[groups]`` of a run: ``o`` over the configuration."""
+    from hscc_trace import config as _config
+
+    text = o.algorithms if isinstance(o.algorithms, str) or o.algorithms is None else ",".join(o.algorithms)
+    if o.config is False:
+        if o.jobs is not None and o.jobs < 1:
+            raise UsageError(f"jobs must be >= 1, got {o.jobs}")
+        algos = _config.parse_algorithms(text) if isinstance(o.algorithms, str) else o.algorithms
+        params = _param_overrides(o.params) if o.params is not None else None
+        return algos, params, o.bpf, o.jobs or 1, _config.GroupsConfig()
+    cfg = _config.with_overrides(
+        _config.load(None if o.config is True else o.config), algorithms=text, bpf=o.bpf, jobs=o.jobs
+    )
+    params = select_params(cfg.algorithms, cfg.params, _param_overrides(o.params))
+    return cfg.algorithms, params, cfg.filter, cfg.jobs, cfg.groups
+
+
+def _stream(o: AnalyzeOptions) -> Any:
+    """The :class:`hscc_trace.analysis.stream.Stream` that takes every finished flow of a streamed run."""
+    from hscc_trace.analysis.stream import Stream
+
+    report_flows = o.report_flows
+    if report_flows is None:
+        from hscc_trace.reports.html import DEFAULT_MAX_FLOWS
+
+        report_flows = (o.report or {}).get("max_flows", DEFAULT_MAX_FLOWS)
+    drawer = None
+    if report_flows:
+        from hscc_trace.reports.html import Drawer
+
+        drawer = Drawer(**{**(o.report or {}), "max_flows": report_flows})
+    return Stream(
+        keep=report_flows,
+        entries=o.entries,
+        export=(o.export, o.export_format) if o.export is not None else None,
+        drawer=drawer,
+    )
+
+
+def _run(
     paths: PathLike | Iterable[PathLike],
-    algorithms: Sequence[str] | None = None,
-    params: dict[str, dict[str, Any]] | None = None,
-    *,
-    bpf: str | None = None,
-    flows: Sequence[int] | None = None,
-    jobs: int = 1,
-    strict: bool = True,
-) -> Analysis:
-    """Analyze captures (files, or directories searched for captures) end to end.
-
-    Captures that cannot be read are listed in ``Analysis.errors``; with ``strict`` (the default)
-    an :class:`InputError` is raised instead when *no* capture could be read.
-    """
-    run = analyze_run(paths, algorithms, params, bpf=bpf, flows=flows, jobs=jobs)
-    if strict and run.failed and not run.analysis.captures:
-        raise InputError("; ".join(run.failed.values()))
-    return run.analysis
-
-
-def analyze_run(
-    paths: PathLike | Iterable[PathLike],
-    algorithms: Sequence[str] | None = None,
-    params: dict[str, dict[str, Any]] | None = None,
-    *,
-    bpf: str | None = None,
-    flows: Sequence[int] | None = None,
-    jobs: int = 1,
-    progress: Any = None,
-    stream: Any = None,
-):
-    """Like :func:`analyze` but returns the :class:`hscc_trace.analysis.pipeline.Run` (analysis, inputs in
-    order, per-capture errors), as the CLI uses it. ``progress(done, total, text)`` is called
-    after every task. ``stream``: a :class:`hscc_trace.analysis.stream.Stream` that takes every
-    finished flow (see :func:`analyze_stream`)."""
+    algorithms: Sequence[str] | None,
+    params: dict[str, dict[str, Any]] | None,
+    bpf: str | None,
+    flows: Sequence[int] | None,
+    jobs: int,
+    progress: Any,
+    stream: Any,
+) -> Run:
     from hscc_trace.analysis import pipeline
-
-    if isinstance(paths, (str, Path)):
-        paths = [paths]
     from hscc_trace.replay import selection
 
     sel = selection.select(algorithms, params)
@@ -211,10 +301,61 @@ def analyze_run(
         flows=tuple(int(f) for f in flows) if flows is not None else None,
         jobs=jobs,
     )
-    return pipeline.run(list(paths), opts, progress=progress, stream=stream)
+    return pipeline.run(_paths(paths), opts, progress=progress, stream=stream)
 
 
-def analyze_stream(
+def _outputs(run: Run, o: AnalyzeOptions, jobs: int) -> None:
+    """Write the report and the JSON results (the report in a second thread with ``jobs`` > 1: both
+    only read the analysis, and the report's compression and the file hashing run without the
+    GIL); ``run.written`` gains a line per file, ``run.doc`` the results document when one was made."""
+    from hscc_trace.analysis import results as _results
+
+    out, opts = o.output, dict(o.report or {})
+    with _alongside(
+        jobs > 1 and out is not None and bool(run.analysis.captures),
+        lambda: report(run.analysis, out, **opts) if out is not None else None,
+    ) as report_done:
+        if o.json_out is not None or o.keep_results:
+            run.doc = run.to_json(lazy=True)  # (a streamed run's flows are read back from its spool)
+        if o.json_out is not None and run.doc is not None:
+            _results.write(run.doc, o.json_out)
+    if report_done:
+        run.written.append(f"report: {out}")
+    elif out is not None and run.analysis.captures:
+        report(run.analysis, out, **opts)
+        run.written.append(f"report: {out}")
+    if o.json_out is not None:
+        run.written.append(f"results: {o.json_out}")
+
+
+@contextmanager
+def _alongside(enabled: bool, fn: Any) -> Iterator[bool]:
+    """With ``enabled``, run ``fn`` in a thread while the body runs; its exception is re-raised
+    after the body. Yields whether ``fn`` runs (False: the caller runs it itself)."""
+    import threading
+
+    if not enabled:
+        yield False
+        return
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
+            failure.append(exc)
+
+    t = threading.Thread(target=target, name="hscc-report", daemon=True)
+    t.start()
+    try:
+        yield True
+    finally:
+        t.join()
+    if failure:
+        raise failure[0]
+
+
+def analyze_run(
     paths: PathLike | Iterable[PathLike],
     algorithms: Sequence[str] | None = None,
     params: dict[str, dict[str, Any]] | None = None,
@@ -223,52 +364,12 @@ def analyze_stream(
     flows: Sequence[int] | None = None,
     jobs: int = 1,
     progress: Any = None,
-    report_flows: int | None = None,
-    entries: bool = True,
-    export: PathLike | None = None,
-    export_format: str = "parquet",
-    report: dict[str, Any] | None = None,
-):
-    """:func:`analyze_run` with memory that does not grow with the number of flows (what
-    ``hscc-trace analyze`` runs): each flow's outputs are written as it finishes — its tables
-    under ``export`` (as :func:`hscc_trace.analysis.export.export_analysis` names them), its JSON
-    results entry to a spool (with ``entries``) — and only a summary of it is kept
-    (``CaptureResult.summaries``), plus, whole, the ``report_flows`` flows a report draws (default
-    the report's ``max_flows``, 25; 0 without a report) in ``CaptureResult.results``, their replays
-    released and made again by the report (docs/performance.md). In a run of one capture (not a
-    pipe) the flows the report draws are known from the flow table: each is drawn as it finishes,
-    with the options in ``report`` (those :func:`report` will be given, but ``max_flows``:
-    ``report_flows``), and only its drawn section is kept (``FlowResult.drawn``; a report
-    written with other options reads and analyzes such a flow again). Then::
-
-        results.write(run.to_json(lazy=True), "results.json")   # flows copied from the spool
-        api.report(run.analysis, "report.html", **report)        # the same report as analyze's
-        run.stream.finish_export([c.meta.path for c in run.analysis.captures])
-        run.stream.close()                                       # the spool's temporary file
-
-    For every table of every flow in memory, use :func:`analyze`."""
-    from hscc_trace.analysis.stream import Stream
-
-    if report_flows is None:
-        from hscc_trace.reports.html import DEFAULT_MAX_FLOWS
-
-        report_flows = DEFAULT_MAX_FLOWS
-    drawer = None
-    if report_flows:
-        from hscc_trace.reports.html import Drawer
-
-        drawer = Drawer(**{**(report or {}), "max_flows": report_flows})
-    st = Stream(
-        keep=report_flows,
-        entries=entries,
-        export=(export, export_format) if export is not None else None,
-        drawer=drawer,
-    )
-    try:
-        return analyze_run(paths, algorithms, params, bpf=bpf, flows=flows, jobs=jobs, progress=progress, stream=st)
-    except BaseException:
-        st.close()
-        raise
+    stream: Any = None,
+) -> Run:
+    """Deprecated: ``analyze(paths, AnalyzeOptions(algorithms, params, bpf=…, strict=False))``.
+    Kept for callers that pass their own :class:`hscc_trace.analysis.stream.Stream` as
+    ``stream`` (the corpus runner, tests of the stream)."""
+    return _run(paths, algorithms, params, bpf, flows, jobs, progress, stream)
 
 
 # --- tables over a whole analysis ---------------------------------------------------------------
@@ -374,7 +475,7 @@ def report(analysis: Analysis, path: PathLike, **options: Any) -> Path:
 
 def figures(analysis: Analysis, flow_id: int, capture: int | str = 0) -> Any:
     """The report's Plotly figures for one flow (for notebooks: ``fig.show()``). A kept flow of a
-    streamed run (:func:`analyze_stream`) is made whole first (:meth:`FlowResult.restored`):
+    streamed run (``AnalyzeOptions(stream=True)``) is made whole first (:meth:`FlowResult.restored`):
     replayed again when its replays were released, read and analyzed again from its capture
     when it was drawn as it finished (slower; the capture must still be there). Needs plotly's
     Python package, the ``notebook`` extra (else :class:`~hscc_trace.errors.UsageError`)."""
@@ -389,122 +490,6 @@ def export(obj: Any, path: PathLike, **kw: Any) -> Path | None:
     from hscc_trace.analysis import export as _export
 
     return _export.write(obj, path, **kw)
-
-
-@dataclass(frozen=True)
-class CheckOptions:
-    """What :func:`check` judges and how — the options of ``hscc-trace check``, one field per
-    command-line option (docs/ci.md). A field left ``None`` takes its value from the
-    configuration (``config``, else ``hscc-trace.toml`` / ``pyproject.toml`` searched upward from
-    the working directory, ``[check]`` table), else the built-in default named here."""
-
-    #: algorithm every judged flow should match (e.g. ``"reno"``); else ``[check] expect`` or
-    #: ``[[check.expectations]]``
-    expect: str | None = None
-    #: bound on the expected algorithm's mare, a fraction >= 0 (default: the verdict's own
-    #: threshold, :data:`hscc_trace.config.DEFAULT_MAX_ERROR` without a verdict)
-    max_error: float | None = None
-    #: also require the expected algorithm to fit best among all replayed (default False)
-    rank_first: bool | None = None
-    #: a stored results.json: fail when metrics regressed beyond ``tolerance``
-    baseline: PathLike | None = None
-    #: allowed regression, ``"mare=0.02,rmse_pkts=1,corr=0.05,goodput=0.1"`` (``none`` disables one)
-    tolerance: str | None = None
-    #: write JUnit XML here (one testsuite per capture, one testcase per flow)
-    junit: PathLike | None = None
-    #: cwnd-limited rounds a flow needs to be judged, >= 1 (default
-    #: :data:`hscc_trace.config.DEFAULT_MIN_ROUNDS`); fewer: skipped
-    min_rounds: int | None = None
-    #: only these flow ids (default: every flow with enough data)
-    flows: tuple[int, ...] | None = None
-    #: algorithms to replay, names or ``"reno,cubic"`` (default: the configured set, else every
-    #: algorithm analyze replays, plus the expected ones; with only a baseline: the baseline's)
-    algorithms: str | Sequence[str] | None = None
-    #: parameter overrides, ``["cubic.beta=0.7"]`` or ``{"cubic": {"beta": 0.7}}``, over the configured ones
-    params: Sequence[str] | dict[str, dict[str, Any]] | None = None
-    #: BPF filter applied when reading (tcpdump syntax)
-    bpf: str | None = None
-    #: parallel lanes, threads of this process, >= 1 (default 1, or ``jobs`` in the configuration)
-    jobs: int | None = None
-    #: also write the results document here (usable later as ``baseline``)
-    json_out: PathLike | None = None
-    #: configuration file (default: searched upward from the working directory)
-    config: PathLike | None = None
-    #: fail a capture that was only partly read (default False: a warning in every verdict)
-    strict: bool | None = None
-    #: pass a flow whose verdict is ambiguous but lists the expected algorithm (default False)
-    allow_ambiguous: bool | None = None
-    #: judge a flow whose verdict is unknown by ``max_error`` alone (default False)
-    allow_unknown: bool | None = None
-    #: judge a flow outside the conditions the verdict was validated on (default False: skipped)
-    allow_outside_range: bool | None = None
-    #: fail a bottleneck group whose Jain's fairness index is below this (0..1; docs/groups.md)
-    min_jain: float | None = None
-    #: fail a group whose regular flows lost more than this fraction (>= 0) against ``stolen_baseline``
-    max_stolen: float | None = None
-    #: for ``max_stolen``: the run of regular flows only (a capture or a results .json)
-    stolen_baseline: PathLike | None = None
-    #: bounds on each flow's goodput over its reno co-flows', ``"LO:HI"`` (e.g. ``"0.5:2"``)
-    friendliness: str | None = None
-    #: the regular and reference flows' algorithm label (group gates)
-    regular: str = "reno"
-    #: bottleneck groups of one's own: flow ids or ``port=N`` per group (default: ``[groups]``,
-    #: else the concurrent bulk flows)
-    groups: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    """What :func:`check` decided: the verdicts and everything ``hscc-trace check`` prints from them."""
-
-    #: per-flow verdicts (:class:`hscc_trace.analysis.check.Verdict`), partial reads folded in
-    verdicts: list[Any]
-    #: the results document judged (schema: docs/results.md)
-    doc: dict[str, Any]
-    #: ``path: message (n×)`` per warning of a capture only partly read
-    warnings: list[str]
-    #: path → warnings of each capture only partly read
-    partial: dict[str, list[str]]
-    #: one-line errors of flows that could not be analyzed
-    flow_errors: list[str]
-    #: one terminal line per verdict, then the tally
-    lines: list[str]
-    #: the JUnit XML written to ``CheckOptions.junit`` (None: none asked for)
-    junit: str | None
-    #: 0 every verdict passed, 1 one failed or nothing was verified, 2 bad input, 70 a bug (docs/exit-codes.md)
-    exit_code: int
-    #: running in GitHub Actions (``GITHUB_ACTIONS=true``): annotations and a step summary are wanted
-    github: bool = False
-
-    @property
-    def errors(self) -> list[str]:
-        """The messages of the verdicts that are input errors."""
-        from hscc_trace.analysis import check as _check
-
-        return [v.message for v in self.verdicts if v.status == _check.ERROR]
-
-    def verdict_lines(self, failures_only: bool = False) -> list[str]:
-        """The terminal line of each verdict (only the failed ones with ``failures_only``), without the tally."""
-        from hscc_trace.analysis import check as _check
-
-        return [ln for v, ln in zip(self.verdicts, self.lines) if not failures_only or v.status == _check.FAIL]
-
-    @property
-    def tally(self) -> str:
-        """``3 passed, 1 failed, …``: the last terminal line."""
-        return self.lines[-1]
-
-    def github_annotations(self) -> list[str]:
-        """GitHub Actions ``::error``/``::warning`` lines for the verdicts and partial reads."""
-        from hscc_trace.analysis import check as _check
-
-        return _check.github_annotations(self.verdicts, self.partial)
-
-    def markdown_summary(self) -> str:
-        """The Markdown table for ``GITHUB_STEP_SUMMARY``."""
-        from hscc_trace.analysis import check as _check
-
-        return _check.markdown_summary(self.verdicts, warnings=self.partial)
 
 
 def check(
@@ -526,6 +511,9 @@ def check(
     from hscc_trace.analysis import results as _results
 
     t0 = time.perf_counter()
+    from hscc_trace.analysis.options import CheckOptions
+    from hscc_trace.model import Analysis
+
     o = options or CheckOptions()
     gates = _group_gates(o)
     cfg, c = _check_config(o, captures)
@@ -591,6 +579,8 @@ def _check_config(o: CheckOptions, captures: Any) -> tuple[Any, Any]:
     from hscc_trace import config as _config
 
     cfg = _config.with_overrides(_config.load(o.config), bpf=o.bpf, jobs=o.jobs)
+    from hscc_trace.model import Analysis
+
     kw: dict[str, Any] = {}
     if o.expect is not None:
         kw["expect"] = o.expect
@@ -667,9 +657,15 @@ def _check_run(
 ) -> tuple[dict[str, Any], dict[str, str], list[str]]:
     """Analyze the captures streamed (flows' tables are not held): the results document, the
     unreadable captures and the flows that could not be analyzed."""
+    from hscc_trace.analysis.options import AnalyzeOptions
+
     params = select_params(algos, cfg.params, _param_overrides(o.params))
-    run = analyze_stream(
-        _paths(captures), algos, params, bpf=cfg.filter, flows=o.flows, jobs=cfg.jobs, progress=progress, report_flows=0
+    run = analyze(
+        captures,
+        AnalyzeOptions(
+            algos, params, bpf=cfg.filter, flows=o.flows, jobs=cfg.jobs, strict=False, stream=True, report_flows=0
+        ),
+        progress=progress,
     )
     try:
         if gates is not None:  # (the groups' flows labelled as the gates' groups ask)
@@ -746,6 +742,8 @@ def _check_result(
 
         junit = _check.junit_xml(verdicts, time_s=time.perf_counter() - t0, warnings=partial)
         write_text(c.junit, junit, "JUnit XML")
+    from hscc_trace.analysis.options import CheckResult
+
     return CheckResult(
         verdicts=verdicts,
         doc=doc,
@@ -850,14 +848,15 @@ def group_input(
     registered one; ``rule``/``options`` as for :func:`groups`)."""
     from hscc_trace.analysis import groups as _groups
     from hscc_trace.analysis import results as _results
+    from hscc_trace.model import Analysis
 
     if isinstance(obj, (str, Path)) and str(obj).lower().endswith(".json"):
         return _groups.group_dicts(_results.read(obj))
     if isinstance(obj, (str, Path)) or (isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (str, Path))):
-        run = analyze_stream(obj, algorithms, bpf=bpf, report_flows=0, entries=False)
+        from hscc_trace.analysis.options import AnalyzeOptions
+
+        run = analyze(obj, AnalyzeOptions(algorithms, bpf=bpf, stream=True, report_flows=0, entries=False))
         try:
-            if run.failed and not run.analysis.captures:
-                raise InputError("; ".join(run.failed.values()))
             _groups.attach(run.analysis, rule, options)
             return _groups.group_dicts(run.analysis)
         finally:
@@ -906,6 +905,7 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
     import json
     import tempfile
 
+    from hscc_trace.model import Capture
     from hscc_trace.perf import firstuse, warmup
 
     step = on_step or (lambda text: None)
@@ -919,7 +919,7 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
             step("events from the packets table")
             all_events(Capture(cap.meta, cap.packets, cap.flows))
             step("analyze with the default algorithms")
-            a = analyze(path)
+            a = analyze(path).analysis
             step("report and results")
             report(a, Path(tmp) / "report.html")
             json.dumps(results(a), default=str)
@@ -981,3 +981,222 @@ def qlog_table(
     if kind not in ("sent", "acks", "lost", "detected", "metrics"):
         raise UsageError(f"unknown qlog table {kind!r}")
     return getattr(c, kind), warns
+
+
+# --- what the commands need besides the above ------------------------------------------------------
+
+
+class Settings(NamedTuple):
+    """What a run uses once the options are applied over the configuration (:func:`settings`)."""
+
+    algorithms: tuple[str, ...] | None  # None: every registered algorithm
+    params: dict[str, dict[str, Any]] | None  # parameter overrides
+    bpf: str | None  # BPF filter
+    jobs: int  # parallel lanes
+    groups: Any  # the [groups] table, a hscc_trace.config.GroupsConfig
+
+
+def load_config(path: PathLike | None = None) -> Any:
+    """The configuration (:class:`hscc_trace.config.Config`, docs/config.md): ``path``, else
+    ``hscc-trace.toml`` or ``pyproject.toml``'s ``[tool.hscc-trace]`` searched upward from the
+    working directory, else the defaults."""
+    from hscc_trace import config as _config
+
+    return _config.load(path)
+
+
+def settings(options: AnalyzeOptions) -> Settings:
+    """The algorithms, parameters, filter, lanes and ``[groups]`` table a run of ``options``
+    uses: its fields over the configuration (``options.config``), as :func:`analyze` applies them."""
+    return Settings(*_analyze_settings(options))
+
+
+def is_qlog(path: PathLike) -> bool:
+    """Whether ``path`` names a QUIC qlog file (``.qlog``, ``.sqlog``, optionally ``.gz``; docs/quic.md)."""
+    from hscc_trace.qlog.reader import is_qlog_name
+
+    return is_qlog_name(path)
+
+
+def summary_lines(doc: dict[str, Any]) -> list[str]:
+    """The terminal summary of a results document (what ``hscc-trace analyze`` prints): per
+    capture its flows with goodput, RTT, verdict and evidence, its bottleneck groups and warnings."""
+    from hscc_trace.analysis.summary import summary_lines as _lines
+
+    return _lines(doc)
+
+
+def write_text(path: PathLike, text: str, what: str = "the output") -> Path:
+    """Write ``text`` to ``path`` as UTF-8, atomically (a temporary file renamed into place);
+    :class:`~hscc_trace.errors.InputError` when it cannot be written."""
+    from hscc_trace import atomic
+
+    return atomic.write_text(path, text, what)
+
+
+def write_comparison(doc: dict[str, Any], path: PathLike) -> Path:
+    """Write the self-contained HTML page of a comparison (``compare(...).as_dict()``)."""
+    from hscc_trace.reports.compare_html import write_comparison as _write
+
+    return _write(doc, path)
+
+
+def event_table(path: PathLike, flow_id: int, kind: str = "acks", bpf: str | None = None) -> tuple[pl.DataFrame, list]:
+    """One flow's event table (``segments``, ``acks``, ``episodes`` or ``rounds``; docs/events.md)
+    as ``hscc-trace events`` writes it, with the warnings of reading the capture and its flow."""
+    from hscc_trace import events as _events
+    from hscc_trace import flows as _flows
+
+    cap = _flows.load(str(path), bpf=bpf)
+    fe = _events.flow_events(cap, int(flow_id))
+    return getattr(fe, kind), [*cap.warnings, *fe.warnings]
+
+
+class FlowReplay(NamedTuple):
+    """What ``hscc-trace replay`` writes and prints (:func:`replay_flow`)."""
+
+    table: pl.DataFrame  # every replay in long format: ``algo`` + schema.REPLAY_BASE + signals
+    fit: pl.DataFrame  # schema.FIT_METRICS, rank 1 first
+    warnings: list  # of reading the capture and its flow
+
+
+def replay_flow(
+    path: PathLike,
+    flow_id: int,
+    algorithms: Sequence[str],
+    params: Sequence[str] = (),
+    *,
+    bpf: str | None = None,
+    compiled: bool = True,
+) -> FlowReplay:
+    """Replay ``algorithms`` (names, wrappers as ``wrapper+base``) with ``params``
+    (``ALGO.NAME=VALUE``, validated before the capture is read) over one flow of a capture;
+    ``compiled=False`` runs the hooks as plain Python (debugging; slow)."""
+    from hscc_trace import events as _events
+    from hscc_trace import flows as _flows
+    from hscc_trace.analysis.export import replays_long
+    from hscc_trace.replay import engine, metrics, registry
+
+    resolved = registry.resolve_many(list(algorithms), list(params))
+    cap = _flows.load(str(path), bpf=bpf)
+    fe = _events.flow_events(cap, int(flow_id))
+    reps = engine.replay_flow(fe, resolved, compiled=compiled)
+    return FlowReplay(replays_long(reps), metrics.fit(fe, reps), [*cap.warnings, *fe.warnings])
+
+
+def describe_algorithms(name: str | None = None, form: str = "text") -> str:
+    """The replayable algorithms with their parameters (unit, default, source) and signals, as
+    ``hscc-trace algorithms`` prints them: ``form`` ``text``, ``markdown`` (docs/algorithms.md's
+    tables) or ``json`` (one object per parameter); ``name``: only that algorithm."""
+    import json
+
+    from hscc_trace.replay import registry
+
+    if form == "markdown":
+        return registry.markdown()
+    if form == "json":
+        rows = [r for r in registry.table_rows() if name is None or r["algorithm"] == name]
+        return json.dumps(rows, indent=1, default=str)
+    out: list[str] = []
+    reg = registry.discover()
+    for n in [name] if name else sorted(reg):
+        a = registry.get(n)
+        kind = f"  (wrapper: compose as {n}+BASE, e.g. {n}+highspeed)" if a.wraps else ""
+        out += [f"{n} — {a.summary}{kind}", f"    implements: {a.citation}"]
+        for flavor, decl in registry.variants(a):
+            if flavor is not None:
+                mod = decl.module.__name__.rpartition(".")[2]
+                out.append(f"    flavor {flavor}{' (default)' if flavor == a.default_flavor else ''} ({mod}):")
+            for p, d in registry.param_rows(decl):
+                if flavor is not None and flavor != a.default_flavor and p.name in ("flavor", "iw"):
+                    continue  # (common parameters: listed once, under the default flavor)
+                d = ("on" if d else "off") if isinstance(d, bool) else d
+                choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
+                out.append(f"    {n}.{p.name}={d}{choices}  {p.unit or '-'}  — {p.doc} ({p.source})")
+        if a.signals:
+            out.append("    signals: " + ", ".join(f"{s.name} [{s.unit or '-'}]" for s in a.signals))
+        out.append("")
+    return "\n".join(out)
+
+
+def flow_rows(path: PathLike, bpf: str | None = None) -> Any:
+    """The flow table's rows without polars (``hscc-trace flows``; :func:`hscc_trace.flows.scan.flow_rows`:
+    ``.rows``, ``.warnings``, ``.format``, ``.packets_total`` …), read with 4 kB pages: the scan's
+    few large arrays are written a little at a time, and a huge page is 2 MB to clear (docs/flows.md)."""
+    from hscc_trace.flows.scan import flow_rows as _rows
+
+    return _rows(path, bpf=bpf)
+
+
+def kernels_status() -> str:
+    """Which numba compiles the kernels, and the folder it caches them in."""
+    import os
+
+    from numba import __version__ as numba_version
+
+    from hscc_trace.perf.cache import cache_root
+
+    # (the CLI points numba at the hscc-trace cache folder unless NUMBA_CACHE_DIR is set: hscc_trace.perf.activate)
+    return f"numba {numba_version}, cached in {os.environ.get('NUMBA_CACHE_DIR') or cache_root() / 'numba'}"
+
+
+def cache_folder() -> Path:
+    """The folder of the compiled-kernel cache (``HSCC_TRACE_CACHE_DIR``, else the user's cache folder)."""
+    from hscc_trace.perf.cache import cache_root
+
+    return cache_root()
+
+
+def version() -> str:
+    """The installed hscc-trace version."""
+    from hscc_trace import __version__
+
+    return __version__
+
+
+def activate() -> None:
+    """The process settings of one run of the ``hscc-trace`` command (:func:`hscc_trace.perf.activate`;
+    never done by importing the library): for a program that acts as the command."""
+    from hscc_trace import perf
+
+    perf.activate()
+
+
+@contextmanager
+def watching_compilation(on_start: Any, on_end: Any, on_interpreted: Any) -> Iterator[None]:
+    """While the block runs, report numba's compilations (``numba.core.event``'s
+    ``numba:compile``; a cache hit raises none): ``on_start(kernel_name)``
+    when one starts (nested ones too: a callee compiled as part of a kernel), ``on_end()`` when
+    it ends, and ``on_interpreted(kernel_name, expect_s)`` when a kernel not compiled yet runs
+    as plain Python under the first-use rule (:mod:`hscc_trace.perf.firstuse`) on work expected
+    to take ``expect_s`` seconds. For a progress display, as ``hscc-trace`` shows on a terminal."""
+    from numba.core import event
+
+    from hscc_trace.perf import firstuse
+
+    class Listener(event.Listener):
+        def on_start(self, ev: Any) -> None:
+            on_start(_kernel_name(ev.data))
+
+        def on_end(self, ev: Any) -> None:
+            on_end()
+
+    def interpreted(kernel: Any, expect: float) -> None:
+        on_interpreted(kernel.name, expect)
+
+    firstuse.LISTENERS.append(interpreted)
+    try:
+        with event.install_listener("numba:compile", Listener()):
+            yield
+    finally:
+        firstuse.LISTENERS.remove(interpreted)
+
+
+def _kernel_name(data: Any) -> str:
+    disp = (data or {}).get("dispatcher")
+    fn = getattr(disp, "py_func", None)
+    mod = getattr(fn, "__module__", "") or ""
+    name = getattr(fn, "__name__", "kernel")
+    if mod.startswith("hscc_trace_replay_gen_"):  # a generated per-algorithm replay loop
+        return f"replay loop of {mod.removeprefix('hscc_trace_replay_gen_').rsplit('_', 1)[0]}"
+    return f"{mod.removeprefix('hscc_trace.')}.{name}"

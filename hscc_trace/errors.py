@@ -9,6 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+#: set to a non-empty value, an internal error shows its traceback instead of one line
+DEBUG_ENV = "HSCC_TRACE_DEBUG"
+
 
 class HsccError(Exception):
     """Base class for every error hscc-trace reports to the user as one line."""

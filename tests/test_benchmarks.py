@@ -317,7 +317,7 @@ def test_corpus_copy_analyzes_like_its_sample(mk, tmp_path):
     src = REPO / "samples" / "reno-loss" / "capture.pcap"
     out = tmp_path / "c30.pcap"
     out.write_bytes(mk.copy_bytes(mk.read_source(src), 30, 600))
-    a, b = (api.analyze(p, ["reno", "cubic"]) for p in (src, out))
+    a, b = (api.analyze(p, api.AnalyzeOptions(["reno", "cubic"])).analysis for p in (src, out))
     fa, fb = api.flow_table(a), api.flow_table(b)
     assert fa["src"][0] == "10.77.0.1" and fb["src"][0] == "10.77.0.32"  # + 31
     assert (fb["first_ns"] - fa["first_ns"]).to_list() == [30 * 600 * 10**9]

@@ -402,7 +402,7 @@ def test_library_api_tables_checks_and_figures(tmp_path: Path) -> None:
     from hscc_trace import api
     from hscc_trace.analysis import check
 
-    a = api.analyze(RENO, algorithms=["reno", "fusion"])
+    a = api.analyze(RENO, api.AnalyzeOptions(algorithms=["reno", "fusion"])).analysis
     ft = api.flow_table(a)
     assert ft.height == len(a.captures[0].results) and {"capture", "flow_id", "best", "best_mare"} <= set(ft.columns)
     fits = api.fit_table(a)
@@ -422,7 +422,7 @@ def test_library_api_tables_checks_and_figures(tmp_path: Path) -> None:
     # one capture: the flow is drawn as it finishes (its events let go too); with a second
     # capture its replays are released
     for inputs in ([str(RENO)], [str(RENO), other]):
-        run = api.analyze_stream(inputs, ["reno", "fusion"], report_flows=2)
+        run = api.analyze(inputs, api.AnalyzeOptions(["reno", "fusion"], report_flows=2, stream=True, strict=False))
         try:
             kept = api.flow_result(run.analysis, data["flow_id"])
             assert not kept.replays

@@ -95,7 +95,9 @@ def test_compile_kernels_leaves_nothing_to_interpret_in_a_later_run(tmp_path: Pa
         "print(json.dumps([done, missed]))"
     )
     sample, report = str(REPO / "samples/reno-bdp/capture.pcap"), str(tmp_path / "r.html")
-    later = run(f"a = api.analyze({sample!r}); api.report(a, {report!r}); print(json.dumps(firstuse.summary()))")
+    later = run(
+        f"a = api.analyze({sample!r}).analysis; api.report(a, {report!r}); print(json.dumps(firstuse.summary()))"
+    )
     assert summary and all(r["interpreted_calls"] == 0 for r in summary)
     loops = {r["kernel"] for r in summary if r["kernel"].startswith("replay loop of ")}
     assert {"replay loop of bbr", "replay loop of cubic_rfc", "replay loop of kyushu_cubic_linux"} <= loops

@@ -161,7 +161,7 @@ def test_dataset_equals_the_serial_run_table_for_table(corpus):
     items = corpus["items"]
     local = [items[i] for i in (0, 1, 2, 4)] + [corpus["once"], str(corpus["gz_source"])]
     name = {p: p for p in local} | {str(corpus["gz_source"]): corpus["url"]}  # the URL's bytes, served gzipped
-    serial = [api.analyze(p, ALGOS) for p in local]
+    serial = [api.analyze(p, api.AnalyzeOptions(ALGOS)).analysis for p in local]
 
     def table(fn):
         df = pl.concat([fn(a) for a in serial], how="diagonal_relaxed")

@@ -264,7 +264,7 @@ def _everything(path: str) -> dict[str, object]:
             y = acks.get_column("outstanding").to_numpy().astype(np.float64)
             out[f"{fid}.m4"] = decimate.m4_indices(t, y, max(1, len(t) // 50))
             out[f"{fid}.varint"] = store.varint(np.diff(acks.get_column("ack").to_numpy()) % (1 << 30))
-    res = api.results(api.analyze(path))
+    res = api.results(api.analyze(path).analysis)
     res.pop("created", None)
     out["results"] = json.dumps(res, sort_keys=True, default=str)
     return out

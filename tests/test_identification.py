@@ -62,7 +62,7 @@ def sample_verdicts() -> list[tuple[str, int, str, dict]]:
     index = json.loads((REPO / "samples" / "index.json").read_text())
     out = []
     for s in index["samples"]:
-        doc = api.results(api.analyze([str(REPO / s["capture"])]))
+        doc = api.results(api.analyze([str(REPO / s["capture"])]).analysis)
         for f in doc["captures"][0]["flows"]:
             if f["events"]["segments"] == 0:
                 continue
@@ -158,7 +158,7 @@ def external_verdicts() -> dict[str, list[dict]]:
     for p in sorted(ext.iterdir()):
         if not p.is_file() or p.name == "PROVENANCE.md" or p.name.startswith("ODD__"):
             continue
-        doc = api.results(api.analyze([str(p)]))
+        doc = api.results(api.analyze([str(p)]).analysis)
         out[p.name] = [f["verdict"] for f in doc["captures"][0]["flows"]]
     return out
 

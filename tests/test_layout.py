@@ -190,3 +190,44 @@ def test_nothing_cites_a_file_outside_the_repository() -> None:
         if _OUTSIDE.search(line)
     ]
     assert offenders == []
+
+
+#: what the CLI may import from the package: the library's API and its errors (the corpus mode's
+#: command also drives hscc_trace.corpus, the layer above the API that runs captures on Dask)
+CLI_MAY_IMPORT = ("hscc_trace.api", "hscc_trace.errors")
+CLI_CORPUS = ("hscc_trace.cli.corpus_cmd", ("hscc_trace.corpus",))
+
+
+def test_the_cli_imports_only_the_api_and_the_errors() -> None:
+    past = []
+    for name, deps in graph().items():
+        if layer_of(name) != len(LAYERS) - 1:
+            continue
+        allowed = CLI_MAY_IMPORT + (CLI_CORPUS[1] if name == CLI_CORPUS[0] else ())
+        for dep in sorted(deps):
+            if dep.startswith("hscc_trace.cli") or dep == "hscc_trace.__main__":
+                continue
+            if not any(dep == a or dep.startswith(a + ".") for a in allowed):
+                past.append(f"{name} imports {dep}")
+    assert not past, "\n".join(past)
+
+
+def test_no_helper_of_the_cli_or_the_api_takes_more_than_8_parameters() -> None:
+    # a Typer command is the grammar (one parameter per option) and builds one options object;
+    # every other function takes an options object instead of a long list
+    known = {"hscc_trace.api.annotate", "hscc_trace.cli.corpus_cmd.run_dataset"}  # (not converted yet)
+    long = []
+    for name, path in modules().items():
+        if not (name == "hscc_trace.api" or name.startswith("hscc_trace.cli")):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            a = node.args
+            n = len(a.posonlyargs) + len(a.args) + len(a.kwonlyargs) + bool(a.vararg) + bool(a.kwarg)
+            command = any(
+                isinstance(d, ast.Call) and getattr(d.func, "attr", "") == "command" for d in node.decorator_list
+            )
+            if n > 8 and not command and f"{name}.{node.name}" not in known:
+                long.append(f"{name}.{node.name}: {n} parameters")
+    assert not long, "\n".join(long)

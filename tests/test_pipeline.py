@@ -28,7 +28,7 @@ pytestmark = pytest.mark.skipif(len(CAPTURES) < 2, reason="samples missing")
 
 
 def _doc(jobs: int, captures: list[str] = CAPTURES) -> dict:
-    run = api.analyze_run(captures, ALGOS, jobs=jobs)
+    run = api.analyze(captures, api.AnalyzeOptions(ALGOS, jobs=jobs, strict=False))
     assert not run.errors
     return results.comparable(json.loads(json.dumps(run.to_json(), default=str)))
 
@@ -94,7 +94,7 @@ def test_a_failing_flow_is_one_line_and_the_others_are_kept(monkeypatch: pytest.
 
     monkeypatch.setattr(pipeline, "analyze_flow", flaky)
     monkeypatch.delenv(pipeline.DEBUG_ENV, raising=False)
-    runs = {jobs: api.analyze_run(CAPTURES[:2], ALGOS, jobs=jobs) for jobs in (1, 2)}
+    runs = {jobs: api.analyze(CAPTURES[:2], api.AnalyzeOptions(ALGOS, jobs=jobs, strict=False)) for jobs in (1, 2)}
     for run in runs.values():
         assert len(run.flow_failed) == 2  # flow 0 of each of the two captures
         assert all("ValueError: boom" in m and "\n" not in m for m in run.flow_failed)
@@ -115,7 +115,7 @@ def test_with_debug_a_failing_flow_raises_from_a_helper_thread(monkeypatch: pyte
     monkeypatch.setenv(pipeline.DEBUG_ENV, "1")
     before = threading.active_count()
     with pytest.raises(KeyError, match="no such column"):
-        api.analyze_run(CAPTURES[:1], ALGOS, jobs=2)
+        api.analyze(CAPTURES[:1], api.AnalyzeOptions(ALGOS, jobs=2, strict=False))
     assert threading.active_count() == before  # helper threads joined
 
 
@@ -159,7 +159,7 @@ def test_the_calling_thread_works_through_the_queue_too() -> None:
 def test_one_lane_hashes_the_files_beside_the_analysis() -> None:
     # the JSON results' BLAKE3 comes from the run (a thread hashed it while the flows were
     # analyzed), not from a second read when the document is written
-    run = api.analyze_run(CAPTURES[:2], ALGOS, jobs=1)
+    run = api.analyze(CAPTURES[:2], api.AnalyzeOptions(ALGOS, jobs=1, strict=False))
     assert run.digests == {p: results.digest_file(p) for p in CAPTURES[:2]}
     assert [c["blake3"] for c in run.to_json()["captures"]] == [run.digests[p] for p in CAPTURES[:2]]
 
@@ -300,7 +300,11 @@ def test_a_batch_built_ahead_that_fails_fails_its_capture_as_before(monkeypatch:
     for ahead in (False, True):
         monkeypatch.setattr(pipeline, "BATCHES_AHEAD", ahead)
         ticks: list[tuple[int, int, str]] = []
-        run = api.analyze_run(two, ALGOS, jobs=1, progress=lambda d, t, s, ticks=ticks: ticks.append((d, t, s)))
+        run = api.analyze(
+            two,
+            api.AnalyzeOptions(ALGOS, jobs=1, strict=False),
+            progress=lambda d, t, s, ticks=ticks: ticks.append((d, t, s)),
+        )
         assert list(run.failed) == [two[0]] and "ValueError: boom" in run.failed[two[0]]
         assert [c.meta.path for c in run.analysis.captures] == [two[1]]
         assert not _ahead_alive()
@@ -317,6 +321,6 @@ def test_ctrl_c_while_a_batch_is_built_ahead_stops_the_run_and_its_thread(monkey
 
     monkeypatch.setattr(pipeline, "_flow_task", interrupted)
     with pytest.raises(KeyboardInterrupt):
-        api.analyze_run(CAPTURES[:1], ALGOS, jobs=1)
+        api.analyze(CAPTURES[:1], api.AnalyzeOptions(ALGOS, jobs=1, strict=False))
     assert "hscc-batches" in built_in  # (the next batch was being built when the first flow stopped)
     assert not _ahead_alive()

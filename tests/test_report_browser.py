@@ -479,7 +479,7 @@ def sample_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Any, 
     overflow), with three algorithms: small enough to be quick, Compound TCP for its stacked windows."""
     from hscc_trace import api
 
-    a = api.analyze([SAMPLE], ["reno", "cubic", "compound"])
+    a = api.analyze([SAMPLE], api.AnalyzeOptions(["reno", "cubic", "compound"])).analysis
     path = tmp_path_factory.mktemp("sample") / "report.html"
     return path, write_report(a, path), a
 
@@ -631,7 +631,10 @@ def groups_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     replaying only those two: its bottleneck-group section (docs/groups.md) before the flows."""
     from hscc_trace import api
 
-    a = api.analyze([Path(__file__).resolve().parent.parent / "samples/reno-vs-cubic/capture.pcap"], ["reno", "cubic"])
+    a = api.analyze(
+        [Path(__file__).resolve().parent.parent / "samples/reno-vs-cubic/capture.pcap"],
+        api.AnalyzeOptions(["reno", "cubic"]),
+    ).analysis
     path = tmp_path_factory.mktemp("groups") / "report.html"
     write_report(a, path)
     return path

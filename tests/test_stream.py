@@ -43,13 +43,18 @@ def _outputs(run: pipeline.Run, tmp: Path, streamed: bool) -> dict[str, bytes]:
 
 
 def _streamed(paths: list[str], tmp: Path, jobs: int = 1) -> pipeline.Run:
-    return api.analyze_stream(paths, ALGOS, jobs=jobs, report_flows=KEEP, export=tmp / "exp", export_format="csv")
+    return api.analyze(
+        paths,
+        api.AnalyzeOptions(
+            ALGOS, jobs=jobs, report_flows=KEEP, export=tmp / "exp", export_format="csv", stream=True, strict=False
+        ),
+    )
 
 
 @pytest.fixture(scope="module")
 def unstreamed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     tmp = tmp_path_factory.mktemp("full")
-    return _outputs(api.analyze_run(CAPTURES, ALGOS), tmp, False)
+    return _outputs(api.analyze(CAPTURES, api.AnalyzeOptions(ALGOS, strict=False)), tmp, False)
 
 
 @pytest.mark.parametrize("jobs", [1, 2])
@@ -72,7 +77,7 @@ def test_streamed_outputs_equal_the_unstreamed_ones(unstreamed: dict[str, bytes]
 def test_the_kept_flows_are_the_ones_the_report_draws() -> None:
     st = Stream(keep=KEEP, entries=False)
     run = api.analyze_run(CAPTURES, ALGOS, stream=st)
-    full = api.analyze(CAPTURES, ALGOS)
+    full = api.analyze(CAPTURES, api.AnalyzeOptions(ALGOS)).analysis
     everyone = [(ci, i, fr) for ci, c in enumerate(full.captures) for i, fr in enumerate(c.results)]
     best = sorted(everyone, key=lambda t: (report_rank(t[2].flow), t[0], t[1]))[:KEEP]
     want = {(full.captures[ci].meta.path, int(fr.flow["flow_id"])) for ci, _i, fr in best}
@@ -96,9 +101,14 @@ def test_a_capture_that_fails_keeps_the_others_and_their_export_names(tmp_path: 
     bad.parent.mkdir()
     bad.write_bytes(b"not a capture at all" * 10)
     paths = [CAPTURES[1], str(bad), CAPTURES[3]]
-    full = api.analyze_run(paths, ALGOS)
+    full = api.analyze(paths, api.AnalyzeOptions(ALGOS, strict=False))
     want = [f.relative_to(tmp_path / "a") for f in export.export_analysis(full.analysis, tmp_path / "a", "csv")]
-    run = api.analyze_stream(paths, ALGOS, report_flows=0, export=tmp_path / "b", export_format="csv")
+    run = api.analyze(
+        paths,
+        api.AnalyzeOptions(
+            ALGOS, report_flows=0, export=tmp_path / "b", export_format="csv", stream=True, strict=False
+        ),
+    )
     try:
         files = run.stream.finish_export([c.meta.path for c in run.analysis.captures])
         assert [f.relative_to(tmp_path / "b") for f in files] == want
@@ -115,24 +125,27 @@ def test_the_exports_get_their_final_names_when_the_report_fails(
     # as above, and the report cannot be written: the command fails, and the tables exported as
     # flows finished (under names planned for three readable captures) are still moved to the
     # names of the two that were read
-    from hscc_trace.cli import analyze_cmd
-
     bad = tmp_path / "bad" / "capture.pcap"
     bad.parent.mkdir()
     bad.write_bytes(b"not a capture at all" * 10)
     paths = [CAPTURES[1], str(bad), CAPTURES[3]]
-    run = api.analyze_stream(paths, ALGOS, report_flows=1, export=tmp_path / "b", export_format="csv")
 
     def no_report(*args, **kw):  # type: ignore[no-untyped-def]
         raise OSError("disk full")
 
     monkeypatch.setattr(api, "report", no_report)
-    try:
-        with pytest.raises(OSError, match="disk full"):
-            analyze_cmd._outputs(run, tmp_path / "r.html", None, tmp_path / "b", True, 1, {}, 0.0)
-        assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["000-capture.pcap", "001-capture.pcap"]
-    finally:
-        run.stream.close()
+    options = api.AnalyzeOptions(
+        ALGOS,
+        report_flows=1,
+        export=tmp_path / "b",
+        export_format="csv",
+        stream=True,
+        strict=False,
+        output=tmp_path / "r.html",
+    )
+    with pytest.raises(OSError, match="disk full"):
+        api.analyze(paths, options)  # (the stream is closed on the way out)
+    assert sorted(p.name for p in (tmp_path / "b").iterdir()) == ["000-capture.pcap", "001-capture.pcap"]
 
 
 def test_events_failing_after_some_flows_fail_the_capture_and_remove_its_tables(
@@ -155,13 +168,11 @@ def test_events_failing_after_some_flows_fail_the_capture_and_remove_its_tables(
     for jobs in (1, 2):
         out = tmp_path / f"j{jobs}"
         ticks: list[tuple[int, int, str]] = []
-        run = api.analyze_stream(
+        run = api.analyze(
             CAPTURES[:2],
-            ALGOS,
-            jobs=jobs,
-            report_flows=1,
-            export=out,
-            export_format="csv",
+            api.AnalyzeOptions(
+                ALGOS, jobs=jobs, report_flows=1, export=out, export_format="csv", stream=True, strict=False
+            ),
             progress=lambda d, t, desc, ticks=ticks: ticks.append((d, t, desc)),
         )
         try:
@@ -191,7 +202,7 @@ def test_flow_event_batches_give_every_flows_events(tmp_path: Path) -> None:
 def test_lazy_documents_write_the_same_text() -> None:
     st = Stream(keep=0, entries=True)
     run = api.analyze_run(CAPTURES[:2], ALGOS, stream=st)
-    full = api.analyze_run(CAPTURES[:2], ALGOS)
+    full = api.analyze(CAPTURES[:2], api.AnalyzeOptions(ALGOS, strict=False))
     try:
         lazy = run.to_json(lazy=True)
         assert len(lazy["captures"][0]["flows"]) == 2
@@ -211,7 +222,7 @@ def test_a_kept_flow_is_packed_and_unpacked_exactly() -> None:
     # (dtypes, Enums, nulls), the replays are made again from the unpacked events
     from hscc_trace.analysis.stream import _Packed
 
-    full = api.analyze(CAPTURES[:1], ALGOS)
+    full = api.analyze(CAPTURES[:1], api.AnalyzeOptions(ALGOS)).analysis
     fr = full.captures[0].results[0]
     packed = _Packed.of(fr)
     assert sum(len(b or b"") for b in packed.tables.values()) < sum(
@@ -362,8 +373,13 @@ def _report(analysis, tmp: Path, name: str, **opts) -> bytes:  # type: ignore[no
 def test_one_capture_draws_its_flows_as_they_finish(tmp_path: Path, jobs: int, keep: int) -> None:
     # the report's flows (known from the flow table) are drawn as they finish, from the replays
     # they have: only their sections are kept, and the report is the unstreamed run's
-    want = _report(api.analyze_run([ONE], ALGOS).analysis, tmp_path, "a.html", max_flows=keep)
-    run = api.analyze_stream([ONE], ALGOS, jobs=jobs, report_flows=keep, report={"max_points": 2000})
+    want = _report(
+        api.analyze([ONE], api.AnalyzeOptions(ALGOS, strict=False)).analysis, tmp_path, "a.html", max_flows=keep
+    )
+    run = api.analyze(
+        [ONE],
+        api.AnalyzeOptions(ALGOS, jobs=jobs, report_flows=keep, report={"max_points": 2000}, stream=True, strict=False),
+    )
     try:
         kept = run.analysis.captures[0].results
         assert len(kept) == keep and all(fr.drawn is not None and not fr.replays for fr in kept)
@@ -375,8 +391,10 @@ def test_one_capture_draws_its_flows_as_they_finish(tmp_path: Path, jobs: int, k
 
 def test_a_drawn_flow_is_analyzed_again_for_a_report_with_other_options(tmp_path: Path) -> None:
     opts = {"max_flows": 2, "max_points": 100, "full_resolution": False}
-    want = _report(api.analyze_run([ONE], ALGOS).analysis, tmp_path, "a.html", **opts)
-    run = api.analyze_stream([ONE], ALGOS, report_flows=2)  # (drawn with the default options)
+    want = _report(api.analyze([ONE], api.AnalyzeOptions(ALGOS, strict=False)).analysis, tmp_path, "a.html", **opts)
+    run = api.analyze(
+        [ONE], api.AnalyzeOptions(ALGOS, report_flows=2, stream=True, strict=False)
+    )  # (drawn with the default options)
     try:
         assert all(fr.drawn is not None for fr in run.analysis.captures[0].results)
         assert _report(run.analysis, tmp_path, "b.html", **opts) == want
@@ -402,10 +420,12 @@ def test_a_planned_flow_that_fails_is_replaced_as_an_unstreamed_run_would(
     monkeypatch.setattr(pipeline, "analyze_flow", fails)
     monkeypatch.delenv(pipeline.DEBUG_ENV, raising=False)
     opts = {"max_flows": keep, "budget_points": 50_000}
-    full = api.analyze_run([ONE], ALGOS)
+    full = api.analyze([ONE], api.AnalyzeOptions(ALGOS, strict=False))
     assert full.flow_failed
     want = _report(full.analysis, tmp_path, "a.html", **opts)
-    run = api.analyze_stream([ONE], ALGOS, report_flows=keep, report={"budget_points": 50_000})
+    run = api.analyze(
+        [ONE], api.AnalyzeOptions(ALGOS, report_flows=keep, report={"budget_points": 50_000}, stream=True, strict=False)
+    )
     try:
         kept = run.analysis.captures[0].results
         assert [fr.flow["flow_id"] for fr in kept] == [1 - big] and run.flow_failed == full.flow_failed
@@ -431,11 +451,13 @@ def test_a_flow_without_event_streams_is_left_out_of_the_plan(tmp_path: Path, mo
         return cap
 
     monkeypatch.setattr(flows_mod, "load", load)
-    full = api.analyze_run([ONE], ALGOS)
+    full = api.analyze([ONE], api.AnalyzeOptions(ALGOS, strict=False))
     assert [fr.flow["flow_id"] for fr in full.analysis.captures[0].results] == [1 - big]
     opts = {"max_flows": 2, "budget_points": 50_000}  # (the budget sets the points per series)
     want = _report(full.analysis, tmp_path, "a.html", **opts)
-    run = api.analyze_stream([ONE], ALGOS, report_flows=2, report={"budget_points": 50_000})
+    run = api.analyze(
+        [ONE], api.AnalyzeOptions(ALGOS, report_flows=2, report={"budget_points": 50_000}, stream=True, strict=False)
+    )
     try:
         (kept,) = run.analysis.captures[0].results
         assert kept.drawn is not None
@@ -459,7 +481,9 @@ def test_a_section_not_used_by_one_report_stays_whole_for_the_next(
 
     from hscc_trace.reports import html
 
-    want = _report(api.analyze_run([ONE], ALGOS).analysis, tmp_path, "a.html", max_flows=1)
+    want = _report(
+        api.analyze([ONE], api.AnalyzeOptions(ALGOS, strict=False)).analysis, tmp_path, "a.html", max_flows=1
+    )
     gate = threading.Event()
     real = html._payload_gz
 
@@ -469,7 +493,9 @@ def test_a_section_not_used_by_one_report_stays_whole_for_the_next(
         return real(div, fig)
 
     monkeypatch.setattr(html, "_payload_gz", held)
-    run = api.analyze_stream([ONE], ALGOS, report_flows=1)  # its figures wait in the worker …
+    run = api.analyze(
+        [ONE], api.AnalyzeOptions(ALGOS, report_flows=1, stream=True, strict=False)
+    )  # its figures wait in the worker …
     try:
         (kept,) = run.analysis.captures[0].results
         assert kept.drawn is not None and not all(f.done() for f in kept.drawn.section.figures)
@@ -488,7 +514,7 @@ def test_a_section_drawn_ahead_is_moved_to_its_place_exactly() -> None:
 
     from hscc_trace.reports import html
 
-    fr = api.analyze([ONE], ALGOS).captures[0].results[0]
+    fr = api.analyze([ONE], api.AnalyzeOptions(ALGOS)).analysis.captures[0].results[0]
     key = html._section_key(
         0,
         0,
@@ -517,8 +543,8 @@ def test_a_flow_that_cannot_be_drawn_costs_the_report_not_the_run(
         raise RuntimeError("figure bug")
 
     monkeypatch.setattr(html.Drawer, "draw", broken)
-    ref = api.analyze_run(CAPTURES[:1], ALGOS)
-    run = api.analyze_stream(CAPTURES[:1], ALGOS, report_flows=2)
+    ref = api.analyze(CAPTURES[:1], api.AnalyzeOptions(ALGOS, strict=False))
+    run = api.analyze(CAPTURES[:1], api.AnalyzeOptions(ALGOS, report_flows=2, stream=True, strict=False))
     try:
         assert not run.errors
         assert results.comparable(run.to_json()) == results.comparable(ref.to_json())
@@ -537,14 +563,14 @@ def test_a_flow_that_cannot_be_drawn_costs_the_report_not_the_run(
 
 def test_exporting_a_streamed_analysis_writes_its_kept_flows_whole(tmp_path: Path) -> None:
     # a flow drawn as it finished keeps no event tables: export_analysis makes it whole first
-    run = api.analyze_stream(CAPTURES[:1], ALGOS, report_flows=1)
+    run = api.analyze(CAPTURES[:1], api.AnalyzeOptions(ALGOS, report_flows=1, stream=True, strict=False))
     try:
         (kept,) = run.analysis.captures[0].results
         assert kept.drawn is not None and kept.events.acks.height == 0
         got = export.export_analysis(run.analysis, tmp_path / "s", "csv")
     finally:
         run.stream.close()
-    full = api.analyze_run(CAPTURES[:1], ALGOS)
+    full = api.analyze(CAPTURES[:1], api.AnalyzeOptions(ALGOS, strict=False))
     want = export.export_analysis(full.analysis, tmp_path / "f", "csv")
     fid = f"flow{int(kept.flow['flow_id'])}."
     want = [f for f in want if f.name.startswith(fid)]

@@ -25,7 +25,7 @@ CTCP = SAMPLES / "ctcp-bdp" / "capture.pcap.gz"
 
 @pytest.fixture(scope="module")
 def ctcp():
-    (fr,) = api.analyze(CTCP, ["compound", "reno"]).captures[0].results
+    (fr,) = api.analyze(CTCP, api.AnalyzeOptions(["compound", "reno"])).analysis.captures[0].results
     return fr
 
 
@@ -81,7 +81,7 @@ def test_report_draws_the_kernel_window_and_signals_with_the_replay(ctcp):
 
 def test_no_truth_without_the_files(tmp_path):
     shutil.copy(CTCP, tmp_path / "capture.pcap.gz")
-    (fr,) = api.analyze(tmp_path / "capture.pcap.gz", ["compound"]).captures[0].results
+    (fr,) = api.analyze(tmp_path / "capture.pcap.gz", api.AnalyzeOptions(["compound"])).analysis.captures[0].results
     assert fr.truth is None
     names = {tr["name"] for row in build_flow(fr).blocks["window"].rows for tr in row.traces}
     assert not any(n.startswith("kernel:") for n in names)
@@ -92,7 +92,11 @@ def test_no_truth_when_the_probes_do_not_match_this_capture():
     """A receiver-side capture: the sender's probes are a one-way delay away from the ACKs seen
     there, beyond the alignment's clock search, so fewer than MIN_MATCHED match and nothing is
     drawn rather than a misaligned window."""
-    (fr,) = api.analyze(SAMPLES / "reno-bdp-receiver" / "capture.pcap", ["reno"]).captures[0].results
+    (fr,) = (
+        api.analyze(SAMPLES / "reno-bdp-receiver" / "capture.pcap", api.AnalyzeOptions(["reno"]))
+        .analysis.captures[0]
+        .results
+    )
     assert truth.truth_dir(SAMPLES / "reno-bdp-receiver" / "capture.pcap") is not None
     assert fr.truth is None
 
@@ -103,7 +107,7 @@ def test_a_bad_truth_file_costs_the_overlay_not_the_flow(tmp_path):
     shutil.copy(CTCP, tmp_path / "capture.pcap.gz")
     probe = pl.read_parquet(CTCP.parent / truth.PROBE)
     probe.with_columns(pl.col("sport").cast(pl.String)).write_parquet(tmp_path / truth.PROBE)
-    (fr,) = api.analyze(tmp_path / "capture.pcap.gz", ["compound"]).captures[0].results
+    (fr,) = api.analyze(tmp_path / "capture.pcap.gz", api.AnalyzeOptions(["compound"])).analysis.captures[0].results
     assert fr.truth is None and "compound" in fr.replays and fr.fit.height == 1
     (w,) = [w for w in fr.warnings if "kernel truth" in w.message]
     assert w.source == str(tmp_path) and "ComputeError" in w.message
@@ -116,7 +120,7 @@ def test_probe_rows_without_a_port_are_rows_of_no_flow(tmp_path):
     probe = pl.read_parquet(CTCP.parent / truth.PROBE)
     nulls = probe.head(50).with_columns(pl.lit(None, dtype=probe.schema["sport"]).alias("sport"))
     pl.concat([nulls, probe]).write_parquet(tmp_path / truth.PROBE)
-    (fr,) = api.analyze(tmp_path / "capture.pcap.gz", ["compound"]).captures[0].results
+    (fr,) = api.analyze(tmp_path / "capture.pcap.gz", api.AnalyzeOptions(["compound"])).analysis.captures[0].results
     assert fr.truth is not None and not [w for w in fr.warnings if "kernel truth" in w.message]
-    (ref,) = api.analyze(CTCP, ["compound"]).captures[0].results
+    (ref,) = api.analyze(CTCP, api.AnalyzeOptions(["compound"])).analysis.captures[0].results
     assert fr.truth.window.equals(ref.truth.window)

@@ -183,7 +183,7 @@ def verdict_of(name: str) -> dict:
 
     meta = json.loads((SAMPLES / name / "meta.json").read_text())
     sport = meta["flows"][0]["sport"]
-    doc = api.results(api.analyze([str(SAMPLES / name / meta["capture"].get("file", "capture.pcap"))]))
+    doc = api.results(api.analyze([str(SAMPLES / name / meta["capture"].get("file", "capture.pcap"))]).analysis)
     flows = [f for f in doc["captures"][0]["flows"] if sport in (f["sport"], f["dport"]) and f["events"]["segments"]]
     assert len(flows) == 1, name
     return flows[0]["verdict"]

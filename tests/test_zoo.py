@@ -46,7 +46,7 @@ BEHAVES_AS = 0.005
 def _verdicts() -> dict[str, list[dict]]:
     """{sample: [verdict of each data flow]}: one default analyze over every zoo capture."""
     caps = [str(REPO / s["capture"]) for s in ZOO_INDEX]
-    doc = api.results(api.analyze(caps, jobs=2))
+    doc = api.results(api.analyze(caps, api.AnalyzeOptions(jobs=2)).analysis)
     out: dict[str, list[dict]] = {}
     for s, c in zip(ZOO_INDEX, doc["captures"], strict=True):
         assert c["path"].endswith(s["capture"]), (c["path"], s["capture"])

@@ -29,8 +29,8 @@ cores) and no event or replay table is copied between processes (pickling the re
 cost about as much as replaying them). The price is the GIL: the compiled replay loops
 (``nogil``), hashing and compression run in parallel, but building the replay frames and the
 fit (polars and numpy calls on ~10⁴-row columns, about two thirds of a flow task) take turns,
-so two lanes replay ≈ 1.3–1.5× as fast as one, not 2×. The CLI also
-writes the report while it builds the JSON results (``hscc_trace.cli.analyze_cmd``). Results
+so two lanes replay ≈ 1.3–1.5× as fast as one, not 2×. ``api.analyze``
+also writes the report while it builds the JSON results (with ``jobs`` > 1). Results
 are put in input order (captures as given, directories expanded in sorted order; flows by
 ``flow_id``), so ``--jobs 2`` gives exactly the results of ``--jobs 1``.
 
@@ -65,7 +65,7 @@ CAPTURE_SUFFIXES = (".pcap", ".pcapng", ".cap", ".dmp", ".pcap.gz", ".pcapng.gz"
 
 #: Set HSCC_TRACE_DEBUG=1 to let unexpected exceptions in a stage propagate with a traceback
 #: instead of becoming a one-line error for that capture.
-DEBUG_ENV = "HSCC_TRACE_DEBUG"
+from hscc_trace.errors import DEBUG_ENV  # noqa: E402 (re-exported)
 
 #: progress(done, total, description) — called after every finished task; total may grow as
 #: captures reveal their flows.
@@ -107,6 +107,8 @@ class Run:
     flow_failed: list[str] = field(default_factory=list)  # one line per flow whose replay/fit failed
     digests: dict[str, str | None] = field(default_factory=dict)  # path -> BLAKE3 hashed during the run
     stream: Any = None  # the hscc_trace.analysis.stream.Stream of a streamed run
+    doc: dict[str, Any] | None = None  # the results document, when api.analyze made one (json_out, keep_results)
+    written: list[str] = field(default_factory=list)  # one line per output file api.analyze wrote
 
     @property
     def errors(self) -> list[str]:

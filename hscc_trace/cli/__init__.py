@@ -10,7 +10,7 @@ import os
 import sys
 from typing import Any
 
-from hscc_trace.errors import HsccError
+from hscc_trace.errors import DEBUG_ENV, HsccError
 
 #: Command modules, in the order of ``hscc-trace --help``. Each registers itself on :data:`app`
 #: when imported. Keep in sync with hscc_trace/cli/. They are imported on first use of
@@ -59,9 +59,9 @@ def main() -> None:
     """
     _names_on_stdout()
     if _entry_point():
-        from hscc_trace import perf
+        from hscc_trace import api
 
-        perf.activate()
+        api.activate()
     try:
         _main()
     except SystemExit as exc:
@@ -146,7 +146,7 @@ def _main() -> None:
         os.dup2(devnull, sys.stdout.fileno())
         sys.exit(EXIT_CHECK_FAILED)
     except Exception as exc:  # a bug, not bad input: still one line unless debugging
-        if os.environ.get("HSCC_TRACE_DEBUG"):
+        if os.environ.get(DEBUG_ENV):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         print(

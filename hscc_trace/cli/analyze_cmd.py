@@ -2,130 +2,16 @@
 
 from __future__ import annotations
 
-import contextlib
-import threading
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from hscc_trace import config
 from hscc_trace.errors import UsageError
 
 from .common import exit_code_of, one_line_errors, progress_bar
 from .typer_app import app
-
-
-@contextmanager
-def _alongside(enabled: bool, fn: Callable[[], Any]) -> Iterator[bool]:
-    """With ``enabled``, run ``fn`` in a thread while the body runs (``--jobs`` > 1: the report
-    is written while the JSON results are built; both only read the analysis, and the report's
-    compression and the file hashing run without the GIL); its exception is re-raised after the
-    body. Yields whether ``fn`` runs (False: the caller runs it itself)."""
-    if not enabled:
-        yield False
-        return
-    failure: list[BaseException] = []
-
-    def target() -> None:
-        try:
-            fn()
-        except BaseException as exc:  # noqa: BLE001 - re-raised in the calling thread
-            failure.append(exc)
-
-    t = threading.Thread(target=target, name="hscc-report", daemon=True)
-    t.start()
-    try:
-        yield True
-    finally:
-        t.join()
-    if failure:
-        raise failure[0]
-
-
-def _mbit(x: Any) -> str:
-    return f"{x / 1e6:.2f} Mbit/s" if isinstance(x, (int, float)) else "—"
-
-
-def _ms(x: Any) -> str:
-    return f"{x * 1e3:.1f} ms" if isinstance(x, (int, float)) else "—"
-
-
-def summary_lines(doc: dict[str, Any]) -> list[str]:
-    """The terminal summary: per capture, its flows with goodput, RTT and the best-fitting algorithm."""
-    from hscc_trace.analysis.check import flow_label
-
-    out: list[str] = []
-    for cap in doc["captures"]:
-        if cap.get("error"):
-            continue
-        meta = cap["meta"]
-        out.append(
-            f"{cap['path']}: {meta['packets_total']} packets, {meta['duration_s']:.2f} s, "
-            f"{len(cap['flows'])} flow(s) analyzed of {cap['flows_total']}"
-        )
-        for f in cap["flows"]:
-            out.append(
-                f"  {flow_label(f)}  {_mbit(f.get('goodput_bps'))}, rtt min {_ms(f.get('rtt_min_s'))}, "
-                f"{f.get('retrans') or 0} retrans"
-            )
-            out += [f"      {line}" for line in verdict_lines(f)]
-        for g in cap.get("groups") or []:
-            out += group_lines(g)
-        for w in cap["warnings"]:
-            out.append(f"  warning: {w['message']}" + (f" ({w['count']}×)" if w["count"] != 1 else ""))
-    return out
-
-
-def _pct(x: Any) -> str:
-    return f"{x * 100:.1f} %" if isinstance(x, (int, float)) else "—"
-
-
-def _num(x: Any, digits: int = 3) -> str:
-    return f"{x:.{digits}f}" if isinstance(x, (int, float)) else "—"
-
-
-def group_lines(g: dict[str, Any]) -> list[str]:
-    """One bottleneck group of the results document (docs/groups.md): Jain's index, capacity and
-    utilization, then each flow's goodput, share and friendliness ratio."""
-    ids = ", ".join(str(i) for i in g["flow_ids"])
-    conv = f"converged after {g['convergence_s']:.1f} s" if g.get("converged") else "not within 10 % of fair share"
-    out = [
-        f"  group {g['index']} (flows {ids}): Jain {_num(g.get('jain'))} "
-        f"(per {g['window_s']:g} s window: median {_num((g.get('jain_windows') or {}).get('median'))}), "
-        f"total {_mbit(g.get('total_goodput_bps'))} of ≈ {_mbit(g.get('capacity_bps'))} "
-        f"(utilization {_pct(g.get('utilization'))}), {conv}"
-    ]
-    for f in g["flows"]:
-        fr = f.get("friendliness")
-        friend = f", {_num(fr, 2)}× the reference" if fr is not None else ""
-        algo = f" [{f['algo']}]" if f.get("algo") else ""
-        out.append(
-            f"    flow {f['flow_id']}{algo}: {_mbit(f.get('goodput_bps'))}, share {_pct(f.get('share'))}{friend}"
-        )
-    return out
-
-
-def verdict_lines(flow: dict[str, Any]) -> list[str]:
-    """The verdict of one flow of the results document, in plain words: its class (and name),
-    the reason, and the evidence behind it."""
-    v = flow.get("verdict")
-    if not v:
-        return []
-    head = v["class"] if v["class"] != "identified" else f"identified: {v['name']}"
-    reason = v["reason"]
-    if v["class"] == "identified" and reason.startswith(f"{v['name']}: "):
-        reason = reason[len(v["name"]) + 2 :]
-    lines = [f"{head} — {reason}"]
-    from hscc_trace.analysis.evidence import describe
-
-    lines.append(f"evidence: {describe(v['evidence'])}")
-    if v.get("outside_range"):  # (results 1.4)
-        lines.append(f"outside the validated range ({v.get('validated_range', '')}): " + "; ".join(v["outside_range"]))
-    return lines
 
 
 @app.command()
@@ -222,13 +108,12 @@ def analyze(
         from .corpus_cmd import run_dataset
 
         with one_line_errors(), compile_notice():
-            cfg = config.with_overrides(config.load(config_file), algorithms=algo, jobs=jobs)
-            params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
+            s = api.settings(api.AnalyzeOptions(algo, param or None, jobs=jobs, config=config_file or True))
             code = run_dataset(
                 inputs or [],
                 dataset,
-                cfg.algorithms,
-                params,
+                s.algorithms,
+                s.params,
                 workers=workers,
                 scheduler=scheduler,
                 inputs_from=inputs_from,
@@ -243,10 +128,10 @@ def analyze(
         raise UsageError("--workers, --scheduler, --inputs-from and --timeout-per-capture need --dataset")
     if not inputs:
         raise UsageError("Missing argument 'FILE_OR_DIR...' (with --dataset, --inputs-from may give them)")
-    from hscc_trace.qlog.reader import is_qlog_name
+    from hscc_trace import api
 
-    if any(is_qlog_name(i) for i in inputs):
-        if not all(is_qlog_name(i) for i in inputs) or output is not None or export_dir is not None or flow or bpf:
+    if any(api.is_qlog(i) for i in inputs):
+        if not all(api.is_qlog(i) for i in inputs) or output is not None or export_dir is not None or flow or bpf:
             raise UsageError(
                 "qlog files are analyzed alone, with --json at most: the report, --export, --flow and "
                 "--filter do not take QUIC connections yet (docs/quic.md)"
@@ -254,24 +139,36 @@ def analyze(
         with one_line_errors():
             qcode = _analyze_qlog(inputs, json_out, algo, quiet)
         raise typer.Exit(qcode)
+    options = api.AnalyzeOptions(
+        algorithms=algo,
+        params=tuple(param) if param else None,
+        bpf=bpf,
+        flows=tuple(flow) if flow else None,
+        jobs=jobs,
+        config=config_file or True,
+        strict=False,
+        stream=True,  # every flow's outputs are written as it finishes; only its summary stays in memory
+        report_flows=None if output is not None else 0,
+        report={"max_points": max_points, "full_resolution": full_resolution},
+        entries=json_out is not None or not quiet,
+        export=export_dir,
+        export_format=export_format,
+        bottleneck_groups=True,
+        groups=tuple(group) if group else None,
+        window=window,
+        output=output,
+        json_out=json_out,
+        keep_results=not quiet,
+    )
+    t0 = time.perf_counter()
     with one_line_errors(), compile_notice():
-        code = _analyze(
-            inputs,
-            output,
-            json_out,
-            algo,
-            param,
-            bpf,
-            flow,
-            jobs,
-            export_dir,
-            export_format,
-            config_file,
-            quiet,
-            {"max_points": max_points, "full_resolution": full_resolution},
-            (group, window),
-        )
-    raise typer.Exit(code)
+        with progress_bar("analyzing", not quiet) as update:
+            run = api.analyze(inputs, options, progress=update)
+        try:
+            _print(run, quiet, t0)
+        finally:
+            run.stream.close()
+    raise typer.Exit(exit_code_of(run.errors, 0))
 
 
 def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, quiet: bool) -> int:
@@ -282,7 +179,6 @@ def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, qu
     import sys
 
     from hscc_trace import api
-    from hscc_trace.atomic import write_text
     from hscc_trace.errors import HsccError
 
     from .qlog_cmd import echo_summary
@@ -304,126 +200,25 @@ def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, qu
             echo_summary(doc)
         docs.append(doc)
     if json_out is not None:
-        write_text(json_out, json.dumps({"qlog": docs}, indent=1, default=str))
+        api.write_text(json_out, json.dumps({"qlog": docs}, indent=1, default=str))
     return code
 
 
-def _analyze(
-    inputs: list[str],
-    output: Path | None,
-    json_out: Path | None,
-    algo: str | None,
-    param: list[str] | None,
-    bpf: str | None,
-    flow: list[int] | None,
-    jobs: int | None,
-    export_dir: Path | None,
-    export_format: str,
-    config_file: Path | None,
-    quiet: bool,
-    report_options: dict[str, Any] | None = None,
-    group_opts: tuple[list[str] | None, float | None] | None = None,
-) -> int:
-    from hscc_trace import api  # polars, numba, plotly: only when a command needs them
-    from hscc_trace.analysis import groups
+def _print(run: Any, quiet: bool, t0: float) -> None:
+    from hscc_trace import api
 
-    cfg = config.with_overrides(config.load(config_file), algorithms=algo, bpf=bpf, jobs=jobs)
-    params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
-    rule, gopts = api.group_options(*(group_opts or (None, None)), cfg.groups)
-    if export_dir is not None and export_format.lower().lstrip(".") not in ("parquet", "csv", "json", "ndjson"):
-        raise UsageError(f"--export-format {export_format!r}: use parquet, csv, json or ndjson")
-    t0 = time.perf_counter()
-    opts = dict(report_options or {})
-    # every flow's outputs are written as it finishes, and only its summary stays in memory
-    # (api.analyze_stream): the report's flows are kept whole, the JSON entries spooled
-    with progress_bar("analyzing", not quiet) as update:
-        run = api.analyze_stream(
-            inputs,
-            cfg.algorithms,
-            params,
-            bpf=cfg.filter,
-            flows=flow,
-            jobs=cfg.jobs,
-            progress=update,
-            report_flows=opts.get("max_flows") if output is not None else 0,
-            report=opts,
-            entries=json_out is not None or not quiet,
-            export=export_dir,
-            export_format=export_format,
-        )
-    try:
-        groups.attach(run.analysis, rule, gopts)
-        return _outputs(run, output, json_out, export_dir, quiet, cfg.jobs, opts, t0)
-    finally:
-        run.stream.close()
-
-
-def _outputs(
-    run: Any,
-    output: Path | None,
-    json_out: Path | None,
-    export_dir: Path | None,
-    quiet: bool,
-    jobs: int,
-    report_options: dict[str, Any],
-    t0: float,
-) -> int:
-
+    """What `analyze` prints of a run: its errors on stderr; unless ``quiet``, the summary and the
+    files written."""
     for msg in run.errors:
         typer.echo(f"hscc-trace: error: {msg}", err=True)
-    written: list[str] = []
-    try:
-        doc = _report_and_json(run, output, json_out, quiet, jobs, report_options, written)
-    except BaseException:  # the exported tables get their final folders even when the report or
-        if export_dir is not None:  # the JSON failed; that first error is the one reported
-            with contextlib.suppress(Exception):
-                run.stream.finish_export([c.meta.path for c in run.analysis.captures])
-        raise
-    if export_dir is not None:
-        files = run.stream.finish_export([c.meta.path for c in run.analysis.captures])
-        written.append(f"exported {len(files)} table(s) under {export_dir}")
-    if not quiet and doc is not None:
-        for line in summary_lines(doc):
-            typer.echo(line)
-        n_flows = sum(len(c["flows"]) for c in doc["captures"])
-        typer.echo(
-            f"{len(run.analysis.captures)} capture(s), {n_flows} flow(s), {len(run.errors)} error(s), "
-            f"{len(run.analysis.algorithms)} algorithm(s) in {time.perf_counter() - t0:.1f} s"
-        )
-        for w in written:
-            typer.echo(w)
-    return exit_code_of(run.errors, 0)
-
-
-def _report_and_json(
-    run: Any,
-    output: Path | None,
-    json_out: Path | None,
-    quiet: bool,
-    jobs: int,
-    report_options: dict[str, Any],
-    written: list[str],
-) -> dict[str, Any] | None:
-    """Write the report and the JSON results (the report in a second thread with ``jobs`` > 1);
-    ``written`` gains a line per file. Returns the results document when one was made (for the
-    terminal summary)."""
-    from hscc_trace import api
-    from hscc_trace.analysis import results
-
-    doc: dict[str, Any] | None = None
-    with _alongside(
-        jobs > 1 and output is not None and bool(run.analysis.captures),
-        lambda: api.report(run.analysis, output, **report_options) if output is not None else None,
-    ) as report_done:
-        if json_out is not None or not quiet:
-            doc = run.to_json(lazy=True)  # (a streamed run's flows are read back from its spool)
-        if json_out is not None and doc is not None:
-            results.write(doc, json_out)
-    if report_done:
-        written.append(f"report: {output}")
-    elif output is not None and run.analysis.captures:
-        api.report(run.analysis, output, **report_options)
-        written.append(f"report: {output}")
-    if json_out is not None:
-        written.append(f"results: {json_out}")
-    return doc
+    if quiet or run.doc is None:
+        return
+    for line in api.summary_lines(run.doc):
+        typer.echo(line)
+    n_flows = sum(len(c["flows"]) for c in run.doc["captures"])
+    typer.echo(
+        f"{len(run.analysis.captures)} capture(s), {n_flows} flow(s), {len(run.errors)} error(s), "
+        f"{len(run.analysis.algorithms)} algorithm(s) in {time.perf_counter() - t0:.1f} s"
+    )
+    for w in run.written:
+        typer.echo(w)

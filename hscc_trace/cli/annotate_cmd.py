@@ -7,7 +7,6 @@ from pathlib import Path
 
 import typer
 
-from hscc_trace import config
 from hscc_trace.errors import UsageError
 
 from .common import exit_code_of, one_line_errors
@@ -75,15 +74,14 @@ def annotate(
     if to_stdout and sys.stdout.isatty():
         raise UsageError("-o -: will not write a binary capture to a terminal (redirect it, or name a file)")
     with one_line_errors(), compile_notice():
-        cfg = config.with_overrides(config.load(config_file), algorithms=algo, bpf=bpf)
-        params = api.select_params(cfg.algorithms, cfg.params, config.parse_param_overrides(param))
+        cfg = api.settings(api.AnalyzeOptions(algo, param or None, bpf=bpf, config=config_file or True))
         target = sys.stdout.buffer if to_stdout else out
         res = api.annotate(
             file,
             target,
             cfg.algorithms,
-            params,
-            bpf=cfg.filter,
+            cfg.params,
+            bpf=cfg.bpf,
             flows=flow,
             prefix=prefix,
             tolerance=tolerance,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from hscc_trace.api import DEFAULT_MAX_ERROR, DEFAULT_MIN_ROUNDS
+from hscc_trace.api import DEFAULT_MAX_ERROR, DEFAULT_MIN_ROUNDS  # (hscc_trace.api.__getattr__)
 
 from .common import one_line_errors, progress_bar
 from .typer_app import app

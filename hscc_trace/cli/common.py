@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from hscc_trace.errors import HsccError, InternalError, exit_code_of
+from hscc_trace.errors import DEBUG_ENV, HsccError, InternalError, exit_code_of
 
 __all__ = ["exit_code_of", "one_line_errors", "progress_bar"]
 
@@ -22,8 +22,6 @@ def one_line_errors() -> Iterator[None]:
     except HsccError:
         raise
     except Exception as exc:  # noqa: BLE001
-        from hscc_trace.analysis.pipeline import DEBUG_ENV
-
         if os.environ.get(DEBUG_ENV):
             raise
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""

@@ -89,9 +89,9 @@ def compare_cmd(
     """
 
     with one_line_errors():
-        from hscc_trace import api, config
+        from hscc_trace import api
 
-        rule, opts = api.group_options(group, window, config.load(None).groups)
+        rule, opts = api.group_options(group, window, api.load_config().groups)
         reg: str | tuple[int, ...]
         if regular.replace(",", "").replace(" ", "").isdigit():
             reg = tuple(int(x) for x in regular.split(",") if x.strip())
@@ -99,7 +99,7 @@ def compare_cmd(
             reg = regular.strip()
         else:
             raise UsageError("--regular needs an algorithm label or flow ids")
-        algorithms = config.parse_algorithms(algo)
+        algorithms = api.settings(api.AnalyzeOptions(algo)).algorithms
         sides = []
         for what, src in (("baseline", baseline), ("test", test)):
             if src != "-" and not Path(src).exists():
@@ -110,9 +110,7 @@ def compare_cmd(
                     f"{src}: the {what} has no bottleneck group (two or more concurrent bulk flows; --group names one)"
                 )
             sides.append(got)
-        from hscc_trace.analysis import groups
-
-        cmp = groups.compare(sides[0], sides[1], regular=reg)
+        cmp = api.compare(sides[0], sides[1], regular=reg)
         doc = cmp.as_dict()
         for w in cmp.warnings:
             typer.echo(f"hscc-trace: warning: {w}", err=True)
@@ -122,9 +120,7 @@ def compare_cmd(
             for line in comparison_lines(doc):
                 typer.echo(line)
         if output is not None:
-            from hscc_trace.reports.compare_html import write_comparison
-
-            write_comparison(doc, output)
+            api.write_comparison(doc, output)
             if not json_out:
                 typer.echo(f"report: {output}")
     raise typer.Exit(0)

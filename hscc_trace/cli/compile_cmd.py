@@ -23,7 +23,6 @@ def compile_(
     Without it, a kernel that is not compiled yet runs interpreted while its work is small and is compiled on its first large use. Run it once where the cache folder is kept: a CI cache, a container image ([cyan]docs/ci.md[/cyan]). Progress on stderr; the cache folder on stdout.
     """
     from hscc_trace import api
-    from hscc_trace.perf.cache import cache_root
 
     from .common import one_line_errors
     from .compiling import compile_notice
@@ -37,4 +36,6 @@ def compile_(
         done = api.compile_kernels(captures or (), on_step=step)
     took = time.perf_counter() - t0
     loaded = sum(1 for r in done if r["compiled_calls"])
-    typer.echo(f"{loaded} kernels and replay loops compiled or loaded from the cache in {took:.0f} s: {cache_root()}")
+    typer.echo(
+        f"{loaded} kernels and replay loops compiled or loaded from the cache in {took:.0f} s: {api.cache_folder()}"
+    )

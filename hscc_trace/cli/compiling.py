@@ -4,7 +4,7 @@ numba compiles a kernel the first time it runs and keeps the machine code in its
 (``~/.cache/hscc-trace``: :mod:`hscc_trace.perf.cache`); later runs load it. numba's event API
 (``numba.core.event``, documented in numba's developer guide "Notes on Numba's event API")
 announces every real compilation — a cache hit raises no event — so this module listens to it
-and writes one status line to stderr, updated in place: which kernel, how many so far, how long.
+(:func:`hscc_trace.api.watching_compilation`) and writes one status line to stderr, updated in place: which kernel, how many so far, how long.
 Only on a terminal: redirected stderr (logs, tests) stays exactly the command's own output —
 except for ``hscc-trace compile``, whose output this is (``always``: one line per kernel).
 
@@ -21,17 +21,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
-from typing import Any, TextIO
-
-
-def _kernel_name(data: Any) -> str:
-    disp = (data or {}).get("dispatcher")
-    fn = getattr(disp, "py_func", None)
-    mod = getattr(fn, "__module__", "") or ""
-    name = getattr(fn, "__name__", "kernel")
-    if mod.startswith("hscc_trace_replay_gen_"):  # a generated per-algorithm replay loop
-        return f"replay loop of {mod.removeprefix('hscc_trace_replay_gen_').rsplit('_', 1)[0]}"
-    return f"{mod.removeprefix('hscc_trace.')}.{name}"
+from typing import TextIO
 
 
 class _Notice:
@@ -46,7 +36,7 @@ class _Notice:
         self.shown = False
         self.lock = threading.Lock()
 
-    def on_start(self, event: Any) -> None:
+    def on_start(self, name: str) -> None:
         with self.lock:
             self.depth += 1
             if self.depth > 1:  # a callee compiled as part of the kernel already announced
@@ -55,7 +45,7 @@ class _Notice:
                 self.t0 = time.perf_counter()
             self.count += 1
             took = time.perf_counter() - self.t0
-            text = f"compiling {_kernel_name(event.data)} (first run only; {self.count} kernels, {took:.0f} s so far)"
+            text = f"compiling {name} (first run only; {self.count} kernels, {took:.0f} s so far)"
             self.out.write(f"\rhscc-trace: {text}\033[K" if self.tty else f"hscc-trace: {text}\n")
             self.out.flush()
 
@@ -67,7 +57,7 @@ class _Notice:
             self.out.flush()
             self.shown = True
 
-    def on_end(self, event: Any) -> None:
+    def on_end(self) -> None:
         with self.lock:
             self.depth = max(0, self.depth - 1)
 
@@ -91,28 +81,11 @@ def compile_notice(out: TextIO | None = None, *, always: bool = False) -> Iterat
     if not tty and not always:
         yield
         return
-    from numba.core import event
+    from hscc_trace import api
 
     notice = _Notice(out, tty)
-
-    class Listener(event.Listener):
-        def on_start(self, ev: Any) -> None:
-            notice.on_start(ev)
-
-        def on_end(self, ev: Any) -> None:
-            notice.on_end(ev)
-
-    from hscc_trace.perf import firstuse
-
-    def interpreted(kernel: Any, expect: float) -> None:
-        notice.interpreted(kernel.name, expect)
-
-    firstuse.LISTENERS.append(interpreted)
-    try:
-        with event.install_listener("numba:compile", Listener()):
-            try:
-                yield
-            finally:
-                notice.finish()
-    finally:
-        firstuse.LISTENERS.remove(interpreted)
+    with api.watching_compilation(notice.on_start, notice.on_end, notice.interpreted):
+        try:
+            yield
+        finally:
+            notice.finish()

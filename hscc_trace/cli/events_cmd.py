@@ -28,15 +28,12 @@ def events(
     bpf: str | None = typer.Option(None, "--filter", help="BPF filter applied before decoding, tcpdump syntax."),
 ) -> None:
     """Write one flow's event stream (segments, ACKs, congestion episodes or RTT rounds)."""
-    from hscc_trace.analysis.export import write_table
-    from hscc_trace.events import flow_events
-    from hscc_trace.flows import load
+    from hscc_trace import api
 
     from .compiling import compile_notice
 
     with compile_notice():
-        cap = load(file, bpf=bpf)
-        fe = flow_events(cap, flow)
-    for w in [*cap.warnings, *fe.warnings]:
+        table, warnings = api.event_table(file, flow, kind.value, bpf)
+    for w in warnings:
         print(f"hscc-trace: warning: {w}", file=sys.stderr)
-    write_table(getattr(fe, kind.value), out)
+    api.export(table, out)

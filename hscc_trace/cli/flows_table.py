@@ -100,12 +100,12 @@ def render_plain(rows: list[dict[str, Any]], title: str) -> str:
 
 def run(file: str, bpf: str | None, as_json: bool) -> None:
     """The command: print the flow table of ``file``."""
-    from hscc_trace.flows.scan import flow_rows
+    from hscc_trace import api
 
     from .compiling import compile_notice
 
     with compile_notice():
-        res = flow_rows(file, bpf=bpf)
+        res = api.flow_rows(file, bpf)
     for w in res.warnings:
         print(f"hscc-trace: warning: {w}", file=sys.stderr)
     rows = res.rows

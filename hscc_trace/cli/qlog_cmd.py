@@ -46,19 +46,17 @@ def qlog(
 ) -> None:
     """Read a QUIC qlog: per connection the packets, ACKs, losses and RTT samples (RFC 9002), and
     the QUIC replays of reno / cubic against the stack's logged congestion window."""
-    from hscc_trace.api import qlog_summary, qlog_table
+    from hscc_trace.api import export, qlog_summary, qlog_table
 
     algos = tuple(a.strip() for a in algo.split(",") if a.strip())
     flavors = tuple(f.strip() for f in flavor.split(",") if f.strip())
     if kind is not None:
-        from hscc_trace.analysis.export import write_table
-
         table, warns = qlog_table(
             file, kind.value, conn, algos[0] if algos else "reno", flavors[0] if flavors else "rfc", losses
         )
         for w in warns:
             print(f"hscc-trace: warning: {w}", file=sys.stderr)
-        write_table(table, out)
+        export(table, out)
         return
     doc = qlog_summary(file, algos, flavors, losses, departures)
     for w in doc.pop("_warnings"):

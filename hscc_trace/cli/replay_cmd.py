@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import cast
 
@@ -18,35 +17,9 @@ def algorithms(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per parameter (machine-readable)."),
 ) -> None:
     """List the replayable algorithms with their parameters (unit, default, source) and signals."""
-    from hscc_trace.replay import registry
+    from hscc_trace import api
 
-    if markdown:
-        typer.echo(registry.markdown())
-        return
-    if as_json:
-        rows = [r for r in registry.table_rows() if name is None or r["algorithm"] == name]
-        typer.echo(json.dumps(rows, indent=1, default=str))
-        return
-    reg = registry.discover()
-    names = [name] if name else sorted(reg)
-    for n in names:
-        a = registry.get(n)
-        kind = f"  (wrapper: compose as {n}+BASE, e.g. {n}+highspeed)" if a.wraps else ""
-        typer.echo(f"{n} — {a.summary}{kind}")
-        typer.echo(f"    implements: {a.citation}")
-        for flavor, decl in registry.variants(a):
-            if flavor is not None:
-                mod = decl.module.__name__.rpartition(".")[2]
-                typer.echo(f"    flavor {flavor}{' (default)' if flavor == a.default_flavor else ''} ({mod}):")
-            for p, d in registry.param_rows(decl):
-                if flavor is not None and flavor != a.default_flavor and p.name in ("flavor", "iw"):
-                    continue  # (common parameters: listed once, under the default flavor)
-                d = ("on" if d else "off") if isinstance(d, bool) else d
-                choices = f" [{'|'.join(p.choices)}]" if p.choices else ""
-                typer.echo(f"    {n}.{p.name}={d}{choices}  {p.unit or '-'}  — {p.doc} ({p.source})")
-        if a.signals:
-            typer.echo("    signals: " + ", ".join(f"{s.name} [{s.unit or '-'}]" for s in a.signals))
-        typer.echo("")
+    typer.echo(api.describe_algorithms(name, "markdown" if markdown else "json" if as_json else "text"))
 
 
 @app.command()
@@ -71,22 +44,16 @@ def replay(
 ) -> None:
     """Replay algorithms over one flow's ACK stream (open loop: what each would have set given the
     actual sender's ACKs, RTTs and losses) and print their fit to the actual sender on stderr."""
-    from hscc_trace.analysis.export import replays_long, write_table
-    from hscc_trace.events import flow_events
-    from hscc_trace.flows import load
-    from hscc_trace.replay import engine, metrics, registry
+    from hscc_trace import api
 
-    resolved = registry.resolve_many(algo.split(","), param)  # validate before the (slow) capture read
     from .compiling import compile_notice
 
     with compile_notice():
-        cap = load(file, bpf=bpf)
-        fe = flow_events(cap, flow)
-        for w in [*cap.warnings, *fe.warnings]:
+        res = api.replay_flow(file, flow, algo.split(","), param, bpf=bpf, compiled=not no_jit)
+        for w in res.warnings:
             print(f"hscc-trace: warning: {w}", file=sys.stderr)
-        reps = engine.replay_flow(fe, resolved, compiled=not no_jit)
-    write_table(replays_long(reps), out)
-    fit = metrics.fit(fe, reps)
+    api.export(res.table, out)
+    fit = res.fit
     print(
         f"fit on {cast(int, fit.get_column('rounds').max()) if fit.height else 0} cwnd-limited rounds "
         "(median abs. relative error of cwnd, or a rate-based algorithm's in-flight cap, vs peak flight; 1 = best):",
