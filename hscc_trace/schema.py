@@ -507,8 +507,8 @@ def conform(df: pl.DataFrame, columns: Iterable[Column], *, extra: bool = False)
         [df.get_column(c.name) if have[c.name] == c.dtype else df.get_column(c.name).cast(c.dtype) for c in cols]
     )
     if extra:
-        names = {c.name for c in cols}
-        out = out.hstack(df.select([c for c in df.columns if c not in names]))
+        table = set(names)
+        out = out.hstack(df.select([c for c in df.columns if c not in table]))
     return out
 
 
