@@ -495,13 +495,20 @@ def conform(df: pl.DataFrame, columns: Iterable[Column], *, extra: bool = False)
     not in the table (e.g. an algorithm's own signals) are kept after the table's columns.
     """
     cols = list(columns)
-    missing = [c.name for c in cols if c.name not in df.columns]
+    have = df.schema
+    missing = [c.name for c in cols if c.name not in have]
     if missing:
         raise KeyError(f"table is missing columns: {', '.join(missing)}")
-    out = df.select([pl.col(c.name).cast(c.dtype) for c in cols])
+    names = [c.name for c in cols]
+    if df.columns[: len(names)] == names and all(have[c.name] == c.dtype for c in cols):
+        return df if extra or df.width == len(names) else df.select(names)  # (already conformed)
+    # column by column, eagerly: a select of casts costs a query plan, ≈ 0.4 ms a table
+    out = pl.DataFrame(
+        [df.get_column(c.name) if have[c.name] == c.dtype else df.get_column(c.name).cast(c.dtype) for c in cols]
+    )
     if extra:
-        names = {c.name for c in cols}
-        out = out.hstack(df.select([c for c in df.columns if c not in names]))
+        table = set(names)
+        out = out.hstack(df.select([c for c in df.columns if c not in table]))
     return out
 
 
