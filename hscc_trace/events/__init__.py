@@ -219,8 +219,10 @@ def flow_event_batches(
     docs/performance.md). The tables are those of :func:`all_flow_events` — each flow's events
     depend on its own packets only.
 
-    ``release`` (a capture read by :func:`hscc_trace.flows.load`, every flow): once a batch is
-    built, its packets' memory in the load arena is given back to the system
+    ``release`` (a capture read by :func:`hscc_trace.flows.load`, every flow): once a batch's
+    packets are read (a batch built in one piece, e.g. one long flow: as soon as they are copied
+    into the working arrays, before its state machine runs; otherwise once its tables are
+    built), their memory in the load arena is given back to the system
     (:meth:`hscc_trace.flows.arena.Arena.release`) — the capture can then build no events and
     no packet table any more; ``analyze``, which reads each capture once, frees it as it goes.
     The flows then come fewest packets first (equal counts by flow id), each batch in that
