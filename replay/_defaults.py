@@ -44,3 +44,9 @@ def cong_control(st, p, tp, n):
 def undo_cwnd(st, p, tp):
     """Linux ``tcp_reno_undo_cwnd``: the window before the (spurious) reduction, max(cwnd, prior_cwnd)."""
     return max(tp[CWND], tp[PRIOR_CWND])
+
+
+@jit
+def write_signals(st, i, out, codes, nans, tops):
+    """Row ``i`` of the algorithm's signals into ``out`` / ``codes``: generated per algorithm
+    (:mod:`hscc_trace.replay.compile`, from its signal declarations); nothing here."""

@@ -26,9 +26,10 @@ Per ACK, in the order of Linux ``tcp_ack`` (net/ipv4/tcp_input.c):
    BBR) replaces all of step 5 on every ACK, and the engine then leaves cwnd alone at recovery
    entry (rfc), recovery exit and ECN (Linux ``tcp_end_cwnd_reduction`` returns early for such
    modules; the RTO's cwnd = 1 of ``tcp_enter_loss`` still applies);
-6. output row: cwnd, ssthresh (nan while infinite: never set) and the float signal slots into
-   ``out`` (``nans[k]`` set once column k holds a nan); the state and the enum/bool signal slots
-   as label indices into ``codes`` (:func:`_label_index`) — so that the table's float columns
+6. output row: cwnd, ssthresh (nan while infinite: never set) and the float signals into
+   ``out`` (``nans[k]`` set once column k holds a nan); the state and the enum/bool signals
+   as label indices into ``codes`` (:func:`_label_index`; the signals by the generated
+   ``write_signals``, which reads each by name) — so that the table's float columns
    are zero-copy views of ``out`` alone, and nothing is left to convert but bools
    (``engine._frame``).
 """
@@ -45,6 +46,7 @@ from ._defaults import (
     on_rto,
     on_rtt_sample,
     undo_cwnd,
+    write_signals,
 )
 from ._jit import jit
 from .tp import (
@@ -155,10 +157,8 @@ def _label_index(v, top):
     return 0
 
 
-def run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans):  # one flat loop on purpose (compiled)
+def run_loop(ev, tp, st, p, tops, out, codes, nans):  # one flat loop on purpose (compiled)
     n_ev = ev.shape[0]
-    nsig = sig_idx.shape[0]
-    nfsig = out.shape[1] - 2  # sig_idx lists the float signals' slots first, then the codes'
     mss = tp[MSS]
     linux = tp[FLAVOR] == LINUX
     init(st, p, tp)
@@ -374,13 +374,6 @@ def run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans):  # one flat loop o
             v = math.nan
             nans[1] = 1
         out[i, 1] = v
-        for k in range(nfsig):
-            v = st[sig_idx[k]]
-            out[i, 2 + k] = v
-            if v != v:
-                nans[2 + k] = 1
         codes[i, 0] = _label_index(float(state), tops[0])
-        for k in range(nfsig, nsig):
-            j = 1 + k - nfsig
-            codes[i, j] = _label_index(st[sig_idx[k]], tops[j])
+        write_signals(st, i, out, codes, nans, tops)
     return n_ev

@@ -8,6 +8,8 @@ notice when a *called* function in another file changes. So for each algorithm (
 * the text of :mod:`hscc_trace.replay._loop` (the engine's event loop, hooks called by name);
 * bindings of those names to the algorithm module's hooks (or to composed wrapper+base hooks
   generated here, or to :mod:`hscc_trace.replay._defaults` for omitted optional hooks);
+* ``write_signals``, which writes the algorithm's signals of one ACK into the output matrices,
+  each read by name from its state (:func:`hscc_trace.replay.interface.signal_sources`);
 * ``run_loop_jit = numba.njit(run_loop, cache=True)``.
 
 The file name carries a hash of the engine's source files, the algorithm's module(s) and every
@@ -38,7 +40,8 @@ from types import ModuleType
 from typing import Any
 
 from . import _jit, _loop
-from .interface import HOOKS, VALUE_HOOKS, Algorithm
+from . import state as S
+from .interface import HOOKS, VALUE_HOOKS, Algorithm, signal_sources
 
 _LOCK = threading.Lock()
 
@@ -65,7 +68,7 @@ def cache_dir() -> Path:
     return writable_dir("replay")
 
 
-_CORE = ("_loop", "_defaults", "_jit", "tp", "helpers", "compile", "interface")
+_CORE = ("_loop", "_defaults", "_jit", "tp", "helpers", "compile", "interface", "state")
 
 
 def _deps(mod: ModuleType, seen: dict[str, ModuleType]) -> None:
@@ -129,13 +132,14 @@ def _bindings(base: Algorithm, wrapper: Algorithm | None) -> str:
     ]
     if callable(getattr(base.module, "cong_control", None)):
         lines.append("HAS_CONG_CONTROL = True")
+    lines += _signal_writer(base, wrapper)
     if wrapper is None:
         for h in HOOKS:
             if callable(getattr(base.module, h, None)):
                 lines.append(f"{h} = _B.{h}")
         return "\n".join(lines) + "\n"
     wmod = wrapper.module.__name__
-    lines += [f"import {wmod} as _W", f"_NW = {int(wrapper.module.NSTATE)}", f"_NPW = {int(wrapper.module.NPARAMS)}"]
+    lines += [f"import {wmod} as _W"]
     for h in HOOKS:
         a = _ARGS[h]
         pre = callable(getattr(wrapper.module, f"pre_{h}", None))
@@ -146,12 +150,12 @@ def _bindings(base: Algorithm, wrapper: Algorithm | None) -> str:
                 lines.append("")
                 lines.append("@_jit_deco")
                 lines.append(f"def {h}(st, p, tp{a}):")
-                lines.append(f"    return _B.{h}(st[_NW:], p[_NPW:], tp{a})")
+                lines.append(f"    return _B.{h}(st[1], p[1], tp{a})")
             continue
-        call_base = f"_B.{h}(st[_NW:], p[_NPW:], tp{a})" if has_base else f"_D_{h}(st[_NW:], p[_NPW:], tp{a})"
+        call_base = f"_B.{h}(st[1], p[1], tp{a})" if has_base else f"_D_{h}(st[1], p[1], tp{a})"
         if not has_base:
             lines.append(f"from hscc_trace.replay._defaults import {h} as _D_{h}")
-        body = ["", "@_jit_deco", f"def {h}(st, p, tp{a}):", "    ws = st[:_NW]", "    wp = p[:_NPW]"]
+        body = ["", "@_jit_deco", f"def {h}(st, p, tp{a}):", "    ws = st[0]", "    wp = p[0]"]
         if h in VALUE_HOOKS:
             if pre:
                 body.append(f"    _W.pre_{h}(ws, wp, tp{a})")
@@ -169,6 +173,24 @@ def _bindings(base: Algorithm, wrapper: Algorithm | None) -> str:
                 body.append(f"    _W.post_{h}(ws, wp, tp{a})")
         lines += body
     return "\n".join(lines) + "\n"
+
+
+def _signal_writer(base: Algorithm, wrapper: Algorithm | None) -> list[str]:
+    """``write_signals``: the signals of row ``i`` into ``out`` (float ones, after cwnd and
+    ssthresh) and ``codes`` (enum and bool ones, after the state), each read by name."""
+    body = ["", "@_jit_deco", "def write_signals(st, i, out, codes, nans, tops):"]
+    k_out, k_code = 2, 1
+    for s, expr, kind in signal_sources(base, wrapper):
+        v = f"(1.0 if {expr} else 0.0)" if kind == "bool" else (f"float({expr})" if kind == "int" else expr)
+        if s.kind in ("enum", "bool"):
+            body.append(f"    codes[i, {k_code}] = _label_index({v}, tops[{k_code}])")
+            k_code += 1
+        else:
+            body += [f"    v = {v}", f"    out[i, {k_out}] = v", "    if v != v:", f"        nans[{k_out}] = 1"]
+            k_out += 1
+    if len(body) == 3:
+        body.append("    pass")
+    return body
 
 
 def generated_source(base: Algorithm, wrapper: Algorithm | None) -> str:
@@ -261,7 +283,7 @@ def loop_module(base: Algorithm, wrapper: Algorithm | None = None) -> ModuleType
 def loop_function(
     base: Algorithm, wrapper: Algorithm | None = None, compiled: bool | None = None
 ) -> Callable[..., Any]:
-    """``run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans)``: compiled (``True``), the same source as plain
+    """``run_loop(ev, tp, st, p, tops, out, codes, nans)``: compiled (``True``), the same source as plain
     Python (``False``), or by the first-use rule (``None``, :mod:`hscc_trace.perf.firstuse`):
     compiled when numba's cache holds it, else interpreted until the ACKs replayed by this loop
     in this process outgrow what compiling it costs."""
@@ -290,4 +312,14 @@ def _policy_loop(modname: str) -> Any:
 
 @cache
 def _pure_loop(modname: str) -> Callable[..., Any]:
-    return _jit.pure(sys.modules[modname].run_loop)
+    """The loop as plain Python; named state and parameters run on their interpreted twins
+    (:func:`hscc_trace.replay.state.interp`), the state copied back into its record after."""
+    loop = _jit.pure(sys.modules[modname].run_loop)
+
+    def run_loop(ev: Any, tp: Any, st: Any, p: Any, *rest: Any) -> Any:
+        sv = S.interp(st)
+        n = loop(ev, tp, sv, S.interp(p), *rest)
+        S.write_back(sv, st)
+        return n
+
+    return run_loop

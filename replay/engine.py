@@ -29,6 +29,7 @@ from hscc_trace.errors import InputError
 from hscc_trace.perf import usable_cpus
 from hscc_trace.perf.jit import njit
 
+from . import state as S
 from . import tp as T
 from .compile import loop_function
 from .metrics import enum_codes
@@ -521,12 +522,12 @@ def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable
         tpa[T.IW] = iw
         tpa[T.CWND] = iw
     tpa[T.MSS] = float(prep.mss)
-    st = np.zeros(init.nstate, dtype=np.float64)
-    p = init.p.copy()
-    fn, sig_idx, tops, ev = plan.fn, plan.sig_idx, plan.tops, prep.ev
+    st = S.copy(init.st)
+    p = S.copy(init.p)
+    fn, tops, ev = plan.fn, plan.tops, prep.ev
 
     def loop(out: np.ndarray, codes: np.ndarray, nans: np.ndarray) -> None:
-        fn(ev, tpa, st, p, sig_idx, tops, out, codes, nans)
+        fn(ev, tpa, st, p, tops, out, codes, nans)
 
     return loop, plan
 
@@ -540,8 +541,8 @@ class _Initial:
     r: Resolved  # (kept, so that its id in _INITIAL stays its own)
     tpa: np.ndarray
     flow_iw: bool
-    nstate: int
-    p: np.ndarray
+    st: Any  # the zero state (Resolved.new_state), copied for each flow
+    p: Any  # the parameters (Resolved.new_params)
     plans: dict[bool | None, _Plan] = field(default_factory=dict)  # _plan(r, compiled) by compiled
 
 
@@ -567,9 +568,7 @@ def _initial(r: Resolved) -> _Initial:
     tpa[T.DELIVERED_TIME] = math.nan
     tpa[T.CWND_USAGE_SEQ] = -math.inf
     tpa.setflags(write=False)
-    p = r.param_array()
-    p.setflags(write=False)
-    hit = _Initial(r, tpa, iw <= 0.0, r.nstate, p)
+    hit = _Initial(r, tpa, iw <= 0.0, r.new_state(), r.new_params())
     if len(_INITIAL) >= 256:
         _INITIAL.clear()
     _INITIAL[id(r)] = hit
@@ -704,8 +703,7 @@ class _Plan:
 
     base: Any  # the registry's Algorithm objects (kept, so that their ids in _PLANS stay theirs)
     wrapper: Any
-    fn: Any  # run_loop(ev, tp, st, p, sig_idx, tops, out, codes, nans)
-    sig_idx: np.ndarray  # state slots of the float signals, then of the enum, then of the bool ones
+    fn: Any  # run_loop(ev, tp, st, p, tops, out, codes, nans)
     nout: int  # columns of ``out``: 2 + float signals
     ncodes: int  # columns of ``codes``: 1 + enum + bool signals
     tops: np.ndarray  # per column of ``codes``: the largest label index (enum), -1 (bool)
@@ -726,29 +724,29 @@ def _plan(r: Resolved, compiled: bool | None) -> _Plan:
     if hit is None or hit.base is not r.base or hit.wrapper is not r.wrapper:
         sigs = r.signals()
         seen = set(_BASE_NAMES)
-        for s, _ in sigs:
+        for s in sigs:
             if s.name in seen:
                 raise RuntimeError(f"signal {s.name!r} collides with a base column")
             seen.add(s.name)
-        by_kind: dict[str, list[tuple[Any, int]]] = {"float": [], "enum": [], "bool": []}
-        for s, i in sigs:
-            by_kind[s.kind if s.kind in ("enum", "bool") else "float"].append((s, i))
+        # (the order the generated loop writes them in: interface.signal_sources)
+        by_kind: dict[str, list[Any]] = {"float": [], "enum": [], "bool": []}
+        for s in sigs:
+            by_kind[s.kind if s.kind in ("enum", "bool") else "float"].append(s)
         col = {}
         for k, at in (("float", 2), ("enum", 1), ("bool", 1 + len(by_kind["enum"]))):
-            for j, (s, _) in enumerate(by_kind[k]):
+            for j, s in enumerate(by_kind[k]):
                 col[s.name] = at + j
         hit = _Plan(
             r.base,
             r.wrapper,
             loop_function(r.base, r.wrapper, compiled=compiled),
-            np.array([i for k in ("float", "enum", "bool") for _, i in by_kind[k]], dtype=np.int64),
             2 + len(by_kind["float"]),
             1 + len(by_kind["enum"]) + len(by_kind["bool"]),
             np.array(
-                [len(_STATES) - 1] + [len(s.labels) - 1 for s, _ in by_kind["enum"]] + [-1] * len(by_kind["bool"]),
+                [len(_STATES) - 1] + [len(s.labels) - 1 for s in by_kind["enum"]] + [-1] * len(by_kind["bool"]),
                 dtype=np.float64,
             ),
-            tuple((s.name, s.kind, col[s.name], tuple(s.labels)) for s, _ in sigs),
+            tuple((s.name, s.kind, col[s.name], tuple(s.labels)) for s in sigs),
         )
         _PLANS[key] = hit
     return hit

@@ -3,18 +3,24 @@
 An algorithm is ONE small module (e.g. ``replay/algorithms/reno.py``) that defines
 
 * hook functions decorated with :func:`hscc_trace.replay._jit.jit` — see :data:`HOOKS`;
-* integer constants naming its state slots (``W_MAX = 0  # packets``) and parameter slots
-  (``P_C = 0``), and ``NSTATE`` / ``NPARAMS``;
 * ``ALGORITHMS``: a tuple of :class:`Algorithm` declarations (usually one; presets of the same
-  hooks with different parameter defaults may add more, e.g. HRF's comparison rows).
+  hooks with different parameter defaults may add more, e.g. HRF's comparison rows), whose
+  ``state`` lists the algorithm's state fields (:class:`~hscc_trace.replay.state.Field`: name,
+  unit, meaning, kind) and ``params`` its parameters — each declared there once.
+
+Named state (:mod:`hscc_trace.replay.state`): every hook receives ``st``, a record with one typed
+field per state field (``st.base_rtt``), and ``p``, a record with one field per parameter
+(``p.alpha``; a choice is the int index of its name, compared with the module's IntEnum, a bool
+is a bool). Older modules declare ``state`` as slot names instead, with integer constants naming
+the slots (``W_MAX = 0``, ``P_C = 0``) and ``NSTATE`` / ``NPARAMS``; their ``st`` and ``p`` are
+float64 arrays indexed by those constants.
 
 Where an algorithm's two flavors differ in most hooks, each flavor is its own module declaring
 the same name with ``flavor=`` set (``cubic_rfc.py``, ``cubic_linux.py``); the registry picks the
 module of the flavor a run asks for. Otherwise one module serves both and reads ``tp[FLAVOR]``.
 
-Every hook receives ``st`` (the algorithm's private float64 state), ``p`` (its parameters, float64,
-in ``params`` order; choices are indices) and ``tp`` (the engine's context, slots in
-:mod:`hscc_trace.replay.tp`). Windows are packets, times seconds. Hooks change the window by
+Every hook receives ``st`` (the algorithm's private state), ``p`` (its parameters) and ``tp``
+(the engine's context, slots in :mod:`hscc_trace.replay.tp`). Windows are packets, times seconds. Hooks change the window by
 writing ``tp[CWND]`` (and ``tp[CWND_CNT]``), exactly as Linux modules write ``tp->snd_cwnd``.
 
 Composition (Kyushu-TCP over HighSpeed/CUBIC/…): a module whose declaration has
@@ -25,8 +31,8 @@ Composition (Kyushu-TCP over HighSpeed/CUBIC/…): a module whose declaration ha
     <base hook>(bs, bp, tp, …)
     post_<hook>(ws, wp, tp, …)          # ssthresh/undo_cwnd: post_<hook>(ws, wp, tp, value) -> value
 
-where ``ws = st[:wrapper NSTATE]`` and ``bs = st[wrapper NSTATE:]`` (likewise ``p``): the
-wrapper's hooks see only their own slice; the base runs unchanged on its own slice. A wrapper's
+where the engine passes ``st = (ws, bs)`` and ``p = (wp, bp)``: the wrapper's hooks see only
+their own state and parameters; the base runs unchanged on its own. A wrapper's
 ``init`` is ``pre_init``/``post_init``.
 """
 
@@ -37,6 +43,8 @@ from types import ModuleType
 from typing import Any
 
 from hscc_trace.errors import InputError
+
+from .state import PARAM_KINDS, Field
 
 #: hook name -> (required, signature, contract)
 HOOKS: dict[str, tuple[bool, str, str]] = {
@@ -122,6 +130,14 @@ class Param:
             return 1.0 if value else 0.0
         return float(value)
 
+    def typed(self, value: Any) -> float | int | bool:
+        """The value of the parameter record's field (choice → index, bool, int or float)."""
+        if self.kind == "choice":
+            return self.choices.index(value)
+        if self.kind == "bool":
+            return bool(value)
+        return int(value) if self.kind == "int" else float(value)
+
     def parse(self, text: str, algo: str) -> float | int | bool | str:
         """Parse a command-line value; InputError with the accepted form otherwise."""
         where = f"parameter {algo}.{self.name}"
@@ -176,7 +192,7 @@ class Algorithm:
     name: str
     summary: str
     citation: str  # the paper section / RFC the module implements
-    state: tuple[str, ...]  # slot names, in slot order (units in the module's comments)
+    state: tuple[Field, ...] | tuple[str, ...]  # the state fields (or, unnamed, slot names in slot order)
     params: tuple[Param, ...] = ()
     signals: tuple[Signal, ...] = ()
     default_flavor: str = "rfc"  # value of the common `flavor` parameter
@@ -196,6 +212,25 @@ class Algorithm:
     defaults: dict[str, Any] = field(default_factory=dict)  # preset overrides of param defaults
     doc_page: str = ""  # docs page for this algorithm (relative to docs/)
     module: ModuleType = None  # type: ignore[assignment]  # set by registry.register, never None after it
+
+    @property
+    def named(self) -> bool:
+        """Whether the state and parameters are records with named fields (``st.base_rtt``)."""
+        return any(isinstance(f, Field) for f in self.state)
+
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        return tuple(f.name if isinstance(f, Field) else f for f in self.state)
+
+    @property
+    def state_fields(self) -> tuple[tuple[str, str], ...]:
+        """(name, kind) of each state field (named state only)."""
+        return tuple((f.name, f.kind) for f in self.state if isinstance(f, Field))
+
+    @property
+    def param_fields(self) -> tuple[tuple[str, str], ...]:
+        """(name, kind) of each parameter's record field (named state only)."""
+        return tuple((p.name, PARAM_KINDS[p.kind]) for p in self.params)
 
 
 def common_params(algo: Algorithm) -> tuple[Param, ...]:
@@ -220,3 +255,24 @@ def common_params(algo: Algorithm) -> tuple[Param, ...]:
             hi=1e6,
         ),
     )
+
+
+def signal_sources(base: Algorithm, wrapper: Algorithm | None = None) -> list[tuple[Signal, str, str]]:
+    """(signal, the Python expression reading it from the loop's ``st``, the kind of what it
+    reads: float, int or bool) of every signal, wrapper's first, ordered as the loop writes them:
+    the float signals, then the enum ones, then the bool ones (declaration order within each).
+
+    ``st`` is the base's state, or ``(wrapper state, base state)`` for a composition; a named
+    state is read by field (``st.diff``), an unnamed one by slot (``st[3]``)."""
+    rows: list[tuple[Signal, str, str]] = []
+    for at, a in [(0, wrapper), (1, base)] if wrapper else [(-1, base)]:
+        assert a is not None
+        where = "st" if at < 0 else f"st[{at}]"
+        kinds = dict(a.state_fields)
+        for s in a.signals:
+            if a.named:
+                rows.append((s, f"{where}.{s.slot}", kinds[s.slot]))
+            else:
+                rows.append((s, f"{where}[{a.state_names.index(s.slot)}]", "float"))
+    order = {"float": 0, "enum": 1, "bool": 2}
+    return sorted(rows, key=lambda r: order.get(r[0].kind, 0))  # (stable: declaration order within)

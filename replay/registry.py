@@ -27,7 +27,9 @@ import numpy as np
 
 from hscc_trace.errors import InputError
 
+from . import state as S
 from .interface import HOOKS, REQUIRED_HOOKS, Algorithm, Param, Signal, common_params
+from .state import KINDS, Field
 
 #: the package whose modules are the algorithms (one algorithm module per file; see its docstring)
 _PKG = f"{__package__ or 'hscc_trace.replay'}.algorithms"
@@ -79,8 +81,11 @@ def register(algo: Algorithm, module: ModuleType) -> Algorithm:
         missing = [h for h in REQUIRED_HOOKS if not callable(getattr(module, h, None))]
         if missing:
             raise RegistrationError(f"{where}: missing required hook(s): {', '.join(missing)}")
-    _check_slots(where, module, "state", [s for s in algo.state], "", "NSTATE")
-    _check_slots(where, module, "parameter", [p.name for p in algo.params], "P_", "NPARAMS")
+    if algo.named:
+        _check_fields(where, module, algo)
+    else:
+        _check_slots(where, module, "state", list(algo.state_names), "", "NSTATE")
+        _check_slots(where, module, "parameter", [p.name for p in algo.params], "P_", "NPARAMS")
     names = [p.name for p in algo.params]
     for c in common_params(algo):
         if c.name in names:
@@ -99,7 +104,7 @@ def register(algo: Algorithm, module: ModuleType) -> Algorithm:
     if algo.default_flavor not in ("rfc", "linux"):
         raise RegistrationError(f"{where}: default_flavor must be rfc or linux")
     for s in algo.signals:
-        if s.slot not in algo.state:
+        if s.slot not in algo.state_names:
             raise RegistrationError(f"{where}: signal {s.name!r} names unknown state slot {s.slot!r}")
         if s.kind == "enum" and not s.labels:
             raise RegistrationError(f"{where}: enum signal {s.name!r} has no labels")
@@ -111,6 +116,24 @@ def register(algo: Algorithm, module: ModuleType) -> Algorithm:
         if algo.flavor == algo.default_flavor:
             _REGISTRY[name] = algo
     return algo
+
+
+def _check_fields(where: str, module: ModuleType, algo: Algorithm) -> None:
+    """Named state: every field a Field of a known kind, names unique, and no slot constants
+    (each field is declared once, in the declaration)."""
+    if not all(isinstance(f, Field) for f in algo.state):
+        raise RegistrationError(f"{where}: state mixes Field rows and slot names")
+    names = algo.state_names
+    if len(set(names)) != len(names) or not all(n.isidentifier() for n in names):
+        raise RegistrationError(f"{where}: state field names must be unique identifiers")
+    for f in algo.state:
+        assert isinstance(f, Field)
+        if f.kind not in KINDS:
+            raise RegistrationError(f"{where}: state field {f.name!r} has unknown kind {f.kind!r}")
+    slots = [n.upper() for n in names] + ["P_" + p.name.upper() for p in algo.params] + ["NSTATE", "NPARAMS"]
+    found = [c for c in slots if isinstance(getattr(module, c, None), int)]
+    if found:
+        raise RegistrationError(f"{where}: named state has no slot constants (found {', '.join(found)})")
 
 
 def _check_slots(where: str, module: ModuleType, what: str, names: list[str], prefix: str, count: str) -> None:
@@ -190,24 +213,39 @@ class Resolved:
     def params(self) -> tuple[Param, ...]:
         return all_params(self.base, self.wrapper)
 
-    @property
-    def nstate(self) -> int:
-        return int(self.base.module.NSTATE) + (int(self.wrapper.module.NSTATE) if self.wrapper else 0)
-
     def param_array(self) -> np.ndarray:
-        """Wrapper parameters then base parameters (common ones live in tp)."""
+        """Wrapper parameters then base parameters as floats (common ones live in tp)."""
         ps = (*(self.wrapper.params if self.wrapper else ()), *self.base.params)
         return np.array([p.encode(self.values[p.name]) for p in ps], dtype=np.float64)
 
-    def signals(self) -> list[tuple[Signal, int]]:
-        """(signal, index into the combined state) — wrapper signals first."""
-        out: list[tuple[Signal, int]] = []
-        off = 0
-        for a in ([self.wrapper] if self.wrapper else []) + [self.base]:
-            for s in a.signals:
-                out.append((s, off + a.state.index(s.slot)))
-            off += len(a.state)
-        return out
+    def new_state(self) -> Any:
+        """Fresh (zero) state as the loop receives it: the base's, or (wrapper's, base's) for a
+        composition — each a record (named state) or a float64 array (slots)."""
+        st = [_state_of(a) for a in self._parts()]
+        return tuple(st) if self.wrapper else st[0]
+
+    def new_params(self) -> Any:
+        """The parameters as the loop receives them, shaped as :meth:`new_state`."""
+        ps = [self._params_of(a) for a in self._parts()]
+        return tuple(ps) if self.wrapper else ps[0]
+
+    def signals(self) -> list[Signal]:
+        """The signals in declaration order, wrapper's first."""
+        return [s for a in self._parts() for s in a.signals]
+
+    def _parts(self) -> list[Algorithm]:
+        return [self.wrapper, self.base] if self.wrapper else [self.base]
+
+    def _params_of(self, a: Algorithm) -> Any:
+        if a.named:
+            return S.record(a.param_fields, {p.name: p.typed(self.values[p.name]) for p in a.params})
+        return np.array([p.encode(self.values[p.name]) for p in a.params], dtype=np.float64)
+
+
+def _state_of(a: Algorithm) -> Any:
+    if a.named:
+        return S.record(a.state_fields)
+    return np.zeros(len(a.state), dtype=np.float64)
 
 
 def _fmt(v: Any) -> str:

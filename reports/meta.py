@@ -55,7 +55,7 @@ def signals(label: str) -> dict[str, SignalInfo]:
     if r is None:
         return {}
     out = {}
-    for s, _ in r.signals():
+    for s in r.signals():
         out[s.name] = SignalInfo(s.name, s.unit, s.doc, getattr(s, "kind", "float"), tuple(getattr(s, "labels", ())))
     return out
 

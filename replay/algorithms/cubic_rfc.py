@@ -23,113 +23,107 @@ this one. Windows in packets, t in seconds:
 
 from __future__ import annotations
 
+from enum import IntEnum
+
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.state import Field, choice_names
 from hscc_trace.replay.tp import CWND, NOW, PRIOR_CWND, SRTT, SSTHRESH
 
 # --- state slots ----------------------------------------------------------------------------
-W_MAX = 0  # packets — W_max
-K = 1  # s — time to reach W_max from the epoch start
-T_EPOCH = 2  # s — epoch start; −1 = no epoch
-CWND_EPOCH = 3  # packets — cwnd at the epoch start
-W_EST = 4  # packets — Reno-friendly estimate W_est
-CWND_PRIOR = 5  # packets — cwnd before the last reduction
-PRIOR_W_MAX = 6  # packets — W_max before the last reduction (§4.9 undo)
-REGION = 7  # 0 slow start, 1 Reno-friendly, 2 concave, 3 convex
-AFTER_RTO = 8  # 1 = the next epoch starts with K = 0, W_max = cwnd_epoch (§4.8)
-TARGET = 9  # packets — target window of the last update
-NSTATE = 10
 
-P_C = 0  # packets/s³ — C
-P_BETA = 1  # fraction — β
-P_FAST_CONVERGENCE = 2  # bool
-P_RENO_FRIENDLY = 3  # bool — the Reno-friendly region
-P_L = 4  # packets — slow-start growth limit per ACK
-NPARAMS = 5
+
+class Region(IntEnum):
+    """State ``region``: the growth region of the last update (signal labels)."""
+
+    SLOW_START = 0
+    RENO_FRIENDLY = 1
+    CONCAVE = 2  # t < K
+    CONVEX = 3
 
 
 @jit
 def init(st, p, tp):
-    st[W_MAX] = 0.0
-    st[K] = 0.0
-    st[T_EPOCH] = -1.0
-    st[CWND_EPOCH] = 0.0
-    st[W_EST] = 0.0
-    st[CWND_PRIOR] = 0.0
-    st[PRIOR_W_MAX] = 0.0
-    st[REGION] = 0.0
-    st[AFTER_RTO] = 0.0
-    st[TARGET] = 0.0
+    st.w_max = 0.0
+    st.k = 0.0
+    st.t_epoch = -1.0
+    st.cwnd_epoch = 0.0
+    st.w_est = 0.0
+    st.cwnd_prior = 0.0
+    st.prior_w_max = 0.0
+    st.region = Region.SLOW_START
+    st.after_rto = False
+    st.target = 0.0
 
 
 @jit
 def ssthresh(st, p, tp):
     cwnd = tp[CWND]
-    st[PRIOR_W_MAX] = st[W_MAX]
-    st[CWND_PRIOR] = cwnd
-    st[T_EPOCH] = -1.0
-    beta = p[P_BETA]
-    if cwnd < st[W_MAX] and p[P_FAST_CONVERGENCE] > 0.0:  # §4.7
-        st[W_MAX] = cwnd * (1.0 + beta) / 2.0
+    st.prior_w_max = st.w_max
+    st.cwnd_prior = cwnd
+    st.t_epoch = -1.0
+    beta = p.beta
+    if cwnd < st.w_max and p.fast_convergence:  # §4.7
+        st.w_max = cwnd * (1.0 + beta) / 2.0
     else:
-        st[W_MAX] = cwnd
+        st.w_max = cwnd
     return max(H.flight_size(tp) * beta, 2.0)  # §4.6, flight_size ≤ the replayed cwnd
 
 
 @jit
 def on_rto(st, p, tp):
-    st[AFTER_RTO] = 1.0  # §4.8
-    st[T_EPOCH] = -1.0
+    st.after_rto = True  # §4.8
+    st.t_epoch = -1.0
 
 
 @jit
 def undo_cwnd(st, p, tp):
-    st[W_MAX] = st[PRIOR_W_MAX]  # §4.9: restore W_max
-    st[T_EPOCH] = -1.0
+    st.w_max = st.prior_w_max  # §4.9: restore W_max
+    st.t_epoch = -1.0
     return max(tp[CWND], tp[PRIOR_CWND])
 
 
 @jit
 def _w_cubic(st, p, t):
-    d = t - st[K]
-    return p[P_C] * d * d * d + st[W_MAX]
+    d = t - st.k
+    return p.C * d * d * d + st.w_max
 
 
 @jit
 def cong_avoid(st, p, tp, n):
     if tp[CWND] < tp[SSTHRESH]:
-        st[REGION] = 0.0
-        H.slow_start_abc(tp, n, p[P_L])
+        st.region = Region.SLOW_START
+        H.slow_start_abc(tp, n, p.L)
         return
     cwnd = tp[CWND]
-    c = p[P_C]
-    beta = p[P_BETA]
-    if st[T_EPOCH] < 0.0:  # §4.2: a new congestion-avoidance epoch
-        st[T_EPOCH] = tp[NOW]
-        st[CWND_EPOCH] = cwnd
-        st[W_EST] = cwnd
-        if st[AFTER_RTO] > 0.0 or st[W_MAX] < cwnd:  # §4.8 after a timeout; no loss yet
-            st[W_MAX] = cwnd
-            st[AFTER_RTO] = 0.0
-        st[K] = ((st[W_MAX] - cwnd) / c) ** (1.0 / 3.0) if st[W_MAX] > cwnd else 0.0
-    t = tp[NOW] - st[T_EPOCH]
+    c = p.C
+    beta = p.beta
+    if st.t_epoch < 0.0:  # §4.2: a new congestion-avoidance epoch
+        st.t_epoch = tp[NOW]
+        st.cwnd_epoch = cwnd
+        st.w_est = cwnd
+        if st.after_rto or st.w_max < cwnd:  # §4.8 after a timeout; no loss yet
+            st.w_max = cwnd
+            st.after_rto = False
+        st.k = ((st.w_max - cwnd) / c) ** (1.0 / 3.0) if st.w_max > cwnd else 0.0
+    t = tp[NOW] - st.t_epoch
     rtt = tp[SRTT] if tp[SRTT] > 0.0 else 0.0
     # §4.3 Reno-friendly estimate
     alpha = 3.0 * (1.0 - beta) / (1.0 + beta)
-    if st[W_EST] >= st[CWND_PRIOR]:
+    if st.w_est >= st.cwnd_prior:
         alpha = 1.0
-    st[W_EST] += alpha * n / cwnd
+    st.w_est += alpha * n / cwnd
     w_t = _w_cubic(st, p, t)
-    if p[P_RENO_FRIENDLY] > 0.0 and w_t < st[W_EST]:
-        st[REGION] = 1.0
-        st[TARGET] = st[W_EST]
-        tp[CWND] = max(cwnd, st[W_EST])
+    if p.reno_friendly and w_t < st.w_est:
+        st.region = Region.RENO_FRIENDLY
+        st.target = st.w_est
+        tp[CWND] = max(cwnd, st.w_est)
         return
     target = _w_cubic(st, p, t + rtt)
     target = min(max(target, cwnd), 1.5 * cwnd)
-    st[TARGET] = target
-    st[REGION] = 2.0 if t < st[K] else 3.0
+    st.target = target
+    st.region = Region.CONCAVE if t < st.k else Region.CONVEX
     tp[CWND] = cwnd + (target - cwnd) * n / cwnd
 
 
@@ -139,16 +133,16 @@ ALGORITHMS = (
         summary="CUBIC: window a cubic function of the time since the last loss, Reno-friendly floor",
         citation="RFC 9438 §4; Linux net/ipv4/tcp_cubic.c",
         state=(
-            "w_max",
-            "k",
-            "t_epoch",
-            "cwnd_epoch",
-            "w_est",
-            "cwnd_prior",
-            "prior_w_max",
-            "region",
-            "after_rto",
-            "target",
+            Field("w_max", "packets", "W_max"),
+            Field("k", "s", "time to reach W_max from the epoch start"),
+            Field("t_epoch", "s", "epoch start; −1 = no epoch"),
+            Field("cwnd_epoch", "packets", "cwnd at the epoch start"),
+            Field("w_est", "packets", "Reno-friendly estimate W_est"),
+            Field("cwnd_prior", "packets", "cwnd before the last reduction"),
+            Field("prior_w_max", "packets", "W_max before the last reduction (§4.9 undo)"),
+            Field("region", "", "Region of the last update", "int"),
+            Field("after_rto", "", "the next epoch starts with K = 0, W_max = cwnd_epoch (§4.8)", "bool"),
+            Field("target", "packets", "target window of the last update"),
         ),
         params=(
             Param("C", "packets/s³", 0.4, "RFC 9438 §5.1", "cubic scaling constant", lo=1e-6),
@@ -182,7 +176,7 @@ ALGORITHMS = (
                 "",
                 "growth region at the last ACK",
                 kind="enum",
-                labels=("slow_start", "reno_friendly", "concave", "convex"),
+                labels=choice_names(Region),
             ),
         ),
         default_flavor="linux",

@@ -23,12 +23,14 @@ counter reaches cwnd; ``ssthresh = max(cwnd − (cwnd·md[ai] >> 8), 2)``; cwnd-
 from __future__ import annotations
 
 import math
+from enum import IntEnum
 
 import numpy as np
 
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.state import Field, choice_names
 from hscc_trace.replay.tp import CWND, CWND_CNT, FLAVOR, LINUX
 
 # RFC 3649 Appendix B: window at which a(w) reaches i+1, and b(w)·256 (as scaled in Linux).
@@ -187,21 +189,12 @@ AIMD_MD = np.array(
     dtype=np.float64,
 )
 
-# state slots
-AI = 0  # Linux table row index (flavor linux)
-A_W = 1  # packets per RTT — a(w) at the current window
-B_W = 2  # fraction — b(w) at the current window
-LOG_LOW = 3  # ln(packets) — ln Low_Window, computed on first use (b(w) needs it every ACK)
-LOG_HIGH = 4  # ln(packets) — ln High_Window, likewise (0 = not yet: High_Window ≥ 2 packets)
-NSTATE = 5
 
-P_LOW_WINDOW = 0  # packets
-P_HIGH_WINDOW = 1  # packets
-P_HIGH_P = 2  # drop probability
-P_HIGH_DECREASE = 3  # fraction
-P_RESPONSE = 4  # 0 table, 1 exact
-P_L = 5  # packets
-NPARAMS = 6
+class Response(IntEnum):
+    """Parameter ``response``: p(w), the drop rate a window is the response to."""
+
+    TABLE = 0  # 0.078/w^1.2 (generates Appendix B)
+    EXACT = 1  # log-log interpolation with High_P
 
 
 @jit
@@ -245,48 +238,48 @@ def _update(st, p, w):
     # every ACK in congestion avoidance: one logarithm and one exponential (ln w, e^(−1.2 ln w);
     # the constant logarithms are kept in the state) instead of the six logarithms and a power
     # of b_of_w and a_of_w (which computes b(w) again): 1.7x the replay speed on replica-1M
-    if w <= p[P_LOW_WINDOW]:
-        st[B_W] = 0.5
-        st[A_W] = 1.0
+    if w <= p.low_window:
+        st.b_w = 0.5
+        st.a_w = 1.0
         return
-    if st[LOG_HIGH] == 0.0:
-        st[LOG_LOW] = math.log(p[P_LOW_WINDOW])
-        st[LOG_HIGH] = math.log(p[P_HIGH_WINDOW])
+    if st.log_high == 0.0:
+        st.log_low = math.log(p.low_window)
+        st.log_high = math.log(p.high_window)
     log_w = math.log(w)
-    b = _b_of_logs(log_w, st[LOG_LOW], st[LOG_HIGH], p[P_HIGH_DECREASE])
-    st[B_W] = b
-    st[A_W] = _a_given_b(w, log_w, b, p[P_LOW_WINDOW], p[P_HIGH_WINDOW], p[P_HIGH_P], p[P_RESPONSE] == 1.0)
+    b = _b_of_logs(log_w, st.log_low, st.log_high, p.high_decrease)
+    st.b_w = b
+    st.a_w = _a_given_b(w, log_w, b, p.low_window, p.high_window, p.high_p, p.response == Response.EXACT)
 
 
 @jit
 def init(st, p, tp):
-    st[AI] = 0.0
+    st.ai = 0
     _update(st, p, tp[CWND])
     if tp[FLAVOR] == LINUX:
-        st[A_W] = 1.0
-        st[B_W] = AIMD_MD[0] / 256.0
+        st.a_w = 1.0
+        st.b_w = AIMD_MD[0] / 256.0
 
 
 @jit
 def ssthresh(st, p, tp):
     w = tp[CWND]
     if tp[FLAVOR] == LINUX:
-        ai = int(st[AI])
+        ai = int(st.ai)
         return max(w - math.floor(w * AIMD_MD[ai] / 256.0), 2.0)
     _update(st, p, w)
-    return max(w * (1.0 - st[B_W]), 2.0)
+    return max(w * (1.0 - st.b_w), 2.0)
 
 
 @jit
 def cong_avoid(st, p, tp, n):
-    g = H.growth_gate(tp, n, p[P_L])
+    g = H.growth_gate(tp, n, p.L)
     if g == H.HELD:
         return
     if tp[FLAVOR] == LINUX:
         if g == H.SLOW_START:
             return
         w = tp[CWND]
-        ai = int(st[AI])
+        ai = int(st.ai)
         last = AIMD_W.shape[0] - 1
         if w > AIMD_W[ai]:
             while w > AIMD_W[ai] and ai < last:
@@ -294,9 +287,9 @@ def cong_avoid(st, p, tp, n):
         elif ai > 0 and w <= AIMD_W[ai - 1]:
             while ai > 0 and w <= AIMD_W[ai - 1]:
                 ai -= 1
-        st[AI] = ai
-        st[A_W] = ai + 1.0
-        st[B_W] = AIMD_MD[ai] / 256.0
+        st.ai = ai
+        st.a_w = ai + 1.0
+        st.b_w = AIMD_MD[ai] / 256.0
         tp[CWND_CNT] += ai + 1.0
         if tp[CWND_CNT] >= tp[CWND]:
             tp[CWND_CNT] -= tp[CWND]
@@ -304,7 +297,7 @@ def cong_avoid(st, p, tp, n):
         return
     _update(st, p, tp[CWND])
     if g == H.CONG_AVOID:
-        tp[CWND] += st[A_W] * n / tp[CWND]
+        tp[CWND] += st.a_w * n / tp[CWND]
 
 
 ALGORITHMS = (
@@ -313,7 +306,13 @@ ALGORITHMS = (
         reduces_to="reno",  # RFC 3649 §5: standard TCP at or below Low_Window
         summary="HighSpeed TCP: above Low_Window, increase a(w) and decrease b(w) scale with the window",
         citation="RFC 3649 §5-6 and Appendix B; Linux net/ipv4/tcp_highspeed.c",
-        state=("ai", "a_w", "b_w", "log_low", "log_high"),
+        state=(
+            Field("ai", "", "Linux table row index (flavor linux)", "int"),
+            Field("a_w", "packets per RTT", "a(w) at the current window"),
+            Field("b_w", "fraction", "b(w) at the current window"),
+            Field("log_low", "ln(packets)", "ln Low_Window, computed on first use (b(w) needs it every ACK)"),
+            Field("log_high", "ln(packets)", "ln High_Window, likewise (0 = not yet: High_Window ≥ 2 packets)"),
+        ),
         params=(
             Param(
                 "low_window",
@@ -348,7 +347,7 @@ ALGORITHMS = (
                 "RFC 3649 §5 and Appendix B",
                 "p(w): table = 0.078/w^1.2 (generates Appendix B), exact = log-log interpolation with High_P",
                 kind="choice",
-                choices=("table", "exact"),
+                choices=choice_names(Response),
             ),
             Param("L", "packets", 2.0, "RFC 3465 §2.3", "flavor rfc: slow-start growth limit per ACK", lo=0.0),
         ),

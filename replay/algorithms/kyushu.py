@@ -30,6 +30,7 @@ import math
 
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.state import Field
 from hscc_trace.replay.tp import (
     CWND,
     DELIVERED,
@@ -43,116 +44,106 @@ from hscc_trace.replay.tp import (
     SSTHRESH,
 )
 
-# --- state slots (the wrapper's own slice) ---------------------------------------------------------
-W1 = 0  # packets — window just before the last drop
-W2 = 1  # packets — estimated stably available BDP, α·w1
-TC = 2  # light congestion events (fast retransmissions) since the last slow start
-B = 3  # packets — length of the non-aggressive period, Tc²·w2
-NON_AGGR = 4  # 1 while the window is held at w2
-SENT = 5  # packets sent since the non-aggressive period began
-ARMED = 6  # 1 after a congestion event until w2 is reached (or missed)
-CWND_BEFORE = 7  # packets — window before the base's growth on the current ACK
-PRIOR_W1 = 8  # undo snapshot of w1 … armed
-PRIOR_W2 = 9
-PRIOR_TC = 10
-PRIOR_B = 11
-PRIOR_NON_AGGR = 12
-PRIOR_SENT = 13
-PRIOR_ARMED = 14
-DELIV0 = 15  # packets — engine's delivered count when the period began
-NSTATE = 16
 
-# --- parameter slots ---------------------------------------------------------------------------
-P_REDUCTION_RATIO = 0  # α of eq. (1)
-P_ENGAGE_ABOVE = 1  # packets — the base's high-speed regime starts above this window
-P_ECN_COUNTS = 2  # 1: an ECN echo increments Tc like a fast retransmission
-NPARAMS = 3
+@jit
+def _save(st):
+    """The undo snapshot: prior_w1 … prior_armed = w1 … armed."""
+    st.prior_w1 = st.w1
+    st.prior_w2 = st.w2
+    st.prior_tc = st.tc
+    st.prior_b = st.b
+    st.prior_non_aggr = st.non_aggr
+    st.prior_sent = st.sent
+    st.prior_armed = st.armed
 
 
 @jit
-def post_init(ws, wp, tp):
-    ws[W1] = math.nan
-    ws[W2] = math.nan
-    ws[TC] = 0.0
-    ws[B] = 0.0
-    ws[NON_AGGR] = 0.0
-    ws[SENT] = 0.0
-    ws[ARMED] = 0.0
-    ws[CWND_BEFORE] = tp[CWND]
-    ws[DELIV0] = 0.0
-    for i in range(PRIOR_W1, PRIOR_ARMED + 1):
-        ws[i] = ws[i - PRIOR_W1]
+def post_init(st, p, tp):
+    st.w1 = math.nan
+    st.w2 = math.nan
+    st.tc = 0.0
+    st.b = 0.0
+    st.non_aggr = False
+    st.sent = 0.0
+    st.armed = False
+    st.cwnd_before = tp[CWND]
+    st.deliv0 = 0.0
+    _save(st)
 
 
 @jit
-def post_ssthresh(ws, wp, tp, value):
-    for i in range(W1, ARMED + 1):  # undo snapshot
-        ws[PRIOR_W1 + i] = ws[i]
+def post_ssthresh(st, p, tp, value):
+    _save(st)  # undo snapshot
     ev = tp[EVENT]
-    ws[W1] = tp[CWND]  # the engine calls ssthresh with the pre-event window
-    ws[W2] = wp[P_REDUCTION_RATIO] * ws[W1]
+    st.w1 = tp[CWND]  # the engine calls ssthresh with the pre-event window
+    st.w2 = p.reduction_ratio * st.w1
     if tp[FLAVOR] == LINUX:  # the Linux core counts whole packets (snd_cwnd is an integer)
-        ws[W2] = math.floor(ws[W2])
+        st.w2 = math.floor(st.w2)
     if ev == EV_RTO:
-        ws[TC] = 0.0
-    elif ev == EV_FAST_RETRANSMIT or ev == EV_SACK_RECOVERY or (ev == EV_ECN and wp[P_ECN_COUNTS] > 0.0):
-        ws[TC] += 1.0
-    ws[B] = ws[TC] * ws[TC] * ws[W2]
-    ws[NON_AGGR] = 0.0  # a loss ends the period
-    ws[SENT] = 0.0
-    ws[ARMED] = 1.0
+        st.tc = 0.0
+    elif ev == EV_FAST_RETRANSMIT or ev == EV_SACK_RECOVERY or (ev == EV_ECN and p.ecn_counts):
+        st.tc += 1.0
+    st.b = st.tc * st.tc * st.w2
+    st.non_aggr = False  # a loss ends the period
+    st.sent = 0.0
+    st.armed = True
     return value
 
 
 @jit
-def post_on_rto(ws, wp, tp):
+def post_on_rto(st, p, tp):
     # the base re-enters slow start: Tc = 0 (§3), so the next period is empty
-    ws[TC] = 0.0
-    ws[B] = 0.0
-    ws[NON_AGGR] = 0.0
-    ws[SENT] = 0.0
+    st.tc = 0.0
+    st.b = 0.0
+    st.non_aggr = False
+    st.sent = 0.0
 
 
 @jit
-def post_undo_cwnd(ws, wp, tp, value):
-    for i in range(W1, ARMED + 1):
-        ws[i] = ws[PRIOR_W1 + i]
+def post_undo_cwnd(st, p, tp, value):
+    st.w1 = st.prior_w1
+    st.w2 = st.prior_w2
+    st.tc = st.prior_tc
+    st.b = st.prior_b
+    st.non_aggr = st.prior_non_aggr
+    st.sent = st.prior_sent
+    st.armed = st.prior_armed
     return value
 
 
 @jit
-def pre_cong_avoid(ws, wp, tp, n):
+def pre_cong_avoid(st, p, tp, n):
     """False (skip the base's growth) while the window is held at w2."""
-    if ws[NON_AGGR] > 0.0:
+    if st.non_aggr:
         # the held window releases one packet per packet delivered (cumulative + SACKed, also
         # on ACKs that do not call cong_avoid): the engine's delivered count since the start
-        ws[SENT] = tp[DELIVERED] - ws[DELIV0]
-        if ws[SENT] > ws[B]:  # period over: the base grows again from this ACK
-            ws[NON_AGGR] = 0.0
-            ws[ARMED] = 0.0
-            ws[CWND_BEFORE] = tp[CWND]
+        st.sent = tp[DELIVERED] - st.deliv0
+        if st.sent > st.b:  # period over: the base grows again from this ACK
+            st.non_aggr = False
+            st.armed = False
+            st.cwnd_before = tp[CWND]
             return True
-        tp[CWND] = ws[W2]
+        tp[CWND] = st.w2
         return False
-    ws[CWND_BEFORE] = tp[CWND]
+    st.cwnd_before = tp[CWND]
     return True
 
 
 @jit
-def post_cong_avoid(ws, wp, tp, n):
-    if ws[ARMED] == 0.0 or ws[NON_AGGR] > 0.0:
+def post_cong_avoid(st, p, tp, n):
+    if not st.armed or st.non_aggr:
         return
-    before = ws[CWND_BEFORE]
-    w2 = ws[W2]
+    before = st.cwnd_before
+    w2 = st.w2
     if before < tp[SSTHRESH] or tp[CWND] < w2:  # slow start, or w2 not reached yet
         return
-    if before > w2 or w2 <= wp[P_ENGAGE_ABOVE] or ws[B] <= 0.0:
-        ws[ARMED] = 0.0  # already above w2, below the high-speed regime, or an empty period
+    if before > w2 or w2 <= p.engage_above or st.b <= 0.0:
+        st.armed = False  # already above w2, below the high-speed regime, or an empty period
         return
     tp[CWND] = w2
-    ws[NON_AGGR] = 1.0
-    ws[SENT] = 0.0
-    ws[DELIV0] = tp[DELIVERED]
+    st.non_aggr = True
+    st.sent = 0.0
+    st.deliv0 = tp[DELIVERED]
 
 
 _PARAMS = (
@@ -200,22 +191,22 @@ _SIGNALS = (
 )
 
 _STATE = (
-    "w1",
-    "w2",
-    "tc",
-    "b",
-    "non_aggr",
-    "sent",
-    "armed",
-    "cwnd_before",
-    "prior_w1",
-    "prior_w2",
-    "prior_tc",
-    "prior_b",
-    "prior_non_aggr",
-    "prior_sent",
-    "prior_armed",
-    "deliv0",
+    Field("w1", "packets", "window just before the last drop"),
+    Field("w2", "packets", "estimated stably available BDP, α·w1"),
+    Field("tc", "", "light congestion events (fast retransmissions) since the last slow start"),
+    Field("b", "packets", "length of the non-aggressive period, Tc²·w2"),
+    Field("non_aggr", "", "the window is held at w2", "bool"),
+    Field("sent", "packets", "packets sent since the non-aggressive period began"),
+    Field("armed", "", "after a congestion event until w2 is reached (or missed)", "bool"),
+    Field("cwnd_before", "packets", "window before the base's growth on the current ACK"),
+    Field("prior_w1", "packets", "undo snapshot of w1"),
+    Field("prior_w2", "packets", "undo snapshot of w2"),
+    Field("prior_tc", "", "undo snapshot of tc"),
+    Field("prior_b", "packets", "undo snapshot of b"),
+    Field("prior_non_aggr", "", "undo snapshot of non_aggr", "bool"),
+    Field("prior_sent", "packets", "undo snapshot of sent"),
+    Field("prior_armed", "", "undo snapshot of armed", "bool"),
+    Field("deliv0", "packets", "engine's delivered count when the period began"),
 )
 
 

@@ -34,28 +34,34 @@ TCP core of net/ipv4/tcp_input.c, which the engine models):
 from __future__ import annotations
 
 import math
+from enum import IntEnum
 
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.state import Field, choice_names
 from hscc_trace.replay.tp import CWND, EXIT_ON_PARTIAL, FLAVOR, LINUX
 
-# state slots
-LIMITED = 0  # 1 if the last growth opportunity was allowed (cwnd-limited), 0 if held
-PHASE = 1  # 0 slow start, 1 congestion avoidance (at the last growth opportunity)
-NSTATE = 2
 
-# parameter slots
-P_L = 0  # packets — ABC limit per ACK in slow start (rfc)
-P_RECOVERY_EXIT = 1  # 0 full_ack (NewReno), 1 new_ack (Reno)
-NPARAMS = 2
+class RecoveryExit(IntEnum):
+    """Parameter ``recovery_exit`` (flavor rfc): when recovery ends."""
+
+    FULL_ACK = 0  # NewReno: the full ACK of the recovery point (the trace's episode end)
+    NEW_ACK = 1  # Reno: the first ACK of new data
+
+
+class Phase(IntEnum):
+    """State ``phase``: the growth phase at the last growth opportunity (signal labels)."""
+
+    SLOW_START = 0
+    CONG_AVOID = 1
 
 
 @jit
 def init(st, p, tp):
-    st[LIMITED] = 1.0
-    st[PHASE] = 0.0
-    if tp[FLAVOR] != LINUX and p[P_RECOVERY_EXIT] == 1.0:
+    st.limited = True
+    st.phase = Phase.SLOW_START
+    if tp[FLAVOR] != LINUX and p.recovery_exit == RecoveryExit.NEW_ACK:
         tp[EXIT_ON_PARTIAL] = 1.0
 
 
@@ -68,12 +74,12 @@ def ssthresh(st, p, tp):
 
 @jit
 def cong_avoid(st, p, tp, n):
-    r = H.reno_cong_avoid(tp, n, p[P_L])
-    if r == 0:
-        st[LIMITED] = 0.0
+    r = H.reno_cong_avoid(tp, n, p.L)
+    if r == H.HELD:
+        st.limited = False
     else:
-        st[LIMITED] = 1.0
-        st[PHASE] = 0.0 if r == 1 else 1.0
+        st.limited = True
+        st.phase = Phase.SLOW_START if r == H.SLOW_START else Phase.CONG_AVOID
 
 
 _PARAMS = (
@@ -94,7 +100,7 @@ _PARAMS = (
         "flavor rfc: when recovery ends — first ACK of new data (Reno) or the full ACK of the recovery "
         "point (NewReno); flavor linux always follows the trace's episode end",
         kind="choice",
-        choices=("full_ack", "new_ack"),
+        choices=choice_names(RecoveryExit),
     ),
 )
 _SIGNALS = (
@@ -111,10 +117,13 @@ _SIGNALS = (
         "",
         "slow start or congestion avoidance at the last growth opportunity",
         kind="enum",
-        labels=("slow_start", "cong_avoid"),
+        labels=choice_names(Phase),
     ),
 )
-_STATE = ("limited", "phase")
+_STATE = (
+    Field("limited", "", "the last growth opportunity was allowed (cwnd-limited), else held", "bool"),
+    Field("phase", "", "Phase at the last growth opportunity", "int"),
+)
 
 ALGORITHMS = (
     Algorithm(

@@ -41,62 +41,47 @@ import math
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.state import Field
 from hscc_trace.replay.tp import CWND, FLAVOR, LINUX, OPEN, ROUND_END, SND_MAX, SND_UNA, SSTHRESH, STATE
-
-# state slots
-BASE_RTT = 0  # s — smallest RTT sample ever (Vegas baseRTT)
-MIN_RTT = 1  # s — smallest sample since the last per-round adjustment (Vegas minRTT)
-CNT_RTT = 2  # samples since the last adjustment (Vegas cntRTT)
-DIFF = 3  # packets — diff at the last adjustment
-ADJUST = 4  # −1 / 0 / +1 — the last per-round decision (2 = left slow start)
-PENDING = 5  # 1 = a round ended and the adjustment has not been made yet (made on the next cong_avoid)
-BEG_SND_NXT = 6  # bytes — flavor linux: the round ends on the first ACK beyond this (tcp_vegas.c beg_snd_nxt)
-ENABLED = 7  # flavor linux: 1 while Vegas runs (doing_vegas_now), 0 outside the open state
-NSTATE = 8
-
-P_ALPHA = 0  # packets
-P_BETA = 1  # packets
-P_GAMMA = 2  # packets
-NPARAMS = 3
 
 
 @jit
 def _reset_round(st):
-    st[MIN_RTT] = math.inf
-    st[CNT_RTT] = 0.0
-    st[PENDING] = 0.0
+    st.min_rtt = math.inf
+    st.cnt_rtt = 0
+    st.pending = False
 
 
 @jit
 def _enable(st, tp):
     # tcp_vegas.c vegas_enable(): the next round starts at the current snd_nxt
-    st[ENABLED] = 1.0
-    st[BEG_SND_NXT] = tp[SND_MAX]
+    st.enabled = True
+    st.beg_snd_nxt = tp[SND_MAX]
     _reset_round(st)
 
 
 @jit
 def init(st, p, tp):
-    st[BASE_RTT] = math.inf
-    st[DIFF] = 0.0
-    st[ADJUST] = 0.0
+    st.base_rtt = math.inf
+    st.diff = 0.0
+    st.adjust = 0.0
     _reset_round(st)
     # tcp_vegas_init runs when the connection is established: snd_nxt is just past the SYN, the
     # first data byte (relative sequence 1)
-    st[ENABLED] = 1.0
-    st[BEG_SND_NXT] = 1.0
+    st.enabled = True
+    st.beg_snd_nxt = 1.0
 
 
 @jit
 def on_rtt_sample(st, p, tp, rtt):
-    st[BASE_RTT] = min(st[BASE_RTT], rtt)
-    st[MIN_RTT] = min(st[MIN_RTT], rtt)
-    st[CNT_RTT] += 1.0
+    st.base_rtt = min(st.base_rtt, rtt)
+    st.min_rtt = min(st.min_rtt, rtt)
+    st.cnt_rtt += 1
 
 
 @jit
 def on_round_end(st, p, tp):
-    st[PENDING] = 1.0
+    st.pending = True
 
 
 @jit
@@ -119,21 +104,21 @@ def cong_avoid(st, p, tp, n):
     linux = tp[FLAVOR] == LINUX
     if linux and tp[STATE] != OPEN:  # doing_vegas_now = 0 (tcp_vegas_state): tcp_reno_cong_avoid
         H.reno_cong_avoid(tp, n, 2.0)
-        st[ENABLED] = 0.0
+        st.enabled = False
         return
-    if linux and st[ENABLED] == 0.0:
+    if linux and not st.enabled:
         _enable(st, tp)  # back in TCP_CA_Open (e.g. the loss state ended): vegas_enable
     if linux:
-        round_end = tp[SND_UNA] > st[BEG_SND_NXT]
+        round_end = tp[SND_UNA] > st.beg_snd_nxt
     else:
-        round_end = st[PENDING] > 0.0 or tp[ROUND_END] > 0.0
+        round_end = st.pending or tp[ROUND_END] > 0.0
     if round_end:
-        st[BEG_SND_NXT] = tp[SND_MAX]
-        if st[CNT_RTT] <= 2.0:
+        st.beg_snd_nxt = tp[SND_MAX]
+        if st.cnt_rtt <= 2:
             H.reno_cong_avoid(tp, n, 2.0)  # too few samples: Reno for this ACK
         else:
-            rtt = st[MIN_RTT]
-            base = st[BASE_RTT]
+            rtt = st.min_rtt
+            base = st.base_rtt
             cwnd = tp[CWND]
             if linux:  # integer µs arithmetic, vrtt = rtt_us + 1 (tcp_vegas_pkts_acked)
                 rtt_us = math.floor(rtt * 1e6) + 1.0
@@ -141,27 +126,27 @@ def cong_avoid(st, p, tp, n):
                 diff = math.floor(cwnd * (rtt_us - base_us) / base_us)
             else:
                 diff = H.vegas_diff(cwnd, rtt, base)
-            st[DIFF] = diff
-            if diff > p[P_GAMMA] and cwnd < tp[SSTHRESH]:
+            st.diff = diff
+            if diff > p.gamma and cwnd < tp[SSTHRESH]:
                 # going too fast: leave slow start at the expected window + 1
                 target = cwnd * base / rtt
                 if linux:
                     target = math.floor(cwnd * (math.floor(base * 1e6) + 1.0) / (math.floor(rtt * 1e6) + 1.0))
                 tp[CWND] = min(cwnd, target + 1.0)
                 tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND])  # tcp_vegas_ssthresh
-                st[ADJUST] = 2.0
+                st.adjust = 2.0
             elif cwnd < tp[SSTHRESH]:
                 H.slow_start_step(tp, n, 2.0)
-                st[ADJUST] = 0.0
-            elif diff > p[P_BETA]:
+                st.adjust = 0.0
+            elif diff > p.beta:
                 tp[CWND] = cwnd - 1.0
                 tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND])  # tcp_vegas_ssthresh
-                st[ADJUST] = -1.0
-            elif diff < p[P_ALPHA]:
+                st.adjust = -1.0
+            elif diff < p.alpha:
                 tp[CWND] = cwnd + 1.0
-                st[ADJUST] = 1.0
+                st.adjust = 1.0
             else:
-                st[ADJUST] = 0.0
+                st.adjust = 0.0
             if tp[CWND] < 2.0:
                 tp[CWND] = 2.0
             # Linux: snd_ssthresh = tcp_current_ssthresh() = max(ssthresh, (cwnd>>1) + (cwnd>>2))
@@ -177,7 +162,16 @@ ALGORITHMS = (
         name="vegas",
         summary="TCP Vegas: once per round, +1 when fewer than α packets are queued, −1 above β",
         citation="Brakmo & Peterson, TCP Vegas (1995) §3; Linux net/ipv4/tcp_vegas.c",
-        state=("base_rtt", "min_rtt", "cnt_rtt", "diff", "adjust", "pending", "beg_snd_nxt", "enabled"),
+        state=(
+            Field("base_rtt", "s", "smallest RTT sample ever (Vegas baseRTT)"),
+            Field("min_rtt", "s", "smallest sample since the last per-round adjustment (Vegas minRTT)"),
+            Field("cnt_rtt", "", "samples since the last adjustment (Vegas cntRTT)", "int"),
+            Field("diff", "packets", "diff at the last adjustment"),
+            Field("adjust", "", "the last per-round decision: −1, 0, +1 (2 = left slow start)"),
+            Field("pending", "", "a round ended and the adjustment is made on the next cong_avoid", "bool"),
+            Field("beg_snd_nxt", "bytes", "flavor linux: the round ends on the first ACK beyond this"),
+            Field("enabled", "", "flavor linux: Vegas runs (doing_vegas_now); off outside the open state", "bool"),
+        ),
         params=(
             Param(
                 "alpha",

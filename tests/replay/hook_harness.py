@@ -20,15 +20,18 @@ from replay_synth import MSS, ack, frame
 from hscc_trace.replay import registry
 from hscc_trace.replay import tp as T
 from hscc_trace.replay._jit import pure
+from hscc_trace.replay.state import interp
 
 
 class Hooks:
-    """``Hooks("fusion", dmin="0.004")``: state, parameters and a fresh engine context."""
+    """``Hooks("fusion", dmin="0.004")``: state, parameters and a fresh engine context (named
+    state and parameters as their interpreted twins, :func:`hscc_trace.replay.state.interp`)."""
 
     def __init__(self, name: str, **overrides: Any) -> None:
         self.r = registry.resolve(name, {k: str(v) for k, v in overrides.items()})
         self.mod = self.r.base.module
-        self.p = self.r.param_array()
+        self.named = self.r.base.named
+        self.p = interp(self.r.new_params())
         self.tp = np.zeros(T.NTP)
         for k in (T.RTT, T.MIN_RTT, T.SRTT, T.RTTVAR, T.ROUND_MIN_RTT, T.CUR_ROUND_MIN_RTT):
             self.tp[k] = math.nan
@@ -36,13 +39,15 @@ class Hooks:
         self.tp[T.MSS] = float(MSS)
         self.tp[T.EVENT] = T.EV_NONE
         self.tp[T.RWND] = math.inf
-        self.st = np.zeros(self.r.nstate)
+        self.st = interp(self.r.new_state())
 
     def set(self, **slots: float) -> Hooks:
         """Engine slots by tp name (``CWND=100``) or the algorithm's state slots (``reno_cwnd=50``)."""
         for k, v in slots.items():
             if hasattr(T, k) and k.isupper():
                 self.tp[getattr(T, k)] = v
+            elif self.named:
+                setattr(self.st, k, v)
             else:
                 self.st[getattr(self.mod, k.upper())] = v
         return self
@@ -50,6 +55,8 @@ class Hooks:
     def __getitem__(self, name: str) -> float:
         if hasattr(T, name) and name.isupper():
             return float(self.tp[getattr(T, name)])
+        if self.named:
+            return float(getattr(self.st, name))
         return float(self.st[getattr(self.mod, name.upper())])
 
     def call(self, hook: str, *args: float) -> Any:

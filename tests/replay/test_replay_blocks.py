@@ -320,8 +320,8 @@ def test_vegas_linux_ssthresh_is_min_ssthresh_cwnd_not_cwnd_minus_1():
     h = Hooks("vegas").set(FLAVOR=1.0, CWND=20.0, SSTHRESH=20.0, IS_CWND_LIMITED=1.0)
     h.call("init")
     h.call("on_rtt_sample", 0.1)
-    h.st[h.mod.MIN_RTT] = 0.15
-    h.st[h.mod.CNT_RTT] = 3.0
+    h.st.min_rtt = 0.15
+    h.st.cnt_rtt = 3
     _ack(h, 1449, 30000)
     assert h["diff"] == 9.0 and h["CWND"] == 19.0 and h["SSTHRESH"] == 19.0
     # slow-start exit: cwnd 30, ssthresh ∞; diff = 30·50000 // 100001 = 14 > γ = 1;
@@ -330,8 +330,8 @@ def test_vegas_linux_ssthresh_is_min_ssthresh_cwnd_not_cwnd_minus_1():
     h = Hooks("vegas").set(FLAVOR=1.0, CWND=30.0, IS_CWND_LIMITED=1.0)
     h.call("init")
     h.call("on_rtt_sample", 0.1)
-    h.st[h.mod.MIN_RTT] = 0.15
-    h.st[h.mod.CNT_RTT] = 3.0
+    h.st.min_rtt = 0.15
+    h.st.cnt_rtt = 3
     _ack(h, 1449, 30000)
     assert h["diff"] == 14.0 and h["CWND"] == 21.0 and h["SSTHRESH"] == 21.0 and h["adjust"] == 2.0
 
@@ -352,7 +352,7 @@ def test_vegas_rfc_diff_over_rtt():
     h.call("init")
     for r in (0.1, 0.12, 0.12):
         h.call("on_rtt_sample", r)
-    h.st[h.mod.MIN_RTT] = 0.12
+    h.st.min_rtt = 0.12
     h.set(ROUND_END=1.0)
     h.call("cong_avoid", 1.0)
     assert h["diff"] == pytest.approx(3.5) and h["CWND"] == 21.0
