@@ -1029,9 +1029,9 @@ def summary_lines(doc: dict[str, Any]) -> list[str]:
 def write_text(path: PathLike, text: str, what: str = "the output") -> Path:
     """Write ``text`` to ``path`` as UTF-8, atomically (a temporary file renamed into place);
     :class:`~hscc_trace.errors.InputError` when it cannot be written."""
-    from hscc_trace import atomic
+    from hscc_trace.atomic import write_text as _write_text
 
-    return atomic.write_text(path, text, what)
+    return _write_text(path, text, what)
 
 
 def write_comparison(doc: dict[str, Any], path: PathLike) -> Path:
