@@ -895,7 +895,7 @@ def compare(
 def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -> list[dict[str, Any]]:
     """Compile every kernel and replay loop into the cache now (``hscc-trace compile``).
 
-    Runs the whole path — ``flows``, ``analyze`` with every registered algorithm, the HTML report,
+    Runs the whole path — ``flows`` (also as pcapng and through a BPF filter), ``analyze`` with every registered algorithm, the HTML report,
     the JSON results and the packets table — over a generated capture
     (:mod:`hscc_trace.perf.warmup`) and over ``captures`` if given, with every kernel forced to
     compile (:mod:`hscc_trace.perf.firstuse`); later runs load the machine code from the cache
@@ -905,6 +905,8 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
     import json
     import tempfile
 
+    from hscc_trace.capture.writer import write_commented
+    from hscc_trace.flows.scan import flow_rows
     from hscc_trace.model import Capture
     from hscc_trace.perf import firstuse, warmup
 
@@ -912,6 +914,12 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
     before = firstuse.snapshot()
     with tempfile.TemporaryDirectory(prefix="hscc-trace-compile-") as tmp, firstuse.mode("compile"):
         paths: list[PathLike] = [warmup.write_capture(Path(tmp) / "warmup.pcap"), *captures]
+        step("`hscc-trace flows` of a generated capture, as pcap and pcapng, with and without a filter")
+        with open(Path(tmp) / "warmup.pcapng", "wb") as ng:
+            write_commented(str(paths[0]), ng, {})
+        for scanned in (paths[0], ng.name):
+            flow_rows(scanned)
+            flow_rows(scanned, bpf="tcp")
         for path in paths:
             step(f"{path if path != paths[0] else 'a generated capture'}: flows")
             cap = load(path)

@@ -102,8 +102,9 @@ def test_compile_kernels_leaves_nothing_to_interpret_in_a_later_run(tmp_path: Pa
     loops = {r["kernel"] for r in summary if r["kernel"].startswith("replay loop of ")}
     assert {"replay loop of bbr", "replay loop of cubic_rfc", "replay loop of kyushu_cubic_linux"} <= loops
     # _unplace builds the packets table of a capture that cannot be read again (not a regular
-    # file); a file on disk never needs it
-    assert set(missed) <= {"flows.arena._unplace"}, missed
+    # file); a file on disk never needs it. _rehash grows the conversation table, past 2 048
+    # conversations only
+    assert set(missed) <= {"flows.arena._unplace", "flows.tracker._rehash"}, missed
     assert later and [r["kernel"] for r in later if r["interpreted_calls"]] == []
 
 
