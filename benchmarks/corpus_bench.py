@@ -28,7 +28,7 @@ interpreted runs.
 
 Then the census of the last ``hscc w2`` dataset: ``hscc-trace census D -o census.html`` (wall
 time, page size) and its render in headless chromium (the helper of
-tests/test_report_browser.py: time from navigation to the last figure drawn, console errors,
+tests/reports/test_report_browser.py: time from navigation to the last figure drawn, console errors,
 requests).
 
 Targets (issue #21): captures/s with 2 workers ≥ 1.8 × with 1 worker; peak memory per worker

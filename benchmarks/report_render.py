@@ -12,7 +12,7 @@ M-Lab replicas: 64 connections, ~10 at a time). Steps:
 2. ``reports.write_report`` with the defaults (process CPU time), its size and what it holds
    (``ReportInfo``), and the budget ``reports.html.size_budget(events held at full resolution)``;
 3. ``--runs`` times: a fresh headless chromium (the DevTools helper of
-   tests/test_report_browser.py, software rendering) loads the file; "first flow" is the time
+   tests/reports/test_report_browser.py, software rendering) loads the file; "first flow" is the time
    from navigation until the first flow's main figure (window, RTT, goodput, time/sequence) is
    drawn (``hsccStatus.firstFlowSinceNavigation``), "all main figures" until every flow's main
    figure is (``hsccStatus.sinceNavigation``); then the first flow is zoomed to 50 ms in its middle

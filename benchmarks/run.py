@@ -36,7 +36,7 @@ others):
                      is the largest process of the tree (analyze runs as one process; --jobs adds threads)
 
 Then: replay throughput (benchmarks/hscc_replay.py, cold compile cache and warm), the report's
-size and render time in headless chromium (the browser helper of tests/test_report_browser.py),
+size and render time in headless chromium (the browser helper of tests/reports/test_report_browser.py),
 and the targets of issue #8 with pass/fail. Writes benchmarks/results/<date>.json and .md and,
 with ``--docs``, renders the table of docs/performance.md (benchmarks/make_table.py).
 
@@ -474,10 +474,10 @@ def report_parts(report: Path) -> dict[str, int]:
 
 
 def render_time(report: Path, log: Callable[[str], None]) -> dict[str, Any] | None:
-    """Open the report in headless chromium with the helper of tests/test_report_browser.py."""
+    """Open the report in headless chromium with the helper of tests/reports/test_report_browser.py."""
     helper = REPO / "tests" / "test_report_browser.py"
     if not helper.exists():
-        log("  report render: tests/test_report_browser.py not found, skipped")
+        log("  report render: tests/reports/test_report_browser.py not found, skipped")
         return None
     code = (
         f"import json, sys; sys.path.insert(0, {str(helper.parent)!r}); import test_report_browser as t;\n"

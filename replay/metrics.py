@@ -204,7 +204,7 @@ def fit_one(rt: pl.DataFrame, mss: int) -> dict[str, Any]:
 
 def scaled(x: np.ndarray, d: float) -> np.ndarray:
     """``pl.Series(x).cast(pl.Float64) / d`` as polars computes it — it multiplies by the
-    reciprocal, which is not always numpy's ``x / d`` to the last bit (tests/test_fit_matrix.py
+    reciprocal, which is not always numpy's ``x / d`` to the last bit (tests/analysis/test_fit_matrix.py
     holds the two equal) — without building a Series (≈ 30 µs each)."""
     return x.astype(np.float64) * (1.0 / d)
 
@@ -458,7 +458,7 @@ def _corrcoef_rows(a: np.ndarray, W: np.ndarray) -> np.ndarray:
     """``np.corrcoef(a, W[j])[0, 1]`` for every row ``j``, by numpy's own steps (``np.cov``:
     the rows centred on their means, the 2 × n product with its transpose through the same
     ``np.dot``, scaled by 1 / (n − 1); then divided by both standard deviations and clipped)
-    without its ≈ 70 µs of wrappers per call. tests/test_fit_matrix.py holds the two equal."""
+    without its ≈ 70 µs of wrappers per call. tests/analysis/test_fit_matrix.py holds the two equal."""
     n = a.shape[0]
     f = np.true_divide(1, n - 1)
     ac = a - a.mean()

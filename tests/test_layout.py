@@ -149,10 +149,11 @@ def test_the_map_in_design_md_lists_these_layers() -> None:
 
 
 def test_an_algorithm_module_holds_no_engine_plumbing() -> None:
-    """replay/algorithms/ imports only the algorithm interface (interface, tp, helpers, _jit) and
+    """replay/algorithms/ imports only the algorithm interface (interface, state, tp, helpers, _jit) and
     other algorithms, never the engine, the registry or anything outside replay/."""
     allowed = {
         "hscc_trace.replay.interface",
+        "hscc_trace.replay.state",
         "hscc_trace.replay.tp",
         "hscc_trace.replay.helpers",
         "hscc_trace.replay._jit",

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-SMOKE = "tests/test_install.py tests/test_layout.py tests/test_cli_main.py"
+SMOKE = "tests/test_install.py tests/test_layout.py tests/cli/test_cli_main.py"
 
 pytestmark = pytest.mark.quickstart
 

@@ -524,7 +524,7 @@ def comparable(doc: dict[str, Any]) -> dict[str, Any]:
 
 # --- the JSON Schema, generated from hscc_trace.schema ----------------------------------------
 # results.schema.json is this function's output (`python -m hscc_trace.analysis.results >
-# hscc_trace/analysis/results.schema.json`); tests/test_results_schema.py fails when they differ.
+# hscc_trace/analysis/results.schema.json`); tests/analysis/test_results_schema.py fails when they differ.
 
 
 def _column_schema(col: schema.Column) -> dict[str, Any]:

@@ -40,7 +40,7 @@ again, one at a time); a flow pushed out of the top ``keep`` by a larger one is 
 
 The captures of a streamed run then hold the kept flows in ``CaptureResult.results`` and every
 analyzed flow in ``CaptureResult.summaries``. The outputs are those of an unstreamed run, byte
-for byte (tests/test_stream.py), with one exception: when a capture's events fail after some of
+for byte (tests/analysis/test_stream.py), with one exception: when a capture's events fail after some of
 its flows were analyzed (the whole capture is then an error, its flows forgotten), flows of other
 captures that its flows had pushed out of the top ``keep``, or kept out of it, are gone, and the
 report draws fewer flows in full than an unstreamed run would (every flow is still in its

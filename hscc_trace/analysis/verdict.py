@@ -105,7 +105,7 @@ RULES = Rules()
 @dataclass(frozen=True)
 class Envelope:
     """The conditions the verdict's rules were chosen and validated on: the span of the tuning
-    samples (samples/splits.json; ``tests/test_identification.py`` recomputes it from them and
+    samples (samples/splits.json; ``tests/analysis/test_identification.py`` recomputes it from them and
     fails when this differs). A flow outside it gets a verdict all the same, which says so
     (:func:`outside_range`); ``check`` does not count it as verified unless allowed."""
 

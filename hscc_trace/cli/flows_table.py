@@ -5,7 +5,7 @@ Kept apart from :mod:`.flows_cmd` (the Typer registration) so that the entry poi
 coercion imports pydantic — or any other command's module: :func:`fast_args` recognises those
 plain forms of the command line, and :func:`hscc_trace.cli.main` calls :func:`run` with them.
 Every other command line (``--help``, unknown or repeated options, a second file …) goes
-through Typer as before. ``tests/test_cli_main.py`` checks that both paths parse the same.
+through Typer as before. ``tests/cli/test_cli_main.py`` checks that both paths parse the same.
 """
 
 from __future__ import annotations

@@ -37,7 +37,7 @@ gone (a cleaned numba folder) costs one compilation, announced as usual, and not
 ``HSCC_TRACE_FIRST_USE`` (``auto``, ``compile`` or ``interpret``) or :func:`mode` force one
 path; ``hscc-trace compile`` compiles everything ahead (``compile`` mode over a generated
 capture, :func:`hscc_trace.api.compile_kernels`). Both paths give identical results
-(``tests/test_first_use.py``).
+(``tests/perf/test_first_use.py``).
 """
 
 from __future__ import annotations

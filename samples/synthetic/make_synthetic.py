@@ -5,7 +5,7 @@ Run from the repository root:  ``python samples/synthetic/make_synthetic.py``
 
 Each scenario is a short hand-written conversation between A = 10.0.0.1:40000 and
 B = 10.0.0.2:5201 with MSS 1000 bytes, so that every expected value in
-tests/test_events_synthetic.py can be worked out by hand. Packets are built with scapy
+tests/events/test_events_synthetic.py can be worked out by hand. Packets are built with scapy
 (Ether/IP/TCP with real options and checksums) and written as nanosecond pcap by the small
 writer below, which can also truncate records to a snapshot length and write timestamps in any
 order (scapy's writer can do neither). The README next to this script lists the scenarios.
@@ -110,7 +110,7 @@ class Conv:
 
 
 # --------------------------------------------------------------------------------------------
-# Scenarios (the expected values are worked out in tests/test_events_synthetic.py)
+# Scenarios (the expected values are worked out in tests/events/test_events_synthetic.py)
 # --------------------------------------------------------------------------------------------
 
 

@@ -13,7 +13,7 @@ segments) is stored per frame:
 * ``bif``     — tcp.analysis.bytes_in_flight (bytes), null where tshark defines none;
 * ``len``     — tcp.len.
 
-The tests (tests/test_events_tshark.py) compare hscc-trace's event streams with these files
+The tests (tests/events/test_events_tshark.py) compare hscc-trace's event streams with these files
 without needing tshark. Usage::
 
     python tests/golden/make_tshark_analysis.py [--captures DIR]

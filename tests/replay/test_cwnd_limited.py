@@ -9,7 +9,7 @@ Compared with the real value (60 in flight against 60.13), the replay read "not 
 and stops growing where the kernel grows: TCP-Fusion's Reno floor froze for six rounds on the
 sweep's path t3 (10 Mbit/s, 100 ms, 0.5 BDP, against CUBIC), p90 5.4 %; compared with
 ⌊cwnd⌋, 1.6 %. That comparison is not applied yet (the first test is a strict xfail): with it
-the sample verdicts went from 62 to 60 of 65 right (tests/test_identification.py).
+the sample verdicts went from 62 to 60 of 65 right (tests/analysis/test_identification.py).
 
 MSS 1000 B; the synthetic stream's flight before ACK i is ``F(i) + 1`` (replay_synth.stream).
 """

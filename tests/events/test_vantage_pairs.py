@@ -39,7 +39,7 @@ from hscc_trace.flows import load
 from hscc_trace.flows.scan import flow_rows
 from hscc_trace.replay import engine, metrics
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 PAIRS = [
     ("reno-bdp", "reno"),
     ("reno-rtt60", "reno"),

@@ -33,7 +33,7 @@ from hscc_trace.errors import InputError
 from hscc_trace.flows import load
 from hscc_trace.flows.tracker import KIND_OOO, KIND_RETRANS, segment_kinds
 
-GOLDEN = Path(__file__).parent / "golden" / "tshark_conv"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden" / "tshark_conv"
 FILES = sorted(GOLDEN.glob("*.json"))
 
 # file -> (extra flows we report, reason); see the module docstring

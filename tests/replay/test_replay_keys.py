@@ -14,7 +14,7 @@ from hscc_trace import schema
 from hscc_trace.cli import main
 from hscc_trace.replay import engine
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 CAP = REPO / "samples" / "reno-bdp" / "capture.pcap"
 
 

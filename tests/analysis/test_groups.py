@@ -15,7 +15,7 @@ from hscc_trace import api, schema
 from hscc_trace.analysis import groups, results, truth
 from hscc_trace.model import Analysis, CaptureResult, FlowResult
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 SAMPLES = REPO / "samples"
 MULTI = (
     "reno-vs-cubic",

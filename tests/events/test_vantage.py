@@ -1,6 +1,6 @@
 """Receiver-side and mid-path captures, hand-built: the event streams as the *sender* saw them.
 
-Conventions as tests/test_events_unit.py: A = SYN sender = data sender, ISN_A = 1000,
+Conventions as tests/events/test_events_unit.py: A = SYN sender = data sender, ISN_A = 1000,
 ISN_B = 5000, MSS 1000 bytes, relative sequence numbers in the comments. Every capture here is
 taken at the receiver B: the SYN/ACK leaves 0.1 ms after the SYN, the third ACK comes one round
 trip (50 ms: 25 ms each way, no queue) later. TCP timestamps: B's TSval is 1000 + the capture

@@ -25,7 +25,7 @@ import pytest
 from hscc_trace.events import flow_events
 from hscc_trace.flows import load
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 INDEX = SAMPLES / "index.json"
 MATCH_TOL_NS = 10_000_000  # 10 ms
 #: samples whose outstanding bytes miss the 2-MSS bound, with the share within it when measured. cubic-50m-receiver:

@@ -1,7 +1,7 @@
 """Capture reading and decoding: every link type, IP variant and TCP option the fast path knows,
 the scapy fallback, pcap/pcapng/gzip formats, BPF filters, and fast-vs-scapy parity.
 
-Packets are built with scapy, written byte-exactly by tests/test_capture_support.py, and every
+Packets are built with scapy, written byte-exactly by tests/capture/test_capture_support.py, and every
 expected value below is the field we put into the packet (not re-derived by a formula)."""
 
 from __future__ import annotations

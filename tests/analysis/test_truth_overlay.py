@@ -19,7 +19,7 @@ from hscc_trace import api
 from hscc_trace.analysis import truth
 from hscc_trace.reports.figures import build_flow, flow_t0
 
-SAMPLES = Path(__file__).resolve().parents[1] / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 CTCP = SAMPLES / "ctcp-bdp" / "capture.pcap.gz"
 
 

@@ -19,7 +19,7 @@ from hscc_trace.errors import InputError
 from hscc_trace.qlog import connections, read, summary
 from hscc_trace.qlog.streams import kind_of
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 QUIC = REPO / "samples" / "quic"
 
 

@@ -21,7 +21,7 @@ from hscc_trace import schema
 from hscc_trace.events.sack import sack_blocks, with_sack_blocks
 from hscc_trace.model import FlowEvents
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 from conftest import EXTERNAL  # noqa: E402
 
 EDGES = [f"sack_{e}{i}" for i in range(4) for e in ("l", "r")]

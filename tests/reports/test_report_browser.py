@@ -31,7 +31,7 @@ from synthetic_analysis import make_analysis
 
 from hscc_trace.reports import write_report
 
-ARTIFACTS = Path(__file__).resolve().parent / "artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[1] / "artifacts"
 CHROMIUM = next(
     (
         p
@@ -414,7 +414,7 @@ def test_report_blocks_a_request_that_a_page_would_make(tmp_path: Path) -> None:
     assert any(u.startswith("http://192.0.2.1/") for u in res["requests"] + res["blocked"])
 
 
-SAMPLE = Path(__file__).resolve().parent.parent / "samples" / "reno-bdp" / "capture.pcap"
+SAMPLE = Path(__file__).resolve().parents[2] / "samples" / "reno-bdp" / "capture.pcap"
 
 # Zoom the main figure of the first flow to [A, B] and wait until every figure of the flow has been
 # re-drawn; then, per trace of the window panel (the figure's first legend), the points drawn inside
@@ -492,7 +492,7 @@ def census_page(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from hscc_trace.corpus import census, runner
 
     tmp = tmp_path_factory.mktemp("census")
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     items = []
     for name, src in (
         ("reno-bdp.pcap", "reno-bdp"),
@@ -592,7 +592,7 @@ def test_census_renders_offline_in_chromium(census_page: Path) -> None:
 
 
 def _measure(argv: list[str]) -> None:  # pragma: no cover - run by hand for docs/report.md
-    """``python tests/test_report_browser.py FLOWS ACKS DURATION_S [RUNS]``: size and render time
+    """``python tests/reports/test_report_browser.py FLOWS ACKS DURATION_S [RUNS]``: size and render time
     of the report of a synthetic capture (each flow has ACKS ACKs and as many data segments)."""
     import statistics
     import sys
@@ -632,7 +632,7 @@ def groups_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
     from hscc_trace import api
 
     a = api.analyze(
-        [Path(__file__).resolve().parent.parent / "samples/reno-vs-cubic/capture.pcap"],
+        [Path(__file__).resolve().parents[2] / "samples/reno-vs-cubic/capture.pcap"],
         api.AnalyzeOptions(["reno", "cubic"]),
     ).analysis
     path = tmp_path_factory.mktemp("groups") / "report.html"

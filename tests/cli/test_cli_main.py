@@ -51,7 +51,7 @@ def test_closed_output_pipe_exits_1_without_a_message():
     import sys
     from pathlib import Path
 
-    cap = Path(__file__).resolve().parents[1] / "samples" / "reno-bdp" / "capture.pcap"
+    cap = Path(__file__).resolve().parents[2] / "samples" / "reno-bdp" / "capture.pcap"
     r, w = os.pipe()
     os.close(r)  # the reader is gone before the command writes anything: every write fails (EPIPE)
     try:

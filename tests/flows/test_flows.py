@@ -257,7 +257,7 @@ def test_docs_list_every_flow_field():
 
     from hscc_trace import schema
 
-    doc = (Path(__file__).resolve().parent.parent / "docs" / "flows.md").read_text()
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "flows.md").read_text()
     for c in schema.FLOWS:
         assert f"| `{c.name}` |" in doc, c.name
 
@@ -266,7 +266,7 @@ def _sender_side_samples() -> list[tuple[str, list[dict]]]:
     import json
     from pathlib import Path
 
-    idx = json.loads((Path(__file__).resolve().parent.parent / "samples" / "index.json").read_text())
+    idx = json.loads((Path(__file__).resolve().parents[2] / "samples" / "index.json").read_text())
     return [(e["capture"], e["flows"]) for e in idx["samples"] if e["capture_point"] == "sender"]
 
 
@@ -281,7 +281,7 @@ def test_retrans_plus_out_of_order_is_the_kernels_count_at_the_sender(capture, t
     24 + 39 = 63 and 28 + 17 = 45."""
     from pathlib import Path
 
-    root = Path(__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parents[2]
     fl, _meta, _ = load_flows(root / capture)
     for t in truth:
         f = fl.filter(fl["sport"] == t["sport"]).row(0, named=True)  # matched by the sender's port

@@ -11,7 +11,7 @@ from hscc_trace.errors import InputError
 from hscc_trace.qlog import checks
 from hscc_trace.qlog import connections as _connections
 
-EXTERNAL = Path(__file__).resolve().parents[1] / "samples" / "quic" / "external"
+EXTERNAL = Path(__file__).resolve().parents[2] / "samples" / "quic" / "external"
 FILES = sorted(EXTERNAL.glob("*.qlog.gz"))
 _READ: dict[str, object] = {}
 

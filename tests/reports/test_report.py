@@ -1116,7 +1116,7 @@ def test_analyze_cli_report_options(tmp_path: Path, capsys: pytest.CaptureFixtur
 
     from hscc_trace.cli import main
 
-    cap = Path(__file__).resolve().parent.parent / "samples" / "reno-bdp" / "capture.pcap"
+    cap = Path(__file__).resolve().parents[2] / "samples" / "reno-bdp" / "capture.pcap"
 
     def run(*args: str) -> tuple[int | None, str]:
         old = sys.argv

@@ -29,7 +29,7 @@ from hscc_trace.flows import arena as source
 from hscc_trace.flows.tracker import FlowTracker
 from hscc_trace.model import Capture, Deferred
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 from conftest import EXTERNAL as EXT  # noqa: E402
 from conftest import external
 

@@ -448,7 +448,7 @@ def test_judge_reads_only_the_ack_windows_that_can_matter(monkeypatch):
     from hscc_trace.analysis import pipeline
     from hscc_trace.replay import engine, selection
 
-    samples = Path(__file__).resolve().parents[1] / "samples"
+    samples = Path(__file__).resolve().parents[2] / "samples"
     algos = selection.resolved(selection.select(None, None).names, {})
     full_matrix, classes_of = M.ack_matrix, V._classes_of
     masks: list[np.ndarray] = []

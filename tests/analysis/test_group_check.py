@@ -12,7 +12,7 @@ import pytest
 from hscc_trace.analysis import check
 from hscc_trace.analysis.group_check import check_groups, parse_bounds
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _flow(fid, algo, bps, share, friend=None):

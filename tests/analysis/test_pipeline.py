@@ -12,7 +12,7 @@ import pytest
 from hscc_trace import api
 from hscc_trace.analysis import pipeline, results
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 CAPTURES = [
     str(p)
     for p in (

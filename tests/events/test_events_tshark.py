@@ -20,7 +20,7 @@ import pytest
 from hscc_trace.events import flow_events
 from hscc_trace.flows import load
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GOLDEN = REPO / "tests" / "golden" / "tshark_analysis"
 
 

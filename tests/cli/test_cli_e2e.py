@@ -19,7 +19,7 @@ import pytest
 
 from hscc_trace.analysis import results
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 INDEX = REPO / "samples" / "index.json"
 CLI = [sys.executable, "-m", "hscc_trace"]
 FAST_ALGOS = "reno,fusion"  # an exact-model baseline and a high-speed algorithm that should not fit Reno

@@ -25,7 +25,7 @@ from hscc_trace.events.synth import packets_frame
 from hscc_trace.model import Capture, CaptureMeta
 
 IA, IB = 1000, 5000
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def hs(t_syn=0.0, t_sa=0.05, t_ack=0.0501, ws=7, sack=True, ts=False):

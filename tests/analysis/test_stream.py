@@ -17,7 +17,7 @@ from hscc_trace.analysis import export, pipeline, results
 from hscc_trace.analysis.stream import Stream, report_rank
 from hscc_trace.events import all_flow_events, flow_event_batches
 
-SAMPLES = Path(__file__).resolve().parent.parent / "samples"
+SAMPLES = Path(__file__).resolve().parents[2] / "samples"
 # two captures of two flows each, and two of one: six flows, the report keeps two of them below
 CAPTURES = [str(SAMPLES / n / "capture.pcap") for n in ("reno-vs-cubic", "reno-loss", "bbr-vs-cubic", "cubic-loss")]
 ALGOS = ["reno", "cubic", "bbr"]
@@ -327,7 +327,7 @@ def test_the_memory_thread_runs_its_calls_in_order_and_the_arena_gives_pages_bac
     monkeypatch.setattr(memory, "dontneed", lambda a, n: calls.append((a, n)) or True)
     from hscc_trace.flows.ingest import load
 
-    cap = load(str(Path(__file__).resolve().parents[1] / "samples" / "reno-vs-cubic" / "capture.pcap"))
+    cap = load(str(Path(__file__).resolve().parents[2] / "samples" / "reno-vs-cubic" / "capture.pcap"))
     arena = cap.decoded.arena
     rows = arena.flow_rows(0, 1)
     gone = arena.release(rows)

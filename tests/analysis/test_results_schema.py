@@ -1,7 +1,7 @@
 """hscc_trace.analysis.results: the versioned JSON document and its JSON Schema.
 
 Built from a small hand-made Analysis (no capture, no replay engine), so the document's shape is
-tested independently of the stages; tests/test_cli_e2e.py validates real runs.
+tested independently of the stages; tests/cli/test_cli_e2e.py validates real runs.
 """
 
 from __future__ import annotations

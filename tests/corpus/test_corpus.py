@@ -27,7 +27,7 @@ from hscc_trace.corpus import census, inputs, runner
 from hscc_trace.corpus import dataset as ds
 from hscc_trace.errors import InputError
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 ALGOS = ["reno", "cubic"]
 NS3 = "ODD__ns3__ns3tcp-loss-NewReno4-response-vectors.pcap"
 MLAB_CUT = "ODD__mlab-packet-headers__v6-cut-short.pcap"
@@ -492,7 +492,7 @@ def test_without_the_corpus_extra_a_corpus_run_is_one_line_naming_it(
 
     monkeypatch.setitem(sys.modules, "distributed", None)  # (import distributed: ImportError)
     monkeypatch.setitem(sys.modules, "fsspec", None)
-    sample = str(Path(__file__).resolve().parents[1] / "samples" / "reno-bdp" / "capture.pcap")
+    sample = str(Path(__file__).resolve().parents[2] / "samples" / "reno-bdp" / "capture.pcap")
     monkeypatch.setattr(sys, "argv", ["hscc-trace", "analyze", sample, "--dataset", str(tmp_path / "ds"), "-q"])
     with pytest.raises(SystemExit) as exc:
         main()

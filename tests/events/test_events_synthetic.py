@@ -17,7 +17,7 @@ import pytest
 from hscc_trace.events import flow_events
 from hscc_trace.flows import load
 
-SYN = Path(__file__).resolve().parent.parent / "samples" / "synthetic"
+SYN = Path(__file__).resolve().parents[2] / "samples" / "synthetic"
 T0 = 1_700_000_000 * 10**9  # the generator's epoch offset (ns)
 
 
