@@ -536,7 +536,7 @@ def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable
 class _Initial:
     """What a loop starts from that does not depend on the flow (made once per algorithm):
     the common parameters ``tpa`` but for the MSS (and the initial window where ``flow_iw``:
-    then it is the flow's first flight), the size of the state, the parameter array, its :class:`_Plan`."""
+    then it is the flow's first flight), the zero state and the parameters (copied per flow), its :class:`_Plan`."""
 
     r: Resolved  # (kept, so that its id in _INITIAL stays its own)
     tpa: np.ndarray
