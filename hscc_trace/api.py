@@ -11,7 +11,7 @@
 >>> api.fit_table(a); api.flow_table(a)                        # DataFrames over every capture
 >>> api.report(a, "report.html"); api.results(a)               # HTML report, JSON results dict
 >>> api.check(a, api.CheckOptions(expect="reno", max_error=0.15)).verdicts  # check.Verdict per flow
->>> api.annotate("trace.pcap", "trace.pcapng", ["reno", "cubic"])  # pcapng with packet comments
+>>> api.annotate("trace.pcap", "trace.pcapng", api.AnnotateOptions(["reno", "cubic"]))  # pcapng, comments
 >>> api.groups(a)                                              # {capture: [groups.Group]}: Jain, shares …
 >>> api.compare("reno-only.pcap", "ctcp-vs-reno.pcap").stolen  # bandwidth stolen (Compound TCP)
 
@@ -34,6 +34,7 @@ if TYPE_CHECKING:  # polars is imported where a table is made: `load` reads the 
     import polars as pl
 
     from hscc_trace.analysis.options import AnalyzeOptions as AnalyzeOptions
+    from hscc_trace.analysis.options import AnnotateOptions as AnnotateOptions
     from hscc_trace.analysis.options import CheckOptions as CheckOptions
     from hscc_trace.analysis.options import CheckResult as CheckResult
     from hscc_trace.analysis.pipeline import Run
@@ -53,7 +54,7 @@ def __getattr__(name: str) -> Any:
         from hscc_trace import config
 
         return getattr(config, name)
-    if name in ("AnalyzeOptions", "CheckOptions", "CheckResult"):
+    if name in ("AnalyzeOptions", "AnnotateOptions", "CheckOptions", "CheckResult"):
         from hscc_trace.analysis import options
 
         return getattr(options, name)
@@ -757,34 +758,26 @@ def _check_result(
     )
 
 
-def annotate(
-    capture: PathLike,
-    out: PathLike | Any,
-    algorithms: Sequence[str] | None = None,
-    params: dict[str, dict[str, Any]] | None = None,
-    *,
-    bpf: str | None = None,
-    flows: Sequence[int] | None = None,
-    prefix: str | None = None,
-    tolerance: float | None = None,
-    agree_rounds: int | None = None,
-):
+def annotate(capture: PathLike, out: PathLike | Any, options: AnnotateOptions | None = None) -> Any:
     """Write ``capture`` to ``out`` (a path, ``.gz`` for gzip, or a binary stream) as pcapng with
     packet comments — each flow's verdict at its first packet, each congestion episode's start and
     end, where the replay of the named algorithm and the sender part ways — every packet unchanged
-    (docs/annotate.md). Returns :class:`hscc_trace.analysis.annotate.Annotated`."""
+    (docs/annotate.md; ``options``: :class:`AnnotateOptions`). Returns
+    :class:`hscc_trace.analysis.annotate.Annotated`."""
     from hscc_trace.analysis import annotate as _annotate
+    from hscc_trace.analysis.options import AnnotateOptions
 
+    o = options or AnnotateOptions()
     return _annotate.annotate(
         capture,
         out,
-        algorithms,
-        params,
-        bpf=bpf,
-        flows=flows,
-        prefix=_annotate.PREFIX if prefix is None else prefix,
-        tolerance=tolerance,
-        agree_rounds=_annotate.AGREE_ROUNDS if agree_rounds is None else agree_rounds,
+        o.algorithms,
+        o.params,
+        bpf=o.bpf,
+        flows=o.flows,
+        prefix=_annotate.PREFIX if o.prefix is None else o.prefix,
+        tolerance=o.tolerance,
+        agree_rounds=_annotate.AGREE_ROUNDS if o.agree_rounds is None else o.agree_rounds,
     )
 
 

@@ -180,3 +180,26 @@ class CheckResult:
         from hscc_trace.analysis import check as _check
 
         return _check.markdown_summary(self.verdicts, warnings=self.partial)
+
+
+@dataclass(frozen=True)
+class AnnotateOptions:
+    """How :func:`annotate` comments a capture — the options of ``hscc-trace annotate``
+    (docs/annotate.md)."""
+
+    #: algorithms to replay (None: every registered one)
+    algorithms: Sequence[str] | None = None
+    #: parameter overrides, ``{"cubic": {"beta": 0.7}}``
+    params: dict[str, dict[str, Any]] | None = None
+    #: BPF filter applied when reading (the output keeps only the packets it passes)
+    bpf: str | None = None
+    #: only these flow ids are analyzed and commented (None: every flow)
+    flows: Sequence[int] | None = None
+    #: the text every comment starts with (None: ``"hscc-trace: "``, :data:`hscc_trace.analysis.annotate.PREFIX`)
+    prefix: str | None = None
+    #: relative window error, a fraction > 0, above which the named algorithm's replay and the
+    #: sender are said to part ways (None: the verdict's threshold of a fit, ``Rules.max_error``)
+    tolerance: float | None = None
+    #: rounds in a row, >= 1, within ``tolerance`` before they are said to agree again
+    #: (None: 1, :data:`hscc_trace.analysis.annotate.AGREE_ROUNDS`)
+    agree_rounds: int | None = None

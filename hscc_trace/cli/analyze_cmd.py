@@ -105,21 +105,23 @@ def analyze(
             raise UsageError("--dataset cannot be combined with -o, --json, --export, --flow or --filter")
         from hscc_trace import api
 
-        from .corpus_cmd import run_dataset
+        from .corpus_cmd import DatasetRun, run_dataset
 
         with one_line_errors(), compile_notice():
             s = api.settings(api.AnalyzeOptions(algo, param or None, jobs=jobs, config=config_file or True))
             code = run_dataset(
-                inputs or [],
-                dataset,
-                s.algorithms,
-                s.params,
-                workers=workers,
-                scheduler=scheduler,
-                inputs_from=inputs_from,
-                threads=jobs or 1,
-                timeout=timeout_per_capture,
-                quiet=quiet,
+                DatasetRun(
+                    inputs or [],
+                    dataset,
+                    s.algorithms,
+                    s.params,
+                    workers=workers,
+                    scheduler=scheduler,
+                    inputs_from=inputs_from,
+                    threads=jobs or 1,
+                    timeout=timeout_per_capture,
+                    quiet=quiet,
+                )
             )
         raise typer.Exit(code)
     if max_points < 8:

@@ -79,13 +79,15 @@ def annotate(
         res = api.annotate(
             file,
             target,
-            cfg.algorithms,
-            cfg.params,
-            bpf=cfg.bpf,
-            flows=flow,
-            prefix=prefix,
-            tolerance=tolerance,
-            agree_rounds=agree_rounds,
+            api.AnnotateOptions(
+                cfg.algorithms,
+                cfg.params,
+                bpf=cfg.bpf,
+                flows=flow,
+                prefix=prefix,
+                tolerance=tolerance,
+                agree_rounds=agree_rounds,
+            ),
         )
         if to_stdout:
             sys.stdout.buffer.flush()

@@ -13,6 +13,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,19 +24,31 @@ from hscc_trace.errors import UsageError
 from .typer_app import app
 
 
-def run_dataset(
-    inputs: list[str],
-    dataset: Path,
-    algorithms: Any,
-    params: Any,
-    *,
-    workers: int | None,
-    scheduler: str | None,
-    inputs_from: Path | None,
-    threads: int,
-    timeout: float | None,
-    quiet: bool,
-) -> int:
+@dataclass(frozen=True)
+class DatasetRun:
+    """The options of ``analyze --dataset`` (docs/corpus.md)."""
+
+    #: captures, directories or URLs (FILE_OR_DIR...)
+    inputs: list[str]
+    #: the dataset folder (``--dataset``)
+    dataset: Path
+    #: algorithms and parameter overrides, as the configuration resolved them
+    algorithms: Any
+    params: Any
+    #: local Dask workers, >= 1 (None: one per core); ``scheduler``: an existing Dask scheduler's address
+    workers: int | None = None
+    scheduler: str | None = None
+    #: a file listing more inputs, one per line (``--inputs-from``)
+    inputs_from: Path | None = None
+    #: threads per worker (``--jobs``), >= 1
+    threads: int = 1
+    #: seconds a capture may take before it is recorded as an error (None: no limit)
+    timeout: float | None = None
+    #: no progress bar, no summary line
+    quiet: bool = False
+
+
+def run_dataset(o: DatasetRun) -> int:
     """The corpus run behind ``analyze --dataset``. Exit code 0, 2 when any capture failed, 70
     when any failure was an internal error (docs/exit-codes.md)."""
     from hscc_trace import corpus
@@ -44,33 +57,33 @@ def run_dataset(
     from hscc_trace.corpus import inputs as cin
     from hscc_trace.corpus import runner
 
-    items = list(inputs) + (cin.read_list(inputs_from) if inputs_from is not None else [])
+    items = list(o.inputs) + (cin.read_list(o.inputs_from) if o.inputs_from is not None else [])
     if not items:
         raise UsageError("no input given (FILE_OR_DIR... or --inputs-from)")
-    if workers is not None and workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {workers}")
-    if timeout is not None and timeout <= 0:
-        raise UsageError(f"--timeout-per-capture must be > 0, got {timeout}")
+    if o.workers is not None and o.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {o.workers}")
+    if o.timeout is not None and o.timeout <= 0:
+        raise UsageError(f"--timeout-per-capture must be > 0, got {o.timeout}")
     items = cin.expand(items)
     cin.check_protocols(items)
-    with corpus_progress(len(items), enabled=not quiet) as update:
+    with corpus_progress(len(items), enabled=not o.quiet) as update:
         state = runner.run(
             items,
-            dataset,
-            algorithms,
-            params,
-            workers=workers,
-            scheduler=scheduler,
-            threads_per_worker=threads,
-            timeout_per_capture=timeout,
+            o.dataset,
+            o.algorithms,
+            o.params,
+            workers=o.workers,
+            scheduler=o.scheduler,
+            threads_per_worker=o.threads,
+            timeout_per_capture=o.timeout,
             progress=update,
         )
     for e in state.errors:
         typer.echo(f"hscc-trace: error: {e['capture']}: {e['reason']}: {e['message']}", err=True)
-    if not quiet:
+    if not o.quiet:
         typer.echo(
             f"{state.total} capture(s): {state.ok} analyzed, {state.skipped} already in the dataset, "
-            f"{len(state.errors)} error(s); dataset: {dataset}"
+            f"{len(state.errors)} error(s); dataset: {o.dataset}"
         )
     if any(e.get("reason") == "internal" for e in state.errors):
         return 70
