@@ -128,9 +128,6 @@ def one_line(text: object) -> str:
 
 def _main() -> None:
     try:
-        if _fast_flows(sys.argv[1:]):  # `flows FILE [--json] [--filter EXPR]`: no Typer import
-            sys.exit(EXIT_OK)
-
         _run_app(globals().get("app") or _load_app())
     except HsccError as exc:
         print(f"hscc-trace: error: {one_line(exc)}", file=sys.stderr)
@@ -155,25 +152,6 @@ def _main() -> None:
             file=sys.stderr,
         )
         sys.exit(EXIT_INTERNAL)  # EX_SOFTWARE
-
-
-def _fast_flows(argv: list[str]) -> bool:
-    """Run ``hscc-trace flows`` without building the Typer application when ``argv`` is one of
-    its plain forms (:func:`.flows_table.fast_args`); False (nothing run) otherwise.
-
-    Building the application imports every command's module (and Typer ≥ 0.29, which the
-    project's dependencies exclude, coerces every non-flag parameter through pydantic, ≈ 50–100 ms
-    of CPU): a sizeable part of a command that reads five million packets in about half a
-    second. The command itself is the same function either way (:func:`.flows_table.run`)."""
-    if not argv or argv[0] != "flows":
-        return False
-    from .flows_table import fast_args, run
-
-    args = fast_args(argv)
-    if args is None:
-        return False
-    run(*args)
-    return True
 
 
 def _run_app(app) -> None:

@@ -1,11 +1,7 @@
-"""The table `hscc-trace flows` prints, and the command's run without Typer.
+"""The table `hscc-trace flows` prints, and the command's run (:func:`run`).
 
-Kept apart from :mod:`.flows_cmd` (the Typer registration) so that the entry point can run
-``hscc-trace flows FILE [--json] [--filter EXPR]`` without importing Typer — whose parameter
-coercion imports pydantic — or any other command's module: :func:`fast_args` recognises those
-plain forms of the command line, and :func:`hscc_trace.cli.main` calls :func:`run` with them.
-Every other command line (``--help``, unknown or repeated options, a second file …) goes
-through Typer as before. ``tests/cli/test_cli_main.py`` checks that both paths parse the same.
+Kept apart from :mod:`.flows_cmd`, the Typer registration: the command line is parsed by the
+one Typer application like every other command's.
 """
 
 from __future__ import annotations
@@ -125,45 +121,3 @@ def run(file: str, bpf: str | None, as_json: bool) -> None:
     from rich.console import Console
 
     Console(width=max(200, Console().width)).print(render_table(rows, title))
-
-
-def fast_args(argv: list[str]) -> tuple[str, str | None, bool] | None:
-    """``(file, bpf, as_json)`` of ``argv`` (the arguments after the program name) when it is
-    ``flows`` with one file and at most one each of ``--json`` and ``--filter EXPR`` /
-    ``--filter=EXPR``, in any order — what the Typer command would receive; None for anything
-    else (which Typer then parses, reports or explains). A token starting with ``-`` other than
-    ``-`` itself (standard input) is only ever one of those two options here, so an unknown
-    option, ``--help`` or ``--`` always goes to Typer."""
-    if not argv or argv[0] != "flows":
-        return None
-    file: str | None = None
-    bpf: str | None = None
-    as_json = False
-    seen: set[str] = set()
-    i = 1
-    while i < len(argv):
-        a = argv[i]
-        if a == "--json":
-            if a in seen:
-                return None
-            seen.add(a)
-            as_json = True
-        elif a == "--filter" or a.startswith("--filter="):
-            if "--filter" in seen:
-                return None
-            seen.add("--filter")
-            if a == "--filter":
-                if i + 1 >= len(argv) or argv[i + 1].startswith("-"):
-                    return None  # (a missing value, or one Click might read otherwise: let it)
-                i += 1
-                bpf = argv[i]
-            else:
-                bpf = a[len("--filter=") :]
-        elif a.startswith("-") and a != "-":
-            return None
-        elif file is None:
-            file = a
-        else:
-            return None  # a second file: Typer's usage error
-        i += 1
-    return None if file is None else (file, bpf, as_json)

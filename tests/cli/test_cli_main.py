@@ -93,64 +93,14 @@ def test_main_runs_after_a_command_module_was_imported(monkeypatch, capsys):
     assert "kernels: numba " in capsys.readouterr().out  # what `hscc-trace version` prints
 
 
-#: command lines the entry point runs without Typer (hscc_trace.cli.flows_table.fast_args)
-FLOWS_PLAIN = [
-    ["flows", "x.pcap"],
-    ["flows", "-"],
-    ["flows", "x.pcap", "--json"],
-    ["flows", "--json", "x.pcap"],
-    ["flows", "x.pcap", "--filter", "tcp port 5201"],
-    ["flows", "--filter", "tcp", "--json", "x.pcap"],
-    ["flows", "--filter=tcp and port 80", "x.pcap"],
-    ["flows", "--filter=", "x.pcap"],
-    ["flows", "x.pcap", "--filter", ""],
-]
-#: command lines left to Typer: help, unknown or repeated options, a missing or second file …
-FLOWS_OTHER = [
-    ["flows"],
-    ["flows", "--help"],
-    ["flows", "x.pcap", "--help"],
-    ["flows", "x.pcap", "y.pcap"],
-    ["flows", "x.pcap", "--bogus"],
-    ["flows", "x.pcap", "--filter"],
-    ["flows", "x.pcap", "--filter", "-x"],
-    ["flows", "--", "-x.pcap"],
-    ["flows", "x.pcap", "--json", "--json"],
-    ["flows", "x.pcap", "--filter", "tcp", "--filter", "udp"],
-    ["flows", "x.pcap", "--jso"],
-    ["events", "x.pcap"],
-    ["--help"],
-    [],
-]
-
-
-@pytest.mark.parametrize("argv", FLOWS_PLAIN + FLOWS_OTHER)
-def test_flows_fast_path_parses_as_typer(argv, monkeypatch):
-    """The entry point's Typer-free parse of `hscc-trace flows` gives the command exactly what
-    Typer gives it, and leaves every other command line to Typer."""
-    from typer.testing import CliRunner
-
-    from hscc_trace.cli import app, flows_cmd
-    from hscc_trace.cli.flows_table import fast_args
+def test_flows_goes_through_the_one_grammar(monkeypatch):
+    """`hscc-trace flows FILE` through main() is parsed by the Typer application like every
+    other command (one argument grammar): the options reach the command as Typer parsed them."""
+    from hscc_trace.cli import flows_cmd
 
     got: list[tuple] = []
     monkeypatch.setattr(flows_cmd, "run", lambda *a: got.append(a))
-    res = CliRunner().invoke(app, argv)
-    fast = fast_args(argv)
-    if argv in FLOWS_PLAIN:
-        assert res.exit_code == 0 and got == [fast], (res.output, got, fast)
-    else:
-        assert fast is None
-
-
-def test_flows_fast_path_runs_the_command_without_typer(monkeypatch):
-    """`hscc-trace flows FILE` through main(): the flows command runs, Typer is never asked."""
-    from hscc_trace.cli import flows_table
-
-    got: list[tuple] = []
-    monkeypatch.setattr(flows_table, "run", lambda *a: got.append(a))
-    monkeypatch.setattr(cli, "_load_app", lambda: pytest.fail("Typer application built"))
-    monkeypatch.setattr(sys, "argv", ["hscc-trace", "flows", "--json", "x.pcap"])
+    monkeypatch.setattr(sys, "argv", ["hscc-trace", "flows", "--filter=tcp", "--json", "x.pcap"])
     with pytest.raises(SystemExit) as ei:
         cli.main()
-    assert ei.value.code == 0 and got == [("x.pcap", None, True)]
+    assert ei.value.code == 0 and got == [("x.pcap", "tcp", True)]
