@@ -16,6 +16,7 @@ from __future__ import annotations
 import math
 
 from ._jit import jit
+from .state import Field
 from .tp import (
     ACKED,
     CWND,
@@ -202,45 +203,47 @@ def westwood_decrease(cwnd, rtt_min, rtt):
     return cwnd / 2.0
 
 
-# Westwood+ bandwidth filter (Linux net/ipv4/tcp_westwood.c). The caller reserves WW_NSLOTS
-# consecutive state slots starting at ``off`` and calls westwood_init once, westwood_on_ack on
-# every ACK with the bytes it newly acknowledged (cumulative + SACKed, Linux westwood_acked_count).
-WW_BK = 0  # bytes acknowledged in the current sampling window
-WW_WIN_START = 1  # s — start of the current sampling window (Linux rtt_win_sx)
-WW_BW_NS = 2  # bytes/s — first 7/8 filter stage (Linux bw_ns_est)
-WW_BW = 3  # bytes/s — bandwidth estimate B (Linux bw_est)
-WW_NSLOTS = 4
+# Westwood+ bandwidth filter (Linux net/ipv4/tcp_westwood.c). The caller splices
+# WESTWOOD_STATE into its state (the helpers read those fields by name, ``st.ww_bw``) and calls
+# westwood_init once, westwood_on_ack on every ACK with the bytes it newly acknowledged
+# (cumulative + SACKed, Linux westwood_acked_count).
+WESTWOOD_STATE = (
+    Field("ww_bk", "bytes", "Westwood+ filter: bytes acknowledged in the current sampling window"),
+    Field("ww_win_start", "s", "Westwood+ filter: start of the current sampling window (Linux rtt_win_sx)"),
+    Field("ww_bw_ns", "bytes/s", "Westwood+ filter: first 7/8 filter stage (Linux bw_ns_est)"),
+    Field("ww_bw", "bytes/s", "Westwood+ filter: bandwidth estimate B (Linux bw_est)"),
+)
 WESTWOOD_RTT_MIN = 0.05  # s — Linux TCP_WESTWOOD_RTT_MIN (HZ/20)
 
 
 @jit
-def westwood_init(st, off, tp):
-    st[off + WW_BK] = 0.0
-    st[off + WW_WIN_START] = tp[NOW]
-    st[off + WW_BW_NS] = 0.0
-    st[off + WW_BW] = 0.0
+def westwood_init(st, tp):
+    st.ww_bk = 0.0
+    st.ww_win_start = tp[NOW]
+    st.ww_bw_ns = 0.0
+    st.ww_bw = 0.0
 
 
 @jit
-def westwood_on_ack(st, off, tp, acked_bytes):
+def westwood_on_ack(st, tp, acked_bytes):
     """Linux ``tcp_westwood_ack``: first ``westwood_update_window`` — once more than
     ``max(RTT, 50 ms)`` has passed since the window began, feed bk/Δt through two cascaded 7/8
     filters (the first sample fills both) and restart — then add this ACK's ``acked_bytes``
     to bk. Returns B in bytes/s."""
-    delta = tp[NOW] - st[off + WW_WIN_START]
+    delta = tp[NOW] - st.ww_win_start
     rtt = tp[RTT]
     if rtt > 0.0 and delta > max(rtt, WESTWOOD_RTT_MIN):
-        sample = st[off + WW_BK] / delta
-        if st[off + WW_BW_NS] == 0.0 and st[off + WW_BW] == 0.0:
-            st[off + WW_BW_NS] = sample
-            st[off + WW_BW] = sample
+        sample = st.ww_bk / delta
+        if st.ww_bw_ns == 0.0 and st.ww_bw == 0.0:
+            st.ww_bw_ns = sample
+            st.ww_bw = sample
         else:
-            st[off + WW_BW_NS] = (7.0 * st[off + WW_BW_NS] + sample) / 8.0
-            st[off + WW_BW] = (7.0 * st[off + WW_BW] + st[off + WW_BW_NS]) / 8.0
-        st[off + WW_BK] = 0.0
-        st[off + WW_WIN_START] = tp[NOW]
-    st[off + WW_BK] += acked_bytes
-    return st[off + WW_BW]
+            st.ww_bw_ns = (7.0 * st.ww_bw_ns + sample) / 8.0
+            st.ww_bw = (7.0 * st.ww_bw + st.ww_bw_ns) / 8.0
+        st.ww_bk = 0.0
+        st.ww_win_start = tp[NOW]
+    st.ww_bk += acked_bytes
+    return st.ww_bw
 
 
 # The same estimator as Linux counts it (flavor linux): time in jiffies (1/HZ s), RTTs rounded up
@@ -249,29 +252,34 @@ def westwood_on_ack(st, off, tp, acked_bytes):
 # before the first ACK of data, whose own bytes are not counted: first_ack), duplicate and SACK
 # ACKs counted by westwood_acked_count (one MSS each, taken back when the cumulative ACK moves).
 # The kernel's jiffies phase against the trace's clock is unknown: jiffies = ⌊t·HZ⌋ from the
-# first ACK. WL_NSLOTS consecutive slots from ``off``; westwood_linux_rtt on each RTT sample
-# (pkts_acked), westwood_linux_on_ack on every ACK (in_ack_event).
-WL_BK = 0  # bytes acknowledged in the current window
-WL_WIN_SX = 1  # jiffies — start of the window (rtt_win_sx)
-WL_BW_NS = 2  # bytes/jiffy — first filter stage (bw_ns_est)
-WL_BW = 3  # bytes/jiffy — B (bw_est)
-WL_SND_UNA = 4  # bytes — snd_una as last accounted
-WL_ACCOUNTED = 5  # bytes — duplicate ACKs counted ahead of the cumulative ACK
-WL_FIRST = 6  # 1 until the first ACK (first_ack)
-WL_RTT_J = 7  # jiffies — latest RTT sample
-WL_RTT_MIN_J = 8  # jiffies — RTTmin
-WL_RESET_MIN = 9  # 1 = the next ACK takes the latest RTT as RTTmin (init, RTO)
-WL_NSLOTS = 10
+# first ACK. The caller splices WESTWOOD_LINUX_STATE into its state; westwood_linux_rtt on each
+# RTT sample (pkts_acked), westwood_linux_on_ack on every ACK (in_ack_event).
+WESTWOOD_LINUX_STATE = (
+    Field("wl_bk", "bytes", "Linux Westwood+ estimator: bytes acknowledged in the current window"),
+    Field("wl_win_sx", "jiffies", "Linux Westwood+ estimator: start of the window (rtt_win_sx)"),
+    Field("wl_bw_ns", "bytes/jiffy", "Linux Westwood+ estimator: first filter stage (bw_ns_est)"),
+    Field("wl_bw", "bytes/jiffy", "Linux Westwood+ estimator: B (bw_est)"),
+    Field("wl_snd_una", "bytes", "Linux Westwood+ estimator: snd_una as last accounted"),
+    Field("wl_accounted", "bytes", "Linux Westwood+ estimator: duplicate ACKs counted ahead of the cumulative ACK"),
+    Field("wl_first", "", "Linux Westwood+ estimator: before the first ACK (first_ack)", "bool"),
+    Field("wl_rtt_j", "jiffies", "Linux Westwood+ estimator: latest RTT sample"),
+    Field("wl_rtt_min_j", "jiffies", "Linux Westwood+ estimator: RTTmin"),
+    Field("wl_reset_min", "", "Linux Westwood+ estimator: the next ACK re-takes RTTmin (init, RTO)", "bool"),
+)
 
 
 @jit
-def westwood_linux_init(st, off, hz):
-    for k in range(WL_NSLOTS):
-        st[off + k] = 0.0
-    st[off + WL_FIRST] = 1.0
-    st[off + WL_RESET_MIN] = 1.0
-    st[off + WL_RTT_J] = 20.0 * hz  # TCP_WESTWOOD_INIT_RTT
-    st[off + WL_RTT_MIN_J] = 20.0 * hz
+def westwood_linux_init(st, hz):
+    st.wl_bk = 0.0
+    st.wl_win_sx = 0.0
+    st.wl_bw_ns = 0.0
+    st.wl_bw = 0.0
+    st.wl_snd_una = 0.0
+    st.wl_accounted = 0.0
+    st.wl_first = True
+    st.wl_reset_min = True
+    st.wl_rtt_j = 20.0 * hz  # TCP_WESTWOOD_INIT_RTT
+    st.wl_rtt_min_j = 20.0 * hz
 
 
 @jit
@@ -282,14 +290,14 @@ def usecs_to_jiffies(rtt, hz):
 
 
 @jit
-def westwood_linux_rtt(st, off, rtt, hz):
+def westwood_linux_rtt(st, rtt, hz):
     """tcp_westwood_pkts_acked: the latest RTT sample in jiffies."""
     if rtt > 0.0:
-        st[off + WL_RTT_J] = usecs_to_jiffies(rtt, hz)
+        st.wl_rtt_j = usecs_to_jiffies(rtt, hz)
 
 
 @jit
-def westwood_linux_on_ack(st, off, tp, hz):
+def westwood_linux_on_ack(st, tp, hz):
     """tcp_westwood_ack on one ACK: close the window if more than max(RTT, HZ/20) jiffies have
     passed (B ← integer 7/8 filters of bk/Δt), count the ACK's bytes, update RTTmin. Returns B
     in bytes/s (bytes per jiffy × HZ)."""
@@ -297,60 +305,60 @@ def westwood_linux_on_ack(st, off, tp, hz):
     # the slow path (not header-predicted): duplicate ACKs, ACKs with SACK information, every ACK
     # while the sender is out of the open state (its ACKs carry SACK blocks)
     slow = tp[ACKED] == 0.0 or tp[SACKED] > 0.0 or tp[STATE] != OPEN
-    if st[off + WL_FIRST] > 0.0:
+    if st.wl_first:
         rtt = tp[RTT] if tp[RTT] > 0.0 else 0.0
-        st[off + WL_WIN_SX] = math.floor((tp[NOW] - rtt) * hz + 1e-9)
-        st[off + WL_SND_UNA] = tp[SND_UNA]
-        st[off + WL_FIRST] = 0.0
+        st.wl_win_sx = math.floor((tp[NOW] - rtt) * hz + 1e-9)
+        st.wl_snd_una = tp[SND_UNA]
+        st.wl_first = False
         slow = True  # the connection's first ACKs are not header-predicted: it counts as one MSS
-    delta = now - st[off + WL_WIN_SX]
-    rtt_j = st[off + WL_RTT_J]
+    delta = now - st.wl_win_sx
+    rtt_j = st.wl_rtt_j
     if rtt_j > 0.0 and delta > max(rtt_j, float(int(hz) // 20)):
-        sample = math.floor(st[off + WL_BK] / delta)
-        if st[off + WL_BW_NS] == 0.0 and st[off + WL_BW] == 0.0:
-            st[off + WL_BW_NS] = sample
-            st[off + WL_BW] = sample
+        sample = math.floor(st.wl_bk / delta)
+        if st.wl_bw_ns == 0.0 and st.wl_bw == 0.0:
+            st.wl_bw_ns = sample
+            st.wl_bw = sample
         else:
-            st[off + WL_BW_NS] = math.floor((7.0 * st[off + WL_BW_NS] + sample) / 8.0)
-            st[off + WL_BW] = math.floor((7.0 * st[off + WL_BW] + st[off + WL_BW_NS]) / 8.0)
-        st[off + WL_BK] = 0.0
-        st[off + WL_WIN_SX] = now
+            st.wl_bw_ns = math.floor((7.0 * st.wl_bw_ns + sample) / 8.0)
+            st.wl_bw = math.floor((7.0 * st.wl_bw + st.wl_bw_ns) / 8.0)
+        st.wl_bk = 0.0
+        st.wl_win_sx = now
     una = tp[SND_UNA]
     if slow:  # slow path (duplicate / SACK ACKs): westwood_acked_count
         mss = tp[MSS]
-        cumul = una - st[off + WL_SND_UNA]
+        cumul = una - st.wl_snd_una
         if cumul == 0.0:
-            st[off + WL_ACCOUNTED] += mss
+            st.wl_accounted += mss
             cumul = mss
         if cumul > mss:
-            if st[off + WL_ACCOUNTED] >= cumul:
-                st[off + WL_ACCOUNTED] -= cumul
+            if st.wl_accounted >= cumul:
+                st.wl_accounted -= cumul
                 cumul = mss
             else:
-                cumul -= st[off + WL_ACCOUNTED]
-                st[off + WL_ACCOUNTED] = 0.0
-        st[off + WL_BK] += cumul
+                cumul -= st.wl_accounted
+                st.wl_accounted = 0.0
+        st.wl_bk += cumul
     else:  # fast path: snd_una's advance
-        st[off + WL_BK] += una - st[off + WL_SND_UNA]
-    st[off + WL_SND_UNA] = una
-    if st[off + WL_RESET_MIN] > 0.0:
-        st[off + WL_RTT_MIN_J] = rtt_j
-        st[off + WL_RESET_MIN] = 0.0
-    elif rtt_j < st[off + WL_RTT_MIN_J]:
-        st[off + WL_RTT_MIN_J] = rtt_j
-    return st[off + WL_BW] * hz
+        st.wl_bk += una - st.wl_snd_una
+    st.wl_snd_una = una
+    if st.wl_reset_min:
+        st.wl_rtt_min_j = rtt_j
+        st.wl_reset_min = False
+    elif rtt_j < st.wl_rtt_min_j:
+        st.wl_rtt_min_j = rtt_j
+    return st.wl_bw * hz
 
 
 @jit
-def westwood_linux_bw_rttmin(st, off, tp):
+def westwood_linux_bw_rttmin(st, tp):
     """tcp_westwood_bw_rttmin: max(⌊B·RTTmin/MSS⌋, 2) with B in bytes/jiffy, RTTmin in jiffies."""
-    return max(math.floor(st[off + WL_BW] * st[off + WL_RTT_MIN_J] / tp[MSS]), 2.0)
+    return max(math.floor(st.wl_bw * st.wl_rtt_min_j / tp[MSS]), 2.0)
 
 
 @jit
-def westwood_bw_rttmin(st, off, tp, mss):
+def westwood_bw_rttmin(st, tp, mss):
     """Linux ``tcp_westwood_bw_rttmin``: ``max(B·RTTmin/MSS, 2)`` packets."""
     rtt_min = tp[MIN_RTT]
     if not (rtt_min > 0.0):
         return 2.0
-    return max(st[off + WW_BW] * rtt_min / mss, 2.0)
+    return max(st.ww_bw * rtt_min / mss, 2.0)

@@ -40,6 +40,7 @@ import math
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.state import Field
 from hscc_trace.replay.tp import (
     ACKED,
     CWND,
@@ -57,42 +58,7 @@ from hscc_trace.replay.tp import (
 
 from . import reno as R
 
-# --- state slots -------------------------------------------------------------------------------
-RENO_CWND = 0  # packets — the Reno window (lower bound of cwnd)
-DIFF = 1  # packets — Vegas diff, packets queued in the bottleneck (last CA update)
-ALPHA = 2  # packets — lower-bound threshold α = cwnd·Dmin/RTT
-ALPHA3 = 3  # packets — upper-bound threshold 3·α
-W_INC = 4  # packets — increment per window in the increase phase, max(B·Dwinc/MSS, 1)
-PHASE = 5  # 0 slow start, 1 increase, 2 steady, 3 decrease (last growth opportunity)
-BW = 6  # bit/s — Westwood+ bandwidth estimate B (output copy of the filter, in bit/s)
-RTT_USED = 7  # s — the RTT the last phase decision used (per rtt_source)
-PRIOR_RENO = 8  # packets — reno_cwnd before the last reduction (undo)
-WW = 9  # first of helpers.WW_NSLOTS slots of the Westwood+ filter (bytes, s, bytes/s, bytes/s)
-WW_1 = 10
-WW_2 = 11
-WW_3 = 12
-WL = 13  # flavor linux: helpers.WL_NSLOTS slots of the estimator as Linux counts it (jiffies)
-WL_1 = 14
-WL_2 = 15
-WL_3 = 16
-WL_4 = 17
-WL_5 = 18
-WL_6 = 19
-WL_7 = 20
-WL_8 = 21
-WL_9 = 22
-NSTATE = 23
-
-# --- parameter slots ---------------------------------------------------------------------------
-P_DMIN = 0  # s — Dmin of α
-P_DWINC = 1  # s — Dmin of W_inc
-P_WINC_MIN = 2  # packets — floor of W_inc
-P_RTT_SOURCE = 3  # 0 round_min, 1 srtt, 2 last
-P_L = 4  # packets — slow-start ABC limit (rfc flavor)
-P_HZ = 5  # 1/s — kernel tick rate (flavor linux: the Westwood+ estimator counts jiffies)
-NPARAMS = 6
-
-SS, INCREASE, STEADY, DECREASE = 0.0, 1.0, 2.0, 3.0
+SS, INCREASE, STEADY, DECREASE = 0.0, 1.0, 2.0, 3.0  # field ``phase``
 
 
 @jit
@@ -107,88 +73,88 @@ def fusion_increment(cwnd, diff, alpha, w_inc, n):
 
 @jit
 def init(st, p, tp):
-    st[RENO_CWND] = tp[CWND]
-    st[DIFF] = 0.0
-    st[ALPHA] = math.nan
-    st[ALPHA3] = math.nan
-    st[W_INC] = p[P_WINC_MIN]
-    st[PHASE] = SS
-    st[BW] = 0.0
-    st[RTT_USED] = math.nan
-    st[PRIOR_RENO] = tp[CWND]
-    H.westwood_init(st, WW, tp)
-    H.westwood_linux_init(st, WL, p[P_HZ])
+    st.reno_cwnd = tp[CWND]
+    st.diff = 0.0
+    st.alpha = math.nan
+    st.alpha3 = math.nan
+    st.w_inc = p.winc_min
+    st.phase = SS
+    st.bw = 0.0
+    st.rtt_used = math.nan
+    st.prior_reno = tp[CWND]
+    H.westwood_init(st, tp)
+    H.westwood_linux_init(st, p.HZ)
 
 
 @jit
 def on_rtt_sample(st, p, tp, rtt):
-    H.westwood_linux_rtt(st, WL, rtt, p[P_HZ])
+    H.westwood_linux_rtt(st, rtt, p.HZ)
 
 
 @jit
 def on_ack(st, p, tp):
     if tp[FLAVOR] == LINUX:  # the estimator as tcp_westwood.c counts it (helpers.westwood_linux_on_ack)
-        bw = H.westwood_linux_on_ack(st, WL, tp, p[P_HZ])
-        st[BW] = 8.0 * bw
-        st[W_INC] = max(bw * p[P_DWINC] / tp[MSS], p[P_WINC_MIN])
+        bw = H.westwood_linux_on_ack(st, tp, p.HZ)
+        st.bw = 8.0 * bw
+        st.w_inc = max(bw * p.dwinc / tp[MSS], p.winc_min)
         return
     # Westwood+ filter over every ACK (bytes newly acked cumulatively + SACKed)
-    start = st[WW + H.WW_WIN_START]
-    bw = H.westwood_on_ack(st, WW, tp, (tp[ACKED] + tp[SACKED]) * tp[MSS])
-    if st[WW + H.WW_WIN_START] != start:  # a new bandwidth sample was taken
-        st[BW] = 8.0 * bw
-        st[W_INC] = max(bw * p[P_DWINC] / tp[MSS], p[P_WINC_MIN])
+    start = st.ww_win_start
+    bw = H.westwood_on_ack(st, tp, (tp[ACKED] + tp[SACKED]) * tp[MSS])
+    if st.ww_win_start != start:  # a new bandwidth sample was taken
+        st.bw = 8.0 * bw
+        st.w_inc = max(bw * p.dwinc / tp[MSS], p.winc_min)
 
 
 @jit
 def ssthresh(st, p, tp):
-    st[PRIOR_RENO] = st[RENO_CWND]
+    st.prior_reno = st.reno_cwnd
     if tp[EVENT] == EV_RTO:  # Reno behaviour (docs/algorithms/fusion.md#decisions): Reno's own ssthresh hook
         return R.ssthresh(st, p, tp)
-    st[RENO_CWND] = max(st[RENO_CWND] / 2.0, 2.0)
+    st.reno_cwnd = max(st.reno_cwnd / 2.0, 2.0)
     new = H.westwood_decrease(tp[CWND], tp[MIN_RTT], tp[RTT])
-    return max(new, st[RENO_CWND], 2.0)
+    return max(new, st.reno_cwnd, 2.0)
 
 
 @jit
 def on_rto(st, p, tp):
-    st[RENO_CWND] = tp[CWND]  # 1 packet: both windows restart in slow start
-    st[PHASE] = SS
+    st.reno_cwnd = tp[CWND]  # 1 packet: both windows restart in slow start
+    st.phase = SS
 
 
 @jit
 def undo_cwnd(st, p, tp):
     # the reduction was spurious: both windows return to their values before it
-    st[RENO_CWND] = max(st[RENO_CWND], st[PRIOR_RENO])
-    return max(tp[CWND], tp[PRIOR_CWND], st[RENO_CWND])
+    st.reno_cwnd = max(st.reno_cwnd, st.prior_reno)
+    return max(tp[CWND], tp[PRIOR_CWND], st.reno_cwnd)
 
 
 @jit
 def cong_avoid(st, p, tp, n):
-    g = H.growth_gate(tp, n, p[P_L])
+    g = H.growth_gate(tp, n, p.L)
     if g == H.HELD:
         return
     if g == H.SLOW_START:  # slow start (Reno's), the Reno window follows
-        st[PHASE] = SS
-        st[RENO_CWND] = tp[CWND]
+        st.phase = SS
+        st.reno_cwnd = tp[CWND]
         return
     # the Reno window: +1/reno_cwnd per acknowledged packet
-    st[RENO_CWND] += n / st[RENO_CWND]
+    st.reno_cwnd += n / st.reno_cwnd
     cwnd = tp[CWND]
-    rtt = H.rtt_by_source(p[P_RTT_SOURCE], tp)
-    st[RTT_USED] = rtt
+    rtt = H.rtt_by_source(p.rtt_source, tp)
+    st.rtt_used = rtt
     if rtt > 0.0 and tp[MIN_RTT] > 0.0:
         diff = H.vegas_diff(cwnd, rtt, tp[MIN_RTT])
-        alpha = cwnd * p[P_DMIN] / rtt
-        inc, phase = fusion_increment(cwnd, diff, alpha, st[W_INC], n)
-        st[DIFF] = diff
-        st[ALPHA] = alpha
-        st[ALPHA3] = 3.0 * alpha
-        st[PHASE] = phase
+        alpha = cwnd * p.dmin / rtt
+        inc, phase = fusion_increment(cwnd, diff, alpha, st.w_inc, n)
+        st.diff = diff
+        st.alpha = alpha
+        st.alpha3 = 3.0 * alpha
+        st.phase = phase
         cwnd += inc
     else:
-        st[PHASE] = STEADY
-    tp[CWND] = max(cwnd, st[RENO_CWND])
+        st.phase = STEADY
+    tp[CWND] = max(cwnd, st.reno_cwnd)
     if tp[CWND] < tp[SSTHRESH]:  # a decrease phase stays in congestion avoidance (as Linux tcp_vegas)
         tp[SSTHRESH] = tp[CWND]
 
@@ -269,21 +235,17 @@ _SIGNALS = (
 )
 
 _STATE = (
-    "reno_cwnd",
-    "diff",
-    "alpha",
-    "alpha3",
-    "w_inc",
-    "phase",
-    "bw",
-    "rtt_used",
-    "prior_reno",
-    "ww",
-    "ww_1",
-    "ww_2",
-    "ww_3",
-    "wl",
-    *(f"wl_{k}" for k in range(1, 10)),
+    Field("reno_cwnd", "packets", "the Reno window (lower bound of cwnd)"),
+    Field("diff", "packets", "Vegas diff, packets queued in the bottleneck (last CA update)"),
+    Field("alpha", "packets", "lower-bound threshold α = cwnd·Dmin/RTT"),
+    Field("alpha3", "packets", "upper-bound threshold 3·α"),
+    Field("w_inc", "packets", "increment per window in the increase phase, max(B·Dwinc/MSS, 1)"),
+    Field("phase", "", "SS, INCREASE, STEADY or DECREASE at the last growth opportunity"),
+    Field("bw", "bit/s", "Westwood+ bandwidth estimate B (output copy of the filter, in bit/s)"),
+    Field("rtt_used", "s", "the RTT the last phase decision used (per rtt_source)"),
+    Field("prior_reno", "packets", "reno_cwnd before the last reduction (undo)"),
+    *H.WESTWOOD_STATE,
+    *H.WESTWOOD_LINUX_STATE,
 )
 
 ALGORITHMS = (

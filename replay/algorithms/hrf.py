@@ -26,35 +26,35 @@ Model I (no queue) uses eq. (14) with s/B = 0, which is eq. (8).
 from __future__ import annotations
 
 import math
+from enum import IntEnum
 
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.state import Field, choice_names
 from hscc_trace.replay.tp import CWND, EV_RTO, EVENT, MIN_RTT, RTT
 
 from . import reno as R
 
-# --- state slots -------------------------------------------------------------------------------
-MODE = 0  # 0 CR, 1 CI, 2 Reno, 3 slow start (mode of the last growth opportunity)
-K = 1  # 1/s² — CR constant k = 1/RTTref² (eq. 7)
-K_PRIME = 2  # 1/s — CI constant k′ = 1/(RTTref + qdelay) (eq. 14)
-INC_RTT = 3  # packets — increment per RTT of the current mode (Table 1)
-QDELAY = 4  # s — observed queuing delay RTT − RTTmin
-RTT_USED = 5  # s — RTT of the last mode decision
-QUEUE = 6  # 1 if RTT > RTTmin + tol (Model II) at the last decision
-NSTATE = 7
 
-# --- parameter slots ---------------------------------------------------------------------------
-P_RTT_REF = 0  # s — RTT of the Reno flow k and k′ are matched to
-P_TOL = 1  # s — tolerance of "RTT = RTTmin"
-P_M1 = 2  # increase without queue: 0 cr, 1 ci, 2 reno
-P_M2 = 3  # increase with a queue: 0 cr, 1 ci, 2 reno
-P_DECREASE = 4  # 0 westwood (eq. 17), 1 reno (eq. 4)
-P_RTT_SOURCE = 5  # index into helpers.RTT_SOURCES: 0 round_min, 1 srtt, 2 last
-P_L = 6  # packets — slow-start ABC limit (rfc)
-NPARAMS = 7
+class Increase(IntEnum):
+    """Parameters ``m1`` / ``m2``: the increase rule of a model (Table 1)."""
 
-CR, CI, RENO, SS = 0.0, 1.0, 2.0, 3.0
+    CR = 0  # k·RTT² per RTT (eq. 15)
+    CI = 1  # k′·RTT per RTT (eq. 16)
+    RENO = 2  # 1 packet per RTT
+
+
+class Decrease(IntEnum):
+    """Parameter ``decrease``: the window decrease on a congestion event."""
+
+    WESTWOOD = 0  # eq. (17)
+    RENO = 1  # eq. (4), halving
+
+
+# field ``mode``: the Increase rule applied (RENO also before the first RTT sample), or slow start
+CR, CI, RENO = float(Increase.CR), float(Increase.CI), float(Increase.RENO)
+SS = 3.0
 
 
 @jit
@@ -69,48 +69,48 @@ def per_rtt_increment(mode, rtt, k, k_prime):
 
 @jit
 def init(st, p, tp):
-    st[MODE] = SS
-    st[K] = 1.0 / (p[P_RTT_REF] * p[P_RTT_REF])
-    st[K_PRIME] = 1.0 / p[P_RTT_REF]
-    st[INC_RTT] = 0.0
-    st[QDELAY] = 0.0
-    st[RTT_USED] = math.nan
-    st[QUEUE] = 0.0
+    st.mode = SS
+    st.k = 1.0 / (p.rtt_ref * p.rtt_ref)
+    st.k_prime = 1.0 / p.rtt_ref
+    st.inc_rtt = 0.0
+    st.qdelay = 0.0
+    st.rtt_used = math.nan
+    st.queue = False
 
 
 @jit
 def ssthresh(st, p, tp):
     if tp[EVENT] == EV_RTO:  # Reno behaviour on a timeout
         return R.ssthresh(st, p, tp)
-    if p[P_DECREASE] == 0.0:  # eq. (17)
+    if p.decrease == Decrease.WESTWOOD:  # eq. (17)
         return max(H.westwood_decrease(tp[CWND], tp[MIN_RTT], tp[RTT]), 2.0)
     return max(tp[CWND] / 2.0, 2.0)  # eq. (4)
 
 
 @jit
 def cong_avoid(st, p, tp, n):
-    g = H.growth_gate(tp, n, p[P_L])
+    g = H.growth_gate(tp, n, p.L)
     if g == H.HELD:
         return
     if g == H.SLOW_START:
-        st[MODE] = SS
+        st.mode = SS
         return
-    rtt = H.rtt_by_source(p[P_RTT_SOURCE], tp)
+    rtt = H.rtt_by_source(p.rtt_source, tp)
     rmin = tp[MIN_RTT]
-    st[RTT_USED] = rtt
+    st.rtt_used = rtt
     if not (rtt > 0.0 and rmin > 0.0):  # no delay information yet: Reno
-        st[MODE] = RENO
-        st[INC_RTT] = 1.0
+        st.mode = RENO
+        st.inc_rtt = 1.0
         H.additive_increase(tp, n, 1.0)
         return
-    queue = rtt > rmin + p[P_TOL]
-    st[QUEUE] = 1.0 if queue else 0.0
-    st[QDELAY] = max(rtt - rmin, 0.0)
-    st[K_PRIME] = 1.0 / (p[P_RTT_REF] + st[QDELAY])  # eq. (14)
-    mode = p[P_M2] if queue else p[P_M1]
-    st[MODE] = mode
-    inc = per_rtt_increment(mode, rtt, st[K], st[K_PRIME])
-    st[INC_RTT] = inc
+    queue = rtt > rmin + p.tol
+    st.queue = queue
+    st.qdelay = max(rtt - rmin, 0.0)
+    st.k_prime = 1.0 / (p.rtt_ref + st.qdelay)  # eq. (14)
+    mode = float(p.m2 if queue else p.m1)
+    st.mode = mode
+    inc = per_rtt_increment(mode, rtt, st.k, st.k_prime)
+    st.inc_rtt = inc
     H.additive_increase(tp, n, inc)  # per-RTT amount spread over the window's ACKs
 
 
@@ -140,7 +140,7 @@ _PARAMS = (
         "HRF-TCP §5.2 (Dec + M1 + M2 notation), eq. (15)",
         "increase when the bottleneck is vacant (Model I)",
         kind="choice",
-        choices=("cr", "ci", "reno"),
+        choices=choice_names(Increase),
     ),
     Param(
         "m2",
@@ -149,7 +149,7 @@ _PARAMS = (
         "HRF-TCP §5.2 (Dec + M1 + M2 notation), eq. (16)",
         "increase when packets are buffered (Model II)",
         kind="choice",
-        choices=("cr", "ci", "reno"),
+        choices=choice_names(Increase),
     ),
     Param(
         "decrease",
@@ -158,7 +158,7 @@ _PARAMS = (
         "HRF-TCP eq. (17) (westwood) / eq. (4) (reno halving)",
         "window decrease on a congestion event",
         kind="choice",
-        choices=("westwood", "reno"),
+        choices=choice_names(Decrease),
     ),
     Param(
         "rtt_source",
@@ -194,7 +194,15 @@ _SIGNALS = (
     Signal("qdelay", "qdelay", "s", "observed queuing delay RTT − RTTmin"),
 )
 
-_STATE = ("mode", "k", "k_prime", "inc_rtt", "qdelay", "rtt_used", "queue")
+_STATE = (
+    Field("mode", "", "CR, CI, RENO or SS: the increase mode of the last growth opportunity"),
+    Field("k", "1/s²", "CR constant k = 1/RTTref² (eq. 7)"),
+    Field("k_prime", "1/s", "CI constant k′ = 1/(RTTref + qdelay) (eq. 14)"),
+    Field("inc_rtt", "packets", "increment per RTT of the current mode (Table 1)"),
+    Field("qdelay", "s", "observed queuing delay RTT − RTTmin"),
+    Field("rtt_used", "s", "RTT of the last mode decision"),
+    Field("queue", "", "RTT > RTTmin + tol (Model II) at the last decision", "bool"),
+)
 
 _FLAVOR_DOC = (
     "rfc: the paper's per-RTT increments spread over the ACKs (byte counting); linux: the same in "

@@ -127,8 +127,8 @@ def test_fusion_winc_is_bandwidth_times_1ms_over_mss_at_least_1(bw_bytes_s, mss,
     h = Hooks("fusion")
     h.call("init")
     h.set(MSS=float(mss), NOW=1.0, RTT=0.05, ACKED=0.0, SACKED=0.0)
-    h.st[h.mod.WW + 0] = bw_bytes_s * 0.1  # bytes acknowledged in the sampling window
-    h.st[h.mod.WW + 1] = 0.9  # window start (s)
+    h.st.ww_bk = bw_bytes_s * 0.1  # bytes acknowledged in the sampling window
+    h.st.ww_win_start = 0.9  # window start (s)
     h.call("on_ack")
     assert h["w_inc"] == pytest.approx(w_inc)
     assert h["bw"] == pytest.approx(8 * bw_bytes_s)  # B signal in bit/s

@@ -364,19 +364,19 @@ def test_vegas_rfc_diff_over_rtt():
 def test_westwood_filter_values():
     on_ack = pure(H.westwood_on_ack)
     h = Hooks("westwood").set(NOW=0.0, RTT=0.1)
-    pure(H.westwood_init)(h.st, 0, h.tp)
+    pure(H.westwood_init)(h.st, h.tp)
     # t = 0.05, 10000 B: 0.05 s < max(RTT 0.1, 50 ms) → no sample yet; bk = 10000.
     h.set(NOW=0.05)
-    assert on_ack(h.st, 0, h.tp, 10000.0) == 0.0
+    assert on_ack(h.st, h.tp, 10000.0) == 0.0
     # t = 0.12, 5000 B: window of 0.12 s > 0.1 → sample 10000/0.12 = 83333.33 B/s fills both
     # stages; new window, bk = 5000.
     h.set(NOW=0.12)
-    assert on_ack(h.st, 0, h.tp, 5000.0) == pytest.approx(83333.333, abs=1e-3)
+    assert on_ack(h.st, h.tp, 5000.0) == pytest.approx(83333.333, abs=1e-3)
     # t = 0.25: 0.13 s > 0.1 → sample 5000/0.13 = 38461.54;
     # bw_ns = (7·83333.33 + 38461.54)/8 = 77724.36; bw = (7·83333.33 + 77724.36)/8 = 82632.21.
     h.set(NOW=0.25)
-    assert on_ack(h.st, 0, h.tp, 0.0) == pytest.approx(82632.21, abs=0.01)
-    assert h.st[H.WW_BW_NS] == pytest.approx(77724.36, abs=0.01)
+    assert on_ack(h.st, h.tp, 0.0) == pytest.approx(82632.21, abs=0.01)
+    assert h.st.ww_bw_ns == pytest.approx(77724.36, abs=0.01)
 
 
 def test_westwood_linux_recovery_exit_sets_bandwidth_delay_window():
@@ -384,12 +384,12 @@ def test_westwood_linux_recovery_exit_sets_bandwidth_delay_window():
     # kernel's integers: B = 330 bytes per jiffy (82 500 B/s at HZ 250), RTTmin 25 jiffies (0.1 s),
     # MSS 1000 B: ⌊330·25/1000⌋ = ⌊8.25⌋ = 8 (the real-valued estimate gave 8.25).
     h = Hooks("westwood").set(CWND=20.0, SSTHRESH=10.0, FLAVOR=1.0, MSS=1000.0)
-    h.st[h.mod.WL + H.WL_BW] = 330.0
-    h.st[h.mod.WL + H.WL_RTT_MIN_J] = 25.0
+    h.st.wl_bw = 330.0
+    h.st.wl_rtt_min_j = 25.0
     h.call("on_recovery_exit")
     assert h["CWND"] == 8.0 and h["SSTHRESH"] == 8.0
     # B·RTTmin below 2 packets: floor 2.
-    h.st[h.mod.WL + H.WL_BW] = 4.0
+    h.st.wl_bw = 4.0
     h.call("on_recovery_exit")
     assert h["CWND"] == 2.0
 
@@ -409,7 +409,7 @@ def test_westwood_linux_estimator_counts_like_tcp_westwood():
     # first_ack takes snd_una as it is now, so the slow path counts the ACK as one MSS: bk 1000;
     # Δ = 0 − (−10) = 10 jiffies, not > max(10, HZ/20 = 12): no sample. RTTmin = 10 jiffies.
     ack(0.0, 1001, 1)
-    assert h.st[h.mod.WL + H.WL_BK] == 1000.0 and h.st[h.mod.WL + H.WL_RTT_MIN_J] == 10.0
+    assert h.st.wl_bk == 1000.0 and h.st.wl_rtt_min_j == 10.0
     # t 0.01 (jiffy 2), +20000 B on the fast path: bk 21000; Δ 12, not > 12
     ack(0.01, 21001, 20)
     # t 0.012 (jiffy 3): Δ 13 > 12 → sample ⌊21000/13⌋ = 1615 B/jiffy fills both filters; then
@@ -428,7 +428,7 @@ def test_westwood_rfc_loss_cwnd_is_min_of_cwnd_and_bandwidth_delay_window():
     # cwnd 70.7 < 1000: the window stays 70.7 (without the min it became 999-ish → 1000), and
     # after recovery ssthresh = 1000 > cwnd, so the flow slow-starts towards it.
     h = Hooks("westwood").set(CWND=70.7, rtt_min=0.08, EVENT=float(T.EV_FAST_RETRANSMIT))
-    h.st[h.mod.WW + H.WW_BW] = 12_500_000.0
+    h.st.ww_bw = 12_500_000.0
     assert h.call("ssthresh") == 70.7  # the engine holds cwnd here through recovery (rfc)
     assert h["ssthresh_loss"] == pytest.approx(1000.0)
     h.set(CWND=70.7, SSTHRESH=70.7)  # the engine's recovery exit: cwnd = ssthresh
@@ -441,8 +441,8 @@ def test_westwood_rfc_loss_cwnd_is_min_of_cwnd_and_bandwidth_delay_window():
     # sets cwnd = ssthresh = B·RTTmin at the exit (the kernel has no min there); the same B and
     # RTTmin in the kernel's units: 50 000 bytes per jiffy (HZ 250), 20 jiffies → 1000
     h.set(CWND=70.7, FLAVOR=1.0, MSS=1000.0)
-    h.st[h.mod.WL + H.WL_BW] = 50_000.0
-    h.st[h.mod.WL + H.WL_RTT_MIN_J] = 20.0
+    h.st.wl_bw = 50_000.0
+    h.st.wl_rtt_min_j = 20.0
     assert h.call("ssthresh") == 35.0
     h.set(CWND=35.0, SSTHRESH=35.0)
     h.call("on_recovery_exit")
@@ -453,13 +453,13 @@ def test_westwood_rfc_ecn_returns_bandwidth_delay_ssthresh():
     # ECN: the hook returns B·RTTmin/MSS = 1000 (as above) and the engine applies
     # cwnd = min(cwnd, ssthresh) itself: 70.7 stays 70.7, ssthresh 1000.
     h = Hooks("westwood").set(CWND=70.7, rtt_min=0.08, EVENT=float(T.EV_ECN))
-    h.st[h.mod.WW + H.WW_BW] = 12_500_000.0
+    h.st.ww_bw = 12_500_000.0
     assert h.call("ssthresh") == pytest.approx(1000.0)
 
 
 def test_westwood_ssthresh_by_flavor():
     h = Hooks("westwood").set(CWND=40.0, rtt_min=0.1)
-    h.st[h.mod.WW + H.WW_BW] = 200000.0  # → B·RTTmin/MSS = 20 packets
+    h.st.ww_bw = 200000.0  # → B·RTTmin/MSS = 20 packets
     assert h.call("ssthresh") == pytest.approx(20.0)  # rfc: Westwood+ sets ssthresh = B·RTTmin
     h.set(FLAVOR=1.0)
     assert h.call("ssthresh") == 20.0  # linux: tcp_reno_ssthresh = 40 >> 1
