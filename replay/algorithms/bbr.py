@@ -132,7 +132,7 @@ def _max_bw(st):
 @jit
 def _bw(st):
     """bbr_bw: the policed rate lt_bw while it is in use, else the max filter (packets/s)."""
-    return st.lt_bw if st.lt_use_bw > 0.0 else st.bw0_v
+    return st.lt_bw if st.lt_use_bw else st.bw0_v
 
 
 @jit
@@ -149,8 +149,8 @@ def _reset_lt_interval(st, tp):
 def _reset_lt(st, tp):
     """bbr_reset_lt_bw_sampling."""
     st.lt_bw = 0.0
-    st.lt_use_bw = 0.0
-    st.lt_is_sampling = 0.0
+    st.lt_use_bw = False
+    st.lt_is_sampling = False
     _reset_lt_interval(st, tp)
 
 
@@ -161,7 +161,7 @@ def _lt_interval_done(st, p, tp, bw):
         diff = abs(bw - st.lt_bw)
         if diff <= st.lt_bw / 8.0 or diff * tp[MSS] * (1.0 - p.pacing_margin) <= 500.0:
             st.lt_bw = (bw + st.lt_bw) / 2.0
-            st.lt_use_bw = 1.0
+            st.lt_use_bw = True
             st.pacing_gain = 1.0
             st.lt_rtt_cnt = 0.0
             return
@@ -175,22 +175,22 @@ def _lt_sampling(st, p, tp, losses, app_limited):
     loss (50/256) and the same delivery rate; then lt_bw is used for 48 rounds."""
     if not p.lt_bw:
         return
-    if st.lt_use_bw > 0.0:
-        if st.mode == Mode.PROBE_BW and st.round_start > 0.0:
+    if st.lt_use_bw:
+        if st.mode == Mode.PROBE_BW and st.round_start:
             st.lt_rtt_cnt += 1.0
             if st.lt_rtt_cnt >= 48.0:  # bbr_lt_bw_max_rtts
                 _reset_lt(st, tp)
                 _reset_probe_bw(st, p, tp)
         return
-    if st.lt_is_sampling == 0.0:
+    if not st.lt_is_sampling:
         if losses <= 0.0:
             return
         _reset_lt_interval(st, tp)
-        st.lt_is_sampling = 1.0
+        st.lt_is_sampling = True
     if app_limited:
         _reset_lt(st, tp)
         return
-    if st.round_start > 0.0:
+    if st.round_start:
         st.lt_rtt_cnt += 1.0
     if st.lt_rtt_cnt < 4.0:  # bbr_lt_intvl_min_rtts
         return
@@ -303,7 +303,7 @@ def _init_pacing_rate(st, p, tp):
     """bbr_init_pacing_rate_from_rtt: high_gain · cwnd / srtt (nominal 1 ms before any sample)."""
     if tp[SRTT] > 0.0:
         rtt = tp[SRTT]
-        st.has_seen_rtt = 1.0
+        st.has_seen_rtt = True
     else:
         rtt = 0.001
     st.pacing_rate = _pacing_rate(st, p, tp, tp[CWND] / rtt, _high_gain(p, tp))
@@ -325,7 +325,7 @@ def _advance_cycle(st, tp):
 
 @jit
 def _reset_mode(st, p, tp):
-    if st.full_bw_reached == 0.0:
+    if not st.full_bw_reached:
         st.mode = Mode.STARTUP
     else:
         _reset_probe_bw(st, p, tp)
@@ -374,7 +374,7 @@ def on_rto(st, p, tp):
     """bbr_set_state(TCP_CA_Loss): restart full-pipe detection; the RTO counts as a round end."""
     st.prev_ca_state = 2.0
     st.full_bw = 0.0
-    st.round_start = 1.0
+    st.round_start = True
     _lt_sampling(st, p, tp, 1.0, False)  # rs.losses = 1
 
 
@@ -390,14 +390,14 @@ def undo_cwnd(st, p, tp):
 @jit
 def _update_bw(st, p, tp, valid, app_limited):
     """bbr_update_bw: round counting and the max filter (packets/s)."""
-    st.round_start = 0.0
+    st.round_start = False
     if not valid:
         return
     if tp[RS_PRIOR_DELIVERED] >= st.next_rtt_delivered - 1e-9:
         st.next_rtt_delivered = tp[DELIVERED]
         st.rtt_cnt += 1.0
-        st.round_start = 1.0
-        st.packet_conservation = 0.0
+        st.round_start = True
+        st.packet_conservation = False
     _lt_sampling(st, p, tp, tp[RS_LOSSES], app_limited)
     if tp[FLAVOR] == LINUX:  # bw = delivered · 2^24 / interval_us, integer (packets/µs << 24)
         bw = math.floor(tp[RS_DELIVERED] * BW_UNIT / math.floor(tp[RS_INTERVAL] * 1e6)) / BW_UNIT * 1e6
@@ -413,7 +413,7 @@ def _update_ack_aggregation(st, p, tp, valid, acked):
     """bbr_update_ack_aggregation: max packets acked beyond btl_bw · epoch, over 5-10 rounds."""
     if not p.extra_acked or tp[FLAVOR] != LINUX or acked <= 0.0 or not valid:
         return
-    if st.round_start > 0.0:
+    if st.round_start:
         st.extra_acked_win_rtts = min(31.0, st.extra_acked_win_rtts + 1.0)
         if st.extra_acked_win_rtts >= p.extra_acked_rounds:
             st.extra_acked_win_rtts = 0.0
@@ -439,7 +439,7 @@ def _update_ack_aggregation(st, p, tp, valid, acked):
 @jit
 def _ack_aggregation_cwnd(st, p, tp):
     """bbr_ack_aggregation_cwnd: the allowance, once the pipe is full, ≤ btl_bw · 100 ms."""
-    if not p.extra_acked or tp[FLAVOR] != LINUX or st.full_bw_reached == 0.0:
+    if not p.extra_acked or tp[FLAVOR] != LINUX or not st.full_bw_reached:
         return 0.0
     cap = math.floor(_bw(st) * p.extra_acked_max)
     return min(math.floor(max(st.extra_acked0, st.extra_acked1)), cap)
@@ -469,7 +469,7 @@ def _update_cycle_phase(st, p, tp):
 @jit
 def _check_full_bw_reached(st, p, tp, app_limited):
     """bbr_check_full_bw_reached: 3 rounds without 25 % bw growth → the pipe is full."""
-    if st.full_bw_reached > 0.0 or st.round_start == 0.0 or app_limited:
+    if st.full_bw_reached or not st.round_start or app_limited:
         return
     thresh = st.full_bw * _q(p.full_bw_thresh, tp)
     if _max_bw(st) >= thresh:
@@ -478,13 +478,13 @@ def _check_full_bw_reached(st, p, tp, app_limited):
         return
     st.full_bw_cnt += 1.0
     if st.full_bw_cnt >= p.full_bw_rounds:
-        st.full_bw_reached = 1.0
+        st.full_bw_reached = True
 
 
 @jit
 def _check_drain(st, p, tp):
     """bbr_check_drain: STARTUP → DRAIN (ssthresh = 1·BDP target) → PROBE_BW once drained."""
-    if st.mode == Mode.STARTUP and st.full_bw_reached > 0.0:
+    if st.mode == Mode.STARTUP and st.full_bw_reached:
         st.mode = Mode.DRAIN
         tp[SSTHRESH] = _inflight(st, p, tp, _max_bw(st), 1.0)
     if st.mode == Mode.DRAIN and tp[PIPE] <= _inflight(st, p, tp, _max_bw(st), 1.0):
@@ -518,12 +518,12 @@ def _update_min_rtt(st, p, tp, valid):
             st.app_limited_to = math.inf
         if st.probe_rtt_done < 0.0 and tp[PIPE] <= p.min_cwnd:
             st.probe_rtt_done = tp[NOW] + p.probe_rtt_time
-            st.probe_rtt_round_done = 0.0
+            st.probe_rtt_round_done = False
             st.next_rtt_delivered = tp[DELIVERED]
         elif st.probe_rtt_done >= 0.0:
-            if st.round_start > 0.0:
-                st.probe_rtt_round_done = 1.0
-            if st.probe_rtt_round_done > 0.0:
+            if st.round_start:
+                st.probe_rtt_round_done = True
+            if st.probe_rtt_round_done:
                 _check_probe_rtt_done(st, p, tp)
     elif st.app_limited_to == math.inf and st.app_limited_from < math.inf:
         st.app_limited_to = tp[DELIVERED]  # marking ends with PROBE_RTT
@@ -539,7 +539,7 @@ def _update_gains(st, p, tp):
         st.pacing_gain = _q(p.drain_gain, tp)
         st.cwnd_gain = _high_gain(p, tp)
     elif m == Mode.PROBE_BW:
-        st.pacing_gain = 1.0 if st.lt_use_bw > 0.0 else _probe_gain(st.cycle_idx, tp)
+        st.pacing_gain = 1.0 if st.lt_use_bw else _probe_gain(st.cycle_idx, tp)
         st.cwnd_gain = _q(p.cwnd_gain, tp)
     else:
         st.pacing_gain = 1.0
@@ -557,21 +557,21 @@ def _set_cwnd(st, p, tp, acked, bw, gain):
         state = tp[STATE]
         prev = st.prev_ca_state
         if state == RECOVERY and prev != RECOVERY:  # first round of recovery: packet conservation
-            st.packet_conservation = 1.0
+            st.packet_conservation = True
             st.next_rtt_delivered = tp[DELIVERED]  # start the round now
             cwnd = tp[PIPE] + acked
         elif prev != OPEN and state == OPEN:  # recovery over: restore the saved cwnd
             cwnd = max(cwnd, st.prior_cwnd)
-            st.packet_conservation = 0.0
+            st.packet_conservation = False
         st.prev_ca_state = state
-        if st.packet_conservation > 0.0:
+        if st.packet_conservation:
             conserve = True
             cwnd = max(cwnd, tp[PIPE] + acked)
         if not conserve:
             target = _bdp(st, bw, gain) + _ack_aggregation_cwnd(st, p, tp)
             target = _quantization_budget(st, p, tp, target)
             st.target_cwnd = target
-            if st.full_bw_reached > 0.0:  # only cut cwnd once the pipe was filled
+            if st.full_bw_reached:  # only cut cwnd once the pipe was filled
                 cwnd = min(cwnd + acked, target)
             elif cwnd < target or tp[DELIVERED] < TCP_INIT_CWND:
                 cwnd = cwnd + acked
@@ -600,9 +600,9 @@ def cong_control(st, p, tp, n):
     st.btl_bw = bw * tp[MSS] * 8.0
     # bbr_set_pacing_rate
     rate = _pacing_rate(st, p, tp, bw, st.pacing_gain)
-    if st.has_seen_rtt == 0.0 and tp[SRTT] > 0.0:
+    if not st.has_seen_rtt and tp[SRTT] > 0.0:
         _init_pacing_rate(st, p, tp)
-    if st.full_bw_reached > 0.0 or rate > st.pacing_rate:
+    if st.full_bw_reached or rate > st.pacing_rate:
         st.pacing_rate = rate
     _set_cwnd(st, p, tp, n, bw, st.cwnd_gain)
     # a paced sender's flight is its pacing rate times the RTT (Little's law), capped by cwnd
@@ -630,20 +630,20 @@ ALGORITHMS = (
             Field("cwnd_gain", "", "current cwnd gain"),
             Field("target_cwnd", "packets", "target cwnd of the last bbr_set_cwnd that computed one"),
             Field("delivery_rate", "bit/s", "the last valid delivery-rate sample"),
-            Field("full_bw_reached", "", "1 once STARTUP found the pipe full"),
+            Field("full_bw_reached", "", "STARTUP found the pipe full", "bool"),
             Field("full_bw", "packets/s", "bw at the last 25 % growth"),
             Field("full_bw_cnt", "", "rounds without 25 % growth"),
             Field("rtt_cnt", "", "packet-timed rounds so far"),
             Field("next_rtt_delivered", "packets", "delivered count that starts the next round"),
-            Field("round_start", "", "1 on the ACK that starts a round"),
+            Field("round_start", "", "this ACK starts a round", "bool"),
             Field("min_rtt_stamp", "s", "when min_rtt was last set"),
             Field("probe_rtt_done", "s", "end of PROBE_RTT's 200 ms (-1: not yet started)"),
-            Field("probe_rtt_round_done", "", "1 once a round passed in PROBE_RTT at low in-flight"),
+            Field("probe_rtt_round_done", "", "a round passed in PROBE_RTT at low in-flight", "bool"),
             Field("prior_cwnd", "packets", "cwnd saved on entering recovery / PROBE_RTT"),
             Field("prev_ca_state", "", "engine state (0 open, 1 recovery, 2 loss) at the previous bbr_set_cwnd"),
-            Field("packet_conservation", "", "1 during the first round of recovery"),
+            Field("packet_conservation", "", "in the first round of recovery", "bool"),
             Field("cycle_stamp", "s", "start of the current gain-cycle phase (delivered time)"),
-            Field("has_seen_rtt", "", "1 once the pacing rate was initialised from srtt"),
+            Field("has_seen_rtt", "", "the pacing rate was initialised from srtt", "bool"),
             Field("ack_epoch_stamp", "s", "start of the ACK-aggregation epoch"),
             Field("ack_epoch_acked", "packets", "acknowledged in the epoch"),
             Field("extra_acked0", "packets", "max extra acked, window slot 0"),
@@ -664,9 +664,9 @@ ALGORITHMS = (
             Field("app_limited_to", "packets", "delivered count when the marking ended (inf: still marking)"),
             Field("inflight_cap", "packets", "min(cwnd, pacing_rate · srtt): what the model lets into flight (fit)"),
             Field("lost", "packets", "cumulative losses (Linux tp->lost), from the rate samples' losses"),
-            Field("lt_is_sampling", "", '1 while a long-term ("policer") sampling interval runs'),
+            Field("lt_is_sampling", "", 'a long-term ("policer") sampling interval runs', "bool"),
             Field("lt_rtt_cnt", "", "rounds in the long-term interval (or using lt_bw)"),
-            Field("lt_use_bw", "", "1 when the policed rate lt_bw is the bandwidth estimate"),
+            Field("lt_use_bw", "", "the policed rate lt_bw is the bandwidth estimate", "bool"),
             Field("lt_bw", "packets/s", "long-term (policed) delivery rate"),
             Field("lt_last_delivered", "packets", "delivered at the interval start"),
             Field("lt_last_stamp", "ms (integer)", "delivered time at the interval start"),
