@@ -54,9 +54,11 @@ app-limited delivery-rate samples other than BBR's own PROBE_RTT marking. BBRv3
 from __future__ import annotations
 
 import math
+from enum import IntEnum
 
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.state import Field, choice_names
 from hscc_trace.replay.tp import (
     CWND,
     DELIVERED,
@@ -80,76 +82,15 @@ from hscc_trace.replay.tp import (
     STATE,
 )
 
-# --- state slots -----------------------------------------------------------------------------
-MODE = 0  # 0 STARTUP, 1 DRAIN, 2 PROBE_BW, 3 PROBE_RTT (enum bbr_mode)
-CYCLE_IDX = 1  # PROBE_BW gain-cycle phase 0-7 (0: 1.25, 1: 0.75, 2-7: 1.0)
-BTL_BW = 2  # bit/s — the bandwidth model max_bw (signal; BW_FILTER holds it in packets/s)
-MIN_RTT = 3  # s — min_rtt_us (inf until the first sample)
-PACING_RATE = 4  # bit/s — sk_pacing_rate
-PACING_GAIN = 5  # — current pacing gain
-CWND_GAIN = 6  # — current cwnd gain
-TARGET_CWND = 7  # packets — target cwnd of the last bbr_set_cwnd that computed one
-DELIVERY_RATE = 8  # bit/s — the last valid delivery-rate sample
-FULL_BW_REACHED = 9  # 1 once STARTUP found the pipe full
-FULL_BW = 10  # packets/s — bw at the last 25 % growth
-FULL_BW_CNT = 11  # rounds without 25 % growth
-RTT_CNT = 12  # packet-timed rounds so far
-NEXT_RTT_DELIVERED = 13  # packets — delivered count that starts the next round
-ROUND_START = 14  # 1 on the ACK that starts a round
-MIN_RTT_STAMP = 15  # s — when min_rtt was last set
-PROBE_RTT_DONE = 16  # s — end of PROBE_RTT's 200 ms (-1: not yet started)
-PROBE_RTT_ROUND_DONE = 17  # 1 once a round passed in PROBE_RTT at low in-flight
-PRIOR_CWND = 18  # packets — cwnd saved on entering recovery / PROBE_RTT
-PREV_CA_STATE = 19  # engine state (0 open, 1 recovery, 2 loss) at the previous bbr_set_cwnd
-PACKET_CONSERVATION = 20  # 1 during the first round of recovery
-CYCLE_STAMP = 21  # s — start of the current gain-cycle phase (delivered time)
-HAS_SEEN_RTT = 22  # 1 once the pacing rate was initialised from srtt
-ACK_EPOCH_STAMP = 23  # s — start of the ACK-aggregation epoch
-ACK_EPOCH_ACKED = 24  # packets acknowledged in the epoch
-EXTRA_ACKED0 = 25  # packets — max extra acked, window slot 0
-EXTRA_ACKED1 = 26  # packets — max extra acked, window slot 1
-EXTRA_ACKED_WIN_RTTS = 27  # rounds in the current extra-acked slot
-EXTRA_ACKED_WIN_IDX = 28  # current slot (0/1)
-BW0_T = 29  # round of the best max-filter sample
-BW0_V = 30  # packets/s — best sample
-BW1_T = 31  # round — second-best
-BW1_V = 32  # packets/s
-BW2_T = 33  # round — third-best
-BW2_V = 34  # packets/s
-APP_LIMITED_FROM = 35  # packets — delivered count when PROBE_RTT began marking samples app-limited (inf: none)
-APP_LIMITED_TO = 36  # packets — delivered count when the marking ended (inf: still marking)
-INFLIGHT_CAP = 37  # packets — min(cwnd, pacing_rate · srtt): what the model lets into flight (fit)
-LOST = 38  # packets — cumulative losses (Linux tp->lost), from the rate samples' losses
-LT_IS_SAMPLING = 39  # 1 while a long-term ("policer") sampling interval runs
-LT_RTT_CNT = 40  # rounds in the long-term interval (or using lt_bw)
-LT_USE_BW = 41  # 1 when the policed rate lt_bw is the bandwidth estimate
-LT_BW = 42  # packets/s — long-term (policed) delivery rate
-LT_LAST_DELIVERED = 43  # packets — delivered at the interval start
-LT_LAST_STAMP = 44  # ms (integer) — delivered time at the interval start
-LT_LAST_LOST = 45  # packets — lost at the interval start
-NSTATE = 46
 
-STARTUP, DRAIN, PROBE_BW, PROBE_RTT = 0.0, 1.0, 2.0, 3.0
+class Mode(IntEnum):
+    """State ``mode`` (enum bbr_mode; signal labels)."""
 
-# --- parameter slots -------------------------------------------------------------------------
-P_HIGH_GAIN = 0
-P_DRAIN_GAIN = 1
-P_CWND_GAIN = 2
-P_BW_ROUNDS = 3
-P_MIN_RTT_WIN = 4
-P_PROBE_RTT_TIME = 5
-P_MIN_CWND = 6
-P_FULL_BW_THRESH = 7
-P_FULL_BW_ROUNDS = 8
-P_EXTRA_ACKED = 9
-P_EXTRA_ACKED_ROUNDS = 10
-P_EXTRA_ACKED_MAX = 11
-P_CYCLE_START = 12
-P_PACING_MARGIN = 13
-P_PACING_SHIFT = 14
-P_MIN_TSO_RATE = 15
-P_LT_BW = 16
-NPARAMS = 17
+    STARTUP = 0
+    DRAIN = 1
+    PROBE_BW = 2
+    PROBE_RTT = 3
+
 
 CYCLE_LEN = 8  # phases of the PROBE_BW gain cycle (tcp_bbr.c CYCLE_LEN)
 TCP_INIT_CWND = 10.0  # packets (include/net/tcp.h)
@@ -169,8 +110,8 @@ def _q(g, tp):
 def _high_gain(p, tp):
     """bbr_high_gain = BBR_UNIT · 2885 / 1000 + 1 (= 739/256) for linux; 2/ln 2 for rfc."""
     if tp[FLAVOR] == LINUX:
-        return (math.floor(p[P_HIGH_GAIN] * 256.0) + 1.0) / 256.0
-    return p[P_HIGH_GAIN]
+        return (math.floor(p.high_gain * 256.0) + 1.0) / 256.0
+    return p.high_gain
 
 
 @jit
@@ -185,46 +126,46 @@ def _probe_gain(idx, tp):
 
 @jit
 def _max_bw(st):
-    return st[BW0_V]  # packets/s
+    return st.bw0_v  # packets/s
 
 
 @jit
 def _bw(st):
     """bbr_bw: the policed rate lt_bw while it is in use, else the max filter (packets/s)."""
-    return st[LT_BW] if st[LT_USE_BW] > 0.0 else st[BW0_V]
+    return st.lt_bw if st.lt_use_bw else st.bw0_v
 
 
 @jit
 def _reset_lt_interval(st, tp):
     """bbr_reset_lt_bw_sampling_interval."""
     dt = tp[DELIVERED_TIME]
-    st[LT_LAST_STAMP] = math.floor(dt * 1000.0) if dt == dt else 0.0  # ms; nan before any delivery
-    st[LT_LAST_DELIVERED] = tp[DELIVERED]
-    st[LT_LAST_LOST] = st[LOST]
-    st[LT_RTT_CNT] = 0.0
+    st.lt_last_stamp = math.floor(dt * 1000.0) if dt == dt else 0.0  # ms; nan before any delivery
+    st.lt_last_delivered = tp[DELIVERED]
+    st.lt_last_lost = st.lost
+    st.lt_rtt_cnt = 0.0
 
 
 @jit
 def _reset_lt(st, tp):
     """bbr_reset_lt_bw_sampling."""
-    st[LT_BW] = 0.0
-    st[LT_USE_BW] = 0.0
-    st[LT_IS_SAMPLING] = 0.0
+    st.lt_bw = 0.0
+    st.lt_use_bw = False
+    st.lt_is_sampling = False
     _reset_lt_interval(st, tp)
 
 
 @jit
 def _lt_interval_done(st, p, tp, bw):
     """bbr_lt_bw_interval_done: two intervals within 1/8 (or 4 kbit/s) → policed, use their mean."""
-    if st[LT_BW] > 0.0:
-        diff = abs(bw - st[LT_BW])
-        if diff <= st[LT_BW] / 8.0 or diff * tp[MSS] * (1.0 - p[P_PACING_MARGIN]) <= 500.0:
-            st[LT_BW] = (bw + st[LT_BW]) / 2.0
-            st[LT_USE_BW] = 1.0
-            st[PACING_GAIN] = 1.0
-            st[LT_RTT_CNT] = 0.0
+    if st.lt_bw > 0.0:
+        diff = abs(bw - st.lt_bw)
+        if diff <= st.lt_bw / 8.0 or diff * tp[MSS] * (1.0 - p.pacing_margin) <= 500.0:
+            st.lt_bw = (bw + st.lt_bw) / 2.0
+            st.lt_use_bw = True
+            st.pacing_gain = 1.0
+            st.lt_rtt_cnt = 0.0
             return
-    st[LT_BW] = bw
+    st.lt_bw = bw
     _reset_lt_interval(st, tp)
 
 
@@ -232,37 +173,37 @@ def _lt_interval_done(st, p, tp, bw):
 def _lt_sampling(st, p, tp, losses, app_limited):
     """bbr_lt_bw_sampling: a token-bucket policer shows as 2 intervals of 4-16 rounds with ≥ 20 %
     loss (50/256) and the same delivery rate; then lt_bw is used for 48 rounds."""
-    if p[P_LT_BW] == 0.0:
+    if not p.lt_bw:
         return
-    if st[LT_USE_BW] > 0.0:
-        if st[MODE] == PROBE_BW and st[ROUND_START] > 0.0:
-            st[LT_RTT_CNT] += 1.0
-            if st[LT_RTT_CNT] >= 48.0:  # bbr_lt_bw_max_rtts
+    if st.lt_use_bw:
+        if st.mode == Mode.PROBE_BW and st.round_start:
+            st.lt_rtt_cnt += 1.0
+            if st.lt_rtt_cnt >= 48.0:  # bbr_lt_bw_max_rtts
                 _reset_lt(st, tp)
                 _reset_probe_bw(st, p, tp)
         return
-    if st[LT_IS_SAMPLING] == 0.0:
+    if not st.lt_is_sampling:
         if losses <= 0.0:
             return
         _reset_lt_interval(st, tp)
-        st[LT_IS_SAMPLING] = 1.0
+        st.lt_is_sampling = True
     if app_limited:
         _reset_lt(st, tp)
         return
-    if st[ROUND_START] > 0.0:
-        st[LT_RTT_CNT] += 1.0
-    if st[LT_RTT_CNT] < 4.0:  # bbr_lt_intvl_min_rtts
+    if st.round_start:
+        st.lt_rtt_cnt += 1.0
+    if st.lt_rtt_cnt < 4.0:  # bbr_lt_intvl_min_rtts
         return
-    if st[LT_RTT_CNT] > 16.0:
+    if st.lt_rtt_cnt > 16.0:
         _reset_lt(st, tp)
         return
     if losses <= 0.0:
         return
-    lost = st[LOST] - st[LT_LAST_LOST]
-    delivered = tp[DELIVERED] - st[LT_LAST_DELIVERED]
+    lost = st.lost - st.lt_last_lost
+    delivered = tp[DELIVERED] - st.lt_last_delivered
     if delivered <= 0.0 or lost * 256.0 < 50.0 * delivered:  # bbr_lt_loss_thresh = 50/256
         return
-    t_ms = math.floor(tp[DELIVERED_TIME] * 1000.0) - st[LT_LAST_STAMP]
+    t_ms = math.floor(tp[DELIVERED_TIME] * 1000.0) - st.lt_last_stamp
     if t_ms < 1.0:
         return
     if tp[FLAVOR] == LINUX:  # delivered · 2^24 / (t · 1000 µs), integer
@@ -275,62 +216,62 @@ def _lt_sampling(st, p, tp, losses, app_limited):
 @jit
 def _minmax_running_max(st, win, t, v):
     """lib/win_minmax.c minmax_running_max: windowed max of (round t, value v) over win rounds."""
-    if v >= st[BW0_V] or t - st[BW2_T] > win:  # new max, or nothing left in the window: reset
-        st[BW0_T] = t
-        st[BW0_V] = v
-        st[BW1_T] = t
-        st[BW1_V] = v
-        st[BW2_T] = t
-        st[BW2_V] = v
+    if v >= st.bw0_v or t - st.bw2_t > win:  # new max, or nothing left in the window: reset
+        st.bw0_t = t
+        st.bw0_v = v
+        st.bw1_t = t
+        st.bw1_v = v
+        st.bw2_t = t
+        st.bw2_v = v
         return
-    if v >= st[BW1_V]:
-        st[BW1_T] = t
-        st[BW1_V] = v
-        st[BW2_T] = t
-        st[BW2_V] = v
-    elif v >= st[BW2_V]:
-        st[BW2_T] = t
-        st[BW2_V] = v
+    if v >= st.bw1_v:
+        st.bw1_t = t
+        st.bw1_v = v
+        st.bw2_t = t
+        st.bw2_v = v
+    elif v >= st.bw2_v:
+        st.bw2_t = t
+        st.bw2_v = v
     # minmax_subwin_update
-    dt = t - st[BW0_T]
+    dt = t - st.bw0_t
     if dt > win:
-        st[BW0_T] = st[BW1_T]
-        st[BW0_V] = st[BW1_V]
-        st[BW1_T] = st[BW2_T]
-        st[BW1_V] = st[BW2_V]
-        st[BW2_T] = t
-        st[BW2_V] = v
-        if t - st[BW0_T] > win:
-            st[BW0_T] = st[BW1_T]
-            st[BW0_V] = st[BW1_V]
-            st[BW1_T] = st[BW2_T]
-            st[BW1_V] = st[BW2_V]
-            st[BW2_T] = t
-            st[BW2_V] = v
-    elif st[BW1_T] == st[BW0_T] and dt > win / 4.0:
-        st[BW1_T] = t
-        st[BW1_V] = v
-        st[BW2_T] = t
-        st[BW2_V] = v
-    elif st[BW2_T] == st[BW1_T] and dt > win / 2.0:
-        st[BW2_T] = t
-        st[BW2_V] = v
+        st.bw0_t = st.bw1_t
+        st.bw0_v = st.bw1_v
+        st.bw1_t = st.bw2_t
+        st.bw1_v = st.bw2_v
+        st.bw2_t = t
+        st.bw2_v = v
+        if t - st.bw0_t > win:
+            st.bw0_t = st.bw1_t
+            st.bw0_v = st.bw1_v
+            st.bw1_t = st.bw2_t
+            st.bw1_v = st.bw2_v
+            st.bw2_t = t
+            st.bw2_v = v
+    elif st.bw1_t == st.bw0_t and dt > win / 4.0:
+        st.bw1_t = t
+        st.bw1_v = v
+        st.bw2_t = t
+        st.bw2_v = v
+    elif st.bw2_t == st.bw1_t and dt > win / 2.0:
+        st.bw2_t = t
+        st.bw2_v = v
 
 
 @jit
 def _bdp(st, bw, gain):
     """bbr_bdp: ⌈bw · min_rtt · gain⌉ packets; TCP_INIT_CWND before any RTT sample."""
-    if not (st[MIN_RTT] < math.inf):
+    if not (st.min_rtt < math.inf):
         return TCP_INIT_CWND
-    return math.ceil(bw * st[MIN_RTT] * gain - 1e-9)
+    return math.ceil(bw * st.min_rtt * gain - 1e-9)
 
 
 @jit
 def _tso_segs_goal(st, p, tp):
     """bbr_tso_segs_goal: packets per skb the pacing rate allows (≈ 1 ms of data: rate >> 10)."""
-    rate_bytes = st[PACING_RATE] / 8.0
-    by = min(rate_bytes / 2.0 ** p[P_PACING_SHIFT], GSO_BYTES_MAX)
-    min_segs = 1.0 if rate_bytes < p[P_MIN_TSO_RATE] / 8.0 else 2.0  # bbr_min_tso_segs
+    rate_bytes = st.pacing_rate / 8.0
+    by = min(rate_bytes / 2.0**p.pacing_shift, GSO_BYTES_MAX)
+    min_segs = 1.0 if rate_bytes < p.min_tso_rate / 8.0 else 2.0  # bbr_min_tso_segs
     return min(max(math.floor(by / tp[MSS]), min_segs), 127.0)
 
 
@@ -339,7 +280,7 @@ def _quantization_budget(st, p, tp, cwnd):
     """bbr_quantization_budget: + 3 TSO-goal skbs, round up to even, + 2 in the 1.25 phase."""
     cwnd = cwnd + 3.0 * _tso_segs_goal(st, p, tp)
     cwnd = 2.0 * math.ceil(cwnd / 2.0 - 1e-9)
-    if st[MODE] == PROBE_BW and st[CYCLE_IDX] == 0.0:
+    if st.mode == Mode.PROBE_BW and st.cycle_idx == 0.0:
         cwnd += 2.0
     return cwnd
 
@@ -353,7 +294,7 @@ def _inflight(st, p, tp, bw, gain):
 @jit
 def _pacing_rate(st, p, tp, bw, gain):
     """bbr_bw_to_pacing_rate in bit/s: gain · bw · MSS · 8 · (1 − margin) (no margin for rfc)."""
-    margin = p[P_PACING_MARGIN] if tp[FLAVOR] == LINUX else 0.0
+    margin = p.pacing_margin if tp[FLAVOR] == LINUX else 0.0
     return bw * tp[MSS] * 8.0 * gain * (1.0 - margin)
 
 
@@ -362,30 +303,30 @@ def _init_pacing_rate(st, p, tp):
     """bbr_init_pacing_rate_from_rtt: high_gain · cwnd / srtt (nominal 1 ms before any sample)."""
     if tp[SRTT] > 0.0:
         rtt = tp[SRTT]
-        st[HAS_SEEN_RTT] = 1.0
+        st.has_seen_rtt = True
     else:
         rtt = 0.001
-    st[PACING_RATE] = _pacing_rate(st, p, tp, tp[CWND] / rtt, _high_gain(p, tp))
+    st.pacing_rate = _pacing_rate(st, p, tp, tp[CWND] / rtt, _high_gain(p, tp))
 
 
 @jit
 def _reset_probe_bw(st, p, tp):
     """bbr_reset_probe_bw_mode: PROBE_BW at the phase before ``cycle_start``, then advance."""
-    st[MODE] = PROBE_BW
-    st[CYCLE_IDX] = (p[P_CYCLE_START] + CYCLE_LEN - 1.0) % CYCLE_LEN
+    st.mode = Mode.PROBE_BW
+    st.cycle_idx = (p.cycle_start + CYCLE_LEN - 1.0) % CYCLE_LEN
     _advance_cycle(st, tp)
 
 
 @jit
 def _advance_cycle(st, tp):
-    st[CYCLE_IDX] = (st[CYCLE_IDX] + 1.0) % CYCLE_LEN
-    st[CYCLE_STAMP] = tp[DELIVERED_TIME]
+    st.cycle_idx = (st.cycle_idx + 1.0) % CYCLE_LEN
+    st.cycle_stamp = tp[DELIVERED_TIME]
 
 
 @jit
 def _reset_mode(st, p, tp):
-    if st[FULL_BW_REACHED] == 0.0:
-        st[MODE] = STARTUP
+    if not st.full_bw_reached:
+        st.mode = Mode.STARTUP
     else:
         _reset_probe_bw(st, p, tp)
 
@@ -393,25 +334,25 @@ def _reset_mode(st, p, tp):
 @jit
 def _save_cwnd(st, tp):
     """bbr_save_cwnd: remember the last good cwnd (never one cut by recovery or PROBE_RTT)."""
-    if st[PREV_CA_STATE] == OPEN and st[MODE] != PROBE_RTT:
-        st[PRIOR_CWND] = tp[CWND]
+    if st.prev_ca_state == OPEN and st.mode != Mode.PROBE_RTT:
+        st.prior_cwnd = tp[CWND]
     else:
-        st[PRIOR_CWND] = max(st[PRIOR_CWND], tp[CWND])
+        st.prior_cwnd = max(st.prior_cwnd, tp[CWND])
 
 
 @jit
 def init(st, p, tp):
-    st[MODE] = STARTUP
-    st[CYCLE_IDX] = 0.0
-    st[MIN_RTT] = math.inf
-    st[MIN_RTT_STAMP] = tp[NOW]
-    st[PROBE_RTT_DONE] = -1.0
-    st[APP_LIMITED_FROM] = math.inf
-    st[APP_LIMITED_TO] = math.inf
-    st[PACING_GAIN] = _high_gain(p, tp)
-    st[CWND_GAIN] = _high_gain(p, tp)
-    st[TARGET_CWND] = math.nan
-    st[DELIVERY_RATE] = math.nan
+    st.mode = Mode.STARTUP
+    st.cycle_idx = 0.0
+    st.min_rtt = math.inf
+    st.min_rtt_stamp = tp[NOW]
+    st.probe_rtt_done = -1.0
+    st.app_limited_from = math.inf
+    st.app_limited_to = math.inf
+    st.pacing_gain = _high_gain(p, tp)
+    st.cwnd_gain = _high_gain(p, tp)
+    st.target_cwnd = math.nan
+    st.delivery_rate = math.nan
     _init_pacing_rate(st, p, tp)
     _reset_lt(st, tp)
 
@@ -431,17 +372,17 @@ def cong_avoid(st, p, tp, n):
 @jit
 def on_rto(st, p, tp):
     """bbr_set_state(TCP_CA_Loss): restart full-pipe detection; the RTO counts as a round end."""
-    st[PREV_CA_STATE] = 2.0
-    st[FULL_BW] = 0.0
-    st[ROUND_START] = 1.0
+    st.prev_ca_state = 2.0
+    st.full_bw = 0.0
+    st.round_start = True
     _lt_sampling(st, p, tp, 1.0, False)  # rs.losses = 1
 
 
 @jit
 def undo_cwnd(st, p, tp):
     """bbr_undo_cwnd: a spurious slow-down restarts full-pipe detection; cwnd stays."""
-    st[FULL_BW] = 0.0
-    st[FULL_BW_CNT] = 0.0
+    st.full_bw = 0.0
+    st.full_bw_cnt = 0.0
     _reset_lt(st, tp)
     return tp[CWND]
 
@@ -449,68 +390,68 @@ def undo_cwnd(st, p, tp):
 @jit
 def _update_bw(st, p, tp, valid, app_limited):
     """bbr_update_bw: round counting and the max filter (packets/s)."""
-    st[ROUND_START] = 0.0
+    st.round_start = False
     if not valid:
         return
-    if tp[RS_PRIOR_DELIVERED] >= st[NEXT_RTT_DELIVERED] - 1e-9:
-        st[NEXT_RTT_DELIVERED] = tp[DELIVERED]
-        st[RTT_CNT] += 1.0
-        st[ROUND_START] = 1.0
-        st[PACKET_CONSERVATION] = 0.0
+    if tp[RS_PRIOR_DELIVERED] >= st.next_rtt_delivered - 1e-9:
+        st.next_rtt_delivered = tp[DELIVERED]
+        st.rtt_cnt += 1.0
+        st.round_start = True
+        st.packet_conservation = False
     _lt_sampling(st, p, tp, tp[RS_LOSSES], app_limited)
     if tp[FLAVOR] == LINUX:  # bw = delivered · 2^24 / interval_us, integer (packets/µs << 24)
         bw = math.floor(tp[RS_DELIVERED] * BW_UNIT / math.floor(tp[RS_INTERVAL] * 1e6)) / BW_UNIT * 1e6
     else:
         bw = tp[RS_DELIVERED] / tp[RS_INTERVAL]
-    st[DELIVERY_RATE] = bw * tp[MSS] * 8.0
+    st.delivery_rate = bw * tp[MSS] * 8.0
     if not app_limited or bw >= _max_bw(st):
-        _minmax_running_max(st, p[P_BW_ROUNDS], st[RTT_CNT], bw)
+        _minmax_running_max(st, p.bw_rounds, st.rtt_cnt, bw)
 
 
 @jit
 def _update_ack_aggregation(st, p, tp, valid, acked):
     """bbr_update_ack_aggregation: max packets acked beyond btl_bw · epoch, over 5-10 rounds."""
-    if p[P_EXTRA_ACKED] == 0.0 or tp[FLAVOR] != LINUX or acked <= 0.0 or not valid:
+    if not p.extra_acked or tp[FLAVOR] != LINUX or acked <= 0.0 or not valid:
         return
-    if st[ROUND_START] > 0.0:
-        st[EXTRA_ACKED_WIN_RTTS] = min(31.0, st[EXTRA_ACKED_WIN_RTTS] + 1.0)
-        if st[EXTRA_ACKED_WIN_RTTS] >= p[P_EXTRA_ACKED_ROUNDS]:
-            st[EXTRA_ACKED_WIN_RTTS] = 0.0
-            st[EXTRA_ACKED_WIN_IDX] = 1.0 - st[EXTRA_ACKED_WIN_IDX]
-            if st[EXTRA_ACKED_WIN_IDX] == 0.0:
-                st[EXTRA_ACKED0] = 0.0
+    if st.round_start:
+        st.extra_acked_win_rtts = min(31.0, st.extra_acked_win_rtts + 1.0)
+        if st.extra_acked_win_rtts >= p.extra_acked_rounds:
+            st.extra_acked_win_rtts = 0.0
+            st.extra_acked_win_idx = 1.0 - st.extra_acked_win_idx
+            if st.extra_acked_win_idx == 0.0:
+                st.extra_acked0 = 0.0
             else:
-                st[EXTRA_ACKED1] = 0.0
+                st.extra_acked1 = 0.0
     now = tp[DELIVERED_TIME]
-    expected = math.floor(_bw(st) * (now - st[ACK_EPOCH_STAMP]))
-    if st[ACK_EPOCH_ACKED] <= expected or st[ACK_EPOCH_ACKED] + acked >= 1048576.0:
-        st[ACK_EPOCH_ACKED] = 0.0
-        st[ACK_EPOCH_STAMP] = now
+    expected = math.floor(_bw(st) * (now - st.ack_epoch_stamp))
+    if st.ack_epoch_acked <= expected or st.ack_epoch_acked + acked >= 1048576.0:
+        st.ack_epoch_acked = 0.0
+        st.ack_epoch_stamp = now
         expected = 0.0
-    st[ACK_EPOCH_ACKED] = min(1048575.0, st[ACK_EPOCH_ACKED] + acked)
-    extra = min(st[ACK_EPOCH_ACKED] - expected, tp[CWND])
-    if st[EXTRA_ACKED_WIN_IDX] == 0.0:
-        st[EXTRA_ACKED0] = max(st[EXTRA_ACKED0], extra)
+    st.ack_epoch_acked = min(1048575.0, st.ack_epoch_acked + acked)
+    extra = min(st.ack_epoch_acked - expected, tp[CWND])
+    if st.extra_acked_win_idx == 0.0:
+        st.extra_acked0 = max(st.extra_acked0, extra)
     else:
-        st[EXTRA_ACKED1] = max(st[EXTRA_ACKED1], extra)
+        st.extra_acked1 = max(st.extra_acked1, extra)
 
 
 @jit
 def _ack_aggregation_cwnd(st, p, tp):
     """bbr_ack_aggregation_cwnd: the allowance, once the pipe is full, ≤ btl_bw · 100 ms."""
-    if p[P_EXTRA_ACKED] == 0.0 or tp[FLAVOR] != LINUX or st[FULL_BW_REACHED] == 0.0:
+    if not p.extra_acked or tp[FLAVOR] != LINUX or not st.full_bw_reached:
         return 0.0
-    cap = math.floor(_bw(st) * p[P_EXTRA_ACKED_MAX])
-    return min(math.floor(max(st[EXTRA_ACKED0], st[EXTRA_ACKED1])), cap)
+    cap = math.floor(_bw(st) * p.extra_acked_max)
+    return min(math.floor(max(st.extra_acked0, st.extra_acked1)), cap)
 
 
 @jit
 def _update_cycle_phase(st, p, tp):
     """bbr_update_cycle_phase / bbr_is_next_cycle_phase (EDT offset taken as 0)."""
-    if st[MODE] != PROBE_BW:
+    if st.mode != Mode.PROBE_BW:
         return
-    full_length = tp[DELIVERED_TIME] - st[CYCLE_STAMP] > st[MIN_RTT]
-    gain = st[PACING_GAIN]
+    full_length = tp[DELIVERED_TIME] - st.cycle_stamp > st.min_rtt
+    gain = st.pacing_gain
     if gain == 1.0:
         nxt = full_length
     else:
@@ -528,81 +469,81 @@ def _update_cycle_phase(st, p, tp):
 @jit
 def _check_full_bw_reached(st, p, tp, app_limited):
     """bbr_check_full_bw_reached: 3 rounds without 25 % bw growth → the pipe is full."""
-    if st[FULL_BW_REACHED] > 0.0 or st[ROUND_START] == 0.0 or app_limited:
+    if st.full_bw_reached or not st.round_start or app_limited:
         return
-    thresh = st[FULL_BW] * _q(p[P_FULL_BW_THRESH], tp)
+    thresh = st.full_bw * _q(p.full_bw_thresh, tp)
     if _max_bw(st) >= thresh:
-        st[FULL_BW] = _max_bw(st)
-        st[FULL_BW_CNT] = 0.0
+        st.full_bw = _max_bw(st)
+        st.full_bw_cnt = 0.0
         return
-    st[FULL_BW_CNT] += 1.0
-    if st[FULL_BW_CNT] >= p[P_FULL_BW_ROUNDS]:
-        st[FULL_BW_REACHED] = 1.0
+    st.full_bw_cnt += 1.0
+    if st.full_bw_cnt >= p.full_bw_rounds:
+        st.full_bw_reached = True
 
 
 @jit
 def _check_drain(st, p, tp):
     """bbr_check_drain: STARTUP → DRAIN (ssthresh = 1·BDP target) → PROBE_BW once drained."""
-    if st[MODE] == STARTUP and st[FULL_BW_REACHED] > 0.0:
-        st[MODE] = DRAIN
+    if st.mode == Mode.STARTUP and st.full_bw_reached:
+        st.mode = Mode.DRAIN
         tp[SSTHRESH] = _inflight(st, p, tp, _max_bw(st), 1.0)
-    if st[MODE] == DRAIN and tp[PIPE] <= _inflight(st, p, tp, _max_bw(st), 1.0):
+    if st.mode == Mode.DRAIN and tp[PIPE] <= _inflight(st, p, tp, _max_bw(st), 1.0):
         _reset_probe_bw(st, p, tp)
 
 
 @jit
 def _check_probe_rtt_done(st, p, tp):
-    if not (st[PROBE_RTT_DONE] >= 0.0 and tp[NOW] > st[PROBE_RTT_DONE]):
+    if not (st.probe_rtt_done >= 0.0 and tp[NOW] > st.probe_rtt_done):
         return
-    st[MIN_RTT_STAMP] = tp[NOW]  # wait a while until the next PROBE_RTT
-    tp[CWND] = max(tp[CWND], st[PRIOR_CWND])
+    st.min_rtt_stamp = tp[NOW]  # wait a while until the next PROBE_RTT
+    tp[CWND] = max(tp[CWND], st.prior_cwnd)
     _reset_mode(st, p, tp)
 
 
 @jit
 def _update_min_rtt(st, p, tp, valid):
     """bbr_update_min_rtt: min_rtt filter, PROBE_RTT entry, hold and exit."""
-    expired = tp[NOW] > st[MIN_RTT_STAMP] + p[P_MIN_RTT_WIN]
-    if tp[RTT_NEW] > 0.0 and (tp[RTT] <= st[MIN_RTT] or expired):
-        st[MIN_RTT] = tp[RTT]
-        st[MIN_RTT_STAMP] = tp[NOW]
-    if p[P_PROBE_RTT_TIME] > 0.0 and expired and st[MODE] != PROBE_RTT:
-        st[MODE] = PROBE_RTT  # dip, drain the queue
+    expired = tp[NOW] > st.min_rtt_stamp + p.min_rtt_win
+    if tp[RTT_NEW] > 0.0 and (tp[RTT] <= st.min_rtt or expired):
+        st.min_rtt = tp[RTT]
+        st.min_rtt_stamp = tp[NOW]
+    if p.probe_rtt_time > 0.0 and expired and st.mode != Mode.PROBE_RTT:
+        st.mode = Mode.PROBE_RTT  # dip, drain the queue
         _save_cwnd(st, tp)
-        st[PROBE_RTT_DONE] = -1.0
-    if st[MODE] == PROBE_RTT:
+        st.probe_rtt_done = -1.0
+    if st.mode == Mode.PROBE_RTT:
         # samples of packets sent now are app-limited (tp->app_limited = delivered + in flight)
-        if not (st[APP_LIMITED_TO] == math.inf and st[APP_LIMITED_FROM] < math.inf):
-            st[APP_LIMITED_FROM] = tp[DELIVERED]
-            st[APP_LIMITED_TO] = math.inf
-        if st[PROBE_RTT_DONE] < 0.0 and tp[PIPE] <= p[P_MIN_CWND]:
-            st[PROBE_RTT_DONE] = tp[NOW] + p[P_PROBE_RTT_TIME]
-            st[PROBE_RTT_ROUND_DONE] = 0.0
-            st[NEXT_RTT_DELIVERED] = tp[DELIVERED]
-        elif st[PROBE_RTT_DONE] >= 0.0:
-            if st[ROUND_START] > 0.0:
-                st[PROBE_RTT_ROUND_DONE] = 1.0
-            if st[PROBE_RTT_ROUND_DONE] > 0.0:
+        if not (st.app_limited_to == math.inf and st.app_limited_from < math.inf):
+            st.app_limited_from = tp[DELIVERED]
+            st.app_limited_to = math.inf
+        if st.probe_rtt_done < 0.0 and tp[PIPE] <= p.min_cwnd:
+            st.probe_rtt_done = tp[NOW] + p.probe_rtt_time
+            st.probe_rtt_round_done = False
+            st.next_rtt_delivered = tp[DELIVERED]
+        elif st.probe_rtt_done >= 0.0:
+            if st.round_start:
+                st.probe_rtt_round_done = True
+            if st.probe_rtt_round_done:
                 _check_probe_rtt_done(st, p, tp)
-    elif st[APP_LIMITED_TO] == math.inf and st[APP_LIMITED_FROM] < math.inf:
-        st[APP_LIMITED_TO] = tp[DELIVERED]  # marking ends with PROBE_RTT
+    elif st.app_limited_to == math.inf and st.app_limited_from < math.inf:
+        st.app_limited_to = tp[DELIVERED]  # marking ends with PROBE_RTT
 
 
 @jit
 def _update_gains(st, p, tp):
-    m = st[MODE]
-    if m == STARTUP:
-        st[PACING_GAIN] = _high_gain(p, tp)
-        st[CWND_GAIN] = _high_gain(p, tp)
-    elif m == DRAIN:
-        st[PACING_GAIN] = _q(p[P_DRAIN_GAIN], tp)
-        st[CWND_GAIN] = _high_gain(p, tp)
-    elif m == PROBE_BW:
-        st[PACING_GAIN] = 1.0 if st[LT_USE_BW] > 0.0 else _probe_gain(st[CYCLE_IDX], tp)
-        st[CWND_GAIN] = _q(p[P_CWND_GAIN], tp)
+    m = st.mode
+    if m == Mode.STARTUP:
+        st.pacing_gain = _high_gain(p, tp)
+        st.cwnd_gain = _high_gain(p, tp)
+    elif m == Mode.DRAIN:
+        st.pacing_gain = _q(p.drain_gain, tp)
+        st.cwnd_gain = _high_gain(p, tp)
+    elif m == Mode.PROBE_BW:
+        st.pacing_gain = 1.0 if st.lt_use_bw else _probe_gain(st.cycle_idx, tp)
+        st.cwnd_gain = _q(p.cwnd_gain, tp)
     else:
-        st[PACING_GAIN] = 1.0
-        st[CWND_GAIN] = 1.0
+        st.pacing_gain = 1.0
+        st.cwnd_gain = 1.0
 
 
 @jit
@@ -614,30 +555,30 @@ def _set_cwnd(st, p, tp, acked, bw, gain):
         if tp[RS_LOSSES] > 0.0:
             cwnd = max(cwnd - tp[RS_LOSSES], 1.0)
         state = tp[STATE]
-        prev = st[PREV_CA_STATE]
+        prev = st.prev_ca_state
         if state == RECOVERY and prev != RECOVERY:  # first round of recovery: packet conservation
-            st[PACKET_CONSERVATION] = 1.0
-            st[NEXT_RTT_DELIVERED] = tp[DELIVERED]  # start the round now
+            st.packet_conservation = True
+            st.next_rtt_delivered = tp[DELIVERED]  # start the round now
             cwnd = tp[PIPE] + acked
         elif prev != OPEN and state == OPEN:  # recovery over: restore the saved cwnd
-            cwnd = max(cwnd, st[PRIOR_CWND])
-            st[PACKET_CONSERVATION] = 0.0
-        st[PREV_CA_STATE] = state
-        if st[PACKET_CONSERVATION] > 0.0:
+            cwnd = max(cwnd, st.prior_cwnd)
+            st.packet_conservation = False
+        st.prev_ca_state = state
+        if st.packet_conservation:
             conserve = True
             cwnd = max(cwnd, tp[PIPE] + acked)
         if not conserve:
             target = _bdp(st, bw, gain) + _ack_aggregation_cwnd(st, p, tp)
             target = _quantization_budget(st, p, tp, target)
-            st[TARGET_CWND] = target
-            if st[FULL_BW_REACHED] > 0.0:  # only cut cwnd once the pipe was filled
+            st.target_cwnd = target
+            if st.full_bw_reached:  # only cut cwnd once the pipe was filled
                 cwnd = min(cwnd + acked, target)
             elif cwnd < target or tp[DELIVERED] < TCP_INIT_CWND:
                 cwnd = cwnd + acked
-            cwnd = max(cwnd, p[P_MIN_CWND])
+            cwnd = max(cwnd, p.min_cwnd)
     tp[CWND] = cwnd
-    if st[MODE] == PROBE_RTT:  # drain the queue, refresh min_rtt
-        tp[CWND] = min(tp[CWND], p[P_MIN_CWND])
+    if st.mode == Mode.PROBE_RTT:  # drain the queue, refresh min_rtt
+        tp[CWND] = min(tp[CWND], p.min_cwnd)
 
 
 @jit
@@ -645,8 +586,8 @@ def cong_control(st, p, tp, n):
     """bbr_main: update the model, then the pacing rate and cwnd (n = packets acked + SACKed)."""
     valid = tp[RS_DELIVERED] >= 0.0 and tp[RS_INTERVAL] > 0.0  # False for nan (no sample)
     if tp[RS_LOSSES] > 0.0:
-        st[LOST] += tp[RS_LOSSES]
-    app_limited = valid and st[APP_LIMITED_FROM] <= tp[RS_PRIOR_DELIVERED] < st[APP_LIMITED_TO]
+        st.lost += tp[RS_LOSSES]
+    app_limited = valid and st.app_limited_from <= tp[RS_PRIOR_DELIVERED] < st.app_limited_to
     # bbr_update_model
     _update_bw(st, p, tp, valid, app_limited)
     _update_ack_aggregation(st, p, tp, valid, n)
@@ -656,19 +597,19 @@ def cong_control(st, p, tp, n):
     _update_min_rtt(st, p, tp, valid)
     _update_gains(st, p, tp)
     bw = _bw(st)
-    st[BTL_BW] = bw * tp[MSS] * 8.0
+    st.btl_bw = bw * tp[MSS] * 8.0
     # bbr_set_pacing_rate
-    rate = _pacing_rate(st, p, tp, bw, st[PACING_GAIN])
-    if st[HAS_SEEN_RTT] == 0.0 and tp[SRTT] > 0.0:
+    rate = _pacing_rate(st, p, tp, bw, st.pacing_gain)
+    if not st.has_seen_rtt and tp[SRTT] > 0.0:
         _init_pacing_rate(st, p, tp)
-    if st[FULL_BW_REACHED] > 0.0 or rate > st[PACING_RATE]:
-        st[PACING_RATE] = rate
-    _set_cwnd(st, p, tp, n, bw, st[CWND_GAIN])
+    if st.full_bw_reached or rate > st.pacing_rate:
+        st.pacing_rate = rate
+    _set_cwnd(st, p, tp, n, bw, st.cwnd_gain)
     # a paced sender's flight is its pacing rate times the RTT (Little's law), capped by cwnd
     if tp[SRTT] > 0.0:
-        st[INFLIGHT_CAP] = min(tp[CWND], st[PACING_RATE] / (8.0 * tp[MSS]) * tp[SRTT])
+        st.inflight_cap = min(tp[CWND], st.pacing_rate / (8.0 * tp[MSS]) * tp[SRTT])
     else:
-        st[INFLIGHT_CAP] = tp[CWND]
+        st.inflight_cap = tp[CWND]
 
 
 _SRC = "Linux net/ipv4/tcp_bbr.c"
@@ -680,52 +621,56 @@ ALGORITHMS = (
         citation="Linux net/ipv4/tcp_bbr.c (BBR v1); draft-cardwell-iccrg-bbr-congestion-control-00; "
         "delivery rate: draft-cheng-iccrg-delivery-rate-estimation, Linux net/ipv4/tcp_rate.c",
         state=(
-            "mode",
-            "cycle_idx",
-            "btl_bw",
-            "min_rtt",
-            "pacing_rate",
-            "pacing_gain",
-            "cwnd_gain",
-            "target_cwnd",
-            "delivery_rate",
-            "full_bw_reached",
-            "full_bw",
-            "full_bw_cnt",
-            "rtt_cnt",
-            "next_rtt_delivered",
-            "round_start",
-            "min_rtt_stamp",
-            "probe_rtt_done",
-            "probe_rtt_round_done",
-            "prior_cwnd",
-            "prev_ca_state",
-            "packet_conservation",
-            "cycle_stamp",
-            "has_seen_rtt",
-            "ack_epoch_stamp",
-            "ack_epoch_acked",
-            "extra_acked0",
-            "extra_acked1",
-            "extra_acked_win_rtts",
-            "extra_acked_win_idx",
-            "bw0_t",
-            "bw0_v",
-            "bw1_t",
-            "bw1_v",
-            "bw2_t",
-            "bw2_v",
-            "app_limited_from",
-            "app_limited_to",
-            "inflight_cap",
-            "lost",
-            "lt_is_sampling",
-            "lt_rtt_cnt",
-            "lt_use_bw",
-            "lt_bw",
-            "lt_last_delivered",
-            "lt_last_stamp",
-            "lt_last_lost",
+            Field("mode", "", "Mode (enum bbr_mode)", "int"),
+            Field("cycle_idx", "", "PROBE_BW gain-cycle phase 0-7 (0: 1.25, 1: 0.75, 2-7: 1.0)"),
+            Field("btl_bw", "bit/s", "the bandwidth model max_bw (signal; bw0_v holds it in packets/s)"),
+            Field("min_rtt", "s", "min_rtt_us (inf until the first sample)"),
+            Field("pacing_rate", "bit/s", "sk_pacing_rate"),
+            Field("pacing_gain", "", "current pacing gain"),
+            Field("cwnd_gain", "", "current cwnd gain"),
+            Field("target_cwnd", "packets", "target cwnd of the last bbr_set_cwnd that computed one"),
+            Field("delivery_rate", "bit/s", "the last valid delivery-rate sample"),
+            Field("full_bw_reached", "", "STARTUP found the pipe full", "bool"),
+            Field("full_bw", "packets/s", "bw at the last 25 % growth"),
+            Field("full_bw_cnt", "", "rounds without 25 % growth"),
+            Field("rtt_cnt", "", "packet-timed rounds so far"),
+            Field("next_rtt_delivered", "packets", "delivered count that starts the next round"),
+            Field("round_start", "", "this ACK starts a round", "bool"),
+            Field("min_rtt_stamp", "s", "when min_rtt was last set"),
+            Field("probe_rtt_done", "s", "end of PROBE_RTT's 200 ms (-1: not yet started)"),
+            Field("probe_rtt_round_done", "", "a round passed in PROBE_RTT at low in-flight", "bool"),
+            Field("prior_cwnd", "packets", "cwnd saved on entering recovery / PROBE_RTT"),
+            Field("prev_ca_state", "", "engine state (0 open, 1 recovery, 2 loss) at the previous bbr_set_cwnd"),
+            Field("packet_conservation", "", "in the first round of recovery", "bool"),
+            Field("cycle_stamp", "s", "start of the current gain-cycle phase (delivered time)"),
+            Field("has_seen_rtt", "", "the pacing rate was initialised from srtt", "bool"),
+            Field("ack_epoch_stamp", "s", "start of the ACK-aggregation epoch"),
+            Field("ack_epoch_acked", "packets", "acknowledged in the epoch"),
+            Field("extra_acked0", "packets", "max extra acked, window slot 0"),
+            Field("extra_acked1", "packets", "max extra acked, window slot 1"),
+            Field("extra_acked_win_rtts", "", "rounds in the current extra-acked slot"),
+            Field("extra_acked_win_idx", "", "current slot (0/1)"),
+            Field("bw0_t", "round", "of the best max-filter sample"),
+            Field("bw0_v", "packets/s", "best sample"),
+            Field("bw1_t", "round", "second-best"),
+            Field("bw1_v", "packets/s", "second-best sample"),
+            Field("bw2_t", "round", "third-best"),
+            Field("bw2_v", "packets/s", "third-best sample"),
+            Field(
+                "app_limited_from",
+                "packets",
+                "delivered count when PROBE_RTT began marking samples app-limited (inf: none)",
+            ),
+            Field("app_limited_to", "packets", "delivered count when the marking ended (inf: still marking)"),
+            Field("inflight_cap", "packets", "min(cwnd, pacing_rate · srtt): what the model lets into flight (fit)"),
+            Field("lost", "packets", "cumulative losses (Linux tp->lost), from the rate samples' losses"),
+            Field("lt_is_sampling", "", 'a long-term ("policer") sampling interval runs', "bool"),
+            Field("lt_rtt_cnt", "", "rounds in the long-term interval (or using lt_bw)"),
+            Field("lt_use_bw", "", "the policed rate lt_bw is the bandwidth estimate", "bool"),
+            Field("lt_bw", "packets/s", "long-term (policed) delivery rate"),
+            Field("lt_last_delivered", "packets", "delivered at the interval start"),
+            Field("lt_last_stamp", "ms (integer)", "delivered time at the interval start"),
+            Field("lt_last_lost", "packets", "lost at the interval start"),
         ),
         params=(
             Param(
@@ -877,7 +822,7 @@ ALGORITHMS = (
             ),
         ),
         signals=(
-            Signal("mode", "mode", "", "BBR mode", kind="enum", labels=("startup", "drain", "probe_bw", "probe_rtt")),
+            Signal("mode", "mode", "", "BBR mode", kind="enum", labels=choice_names(Mode)),
             Signal("cycle_idx", "cycle_idx", "", "PROBE_BW gain-cycle phase (0: gain 1.25, 1: 0.75, 2-7: 1.0)"),
             Signal(
                 "btl_bw",

@@ -44,44 +44,22 @@ limit.
 from __future__ import annotations
 
 import math
+from enum import IntEnum
+
+from numba.extending import overload
 
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.state import Field, choice_names
 from hscc_trace.replay.tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, OPEN, RWND, SRTT, SSTHRESH, STATE
 
-# --- state slots -------------------------------------------------------------------------------
-CWND_LOSS = 0  # packets — loss-based (Reno) component
-DWND = 1  # packets — delay-based component
-WIN = 2  # packets — sending window min(cwnd_loss + dwnd, awnd)
-DIFF = 3  # packets — backlog estimate win·(1 − baseRTT/RTT) at the last round end
-GAMMA = 4  # packets — early-congestion threshold γ
-DIFF_RENO = 5  # packets — the Reno component's backlog cwnd_loss·(1 − baseRTT/RTT), last round end
-DIFF_RENO_VALID = 6  # 1 when DIFF_RENO is a fresh measurement not yet used by a γ update
-BASE_RTT = 7  # s — baseRTT, min sample since the connection started
-RND_MIN = 8  # s — min sample of the current round (samples taken outside recovery)
-RND_N = 9  # samples of the current round (outside recovery)
-PRIOR_LOSS = 10  # packets — cwnd_loss before the last reduction (undo)
-PRIOR_DWND = 11  # packets — dwnd before the last reduction (undo)
-ACTIVE = 12  # 1 if the delay component was active at the last round end
-NSTATE = 13
 
-# --- parameter slots ---------------------------------------------------------------------------
-P_ALPHA = 0
-P_BETA = 1
-P_K = 2
-P_ZETA = 3
-P_GAMMA = 4
-P_LOW_WINDOW = 5
-P_GAMMA_TUNING = 6
-P_LAMBDA = 7
-P_GAMMA_MIN = 8
-P_GAMMA_MAX = 9
-P_MIN_SAMPLES = 10
-P_AWND = 11
-P_L = 12
-P_RTT_SOURCE = 13  # 0 round_min, 1 srtt
-NPARAMS = 14
+class RttSource(IntEnum):
+    """Parameter ``rtt_source``: the RTT of diff at a round end."""
+
+    ROUND_MIN = 0  # the round's smallest sample (Vegas' minRTT)
+    SRTT = 1  # the engine's RFC 6298 srtt
 
 
 @jit
@@ -90,13 +68,13 @@ def set_win(st, p, tp):
 
     Only called in congestion avoidance: a window that shrank below ssthresh lowers ssthresh with
     it, so that the flow does not fall back into slow start."""
-    win = st[CWND_LOSS] + st[DWND]
-    if p[P_AWND] > 0.0 and tp[RWND] > 0.0:
+    win = st.cwnd_loss + st.dwnd
+    if p.awnd and tp[RWND] > 0.0:
         awnd = max(tp[RWND], 1.0)
         if win > awnd:
-            st[DWND] = max(min(st[DWND], awnd - st[CWND_LOSS]), 0.0)
+            st.dwnd = max(min(st.dwnd, awnd - st.cwnd_loss), 0.0)
             win = awnd
-    st[WIN] = win
+    st.win = win
     tp[CWND] = win
     if win < tp[SSTHRESH]:  # a retreating dwnd / awnd cap stays in congestion avoidance (Linux tcp_vegas)
         tp[SSTHRESH] = win
@@ -117,71 +95,82 @@ def gamma_update(gamma, diff_reno, lam, gmin, gmax):
     return min(max(g, gmin), gmax)
 
 
+def _lambda(params):
+    """Parameter ``lambda`` (``p.lambda`` does not parse: a Python keyword)."""
+    return getattr(params, "lambda")
+
+
+@overload(_lambda)
+def _lambda_compiled(params):
+    """Compiled, the record's field by its literal name."""
+    return lambda params: params["lambda"]
+
+
 @jit
 def init(st, p, tp):
-    st[CWND_LOSS] = tp[CWND]
-    st[DWND] = 0.0
-    st[WIN] = tp[CWND]
-    st[DIFF] = 0.0
-    st[GAMMA] = p[P_GAMMA]
-    st[DIFF_RENO] = math.nan
-    st[DIFF_RENO_VALID] = 0.0
-    st[BASE_RTT] = math.nan
-    st[RND_MIN] = math.nan
-    st[RND_N] = 0.0
-    st[PRIOR_LOSS] = tp[CWND]
-    st[PRIOR_DWND] = 0.0
-    st[ACTIVE] = 0.0
+    st.cwnd_loss = tp[CWND]
+    st.dwnd = 0.0
+    st.win = tp[CWND]
+    st.diff = 0.0
+    st.gamma = p.gamma
+    st.diff_reno = math.nan
+    st.diff_reno_valid = False
+    st.base_rtt = math.nan
+    st.rnd_min = math.nan
+    st.rnd_n = 0
+    st.prior_loss = tp[CWND]
+    st.prior_dwnd = 0.0
+    st.active = False
 
 
 @jit
 def on_rtt_sample(st, p, tp, rtt):
-    if not (st[BASE_RTT] <= rtt):
-        st[BASE_RTT] = rtt
+    if not (st.base_rtt <= rtt):
+        st.base_rtt = rtt
     if tp[STATE] == OPEN:  # no sampling during recovery
-        if not (st[RND_MIN] <= rtt):
-            st[RND_MIN] = rtt
-        st[RND_N] += 1.0
+        if not (st.rnd_min <= rtt):
+            st.rnd_min = rtt
+        st.rnd_n += 1
 
 
 @jit
 def on_round_end(st, p, tp):
-    rtt = st[RND_MIN] if p[P_RTT_SOURCE] == 0.0 else tp[SRTT]
-    nsamp = st[RND_N]
-    st[RND_MIN] = math.nan
-    st[RND_N] = 0.0
+    rtt = st.rnd_min if p.rtt_source == RttSource.ROUND_MIN else tp[SRTT]
+    nsamp = st.rnd_n
+    st.rnd_min = math.nan
+    st.rnd_n = 0
     if tp[STATE] != OPEN or tp[CWND] < tp[SSTHRESH]:  # recovery, or slow start (dwnd stays 0)
-        st[ACTIVE] = 0.0
+        st.active = False
         return
-    if nsamp <= p[P_MIN_SAMPLES] or not (rtt > 0.0) or not (st[BASE_RTT] > 0.0):
+    if nsamp <= p.min_samples or not (rtt > 0.0) or not (st.base_rtt > 0.0):
         return
-    q = 1.0 - st[BASE_RTT] / rtt
-    st[DIFF] = st[WIN] * q
-    st[DIFF_RENO] = st[CWND_LOSS] * q
-    st[DIFF_RENO_VALID] = 1.0
-    if st[WIN] > p[P_LOW_WINDOW]:
-        st[ACTIVE] = 1.0
-        if tp[FLAVOR] == LINUX and st[DIFF] < st[GAMMA] and not H.linux_cwnd_limited(tp):
+    q = 1.0 - st.base_rtt / rtt
+    st.diff = st.win * q
+    st.diff_reno = st.cwnd_loss * q
+    st.diff_reno_valid = True
+    if st.win > p.low_window:
+        st.active = True
+        if tp[FLAVOR] == LINUX and st.diff < st.gamma and not H.linux_cwnd_limited(tp):
             return  # linux: no growth of an unused window
-        st[DWND] = dwnd_update(st[DWND], st[WIN], st[DIFF], st[GAMMA], p[P_ALPHA], p[P_K], p[P_ZETA])
+        st.dwnd = dwnd_update(st.dwnd, st.win, st.diff, st.gamma, p.alpha, p.k, p.zeta)
     else:
-        st[ACTIVE] = 0.0
+        st.active = False
     set_win(st, p, tp)
 
 
 @jit
 def ssthresh(st, p, tp):
-    st[PRIOR_LOSS] = st[CWND_LOSS]
-    st[PRIOR_DWND] = st[DWND]
-    if tp[EVENT] != EV_RTO and p[P_GAMMA_TUNING] > 0.0 and st[DIFF_RENO_VALID] > 0.0:
-        st[GAMMA] = gamma_update(st[GAMMA], st[DIFF_RENO], p[P_LAMBDA], p[P_GAMMA_MIN], p[P_GAMMA_MAX])
-        st[DIFF_RENO_VALID] = 0.0
-    win = st[WIN]
-    half = st[CWND_LOSS] / 2.0
-    st[DWND] = max(win * (1.0 - p[P_BETA]) - half, 0.0)
-    st[CWND_LOSS] = max(half, 2.0)
-    st[WIN] = st[CWND_LOSS] + st[DWND]
-    return st[WIN]
+    st.prior_loss = st.cwnd_loss
+    st.prior_dwnd = st.dwnd
+    if tp[EVENT] != EV_RTO and p.gamma_tuning and st.diff_reno_valid:
+        st.gamma = gamma_update(st.gamma, st.diff_reno, _lambda(p), p.gamma_min, p.gamma_max)
+        st.diff_reno_valid = False
+    win = st.win
+    half = st.cwnd_loss / 2.0
+    st.dwnd = max(win * (1.0 - p.beta) - half, 0.0)
+    st.cwnd_loss = max(half, 2.0)
+    st.win = st.cwnd_loss + st.dwnd
+    return st.win
 
 
 @jit
@@ -192,36 +181,36 @@ def on_recovery_exit(st, p, tp):
 
 @jit
 def on_rto(st, p, tp):
-    st[CWND_LOSS] = tp[CWND]  # 1 packet, slow start
-    st[DWND] = 0.0
-    st[WIN] = tp[CWND]
-    st[RND_MIN] = math.nan
-    st[RND_N] = 0.0
-    st[DIFF_RENO_VALID] = 0.0
-    st[ACTIVE] = 0.0
+    st.cwnd_loss = tp[CWND]  # 1 packet, slow start
+    st.dwnd = 0.0
+    st.win = tp[CWND]
+    st.rnd_min = math.nan
+    st.rnd_n = 0
+    st.diff_reno_valid = False
+    st.active = False
 
 
 @jit
 def undo_cwnd(st, p, tp):
-    st[CWND_LOSS] = max(st[CWND_LOSS], st[PRIOR_LOSS])
-    st[DWND] = max(st[DWND], st[PRIOR_DWND])
-    st[WIN] = st[CWND_LOSS] + st[DWND]
-    return max(tp[CWND], st[WIN])
+    st.cwnd_loss = max(st.cwnd_loss, st.prior_loss)
+    st.dwnd = max(st.dwnd, st.prior_dwnd)
+    st.win = st.cwnd_loss + st.dwnd
+    return max(tp[CWND], st.win)
 
 
 @jit
 def cong_avoid(st, p, tp, n):
-    g = H.growth_gate(tp, n, p[P_L])
+    g = H.growth_gate(tp, n, p.L)
     if g == H.HELD:
         return
     if g == H.SLOW_START:  # slow start: Reno's, dwnd = 0
-        st[CWND_LOSS] = tp[CWND]
-        st[DWND] = 0.0
-        st[WIN] = tp[CWND]
+        st.cwnd_loss = tp[CWND]
+        st.dwnd = 0.0
+        st.win = tp[CWND]
         return
-    if abs(tp[CWND] - st[WIN]) > 1e-9:  # the engine moved the window (e.g. ECN, undo): follow it
-        st[CWND_LOSS] = max(tp[CWND] - st[DWND], 1.0)
-    st[CWND_LOSS] += n / max(st[WIN], 1.0)  # eq. (2): +1/win per packet
+    if abs(tp[CWND] - st.win) > 1e-9:  # the engine moved the window (e.g. ECN, undo): follow it
+        st.cwnd_loss = max(tp[CWND] - st.dwnd, 1.0)
+    st.cwnd_loss += n / max(st.win, 1.0)  # eq. (2): +1/win per packet
     set_win(st, p, tp)
 
 
@@ -329,7 +318,7 @@ _PARAMS = (
         "filters delayed-ACK and jitter noise, reacts within the round; docs/algorithms/compound.md) "
         "or the engine's RFC 6298 srtt (the paper's text)",
         kind="choice",
-        choices=("round_min", "srtt"),
+        choices=choice_names(RttSource),
     ),
 )
 
@@ -351,19 +340,19 @@ _SIGNALS = (
 )
 
 _STATE = (
-    "cwnd_loss",
-    "dwnd",
-    "win",
-    "diff",
-    "gamma",
-    "diff_reno",
-    "diff_reno_valid",
-    "base_rtt",
-    "rnd_min",
-    "rnd_n",
-    "prior_loss",
-    "prior_dwnd",
-    "active",
+    Field("cwnd_loss", "packets", "loss-based (Reno) component"),
+    Field("dwnd", "packets", "delay-based component"),
+    Field("win", "packets", "sending window min(cwnd_loss + dwnd, awnd)"),
+    Field("diff", "packets", "backlog estimate win·(1 − baseRTT/RTT) at the last round end"),
+    Field("gamma", "packets", "early-congestion threshold γ"),
+    Field("diff_reno", "packets", "the Reno component's backlog cwnd_loss·(1 − baseRTT/RTT), last round end"),
+    Field("diff_reno_valid", "", "diff_reno is a fresh measurement not yet used by a γ update", "bool"),
+    Field("base_rtt", "s", "baseRTT, min sample since the connection started"),
+    Field("rnd_min", "s", "min sample of the current round (samples taken outside recovery)"),
+    Field("rnd_n", "", "samples of the current round (outside recovery)", "int"),
+    Field("prior_loss", "packets", "cwnd_loss before the last reduction (undo)"),
+    Field("prior_dwnd", "packets", "dwnd before the last reduction (undo)"),
+    Field("active", "", "the delay component was active at the last round end", "bool"),
 )
 
 ALGORITHMS = (

@@ -21,40 +21,10 @@ import numpy as np
 
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
+from hscc_trace.replay.algorithms.cubic_rfc import Region
 from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.state import Field, choice_names
 from hscc_trace.replay.tp import CWND, MSS, NOW, SND_MAX, SND_UNA, SRTT, SSTHRESH
-
-# --- state slots ----------------------------------------------------------------------------
-W_MAX = 0  # packets — last_max_cwnd
-K = 1  # s — bic_K / 1024
-T_EPOCH = 2  # jiffies — epoch_start; −1 = no epoch
-CWND_EPOCH = 3  # packets — cwnd at the epoch start
-W_EST = 4  # packets — tcp_cwnd, the Reno-friendly estimate
-REGION = 5  # 0 slow start, 1 Reno-friendly, 2 concave, 3 convex
-TARGET = 6  # packets — bictcp_update's target of the last update
-ORIGIN = 7  # packets — bic_origin_point
-K_UNITS = 8  # 2^-10 s — bic_K
-CNT = 9  # packets — ca->cnt (ACKed packets per +1)
-ACK_CNT = 10  # packets — ca->ack_cnt
-LAST_CWND = 11  # packets — ca->last_cwnd
-LAST_TIME = 12  # jiffies — ca->last_time
-DELAY_MIN = 13  # µs — ca->delay_min (0 = none)
-FOUND = 14  # 1 = HyStart found the exit point
-ROUND_START = 15  # µs — HyStart round start
-END_SEQ = 16  # bytes — HyStart end_seq (snd_nxt at round start)
-LAST_ACK = 17  # µs — HyStart last_ack
-CURR_RTT = 18  # µs — HyStart min RTT of the current round
-SAMPLE_CNT = 19  # HyStart samples in the current round
-HYSTART_EXIT = 20  # packets — cwnd at which HyStart ended slow start (0 = not yet)
-NSTATE = 21
-
-P_FAST_CONVERGENCE = 0  # bool
-P_RENO_FRIENDLY = 1  # bool — tcp_friendliness
-P_HYSTART = 2  # bool
-P_HZ = 3  # 1/s — kernel tick rate
-P_HYSTART_LOW_WINDOW = 4  # packets
-P_HYSTART_ACK_DELTA = 5  # s
-NPARAMS = 6
 
 # Linux constants (tcp_cubic.c): beta 717/1024, bic_scale 41, BICTCP_HZ 10
 BETA_LINUX = 717.0
@@ -157,36 +127,36 @@ def linux_cubic_root(a):
 @jit
 def _hystart_reset(st, tp):
     now_us = math.floor(tp[NOW] * 1e6)
-    st[ROUND_START] = now_us
-    st[LAST_ACK] = now_us
-    st[END_SEQ] = tp[SND_MAX]
-    st[CURR_RTT] = math.inf
-    st[SAMPLE_CNT] = 0.0
+    st.round_start = now_us
+    st.last_ack = now_us
+    st.end_seq = tp[SND_MAX]
+    st.curr_rtt = math.inf
+    st.sample_cnt = 0
 
 
 @jit
 def _reset(st, tp):
     """bictcp_reset: everything but the HyStart round."""
-    st[CNT] = 0.0
-    st[W_MAX] = 0.0
-    st[LAST_CWND] = 0.0
-    st[LAST_TIME] = 0.0
-    st[ORIGIN] = 0.0
-    st[K_UNITS] = 0.0
-    st[K] = 0.0
-    st[DELAY_MIN] = 0.0
-    st[T_EPOCH] = -1.0
-    st[ACK_CNT] = 0.0
-    st[W_EST] = 0.0
-    st[FOUND] = 0.0
+    st.cnt = 0.0
+    st.w_max = 0.0
+    st.last_cwnd = 0.0
+    st.last_time = 0.0
+    st.origin = 0.0
+    st.k_units = 0.0
+    st.k = 0.0
+    st.delay_min = 0.0
+    st.t_epoch = -1.0
+    st.ack_cnt = 0.0
+    st.w_est = 0.0
+    st.found = False
 
 
 @jit
 def init(st, p, tp):
-    st[CWND_EPOCH] = 0.0
-    st[REGION] = 0.0
-    st[TARGET] = 0.0
-    st[HYSTART_EXIT] = 0.0
+    st.cwnd_epoch = 0.0
+    st.region = Region.SLOW_START
+    st.target = 0.0
+    st.hystart_exit = 0.0
     _reset(st, tp)
     _hystart_reset(st, tp)
 
@@ -198,11 +168,11 @@ def init(st, p, tp):
 def ssthresh(st, p, tp):
     """cubictcp_recalc_ssthresh: fast convergence, then max(cwnd·717/1024, 2)."""
     cwnd = tp[CWND]
-    st[T_EPOCH] = -1.0
-    if cwnd < st[W_MAX] and p[P_FAST_CONVERGENCE] > 0.0:
-        st[W_MAX] = math.floor(cwnd * (BETA_SCALE + BETA_LINUX) / (2.0 * BETA_SCALE))
+    st.t_epoch = -1.0
+    if cwnd < st.w_max and p.fast_convergence:
+        st.w_max = math.floor(cwnd * (BETA_SCALE + BETA_LINUX) / (2.0 * BETA_SCALE))
     else:
-        st[W_MAX] = cwnd
+        st.w_max = cwnd
     return max(math.floor(cwnd * BETA_LINUX / BETA_SCALE), 2.0)
 
 
@@ -218,48 +188,48 @@ def on_rto(st, p, tp):
 
 @jit
 def on_rtt_sample(st, p, tp, rtt):
-    hz = p[P_HZ]
+    hz = p.HZ
     jiffies = math.floor(tp[NOW] * hz)
-    if st[T_EPOCH] >= 0.0 and jiffies - st[T_EPOCH] < hz:  # discard samples right after recovery
+    if st.t_epoch >= 0.0 and jiffies - st.t_epoch < hz:  # discard samples right after recovery
         return
     delay = max(math.floor(rtt * 1e6), 1.0)
-    if st[DELAY_MIN] == 0.0 or st[DELAY_MIN] > delay:
-        st[DELAY_MIN] = delay
-    if st[FOUND] == 0.0 and tp[CWND] < tp[SSTHRESH] and p[P_HYSTART] > 0.0:
+    if st.delay_min == 0.0 or st.delay_min > delay:
+        st.delay_min = delay
+    if not st.found and tp[CWND] < tp[SSTHRESH] and p.hystart:
         _hystart_update(st, p, tp, delay)
 
 
 @jit
 def _hystart_update(st, p, tp, delay):
-    if tp[SND_UNA] > st[END_SEQ]:
+    if tp[SND_UNA] > st.end_seq:
         _hystart_reset(st, tp)
-    if tp[CWND] < p[P_HYSTART_LOW_WINDOW]:
+    if tp[CWND] < p.hystart_low_window:
         return
     now_us = math.floor(tp[NOW] * 1e6)
     # ACK-train detection
-    if now_us - st[LAST_ACK] <= p[P_HYSTART_ACK_DELTA] * 1e6:
-        st[LAST_ACK] = now_us
+    if now_us - st.last_ack <= p.hystart_ack_delta * 1e6:
+        st.last_ack = now_us
         # hystart_ack_delay: min(1 ms, 4·GSO_MAX_SIZE / pacing rate), slow-start pacing rate 2·cwnd·mss/srtt
         ack_delay = 1000.0
         if tp[SRTT] > 0.0:
             rate = 2.0 * tp[CWND] * tp[MSS] / tp[SRTT]
             ack_delay = min(1000.0, math.floor(65536.0 * 4.0 * 1e6 / rate))
-        threshold = math.floor((st[DELAY_MIN] + ack_delay) / 2.0)  # no pacing: threshold >>= 1
-        if now_us - st[ROUND_START] > threshold:
-            st[FOUND] = 1.0
+        threshold = math.floor((st.delay_min + ack_delay) / 2.0)  # no pacing: threshold >>= 1
+        if now_us - st.round_start > threshold:
+            st.found = True
             tp[SSTHRESH] = tp[CWND]
-            st[HYSTART_EXIT] = tp[CWND]
+            st.hystart_exit = tp[CWND]
     # delay detection
-    if st[CURR_RTT] > delay:
-        st[CURR_RTT] = delay
-    if st[SAMPLE_CNT] < 8.0:
-        st[SAMPLE_CNT] += 1.0
+    if st.curr_rtt > delay:
+        st.curr_rtt = delay
+    if st.sample_cnt < 8:
+        st.sample_cnt += 1
     else:
-        thresh = min(max(math.floor(st[DELAY_MIN] / 8.0), 4000.0), 16000.0)
-        if st[CURR_RTT] > st[DELAY_MIN] + thresh:
-            st[FOUND] = 1.0
+        thresh = min(max(math.floor(st.delay_min / 8.0), 4000.0), 16000.0)
+        if st.curr_rtt > st.delay_min + thresh:
+            st.found = True
             tp[SSTHRESH] = tp[CWND]
-            st[HYSTART_EXIT] = tp[CWND]
+            st.hystart_exit = tp[CWND]
 
 
 # --- growth ---------------------------------------------------------------------------------------
@@ -267,61 +237,61 @@ def _hystart_update(st, p, tp, delay):
 
 @jit
 def _update(st, p, tp, cwnd, acked):
-    """bictcp_update: sets st[CNT] (and the region and target signals)."""
-    hz = p[P_HZ]
+    """bictcp_update: sets st.cnt (and the region and target signals)."""
+    hz = p.HZ
     jiffies = math.floor(tp[NOW] * hz)
-    st[ACK_CNT] += acked
-    if st[LAST_CWND] == cwnd and jiffies - st[LAST_TIME] <= math.floor(hz / 32.0):
+    st.ack_cnt += acked
+    if st.last_cwnd == cwnd and jiffies - st.last_time <= math.floor(hz / 32.0):
         return
-    if not (st[T_EPOCH] >= 0.0 and jiffies == st[LAST_TIME]):
-        st[LAST_CWND] = cwnd
-        st[LAST_TIME] = jiffies
-        if st[T_EPOCH] < 0.0:
-            st[T_EPOCH] = jiffies
-            st[ACK_CNT] = acked
-            st[W_EST] = cwnd
-            if st[W_MAX] <= cwnd:
-                st[K_UNITS] = 0.0
-                st[ORIGIN] = cwnd
+    if not (st.t_epoch >= 0.0 and jiffies == st.last_time):
+        st.last_cwnd = cwnd
+        st.last_time = jiffies
+        if st.t_epoch < 0.0:
+            st.t_epoch = jiffies
+            st.ack_cnt = acked
+            st.w_est = cwnd
+            if st.w_max <= cwnd:
+                st.k_units = 0.0
+                st.origin = cwnd
             else:
-                st[K_UNITS] = float(linux_cubic_root(CUBE_FACTOR * (st[W_MAX] - cwnd)))
-                st[ORIGIN] = st[W_MAX]
-            st[K] = st[K_UNITS] / 1024.0
-            st[CWND_EPOCH] = cwnd
+                st.k_units = float(linux_cubic_root(CUBE_FACTOR * (st.w_max - cwnd)))
+                st.origin = st.w_max
+            st.k = st.k_units / 1024.0
+            st.cwnd_epoch = cwnd
         # t = (jiffies − epoch_start + usecs_to_jiffies(delay_min)) in 2^-10 s
-        dj = math.ceil(st[DELAY_MIN] * hz / 1e6)
-        t = math.floor((jiffies - st[T_EPOCH] + dj) * 1024.0 / hz)
-        if t < st[K_UNITS]:
-            offs = st[K_UNITS] - t
+        dj = math.ceil(st.delay_min * hz / 1e6)
+        t = math.floor((jiffies - st.t_epoch + dj) * 1024.0 / hz)
+        if t < st.k_units:
+            offs = st.k_units - t
         else:
-            offs = t - st[K_UNITS]
+            offs = t - st.k_units
         delta = math.floor(CUBE_RTT_SCALE * offs * offs * offs / 1099511627776.0)  # >> (10 + 3·10)
-        if t < st[K_UNITS]:
-            target = st[ORIGIN] - delta
-            st[REGION] = 2.0
+        if t < st.k_units:
+            target = st.origin - delta
+            st.region = Region.CONCAVE
         else:
-            target = st[ORIGIN] + delta
-            st[REGION] = 3.0
-        st[TARGET] = target
+            target = st.origin + delta
+            st.region = Region.CONVEX
+        st.target = target
         if target > cwnd:
-            st[CNT] = math.floor(cwnd / (target - cwnd))
+            st.cnt = math.floor(cwnd / (target - cwnd))
         else:
-            st[CNT] = 100.0 * cwnd
-        if st[W_MAX] == 0.0 and st[CNT] > 20.0:
-            st[CNT] = 20.0
+            st.cnt = 100.0 * cwnd
+        if st.w_max == 0.0 and st.cnt > 20.0:
+            st.cnt = 20.0
     # tcp_friendliness
-    if p[P_RENO_FRIENDLY] > 0.0:
+    if p.reno_friendly:
         d = math.floor(cwnd * BETA_FRIENDLY / 8.0)
         if d > 0.0:
-            while st[ACK_CNT] > d:
-                st[ACK_CNT] -= d
-                st[W_EST] += 1.0
-        if st[W_EST] > cwnd:
-            max_cnt = math.floor(cwnd / (st[W_EST] - cwnd))
-            if st[CNT] > max_cnt:
-                st[CNT] = max_cnt
-                st[REGION] = 1.0
-    st[CNT] = max(st[CNT], 2.0)
+            while st.ack_cnt > d:
+                st.ack_cnt -= d
+                st.w_est += 1.0
+        if st.w_est > cwnd:
+            max_cnt = math.floor(cwnd / (st.w_est - cwnd))
+            if st.cnt > max_cnt:
+                st.cnt = max_cnt
+                st.region = Region.RENO_FRIENDLY
+    st.cnt = max(st.cnt, 2.0)
 
 
 @jit
@@ -330,12 +300,12 @@ def cong_avoid(st, p, tp, n):
     if not H.linux_cwnd_limited(tp):
         return
     if tp[CWND] < tp[SSTHRESH]:
-        st[REGION] = 0.0
+        st.region = Region.SLOW_START
         n = H.linux_slow_start(tp, n)
         if n <= 0.0:
             return
     _update(st, p, tp, tp[CWND], n)
-    H.linux_cong_avoid_ai(tp, st[CNT], n)
+    H.linux_cong_avoid_ai(tp, st.cnt, n)
 
 
 ALGORITHMS = (
@@ -344,27 +314,27 @@ ALGORITHMS = (
         summary="CUBIC: window a cubic function of the time since the last loss, Reno-friendly floor",
         citation="RFC 9438 §4; Linux net/ipv4/tcp_cubic.c",
         state=(
-            "w_max",
-            "k",
-            "t_epoch",
-            "cwnd_epoch",
-            "w_est",
-            "region",
-            "target",
-            "origin",
-            "k_units",
-            "cnt",
-            "ack_cnt",
-            "last_cwnd",
-            "last_time",
-            "delay_min",
-            "found",
-            "round_start",
-            "end_seq",
-            "last_ack",
-            "curr_rtt",
-            "sample_cnt",
-            "hystart_exit",
+            Field("w_max", "packets", "last_max_cwnd"),
+            Field("k", "s", "bic_K / 1024"),
+            Field("t_epoch", "jiffies", "epoch_start; −1 = no epoch"),
+            Field("cwnd_epoch", "packets", "cwnd at the epoch start"),
+            Field("w_est", "packets", "tcp_cwnd, the Reno-friendly estimate"),
+            Field("region", "", "Region of the last update", "int"),
+            Field("target", "packets", "bictcp_update's target of the last update"),
+            Field("origin", "packets", "bic_origin_point"),
+            Field("k_units", "2^-10 s", "bic_K"),
+            Field("cnt", "packets", "ca->cnt (ACKed packets per +1)"),
+            Field("ack_cnt", "packets", "ca->ack_cnt"),
+            Field("last_cwnd", "packets", "ca->last_cwnd"),
+            Field("last_time", "jiffies", "ca->last_time"),
+            Field("delay_min", "µs", "ca->delay_min (0 = none)"),
+            Field("found", "", "HyStart found the exit point", "bool"),
+            Field("round_start", "µs", "HyStart round start"),
+            Field("end_seq", "bytes", "HyStart end_seq (snd_nxt at round start)"),
+            Field("last_ack", "µs", "HyStart last_ack"),
+            Field("curr_rtt", "µs", "HyStart min RTT of the current round"),
+            Field("sample_cnt", "", "HyStart samples in the current round", "int"),
+            Field("hystart_exit", "packets", "cwnd at which HyStart ended slow start (0 = not yet)"),
         ),
         params=(
             Param(
@@ -428,7 +398,7 @@ ALGORITHMS = (
                 "",
                 "growth region at the last ACK",
                 kind="enum",
-                labels=("slow_start", "reno_friendly", "concave", "convex"),
+                labels=choice_names(Region),
             ),
         ),
         default_flavor="linux",
