@@ -72,12 +72,16 @@ def figures(doc: dict[str, Any]) -> Iterator[dict[str, Any]]:
 
     k = kind(doc)
     if k.startswith("run.py"):
+        # a run on other captures than the replicas (e.g. the big flows of make_bigflow.py) is
+        # a figure of its own, named by its captures, not a newer value of the replica-5M one
+        caps = k.removeprefix("run.py").strip()
+        prefix = f"{caps}: " if caps and "replica-5M" not in caps.split(",") else ""
         for t in doc["targets"]:
             if t["value"] is None:
                 continue
             big = t["limit"] >= 1e6
             yield dict(
-                metric=t["target"],
+                metric=prefix + t["target"],
                 value=f"{t['value'] / 1e6:.1f} M/s" if big else f"{t['value']:.2f}",
                 limit=f"{t['limit'] / 1e6:.0f} M/s" if big else f"{t['op']} {t['limit']:g}",
                 result=verdict(t["passed"]),
