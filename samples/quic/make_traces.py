@@ -138,10 +138,14 @@ def run(args: argparse.Namespace) -> dict:
     client.connect(saddr, now=now)
     flush(client, now, up, "server")
     server_stream = None
+    spins = 0  # loop passes in a row that did not move the clock
     while now < args.seconds + 5.0:
         timers = [t for t in (client.get_timer(), server.get_timer() if server else None) if t is not None]
         nxt = min([arrivals[0][0]] + timers if arrivals else timers or [now + 0.01])
-        now = max(now, nxt)
+        spins = spins + 1 if nxt <= now else 0
+        # aioquic's pacer can report a timer at `now` that handling at `now` does not clear (its
+        # own float arithmetic puts the next send a hair later): 1 µs on, so the run cannot spin
+        now = now + 1e-6 if spins > 3 else max(now, nxt)
         CLOCK.now = now
         while arrivals and arrivals[0][0] <= now:
             _, _, to, data = heapq.heappop(arrivals)
