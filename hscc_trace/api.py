@@ -508,6 +508,7 @@ def check(
     :class:`~hscc_trace.errors.UsageError` for contradictory options and
     :class:`~hscc_trace.errors.InputError` when no capture could be read."""
     import time
+    from dataclasses import replace
 
     from hscc_trace.analysis import results as _results
 
@@ -519,7 +520,9 @@ def check(
     gates = _group_gates(o)
     cfg, c = _check_config(o, captures)
     if gates is not None:
-        gates["rule"] = group_options(o.groups, None, cfg.groups)
+        # the regular and reference flows: --regular, else [groups] reference, else reno
+        gates["regular"] = o.regular or cfg.groups.reference or _default_reference()
+        gates["rule"] = group_options(o.groups, None, replace(cfg.groups, reference=gates["regular"]))
         gates["bpf"] = cfg.filter
     if c.expect is None and not c.expectations and c.baseline is None and gates is None:
         raise UsageError(
@@ -710,7 +713,7 @@ def _judge(
             max_stolen=o.max_stolen,
             baseline_groups=base_groups,
             friendliness=gates["friendliness"],
-            regular=o.regular,
+            regular=gates["regular"],
         )
     return verdicts
 
@@ -827,6 +830,12 @@ def group_options(group: Sequence[str] | None, window: float | None, cfg: Any = 
     return rule, opts
 
 
+def _default_reference() -> str:
+    from hscc_trace.analysis import groups as _groups
+
+    return _groups.DEFAULT_REFERENCE
+
+
 def group_input(
     obj: Any,
     rule: Any = None,
@@ -863,19 +872,34 @@ def compare(
     baseline: Any,
     test: Any,
     *,
-    regular: Any = "reno",
+    regular: Any = None,
     rule: Any = None,
     options: Any = None,
     algorithms: Sequence[str] | None = None,
     bpf: str | None = None,
+    config: Any = None,
 ) -> Any:
     """Bandwidth stolen (Compound TCP paper, Definition 1) from ``test``'s regular flows against
     ``baseline`` and every per-flow delta (:func:`hscc_trace.analysis.groups.compare`, a
     ``Comparison``: ``.stolen``, ``.groups``, ``.as_dict()``); either may be a capture path, a
     ``.json`` results file, a results document or an :class:`Analysis` (:func:`group_input`).
-    ``regular``: an algorithm label or flow ids."""
+    ``regular``: an algorithm label or flow ids (None: ``[groups] reference`` of ``config``, else
+    ``reno``). ``config``: a :class:`hscc_trace.config.Config` or a configuration file whose
+    ``[groups]`` table gives the rule and options not passed (None: none, the built-in defaults);
+    the reference of the friendliness ratios is the regular label."""
+    from dataclasses import replace
+
+    from hscc_trace import config as _config
     from hscc_trace.analysis import groups as _groups
 
+    cfg = config if isinstance(config, _config.Config) else _config.load(config, search=False)
+    if regular is None:
+        regular = cfg.groups.reference or _default_reference()
+    if rule is None or options is None:
+        label = regular if isinstance(regular, str) else cfg.groups.reference
+        r, opts = group_options(None, None, replace(cfg.groups, reference=label))
+        rule = r if rule is None else rule
+        options = opts if options is None else options
     kw: dict[str, Any] = {"bpf": bpf, "algorithms": algorithms}
     return _groups.compare(
         group_input(baseline, rule, options, **kw), group_input(test, rule, options, **kw), regular=regular

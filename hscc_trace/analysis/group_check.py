@@ -156,7 +156,9 @@ def check_groups(
                     )
                 if not judged:
                     out.append(
-                        Verdict(path, None, label, test, SKIP, f"{label}: no flow beside a reference (reno) co-flow")
+                        Verdict(
+                            path, None, label, test, SKIP, f"{label}: no flow beside a reference ({regular}) co-flow"
+                        )
                     )
     return out
 

@@ -121,8 +121,9 @@ class CheckOptions:
     stolen_baseline: PathLike | None = None
     #: bounds on each flow's goodput over its reno co-flows', ``"LO:HI"`` (e.g. ``"0.5:2"``)
     friendliness: str | None = None
-    #: the regular and reference flows' algorithm label (group gates)
-    regular: str = "reno"
+    #: the regular and reference flows' algorithm label (group gates; None: ``[groups]
+    #: reference`` of the configuration, else ``reno``)
+    regular: str | None = None
     #: bottleneck groups of one's own: flow ids or ``port=N`` per group (default: ``[groups]``,
     #: else the concurrent bulk flows)
     groups: tuple[str, ...] | None = None

@@ -101,7 +101,11 @@ def check_cmd(
     friendliness: str | None = typer.Option(
         None, "--friendliness", help="LO:HI bounds on each flow's goodput over its reno co-flows' (e.g. 0.5:2)."
     ),
-    regular: str = typer.Option("reno", "--regular", help="The regular and reference flows' algorithm label."),
+    regular: str | None = typer.Option(
+        None,
+        "--regular",
+        help="The regular and reference flows' algorithm label (default: [groups] reference, else reno).",
+    ),
     group: list[str] | None = typer.Option(
         None, "--group", help="A bottleneck group of your own: flow ids or port=N (repeatable)."
     ),

@@ -64,10 +64,11 @@ def compare_cmd(
         ..., metavar="BASELINE", help="Capture or results .json of the baseline run (regular flows only)."
     ),
     test: str = typer.Argument(..., metavar="TEST", help="Capture or results .json of the run to compare."),
-    regular: str = typer.Option(
-        "reno",
+    regular: str | None = typer.Option(
+        None,
         "--regular",
-        help="The regular flows: an algorithm label (default reno) or flow ids, comma-separated.",
+        help="The regular flows: an algorithm label or flow ids, comma-separated "
+        "(default: [groups] reference of the configuration, else reno).",
     ),
     group: list[str] | None = typer.Option(
         None, "--group", help="Bottleneck group of your own in both runs: flow ids or port=N (repeatable)."
@@ -81,6 +82,9 @@ def compare_cmd(
     bpf: str | None = typer.Option(None, "--filter", help="BPF filter applied when reading captures."),
     json_out: bool = typer.Option(False, "--json", help="Print the comparison as JSON instead."),
     output: Path | None = typer.Option(None, "-o", "--output", help="Also write a self-contained HTML page here."),
+    config_file: Path | None = typer.Option(
+        None, "--config", help="Configuration file (\\[groups] table; default: searched upward)."
+    ),
 ) -> None:
     """Bandwidth stolen from the regular flows (Compound TCP paper, Definition 1) and every per-flow
     delta between a baseline run and a test run (docs/groups.md).
@@ -91,9 +95,12 @@ def compare_cmd(
     with one_line_errors():
         from hscc_trace import api
 
-        rule, opts = api.group_options(group, window, api.load_config().groups)
-        reg: str | tuple[int, ...]
-        if regular.replace(",", "").replace(" ", "").isdigit():
+        cfg = api.load_config(config_file)
+        rule, opts = api.group_options(group, window, cfg.groups)
+        reg: str | tuple[int, ...] | None
+        if regular is None:
+            reg = None
+        elif regular.replace(",", "").replace(" ", "").isdigit():
             reg = tuple(int(x) for x in regular.split(",") if x.strip())
         elif regular.strip():
             reg = regular.strip()
@@ -110,7 +117,7 @@ def compare_cmd(
                     f"{src}: the {what} has no bottleneck group (two or more concurrent bulk flows; --group names one)"
                 )
             sides.append(got)
-        cmp = api.compare(sides[0], sides[1], regular=reg)
+        cmp = api.compare(sides[0], sides[1], regular=reg, config=cfg)
         doc = cmp.as_dict()
         for w in cmp.warnings:
             typer.echo(f"hscc-trace: warning: {w}", err=True)

@@ -371,3 +371,33 @@ def test_long_series_kept_at_one_ms(monkeypatch):
     assert t.tolist() == [900_000, 1_700_000] and peak.tolist() == [5, 7]
     monkeypatch.setattr(groups, "SERIES_POINTS", 5)  # at or below the limit: every event
     assert groups._compact(ts, v)[1].tolist() == v.tolist()
+
+
+def test_groups_reference_of_the_configuration_in_compare_and_check(samples, tmp_path):
+    # reno-vs-cubic: reno 4.76, cubic 4.89 Mbit/s. With the default reference (reno) only the CUBIC
+    # flow has a friendliness ratio (4.89/4.76 ≈ 1.03: the reno flow has no other reno beside it);
+    # `[groups] reference = "cubic"` turns it round: only the reno flow's (≈ 0.97) is judged, and
+    # compare takes the CUBIC flows as the regular ones.
+    from hscc_trace.analysis.options import CheckOptions
+
+    toml = tmp_path / "hscc-trace.toml"
+    toml.write_text('[groups]\nreference = "cubic"\n')
+    plain = tmp_path / "plain.toml"
+    plain.write_text("[groups]\nwindow_s = 1.0\n")
+
+    def run(cfg):
+        an = Analysis([samples["reno-vs-cubic"]], [], {}, "t", "t")
+        return api.check(an, CheckOptions(friendliness="0.5:2", config=cfg))
+
+    def judged(res):
+        return sorted(v.message.split("]")[0].rsplit("[", 1)[1] for v in res.verdicts if v.status != "skip")
+
+    assert judged(run(plain)) == ["cubic"]
+    assert judged(run(toml)) == ["reno"]
+    an = Analysis([samples["reno-vs-cubic"]], [], {}, "t", "t")
+    algo = {f["flow_id"]: f["algo"] for f in api.group_input(an)[0]["flows"]}
+    for cfg, want in ((None, "reno"), (toml, "cubic")):
+        doc = api.compare(an, an, config=cfg).as_dict()
+        assert doc["regular"] == want
+        (g,) = doc["groups"]
+        assert [algo[i] for i in g["test_regular"]] == [want] and g["stolen"] == pytest.approx(0.0)
