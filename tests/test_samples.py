@@ -151,12 +151,13 @@ def test_index_lists_every_required_sample_and_its_files_exist():
         assert e["packets"] == meta(e["name"])["capture"]["packets"]
 
 
-def test_samples_total_size_under_52_mb():
+def test_samples_total_size_under_55_mb():
     # The cap keeps a clone small; raise it only for samples a test or a figure needs. samples/
-    # weighs 49.7 MiB: the Linux and BPF senders' captures (gzip, headers only) with their kernel
-    # truth ≈ 37 MiB, the QUIC qlogs 2.6 MiB, the open-set zoo 7.1 MiB and the field conditions 2.8 MiB.
+    # weighs 53.7 MiB: the Linux and BPF senders' captures (gzip, headers only) with their kernel
+    # truth ≈ 37 MiB, the QUIC qlogs 2.6 MiB, the open-set zoo 7.1 MiB, the field conditions 2.8 MiB
+    # and samples/groups/vs-reno (each BPF sender against Reno, 5 s at 10 Mbit/s: 2.4 MiB for 11 runs).
     total = sum(p.stat().st_size for p in SAMPLES.rglob("*") if p.is_file())
-    assert total < 52 * 1024 * 1024, f"samples/ is {total / 2**20:.1f} MiB"
+    assert total < 55 * 1024 * 1024, f"samples/ is {total / 2**20:.1f} MiB"
 
 
 @pytest.mark.parametrize("name", ALL_NAMES)

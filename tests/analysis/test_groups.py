@@ -27,6 +27,11 @@ MULTI = (
     "groups/four-flows-rtt",  # reno, cubic, bbr, TCP-Fusion at base RTTs 20 / 60 / 80 / 100 ms
 )
 S = 1_000_000_000  # ns per s
+# the library's BPF senders (samples/testbed/bpfcc.py SENDERS, the HRF rows each)
+BPF_VS_RENO = (
+    "vegas", "westwood", "highspeed", "ctcp", "fusion", "hrf", "hrf_cr", "hrf_ci", "hrf_wcrreno", "hrf_wcrcr",
+    "ktcp_hs", "ktcp_cubic",
+)  # fmt: skip
 
 
 # --- a tiny case worked by hand ------------------------------------------------------------------
@@ -202,9 +207,36 @@ def _truth_delivered(name: str, sport: int, t_ns: np.ndarray) -> np.ndarray:
     return una[i] - 1  # (relative seq: the first payload byte is 1)
 
 
+# each BPF sender of samples/testbed/cc against one Reno flow on one small path
+# (samples/groups/README.md), and the kept TCP-Fusion + Reno run of the papers' experiments
+VS_RENO = (
+    *sorted(f"groups/vs-reno/{p.name}" for p in (SAMPLES / "groups" / "vs-reno").iterdir() if p.is_dir()),
+    "testbed/experiments/kept/fusion-reno-l0.01",
+)
+
+
 @pytest.mark.parametrize("name", MULTI)
 def test_group_metrics_match_kernel_truth(samples, name):
-    cr = samples[name]
+    _match_kernel_truth(samples[name], name)
+
+
+def test_every_bpf_sender_has_a_run_against_reno():
+    ccs = set()
+    for name in VS_RENO:
+        flows = json.loads((SAMPLES / name / "meta.json").read_text())["flows"]
+        assert sorted(f["cc"] == "reno" for f in flows) == [False, True], name
+        ccs |= {f["cc"] for f in flows if f["cc"] != "reno"}
+    assert ccs == {"bpf_" + n for n in BPF_VS_RENO}
+
+
+@pytest.mark.parametrize("name", VS_RENO)
+def test_bpf_sender_vs_reno_matches_kernel_truth(name):
+    _match_kernel_truth(_capture_result(name), name)
+
+
+def _match_kernel_truth(cr: CaptureResult, name: str) -> None:
+    """Per window each flow's goodput, and the shares and Jain's index of the group, within 2 % of
+    the kernel's snd_una (tcp_probe)."""
     (g,) = groups.capture_groups(cr)
     assert len(g.flows) == len(json.loads((SAMPLES / name / "meta.json").read_text())["flows"])
     series = {s.flow_id: s for s in groups.series_of(cr)}
