@@ -104,7 +104,7 @@ def check_cmd(
     regular: str | None = typer.Option(
         None,
         "--regular",
-        help="The regular and reference flows' algorithm label (default: [groups] reference, else reno).",
+        help="The regular and reference flows' algorithm label (default: \\[groups] reference, else reno).",
     ),
     group: list[str] | None = typer.Option(
         None, "--group", help="A bottleneck group of your own: flow ids or port=N (repeatable)."

@@ -68,7 +68,7 @@ def compare_cmd(
         None,
         "--regular",
         help="The regular flows: an algorithm label or flow ids, comma-separated "
-        "(default: [groups] reference of the configuration, else reno).",
+        "(default: \\[groups] reference of the configuration, else reno).",
     ),
     group: list[str] | None = typer.Option(
         None, "--group", help="Bottleneck group of your own in both runs: flow ids or port=N (repeatable)."
