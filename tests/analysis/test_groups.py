@@ -426,6 +426,14 @@ def test_groups_reference_of_the_configuration_in_compare_and_check(samples, tmp
 
     assert judged(run(plain)) == ["cubic"]
     assert judged(run(toml)) == ["reno"]
+    # the stolen gate's regular flows too: the run against itself steals 0 % from its reno flow,
+    # or with the file from its cubic one
+    base = tmp_path / "base.json"
+    results.write(results.to_dict(Analysis([samples["reno-vs-cubic"]], [], {}, "t", "t")), base)
+    for cfg, want in ((plain, "[reno]"), (toml, "[cubic]")):
+        an = Analysis([samples["reno-vs-cubic"]], [], {}, "t", "t")
+        (v,) = api.check(an, CheckOptions(max_stolen=0.1, stolen_baseline=base, config=cfg)).verdicts
+        assert v.status == "pass" and "stolen 0.0 %" in v.message and want in v.message.split("regular flows")[1]
     an = Analysis([samples["reno-vs-cubic"]], [], {}, "t", "t")
     algo = {f["flow_id"]: f["algo"] for f in api.group_input(an)[0]["flows"]}
     for cfg, want in ((None, "reno"), (toml, "cubic")):
