@@ -91,17 +91,17 @@ for _z, (_src, _doc) in ZOO.items():
 # runs them, so they stay out of SENDERS (whose every entry has samples on two paths).
 VARIANTS: dict[str, Sender] = {
     # the Kyushu paper's α sweep (§5.1.1, Figs. 6-8): w2 = α·w1 with α = 0.80 and 0.95
-    # (bpf_ktcp_hs is α = 0.90)
+    # (bpf_ktcp_hs is α = 0.90): kyushu_highspeed.c itself, α and the name from -D
     "bpf_ktcp_hs_a80": Sender(
-        "kyushu_alpha.c",
+        "kyushu_highspeed.c",
         "kyushu+highspeed",
-        {"KTCP_SWEEP_NUM": "8", "KTCP_SWEEP_DEN": "10", "CC_VAR": "bpf_ktcp_hs_a80"},
+        {"KTCP_ALPHA_NUM": "8", "KTCP_ALPHA_DEN": "10", "KTCP_HS_NAME": "bpf_ktcp_hs_a80"},
         "Kyushu-TCP over HighSpeed TCP with alpha = 0.80",
     ),
     "bpf_ktcp_hs_a95": Sender(
-        "kyushu_alpha.c",
+        "kyushu_highspeed.c",
         "kyushu+highspeed",
-        {"KTCP_SWEEP_NUM": "19", "KTCP_SWEEP_DEN": "20", "CC_VAR": "bpf_ktcp_hs_a95"},
+        {"KTCP_ALPHA_NUM": "19", "KTCP_ALPHA_DEN": "20", "KTCP_HS_NAME": "bpf_ktcp_hs_a95"},
         "Kyushu-TCP over HighSpeed TCP with alpha = 0.95",
     ),
 }

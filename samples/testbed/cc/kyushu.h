@@ -39,8 +39,10 @@
 
 #include "hscc_cc.h"
 
+#ifndef KTCP_ALPHA_NUM /* a build may choose another α (bpfcc.py VARIANTS: -DKTCP_ALPHA_NUM=N ...) */
 #define KTCP_ALPHA_NUM 9 /* α = 9/10 */
 #define KTCP_ALPHA_DEN 10
+#endif
 #define KTCP_ENGAGE_ABOVE 38
 #define KTCP_ARMED 1 /* a congestion event has set w2 and no period has run since */
 #define KTCP_HOLD 2  /* in the non-aggressive period */

@@ -3,7 +3,9 @@
  * bpf_ktcp_hs: Kyushu-TCP over HighSpeed TCP (the Kyushu paper's own pairing, §2-§5: "we employ
  * HSTCP to apply the KTCP algorithm"), as a BPF struct_ops congestion control: the base is the
  * HighSpeed TCP of highspeed.h (RFC 3649 as Linux tcp_highspeed.c), the add-on is kyushu.h. The
- * rules and their fixed-point losses are in those two files.
+ * rules and their fixed-point losses are in those two files. The α sweep of the paper's §5.1.1
+ * (bpf_ktcp_hs_a80, bpf_ktcp_hs_a95) builds this file with eq. (1)'s α and the name from -D
+ * (bpfcc.py VARIANTS).
  *
  * Signals: EV_LOSS at every congestion event, EV_CWND_EVENT at an RTO, EV_UNDO, EV_ACK on every
  * ACK of a non-aggressive period and at its start and end:
@@ -12,6 +14,13 @@
  */
 #include "highspeed.h"
 #include "kyushu.h"
+
+/* the struct_ops name: bpf_ktcp_hs, or an α-sweep build's (bpfcc.py VARIANTS: -DKTCP_HS_NAME=...) */
+#ifndef KTCP_HS_NAME
+#define KTCP_HS_NAME bpf_ktcp_hs
+#endif
+#define KTCP_HS_STR_(x) #x
+#define KTCP_HS_STR(x) KTCP_HS_STR_(x)
 
 struct ktcp_hs {
 	struct hstcp_state hs;
@@ -81,11 +90,11 @@ __u32 BPF_PROG(ktcp_hs_undo_cwnd, struct sock *sk)
 }
 
 SEC(".struct_ops")
-struct tcp_congestion_ops bpf_ktcp_hs = {
+struct tcp_congestion_ops KTCP_HS_NAME = {
 	.init = (void *)ktcp_hs_init,
 	.ssthresh = (void *)ktcp_hs_ssthresh,
 	.undo_cwnd = (void *)ktcp_hs_undo_cwnd,
 	.cong_avoid = (void *)ktcp_hs_cong_avoid,
 	.cwnd_event = (void *)ktcp_hs_cwnd_event,
-	.name = "bpf_ktcp_hs",
+	.name = KTCP_HS_STR(KTCP_HS_NAME),
 };

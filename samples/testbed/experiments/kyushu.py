@@ -14,7 +14,7 @@ Here: 50 Mbit/s, base RTT 40 and 120 ms, buffer 25 packets (a fixed count, as th
 high-speed flow (flow 1: bpf_highspeed, or Kyushu-TCP over it: bpf_ktcp_hs_a80, bpf_ktcp_hs
 (α = 0.90), bpf_ktcp_hs_a95) beside N = 4 Reno flows (the kernel's reno, with SACK as every Linux
 flow), and the baseline of 5 Reno flows; 20-s runs, goodput over the last 15 s, one seed. The α
-builds are kyushu_alpha.c (bpfcc.py VARIANTS), the same hooks as bpf_ktcp_hs with α from -D.
+builds are kyushu_highspeed.c (bpfcc.py VARIANTS): bpf_ktcp_hs with α and the name from -D.
 
     sudo .venv/bin/python samples/testbed/experiments/kyushu.py
     python samples/testbed/experiments/kyushu.py --analyze-only
