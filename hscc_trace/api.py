@@ -964,6 +964,27 @@ def qlog_summary(
     return summary(str(path), tuple(algorithms), tuple(flavors), losses, departures)
 
 
+def qlog_results(
+    summaries: Sequence[tuple[str, dict[str, Any] | None, str | None]], algorithms: Sequence[str]
+) -> dict[str, Any]:
+    """The versioned results document (docs/results.md, ``quic`` since 2.1) of a run over qlog
+    files: ``summaries`` holds ``(path, qlog_summary(path) or None, error or None)`` per file."""
+    from hscc_trace import __version__
+    from hscc_trace.analysis import results
+
+    entries = [results.quic_entry(p, s, e) for p, s, e in summaries]
+    doc = results.quic_document(entries, algorithms, __version__)
+    results.validate(doc)
+    return doc
+
+
+def write_results(doc: dict[str, Any], path: PathLike) -> Path:
+    """Write a results document (:func:`results`, :func:`qlog_results`) as JSON, atomically."""
+    from hscc_trace.analysis import results as _results
+
+    return _results.write(doc, path)
+
+
 def qlog_table(
     path: PathLike, kind: str, connection: int = 0, algorithm: str = "reno", flavor: str = "rfc", losses: str = "stack"
 ) -> tuple[pl.DataFrame, list[Any]]:

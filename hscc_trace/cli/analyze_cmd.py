@@ -175,9 +175,8 @@ def analyze(
 
 def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, quiet: bool) -> int:
     """`analyze FILE.qlog…`: each file's QUIC summary (`hscc-trace qlog FILE --departures`), and with
-    --json all of them in one document ``{"qlog": [...]}`` (not the capture results schema: docs/quic.md).
+    --json the results document with one ``quic`` entry per file (docs/results.md).
     Exit 0, or 2 when a file could not be read (the others are still analyzed)."""
-    import json
     import sys
 
     from hscc_trace import api
@@ -186,13 +185,14 @@ def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, qu
     from .qlog_cmd import echo_summary
 
     algos = tuple(a.strip() for a in (algo or "reno,cubic").split(",") if a.strip())
-    docs, code = [], 0
+    done: list[tuple[str, dict | None, str | None]] = []
+    code = 0
     for path in inputs:
         try:
             doc = api.qlog_summary(path, algos, ("rfc", "aioquic"), "stack", departures=True)
         except HsccError as exc:
             print(f"hscc-trace: error: {exc}", file=sys.stderr)
-            docs.append({"path": path, "error": str(exc)})
+            done.append((path, None, str(exc)))
             code = 2
             continue
         for w in doc.pop("_warnings"):
@@ -200,9 +200,9 @@ def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, qu
         if not quiet:
             typer.echo(path)
             echo_summary(doc)
-        docs.append(doc)
+        done.append((path, doc, None))
     if json_out is not None:
-        api.write_text(json_out, json.dumps({"qlog": docs}, indent=1, default=str))
+        api.write_results(api.qlog_results(done, algos), json_out)
     return code
 
 

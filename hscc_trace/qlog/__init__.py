@@ -15,7 +15,17 @@ from hscc_trace.errors import Warn
 from hscc_trace.qlog.reader import QLOG_SUFFIXES, is_qlog_name, read
 from hscc_trace.qlog.streams import Connection, connections
 
-__all__ = ["QLOG_SUFFIXES", "Connection", "checks", "connections", "is_qlog_name", "read", "summary"]
+__all__ = [
+    "QLOG_SUFFIXES",
+    "Connection",
+    "checks",
+    "connection_row",
+    "connection_table",
+    "connections",
+    "is_qlog_name",
+    "read",
+    "summary",
+]
 
 
 def _median_rel(a: pl.Series, b: pl.Series) -> float | None:
@@ -98,6 +108,8 @@ def summary(
             if fits:
                 best = min(fits, key=lambda r: (r["median"], r["p90"]))
                 doc["best"] = f"{best['algorithm']}[{best['flavor']}]"
+                doc["algorithm"] = best["algorithm"]  # what the verdict names
+                doc["median_error"], doc["p90_error"] = best["median"], best["p90"]
                 if departures:
                     deps = R.departures(c, best["algorithm"], losses)
                     doc["departures"] = [{"algorithm": best["algorithm"], **d} for d in deps]
@@ -127,6 +139,23 @@ def _verdict(best: dict[str, Any], deps: list[dict[str, Any]]) -> str:
         for dm, dp, d in hurt
     ]
     return f"follows {name}, departing from the RFC in: " + "; ".join(parts)
+
+
+def connection_row(index: int, c: dict[str, Any]) -> dict[str, Any]:
+    """One connection of :func:`summary` as a row of :data:`hscc_trace.schema.QUIC_CONNECTIONS`."""
+    from hscc_trace import schema
+
+    row = {"connection": index, "protocol": "quic", **c}
+    row["losses_stack"], row["losses_ours"] = c["losses"]["stack"], c["losses"]["ours"]
+    return {col.name: row.get(col.name) for col in schema.QUIC_CONNECTIONS}
+
+
+def connection_table(doc: dict[str, Any]) -> pl.DataFrame:
+    """:func:`summary`'s connections as a table of :data:`hscc_trace.schema.QUIC_CONNECTIONS`."""
+    from hscc_trace import schema
+
+    rows = [connection_row(i, c) for i, c in enumerate(doc["connections"])]
+    return pl.DataFrame(rows, schema=schema.polars_schema(schema.QUIC_CONNECTIONS))
 
 
 def warnings_of(doc: dict[str, Any]) -> list[Warn]:

@@ -1,0 +1,81 @@
+"""qlog in, same pipeline out (issue #42, docs/quic.md): the results document's ``quic``
+entries, and the capture commands on qlog files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from hscc_trace import api
+from hscc_trace.analysis import results
+
+REPO = Path(__file__).resolve().parents[2]
+QUIC = REPO / "samples" / "quic"
+
+
+def _run(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hscc_trace", *args], capture_output=True, text=True, timeout=timeout)
+
+
+def test_results_json_carries_the_quic_connection_and_names_the_algorithm(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    bad = tmp_path / "cut.qlog"
+    bad.write_text('{"qlog_version": "0.3", "traces": [{"events": [')  # no packet at all: unreadable
+    r = _run(
+        "analyze",
+        "-q",
+        str(QUIC / "aioquic-reno-loss.qlog.gz"),
+        str(QUIC / "aioquic-cubic-loss.qlog.gz"),
+        str(bad),
+        "--json",
+        str(out),
+    )
+    assert r.returncode == 2, r.stderr  # one input unreadable: exit 2, the others analyzed
+    assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    doc = results.read(out)  # validates against results.schema.json
+    assert doc["schema_version"] == results.SCHEMA_VERSION == "2.1" and doc["captures"] == []
+    reno, cubic, cut = doc["quic"]
+    assert cut["connections"] == [] and cut["error"] and doc["errors"] == [cut["error"]]
+    for entry, algo in ((reno, "reno"), (cubic, "cubic")):
+        (c,) = entry["connections"]
+        # the traces are aioquic's server (make_traces.py): it sends the bulk data and logs its cwnd
+        assert (c["protocol"], c["vantage"], c["data_sender"], c["logs_the_sender"]) == (
+            "quic",
+            "server",
+            "server",
+            True,
+        )
+        # the verdict names the stack's own algorithm: its aioquic-flavoured replay is exact
+        assert c["algorithm"] == algo and c["best"] == f"{algo}[aioquic]", c["verdict"]
+        assert c["median_error"] == 0.0 and c["verdict"].startswith(f"follows {algo}[aioquic]")
+        assert c["losses_stack"] == c["losses"]["stack"] > 0 and entry["blake3"] and entry["error"] is None
+
+
+def test_a_results_document_without_quic_still_validates() -> None:
+    doc = api.qlog_results([], ["reno"])
+    del doc["quic"]  # 2.0 documents have no quic entry: optional
+    results.validate(doc)
+    doc["quic"] = [{"path": "x"}]
+    with pytest.raises(Exception, match="quic"):
+        results.validate(doc)
+
+
+def test_quic_connections_table_matches_the_schema() -> None:
+    from hscc_trace import schema
+    from hscc_trace.qlog import connection_table, summary
+
+    t = connection_table(summary(str(QUIC / "aioquic-reno-loss-client.qlog.gz"), ("reno",), ("aioquic",)))
+    assert t.columns == [c.name for c in schema.QUIC_CONNECTIONS] and t.height == 1
+    # the client's trace logs the receiver: the data sender is the server, nothing is replayed
+    row = t.row(0, named=True)
+    assert (row["vantage"], row["data_sender"], row["logs_the_sender"], row["algorithm"]) == (
+        "client",
+        "server",
+        False,
+        None,
+    )
+    json.dumps(row)
