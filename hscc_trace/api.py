@@ -978,6 +978,29 @@ def qlog_results(
     return doc
 
 
+def qlog_report(
+    summaries: Sequence[tuple[str, dict[str, Any] | None, str | None]], path: PathLike, algorithms: Sequence[str]
+) -> Path:
+    """Write the HTML report of a run over qlog files (``summaries`` as :func:`qlog_results`):
+    per connection the logged window as the sender's own and each replay of ``algorithms``
+    (rfc and aioquic flavors) beside it (:mod:`hscc_trace.reports.quic_html`)."""
+    from hscc_trace.qlog import connections
+    from hscc_trace.qlog.replay import replay as qreplay
+    from hscc_trace.reports.quic_html import write_quic_report
+
+    series: dict[tuple[str, int], dict[str, Any]] = {}
+    for p, doc, _err in summaries:
+        if doc is None or not any(c.get("replays") for c in doc["connections"]):
+            continue
+        conns, _ = connections(str(p))
+        for i, (c, d) in enumerate(zip(conns, doc["connections"], strict=True)):
+            if d.get("replays"):
+                series[(p, i)] = {
+                    f"{a}[{f}]": qreplay(c, a, f, "stack").table for a in algorithms for f in ("aioquic", "rfc")
+                }
+    return write_quic_report(list(summaries), series, path)
+
+
 def write_results(doc: dict[str, Any], path: PathLike) -> Path:
     """Write a results document (:func:`results`, :func:`qlog_results`) as JSON, atomically."""
     from hscc_trace.analysis import results as _results

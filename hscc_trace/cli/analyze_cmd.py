@@ -133,13 +133,13 @@ def analyze(
     from hscc_trace import api
 
     if any(api.is_qlog(i) for i in inputs):
-        if not all(api.is_qlog(i) for i in inputs) or output is not None or export_dir is not None or flow or bpf:
+        if not all(api.is_qlog(i) for i in inputs) or export_dir is not None or flow or bpf:
             raise UsageError(
-                "qlog files are analyzed alone, with --json at most: the report, --export, --flow and "
+                "qlog files are analyzed alone, with -o and --json at most: --export, --flow and "
                 "--filter do not take QUIC connections yet (docs/quic.md)"
             )
         with one_line_errors():
-            qcode = _analyze_qlog(inputs, json_out, algo, quiet)
+            qcode = _analyze_qlog(inputs, (output, json_out), algo, quiet)
         raise typer.Exit(qcode)
     options = api.AnalyzeOptions(
         algorithms=algo,
@@ -173,9 +173,10 @@ def analyze(
     raise typer.Exit(exit_code_of(run.errors, 0))
 
 
-def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, quiet: bool) -> int:
+def _analyze_qlog(inputs: list[str], outs: tuple[Path | None, Path | None], algo: str | None, quiet: bool) -> int:
     """`analyze FILE.qlog…`: each file's QUIC summary (`hscc-trace qlog FILE --departures`), and with
-    --json the results document with one ``quic`` entry per file (docs/results.md).
+    -o the HTML report (the logged window and the replays), with --json the results document
+    with one ``quic`` entry per file (docs/results.md).
     Exit 0, or 2 when a file could not be read (the others are still analyzed)."""
     import sys
 
@@ -201,8 +202,13 @@ def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, qu
             typer.echo(path)
             echo_summary(doc)
         done.append((path, doc, None))
+    output, json_out = outs
     if json_out is not None:
         api.write_results(api.qlog_results(done, algos), json_out)
+    if output is not None:
+        api.qlog_report(done, output, algos)
+        if not quiet:
+            typer.echo(str(output))
     return code
 
 

@@ -79,3 +79,27 @@ def test_quic_connections_table_matches_the_schema() -> None:
         None,
     )
     json.dumps(row)
+
+
+def test_report_draws_the_logged_window_and_the_replays(tmp_path: Path) -> None:
+    out = tmp_path / "q.html"
+    r = _run(
+        "analyze",
+        "-q",
+        str(QUIC / "aioquic-reno-loss.qlog.gz"),
+        str(QUIC / "aioquic-reno-loss-client.qlog.gz"),
+        "--algo",
+        "reno,cubic",
+        "-o",
+        str(out),
+    )
+    assert r.returncode == 0, r.stderr
+    page = out.read_text()
+    assert "The replays are open-loop" in page and "<script" not in page
+    # the server's trace: the sender's own window, drawn once, with 2 algorithms x 2 flavors beside it
+    assert page.count('class="logged"') == 1 and page.count('class="replay"') == 4
+    assert 'data-label="reno[aioquic]"' in page and "verdict: follows reno[aioquic]" in page
+    assert "vantage: server (the qlog is the data sender's; data sender: server)" in page
+    # the client's trace logs the receiver: stated, nothing drawn as a sender's window
+    assert "vantage: client (the qlog is the data receiver's; data sender: server)" in page
+    assert page.count("no window drawn") == 1
