@@ -978,6 +978,66 @@ def qlog_results(
     return doc
 
 
+#: `events FILE.qlog --kind K`: the capture's event kinds and the connection's tables they name
+QLOG_EVENT_KINDS = {"acks": "acks", "segments": "sent", "episodes": "lost"}
+
+
+def qlog_flow_rows(path: PathLike) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The QUIC connections of a qlog file as ``hscc-trace flows`` lists them
+    (:func:`hscc_trace.qlog.flow_rows`: schema.QUIC_CONNECTIONS, RTT min/median/max), with the warnings."""
+    from hscc_trace.qlog import flow_rows
+
+    return flow_rows(str(path))
+
+
+def qlog_events(path: PathLike, connection: int, kind: str = "acks") -> tuple[pl.DataFrame, list[Any]]:
+    """One connection's event stream as ``hscc-trace events FILE.qlog`` writes it: ``acks`` (the ACK
+    frames with RFC 9002 §5 RTT samples), ``segments`` (the packets sent), ``episodes`` (the stack's losses)."""
+    if kind not in QLOG_EVENT_KINDS:
+        raise UsageError(f"a qlog has no {kind!r} stream: --kind {' | '.join(QLOG_EVENT_KINDS)} (docs/quic.md)")
+    return qlog_table(path, QLOG_EVENT_KINDS[kind], connection)
+
+
+def qlog_replay(path: PathLike, connection: int, algorithms: Sequence[str], params: Sequence[str] = ()) -> FlowReplay:
+    """``hscc-trace replay FILE.qlog``: the QUIC replays (:mod:`hscc_trace.qlog.replay`) of
+    ``algorithms`` (``reno``, ``cubic``; ``ALGO.flavor=aioquic`` in ``params`` picks the flavor, other
+    ``ALGO.NAME=VALUE`` override a parameter) over one connection, in long format with an ``algo``
+    column, and each one's agreement with the logged window as the fit (rank 1 best)."""
+    import json
+
+    import polars as pl
+
+    from hscc_trace.qlog import connections
+    from hscc_trace.qlog.replay import agreement
+    from hscc_trace.qlog.replay import replay as qreplay
+
+    over: dict[str, dict[str, Any]] = {}
+    for p in params:
+        key, eq, val = p.partition("=")
+        algo, dot, name = key.partition(".")
+        if not (eq and dot and name):
+            raise UsageError(f"--param {p!r}: expected ALGO.NAME=VALUE")
+        try:
+            v: Any = json.loads(val.lower() if val.lower() in ("true", "false") else val)
+        except json.JSONDecodeError:
+            v = val
+        over.setdefault(algo, {})[name] = v
+    conns, warns = connections(str(path))
+    if not 0 <= connection < len(conns):
+        raise InputError(f"{path}: no connection {connection} (the qlog has {len(conns)})")
+    c = conns[connection]
+    tables, fits = [], []
+    for a in algorithms:
+        o = dict(over.get(a, {}))
+        flavor = str(o.pop("flavor", "rfc"))
+        rep = qreplay(c, a, flavor, "stack", **o)
+        label = f"{a}[{flavor}]"
+        tables.append(rep.table.select(pl.lit(label).alias("algo"), pl.all()))
+        fits.append({"algo": label, **agreement(rep)})
+    fit = pl.DataFrame(fits).sort("median", nulls_last=True).with_row_index("rank", offset=1)
+    return FlowReplay(pl.concat(tables, how="diagonal_relaxed"), fit, warns)
+
+
 def qlog_report(
     summaries: Sequence[tuple[str, dict[str, Any] | None, str | None]], path: PathLike, algorithms: Sequence[str]
 ) -> Path:
