@@ -518,6 +518,8 @@ def check(
     o = options or CheckOptions()
     gates = _group_gates(o)
     cfg, c = _check_config(o, captures)
+    if not isinstance(captures, (Analysis, dict)) and all(is_qlog(p) for p in _paths(captures) or [""]):
+        return _check_qlog([str(p) for p in _paths(captures)], o, c, t0)
     if gates is not None:
         gates["rule"] = group_options(o.groups, None, cfg.groups)
         gates["bpf"] = cfg.filter
@@ -543,6 +545,53 @@ def check(
         _results.write(doc, o.json_out)
     verdicts = _judge(doc, o, c, expected, base_doc, gates, algos)
     return _check_result(doc, verdicts, c, failed, flow_failed, t0)
+
+
+def _check_qlog(paths: list[str], o: CheckOptions, c: Any, t0: float) -> CheckResult:
+    """`check FILE.qlog… --expect reno|cubic` (docs/quic.md): per QUIC connection whose qlog is the
+    data sender's, pass when the best-fitting QUIC replay against the logged cwnd is the expected
+    algorithm's and its median relative error is within ``max_error``; a receiver's trace is skipped."""
+    from hscc_trace.analysis import check as _check
+    from hscc_trace.config import DEFAULT_MAX_ERROR
+    from hscc_trace.errors import HsccError
+
+    if c.expect is None or c.baseline is not None or o.min_jain is not None or o.max_stolen is not None:
+        raise UsageError("check of a qlog takes --expect reno|cubic (no baseline or group gates yet: docs/quic.md)")
+    bound = c.max_error if c.max_error is not None else DEFAULT_MAX_ERROR
+    test = f"expect {c.expect}"
+    verdicts: list[Any] = []
+    done: list[tuple[str, dict[str, Any] | None, str | None]] = []
+    for path in paths:
+        try:
+            doc = qlog_summary(path, tuple(dict.fromkeys(("reno", "cubic", c.expect))), ("rfc", "aioquic"))
+        except HsccError as exc:
+            verdicts.append(_check.Verdict(path, None, "", test, _check.ERROR, str(exc)))
+            done.append((path, None, str(exc)))
+            continue
+        done.append((path, doc, None))
+        for i, conn in enumerate(doc["connections"]):
+            label = f"connection {i} ({conn['vantage']})"
+            mine = [r for r in conn["replays"] if r["algorithm"] == c.expect and r["median"] is not None]
+            if not mine:
+                why = "the data receiver's" if not conn["logs_the_sender"] else "without a logged cwnd"
+                verdicts.append(
+                    _check.Verdict(path, i, label, test, _check.SKIP, f"the qlog is {why}: nothing to judge")
+                )
+                continue
+            r = min(mine, key=lambda r: (r["median"], r["p90"]))
+            ok = conn.get("algorithm") == c.expect and r["median"] <= bound
+            msg = (
+                f"{c.expect}[{r['flavor']}] median {100 * r['median']:.2f} % (bound {100 * bound:.1f} %), "
+                f"p90 {100 * r['p90']:.2f} %; best fit {conn.get('best')}"
+            )
+            metrics = {"median": r["median"], "p90": r["p90"], "best": conn.get("best")}
+            verdicts.append(_check.Verdict(path, i, label, test, _check.PASS if ok else _check.FAIL, msg, metrics))
+    rdoc = qlog_results(done, ["reno", "cubic"])
+    if o.json_out is not None:
+        write_results(rdoc, o.json_out)
+    res = _check_result(rdoc, verdicts, c, {}, [], t0)
+    res.warnings.extend(f"{q['path']}: {w}" for q in rdoc["quic"] for w in q["warnings"])
+    return res
 
 
 def _group_gates(o: CheckOptions) -> dict[str, Any] | None:

@@ -142,3 +142,37 @@ def test_qlog_replay_api_rejects_bad_params() -> None:
         api.qlog_replay(q, 0, ["reno"], ["flavor=aioquic"])
     with pytest.raises(InputError, match="no connection 3"):
         api.qlog_replay(q, 3, ["reno"])
+
+
+def test_check_judges_a_qlog_against_the_expected_algorithm(tmp_path: Path) -> None:
+    junit = tmp_path / "j.xml"
+    res = api.check(
+        [
+            QUIC / "aioquic-reno-loss.qlog.gz",
+            QUIC / "aioquic-cubic-loss.qlog.gz",
+            QUIC / "aioquic-reno-loss-client.qlog.gz",
+        ],
+        api.CheckOptions(expect="reno", max_error=0.10, junit=junit),
+    )
+    status = [(Path(v.capture).name, v.status) for v in res.verdicts]
+    # reno's trace: reno[aioquic] follows the logged window exactly (median 0 <= 0.10) -> pass;
+    # cubic's: the best fit is cubic and reno's median is 21 % -> fail; the client's trace logs the
+    # receiver -> skipped, never passed
+    assert status == [
+        ("aioquic-reno-loss.qlog.gz", "pass"),
+        ("aioquic-cubic-loss.qlog.gz", "fail"),
+        ("aioquic-reno-loss-client.qlog.gz", "skip"),
+    ]
+    assert res.exit_code == 1 and "best fit cubic[aioquic]" in res.verdicts[1].message
+    xml = junit.read_text()
+    assert 'tests="3" failures="1" errors="0" skipped="1"' in xml and "expect reno" in xml
+    ok = api.check([QUIC / "aioquic-cubic-loss.qlog.gz"], api.CheckOptions(expect="cubic"))
+    assert [v.status for v in ok.verdicts] == ["pass"] and ok.exit_code == 0
+
+
+def test_check_cli_on_a_qlog_exits_by_the_verdict(tmp_path: Path) -> None:
+    r = _run("check", str(QUIC / "aioquic-cubic-loss.qlog.gz"), "--expect", "cubic", "--junit", str(tmp_path / "j.xml"))
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert r.stdout.startswith("PASS") and "1 passed, 0 failed, 0 skipped, 0 errors" in r.stdout
+    r = _run("check", str(QUIC / "aioquic-cubic-loss.qlog.gz"))
+    assert r.returncode == 2 and "--expect reno|cubic" in r.stderr and "Traceback" not in r.stderr
