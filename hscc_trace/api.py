@@ -589,8 +589,10 @@ def _check_qlog(paths: list[str], o: CheckOptions, c: Any, t0: float) -> CheckRe
     rdoc = qlog_results(done, ["reno", "cubic"])
     if o.json_out is not None:
         write_results(rdoc, o.json_out)
-    res = _check_result(rdoc, verdicts, c, {}, [], t0)
-    res.warnings.extend(f"{q['path']}: {w}" for q in rdoc["quic"] for w in q["warnings"])
+    # a qlog only partly read is never judged silently: its warnings go into each verdict (strict: fail)
+    partial = {q["path"]: q["warnings"] for q in rdoc["quic"] if q["warnings"]}
+    res = _check_result(rdoc, _check.with_partial_reads(verdicts, partial, c.strict), c, {}, [], t0)
+    res.warnings.extend(w for ws in partial.values() for w in ws)
     return res
 
 

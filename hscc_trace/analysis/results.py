@@ -801,8 +801,10 @@ def _qlog_schema() -> dict[str, Any]:
 def _quic_connection_schema() -> dict[str, Any]:
     """(2.1) One QUIC connection: schema.QUIC_CONNECTIONS, the importer's checks and the replays."""
     props = _columns_schema(schema.QUIC_CONNECTIONS)
-    props["vantage"] = {"enum": ["client", "server", None], "description": props["vantage"]["description"]}
-    props["data_sender"] = {"enum": ["client", "server", None], "description": props["data_sender"]["description"]}
+    # (hscc_trace.qlog.streams: "unknown" when the trace names no vantage; the sender then "peer" or "unknown")
+    props["vantage"] = {"enum": ["client", "server", "unknown"], "description": props["vantage"]["description"]}
+    sender = {"enum": ["client", "server", "peer", "unknown"], "description": props["data_sender"]["description"]}
+    props["data_sender"] = sender
     num = {"type": ["number", "null"]}
     replay = {
         "type": "object",

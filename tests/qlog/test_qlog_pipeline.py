@@ -176,3 +176,41 @@ def test_check_cli_on_a_qlog_exits_by_the_verdict(tmp_path: Path) -> None:
     assert r.stdout.startswith("PASS") and "1 passed, 0 failed, 0 skipped, 0 errors" in r.stdout
     r = _run("check", str(QUIC / "aioquic-cubic-loss.qlog.gz"))
     assert r.returncode == 2 and "--expect reno|cubic" in r.stderr and "Traceback" not in r.stderr
+
+
+COMMANDS = {
+    "analyze": ["analyze", "-q", "{f}", "-o", "{d}/r.html", "--json", "{d}/r.json"],
+    "flows": ["flows", "{f}"],
+    "events": ["events", "{f}", "--flow", "0", "-o", "{d}/e.csv"],
+    "replay": ["replay", "{f}", "--flow", "0", "-o", "{d}/r.csv"],
+    "check": ["check", "{f}", "--expect", "reno"],
+}
+
+
+@pytest.fixture(scope="module")
+def bad_qlogs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    import gzip
+
+    d = tmp_path_factory.mktemp("bad")
+    text = gzip.decompress((QUIC / "aioquic-reno-loss.qlog.gz").read_bytes())
+    (d / "cut.qlog").write_bytes(text[: len(text) // 3])  # a third of the JSON: cut mid-event
+    (d / "junk.qlog").write_bytes(b"\x00\x01 not json {{")
+    return {"truncated": d / "cut.qlog", "malformed": d / "junk.qlog"}
+
+
+@pytest.mark.parametrize("command", list(COMMANDS))
+def test_bad_qlog_is_a_warning_with_counts_or_one_line(
+    command: str, bad_qlogs: dict[str, Path], tmp_path: Path
+) -> None:
+    for kind, f in bad_qlogs.items():
+        args = [a.format(f=f, d=tmp_path) for a in COMMANDS[command]]
+        r = _run(*args)
+        err = r.stderr.strip().splitlines()
+        assert "Traceback" not in r.stderr, (command, kind, r.stderr)
+        if kind == "truncated":  # what precedes the cut is read, and the warning says how much
+            assert r.returncode == 0, (command, r.stderr)
+            assert err and all(e.startswith("hscc-trace: warning:") for e in err if "warning" in e)
+            assert any("cut short or damaged" in e and "read 12007 events" in e for e in err), err
+        else:  # nothing to read: one line, exit 2
+            assert r.returncode == 2 and len(err) == 1, (command, err)
+            assert err[0] == f"hscc-trace: error: {f}: not a qlog file (neither JSON, JSON-SEQ nor NDJSON)"
