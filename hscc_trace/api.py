@@ -519,6 +519,8 @@ def check(
     o = options or CheckOptions()
     gates = _group_gates(o)
     cfg, c = _check_config(o, captures)
+    if not isinstance(captures, (Analysis, dict)) and all(is_qlog(p) for p in _paths(captures) or [""]):
+        return _check_qlog([str(p) for p in _paths(captures)], o, c, t0)
     if gates is not None:
         # the regular and reference flows: --regular, else [groups] reference, else reno
         gates["regular"] = o.regular or cfg.groups.reference or _default_reference()
@@ -546,6 +548,55 @@ def check(
         _results.write(doc, o.json_out)
     verdicts = _judge(doc, o, c, expected, base_doc, gates, algos)
     return _check_result(doc, verdicts, c, failed, flow_failed, t0)
+
+
+def _check_qlog(paths: list[str], o: CheckOptions, c: Any, t0: float) -> CheckResult:
+    """`check FILE.qlog… --expect reno|cubic` (docs/quic.md): per QUIC connection whose qlog is the
+    data sender's, pass when the best-fitting QUIC replay against the logged cwnd is the expected
+    algorithm's and its median relative error is within ``max_error``; a receiver's trace is skipped."""
+    from hscc_trace.analysis import check as _check
+    from hscc_trace.config import DEFAULT_MAX_ERROR
+    from hscc_trace.errors import HsccError
+
+    if c.expect is None or c.baseline is not None or o.min_jain is not None or o.max_stolen is not None:
+        raise UsageError("check of a qlog takes --expect reno|cubic (no baseline or group gates yet: docs/quic.md)")
+    bound = c.max_error if c.max_error is not None else DEFAULT_MAX_ERROR
+    test = f"expect {c.expect}"
+    verdicts: list[Any] = []
+    done: list[tuple[str, dict[str, Any] | None, str | None]] = []
+    for path in paths:
+        try:
+            doc = qlog_summary(path, tuple(dict.fromkeys(("reno", "cubic", c.expect))), ("rfc", "aioquic"))
+        except HsccError as exc:
+            verdicts.append(_check.Verdict(path, None, "", test, _check.ERROR, str(exc)))
+            done.append((path, None, str(exc)))
+            continue
+        done.append((path, doc, None))
+        for i, conn in enumerate(doc["connections"]):
+            label = f"connection {i} ({conn['vantage']})"
+            mine = [r for r in conn["replays"] if r["algorithm"] == c.expect and r["median"] is not None]
+            if not mine:
+                why = "the data receiver's" if not conn["logs_the_sender"] else "without a logged cwnd"
+                verdicts.append(
+                    _check.Verdict(path, i, label, test, _check.SKIP, f"the qlog is {why}: nothing to judge")
+                )
+                continue
+            r = min(mine, key=lambda r: (r["median"], r["p90"]))
+            ok = conn.get("algorithm") == c.expect and r["median"] <= bound
+            msg = (
+                f"{c.expect}[{r['flavor']}] median {100 * r['median']:.2f} % (bound {100 * bound:.1f} %), "
+                f"p90 {100 * r['p90']:.2f} %; best fit {conn.get('best')}"
+            )
+            metrics = {"median": r["median"], "p90": r["p90"], "best": conn.get("best")}
+            verdicts.append(_check.Verdict(path, i, label, test, _check.PASS if ok else _check.FAIL, msg, metrics))
+    rdoc = qlog_results(done, ["reno", "cubic"])
+    if o.json_out is not None:
+        write_results(rdoc, o.json_out)
+    # a qlog only partly read is never judged silently: its warnings go into each verdict (strict: fail)
+    partial = {q["path"]: q["warnings"] for q in rdoc["quic"] if q["warnings"]}
+    res = _check_result(rdoc, _check.with_partial_reads(verdicts, partial, c.strict), c, {}, [], t0)
+    res.warnings.extend(w for ws in partial.values() for w in ws)
+    return res
 
 
 def _group_gates(o: CheckOptions) -> dict[str, Any] | None:
@@ -986,6 +1037,110 @@ def qlog_summary(
     from hscc_trace.qlog import summary
 
     return summary(str(path), tuple(algorithms), tuple(flavors), losses, departures)
+
+
+def qlog_results(
+    summaries: Sequence[tuple[str, dict[str, Any] | None, str | None]], algorithms: Sequence[str]
+) -> dict[str, Any]:
+    """The versioned results document (docs/results.md, ``quic`` since 2.1) of a run over qlog
+    files: ``summaries`` holds ``(path, qlog_summary(path) or None, error or None)`` per file."""
+    from hscc_trace import __version__
+    from hscc_trace.analysis import results
+
+    entries = [results.quic_entry(p, s, e) for p, s, e in summaries]
+    doc = results.quic_document(entries, algorithms, __version__)
+    results.validate(doc)
+    return doc
+
+
+#: `events FILE.qlog --kind K`: the capture's event kinds and the connection's tables they name
+QLOG_EVENT_KINDS = {"acks": "acks", "segments": "sent", "episodes": "lost"}
+
+
+def qlog_flow_rows(path: PathLike) -> tuple[list[dict[str, Any]], list[Any]]:
+    """The QUIC connections of a qlog file as ``hscc-trace flows`` lists them
+    (:func:`hscc_trace.qlog.flow_rows`: schema.QUIC_CONNECTIONS, RTT min/median/max), with the warnings."""
+    from hscc_trace.qlog import flow_rows
+
+    return flow_rows(str(path))
+
+
+def qlog_events(path: PathLike, connection: int, kind: str = "acks") -> tuple[pl.DataFrame, list[Any]]:
+    """One connection's event stream as ``hscc-trace events FILE.qlog`` writes it: ``acks`` (the ACK
+    frames with RFC 9002 §5 RTT samples), ``segments`` (the packets sent), ``episodes`` (the stack's losses)."""
+    if kind not in QLOG_EVENT_KINDS:
+        raise UsageError(f"a qlog has no {kind!r} stream: --kind {' | '.join(QLOG_EVENT_KINDS)} (docs/quic.md)")
+    return qlog_table(path, QLOG_EVENT_KINDS[kind], connection)
+
+
+def qlog_replay(path: PathLike, connection: int, algorithms: Sequence[str], params: Sequence[str] = ()) -> FlowReplay:
+    """``hscc-trace replay FILE.qlog``: the QUIC replays (:mod:`hscc_trace.qlog.replay`) of
+    ``algorithms`` (``reno``, ``cubic``; ``ALGO.flavor=aioquic`` in ``params`` picks the flavor, other
+    ``ALGO.NAME=VALUE`` override a parameter) over one connection, in long format with an ``algo``
+    column, and each one's agreement with the logged window as the fit (rank 1 best)."""
+    import json
+
+    import polars as pl
+
+    from hscc_trace.qlog import connections
+    from hscc_trace.qlog.replay import agreement
+    from hscc_trace.qlog.replay import replay as qreplay
+
+    over: dict[str, dict[str, Any]] = {}
+    for p in params:
+        key, eq, val = p.partition("=")
+        algo, dot, name = key.partition(".")
+        if not (eq and dot and name):
+            raise UsageError(f"--param {p!r}: expected ALGO.NAME=VALUE")
+        try:
+            v: Any = json.loads(val.lower() if val.lower() in ("true", "false") else val)
+        except json.JSONDecodeError:
+            v = val
+        over.setdefault(algo, {})[name] = v
+    conns, warns = connections(str(path))
+    if not 0 <= connection < len(conns):
+        raise InputError(f"{path}: no connection {connection} (the qlog has {len(conns)})")
+    c = conns[connection]
+    tables, fits = [], []
+    for a in algorithms:
+        o = dict(over.get(a, {}))
+        flavor = str(o.pop("flavor", "rfc"))
+        rep = qreplay(c, a, flavor, "stack", **o)
+        label = f"{a}[{flavor}]"
+        tables.append(rep.table.select(pl.lit(label).alias("algo"), pl.all()))
+        fits.append({"algo": label, **agreement(rep)})
+    fit = pl.DataFrame(fits).sort("median", nulls_last=True).with_row_index("rank", offset=1)
+    return FlowReplay(pl.concat(tables, how="diagonal_relaxed"), fit, warns)
+
+
+def qlog_report(
+    summaries: Sequence[tuple[str, dict[str, Any] | None, str | None]], path: PathLike, algorithms: Sequence[str]
+) -> Path:
+    """Write the HTML report of a run over qlog files (``summaries`` as :func:`qlog_results`):
+    per connection the logged window as the sender's own and each replay of ``algorithms``
+    (rfc and aioquic flavors) beside it (:mod:`hscc_trace.reports.quic_html`)."""
+    from hscc_trace.qlog import connections
+    from hscc_trace.qlog.replay import replay as qreplay
+    from hscc_trace.reports.quic_html import write_quic_report
+
+    series: dict[tuple[str, int], dict[str, Any]] = {}
+    for p, doc, _err in summaries:
+        if doc is None or not any(c.get("replays") for c in doc["connections"]):
+            continue
+        conns, _ = connections(str(p))
+        for i, (c, d) in enumerate(zip(conns, doc["connections"], strict=True)):
+            if d.get("replays"):
+                series[(p, i)] = {
+                    f"{a}[{f}]": qreplay(c, a, f, "stack").table for a in algorithms for f in ("aioquic", "rfc")
+                }
+    return write_quic_report(list(summaries), series, path)
+
+
+def write_results(doc: dict[str, Any], path: PathLike) -> Path:
+    """Write a results document (:func:`results`, :func:`qlog_results`) as JSON, atomically."""
+    from hscc_trace.analysis import results as _results
+
+    return _results.write(doc, path)
 
 
 def qlog_table(

@@ -404,6 +404,36 @@ VERDICT: tuple[Column, ...] = (
     Column("verdict_error", pl.Float64, "", "median relative error of the best fit"),
 )
 
+#: one QUIC connection of a qlog file (hscc_trace.qlog; docs/quic.md): what `flows FILE.qlog`
+#: lists and what the results' ``quic`` entries carry (docs/results.md)
+QUIC_CONNECTIONS: tuple[Column, ...] = (
+    Column("connection", pl.UInt32, "", "index of the connection in the file (what --flow / --connection take)"),
+    Column("protocol", pl.String, "", "quic"),
+    Column("trace", pl.Int64, "", "index of the qlog trace the connection is read from"),
+    Column("group", pl.String, "", "qlog group_id (the original connection ID), when logged"),
+    Column("vantage", pl.String, "", "client or server: who wrote the qlog (unknown: the trace does not say)"),
+    Column("data_sender", pl.String, "", "client, server (peer / unknown without a vantage): who sent more bytes"),
+    Column("logs_the_sender", pl.Boolean, "", "the qlog is the data sender's own (its logged cwnd is the sender's)"),
+    Column("max_datagram_size", pl.UInt32, "bytes", "RFC 9002 max_datagram_size of the replays"),
+    Column("packets_sent", pl.UInt64, "", "packets sent by the vantage"),
+    Column("ack_frames", pl.UInt64, "", "ACK frames received by the vantage"),
+    Column("rtt_samples", pl.UInt64, "", "RTT samples (RFC 9002 §5.1)"),
+    Column("bytes_sent", pl.UInt64, "bytes", "bytes sent by the vantage"),
+    Column("bytes_received", pl.UInt64, "bytes", "bytes received by the vantage"),
+    Column("losses_stack", pl.UInt64, "", "packets the stack declared lost (packet_lost)"),
+    Column("losses_ours", pl.UInt64, "", "packets lost by our RFC 9002 §6.1 detection"),
+    Column("logged_cwnd_events", pl.UInt64, "", "metrics events with a congestion window"),
+    Column(
+        "algorithm",
+        pl.String,
+        "",
+        "the algorithm the verdict names (best-fitting replay), null without a logged window",
+    ),
+    Column("best", pl.String, "", "best-fitting replay as algorithm[flavor]"),
+    Column("median_error", pl.Float64, "", "median relative error of the best replay against the logged cwnd"),
+    Column("p90_error", pl.Float64, "", "90th percentile of that error"),
+)
+
 CORPUS_FLOWS: tuple[Column, ...] = (
     *CORPUS_KEY,
     *FLOWS,
@@ -474,6 +504,7 @@ TABLES: dict[str, tuple[Column, ...]] = {
     "truth_probe": TRUTH_PROBE,
     "truth_ca_state": TRUTH_CA_STATE,
     "truth_retrans": TRUTH_RETRANS,
+    "quic_connections": QUIC_CONNECTIONS,
     **{f"corpus/{name}": cols for name, cols in CORPUS_TABLES.items()},
 }
 

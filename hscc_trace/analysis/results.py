@@ -33,7 +33,7 @@ from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowResult
 
-SCHEMA_VERSION = "2.0"
+SCHEMA_VERSION = "2.1"
 #: major versions read (``check --baseline``): 1.x differs from 2.0 only in the capture's digest
 READ_MAJORS = ("1", "2")
 #: flow fields added after 1.0: written always, optional when read, so 1.0 baselines still validate
@@ -611,8 +611,15 @@ def schema_document() -> dict[str, Any]:
                 "description": "(since 1.3) the thresholds of every flow's verdict (docs/verdicts.md)",
                 "additionalProperties": {"type": ["number", "integer"]},
             },
+            "quic": {
+                "type": "array",
+                "items": {"$ref": "#/$defs/qlog"},
+                "description": "(since 2.1) one entry per input qlog file, in input order (docs/quic.md)",
+            },
         },
         "$defs": {
+            "qlog": _qlog_schema(),
+            "quic_connection": _quic_connection_schema(),
             "verdict": _verdict_schema(),
             "warning": {
                 "type": "object",
@@ -767,6 +774,119 @@ def schema_document() -> dict[str, Any]:
             "group": _group_schema(),
         },
     }
+
+
+def _qlog_schema() -> dict[str, Any]:
+    """(2.1) One qlog file of the run (docs/results.md, docs/quic.md)."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["path", "name", "size_bytes", CAPTURE_DIGEST, "connections", "warnings", "error"],
+        "properties": {
+            "path": {"type": "string", "description": "the qlog file's path as given"},
+            "name": {"type": "string", "description": "file name"},
+            "size_bytes": {"type": ["integer", "null"], "minimum": 0},
+            CAPTURE_DIGEST: {
+                "type": ["string", "null"],
+                "pattern": "^[0-9a-f]{64}$",
+                "description": "BLAKE3 of the file",
+            },
+            "connections": {"type": "array", "items": {"$ref": "#/$defs/quic_connection"}},
+            "warnings": {"type": "array", "items": {"type": "string"}, "description": "one line each, with counts"},
+            "error": {"type": ["string", "null"], "description": "one-line reason the file could not be read"},
+        },
+    }
+
+
+def _quic_connection_schema() -> dict[str, Any]:
+    """(2.1) One QUIC connection: schema.QUIC_CONNECTIONS, the importer's checks and the replays."""
+    props = _columns_schema(schema.QUIC_CONNECTIONS)
+    # (hscc_trace.qlog.streams: "unknown" when the trace names no vantage; the sender then "peer" or "unknown")
+    props["vantage"] = {"enum": ["client", "server", "unknown"], "description": props["vantage"]["description"]}
+    sender = {"enum": ["client", "server", "peer", "unknown"], "description": props["data_sender"]["description"]}
+    props["data_sender"] = sender
+    num = {"type": ["number", "null"]}
+    replay = {
+        "type": "object",
+        "required": ["algorithm", "flavor", "losses", "acks", "median", "p90"],
+        "properties": {"algorithm": {"type": "string"}, "flavor": {"type": "string"}, "losses": {"type": "string"}},
+        "description": "one QUIC replay against the logged cwnd: relative error median / p90 / p99, exact fraction",
+    }
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [c.name for c in schema.QUIC_CONNECTIONS] + ["losses", "checks", "replays", "verdict"],
+        "properties": {
+            **props,
+            "peer_ack_delay_exponent": {"type": ["integer", "null"], "minimum": 0},
+            "peer_max_ack_delay_s": {**num, "description": "[s]"},
+            "handshake_confirmed_s": {**num, "description": "[s] since the trace's reference time"},
+            "losses": {
+                "type": "object",
+                "description": "stack's packet_lost against our RFC 9002 §6.1 detection: stack, ours, both, "
+                "stack_only, ours_only, median_delay_s",
+            },
+            "checks": {"type": "object", "description": "importer's values against the logged ones (docs/quic.md)"},
+            "replays": {"type": "array", "items": replay},
+            "departures": {
+                "type": "array",
+                "items": {"type": "object"},
+                "description": "aioquic parameters switched back",
+            },
+            "verdict": {
+                "type": ["string", "null"],
+                "description": "one line: the algorithm followed and how the stack departs from the RFC",
+            },
+        },
+    }
+
+
+def quic_entry(path: str, summary: dict[str, Any] | None, error: str | None = None) -> dict[str, Any]:
+    """(2.1) The results entry of one qlog file: :func:`hscc_trace.qlog.summary` (None: unreadable)."""
+    from hscc_trace.qlog import connection_row
+
+    p = Path(path)
+    try:
+        size: int | None = p.stat().st_size
+    except OSError:
+        size = None
+    conns = []
+    for i, c in enumerate((summary or {}).get("connections", [])):
+        keep = ("peer_ack_delay_exponent", "peer_max_ack_delay_s", "handshake_confirmed_s", "losses", "checks")
+        conns.append(
+            {
+                **connection_row(i, c),
+                **{k: c[k] for k in keep},
+                "replays": c["replays"],
+                **({"departures": c["departures"]} if "departures" in c else {}),
+                "verdict": c.get("verdict"),
+            }
+        )
+    return {
+        "path": path,
+        "name": p.name,
+        "size_bytes": size,
+        CAPTURE_DIGEST: digest_file(p) if size is not None else None,
+        "connections": conns,
+        "warnings": list((summary or {}).get("warnings", [])),
+        "error": error,
+    }
+
+
+def quic_document(entries: list[dict[str, Any]], algorithms: Sequence[str], version: str) -> dict[str, Any]:
+    """(2.1) The results document of a run over qlog files: no capture, one ``quic`` entry each."""
+    return clean(
+        {
+            "schema_version": SCHEMA_VERSION,
+            "tool": {"name": "hscc-trace", "version": version},
+            "created": utc_now(),
+            "algorithms": list(algorithms),
+            "params": {},
+            "captures": [],
+            "errors": [e["error"] for e in entries if e["error"]],
+            "quic": entries,
+        }
+    )
 
 
 def _group_schema() -> dict[str, Any]:

@@ -133,13 +133,13 @@ def analyze(
     from hscc_trace import api
 
     if any(api.is_qlog(i) for i in inputs):
-        if not all(api.is_qlog(i) for i in inputs) or output is not None or export_dir is not None or flow or bpf:
+        if not all(api.is_qlog(i) for i in inputs) or export_dir is not None or flow or bpf:
             raise UsageError(
-                "qlog files are analyzed alone, with --json at most: the report, --export, --flow and "
+                "qlog files are analyzed alone, with -o and --json at most: --export, --flow and "
                 "--filter do not take QUIC connections yet (docs/quic.md)"
             )
         with one_line_errors():
-            qcode = _analyze_qlog(inputs, json_out, algo, quiet)
+            qcode = _analyze_qlog(inputs, (output, json_out), algo, quiet)
         raise typer.Exit(qcode)
     options = api.AnalyzeOptions(
         algorithms=algo,
@@ -173,11 +173,11 @@ def analyze(
     raise typer.Exit(exit_code_of(run.errors, 0))
 
 
-def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, quiet: bool) -> int:
+def _analyze_qlog(inputs: list[str], outs: tuple[Path | None, Path | None], algo: str | None, quiet: bool) -> int:
     """`analyze FILE.qlog…`: each file's QUIC summary (`hscc-trace qlog FILE --departures`), and with
-    --json all of them in one document ``{"qlog": [...]}`` (not the capture results schema: docs/quic.md).
+    -o the HTML report (the logged window and the replays), with --json the results document
+    with one ``quic`` entry per file (docs/results.md).
     Exit 0, or 2 when a file could not be read (the others are still analyzed)."""
-    import json
     import sys
 
     from hscc_trace import api
@@ -186,13 +186,14 @@ def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, qu
     from .qlog_cmd import echo_summary
 
     algos = tuple(a.strip() for a in (algo or "reno,cubic").split(",") if a.strip())
-    docs, code = [], 0
+    done: list[tuple[str, dict | None, str | None]] = []
+    code = 0
     for path in inputs:
         try:
             doc = api.qlog_summary(path, algos, ("rfc", "aioquic"), "stack", departures=True)
         except HsccError as exc:
             print(f"hscc-trace: error: {exc}", file=sys.stderr)
-            docs.append({"path": path, "error": str(exc)})
+            done.append((path, None, str(exc)))
             code = 2
             continue
         for w in doc.pop("_warnings"):
@@ -200,9 +201,14 @@ def _analyze_qlog(inputs: list[str], json_out: Path | None, algo: str | None, qu
         if not quiet:
             typer.echo(path)
             echo_summary(doc)
-        docs.append(doc)
+        done.append((path, doc, None))
+    output, json_out = outs
     if json_out is not None:
-        api.write_text(json_out, json.dumps({"qlog": docs}, indent=1, default=str))
+        api.write_results(api.qlog_results(done, algos), json_out)
+    if output is not None:
+        api.qlog_report(done, output, algos)
+        if not quiet:
+            typer.echo(str(output))
     return code
 
 

@@ -19,7 +19,7 @@ class Kind(StrEnum):
 
 @app.command()
 def events(
-    file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, optionally .gz."),
+    file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, or a qlog; optionally .gz."),
     flow: int = typer.Option(..., "--flow", help="Flow id (see `hscc-trace flows FILE`)."),
     kind: Kind = typer.Option(Kind.acks, "--kind", help="Which event stream to write (columns: docs/events.md)."),
     out: str = typer.Option(
@@ -32,8 +32,11 @@ def events(
 
     from .compiling import compile_notice
 
-    with compile_notice():
-        table, warnings = api.event_table(file, flow, kind.value, bpf)
+    if api.is_qlog(file):  # a QUIC connection: acks, segments (packets sent), episodes (losses)
+        table, warnings = api.qlog_events(file, flow, kind.value)
+    else:
+        with compile_notice():
+            table, warnings = api.event_table(file, flow, kind.value, bpf)
     for w in warnings:
         print(f"hscc-trace: warning: {w}", file=sys.stderr)
     api.export(table, out)

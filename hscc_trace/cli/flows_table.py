@@ -100,6 +100,9 @@ def run(file: str, bpf: str | None, as_json: bool) -> None:
 
     from .compiling import compile_notice
 
+    if api.is_qlog(file):
+        run_qlog(file, bpf, as_json)
+        return
     with compile_notice():
         res = api.flow_rows(file, bpf)
     for w in res.warnings:
@@ -121,3 +124,63 @@ def run(file: str, bpf: str | None, as_json: bool) -> None:
     from rich.console import Console
 
     Console(width=max(200, Console().width)).print(render_table(rows, title))
+
+
+#: `flows FILE.qlog`: the columns that mean the same for a QUIC connection (docs/quic.md)
+QLOG_COLUMNS: tuple[tuple[str, Literal["left", "right", "center"]], ...] = (
+    ("id", "right"),
+    ("proto", "left"),
+    ("vantage", "left"),
+    ("sender", "left"),
+    ("pkts sent/ACK frames", "right"),
+    ("bytes sent/recv", "right"),
+    ("dur", "right"),
+    ("MDS", "right"),
+    ("lost stack/ours", "right"),
+    ("RTT min/med/max", "right"),
+)
+
+
+def qlog_cells(r: dict[str, Any]) -> list[str]:
+    """The printed cells of one QUIC connection (a row of :func:`hscc_trace.api.qlog_flow_rows`)."""
+    return [
+        str(r["connection"]),
+        r["protocol"],
+        f"{r['vantage']}{'' if r['logs_the_sender'] else ' (receiver)'}",
+        str(r["data_sender"]),
+        f"{r['packets_sent']}/{r['ack_frames']}",
+        f"{_fmt_bytes(r['bytes_sent'] or 0)}/{_fmt_bytes(r['bytes_received'] or 0)}",
+        "—" if r["duration_s"] is None else f"{r['duration_s']:.2f} s",
+        str(r["max_datagram_size"]),
+        f"{r['losses_stack']}/{r['losses_ours']}",
+        f"{_fmt_s(r['rtt_min_s'])} / {_fmt_s(r['rtt_median_s'])} / {_fmt_s(r['rtt_max_s'])}",
+    ]
+
+
+def run_qlog(file: str, bpf: str | None, as_json: bool) -> None:
+    """`flows FILE.qlog`: the QUIC connections, as plain aligned text or a JSON array."""
+    from hscc_trace import api
+    from hscc_trace.errors import UsageError
+
+    if bpf:
+        raise UsageError("--filter applies to packet captures, not to a qlog")
+    rows, warns = api.qlog_flow_rows(file)
+    for w in warns:
+        print(f"hscc-trace: warning: {w}", file=sys.stderr)
+    if as_json:
+        import json
+
+        sys.stdout.write(json.dumps(rows, indent=1) + "\n")
+        return
+    body = [[name for name, _ in QLOG_COLUMNS]] + [qlog_cells(r) for r in rows]
+    widths = [max(len(row[k]) for row in body) for k in range(len(QLOG_COLUMNS))]
+    out = [f"{file}: qlog, {len(rows)} QUIC connection(s)"]
+    for i, row in enumerate(body):
+        out.append(
+            "  ".join(
+                c.rjust(w) if just == "right" else c.ljust(w) for c, w, (_, just) in zip(row, widths, QLOG_COLUMNS)
+            ).rstrip()
+        )
+        if i == 0:
+            out.append("  ".join("-" * w for w in widths))
+    sys.stdout.write("\n".join(out) + "\n")

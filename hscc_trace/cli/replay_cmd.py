@@ -24,8 +24,8 @@ def algorithms(
 
 @app.command()
 def replay(
-    file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, optionally .gz."),
-    flow: int = typer.Option(..., "--flow", help="Flow id (see `hscc-trace flows FILE`)."),
+    file: str = typer.Argument(..., metavar="FILE", help="Capture file: pcap, pcapng, or a qlog; optionally .gz."),
+    flow: int = typer.Option(..., "--flow", help="Flow id, or a qlog's connection (see `hscc-trace flows FILE`)."),
     algo: str = typer.Option(
         "reno",
         "--algo",
@@ -48,6 +48,9 @@ def replay(
 
     from .compiling import compile_notice
 
+    if api.is_qlog(file):
+        _replay_qlog(file, flow, algo, param, out)
+        return
     with compile_notice():
         res = api.replay_flow(file, flow, algo.split(","), param, bpf=bpf, compiled=not no_jit)
         for w in res.warnings:
@@ -63,3 +66,23 @@ def replay(
         mare = "n/a" if r["mare"] is None else f"{r['mare']:.3f}"
         rmse = "n/a" if r["rmse_pkts"] is None else f"{r['rmse_pkts']:.1f}"
         print(f"  {r['rank']:>2}. {r['algo']:<28} mare {mare:>6}  rmse {rmse:>7} pkts", file=sys.stderr)
+
+
+def _replay_qlog(file: str, connection: int, algo: str, param: list[str], out: str) -> None:
+    """`replay FILE.qlog`: the QUIC replays against the stack's logged window (docs/quic.md)."""
+    from hscc_trace import api
+
+    res = api.qlog_replay(file, connection, [a for a in algo.split(",") if a], param)
+    for w in res.warnings:
+        print(f"hscc-trace: warning: {w}", file=sys.stderr)
+    api.export(res.table, out)
+    print("agreement with the stack's logged cwnd (relative error at each ACK; 1 = best):", file=sys.stderr)
+    for r in res.fit.iter_rows(named=True):
+        if r["median"] is None:
+            print(f"  {r['rank']:>2}. {r['algo']:<16} no logged window to compare", file=sys.stderr)
+            continue
+        print(
+            f"  {r['rank']:>2}. {r['algo']:<16} median {100 * r['median']:6.2f} %  p90 {100 * r['p90']:6.2f} %  "
+            f"exact at {100 * r['exact']:5.1f} % of {r['acks']} ACKs",
+            file=sys.stderr,
+        )

@@ -15,7 +15,17 @@ from hscc_trace.errors import Warn
 from hscc_trace.qlog.reader import QLOG_SUFFIXES, is_qlog_name, read
 from hscc_trace.qlog.streams import Connection, connections
 
-__all__ = ["QLOG_SUFFIXES", "Connection", "checks", "connections", "is_qlog_name", "read", "summary"]
+__all__ = [
+    "QLOG_SUFFIXES",
+    "Connection",
+    "checks",
+    "connection_row",
+    "connection_table",
+    "connections",
+    "is_qlog_name",
+    "read",
+    "summary",
+]
 
 
 def _median_rel(a: pl.Series, b: pl.Series) -> float | None:
@@ -69,26 +79,7 @@ def summary(
     conns, warns = connections(path)
     out = []
     for c in conns:
-        doc: dict[str, Any] = {
-            "trace": c.trace,
-            "group": c.group,
-            "vantage": c.vantage,
-            "data_sender": c.data_sender,
-            "logs_the_sender": c.is_sender,
-            "max_datagram_size": c.max_datagram_size,
-            "peer_ack_delay_exponent": c.peer_ack_delay_exponent,
-            "peer_max_ack_delay_s": c.peer_max_ack_delay_s,
-            "handshake_confirmed_s": c.handshake_confirmed_s,
-            "packets_sent": c.sent.height,
-            "ack_frames": c.acks.height,
-            "rtt_samples": int(c.acks["rtt_sample_s"].is_not_null().sum()),
-            "bytes_sent": c.bytes_sent,
-            "bytes_received": c.bytes_received,
-            "losses": c.loss_check(),
-            "logged_cwnd_events": int(c.metrics["cwnd"].is_not_null().sum()) if c.metrics.height else 0,
-            "checks": checks(c),
-            "replays": [],
-        }
+        doc = _doc(c)
         if c.is_sender and doc["logged_cwnd_events"]:
             for a in algorithms:
                 for f in flavors:
@@ -98,12 +89,56 @@ def summary(
             if fits:
                 best = min(fits, key=lambda r: (r["median"], r["p90"]))
                 doc["best"] = f"{best['algorithm']}[{best['flavor']}]"
+                doc["algorithm"] = best["algorithm"]  # what the verdict names
+                doc["median_error"], doc["p90_error"] = best["median"], best["p90"]
                 if departures:
                     deps = R.departures(c, best["algorithm"], losses)
                     doc["departures"] = [{"algorithm": best["algorithm"], **d} for d in deps]
                     doc["verdict"] = _verdict(best, deps)
         out.append(doc)
     return {"path": path, "connections": out, "warnings": [str(w) for w in warns], "_warnings": warns}
+
+
+def _doc(c: Connection) -> dict[str, Any]:
+    """What :func:`summary` says of a connection before any replay."""
+    return {
+        "trace": c.trace,
+        "group": c.group,
+        "vantage": c.vantage,
+        "data_sender": c.data_sender,
+        "logs_the_sender": c.is_sender,
+        "max_datagram_size": c.max_datagram_size,
+        "peer_ack_delay_exponent": c.peer_ack_delay_exponent,
+        "peer_max_ack_delay_s": c.peer_max_ack_delay_s,
+        "handshake_confirmed_s": c.handshake_confirmed_s,
+        "packets_sent": c.sent.height,
+        "ack_frames": c.acks.height,
+        "rtt_samples": int(c.acks["rtt_sample_s"].is_not_null().sum()),
+        "bytes_sent": c.bytes_sent,
+        "bytes_received": c.bytes_received,
+        "losses": c.loss_check(),
+        "logged_cwnd_events": int(c.metrics["cwnd"].is_not_null().sum()) if c.metrics.height else 0,
+        "checks": checks(c),
+        "replays": [],
+    }
+
+
+def flow_rows(path: str) -> tuple[list[dict[str, Any]], list[Warn]]:
+    """The connections of a qlog file as `hscc-trace flows` lists them: the columns of
+    :data:`hscc_trace.schema.QUIC_CONNECTIONS` without the replays (``algorithm`` etc. null), and the
+    RTT samples' min / median / max (RFC 9002 §5.1 latest_rtt, seconds) and duration."""
+    conns, warns = connections(path)
+    rows = []
+    for i, c in enumerate(conns):
+        row = connection_row(i, _doc(c))
+        rtt = c.acks["rtt_sample_s"].drop_nulls().sort().to_list()
+        ts = [*c.sent["t_s"].to_list(), *c.acks["t_s"].to_list()] if "t_s" in c.acks.columns else []
+        row["rtt_min_s"] = rtt[0] if rtt else None
+        row["rtt_median_s"] = rtt[(len(rtt) - 1) // 2] if rtt else None
+        row["rtt_max_s"] = rtt[-1] if rtt else None
+        row["duration_s"] = (max(ts) - min(ts)) if ts else None
+        rows.append(row)
+    return rows, warns
 
 
 def _verdict(best: dict[str, Any], deps: list[dict[str, Any]]) -> str:
@@ -127,6 +162,23 @@ def _verdict(best: dict[str, Any], deps: list[dict[str, Any]]) -> str:
         for dm, dp, d in hurt
     ]
     return f"follows {name}, departing from the RFC in: " + "; ".join(parts)
+
+
+def connection_row(index: int, c: dict[str, Any]) -> dict[str, Any]:
+    """One connection of :func:`summary` as a row of :data:`hscc_trace.schema.QUIC_CONNECTIONS`."""
+    from hscc_trace import schema
+
+    row = {"connection": index, "protocol": "quic", **c}
+    row["losses_stack"], row["losses_ours"] = c["losses"]["stack"], c["losses"]["ours"]
+    return {col.name: row.get(col.name) for col in schema.QUIC_CONNECTIONS}
+
+
+def connection_table(doc: dict[str, Any]) -> pl.DataFrame:
+    """:func:`summary`'s connections as a table of :data:`hscc_trace.schema.QUIC_CONNECTIONS`."""
+    from hscc_trace import schema
+
+    rows = [connection_row(i, c) for i, c in enumerate(doc["connections"])]
+    return pl.DataFrame(rows, schema=schema.polars_schema(schema.QUIC_CONNECTIONS))
 
 
 def warnings_of(doc: dict[str, Any]) -> list[Warn]:
