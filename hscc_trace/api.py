@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -1380,3 +1381,83 @@ def _kernel_name(data: Any) -> str:
     if mod.startswith("hscc_trace_replay_gen_"):  # a generated per-algorithm replay loop
         return f"replay loop of {mod.removeprefix('hscc_trace_replay_gen_').rsplit('_', 1)[0]}"
     return f"{mod.removeprefix('hscc_trace.')}.{name}"
+
+
+# --- corpus mode ----------------------------------------------------------------------------------
+# hscc_trace.corpus is the layer above this one (it drives api.analyze on Dask workers), so these
+# entry points resolve it when called, through _corpus(), and never import it: the import graph
+# stays one way (docs/design.md, tests/test_layout.py).
+
+
+@dataclass(frozen=True)
+class DatasetOptions:
+    """The options of a corpus run, ``analyze --dataset`` (docs/corpus.md)."""
+
+    #: captures, directories or URLs (FILE_OR_DIR...)
+    inputs: list[str]
+    #: the dataset folder (``--dataset``)
+    dataset: Path
+    #: algorithms and parameter overrides, as the configuration resolved them (:func:`settings`)
+    algorithms: Any
+    params: Any
+    #: local Dask workers, >= 1 (None: one per core); ``scheduler``: an existing Dask scheduler's address
+    workers: int | None = None
+    scheduler: str | None = None
+    #: a file listing more inputs, one per line (``--inputs-from``)
+    inputs_from: Path | None = None
+    #: threads per worker (``--jobs``), >= 1
+    threads: int = 1
+    #: seconds a capture may take before it is recorded as an error (None: no limit)
+    timeout: float | None = None
+
+
+def _corpus(module: str, extra: bool = True) -> Any:
+    """``hscc_trace.corpus.<module>``, resolved at call time (the corpus layer sits above the
+    API); with ``extra``, the corpus extra (Dask) is checked first."""
+    import importlib
+
+    if extra:
+        importlib.import_module("hscc_trace.corpus").require()
+    return importlib.import_module(f"hscc_trace.corpus.{module}")
+
+
+def corpus_inputs(o: DatasetOptions) -> list[str]:
+    """The captures a corpus run reads: ``o.inputs`` and the ``inputs_from`` list, directories
+    expanded, protocols checked. UsageError on an empty list or a bad option."""
+    cin = _corpus("inputs")
+    items = list(o.inputs) + (cin.read_list(o.inputs_from) if o.inputs_from is not None else [])
+    if not items:
+        raise UsageError("no input given (FILE_OR_DIR... or --inputs-from)")
+    if o.workers is not None and o.workers < 1:
+        raise UsageError(f"--workers must be >= 1, got {o.workers}")
+    if o.timeout is not None and o.timeout <= 0:
+        raise UsageError(f"--timeout-per-capture must be > 0, got {o.timeout}")
+    items = cin.expand(items)
+    cin.check_protocols(items)
+    return list(items)
+
+
+def corpus_run(o: DatasetOptions, items: Sequence[str], progress: Any = None) -> Any:
+    """Analyze ``items`` (:func:`corpus_inputs`) into the dataset on Dask; returns the run's
+    state (``corpus.runner.CorpusRun``: total, ok, skipped, errors). ``progress(state, summary)``
+    is called as captures finish."""
+    return _corpus("runner").run(
+        items,
+        o.dataset,
+        o.algorithms,
+        o.params,
+        workers=o.workers,
+        scheduler=o.scheduler,
+        threads_per_worker=o.threads,
+        timeout_per_capture=o.timeout,
+        progress=progress,
+    )
+
+
+def census(dataset: PathLike, output: PathLike) -> None:
+    """Write the census of a corpus dataset (self-contained HTML) to ``output``. InputError when
+    ``dataset`` is not one."""
+    dataset = Path(dataset)
+    if not (dataset / "captures").is_dir() and not (dataset / "errors").is_dir():
+        raise InputError(f"{dataset}: not a corpus dataset (no captures/ or errors/ folder)")
+    _corpus("census", extra=False).write(dataset, Path(output))

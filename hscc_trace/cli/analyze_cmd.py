@@ -105,12 +105,12 @@ def analyze(
             raise UsageError("--dataset cannot be combined with -o, --json, --export, --flow or --filter")
         from hscc_trace import api
 
-        from .corpus_cmd import DatasetRun, run_dataset
+        from .corpus_cmd import run_dataset
 
         with one_line_errors(), compile_notice():
             s = api.settings(api.AnalyzeOptions(algo, param or None, jobs=jobs, config=config_file or True))
             code = run_dataset(
-                DatasetRun(
+                api.DatasetOptions(
                     inputs or [],
                     dataset,
                     s.algorithms,
@@ -120,8 +120,8 @@ def analyze(
                     inputs_from=inputs_from,
                     threads=jobs or 1,
                     timeout=timeout_per_capture,
-                    quiet=quiet,
-                )
+                ),
+                quiet=quiet,
             )
         raise typer.Exit(code)
     if max_points < 8:

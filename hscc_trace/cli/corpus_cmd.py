@@ -13,74 +13,26 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import typer
 
-from hscc_trace.errors import UsageError
+from hscc_trace import api
 
 from .typer_app import app
 
 
-@dataclass(frozen=True)
-class DatasetRun:
-    """The options of ``analyze --dataset`` (docs/corpus.md)."""
-
-    #: captures, directories or URLs (FILE_OR_DIR...)
-    inputs: list[str]
-    #: the dataset folder (``--dataset``)
-    dataset: Path
-    #: algorithms and parameter overrides, as the configuration resolved them
-    algorithms: Any
-    params: Any
-    #: local Dask workers, >= 1 (None: one per core); ``scheduler``: an existing Dask scheduler's address
-    workers: int | None = None
-    scheduler: str | None = None
-    #: a file listing more inputs, one per line (``--inputs-from``)
-    inputs_from: Path | None = None
-    #: threads per worker (``--jobs``), >= 1
-    threads: int = 1
-    #: seconds a capture may take before it is recorded as an error (None: no limit)
-    timeout: float | None = None
-    #: no progress bar, no summary line
-    quiet: bool = False
-
-
-def run_dataset(o: DatasetRun) -> int:
-    """The corpus run behind ``analyze --dataset``. Exit code 0, 2 when any capture failed, 70
-    when any failure was an internal error (docs/exit-codes.md)."""
-    from hscc_trace import corpus
-
-    corpus.require()  # (the corpus extra: before anything else is checked)
-    from hscc_trace.corpus import inputs as cin
-    from hscc_trace.corpus import runner
-
-    items = list(o.inputs) + (cin.read_list(o.inputs_from) if o.inputs_from is not None else [])
-    if not items:
-        raise UsageError("no input given (FILE_OR_DIR... or --inputs-from)")
-    if o.workers is not None and o.workers < 1:
-        raise UsageError(f"--workers must be >= 1, got {o.workers}")
-    if o.timeout is not None and o.timeout <= 0:
-        raise UsageError(f"--timeout-per-capture must be > 0, got {o.timeout}")
-    items = cin.expand(items)
-    cin.check_protocols(items)
-    with corpus_progress(len(items), enabled=not o.quiet) as update:
-        state = runner.run(
-            items,
-            o.dataset,
-            o.algorithms,
-            o.params,
-            workers=o.workers,
-            scheduler=o.scheduler,
-            threads_per_worker=o.threads,
-            timeout_per_capture=o.timeout,
-            progress=update,
-        )
+def run_dataset(o: api.DatasetOptions, quiet: bool = False) -> int:
+    """The corpus run behind ``analyze --dataset``; ``quiet``: no progress bar, no summary line.
+    Exit code 0, 2 when any capture failed, 70 when any failure was an internal error
+    (docs/exit-codes.md)."""
+    items = api.corpus_inputs(o)
+    with corpus_progress(len(items), enabled=not quiet) as update:
+        state = api.corpus_run(o, items, progress=update)
     for e in state.errors:
         typer.echo(f"hscc-trace: error: {e['capture']}: {e['reason']}: {e['message']}", err=True)
-    if not o.quiet:
+    if not quiet:
         typer.echo(
             f"{state.total} capture(s): {state.ok} analyzed, {state.skipped} already in the dataset, "
             f"{len(state.errors)} error(s); dataset: {o.dataset}"
@@ -139,10 +91,5 @@ def census(
     from .common import one_line_errors
 
     with one_line_errors():
-        from hscc_trace.corpus import census as _census
-        from hscc_trace.errors import InputError
-
-        if not (dataset / "captures").is_dir() and not (dataset / "errors").is_dir():
-            raise InputError(f"{dataset}: not a corpus dataset (no captures/ or errors/ folder)")
-        _census.write(dataset, output)
+        api.census(dataset, output)
     typer.echo(f"census: {output}")
