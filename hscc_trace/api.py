@@ -1040,6 +1040,38 @@ def qlog_summary(
     return summary(str(path), tuple(algorithms), tuple(flavors), losses, departures)
 
 
+class QlogRun(NamedTuple):
+    """What ``hscc-trace analyze FILE.qlog…`` prints and writes (:func:`qlog_analyze`)."""
+
+    files: list[tuple[str, dict[str, Any] | None, str | None]]  # (path, qlog_summary or None, error or None)
+    written: list[Path]  # the report and the results written, in that order
+
+
+def qlog_analyze(
+    paths: Sequence[PathLike],
+    algorithms: Sequence[str] = ("reno", "cubic"),
+    report_path: PathLike | None = None,
+    json_out: PathLike | None = None,
+) -> QlogRun:
+    """``analyze`` over qlog files: each file's :func:`qlog_summary` (rfc and aioquic flavors, with
+    the departures; a file that cannot be read is kept with its one-line error), then the HTML
+    report (:func:`qlog_report`) and the results document (:func:`qlog_results`) when asked."""
+    from hscc_trace.errors import HsccError
+
+    files: list[tuple[str, dict[str, Any] | None, str | None]] = []
+    for p in paths:
+        try:
+            files.append((str(p), qlog_summary(p, algorithms, ("rfc", "aioquic"), "stack", departures=True), None))
+        except HsccError as exc:
+            files.append((str(p), None, str(exc)))
+    written = []
+    if report_path is not None:
+        written.append(qlog_report(files, report_path, algorithms))
+    if json_out is not None:
+        written.append(write_results(qlog_results(files, algorithms), json_out))
+    return QlogRun(files, written)
+
+
 def qlog_results(
     summaries: Sequence[tuple[str, dict[str, Any] | None, str | None]], algorithms: Sequence[str]
 ) -> dict[str, Any]:

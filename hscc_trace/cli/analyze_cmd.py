@@ -181,35 +181,24 @@ def _analyze_qlog(inputs: list[str], outs: tuple[Path | None, Path | None], algo
     import sys
 
     from hscc_trace import api
-    from hscc_trace.errors import HsccError
 
     from .qlog_cmd import echo_summary
 
     algos = tuple(a.strip() for a in (algo or "reno,cubic").split(",") if a.strip())
-    done: list[tuple[str, dict | None, str | None]] = []
-    code = 0
-    for path in inputs:
-        try:
-            doc = api.qlog_summary(path, algos, ("rfc", "aioquic"), "stack", departures=True)
-        except HsccError as exc:
-            print(f"hscc-trace: error: {exc}", file=sys.stderr)
-            done.append((path, None, str(exc)))
-            code = 2
+    run = api.qlog_analyze(inputs, algos, *outs)
+    for path, doc, err in run.files:
+        if doc is None:
+            print(f"hscc-trace: error: {err}", file=sys.stderr)
             continue
         for w in doc.pop("_warnings"):
             print(f"hscc-trace: warning: {w}", file=sys.stderr)
         if not quiet:
             typer.echo(path)
             echo_summary(doc)
-        done.append((path, doc, None))
-    output, json_out = outs
-    if json_out is not None:
-        api.write_results(api.qlog_results(done, algos), json_out)
-    if output is not None:
-        api.qlog_report(done, output, algos)
-        if not quiet:
-            typer.echo(str(output))
-    return code
+    if not quiet:
+        for w in run.written:
+            typer.echo(str(w))
+    return 2 if any(doc is None for _, doc, _ in run.files) else 0
 
 
 def _print(run: Any, quiet: bool, t0: float) -> None:
