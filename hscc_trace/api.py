@@ -583,7 +583,7 @@ def _check_qlog(paths: list[str], o: CheckOptions, c: Any, t0: float) -> CheckRe
                 )
                 continue
             r = min(mine, key=lambda r: (r["median"], r["p90"]))
-            ok = conn.get("algorithm") == c.expect and r["median"] <= bound
+            ok = (conn.get("best") or "").split("[")[0] == c.expect and r["median"] <= bound
             msg = (
                 f"{c.expect}[{r['flavor']}] median {100 * r['median']:.2f} % (bound {100 * bound:.1f} %), "
                 f"p90 {100 * r['p90']:.2f} %; best fit {conn.get('best')}"

@@ -214,3 +214,18 @@ def test_bad_qlog_is_a_warning_with_counts_or_one_line(
         else:  # nothing to read: one line, exit 2
             assert r.returncode == 2 and len(err) == 1, (command, err)
             assert err[0] == f"hscc-trace: error: {f}: not a qlog file (neither JSON, JSON-SEQ nor NDJSON)"
+
+
+def test_a_window_no_replay_follows_is_unknown_not_the_best_fit() -> None:
+    # Chromium's CUBIC (two-connection emulation): the best replay, reno[aioquic], is 27.56 % off at
+    # the median and 66.04 % at p90, far above the 2 % / 5 % a replay must meet to follow the logged
+    # window -- so no algorithm is named; aioquic-cubic-loss (0.00 / 0.00 %) is named cubic
+    from hscc_trace import qlog
+
+    chromium = qlog.summary(str(QUIC / "external" / "qvis__quictrace_example_github.qlog.gz"), departures=True)
+    (conn,) = [c for c in chromium["connections"] if c["replays"]]
+    assert conn["best"] == "reno[aioquic]" and conn["median_error"] > qlog.FOLLOW_MEDIAN
+    assert conn["algorithm"] is None and conn["verdict"].startswith("unknown: no replay follows")
+    cubic = qlog.summary(str(QUIC / "aioquic-cubic-loss.qlog.gz"), departures=True)
+    (conn,) = [c for c in cubic["connections"] if c["replays"]]
+    assert conn["algorithm"] == "cubic" and conn["verdict"].startswith("follows cubic[aioquic]")
