@@ -6,7 +6,6 @@ See :data:`hscc_trace.replay.interface.HOOKS` for the contract of each hook.
 from __future__ import annotations
 
 from ._jit import jit
-from .tp import CWND, PRIOR_CWND
 
 
 @jit
@@ -43,7 +42,7 @@ def cong_control(st, p, tp, n):
 @jit
 def undo_cwnd(st, p, tp):
     """Linux ``tcp_reno_undo_cwnd``: the window before the (spurious) reduction, max(cwnd, prior_cwnd)."""
-    return max(tp[CWND], tp[PRIOR_CWND])
+    return max(tp.cwnd, tp.prior_cwnd)
 
 
 @jit

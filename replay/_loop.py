@@ -50,16 +50,6 @@ from ._defaults import (
 )
 from ._jit import jit
 from .tp import (
-    ACKED,
-    ACKS,
-    CUR_ROUND_MIN_RTT,
-    CUR_ROUND_SAMPLES,
-    CWND,
-    CWND_CNT,
-    CWND_USAGE_SEQ,
-    DELIVERED,
-    DELIVERED_TIME,
-    DUPACK,
     E_ACK,
     E_ACKED,
     E_CA_RTT,
@@ -85,50 +75,14 @@ from .tp import (
     E_STATE,
     E_T,
     E_UNDO,
-    ECE,
     EV_ECN,
     EV_FAST_RETRANSMIT,
     EV_RTO,
     EV_SACK_RECOVERY,
-    EVENT,
-    EXIT_ON_PARTIAL,
-    FLAVOR,
-    FLIGHT,
-    IS_CWND_LIMITED,
-    LAST_ECN_ROUND,
     LINUX,
     LOSS,
-    MAX_PACKETS_OUT,
-    MIN_RTT,
-    MSS,
-    NOW,
     OPEN,
-    PIPE,
-    PRIOR_CWND,
-    PRIOR_FLIGHT,
-    PRIOR_SSTHRESH,
-    PRR_DELIVERED,
-    PRR_OUT,
     RECOVERY,
-    ROUND,
-    ROUND_END,
-    ROUND_MIN_RTT,
-    ROUND_SAMPLES,
-    RS_DELIVERED,
-    RS_INTERVAL,
-    RS_LOSSES,
-    RS_PRIOR_DELIVERED,
-    RTT,
-    RTT_NEW,
-    RTTVAR,
-    RWND,
-    SACKED,
-    SENT,
-    SND_MAX,
-    SND_UNA,
-    SRTT,
-    SSTHRESH,
-    STATE,
 )
 
 HAS_CONG_CONTROL = False  # rebound to True by the generated bindings when the algorithm has cong_control
@@ -141,8 +95,8 @@ def _current_ssthresh(tp, linux):
     """Linux ``tcp_current_ssthresh`` (remembered for undo): max(ssthresh, ¾·cwnd) outside a
     reduction; the RFC flavor remembers ssthresh itself."""
     if linux:
-        return max(tp[SSTHRESH], math.floor(tp[CWND] / 2.0) + math.floor(tp[CWND] / 4.0))
-    return tp[SSTHRESH]
+        return max(tp.ssthresh, math.floor(tp.cwnd / 2.0) + math.floor(tp.cwnd / 4.0))
+    return tp.ssthresh
 
 
 @jit
@@ -159,8 +113,8 @@ def _label_index(v, top):
 
 def run_loop(ev, tp, st, p, tops, out, codes, nans):  # one flat loop on purpose (compiled)
     n_ev = ev.shape[0]
-    mss = tp[MSS]
-    linux = tp[FLAVOR] == LINUX
+    mss = tp.mss
+    linux = tp.flavor == LINUX
     init(st, p, tp)
     suppressed = False  # flavor rfc + EXIT_ON_PARTIAL: local recovery ended before the trace's
     # flavor linux: the CWR state an ECN echo puts the sender in (Linux tcp_enter_cwr), until
@@ -168,103 +122,103 @@ def run_loop(ev, tp, st, p, tops, out, codes, nans):  # one flat loop on purpose
     cwr = False
     cwr_high = 0.0
     for i in range(n_ev):
-        tp[NOW] = ev[i, E_T]
-        tp[ACKS] += 1.0
-        state = int(tp[STATE])
-        cwnd_now = tp[CWND]
+        tp.now = ev[i, E_T]
+        tp.acks += 1.0
+        state = int(tp.state)
+        cwnd_now = tp.cwnd
 
         # 1. tcp_cwnd_validate for what the sender transmitted since the previous ACK --------
         sent = ev[i, E_SENT]
         prior_flight = ev[i, E_PRIOR_FLIGHT]
-        tp[SENT] = sent
-        tp[PRIOR_FLIGHT] = prior_flight
+        tp.sent = sent
+        tp.prior_flight = prior_flight
         if sent > 0.0 or prior_flight >= cwnd_now - 1e-9:
             is_lim = prior_flight >= cwnd_now - 1e-9
             prev_ack = ev[i, E_PREV_ACK]
             packets_out = (ev[i, E_SND_MAX] - prev_ack) / mss
             if (
-                prev_ack >= tp[CWND_USAGE_SEQ]
+                prev_ack >= tp.cwnd_usage_seq
                 or is_lim
-                or (tp[IS_CWND_LIMITED] == 0.0 and packets_out > tp[MAX_PACKETS_OUT])
+                or (tp.is_cwnd_limited == 0.0 and packets_out > tp.max_packets_out)
             ):
-                tp[IS_CWND_LIMITED] = 1.0 if is_lim else 0.0
-                tp[MAX_PACKETS_OUT] = packets_out
-                tp[CWND_USAGE_SEQ] = ev[i, E_SND_MAX]
+                tp.is_cwnd_limited = 1.0 if is_lim else 0.0
+                tp.max_packets_out = packets_out
+                tp.cwnd_usage_seq = ev[i, E_SND_MAX]
         if state == RECOVERY or cwr:
-            tp[PRR_OUT] += sent
+            tp.prr_out += sent
 
         # 2. the ACK's fields and its RTT sample -------------------------------------------------
         acked = ev[i, E_ACKED]
         sacked = ev[i, E_SACKED]
-        tp[ACKED] = acked
-        tp[SACKED] = sacked
-        tp[DELIVERED] += acked + sacked
-        tp[FLIGHT] = ev[i, E_FLIGHT]
-        tp[PIPE] = ev[i, E_PIPE]
-        tp[RWND] = ev[i, E_RWND]
-        tp[ECE] = ev[i, E_ECE]
-        tp[DUPACK] = ev[i, E_DUPACK]
-        tp[SND_UNA] = ev[i, E_ACK]
-        tp[SND_MAX] = ev[i, E_SND_MAX]
-        tp[ROUND] = ev[i, E_ROUND]
-        tp[ROUND_END] = ev[i, E_ROUND_END]
+        tp.acked = acked
+        tp.sacked = sacked
+        tp.delivered += acked + sacked
+        tp.flight = ev[i, E_FLIGHT]
+        tp.pipe = ev[i, E_PIPE]
+        tp.rwnd = ev[i, E_RWND]
+        tp.ece = ev[i, E_ECE]
+        tp.dupack = ev[i, E_DUPACK]
+        tp.snd_una = ev[i, E_ACK]
+        tp.snd_max = ev[i, E_SND_MAX]
+        tp.round = ev[i, E_ROUND]
+        tp.round_end = ev[i, E_ROUND_END]
         if HAS_CONG_CONTROL:
-            tp[RS_DELIVERED] = ev[i, E_RS_DELIVERED]
-            tp[RS_INTERVAL] = ev[i, E_RS_INTERVAL]
-            tp[RS_PRIOR_DELIVERED] = ev[i, E_RS_PRIOR_DELIVERED]
-            tp[RS_LOSSES] = ev[i, E_RS_LOSSES]
+            tp.rs_delivered = ev[i, E_RS_DELIVERED]
+            tp.rs_interval = ev[i, E_RS_INTERVAL]
+            tp.rs_prior_delivered = ev[i, E_RS_PRIOR_DELIVERED]
+            tp.rs_losses = ev[i, E_RS_LOSSES]
             if acked + sacked > 0.0:
-                tp[DELIVERED_TIME] = ev[i, E_T]
+                tp.delivered_time = ev[i, E_T]
         evk = int(ev[i, E_EVENT])
-        tp[EVENT] = evk
+        tp.event = evk
         # flavor linux: the sample Linux hands congestion control (a newly SACKed segment's when
         # there is one, tcp_clean_rtx_queue's ca_rtt_us); rfc: the RFC 6298 (Karn) sample
         rtt = ev[i, E_CA_RTT] if linux else ev[i, E_RTT]
         if rtt > 0.0:  # False for nan
-            tp[RTT] = rtt
-            tp[RTT_NEW] = 1.0
-            if not (tp[MIN_RTT] <= rtt):  # nan-safe
-                tp[MIN_RTT] = rtt
-            if tp[SRTT] > 0.0:  # RFC 6298 §2.3
-                tp[RTTVAR] = 0.75 * tp[RTTVAR] + 0.25 * abs(tp[SRTT] - rtt)
-                tp[SRTT] = 0.875 * tp[SRTT] + 0.125 * rtt
+            tp.rtt = rtt
+            tp.rtt_new = 1.0
+            if not (tp.min_rtt <= rtt):  # nan-safe
+                tp.min_rtt = rtt
+            if tp.srtt > 0.0:  # RFC 6298 §2.3
+                tp.rttvar = 0.75 * tp.rttvar + 0.25 * abs(tp.srtt - rtt)
+                tp.srtt = 0.875 * tp.srtt + 0.125 * rtt
             else:  # RFC 6298 §2.2
-                tp[SRTT] = rtt
-                tp[RTTVAR] = rtt / 2.0
-            if not (tp[CUR_ROUND_MIN_RTT] <= rtt):
-                tp[CUR_ROUND_MIN_RTT] = rtt
-            tp[CUR_ROUND_SAMPLES] += 1.0
+                tp.srtt = rtt
+                tp.rttvar = rtt / 2.0
+            if not (tp.cur_round_min_rtt <= rtt):
+                tp.cur_round_min_rtt = rtt
+            tp.cur_round_samples += 1.0
             on_rtt_sample(st, p, tp, rtt)
         else:
-            tp[RTT_NEW] = 0.0
+            tp.rtt_new = 0.0
         on_ack(st, p, tp)
 
         # 3. congestion state, driven by the trace ------------------------------------------------
         ts = int(ev[i, E_STATE])
-        if cwr and tp[SND_UNA] > cwr_high:
+        if cwr and tp.snd_una > cwr_high:
             # Linux tcp_fastretrans_alert, TCP_CA_CWR: an ACK above high_seq ends the reduction
             # (tcp_end_cwnd_reduction: cwnd = ssthresh) and the sender is open again
-            if tp[SSTHRESH] < 1e300:
-                tp[CWND] = tp[SSTHRESH]
+            if tp.ssthresh < 1e300:
+                tp.cwnd = tp.ssthresh
             cwr = False
         if ts == OPEN:
             suppressed = False
         if ev[i, E_UNDO] > 0.0 and state != OPEN:  # Linux tcp_undo_cwnd_reduction
-            tp[CWND] = undo_cwnd(st, p, tp)
-            if tp[PRIOR_SSTHRESH] > tp[SSTHRESH]:
-                tp[SSTHRESH] = tp[PRIOR_SSTHRESH]
-            tp[CWND_CNT] = 0.0
+            tp.cwnd = undo_cwnd(st, p, tp)
+            if tp.prior_ssthresh > tp.ssthresh:
+                tp.ssthresh = tp.prior_ssthresh
+            tp.cwnd_cnt = 0.0
             state = OPEN
         elif state == RECOVERY and (
             ts == OPEN
             or evk == EV_FAST_RETRANSMIT
             or evk == EV_SACK_RECOVERY
-            or (not linux and tp[EXIT_ON_PARTIAL] > 0.0 and ev[i, E_DATA_ACKED] > 0.0)
+            or (not linux and tp.exit_on_partial > 0.0 and ev[i, E_DATA_ACKED] > 0.0)
         ):
             # end of recovery (Linux tcp_end_cwnd_reduction; RFC 6582 step 3 "full ACK";
             # RFC 5681 §3.2 step 6 for EXIT_ON_PARTIAL): deflate to ssthresh
-            if tp[SSTHRESH] < 1e300 and not HAS_CONG_CONTROL:
-                tp[CWND] = tp[SSTHRESH]
+            if tp.ssthresh < 1e300 and not HAS_CONG_CONTROL:
+                tp.cwnd = tp.ssthresh
             state = OPEN
             if ts != OPEN:
                 suppressed = evk != EV_FAST_RETRANSMIT and evk != EV_SACK_RECOVERY
@@ -273,17 +227,17 @@ def run_loop(ev, tp, st, p, tops, out, codes, nans):  # one flat loop on purpose
             state = OPEN
 
         if evk == EV_RTO or (ts == LOSS and state != LOSS):  # Linux tcp_enter_loss
-            tp[STATE] = state
+            tp.state = state
             if state == OPEN:  # reduce ssthresh only once per episode
-                tp[PRIOR_SSTHRESH] = _current_ssthresh(tp, linux)
-                tp[PRIOR_CWND] = tp[CWND]
-                tp[EVENT] = EV_RTO
-                tp[SSTHRESH] = ssthresh(st, p, tp)
-            tp[CWND] = 1.0  # packets in flight (0 after the timeout marks all lost) + 1
-            tp[CWND_CNT] = 0.0
+                tp.prior_ssthresh = _current_ssthresh(tp, linux)
+                tp.prior_cwnd = tp.cwnd
+                tp.event = EV_RTO
+                tp.ssthresh = ssthresh(st, p, tp)
+            tp.cwnd = 1.0  # packets in flight (0 after the timeout marks all lost) + 1
+            tp.cwnd_cnt = 0.0
             cwr = False
             state = LOSS
-            tp[STATE] = state
+            tp.state = state
             on_rto(st, p, tp)
         elif (
             (evk == EV_FAST_RETRANSMIT or evk == EV_SACK_RECOVERY or ts == RECOVERY)
@@ -291,25 +245,22 @@ def run_loop(ev, tp, st, p, tops, out, codes, nans):  # one flat loop on purpose
             and not suppressed
         ):  # Linux tcp_enter_recovery
             if evk < 0:
-                tp[EVENT] = EV_FAST_RETRANSMIT
+                tp.event = EV_FAST_RETRANSMIT
             if not cwr:  # (from CWR the reduction in progress goes on: tcp_in_cwnd_reduction)
-                tp[PRIOR_SSTHRESH] = _current_ssthresh(tp, linux)
-                tp[PRIOR_CWND] = tp[CWND]
-                tp[SSTHRESH] = ssthresh(st, p, tp)
-                tp[CWND_CNT] = 0.0
-                tp[PRR_DELIVERED] = 0.0
-                tp[PRR_OUT] = 0.0
+                tp.prior_ssthresh = _current_ssthresh(tp, linux)
+                tp.prior_cwnd = tp.cwnd
+                tp.ssthresh = ssthresh(st, p, tp)
+                tp.cwnd_cnt = 0.0
+                tp.prr_delivered = 0.0
+                tp.prr_out = 0.0
             cwr = False
             state = RECOVERY
             if not linux and not HAS_CONG_CONTROL:  # RFC 6675 §5 step 4.2: cwnd = ssthresh
-                tp[CWND] = tp[SSTHRESH]
+                tp.cwnd = tp.ssthresh
         elif (
             state == OPEN
             and not cwr
-            and (
-                (evk == EV_ECN and tp[LAST_ECN_ROUND] != tp[ROUND])
-                or (linux and not HAS_CONG_CONTROL and tp[ECE] > 0.0)
-            )
+            and ((evk == EV_ECN and tp.last_ecn_round != tp.round) or (linux and not HAS_CONG_CONTROL and tp.ece > 0.0))
         ):
             # RFC 3168 §6.1.2: react at most once per round. Flavor linux: any ECE while open (Linux
             # tcp_try_to_open → tcp_enter_cwr; the trace's ECN episodes end when snd_una reaches
@@ -318,26 +269,26 @@ def run_loop(ev, tp, st, p, tops, out, codes, nans):  # one flat loop on purpose
             # (tcp_enter_cwr → tcp_init_cwnd_reduction: high_seq = snd_nxt, prior_cwnd, PRR
             # counters reset, ssthresh from the algorithm) and reduces by PRR until it ends; rfc:
             # an immediate reduction to ssthresh.
-            tp[PRIOR_SSTHRESH] = _current_ssthresh(tp, linux)
-            tp[PRIOR_CWND] = tp[CWND]
-            tp[SSTHRESH] = ssthresh(st, p, tp)
+            tp.prior_ssthresh = _current_ssthresh(tp, linux)
+            tp.prior_cwnd = tp.cwnd
+            tp.ssthresh = ssthresh(st, p, tp)
             if linux and not HAS_CONG_CONTROL:
                 cwr = True
-                cwr_high = tp[SND_MAX]
-                tp[PRR_DELIVERED] = 0.0
-                tp[PRR_OUT] = 0.0
+                cwr_high = tp.snd_max
+                tp.prr_delivered = 0.0
+                tp.prr_out = 0.0
             elif not HAS_CONG_CONTROL:
-                tp[CWND] = min(tp[CWND], tp[SSTHRESH])
-            tp[CWND_CNT] = 0.0
-            tp[LAST_ECN_ROUND] = tp[ROUND]
-        tp[STATE] = state
+                tp.cwnd = min(tp.cwnd, tp.ssthresh)
+            tp.cwnd_cnt = 0.0
+            tp.last_ecn_round = tp.round
+        tp.state = state
 
         # 4. round end ---------------------------------------------------------------------------
         if ev[i, E_ROUND_END] > 0.0:
-            tp[ROUND_MIN_RTT] = tp[CUR_ROUND_MIN_RTT]
-            tp[ROUND_SAMPLES] = tp[CUR_ROUND_SAMPLES]
-            tp[CUR_ROUND_MIN_RTT] = math.nan
-            tp[CUR_ROUND_SAMPLES] = 0.0
+            tp.round_min_rtt = tp.cur_round_min_rtt
+            tp.round_samples = tp.cur_round_samples
+            tp.cur_round_min_rtt = math.nan
+            tp.cur_round_samples = 0.0
             on_round_end(st, p, tp)
 
         # 5. window growth / reduction ------------------------------------------------------------
@@ -346,30 +297,30 @@ def run_loop(ev, tp, st, p, tops, out, codes, nans):  # one flat loop on purpose
             cong_control(st, p, tp, n)
         elif state == RECOVERY or cwr:
             if linux and n > 0.0:  # Linux tcp_cwnd_reduction (PRR, RFC 6937)
-                tp[PRR_DELIVERED] += n
-                pipe = tp[PIPE]
-                delta = tp[SSTHRESH] - pipe
+                tp.prr_delivered += n
+                pipe = tp.pipe
+                delta = tp.ssthresh - pipe
                 if delta < 0.0:
-                    sndcnt = math.ceil(tp[SSTHRESH] * tp[PRR_DELIVERED] / tp[PRIOR_CWND] - 1e-9) - tp[PRR_OUT]
+                    sndcnt = math.ceil(tp.ssthresh * tp.prr_delivered / tp.prior_cwnd - 1e-9) - tp.prr_out
                 else:
-                    sndcnt = max(tp[PRR_DELIVERED] - tp[PRR_OUT], n)
+                    sndcnt = max(tp.prr_delivered - tp.prr_out, n)
                     if ev[i, E_DATA_ACKED] > 0.0:  # FLAG_SND_UNA_ADVANCED
                         sndcnt += 1.0
                     sndcnt = min(delta, sndcnt)
-                if tp[PRR_OUT] == 0.0:  # force the fast retransmit
+                if tp.prr_out == 0.0:  # force the fast retransmit
                     sndcnt = max(sndcnt, 1.0)
                 else:
                     sndcnt = max(sndcnt, 0.0)
-                tp[CWND] = pipe + sndcnt
+                tp.cwnd = pipe + sndcnt
         elif ev[i, E_DATA_ACKED] > 0.0:
             cong_avoid(st, p, tp, n)
 
         # 6. output ------------------------------------------------------------------------------
-        v = tp[CWND]
+        v = tp.cwnd
         out[i, 0] = v
         if v != v:
             nans[0] = 1
-        v = tp[SSTHRESH]
+        v = tp.ssthresh
         if not math.isfinite(v):  # infinite: not set
             v = math.nan
             nans[1] = 1

@@ -317,9 +317,10 @@ def _pure_loop(modname: str) -> Callable[..., Any]:
     loop = _jit.pure(sys.modules[modname].run_loop)
 
     def run_loop(ev: Any, tp: Any, st: Any, p: Any, *rest: Any) -> Any:
-        sv = S.interp(st)
-        n = loop(ev, tp, sv, S.interp(p), *rest)
+        sv, tv = S.interp(st), S.interp(tp)
+        n = loop(ev, tv, sv, S.interp(p), *rest)
         S.write_back(sv, st)
+        S.write_back(tv, tp)
         return n
 
     return run_loop

@@ -527,7 +527,7 @@ def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable
     fn, tops, ev = plan.fn, plan.tops, prep.ev
 
     def loop(out: np.ndarray, codes: np.ndarray, nans: np.ndarray) -> None:
-        fn(ev, tpa, st, p, tops, out, codes, nans)
+        fn(ev, T.record(tpa), st, p, tops, out, codes, nans)
 
     return loop, plan
 

@@ -2,7 +2,7 @@
 
 Every function is ``@jit`` (compiled into the calling loop, or plain Python under
 ``HSCC_TRACE_NO_JIT=1`` / ``compiled=False``). Windows are MSS-sized packets (floats), times
-seconds. Functions that change the window write ``tp[CWND]`` / ``tp[CWND_CNT]`` like their Linux
+seconds. Functions that change the window write ``tp.cwnd`` / ``tp.cwnd_cnt`` like their Linux
 counterparts write ``tp->snd_cwnd`` / ``tp->snd_cwnd_cnt``.
 
 Sources: RFC 5681 §3.1 (slow start, congestion avoidance), RFC 3465 §2.3 (appropriate byte
@@ -18,25 +18,8 @@ import math
 from ._jit import jit
 from .state import Field
 from .tp import (
-    ACKED,
-    CWND,
-    CWND_CNT,
-    FLAVOR,
-    FLIGHT,
-    IS_CWND_LIMITED,
     LINUX,
-    MAX_PACKETS_OUT,
-    MIN_RTT,
-    MSS,
-    NOW,
     OPEN,
-    ROUND_MIN_RTT,
-    RTT,
-    SACKED,
-    SND_UNA,
-    SRTT,
-    SSTHRESH,
-    STATE,
 )
 
 # --- generic (RFC) -----------------------------------------------------------------------------
@@ -45,32 +28,32 @@ from .tp import (
 @jit
 def in_slow_start(tp):
     """True while cwnd < ssthresh (RFC 5681 §3.1)."""
-    return tp[CWND] < tp[SSTHRESH]
+    return tp.cwnd < tp.ssthresh
 
 
 @jit
 def slow_start_abc(tp, n, limit):
     """RFC 5681 §3.1 / RFC 3465 §2.3: ``cwnd += min(N, L)`` packets for an ACK of N packets."""
-    tp[CWND] += min(n, limit)
+    tp.cwnd += min(n, limit)
 
 
 @jit
 def additive_increase(tp, n, a):
     """Congestion avoidance with byte counting: ``cwnd += a·N/cwnd`` (a packets per window)."""
-    tp[CWND] += a * n / tp[CWND]
+    tp.cwnd += a * n / tp.cwnd
 
 
 @jit
 def flight_size(tp):
     """RFC 5681 §3.1 FlightSize for an open-loop replay: ``min(flight, cwnd)`` packets.
 
-    FlightSize is the sender's own outstanding data. The trace's flight (``tp[FLIGHT]``) is the
+    FlightSize is the sender's own outstanding data. The trace's flight (``tp.flight``) is the
     traced sender's, which an open-loop replay does not control: it can exceed the replayed cwnd
     (the traced sender had a larger window), and a "reduction" to FlightSize/2 would then raise
     the window (replayed 11, trace flight 100 → 50). A sender running the replayed cwnd could
     have at most cwnd outstanding, so the replayed cwnd bounds it; a smaller trace flight
     (application-limited sender) is kept, as RFC 5681 eq. (4) intends."""
-    return min(tp[FLIGHT], tp[CWND])
+    return min(tp.flight, tp.cwnd)
 
 
 # --- Linux tcp_cong.c ---------------------------------------------------------------------------
@@ -80,9 +63,9 @@ def flight_size(tp):
 def linux_slow_start(tp, acked):
     """Linux ``tcp_slow_start``: cwnd = min(cwnd + acked, ssthresh); returns the acked packets
     left over for congestion avoidance (``acked − (new cwnd − old cwnd)``)."""
-    cwnd = min(tp[CWND] + acked, tp[SSTHRESH])
-    acked -= cwnd - tp[CWND]
-    tp[CWND] = cwnd
+    cwnd = min(tp.cwnd + acked, tp.ssthresh)
+    acked -= cwnd - tp.cwnd
+    tp.cwnd = cwnd
     return acked
 
 
@@ -90,14 +73,14 @@ def linux_slow_start(tp, acked):
 def linux_cong_avoid_ai(tp, w, acked):
     """Linux ``tcp_cong_avoid_ai``: one packet per ``w`` acked packets through the segment
     counter ``snd_cwnd_cnt`` (integer arithmetic, credits at a higher w applied gently)."""
-    if tp[CWND_CNT] >= w:
-        tp[CWND_CNT] = 0.0
-        tp[CWND] += 1.0
-    tp[CWND_CNT] += acked
-    if tp[CWND_CNT] >= w:
-        delta = math.floor(tp[CWND_CNT] / w)
-        tp[CWND_CNT] -= delta * w
-        tp[CWND] += delta
+    if tp.cwnd_cnt >= w:
+        tp.cwnd_cnt = 0.0
+        tp.cwnd += 1.0
+    tp.cwnd_cnt += acked
+    if tp.cwnd_cnt >= w:
+        delta = math.floor(tp.cwnd_cnt / w)
+        tp.cwnd_cnt -= delta * w
+        tp.cwnd += delta
 
 
 @jit
@@ -105,10 +88,10 @@ def linux_cwnd_limited(tp):
     """Linux ``tcp_is_cwnd_limited``: the window was the limit of the last flight
     (``is_cwnd_limited``, emulated by the engine from the trace), or — in slow start — cwnd is
     below twice the largest flight of the current window (``2·max_packets_out``)."""
-    if tp[IS_CWND_LIMITED] > 0.0:
+    if tp.is_cwnd_limited > 0.0:
         return True
-    if tp[CWND] < tp[SSTHRESH]:
-        return tp[CWND] < 2.0 * tp[MAX_PACKETS_OUT]
+    if tp.cwnd < tp.ssthresh:
+        return tp.cwnd < 2.0 * tp.max_packets_out
     return False
 
 
@@ -122,7 +105,7 @@ CONG_AVOID = 2  # cwnd ≥ ssthresh: the algorithm's own congestion-avoidance ru
 def slow_start_step(tp, n, limit):
     """Slow-start growth for N newly acknowledged packets in either flavor: Linux
     ``tcp_slow_start`` (flavor linux) or RFC 5681 / RFC 3465 ``cwnd += min(N, L)`` (rfc)."""
-    if tp[FLAVOR] == LINUX:
+    if tp.flavor == LINUX:
         linux_slow_start(tp, n)
     else:
         slow_start_abc(tp, n, limit)
@@ -133,9 +116,9 @@ def growth_gate(tp, n, limit):
     """The start of every window-growing ``cong_avoid``: no growth when flavor linux and the
     window was not the limit (``tcp_is_cwnd_limited``), slow start below ssthresh
     (:func:`slow_start_step`); returns :data:`HELD`, :data:`SLOW_START` or :data:`CONG_AVOID`."""
-    if tp[FLAVOR] == LINUX and not linux_cwnd_limited(tp):
+    if tp.flavor == LINUX and not linux_cwnd_limited(tp):
         return HELD
-    if tp[CWND] < tp[SSTHRESH]:
+    if tp.cwnd < tp.ssthresh:
         slow_start_step(tp, n, limit)
         return SLOW_START
     return CONG_AVOID
@@ -150,13 +133,13 @@ def rtt_by_source(src, tp):
     """The RTT (s) a delay-based decision uses, per the ``rtt_source`` choice index
     (:data:`RTT_SOURCES`): the last completed round's smallest sample, the RFC 6298 srtt, or the
     latest sample; the latest sample when the chosen one does not exist yet."""
-    rtt = tp[RTT]
+    rtt = tp.rtt
     if src == 0.0:
-        rtt = tp[ROUND_MIN_RTT]
+        rtt = tp.round_min_rtt
     elif src == 1.0:
-        rtt = tp[SRTT]
+        rtt = tp.srtt
     if not (rtt > 0.0):
-        rtt = tp[RTT]
+        rtt = tp.rtt
     return rtt
 
 
@@ -166,16 +149,16 @@ def reno_cong_avoid(tp, n, limit):
     (flavor linux and not cwnd-limited), 1 after slow-start growth, 2 after congestion
     avoidance. ``rfc``: ``cwnd += min(N, L)`` below ssthresh, else ``cwnd += N/cwnd``.
     ``linux``: ``tcp_reno_cong_avoid`` (cwnd-limited check, tcp_slow_start, tcp_cong_avoid_ai)."""
-    if tp[FLAVOR] == LINUX:
+    if tp.flavor == LINUX:
         if not linux_cwnd_limited(tp):
             return 0
-        if tp[CWND] < tp[SSTHRESH]:
+        if tp.cwnd < tp.ssthresh:
             n = linux_slow_start(tp, n)
             if n <= 0.0:
                 return 1
-        linux_cong_avoid_ai(tp, tp[CWND], n)
+        linux_cong_avoid_ai(tp, tp.cwnd, n)
         return 2
-    if tp[CWND] < tp[SSTHRESH]:
+    if tp.cwnd < tp.ssthresh:
         slow_start_abc(tp, n, limit)
         return 1
     additive_increase(tp, n, 1.0)
@@ -219,7 +202,7 @@ WESTWOOD_RTT_MIN = 0.05  # s — Linux TCP_WESTWOOD_RTT_MIN (HZ/20)
 @jit
 def westwood_init(st, tp):
     st.ww_bk = 0.0
-    st.ww_win_start = tp[NOW]
+    st.ww_win_start = tp.now
     st.ww_bw_ns = 0.0
     st.ww_bw = 0.0
 
@@ -230,8 +213,8 @@ def westwood_on_ack(st, tp, acked_bytes):
     ``max(RTT, 50 ms)`` has passed since the window began, feed bk/Δt through two cascaded 7/8
     filters (the first sample fills both) and restart — then add this ACK's ``acked_bytes``
     to bk. Returns B in bytes/s."""
-    delta = tp[NOW] - st.ww_win_start
-    rtt = tp[RTT]
+    delta = tp.now - st.ww_win_start
+    rtt = tp.rtt
     if rtt > 0.0 and delta > max(rtt, WESTWOOD_RTT_MIN):
         sample = st.ww_bk / delta
         if st.ww_bw_ns == 0.0 and st.ww_bw == 0.0:
@@ -241,7 +224,7 @@ def westwood_on_ack(st, tp, acked_bytes):
             st.ww_bw_ns = (7.0 * st.ww_bw_ns + sample) / 8.0
             st.ww_bw = (7.0 * st.ww_bw + st.ww_bw_ns) / 8.0
         st.ww_bk = 0.0
-        st.ww_win_start = tp[NOW]
+        st.ww_win_start = tp.now
     st.ww_bk += acked_bytes
     return st.ww_bw
 
@@ -301,14 +284,14 @@ def westwood_linux_on_ack(st, tp, hz):
     """tcp_westwood_ack on one ACK: close the window if more than max(RTT, HZ/20) jiffies have
     passed (B ← integer 7/8 filters of bk/Δt), count the ACK's bytes, update RTTmin. Returns B
     in bytes/s (bytes per jiffy × HZ)."""
-    now = math.floor(tp[NOW] * hz + 1e-9)
+    now = math.floor(tp.now * hz + 1e-9)
     # the slow path (not header-predicted): duplicate ACKs, ACKs with SACK information, every ACK
     # while the sender is out of the open state (its ACKs carry SACK blocks)
-    slow = tp[ACKED] == 0.0 or tp[SACKED] > 0.0 or tp[STATE] != OPEN
+    slow = tp.acked == 0.0 or tp.sacked > 0.0 or tp.state != OPEN
     if st.wl_first:
-        rtt = tp[RTT] if tp[RTT] > 0.0 else 0.0
-        st.wl_win_sx = math.floor((tp[NOW] - rtt) * hz + 1e-9)
-        st.wl_snd_una = tp[SND_UNA]
+        rtt = tp.rtt if tp.rtt > 0.0 else 0.0
+        st.wl_win_sx = math.floor((tp.now - rtt) * hz + 1e-9)
+        st.wl_snd_una = tp.snd_una
         st.wl_first = False
         slow = True  # the connection's first ACKs are not header-predicted: it counts as one MSS
     delta = now - st.wl_win_sx
@@ -323,9 +306,9 @@ def westwood_linux_on_ack(st, tp, hz):
             st.wl_bw = math.floor((7.0 * st.wl_bw + st.wl_bw_ns) / 8.0)
         st.wl_bk = 0.0
         st.wl_win_sx = now
-    una = tp[SND_UNA]
+    una = tp.snd_una
     if slow:  # slow path (duplicate / SACK ACKs): westwood_acked_count
-        mss = tp[MSS]
+        mss = tp.mss
         cumul = una - st.wl_snd_una
         if cumul == 0.0:
             st.wl_accounted += mss
@@ -352,13 +335,13 @@ def westwood_linux_on_ack(st, tp, hz):
 @jit
 def westwood_linux_bw_rttmin(st, tp):
     """tcp_westwood_bw_rttmin: max(⌊B·RTTmin/MSS⌋, 2) with B in bytes/jiffy, RTTmin in jiffies."""
-    return max(math.floor(st.wl_bw * st.wl_rtt_min_j / tp[MSS]), 2.0)
+    return max(math.floor(st.wl_bw * st.wl_rtt_min_j / tp.mss), 2.0)
 
 
 @jit
 def westwood_bw_rttmin(st, tp, mss):
     """Linux ``tcp_westwood_bw_rttmin``: ``max(B·RTTmin/MSS, 2)`` packets."""
-    rtt_min = tp[MIN_RTT]
+    rtt_min = tp.min_rtt
     if not (rtt_min > 0.0):
         return 2.0
     return max(st.ww_bw * rtt_min / mss, 2.0)

@@ -17,11 +17,11 @@ float64 arrays indexed by those constants.
 
 Where an algorithm's two flavors differ in most hooks, each flavor is its own module declaring
 the same name with ``flavor=`` set (``cubic_rfc.py``, ``cubic_linux.py``); the registry picks the
-module of the flavor a run asks for. Otherwise one module serves both and reads ``tp[FLAVOR]``.
+module of the flavor a run asks for. Otherwise one module serves both and reads ``tp.flavor``.
 
 Every hook receives ``st`` (the algorithm's private state), ``p`` (its parameters) and ``tp``
 (the engine's context, slots in :mod:`hscc_trace.replay.tp`). Windows are packets, times seconds. Hooks change the window by
-writing ``tp[CWND]`` (and ``tp[CWND_CNT]``), exactly as Linux modules write ``tp->snd_cwnd``.
+writing ``tp.cwnd`` (and ``tp.cwnd_cnt``), exactly as Linux modules write ``tp->snd_cwnd``.
 
 Composition (Kyushu-TCP over HighSpeed/CUBIC/…): a module whose declaration has
 ``wraps=True`` is a *wrapper*. Instead of the plain hooks it may define ``pre_<hook>`` and
@@ -53,12 +53,12 @@ HOOKS: dict[str, tuple[bool, str, str]] = {
         True,
         "ssthresh(st, p, tp) -> float",
         "congestion event (entry into recovery, RTO from open, ECN): return the new "
-        "ssthresh (packets); cwnd is still the pre-event window, tp[EVENT] says which",
+        "ssthresh (packets); cwnd is still the pre-event window, tp.event says which",
     ),
     "cong_avoid": (
         True,
         "cong_avoid(st, p, tp, n)",
-        "ACK newly acknowledging data outside recovery: grow tp[CWND] for n newly "
+        "ACK newly acknowledging data outside recovery: grow tp.cwnd for n newly "
         "acked + SACKed packets (slow start and congestion avoidance)",
     ),
     "on_ack": (
@@ -74,7 +74,7 @@ HOOKS: dict[str, tuple[bool, str, str]] = {
     "on_round_end": (
         False,
         "on_round_end(st, p, tp)",
-        "the ACK that closes an RTT round; tp[ROUND_MIN_RTT] and tp[ROUND_SAMPLES] describe the round just completed",
+        "the ACK that closes an RTT round; tp.round_min_rtt and tp.round_samples describe the round just completed",
     ),
     "on_recovery_exit": (
         False,
@@ -90,8 +90,8 @@ HOOKS: dict[str, tuple[bool, str, str]] = {
         False,
         "cong_control(st, p, tp, n)",
         "every ACK, INSTEAD of the engine's PRR and cong_avoid (Linux "
-        "tcp_congestion_ops.cong_control, e.g. BBR): set tp[CWND] from the model; n = "
-        "newly acked + SACKed packets; tp[RS_*] hold the ACK's delivery-rate sample; the "
+        "tcp_congestion_ops.cong_control, e.g. BBR): set tp.cwnd from the model; n = "
+        "newly acked + SACKed packets; tp.rs_* hold the ACK's delivery-rate sample; the "
         "engine no longer sets cwnd at recovery entry/exit or ECN",
     ),
     "undo_cwnd": (
@@ -206,7 +206,7 @@ class Algorithm:
     default_set: bool = True
     # the one flavor this declaration implements, when the algorithm's flavors differ in most
     # hooks and live in separate modules (cubic_rfc.py, cubic_linux.py: one declaration each,
-    # same name and default_flavor); None: the module implements both and reads tp[FLAVOR]
+    # same name and default_flavor); None: the module implements both and reads tp.flavor
     flavor: str | None = None
     wraps: bool = False  # a wrapper (composed as name+base)
     defaults: dict[str, Any] = field(default_factory=dict)  # preset overrides of param defaults
@@ -234,7 +234,7 @@ class Algorithm:
 
 
 def common_params(algo: Algorithm) -> tuple[Param, ...]:
-    """Parameters every algorithm has; the engine reads them (tp[FLAVOR], tp[IW])."""
+    """Parameters every algorithm has; the engine reads them (tp.flavor, tp.iw)."""
     return (
         Param(
             "flavor",

@@ -88,7 +88,7 @@ def _getter(i: int, kind: str) -> Callable[[np.ndarray], Any]:
 
 
 @cache
-def _interp_class(fields: tuple[tuple[str, str], ...]) -> type[Interp]:
+def interp_class(fields: tuple[tuple[str, str], ...]) -> type[Interp]:
     ns: dict[str, Any] = {"FIELDS": fields, "__slots__": ()}
     for i, (n, k) in enumerate(fields):
         ns[n] = property(_getter(i, k), _setter(i))
@@ -109,7 +109,7 @@ def interp(rec: Any) -> Any:
     if not isinstance(rec, np.void):
         return rec
     fields = _fields_of(rec.dtype)
-    v = np.array([float(rec[n]) for n, _ in fields], dtype=np.float64).view(_interp_class(fields))
+    v = np.array([float(rec[n]) for n, _ in fields], dtype=np.float64).view(interp_class(fields))
     return v
 
 

@@ -1,9 +1,13 @@
-"""The engine's per-flow context ("tcp_sock"): named slots of one float64 array ``tp``.
+"""The engine's per-flow context ("tcp_sock"): one record ``tp`` of named float64 fields.
 
 Linux congestion-control modules read and write ``struct tcp_sock`` (snd_cwnd, snd_ssthresh,
-snd_cwnd_cnt, srtt …); hscc-trace algorithms do the same through ``tp[SLOT]``. The engine
-(:mod:`hscc_trace.replay._loop`) owns every slot below; algorithms may only *write* ``CWND``,
-``SSTHRESH`` and ``CWND_CNT`` (everything else is input they read).
+snd_cwnd_cnt, srtt …); hscc-trace algorithms do the same through ``tp.cwnd``, ``tp.ssthresh``
+…: each slot below, declared once with its unit, is the field of its lower-cased name
+(:data:`FIELDS`). The engine (:mod:`hscc_trace.replay.engine`) fills a float64 array by slot
+and hands the loop its record view (:func:`record`, the same memory, so a compiled hook's
+``tp.cwnd`` is the load of a fixed offset, as ``tp[CWND]`` was). The engine
+(:mod:`hscc_trace.replay._loop`) owns every field; algorithms may only *write* ``cwnd``,
+``ssthresh`` and ``cwnd_cnt`` (everything else is input they read).
 
 Units: windows and counts in MSS-sized packets (floats), times in seconds since the first ACK
 of the replayed stream, RTTs in seconds. ``nan`` means "no value yet".
@@ -13,6 +17,10 @@ The second block (``E_*``) names the columns of the per-ACK input matrix ``ev`` 
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
 
 # --- tp: the congestion state the algorithm acts on ------------------------------------------
 CWND = 0  # packets — congestion window (algorithms write)
@@ -71,6 +79,30 @@ RS_LOSSES = 45  # packets newly marked lost by this ACK (estimated: retransmitte
 DELIVERED_TIME = 46  # s — time of the last ACK that delivered data (Linux tp->delivered_mstamp)
 NTP = 47  # size of tp
 
+#: tp's fields, in slot order: (name, kind) as replay.state declares records
+FIELDS: tuple[tuple[str, str], ...] = tuple(
+    (k.lower(), "float")
+    for k, v in sorted(
+        ((k, v) for k, v in dict(globals()).items() if k.isupper() and isinstance(v, int)), key=lambda kv: kv[1]
+    )
+    if v < NTP and not k.startswith("E_")
+)
+assert len(FIELDS) == NTP  # (every slot 0 … NTP-1 once)
+
+
+def record(tpa: Any) -> Any:
+    """The record view of a float64 array of NTP slots (what compiled hooks receive as ``tp``)."""
+    return tpa.view(_DTYPE)[0]
+
+
+def interp(tpa: Any) -> Any:
+    """The interpreted view of the same array: ``tp.cwnd`` is ``tpa[CWND]`` (no copy;
+    :func:`hscc_trace.replay.state.interp`'s twin class)."""
+    from .state import interp_class
+
+    return tpa.view(interp_class(FIELDS))
+
+
 # --- ev: the per-ACK input matrix (one row per ACK, float64) ---------------------------------
 E_T = 0  # s since the first ACK
 E_ACKED = 1  # packets newly cumulatively acked
@@ -110,3 +142,5 @@ EV_RTO = 2
 EV_ECN = 3
 RFC = 0
 LINUX = 1
+
+_DTYPE = np.dtype([(n, np.float64) for n, _ in FIELDS])

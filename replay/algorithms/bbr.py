@@ -4,7 +4,7 @@ BBR does not grow a window from ACKs and cut it on loss: it builds a model of th
 the pacing rate and cwnd from it (Linux ``cong_control`` hook, called on every ACK *instead of*
 PRR / cong_avoid — the engine's ``cong_control`` contract). Per ACK (``bbr_main``):
 
-* **model** (``bbr_update_model``): the ACK's delivery-rate sample (engine, tp[RS_*]: delivered
+* **model** (``bbr_update_model``): the ACK's delivery-rate sample (engine, tp.rs_*: delivered
   packets / interval, draft-cheng-iccrg-delivery-rate-estimation as in Linux tcp_rate.c) feeds
   ``btl_bw`` = windowed max over ``bw_rounds`` packet-timed rounds (Kathleen Nichols' 3-sample
   max filter, Linux lib/win_minmax.c); a round starts when the sampled packet was sent after the
@@ -42,7 +42,7 @@ real-valued gains (2/ln 2, ln 2/2), no ACK-aggregation allowance and no pacing m
 
 Policer detection (``bbr_lt_bw_sampling``, parameter ``lt_bw``): two 4-16-round intervals with
 ≥ 20 % loss and the same delivery rate → pace at their mean (gain 1) for 48 rounds; losses are
-the engine's estimate (retransmissions, tp[RS_LOSSES]).
+the engine's estimate (retransmissions, tp.rs_losses).
 
 Not modelled (documented in docs/algorithms/bbr.md): idle restarts (``CA_EVENT_TX_START``), the EDT
 pacing offset of ``bbr_packets_in_net_at_edt`` (taken as 0: in-flight is the trace's), the
@@ -60,26 +60,9 @@ from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field, choice_names
 from hscc_trace.replay.tp import (
-    CWND,
-    DELIVERED,
-    DELIVERED_TIME,
-    FLAVOR,
     LINUX,
-    MSS,
-    NOW,
     OPEN,
-    PIPE,
-    PRIOR_FLIGHT,
     RECOVERY,
-    RS_DELIVERED,
-    RS_INTERVAL,
-    RS_LOSSES,
-    RS_PRIOR_DELIVERED,
-    RTT,
-    RTT_NEW,
-    SRTT,
-    SSTHRESH,
-    STATE,
 )
 
 
@@ -101,7 +84,7 @@ BW_UNIT = 16777216.0  # 2^24: Linux keeps bw in packets/µs << 24
 @jit
 def _q(g, tp):
     """A gain in Linux's 1/256 fixed point (BBR_UNIT) for flavor linux; as is for rfc."""
-    if tp[FLAVOR] == LINUX:
+    if tp.flavor == LINUX:
         return math.floor(g * 256.0) / 256.0
     return g
 
@@ -109,7 +92,7 @@ def _q(g, tp):
 @jit
 def _high_gain(p, tp):
     """bbr_high_gain = BBR_UNIT · 2885 / 1000 + 1 (= 739/256) for linux; 2/ln 2 for rfc."""
-    if tp[FLAVOR] == LINUX:
+    if tp.flavor == LINUX:
         return (math.floor(p.high_gain * 256.0) + 1.0) / 256.0
     return p.high_gain
 
@@ -138,9 +121,9 @@ def _bw(st):
 @jit
 def _reset_lt_interval(st, tp):
     """bbr_reset_lt_bw_sampling_interval."""
-    dt = tp[DELIVERED_TIME]
+    dt = tp.delivered_time
     st.lt_last_stamp = math.floor(dt * 1000.0) if dt == dt else 0.0  # ms; nan before any delivery
-    st.lt_last_delivered = tp[DELIVERED]
+    st.lt_last_delivered = tp.delivered
     st.lt_last_lost = st.lost
     st.lt_rtt_cnt = 0.0
 
@@ -159,7 +142,7 @@ def _lt_interval_done(st, p, tp, bw):
     """bbr_lt_bw_interval_done: two intervals within 1/8 (or 4 kbit/s) → policed, use their mean."""
     if st.lt_bw > 0.0:
         diff = abs(bw - st.lt_bw)
-        if diff <= st.lt_bw / 8.0 or diff * tp[MSS] * (1.0 - p.pacing_margin) <= 500.0:
+        if diff <= st.lt_bw / 8.0 or diff * tp.mss * (1.0 - p.pacing_margin) <= 500.0:
             st.lt_bw = (bw + st.lt_bw) / 2.0
             st.lt_use_bw = True
             st.pacing_gain = 1.0
@@ -200,13 +183,13 @@ def _lt_sampling(st, p, tp, losses, app_limited):
     if losses <= 0.0:
         return
     lost = st.lost - st.lt_last_lost
-    delivered = tp[DELIVERED] - st.lt_last_delivered
+    delivered = tp.delivered - st.lt_last_delivered
     if delivered <= 0.0 or lost * 256.0 < 50.0 * delivered:  # bbr_lt_loss_thresh = 50/256
         return
-    t_ms = math.floor(tp[DELIVERED_TIME] * 1000.0) - st.lt_last_stamp
+    t_ms = math.floor(tp.delivered_time * 1000.0) - st.lt_last_stamp
     if t_ms < 1.0:
         return
-    if tp[FLAVOR] == LINUX:  # delivered · 2^24 / (t · 1000 µs), integer
+    if tp.flavor == LINUX:  # delivered · 2^24 / (t · 1000 µs), integer
         bw = math.floor(delivered * BW_UNIT / (t_ms * 1000.0)) / BW_UNIT * 1e6
     else:
         bw = delivered / (t_ms / 1000.0)
@@ -272,7 +255,7 @@ def _tso_segs_goal(st, p, tp):
     rate_bytes = st.pacing_rate / 8.0
     by = min(rate_bytes / 2.0**p.pacing_shift, GSO_BYTES_MAX)
     min_segs = 1.0 if rate_bytes < p.min_tso_rate / 8.0 else 2.0  # bbr_min_tso_segs
-    return min(max(math.floor(by / tp[MSS]), min_segs), 127.0)
+    return min(max(math.floor(by / tp.mss), min_segs), 127.0)
 
 
 @jit
@@ -294,19 +277,19 @@ def _inflight(st, p, tp, bw, gain):
 @jit
 def _pacing_rate(st, p, tp, bw, gain):
     """bbr_bw_to_pacing_rate in bit/s: gain · bw · MSS · 8 · (1 − margin) (no margin for rfc)."""
-    margin = p.pacing_margin if tp[FLAVOR] == LINUX else 0.0
-    return bw * tp[MSS] * 8.0 * gain * (1.0 - margin)
+    margin = p.pacing_margin if tp.flavor == LINUX else 0.0
+    return bw * tp.mss * 8.0 * gain * (1.0 - margin)
 
 
 @jit
 def _init_pacing_rate(st, p, tp):
     """bbr_init_pacing_rate_from_rtt: high_gain · cwnd / srtt (nominal 1 ms before any sample)."""
-    if tp[SRTT] > 0.0:
-        rtt = tp[SRTT]
+    if tp.srtt > 0.0:
+        rtt = tp.srtt
         st.has_seen_rtt = True
     else:
         rtt = 0.001
-    st.pacing_rate = _pacing_rate(st, p, tp, tp[CWND] / rtt, _high_gain(p, tp))
+    st.pacing_rate = _pacing_rate(st, p, tp, tp.cwnd / rtt, _high_gain(p, tp))
 
 
 @jit
@@ -320,7 +303,7 @@ def _reset_probe_bw(st, p, tp):
 @jit
 def _advance_cycle(st, tp):
     st.cycle_idx = (st.cycle_idx + 1.0) % CYCLE_LEN
-    st.cycle_stamp = tp[DELIVERED_TIME]
+    st.cycle_stamp = tp.delivered_time
 
 
 @jit
@@ -335,9 +318,9 @@ def _reset_mode(st, p, tp):
 def _save_cwnd(st, tp):
     """bbr_save_cwnd: remember the last good cwnd (never one cut by recovery or PROBE_RTT)."""
     if st.prev_ca_state == OPEN and st.mode != Mode.PROBE_RTT:
-        st.prior_cwnd = tp[CWND]
+        st.prior_cwnd = tp.cwnd
     else:
-        st.prior_cwnd = max(st.prior_cwnd, tp[CWND])
+        st.prior_cwnd = max(st.prior_cwnd, tp.cwnd)
 
 
 @jit
@@ -345,7 +328,7 @@ def init(st, p, tp):
     st.mode = Mode.STARTUP
     st.cycle_idx = 0.0
     st.min_rtt = math.inf
-    st.min_rtt_stamp = tp[NOW]
+    st.min_rtt_stamp = tp.now
     st.probe_rtt_done = -1.0
     st.app_limited_from = math.inf
     st.app_limited_to = math.inf
@@ -361,7 +344,7 @@ def init(st, p, tp):
 def ssthresh(st, p, tp):
     """bbr_ssthresh: entering recovery saves cwnd; ssthresh itself is left as it is."""
     _save_cwnd(st, tp)
-    return tp[SSTHRESH]
+    return tp.ssthresh
 
 
 @jit
@@ -384,7 +367,7 @@ def undo_cwnd(st, p, tp):
     st.full_bw = 0.0
     st.full_bw_cnt = 0.0
     _reset_lt(st, tp)
-    return tp[CWND]
+    return tp.cwnd
 
 
 @jit
@@ -393,17 +376,17 @@ def _update_bw(st, p, tp, valid, app_limited):
     st.round_start = False
     if not valid:
         return
-    if tp[RS_PRIOR_DELIVERED] >= st.next_rtt_delivered - 1e-9:
-        st.next_rtt_delivered = tp[DELIVERED]
+    if tp.rs_prior_delivered >= st.next_rtt_delivered - 1e-9:
+        st.next_rtt_delivered = tp.delivered
         st.rtt_cnt += 1.0
         st.round_start = True
         st.packet_conservation = False
-    _lt_sampling(st, p, tp, tp[RS_LOSSES], app_limited)
-    if tp[FLAVOR] == LINUX:  # bw = delivered · 2^24 / interval_us, integer (packets/µs << 24)
-        bw = math.floor(tp[RS_DELIVERED] * BW_UNIT / math.floor(tp[RS_INTERVAL] * 1e6)) / BW_UNIT * 1e6
+    _lt_sampling(st, p, tp, tp.rs_losses, app_limited)
+    if tp.flavor == LINUX:  # bw = delivered · 2^24 / interval_us, integer (packets/µs << 24)
+        bw = math.floor(tp.rs_delivered * BW_UNIT / math.floor(tp.rs_interval * 1e6)) / BW_UNIT * 1e6
     else:
-        bw = tp[RS_DELIVERED] / tp[RS_INTERVAL]
-    st.delivery_rate = bw * tp[MSS] * 8.0
+        bw = tp.rs_delivered / tp.rs_interval
+    st.delivery_rate = bw * tp.mss * 8.0
     if not app_limited or bw >= _max_bw(st):
         _minmax_running_max(st, p.bw_rounds, st.rtt_cnt, bw)
 
@@ -411,7 +394,7 @@ def _update_bw(st, p, tp, valid, app_limited):
 @jit
 def _update_ack_aggregation(st, p, tp, valid, acked):
     """bbr_update_ack_aggregation: max packets acked beyond btl_bw · epoch, over 5-10 rounds."""
-    if not p.extra_acked or tp[FLAVOR] != LINUX or acked <= 0.0 or not valid:
+    if not p.extra_acked or tp.flavor != LINUX or acked <= 0.0 or not valid:
         return
     if st.round_start:
         st.extra_acked_win_rtts = min(31.0, st.extra_acked_win_rtts + 1.0)
@@ -422,14 +405,14 @@ def _update_ack_aggregation(st, p, tp, valid, acked):
                 st.extra_acked0 = 0.0
             else:
                 st.extra_acked1 = 0.0
-    now = tp[DELIVERED_TIME]
+    now = tp.delivered_time
     expected = math.floor(_bw(st) * (now - st.ack_epoch_stamp))
     if st.ack_epoch_acked <= expected or st.ack_epoch_acked + acked >= 1048576.0:
         st.ack_epoch_acked = 0.0
         st.ack_epoch_stamp = now
         expected = 0.0
     st.ack_epoch_acked = min(1048575.0, st.ack_epoch_acked + acked)
-    extra = min(st.ack_epoch_acked - expected, tp[CWND])
+    extra = min(st.ack_epoch_acked - expected, tp.cwnd)
     if st.extra_acked_win_idx == 0.0:
         st.extra_acked0 = max(st.extra_acked0, extra)
     else:
@@ -439,7 +422,7 @@ def _update_ack_aggregation(st, p, tp, valid, acked):
 @jit
 def _ack_aggregation_cwnd(st, p, tp):
     """bbr_ack_aggregation_cwnd: the allowance, once the pipe is full, ≤ btl_bw · 100 ms."""
-    if not p.extra_acked or tp[FLAVOR] != LINUX or not st.full_bw_reached:
+    if not p.extra_acked or tp.flavor != LINUX or not st.full_bw_reached:
         return 0.0
     cap = math.floor(_bw(st) * p.extra_acked_max)
     return min(math.floor(max(st.extra_acked0, st.extra_acked1)), cap)
@@ -450,16 +433,16 @@ def _update_cycle_phase(st, p, tp):
     """bbr_update_cycle_phase / bbr_is_next_cycle_phase (EDT offset taken as 0)."""
     if st.mode != Mode.PROBE_BW:
         return
-    full_length = tp[DELIVERED_TIME] - st.cycle_stamp > st.min_rtt
+    full_length = tp.delivered_time - st.cycle_stamp > st.min_rtt
     gain = st.pacing_gain
     if gain == 1.0:
         nxt = full_length
     else:
-        inflight = tp[PRIOR_FLIGHT]
+        inflight = tp.prior_flight
         bw = _max_bw(st)
         if gain > 1.0:
             inflight += _tso_segs_goal(st, p, tp)  # the skb departing at EDT
-            nxt = full_length and (tp[RS_LOSSES] > 0.0 or inflight >= _inflight(st, p, tp, bw, gain))
+            nxt = full_length and (tp.rs_losses > 0.0 or inflight >= _inflight(st, p, tp, bw, gain))
         else:
             nxt = full_length or inflight <= _inflight(st, p, tp, bw, 1.0)
     if nxt:
@@ -486,27 +469,27 @@ def _check_drain(st, p, tp):
     """bbr_check_drain: STARTUP → DRAIN (ssthresh = 1·BDP target) → PROBE_BW once drained."""
     if st.mode == Mode.STARTUP and st.full_bw_reached:
         st.mode = Mode.DRAIN
-        tp[SSTHRESH] = _inflight(st, p, tp, _max_bw(st), 1.0)
-    if st.mode == Mode.DRAIN and tp[PIPE] <= _inflight(st, p, tp, _max_bw(st), 1.0):
+        tp.ssthresh = _inflight(st, p, tp, _max_bw(st), 1.0)
+    if st.mode == Mode.DRAIN and tp.pipe <= _inflight(st, p, tp, _max_bw(st), 1.0):
         _reset_probe_bw(st, p, tp)
 
 
 @jit
 def _check_probe_rtt_done(st, p, tp):
-    if not (st.probe_rtt_done >= 0.0 and tp[NOW] > st.probe_rtt_done):
+    if not (st.probe_rtt_done >= 0.0 and tp.now > st.probe_rtt_done):
         return
-    st.min_rtt_stamp = tp[NOW]  # wait a while until the next PROBE_RTT
-    tp[CWND] = max(tp[CWND], st.prior_cwnd)
+    st.min_rtt_stamp = tp.now  # wait a while until the next PROBE_RTT
+    tp.cwnd = max(tp.cwnd, st.prior_cwnd)
     _reset_mode(st, p, tp)
 
 
 @jit
 def _update_min_rtt(st, p, tp, valid):
     """bbr_update_min_rtt: min_rtt filter, PROBE_RTT entry, hold and exit."""
-    expired = tp[NOW] > st.min_rtt_stamp + p.min_rtt_win
-    if tp[RTT_NEW] > 0.0 and (tp[RTT] <= st.min_rtt or expired):
-        st.min_rtt = tp[RTT]
-        st.min_rtt_stamp = tp[NOW]
+    expired = tp.now > st.min_rtt_stamp + p.min_rtt_win
+    if tp.rtt_new > 0.0 and (tp.rtt <= st.min_rtt or expired):
+        st.min_rtt = tp.rtt
+        st.min_rtt_stamp = tp.now
     if p.probe_rtt_time > 0.0 and expired and st.mode != Mode.PROBE_RTT:
         st.mode = Mode.PROBE_RTT  # dip, drain the queue
         _save_cwnd(st, tp)
@@ -514,19 +497,19 @@ def _update_min_rtt(st, p, tp, valid):
     if st.mode == Mode.PROBE_RTT:
         # samples of packets sent now are app-limited (tp->app_limited = delivered + in flight)
         if not (st.app_limited_to == math.inf and st.app_limited_from < math.inf):
-            st.app_limited_from = tp[DELIVERED]
+            st.app_limited_from = tp.delivered
             st.app_limited_to = math.inf
-        if st.probe_rtt_done < 0.0 and tp[PIPE] <= p.min_cwnd:
-            st.probe_rtt_done = tp[NOW] + p.probe_rtt_time
+        if st.probe_rtt_done < 0.0 and tp.pipe <= p.min_cwnd:
+            st.probe_rtt_done = tp.now + p.probe_rtt_time
             st.probe_rtt_round_done = False
-            st.next_rtt_delivered = tp[DELIVERED]
+            st.next_rtt_delivered = tp.delivered
         elif st.probe_rtt_done >= 0.0:
             if st.round_start:
                 st.probe_rtt_round_done = True
             if st.probe_rtt_round_done:
                 _check_probe_rtt_done(st, p, tp)
     elif st.app_limited_to == math.inf and st.app_limited_from < math.inf:
-        st.app_limited_to = tp[DELIVERED]  # marking ends with PROBE_RTT
+        st.app_limited_to = tp.delivered  # marking ends with PROBE_RTT
 
 
 @jit
@@ -549,45 +532,45 @@ def _update_gains(st, p, tp):
 @jit
 def _set_cwnd(st, p, tp, acked, bw, gain):
     """bbr_set_cwnd with bbr_set_cwnd_to_recover_or_restore."""
-    cwnd = tp[CWND]
+    cwnd = tp.cwnd
     if acked > 0.0:
         conserve = False
-        if tp[RS_LOSSES] > 0.0:
-            cwnd = max(cwnd - tp[RS_LOSSES], 1.0)
-        state = tp[STATE]
+        if tp.rs_losses > 0.0:
+            cwnd = max(cwnd - tp.rs_losses, 1.0)
+        state = tp.state
         prev = st.prev_ca_state
         if state == RECOVERY and prev != RECOVERY:  # first round of recovery: packet conservation
             st.packet_conservation = True
-            st.next_rtt_delivered = tp[DELIVERED]  # start the round now
-            cwnd = tp[PIPE] + acked
+            st.next_rtt_delivered = tp.delivered  # start the round now
+            cwnd = tp.pipe + acked
         elif prev != OPEN and state == OPEN:  # recovery over: restore the saved cwnd
             cwnd = max(cwnd, st.prior_cwnd)
             st.packet_conservation = False
         st.prev_ca_state = state
         if st.packet_conservation:
             conserve = True
-            cwnd = max(cwnd, tp[PIPE] + acked)
+            cwnd = max(cwnd, tp.pipe + acked)
         if not conserve:
             target = _bdp(st, bw, gain) + _ack_aggregation_cwnd(st, p, tp)
             target = _quantization_budget(st, p, tp, target)
             st.target_cwnd = target
             if st.full_bw_reached:  # only cut cwnd once the pipe was filled
                 cwnd = min(cwnd + acked, target)
-            elif cwnd < target or tp[DELIVERED] < TCP_INIT_CWND:
+            elif cwnd < target or tp.delivered < TCP_INIT_CWND:
                 cwnd = cwnd + acked
             cwnd = max(cwnd, p.min_cwnd)
-    tp[CWND] = cwnd
+    tp.cwnd = cwnd
     if st.mode == Mode.PROBE_RTT:  # drain the queue, refresh min_rtt
-        tp[CWND] = min(tp[CWND], p.min_cwnd)
+        tp.cwnd = min(tp.cwnd, p.min_cwnd)
 
 
 @jit
 def cong_control(st, p, tp, n):
     """bbr_main: update the model, then the pacing rate and cwnd (n = packets acked + SACKed)."""
-    valid = tp[RS_DELIVERED] >= 0.0 and tp[RS_INTERVAL] > 0.0  # False for nan (no sample)
-    if tp[RS_LOSSES] > 0.0:
-        st.lost += tp[RS_LOSSES]
-    app_limited = valid and st.app_limited_from <= tp[RS_PRIOR_DELIVERED] < st.app_limited_to
+    valid = tp.rs_delivered >= 0.0 and tp.rs_interval > 0.0  # False for nan (no sample)
+    if tp.rs_losses > 0.0:
+        st.lost += tp.rs_losses
+    app_limited = valid and st.app_limited_from <= tp.rs_prior_delivered < st.app_limited_to
     # bbr_update_model
     _update_bw(st, p, tp, valid, app_limited)
     _update_ack_aggregation(st, p, tp, valid, n)
@@ -597,19 +580,19 @@ def cong_control(st, p, tp, n):
     _update_min_rtt(st, p, tp, valid)
     _update_gains(st, p, tp)
     bw = _bw(st)
-    st.btl_bw = bw * tp[MSS] * 8.0
+    st.btl_bw = bw * tp.mss * 8.0
     # bbr_set_pacing_rate
     rate = _pacing_rate(st, p, tp, bw, st.pacing_gain)
-    if not st.has_seen_rtt and tp[SRTT] > 0.0:
+    if not st.has_seen_rtt and tp.srtt > 0.0:
         _init_pacing_rate(st, p, tp)
     if st.full_bw_reached or rate > st.pacing_rate:
         st.pacing_rate = rate
     _set_cwnd(st, p, tp, n, bw, st.cwnd_gain)
     # a paced sender's flight is its pacing rate times the RTT (Little's law), capped by cwnd
-    if tp[SRTT] > 0.0:
-        st.inflight_cap = min(tp[CWND], st.pacing_rate / (8.0 * tp[MSS]) * tp[SRTT])
+    if tp.srtt > 0.0:
+        st.inflight_cap = min(tp.cwnd, st.pacing_rate / (8.0 * tp.mss) * tp.srtt)
     else:
-        st.inflight_cap = tp[CWND]
+        st.inflight_cap = tp.cwnd
 
 
 _SRC = "Linux net/ipv4/tcp_bbr.c"

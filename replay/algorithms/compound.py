@@ -5,7 +5,7 @@ reading used here:
 
 * §III-A eq. (1): ``win = min(cwnd + dwnd, awnd)`` — the sending window; ``cwnd`` (here
   ``cwnd_loss``) is the loss-based Reno component, ``dwnd`` the delay-based component and
-  ``awnd`` the receiver's advertised window. The engine's window (``tp[CWND]``, the ``cwnd``
+  ``awnd`` the receiver's advertised window. The engine's window (``tp.cwnd``, the ``cwnd``
   output column) is ``win``.
 * §III-A eq. (2): in congestion avoidance ``cwnd_loss += N/win`` per ACK of N packets; slow
   start is Reno's with ``dwnd = 0`` (§III-A, "we initially set dwnd to zero if the connection
@@ -52,7 +52,7 @@ from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field, choice_names
-from hscc_trace.replay.tp import CWND, EV_RTO, EVENT, FLAVOR, LINUX, OPEN, RWND, SRTT, SSTHRESH, STATE
+from hscc_trace.replay.tp import EV_RTO, LINUX, OPEN
 
 
 class RttSource(IntEnum):
@@ -64,20 +64,20 @@ class RttSource(IntEnum):
 
 @jit
 def set_win(st, p, tp):
-    """win = min(cwnd_loss + dwnd, awnd); tp[CWND] = win.
+    """win = min(cwnd_loss + dwnd, awnd); tp.cwnd = win.
 
     Only called in congestion avoidance: a window that shrank below ssthresh lowers ssthresh with
     it, so that the flow does not fall back into slow start."""
     win = st.cwnd_loss + st.dwnd
-    if p.awnd and tp[RWND] > 0.0:
-        awnd = max(tp[RWND], 1.0)
+    if p.awnd and tp.rwnd > 0.0:
+        awnd = max(tp.rwnd, 1.0)
         if win > awnd:
             st.dwnd = max(min(st.dwnd, awnd - st.cwnd_loss), 0.0)
             win = awnd
     st.win = win
-    tp[CWND] = win
-    if win < tp[SSTHRESH]:  # a retreating dwnd / awnd cap stays in congestion avoidance (Linux tcp_vegas)
-        tp[SSTHRESH] = win
+    tp.cwnd = win
+    if win < tp.ssthresh:  # a retreating dwnd / awnd cap stays in congestion avoidance (Linux tcp_vegas)
+        tp.ssthresh = win
 
 
 @jit
@@ -108,9 +108,9 @@ def _lambda_compiled(params):
 
 @jit
 def init(st, p, tp):
-    st.cwnd_loss = tp[CWND]
+    st.cwnd_loss = tp.cwnd
     st.dwnd = 0.0
-    st.win = tp[CWND]
+    st.win = tp.cwnd
     st.diff = 0.0
     st.gamma = p.gamma
     st.diff_reno = math.nan
@@ -118,7 +118,7 @@ def init(st, p, tp):
     st.base_rtt = math.nan
     st.rnd_min = math.nan
     st.rnd_n = 0
-    st.prior_loss = tp[CWND]
+    st.prior_loss = tp.cwnd
     st.prior_dwnd = 0.0
     st.active = False
 
@@ -127,7 +127,7 @@ def init(st, p, tp):
 def on_rtt_sample(st, p, tp, rtt):
     if not (st.base_rtt <= rtt):
         st.base_rtt = rtt
-    if tp[STATE] == OPEN:  # no sampling during recovery
+    if tp.state == OPEN:  # no sampling during recovery
         if not (st.rnd_min <= rtt):
             st.rnd_min = rtt
         st.rnd_n += 1
@@ -135,11 +135,11 @@ def on_rtt_sample(st, p, tp, rtt):
 
 @jit
 def on_round_end(st, p, tp):
-    rtt = st.rnd_min if p.rtt_source == RttSource.ROUND_MIN else tp[SRTT]
+    rtt = st.rnd_min if p.rtt_source == RttSource.ROUND_MIN else tp.srtt
     nsamp = st.rnd_n
     st.rnd_min = math.nan
     st.rnd_n = 0
-    if tp[STATE] != OPEN or tp[CWND] < tp[SSTHRESH]:  # recovery, or slow start (dwnd stays 0)
+    if tp.state != OPEN or tp.cwnd < tp.ssthresh:  # recovery, or slow start (dwnd stays 0)
         st.active = False
         return
     if nsamp <= p.min_samples or not (rtt > 0.0) or not (st.base_rtt > 0.0):
@@ -150,7 +150,7 @@ def on_round_end(st, p, tp):
     st.diff_reno_valid = True
     if st.win > p.low_window:
         st.active = True
-        if tp[FLAVOR] == LINUX and st.diff < st.gamma and not H.linux_cwnd_limited(tp):
+        if tp.flavor == LINUX and st.diff < st.gamma and not H.linux_cwnd_limited(tp):
             return  # linux: no growth of an unused window
         st.dwnd = dwnd_update(st.dwnd, st.win, st.diff, st.gamma, p.alpha, p.k, p.zeta)
     else:
@@ -162,7 +162,7 @@ def on_round_end(st, p, tp):
 def ssthresh(st, p, tp):
     st.prior_loss = st.cwnd_loss
     st.prior_dwnd = st.dwnd
-    if tp[EVENT] != EV_RTO and p.gamma_tuning and st.diff_reno_valid:
+    if tp.event != EV_RTO and p.gamma_tuning and st.diff_reno_valid:
         st.gamma = gamma_update(st.gamma, st.diff_reno, _lambda(p), p.gamma_min, p.gamma_max)
         st.diff_reno_valid = False
     win = st.win
@@ -181,9 +181,9 @@ def on_recovery_exit(st, p, tp):
 
 @jit
 def on_rto(st, p, tp):
-    st.cwnd_loss = tp[CWND]  # 1 packet, slow start
+    st.cwnd_loss = tp.cwnd  # 1 packet, slow start
     st.dwnd = 0.0
-    st.win = tp[CWND]
+    st.win = tp.cwnd
     st.rnd_min = math.nan
     st.rnd_n = 0
     st.diff_reno_valid = False
@@ -195,7 +195,7 @@ def undo_cwnd(st, p, tp):
     st.cwnd_loss = max(st.cwnd_loss, st.prior_loss)
     st.dwnd = max(st.dwnd, st.prior_dwnd)
     st.win = st.cwnd_loss + st.dwnd
-    return max(tp[CWND], st.win)
+    return max(tp.cwnd, st.win)
 
 
 @jit
@@ -204,12 +204,12 @@ def cong_avoid(st, p, tp, n):
     if g == H.HELD:
         return
     if g == H.SLOW_START:  # slow start: Reno's, dwnd = 0
-        st.cwnd_loss = tp[CWND]
+        st.cwnd_loss = tp.cwnd
         st.dwnd = 0.0
-        st.win = tp[CWND]
+        st.win = tp.cwnd
         return
-    if abs(tp[CWND] - st.win) > 1e-9:  # the engine moved the window (e.g. ECN, undo): follow it
-        st.cwnd_loss = max(tp[CWND] - st.dwnd, 1.0)
+    if abs(tp.cwnd - st.win) > 1e-9:  # the engine moved the window (e.g. ECN, undo): follow it
+        st.cwnd_loss = max(tp.cwnd - st.dwnd, 1.0)
     st.cwnd_loss += n / max(st.win, 1.0)  # eq. (2): +1/win per packet
     set_win(st, p, tp)
 

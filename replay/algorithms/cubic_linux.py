@@ -24,7 +24,6 @@ from hscc_trace.replay._jit import jit
 from hscc_trace.replay.algorithms.cubic_rfc import Region
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field, choice_names
-from hscc_trace.replay.tp import CWND, MSS, NOW, SND_MAX, SND_UNA, SRTT, SSTHRESH
 
 # Linux constants (tcp_cubic.c): beta 717/1024, bic_scale 41, BICTCP_HZ 10
 BETA_LINUX = 717.0
@@ -126,10 +125,10 @@ def linux_cubic_root(a):
 
 @jit
 def _hystart_reset(st, tp):
-    now_us = math.floor(tp[NOW] * 1e6)
+    now_us = math.floor(tp.now * 1e6)
     st.round_start = now_us
     st.last_ack = now_us
-    st.end_seq = tp[SND_MAX]
+    st.end_seq = tp.snd_max
     st.curr_rtt = math.inf
     st.sample_cnt = 0
 
@@ -167,7 +166,7 @@ def init(st, p, tp):
 @jit
 def ssthresh(st, p, tp):
     """cubictcp_recalc_ssthresh: fast convergence, then max(cwnd·717/1024, 2)."""
-    cwnd = tp[CWND]
+    cwnd = tp.cwnd
     st.t_epoch = -1.0
     if cwnd < st.w_max and p.fast_convergence:
         st.w_max = math.floor(cwnd * (BETA_SCALE + BETA_LINUX) / (2.0 * BETA_SCALE))
@@ -189,36 +188,36 @@ def on_rto(st, p, tp):
 @jit
 def on_rtt_sample(st, p, tp, rtt):
     hz = p.HZ
-    jiffies = math.floor(tp[NOW] * hz)
+    jiffies = math.floor(tp.now * hz)
     if st.t_epoch >= 0.0 and jiffies - st.t_epoch < hz:  # discard samples right after recovery
         return
     delay = max(math.floor(rtt * 1e6), 1.0)
     if st.delay_min == 0.0 or st.delay_min > delay:
         st.delay_min = delay
-    if not st.found and tp[CWND] < tp[SSTHRESH] and p.hystart:
+    if not st.found and tp.cwnd < tp.ssthresh and p.hystart:
         _hystart_update(st, p, tp, delay)
 
 
 @jit
 def _hystart_update(st, p, tp, delay):
-    if tp[SND_UNA] > st.end_seq:
+    if tp.snd_una > st.end_seq:
         _hystart_reset(st, tp)
-    if tp[CWND] < p.hystart_low_window:
+    if tp.cwnd < p.hystart_low_window:
         return
-    now_us = math.floor(tp[NOW] * 1e6)
+    now_us = math.floor(tp.now * 1e6)
     # ACK-train detection
     if now_us - st.last_ack <= p.hystart_ack_delta * 1e6:
         st.last_ack = now_us
         # hystart_ack_delay: min(1 ms, 4·GSO_MAX_SIZE / pacing rate), slow-start pacing rate 2·cwnd·mss/srtt
         ack_delay = 1000.0
-        if tp[SRTT] > 0.0:
-            rate = 2.0 * tp[CWND] * tp[MSS] / tp[SRTT]
+        if tp.srtt > 0.0:
+            rate = 2.0 * tp.cwnd * tp.mss / tp.srtt
             ack_delay = min(1000.0, math.floor(65536.0 * 4.0 * 1e6 / rate))
         threshold = math.floor((st.delay_min + ack_delay) / 2.0)  # no pacing: threshold >>= 1
         if now_us - st.round_start > threshold:
             st.found = True
-            tp[SSTHRESH] = tp[CWND]
-            st.hystart_exit = tp[CWND]
+            tp.ssthresh = tp.cwnd
+            st.hystart_exit = tp.cwnd
     # delay detection
     if st.curr_rtt > delay:
         st.curr_rtt = delay
@@ -228,8 +227,8 @@ def _hystart_update(st, p, tp, delay):
         thresh = min(max(math.floor(st.delay_min / 8.0), 4000.0), 16000.0)
         if st.curr_rtt > st.delay_min + thresh:
             st.found = True
-            tp[SSTHRESH] = tp[CWND]
-            st.hystart_exit = tp[CWND]
+            tp.ssthresh = tp.cwnd
+            st.hystart_exit = tp.cwnd
 
 
 # --- growth ---------------------------------------------------------------------------------------
@@ -239,7 +238,7 @@ def _hystart_update(st, p, tp, delay):
 def _update(st, p, tp, cwnd, acked):
     """bictcp_update: sets st.cnt (and the region and target signals)."""
     hz = p.HZ
-    jiffies = math.floor(tp[NOW] * hz)
+    jiffies = math.floor(tp.now * hz)
     st.ack_cnt += acked
     if st.last_cwnd == cwnd and jiffies - st.last_time <= math.floor(hz / 32.0):
         return
@@ -299,12 +298,12 @@ def cong_avoid(st, p, tp, n):
     """cubictcp_cong_avoid: tcp_slow_start, then bictcp_update and tcp_cong_avoid_ai(cnt)."""
     if not H.linux_cwnd_limited(tp):
         return
-    if tp[CWND] < tp[SSTHRESH]:
+    if tp.cwnd < tp.ssthresh:
         st.region = Region.SLOW_START
         n = H.linux_slow_start(tp, n)
         if n <= 0.0:
             return
-    _update(st, p, tp, tp[CWND], n)
+    _update(st, p, tp, tp.cwnd, n)
     H.linux_cong_avoid_ai(tp, st.cnt, n)
 
 

@@ -29,7 +29,6 @@ from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field, choice_names
-from hscc_trace.replay.tp import CWND, NOW, PRIOR_CWND, SRTT, SSTHRESH
 
 # --- state slots ----------------------------------------------------------------------------
 
@@ -59,7 +58,7 @@ def init(st, p, tp):
 
 @jit
 def ssthresh(st, p, tp):
-    cwnd = tp[CWND]
+    cwnd = tp.cwnd
     st.prior_w_max = st.w_max
     st.cwnd_prior = cwnd
     st.t_epoch = -1.0
@@ -81,7 +80,7 @@ def on_rto(st, p, tp):
 def undo_cwnd(st, p, tp):
     st.w_max = st.prior_w_max  # §4.9: restore W_max
     st.t_epoch = -1.0
-    return max(tp[CWND], tp[PRIOR_CWND])
+    return max(tp.cwnd, tp.prior_cwnd)
 
 
 @jit
@@ -92,23 +91,23 @@ def _w_cubic(st, p, t):
 
 @jit
 def cong_avoid(st, p, tp, n):
-    if tp[CWND] < tp[SSTHRESH]:
+    if tp.cwnd < tp.ssthresh:
         st.region = Region.SLOW_START
         H.slow_start_abc(tp, n, p.L)
         return
-    cwnd = tp[CWND]
+    cwnd = tp.cwnd
     c = p.C
     beta = p.beta
     if st.t_epoch < 0.0:  # §4.2: a new congestion-avoidance epoch
-        st.t_epoch = tp[NOW]
+        st.t_epoch = tp.now
         st.cwnd_epoch = cwnd
         st.w_est = cwnd
         if st.after_rto or st.w_max < cwnd:  # §4.8 after a timeout; no loss yet
             st.w_max = cwnd
             st.after_rto = False
         st.k = ((st.w_max - cwnd) / c) ** (1.0 / 3.0) if st.w_max > cwnd else 0.0
-    t = tp[NOW] - st.t_epoch
-    rtt = tp[SRTT] if tp[SRTT] > 0.0 else 0.0
+    t = tp.now - st.t_epoch
+    rtt = tp.srtt if tp.srtt > 0.0 else 0.0
     # §4.3 Reno-friendly estimate
     alpha = 3.0 * (1.0 - beta) / (1.0 + beta)
     if st.w_est >= st.cwnd_prior:
@@ -118,13 +117,13 @@ def cong_avoid(st, p, tp, n):
     if p.reno_friendly and w_t < st.w_est:
         st.region = Region.RENO_FRIENDLY
         st.target = st.w_est
-        tp[CWND] = max(cwnd, st.w_est)
+        tp.cwnd = max(cwnd, st.w_est)
         return
     target = _w_cubic(st, p, t + rtt)
     target = min(max(target, cwnd), 1.5 * cwnd)
     st.target = target
     st.region = Region.CONCAVE if t < st.k else Region.CONVEX
-    tp[CWND] = cwnd + (target - cwnd) * n / cwnd
+    tp.cwnd = cwnd + (target - cwnd) * n / cwnd
 
 
 ALGORITHMS = (

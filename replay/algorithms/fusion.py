@@ -42,18 +42,8 @@ from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field
 from hscc_trace.replay.tp import (
-    ACKED,
-    CWND,
     EV_RTO,
-    EVENT,
-    FLAVOR,
     LINUX,
-    MIN_RTT,
-    MSS,
-    PRIOR_CWND,
-    RTT,
-    SACKED,
-    SSTHRESH,
 )
 
 from . import reno as R
@@ -73,7 +63,7 @@ def fusion_increment(cwnd, diff, alpha, w_inc, n):
 
 @jit
 def init(st, p, tp):
-    st.reno_cwnd = tp[CWND]
+    st.reno_cwnd = tp.cwnd
     st.diff = 0.0
     st.alpha = math.nan
     st.alpha3 = math.nan
@@ -81,7 +71,7 @@ def init(st, p, tp):
     st.phase = SS
     st.bw = 0.0
     st.rtt_used = math.nan
-    st.prior_reno = tp[CWND]
+    st.prior_reno = tp.cwnd
     H.westwood_init(st, tp)
     H.westwood_linux_init(st, p.HZ)
 
@@ -93,32 +83,32 @@ def on_rtt_sample(st, p, tp, rtt):
 
 @jit
 def on_ack(st, p, tp):
-    if tp[FLAVOR] == LINUX:  # the estimator as tcp_westwood.c counts it (helpers.westwood_linux_on_ack)
+    if tp.flavor == LINUX:  # the estimator as tcp_westwood.c counts it (helpers.westwood_linux_on_ack)
         bw = H.westwood_linux_on_ack(st, tp, p.HZ)
         st.bw = 8.0 * bw
-        st.w_inc = max(bw * p.dwinc / tp[MSS], p.winc_min)
+        st.w_inc = max(bw * p.dwinc / tp.mss, p.winc_min)
         return
     # Westwood+ filter over every ACK (bytes newly acked cumulatively + SACKed)
     start = st.ww_win_start
-    bw = H.westwood_on_ack(st, tp, (tp[ACKED] + tp[SACKED]) * tp[MSS])
+    bw = H.westwood_on_ack(st, tp, (tp.acked + tp.sacked) * tp.mss)
     if st.ww_win_start != start:  # a new bandwidth sample was taken
         st.bw = 8.0 * bw
-        st.w_inc = max(bw * p.dwinc / tp[MSS], p.winc_min)
+        st.w_inc = max(bw * p.dwinc / tp.mss, p.winc_min)
 
 
 @jit
 def ssthresh(st, p, tp):
     st.prior_reno = st.reno_cwnd
-    if tp[EVENT] == EV_RTO:  # Reno behaviour (docs/algorithms/fusion.md#decisions): Reno's own ssthresh hook
+    if tp.event == EV_RTO:  # Reno behaviour (docs/algorithms/fusion.md#decisions): Reno's own ssthresh hook
         return R.ssthresh(st, p, tp)
     st.reno_cwnd = max(st.reno_cwnd / 2.0, 2.0)
-    new = H.westwood_decrease(tp[CWND], tp[MIN_RTT], tp[RTT])
+    new = H.westwood_decrease(tp.cwnd, tp.min_rtt, tp.rtt)
     return max(new, st.reno_cwnd, 2.0)
 
 
 @jit
 def on_rto(st, p, tp):
-    st.reno_cwnd = tp[CWND]  # 1 packet: both windows restart in slow start
+    st.reno_cwnd = tp.cwnd  # 1 packet: both windows restart in slow start
     st.phase = SS
 
 
@@ -126,7 +116,7 @@ def on_rto(st, p, tp):
 def undo_cwnd(st, p, tp):
     # the reduction was spurious: both windows return to their values before it
     st.reno_cwnd = max(st.reno_cwnd, st.prior_reno)
-    return max(tp[CWND], tp[PRIOR_CWND], st.reno_cwnd)
+    return max(tp.cwnd, tp.prior_cwnd, st.reno_cwnd)
 
 
 @jit
@@ -136,15 +126,15 @@ def cong_avoid(st, p, tp, n):
         return
     if g == H.SLOW_START:  # slow start (Reno's), the Reno window follows
         st.phase = SS
-        st.reno_cwnd = tp[CWND]
+        st.reno_cwnd = tp.cwnd
         return
     # the Reno window: +1/reno_cwnd per acknowledged packet
     st.reno_cwnd += n / st.reno_cwnd
-    cwnd = tp[CWND]
+    cwnd = tp.cwnd
     rtt = H.rtt_by_source(p.rtt_source, tp)
     st.rtt_used = rtt
-    if rtt > 0.0 and tp[MIN_RTT] > 0.0:
-        diff = H.vegas_diff(cwnd, rtt, tp[MIN_RTT])
+    if rtt > 0.0 and tp.min_rtt > 0.0:
+        diff = H.vegas_diff(cwnd, rtt, tp.min_rtt)
         alpha = cwnd * p.dmin / rtt
         inc, phase = fusion_increment(cwnd, diff, alpha, st.w_inc, n)
         st.diff = diff
@@ -154,9 +144,9 @@ def cong_avoid(st, p, tp, n):
         cwnd += inc
     else:
         st.phase = STEADY
-    tp[CWND] = max(cwnd, st.reno_cwnd)
-    if tp[CWND] < tp[SSTHRESH]:  # a decrease phase stays in congestion avoidance (as Linux tcp_vegas)
-        tp[SSTHRESH] = tp[CWND]
+    tp.cwnd = max(cwnd, st.reno_cwnd)
+    if tp.cwnd < tp.ssthresh:  # a decrease phase stays in congestion avoidance (as Linux tcp_vegas)
+        tp.ssthresh = tp.cwnd
 
 
 _PARAMS = (

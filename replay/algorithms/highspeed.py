@@ -31,7 +31,7 @@ from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field, choice_names
-from hscc_trace.replay.tp import CWND, CWND_CNT, FLAVOR, LINUX
+from hscc_trace.replay.tp import LINUX
 
 # RFC 3649 Appendix B: window at which a(w) reaches i+1, and b(w)·256 (as scaled in Linux).
 AIMD_W = np.array(
@@ -254,16 +254,16 @@ def _update(st, p, w):
 @jit
 def init(st, p, tp):
     st.ai = 0
-    _update(st, p, tp[CWND])
-    if tp[FLAVOR] == LINUX:
+    _update(st, p, tp.cwnd)
+    if tp.flavor == LINUX:
         st.a_w = 1.0
         st.b_w = AIMD_MD[0] / 256.0
 
 
 @jit
 def ssthresh(st, p, tp):
-    w = tp[CWND]
-    if tp[FLAVOR] == LINUX:
+    w = tp.cwnd
+    if tp.flavor == LINUX:
         ai = int(st.ai)
         return max(w - math.floor(w * AIMD_MD[ai] / 256.0), 2.0)
     _update(st, p, w)
@@ -275,10 +275,10 @@ def cong_avoid(st, p, tp, n):
     g = H.growth_gate(tp, n, p.L)
     if g == H.HELD:
         return
-    if tp[FLAVOR] == LINUX:
+    if tp.flavor == LINUX:
         if g == H.SLOW_START:
             return
-        w = tp[CWND]
+        w = tp.cwnd
         ai = int(st.ai)
         last = AIMD_W.shape[0] - 1
         if w > AIMD_W[ai]:
@@ -290,14 +290,14 @@ def cong_avoid(st, p, tp, n):
         st.ai = ai
         st.a_w = ai + 1.0
         st.b_w = AIMD_MD[ai] / 256.0
-        tp[CWND_CNT] += ai + 1.0
-        if tp[CWND_CNT] >= tp[CWND]:
-            tp[CWND_CNT] -= tp[CWND]
-            tp[CWND] += 1.0
+        tp.cwnd_cnt += ai + 1.0
+        if tp.cwnd_cnt >= tp.cwnd:
+            tp.cwnd_cnt -= tp.cwnd
+            tp.cwnd += 1.0
         return
-    _update(st, p, tp[CWND])
+    _update(st, p, tp.cwnd)
     if g == H.CONG_AVOID:
-        tp[CWND] += st.a_w * n / tp[CWND]
+        tp.cwnd += st.a_w * n / tp.cwnd
 
 
 ALGORITHMS = (

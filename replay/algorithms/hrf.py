@@ -32,7 +32,7 @@ from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field, choice_names
-from hscc_trace.replay.tp import CWND, EV_RTO, EVENT, MIN_RTT, RTT
+from hscc_trace.replay.tp import EV_RTO
 
 from . import reno as R
 
@@ -80,11 +80,11 @@ def init(st, p, tp):
 
 @jit
 def ssthresh(st, p, tp):
-    if tp[EVENT] == EV_RTO:  # Reno behaviour on a timeout
+    if tp.event == EV_RTO:  # Reno behaviour on a timeout
         return R.ssthresh(st, p, tp)
     if p.decrease == Decrease.WESTWOOD:  # eq. (17)
-        return max(H.westwood_decrease(tp[CWND], tp[MIN_RTT], tp[RTT]), 2.0)
-    return max(tp[CWND] / 2.0, 2.0)  # eq. (4)
+        return max(H.westwood_decrease(tp.cwnd, tp.min_rtt, tp.rtt), 2.0)
+    return max(tp.cwnd / 2.0, 2.0)  # eq. (4)
 
 
 @jit
@@ -96,7 +96,7 @@ def cong_avoid(st, p, tp, n):
         st.mode = SS
         return
     rtt = H.rtt_by_source(p.rtt_source, tp)
-    rmin = tp[MIN_RTT]
+    rmin = tp.min_rtt
     st.rtt_used = rtt
     if not (rtt > 0.0 and rmin > 0.0):  # no delay information yet: Reno
         st.mode = RENO

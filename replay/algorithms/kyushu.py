@@ -32,16 +32,11 @@ from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field
 from hscc_trace.replay.tp import (
-    CWND,
-    DELIVERED,
     EV_ECN,
     EV_FAST_RETRANSMIT,
     EV_RTO,
     EV_SACK_RECOVERY,
-    EVENT,
-    FLAVOR,
     LINUX,
-    SSTHRESH,
 )
 
 
@@ -66,7 +61,7 @@ def post_init(st, p, tp):
     st.non_aggr = False
     st.sent = 0.0
     st.armed = False
-    st.cwnd_before = tp[CWND]
+    st.cwnd_before = tp.cwnd
     st.deliv0 = 0.0
     _save(st)
 
@@ -74,10 +69,10 @@ def post_init(st, p, tp):
 @jit
 def post_ssthresh(st, p, tp, value):
     _save(st)  # undo snapshot
-    ev = tp[EVENT]
-    st.w1 = tp[CWND]  # the engine calls ssthresh with the pre-event window
+    ev = tp.event
+    st.w1 = tp.cwnd  # the engine calls ssthresh with the pre-event window
     st.w2 = p.reduction_ratio * st.w1
-    if tp[FLAVOR] == LINUX:  # the Linux core counts whole packets (snd_cwnd is an integer)
+    if tp.flavor == LINUX:  # the Linux core counts whole packets (snd_cwnd is an integer)
         st.w2 = math.floor(st.w2)
     if ev == EV_RTO:
         st.tc = 0.0
@@ -117,15 +112,15 @@ def pre_cong_avoid(st, p, tp, n):
     if st.non_aggr:
         # the held window releases one packet per packet delivered (cumulative + SACKed, also
         # on ACKs that do not call cong_avoid): the engine's delivered count since the start
-        st.sent = tp[DELIVERED] - st.deliv0
+        st.sent = tp.delivered - st.deliv0
         if st.sent > st.b:  # period over: the base grows again from this ACK
             st.non_aggr = False
             st.armed = False
-            st.cwnd_before = tp[CWND]
+            st.cwnd_before = tp.cwnd
             return True
-        tp[CWND] = st.w2
+        tp.cwnd = st.w2
         return False
-    st.cwnd_before = tp[CWND]
+    st.cwnd_before = tp.cwnd
     return True
 
 
@@ -135,15 +130,15 @@ def post_cong_avoid(st, p, tp, n):
         return
     before = st.cwnd_before
     w2 = st.w2
-    if before < tp[SSTHRESH] or tp[CWND] < w2:  # slow start, or w2 not reached yet
+    if before < tp.ssthresh or tp.cwnd < w2:  # slow start, or w2 not reached yet
         return
     if before > w2 or w2 <= p.engage_above or st.b <= 0.0:
         st.armed = False  # already above w2, below the high-speed regime, or an empty period
         return
-    tp[CWND] = w2
+    tp.cwnd = w2
     st.non_aggr = True
     st.sent = 0.0
-    st.deliv0 = tp[DELIVERED]
+    st.deliv0 = tp.delivered
 
 
 _PARAMS = (

@@ -40,7 +40,7 @@ from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field, choice_names
-from hscc_trace.replay.tp import CWND, EXIT_ON_PARTIAL, FLAVOR, LINUX
+from hscc_trace.replay.tp import LINUX
 
 
 class RecoveryExit(IntEnum):
@@ -61,14 +61,14 @@ class Phase(IntEnum):
 def init(st, p, tp):
     st.limited = True
     st.phase = Phase.SLOW_START
-    if tp[FLAVOR] != LINUX and p.recovery_exit == RecoveryExit.NEW_ACK:
-        tp[EXIT_ON_PARTIAL] = 1.0
+    if tp.flavor != LINUX and p.recovery_exit == RecoveryExit.NEW_ACK:
+        tp.exit_on_partial = 1.0
 
 
 @jit
 def ssthresh(st, p, tp):
-    if tp[FLAVOR] == LINUX:  # tcp_reno_ssthresh: max(snd_cwnd >> 1, 2)
-        return max(math.floor(tp[CWND] / 2.0), 2.0)
+    if tp.flavor == LINUX:  # tcp_reno_ssthresh: max(snd_cwnd >> 1, 2)
+        return max(math.floor(tp.cwnd / 2.0), 2.0)
     return max(H.flight_size(tp) / 2.0, 2.0)  # RFC 5681 eq. 4, FlightSize ≤ the replayed cwnd
 
 

@@ -42,7 +42,7 @@ from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field
-from hscc_trace.replay.tp import CWND, FLAVOR, LINUX, OPEN, ROUND_END, SND_MAX, SND_UNA, SSTHRESH, STATE
+from hscc_trace.replay.tp import LINUX, OPEN
 
 
 @jit
@@ -56,7 +56,7 @@ def _reset_round(st):
 def _enable(st, tp):
     # tcp_vegas.c vegas_enable(): the next round starts at the current snd_nxt
     st.enabled = True
-    st.beg_snd_nxt = tp[SND_MAX]
+    st.beg_snd_nxt = tp.snd_max
     _reset_round(st)
 
 
@@ -96,30 +96,30 @@ def on_rto(st, p, tp):
 
 @jit
 def ssthresh(st, p, tp):
-    return max(math.floor(tp[CWND] / 2.0), 2.0)
+    return max(math.floor(tp.cwnd / 2.0), 2.0)
 
 
 @jit
 def cong_avoid(st, p, tp, n):
-    linux = tp[FLAVOR] == LINUX
-    if linux and tp[STATE] != OPEN:  # doing_vegas_now = 0 (tcp_vegas_state): tcp_reno_cong_avoid
+    linux = tp.flavor == LINUX
+    if linux and tp.state != OPEN:  # doing_vegas_now = 0 (tcp_vegas_state): tcp_reno_cong_avoid
         H.reno_cong_avoid(tp, n, 2.0)
         st.enabled = False
         return
     if linux and not st.enabled:
         _enable(st, tp)  # back in TCP_CA_Open (e.g. the loss state ended): vegas_enable
     if linux:
-        round_end = tp[SND_UNA] > st.beg_snd_nxt
+        round_end = tp.snd_una > st.beg_snd_nxt
     else:
-        round_end = st.pending or tp[ROUND_END] > 0.0
+        round_end = st.pending or tp.round_end > 0.0
     if round_end:
-        st.beg_snd_nxt = tp[SND_MAX]
+        st.beg_snd_nxt = tp.snd_max
         if st.cnt_rtt <= 2:
             H.reno_cong_avoid(tp, n, 2.0)  # too few samples: Reno for this ACK
         else:
             rtt = st.min_rtt
             base = st.base_rtt
-            cwnd = tp[CWND]
+            cwnd = tp.cwnd
             if linux:  # integer µs arithmetic, vrtt = rtt_us + 1 (tcp_vegas_pkts_acked)
                 rtt_us = math.floor(rtt * 1e6) + 1.0
                 base_us = math.floor(base * 1e6) + 1.0
@@ -127,33 +127,33 @@ def cong_avoid(st, p, tp, n):
             else:
                 diff = H.vegas_diff(cwnd, rtt, base)
             st.diff = diff
-            if diff > p.gamma and cwnd < tp[SSTHRESH]:
+            if diff > p.gamma and cwnd < tp.ssthresh:
                 # going too fast: leave slow start at the expected window + 1
                 target = cwnd * base / rtt
                 if linux:
                     target = math.floor(cwnd * (math.floor(base * 1e6) + 1.0) / (math.floor(rtt * 1e6) + 1.0))
-                tp[CWND] = min(cwnd, target + 1.0)
-                tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND])  # tcp_vegas_ssthresh
+                tp.cwnd = min(cwnd, target + 1.0)
+                tp.ssthresh = min(tp.ssthresh, tp.cwnd)  # tcp_vegas_ssthresh
                 st.adjust = 2.0
-            elif cwnd < tp[SSTHRESH]:
+            elif cwnd < tp.ssthresh:
                 H.slow_start_step(tp, n, 2.0)
                 st.adjust = 0.0
             elif diff > p.beta:
-                tp[CWND] = cwnd - 1.0
-                tp[SSTHRESH] = min(tp[SSTHRESH], tp[CWND])  # tcp_vegas_ssthresh
+                tp.cwnd = cwnd - 1.0
+                tp.ssthresh = min(tp.ssthresh, tp.cwnd)  # tcp_vegas_ssthresh
                 st.adjust = -1.0
             elif diff < p.alpha:
-                tp[CWND] = cwnd + 1.0
+                tp.cwnd = cwnd + 1.0
                 st.adjust = 1.0
             else:
                 st.adjust = 0.0
-            if tp[CWND] < 2.0:
-                tp[CWND] = 2.0
+            if tp.cwnd < 2.0:
+                tp.cwnd = 2.0
             # Linux: snd_ssthresh = tcp_current_ssthresh() = max(ssthresh, (cwnd>>1) + (cwnd>>2))
             if linux:
-                tp[SSTHRESH] = max(tp[SSTHRESH], math.floor(tp[CWND] / 2.0) + math.floor(tp[CWND] / 4.0))
+                tp.ssthresh = max(tp.ssthresh, math.floor(tp.cwnd / 2.0) + math.floor(tp.cwnd / 4.0))
         _reset_round(st)
-    elif tp[CWND] < tp[SSTHRESH]:
+    elif tp.cwnd < tp.ssthresh:
         H.slow_start_step(tp, n, 2.0)
 
 

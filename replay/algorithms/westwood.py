@@ -30,7 +30,7 @@ from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field
-from hscc_trace.replay.tp import ACKED, CWND, EV_ECN, EVENT, FLAVOR, LINUX, MSS, SACKED, SSTHRESH
+from hscc_trace.replay.tp import EV_ECN, LINUX
 
 
 @jit
@@ -39,7 +39,7 @@ def init(st, p, tp):
     H.westwood_linux_init(st, p.HZ)
     st.rtt_min = 0.0
     st.reset_rtt_min = True
-    st.ssthresh_loss = tp[SSTHRESH]
+    st.ssthresh_loss = tp.ssthresh
 
 
 @jit
@@ -52,50 +52,50 @@ def on_rtt_sample(st, p, tp, rtt):
 
 @jit
 def _bw_rttmin(st, tp):
-    if tp[FLAVOR] == LINUX:  # integer bytes per jiffy × jiffies / MSS, as tcp_westwood_bw_rttmin
+    if tp.flavor == LINUX:  # integer bytes per jiffy × jiffies / MSS, as tcp_westwood_bw_rttmin
         return H.westwood_linux_bw_rttmin(st, tp)
     if not (st.rtt_min > 0.0):
         return 2.0
-    return max(st.ww_bw * st.rtt_min / tp[MSS], 2.0)
+    return max(st.ww_bw * st.rtt_min / tp.mss, 2.0)
 
 
 @jit
 def on_ack(st, p, tp):
-    if tp[FLAVOR] == LINUX:
+    if tp.flavor == LINUX:
         bw = H.westwood_linux_on_ack(st, tp, p.HZ)
         st.rtt_min = st.wl_rtt_min_j / p.HZ
     else:
-        bw = H.westwood_on_ack(st, tp, (tp[ACKED] + tp[SACKED]) * tp[MSS])
+        bw = H.westwood_on_ack(st, tp, (tp.acked + tp.sacked) * tp.mss)
     st.bw_bps = bw * 8.0
     st.bw_rttmin = _bw_rttmin(st, tp)
 
 
 @jit
 def ssthresh(st, p, tp):
-    if tp[FLAVOR] == LINUX:
-        return max(float(int(tp[CWND] / 2.0)), 2.0)  # tcp_reno_ssthresh
+    if tp.flavor == LINUX:
+        return max(float(int(tp.cwnd / 2.0)), 2.0)  # tcp_reno_ssthresh
     w = _bw_rttmin(st, tp)  # Westwood+: ssthresh = max(2, B·RTTmin/MSS)
     st.ssthresh_loss = w
-    if tp[EVENT] == EV_ECN:  # the engine applies cwnd = min(cwnd, ssthresh) itself
+    if tp.event == EV_ECN:  # the engine applies cwnd = min(cwnd, ssthresh) itself
         return w
-    return min(tp[CWND], w)  # if cwnd > ssthresh: cwnd = ssthresh (held through recovery)
+    return min(tp.cwnd, w)  # if cwnd > ssthresh: cwnd = ssthresh (held through recovery)
 
 
 @jit
 def on_rto(st, p, tp):
-    tp[SSTHRESH] = _bw_rttmin(st, tp)  # CA_EVENT_LOSS
+    tp.ssthresh = _bw_rttmin(st, tp)  # CA_EVENT_LOSS
     st.reset_rtt_min = True
     st.wl_reset_min = True
 
 
 @jit
 def on_recovery_exit(st, p, tp):
-    if tp[FLAVOR] != LINUX:  # cwnd = min(cwnd_at_loss, ssthresh) already (engine); the paper's ssthresh
-        tp[SSTHRESH] = st.ssthresh_loss
+    if tp.flavor != LINUX:  # cwnd = min(cwnd_at_loss, ssthresh) already (engine); the paper's ssthresh
+        tp.ssthresh = st.ssthresh_loss
         return
     w = _bw_rttmin(st, tp)  # CA_EVENT_COMPLETE_CWR
-    tp[SSTHRESH] = w
-    tp[CWND] = w
+    tp.ssthresh = w
+    tp.cwnd = w
 
 
 @jit

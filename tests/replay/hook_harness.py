@@ -32,7 +32,7 @@ class Hooks:
         self.mod = self.r.base.module
         self.named = self.r.base.named
         self.p = interp(self.r.new_params())
-        self.tp = np.zeros(T.NTP)
+        self.tp = T.interp(np.zeros(T.NTP))  # tp.cwnd is tp[T.CWND]
         for k in (T.RTT, T.MIN_RTT, T.SRTT, T.RTTVAR, T.ROUND_MIN_RTT, T.CUR_ROUND_MIN_RTT):
             self.tp[k] = math.nan
         self.tp[T.SSTHRESH] = math.inf

@@ -6,12 +6,14 @@ import enum
 import inspect
 import re
 import types
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from hscc_trace.replay import registry
 from hscc_trace.replay import state as S
+from hscc_trace.replay import tp as tp_module
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.registry import RegistrationError
 from hscc_trace.replay.state import Field
@@ -104,3 +106,19 @@ def test_no_named_algorithm_hook_indexes_its_state_or_parameters():
     for mod in named:
         src = inspect.getsource(mod)
         assert not _BARE.search(src), f"{mod.__name__}: {_BARE.search(src)}"
+
+
+def test_no_hook_or_helper_indexes_the_transport_state():
+    # tp is a record (replay/tp.py FIELDS): hooks read tp.cwnd, never tp[CWND]; only the engine,
+    # which fills the slots, and tp.py, which declares them, index the array
+    replay = Path(inspect.getfile(tp_module)).parent
+    bare = re.compile(r"\btp\[")
+    sources = [
+        *sorted((replay / "algorithms").glob("*.py")),
+        *(replay / n for n in ("helpers.py", "_loop.py", "_defaults.py", "interface.py")),
+    ]
+    assert len(sources) >= 15
+    for f in sources:
+        m = bare.search(f.read_text())
+        assert m is None, f"{f.name}: indexes tp[ at {m.start() if m else 0}"
+    assert bare.search("x = tp[CWND]")  # (the pattern finds what it is for)
