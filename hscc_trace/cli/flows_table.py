@@ -78,15 +78,16 @@ def render_table(rows: list[dict[str, Any]], title: str) -> Any:
     return t
 
 
-def render_plain(rows: list[dict[str, Any]], title: str) -> str:
-    """The same table as aligned plain text (for thousands of connections)."""
-    body = [[name for name, _ in COLUMNS]] + [cells(r) for r in rows]
-    widths = [max(len(row[k]) for row in body) for k in range(len(COLUMNS))]
+def render_plain(rows: list[dict[str, Any]], title: str, columns: Any = COLUMNS, cell: Any = None) -> str:
+    """The same table as aligned plain text (for thousands of connections): ``columns`` as
+    (name, justification) pairs, ``cell(row)`` their texts (default: the flow table's)."""
+    body = [[name for name, _ in columns]] + [(cell or cells)(r) for r in rows]
+    widths = [max(len(row[k]) for row in body) for k in range(len(columns))]
     out = [title]
     for i, row in enumerate(body):
         out.append(
             "  ".join(
-                c.rjust(w) if just == "right" else c.ljust(w) for c, w, (_, just) in zip(row, widths, COLUMNS)
+                c.rjust(w) if just == "right" else c.ljust(w) for c, w, (_, just) in zip(row, widths, columns)
             ).rstrip()
         )
         if i == 0:
@@ -172,15 +173,4 @@ def run_qlog(file: str, bpf: str | None, as_json: bool) -> None:
 
         sys.stdout.write(json.dumps(rows, indent=1) + "\n")
         return
-    body = [[name for name, _ in QLOG_COLUMNS]] + [qlog_cells(r) for r in rows]
-    widths = [max(len(row[k]) for row in body) for k in range(len(QLOG_COLUMNS))]
-    out = [f"{file}: qlog, {len(rows)} QUIC connection(s)"]
-    for i, row in enumerate(body):
-        out.append(
-            "  ".join(
-                c.rjust(w) if just == "right" else c.ljust(w) for c, w, (_, just) in zip(row, widths, QLOG_COLUMNS)
-            ).rstrip()
-        )
-        if i == 0:
-            out.append("  ".join("-" * w for w in widths))
-    sys.stdout.write("\n".join(out) + "\n")
+    sys.stdout.write(render_plain(rows, f"{file}: qlog, {len(rows)} QUIC connection(s)", QLOG_COLUMNS, qlog_cells))
