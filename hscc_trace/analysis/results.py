@@ -835,7 +835,9 @@ def _quic_connection_schema() -> dict[str, Any]:
             },
             "verdict": {
                 "type": ["string", "null"],
-                "description": "one line: the algorithm followed and how the stack departs from the RFC",
+                "description": "one line: the algorithm followed and how the stack departs from the RFC; or, when "
+                "no replay is within the naming bound, 'unknown: no replay follows the logged window' and the "
+                "best fit's errors (docs/quic.md)",
             },
         },
     }
