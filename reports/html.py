@@ -1220,6 +1220,9 @@ class Drawer:
         self.row_class = row_class
         self._keys: dict[int, tuple[Any, ...]] = {}  # planned flow (index) -> its section's key
         self._order: list[int] = []  # the planned flows, in analysis order
+        self._ranked: list[int] = []  # the planned flows, largest first (write_report's budget order)
+        self._open: set[int] = set()  # planned flows whose full resolution is not known yet
+        self._events: dict[int, int] = {}  # analyzed planned flow -> its events
         self._figures: dict[int, int] = {}  # drawn flow -> its figures
         self._last: Section | None = None
         self._packer: ThreadPoolExecutor | None = None
@@ -1246,6 +1249,7 @@ class Drawer:
         budget (a flow has at most one event, ACK or data segment, per packet)."""
         labels = list(labels)
         self._keys, self._order, self._figures, self._last = {}, [], {}, None
+        self._ranked, self._open, self._events = [], set(), {}
         if not ids or not flows.height:
             return {}
         rows = {
@@ -1266,6 +1270,9 @@ class Drawer:
             left -= items[j][1]
             i = at[j]
             out[i] = left >= 0 or not self.options["full_resolution"]
+            self._ranked.append(i)
+            if not out[i]:
+                self._open.add(i)
             self._keys[i] = _section_key(
                 0,
                 int(ids[i]),
@@ -1279,6 +1286,30 @@ class Drawer:
             )
         self._order = sorted(at[j] for j in drawn)
         return out
+
+    def settle(self, index: int, events: int) -> bool:
+        """Planned flow ``index`` is analyzed, with ``events`` events: whether its section is known
+        now. A flow :meth:`plan` left open (its packets did not fit in the budget) is known as
+        soon as every larger planned flow is analyzed: ``write_report`` spends the budget on the
+        drawn flows largest first, each one whose events fit taking its events from it — so the
+        largest flow, or a capture's only one, is settled by its own events and drawn at once,
+        not kept and replayed again at the end."""
+        self._events[index] = events
+        if index not in self._open:
+            return index in self._keys
+        left = self.options["full_resolution_events"]
+        for j in self._ranked:
+            if j not in self._events:
+                return False
+            fits = self._events[j] <= left
+            if fits:
+                left -= self._events[j]
+            if j == index:
+                break
+        self._open.discard(index)
+        ci, fid, per_series, _, colors, detail, row_class, capture, bpf = self._keys[index]
+        self._keys[index] = (ci, fid, per_series, fits, colors, detail, row_class, capture, bpf)
+        return True
 
     def draw(self, index: int, fr: FlowResult) -> Section:
         """The section of planned flow ``index`` (:meth:`plan` said True), from its replays."""

@@ -30,8 +30,10 @@ again one that differs, the flow read and analyzed again from its capture
 (``FlowResult.drawn.restore()``); when a planned flow cannot be analyzed, the next one by payload
 is drawn instead, analyzed again from the capture at the end of the run (:meth:`results`). Those
 are the rare paths; what they cost is a read of the capture per flow made again. A planned flow
-whose full resolution depends on the events of flows not analyzed yet (beyond the report's
-event budget; a flow has at most one event per packet, so the packets bound it) is kept as below.
+whose packets do not fit in the report's event budget (a flow has at most one event per packet)
+is drawn when it finishes if every larger planned flow is analyzed by then, its full resolution
+decided by their events and its own (``Drawer.settle``: a capture's largest or only flow always
+is); one finished before a larger flow is kept as below.
 
 **Otherwise** (several captures, standard input): a kept flow is one of the top ``keep`` of the
 flows finished so far, its event tables compressed until the run ends (:class:`_Packed`) and its
@@ -206,6 +208,8 @@ class Stream:
         if self._plan is not None:  # a planned run: the flows the report draws are known
             self._rank[index] = report_rank(fr.flow)
             now = self._plan.get(index)
+            if now is not None and self.drawer is not None:  # (an open flow is known once the larger ones are)
+                now = self.drawer.settle(index, fr.events.acks.height + fr.events.segments.height)
             drawn = None
             if now and self.drawer is not None:
                 try:

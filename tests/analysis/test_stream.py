@@ -389,6 +389,33 @@ def test_one_capture_draws_its_flows_as_they_finish(tmp_path: Path, jobs: int, k
         run.stream.close()
 
 
+@pytest.mark.parametrize("budget", ["ten", "largest"])
+def test_a_flow_beyond_the_event_budget_is_drawn_as_it_finishes(tmp_path: Path, budget: str) -> None:
+    # the larger flow's packets do not fit in the report's event budget, so the plan cannot say
+    # whether it is drawn at full resolution; its own events settle it when it finishes (it is
+    # the largest: no other flow spends the budget before it), so it is drawn then, not kept and
+    # replayed again at the end. "ten": its events do not fit either (drawn decimated);
+    # "largest": the budget is exactly its events (drawn at full resolution)
+    full = api.analyze([ONE], api.AnalyzeOptions(ALGOS, strict=False)).analysis
+    big = min(full.captures[0].results, key=lambda fr: report_rank(fr.flow))
+    n = big.events.acks.height + big.events.segments.height
+    pkts = int(big.flow["pkts_ab"]) + int(big.flow["pkts_ba"])
+    events = 10 if budget == "ten" else n
+    assert events < pkts  # (so the plan leaves it open)
+    opts = {"max_flows": 2, "full_resolution_events": events}
+    want = _report(full, tmp_path, "a.html", **opts)
+    run = api.analyze(
+        [ONE],
+        api.AnalyzeOptions(ALGOS, report_flows=2, report={"full_resolution_events": events}, stream=True, strict=False),
+    )
+    try:
+        kept = {fr.flow["flow_id"]: fr for fr in run.analysis.captures[0].results}
+        assert kept[big.flow["flow_id"]].drawn is not None and not kept[big.flow["flow_id"]].replays
+        assert _report(run.analysis, tmp_path, "b.html", **opts) == want
+    finally:
+        run.stream.close()
+
+
 def test_a_drawn_flow_is_analyzed_again_for_a_report_with_other_options(tmp_path: Path) -> None:
     opts = {"max_flows": 2, "max_points": 100, "full_resolution": False}
     want = _report(api.analyze([ONE], api.AnalyzeOptions(ALGOS, strict=False)).analysis, tmp_path, "a.html", **opts)
