@@ -1,16 +1,9 @@
-"""A generated capture for ``hscc-trace compile``: small, but it takes every compiled path.
-
-:func:`hscc_trace.api.compile_kernels` analyzes it with every kernel forced to compile
-(:mod:`.firstuse`), so that numba's cache holds, with stamps, the machine code later runs use.
-What matters is that every kernel is called with the argument types a real capture gives it:
-the file goes through the same reader, decoder, arena, event, replay and report code as any
-capture. So it is a real pcap file (Ethernet, IPv4, TCP with MSS, window-scale, SACK-permitted,
-timestamp and SACK options), of two connections of one simulated Reno sender with losses: one
-seen where the sender is (ACKs an RTT after their data), one seen where the receiver is (the
-sender-view kernels), each long enough (≈ 7 000 packets) for the report's decimation.
-
-The simulation is deliberately plain (one bottleneck, fixed delay, a few chosen losses, SACK
-fast retransmit); it is not used for anything but warming up.
+"""The generated capture ``hscc-trace compile`` runs every step over (every kernel forced to
+compile, :func:`hscc_trace.api.compile_kernels`), so that each is compiled for the argument types
+a real capture gives it: a nanosecond pcap (Ethernet, IPv4, TCP with MSS, window-scale,
+SACK-permitted, timestamp and SACK options) of one simulated Reno sender with a few losses, seen
+twice (≈ 7 000 packets each, enough for the report's decimation): where the sender is, and where
+the receiver is (the sender-view kernels). The simulation is plain; it is used for nothing else.
 """
 
 from __future__ import annotations
