@@ -1,25 +1,19 @@
 """First use of a kernel: interpreted while its work is small, compiled when it is large.
 
 numba compiles a kernel on its first call (seconds each; ≈ 100 s for all that ``analyze`` uses)
-and keeps the machine code in its cache, from which later runs load it in milliseconds.
-Interpreted, the same Python function costs microseconds per item. The rule, per kernel and
-argument types (``auto``, the default):
+and caches the machine code; interpreted, the same Python function costs microseconds per item.
+The rule, per kernel and argument types (``auto``, the default):
 
-1. compiled in this process, or stamped (below) → compiled;
+1. compiled in this process, or stamped → compiled;
 2. else, while the items interpreted in this process plus this call's stay within the kernel's
-   *budget* → its Python function (the same source, :func:`pure`);
+   *budget* (``compile_s / interp_s`` of its ``@njit(cost=…)``: break-even) → its Python
+   function (the same source, :func:`pure`);
 3. else compile now, and stamp.
 
-The budget is ``compile_s / interp_s``, the two figures a kernel declares
-(``@njit(cost=…)``, measured by ``benchmarks/first_use.py``): the items whose interpreted cost
-equals the cost of compiling (break-even, never more than twice the better choice in hindsight).
-
-numba cannot be asked whether its cache holds a kernel without loading it, so each compilation
-writes a *stamp*: a file in the cache folder's ``compiled/`` named by a hash of what numba's
-cache entry depends on (the kernel, its source file's mtime and size, the argument types,
-numba's and Python's versions, the machine, numba's cache folder). A stale stamp costs one
-compilation, announced as any other.
-
+numba has no public way to ask its cache, so each compilation writes a *stamp* in the cache
+folder's ``compiled/``, named by a hash of what numba's cache entry depends on: the kernel, its
+source file's mtime and size, the argument types, numba, Python, the machine, numba's cache
+folder. A stale stamp costs one compilation, announced as any other.
 ``HSCC_TRACE_FIRST_USE`` (``auto``, ``compile``, ``interpret``) or :func:`mode` force one path;
 both give identical results (``tests/perf/test_first_use.py``).
 """

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import functools
 import os
-import queue
 import threading
 from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 _MADV_DONTNEED = 4  # madvise(2)'s advice number (Linux)
@@ -57,42 +57,26 @@ def dontneed_all(ranges: Iterable[tuple[int, int]]) -> int:
 
 
 # --- the memory thread: the calls are system time and release the GIL (ctypes) ---------------------
-
-_QUEUE: queue.SimpleQueue[tuple[Callable[..., Any], tuple[Any, ...], Any] | threading.Event] = queue.SimpleQueue()
-_THREAD: list[threading.Thread] = []
-_THREAD_LOCK = threading.Lock()
+_POOL: list[ThreadPoolExecutor] = []
+_POOL_LOCK = threading.Lock()
 
 
-def _serve() -> None:
-    while True:
-        job = _QUEUE.get()
-        if isinstance(job, threading.Event):
-            job.set()
-            continue
-        fn, args, keep = job
-        try:
-            fn(*args)
-        except BaseException:  # noqa: BLE001, S110 - giving memory back is advice: a failure changes no
-            pass  # result, and the thread must live on (else the queued jobs' arrays are held for good)
-        del job, fn, args, keep
+def _run(fn: Callable[..., Any], args: tuple[Any, ...], keep: Any) -> None:
+    fn(*args)  # (a failure is advice lost: its future keeps it, the thread lives on)
 
 
 def in_background(fn: Callable[..., Any], *args: Any, keep: Any = None) -> None:
     """Run ``fn(*args)`` (:func:`trim`, :func:`dontneed_all`: advice, never a value) in the memory
     thread, after the calls queued before it. ``args`` and ``keep`` stay referenced until it has
     run: give as ``keep`` the arrays whose pages are given back (not freed and reused before)."""
-    if not _THREAD:
-        with _THREAD_LOCK:
-            if not _THREAD:
-                t = threading.Thread(target=_serve, name="hscc-memory", daemon=True)
-                t.start()
-                _THREAD.append(t)
-    _QUEUE.put((fn, args, keep))
+    if not _POOL:
+        with _POOL_LOCK:
+            if not _POOL:
+                _POOL.append(ThreadPoolExecutor(1, thread_name_prefix="hscc-memory"))
+    _POOL[0].submit(_run, fn, args, keep)
 
 
 def wait_background() -> None:
     """Wait until the memory thread has run every call queued so far (none: returns at once)."""
-    if _THREAD:
-        done = threading.Event()
-        _QUEUE.put(done)
-        done.wait()
+    if _POOL:
+        _POOL[0].submit(int).result()
