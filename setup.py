@@ -1,10 +1,5 @@
-"""Package mapping; all metadata lives in pyproject.toml.
-
-replay/ and reports/ sit at the top of the repository (the design card's layout) but are
-installed *under* the hscc_trace namespace as hscc_trace.replay and hscc_trace.reports, so a
-user's site-packages never gains generic top-level modules named `replay` or `reports`.
-tests/test_install.py proves that both a regular and an editable install import correctly.
-"""
+"""Package mapping (metadata: pyproject.toml): replay/ and reports/ install as hscc_trace.replay and
+hscc_trace.reports, never as top-level modules (tests/test_install.py)."""
 
 from setuptools import find_packages, setup
 

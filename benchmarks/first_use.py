@@ -13,7 +13,8 @@ each with an empty hscc-trace cache folder:
    seconds (compilation plus one compiled run, which is milliseconds) → compile seconds.
 
 Replay loops are one entry ("replay loop"): the median over the algorithms, since a new
-algorithm file gets the same rule. Prints a table and the ``COSTS`` dict for firstuse.py.
+algorithm file gets the same rule. Prints a table and the ``cost=(compile_s, interp_s)`` to declare
+in each kernel's ``@njit`` (the replay loops': ``LOOP_COST`` in replay/compile.py).
 
     python benchmarks/first_use.py samples/reno-bdp/capture.pcap samples/cubic-loss/capture.pcap
 """
@@ -85,7 +86,7 @@ def main(argv: list[str] | None = None) -> int:
             round(statistics.median(r[3] for r in loops), 2),
             float(f"{statistics.median(r[2] for r in loops):.3g}"),
         )
-    print("COSTS = " + json.dumps(costs, indent=4))
+    print("cost per kernel = " + json.dumps(costs, indent=4))
     return 0
 
 

@@ -969,7 +969,7 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
     (:mod:`hscc_trace.perf.warmup`) and over ``captures`` if given, with every kernel forced to
     compile (:mod:`hscc_trace.perf.firstuse`); later runs load the machine code from the cache
     and never run a kernel interpreted. ``on_step(text)`` is called before each step. Returns
-    per kernel what happened in it (:func:`hscc_trace.perf.firstuse.summary`).
+    per kernel what happened in this process (:func:`hscc_trace.perf.firstuse.summary`).
     """
     import json
     import tempfile
@@ -980,7 +980,6 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
     from hscc_trace.perf import firstuse, warmup
 
     step = on_step or (lambda text: None)
-    before = firstuse.snapshot()
     with tempfile.TemporaryDirectory(prefix="hscc-trace-compile-") as tmp, firstuse.mode("compile"):
         paths: list[PathLike] = [warmup.write_capture(Path(tmp) / "warmup.pcap"), *captures]
         step("`hscc-trace flows` of a generated capture, as pcap and pcapng, with and without a filter")
@@ -1006,7 +1005,7 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
                     step(f"replay every algorithm, {flavor} flavor")
                     names = _every_algorithm()
                     replay(ev, names, {n: {"flavor": flavor} for n in names})
-    return firstuse.summary(since=before)
+    return firstuse.summary()
 
 
 def _every_algorithm() -> list[str]:

@@ -1,17 +1,8 @@
 """``@jit`` for every hook and helper: the one kernel decorator (:func:`hscc_trace.perf.jit.njit`)
-with the options of replay code, and the plain-Python twin of compiled code.
-
-Hooks and helpers are compiled only as part of a replay loop that calls them, and are *not*
-cached individually: only the generated per-algorithm loop is (see
-:mod:`hscc_trace.replay.compile`), because numba's cache does not notice when a called function
-in another file changes.
-
-``HSCC_TRACE_NO_JIT=1`` in the environment (read at import) makes ``@jit`` the identity, so the
-whole replay runs as plain Python (breakpoints, prints). Without it, :func:`pure`
-(:func:`hscc_trace.perf.firstuse.pure`) rebuilds any dispatcher as a plain-Python function whose
-global references to other dispatchers (directly or through a module alias such as
-``H.slow_start``) are rebuilt the same way — this is how ``compiled=False`` runs the *same
-source* in-process for parity tests.
+with the options of replay code. Hooks are compiled only inside a generated replay loop
+(:mod:`hscc_trace.replay.compile`), never cached on their own; their plain-Python twins are
+:func:`pure`'s. ``HSCC_TRACE_NO_JIT=1`` (read at import) makes ``@jit`` the identity: the whole
+replay runs as plain Python (breakpoints, prints).
 """
 
 from __future__ import annotations
@@ -25,12 +16,9 @@ from hscc_trace.perf.jit import njit
 
 NO_JIT = os.environ.get("HSCC_TRACE_NO_JIT", "").strip() not in ("", "0", "false", "no")
 
-#: inlined into the loop (numba-level ``inline="always"``), not cached on their own, and without
-#: numba's reference counting (``_nrt=False``, numba's documented-internal switch): replay code
-#: never allocates — it only reads and writes arrays the engine passes in (and takes views of
-#: them for wrapper composition) — so the atomic incref/decref calls numba would otherwise emit
-#: around every hook call are pure overhead (they made the loop 3-5x slower). Code that needs
-#: to allocate cannot be a hook.
+#: inlined into the loop, and without numba's reference counting (``_nrt=False``): replay code
+#: never allocates, only reads and writes the engine's arrays (and views of them), so the
+#: incref/decref around every hook call would be pure overhead (they made the loop 3-5x slower)
 OPTIONS: dict[str, Any] = {
     "cache": False,
     "nogil": True,

@@ -1,26 +1,14 @@
 """Per-algorithm loop modules, generated once and compiled with ``numba.njit(cache=True)``.
 
-Why generate code: numba cannot cache a function that receives other jitted functions as
-arguments (first-class function types and closures defeat its cache), and its cache does not
-notice when a *called* function in another file changes. So for each algorithm (or
-``wrapper+base`` composition) we write a tiny module into the cache directory:
-
-* the text of :mod:`hscc_trace.replay._loop` (the engine's event loop, hooks called by name);
-* bindings of those names to the algorithm module's hooks (or to composed wrapper+base hooks
-  generated here, or to :mod:`hscc_trace.replay._defaults` for omitted optional hooks);
-* ``write_signals``, which writes the algorithm's signals of one ACK into the output matrices,
-  each read by name from its state (:func:`hscc_trace.replay.interface.signal_sources`);
-* ``run_loop_jit = numba.njit(run_loop, cache=True)``.
-
-The file name carries a hash of the engine's source files, the algorithm's module(s) and every
-package module they use, plus the numba and Python versions, so any change to the algorithm, a
-helper or the engine yields a new module (and a fresh compilation); unchanged code loads the
-machine code from numba's cache on later runs.
-
-Cache directory: ``$HSCC_TRACE_CACHE_DIR`` or ``$XDG_CACHE_HOME/hscc-trace`` (default
-``~/.cache/hscc-trace``), subfolder ``replay``; a temporary directory if neither is writable.
-Each load touches a ``.used`` marker beside the module; when a new version of a loop is
-written, versions of it not loaded for 30 days are removed (:func:`prune`).
+numba cannot cache a function that receives other jitted functions as arguments, and its cache
+does not notice when a *called* function in another file changes. So for each algorithm (or
+``wrapper+base`` composition) a module is written into the cache folder's ``replay/``: the text
+of :mod:`hscc_trace.replay._loop` (the event loop, hooks called by name), bindings of those
+names to the algorithm's hooks (composed wrapper+base hooks, or :mod:`hscc_trace.replay._defaults`),
+``write_signals`` (the algorithm's signals of one ACK into the output matrices) and
+``run_loop_jit = numba.njit(run_loop, cache=True)``. Its name carries a hash of every source it
+is made of and of numba's and Python's versions: a change yields a new module and a fresh
+compilation; versions of a loop written over 30 days before a new one go (:func:`prune`).
 """
 
 from __future__ import annotations
@@ -92,11 +80,7 @@ def _deps(mod: ModuleType, seen: dict[str, ModuleType]) -> None:
 @cache
 def source_hash(*modules: ModuleType) -> str:
     """Hash of the engine's core files, the given algorithm modules and everything they use from
-    this package, plus the numba and Python versions: any change there yields a new loop module
-    (a fresh compilation); edits to unrelated algorithms do not invalidate this one's cache.
-
-    Memoised per process (file contents are read once per process anyway): ``engine.run`` asks
-    for it on every replay, and walking the module dependencies cost ~3 ms a call."""
+    this package, and numba's and Python's versions (memoised: ``engine.run`` asks per replay)."""
     import numba
 
     seen: dict[str, ModuleType] = {}
@@ -107,18 +91,11 @@ def source_hash(*modules: ModuleType) -> str:
         _deps(m, seen)
     h = hashlib.sha256()
     for name in sorted(seen):
-        f = Path(str(seen[name].__file__))
-        h.update(name.encode())
-        h.update(_file_bytes(str(f)))
+        h.update(name.encode() + Path(str(seen[name].__file__)).read_bytes())
     h.update(numba.__version__.encode())
     h.update(sys.version.encode())
     h.update(b"nojit" if _jit.NO_JIT else b"jit")
     return h.hexdigest()[:16]
-
-
-@cache
-def _file_bytes(path: str) -> bytes:
-    return Path(path).read_bytes()
 
 
 def _bindings(base: Algorithm, wrapper: Algorithm | None) -> str:
@@ -147,10 +124,7 @@ def _bindings(base: Algorithm, wrapper: Algorithm | None) -> str:
         has_base = callable(getattr(base.module, h, None))
         if not (pre or post):
             if has_base:
-                lines.append("")
-                lines.append("@_jit_deco")
-                lines.append(f"def {h}(st, p, tp{a}):")
-                lines.append(f"    return _B.{h}(st[1], p[1], tp{a})")
+                lines += ["", "@_jit_deco", f"def {h}(st, p, tp{a}):", f"    return _B.{h}(st[1], p[1], tp{a})"]
             continue
         call_base = f"_B.{h}(st[1], p[1], tp{a})" if has_base else f"_D_{h}(st[1], p[1], tp{a})"
         if not has_base:
@@ -194,66 +168,42 @@ def _signal_writer(base: Algorithm, wrapper: Algorithm | None) -> list[str]:
 
 
 def generated_source(base: Algorithm, wrapper: Algorithm | None) -> str:
-    src = Path(_loop.__file__).read_text()
     # the template imports relatively; the generated module lives outside the package
-    src = src.replace("\nfrom . import ", "\nfrom hscc_trace.replay import ").replace(
-        "\nfrom .", "\nfrom hscc_trace.replay."
-    )
-    header = (
-        f"# Generated by hscc_trace.replay.compile for "
-        f"{(wrapper.name + '+') if wrapper else ''}{base.name} — do not edit.\n"
-    )
-    tail = (
-        "\nrun_loop_jit = _numba.njit(run_loop, cache=True, nogil=True, error_model='numpy', boundscheck=False, _nrt=False)\n"
-        if not _jit.NO_JIT
-        else "\nrun_loop_jit = run_loop\n"
-    )
-    return header + src + _bindings(base, wrapper) + tail
+    src = Path(_loop.__file__).read_text().replace("\nfrom . import ", "\nfrom hscc_trace.replay import ")
+    src = src.replace("\nfrom .", "\nfrom hscc_trace.replay.")
+    label = f"{wrapper.name}+{base.name}" if wrapper else base.name
+    header = f"# Generated by hscc_trace.replay.compile for {label} — do not edit.\n"
+    njit = "_numba.njit(run_loop, cache=True, nogil=True, error_model='numpy', boundscheck=False, _nrt=False)"
+    return header + src + _bindings(base, wrapper) + f"\nrun_loop_jit = {'run_loop' if _jit.NO_JIT else njit}\n"
 
 
 _MODULES: dict[str, ModuleType] = {}
 
-#: a generated module of a loop is removed, with numba's cache of it, once another version of
-#: the same loop is written and it has not been loaded for this long (its sources changed: an
-#: upgrade, or a developer's edits) — so the cache folder does not grow with every change
+#: when a version of a loop is written, the others written more than this long ago go
 PRUNE_AFTER_S = 30 * 86400  # s (30 days)
 _PREFIX = "hscc_trace_replay_gen_"
 
 
-def _last_used(py: Path) -> float:
-    """When a generated module was last loaded: its ``.used`` marker's time (touched at every
-    load; the module itself keeps its time, which numba's cache checks), else its own."""
-    for f in (py.with_suffix(".used"), py):
-        with contextlib.suppress(OSError):
-            return f.stat().st_mtime
-    return 0.0
-
-
 def prune(folder: Path, key: str, keep: str, now: float | None = None) -> list[str]:
-    """Remove the generated modules of loop ``key`` other than ``keep`` (a module name) last
-    loaded more than :data:`PRUNE_AFTER_S` ago: the source, its ``.used`` marker and numba's
-    cache files of it. Returns the names removed. Another process still running one keeps it
-    (Linux unlinks open files without harm; it is written again if used again)."""
+    """Remove the versions of loop ``key`` but ``keep`` written more than :data:`PRUNE_AFTER_S`
+    ago, with numba's cache files of them (a version still in use is written again); their names."""
     now = time.time() if now is None else now
     removed = []
     for py in folder.glob(f"{_PREFIX}{key}_*.py"):
         name = py.stem
         if name == keep or not re.fullmatch(r"[0-9a-f]{16}", name.removeprefix(f"{_PREFIX}{key}_")):
             continue  # this version, or another loop whose key starts with this one's
-        if now - _last_used(py) <= PRUNE_AFTER_S:
-            continue
-        for f in (py, py.with_suffix(".used"), *(folder / "__pycache__").glob(f"{name}.*")):
-            with contextlib.suppress(OSError):
-                f.unlink()
-        removed.append(name)
+        with contextlib.suppress(OSError):
+            if now - py.stat().st_mtime > PRUNE_AFTER_S:
+                for f in (py, *(folder / "__pycache__").glob(f"{name}.*")):
+                    f.unlink()
+                removed.append(name)
     return removed
 
 
 def loop_module(base: Algorithm, wrapper: Algorithm | None = None) -> ModuleType:
     """The generated loop module for ``base`` (optionally wrapped); written and imported once."""
-    key = (wrapper.module.__name__.rpartition(".")[2] + "_" if wrapper else "") + base.module.__name__.rpartition(".")[
-        2
-    ]
+    key = "_".join(a.module.__name__.rpartition(".")[2] for a in (wrapper, base) if a is not None)
     mods = (base.module, wrapper.module) if wrapper else (base.module,)
     modname = f"{_PREFIX}{key}_{source_hash(*mods)}"
     with _LOCK:
@@ -265,9 +215,7 @@ def loop_module(base: Algorithm, wrapper: Algorithm | None = None) -> ModuleType
             tmp = path.with_suffix(f".{os.getpid()}.tmp")
             tmp.write_text(text)
             os.replace(tmp, path)
-            prune(path.parent, key, modname)  # a new version: old ones unused for long go
-        with contextlib.suppress(OSError):
-            path.with_suffix(".used").touch()
+            prune(path.parent, key, modname)
         spec = importlib.util.spec_from_file_location(modname, path)
         assert spec and spec.loader
         mod = importlib.util.module_from_spec(spec)
@@ -283,10 +231,8 @@ def loop_module(base: Algorithm, wrapper: Algorithm | None = None) -> ModuleType
 def loop_function(
     base: Algorithm, wrapper: Algorithm | None = None, compiled: bool | None = None
 ) -> Callable[..., Any]:
-    """``run_loop(ev, tp, st, p, tops, out, codes, nans)``: compiled (``True``), the same source as plain
-    Python (``False``), or by the first-use rule (``None``, :mod:`hscc_trace.perf.firstuse`):
-    compiled when numba's cache holds it, else interpreted until the ACKs replayed by this loop
-    in this process outgrow what compiling it costs."""
+    """``run_loop(ev, tp, st, p, tops, out, codes, nans)``: compiled (``True``), the same source as
+    plain Python (``False``), or by the first-use rule (``None``, :mod:`hscc_trace.perf.firstuse`)."""
     mod = loop_module(base, wrapper)
     if compiled is False or _jit.NO_JIT:
         return _pure_loop(mod.__name__)
@@ -294,20 +240,19 @@ def loop_function(
     return k.call_compiled if compiled else k
 
 
+#: the replay loops' (compile_s, interp_s per ACK): the median over the default algorithms'
+#: loops (bbr's compiles in 23 s, reno's in 2 s), measured by benchmarks/first_use.py
+LOOP_COST = (4.79, 8.63e-06)
+
+
 @cache
 def _policy_loop(modname: str) -> Any:
-    from hscc_trace.perf import firstuse
+    from hscc_trace.perf.firstuse import Kernel
 
     label = modname.removeprefix(_PREFIX).rsplit("_", 1)[0]
-    mod = sys.modules[modname]
-    return firstuse.wrap(
-        mod.run_loop_jit,
-        python=_pure_loop(modname),
-        work=lambda a: len(a[0]),
-        name=f"replay loop of {label}",
-        # the name hashes the sources; numba's cache also wants the same file (mtime and size)
-        source_key=f"{modname}:{firstuse.file_stamp(str(mod.__file__))}",
-    )
+    d = sys.modules[modname].run_loop_jit
+    name, python = f"replay loop of {label}", _pure_loop(modname)
+    return Kernel(d.py_func, lambda a: len(a[0]), LOOP_COST, name=name, dispatcher=d, python=python)
 
 
 @cache

@@ -98,7 +98,7 @@ def _emit(out, k, start, imin, imax, end):  # pragma: no cover - compiled
     return k
 
 
-@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0]), cost=(0.32, 1.45e-06), cache=True, nogil=True)
 def _m4_kernel(x: np.ndarray, y: np.ndarray, buckets: int) -> np.ndarray:  # pragma: no cover - compiled
     """One pass: per column (same bucket arithmetic as :func:`_bucket_ids`) the first, the first
     lowest, the first highest and the last index, ascending and without repeats."""
@@ -151,7 +151,7 @@ def column_runs(x: np.ndarray, buckets: int) -> np.ndarray:
     return out[: _runs_kernel(x, int(buckets), out)]
 
 
-@njit(work=lambda a: len(a[0]), cache=True)
+@njit(work=lambda a: len(a[0]), cost=(0.35, 2.01e-06), cache=True)
 def _runs_kernel(x: np.ndarray, buckets: int, out: np.ndarray) -> int:  # pragma: no cover - compiled
     n = len(x)
     x0 = x[0]
@@ -191,7 +191,7 @@ def select_line(
 _NO_RUNS = np.empty(0, dtype=np.int64)
 
 
-@njit(work=lambda a: len(a[1]), cache=True)
+@njit(work=lambda a: len(a[1]), cost=(1.61, 2.57e-06), cache=True)
 def _line_kernel(
     x: np.ndarray, y: np.ndarray, buckets: int, runs: np.ndarray, out: np.ndarray
 ) -> tuple[int, int, int]:  # pragma: no cover - compiled
@@ -314,7 +314,7 @@ def select_lines(
     return res
 
 
-@njit(work=lambda a: len(a[0]) * a[2], cache=True)
+@njit(work=lambda a: len(a[0]) * a[2], cost=(1.61, 2.57e-06), cache=True)
 def _lines_kernel(
     x: np.ndarray,
     ys: tuple[np.ndarray, ...],

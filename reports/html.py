@@ -240,7 +240,7 @@ def _arrays_json(arrays: list[tuple[np.ndarray, int | None, int]]) -> list[str]:
     return texts
 
 
-@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0]), cost=(1.65, 1.82e-05), cache=True, nogil=True)
 def _text_kernel(
     v: np.ndarray,
     bounds: np.ndarray,

@@ -226,11 +226,7 @@ def open_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None) -
     contain; building a batch may raise as well (then the capture could not be read after all).
     """
     from hscc_trace.flows import load
-    from hscc_trace.perf.firstuse import warm_in_background
 
-    # numba's set-up and the event modules' import while the capture is read (the arena's kernels
-    # are numba's first; the batches need the event modules)
-    warm_in_background("hscc_trace.events", "hscc_trace.events.sack")
     cap = load(path, bpf=bpf)
     flows = cap.flows
     ids = selected_flows(path, flows, flow_ids)

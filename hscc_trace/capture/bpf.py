@@ -31,7 +31,7 @@ def _ld(buf, p, end, k, size):
     return v, True
 
 
-@njit(work=lambda a: len(a[2]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[2]), cost=(1.07, 2.83e-05), cache=True, nogil=True)
 def _run(prog, rec, sel, out):
     """Run the BPF program ``prog`` (n×4 int64: code, jt, jf, k) on records ``sel`` of ``rec``
     (:class:`~hscc_trace.capture.reader.Records`); out[i] = accept.

@@ -100,7 +100,7 @@ class Columns(NamedTuple):
         return Columns(*(a[r] if a.ndim == 1 else a[:, r] for a in self))
 
 
-@njit(work=lambda a: len(a[0].off), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0].off), cost=(6.93, 4.57e-05), cache=True, nogil=True)
 def decode_batch(rec, cols, compact):
     """Decode every record of ``rec`` (:class:`~hscc_trace.capture.reader.Records`) into
     ``cols`` (:class:`Columns`, filled in place); see the module docstring.
@@ -112,7 +112,7 @@ def decode_batch(rec, cols, compact):
     return _decode(True, rec, cols, compact)
 
 
-@njit(work=lambda a: len(a[0].off), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0].off), cost=(12.12, 3.43e-05), cache=True, nogil=True)
 def decode_batch_flows(rec, cols):
     """:func:`decode_batch` (not compact) filling only what the flow table needs: not ``ipid``,
     ``ttl``, ``ecn``, ``thl``, ``trunc``, ``sack_n`` or ``sack`` (never written, may be empty),

@@ -241,7 +241,7 @@ def _u16(buf, p, be):
     return (np.uint32(buf[p + 1]) << 8) | np.uint32(buf[p])
 
 
-@njit(work=lambda a: int(a[1]), cache=True, nogil=True)
+@njit(work=lambda a: int(a[1]), cost=(0.88, 1.8e-07), cache=True, nogil=True)
 def _walk_pcap(buf, n, layout, out):
     """Walk pcap records in buf[:n] (``layout``: a :class:`PcapLayout`) into ``out`` (a
     :class:`Walked`; ``iface`` is not written). Returns (bytes consumed, records, status).
@@ -279,7 +279,7 @@ def _walk_pcap(buf, n, layout, out):
         k += 1
 
 
-@njit(work=lambda a: int(a[1]), cache=True, nogil=True)
+@njit(work=lambda a: int(a[1]), cost=(4.4, 2.54e-07), cache=True, nogil=True)
 def _walk_pcapng(buf, n, be, ifs, out):
     """Walk pcapng blocks in buf[:n] (byte order ``be``; ``ifs``: the section's
     :class:`Interfaces`) into ``out`` (a :class:`Walked`) until a block Python must handle.

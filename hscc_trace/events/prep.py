@@ -189,7 +189,7 @@ def _unwrap_step(raw, origin, cur):
     return cur + d
 
 
-@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0]), cost=(3.32, 1.31e-05), cache=True, nogil=True)
 def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb, src, rows, info):
     """Arrays of several flows for :func:`hscc_trace.events.core.analyze` (rules in the module docstring).
 
@@ -523,7 +523,7 @@ def prep_flows(order, bounds, f_sdir, f_mss, f_wsa, f_wsb, src, rows, info):
         o_irtt[f] = irtt
 
 
-@njit(work=lambda a: len(a[0]), cache=True)
+@njit(work=lambda a: len(a[0]), cost=(0.25, 6.51e-07), cache=True)
 def group_rows(key, within, nbins, order):
     """Rows grouped by ``key`` (0 <= key < nbins), each group in the order of ``within`` (a
     permutation of the rows; empty = table order), written to ``order`` (one slot per row).

@@ -167,7 +167,7 @@ def sack_blocks(packets: pl.DataFrame, events: FlowEvents) -> pl.DataFrame:
     return pl.DataFrame(out)
 
 
-@njit(work=lambda a: int(a[7] - a[6]), cache=True, nogil=True)
+@njit(work=lambda a: int(a[7] - a[6]), cost=(3.37, 4.85e-05), cache=True, nogil=True)
 def _flow_blocks(frame, dirs, ack, sn, perm, edges, lo, hi, want, afr, aack, ats, o_frame, o_ts, o_left, o_right):
     """:func:`sack_blocks` of one flow's SACK entries ``lo:hi`` (``frame``, ``dirs``, raw
     ``ack``, ``sn`` blocks, in capture order; entry ``i``'s raw edges at ``perm[i]`` of the eight

@@ -137,7 +137,7 @@ def from_handshake(h: Handshake, sender_dir: int) -> Vantage | None:
     return None
 
 
-@njit(work=lambda a: len(a[0]), cache=True, nogil=True)
+@njit(work=lambda a: len(a[0]), cost=(2.39, 4.33e-06), cache=True, nogil=True)
 def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
     """Receiver-side / mid-path captures: what the sender knew when each ACK reached it.
 

@@ -121,7 +121,7 @@ def test_a_long_interpreted_run_is_announced_on_a_terminal(monkeypatch) -> None:
             s += a[i]
         return s
 
-    k = firstuse.Kernel(_slow_sum, None, {"cache": False}, lambda a: len(a[0]), (1e9, 1.0), "tests._slow_sum")
+    k = firstuse.Kernel(_slow_sum, lambda a: len(a[0]), (1e9, 1.0), {"cache": False}, name="tests._slow_sum")
     out = _Terminal()
     with firstuse.mode("auto"), compile_notice(out):
         assert k(np.arange(3.0)) == 3.0  # 3 items × 1 s expected: announced, then run interpreted

@@ -24,15 +24,7 @@ def _count_up(a, out):  # a tiny kernel for the rule's own tests
 
 def _kernel(budget_items: int) -> Kernel:
     # cache=False keeps numba's files out of the source tree; the stamp stands for the cache
-    return Kernel(
-        _count_up,
-        None,
-        {"cache": False},
-        lambda a: len(a[0]),
-        (float(budget_items), 1.0),
-        "tests._count_up",
-        source_key="test",
-    )
+    return Kernel(_count_up, lambda a: len(a[0]), (float(budget_items), 1.0), {"cache": False}, name="tests._count_up")
 
 
 @pytest.fixture
@@ -60,37 +52,22 @@ def test_small_work_is_interpreted_until_the_budget_then_compiled_and_stamped(ca
     assert k2.stats["compiled_calls"] == 1 and k2.stats["interpreted_calls"] == 0
 
 
-def test_the_rent_of_earlier_runs_counts_toward_the_budget(cache_dir, monkeypatch):
-    """Runs that each stay within the budget are summed through the rent file: with a budget of
-    100 items, a run interpreting 60 then a run (a new Kernel, as a new process) given 60 more
-    compiles — 120 > 100 — instead of interpreting 60 again, as it did before rents were kept."""
-    monkeypatch.setattr(firstuse, "RENT_SAVE_S", 0.0)  # save after every call (normally 0.25 s)
-    a = np.arange(60, dtype=np.int64)
-    out = np.empty_like(a)
-    key = firstuse.type_key((a, out))
-    k1 = _kernel(100)
-    k1(a, out)
-    assert k1.stats["interpreted_calls"] == 1 and k1.rent_path(key).read_text() == "60"
-    k2 = _kernel(100)
-    k2(a[:30], out[:30])  # 60 + 30 = 90 ≤ 100: still interpreted, rent 90
-    assert k2.stats["interpreted_calls"] == 1 and k2.rent_path(key).read_text() == "90"
-    k3 = _kernel(100)
-    assert k3(a[:20], out[:20]) == 20  # 90 + 20 = 110 > 100: compiled, though this run's own 20 < 100
-    assert k3.stats["interpreted_calls"] == 0 and k3.stats["compiled_calls"] == 1
-    assert k3.stamp_path(key).is_file()
-    # other argument types have their own rent
-    b = np.arange(60, dtype=np.float64)
-    k3(b, np.empty_like(b))
-    assert k3.stats["interpreted_calls"] == 1
+def test_a_stamp_goes_stale_with_its_source_file(cache_dir, monkeypatch):
+    """numba's cache holds a kernel for its source file's mtime and size: so does the stamp."""
+    (cache_dir / "stampmod.py").write_text("def f(a, out):\n    out[0] = a[0]\n    return 1\n")
+    monkeypatch.syspath_prepend(str(cache_dir))
+    monkeypatch.delitem(sys.modules, "stampmod", raising=False)
+    import stampmod
 
+    def kernel() -> Kernel:
+        return Kernel(stampmod.f, lambda a: 1, (1.0, 1.0), {"cache": False}, name="tests.stampmod")
 
-def test_rent_is_written_only_after_enough_interpreted_time(cache_dir):
-    """Tiny calls do not write a file each: below RENT_SAVE_S of interpreted time nothing is saved."""
-    a = np.arange(5, dtype=np.int64)
-    out = np.empty_like(a)
-    k = _kernel(100)
-    k(a, out)
-    assert k.stats["interpreted_calls"] == 1 and not k.rent_path(firstuse.type_key((a, out))).exists()
+    a = np.arange(3, dtype=np.int64)
+    key = firstuse.type_key((a, a))
+    kernel().call_compiled(a, a.copy())
+    assert kernel().is_stamped(key)
+    (cache_dir / "stampmod.py").write_text("def f(a, out):\n    out[0] = a[0]\n    return 1  # edited\n")
+    assert not kernel().is_stamped(key)
 
 
 def _scale(a, out):  # int64 products that leave the int64 range on purpose
@@ -107,7 +84,7 @@ def test_interpreted_twin_wraps_int64_like_the_compiled_code_without_a_warning(c
     = 2^65 + 2^63; mod 2^64: 2^63; as signed: −2^63)."""
     import warnings
 
-    k = Kernel(_scale, None, {"cache": False}, lambda a: len(a[0]), (1e9, 1.0), "tests._scale", source_key="t")
+    k = Kernel(_scale, lambda a: len(a[0]), (1e9, 1.0), {"cache": False}, name="tests._scale")
     a = np.array([2**62, 3], dtype=np.int64)
     got = []
     for mode in ("interpret", "compile"):
@@ -154,32 +131,6 @@ def test_forced_modes(cache_dir, monkeypatch):
             pass
 
 
-def test_numba_is_set_up_ahead_only_when_compiled_kernels_will_be_used(cache_dir, monkeypatch):
-    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)  # (numba's files then go below cache_dir)
-
-    def loaded() -> bool:  # the set-up's tiny kernel was compiled or loaded: numba's index of it
-        return any((cache_dir / "numba").rglob("*_one*.nbi")) if (cache_dir / "numba").exists() else False
-
-    firstuse._warm()  # auto, and no stamp of the arena's kernels: a run that will interpret
-    assert not loaded()
-    (cache_dir / "compiled").mkdir()
-    (cache_dir / "compiled" / "flows.arena._fill-0123.json").write_text("{}")
-    monkeypatch.setenv(firstuse.MODE_ENV, "interpret")
-    (cache_dir / "warm_probe_mod.py").write_text("X = 1\n")
-    monkeypatch.syspath_prepend(str(cache_dir))
-    monkeypatch.delitem(sys.modules, "warm_probe_mod", raising=False)
-    firstuse._warm(("warm_probe_mod",))
-    assert not loaded()
-    assert "warm_probe_mod" in sys.modules  # the modules asked for are imported whatever the mode
-    monkeypatch.setenv(firstuse.MODE_ENV, "auto")
-    firstuse._warm()
-    assert loaded()
-    firstuse.warm_in_background()
-    firstuse.warm_in_background()  # once per process
-    assert len(firstuse._warming) == 1
-    firstuse._warming[0].join(60)
-
-
 def test_type_key_matches_numba_typing():
     # Python ints and numpy int64 scalars type alike in numba: one key
     assert firstuse.type_key((1, 2.0, True)) == firstuse.type_key((np.int64(1), np.float64(2.0), np.bool_(True)))
@@ -205,11 +156,9 @@ def test_every_kernel_has_measured_costs():
     import hscc_trace.reports.html  # noqa: F401
     import hscc_trace.reports.store  # noqa: F401
 
-    names = {k.name for k in firstuse.REGISTRY if not k.name.startswith(("tests.", "replay loop"))}
-    assert set(firstuse.COSTS) - {"replay loop"} == names
-    for k in firstuse.REGISTRY:
-        if not k.name.startswith("tests."):
-            assert k.budget > 0, k
+    kernels = [k for k in firstuse.REGISTRY if not k.name.startswith("tests.")]
+    assert len(kernels) >= 30  # (@njit(work=…) without cost=… raises at import)
+    assert all(k.compile_s > 0 and k.budget > 0 for k in kernels), kernels
 
 
 # ---- both paths give the same results -------------------------------------------------------
@@ -348,7 +297,6 @@ def test_a_cache_index_naming_a_retired_record_class_is_a_miss_not_a_crash(tmp_p
     that the index names and the module no longer defines must not crash the first call
     (firstuse.retired_record, the records modules' __getattr__)."""
     import subprocess
-    import sys
     import textwrap
 
     def module(record: str, fallback: bool) -> str:

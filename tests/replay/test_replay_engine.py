@@ -254,30 +254,23 @@ def test_generated_loop_module_is_cached_and_keyed_by_source_hash():
         assert cached, "numba cache index missing"
 
 
-def test_old_versions_of_a_loop_unused_for_30_days_are_pruned(tmp_path):
-    """A generated loop module not loaded for PRUNE_AFTER_S (30 days), of the same loop as the
-    version being written, goes with its marker and numba's cache files; a recent one, the
-    current one and another loop's module (its key starting with this one's) stay."""
+def test_old_versions_of_a_loop_written_30_days_ago_are_pruned(tmp_path):
+    """When a version of a loop is written, the other versions of the same loop written more than
+    PRUNE_AFTER_S (30 days) ago go with numba's cache files; a recent one, the current one and
+    another loop's module (its key starting with this one's) stay."""
     now = 1_000_000_000.0
     old, recent, current = (f"{C._PREFIX}reno_{h * 16}" for h in "abc")
     other = f"{C._PREFIX}reno_x_{'d' * 16}"  # key "reno_x", not "reno"
     (tmp_path / "__pycache__").mkdir()
-    for name in (old, recent, current, other):
+    for name, days in ((old, 31), (recent, 29), (current, 40), (other, 40)):
         (tmp_path / f"{name}.py").write_text("")
         (tmp_path / "__pycache__" / f"{name}.run_loop-143.py311.nbi").write_text("")
-        os.utime(tmp_path / f"{name}.py", (0, now - 40 * 86400))  # written long ago
-    (tmp_path / f"{recent}.used").write_text("")
-    os.utime(tmp_path / f"{recent}.used", (0, now - 29 * 86400))  # but loaded 29 days ago
-    (tmp_path / f"{old}.used").write_text("")
-    os.utime(tmp_path / f"{old}.used", (0, now - 31 * 86400))
+        os.utime(tmp_path / f"{name}.py", (0, now - days * 86400))
     assert C.prune(tmp_path, "reno", current, now=now) == [old]
     left = sorted(p.name for p in tmp_path.rglob("*") if p.is_file())
     assert not [n for n in left if n.startswith(old)]
-    assert {f"{recent}.py", f"{recent}.used", f"{current}.py", f"{other}.py"} <= set(left)
+    assert {f"{recent}.py", f"{current}.py", f"{other}.py"} <= set(left)
     assert len([n for n in left if n.endswith(".nbi")]) == 3
-    # loading a module marks it used
-    mod = C.loop_module(registry.resolve("reno").base)
-    assert Path(mod.__file__).with_suffix(".used").is_file()
 
 
 def test_no_jit_environment_runs_plain_python(tmp_path):
