@@ -18,9 +18,9 @@ times, interleaved so that load from elsewhere hits every case alike:
 Each hscc run starts from an empty dataset and includes starting the cluster (the worker
 processes import hscc-trace and load the compiled kernels: a few seconds). Measured: wall time
 (monotonic clock) → captures/s; CPU (user+system of the whole process tree, from ``wait4``);
-the *steady* rate = (captures − 1) / (last − first capture completed), from the mtimes of the
-``captures/*.parquet`` files (each written when its capture is complete), which leaves out the
-cluster's start-up; and peak memory per process: ``VmHWM`` (the kernel's resident high-water mark)
+the *steady* rate = (captures after the first part) / (last − first part completed), from the
+mtimes of the ``captures/*.parquet`` part files (each written when its task's captures are
+complete), which leaves out the cluster's start-up; and peak memory per process: ``VmHWM`` (the kernel's resident high-water mark)
 of every worker process and of the client, read from ``/proc`` every 0.2 s while the run lasts.
 A compile-cache warm-up run comes first (untimed): one capture of each sample, with every kernel
 compiled (``HSCC_TRACE_FIRST_USE=compile``), so that no timed case pays the first-use rule's
@@ -171,15 +171,22 @@ def run_hscc(files_list: Path, n: int, workers: int, ds: Path, env: dict[str, st
     wall = time.monotonic() - t0
     m = mem.stop()
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    caps = sorted(p.stat().st_mtime for p in (ds / "captures").glob("*.parquet"))
+    # a part (a task's captures) is complete when its captures file is written: (mtime, captures)
+    import polars as pl
+
+    parts = sorted(
+        (p.stat().st_mtime, pl.read_parquet(p, columns=["blake3"]).height) for p in (ds / "captures").glob("*.parquet")
+    )
+    analyzed = sum(n for _, n in parts)
     errors = len(list((ds / "errors").glob("*.parquet")))
-    steady = (len(caps) - 1) / (caps[-1] - caps[0]) if len(caps) > 1 and caps[-1] > caps[0] else None
+    span = parts[-1][0] - parts[0][0] if len(parts) > 1 else 0.0
+    steady = (analyzed - parts[0][1]) / span if span > 0 else None
     return {
         "argv": argv,
         "exit": os.waitstatus_to_exitcode(status),
         "stderr": err[-500:],
         "captures": n,
-        "analyzed": len(caps),
+        "analyzed": analyzed,
         "errors": errors,
         "wall_s": round(wall, 3),
         "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
