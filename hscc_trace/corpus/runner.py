@@ -56,8 +56,9 @@ How a batch's failure finds its culprit and loses nothing else:
   worker): a batch is resubmitted as single-capture tasks; a single capture is ``internal``.
 * *Timeouts.* The announcement names the capture's index in its batch, and the clock restarts at
   every capture. The culprit is the announced one: it is recorded ``timeout``, its worker
-  restarted, and the other captures of its batch are resubmitted as one new batch (those done
-  before it are analyzed again: their part went with the restarted worker).
+  restarted, and the other captures of its batch are resubmitted as one new batch (those that
+  completed before it return ``skipped``: with a timeout, each capture's rows are written as a
+  part of its own when it ends, so no analysis goes with the restarted worker).
 
 A capture of this run whose summary came back ``skipped`` although it was not in the dataset when
 the run started (a retry, a resubmission, a result lost with its worker) counts as analyzed (or as
@@ -347,7 +348,9 @@ def analyze_batch(
     pipeline.BATCHES_AHEAD = False
     pipeline.DIGEST_AND_TRIM = False  # (each capture is hashed here; the heaps trimmed per task)
 
-    parts = ds.PartWriter(dataset)
+    # (with a clock, each capture is written when it ends: a timeout restarts the worker, and
+    # the captures done before it in the task are then skipped, not analyzed again)
+    parts = None if announce else ds.PartWriter(dataset)
     out = []
     for i, item in enumerate(items):
         counter = Path(dataset) / ATTEMPTS_DIR / inputs.name_key(item)
@@ -366,7 +369,8 @@ def analyze_batch(
             out.append(_failed(dataset, item, None, "internal", f"{type(exc).__name__}: {_first_line(exc)}"))
         finally:
             counter.unlink(missing_ok=True)
-    parts.flush()  # the task's captures are complete once it returns (module docstring)
+    if parts is not None:
+        parts.flush()  # the task's captures are complete once it returns (module docstring)
     trim()
     return out
 
