@@ -17,10 +17,13 @@ times, interleaved so that load from elsewhere hits every case alike:
 
 Each hscc run starts from an empty dataset and includes starting the cluster (the worker
 processes import hscc-trace and load the compiled kernels: a few seconds). Measured: wall time
-(monotonic clock) → captures/s; CPU (user+system of the whole process tree, from ``wait4``);
-the *steady* rate = (captures − 1) / (last − first capture completed), from the mtimes of the
-``captures/*.parquet`` files (each written when its capture is complete), which leaves out the
-cluster's start-up; and peak memory per process: ``VmHWM`` (the kernel's resident high-water mark)
+(monotonic clock) → captures/s; CPU (user+system of the whole process tree, from ``wait4``),
+and the workers' CPU per capture in the steady part of the run (between the first and the last
+part written, read from ``/proc`` every 0.2 s: issue #39's figure, beside the ``tcptrace``
+loop's CPU per capture);
+the *steady* rate = (captures after the first part) / (last − first part completed), from the
+mtimes of the ``captures/*.parquet`` part files (each written when its task's captures are
+complete), which leaves out the cluster's start-up; and peak memory per process: ``VmHWM`` (the kernel's resident high-water mark)
 of every worker process and of the client, read from ``/proc`` every 0.2 s while the run lasts.
 A compile-cache warm-up run comes first (untimed): one capture of each sample, with every kernel
 compiled (``HSCC_TRACE_FIRST_USE=compile``), so that no timed case pays the first-use rule's
@@ -121,6 +124,7 @@ class TreeMemory:
         self.peak: dict[int, int] = {}  # pid -> kB
         self.kind: dict[int, str] = {}
         self.cpu: dict[int, float] = {}
+        self.samples: list[tuple[float, float]] = []  # (wall clock, CPU s of the workers so far)
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._run, daemon=True)
         self._t.start()
@@ -145,6 +149,7 @@ class TreeMemory:
                     )
                 self.peak[p] = max(self.peak.get(p, 0), int(hwm or 0))
                 self.cpu[p] = max(self.cpu.get(p, 0.0), _cpu_s(p))
+            self.samples.append((time.time(), sum(v for p, v in self.cpu.items() if self.kind.get(p) == "worker")))
             self._stop.wait(self.every)
 
     def stop(self) -> dict[str, Any]:
@@ -171,20 +176,37 @@ def run_hscc(files_list: Path, n: int, workers: int, ds: Path, env: dict[str, st
     wall = time.monotonic() - t0
     m = mem.stop()
     err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
-    caps = sorted(p.stat().st_mtime for p in (ds / "captures").glob("*.parquet"))
+    # a part (a task's captures) is complete when its captures file is written: (mtime, captures)
+    import polars as pl
+
+    parts = sorted(
+        (p.stat().st_mtime, pl.read_parquet(p, columns=["blake3"]).height) for p in (ds / "captures").glob("*.parquet")
+    )
+    analyzed = sum(n for _, n in parts)
     errors = len(list((ds / "errors").glob("*.parquet")))
-    steady = (len(caps) - 1) / (caps[-1] - caps[0]) if len(caps) > 1 and caps[-1] > caps[0] else None
+    span = parts[-1][0] - parts[0][0] if len(parts) > 1 else 0.0
+    steady = (analyzed - parts[0][1]) / span if span > 0 else None
+    # the workers' CPU between the first and the last part completed, per capture after the
+    # first part: no cluster start-up in it (the CPU read every 0.2 s, interpolated)
+    steady_cpu = None
+    if span > 0 and len(mem.samples) > 1:
+        import numpy as np
+
+        t, c = np.array([x[0] for x in mem.samples]), np.array([x[1] for x in mem.samples])
+        used = float(np.interp(parts[-1][0], t, c) - np.interp(parts[0][0], t, c))
+        steady_cpu = round(1000 * used / (analyzed - parts[0][1]), 1)
     return {
         "argv": argv,
         "exit": os.waitstatus_to_exitcode(status),
         "stderr": err[-500:],
         "captures": n,
-        "analyzed": len(caps),
+        "analyzed": analyzed,
         "errors": errors,
         "wall_s": round(wall, 3),
         "cpu_s": round(ru.ru_utime + ru.ru_stime, 3),
         "rate": round(n / wall, 2),
         "steady_rate": None if steady is None else round(steady, 2),
+        "steady_worker_cpu_ms": steady_cpu,
         **m,
     }
 
@@ -284,7 +306,7 @@ def summarize(res: dict[str, Any]) -> dict[str, Any]:
         if runs and "workers_mib" in runs[0]:
             s[name]["worker_peak_mib"] = max(max(r["workers_mib"] or [0]) for r in runs)
             s[name]["client_peak_mib"] = max(r["client_mib"] for r in runs)
-            for k in ("workers_cpu_s", "client_cpu_s"):
+            for k in ("workers_cpu_s", "client_cpu_s", "steady_worker_cpu_ms"):
                 s[name][k] = _med([r.get(k) for r in runs])
     w1, w2, half = s["hscc w1"], s["hscc w2"], s["hscc w2 half"]
     rnd = res.get("census", {}).get("render") or {}
@@ -364,6 +386,26 @@ def markdown(res: dict[str, Any]) -> str:
             )
     if per:
         L += ["", "CPU per capture, start-up included: " + "; ".join(per) + "."]
+    steady = [
+        f"{name} {c[name]['steady_worker_cpu_ms']:.1f} ms"
+        for name in ("hscc w1", "hscc w2", "hscc w2 half")
+        if c[name].get("steady_worker_cpu_ms") is not None
+    ]
+    tt = c["tcptrace loop"]
+    if steady:
+        loop = 1000 * tt["cpu_s"] / res["captures"]
+        L += [
+            "",
+            "Worker CPU per capture, steady (first to last part written, no start-up): "
+            + "; ".join(steady)
+            + f"; tcptrace -lr loop {loop:.1f} ms per capture (hscc w2 / loop: "
+            + (
+                f"{c['hscc w2']['steady_worker_cpu_ms'] / loop:.1f}×"
+                if c["hscc w2"].get("steady_worker_cpu_ms") is not None
+                else "–"
+            )
+            + ", target ≤ 3×).",
+        ]
     L += ["", "| target | measured | target | |", "|---|---:|---:|---|"]
     for t in s["targets"]:
         L.append(f"| {t['name']} | {t['value']} | {t['target']} | {'pass' if t['pass'] else '**FAIL**'} |")

@@ -299,6 +299,12 @@ def _batches(
 #: corpus runner's tasks (:mod:`hscc_trace.corpus.runner`), as ``engine.LOOK_AHEAD``: its worker
 #: processes already keep every core busy, and each would hold two batches at a time.
 BATCHES_AHEAD = True
+#: Whether a one-lane run hashes each file (BLAKE3, for the results document's ``blake3``) in a
+#: helper thread beside the analysis (``Run.digests``), and returns the C heaps' free memory to
+#: the system when it ends (:func:`hscc_trace.perf.memory.trim`). Off in the corpus runner's
+#: tasks, which hash each capture themselves, write no results document (``Run.to_json`` still
+#: hashes a file whose digest is not in ``Run.digests``) and trim once per task.
+DIGEST_AND_TRIM = True
 
 
 class _Ahead:
@@ -773,7 +779,9 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
             stream.failed(path)
 
     digests: dict[str, str | None] = {}
-    if opts.jobs <= 1:
+    if opts.jobs <= 1 and not DIGEST_AND_TRIM:
+        _run_serial(inputs, opts, take_capture, take_flow, capture_failed)
+    elif opts.jobs <= 1:
         # the files' BLAKE3 for the JSON results, hashed by one thread beside the analysis
         # (blake3 releases the GIL: its wall time on replica-5M is no longer at the end),
         # each file once it is read: while it is read, the reader thread and this thread's
@@ -807,7 +815,8 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
         digests = _run_parallel(inputs, opts, take_capture, take_flow, capture_failed)
     from hscc_trace.perf.memory import trim
 
-    trim()  # (the C heaps of every thread give back what the run freed)
+    if DIGEST_AND_TRIM or opts.jobs > 1:
+        trim()  # (the C heaps of every thread give back what the run freed)
 
     captures: list[CaptureResult] = []
     errors: list[str] = []

@@ -1,9 +1,9 @@
 """Corpus scale: analyze many captures on Dask distributed into a Parquet dataset (issue 21).
 
-Unit of work = one capture. A worker analyzes it through :mod:`hscc_trace.api`, writes one Parquet
-file per table for that capture (``<dataset>/<table>/<blake3>.parquet``) and returns a small
-summary, so memory does not grow with the corpus and an interrupted run loses at most the captures
-in flight. Nothing here prints.
+Unit of work = a batch of captures. A worker analyzes each through :mod:`hscc_trace.api`, writes
+the batch's rows as one Parquet file per table (a *part*, ``<dataset>/<table>/<part>.parquet``:
+:mod:`hscc_trace.corpus.dataset`) and returns small summaries, so memory does not grow with the
+corpus and an interrupted run loses at most the batches in flight. Nothing here prints.
 """
 
 from __future__ import annotations

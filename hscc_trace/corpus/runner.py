@@ -2,9 +2,11 @@
 scheduler (``tcp://HOST:8786``; without one, Dask's own configuration ``DASK_SCHEDULER_ADDRESS``).
 
 Each capture is analyzed by :func:`analyze_capture`: it fetches the input (a URL is copied to a
-temporary file), hashes it, analyzes it through :mod:`hscc_trace.api`, writes that capture's rows
-of every table and returns a small summary dict. Nothing here prints: progress goes to a callback,
-called once per capture.
+temporary file), hashes it, analyzes it through :mod:`hscc_trace.api`, hands that capture's rows
+of every table to its task's :class:`~hscc_trace.corpus.dataset.PartWriter` and returns a small
+summary dict. A task writes its captures' rows as one part when it ends (one Parquet file per
+table, not six per capture), so a capture is complete once its task's part is written. Nothing
+here prints: progress goes to a callback, called once per capture.
 
 **Batches.** A Dask task costs the client process (scheduler, nannies, client) a few ms of CPU
 whatever it does, which on a machine whose cores all run workers is taken from the analysis. So a
@@ -38,22 +40,25 @@ How a batch's failure finds its culprit and loses nothing else:
   capture ends (analyzed, error row written, or an exception). A counter left behind is a worker
   that died on that capture. A capture whose counter already says 2 is not run again: the worker
   records ``worker_died`` for it and goes on. Dask's retry of a batch starts it again from its
-  first capture: those already complete are skipped (their ``captures`` or ``errors`` file exists;
-  the ``captures`` file is written last), the one that was running is tried a second time on a
-  fresh worker, then the rest. If the retry dies as well, the client gets ``KilledWorker`` for the
-  batch and resubmits every capture of it as a task of its own: completed ones return ``skipped``
-  at once (counted as analyzed in this run, below), a capture that killed two workers is recorded
-  as ``worker_died`` by the next worker without being run, and the rest are analyzed. So the
-  culprit is named by the dataset's state, not guessed from the order of events, and a worker death
-  costs its batch nothing but the re-hashing of its completed captures. A single-capture task that
-  gets ``KilledWorker`` is recorded as ``worker_died`` by the client, as before batching. The
-  counters are cleared when a run starts (a counter left by a killed run is not a death).
+  first capture: those whose part or error row was written are skipped (a part's ``captures``
+  file is written last), those done in the dead task are analyzed again (their part was not
+  written), the one that was running is tried a second time on a fresh worker, then the rest.
+  If the retry dies as well, the client gets ``KilledWorker`` for the batch and resubmits every
+  capture of it as a task of its own: completed ones return ``skipped`` at once (counted as
+  analyzed in this run, below), a capture that killed two workers is recorded as
+  ``worker_died`` by the next worker without being run, and the rest are analyzed. So the
+  culprit is named by the dataset's state, not guessed from the order of events, and a worker
+  death costs its batch nothing but the analysis again of the captures the dead task had done.
+  A single-capture task that gets ``KilledWorker`` is recorded as ``worker_died`` by the client,
+  as before batching. The counters are cleared when a run starts (a counter left by a killed run
+  is not a death).
 * *Exceptions escaping a task* (not the analysis's own, which are ``internal`` rows written by the
   worker): a batch is resubmitted as single-capture tasks; a single capture is ``internal``.
 * *Timeouts.* The announcement names the capture's index in its batch, and the clock restarts at
   every capture. The culprit is the announced one: it is recorded ``timeout``, its worker
   restarted, and the other captures of its batch are resubmitted as one new batch (those that
-  completed before it return ``skipped``).
+  completed before it return ``skipped``: with a timeout, each capture's rows are written as a
+  part of its own when it ends, so no analysis goes with the restarted worker).
 
 A capture of this run whose summary came back ``skipped`` although it was not in the dataset when
 the run started (a retry, a resubmission, a result lost with its worker) counts as analyzed (or as
@@ -62,6 +67,7 @@ its recorded error), not as skipped: every capture is counted exactly once.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import shutil
@@ -88,7 +94,7 @@ TOPIC = "hscc-trace-corpus"
 #: docstring); cleared when a run starts.
 ATTEMPTS_DIR = ".attempts"
 #: Largest number of captures in one task: ≈ 1 s of analysis (≈ 60 ms a capture on this project's
-#: samples), so a batch's tail and what a retry re-hashes stay small.
+#: samples), so a batch's tail and what a retry analyzes again stay small.
 BATCH_MAX = 16
 #: Tasks each worker thread still gets, at least, from the captures left (see :func:`batch_size`).
 BATCH_TASKS_PER_THREAD = 8
@@ -161,12 +167,15 @@ def analyze_capture(
     algorithms: Sequence[str] | None,
     params: dict[str, dict[str, Any]] | None,
     announce: int | None = None,
+    parts: Any = None,
 ) -> dict[str, Any]:
     """Analyze one capture and write its rows of every table; returns a summary dict (status
     ``ok``, ``skipped`` — already in the dataset — or ``error``). With ``announce`` (a run with a
     timeout: the capture's index in its task's batch), the capture tells the client on
     :data:`TOPIC` when it starts and which capture it holds (two Dask events: a few ms of
-    scheduler work, spent only when a clock needs them)."""
+    scheduler work, spent only when a clock needs them). With ``parts`` (a
+    :class:`~hscc_trace.corpus.dataset.PartWriter`), the rows are buffered there, written when it
+    is flushed; without, at once (a part of this capture alone). An error row is written at once."""
     import polars as pl
 
     from hscc_trace import api
@@ -178,7 +187,9 @@ def analyze_capture(
     if announce is not None:
         _announce(announce, None)
     _test_hooks(item, dataset)
-    with tempfile.TemporaryDirectory(prefix="hscc-corpus-") as tmp:
+    # a folder for a URL's copy only (creating and removing one costs ≈ 0.3 ms of CPU)
+    url = inputs.is_url(item)
+    with tempfile.TemporaryDirectory(prefix="hscc-corpus-") if url else contextlib.nullcontext("") as tmp:
         try:
             local = inputs.fetch_local(item, tmp)
             sha = inputs.content_hash(local)
@@ -188,7 +199,7 @@ def analyze_capture(
             return _summary(nk, item, "error", reason="unreadable", message=_first_line(exc))
         if announce is not None:
             _announce(announce, sha)
-        if ds.path(dataset, "captures", sha).exists():
+        if (parts is not None and sha in parts) or sha in ds.complete(dataset):
             return _summary(sha, item, "skipped", was="ok")
         if ds.path(dataset, "errors", sha).exists():
             row = pl.read_parquet(ds.path(dataset, "errors", sha)).row(0, named=True)
@@ -234,9 +245,9 @@ def analyze_capture(
     )
     fits = api.fit_table(a).drop("capture").with_columns(key)
 
-    def stack(parts: list[Any], table: str) -> Any:
-        if parts:
-            return pl.concat(parts, how="diagonal_relaxed").with_columns(key)
+    def stack(frames: list[Any], table: str) -> Any:
+        if frames:
+            return pl.concat(frames, how="diagonal_relaxed").with_columns(key)
         return ds.empty_part(table)
 
     m = cr.meta
@@ -258,13 +269,21 @@ def analyze_capture(
         },
         schema_overrides={"first_ns": pl.Int64, "last_ns": pl.Int64},
     )
-    ds.write_part(dataset, "flows", sha, flows, extra=True)
-    ds.write_part(dataset, "fits", sha, fits)
-    ds.write_part(dataset, "episodes", sha, stack(eps, "episodes"))
-    ds.write_part(dataset, "rounds", sha, stack(rounds, "rounds"))
-    ds.write_part(dataset, "groups", sha, _group_rows(cr, key))
-    ds.write_part(dataset, "captures", sha, cap)  # last: marks the capture complete
-    ds.path(dataset, "errors", inputs.name_key(item)).unlink(missing_ok=True)  # it was unreadable before
+    tables = {
+        "flows": flows,
+        "fits": fits,
+        "episodes": stack(eps, "episodes"),
+        "rounds": stack(rounds, "rounds"),
+        "groups": _group_rows(cr, key),
+        "captures": cap,
+    }
+    out = parts if parts is not None else ds.PartWriter(dataset)
+    # (its error row by name, if it was unreadable before, goes once the rows are written)
+    out.add(sha, tables, remove=ds.path(dataset, "errors", inputs.name_key(item)))
+    if parts is None:
+        out.flush()
+    elif out.events >= ds.FLUSH_ROWS:
+        out.flush()
     return _summary(sha, item, "ok", flows=flows.height, seconds=cap["seconds"][0])
 
 
@@ -313,17 +332,25 @@ def analyze_batch(
     announce: bool = False,
 ) -> list[dict[str, Any]]:
     """One task: :func:`analyze_capture` for each of ``items`` in order, each under its attempt
-    counter (module docstring); returns their summaries in the same order. The replays' loops
-    do not run ahead in a helper thread here (``engine.LOOK_AHEAD``), nor the next batch of
-    event tables (``pipeline.BATCHES_AHEAD``): a corpus keeps every core busy with workers, the
-    hand-overs would only cost CPU, and a batch built ahead memory in every worker."""
+    counter (module docstring); returns their summaries in the same order, once the task's part
+    is written. The replays' loops do not run ahead in a helper thread here
+    (``engine.LOOK_AHEAD``), nor the next batch of event tables (``pipeline.BATCHES_AHEAD``): a
+    corpus keeps every core busy with workers, the hand-overs would only cost CPU, and a batch
+    built ahead memory in every worker. Nor does the analysis hash the file again, or trim the
+    heaps after every capture (``pipeline.DIGEST_AND_TRIM``): the task does both once."""
     from hscc_trace.analysis import pipeline
+    from hscc_trace.corpus import dataset as ds
     from hscc_trace.corpus import inputs
+    from hscc_trace.perf.memory import trim
     from hscc_trace.replay import engine
 
     engine.LOOK_AHEAD = False
     pipeline.BATCHES_AHEAD = False
+    pipeline.DIGEST_AND_TRIM = False  # (each capture is hashed here; the heaps trimmed per task)
 
+    # (with a clock, each capture is written when it ends: a timeout restarts the worker, and
+    # the captures done before it in the task are then skipped, not analyzed again)
+    parts = None if announce else ds.PartWriter(dataset)
     out = []
     for i, item in enumerate(items):
         counter = Path(dataset) / ATTEMPTS_DIR / inputs.name_key(item)
@@ -337,11 +364,14 @@ def analyze_batch(
         counter.parent.mkdir(parents=True, exist_ok=True)
         counter.write_text(str(begun + 1))
         try:
-            out.append(analyze_capture(item, dataset, algorithms, params, i if announce else None))
+            out.append(analyze_capture(item, dataset, algorithms, params, i if announce else None, parts))
         except Exception as exc:  # noqa: BLE001 - outside the analysis' own handling (a failed write)
             out.append(_failed(dataset, item, None, "internal", f"{type(exc).__name__}: {_first_line(exc)}"))
         finally:
             counter.unlink(missing_ok=True)
+    if parts is not None:
+        parts.flush()  # the task's captures are complete once it returns (module docstring)
+    trim()
     return out
 
 
@@ -528,6 +558,7 @@ def run(
         if clock:
             c.unsubscribe_topic(TOPIC)
     shutil.rmtree(Path(dataset) / ATTEMPTS_DIR, ignore_errors=True)
+    ds.remove_partial_writes(dataset)  # parts a worker died while writing (their captures were redone)
     return state
 
 
@@ -544,7 +575,7 @@ def _failed(dataset: str, item: str, sha: str | None, reason: str, message: str)
             sha = inputs.name_key(item) if inputs.is_url(item) else inputs.content_hash(item)
         except OSError:
             sha = inputs.name_key(item)
-    if ds.path(dataset, "captures", sha).exists():  # it finished after all (just before the end)
+    if sha in ds.complete(dataset):  # it finished after all (just before the end)
         return _summary(sha, item, "ok")
     ds.write_error(dataset, sha, item, reason, message)
     return _summary(sha, item, "error", reason=reason, message=message)

@@ -329,14 +329,16 @@ def test_batch_size_rule():
 def test_a_corpus_task_runs_the_replay_loops_in_its_own_thread(tmp_path, monkeypatch):
     """A worker process of a corpus already has a core of its own: its task switches the replays'
     look-ahead thread off (engine.LOOK_AHEAD), and the event batches' (pipeline.BATCHES_AHEAD),
-    which elsewhere stay on."""
+    which elsewhere stay on, and the analysis's own hashing and heap trim
+    (pipeline.DIGEST_AND_TRIM: the task hashes each capture and trims once)."""
     from hscc_trace.analysis import pipeline
     from hscc_trace.replay import engine
 
     monkeypatch.setattr(engine, "LOOK_AHEAD", True)
     monkeypatch.setattr(pipeline, "BATCHES_AHEAD", True)
+    monkeypatch.setattr(pipeline, "DIGEST_AND_TRIM", True)
     assert runner.analyze_batch([], str(tmp_path), None, None) == []
-    assert engine.LOOK_AHEAD is False and pipeline.BATCHES_AHEAD is False
+    assert engine.LOOK_AHEAD is False and pipeline.BATCHES_AHEAD is False and pipeline.DIGEST_AND_TRIM is False
 
 
 @pytest.mark.slow
@@ -344,7 +346,8 @@ def test_a_corpus_task_runs_the_replay_loops_in_its_own_thread(tmp_path, monkeyp
     ("names", "batch"),
     [
         ({"hang.pcap": "reno-loss", "a.pcap": "bbr", "b.pcap": "cubic-loss"}, None),
-        # tasks [a, hang, b] and [c]: a is counted once, b is analyzed in a new task
+        # tasks [a, hang, b] and [c]: a is counted once, b is analyzed in a new task (with a
+        # timeout each capture is written when it ends: a is skipped there)
         ({"a.pcap": "bbr", "hang.pcap": "reno-loss", "b.pcap": "cubic-loss", "c.pcap": "reno-bdp"}, 3),
     ],
     ids=["one-capture-tasks", "in-a-batch"],
@@ -372,7 +375,7 @@ def test_a_hanging_capture_is_cut_off_and_its_worker_restarted(tmp_path, monkeyp
     assert "st" in res, "the run did not end: the hanging capture kept the only worker busy"
     st = res["st"]
     hang = str(tmp_path / "hang.pcap")
-    assert (st.ok, len(st.errors)) == (len(items) - 1, 1)
+    assert (st.ok, len(st.errors)) == (len(items) - 1, 1), st.errors
     assert st.errors[0]["capture"] == hang and st.errors[0]["reason"] == "timeout"
     assert sorted(seen) == sorted(items)  # one progress call per capture
     assert ds.read(tmp_path / "ds", "errors")["reason"].to_list() == ["timeout"]
@@ -504,3 +507,53 @@ def test_without_the_corpus_extra_a_corpus_run_is_one_line_naming_it(
     with pytest.raises(UsageError, match=r"needs distributed, fsspec.*hscc-trace\[corpus\]"):
         runner.run([sample], tmp_path / "ds2")
     assert not (tmp_path / "ds2").exists()
+
+
+def _capture_rows(sha: str, n_rounds: int) -> dict[str, pl.DataFrame]:
+    """One capture's rows of every part table: one flow with ``n_rounds`` rounds, nothing else."""
+    tables = {t: ds.empty_part(t) for t in ds.TABLES if t != "errors"}
+    cap = (
+        tables["captures"]
+        .clear(1)
+        .with_columns(pl.lit(sha).alias("blake3"), pl.lit(f"{sha[:4]}.pcap").alias("capture"))
+    )
+    rounds = (
+        tables["rounds"]
+        .clear(n_rounds)
+        .with_columns(pl.lit(sha).alias("blake3"), pl.arange(0, n_rounds, dtype=pl.UInt32).alias("round"))
+    )
+    return {**tables, "captures": cap, "rounds": schema.conform(rounds, schema.CORPUS_TABLES["rounds"])}
+
+
+def test_a_part_holds_several_captures_complete_only_once_written(tmp_path):
+    # a task's captures are buffered and written as one part per table, named by its first capture
+    w = ds.PartWriter(tmp_path)
+    (tmp_path / "errors").mkdir()
+    old_error = tmp_path / "errors" / f"{'9' * 64}.parquet"
+    old_error.write_bytes(b"an earlier error row of the second capture, by name")
+    w.add("a" * 64, _capture_rows("a" * 64, 3))
+    w.add("b" * 64, _capture_rows("b" * 64, 2), remove=old_error)
+    assert "b" * 64 in w and w.events == 5
+    # nothing is complete, nor written, before the flush
+    assert ds.done(tmp_path) == {"9" * 64} and not (tmp_path / "captures").exists() and old_error.exists()
+    w.flush()
+    assert ds.done(tmp_path) == {"a" * 64, "b" * 64} and not old_error.exists()
+    for t in ("captures", "flows", "fits", "episodes", "rounds", "groups"):
+        assert [p.name for p in (tmp_path / t).iterdir()] == [f"{'a' * 64}.parquet"], t
+    assert ds.read(tmp_path, "rounds")["blake3"].to_list() == ["a" * 64] * 3 + ["b" * 64] * 2
+    assert ds.read(tmp_path, "captures").height == 2
+    # a part a worker died while writing (no captures file): not read, removed by the next run
+    w.add("c" * 64, _capture_rows("c" * 64, 1))
+    for t in ("flows", "rounds"):
+        ds.write_part(tmp_path, t, "c" * 64, w.rows[t][0], extra=t == "flows")
+    assert ds.read(tmp_path, "rounds").height == 5 and "c" * 64 not in ds.done(tmp_path)
+    assert ds.remove_partial_writes(tmp_path) == 2 and not ds.path(tmp_path, "rounds", "c" * 64).exists()
+    # a capture another process completed meanwhile is not written twice
+    w.add("d" * 64, _capture_rows("d" * 64, 1))
+    w.flush()
+    assert ds.done(tmp_path) == {"a" * 64, "b" * 64, "c" * 64, "d" * 64}
+    assert ds.read(tmp_path, "captures").height == 4 and ds.read(tmp_path, "rounds").height == 7
+    w.add("a" * 64, _capture_rows("a" * 64, 3))
+    w.flush()
+    assert ds.read(tmp_path, "captures").height == 4 and ds.read(tmp_path, "rounds").height == 7
+    assert not w.shas and not ds.remove_partial_writes(tmp_path)
