@@ -280,9 +280,7 @@ def analyze_capture(
     out = parts if parts is not None else ds.PartWriter(dataset)
     # (its error row by name, if it was unreadable before, goes once the rows are written)
     out.add(sha, tables, remove=ds.path(dataset, "errors", inputs.name_key(item)))
-    if parts is None:
-        out.flush()
-    elif out.events >= ds.FLUSH_ROWS:
+    if parts is None or out.events >= ds.FLUSH_ROWS:
         out.flush()
     return _summary(sha, item, "ok", flows=flows.height, seconds=cap["seconds"][0])
 
