@@ -969,8 +969,10 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
     (:mod:`hscc_trace.perf.warmup`) and over ``captures`` if given, with every kernel forced to
     compile (:mod:`hscc_trace.perf.firstuse`); later runs load the machine code from the cache
     and never run a kernel interpreted. ``on_step(text)`` is called before each step. Returns
-    per kernel what happened in this process (:func:`hscc_trace.perf.firstuse.summary`).
+    per kernel what happened in this process (:func:`hscc_trace.perf.firstuse.summary`); removes
+    the stamps of kernels that are no more (:func:`hscc_trace.perf.firstuse.prune`).
     """
+    import contextlib
     import json
     import tempfile
 
@@ -1005,6 +1007,9 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
                     step(f"replay every algorithm, {flavor} flavor")
                     names = _every_algorithm()
                     replay(ev, names, {n: {"flavor": flavor} for n in names})
+    kernels = {k.name for k in firstuse.REGISTRY}  # every kernel is declared now: stamps of none go
+    with contextlib.suppress(OSError):
+        firstuse.prune(cache_folder() / "compiled", lambda name, _: name in kernels)
     return firstuse.summary()
 
 

@@ -2,18 +2,19 @@
 
 numba compiles a kernel on its first call (seconds each; ≈ 100 s for all that ``analyze`` uses)
 and caches the machine code; interpreted, the same Python function costs microseconds per item.
-The rule, per kernel and argument types (``auto``, the default):
+The rule, per kernel and argument types (``auto``, the default), by its ``@njit(cost=…)``:
 
 1. compiled in this process, or stamped → compiled;
-2. else, while the items interpreted in this process plus this call's stay within the kernel's
-   *budget* (``compile_s / interp_s`` of its ``@njit(cost=…)``: break-even) → its Python
-   function (the same source, :func:`pure`);
-3. else compile now, and stamp.
+2. else, while this process's *rent* (per call its measured seconds, at least items ×
+   ``interp_s``) plus this call's expected seconds (items at the rent's rate) stay within
+   ``compile_s`` (break-even) → its Python function (the same source, :func:`pure`);
+3. else compile now, and stamp. A rent past half of ``compile_s`` stamps too: the next run compiles.
 
 numba has no public way to ask its cache, so each compilation writes a *stamp* in the cache
-folder's ``compiled/``, named by a hash of what numba's cache entry depends on: the kernel, its
-source file's mtime and size, the argument types, numba, Python, the machine, numba's cache
-folder. A stale stamp costs one compilation, announced as any other.
+folder's ``compiled/``, named by the kernel, a hash of its version (source file's mtime and size,
+numba, Python, the machine, numba's cache folder: what numba's cache entry depends on) and one of
+the argument types; a new stamp removes the kernel's other versions' and older formats'
+(:func:`prune`). A stale stamp costs one compilation, announced as any other.
 ``HSCC_TRACE_FIRST_USE`` (``auto``, ``compile``, ``interpret``) or :func:`mode` force one path;
 both give identical results (``tests/perf/test_first_use.py``).
 """
@@ -25,6 +26,7 @@ import functools
 import hashlib
 import os
 import platform
+import re
 import sys
 import time
 import types
@@ -92,7 +94,7 @@ class Kernel:
         self._dispatcher = dispatcher
         self._python = python
         self._ready: set[tuple[Any, ...]] = set()  # argument types compiled or loaded here
-        self._done: dict[tuple[Any, ...], int] = {}  # items interpreted, per argument types
+        self._rent: dict[tuple[Any, ...], tuple[int, float]] = {}  # (items, s) interpreted, per types
         self._stamped: dict[tuple[Any, ...], bool] = {}
         self.stats = {"interpreted_calls": 0, "interpreted_items": 0, "interpreted_s": 0.0}
         self.stats.update({"compiled_calls": 0, "first_compiled_s": 0.0})
@@ -115,10 +117,9 @@ class Kernel:
         if not hasattr(d, "py_func"):  # NUMBA_DISABLE_JIT: numba gave the function back
             m = "interpret"
         if m == "auto" and not self.is_stamped(key):
-            n = self._done.get(key, 0) + int(self.work(args))
-            if n <= self.budget:
-                self._done[key] = n
-                m = "interpret"
+            items, rent = self._rent.get(key, (0, 0.0))
+            if rent + int(self.work(args)) * (rent / items if items else self.interp_s) <= self.compile_s:
+                return self._interpret(args, key)
         if m == "interpret":
             return self._interpret(args)
         t = time.perf_counter()
@@ -130,7 +131,7 @@ class Kernel:
         self.stats["compiled_calls"] += 1
         return out
 
-    def _interpret(self, args: tuple[Any, ...]) -> Any:
+    def _interpret(self, args: tuple[Any, ...], key: tuple[Any, ...] | None = None) -> Any:
         n = int(self.work(args))
         if n * self.interp_s >= NOTICE_S:
             for listener in list(LISTENERS):
@@ -141,9 +142,15 @@ class Kernel:
         # int64 arithmetic wraps silently in compiled code: alike here, without a RuntimeWarning
         with np.errstate(over="ignore"):
             out = self.python()(*args)
+        took = time.perf_counter() - t
         self.stats["interpreted_calls"] += 1
         self.stats["interpreted_items"] += n
-        self.stats["interpreted_s"] += time.perf_counter() - t
+        self.stats["interpreted_s"] += took
+        if key is not None:  # (by the rule, not forced)
+            items, rent = self._rent.get(key, (0, 0.0))
+            self._rent[key] = (items + n, rent + max(took, n * self.interp_s))
+            if rent < self.compile_s / 2 <= self._rent[key][1]:
+                self._stamp(key, here=False)  # (this process goes on by its rent)
         return out
 
     def dispatcher(self) -> Any:
@@ -179,9 +186,10 @@ class Kernel:
         st = os.stat(source) if source else None  # numba's cache checks its mtime and size
         numba_dir = os.environ.get("NUMBA_CACHE_DIR") or str(cache_root() / "numba")
         src = (st.st_mtime_ns, st.st_size) if st else None
-        what = (self.name, src, key, numba.__version__, sys.version, platform.machine(), numba_dir)
-        h = hashlib.sha256(repr((*what, os.environ.get("NUMBA_OPT", ""))).encode()).hexdigest()
-        return cache_root() / "compiled" / f"{self.name}-{h[:20]}"
+        what = (src, numba.__version__, sys.version, platform.machine(), numba_dir, os.environ.get("NUMBA_OPT", ""))
+        version = hashlib.sha256(repr(what).encode()).hexdigest()[:8]
+        types_ = hashlib.sha256(repr((self.name, key)).encode()).hexdigest()[:12]
+        return cache_root() / "compiled" / f"{self.name}-{version}-{types_}"
 
     def is_stamped(self, key: tuple[Any, ...]) -> bool:
         """Was this kernel compiled for these argument types into numba's cache (a stamp exists)?"""
@@ -189,12 +197,31 @@ class Kernel:
             self._stamped[key] = self.stamp_path(key).is_file()
         return self._stamped[key]
 
-    def _stamp(self, key: tuple[Any, ...]) -> None:
-        self._stamped[key] = True
+    def _stamp(self, key: tuple[Any, ...], here: bool = True) -> None:
+        self._stamped[key] = self._stamped.get(key, False) or here
         path = self.stamp_path(key)
+        version = path.name.split("-")[-2]
         with contextlib.suppress(OSError):  # a read-only cache folder: the next run decides again
-            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.is_file():  # a new stamp: this kernel's other versions' go
+                path.parent.mkdir(parents=True, exist_ok=True)
+                prune(path.parent, lambda name, v: name != self.name or v == version)
             path.touch()
+
+
+_STAMP = re.compile(r"(.+)-([0-9a-f]{8})-[0-9a-f]{12}")
+
+
+def prune(folder: Path, keep: Callable[[str, str], bool]) -> list[str]:
+    """Remove from the stamp folder the stamps ``keep(kernel, version)`` rejects and every file
+    of an older format (``*.json``, ``*.rent``, hashes of another length); their names."""
+    removed = []
+    for f in folder.iterdir():
+        m = _STAMP.fullmatch(f.name)
+        if m is None or not keep(m[1], m[2]):
+            with contextlib.suppress(OSError):
+                f.unlink()
+                removed.append(f.name)
+    return removed
 
 
 # ---- argument types ---------------------------------------------------------------------------

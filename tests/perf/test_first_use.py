@@ -36,20 +36,76 @@ def cache_dir(tmp_path, monkeypatch):
 
 def test_small_work_is_interpreted_until_the_budget_then_compiled_and_stamped(cache_dir):
     k = _kernel(100)
-    a = np.arange(60, dtype=np.int64)
+    a = np.arange(40, dtype=np.int64)
     out = np.empty_like(a)
-    assert k(a, out) == 60 and (out == a + 1).all()
+    assert k(a, out) == 40 and (out == a + 1).all()
     assert k.stats["interpreted_calls"] == 1 and k.stats["compiled_calls"] == 0
     key = firstuse.type_key((a, out))
-    assert not k.stamp_path(key).exists()
-    assert k(a, out) == 60  # 120 items in all: past the budget of 100 → compiled
-    assert k.stats["interpreted_calls"] == 1 and k.stats["compiled_calls"] == 1
-    assert k.signatures, "numba compiled it"
+    assert not k.stamp_path(key).exists()  # a rent of 40 s: under half the budget
+    assert k(a, out) == 40  # 80 s: within the budget of 100, still interpreted; past half: stamped
+    assert k.stats["interpreted_calls"] == 2 and k.stats["compiled_calls"] == 0
     assert k.stamp_path(key).is_file()
+    assert k(a, out) == 40  # 120 s in all: past the budget → compiled
+    assert k.stats["interpreted_calls"] == 2 and k.stats["compiled_calls"] == 1
+    assert k.signatures, "numba compiled it"
     # another process (a new Kernel) finds the stamp: compiled from the first call, however small
     k2 = _kernel(100)
     k2(a[:1], out[:1])
     assert k2.stats["compiled_calls"] == 1 and k2.stats["interpreted_calls"] == 0
+
+
+def test_a_run_that_interpreted_past_half_the_break_even_is_followed_by_one_that_compiles(cache_dir):
+    """The rent is the measured seconds when the work took longer than its declared cost: a call
+    declared at 60 µs that takes 0.2 s pays 0.2 s, past half of the 0.3 s compilation → stamped;
+    the next call of this process still goes by its rent (0.2 s + 0.2 s expected > 0.3 s)."""
+    import time
+
+    def slow(a, out):
+        time.sleep(0.2)
+        return _count_up(a, out)
+
+    def kernel() -> Kernel:
+        return Kernel(_count_up, lambda a: len(a[0]), (0.3, 1e-5), {"cache": False}, name="tests._slow", python=slow)
+
+    k = kernel()
+    a = np.arange(6, dtype=np.int64)
+    k(a, np.empty_like(a))
+    assert k.stats["interpreted_calls"] == 1 and k.stamp_path(firstuse.type_key((a, a))).is_file()
+    k(a, np.empty_like(a))  # the expected seconds are the rent's rate: compiled
+    assert k.stats["interpreted_calls"] == 1 and k.stats["compiled_calls"] == 1
+    k2 = kernel()  # the next run: compiled at once
+    k2(a, np.empty_like(a))
+    assert k2.stats["compiled_calls"] == 1 and k2.stats["interpreted_calls"] == 0
+
+
+def test_forced_interpretation_pays_no_rent_and_writes_no_stamp(cache_dir):
+    k = _kernel(10)
+    a = np.arange(50, dtype=np.int64)
+    with firstuse.mode("interpret"):
+        k(a, np.empty_like(a))
+    assert not list(cache_dir.rglob("tests._count_up-*")) and not k._rent
+
+
+def test_a_new_stamp_prunes_the_kernels_other_versions_and_older_formats(cache_dir):
+    """Stamps are ``<kernel>-<version>-<types>``: a new one removes the same kernel's stamps of
+    other versions (an older source file, numba, Python) and every file of an older format
+    (``.json``, ``.rent``, one 20-digit hash); other kernels' stamps and its own other argument
+    types' stay. ``hscc-trace compile`` also removes the stamps of kernels that are no more."""
+    folder = cache_dir / "compiled"
+    folder.mkdir()
+    k = _kernel(10)
+    a = np.arange(3, dtype=np.int64)
+    b = a.astype(np.int32)
+    mine = k.stamp_path(firstuse.type_key((b, b)))
+    version = mine.name.split("-")[-2]
+    other_version = f"tests._count_up-{'0' * 8 if version != '0' * 8 else '1' * 8}-{'a' * 12}"
+    old = ["tests._count_up-0123456789abcdef0123", "tests._count_up-0123456789abcdef0123.rent", "x.json"]
+    stay = [mine.name, f"events.tables._run_flows-{'b' * 8}-{'c' * 12}"]
+    for name in [other_version, *old, *stay]:
+        (folder / name).touch()
+    k.call_compiled(a, np.empty_like(a))
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*stay, k.stamp_path(firstuse.type_key((a, a))).name])
+    assert firstuse.prune(folder, lambda name, _: name != "events.tables._run_flows") == [stay[1]]
 
 
 def test_a_stamp_goes_stale_with_its_source_file(cache_dir, monkeypatch):
