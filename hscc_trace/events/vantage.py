@@ -3,7 +3,9 @@
 Handshake rule (when SYN, SYN/ACK and the third ACK were captured). With ``d1`` = SYN → SYN/ACK
 and ``d2`` = SYN/ACK → ACK at the capture point: near the initiator A, ``d1`` is a full RTT and
 ``d2`` is A's processing time; near the responder B, the reverse. The capture is *near* a side
-when that side's gap is below :data:`NEAR_FRACTION` of ``d1 + d2``; otherwise it is mid-path.
+when that side's gap is below :data:`NEAR_FRACTION` of ``d1 + d2``, or below the host-turnaround
+floor (:data:`hscc_trace.flows.near.TURNAROUND_FLOOR_NS`, 200 µs) while the other gap is more than
+twice it — at a µs round trip the turnaround is no small fraction; otherwise it is mid-path.
 
 Data rule (no handshake): ``S`` = median time from a data segment to the ACK that first covers
 exactly its end (the capture point → receiver → capture point part), ``X`` = median time from a
@@ -27,6 +29,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from hscc_trace.flows.near import near_by_floor
 from hscc_trace.perf.jit import njit
 
 from .core import seek
@@ -48,13 +51,15 @@ class Vantage:
     far_gap_ns: int | None = None  # sender-side part (X or the sender's handshake gap)
 
 
-def _classify(sender_part: float, receiver_part: float) -> str:
+def _classify(sender_part: float, receiver_part: float, floor: bool = False) -> str:
+    """The side whose part is under :data:`NEAR_FRACTION` of the total (with ``floor``, the
+    handshake rule: or under the host-turnaround floor, :func:`hscc_trace.flows.near.near_by_floor`)."""
     tot = sender_part + receiver_part
     if tot <= 0:
         return "unknown"
-    if sender_part < NEAR_FRACTION * tot:
+    if sender_part < NEAR_FRACTION * tot or (floor and near_by_floor(sender_part, receiver_part)):
         return "sender"
-    if receiver_part < NEAR_FRACTION * tot:
+    if receiver_part < NEAR_FRACTION * tot or (floor and near_by_floor(receiver_part, sender_part)):
         return "receiver"
     return "mid-path"
 
@@ -131,7 +136,7 @@ def from_handshake(h: Handshake, sender_dir: int) -> Vantage | None:
         if d1 >= 0 and d2 >= 0 and d1 + d2 > 0:
             sender_part = d2 if sender_dir == 0 else d1
             receiver_part = d1 if sender_dir == 0 else d2
-            v = _classify(sender_part, receiver_part)
+            v = _classify(sender_part, receiver_part, floor=True)
             off = 0 if v == "sender" else int(sender_part)
             return Vantage(v, off, "handshake", int(receiver_part), int(sender_part))
     return None

@@ -36,6 +36,8 @@ from hscc_trace.addr import to_str
 from hscc_trace.errors import Warn
 from hscc_trace.perf.jit import njit
 
+from .near import FAR_FACTOR, TURNAROUND_FLOOR_NS, near_by_floor
+
 if TYPE_CHECKING:  # polars is imported where a table is built, so the flows fast path can import it
     import polars as pl  # in the background while the compiled kernels run (hscc_trace.capture.load_flows)
 
@@ -486,7 +488,9 @@ def _flow_kernel(i0, pk, tab, nodes, smp, per_packet, out):
                     g1 = S[r, C_T_SYNACK] - S[r, C_T_SYN]
                     g2 = t - S[r, C_T_SYNACK]
                     a_side = S[r, C_SYN_SIDE]
-                    S[r, C_AWAY] = (0 if g2 * 4 < g1 else 1 << a_side) | (0 if g1 * 4 < g2 else 1 << (1 - a_side))
+                    near_a = g2 * 4 < g1 or (g2 < TURNAROUND_FLOOR_NS and g2 * FAR_FACTOR < g1)
+                    near_b = g1 * 4 < g2 or (g1 < TURNAROUND_FLOOR_NS and g1 * FAR_FACTOR < g2)
+                    S[r, C_AWAY] = (0 if near_a else 1 << a_side) | (0 if near_b else 1 << (1 - a_side))
                 if S[r, C_T_SYN] >= 0 and t >= S[r, C_T_SYN]:
                     # the handshake's round trip, SYN -> third ACK, wherever the capture is (at the
                     # sender data/ACK matching times it): one sample of each side's away-from-the-
@@ -935,12 +939,14 @@ class FlowTracker:
         ann[ann < 0] = np.nan
         seen[seen <= 0] = np.nan
         mss = np.fmin(ann, seen)
-        # vantage from the handshake: at A the SYN→SYN/ACK gap is ~RTT and SYN/ACK→ACK tiny; at B the reverse
+        # vantage from the handshake: at A the SYN→SYN/ACK gap is ~RTT and SYN/ACK→ACK tiny; at B the
+        # reverse (tiny: under a quarter of the other, or under the host-turnaround floor, .near)
         t_syn, t_sa, t_a3 = S[:, C_T_SYN], S[:, C_T_SYNACK], S[:, C_T_ACK3]
         hs_ok = (t_syn >= 0) & (t_sa >= 0) & (t_a3 >= 0) & (t_sa >= t_syn)
         g1 = (t_sa - t_syn).astype(np.float64)
         g2 = (t_a3 - t_sa).astype(np.float64)
-        near_a, near_b = g2 * 4 < g1, g1 * 4 < g2
+        near_a = (g2 * 4 < g1) | near_by_floor(g2, g1)
+        near_b = (g1 * 4 < g2) | near_by_floor(g1, g2)
         sender_is_a = sender == 0
         vantage = np.where(
             ~hs_ok,

@@ -10,10 +10,12 @@ time in ms, so every ACK of B carries its own TSval; A echoes the newest TSval i
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import polars as pl
 import pytest
 
-from hscc_trace.events import events_from_packets
+from hscc_trace.events import events_from_packets, flow_events
 from hscc_trace.events.synth import packets_frame
 from hscc_trace.flows.tracker import build_flows
 from hscc_trace.replay import engine
@@ -288,3 +290,51 @@ def test_ack_before_its_anchor_after_a_clock_step_back(late):
     assert outs[0][1] == [-1, 0, -1, -1, -1, 4]
     if late == 330:
         assert outs[0] == ([1, 1, 1001, 1001, 1001, 1001], [-1, 0, -1, -1, -1, 4], [0, 10, 10, 10, 10, 30])
+
+
+# ---- a µs round trip: the host's own turnaround is no small fraction of it (issue 38) -------------
+
+USRTT = Path(__file__).resolve().parent / "data" / "cubic-usrtt-sender.pcap"
+
+
+def test_h_vantage_us_rtt_sender_capture_is_at_the_sender():
+    """A real CUBIC flow over veth + tbf (tests/events/data/README.md), captured at the sender:
+    SYN → SYN/ACK 16.0 µs, SYN/ACK → ACK (the sender's own turnaround) 6.3 µs — 28 % of the
+    total, mid-path by the fraction alone; under the 200 µs floor and less than half of the
+    other gap, so at the sender, in the event streams and in the flow table alike."""
+    from hscc_trace.flows import load
+    from hscc_trace.flows.scan import flow_rows
+
+    cap = load(str(USRTT))
+    t = cap.packets["ts_ns"].head(3).to_list()  # SYN, SYN/ACK, ACK: the first three packets
+    assert cap.packets["flags"].head(3).to_list() == [0x02, 0x12, 0x10]
+    assert [round((t[1] - t[0]) / 1e3, 1), round((t[2] - t[1]) / 1e3, 1)] == [16.0, 6.3]
+    fe = flow_events(cap, 0)
+    assert (fe.vantage, fe.rtt_offset_s) == ("sender", 0.0)
+    row = flow_rows(str(USRTT)).rows[0]
+    assert (row["vantage"], row["rtt_method"]) == ("sender", "data-ack")
+
+
+@pytest.mark.parametrize(
+    ("d1_us", "d2_us", "sender_dir", "want"),
+    [
+        (16.0, 6.3, 0, "sender"),  # the capture above: A's turnaround, under the floor
+        (16.0, 6.3, 1, "receiver"),  # the same, B sending: the capture is at the receiver
+        (5.0, 15.0, 0, "receiver"),  # at B, A sending: B's turnaround (SYN -> SYN/ACK) is tiny
+        (26.0, 216.0, 0, "receiver"),  # the M-Lab ndt7 upload at the server (11 %: mid-path before)
+        (10.8, 8.2, 1, "mid-path"),  # loopback (pcapplusplus): both gaps are turnarounds, alike
+        (300.0, 700.0, 0, "mid-path"),  # above the floor: the fraction alone decides (30 %)
+        (40276.6, 52.0, 0, "sender"),  # a testbed sample: the fraction decides, as before
+    ],
+)
+def test_host_turnaround_floor(d1_us, d2_us, sender_dir, want):
+    from hscc_trace.events.prep import Handshake
+    from hscc_trace.events.vantage import from_handshake
+
+    syn = 1_000_000
+    sa = syn + round(d1_us * 1e3)
+    h = Handshake(seen=True, syn_ns=syn, synack_ns=sa, ack_ns=sa + round(d2_us * 1e3))
+    v = from_handshake(h, sender_dir)
+    assert v is not None and v.vantage == want
+    sender_gap = round((d2_us if sender_dir == 0 else d1_us) * 1e3)
+    assert v.offset_ns == (0 if want == "sender" else sender_gap)
