@@ -49,7 +49,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from hscc_trace.analysis.evidence import Evidence, observe
+from hscc_trace.analysis.evidence import CLOCK_US, Evidence, observe
 from hscc_trace.model import FlowEvents
 from hscc_trace.perf.jit import njit
 
@@ -551,10 +551,26 @@ def _limits_phrase(ev: Evidence) -> str:
     return "; ".join(parts) if parts else f"{total} rounds in all"
 
 
+def _clock_measurable(ev: Evidence) -> bool:
+    """Whether the ACK-clock measure (a segment that left within :data:`CLOCK_US` of the latest
+    ACK was released by it, evidence.py) can tell anything on this flow: only where the round
+    trip is longer than that window. Below it, every segment of a window-limited sender leaves
+    within a round trip of some ACK and the measure reads the host's own send bursts (TCP small
+    queues, the qdisc) as pacing: Linux CUBIC through a 1.4 Gbit/s veth + tbf path with a 12 µs
+    round trip, captured at the sender, had 12–73 % of its segments "ACK-released"
+    (tests/events/data/cubic-usrtt-sender.pcap among them)."""
+    return ev.min_rtt_s is None or ev.min_rtt_s * 1e6 > CLOCK_US
+
+
+def _paced(ev: Evidence) -> bool:
+    """Paced sending as evidence: measured at the sender, on a round trip longer than the measure's window."""
+    return bool(ev.paced) and _clock_measurable(ev)
+
+
 def _rate_evidence(ev: Evidence, rules: Rules) -> str | None:
     """Why the sender looks rate-based, or None."""
     why = []
-    if ev.paced:
+    if _paced(ev):
         why.append(f"paced sending ({ev.ack_clocked:.0%} of segments released by ACKs)")
     if (
         ev.beta_median is not None
@@ -779,9 +795,10 @@ def judge(
             outcome = verdict(
                 UNKNOWN,
                 f"{outcome.name}'s model follows the flight within {outcome.error:.1%}, but nothing here shows a "
-                "rate-based sender (pacing is measured at the sender only, the absence of a multiplicative "
-                "decrease needs several congestion episodes): not named — a loss-based sender can fit a rate "
-                "model's wider threshold",
+                "rate-based sender (pacing is measured at the sender only"
+                + ("" if _clock_measurable(evidence) else f", and only where the round trip exceeds {CLOCK_US:.0f} µs")
+                + ", the absence of a multiplicative decrease needs several congestion episodes): not named — a "
+                "loss-based sender can fit a rate model's wider threshold",
                 error=outcome.error,
                 threshold=outcome.threshold,
                 runner_up=outcome.name,
@@ -792,7 +809,7 @@ def judge(
         rv = _rate_verdict(ev, replays, rate, rate_why, rules, verdict)
         if rv is not None:
             return rv
-    if outcome is not None and outcome.cls == AMBIGUOUS and evidence.paced:
+    if outcome is not None and outcome.cls == AMBIGUOUS and _paced(evidence):
         rated = [c for c in outcome.candidates if rate.get(c)]
         if len(rated) == 1:  # a paced sender is not ACK-clocked: the window-based candidates go
             return verdict(

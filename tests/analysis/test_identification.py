@@ -186,3 +186,16 @@ def test_external_captures_are_never_named_beyond_the_threshold(external_verdict
                 assert v["error"] <= v["threshold"], (name, v)
             else:
                 assert v["name"] is None
+
+
+def test_a_cubic_sender_at_a_microsecond_round_trip_is_not_named_bbr() -> None:
+    # Linux CUBIC over veth + tbf at 1.4 Gbit/s, captured at the sender (tests/events/data/README.md):
+    # round trip 3.6 µs, 27 % of the segments within 200 µs of the latest ACK — the host's send
+    # bursts, not pacing. With that read as pacing the verdict named it bbr (8.6 % over 856
+    # rounds); the ACK-clock measure tells nothing where the round trip is shorter than its window
+    # (docs/verdicts.md#rate-based)
+    cap = REPO / "tests" / "events" / "data" / "cubic-usrtt-sender.pcap"
+    (f,) = [f for f in api.results(api.analyze([str(cap)]).analysis)["captures"][0]["flows"] if f["events"]["segments"]]
+    v = f["verdict"]
+    assert f["vantage"] == "sender" and v["evidence"]["paced"] is True and v["evidence"]["min_rtt_s"] < 200e-6
+    assert v["class"] != V.IDENTIFIED and "bbr" not in v["candidates"], v["reason"]

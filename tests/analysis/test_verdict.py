@@ -393,6 +393,23 @@ def test_window_based_evidence_rules_bbr_out():
     assert "ACK-clocked" in V._window_evidence(ev, rules)
 
 
+def test_pacing_is_evidence_only_where_the_round_trip_exceeds_the_release_window():
+    rules = V.Rules()
+    # 13 % of the segments within CLOCK_US = 200 µs of the latest ACK, at a 40 ms round trip:
+    # paced, rate-based evidence
+    ev = Evidence(vantage="sender", episodes=0, ack_clocked=0.13, paced=True, min_rtt_s=0.040)
+    assert V._rate_evidence(ev, rules) == "paced sending (13% of segments released by ACKs)"
+    # the same share at a 3.6 µs round trip (a veth path, cubic-usrtt-sender.pcap): every segment
+    # leaves within a round trip of some ACK, the 200 µs window tells nothing — no evidence
+    ev = Evidence(vantage="sender", episodes=0, ack_clocked=0.13, paced=True, min_rtt_s=3.6e-6)
+    assert V._rate_evidence(ev, rules) is None
+    # at exactly 200 µs the window is the whole round trip: still no evidence; above it, evidence
+    assert not V._clock_measurable(Evidence(vantage="sender", episodes=0, min_rtt_s=200e-6))
+    assert V._clock_measurable(Evidence(vantage="sender", episodes=0, min_rtt_s=201e-6))
+    # no RTT sample at all: the measure stands as it is
+    assert V._clock_measurable(Evidence(vantage="sender", episodes=0, min_rtt_s=None))
+
+
 def test_outside_range_says_which_condition_and_the_validated_span():
     env = V.Envelope(rate_bps=(2e6, 50e6), min_rtt_s=(0.01, 0.1), retrans_fraction=0.05, ack_burst_pkts=8.0)
     inside = Evidence(
