@@ -132,6 +132,10 @@ class FlowEvents:
     # RTT correction applied for the vantage point (s); 0.0 at the sender
     rtt_offset_s: float = 0.0
     warnings: list[Warn] = field(default_factory=list)
+    # the handshake's RTT as the data sender measured it (s; its first RTT sample, Linux
+    # tcp_min_rtt when congestion control starts): the capture's handshake gaps, the sender-side
+    # one replaced by rtt_offset_s (docs/events.md); None when the handshake was not captured
+    handshake_rtt_s: float | None = None
     # schema.SACK_BLOCKS of the receiver's ACKs, when known (the report's time/sequence graph)
     sack_blocks: pl.DataFrame | None = None
 

@@ -87,6 +87,8 @@ class Prepared:
     # the ACKs' frame numbers (schema.ACKS ``frame``, UInt64): every replay row carries its ACK's
     # frame, the key that joins a replay to the ACK stream; None → the column is null
     frame: pl.Series | None = None
+    # s — the handshake's RTT as the sender measured it (FlowEvents.handshake_rtt_s; tp.handshake_rtt), nan: unknown
+    handshake_rtt: float = math.nan
     # the pieces of the replay tables that a flow's replays may share (built on first use by
     # _frame: the frame and ts_ns keys, and the last Enum column of each name with its codes)
     _shared: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -95,14 +97,18 @@ class Prepared:
         return int(self.ev.shape[0])
 
 
-def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) -> Prepared:
+def prepare(
+    acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None, handshake_rtt: float | None = None
+) -> Prepared:
     """Build the input matrix from a schema.ACKS DataFrame.
 
     ``mss`` (bytes) converts bytes to packets. The per-ACK "sent since the previous ACK" count that
     PRR and the cwnd-limited test use is the growth of ``snd_max`` plus the retransmitted bytes:
     the ``retrans_bytes`` column (placed as the sender saw them, also at a receiver-side capture),
     or, for an ACK table without it, those of ``segments`` (schema.SEGMENTS) by capture time;
-    with neither, only new data is counted.
+    with neither, only new data is counted. ``handshake_rtt`` (s, None: unknown) is the
+    connection's handshake RTT (:attr:`hscc_trace.model.FlowEvents.handshake_rtt_s`), which the
+    loop gives the algorithms as ``tp.handshake_rtt``.
     """
     if mss is None or mss <= 0:
         raise InputError(f"MSS must be a positive number of bytes (got {mss!r})")
@@ -112,8 +118,16 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
         raise InputError(f"ACK stream lacks column(s) {', '.join(missing)} (see docs/schema.md)")
     n = acks.height
     ev = np.empty((n, T.NEV), dtype=np.float64)  # every column written by _fill_inputs
+    hs = math.nan if handshake_rtt is None or not handshake_rtt > 0 else float(handshake_rtt)
     if n == 0:
-        return Prepared(ev, np.zeros(0, dtype=np.int64), int(mss), 0.0, frame=pl.Series("frame", [], dtype=pl.UInt64))
+        return Prepared(
+            ev,
+            np.zeros(0, dtype=np.int64),
+            int(mss),
+            0.0,
+            frame=pl.Series("frame", [], dtype=pl.UInt64),
+            handshake_rtt=hs,
+        )
     m = float(mss)
 
     # The ACK columns the engine reads, as rows of one float matrix (one kernel signature
@@ -174,7 +188,7 @@ def prepare(acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None) 
     col(_C_DUPACK, "dupack")
     first_flight = _fill_inputs(ev, ts, cols, has_extra, m)
     frame = acks.get_column("frame").cast(pl.UInt64).alias("frame")
-    return Prepared(ev, ts, int(mss), first_flight, frame=frame)
+    return Prepared(ev, ts, int(mss), first_flight, frame=frame, handshake_rtt=hs)
 
 
 # rows of prepare's column matrix (the ACK columns _fill_inputs reads, as float64)
@@ -522,6 +536,7 @@ def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable
         tpa[T.IW] = iw
         tpa[T.CWND] = iw
     tpa[T.MSS] = float(prep.mss)
+    tpa[T.HANDSHAKE_RTT] = prep.handshake_rtt
     st = S.copy(init.st)
     p = S.copy(init.p)
     fn, tops, ev = plan.fn, plan.tops, prep.ev
@@ -566,6 +581,7 @@ def _initial(r: Resolved) -> _Initial:
         tpa[k] = math.nan
     tpa[T.LAST_ECN_ROUND] = -1.0
     tpa[T.DELIVERED_TIME] = math.nan
+    tpa[T.HANDSHAKE_RTT] = math.nan
     tpa[T.CWND_USAGE_SEQ] = -math.inf
     tpa.setflags(write=False)
     hit = _Initial(r, tpa, iw <= 0.0, r.new_state(), r.new_params())
@@ -858,6 +874,7 @@ def replay(
     segments: pl.DataFrame | None = None,
     compiled: bool | None = None,
     meanwhile: Callable[[], Any] | None = None,
+    handshake_rtt: float | None = None,
 ) -> dict[str, pl.DataFrame]:
     """Replay several algorithms over one ACK stream → ``{label: frame}``.
 
@@ -866,7 +883,8 @@ def replay(
     ``meanwhile``: called once, in this thread, while the loops run ahead in the helper thread
     (before the first table is built), or before the loops when they do not run ahead — work
     of the caller's that does not need the replays (the pipeline's evidence of the flow: the
-    loops of a long flow otherwise leave this thread waiting).
+    loops of a long flow otherwise leave this thread waiting). ``handshake_rtt``: as in
+    :func:`prepare`.
     """
     algos = list(algos)
     names = [a for a in algos if isinstance(a, str)]
@@ -877,7 +895,7 @@ def replay(
     order = [a if not isinstance(a, str) else rs.pop(0) for a in algos]
     if not order:
         raise InputError("no algorithm given (see `hscc-trace algorithms`)")
-    prep = prepare(acks, mss, segments)
+    prep = prepare(acks, mss, segments, handshake_rtt)
     labels = [r.label for r in order]
     for k, label in enumerate(labels):
         if label in labels[:k]:
@@ -921,5 +939,12 @@ def replay_flow(
 ) -> dict[str, pl.DataFrame]:
     """:func:`replay` on a :class:`hscc_trace.model.FlowEvents`."""
     return replay(
-        events.acks, events.mss, algos, params, segments=events.segments, compiled=compiled, meanwhile=meanwhile
+        events.acks,
+        events.mss,
+        algos,
+        params,
+        segments=events.segments,
+        compiled=compiled,
+        meanwhile=meanwhile,
+        handshake_rtt=getattr(events, "handshake_rtt_s", None),
     )

@@ -77,7 +77,9 @@ RS_INTERVAL = 43  # s — the sample's interval, max(send elapsed, ACK elapsed)
 RS_PRIOR_DELIVERED = 44  # packets — delivered count when the sample's packet was sent (P.delivered)
 RS_LOSSES = 45  # packets newly marked lost by this ACK (estimated: retransmitted before the next ACK)
 DELIVERED_TIME = 46  # s — time of the last ACK that delivered data (Linux tp->delivered_mstamp)
-NTP = 47  # size of tp
+# --- the connection before the ACK stream ---
+HANDSHAKE_RTT = 47  # s — handshake RTT as the sender timed it (Linux tcp_min_rtt at bbr_init); nan: unknown
+NTP = 48  # size of tp
 
 #: tp's fields, in slot order: (name, kind) as replay.state declares records
 FIELDS: tuple[tuple[str, str], ...] = tuple(

@@ -39,7 +39,7 @@ from hscc_trace.perf.jit import njit
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
 from .records import Acks, Counts, Episodes, FlowInfo, FlowParams, PacketOut, Rounds, Rows, Segments, SenderView, Source
-from .vantage import detect, from_handshake, sender_view
+from .vantage import detect, from_handshake, handshake_rtt, sender_view
 
 if TYPE_CHECKING:  # polars and the schema are imported where tables are built (after the capture is read)
     import polars as pl
@@ -889,6 +889,7 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb, read
                 rounds=rounds.slice(int(rnd_at[f]), int(n_rounds[f])),
                 rtt_offset_s=vt.offset_ns / 1e9,
                 warnings=warnings,
+                handshake_rtt_s=handshake_rtt(vt),
             )
         )
     return res

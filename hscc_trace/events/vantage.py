@@ -142,6 +142,19 @@ def from_handshake(h: Handshake, sender_dir: int) -> Vantage | None:
     return None
 
 
+def handshake_rtt(v: Vantage) -> float | None:
+    """The handshake's RTT as the data sender measured it (s), from a vantage the handshake
+    rule found (None otherwise): the receiver-side gap plus the sender-side part of the RTT as
+    the flow's samples are corrected (``offset_ns``: nothing at the sender, where the
+    sender-side gap is the sender's own turnaround, not part of its sample). At a sender that
+    opened the connection this is SYN → SYN/ACK, the sample Linux takes in
+    ``tcp_rcv_synsent_state_process`` before ``tcp_init_transfer`` starts congestion control."""
+    if v.method != "handshake" or v.near_gap_ns is None:
+        return None
+    rtt = v.near_gap_ns + v.offset_ns
+    return rtt / 1e9 if rtt > 0 else None
+
+
 @njit(work=lambda a: len(a[0]), cost=(2.39, 4.33e-06), cache=True, nogil=True)
 def sender_view(ts, snd, plen, flags, seq, rtsv, base_ns, ahead, rel, off):
     """Receiver-side / mid-path captures: what the sender knew when each ACK reached it.

@@ -9,7 +9,8 @@ PRR / cong_avoid — the engine's ``cong_control`` contract). Per ACK (``bbr_mai
   ``btl_bw`` = windowed max over ``bw_rounds`` packet-timed rounds (Kathleen Nichols' 3-sample
   max filter, Linux lib/win_minmax.c); a round starts when the sampled packet was sent after the
   previous round's start (``prior_delivered ≥ next_rtt_delivered``). ``min_rtt`` = smallest RTT
-  sample, renewed by any sample once it is ``min_rtt_win`` old;
+  sample, the handshake's included (``bbr_init``: ``tcp_min_rtt``; ``tp.handshake_rtt``), renewed
+  by any sample once it is ``min_rtt_win`` old;
 * **ACK aggregation** (``bbr_update_ack_aggregation``): packets acknowledged in the current epoch
   beyond ``btl_bw · epoch``; the max over 5-10 rounds is added to the target cwnd once the pipe
   is full (at most ``btl_bw · 100 ms``);
@@ -283,9 +284,14 @@ def _pacing_rate(st, p, tp, bw, gain):
 
 @jit
 def _init_pacing_rate(st, p, tp):
-    """bbr_init_pacing_rate_from_rtt: high_gain · cwnd / srtt (nominal 1 ms before any sample)."""
+    """bbr_init_pacing_rate_from_rtt: high_gain · cwnd / srtt (nominal 1 ms before any sample).
+    At bbr_init the kernel's srtt is the handshake's sample (tcp_rtt_estimator's first sample
+    sets srtt to it): tp.handshake_rtt when the capture has the handshake."""
     if tp.srtt > 0.0:
         rtt = tp.srtt
+        st.has_seen_rtt = True
+    elif tp.handshake_rtt > 0.0:
+        rtt = tp.handshake_rtt
         st.has_seen_rtt = True
     else:
         rtt = 0.001
@@ -325,9 +331,13 @@ def _save_cwnd(st, tp):
 
 @jit
 def init(st, p, tp):
+    """bbr_init. ``min_rtt_us = tcp_min_rtt(tp)``: BBR starts after the handshake
+    (tcp_init_transfer), so its min_rtt is the handshake's RTT sample (tp.handshake_rtt, when
+    captured) until a data sample is smaller; inf (the first sample) without it. The stamp is
+    the first ACK's time (the kernel's is the handshake's end, about one RTT earlier)."""
     st.mode = Mode.STARTUP
     st.cycle_idx = 0.0
-    st.min_rtt = math.inf
+    st.min_rtt = tp.handshake_rtt if tp.handshake_rtt > 0.0 else math.inf
     st.min_rtt_stamp = tp.now
     st.probe_rtt_done = -1.0
     st.app_limited_from = math.inf

@@ -188,6 +188,7 @@ def test_midflow_vantage_from_data_timing():
     fe = ev("midflow")
     # data -> ACK 50 ms, ACK -> next data 0.1 ms: 0.1 / 50.1 < 10 %, the capture is at the sender
     assert fe.vantage == "sender" and fe.rtt_offset_s == 0.0
+    assert fe.handshake_rtt_s is None  # (no handshake captured)
 
 
 def test_midflow_rounds():
@@ -221,6 +222,8 @@ def test_reorder_vantage_mid_path_rtt_correction():
     # 25 ms at the capture point, 25 + 25.2 = 50.2 ms corrected.
     assert fe.vantage == "mid-path"
     assert fe.rtt_offset_s == pytest.approx(0.025)
+    # the handshake's RTT as the sender timed it: B's gap 25 ms + the sender-side 25 ms
+    assert fe.handshake_rtt_s == pytest.approx(0.05)
     first = fe.acks.row(0, named=True)
     assert first["rtt_raw_s"] == pytest.approx(0.025)
     assert first["rtt_s"] == pytest.approx(0.0502)

@@ -19,8 +19,8 @@ events reproduces the kernel's snd_cwnd outside recovery with median error ≤ 2
 within the segments lost before it on the way to the receiver); flight within 2 MSS of the
 sender-side value on ≥ 99 % of ACKs; the flow table's RTT min and median within 1 ms. Measured
 (median / p90 error, receiver side): reno-bdp 0 / 0, reno-rtt60 0 / 0, cubic-rtt10 0 / 0.05
-(sender side 0 / 0.05), cubic-50m 0 / 0.027; BBR fit MARE 0.035 at the receiver, 0.040 at the
-sender (bbr-loss), 0.019 and 0.017 (bbr-4bdp). Two pairs do not meet the event-level bounds yet
+(sender side 0 / 0.05), cubic-50m 0 / 0.027; BBR fit MARE 0.041 at the receiver, 0.046 at the
+sender (bbr-loss), 0.026 and 0.016 (bbr-4bdp). Two pairs do not meet the event-level bounds yet
 (``EVENTS_DIFFER``), though their verdicts, RTTs and kernel windows do.
 """
 
@@ -166,7 +166,7 @@ def test_flow_table_rtt_is_the_senders_within_1_ms(name, cc):
 def test_bbr_fit_at_the_receiver_is_as_good_as_at_the_sender():
     # the receiver cannot see pacing (the bottleneck re-spaces the packets), so it classifies
     # the paced, not ACK-clocked rounds the sender side calls "app" as cwnd-limited and fits more
-    # rounds: MARE 0.035 over 55 rounds against 0.040 over 12 at the sender
+    # rounds: MARE 0.041 over 55 rounds against 0.046 over 12 at the sender
     fits = {}
     for name in ("bbr-loss", "bbr-loss-receiver"):
         fe = sample(name)[0]

@@ -72,6 +72,48 @@ def ack(
     return h
 
 
+# --- bbr_init ---------------------------------------------------------------------------------------
+
+
+def test_init_min_rtt_is_the_handshake_rtt():
+    # bbr_init: min_rtt_us = tcp_min_rtt(tp) and the pacing rate from srtt — both the handshake's
+    # sample, the only one the kernel has when congestion control starts (tcp_init_transfer).
+    # Handshake 0.08 s, no data sample yet (srtt nan): min_rtt 0.08, pacing rate = high_gain ·
+    # cwnd 10 / 0.08 s = 2.885 · 125 packets/s · 8000 = 2 885 000 bit/s, has_seen_rtt set.
+    h = Hooks("bbr", flavor="rfc")
+    h.set(CWND=10.0, SRTT=math.nan, NOW=0.0, DELIVERED_TIME=0.0, FLAVOR=T.RFC, HANDSHAKE_RTT=0.08)
+    h.call("init")
+    assert h["min_rtt"] == 0.08 and h["min_rtt_stamp"] == 0.0 and h["has_seen_rtt"] == 1
+    assert h["pacing_rate"] == pytest.approx(HG * 125 * 8000)
+    # first ACK: RTT sample 0.1 s > 0.08 s keeps the handshake's min_rtt; 100 packets / 0.1 s =
+    # 1000 packets/s; target = ⌈1000 · 0.08 · 2.885⌉ = ⌈230.8⌉ = 231, TSO goal at 23.08 Mbit/s 2 →
+    # + 6 = 237 → even 238 (296 with min_rtt 0.1 s: test_startup_paces_at_high_gain…)
+    ack(h, t=0.1, delivered=100, prior_delivered=0, interval=0.1, rtt=0.1)
+    assert h["min_rtt"] == 0.08 and h["target_cwnd"] == 238 and h["CWND"] == 12
+    # a smaller data sample replaces it (bbr_update_min_rtt)
+    ack(h, t=0.11, delivered=102, prior_delivered=2, interval=0.1, rtt=0.07)
+    assert h["min_rtt"] == 0.07 and h["min_rtt_stamp"] == 0.11
+    # no handshake captured (the engine's nan): min_rtt waits for the first sample
+    h = Hooks("bbr", flavor="rfc")
+    h.set(CWND=10.0, SRTT=math.nan, NOW=0.0, FLAVOR=T.RFC, HANDSHAKE_RTT=math.nan)
+    h.call("init")
+    assert h["min_rtt"] == math.inf and h["has_seen_rtt"] == 0
+
+
+def test_engine_gives_bbr_the_handshake_rtt():
+    # engine.replay(handshake_rtt=…) → tp.handshake_rtt → bbr_init's min_rtt; every data sample
+    # here is 0.1 s, so min_rtt stays the handshake's 0.05 s (without it: the first sample;
+    # flavor rfc: the synthetic stream has no ca_rtt_s, the samples flavor linux reads)
+    df = stream([{"rtt": 0.1}] * 20, flight=10)
+
+    def min_rtt(**kw: float) -> list[float]:
+        (rep,) = engine.replay(df, 1000, ["bbr"], ["bbr.flavor=rfc"], **kw).values()
+        return rep["min_rtt"].to_list()
+
+    assert min_rtt(handshake_rtt=0.05) == [0.05] * 20
+    assert min_rtt() == [0.1] * 20
+
+
 # --- STARTUP ------------------------------------------------------------------------------------------
 
 
@@ -354,17 +396,38 @@ def test_engine_leaves_cwnd_to_bbr_in_recovery_and_at_its_end():
 
 # --- against the kernel (samples/, tcp_probe truth) -----------------------------------------------------
 
-BBR_SAMPLES = [("bbr", 0), ("bbr-rtt10", 0), ("bbr-rtt100", 0), ("bbr-loss", 0), ("bbr-40m", 0), ("bbr-vs-cubic", 0)]
+BBR_SAMPLES = [
+    ("bbr", 0),
+    ("bbr-rtt10", 0),
+    ("bbr-rtt100", 0),
+    ("bbr-loss", 0),
+    ("bbr-40m", 0),
+    ("bbr-vs-cubic", 0),
+    ("bbr-vs-reno", 1),  # (the capture lists the Reno flow first)
+]
+
+
+def _present(name: str) -> bool:
+    import json
+
+    meta = SAMPLES / name / "meta.json"
+    return meta.exists() and (SAMPLES / name / json.loads(meta.read_text())["capture"]["file"]).exists()
 
 
 @pytest.mark.parametrize("name,flow", BBR_SAMPLES, ids=[f"{n}:{f}" for n, f in BBR_SAMPLES])
 def test_bbr_linux_reproduces_kernel_cwnd(name, flow):
-    # measured (2026-11-26): median 0.0-4.2 %, p90 2.6-8.7 % outside recovery; the bounds leave
+    # measured (2026-12-03): median 0.0-1.1 %, p90 2.3-4.3 % outside recovery; the bounds leave
     # a margin. btl_bw must sit at the link's payload rate (rate · 1448/1500; the emulator's
     # rate is exact to < 0.1 %) within 3 %, min_rtt within 1.5 ms of the kernel's smallest srtt.
-    if not (SAMPLES / name / "capture.pcap").exists():
+    # min_rtt starts at the handshake's RTT (bbr_init: tcp_min_rtt), which the kernel's first
+    # probe shows as its srtt: the capture's SYN → SYN/ACK is 11-60 µs shorter (the kernel times
+    # from its own send to its own processing). Before the replay took it, bbr-vs-reno's min_rtt
+    # was its first data sample (23.59 ms: Reno keeps the shared queue from ever emptying) against
+    # the kernel's 20.215 ms, and its cwnd 13.2 % / 15.8 % off (86 packets against 76).
+    if not _present(name):
         pytest.skip(f"sample {name} not present")
     fe, truth, ca = load_sample(name, flow)
+    assert fe.handshake_rtt_s == pytest.approx(truth["srtt_us"][0] / 1e6, abs=1e-4)
     rep = next(iter(engine.replay_flow(fe, ["bbr"]).values()))
     e = metrics.truth_errors(fe.acks, rep, truth, ca)
     assert e.height >= 0.95 * truth.height
@@ -400,9 +463,9 @@ def test_fit_ranks_bbr_first_on_bbr_senders_only(name, flow, best):
     # The fit compares the trace's peak flight per cwnd-limited round with the replayed window;
     # for BBR that window is inflight_cap = min(cwnd, pacing_rate · srtt) (metrics.FIT_WINDOW):
     # a paced BBR flow's flight is ~1-1.25 BDP while its cwnd is ~2.3 BDP. Measured mare (bbr,
-    # reno, cubic linux): bbr 0.049 / 0.208 / 0.167; bbr-40m 0.030 / 0.125 / 0.171; the BBR flow
+    # reno, cubic linux): bbr 0.042 / 0.208 / 0.167; bbr-40m 0.030 / 0.125 / 0.171; the BBR flow
     # of bbr-vs-cubic 0.031 / 0.130 / 0.112; its CUBIC flow 0.055 / 0.030 / 0.000; reno-bdp
-    # 0.194 / 0.000 / 0.114 (on the CUBIC flow of bbr-vs-cubic BBR comes close, 0.055 vs 0.000:
+    # 0.195 / 0.000 / 0.114 (on the CUBIC flow of bbr-vs-cubic BBR comes close, 0.055 vs 0.000:
     # the claim there is only that it is not first). With cwnd instead, BBR alone on its link (bbr, bbr-40m) gave mare
     # 0.88-0.91 (last); sharing with CUBIC, which fills the queue, the BBR flow is cwnd-bound and
     # cwnd fits as well (0.034).
@@ -427,7 +490,14 @@ def test_fit_ranks_bbr_first_on_bbr_senders_only(name, flow, best):
 
 # --- against the kernel's own BBR model (truth_signals.parquet) -------------------------------------
 
-SIGNAL_SAMPLES = [("bbr-rtt10", 0), ("bbr-rtt100", 0), ("bbr-loss", 0), ("bbr-40m", 0), ("bbr-vs-cubic", 0)]
+SIGNAL_SAMPLES = [
+    ("bbr-rtt10", 0),
+    ("bbr-rtt100", 0),
+    ("bbr-loss", 0),
+    ("bbr-40m", 0),
+    ("bbr-vs-cubic", 0),
+    ("bbr-vs-reno", 1),
+]
 
 
 def _kernel_mode(pacing_gain: np.ndarray, cwnd_gain: np.ndarray) -> np.ndarray:
@@ -444,12 +514,12 @@ def _kernel_mode(pacing_gain: np.ndarray, cwnd_gain: np.ndarray) -> np.ndarray:
 def test_bbr_model_matches_the_kernels_btl_bw_min_rtt_and_mode(name, flow):
     # The testbed polls the sender's TCP_CC_INFO (struct tcp_bbr_info) every 2 ms on the capture's
     # clock. Each poll is compared with the replay row of the last ACK before it. Measured
-    # (2026-11-26): btl_bw median error 0.01-0.9 % (p90 ≤ 3.5 %), mode agreement 96-100 %,
-    # replayed min_rtt 0-0.93 ms above the kernel's — the kernel's min_rtt is the handshake's
-    # (tcp_min_rtt at bbr_init: SYN/SYN-ACK, 60-byte packets), the replay's the smallest data/ACK
-    # sample of the capture (a 1500-byte packet serializes in 0.6-1.2 ms at 10-20 Mbit/s), unless
-    # a retransmission's timestamp-echo sample, whole ms in the kernel and in acks.ca_rtt_s, is
-    # smaller still: both take it (bbr-40m: 20.000 ms, difference 0). The
+    # (2026-12-03): btl_bw median error 0.01-0.9 % (p90 ≤ 3.5 %), mode agreement 96-100 %,
+    # replayed min_rtt 0-0.06 ms below the kernel's — both are the handshake's (tcp_min_rtt at
+    # bbr_init: SYN/SYN-ACK, 60-byte packets; no data sample is that small: a 1500-byte packet
+    # serializes in 0.6-1.2 ms at 10-20 Mbit/s), the capture's a little shorter than the kernel's
+    # own timing, unless a retransmission's timestamp-echo sample, whole ms in the kernel and in
+    # acks.ca_rtt_s, is smaller still: both take it (bbr-40m: 20.000 ms, difference 0). The
     # PROBE_BW phase differs where the kernel drew another random first phase (pacing gains
     # agree 55-85 %), so gains are not checked.
     path = SAMPLES / name / "truth_signals.parquet"
@@ -465,7 +535,7 @@ def test_bbr_model_matches_the_kernels_btl_bw_min_rtt_and_mode(name, flow):
     err = np.abs(rep["btl_bw"].to_numpy()[k] / (sig["bbr_bw_Bps"].to_numpy() * 8.0) - 1)
     assert np.median(err) < 0.01 and np.percentile(err, 90) < 0.05
     d = rep["min_rtt"].to_numpy()[k] - sig["bbr_min_rtt_us"].to_numpy() / 1e6
-    assert 0 <= np.median(d) < 0.0015
+    assert abs(np.median(d)) < 0.0001
     mode = _kernel_mode(sig["bbr_pacing_gain"].to_numpy(), sig["bbr_cwnd_gain"].to_numpy())
     assert np.mean(rep["mode"].cast(pl.String).to_numpy()[k] == mode) > 0.9
 
