@@ -132,8 +132,10 @@ def run_loop(ev, tp, st, p, tops, out, codes, nans):  # one flat loop on purpose
         prior_flight = ev[i, E_PRIOR_FLIGHT]
         tp.sent = sent
         tp.prior_flight = prior_flight
-        if sent > 0.0 or prior_flight >= cwnd_now - 1e-9:
-            is_lim = prior_flight >= cwnd_now - 1e-9
+        # (Linux tcp_write_xmit sends whole packets: the window it fills is snd_cwnd, ⌊cwnd⌋)
+        whole = math.floor(cwnd_now + 1e-9)
+        if sent > 0.0 or prior_flight >= whole - 1e-9:
+            is_lim = prior_flight >= whole - 1e-9
             prev_ack = ev[i, E_PREV_ACK]
             packets_out = (ev[i, E_SND_MAX] - prev_ack) / mss
             if (

@@ -632,6 +632,7 @@ class _AtRounds:
                 W[j] = cw[missing[1]]
             if missing[2] is not None:
                 W[j, missing[2]] = np.nan
+        np.floor(W + 1e-9, out=W)  # (a sender's window is whole packets: 86.4 is 86, as Linux's)
 
 
 #: a flow's :class:`_AtRounds`, kept (:class:`_Memo`): :func:`fit` and the verdict
@@ -684,6 +685,7 @@ def ack_matrix(
             A[j] = col[at]
         else:
             A[j] = np.nan
+        np.floor(A[j] + 1e-9, out=A[j])  # (whole packets, as :class:`_AtRounds`)
     return obs_at, rnd_at, A
 
 
@@ -829,7 +831,8 @@ def truth_errors(
     m = idx >= 0
     pts = truth.get_column("ts_ns").to_numpy()[m]
     kern = truth.get_column("snd_cwnd").cast(pl.Float64).to_numpy()[m]
-    rep = replay.get_column("cwnd").to_numpy()[idx[m]]
+    # (the kernel's snd_cwnd is whole packets: a replayed window of 86.4 is its 86)
+    rep = np.floor(replay.get_column("cwnd").to_numpy()[idx[m]] + 1e-9)
     outside = np.ones(pts.shape[0], dtype=bool)
     if ca_state is not None and ca_state.height:
         cts = ca_state.get_column("ts_ns").to_numpy()

@@ -90,7 +90,7 @@ class Rules:
     tie_elsewhere: float = 2.5  # packets — the same where it is reconstructed by time (within ~2 MSS)
     no_decrease_beta: float = 0.85  # β at or above this over several episodes: no multiplicative decrease
     no_decrease_episodes: int = 3  # episodes needed for that evidence
-    tie_fraction: float = 0.01  # of the sender's window — the tie grows with it: max(tie, 1 % of the window)
+    tie_fraction: float = 0.005  # of the sender's window — the tie grows with it: max(tie, 0.5 % of the window)
     min_engaged_rounds: int = 8  # judged rounds — an extension's own mechanism must be active in as many
     decrease_beta: float = 0.8  # β at or below this over several episodes: a multiplicative decrease (not BBR)
     decrease_episodes: int = 2  # episodes needed for that evidence …
@@ -691,9 +691,9 @@ def _rate_note(rate_why: str | None, evidence: Evidence) -> str:
 
 
 def _tie_words(tie: float, frac: float) -> str:
-    """``0.5 packet`` / ``max(0.5 packet, 1 % of the window)``."""
+    """``0.5 packet`` / ``max(0.5 packet, 0.5% of the window)``."""
     base = f"{tie:g} packet{'s' if tie != 1 else ''}"
-    return f"max({base}, {frac:.0%} of the window)" if frac > 0 else base
+    return f"max({base}, {frac * 100:g}% of the window)" if frac > 0 else base
 
 
 def _threshold(c: _Class, rules: Rules) -> float:

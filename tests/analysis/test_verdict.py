@@ -324,15 +324,15 @@ def judge_engaged(actual, windows, engaged, tie=0.5):
 
 
 def test_the_tie_grows_with_the_window():
-    # 20 rounds at a window of 400 packets; westwood 3 packets high in 12 of them. At the sender
-    # the tie is max(0.5, 1 % · 400) = 4 packets: the 3-packet differences are within it (no
-    # differing round: ambiguous, neither ruled out). At 40 packets (tie max(0.5, 0.4) = 0.5)
+    # 20 rounds at a window of 800 packets; westwood 3 packets high in 12 of them. At the sender
+    # the tie is max(0.5, 0.5 % · 800) = 4 packets: the 3-packet differences are within it (no
+    # differing round: ambiguous, neither ruled out). At 40 packets (tie max(0.5, 0.2) = 0.5)
     # the same 3 packets rule westwood out (12 of 12, P = 2^-12).
-    big = [400.0] * 20
+    big = [800.0] * 20
     west = [x + (3.0 if i >= 8 else 0.0) for i, x in enumerate(big)]
     v = judge(big, {"reno": big, "westwood": west})
     assert v.cls == V.AMBIGUOUS and set(v.candidates) == {"reno", "westwood"}
-    assert "max(0.5 packets, 1% of the window)" in v.reason
+    assert "max(0.5 packets, 0.5% of the window)" in v.reason
     small = [40.0] * 20
     west = [x + (3.0 if i >= 8 else 0.0) for i, x in enumerate(small)]
     v = judge(small, {"reno": small, "westwood": west})
@@ -345,7 +345,7 @@ def test_the_tie_grows_with_the_window():
 def test_a_higher_median_error_never_rules_out_a_lower_one():
     # The field's pattern (231 of 370 rounds against a 0.3 % / 0.0 % median error): at 100
     # packets, reno exact in 11 of 20 rounds and 3 high in 9 (median error 0: 11 zeros);
-    # westwood 0.4 high in every round (median error 0.4 %). The tie is max(0.5, 1 % · 100) = 1:
+    # westwood 0.4 high in every round (median error 0.4 %). The tie is max(0.5, 0.5 % · 100) = 0.5:
     # in the 11 rounds westwood's 0.4 ties, in the 9 it is closer by 2.6 → westwood closer in 9
     # of 9 differing rounds, P = 2^-9 = 0.00195 < 0.005: the sign test alone would rule reno out.
     # Its median error is higher, so it may not: neither is ruled out → ambiguous.

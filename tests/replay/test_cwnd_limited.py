@@ -1,4 +1,4 @@
-"""The engine's cwnd-limited test against a real-valued window (replay/_loop.py step 1).
+"""The engine's cwnd-limited test with a real-valued window (replay/_loop.py step 1).
 
 Linux decides whether the window limited the last flight with whole packets: in
 ``tcp_write_xmit`` ``is_cwnd_limited |= tcp_packets_in_flight(tp) >= tcp_snd_cwnd(tp)``, then
@@ -6,10 +6,9 @@ Linux decides whether the window limited the last flight with whole packets: in
 delay-based BPF senders keep Q16 windows and the kernel's ``snd_cwnd`` is their integer part,
 so a sender filling its window has ⌊cwnd⌋ packets in flight; the replay keeps the window real.
 Compared with the real value (60 in flight against 60.13), the replay read "not cwnd-limited"
-and stops growing where the kernel grows: TCP-Fusion's Reno floor froze for six rounds on the
-sweep's path t3 (10 Mbit/s, 100 ms, 0.5 BDP, against CUBIC), p90 5.4 %; compared with
-⌊cwnd⌋, 1.6 %. That comparison is not applied yet (the first test is a strict xfail): with it
-the sample verdicts went from 62 to 60 of 65 right (tests/analysis/test_identification.py).
+and stopped growing where the kernel grew: TCP-Fusion's Reno floor froze for six rounds on the
+sweep's path t3 (10 Mbit/s, 100 ms, 0.5 BDP, against CUBIC). The engine compares with ⌊cwnd⌋, as
+Linux does (a new capture of t3, replay vs the kernel: median / p90 12.96 % / 38.29 % before, 0 / 0 after).
 
 MSS 1000 B; the synthetic stream's flight before ACK i is ``F(i) + 1`` (replay_synth.stream).
 """
@@ -47,11 +46,6 @@ def _replay(flight_below_floor: int) -> tuple[list[float], list[float]]:
     return out["cwnd"].to_list(), w
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="not applied: comparing with ⌊cwnd⌋ (replay/_loop.py step 1) takes the sample verdicts from 62 to 60 of "
-    "65 right (fusion-40m and hrf-w-cr-reno-rtt20 become ambiguous); docs/bpf-senders.md, the sweep",
-)
 def test_linux_cwnd_limited_flight_equal_to_the_integer_window_is_limited():
     # ⌊cwnd⌋ packets in flight: the kernel's snd_cwnd was full, the window grows on every ACK:
     # 5.2, 5.3923, 5.5778, 5.7570, 5.9307, 6.0994, 6.2633, 6.4230, 6.5787, 6.7307, 6.8792 (ACK 11:
