@@ -551,6 +551,14 @@ def round_windows(
     return actual, dict(zip(replays, W.copy()))
 
 
+def _whole_packets(w: np.ndarray) -> np.ndarray:
+    """``w`` (float64, packets) in whole packets, in place: a sender fills ⌊cwnd⌋ (86.4 is 86, as
+    Linux's integer snd_cwnd), with 1e-9 of slack for a window a float sum left just below an
+    integer. Returns ``w``."""
+    w += 1e-9
+    return np.floor(w, out=w)
+
+
 def _window_column(rep: pl.DataFrame) -> np.ndarray:
     return rep.get_column(FIT_WINDOW if FIT_WINDOW in rep.columns else "cwnd").to_numpy()
 
@@ -632,7 +640,7 @@ class _AtRounds:
                 W[j] = cw[missing[1]]
             if missing[2] is not None:
                 W[j, missing[2]] = np.nan
-        np.floor(W + 1e-9, out=W)  # (a sender's window is whole packets: 86.4 is 86, as Linux's)
+        _whole_packets(W)
 
 
 #: a flow's :class:`_AtRounds`, kept (:class:`_Memo`): :func:`fit` and the verdict
@@ -685,7 +693,7 @@ def ack_matrix(
             A[j] = col[at]
         else:
             A[j] = np.nan
-        np.floor(A[j] + 1e-9, out=A[j])  # (whole packets, as :class:`_AtRounds`)
+        _whole_packets(A[j])
     return obs_at, rnd_at, A
 
 
@@ -831,8 +839,7 @@ def truth_errors(
     m = idx >= 0
     pts = truth.get_column("ts_ns").to_numpy()[m]
     kern = truth.get_column("snd_cwnd").cast(pl.Float64).to_numpy()[m]
-    # (the kernel's snd_cwnd is whole packets: a replayed window of 86.4 is its 86)
-    rep = np.floor(replay.get_column("cwnd").to_numpy()[idx[m]] + 1e-9)
+    rep = _whole_packets(replay.get_column("cwnd").to_numpy()[idx[m]])  # (as the kernel's snd_cwnd)
     outside = np.ones(pts.shape[0], dtype=bool)
     if ca_state is not None and ca_state.height:
         cts = ca_state.get_column("ts_ns").to_numpy()

@@ -556,7 +556,7 @@ def _clock_measurable(ev: Evidence) -> bool:
     ACK was released by it, evidence.py) can tell anything on this flow: only where the round
     trip is longer than that window. Below it, every segment of a window-limited sender leaves
     within a round trip of some ACK and the measure reads the host's own send bursts (TCP small
-    queues, the qdisc) as pacing: Linux CUBIC through a 1.4 Gbit/s veth + tbf path with a 12 µs
+    queues, the qdisc) as pacing: Linux CUBIC through a 1.4 Gbit/s veth + tbf path with a 4 µs
     round trip, captured at the sender, had 12–73 % of its segments "ACK-released"
     (tests/events/data/cubic-usrtt-sender.pcap among them)."""
     return ev.min_rtt_s is None or ev.min_rtt_s * 1e6 > CLOCK_US
