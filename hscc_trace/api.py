@@ -1007,9 +1007,10 @@ def compile_kernels(captures: Iterable[PathLike] = (), *, on_step: Any = None) -
                     step(f"replay every algorithm, {flavor} flavor")
                     names = _every_algorithm()
                     replay(ev, names, {n: {"flavor": flavor} for n in names})
-    kernels = {k.name for k in firstuse.REGISTRY}  # every kernel is declared now: stamps of none go
+    # every kernel is declared now: this install's stamps of none go (another install's stay)
+    kernels, mine = {k.name for k in firstuse.REGISTRY}, firstuse.install_hash()
     with contextlib.suppress(OSError):
-        firstuse.prune(cache_folder() / "compiled", lambda name, _: name in kernels)
+        firstuse.prune(cache_folder() / "compiled", lambda name, i, _: name in kernels or i != mine)
     return firstuse.summary()
 
 

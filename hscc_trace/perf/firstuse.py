@@ -11,10 +11,11 @@ The rule, per kernel and argument types (``auto``, the default), by its ``@njit(
 3. else compile now, and stamp. A rent past half of ``compile_s`` stamps too: the next run compiles.
 
 numba has no public way to ask its cache, so each compilation writes a *stamp* in the cache
-folder's ``compiled/``, named by the kernel, a hash of its version (source file's mtime and size,
-numba, Python, the machine, numba's cache folder: what numba's cache entry depends on) and one of
-the argument types; a new stamp removes the kernel's other versions' and older formats'
-(:func:`prune`). A stale stamp costs one compilation, announced as any other.
+folder's ``compiled/``, named by the kernel, a hash of its install (where the package is: two
+installs may share a cache folder), one of its version (source file's mtime and size, numba,
+Python, the machine, numba's cache folder: what numba's cache entry depends on) and one of the
+argument types; a new stamp removes the same install's stamps of the kernel's other versions and
+every older format (:func:`prune`). A stale stamp costs one compilation, announced as any other.
 ``HSCC_TRACE_FIRST_USE`` (``auto``, ``compile``, ``interpret``) or :func:`mode` force one path;
 both give identical results (``tests/perf/test_first_use.py``).
 """
@@ -189,7 +190,7 @@ class Kernel:
         what = (src, numba.__version__, sys.version, platform.machine(), numba_dir, os.environ.get("NUMBA_OPT", ""))
         version = hashlib.sha256(repr(what).encode()).hexdigest()[:8]
         types_ = hashlib.sha256(repr((self.name, key)).encode()).hexdigest()[:12]
-        return cache_root() / "compiled" / f"{self.name}-{version}-{types_}"
+        return cache_root() / "compiled" / f"{self.name}-{install_hash()}-{version}-{types_}"
 
     def is_stamped(self, key: tuple[Any, ...]) -> bool:
         """Was this kernel compiled for these argument types into numba's cache (a stamp exists)?"""
@@ -200,24 +201,32 @@ class Kernel:
     def _stamp(self, key: tuple[Any, ...], here: bool = True) -> None:
         self._stamped[key] = self._stamped.get(key, False) or here
         path = self.stamp_path(key)
-        version = path.name.split("-")[-2]
+        install, version = path.name.split("-")[-3:-1]
         with contextlib.suppress(OSError):  # a read-only cache folder: the next run decides again
-            if not path.is_file():  # a new stamp: this kernel's other versions' go
+            if not path.is_file():  # a new stamp: this install's other versions of the kernel go
                 path.parent.mkdir(parents=True, exist_ok=True)
-                prune(path.parent, lambda name, v: name != self.name or v == version)
+                prune(path.parent, lambda name, i, v: name != self.name or i != install or v == version)
             path.touch()
 
 
-_STAMP = re.compile(r"(.+)-([0-9a-f]{8})-[0-9a-f]{12}")
+_STAMP = re.compile(r"(.+)-([0-9a-f]{8})-([0-9a-f]{8})-[0-9a-f]{12}")
 
 
-def prune(folder: Path, keep: Callable[[str, str], bool]) -> list[str]:
-    """Remove from the stamp folder the stamps ``keep(kernel, version)`` rejects and every file
-    of an older format (``*.json``, ``*.rent``, hashes of another length); their names."""
+@functools.cache
+def install_hash() -> str:
+    """8 hex digits of where this install's packages are (the folder holding ``hscc_trace``):
+    the install a stamp belongs to."""
+    return hashlib.sha256(str(Path(__file__).resolve().parents[2]).encode()).hexdigest()[:8]
+
+
+def prune(folder: Path, keep: Callable[[str, str, str], bool]) -> list[str]:
+    """Remove from the stamp folder the stamps ``keep(kernel, install, version)`` rejects and
+    every file of an older format (``*.json``, ``*.rent``, hashes of another length or number);
+    their names."""
     removed = []
     for f in folder.iterdir():
         m = _STAMP.fullmatch(f.name)
-        if m is None or not keep(m[1], m[2]):
+        if m is None or not keep(m[1], m[2], m[3]):
             with contextlib.suppress(OSError):
                 f.unlink()
                 removed.append(f.name)

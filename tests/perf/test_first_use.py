@@ -87,25 +87,39 @@ def test_forced_interpretation_pays_no_rent_and_writes_no_stamp(cache_dir):
 
 
 def test_a_new_stamp_prunes_the_kernels_other_versions_and_older_formats(cache_dir):
-    """Stamps are ``<kernel>-<version>-<types>``: a new one removes the same kernel's stamps of
-    other versions (an older source file, numba, Python) and every file of an older format
-    (``.json``, ``.rent``, one 20-digit hash); other kernels' stamps and its own other argument
-    types' stay. ``hscc-trace compile`` also removes the stamps of kernels that are no more."""
+    """Stamps are ``<kernel>-<install>-<version>-<types>``: a new one removes the same install's
+    stamps of the kernel's other versions (an older source file, numba, Python) and every file of
+    an older format (``.json``, ``.rent``, one 20-digit hash, ``<kernel>-<version>-<types>``);
+    other kernels' stamps, its own other argument types' and another install's (a second venv
+    sharing the cache folder) stay. ``hscc-trace compile`` also removes this install's stamps of
+    kernels that are no more."""
     folder = cache_dir / "compiled"
     folder.mkdir()
     k = _kernel(10)
     a = np.arange(3, dtype=np.int64)
     b = a.astype(np.int32)
     mine = k.stamp_path(firstuse.type_key((b, b)))
-    version = mine.name.split("-")[-2]
-    other_version = f"tests._count_up-{'0' * 8 if version != '0' * 8 else '1' * 8}-{'a' * 12}"
-    old = ["tests._count_up-0123456789abcdef0123", "tests._count_up-0123456789abcdef0123.rent", "x.json"]
-    stay = [mine.name, f"events.tables._run_flows-{'b' * 8}-{'c' * 12}"]
+    install, version = mine.name.split("-")[-3:-1]
+    assert install == firstuse.install_hash()
+    other = "0" * 8 if version != "0" * 8 else "1" * 8
+    other_install = "2" * 8 if install != "2" * 8 else "3" * 8
+    other_version = f"tests._count_up-{install}-{other}-{'a' * 12}"
+    old = [
+        "tests._count_up-0123456789abcdef0123",
+        "tests._count_up-0123456789abcdef0123.rent",
+        "x.json",
+        f"tests._count_up-{version}-{'a' * 12}",  # (no install)
+    ]
+    stay = [
+        mine.name,
+        f"events.tables._run_flows-{install}-{'b' * 8}-{'c' * 12}",
+        f"tests._count_up-{other_install}-{other}-{'a' * 12}",  # another install's version stays
+    ]
     for name in [other_version, *old, *stay]:
         (folder / name).touch()
     k.call_compiled(a, np.empty_like(a))
     assert sorted(p.name for p in folder.iterdir()) == sorted([*stay, k.stamp_path(firstuse.type_key((a, a))).name])
-    assert firstuse.prune(folder, lambda name, _: name != "events.tables._run_flows") == [stay[1]]
+    assert firstuse.prune(folder, lambda name, *_: name != "events.tables._run_flows") == [stay[1]]
 
 
 def test_a_stamp_goes_stale_with_its_source_file(cache_dir, monkeypatch):
