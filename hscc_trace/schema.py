@@ -398,8 +398,8 @@ CORPUS_CAPTURES: tuple[Column, ...] = (
 
 #: a flow's verdict as table columns (hscc_trace.analysis.verdict; docs/verdicts.md)
 VERDICT: tuple[Column, ...] = (
-    Column("verdict", pl.String, "", "identified, ambiguous, unknown or not enough data"),
-    Column("verdict_name", pl.String, "", "the algorithm named (identified only)"),
+    Column("verdict", pl.String, "", "identified, behaves as, ambiguous, unknown or not enough data"),
+    Column("verdict_name", pl.String, "", "the algorithm named (identified or behaves as only)"),
     Column("verdict_candidates", pl.String, "", "every algorithm that fits, best first, comma-separated (ambiguous)"),
     Column("verdict_error", pl.Float64, "", "median relative error of the best fit"),
 )

@@ -964,7 +964,7 @@ def _context(fr: FlowResult, max_points: int, colors: dict[str, str] | None, sto
     # the algorithm the verdict names (drawn thicker); none when the verdict names nothing — the
     # lowest error alone is never dressed up (hscc_trace.analysis.verdict)
     v = fr.verdict
-    best = v.name if v is not None and getattr(v, "cls", None) == "identified" else None
+    best = v.name if v is not None and getattr(v, "cls", None) in ("identified", "behaves as") else None
     return _Ctx(
         fr=fr,
         t0=t0,
@@ -1116,7 +1116,7 @@ def _window_panel(c: _Ctx) -> Block:
             "legendrank": 100 + rank.get(label, 100 + i),
             "hovertemplate": f"%{{y:.1f}} {pk}",
         }
-        name = f"{_esc(label)} cwnd" + (" (identified)" if best else "")
+        name = f"{_esc(label)} cwnd" + (f" ({c.fr.verdict.cls})" if best else "")
         group.append((cwnd, name, kw, c.col(c.replay_table(label, df), c.sid(label, "cwnd"), cwnd)))
     if group:
         replays += p.lines(cast(np.ndarray, axis[0]), group, frame=axis[1], mss=mss)

@@ -617,6 +617,7 @@ def _verdict(fr: FlowResult | None) -> Any:
 #: CSS class of each verdict class (colour follows the verdict, never the rank alone)
 VERDICT_CSS = {
     "identified": "v-identified",
+    "behaves as": "v-behaves",
     "ambiguous": "v-ambiguous",
     "unknown": "v-unknown",
     "not enough data": "v-ned",
@@ -634,6 +635,8 @@ def _verdict_cell(v: Any) -> str:
     css = VERDICT_CSS.get(v.cls, "")
     if v.cls == "identified":
         return f'<span class="verdict {css}">{e(v.name)}</span> <span class="muted">(error {_pct(v.error)})</span>'
+    if v.cls == "behaves as":
+        return f'<span class="verdict {css}">behaves as {e(v.name)}</span> <span class="muted">(error {_pct(v.error)})</span>'
     if v.cls == "ambiguous":
         return f'<span class="verdict {css}">ambiguous</span>: {e(", ".join(v.candidates))}'
     if v.cls == "unknown":
@@ -649,7 +652,9 @@ def _verdict_block(v: Any) -> str:
     from hscc_trace.analysis.evidence import describe
 
     css = VERDICT_CSS.get(v.cls, "")
-    head = f"identified: {v.name}" if v.cls == "identified" else v.cls
+    head = (
+        f"identified: {v.name}" if v.cls == "identified" else f"behaves as {v.name}" if v.cls == "behaves as" else v.cls
+    )
     facts = []
     if v.error is not None:
         facts.append(f"error {_pct(v.error)} (threshold {_pct(v.threshold)})")
@@ -658,7 +663,7 @@ def _verdict_block(v: Any) -> str:
             f"margin: closer to the sender than {e(v.runner_up)} in {v.closer_rounds} of {v.differing_rounds} "
             "rounds where they differ"
         )
-    elif v.runner_up is not None and v.cls == "identified":
+    elif v.runner_up is not None and v.cls in ("identified", "behaves as"):
         facts.append(f"next: {e(v.runner_up)} {_pct(v.runner_up_error)}")
     if v.equivalent:
         facts.append(f"indistinguishable here: {e(', '.join(v.equivalent))}")
@@ -692,14 +697,14 @@ def _outside(v: Any) -> str:
 
 def verdict_row_class(fr: FlowResult, row: dict[str, Any]) -> str:
     """CSS class of a row of a flow's fit table, following the verdict: the named algorithm
-    (``v-identified``), each candidate of an ambiguous verdict (``v-ambiguous``); nothing is
+    (``v-identified``, ``v-behaves``), each candidate of an ambiguous verdict (``v-ambiguous``); nothing is
     highlighted when the verdict is unknown or not enough data, whatever the rank."""
     v = _verdict(fr)
     if v is None:
         return ""
     algo = row.get("algo")
-    if v.cls == "identified" and (algo == v.name or algo in v.equivalent):
-        return "v-identified"
+    if v.cls in ("identified", "behaves as") and (algo == v.name or algo in v.equivalent):
+        return VERDICT_CSS[v.cls]
     if v.cls == "ambiguous" and algo in v.candidates:
         return "v-ambiguous"
     return ""

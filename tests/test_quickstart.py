@@ -54,7 +54,8 @@ def test_readme_commands_work_one_after_the_other_in_one_clone(tmp_path: Path) -
     assert first.returncode == 0, first.stderr[-3000:]
     assert (clone / "report.html").stat().st_size > 100_000 and (clone / "results.json").exists()
     flow = json.loads((clone / "results.json").read_text())["captures"][0]["flows"][0]
-    assert flow["verdict"]["class"] == "identified" and flow["verdict"]["name"] == "reno", flow["verdict"]
+    # Reno's window is also TCP-LP's, DCTCP's, H-TCP's and CDG's while their own signal is absent
+    assert flow["verdict"]["class"] == "behaves as" and flow["verdict"]["name"] == "reno", flow["verdict"]
     # the first run of a small capture does not wait for the event kernels and replay loops to
     # compile (the first-use rule runs them interpreted): none of them was stamped as compiled
     stamps = [p.name for p in (tmp_path / "hscc-cache" / "compiled").glob("*.json")]

@@ -96,15 +96,16 @@ def _pct(x: float | None) -> str:
 
 def verdict_text(flow_id: int, fr: FlowResult) -> str:
     """The verdict comment of a flow (docs/annotate.md, "Comments")."""
-    from hscc_trace.analysis.verdict import AMBIGUOUS, IDENTIFIED, UNKNOWN
+    from hscc_trace.analysis.verdict import AMBIGUOUS, BEHAVES_AS, IDENTIFIED, UNKNOWN
 
     v = fr.verdict
     if v is None:
         return f"flow {flow_id} not enough data (no verdict)"
     over = f" over {v.rounds} rounds" if v.rounds else ""
-    if v.cls == IDENTIFIED:
+    if v.cls in (IDENTIFIED, BEHAVES_AS):
         ru = f", runner-up {v.runner_up} {_pct(v.runner_up_error)}" if v.runner_up else ""
-        return f"flow {flow_id} identified: {v.name} (error {_pct(v.error)}{over}{ru})"
+        head = f"identified: {v.name}" if v.cls == IDENTIFIED else f"behaves as {v.name}"
+        return f"flow {flow_id} {head} (error {_pct(v.error)}{over}{ru})"
     if v.cls == AMBIGUOUS:
         errs = ", ".join(_pct(e) for e in v.candidate_errors)
         return f"flow {flow_id} ambiguous: {', '.join(v.candidates)} (errors {errs}{over})"
@@ -171,10 +172,10 @@ def episode_notes(flow_id: int, fr: FlowResult) -> list[Note]:
 def compared_label(fr: FlowResult) -> tuple[str, str] | None:
     """(replay label, how it was chosen) of the replay compared with the sender: the verdict's
     named algorithm, else its first candidate (ambiguous), else the best fit."""
-    from hscc_trace.analysis.verdict import AMBIGUOUS, IDENTIFIED
+    from hscc_trace.analysis.verdict import AMBIGUOUS, NAMED
 
     v = fr.verdict
-    if v is not None and v.cls == IDENTIFIED and v.name in fr.replays:
+    if v is not None and v.cls in NAMED and v.name in fr.replays:
         return str(v.name), "named"
     if v is not None and v.cls == AMBIGUOUS and v.candidates and v.candidates[0] in fr.replays:
         return str(v.candidates[0]), "first candidate"

@@ -38,6 +38,10 @@ from typing import Any
 
 from hscc_trace.config import DEFAULT_MAX_ERROR, CheckConfig, Expectation, Tolerance
 
+#: the verdict classes that name an algorithm (hscc_trace.analysis.verdict.NAMED; results are read
+#: here without importing the analysis)
+NAMED = ("identified", "behaves as")
+
 PASS, FAIL, SKIP, ERROR = "pass", "fail", "skip", "error"
 STATUSES = (PASS, FAIL, SKIP, ERROR)
 
@@ -147,9 +151,7 @@ def _expect_verdict(path: str, flow: dict[str, Any], exp: Expectation, min_round
     algo = exp.expect or ""
     v = flow.get("verdict")
     cands = list(v.get("candidates") or []) if v is not None else []
-    in_verdict = (
-        v is not None and v.get("class") in ("identified", "ambiguous") and any(_matches(c, algo) for c in cands)
-    )
+    in_verdict = v is not None and v.get("class") in (*NAMED, "ambiguous") and any(_matches(c, algo) for c in cands)
     # The bound on the expected algorithm's error: --max-error when given. Without it, a verdict
     # that names or lists the algorithm has already held it to the threshold that applies to it,
     # so only an unknown verdict (--allow-unknown) or results without verdicts (< 1.3) are
@@ -211,7 +213,7 @@ def _expect_verdict(path: str, flow: dict[str, Any], exp: Expectation, min_round
     notes: list[str] = []
     if v is not None:
         cls = v.get("class")
-        if cls == "identified" and not _matches(v.get("name"), algo):
+        if cls in NAMED and not _matches(v.get("name"), algo):
             equiv = [e for e in v.get("equivalent") or [] if _matches(e, algo)]
             if equiv and exp.allow_ambiguous:
                 notes.append(f"named {v.get('name')}, indistinguishable from {algo} on this flow (allowed)")
@@ -221,7 +223,8 @@ def _expect_verdict(path: str, flow: dict[str, Any], exp: Expectation, min_round
                     "accepts that)"
                 )
             else:
-                problems.append(f"the sender was identified as {v.get('name')}, not {algo}")
+                did = "was identified as" if cls == "identified" else "behaves as"
+                problems.append(f"the sender {did} {v.get('name')}, not {algo}")
         elif cls == "ambiguous":
             listed = any(_matches(c, algo) for c in v.get("candidates") or [])
             if not listed:
@@ -259,8 +262,9 @@ def _expect_verdict(path: str, flow: dict[str, Any], exp: Expectation, min_round
         return Verdict(path, flow.get("flow_id"), label, test, FAIL, f"{'; '.join(problems)} ({detail})", metrics)
     within = f"within its threshold {_fmt(v.get('threshold'))}" if own_bound and v is not None else f"<= {_fmt(bound)}"
     head = (
-        f"identified as {v.get('name')}, {name} mare {_fmt(err)} {within}"
-        if v is not None and v.get("class") == "identified" and _matches(v.get("name"), algo)
+        f"{'identified as' if v.get('class') == 'identified' else 'behaves as'} {v.get('name')}, {name} mare "
+        f"{_fmt(err)} {within}"
+        if v is not None and v.get("class") in NAMED and _matches(v.get("name"), algo)
         else f"{name} mare {_fmt(err)} {within}"
     )
     return Verdict(

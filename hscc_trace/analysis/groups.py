@@ -193,12 +193,12 @@ def _endpoint(addr: Any, port: Any) -> str:
 def flow_algo(fr: Any) -> tuple[str | None, str]:
     """A flow's algorithm label and where it comes from: the sending kernel's own label when files
     beside the capture give it (``FlowResult.truth.algo``: the testbed's ``meta.json``), else the
-    verdict's algorithm when it identified one, else None ("unknown")."""
+    verdict's algorithm when it named one (identified, or behaves as), else None ("unknown")."""
     t = getattr(fr, "truth", None)
     if t is not None and getattr(t, "algo", None):
         return _bare(str(t.algo)), "truth"
     v = getattr(fr, "verdict", None)
-    if v is not None and getattr(v, "cls", None) == "identified" and getattr(v, "name", None):
+    if v is not None and getattr(v, "cls", None) in ("identified", "behaves as") and getattr(v, "name", None):
         return _bare(str(v.name)), "verdict"
     return None, "unknown"
 

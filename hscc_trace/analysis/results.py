@@ -33,7 +33,7 @@ from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowResult
 
-SCHEMA_VERSION = "2.1"
+SCHEMA_VERSION = "2.2"
 #: major versions read (``check --baseline``): 1.x differs from 2.0 only in the capture's digest
 READ_MAJORS = ("1", "2")
 #: flow fields added after 1.0: written always, optional when read, so 1.0 baselines still validate
@@ -1027,8 +1027,14 @@ def _verdict_schema() -> dict[str, Any]:
         ],
         "properties": {
             "class": {"enum": list(CLASSES)},
-            "name": {"type": ["string", "null"], "description": "the algorithm named (identified only)"},
-            "candidates": {**names, "description": "identified: the name; ambiguous: every algorithm that fits"},
+            "name": {
+                "type": ["string", "null"],
+                "description": "the algorithm named (identified or behaves as only)",
+            },
+            "candidates": {
+                **names,
+                "description": "identified, behaves as: the name; ambiguous: every algorithm that fits",
+            },
             "candidate_errors": {"type": "array", "items": num, "description": "median relative error of each"},
             "equivalent": {**names, "description": "algorithms indistinguishable from the named one on this flow"},
             "error": {**num, "description": "median relative error of the best fit"},

@@ -75,10 +75,12 @@ def verdict_lines(flow: dict[str, Any]) -> list[str]:
     v = flow.get("verdict")
     if not v:
         return []
-    head = v["class"] if v["class"] != "identified" else f"identified: {v['name']}"
+    named = v["class"] in ("identified", "behaves as")
+    head = f"{v['class']}{':' if v['class'] == 'identified' else ''} {v['name']}" if named else v["class"]
     reason = v["reason"]
-    if v["class"] == "identified" and reason.startswith(f"{v['name']}: "):
-        reason = reason[len(v["name"]) + 2 :]
+    for lead in (f"{v['name']}: ", f"behaves as {v['name']}: "):
+        if named and reason.startswith(lead):
+            reason = reason[len(lead) :]
     lines = [f"{head} — {reason}"]
     lines.append(f"evidence: {describe(v['evidence'])}")
     if v.get("outside_range"):  # (results 1.4)

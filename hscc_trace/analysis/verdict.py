@@ -13,6 +13,11 @@ outside recovery against the round's peak flight), and the flow gets one of four
     replay is *identical* on this flow (HighSpeed below its Low_Window is Reno; Kyushu-TCP is
     its base until its hold engages) cannot be told apart by any trace: the verdict names the
     simplest (:data:`PARSIMONY`) and lists the others as equivalent.
+``behaves as``
+    As ``identified``, for an algorithm whose window algorithms outside the library also
+    produce when their own signal is absent (:data:`SHARED_WINDOW`: Reno's is TCP-LP's, DCTCP's,
+    H-TCP's and CDG's then): the sender's window was the named algorithm's, which a trace can
+    show, not that the sender runs it, which it cannot.
 ``ambiguous``
     Several fit and the data cannot rank them: all are listed, best first.
 ``unknown``
@@ -54,7 +59,30 @@ from hscc_trace.model import FlowEvents
 from hscc_trace.perf.jit import njit
 
 IDENTIFIED, AMBIGUOUS, UNKNOWN, NOT_ENOUGH_DATA = "identified", "ambiguous", "unknown", "not enough data"
-CLASSES = (IDENTIFIED, AMBIGUOUS, UNKNOWN, NOT_ENOUGH_DATA)
+BEHAVES_AS = "behaves as"
+CLASSES = (IDENTIFIED, BEHAVES_AS, AMBIGUOUS, UNKNOWN, NOT_ENOUGH_DATA)
+NAMED = (IDENTIFIED, BEHAVES_AS)  # the classes that name an algorithm
+
+#: Library algorithms whose window is also what algorithms outside the library set while their
+#: own signal is absent — each from the kernel module's source, each seen in samples/zoo/
+#: (docs/zoo.md). Where the verdict would name one of these, it says ``behaves as``: a trace shows
+#: the window, and these senders' windows are the same one.
+SHARED_WINDOW: dict[str, tuple[str, ...]] = {
+    "reno": (
+        # tcp_lp.c: Reno's tcp_reno_cong_avoid and tcp_reno_ssthresh unless its one-way-delay test
+        # fires; Linux's never fires again after its first cut, docs/zoo.md
+        "TCP-LP while its one-way-delay test does not fire",
+        # tcp_dctcp.c: dctcp_react_to_loss halves on a loss; only an ECE cut is α-proportional
+        "DCTCP without CE marks",
+        # tcp_htcp.c htcp_alpha_update: α = 1 until Δ_L = 1 s after a congestion event; β = 0.5 until
+        # its mode switch
+        "H-TCP within 1 s of a congestion event",
+        # tcp_cdg.c: tcp_reno_cong_avoid, and cwnd/2 on a loss while no delay-gradient backoff set
+        # the shadow window
+        "CDG while its delay-gradient backoff does not act",
+    ),
+}
+SHARED_WINDOW["newreno"] = SHARED_WINDOW["reno"]
 
 #: Which of several algorithms whose replays coincide on a flow the verdict names: the one the
 #: others reduce to (HighSpeed is Reno below Low_Window, Kyushu-TCP is its base until its hold
@@ -174,12 +202,12 @@ def rules_dict(rules: Rules = RULES) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Verdict:
-    """One flow's verdict. ``name`` is set only for ``identified``."""
+    """One flow's verdict. ``name`` is set only for ``identified`` and ``behaves as``."""
 
     cls: str  # one of CLASSES
     reason: str  # plain words
     evidence: Evidence
-    name: str | None = None  # the algorithm named (identified only)
+    name: str | None = None  # the algorithm named (identified or behaves as only)
     candidates: tuple[str, ...] = ()  # identified: (name,); ambiguous: every one that fits, best first
     candidate_errors: tuple[float, ...] = ()  # median relative error of each candidate
     equivalent: tuple[str, ...] = ()  # algorithms whose replay equals the named (or best) one on this flow
@@ -196,9 +224,11 @@ class Verdict:
 
     @property
     def label(self) -> str:
-        """``reno``, ``ambiguous: reno, westwood``, ``unknown``, ``not enough data``."""
+        """``cubic``, ``behaves as reno``, ``ambiguous: reno, westwood``, ``unknown``, ``not enough data``."""
         if self.cls == IDENTIFIED:
             return str(self.name)
+        if self.cls == BEHAVES_AS:
+            return f"behaves as {self.name}"
         if self.cls == AMBIGUOUS:
             return "ambiguous: " + ", ".join(self.candidates)
         return self.cls
@@ -827,7 +857,7 @@ def judge(
     if outcome is not None:
         if left_out and outcome.cls != IDENTIFIED:
             outcome = replace(outcome, reason=outcome.reason + left_out)
-        return outcome
+        return _shared(outcome)
     if n == 0 and evidence.rounds.get("cwnd", 0) == 0 and not evidence.rounds:
         return verdict(NOT_ENOUGH_DATA, "no complete RTT round")
     return verdict(
@@ -837,6 +867,23 @@ def judge(
         + _rate_note(rate_why, evidence)
         + left_out,
         rounds=n,
+    )
+
+
+def _shared(v: Verdict) -> Verdict:
+    """An ``identified`` window-based verdict whose name is in :data:`SHARED_WINDOW`, as
+    ``behaves as``: the same evidence, and the algorithms outside the library that set the same
+    window named in the reason."""
+    if v.cls != IDENTIFIED or v.basis != "window" or v.name is None:
+        return v
+    others = SHARED_WINDOW.get(base_name(v.name))
+    if not others:
+        return v
+    return replace(
+        v,
+        cls=BEHAVES_AS,
+        reason=f"behaves as {v.reason}; a sender outside the library sets this window too ({', '.join(others)}): "
+        f"the window is {v.name}'s, which the trace shows, not that the sender runs {v.name}",
     )
 
 

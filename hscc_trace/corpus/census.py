@@ -34,13 +34,16 @@ NOT_FITTED = "not fitted"
 
 def flow_verdict() -> Any:
     """The per-flow verdict the census counts and groups by, as a polars expression over the
-    ``flows`` table: the algorithm a flow's verdict identifies, else its class (``ambiguous``,
-    ``unknown``, ``not enough data``: docs/verdicts.md) — never the lowest error alone."""
+    ``flows`` table: the algorithm a flow's verdict identifies (``behaves as NAME`` for that class),
+    else its class (``ambiguous``, ``unknown``, ``not enough data``: docs/verdicts.md) — never the
+    lowest error alone."""
     import polars as pl
 
     return (
         pl.when(pl.col("verdict") == "identified")
         .then(pl.col("verdict_name"))
+        .when(pl.col("verdict") == "behaves as")
+        .then(pl.lit("behaves as ") + pl.col("verdict_name"))
         .otherwise(pl.col("verdict").fill_null(NOT_FITTED))
     )
 
@@ -107,7 +110,7 @@ def build(dataset: str | Path) -> str:
     from hscc_trace.reports import html as rhtml
 
     caps, flows, errors, eps = (ds.read(dataset, t) for t in ("captures", "flows", "errors", "episodes"))
-    named = flows.filter(pl.col("verdict") == "identified").height
+    named = flows.filter(pl.col("verdict").is_in(["identified", "behaves as"])).height
     flows = flows.with_columns(flow_verdict().alias("verdict"))
     figs: list[dict[str, Any]] = []
     sections: list[str] = []

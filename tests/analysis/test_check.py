@@ -343,6 +343,24 @@ def test_identified_as_expected_passes_within_the_verdict_threshold() -> None:
     assert v.status == FAIL and v.test == "expect reno (mare <= 0.020)" and "reno mare 0.030 > 0.020" in v.message
 
 
+def test_behaves_as_expected_passes_and_says_behaves_as() -> None:
+    # a window Reno's and also what senders outside the library set (verdict class "behaves as"):
+    # the expectation of reno holds, within the verdict's threshold, in those words
+    (v,) = verdicts_for(with_verdict(RENO_FLOW, "behaves as", "reno"), expect="reno")
+    assert v.status == PASS and v.message.startswith("behaves as reno, reno mare 0.030 within its threshold 0.150")
+
+
+def test_behaves_as_another_algorithm_fails_naming_it() -> None:
+    (v,) = verdicts_for(with_verdict(RENO_FLOW, "behaves as", "reno"), expect="cubic")
+    assert v.status == FAIL and v.message.startswith("the sender behaves as reno, not cubic")
+
+
+def test_check_reads_the_verdicts_naming_classes() -> None:
+    from hscc_trace.analysis import verdict
+
+    assert check.NAMED == verdict.NAMED
+
+
 def test_identified_as_another_algorithm_fails_naming_it() -> None:
     (v,) = verdicts_for(with_verdict(RENO_FLOW, "identified", "cubic"), expect="reno")
     assert v.status == FAIL and v.message.startswith("the sender was identified as cubic, not reno")

@@ -123,7 +123,7 @@ def test_no_sample_flow_gets_a_wrong_name(sample_verdicts) -> None:
     wrong = [
         f"{name} flow {fid}: {truth} sender named {v['name']} ({v['reason']})"
         for name, fid, truth, v in sample_verdicts
-        if v["class"] == V.IDENTIFIED and v["name"] != truth and truth not in (v.get("equivalent") or ())
+        if v["class"] in V.NAMED and v["name"] != truth and truth not in (v.get("equivalent") or ())
     ]
     assert len(sample_verdicts) >= 65  # every data flow of samples/index.json (2026-11-26)
     assert {SPLITS[n]["set"] for n, *_ in sample_verdicts} == {"tuning", "held-out"}
@@ -132,19 +132,19 @@ def test_no_sample_flow_gets_a_wrong_name(sample_verdicts) -> None:
 
 def test_a_name_never_carries_an_error_above_its_threshold(sample_verdicts) -> None:
     for name, fid, _, v in sample_verdicts:
-        if v["class"] == V.IDENTIFIED:
+        if v["class"] in V.NAMED:
             assert v["error"] is not None and v["error"] <= v["threshold"], (name, fid, v)
 
 
 @pytest.mark.parametrize("which", ["tuning", "held-out"])
 def test_the_right_name_on_most_flows_of_each_set(sample_verdicts, which) -> None:
     flows = [x for x in sample_verdicts if SPLITS[x[0]]["set"] == which]
-    right = sum(1 for _, _, truth, v in flows if v["class"] == V.IDENTIFIED and v["name"] == truth)
+    right = sum(1 for _, _, truth, v in flows if v["class"] in V.NAMED and v["name"] == truth)
     classes = Counter(v["class"] for *_, v in flows)
     not_right = [
         f"{name} flow {fid} ({truth}): {v['class']} — {v['reason'][:120]}"
         for name, fid, truth, v in flows
-        if not (v["class"] == V.IDENTIFIED and v["name"] == truth)
+        if not (v["class"] in V.NAMED and v["name"] == truth)
     ]
     assert right / len(flows) >= TARGET, (
         f"{right} of {len(flows)} right ({dict(classes)}); not named right: {not_right}"
@@ -172,7 +172,7 @@ def test_the_mlab_ndt7_downloads_are_never_named_other_than_bbr(external_verdict
     named = {}
     for name in NDT7_BBR:
         vs = external_verdicts[name]
-        assert len(vs) == 1 and (vs[0]["class"] != V.IDENTIFIED or vs[0]["name"] == "bbr"), (name, vs[0]["reason"])
+        assert len(vs) == 1 and (vs[0]["class"] not in V.NAMED or vs[0]["name"] == "bbr"), (name, vs[0]["reason"])
         assert vs[0]["outside_range"], name
         named[name] = vs[0]["name"]
     assert named["mlab-etl__ndt-nnwk2_1611335823_00000000000C2E15.pcap"] == "bbr"
@@ -182,7 +182,7 @@ def test_external_captures_are_never_named_beyond_the_threshold(external_verdict
     assert len(external_verdicts) >= 25 and EXTERNAL.is_dir()
     for name, verdicts in external_verdicts.items():
         for v in verdicts:
-            if v["class"] == V.IDENTIFIED:
+            if v["class"] in V.NAMED:
                 assert v["error"] <= v["threshold"], (name, v)
             else:
                 assert v["name"] is None
@@ -198,4 +198,4 @@ def test_a_cubic_sender_at_a_microsecond_round_trip_is_not_named_bbr() -> None:
     (f,) = [f for f in api.results(api.analyze([str(cap)]).analysis)["captures"][0]["flows"] if f["events"]["segments"]]
     v = f["verdict"]
     assert f["vantage"] == "sender" and v["evidence"]["paced"] is True and v["evidence"]["min_rtt_s"] < 200e-6
-    assert v["class"] != V.IDENTIFIED and "bbr" not in v["candidates"], v["reason"]
+    assert v["class"] not in V.NAMED and "bbr" not in v["candidates"], v["reason"]

@@ -427,3 +427,38 @@ def test_outside_range_says_which_condition_and_the_validated_span():
         "ACKs arrive in bursts of 16 packets: beyond the validated 8",
     )
     assert env.describe().startswith("2–50 Mbit/s, RTT 10–100 ms")
+
+
+# --- behaves as: a window that senders outside the library set too -------------------------------
+
+
+def _named(cls, name, basis="window"):
+    return _verdict(cls, f"{name}: its replay follows the sender's window within 0.0%", name=name, basis=basis)
+
+
+def test_behaves_as_when_senders_outside_the_library_share_the_named_window():
+    # Reno's window is TCP-LP's, DCTCP's, H-TCP's and CDG's while their own signal is absent
+    # (SHARED_WINDOW, from tcp_lp.c, tcp_dctcp.c, tcp_htcp.c, tcp_cdg.c): same name and evidence,
+    # class "behaves as", and the reason names them
+    v = V._shared(_named(V.IDENTIFIED, "reno"))
+    assert v.cls == V.BEHAVES_AS and v.name == "reno" and v.label == "behaves as reno"
+    assert v.reason.startswith("behaves as reno: its replay follows the sender's window")
+    assert "TCP-LP" in v.reason and "DCTCP without CE marks" in v.reason and "H-TCP" in v.reason
+    # newreno's window outside recovery is Reno's: the same
+    assert V._shared(_named(V.IDENTIFIED, "newreno")).cls == V.BEHAVES_AS
+    # a label with parameters is judged by its algorithm
+    assert V._shared(_named(V.IDENTIFIED, "reno[beta=0.5]")).cls == V.BEHAVES_AS
+
+
+def test_identified_stays_where_no_sender_outside_the_library_shares_the_window():
+    # no zoo algorithm sets CUBIC's window (docs/zoo.md): the verdict is unchanged
+    v = _named(V.IDENTIFIED, "cubic")
+    assert V._shared(v) is v and v.label == "cubic"
+
+
+def test_a_rate_based_or_unnamed_verdict_is_not_relabelled():
+    # only a window-based name: the rate branch judges a different quantity (the in-flight cap)
+    rate = _named(V.IDENTIFIED, "reno", basis="rate")
+    assert V._shared(rate) is rate
+    amb = _verdict(V.AMBIGUOUS, "2 algorithms fit", candidates=("reno", "westwood"))
+    assert V._shared(amb) is amb and amb.label == "ambiguous: reno, westwood"

@@ -260,7 +260,11 @@ def test_census_counts_what_the_dataset_holds(corpus):
     assert flows.filter(pl.col("best_mare").is_null()).height == 1
     assert flows.filter(pl.col("best_mare").is_null())["best"].to_list() == [None]
     labels = flows.select(
-        pl.when(pl.col("verdict") == "identified").then(pl.col("verdict_name")).otherwise(pl.col("verdict"))
+        pl.when(pl.col("verdict") == "identified")
+        .then(pl.col("verdict_name"))
+        .when(pl.col("verdict") == "behaves as")
+        .then(pl.lit("behaves as ") + pl.col("verdict_name"))
+        .otherwise(pl.col("verdict"))
     ).to_series()
     counts = labels.value_counts().rows()
     assert sum(n for _, n in counts) == 6 and "not enough data" in labels.to_list()

@@ -398,7 +398,7 @@ def test_flow_overview_links_to_each_flow_section(evil_report) -> None:
         assert f'<section class="flow" id="flow-0-{fid}">' in vis
     # the verdict column: a name only with an identified verdict, coloured by its class
     assert "<th>verdict</th>" in vis
-    assert re.search(r'<span class="verdict v-(identified|ambiguous|unknown|ned)">', vis)
+    assert re.search(r'<span class="verdict v-(identified|behaves|ambiguous|unknown|ned)">', vis)
     assert "cwnd 88% / rwnd 6% / app 4%" in vis or re.search(r"cwnd \d+% / rwnd \d+% / app \d+%", vis)
 
 
@@ -410,6 +410,7 @@ def test_metrics_table_per_flow(evil_report) -> None:
     assert '<tr class="best">' not in vis
     assert (
         ('<tr class="v-identified">' in vis)
+        or ('<tr class="v-behaves">' in vis)
         or ('<tr class="v-ambiguous">' in vis)
         or ("v-unknown" in vis)
         or ("v-ned" in vis)
@@ -460,9 +461,9 @@ def test_every_figure_is_embedded_with_consistent_traces(evil_analysis, evil_rep
         assert any(n.startswith(htmlmod.escape(algo) + " cwnd") for n in names), algo
     assert "actual: bytes in flight" in names
     v = evil_analysis.captures[0].results[0].verdict
-    if v is not None and v.cls == "identified":  # the named algorithm is drawn as such
-        assert f"{htmlmod.escape(v.name)} cwnd (identified)" in names
-    assert sum(n.endswith("(identified)") for n in names) <= 1
+    if v is not None and v.cls in ("identified", "behaves as"):  # the named algorithm is drawn as such
+        assert f"{htmlmod.escape(v.name)} cwnd ({v.cls})" in names
+    assert sum(n.endswith(("(identified)", "(behaves as)")) for n in names) <= 1
 
 
 def test_signal_panels_render_thresholds_phases_and_stacks(evil_report) -> None:
@@ -680,9 +681,10 @@ def test_flow_without_cwnd_limited_rounds_names_nothing(tmp_path: Path) -> None:
     vis = _visible_html(page)
     assert fr.verdict is not None and fr.verdict.cls == "not enough data"
     assert '<span class="verdict v-ned">not enough data</span>' in vis and "No fit metrics" in vis
-    assert '<tr class="v-identified">' not in vis and '<tr class="best">' not in vis
+    assert '<tr class="v-identified">' not in vis and '<tr class="v-behaves">' not in vis
+    assert '<tr class="best">' not in vis
     names = [tr["name"] for tr in _payloads(page)[0][0]["data"]]
-    assert not any("(identified)" in n for n in names)
+    assert not any(n.endswith(("(identified)", "(behaves as)")) for n in names)
 
 
 def test_coverage_levels_grade_each_column_by_covered_share() -> None:

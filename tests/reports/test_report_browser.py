@@ -544,7 +544,7 @@ def test_zoom_to_50_ms_around_a_loss_draws_every_event(sample_report: tuple[Path
     assert z["zooms"] == 1 and z["range"] == [A, B]
     assert all(r == [A, B] for r in z["others"])  # the flow's other figure followed
     tr = z["traces"]
-    ack_series = ["actual: bytes in flight", "reno cwnd (identified)", "reno cwnd", "cubic cwnd", "compound cwnd"]
+    ack_series = ["actual: bytes in flight", "reno cwnd (behaves as)", "reno cwnd", "cubic cwnd", "compound cwnd"]
     ack_series = [n for n in ack_series if n in tr] + [n for n in tr if n.endswith(" cwnd") and n not in ack_series]
     assert "actual: bytes in flight" in tr and len(ack_series) >= 4, sorted(tr)
     for name in ack_series:
