@@ -442,9 +442,9 @@ def rate_samples(prep: Prepared) -> Prepared:
 
 
 @njit(work=lambda a: len(a[0]), cost=(0.73, 3.7e-06), cache=True, nogil=True)
-def _rate_samples(
+def _rate_samples(  # pragma: no cover - compiled
     t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, mss, send_end, send_t
-):  # pragma: no cover - compiled
+):
     """(delivered, interval, prior_delivered, losses) per ACK — see :func:`rate_samples`.
     Units: t and rtt s; acked, sacked, sent, flight packets; ack, prev_ack, snd_max bytes;
     ``send_end`` (bytes, ascending) / ``send_t`` (s): new-data segments' ends and transmit times
