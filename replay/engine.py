@@ -90,9 +90,10 @@ class Prepared:
     # s — the handshake's RTT as the sender measured it (FlowEvents.handshake_rtt_s; tp.handshake_rtt), nan: unknown
     handshake_rtt: float = math.nan
     # the transmit times of new data, when the segments' capture times are the sender's (a capture
-    # at the data sender): each new-data segment's end (bytes, the ACKs' sequence space, ascending)
-    # and its capture time (s, the clock of ``ev[:, E_T]``); empty: unknown (rate_samples then
-    # stamps data with the ACK that released it)
+    # at the data sender): each new-data segment's first and end byte (bytes, the ACKs' sequence
+    # space, ends ascending) and its capture time (s, the clock of ``ev[:, E_T]``); empty: unknown
+    # (rate_samples then stamps data with the ACK that released it)
+    send_seq: np.ndarray = field(default_factory=lambda: np.zeros(0))
     send_end: np.ndarray = field(default_factory=lambda: np.zeros(0))
     send_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # the pieces of the replay tables that a flow's replays may share (built on first use by
@@ -204,25 +205,26 @@ def prepare(
     frame = acks.get_column("frame").cast(pl.UInt64).alias("frame")
     prep = Prepared(ev, ts, int(mss), first_flight, frame=frame, handshake_rtt=hs)
     if send_times and segments is not None and segments.height:
-        prep.send_end, prep.send_t = _new_data_send_times(segments, int(ts[0]))
+        prep.send_seq, prep.send_end, prep.send_t = _new_data_send_times(segments, int(ts[0]))
     return prep
 
 
-def _new_data_send_times(segments: pl.DataFrame, t0_ns: int) -> tuple[np.ndarray, np.ndarray]:
-    """(end, time) of the new-data segments (``kind`` new, with payload), by ascending end: bytes
-    and s since ``t0_ns``. A segment whose end does not pass every earlier one's (reordered in
-    the capture) is left out, so that ``end`` is strictly ascending."""
+def _new_data_send_times(segments: pl.DataFrame, t0_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(seq, end, time) of the new-data segments (``kind`` new, with payload), by ascending end:
+    bytes and s since ``t0_ns``. A segment whose end does not pass every earlier one's
+    (reordered in the capture) is left out, so that ``end`` is strictly ascending."""
     kind = segments.get_column("kind")
     is_new = _codes(kind, {"new": 1.0}, 0.0) > 0.0
+    seq = segments.get_column("seq").cast(pl.Float64).to_numpy()
     end = segments.get_column("end_seq").cast(pl.Float64).to_numpy()
     length = segments.get_column("len").cast(pl.Float64).to_numpy()
     keep = is_new & (length > 0.0)
-    end = end[keep]
+    seq, end = seq[keep], end[keep]
     t = (segments.get_column("ts_ns").to_numpy()[keep] - t0_ns) / 1e9
     if end.size:
         first = end > np.concatenate(([-np.inf], np.maximum.accumulate(end)[:-1]))
-        end, t = end[first], t[first]
-    return np.ascontiguousarray(end), np.ascontiguousarray(t)
+        seq, end, t = seq[first], end[first], t[first]
+    return np.ascontiguousarray(seq), np.ascontiguousarray(end), np.ascontiguousarray(t)
 
 
 # rows of prepare's column matrix (the ACK columns _fill_inputs reads, as float64)
@@ -430,6 +432,7 @@ def rate_samples(prep: Prepared) -> Prepared:
         ev[:, T.E_SENT],
         ev[:, T.E_FLIGHT],
         float(prep.mss),
+        prep.send_seq,
         prep.send_end,
         prep.send_t,
     )
@@ -443,12 +446,13 @@ def rate_samples(prep: Prepared) -> Prepared:
 
 @njit(work=lambda a: len(a[0]), cost=(0.73, 3.7e-06), cache=True, nogil=True)
 def _rate_samples(  # pragma: no cover - compiled
-    t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, mss, send_end, send_t
+    t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, mss, send_seq, send_end, send_t
 ):
     """(delivered, interval, prior_delivered, losses) per ACK — see :func:`rate_samples`.
     Units: t and rtt s; acked, sacked, sent, flight packets; ack, prev_ack, snd_max bytes;
-    ``send_end`` (bytes, ascending) / ``send_t`` (s): new-data segments' ends and transmit times
-    (Prepared.send_end / send_t; empty: unknown, a batch is stamped with the ACK before it)."""
+    ``send_seq`` / ``send_end`` (bytes, ends ascending) / ``send_t`` (s): the new-data segments
+    and their transmit times (Prepared.send_*; empty: unknown). A byte no segment covers (not
+    captured) is stamped with the ACK before its batch."""
     n = t.shape[0]
     n_tx = send_end.shape[0]
     res = np.full((4, n), np.nan)
@@ -488,7 +492,7 @@ def _rate_samples(  # pragma: no cover - compiled
             t_idle = ts
             if new_pk > 0.0 and n_tx > 0:  # the batch's first new segment, when its send time is known
                 k = np.searchsorted(send_end, prev_max, side="right")
-                if k < n_tx:
+                if k < n_tx and send_seq[k] <= prev_max:
                     t_idle = send_t[k]
             if idle or not (dtime == dtime):
                 dtime = t_idle
@@ -537,8 +541,9 @@ def _rate_samples(  # pragma: no cover - compiled
             # (tcp_rate_skb_sent stamps each skb with its own transmit time), else the batch's
             p_sent = b_sent[ptr]
             if n_tx > 0:
-                k = min(np.searchsorted(send_end, high, side="left"), n_tx - 1)
-                p_sent = send_t[k]
+                k = np.searchsorted(send_end, high, side="left")
+                if k < n_tx and send_seq[k] < high:
+                    p_sent = send_t[k]
             if p_sent >= s_sent:
                 s_del, s_dtime, s_sent, s_first = b_del[ptr], b_dtime[ptr], p_sent, b_first[ptr]
         if s_del == s_del:
