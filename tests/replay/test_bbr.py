@@ -416,7 +416,7 @@ def _present(name: str) -> bool:
 
 @pytest.mark.parametrize("name,flow", BBR_SAMPLES, ids=[f"{n}:{f}" for n, f in BBR_SAMPLES])
 def test_bbr_linux_reproduces_kernel_cwnd(name, flow):
-    # measured (2026-12-03): median 0.0-1.1 %, p90 2.3-4.3 % outside recovery; the bounds leave
+    # measured (2026-12-03): median 0.0-1.1 %, p90 2.2-4.3 % outside recovery; the bounds leave
     # a margin. btl_bw must sit at the link's payload rate (rate · 1448/1500; the emulator's
     # rate is exact to < 0.1 %) within 3 %, min_rtt within 1.5 ms of the kernel's smallest srtt.
     # min_rtt starts at the handshake's RTT (bbr_init: tcp_min_rtt), which the kernel's first
@@ -514,7 +514,7 @@ def _kernel_mode(pacing_gain: np.ndarray, cwnd_gain: np.ndarray) -> np.ndarray:
 def test_bbr_model_matches_the_kernels_btl_bw_min_rtt_and_mode(name, flow):
     # The testbed polls the sender's TCP_CC_INFO (struct tcp_bbr_info) every 2 ms on the capture's
     # clock. Each poll is compared with the replay row of the last ACK before it. Measured
-    # (2026-12-03): btl_bw median error 0.01-0.9 % (p90 ≤ 3.5 %), mode agreement 96-100 %,
+    # (2026-12-03): btl_bw median error 0.00-0.2 % (p90 ≤ 2.8 %), mode agreement 96-100 %,
     # replayed min_rtt 0-0.06 ms below the kernel's — both are the handshake's (tcp_min_rtt at
     # bbr_init: SYN/SYN-ACK, 60-byte packets; no data sample is that small: a 1500-byte packet
     # serializes in 0.6-1.2 ms at 10-20 Mbit/s), the capture's a little shorter than the kernel's
