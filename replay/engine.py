@@ -956,12 +956,14 @@ def replay(
     order = [a if not isinstance(a, str) else rs.pop(0) for a in algos]
     if not order:
         raise InputError("no algorithm given (see `hscc-trace algorithms`)")
-    prep = prepare(acks, mss, segments, handshake_rtt, send_times=send_times)
+    # (the send times serve only the rate samples: not looked up for a set that needs none)
+    need_rate = any(_needs_rate(r) for r in order)
+    prep = prepare(acks, mss, segments, handshake_rtt, send_times=send_times and need_rate)
     labels = [r.label for r in order]
     for k, label in enumerate(labels):
         if label in labels[:k]:
             raise InputError(f"algorithm {label} requested twice")
-    if not prep.rate_done and any(_needs_rate(r) for r in order):
+    if not prep.rate_done and need_rate:
         rate_samples(prep)  # (before any loop runs: the loops only read the input matrix)
     jobs = [_setup(r, prep, compiled) for r in order]
     mats = _outputs(len(prep), [plan for _, plan in jobs])
