@@ -89,6 +89,13 @@ class Prepared:
     frame: pl.Series | None = None
     # s — the handshake's RTT as the sender measured it (FlowEvents.handshake_rtt_s; tp.handshake_rtt), nan: unknown
     handshake_rtt: float = math.nan
+    # the transmit times of new data, when the segments' capture times are the sender's (a capture
+    # at the data sender): each new-data segment's first and end byte (bytes, the ACKs' sequence
+    # space, ends ascending) and its capture time (s, the clock of ``ev[:, E_T]``); empty: unknown
+    # (rate_samples then stamps data with the ACK that released it)
+    send_seq: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    send_end: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    send_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
     # the pieces of the replay tables that a flow's replays may share (built on first use by
     # _frame: the frame and ts_ns keys, and the last Enum column of each name with its codes)
     _shared: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -98,7 +105,12 @@ class Prepared:
 
 
 def prepare(
-    acks: pl.DataFrame, mss: int, segments: pl.DataFrame | None = None, handshake_rtt: float | None = None
+    acks: pl.DataFrame,
+    mss: int,
+    segments: pl.DataFrame | None = None,
+    handshake_rtt: float | None = None,
+    *,
+    send_times: bool = False,
 ) -> Prepared:
     """Build the input matrix from a schema.ACKS DataFrame.
 
@@ -108,7 +120,10 @@ def prepare(
     or, for an ACK table without it, those of ``segments`` (schema.SEGMENTS) by capture time;
     with neither, only new data is counted. ``handshake_rtt`` (s, None: unknown) is the
     connection's handshake RTT (:attr:`hscc_trace.model.FlowEvents.handshake_rtt_s`), which the
-    loop gives the algorithms as ``tp.handshake_rtt``.
+    loop gives the algorithms as ``tp.handshake_rtt``. ``send_times``: the capture times of
+    ``segments`` are the sender's transmit times (a capture at the data sender,
+    ``FlowEvents.vantage == "sender"``); the delivery-rate samples then time each packet by its
+    own transmission (:func:`rate_samples`).
     """
     if mss is None or mss <= 0:
         raise InputError(f"MSS must be a positive number of bytes (got {mss!r})")
@@ -188,7 +203,28 @@ def prepare(
     col(_C_DUPACK, "dupack")
     first_flight = _fill_inputs(ev, ts, cols, has_extra, m)
     frame = acks.get_column("frame").cast(pl.UInt64).alias("frame")
-    return Prepared(ev, ts, int(mss), first_flight, frame=frame, handshake_rtt=hs)
+    prep = Prepared(ev, ts, int(mss), first_flight, frame=frame, handshake_rtt=hs)
+    if send_times and segments is not None and segments.height:
+        prep.send_seq, prep.send_end, prep.send_t = _new_data_send_times(segments, int(ts[0]))
+    return prep
+
+
+def _new_data_send_times(segments: pl.DataFrame, t0_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(seq, end, time) of the new-data segments (``kind`` new, with payload), by ascending end:
+    bytes and s since ``t0_ns``. A segment whose end does not pass every earlier one's
+    (reordered in the capture) is left out, so that ``end`` is strictly ascending."""
+    kind = segments.get_column("kind")
+    is_new = _codes(kind, {"new": 1.0}, 0.0) > 0.0
+    seq = segments.get_column("seq").cast(pl.Float64).to_numpy()
+    end = segments.get_column("end_seq").cast(pl.Float64).to_numpy()
+    length = segments.get_column("len").cast(pl.Float64).to_numpy()
+    keep = is_new & (length > 0.0)
+    seq, end = seq[keep], end[keep]
+    t = (segments.get_column("ts_ns").to_numpy()[keep] - t0_ns) / 1e9
+    if end.size:
+        first = end > np.concatenate(([-np.inf], np.maximum.accumulate(end)[:-1]))
+        seq, end, t = seq[first], end[first], t[first]
+    return np.ascontiguousarray(seq), np.ascontiguousarray(end), np.ascontiguousarray(t)
 
 
 # rows of prepare's column matrix (the ACK columns _fill_inputs reads, as float64)
@@ -356,9 +392,13 @@ def rate_samples(prep: Prepared) -> Prepared:
     delivery rate. From the trace (:func:`_rate_samples`):
 
     * the data a sender transmits between ACK i−1 and ACK i (growth of ``snd_max``) is one *send
-      batch*, sent right after ACK i−1 was processed: it records that ACK's time, the delivered
-      count after it, the time of the last delivery and ``first_sent_time`` then in force;
-      after idle (nothing outstanding) both times restart at the send (tcp_rate_skb_sent);
+      batch*, sent after ACK i−1 was processed: it records the delivered count after that ACK,
+      the time of the last delivery and ``first_sent_time`` then in force; after idle (nothing
+      outstanding) both times restart at the send (tcp_rate_skb_sent);
+    * a packet's send time (``P.sent``, Linux ``tcp_skb_timestamp_us``) is its own capture time
+      when the capture is at the sender (``prepare(send_times=True)``: ``Prepared.send_t``);
+      otherwise the batch is stamped with ACK i−1's time, which is late by up to the inter-ACK
+      gap for a paced sender (~1-2 ms of a 10-100 ms interval at 10 Mbit/s);
     * the packet an ACK samples is the most recently sent of those it delivers (Linux
       ``tcp_rate_skb_delivered``): the highest byte delivered so far — the cumulative ACK, or,
       for SACKed data, the highest delivered byte plus the newly SACKed bytes (SACK blocks arrive
@@ -373,8 +413,7 @@ def rate_samples(prep: Prepared) -> Prepared:
       what this ACK marked lost). App-limited marking is not inferred (treated as never
       app-limited, apart from what an algorithm marks itself, e.g. BBR's PROBE_RTT).
 
-    Send times are known only to the gap between two ACKs (the batch is stamped with the ACK
-    that released it); at 10 Mbit/s that is ~1-2 ms of a 10-100 ms interval.
+    Retransmissions are stamped with the ACK before them either way.
     """
     if prep.rate_done or len(prep) == 0:
         prep.rate_done = True
@@ -393,6 +432,9 @@ def rate_samples(prep: Prepared) -> Prepared:
         ev[:, T.E_SENT],
         ev[:, T.E_FLIGHT],
         float(prep.mss),
+        prep.send_seq,
+        prep.send_end,
+        prep.send_t,
     )
     ev[:, T.E_RS_DELIVERED] = out[0]
     ev[:, T.E_RS_INTERVAL] = out[1]
@@ -403,10 +445,16 @@ def rate_samples(prep: Prepared) -> Prepared:
 
 
 @njit(work=lambda a: len(a[0]), cost=(0.73, 3.7e-06), cache=True, nogil=True)
-def _rate_samples(t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, mss):  # pragma: no cover - compiled
+def _rate_samples(  # pragma: no cover - compiled
+    t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, mss, send_seq, send_end, send_t
+):
     """(delivered, interval, prior_delivered, losses) per ACK — see :func:`rate_samples`.
-    Units: t and rtt s; acked, sacked, sent, flight packets; ack, prev_ack, snd_max bytes."""
+    Units: t and rtt s; acked, sacked, sent, flight packets; ack, prev_ack, snd_max bytes;
+    ``send_seq`` / ``send_end`` (bytes, ends ascending) / ``send_t`` (s): the new-data segments
+    and their transmit times (Prepared.send_*; empty: unknown). A byte no segment covers (not
+    captured) is stamped with the ACK before its batch."""
     n = t.shape[0]
+    n_tx = send_end.shape[0]
     res = np.full((4, n), np.nan)
     # send batches of new data, in sequence order
     b_end = np.empty(n)  # bytes — end of the batch (snd_max after it)
@@ -441,9 +489,14 @@ def _rate_samples(t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, m
             else:  # the first flight, sent one RTT before the first ACK if that is known
                 ts = t[0] - rtt[0] if rtt[0] > 0.0 else t[0]
                 idle = True
+            t_idle = ts
+            if new_pk > 0.0 and n_tx > 0:  # the batch's first new segment, when its send time is known
+                k = np.searchsorted(send_end, prev_max, side="right")
+                if k < n_tx and send_seq[k] <= prev_max:
+                    t_idle = send_t[k]
             if idle or not (dtime == dtime):
-                dtime = ts
-                first_tx = ts
+                dtime = t_idle
+                first_tx = t_idle
             if rtx_pk > 0.0:
                 r_left[nr] = rtx_pk
                 r_del[nr] = delivered
@@ -484,8 +537,15 @@ def _rate_samples(t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, m
             high = new_high
             while ptr < nb - 1 and b_end[ptr] < high:
                 ptr += 1
-            if b_sent[ptr] >= s_sent:
-                s_del, s_dtime, s_sent, s_first = b_del[ptr], b_dtime[ptr], b_sent[ptr], b_first[ptr]
+            # its send time: that of the segment holding the highest delivered byte, when known
+            # (tcp_rate_skb_sent stamps each skb with its own transmit time), else the batch's
+            p_sent = b_sent[ptr]
+            if n_tx > 0:
+                k = np.searchsorted(send_end, high, side="left")
+                if k < n_tx and send_seq[k] < high:
+                    p_sent = send_t[k]
+            if p_sent >= s_sent:
+                s_del, s_dtime, s_sent, s_first = b_del[ptr], b_dtime[ptr], p_sent, b_first[ptr]
         if s_del == s_del:
             interval = max(s_sent - s_first, t[i] - s_dtime)
             first_tx = s_sent
@@ -875,6 +935,7 @@ def replay(
     compiled: bool | None = None,
     meanwhile: Callable[[], Any] | None = None,
     handshake_rtt: float | None = None,
+    send_times: bool = False,
 ) -> dict[str, pl.DataFrame]:
     """Replay several algorithms over one ACK stream → ``{label: frame}``.
 
@@ -883,8 +944,8 @@ def replay(
     ``meanwhile``: called once, in this thread, while the loops run ahead in the helper thread
     (before the first table is built), or before the loops when they do not run ahead — work
     of the caller's that does not need the replays (the pipeline's evidence of the flow: the
-    loops of a long flow otherwise leave this thread waiting). ``handshake_rtt``: as in
-    :func:`prepare`.
+    loops of a long flow otherwise leave this thread waiting). ``handshake_rtt`` and
+    ``send_times``: as in :func:`prepare`.
     """
     algos = list(algos)
     names = [a for a in algos if isinstance(a, str)]
@@ -895,12 +956,14 @@ def replay(
     order = [a if not isinstance(a, str) else rs.pop(0) for a in algos]
     if not order:
         raise InputError("no algorithm given (see `hscc-trace algorithms`)")
-    prep = prepare(acks, mss, segments, handshake_rtt)
+    # (the send times serve only the rate samples: not looked up for a set that needs none)
+    need_rate = any(_needs_rate(r) for r in order)
+    prep = prepare(acks, mss, segments, handshake_rtt, send_times=send_times and need_rate)
     labels = [r.label for r in order]
     for k, label in enumerate(labels):
         if label in labels[:k]:
             raise InputError(f"algorithm {label} requested twice")
-    if not prep.rate_done and any(_needs_rate(r) for r in order):
+    if not prep.rate_done and need_rate:
         rate_samples(prep)  # (before any loop runs: the loops only read the input matrix)
     jobs = [_setup(r, prep, compiled) for r in order]
     mats = _outputs(len(prep), [plan for _, plan in jobs])
@@ -947,4 +1010,5 @@ def replay_flow(
         compiled=compiled,
         meanwhile=meanwhile,
         handshake_rtt=getattr(events, "handshake_rtt_s", None),
+        send_times=getattr(events, "vantage", None) == "sender",
     )

@@ -416,7 +416,7 @@ def _present(name: str) -> bool:
 
 @pytest.mark.parametrize("name,flow", BBR_SAMPLES, ids=[f"{n}:{f}" for n, f in BBR_SAMPLES])
 def test_bbr_linux_reproduces_kernel_cwnd(name, flow):
-    # measured (2026-12-03): median 0.0-1.1 %, p90 2.3-4.3 % outside recovery; the bounds leave
+    # measured (2026-12-03): median 0.0-1.1 %, p90 2.2-4.3 % outside recovery; the bounds leave
     # a margin. btl_bw must sit at the link's payload rate (rate · 1448/1500; the emulator's
     # rate is exact to < 0.1 %) within 3 %, min_rtt within 1.5 ms of the kernel's smallest srtt.
     # min_rtt starts at the handshake's RTT (bbr_init: tcp_min_rtt), which the kernel's first
@@ -514,7 +514,7 @@ def _kernel_mode(pacing_gain: np.ndarray, cwnd_gain: np.ndarray) -> np.ndarray:
 def test_bbr_model_matches_the_kernels_btl_bw_min_rtt_and_mode(name, flow):
     # The testbed polls the sender's TCP_CC_INFO (struct tcp_bbr_info) every 2 ms on the capture's
     # clock. Each poll is compared with the replay row of the last ACK before it. Measured
-    # (2026-12-03): btl_bw median error 0.01-0.9 % (p90 ≤ 3.5 %), mode agreement 96-100 %,
+    # (2026-12-03): btl_bw median error 0.00-0.2 % (p90 ≤ 2.8 %), mode agreement 96-100 %,
     # replayed min_rtt 0-0.06 ms below the kernel's — both are the handshake's (tcp_min_rtt at
     # bbr_init: SYN/SYN-ACK, 60-byte packets; no data sample is that small: a 1500-byte packet
     # serializes in 0.6-1.2 ms at 10-20 Mbit/s), the capture's a little shorter than the kernel's
@@ -591,6 +591,91 @@ def test_delivery_rate_sample_of_a_retransmission_filling_a_hole():
     assert ev[20, T.E_RS_LOSSES] == 1.0  # the retransmission that followed ACK 20
     # without the retransmission (no segments) ACK 23 gives no sample
     assert np.isnan(engine.rate_samples(engine.prepare(df, 1000)).ev[23, T.E_RS_DELIVERED])
+
+
+def _new_segments(rows: list[tuple[int, float]]):
+    """schema.SEGMENTS rows of new data: (seq, send time s since the stream's start), 1 MSS each."""
+    from hscc_trace import schema
+
+    return schema.conform(
+        pl.DataFrame(
+            [
+                {
+                    "frame": k + 1,
+                    "ts_ns": 1_000_000_000 + int(round(t * 1e9)),
+                    "seq": seq,
+                    "len": 1000,
+                    "kind": "new",
+                    "end_seq": seq + 1000,
+                    "rexmit": False,
+                }
+                for k, (seq, t) in enumerate(rows)
+            ],
+            schema=schema.polars_schema(schema.SEGMENTS),
+            strict=False,
+        ),
+        schema.SEGMENTS,
+    )
+
+
+def test_delivery_rate_sample_times_each_packet_by_its_own_send_at_the_sender():
+    # tcp_rate_skb_sent stamps each skb with its own transmit time (tcp_skb_timestamp_us) and
+    # tcp_rate_skb_delivered takes the send phase P.sent − P.first_sent from it (tcp_rate.c:59-104,
+    # Linux 6.12); at a sender-side capture that time is the segment's capture time.
+    # ACK i at t_i = i ms acknowledges one packet (cumulative ACK 1 + 1000·(i+1)); snd_max stays
+    # 10 packets ahead, so between ACK i and ACK i+1 the sender sends one packet, bytes
+    # 1 + 1000·(i+11) … +1000, which ACK i+11 acknowledges (the first flight, bytes 1 … 11 001,
+    # went out before ACK 0). A paced sender sends it 0.1 ms after ACK i, except the one after
+    # ACK 15: 0.9 ms after (15.9 ms).
+    # ACK 26 delivers that packet P: delivered 27 (one per ACK 0-26); when P was sent, delivered
+    # was 16 (after ACK 15), the last delivery at t_15 = 15 ms, and the most recently delivered
+    # packet then (ACK 15's, sent after ACK 4) had been sent at 4.1 ms.
+    #   send phase = 15.9 − 4.1 = 11.8 ms; ACK phase = 26 − 15 = 11 ms → interval 11.8 ms
+    #   (tcp_rate_gen: the longer phase): 11 packets / 11.8 ms = 932.2 packets/s.
+    # Stamped with the ACK before it (no send times), P was "sent" at 15 ms and ACK 15's packet at
+    # 4 ms: send phase 11 ms, interval 11 ms → 1000 packets/s, 7 % high.
+    # ACK 25 (P' sent at 14.1 ms, first sent 3.1 ms): 11 ms either way.
+    # A packet the capture lacks is stamped with the ACK before its batch: without P's segment,
+    # P.sent = 15 ms, first_sent 4.1 ms → send phase 10.9 ms, interval max(10.9, 11) = 11 ms (not
+    # the next captured segment's 16.1 ms, which would give 12 ms).
+    df = stream([{"rtt": 0.009}] * 30, flight=10)
+    first_flight = [(1 + 1000 * k, -0.009) for k in range(11)]
+    paced = [(1 + 1000 * (i + 11), i / 1000 + (0.0009 if i == 15 else 0.0001)) for i in range(30)]
+    assert int(df["ack"][26]) == paced[15][0] + 1000  # ACK 26 acknowledges P
+    ev = engine.rate_samples(engine.prepare(df, 1000, _new_segments(first_flight + paced), send_times=True)).ev
+    assert ev[26, T.E_RS_DELIVERED] == pytest.approx(11.0)
+    assert ev[26, T.E_RS_PRIOR_DELIVERED] == pytest.approx(16.0)
+    assert ev[26, T.E_RS_INTERVAL] == pytest.approx(0.0118)
+    assert ev[25, T.E_RS_INTERVAL] == pytest.approx(0.011)
+    # without send times (any other vantage): the ACK-stamped batch
+    ev = engine.rate_samples(engine.prepare(df, 1000, _new_segments(first_flight + paced))).ev
+    assert ev[26, T.E_RS_INTERVAL] == pytest.approx(0.011)
+    # P not captured: its batch's stamp, 15 ms
+    lacking = _new_segments(first_flight + paced[:15] + paced[16:])
+    ev = engine.rate_samples(engine.prepare(df, 1000, lacking, send_times=True)).ev
+    assert ev[26, T.E_RS_INTERVAL] == pytest.approx(0.011)
+
+
+def test_replay_flow_takes_send_times_only_from_a_sender_side_capture():
+    # FlowEvents.vantage "sender": the segments' capture times are transmit times; at a receiver
+    # they are arrival times (an RTT's worth later), so they must not time the rate samples.
+    from hscc_trace import model
+
+    df = stream([{"rtt": 0.009}] * 30, flight=10)
+    rows = [(1 + 1000 * k, -0.009) for k in range(11)]
+    rows += [(1 + 1000 * (i + 11), i / 1000 + (0.0009 if i == 15 else 0.0001)) for i in range(30)]
+    seg = _new_segments(rows)
+    empty = pl.DataFrame()
+
+    def sample_26(vantage: str) -> float:
+        fe = model.FlowEvents(0, 0, 1000, vantage, seg, df, empty, empty)
+        rep = engine.replay_flow(fe, ["bbr"], ["bbr.flavor=rfc"])
+        return float(next(iter(rep.values()))["delivery_rate"][26])
+
+    # delivery_rate (bit/s) = 11 packets / interval · 8000 (the worked example above): 11 / 0.0118
+    # · 8000 = 7.458 Mbit/s at the sender, 11 / 0.011 · 8000 = 8 Mbit/s elsewhere
+    assert sample_26("sender") == pytest.approx(11 / 0.0118 * 8000)
+    assert sample_26("receiver") == pytest.approx(8e6)
 
 
 def test_policer_detection_uses_the_long_term_rate_after_two_lossy_intervals():
