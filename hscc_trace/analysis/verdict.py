@@ -21,7 +21,8 @@ outside recovery against the round's peak flight), and the flow gets one of four
 ``ambiguous``
     Several fit and the data cannot rank them: all are listed, best first.
 ``unknown``
-    Nothing fits within its threshold: no name is given.
+    Nothing fits within its threshold, or only loosely (where the flight is exact, not even the
+    best within :attr:`Rules.name_error`): no name is given.
 ``not enough data``
     Too few cwnd-limited rounds to judge (the receive window or the application limited the
     sender, or the flow was too short), and no rate-based evidence either: the reason says
@@ -31,8 +32,8 @@ Specificity comes first (docs/verdicts.md gives the measurements): two replays a
 only by differences beyond a tie that grows with the window, and never by one whose median error
 is higher; an extension (what :func:`reductions` lists) is named only when its own mechanism was
 active in its replay (:func:`engaged_rounds`), its error is not higher than the simpler
-algorithm's and it fits significantly better; where the flight is exact a window-based name
-needs a replay within :attr:`Rules.name_error`; a rate-based name needs rate-based evidence
+algorithm's and it fits significantly better; where the flight is exact a window-based name, or
+a list of them, needs a replay within :attr:`Rules.name_error` (:func:`_loose`); a rate-based name needs rate-based evidence
 (:func:`_window_evidence`, :func:`_rate_evidence`). Every verdict states the conditions it was
 validated on (:data:`ENVELOPE`) and where the flow lies outside them (:func:`outside_range`).
 
@@ -801,26 +802,8 @@ def judge(
         else:
             classes = _classes_of(actual, labels, windows, is_rate, pairs, errors, None)
             outcome = _judge_classes(actual, classes, tie, rules, verdict, None, engaged_rounds(ev, replays))
-        if (
-            exact
-            and outcome.cls == IDENTIFIED
-            and outcome.name is not None
-            and not rate.get(outcome.name)
-            and outcome.error is not None
-            and outcome.error > rules.name_error
-        ):
-            outcome = verdict(
-                UNKNOWN,
-                f"{outcome.name} fits, but only loosely: its replay follows the sender's window within "
-                f"{outcome.error:.2%} (median over {outcome.rounds} cwnd-limited rounds), where the flight is exact "
-                f"and a named algorithm replays its sender within {rules.name_error:.0%} — an algorithm outside the "
-                "library can fit that loosely: not named",
-                error=outcome.error,
-                threshold=rules.name_error,
-                runner_up=outcome.name,
-                runner_up_error=outcome.error,
-                rounds=outcome.rounds,
-            )
+        if exact:
+            outcome = _loose(outcome, rate, rules, verdict)
         if outcome.cls == IDENTIFIED and outcome.name is not None and rate.get(outcome.name) and not rate_why:
             outcome = verdict(
                 UNKNOWN,
@@ -868,6 +851,53 @@ def judge(
         + left_out,
         rounds=n,
     )
+
+
+def _loose(outcome: Verdict, rate: dict[str, bool], rules: Rules, verdict: Any) -> Verdict:
+    """Where the flight is exact, the naming bound (:attr:`Rules.name_error`): a window-based name,
+    or a list of window-based candidates, whose best replay is further from the sender than the
+    bound gives ``unknown`` — with 15 candidates, an algorithm outside the library fits some row,
+    or several, that loosely."""
+    if (
+        outcome.cls == IDENTIFIED
+        and outcome.name is not None
+        and not rate.get(outcome.name)
+        and outcome.error is not None
+        and outcome.error > rules.name_error
+    ):
+        outcome = verdict(
+            UNKNOWN,
+            f"{outcome.name} fits, but only loosely: its replay follows the sender's window within "
+            f"{outcome.error:.2%} (median over {outcome.rounds} cwnd-limited rounds), where the flight is exact "
+            f"and a named algorithm replays its sender within {rules.name_error:.0%} — an algorithm outside the "
+            "library can fit that loosely: not named",
+            error=outcome.error,
+            threshold=rules.name_error,
+            runner_up=outcome.name,
+            runner_up_error=outcome.error,
+            rounds=outcome.rounds,
+        )
+    if (
+        outcome.cls == AMBIGUOUS
+        and outcome.error is not None
+        and outcome.error > rules.name_error
+        and not any(rate.get(c) for c in outcome.candidates)
+    ):
+        # the naming bound holds for a list as for one name: "one of these" where none would
+        # be named alone is a claim the fit does not carry
+        listing = ", ".join(f"{c} ({e:.2%})" for c, e in zip(outcome.candidates, outcome.candidate_errors, strict=True))
+        outcome = verdict(
+            UNKNOWN,
+            f"none of these fits closely: {listing} (median over {outcome.rounds} cwnd-limited rounds), where the "
+            f"flight is exact and a named algorithm replays its sender within {rules.name_error:.0%} — an "
+            "algorithm outside the library can fit several rows that loosely: not named",
+            error=outcome.error,
+            threshold=rules.name_error,
+            runner_up=outcome.candidates[0],
+            runner_up_error=outcome.error,
+            rounds=outcome.rounds,
+        )
+    return outcome
 
 
 def _shared(v: Verdict) -> Verdict:
