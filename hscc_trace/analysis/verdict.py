@@ -2,7 +2,7 @@
 
 Every replayed algorithm is compared with the sender round by round (the fit of
 :mod:`hscc_trace.replay.metrics`: the replayed window at the end of each cwnd-limited round
-outside recovery against the round's peak flight), and the flow gets one of four classes
+outside recovery against the round's peak flight), and the flow gets one of five classes
 (docs/verdicts.md says why each rule is what it is, with the measurements behind the numbers):
 
 ``identified``
@@ -33,8 +33,8 @@ only by differences beyond a tie that grows with the window, and never by one wh
 is higher; an extension (what :func:`reductions` lists) is named only when its own mechanism was
 active in its replay (:func:`engaged_rounds`), its error is not higher than the simpler
 algorithm's and it fits significantly better; where the flight is exact a window-based name, or
-a list of them, needs a replay within :attr:`Rules.name_error` (:func:`_loose`); a rate-based name needs rate-based evidence
-(:func:`_window_evidence`, :func:`_rate_evidence`). Every verdict states the conditions it was
+a list of them, needs a replay within :attr:`Rules.name_error` (:func:`_loose`); a rate-based
+name needs rate-based evidence (:func:`_window_evidence`, :func:`_rate_evidence`). Every verdict states the conditions it was
 validated on (:data:`ENVELOPE`) and where the flow lies outside them (:func:`outside_range`).
 
 A rate-based sender (BBR) is judged on its own terms as well: its flight is set by pacing, not
