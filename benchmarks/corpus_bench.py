@@ -39,7 +39,13 @@ with the whole corpus within 10 % of that with half of it; census rendered in < 
 error, no request. Writes benchmarks/results/<UTC date-time>-corpus.json and .md, and with
 ``--docs`` renders the table of docs/performance.md (benchmarks/make_table.py).
 
-Usage: python benchmarks/corpus_bench.py [--captures 2000] [--runs 1] [--docs]
+With ``--baseline EXE`` (another install's ``hscc-trace``, e.g. of main), the cases
+``hscc w1 baseline`` and ``hscc w2 baseline`` run that executable right after ``hscc w1`` and
+``hscc w2``, on the same files, with compile caches of their own (``--baseline-cache``, default
+``WORK/baseline-cache``; numba's in its ``numba/``): a before/after of one run, under the same
+load.
+
+Usage: python benchmarks/corpus_bench.py [--captures 2000] [--runs 1] [--docs] [--baseline EXE]
 """
 
 from __future__ import annotations
@@ -67,6 +73,9 @@ HSCC = str(Path(PY).with_name("hscc-trace")) if Path(PY).with_name("hscc-trace")
 TARGET_SPEEDUP = 1.8  # captures/s with 2 workers / with 1 worker ≥
 TARGET_MEM_GROWTH = 1.10  # peak worker memory, whole corpus / half corpus ≤
 TARGET_RENDER_S = 3.0  # census: navigation to last figure drawn <
+#: the cases in the order they run (and are tabled); the baseline ones only with --baseline
+CASES = ("hscc w1", "hscc w1 baseline", "hscc w2", "hscc w2 baseline", "hscc w2 half", "tcptrace loop", "tcptrace ×2")
+BASELINE_CASES = ("hscc w1 baseline", "hscc w2 baseline")
 
 
 def _status(pid: int) -> dict[str, str]:
@@ -164,11 +173,14 @@ class TreeMemory:
         }
 
 
-def run_hscc(files_list: Path, n: int, workers: int, ds: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
-    """One ``analyze --dataset`` run over the files listed in ``files_list``."""
+def run_hscc(
+    files_list: Path, n: int, workers: int, ds: Path, env: dict[str, str] | None = None, exe: str = HSCC
+) -> dict[str, Any]:
+    """One ``analyze --dataset`` run over the files listed in ``files_list`` (``exe``: the
+    ``hscc-trace`` executable)."""
     if ds.exists():
         shutil.rmtree(ds)
-    argv = [HSCC, "analyze", "--inputs-from", str(files_list), "--dataset", str(ds), "--workers", str(workers), "-q"]
+    argv = [exe, "analyze", "--inputs-from", str(files_list), "--dataset", str(ds), "--workers", str(workers), "-q"]
     t0 = time.monotonic()
     proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
     mem = TreeMemory(proc.pid)
@@ -366,7 +378,7 @@ def markdown(res: dict[str, Any]) -> str:
         "| case | load before | wall | captures/s | steady captures/s | CPU | peak memory per worker | client |",
         "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for name in ("hscc w1", "hscc w2", "hscc w2 half", "tcptrace loop", "tcptrace ×2"):
+    for name in [n for n in CASES if n in c]:
         x = c[name]
         mem = f"{x['worker_peak_mib']:.0f} MiB" if "worker_peak_mib" in x else ""
         cl = f"{x['client_peak_mib']:.0f} MiB" if "client_peak_mib" in x else ""
@@ -376,7 +388,7 @@ def markdown(res: dict[str, Any]) -> str:
             f"| {name} | {ld} | {x['wall_s']:.1f} s | {x['rate']:.1f} | {st} | {x['cpu_s']:.1f} s | {mem} | {cl} |"
         )
     per = []
-    for name in ("hscc w1", "hscc w2"):
+    for name in [n for n in ("hscc w1", "hscc w2", *BASELINE_CASES) if n in c]:
         x = c[name]
         if x.get("workers_cpu_s") is not None:
             n = res["captures"]
@@ -388,23 +400,28 @@ def markdown(res: dict[str, Any]) -> str:
         L += ["", "CPU per capture, start-up included: " + "; ".join(per) + "."]
     steady = [
         f"{name} {c[name]['steady_worker_cpu_ms']:.1f} ms"
-        for name in ("hscc w1", "hscc w2", "hscc w2 half")
-        if c[name].get("steady_worker_cpu_ms") is not None
+        for name in ("hscc w1", "hscc w2", "hscc w2 half", *BASELINE_CASES)
+        if name in c and c[name].get("steady_worker_cpu_ms") is not None
     ]
     tt = c["tcptrace loop"]
     if steady:
         loop = 1000 * tt["cpu_s"] / res["captures"]
+
+        def ratio(name: str) -> str:
+            v = c.get(name, {}).get("steady_worker_cpu_ms")
+            return "–" if v is None else f"{v / loop:.1f}×"
+
+        ratios = f"hscc w2 / loop: {ratio('hscc w2')}"
+        if any(name in c for name in BASELINE_CASES):  # (then every case's, the baseline's beside it)
+            ratios = ", ".join(
+                f"{name} / loop: {ratio(name)}"
+                for name in ("hscc w1", *BASELINE_CASES[:1], "hscc w2", *BASELINE_CASES[1:])
+            )
         L += [
             "",
             "Worker CPU per capture, steady (first to last part written, no start-up): "
             + "; ".join(steady)
-            + f"; tcptrace -lr loop {loop:.1f} ms per capture (hscc w2 / loop: "
-            + (
-                f"{c['hscc w2']['steady_worker_cpu_ms'] / loop:.1f}×"
-                if c["hscc w2"].get("steady_worker_cpu_ms") is not None
-                else "–"
-            )
-            + ", target ≤ 3×).",
+            + f"; tcptrace -lr loop {loop:.1f} ms per capture ({ratios}, target ≤ 3×).",
         ]
     L += ["", "| target | measured | target | |", "|---|---:|---:|---|"]
     for t in s["targets"]:
@@ -440,7 +457,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", type=Path, default=RESULTS)
     ap.add_argument("--stamp", help="results file name (default: UTC date-time)")
     ap.add_argument("--docs", action="store_true", help="also render the table of docs/performance.md (make_table.py)")
+    ap.add_argument("--baseline", help="another hscc-trace executable: cases 'hscc w1/w2 baseline' beside this one's")
+    ap.add_argument("--baseline-cache", type=Path, help="the baseline's cache folder (default WORK/baseline-cache)")
     a = ap.parse_args(argv)
+    # (caches of its own: a kernel's compile stamp of one version removes the other's)
+    cache = a.baseline_cache or a.work / "baseline-cache"
+    baseline_env = {"HSCC_TRACE_CACHE_DIR": str(cache), "NUMBA_CACHE_DIR": str(cache / "numba")}
 
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
@@ -467,9 +489,10 @@ def main(argv: list[str] | None = None) -> int:
         first = [next(f for f in files if f.name.split("-", 1)[-1] == k) for k in kinds]
         warm.write_text("".join(f"{f}\n" for f in first))
         run_hscc(warm, len(first), 1, Path(tmp) / "ds", env=dict(os.environ, HSCC_TRACE_FIRST_USE="compile"))
-    cases: dict[str, list[dict[str, Any]]] = {
-        k: [] for k in ("hscc w1", "hscc w2", "hscc w2 half", "tcptrace loop", "tcptrace ×2")
-    }
+        if a.baseline:
+            base_env = dict(os.environ, HSCC_TRACE_FIRST_USE="compile", **baseline_env)
+            run_hscc(warm, len(first), 1, Path(tmp) / "ds-b", env=base_env, exe=a.baseline)
+    cases: dict[str, list[dict[str, Any]]] = {k: [] for k in CASES if a.baseline or k not in BASELINE_CASES}
     for r in range(a.runs):
         for name in cases:
             loads.append(os.getloadavg()[0])
@@ -479,6 +502,10 @@ def main(argv: list[str] | None = None) -> int:
                 x = run_hscc(lists["all"], len(files), 1, a.work / "ds-w1")
             elif name == "hscc w2":
                 x = run_hscc(lists["all"], len(files), 2, a.work / "ds-w2")
+            elif name in BASELINE_CASES:
+                w = 1 if name == "hscc w1 baseline" else 2
+                env = dict(os.environ, **baseline_env)
+                x = run_hscc(lists["all"], len(files), w, a.work / f"ds-b{w}", env=env, exe=a.baseline)
             elif name == "hscc w2 half":
                 x = run_hscc(lists["half"], half, 2, a.work / "ds-half")
             elif name == "tcptrace loop":

@@ -374,6 +374,59 @@ def test_corpus_bench_targets_and_markdown():
     assert cb.markdown(r).count("**FAIL**") == 5
 
 
+def test_corpus_bench_puts_the_baseline_beside_each_case():
+    # --baseline: cases "hscc w1 baseline" and "hscc w2 baseline" are tabled after their own, and
+    # the steady worker CPU per capture of all four is given over the tcptrace loop's:
+    # 18.0 s / 2000 captures = 9.0 ms; 36 / 9 = 4.0×, 45 / 9 = 5.0×, 54 / 9 = 6.0×, 63 / 9 = 7.0×
+    cb = _load("corpus_bench")
+
+    def hscc(steady_ms):
+        return dict(
+            wall_s=100.0,
+            cpu_s=100.0,
+            rate=20.0,
+            steady_rate=21.0,
+            workers_mib=[300.0],
+            client_mib=150.0,
+            workers_cpu_s=80.0,
+            client_cpu_s=5.0,
+            steady_worker_cpu_ms=steady_ms,
+        )
+
+    r = {
+        "stamp": "t",
+        "captures": 2000,
+        "half": 1000,
+        "runs": 1,
+        "sources": 25,
+        "corpus_mib": 1900.0,
+        "machine": {"cpu": "x", "cores": 2},
+        "load": {"before": 0.1, "after": 0.2, "max": 0.3},
+        "cases": {
+            "hscc w1": [hscc(36.0)],
+            "hscc w1 baseline": [hscc(45.0)],
+            "hscc w2": [hscc(54.0)],
+            "hscc w2 baseline": [hscc(63.0)],
+            "hscc w2 half": [hscc(54.0)],
+            "tcptrace loop": [dict(wall_s=20.0, cpu_s=18.0, rate=100.0, steady_rate=None)],
+            "tcptrace ×2": [dict(wall_s=11.0, cpu_s=18.0, rate=181.8, steady_rate=None)],
+        },
+        "census": {"build_s": 2.0, "bytes": 1_300_000, "render": None},
+    }
+    r["summary"] = cb.summarize(r)
+    md = cb.markdown(r)
+    rows = [ln.split(" | ")[0].lstrip("| ") for ln in md.splitlines() if ln.startswith("| hscc")]
+    assert rows == ["hscc w1", "hscc w1 baseline", "hscc w2", "hscc w2 baseline", "hscc w2 half"]
+    assert (
+        "tcptrace -lr loop 9.0 ms per capture (hscc w1 / loop: 4.0×, hscc w1 baseline / loop: 5.0×, "
+        "hscc w2 / loop: 6.0×, hscc w2 baseline / loop: 7.0×, target ≤ 3×)"
+    ) in md
+    # without a baseline, the line gives hscc w2's ratio alone
+    del r["cases"]["hscc w1 baseline"], r["cases"]["hscc w2 baseline"]
+    r["summary"] = cb.summarize(r)
+    assert "(hscc w2 / loop: 6.0×, target ≤ 3×)" in cb.markdown(r)
+
+
 def test_analyze_memory_reports_the_per_flow_slope_beside_the_documented_figure() -> None:
     # benchmarks/analyze_memory.py (issue #20): the per-flow cost is the difference of the peaks
     # of the 50 000- and 10 000-connection runs over the 40 000 flows between them, printed beside

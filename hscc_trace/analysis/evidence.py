@@ -500,8 +500,8 @@ def conditions(ev: FlowEvents) -> dict[str, float | None]:
         if span > 0:
             out["rate_bps"] = float(acked.sum()) * 8.0 / span
         if "rtt_s" in acks.columns:
-            r = acks.get_column("rtt_s").drop_nulls()
-            if r.len():
+            r = acks.get_column("rtt_s")  # (min leaves the nulls out: no drop_nulls, an eager query)
+            if r.null_count() < r.len():
                 out["min_rtt_s"] = float(r.min())  # type: ignore[arg-type]
         if ev.vantage == "sender" and span > 0:
             gaps = np.diff(t.astype(np.float64))

@@ -620,20 +620,27 @@ def _active(label: str, rep: pl.DataFrame) -> np.ndarray | None:
     whenever a queue exists); Kyushu-TCP's hold (its non-aggressive period, §3); HighSpeed's
     a(w) above 1 packet per RTT (RFC 3649 §5: standard TCP at or below Low_Window). None: not an
     extension, or its replay lacks the column."""
+    from hscc_trace.replay.metrics import enum_labels, filled
+
     b = base_name(label)
     cols = rep.columns
 
     def num(c: str) -> np.ndarray:
-        return rep.get_column(c).cast(pl.Float64).fill_null(0.0).to_numpy()
+        return filled(rep.get_column(c).cast(pl.Float64), 0.0)
 
     if "+" in b and "non_aggressive" in cols:
-        return rep.get_column("non_aggressive").cast(pl.Boolean).fill_null(False).to_numpy()
+        return filled(rep.get_column("non_aggressive").cast(pl.Boolean), False)
     if b == "compound" and "dwnd" in cols:
         return num("dwnd") >= 1.0
     if b == "fusion" and "reno_cwnd" in cols:
         return num("cwnd") - num("reno_cwnd") >= 1.0
     if b.startswith("hrf") and "mode" in cols:
-        return (rep.get_column("mode").cast(pl.String) == "CR").fill_null(False).to_numpy()
+        mode = rep.get_column("mode")
+        coded = enum_labels(mode)  # (label codes, −1 at a null: no string per row)
+        if coded is None:
+            return (mode.cast(pl.String) == "CR").fill_null(False).to_numpy()
+        codes, names = coded
+        return codes == names.index("CR") if "CR" in names else np.zeros(len(codes), dtype=bool)
     if b == "highspeed" and "a_w" in cols:
         return num("a_w") > 1.0 + 1e-9
     return None

@@ -22,6 +22,7 @@ from hscc_trace.errors import InputError, Warn
 from .decode import FALLBACK, FRAGMENT, REASONS, Scratch, decode_arrays, to_frame
 from .pipe import import_tables as _import_tables
 from .pipe import in_thread as _in_thread
+from .pipe import tables_imported as _tables_imported
 from .reader import ReadInfo, iter_batches, linktype_name
 
 if TYPE_CHECKING:  # polars (via schema/model) is imported where tables are built: see load_flows
@@ -148,9 +149,10 @@ def read(path: str, *, bpf=None, fallback=True, force_slow=False, limit=None, tr
     # this thread assigns connections while the reader decodes the next batch
     batches = _in_thread(produce)
     importer = None
+    imported = _tables_imported()  # (a process that analyzed a capture before: no thread for it)
     try:
         for nrec, cols, status, recs in batches:
-            if importer is None:  # the compiled kernels are loaded: import polars while they run
+            if importer is None and not imported:  # the compiled kernels are loaded: import polars while they run
                 importer = threading.Thread(target=_import_tables, name="hscc-import", daemon=True)
                 importer.start()
             raw.matched += nrec

@@ -58,6 +58,16 @@ def _drain(q, worker) -> None:
     worker.join()
 
 
+_TABLE_MODULES = ("polars", "hscc_trace.schema", "hscc_trace.model")
+
+
+def tables_imported() -> bool:
+    """Whether :func:`import_tables` has nothing left to import."""
+    import sys
+
+    return all(m in sys.modules for m in _TABLE_MODULES)
+
+
 def import_tables() -> None:
     """Import polars and the table modules (schema, model) — run in a thread while the reader's
     and the flow kernel's compiled loops hold no GIL (``load`` and ``load_flows``).
@@ -66,10 +76,10 @@ def import_tables() -> None:
     compiled calls, so the switch interval is shortened meanwhile (default 5 ms: each of those
     brief needs could otherwise wait that long).
     """
+    if tables_imported():
+        return
     import sys
 
-    if all(m in sys.modules for m in ("polars", "hscc_trace.schema", "hscc_trace.model")):
-        return
     old = sys.getswitchinterval()
     sys.setswitchinterval(min(old, 2e-4))
     try:

@@ -179,7 +179,6 @@ def analyze_capture(
     import polars as pl
 
     from hscc_trace import api
-    from hscc_trace.analysis.results import cwnd_limited_rounds
     from hscc_trace.corpus import dataset as ds
     from hscc_trace.corpus import inputs
     from hscc_trace.errors import HsccError, InternalMessage
@@ -221,35 +220,84 @@ def analyze_capture(
         if run is None:
             ds.write_error(dataset, sha, item, reason, msg)
             return _summary(sha, item, "error", reason=reason, message=msg)
+    tables = _capture_tables(run, sha, item, t0)
+    out = parts if parts is not None else ds.PartWriter(dataset)
+    # (its error row by name, if it was unreadable before, goes once the rows are written)
+    out.add(sha, tables, remove=ds.path(dataset, "errors", inputs.name_key(item)))
+    if parts is None or out.events >= ds.FLUSH_ROWS:
+        out.flush()
+    return _summary(sha, item, "ok", flows=tables["flows"].height, seconds=tables["captures"]["seconds"][0])
+
+
+def _keyed(df: Any, sha: str, item: str) -> Any:
+    """``df`` with the capture's key columns (schema.CORPUS_KEY) first, as every corpus table
+    has them (so that its conform to the table is a check, not a rebuild), and without any
+    column of theirs it had. Series, not expressions: each eager polars expression plans a
+    query (≈ 0.1–0.3 ms), and a capture's six tables asked for a dozen."""
+    import polars as pl
+
+    n = df.height
+    key = [pl.Series("blake3", [sha], dtype=pl.String), pl.Series("capture", [item], dtype=pl.String)]
+    key = [k.new_from_index(0, n) if n else k.clear() for k in key]
+    return pl.DataFrame(key).hstack([c for c in df.get_columns() if c.name not in ("blake3", "capture")])
+
+
+def _per_flow(frames: list[tuple[int, Any]], table: str, sha: str, item: str) -> Any:
+    """The rows of table ``episodes`` or ``rounds``: each flow's frame of its events (``frames``:
+    (flow id, frame), those with rows) with its ``flow_id``, one after another, keyed."""
+    import numpy as np
+    import polars as pl
+
+    from hscc_trace.corpus import dataset as ds
+
+    if not frames:
+        return ds.empty_part(table)
+    if any("flow_id" in f.columns for _, f in frames):  # (replaced, as a with_columns would)
+        frames = [(fid, f.drop("flow_id", strict=False)) for fid, f in frames]
+    body = pl.concat([f for _, f in frames], how="diagonal_relaxed")
+    ids = np.repeat(np.array([fid for fid, _ in frames], dtype=np.uint32), [f.height for _, f in frames])
+    return _keyed(pl.DataFrame([pl.Series("flow_id", ids)]).hstack(body.get_columns()), sha, item)
+
+
+def _capture_tables(run: Any, sha: str, item: str, t0: float) -> dict[str, Any]:
+    """The capture's rows of every corpus table (schema.CORPUS_TABLES) from its analysis
+    (``run``, one capture; ``t0``: when the analysis started, for ``seconds``)."""
+    import numpy as np
+    import polars as pl
+
+    from hscc_trace import api, schema
+    from hscc_trace.analysis.results import cwnd_limited_rounds
+
     a = run.analysis
     cr = a.captures[0]
-    key = [pl.lit(sha).alias("blake3"), pl.lit(item).alias("capture")]
     counts, eps, rounds = [], [], []
     for fr in cr.results:
         fid = int(fr.flow["flow_id"])
         ev = fr.events
         counts.append((fid, ev.rounds.height, cwnd_limited_rounds(ev.rounds)))
         if ev.episodes.height:
-            eps.append(ev.episodes.with_columns(pl.lit(fid).alias("flow_id")))
+            eps.append((fid, ev.episodes))
         if ev.rounds.height:
-            rounds.append(ev.rounds.with_columns(pl.lit(fid).alias("flow_id")))
+            rounds.append((fid, ev.rounds))
     per_flow = pl.DataFrame(
         counts, schema={"flow_id": pl.UInt32, "rounds": pl.UInt32, "cwnd_limited_rounds": pl.UInt32}, orient="row"
     )
-    flows = (
-        api.flow_table(a)
-        .drop("capture")
-        .with_columns(pl.col("flow_id").cast(pl.UInt32))
-        .join(per_flow, on="flow_id", how="left")
-        .with_columns(key)
+    table = api.flow_table(a)
+    table.replace_column(table.get_column_index("flow_id"), table.get_column("flow_id").cast(pl.UInt32))
+    flows = _keyed(table, sha, item)
+    same = flows.height == per_flow.height and bool(
+        np.array_equal(flows.get_column("flow_id").to_numpy(), per_flow.get_column("flow_id").to_numpy())
     )
-    fits = api.fit_table(a).drop("capture").with_columns(key)
-
-    def stack(frames: list[Any], table: str) -> Any:
-        if frames:
-            return pl.concat(frames, how="diagonal_relaxed").with_columns(key)
-        return ds.empty_part(table)
-
+    if same and len(set(per_flow.get_column("flow_id").to_list())) == per_flow.height:
+        flows = flows.hstack(per_flow.get_columns()[1:])  # (the left join on flow_id, row for row)
+    else:
+        flows = flows.join(per_flow, on="flow_id", how="left")
+    fits = [schema.conform(fr.fit, schema.FIT_METRICS, extra=True) for fr in cr.results if fr.fit.height]
+    if fits:  # (api.fit_table's rows and columns, without its capture column)
+        both = pl.concat(fits, how="diagonal_relaxed")
+        fit = _keyed(pl.DataFrame([both.get_column(c.name) for c in schema.FIT_METRICS]), sha, item)
+    else:
+        fit = _keyed(schema.empty(schema.FIT_METRICS), sha, item)
     m = cr.meta
     cap = pl.DataFrame(
         {
@@ -267,25 +315,19 @@ def analyze_capture(
             "version": [a.version],
             "seconds": [time.perf_counter() - t0],
         },
-        schema_overrides={"first_ns": pl.Int64, "last_ns": pl.Int64},
+        schema=schema.polars_schema(schema.CORPUS_CAPTURES),
     )
-    tables = {
+    return {
         "flows": flows,
-        "fits": fits,
-        "episodes": stack(eps, "episodes"),
-        "rounds": stack(rounds, "rounds"),
-        "groups": _group_rows(cr, key),
+        "fits": fit,
+        "episodes": _per_flow(eps, "episodes", sha, item),
+        "rounds": _per_flow(rounds, "rounds", sha, item),
+        "groups": _group_rows(cr, sha, item),
         "captures": cap,
     }
-    out = parts if parts is not None else ds.PartWriter(dataset)
-    # (its error row by name, if it was unreadable before, goes once the rows are written)
-    out.add(sha, tables, remove=ds.path(dataset, "errors", inputs.name_key(item)))
-    if parts is None or out.events >= ds.FLUSH_ROWS:
-        out.flush()
-    return _summary(sha, item, "ok", flows=flows.height, seconds=cap["seconds"][0])
 
 
-def _group_rows(cr: Any, key: list[Any]) -> Any:
+def _group_rows(cr: Any, sha: str, item: str) -> Any:
     """The capture's bottleneck groups (hscc_trace.analysis.groups), one row per flow of a group."""
     import polars as pl
 
@@ -319,7 +361,7 @@ def _group_rows(cr: Any, key: list[Any]) -> Any:
     ]
     if not rows:
         return ds.empty_part("groups")
-    return pl.DataFrame(rows, infer_schema_length=None).with_columns(key)
+    return _keyed(pl.DataFrame(rows, infer_schema_length=None), sha, item)
 
 
 def analyze_batch(

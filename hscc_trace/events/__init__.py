@@ -149,7 +149,10 @@ def _flow_params(flows: pl.DataFrame | None, fids: np.ndarray) -> tuple[np.ndarr
     hit = rows >= 0
     for k, (name, unknown) in enumerate((("sender_dir", -1), ("mss", 0), ("wscale_a", -1), ("wscale_b", -1))):
         if name in flows.columns:
-            v = flows.get_column(name).cast(pl.Int64).fill_null(unknown).to_numpy()
+            s = flows.get_column(name).cast(pl.Int64)
+            v = s.to_numpy()  # (no fill_null: an eager polars expression plans a query, ≈ 0.1–0.3 ms)
+            if s.null_count():  # (then float64, NaN at the nulls: small ints, exact)
+                v = np.where(np.isnan(v), unknown, v).astype(np.int64)
             out[k][hit] = v[rows[hit]]
     out[1] = np.maximum(out[1], 0)
     return tuple(out)
