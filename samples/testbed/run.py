@@ -356,7 +356,7 @@ def build_truth(events: dict, flows: list[dict], pc: pcapmini.Pcap, guess_ns: in
                     "data_len": [int(f["data_len"]) for _, f in pe],
                     "sport": [sport] * len(pe),
                 },
-                schema_overrides={"ts_ns": pl.Int64, "snd_nxt": pl.Int64, "snd_una": pl.Int64},
+                schema_overrides={"ts_ns": pl.Int64, "snd_nxt": pl.Int64, "snd_una": pl.Int64, "sport": pl.Int64},
             )
         )
         se = [(t, f) for t, f in events["tcp_cong_state_set"] if int(f["sport"]) == sport]
@@ -367,7 +367,7 @@ def build_truth(events: dict, flows: list[dict], pc: pcapmini.Pcap, guess_ns: in
                     "state": [CA_STATES[int(f["cong_state"])] for _, f in se],
                     "sport": [sport] * len(se),
                 },
-                schema_overrides={"ts_ns": pl.Int64, "state": pl.String},
+                schema_overrides={"ts_ns": pl.Int64, "state": pl.String, "sport": pl.Int64},
             )
         )
         re_ = [(t, f) for t, f in events["retx"] if int(f["sport"]) == sport]
@@ -383,7 +383,14 @@ def build_truth(events: dict, flows: list[dict], pc: pcapmini.Pcap, guess_ns: in
                     "state": [TCP_STATES.get(int(f["state"], 0), f["state"]) for _, f in re_],
                     "sport": [sport] * len(re_),
                 },
-                schema_overrides={"ts_ns": pl.Int64, "seq": pl.Int64, "end_seq": pl.Int64, "err": pl.Int32},
+                schema_overrides={
+                    "ts_ns": pl.Int64,
+                    "seq": pl.Int64,
+                    "end_seq": pl.Int64,
+                    "err": pl.Int32,
+                    "state": pl.String,
+                    "sport": pl.Int64,
+                },
             )
         )
         # consistency: every successfully retransmitted seq starts a data segment in the capture
