@@ -20,6 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from hscc_trace.perf.jit import njit
+
 #: ns: a handshake gap below this (and below 1 / FAR_FACTOR of the other gap) is the near host's
 #: own turnaround (2 × the largest on the tuning split, 101.5 µs)
 TURNAROUND_FLOOR_NS = 200_000
@@ -30,3 +32,10 @@ FAR_FACTOR = 2
 def near_by_floor(gap: Any, other: Any) -> Any:
     """Whether ``gap`` (ns) is a host's turnaround by the floor: numbers, or numpy arrays elementwise."""
     return (gap < TURNAROUND_FLOOR_NS) & (gap * FAR_FACTOR < other)
+
+
+#: :func:`near_by_floor` for compiled kernels (the flow kernel's vantage step,
+#: :func:`hscc_trace.flows.tracker._away`): the same function, whose interpreted twin is
+#: :func:`near_by_floor` itself (:func:`hscc_trace.perf.firstuse.pure`). Called from Python it would
+#: compile a version per argument type, so Python code calls :func:`near_by_floor`
+near_by_floor_compiled = njit(cache=True, inline="always")(near_by_floor)

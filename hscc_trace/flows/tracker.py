@@ -36,7 +36,7 @@ from hscc_trace.addr import to_str
 from hscc_trace.errors import Warn
 from hscc_trace.perf.jit import njit
 
-from .near import FAR_FACTOR, TURNAROUND_FLOOR_NS, near_by_floor
+from .near import near_by_floor, near_by_floor_compiled
 
 if TYPE_CHECKING:  # polars is imported where a table is built, so the flows fast path can import it
     import polars as pl  # in the background while the compiled kernels run (hscc_trace.capture.load_flows)
@@ -325,6 +325,95 @@ class PerPacket(NamedTuple):
     rtt: np.ndarray  # float64, data/ACK RTT sample (s) or NaN
 
 
+# ---- steps of the flow kernel that decide from scalars (numba inlines them). The steps that
+# update its arrays stay in it: numba counts a reference (an atomic add and subtract) for every
+# array handed to an inlined function or read from a tuple, and in a function this large it prunes
+# few of them — the kernel split into steps taking its arrays ran 3x slower.
+
+
+@njit(cache=True, inline="always")
+def _conversation_key(a_hi, a_lo, b_hi, b_lo, pa, pb):
+    """Wireshark's conversation key, the unordered 5-tuple of a packet from (``a_hi``, ``a_lo``)
+    port ``pa`` to (``b_hi``, ``b_lo``) port ``pb``: (sender's side, key). Side 0 is the (address,
+    port) that sorts first; key = (hi, lo of side 0, hi, lo of side 1, ports)."""
+    if a_hi < b_hi or (a_hi == b_hi and (a_lo < b_lo or (a_lo == b_lo and pa <= pb))):
+        return 0, (a_hi, a_lo, b_hi, b_lo, (pa << np.uint64(16)) | pb)
+    return 1, (b_hi, b_lo, a_hi, a_lo, (pb << np.uint64(16)) | pa)
+
+
+@njit(cache=True, inline="always")
+def _away(g1, g2, a_side):
+    """Where the capture is, from the handshake's gaps SYN → SYN/ACK ``g1`` and SYN/ACK → third
+    ACK ``g2`` (ns) as :meth:`FlowTracker._columns` decides the vantage: near a side whose gap is
+    under a quarter of the other or its turnaround (:func:`.near.near_by_floor`). Bit k set: away
+    from side k's end (endpoint A is side ``a_side``)."""
+    near_a = g2 * 4 < g1 or near_by_floor_compiled(g2, g1)
+    near_b = g1 * 4 < g2 or near_by_floor_compiled(g1, g2)
+    return (0 if near_a else 1 << a_side) | (0 if near_b else 1 << (1 - a_side))
+
+
+@njit(cache=True, inline="always")
+def _duplicate_acks(dup, fl, ln, win, same, moved):
+    """Wireshark's ``tcp.analysis.duplicate_ack`` count after an ACK with flags ``fl``, payload
+    ``ln`` and window ``win``: one more when it carries nothing, has a non-zero window, is the
+    ``same`` (window as the side's last, seq at its nextseq) and has not ``moved`` the ACK, with
+    no SYN/FIN/RST; 0 when it moved the ACK; else ``dup``."""
+    if ln == 0 and win != 0 and same and not moved and (fl & 0x07) == 0:
+        return dup + 1
+    if moved:
+        return np.int64(0)
+    return dup
+
+
+@njit(cache=True, inline="always")
+def _analyze_sequence_number(u, ln, fl, t, nextseq, lastack):
+    """Wireshark's ``tcp_analyze_sequence_number`` (``epan/dissectors/packet-tcp.c``) for a segment
+    at relative seq ``u`` with payload ``ln``, flags ``fl``, time ``t``; ``nextseq`` = (sent
+    before, highest end, its time, initial RTT or 0) and ``lastack`` = (ACKed before, last ACK,
+    its time, duplicate ACKs) of its side. KIND_KEEPALIVE (``keep_alive``), KIND_RETRANS
+    (``spurious_retransmission``: already acknowledged; ``fast_retransmission``: ≥ 2 duplicate
+    ACKs, at the last ACK, within 20 ms of it; ``retransmission``), KIND_OOO (``out_of_order``:
+    within the initial RTT, 3 ms when unknown, of the highest end, not ending at it), else
+    KIND_NONE."""
+    sent, max_end, max_end_ts, first_rtt = nextseq
+    ack_set, ack_u, ack_ts, dup = lastack
+    e = u + ln + (1 if fl & 0x02 else 0) + (1 if fl & 0x01 else 0)
+    not_adv = sent and u < max_end  # (part of) this sequence space was sent before
+    if sent and ln <= 1 and u == max_end - 1 and (fl & 0x07) == 0:
+        return KIND_KEEPALIVE
+    if ln > 1 and u == max_end - 1:  # after a zero-window probe: new data
+        not_adv = False
+    thres = first_rtt if first_rtt > 0 else 3000000
+    dt_hi = t - max_end_ts
+    if ln > 0 and ack_set and u + ln <= ack_u:
+        return KIND_RETRANS  # spurious: already acknowledged
+    if not_adv and dup >= 2 and ack_u == u and t - ack_ts < 20000000:
+        return KIND_RETRANS  # fast retransmission
+    if not_adv and 0 <= dt_hi < thres and max_end != e:
+        return KIND_OOO
+    if not_adv:
+        return KIND_RETRANS
+    return KIND_NONE
+
+
+@njit(cache=True, inline="always")
+def _flight_start(t, last, gap_min, t_syn, t_ack3):
+    """Does new data at ``t`` start a flight (the side's previous new data at ``last``, −1: none,
+    the shortest gap so far ``gap_min``)? After a silence longer than four times the shortest gap,
+    than half the handshake's round trip (SYN ``t_syn`` → third ACK ``t_ack3``) when captured and
+    than :data:`FLIGHT_GAP_MIN_NS`. (starts, shortest gap now)."""
+    if last < 0:
+        return True, gap_min  # the first data starts a flight
+    gap = t - last
+    thr = FLIGHT_GAP_MIN_NS
+    if t_ack3 >= 0 and t_syn >= 0 and (t_ack3 - t_syn) // 2 > thr:
+        thr = (t_ack3 - t_syn) // 2  # half the handshake's round trip
+    start = gap > thr and gap > 4 * gap_min
+    if 0 < gap < gap_min:
+        gap_min = gap
+    return start, gap_min
+
+
 @njit(work=lambda a: len(a[1].flags) - int(a[0]), cost=(8.01, 3.2e-05), cache=True, nogil=True)
 def _flow_kernel(i0, pk, tab, nodes, smp, per_packet, out):
     """Process packets i0.. of ``pk`` (:class:`Packets`) in capture order, updating ``tab``
@@ -392,14 +481,8 @@ def _flow_kernel(i0, pk, tab, nodes, smp, per_packet, out):
         if ts[i] > acc[2]:
             acc[2] = ts[i]
         # ---- conversation lookup: side 0 is the (addr, port) that sorts first
-        a_hi, a_lo, b_hi, b_lo = shi[i], slo[i], dhi[i], dlo[i]
-        pa, pb = np.uint64(sport[i]), np.uint64(dport[i])
-        lt = a_hi < b_hi or (a_hi == b_hi and (a_lo < b_lo or (a_lo == b_lo and pa <= pb)))
-        s = 0 if lt else 1
-        if lt:
-            k0, k1, k2, k3, k4 = a_hi, a_lo, b_hi, b_lo, (pa << np.uint64(16)) | pb
-        else:
-            k0, k1, k2, k3, k4 = b_hi, b_lo, a_hi, a_lo, (pb << np.uint64(16)) | pa
+        s, key = _conversation_key(shi[i], slo[i], dhi[i], dlo[i], np.uint64(sport[i]), np.uint64(dport[i]))
+        k0, k1, k2, k3, k4 = key
         if mru >= 0 and k4 == m4 and k1 == m1 and k3 == m3 and k0 == m0 and k2 == m2:
             slot = mru  # same conversation as the previous TCP packet: no hashing
         else:
@@ -485,12 +568,7 @@ def _flow_kernel(i0, pk, tab, nodes, smp, per_packet, out):
                 if S[r, C_T_SYN] >= 0 and S[r, C_SYN_SIDE] >= 0 and S[r, C_T_SYNACK] >= S[r, C_T_SYN]:
                     # where the capture is, as _columns decides the vantage: only the samples that
                     # will be used are kept from now on (data/ACK for a side whose end this is)
-                    g1 = S[r, C_T_SYNACK] - S[r, C_T_SYN]
-                    g2 = t - S[r, C_T_SYNACK]
-                    a_side = S[r, C_SYN_SIDE]
-                    near_a = g2 * 4 < g1 or (g2 < TURNAROUND_FLOOR_NS and g2 * FAR_FACTOR < g1)
-                    near_b = g1 * 4 < g2 or (g1 < TURNAROUND_FLOOR_NS and g1 * FAR_FACTOR < g2)
-                    S[r, C_AWAY] = (0 if near_a else 1 << a_side) | (0 if near_b else 1 << (1 - a_side))
+                    S[r, C_AWAY] = _away(S[r, C_T_SYNACK] - S[r, C_T_SYN], t - S[r, C_T_SYNACK], S[r, C_SYN_SIDE])
                 if S[r, C_T_SYN] >= 0 and t >= S[r, C_T_SYN]:
                     # the handshake's round trip, SYN -> third ACK, wherever the capture is (at the
                     # sender data/ACK matching times it): one sample of each side's away-from-the-
@@ -580,18 +658,9 @@ def _flow_kernel(i0, pk, tab, nodes, smp, per_packet, out):
         sl = ln + (1 if fl & 0x02 else 0) + (1 if fl & 0x01 else 0)
         # duplicate-ACK bookkeeping (this packet as an ACK of o's data), before it updates
         if (fl & 0x10) and S[r, C_SEQ_SET + o] == 1 and S[r, C_ACK_SET + o] == 1:
-            a_new = S[r, C_ACK_U + o] + _s32(np.int64(ack[i]) - S[r, C_ACK_RAW + o])
-            if (
-                ln == 0
-                and win[i] != 0
-                and np.int64(win[i]) == S[r, C_LASTWIN + s]
-                and u == S[r, C_MAX_END + s]
-                and a_new == S[r, C_ACK_U + o]
-                and (fl & 0x07) == 0
-            ):
-                S[r, C_DUP + o] += 1
-            elif a_new != S[r, C_ACK_U + o]:
-                S[r, C_DUP + o] = 0
+            moved = _s32(np.int64(ack[i]) - S[r, C_ACK_RAW + o]) != 0
+            same = np.int64(win[i]) == S[r, C_LASTWIN + s] and u == S[r, C_MAX_END + s]
+            S[r, C_DUP + o] = _duplicate_acks(S[r, C_DUP + o], fl, ln, np.int64(win[i]), same, moved)
         k_ = KIND_NONE
         if sl > 0 and not (fl & 0x04):
             e = u + sl
@@ -607,22 +676,9 @@ def _flow_kernel(i0, pk, tab, nodes, smp, per_packet, out):
                     S[r, C_MIN_DATA + s] = u
                 if u + ln > S[r, C_MAX_DATA + s]:
                     S[r, C_MAX_DATA + s] = u + ln
-            not_adv = sent and u < max_end  # (part of) this sequence space was sent before
-            if sent and ln <= 1 and u == max_end - 1 and (fl & 0x07) == 0:
-                k_ = KIND_KEEPALIVE
-            else:
-                if ln > 1 and u == max_end - 1:  # after a zero-window probe: new data
-                    not_adv = False
-                thres = S[r, C_FIRST_RTT] if S[r, C_FIRST_RTT] > 0 else 3000000
-                dt_hi = t - S[r, C_MAX_END_TS + s]
-                if ln > 0 and S[r, C_ACK_SET + s] == 1 and u + ln <= S[r, C_ACK_U + s]:
-                    k_ = KIND_RETRANS  # spurious: already acknowledged
-                elif not_adv and S[r, C_DUP + s] >= 2 and S[r, C_ACK_U + s] == u and t - S[r, C_ACK_TS + s] < 20000000:
-                    k_ = KIND_RETRANS  # fast retransmission
-                elif not_adv and 0 <= dt_hi < thres and max_end != e:
-                    k_ = KIND_OOO
-                elif not_adv:
-                    k_ = KIND_RETRANS
+            nextseq = (sent, max_end, S[r, C_MAX_END_TS + s], S[r, C_FIRST_RTT])
+            lastack = (S[r, C_ACK_SET + s] == 1, S[r, C_ACK_U + s], S[r, C_ACK_TS + s], S[r, C_DUP + s])
+            k_ = _analyze_sequence_number(u, ln, fl, t, nextseq, lastack)
             if k_ == KIND_RETRANS and ln > 0:
                 S[r, C_RETRANS + s] += 1
             elif k_ == KIND_OOO and ln > 0:
@@ -640,16 +696,9 @@ def _flow_kernel(i0, pk, tab, nodes, smp, per_packet, out):
                 if ln > 0:
                     # flights of new data: after a silence, released by the previous flight's
                     # first advancing ACK
-                    last = S[r, C_FL_LAST + s]
-                    start = last < 0  # the first data starts a flight
-                    if not start:
-                        gap = t - last
-                        thr = FLIGHT_GAP_MIN_NS
-                        if S[r, C_T_ACK3] >= 0 and S[r, C_T_SYN] >= 0 and (S[r, C_T_ACK3] - S[r, C_T_SYN]) // 2 > thr:
-                            thr = (S[r, C_T_ACK3] - S[r, C_T_SYN]) // 2  # half the handshake's round trip
-                        start = gap > thr and gap > 4 * S[r, C_GAP_MIN + s]
-                        if 0 < gap < S[r, C_GAP_MIN + s]:
-                            S[r, C_GAP_MIN + s] = gap
+                    start, S[r, C_GAP_MIN + s] = _flight_start(
+                        t, S[r, C_FL_LAST + s], S[r, C_GAP_MIN + s], S[r, C_T_SYN], S[r, C_T_ACK3]
+                    )
                     if start:
                         fa = S[r, C_FL_ACK + s]
                         if fa >= 0 and fa <= t and rel_k == 0:
