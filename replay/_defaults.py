@@ -34,6 +34,11 @@ def on_rto(st, p, tp):
 
 
 @jit
+def cwnd_event(st, p, tp, event):
+    """Linux ``ca_ops->cwnd_event`` (``CA_EVENT_TX_START``, ``CA_EVENT_CWND_RESTART``): nothing."""
+
+
+@jit
 def cong_control(st, p, tp, n):
     """Every ACK instead of the engine's PRR / cong_avoid: unused unless the module defines it
     (the generated loop then sets HAS_CONG_CONTROL)."""

@@ -10,6 +10,9 @@ but only the generated modules run.
 
 Per ACK, in the order of Linux ``tcp_ack`` (net/ipv4/tcp_input.c):
 
+0. flavor linux, when the sender transmitted new data with nothing in flight since the
+   previous ACK (``E_IDLE`` > 0): the idle restart of ``tcp_slow_start_after_idle_check``
+   (``tcp_cwnd_restart``, unless the algorithm has ``cong_control``) and ``CA_EVENT_TX_START``;
 1. cwnd validation for the transmissions since the previous ACK (``tcp_cwnd_validate``):
    ``is_cwnd_limited`` / ``max_packets_out`` from the trace's flight vs the replayed cwnd;
 2. the ACK's fields; RTT sample → min RTT, RFC 6298 srtt, round min → ``on_rtt_sample``;
@@ -40,6 +43,7 @@ import math
 
 from ._defaults import (
     cong_control,
+    cwnd_event,
     on_ack,
     on_recovery_exit,
     on_round_end,
@@ -50,6 +54,8 @@ from ._defaults import (
 )
 from ._jit import jit
 from .tp import (
+    CA_EVENT_CWND_RESTART,
+    CA_EVENT_TX_START,
     E_ACK,
     E_ACKED,
     E_CA_RTT,
@@ -58,6 +64,7 @@ from .tp import (
     E_ECE,
     E_EVENT,
     E_FLIGHT,
+    E_IDLE,
     E_PIPE,
     E_PREV_ACK,
     E_PRIOR_FLIGHT,
@@ -100,6 +107,17 @@ def _current_ssthresh(tp, linux):
 
 
 @jit
+def _rto(tp):
+    """Linux ``icsk_rto`` (s) from the engine's srtt / rttvar: ``__tcp_set_rto`` (include/net/
+    tcp.h) = srtt + rttvar_us, where rttvar_us (net/ipv4/tcp_input.c ``tcp_rtt_estimator``) is
+    4·mdev floored at ``tcp_rto_min`` (TCP_RTO_MIN, 200 ms), then ``tcp_bound_rto`` caps it at
+    TCP_RTO_MAX (120 s); before any RTT sample TCP_TIMEOUT_INIT (1 s)."""
+    if not (tp.srtt > 0.0):
+        return 1.0
+    return min(tp.srtt + max(4.0 * tp.rttvar, 0.2), 120.0)
+
+
+@jit
 def _label_index(v, top):
     """A code slot as the index of its label (``top`` ≥ 0, the last index): nan and codes < 0
     → 0, codes above ``top`` → ``top``, fractions truncated; a bool (``top`` < 0): 1 where
@@ -126,6 +144,28 @@ def run_loop(ev, tp, st, p, tops, out, codes, nans):  # one flat loop on purpose
         tp.acks += 1.0
         state = int(tp.state)
         cwnd_now = tp.cwnd
+
+        # 0. a transmission after idle (flavor linux) ----------------------------------------------
+        idle = ev[i, E_IDLE]
+        tp.idle = idle
+        if linux and idle > 0.0:
+            # tcp_slow_start_after_idle_check (include/net/tcp.h; sysctl tcp_slow_start_after_idle
+            # = 1, the default): nothing in flight and no cong_control hook → if now − lsndtime >
+            # icsk_rto, tcp_cwnd_restart (net/ipv4/tcp_output.c)
+            rto = _rto(tp)
+            if not HAS_CONG_CONTROL and idle > rto:
+                cwnd_event(st, p, tp, CA_EVENT_CWND_RESTART)
+                if state == OPEN and not cwr:  # tcp_current_ssthresh
+                    tp.ssthresh = _current_ssthresh(tp, linux)
+                c = math.floor(tp.cwnd + 1e-9)  # (snd_cwnd, whole packets)
+                restart = min(math.floor(tp.iw + 1e-9), c)  # min(tcp_init_cwnd, cwnd)
+                delta = idle - rto
+                while delta > 0.0 and c > restart:  # halve once per RTO elapsed
+                    c = math.floor(c / 2.0)
+                    delta -= rto
+                tp.cwnd = max(c, restart)
+                cwnd_now = tp.cwnd
+            cwnd_event(st, p, tp, CA_EVENT_TX_START)  # tcp_event_data_sent, packets in flight 0
 
         # 1. tcp_cwnd_validate for what the sender transmitted since the previous ACK --------
         sent = ev[i, E_SENT]

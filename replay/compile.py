@@ -43,6 +43,7 @@ _ARGS = {
     "on_round_end": "",
     "on_recovery_exit": "",
     "on_rto": "",
+    "cwnd_event": ", event",
     "cong_control": ", n",
     "undo_cwnd": "",
 }

@@ -43,6 +43,7 @@ from .tp import (
     E_ECE,
     E_EVENT,
     E_FLIGHT,
+    E_IDLE,
     E_PIPE,
     E_PREV_ACK,
     E_PRIOR_FLIGHT,
@@ -202,6 +203,7 @@ def prepare(
     col(_C_ECE, "ece")
     col(_C_DUPACK, "dupack")
     first_flight = _fill_inputs(ev, ts, cols, has_extra, m)
+    _idle_times(ev, ts, segments)
     frame = acks.get_column("frame").cast(pl.UInt64).alias("frame")
     prep = Prepared(ev, ts, int(mss), first_flight, frame=frame, handshake_rtt=hs)
     if send_times and segments is not None and segments.height:
@@ -327,10 +329,45 @@ def _fill_inputs(ev, ts, cols, has_extra, mss):  # pragma: no cover - compiled
         ev[i, E_RS_PRIOR_DELIVERED] = 0.0
         ev[i, E_RS_LOSSES] = 0.0
         ev[i, E_CA_RTT] = cols[_C_CA_RTT, i]
+        ev[i, E_IDLE] = 0.0  # (filled by _idle_times)
         if a > 0.0 and not found:
             found = True
             first_flight = ev[i, E_PRIOR_FLIGHT]
     return first_flight
+
+
+def _idle_times(ev: np.ndarray, ts: np.ndarray, segments: pl.DataFrame | None) -> None:
+    """Fill ``E_IDLE`` in place: on ACK i, when nothing was outstanding after ACK i−1 and the
+    sender transmitted new data before ACK i, Linux's ``now − lsndtime`` at that transmission
+    (s; include/net/tcp.h ``tcp_slow_start_after_idle_check``, net/ipv4/tcp_output.c
+    ``tcp_event_data_sent``): the time from the sender's last data segment to its next one.
+
+    With ``segments`` (schema.SEGMENTS, payload-carrying ones): the first segment captured
+    after ACK i−1 minus the last one captured before it — at a sender-side capture both are
+    send times; at a receiver-side one both are shifted by the same one-way delay. Without:
+    each segment's send time is estimated as its ACK's time minus that ACK's RTT sample
+    (ACK i−1's acknowledged the last segment before the idle period, ACK i's the first after);
+    no value where either ACK lacks a sample."""
+    n = ts.shape[0]
+    if n < 2:
+        return
+    cand = np.flatnonzero((ev[:-1, E_FLIGHT] <= 0.0) & (ev[1:, E_SND_MAX] > ev[:-1, E_SND_MAX])) + 1
+    if cand.size == 0:
+        return
+    if segments is not None and segments.height:
+        data = segments.filter(pl.col("len") > 0)
+        st = np.sort(data.get_column("ts_ns").to_numpy().astype(np.int64))
+        j = np.searchsorted(st, ts[cand - 1], side="right")  # first segment after ACK i−1
+        ok = (j > 0) & (j < st.shape[0])
+        j = np.where(ok, j, 1)
+        ok &= st[np.minimum(j, st.shape[0] - 1)] <= ts[cand]
+        idle = (st[np.minimum(j, st.shape[0] - 1)] - st[j - 1]) / 1e9
+    else:
+        t, rtt = ev[:, E_T], ev[:, E_RTT]
+        ok = (rtt[cand] > 0.0) & (rtt[cand - 1] > 0.0)
+        idle = (t[cand] - rtt[cand]) - (t[cand - 1] - rtt[cand - 1])
+    ok &= idle > 0.0
+    ev[cand[ok], E_IDLE] = idle[ok]
 
 
 def _column_codes(acks: pl.DataFrame, name: str, code: Mapping[str, float], default: float) -> np.ndarray:

@@ -86,6 +86,13 @@ HOOKS: dict[str, tuple[bool, str, str]] = {
         "on_rto(st, p, tp)",
         "retransmission timeout; the engine already set ssthresh (hook) and cwnd = 1",
     ),
+    "cwnd_event": (
+        False,
+        "cwnd_event(st, p, tp, event)",
+        "flavor linux, the sender transmits with nothing in flight (Linux ca_ops->cwnd_event): "
+        "event tp.CA_EVENT_CWND_RESTART after an idle period longer than the RTO (before the "
+        "engine restarts the window), then tp.CA_EVENT_TX_START; tp.idle is now − lsndtime (s)",
+    ),
     "cong_control": (
         False,
         "cong_control(st, p, tp, n)",

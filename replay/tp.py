@@ -79,7 +79,9 @@ RS_LOSSES = 45  # packets newly marked lost by this ACK (estimated: retransmitte
 DELIVERED_TIME = 46  # s — time of the last ACK that delivered data (Linux tp->delivered_mstamp)
 # --- the connection before the ACK stream ---
 HANDSHAKE_RTT = 47  # s — handshake RTT as the sender timed it (Linux tcp_min_rtt at bbr_init); nan: unknown
-NTP = 48  # size of tp
+# --- transmission after idle (Linux tcp_slow_start_after_idle_check / CA_EVENT_TX_START) ---
+IDLE = 48  # s — now − lsndtime of the sender's first transmission since the previous ACK when nothing was in flight (0: none)
+NTP = 49  # size of tp
 
 #: tp's fields, in slot order: (name, kind) as replay.state declares records
 FIELDS: tuple[tuple[str, str], ...] = tuple(
@@ -131,7 +133,10 @@ E_RS_INTERVAL = 21  # s, its interval
 E_RS_PRIOR_DELIVERED = 22  # packets, delivered count when its packet was sent
 E_RS_LOSSES = 23  # packets newly marked lost (estimated)
 E_CA_RTT = 24  # s, the sample Linux gives congestion control (acks.ca_rtt_s: newest newly SACKed, else E_RTT)
-NEV = 25
+E_IDLE = (
+    25  # s, now − lsndtime when the sender transmitted new data with nothing in flight since the previous ACK (0: none)
+)
+NEV = 26
 
 # --- enumerations -----------------------------------------------------------------------------
 OPEN = 0
@@ -144,5 +149,8 @@ EV_RTO = 2
 EV_ECN = 3
 RFC = 0
 LINUX = 1
+# Linux enum tcp_ca_event (include/net/tcp.h) values the engine dispatches to the cwnd_event hook
+CA_EVENT_TX_START = 0  # first transmission with nothing in flight (tcp_event_data_sent)
+CA_EVENT_CWND_RESTART = 1  # congestion window restart after an idle period (tcp_cwnd_restart)
 
 _DTYPE = np.dtype([(n, np.float64) for n, _ in FIELDS])

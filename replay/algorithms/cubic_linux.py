@@ -10,7 +10,8 @@ ssthresh from cwnd (``max(cwnd·717/1024, 2)``); HyStart (ACK-train and delay de
 ``hystart_low_window`` 16, ``hystart_ack_delta`` 2 ms, delay threshold clamp(delay_min/8, 4 ms,
 16 ms) after 8 samples), delay samples ignored for 1 s after an epoch starts; state (incl. W_max
 and delay_min) wiped on RTO (``cubictcp_state``); undo is Linux ``tcp_reno_undo_cwnd`` (the
-engine's default). Not modelled: the epoch shift after an idle period (``CA_EVENT_TX_START``).
+engine's default). After an idle period (``CA_EVENT_TX_START``, ``cubictcp_cwnd_event``) the
+epoch start moves on by the idle time, at most to now, so that growth stays on the cubic curve.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from hscc_trace.replay._jit import jit
 from hscc_trace.replay.algorithms.cubic_rfc import Region
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field, choice_names
+from hscc_trace.replay.tp import CA_EVENT_TX_START
 
 # Linux constants (tcp_cubic.c): beta 717/1024, bic_scale 41, BICTCP_HZ 10
 BETA_LINUX = 717.0
@@ -161,6 +163,18 @@ def init(st, p, tp):
 
 
 # --- congestion events ----------------------------------------------------------------------
+
+
+@jit
+def cwnd_event(st, p, tp, event):
+    """cubictcp_cwnd_event (net/ipv4/tcp_cubic.c), CA_EVENT_TX_START: delta = now − lsndtime in
+    jiffies; with an epoch running and delta > 0, epoch_start += delta, at most now."""
+    if event == CA_EVENT_TX_START:
+        hz = p.HZ
+        delta = math.floor(tp.idle * hz)
+        if st.t_epoch >= 0.0 and delta > 0:
+            now = math.floor(tp.now * hz)
+            st.t_epoch = min(st.t_epoch + delta, now)
 
 
 @jit

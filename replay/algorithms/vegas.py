@@ -31,7 +31,9 @@ trace's rounds (the first ACK at or above the snd_max recorded when the round be
 Losses: Reno (``ssthresh = max(cwnd/2, 2)``, ``tcp_reno_ssthresh``); Vegas restarts its round
 sampling when it re-enters the open state (Linux ``tcp_vegas_state`` → ``vegas_enable``): at
 recovery exit, and (linux) on every ACK of the loss state, so that sampling starts afresh when the
-flow is open again.
+flow is open again. Flavor ``linux``: a transmission with nothing in flight (``CA_EVENT_TX_START``)
+or an idle restart (``CA_EVENT_CWND_RESTART``) re-initialises Vegas (``tcp_vegas_cwnd_event`` →
+``tcp_vegas_init``: baseRTT forgotten, ``vegas_enable``).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field
-from hscc_trace.replay.tp import LINUX, OPEN
+from hscc_trace.replay.tp import CA_EVENT_CWND_RESTART, CA_EVENT_TX_START, LINUX, OPEN
 
 
 @jit
@@ -58,6 +60,16 @@ def _enable(st, tp):
     st.enabled = True
     st.beg_snd_nxt = tp.snd_max
     _reset_round(st)
+
+
+@jit
+def cwnd_event(st, p, tp, event):
+    """tcp_vegas_cwnd_event (net/ipv4/tcp_vegas.c): CA_EVENT_CWND_RESTART or CA_EVENT_TX_START
+    → tcp_vegas_init: baseRTT = 0x7fffffff (forgotten), vegas_enable (the next round starts at
+    snd_nxt: the engine's snd_max is still the previous ACK's, where the new data begins)."""
+    if tp.flavor == LINUX and (event == CA_EVENT_TX_START or event == CA_EVENT_CWND_RESTART):
+        st.base_rtt = math.inf
+        _enable(st, tp)
 
 
 @jit
