@@ -355,8 +355,9 @@ def _idle_times(ev: np.ndarray, ts: np.ndarray, segments: pl.DataFrame | None) -
     if cand.size == 0:
         return
     if segments is not None and segments.height:
-        data = segments.filter(pl.col("len") > 0)
-        st = np.sort(data.get_column("ts_ns").to_numpy().astype(np.int64))
+        # (a numpy mask: an eager polars filter plans a query, ≈ 0.1–0.3 ms, once per replay call)
+        has_data = segments.get_column("len").to_numpy() > 0
+        st = np.sort(segments.get_column("ts_ns").to_numpy().astype(np.int64)[has_data])
         j = np.searchsorted(st, ts[cand - 1], side="right")  # first segment after ACK i−1
         ok = (j > 0) & (j < st.shape[0])
         j = np.where(ok, j, 1)

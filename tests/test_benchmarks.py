@@ -329,6 +329,27 @@ def test_corpus_copy_analyzes_like_its_sample(mk, tmp_path):
     assert (eb["start_ns"] - ea["start_ns"]).unique().to_list() == [30 * 600 * 10**9]
 
 
+def _corpus_record(hscc_cases: dict, render) -> dict:
+    """A corpus_bench record of 2,000 captures (half 1,000) with these hscc cases and the
+    tcptrace loop at 18.0 s of CPU (9.0 ms a capture), before ``summarize``."""
+    return {
+        "stamp": "t",
+        "captures": 2000,
+        "half": 1000,
+        "runs": 1,
+        "sources": 25,
+        "corpus_mib": 1900.0,
+        "machine": {"cpu": "x", "cores": 2},
+        "load": {"before": 0.1, "after": 0.2, "max": 0.3},
+        "cases": {
+            **hscc_cases,
+            "tcptrace loop": [dict(wall_s=20.0, cpu_s=18.0, rate=100.0, steady_rate=None)],
+            "tcptrace ×2": [dict(wall_s=11.0, cpu_s=18.0, rate=181.8, steady_rate=None)],
+        },
+        "census": {"build_s": 2.0, "bytes": 1_300_000, "render": render},
+    }
+
+
 def test_corpus_bench_targets_and_markdown():
     cb = _load("corpus_bench")
 
@@ -336,24 +357,14 @@ def test_corpus_bench_targets_and_markdown():
         return dict(wall_s=100.0, cpu_s=100.0, rate=rate, steady_rate=steady, workers_mib=workers, client_mib=150.0)
 
     def res(w1, w2, w1s, w2s, mem_all, mem_half, render):
-        r = {
-            "stamp": "t",
-            "captures": 2000,
-            "half": 1000,
-            "runs": 1,
-            "sources": 25,
-            "corpus_mib": 1900.0,
-            "machine": {"cpu": "x", "cores": 2},
-            "load": {"before": 0.1, "after": 0.2, "max": 0.3},
-            "cases": {
+        r = _corpus_record(
+            {
                 "hscc w1": [hscc(w1, w1s, [300.0])],
                 "hscc w2": [hscc(w2, w2s, mem_all)],
                 "hscc w2 half": [hscc(w2 / 2, w2s, mem_half)],
-                "tcptrace loop": [dict(wall_s=20.0, cpu_s=18.0, rate=100.0, steady_rate=None)],
-                "tcptrace ×2": [dict(wall_s=11.0, cpu_s=18.0, rate=181.8, steady_rate=None)],
             },
-            "census": {"build_s": 2.0, "bytes": 1_300_000, "render": render},
-        }
+            render,
+        )
         r["summary"] = cb.summarize(r)
         return r
 
@@ -393,26 +404,16 @@ def test_corpus_bench_puts_the_baseline_beside_each_case():
             steady_worker_cpu_ms=steady_ms,
         )
 
-    r = {
-        "stamp": "t",
-        "captures": 2000,
-        "half": 1000,
-        "runs": 1,
-        "sources": 25,
-        "corpus_mib": 1900.0,
-        "machine": {"cpu": "x", "cores": 2},
-        "load": {"before": 0.1, "after": 0.2, "max": 0.3},
-        "cases": {
+    r = _corpus_record(
+        {
             "hscc w1": [hscc(36.0)],
             "hscc w1 baseline": [hscc(45.0)],
             "hscc w2": [hscc(54.0)],
             "hscc w2 baseline": [hscc(63.0)],
             "hscc w2 half": [hscc(54.0)],
-            "tcptrace loop": [dict(wall_s=20.0, cpu_s=18.0, rate=100.0, steady_rate=None)],
-            "tcptrace ×2": [dict(wall_s=11.0, cpu_s=18.0, rate=181.8, steady_rate=None)],
         },
-        "census": {"build_s": 2.0, "bytes": 1_300_000, "render": None},
-    }
+        None,
+    )
     r["summary"] = cb.summarize(r)
     md = cb.markdown(r)
     rows = [ln.split(" | ")[0].lstrip("| ") for ln in md.splitlines() if ln.startswith("| hscc")]

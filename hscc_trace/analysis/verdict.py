@@ -812,18 +812,15 @@ def judge(
         if exact:
             outcome = _loose(outcome, rate, rules, verdict)
         if outcome.cls == IDENTIFIED and outcome.name is not None and rate.get(outcome.name) and not rate_why:
-            outcome = verdict(
-                UNKNOWN,
+            outcome = _unnamed(
+                outcome,
                 f"{outcome.name}'s model follows the flight within {outcome.error:.1%}, but nothing here shows a "
                 "rate-based sender (pacing is measured at the sender only"
                 + ("" if _clock_measurable(evidence) else f", and only where the round trip exceeds {CLOCK_US:.0f} µs")
                 + ", the absence of a multiplicative decrease needs several congestion episodes): not named — a "
                 "loss-based sender can fit a rate model's wider threshold",
-                error=outcome.error,
-                threshold=outcome.threshold,
-                runner_up=outcome.name,
-                runner_up_error=outcome.error,
-                rounds=outcome.rounds,
+                outcome.threshold,
+                verdict,
             )
     if (outcome is None or outcome.cls == UNKNOWN) and rate_why and evidence.capacity_reached:
         rv = _rate_verdict(ev, replays, rate, rate_why, rules, verdict)
@@ -872,17 +869,14 @@ def _loose(outcome: Verdict, rate: dict[str, bool], rules: Rules, verdict: Any) 
         and outcome.error is not None
         and outcome.error > rules.name_error
     ):
-        outcome = verdict(
-            UNKNOWN,
+        outcome = _unnamed(
+            outcome,
             f"{outcome.name} fits, but only loosely: its replay follows the sender's window within "
             f"{outcome.error:.2%} (median over {outcome.rounds} cwnd-limited rounds), where the flight is exact "
             f"and a named algorithm replays its sender within {rules.name_error:.0%} — an algorithm outside the "
             "library can fit that loosely: not named",
-            error=outcome.error,
-            threshold=rules.name_error,
-            runner_up=outcome.name,
-            runner_up_error=outcome.error,
-            rounds=outcome.rounds,
+            rules.name_error,
+            verdict,
         )
     if (
         outcome.cls == AMBIGUOUS
@@ -893,18 +887,30 @@ def _loose(outcome: Verdict, rate: dict[str, bool], rules: Rules, verdict: Any) 
         # the naming bound holds for a list as for one name: "one of these" where none would
         # be named alone is a claim the fit does not carry
         listing = ", ".join(f"{c} ({e:.2%})" for c, e in zip(outcome.candidates, outcome.candidate_errors, strict=True))
-        outcome = verdict(
-            UNKNOWN,
+        outcome = _unnamed(
+            outcome,
             f"none of these fits closely: {listing} (median over {outcome.rounds} cwnd-limited rounds), where the "
             f"flight is exact and a named algorithm replays its sender within {rules.name_error:.0%} — an "
             "algorithm outside the library can fit several rows that loosely: not named",
-            error=outcome.error,
-            threshold=rules.name_error,
-            runner_up=outcome.candidates[0],
-            runner_up_error=outcome.error,
-            rounds=outcome.rounds,
+            rules.name_error,
+            verdict,
         )
     return outcome
+
+
+def _unnamed(outcome: Verdict, reason: str, threshold: float | None, verdict: Any) -> Verdict:
+    """``outcome`` (identified or ambiguous) taken back to ``unknown`` for ``reason``: its error,
+    rounds and best candidate kept as the closest fit, under ``threshold``."""
+    best = outcome.name if outcome.name is not None else outcome.candidates[0]
+    return verdict(
+        UNKNOWN,
+        reason,
+        error=outcome.error,
+        threshold=threshold,
+        runner_up=best,
+        runner_up_error=outcome.error,
+        rounds=outcome.rounds,
+    )
 
 
 def _shared(v: Verdict) -> Verdict:
