@@ -84,6 +84,15 @@ E_FAST, E_SACK, E_RTO, E_ECN = 0, 1, 2, 3
 # RTT sources (schema.RTT_SOURCES)
 R_SEQ, R_TS = 0, 1
 
+#: ns — how long after a sender-side capture sees an ACK the kernel reads the clock it times the
+#: ACK's timestamp-echo sample by (``tcp_mstamp_refresh`` in ``tcp_rcv_established``), counting
+#: too the latest-consistent tick start's lateness (:func:`linux_ts_ticks`). Default 15 µs,
+#: chosen on the tuning samples' ACKs timed by their echo, against the kernel's own sample (read
+#: off ``tcp_probe``'s srtt updates, RFC 6298 §2 in Linux's ×8 fixed point): 0 → 15 µs took the
+#: ticks that match from 2,636 to 2,657 of 2,670 there (held out: 2,769 → 2,776 of 2,786); 20 µs
+#: and more match fewer on both.
+TS_CLOCK_READ_NS = 15_000
+
 F_FIN, F_SYN, F_RST, F_ACK, F_ECE = 0x01, 0x02, 0x04, 0x10, 0x40
 
 # warning counter slots
@@ -120,7 +129,8 @@ def linux_ts_ticks(snd, ts, tsv, tse, rtt_src, rtt, ca):
     1000 since Linux 4.13), where the capture gives the µs value. The clock is read off the
     sender's own TSvals: a least-squares line through (capture time, TSval) of its packets gives
     the rate, and the latest tick start consistent with every packet the phase (a TSval is
-    stamped before its packet reaches the capture point, never after). ``ca`` (ns, −1 = none) is
+    stamped before its packet reaches the capture point, never after); the kernel reads the clock
+    for an ACK :data:`TS_CLOCK_READ_NS` after the capture sees it. ``ca`` (ns, −1 = none) is
     rewritten in place where the ACK's own sample is used (not a SACK sample), when the clock
     ticks every millisecond (rate within 1 %), the line predicts at least 90 % of the sender's
     TSvals exactly, and the tick count agrees with the µs sample within 1.5 ticks; otherwise the
@@ -172,7 +182,7 @@ def linux_ts_ticks(snd, ts, tsv, tse, rtt_src, rtt, ca):
     for i in range(n):
         if snd[i] or rtt_src[i] != R_TS or tse[i] == NOTS or ca[i] != rtt[i] or rtt[i] < 0:
             continue
-        now = np.floor(slope * ((ts[i] - t0) / 1e6) - phase + 1e-9)
+        now = np.floor(slope * ((ts[i] + TS_CLOCK_READ_NS - t0) / 1e6) - phase + 1e-9)
         ticks = now - float(tse[i] - v0)
         if ticks < 0.0:
             continue

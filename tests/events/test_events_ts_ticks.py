@@ -99,3 +99,22 @@ def test_tsvals_that_a_1_khz_line_does_not_predict_keep_the_capture_value() -> N
     src, rtt, ca = _ack_of_segment_100(20.3, clock=lambda t_ms: 5000 + 2 * math.floor(t_ms / 2))
     assert src == "ts"
     assert ca == rtt and abs(ca - 0.0203) < 1e-9
+
+
+def test_an_ack_just_before_a_tick_edge_is_counted_in_the_next_tick() -> None:
+    """RTT 20.985 ms: the ACK of segment 100 reaches the capture at 245.985 ms. The line fitted
+    through A's TSvals (slope 0.99993, tick start at the latest consistent with every TSval)
+    reads 245.992 there, 8 µs before tick 5246 begins. The kernel reads its clock
+    TS_CLOCK_READ_NS (15 µs) after the capture: 245.992 + 0.015 = 246.007, tick 5246, and
+    5246 − 5225 = 21 ticks = 21 ms, where the capture's instant alone would give 20."""
+    src, rtt, ca = _ack_of_segment_100(20.985)
+    assert src == "ts"
+    assert ca == 0.021
+
+
+def test_an_ack_further_before_a_tick_edge_stays_in_its_tick() -> None:
+    """RTT 20.97 ms: the ACK arrives at 245.970 ms, read as 245.977; 15 µs later the clock
+    still reads 245.992 < 246, tick 5245: 20 ticks."""
+    src, rtt, ca = _ack_of_segment_100(20.97)
+    assert src == "ts"
+    assert ca == 0.020
