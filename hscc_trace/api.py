@@ -603,7 +603,7 @@ def _check_qlog(paths: list[str], o: CheckOptions, c: Any, t0: float) -> CheckRe
                 f"p90 {100 * r['p90']:.2f} %; best fit {conn.get('best')}"
             )
             metrics = {"median": r["median"], "p90": r["p90"], "best": conn.get("best")}
-            verdicts.append(_check.Verdict(path, i, label, test, _check.PASS if ok else _check.FAIL, msg, metrics))
+            verdicts.append(_check.Verdict.of_bound(path, i, label, test, ok, msg, metrics))
     rdoc = qlog_results(done, ["reno", "cubic"])
     if o.json_out is not None:
         write_results(rdoc, o.json_out)
