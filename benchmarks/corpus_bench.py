@@ -256,24 +256,46 @@ def run_tcptrace(files: list[Path], procs: int) -> dict[str, Any]:
     }
 
 
+#: the headless-chromium helper of the report tests, which the census render borrows
+BROWSER_HELPER = REPO / "tests" / "reports" / "test_report_browser.py"
+RENDER_TIMEOUT_S = 120.0  # the page's own wait; the helper process gets RENDER_TIMEOUT_S + 60
+
+
 def census(ds: Path, out: Path) -> dict[str, Any]:
+    """Build the census page and draw it in headless chromium. ``render`` is what the helper saw
+    (``wall_s``, ``status``, ``figures``, ``errors``, ``requests``) or ``{"error": reason}``: no
+    helper, no chromium, a timeout, a crash — never silently empty."""
     t0 = time.monotonic()
     r = subprocess.run([HSCC, "census", str(ds), "-o", str(out)], capture_output=True, text=True)
     build = time.monotonic() - t0
     res: dict[str, Any] = {"exit": r.returncode, "build_s": round(build, 3), "bytes": out.stat().st_size}
-    helper = REPO / "tests" / "test_report_browser.py"
+    res["render"] = render(out)
+    return res
+
+
+def render(page: Path) -> dict[str, Any]:
+    """:func:`census`'s ``render`` of ``page``."""
+    if not BROWSER_HELPER.is_file():
+        return {"error": f"no browser helper at {BROWSER_HELPER}"}
     code = (
-        f"import json, sys; sys.path.insert(0, {str(helper.parent)!r}); import test_report_browser as t;\n"
-        f"r = t.open_report(__import__('pathlib').Path({str(out)!r}), timeout=120.0) if t.CHROMIUM else None;\n"
-        "print(json.dumps(None if r is None else {'wall_s': r['wall_s'], 'status': r['status'], "
+        "import json, sys\n"
+        f"sys.path[:0] = [{str(BROWSER_HELPER.parent)!r}, {str(REPO / 'tests')!r}]  # (it imports tests/conftest)\n"
+        "import test_report_browser as t\n"
+        "if not t.CHROMIUM: print(json.dumps({'error': 'no chromium found'})); sys.exit()\n"
+        f"r = t.open_report(__import__('pathlib').Path({str(page)!r}), timeout={RENDER_TIMEOUT_S})\n"
+        "print(json.dumps({'wall_s': r['wall_s'], 'status': r['status'], "
         "'figures': r['figures'], 'errors': r['errors'][:5], 'requests': r['requests'] + r['blocked']}, default=str))"
     )
-    p = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=300, cwd=REPO)
     try:
-        res["render"] = json.loads(p.stdout.strip().splitlines()[-1])
+        p = subprocess.run([PY, "-c", code], capture_output=True, text=True, timeout=RENDER_TIMEOUT_S + 60, cwd=REPO)
+    except subprocess.TimeoutExpired:
+        return {"error": f"the browser helper did not finish in {RENDER_TIMEOUT_S + 60:.0f} s"}
+    try:
+        got = json.loads(p.stdout.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        res["render"] = {"error": p.stderr[-400:]}
-    return res
+        last = (p.stderr.strip().splitlines() or [f"exit {p.returncode}, no output"])[-1]
+        return {"error": f"the browser helper failed: {last}"}
+    return got if isinstance(got, dict) else {"error": f"the browser helper printed {got!r}"}
 
 
 def machine() -> dict[str, Any]:
@@ -308,6 +330,13 @@ def machine() -> dict[str, Any]:
 def _med(xs: list[float | None]) -> float | None:
     v = [x for x in xs if x is not None]
     return round(statistics.median(v), 3) if v else None
+
+
+def _no_render(rnd: dict[str, Any]) -> str:
+    """Why a census render has no figure: the helper's reason, else the status it reached."""
+    if rnd.get("error"):
+        return f"not drawn: {rnd['error']}"
+    return f"not drawn: status {rnd.get('status')}" if rnd else "not drawn: no render recorded"
 
 
 def summarize(res: dict[str, Any]) -> dict[str, Any]:
@@ -346,15 +375,17 @@ def summarize(res: dict[str, Any]) -> dict[str, Any]:
         },
         {
             "name": "census render (navigation to last figure)",
-            "value": None if rnd.get("wall_s") is None else round(rnd["wall_s"], 2),
+            "value": round(rnd["wall_s"], 2) if rnd.get("wall_s") is not None else _no_render(rnd),
             "target": f"< {TARGET_RENDER_S} s",
             "pass": rnd.get("wall_s") is not None and rnd["wall_s"] < TARGET_RENDER_S,
         },
         {
             "name": "census: console errors / requests",
-            "value": f"{len(rnd.get('errors', []) or [])} / {len(rnd.get('requests', []) or [])}",
+            "value": f"{len(rnd.get('errors', []) or [])} / {len(rnd.get('requests', []) or [])}"
+            if rnd.get("wall_s") is not None
+            else _no_render(rnd),
             "target": "0 / 0",
-            "pass": "wall_s" in rnd and not rnd.get("errors") and not rnd.get("requests"),
+            "pass": rnd.get("wall_s") is not None and not rnd.get("errors") and not rnd.get("requests"),
         },
     ]
     return {"cases": s, "targets": targets}
@@ -431,8 +462,13 @@ def markdown(res: dict[str, Any]) -> str:
     L += [
         "",
         f"Census of the {res['captures']}-capture dataset: built in {cen.get('build_s')} s, "
-        f"{(cen.get('bytes') or 0) / 1e6:.2f} MB, rendered in headless chromium in {_f2(rnd.get('wall_s'))} s "
-        f"({(rnd.get('figures') or {}).get('drawn')} figures drawn).",
+        f"{(cen.get('bytes') or 0) / 1e6:.2f} MB, "
+        + (
+            f"rendered in headless chromium in {_f2(rnd.get('wall_s'))} s "
+            f"({(rnd.get('figures') or {}).get('drawn')} figures drawn)."
+            if rnd.get("wall_s") is not None
+            else f"{_no_render(rnd)}."
+        ),
     ]
     return "\n".join(L) + "\n"
 

@@ -195,6 +195,14 @@ def analyze(
     as ``options`` ask, the report, the JSON results and the exported tables written
     (``.written``, one line per file; ``.doc``, the results document). ``progress(done, total,
     text)`` is called after every task. Prints nothing."""
+    return _analyze(paths, options, progress)
+
+
+def _analyze(
+    paths: PathLike | Iterable[PathLike], options: AnalyzeOptions | None, progress: Any, replay_labelled: bool = True
+) -> Run:
+    """:func:`analyze`; without ``replay_labelled`` a flow whose kernel truth names its algorithm
+    is not replayed (:class:`hscc_trace.analysis.pipeline.Options`)."""
     import contextlib
 
     from hscc_trace.analysis.options import AnalyzeOptions
@@ -208,7 +216,7 @@ def analyze(
         raise UsageError("export writes each flow's tables as it finishes: it needs stream=True")
     stream = _stream(o) if o.stream else None
     try:
-        run = _run(paths, algos, params, bpf, o.flows, jobs, progress, stream)
+        run = _run(paths, algos, params, bpf, o.flows, jobs, progress, stream, replay_labelled)
     except BaseException:
         if stream is not None:
             stream.close()
@@ -287,6 +295,7 @@ def _run(
     jobs: int,
     progress: Any,
     stream: Any,
+    replay_labelled: bool = True,
 ) -> Run:
     from hscc_trace.analysis import pipeline
     from hscc_trace.replay import selection
@@ -302,6 +311,7 @@ def _run(
         bpf=bpf,
         flows=tuple(int(f) for f in flows) if flows is not None else None,
         jobs=jobs,
+        replay_labelled=replay_labelled,
     )
     return pipeline.run(_paths(paths), opts, progress=progress, stream=stream)
 
@@ -603,7 +613,7 @@ def _check_qlog(paths: list[str], o: CheckOptions, c: Any, t0: float) -> CheckRe
                 f"p90 {100 * r['p90']:.2f} %; best fit {conn.get('best')}"
             )
             metrics = {"median": r["median"], "p90": r["p90"], "best": conn.get("best")}
-            verdicts.append(_check.Verdict(path, i, label, test, _check.PASS if ok else _check.FAIL, msg, metrics))
+            verdicts.append(_check.Verdict.of_bound(path, i, label, test, ok, msg, metrics))
     rdoc = qlog_results(done, ["reno", "cubic"])
     if o.json_out is not None:
         write_results(rdoc, o.json_out)
@@ -913,7 +923,10 @@ def group_input(
     """The group dicts (``Group.as_dict()``) of a results document (a dict, or a ``.json`` file
     written by ``analyze --json``), an :class:`Analysis`, or captures (paths: analyzed here,
     streamed — memory does not grow with the flows —, with ``algorithms``, default every
-    registered one; ``rule``/``options`` as for :func:`groups`)."""
+    registered one; ``rule``/``options`` as for :func:`groups`). Of captures, only the flows
+    whose kernel truth (files beside the capture) does not name their algorithm are replayed:
+    the replays serve only the verdict that labels a flow, and truth labels it first
+    (:func:`hscc_trace.analysis.groups.flow_algo`)."""
     from hscc_trace.analysis import groups as _groups
     from hscc_trace.analysis import results as _results
     from hscc_trace.model import Analysis
@@ -923,7 +936,8 @@ def group_input(
     if isinstance(obj, (str, Path)) or (isinstance(obj, (list, tuple)) and obj and isinstance(obj[0], (str, Path))):
         from hscc_trace.analysis.options import AnalyzeOptions
 
-        run = analyze(obj, AnalyzeOptions(algorithms, bpf=bpf, stream=True, report_flows=0, entries=False))
+        o = AnalyzeOptions(algorithms, bpf=bpf, stream=True, report_flows=0, entries=False)
+        run = _analyze(obj, o, None, replay_labelled=False)
         try:
             _groups.attach(run.analysis, rule, options)
             return _groups.group_dicts(run.analysis)

@@ -385,6 +385,26 @@ def test_corpus_bench_targets_and_markdown():
     assert cb.markdown(r).count("**FAIL**") == 5
 
 
+def test_corpus_bench_says_why_the_census_has_no_figure(tmp_path, monkeypatch):
+    # a render that failed gives its reason in both census rows and the markdown, never a bare
+    # None; the helper it borrows is where the report tests keep it (it once moved away unseen)
+    cb = _load("corpus_bench")
+    assert cb.BROWSER_HELPER.is_file()
+    hscc = dict(wall_s=100.0, cpu_s=100.0, rate=20.0, steady_rate=20.0, workers_mib=[300.0], client_mib=150.0)
+    r = _corpus_record({k: [hscc] for k in ("hscc w1", "hscc w2", "hscc w2 half")}, {"error": "no chromium found"})
+    r["summary"] = cb.summarize(r)
+    t = {x["name"]: (x["value"], x["pass"]) for x in r["summary"]["targets"]}
+    why = "not drawn: no chromium found"
+    assert t["census render (navigation to last figure)"] == (why, False)
+    assert t["census: console errors / requests"] == (why, False)
+    assert f"1.30 MB, {why}." in cb.markdown(r)
+    # a page that never says it is done: the status it reached
+    r["census"]["render"] = {"status": {"done": False}}
+    assert cb.summarize(r)["targets"][3]["value"] == "not drawn: status {'done': False}"
+    monkeypatch.setattr(cb, "BROWSER_HELPER", tmp_path / "gone.py")
+    assert cb.render(tmp_path / "census.html") == {"error": f"no browser helper at {tmp_path / 'gone.py'}"}
+
+
 def test_corpus_bench_puts_the_baseline_beside_each_case():
     # --baseline: cases "hscc w1 baseline" and "hscc w2 baseline" are tabled after their own, and
     # the steady worker CPU per capture of all four is given over the tcptrace loop's:

@@ -66,6 +66,24 @@ class Verdict:
     def name(self) -> str:
         return f"{self.flow}: {self.test}" if self.flow else self.test
 
+    @classmethod
+    def of_bound(
+        cls,
+        capture: str,
+        flow_id: int | None,
+        flow: str,
+        test: str,
+        ok: bool | None,
+        message: str,
+        metrics: dict[str, Any] | None = None,
+    ) -> Verdict:
+        """The verdict of a bound on one measured value: ``pass`` when ``ok``, ``fail`` when not,
+        ``skip`` when None (the value could not be measured; ``message`` says why, and a skip
+        carries no ``metrics``)."""
+        if ok is None:
+            return cls(capture, flow_id, flow, test, SKIP, message)
+        return cls(capture, flow_id, flow, test, PASS if ok else FAIL, message, metrics or {})
+
 
 # --- helpers on results documents ------------------------------------------------------------------
 

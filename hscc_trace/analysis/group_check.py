@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from hscc_trace.analysis.check import FAIL, PASS, SKIP, Verdict
+from hscc_trace.analysis.check import Verdict
 from hscc_trace.analysis.groups import compare
 
 
@@ -68,68 +68,45 @@ def check_groups(
         path = cap["path"]
         gs = cap.get("groups") or []
         if not gs:
-            out.append(
-                Verdict(
-                    path,
-                    None,
-                    "",
-                    ", ".join(tests),
-                    SKIP,
-                    f"{path}: no bottleneck group (two or more concurrent bulk flows; --group names one)",
-                )
-            )
+            why = f"{path}: no bottleneck group (two or more concurrent bulk flows; --group names one)"
+            out.append(Verdict.of_bound(path, None, "", ", ".join(tests), None, why))
             continue
         for i, g in enumerate(gs):
             label = group_label(g)
             flows = "; ".join(_flow_text(f) for f in g.get("flows") or [])
             if min_jain is not None:
                 j = g.get("jain")
-                test = f"min-jain {min_jain:g}"
-                if j is None:
-                    out.append(Verdict(path, None, label, test, SKIP, f"{label}: no Jain's index (no goodput)"))
-                else:
-                    ok = j >= min_jain
-                    rel = ">=" if ok else "<"
-                    out.append(
-                        Verdict(
-                            path,
-                            None,
-                            label,
-                            test,
-                            PASS if ok else FAIL,
-                            f"{label}: Jain's index {j:.3f} {rel} {min_jain:g}: {flows}",
-                            {"jain": j, "min_jain": min_jain},
-                        )
-                    )
+                ok = None if j is None else j >= min_jain
+                msg = (
+                    f"{label}: no Jain's index (no goodput)"
+                    if j is None
+                    else f"{label}: Jain's index {j:.3f} {'>=' if ok else '<'} {min_jain:g}: {flows}"
+                )
+                metrics = {"jain": j, "min_jain": min_jain}
+                out.append(Verdict.of_bound(path, None, label, f"min-jain {min_jain:g}", ok, msg, metrics))
             if max_stolen is not None:
                 test = f"max-stolen {max_stolen:g}"
                 base = baseline_groups or []
                 if i >= len(base):
-                    out.append(Verdict(path, None, label, test, SKIP, f"{label}: the baseline has no group {i}"))
+                    out.append(
+                        Verdict.of_bound(path, None, label, test, None, f"{label}: the baseline has no group {i}")
+                    )
                 else:
                     c = compare([base[i]], [g], regular=regular).groups[0]
                     s = c["stolen"]
                     regs = [f for f in g.get("flows") or [] if f.get("flow_id") in c["test_regular"]]
                     reg_text = "; ".join(_flow_text(f) for f in regs) or "none"
-                    if s is None:
-                        out.append(
-                            Verdict(path, None, label, test, SKIP, f"{label}: no regular ({regular}) flow to compare")
-                        )
-                    else:
-                        ok = s <= max_stolen
-                        out.append(
-                            Verdict(
-                                path,
-                                None,
-                                label,
-                                test,
-                                PASS if ok else FAIL,
-                                f"{label}: bandwidth stolen {s * 100:.1f} % {'<=' if ok else '>'} "
-                                f"{max_stolen * 100:g} % from the regular flows {reg_text} (baseline "
-                                f"{_mbit(c['baseline_regular_bps'])} per regular flow)",
-                                {"stolen": s, "max_stolen": max_stolen},
-                            )
-                        )
+                    ok = None if s is None else s <= max_stolen
+                    msg = (
+                        f"{label}: no regular ({regular}) flow to compare"
+                        if s is None
+                        else f"{label}: bandwidth stolen {s * 100:.1f} % {'<=' if ok else '>'} "
+                        f"{max_stolen * 100:g} % from the regular flows {reg_text} (baseline "
+                        f"{_mbit(c['baseline_regular_bps'])} per regular flow)"
+                    )
+                    out.append(
+                        Verdict.of_bound(path, None, label, test, ok, msg, {"stolen": s, "max_stolen": max_stolen})
+                    )
             if friendliness is not None:
                 lo, hi = friendliness
                 test = f"friendliness {lo:g}..{hi:g}"
@@ -142,24 +119,15 @@ def check_groups(
                         continue
                     judged = True
                     ok = lo <= r <= hi
-                    out.append(
-                        Verdict(
-                            path,
-                            f.get("flow_id"),
-                            f"{label}: flow {f.get('flow_id')}",
-                            test,
-                            PASS if ok else FAIL,
-                            f"{_flow_text(f)}: friendliness {r:.2f} {'within' if ok else 'outside'} "
-                            f"{lo:g}..{hi:g} of the reference {ref_text}",
-                            {"friendliness": r},
-                        )
+                    msg = (
+                        f"{_flow_text(f)}: friendliness {r:.2f} {'within' if ok else 'outside'} "
+                        f"{lo:g}..{hi:g} of the reference {ref_text}"
                     )
+                    fl = f"{label}: flow {f.get('flow_id')}"
+                    out.append(Verdict.of_bound(path, f.get("flow_id"), fl, test, ok, msg, {"friendliness": r}))
                 if not judged:
-                    out.append(
-                        Verdict(
-                            path, None, label, test, SKIP, f"{label}: no flow beside a reference ({regular}) co-flow"
-                        )
-                    )
+                    why = f"{label}: no flow beside a reference ({regular}) co-flow"
+                    out.append(Verdict.of_bound(path, None, label, test, None, why))
     return out
 
 

@@ -85,6 +85,9 @@ class Options:
     bpf: str | None = None
     flows: tuple[int, ...] | None = None  # None = every flow
     jobs: int = 1
+    #: False: a flow whose kernel truth names its algorithm is not replayed — its label then
+    #: needs no verdict (bottleneck groups only: :func:`hscc_trace.api.group_input`)
+    replay_labelled: bool = True
 
 
 @dataclass
@@ -378,7 +381,7 @@ def prepare_capture(path: str, bpf: str | None, flow_ids: tuple[int, ...] | None
 def analyze_flow(
     flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]
 ) -> FlowResult:
-    """Replay every algorithm on one flow and fit each to the actual sender."""
+    """Replay every algorithm on one flow (none: ``algorithms`` empty) and fit each to the actual sender."""
     from hscc_trace import schema
     from hscc_trace.analysis.verdict import judge
     from hscc_trace.replay import engine, metrics, selection
@@ -406,7 +409,7 @@ def analyze_flow(
         except Exception:  # noqa: BLE001, S110 - raised again, in order, by fit or judge
             pass
 
-    replays = engine.replay_flow(ev, selection.resolved(algorithms, params), meanwhile=meanwhile)
+    replays = engine.replay_flow(ev, selection.resolved(algorithms, params), meanwhile=meanwhile) if algorithms else {}
     fit = metrics.fit(ev, replays) if replays else schema.empty(schema.FIT_METRICS)
     verdict = judge(ev, replays, evidence=evidence[0] if evidence else None)
     return FlowResult(flow=flow, events=ev, replays=replays, fit=fit, verdict=verdict)
@@ -450,22 +453,31 @@ def _each_batch(path: str, batches: Iterator[Any], on_failed: OnFailed) -> Itera
 
 
 def analyze_flow_of(
-    path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]
+    path: str,
+    flow: dict[str, Any],
+    ev: FlowEvents,
+    algorithms: tuple[str, ...],
+    params: dict[str, dict[str, Any]],
+    replay_labelled: bool = True,
 ) -> FlowResult:
     """:func:`analyze_flow`, plus the sending kernel's truth when files beside the capture hold it
-    (:mod:`hscc_trace.analysis.truth`: the samples' ``truth_probe.parquet``)."""
-    fr = analyze_flow(flow, ev, algorithms, params)
+    (:mod:`hscc_trace.analysis.truth`: the samples' ``truth_probe.parquet``); without
+    ``replay_labelled`` a flow whose truth names its algorithm is not replayed (``Options``)."""
     folder = truth.truth_dir(path)
+    kt, problem = None, None
     if folder is not None:
         try:
-            fr.truth = truth.flow_truth(folder, flow, ev)
+            kt = truth.flow_truth(folder, flow, ev)
         except Exception as exc:  # noqa: BLE001 - files anyone may write: never lose the flow for them
             if os.environ.get(DEBUG_ENV):
                 raise
             first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-            fr.warnings.append(
-                Warn(str(folder), f"kernel truth beside the capture not used ({type(exc).__name__}: {first})")
-            )
+            problem = Warn(str(folder), f"kernel truth beside the capture not used ({type(exc).__name__}: {first})")
+    labelled = kt is not None and bool(kt.algo)
+    fr = analyze_flow(flow, ev, algorithms if replay_labelled or not labelled else (), params)
+    fr.truth = kt
+    if problem is not None:
+        fr.warnings.append(problem)
     return fr
 
 
@@ -475,16 +487,14 @@ def reanalyze(path: str, flow_ids: list[int], *, opts: Options) -> dict[int, Flo
     :mod:`hscc_trace.analysis.stream`): ``{flow_id: FlowResult}``."""
     pc = prepare_capture(path, opts.bpf, tuple(flow_ids))
     return {
-        int(row["flow_id"]): analyze_flow_of(path, row, ev, opts.algorithms, opts.params)
+        int(row["flow_id"]): analyze_flow_of(path, row, ev, opts.algorithms, opts.params, opts.replay_labelled)
         for row, ev in pc.events
         if ev is not None
     }
 
 
-def _flow_task(
-    path: str, flow: dict[str, Any], ev: FlowEvents, algorithms: tuple[str, ...], params: dict[str, dict[str, Any]]
-) -> tuple[bool, Any]:
-    return _guard(analyze_flow_of, path, path, flow, ev, algorithms, params)
+def _flow_task(path: str, flow: dict[str, Any], ev: FlowEvents, opts: Options) -> tuple[bool, Any]:
+    return _guard(analyze_flow_of, path, path, flow, ev, opts.algorithms, opts.params, opts.replay_labelled)
 
 
 # --- the run -----------------------------------------------------------------------------------------
@@ -625,7 +635,7 @@ def _run_serial(inputs: list[str], opts: Options, on_capture: OnCapture, on_flow
             oc.batches = _Ahead(oc.batches, _may_build_ahead)
         for batch in _each_batch(path, oc.batches, on_failed):
             for i, row, ev in batch:
-                on_flow(path, i, row, *_flow_task(path, row, ev, opts.algorithms, opts.params))
+                on_flow(path, i, row, *_flow_task(path, row, ev, opts))
             del batch
 
 
@@ -678,7 +688,7 @@ def _run_parallel(
                     ahead[1] += n
                     lanes.submit(
                         ev.acks.height,
-                        functools.partial(_flow_task, path, row, ev, opts.algorithms, opts.params),
+                        functools.partial(_flow_task, path, row, ev, opts),
                         ("flow", path, i, row, n),
                     )
                 del batch

@@ -201,9 +201,10 @@ def linux_ts_ticks(snd, ts, tsv, tse, rtt_src, rtt, ca):
 # packet at hand another (:data:`PKT`: its columns in, its outputs out): numba passes a record as
 # one pointer into its array, so a step reads and writes them in place at the cost of a load or a
 # store, with no reference counting; interpreted (:mod:`hscc_trace.perf.firstuse`) each is a
-# dict of the same fields (:func:`state_array`). The byte-range sets and queues are the rows of one 2-D array
-# (:func:`new_state`). Only :func:`analyze` touches the batch's arrays: it loads each row into
-# the packet record, runs the steps, and stores the outputs; the steps that need other rows
+# dict of the same fields (:func:`state_array`). The byte-range sets are the rows of one 2-D
+# array, grown as they fill, the queues those of another, sized once (:func:`new_state`). Only
+# :func:`analyze_rows` touches the batch's arrays: it loads each row into the packet record,
+# runs the steps, and stores the outputs; the steps that need other rows
 # (:func:`tcp_enter_recovery`, :func:`released_retx_pending`) take the arrays and are called
 # only when they act.
 
@@ -322,22 +323,27 @@ def _packet_array_compiled():  # type: ignore[no-untyped-def]
     return lambda: np.zeros(1, PKT)
 
 
-# rows of the range-set array (:func:`new_state`): the SACK scoreboard; the bytes ever
+# rows of the range-set array ``bd`` (:func:`new_state`): the SACK scoreboard; the bytes ever
 # retransmitted (``TCPCB_EVER_RETRANS``: Karn); the retransmitted bytes in flight
-# (``retrans_out``); the holes the capture never saw (each ``[l, r)``, :mod:`.ranges`); the
-# first transmissions (end, send time, sender-side RTT part), sorted by end — Linux's retransmit
-# queue, ``q_head`` its first unacknowledged entry; the sender's TSvals with the time each was
-# first seen and its sender-side RTT part
+# (``retrans_out``); the holes the capture never saw (each ``[l, r)``, :mod:`.ranges`)
 SACK_L, SACK_R, EVER_L, EVER_R, RTX_L, RTX_R, HOLE_L, HOLE_R = 0, 1, 2, 3, 4, 5, 6, 7
-Q_E, Q_T, Q_O, TSV_V, TSV_T, TSV_O = 8, 9, 10, 11, 12, 13
-N_BOARD = 14
+N_SETS = 8
+# rows of the queue array ``qd``: the first transmissions (end, send time, sender-side RTT part),
+# sorted by end — Linux's retransmit queue, ``q_head`` its first unacknowledged entry; the
+# sender's TSvals with the time each was first seen and its sender-side RTT part
+Q_E, Q_T, Q_O, TSV_V, TSV_T, TSV_O = 0, 1, 2, 3, 4, 5
+N_QUEUES = 6
+#: ranges the set array ``bd`` starts with (each row; fewer when the flow cannot need them): it
+#: doubles when an insertion could overflow it (:func:`analyze`)
+SETS_START = 32
 
 
 @njit(cache=True)
 def new_state(flow, r):
-    """The state at the flow's first row (a 1-element :data:`STATE` array) and its range sets and
-    queues (``N_BOARD`` rows of the worst-case length: one range per insertion, one more per
-    split — never reallocated; ``np.empty``, so only the part used is ever touched)."""
+    """The state at the flow's first row (a 1-element :data:`STATE` array), its range sets
+    (``bd``: ``N_SETS`` rows of :data:`SETS_START` ranges, or the flow's worst case if smaller —
+    one range per insertion and per split — grown by :func:`analyze`) and its queues (``qd``:
+    ``N_QUEUES`` rows, one entry per data segment at most: never grown)."""
     n = r.snd.shape[0]
     n_snd = 0
     n_blk = 0
@@ -346,8 +352,9 @@ def new_state(flow, r):
             n_snd += 1
         else:
             n_blk += r.sn[i]
-    cap = max(n_blk + 8, 2 * (n_snd + 8) + n, 2 * n + 2)
-    bd = np.empty((N_BOARD, cap), np.int64)
+    worst = max(n_blk, 2 * n_snd) + 1
+    bd = np.empty((N_SETS, min(worst, SETS_START)), np.int64)
+    qd = np.empty((N_QUEUES, max(n_snd, 1)), np.int64)
     sa = state_array()
     st = sa[0]
     st["mss"] = flow.mss
@@ -373,7 +380,7 @@ def new_state(flow, r):
     st["ep_eifel_done"] = True
     st["rnd_last_ecn"] = -1
     st["ca_state"] = S_OPEN
-    return sa, bd
+    return sa, bd, qd
 
 
 @njit(cache=True, inline="always")
@@ -499,13 +506,13 @@ def tcp_retrans_in_flight(st, bd, xl, xr):
 
 
 @njit(cache=True, inline="always")
-def tcp_event_new_data_sent(st, pk, bd):
+def tcp_event_new_data_sent(st, pk, qd):
     """A first transmission: its send time (and sender-side RTT part) into the queue sorted by
     end, for the data/ACK RTT match (Linux stamps ``skb->skb_mstamp_ns``)."""
     rh = st["q_head"]
     rm = st["q_n"]
     e = pkt_end(pk)
-    q_e, q_t, q_o = bd[Q_E], bd[Q_T], bd[Q_O]
+    q_e, q_t, q_o = qd[Q_E], qd[Q_T], qd[Q_O]
     pos = rm if (rm == rh or q_e[rm - 1] <= e) else _gsearch(q_e, rh, rm, e, False, True)
     q = rm
     while q > pos:
@@ -520,7 +527,7 @@ def tcp_event_new_data_sent(st, pk, bd):
 
 
 @njit(cache=True, inline="always")
-def tcp_transmit_skb(st, pk, bd, probe, rexmit, sent_before):
+def tcp_transmit_skb(st, pk, bd, qd, probe, rexmit, sent_before):
     """The sender's bookkeeping of a segment: a probe byte goes to the ever-retransmitted set (an
     ACK covering it gives no RTT: Karn); otherwise a jump past snd_max leaves a hole the capture
     never saw, the segment fills holes, a retransmission goes to the ever-retransmitted and
@@ -550,7 +557,7 @@ def tcp_transmit_skb(st, pk, bd, probe, rexmit, sent_before):
             st["ever_n"] = xam
             tcp_retrans_in_flight(st, bd, xl, xr)
     elif sent_before == 0 and pk["plen"] > 0:
-        tcp_event_new_data_sent(st, pk, bd)
+        tcp_event_new_data_sent(st, pk, qd)
     if e > snd_max:
         st["snd_max"] = e
 
@@ -726,7 +733,7 @@ def tcp_enter_recovery(st, pk, bd, o, ts, i, start):
 
 
 @njit(cache=True)
-def tcp_data_segment(st, pk, bd):
+def tcp_data_segment(st, pk, bd, qd):
     """A packet of the data sender: its TSval remembered, Wireshark's analysis, a pure ACK's
     sequence (snd_nxt) past snd_max a hole, the loss sense and bookkeeping. Returns the episode a
     retransmission of bytes above snd_una opens (``E_*``, −1: none; :func:`tcp_retx_episode_kind`,
@@ -744,10 +751,10 @@ def tcp_data_segment(st, pk, bd):
             st["have_una"] = True
     tv = pk["tsv"]
     tsn = st["tsv_n"]
-    if tv != NOTS and (tsn == 0 or tv > bd[TSV_V, tsn - 1]):
-        bd[TSV_V, tsn] = tv
-        bd[TSV_T, tsn] = pk["ts"]
-        bd[TSV_O, tsn] = pk["off"]
+    if tv != NOTS and (tsn == 0 or tv > qd[TSV_V, tsn - 1]):
+        qd[TSV_V, tsn] = tv
+        qd[TSV_T, tsn] = pk["ts"]
+        qd[TSV_O, tsn] = pk["off"]
         st["tsv_n"] = tsn + 1
     is_seg = ln > 0 or (f & (F_SYN | F_FIN)) != 0
     probe, kind = tcp_analyze_sequence_number(st, pk)
@@ -760,7 +767,7 @@ def tcp_data_segment(st, pk, bd):
     if not is_seg or rst:
         return -1
     rexmit, sent_before = tcp_skb_ever_retrans(st, pk, bd, probe, kind)
-    tcp_transmit_skb(st, pk, bd, probe, rexmit, sent_before)
+    tcp_transmit_skb(st, pk, bd, qd, probe, rexmit, sent_before)
     pk["seg_set"] = True
     pk["o_kind"] = kind
     pk["o_probe"] = probe
@@ -826,7 +833,7 @@ def tcp_analyze_ack(st, pk):
 
 
 @njit(cache=True, inline="always")
-def tcp_clean_rtx_queue(st, pk, bd):
+def tcp_clean_rtx_queue(st, pk, bd, qd):
     """The cumulative ACK advances snd_una: the bytes newly acknowledged; the data/ACK RTT sample
     (Karn/Partridge, RFC 6298 §3: the ACK ends a first transmission and none of the newly acked
     bytes was retransmitted or SACKed) with the sender-side part of the segment it times; the
@@ -847,15 +854,15 @@ def tcp_clean_rtx_queue(st, pk, bd):
     sbm = st["sack_n"]
     xam = st["ever_n"]
     if rm > rh:
-        idx = _gsearch(bd[Q_E], rh, rm, a, False, False)
-        if idx < rm and bd[Q_E, idx] == a:
+        idx = _gsearch(qd[Q_E], rh, rm, a, False, False)
+        if idx < rm and qd[Q_E, idx] == a:
             if (xam == 0 or rg.overlap(bd[EVER_L], bd[EVER_R], xam, una, a) == 0) and (
                 sbm == 0 or rg.overlap(bd[SACK_L], bd[SACK_R], sbm, una, a) == 0
             ):
-                st["ack_rtt"] = t - bd[Q_T, idx]
+                st["ack_rtt"] = t - qd[Q_T, idx]
                 st["ack_src"] = R_SEQ
-                st["ack_off"] = bd[Q_O, idx]
-        st["q_head"] = _gsearch(bd[Q_E], rh, rm, a, True, False)
+                st["ack_off"] = qd[Q_O, idx]
+        st["q_head"] = _gsearch(qd[Q_E], rh, rm, a, True, False)
     xpm = st["rtx_n"]
     if sbm > 0 and xpm > 0:
         st["rtx_sacked"] -= rg.overlap_sets_below(bd[RTX_L], bd[RTX_R], xpm, bd[SACK_L], bd[SACK_R], sbm, a)
@@ -953,7 +960,7 @@ def tcp_rtt_estimator(st, sample):
 
 
 @njit(cache=True, inline="always")
-def tcp_ack_update_rtt(st, pk, bd, acked):
+def tcp_ack_update_rtt(st, pk, qd, acked):
     """The ACK's RTT sample (``st["ack_rtt"]``, ``ack_src``): the data/ACK one, else (RFC 7323 §4,
     ACKs of new data) from the timestamp echo; a negative one dropped (clock stepped back). A
     sample feeds the estimator with the sender-side part of the segment it times, written back
@@ -964,12 +971,12 @@ def tcp_ack_update_rtt(st, pk, bd, acked):
     src = st["ack_src"]
     s_off = st["ack_off"]
     if src < 0 and acked > 0 and tse != NOTS and tsn > 0:
-        j = _gsearch(bd[TSV_V], 0, tsn, tse, False, True)
-        t0 = bd[TSV_T, j] if (j < tsn and bd[TSV_V, j] == tse) else np.int64(-1)
+        j = _gsearch(qd[TSV_V], 0, tsn, tse, False, True)
+        t0 = qd[TSV_T, j] if (j < tsn and qd[TSV_V, j] == tse) else np.int64(-1)
         if t0 >= 0:
             rtt = pk["ts"] - t0
             src = R_TS
-            s_off = bd[TSV_O, j]
+            s_off = qd[TSV_O, j]
     if src >= 0 and rtt < 0:
         st["warn_neg_rtt"] += 1
         rtt = -1
@@ -1120,7 +1127,7 @@ def round_update(st, pk):
 
 
 @njit(cache=True, inline="always")
-def tcp_ca_rtt(st, pk, bd, sack_hi):
+def tcp_ca_rtt(st, pk, bd, qd, sack_hi):
     """Linux's RTT sample for congestion control (``tcp_clean_rtx_queue`` → ``ca_rtt_us``, what
     the modules' ``pkts_acked`` and rate sample get): the newest segment this ACK newly SACKs (its
     first transmission, never retransmitted) when there is one, else the ACK's own sample — with
@@ -1131,16 +1138,16 @@ def tcp_ca_rtt(st, pk, bd, sack_hi):
     rh = st["q_head"]
     rm = st["q_n"]
     if sack_hi > 0 and rm > rh:
-        idx = _gsearch(bd[Q_E], rh, rm, sack_hi, False, False)
+        idx = _gsearch(qd[Q_E], rh, rm, sack_hi, False, False)
         xam = st["ever_n"]
         if (
             idx < rm
-            and bd[Q_E, idx] == sack_hi
+            and qd[Q_E, idx] == sack_hi
             and (xam == 0 or rg.overlap(bd[EVER_L], bd[EVER_R], xam, sack_hi - 1, sack_hi) == 0)
         ):
             t = pk["ts"]
-            if t >= bd[Q_T, idx]:
-                ca = t - bd[Q_T, idx] + bd[Q_O, idx]
+            if t >= qd[Q_T, idx]:
+                ca = t - qd[Q_T, idx] + qd[Q_O, idx]
     return ca
 
 
@@ -1185,7 +1192,7 @@ def tcp_fastretrans_alert(st, pk, i, restart):
 
 
 @njit(cache=True)
-def tcp_ack(st, pk, bd, sl, sr, i):
+def tcp_ack(st, pk, bd, qd, sl, sr, i):
     """A packet of the receiver: Wireshark's bookkeeping, then (if it carries an ACK) the
     cumulative advance, the SACK blocks (``sl``, ``sr``: the batch's rows), the RTT sample, the
     duplicate-ACK count (RFC 5681 §2; with SACK an ACK that SACKs new data counts too, RFC 6675
@@ -1198,13 +1205,13 @@ def tcp_ack(st, pk, bd, sl, sr, i):
         return -1, False
     a = pk["ack"]
     tcp_ack_snd_una(st, bd, a)
-    acked = tcp_clean_rtx_queue(st, pk, bd)
+    acked = tcp_clean_rtx_queue(st, pk, bd, qd)
     newly, dsk, sack_hi = tcp_sacktag_write_queue(st, pk, bd, sl, sr, i)
     pk["o_acked"] = acked
     pk["o_sacked"] = newly
     pk["o_dsack"] = dsk
     pk["sack_hi"] = sack_hi
-    tcp_ack_update_rtt(st, pk, bd, acked)
+    tcp_ack_update_rtt(st, pk, qd, acked)
     una = st["snd_una"]
     if (
         acked == 0
@@ -1221,7 +1228,7 @@ def tcp_ack(st, pk, bd, sl, sr, i):
 
 
 @njit(cache=True)
-def tcp_ack_end(st, pk, bd, i, restart):
+def tcp_ack_end(st, pk, bd, qd, i, restart):
     """After :func:`tcp_ack`: the episode transitions (:func:`tcp_fastretrans_alert`), then — but
     on a SYN/ACK, which moves snd_una past the SYN but is not part of the ACK clock — an RTO's
     onset marked, the pipe, the round; the ACK's outputs."""
@@ -1240,7 +1247,7 @@ def tcp_ack_end(st, pk, bd, i, restart):
     pk["o_dup"] = st["dupacks"]
     pk["o_rwnd"] = pk["win"] << st["shift"]
     pk["o_rtt"] = st["ack_rtt"]
-    pk["o_ca_rtt"] = tcp_ca_rtt(st, pk, bd, pk["sack_hi"])
+    pk["o_ca_rtt"] = tcp_ca_rtt(st, pk, bd, qd, pk["sack_hi"])
     pk["o_rtt_src"] = st["ack_src"]
     pk["o_out"] = out
     pk["o_pipe"] = pipe
@@ -1332,35 +1339,17 @@ def flow_outputs(po, ep, lo, hi, el, eh):
 
 
 @njit(cache=True)
-def analyze(flow, r, v, o, e, warn):
-    """Run the state machine over one flow's rows ``r`` (:class:`.records.Rows`, from
-    :func:`flow_rows`) with constants ``flow`` (:class:`Flow`), its sender's view ``v``
-    (:class:`.records.SenderView`), its per-row outputs ``o`` (:class:`.records.PacketOut`) and
-    episode rows ``e`` (:class:`.records.Episodes`, rows + 1 long; from :func:`flow_outputs`) and
-    its warning counters ``warn``; returns the number of episodes.
-
-    ``v.off`` (per packet) is added to RTT samples before they feed the RTO estimator;
-    ``flow.at_sender`` is False for receiver-side/mid-path captures, where ``v.ahead`` (per ACK
-    row) estimates the sender's snd_max when it processed the ACK, ``v.rel`` (per data-segment
-    row) the row of the ACK that released the segment (−1 unknown; see
-    :func:`hscc_trace.events.vantage.sender_view`), and ``v.off`` the sender-side part of the RTT
-    (at an ACK with an RTT sample it is replaced by that of the segment the sample times, which
-    the tables then add too): an episode then begins at the ACK that released its first
-    retransmission, its recovery point is the sender's snd_max then, and the time since the last
-    advancing ACK (RTO test) is the sender's (the capture point sees the retransmission one
-    sender-side part later).
-
-    ``r.snd`` marks packets from the data sender; ``r.seq`` is the sender's relative unwrapped
-    sequence for sender packets and the receiver's own (unwrapped) sequence for receiver packets;
-    ``r.ack`` is the receiver's cumulative ACK in the sender's relative space (only meaningful
-    where ``flags & ACK``). Times in ns; ``flow.mss`` in bytes; ``flow.shift`` the receiver's
-    window-scale shift (0 when unknown).
-    """
-    sa, bd = new_state(flow, r)
-    st = sa[0]
-    pa = packet_array()
-    pk = pa[0]
-    for i in range(r.snd.shape[0]):
+def analyze_rows(st, pk, bd, qd, r, v, o, e, warn, i0):
+    """:func:`analyze`'s loop from row ``i0``: returns the row it stopped before — the flow's end,
+    or a row that could overflow the range sets ``bd`` (then grown by :func:`analyze`, the loop
+    goes on from there; ``bd`` is never replaced inside the loop, where a replaced array would
+    cost reference-count traffic on every row)."""
+    cap = bd.shape[1]
+    for i in range(i0, r.snd.shape[0]):
+        # the most ranges this row can add to one set: one per SACK block, else two (a hole
+        # opened and one split)
+        if max(st["sack_n"], st["ever_n"], st["rtx_n"], st["hole_n"]) + (2 if r.snd[i] else r.sn[i]) > cap:
+            return i
         t = r.ts[i]
         if t < st["prev_t"]:
             warn[W_TS_BACK] += 1
@@ -1390,16 +1379,16 @@ def analyze(flow, r, v, o, e, warn):
         pk["ack_set"] = False
         pk["retx_ep"] = False
         if r.snd[i]:
-            start = tcp_data_segment(st, pk, bd)
+            start = tcp_data_segment(st, pk, bd, qd)
             if start >= 0:
                 tcp_enter_recovery(st, pk, bd, o, r.ts, i, start)
             tcp_data_segment_end(st, pk)
         else:
-            restart, check = tcp_ack(st, pk, bd, r.sl, r.sr, i)
+            restart, check = tcp_ack(st, pk, bd, qd, r.sl, r.sr, i)
             if check and released_retx_pending(r, v, i, st["snd_una"]):
                 restart = st["ep_kind"]
             if (pk["flags"] & F_ACK) != 0:
-                tcp_ack_end(st, pk, bd, i, restart)
+                tcp_ack_end(st, pk, bd, qd, i, restart)
             v.off[i] = pk["off"]
         if st["pe_cur"] >= 0:
             episode_store(st, e, True)
@@ -1429,6 +1418,45 @@ def analyze(flow, r, v, o, e, warn):
             o.round[i] = pk["o_round"]
             o.tgt[i] = pk["o_tgt"]
             o.state[i] = pk["o_state"]
+    return r.snd.shape[0]
+
+
+@njit(cache=True)
+def analyze(flow, r, v, o, e, warn):
+    """Run the state machine over one flow's rows ``r`` (:class:`.records.Rows`, from
+    :func:`flow_rows`) with constants ``flow`` (:class:`Flow`), its sender's view ``v``
+    (:class:`.records.SenderView`), its per-row outputs ``o`` (:class:`.records.PacketOut`) and
+    episode rows ``e`` (:class:`.records.Episodes`, rows + 1 long; from :func:`flow_outputs`) and
+    its warning counters ``warn``; returns the number of episodes.
+
+    ``v.off`` (per packet) is added to RTT samples before they feed the RTO estimator;
+    ``flow.at_sender`` is False for receiver-side/mid-path captures, where ``v.ahead`` (per ACK
+    row) estimates the sender's snd_max when it processed the ACK, ``v.rel`` (per data-segment
+    row) the row of the ACK that released the segment (−1 unknown; see
+    :func:`hscc_trace.events.vantage.sender_view`), and ``v.off`` the sender-side part of the RTT
+    (at an ACK with an RTT sample it is replaced by that of the segment the sample times, which
+    the tables then add too): an episode then begins at the ACK that released its first
+    retransmission, its recovery point is the sender's snd_max then, and the time since the last
+    advancing ACK (RTO test) is the sender's (the capture point sees the retransmission one
+    sender-side part later).
+
+    ``r.snd`` marks packets from the data sender; ``r.seq`` is the sender's relative unwrapped
+    sequence for sender packets and the receiver's own (unwrapped) sequence for receiver packets;
+    ``r.ack`` is the receiver's cumulative ACK in the sender's relative space (only meaningful
+    where ``flags & ACK``). Times in ns; ``flow.mss`` in bytes; ``flow.shift`` the receiver's
+    window-scale shift (0 when unknown).
+    """
+    sa, bd, qd = new_state(flow, r)
+    st = sa[0]
+    pa = packet_array()
+    pk = pa[0]
+    i = analyze_rows(st, pk, bd, qd, r, v, o, e, warn, 0)
+    while i < r.snd.shape[0]:
+        need = max(st["sack_n"], st["ever_n"], st["rtx_n"], st["hole_n"]) + (2 if r.snd[i] else r.sn[i])
+        wider = np.empty((N_SETS, max(2 * bd.shape[1], need)), np.int64)
+        wider[:, : bd.shape[1]] = bd
+        bd = wider
+        i = analyze_rows(st, pk, bd, qd, r, v, o, e, warn, i)
     if st["ep_cur"] >= 0:
         episode_store(st, e, False)
     warn[W_GAP] += st["warn_gap"]

@@ -1,10 +1,10 @@
 """Sorted, disjoint byte ranges ``[L[i], R[i])`` kept in preallocated int64 arrays (numba).
 
 These are the building blocks of the SACK scoreboard (RFC 6675 §3), the retransmitted-bytes
-map and the map of sequence-space holes the capture never saw. The caller allocates arrays
-large enough for the worst case (one range per insertion, one more per split; ``np.empty`` pages
-are only touched when used) so that no array is ever replaced inside the hot loop — a replaced
-array costs reference-count traffic on every iteration. Functions return the new length:
+map and the map of sequence-space holes the capture never saw. The caller keeps room for
+what a call can add (one range per insertion, one more per split) and grows the arrays between
+calls, outside the hot loop (:func:`hscc_trace.events.core.analyze`) — an array replaced inside
+it costs reference-count traffic on every iteration. Functions return the new length:
 ``m, added = insert(L, R, m, l, r)``.
 
 Units: sequence numbers in bytes (relative, unwrapped to 64 bits).

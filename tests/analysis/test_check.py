@@ -449,3 +449,15 @@ def test_a_flow_outside_the_validated_range_is_skipped_unless_allowed() -> None:
     g["verdict"]["outside_range"] = ["1.37 Gbit/s: beyond the validated 2–50 Mbit/s"]
     assert verdicts_for(g, expect="cubic")[0].status == SKIP
     assert verdicts_for(g, expect="cubic", allow_outside_range=True)[0].status == FAIL
+
+
+def test_verdict_of_bound_passes_fails_or_skips():
+    # ok True → pass, False → fail (both keep the metrics), None → skip without metrics: the
+    # bound could not be evaluated and the message is the reason
+    args = ("x.pcap", 1, "flow 1", "min-jain 0.9")
+    good = check.Verdict.of_bound(*args, True, "Jain's index 0.95 >= 0.9", {"jain": 0.95})
+    bad = check.Verdict.of_bound(*args, False, "Jain's index 0.8 < 0.9", {"jain": 0.8})
+    none = check.Verdict.of_bound(*args, None, "no Jain's index (no goodput)", {"jain": None})
+    assert (good.status, good.metrics) == (PASS, {"jain": 0.95})
+    assert (bad.status, bad.metrics) == (FAIL, {"jain": 0.8})
+    assert (none.status, none.metrics, none.message) == (SKIP, {}, "no Jain's index (no goodput)")

@@ -441,3 +441,28 @@ def test_groups_reference_of_the_configuration_in_compare_and_check(samples, tmp
         assert doc["regular"] == want
         (g,) = doc["groups"]
         assert [algo[i] for i in g["test_regular"]] == [want] and g["stolen"] == pytest.approx(0.0)
+
+
+def test_group_input_replays_only_the_flows_truth_does_not_label(tmp_path):
+    # vs-reno/ctcp: two flows, each named by the testbed's meta.json (reno, compound) and aligned
+    # with its tcp_probe truth: a flow's label comes from truth, so the groups' run replays
+    # neither. The same capture copied away from its truth files: both flows replayed (their
+    # labels come from the verdict). The groups are those of the run that replays every flow.
+    from shutil import copy
+
+    from hscc_trace.analysis.options import AnalyzeOptions
+
+    src = SAMPLES / "groups" / "vs-reno" / "ctcp" / "capture.pcap.gz"
+    bare = tmp_path / "capture.pcap.gz"
+    copy(src, bare)
+
+    def flows(path, replay_labelled):
+        run = api._analyze(str(path), AnalyzeOptions(["reno"]), None, replay_labelled)
+        return run.analysis, run.analysis.captures[0].results
+
+    labelled, frs = flows(src, False)
+    assert [(fr.truth.algo, len(fr.replays)) for fr in frs] == [("reno", 0), ("compound", 0)]
+    every, _ = flows(src, True)
+    assert groups.group_dicts(labelled) == groups.group_dicts(every)
+    _, frs = flows(bare, False)
+    assert [(fr.truth, list(fr.replays)) for fr in frs] == [(None, ["reno"]), (None, ["reno"])]

@@ -19,6 +19,7 @@ import pytest
 from hscc_trace import schema
 from hscc_trace.errors import InputError
 from hscc_trace.events import events_from_packets, flow_events
+from hscc_trace.events.core import SETS_START
 from hscc_trace.events.prep import _unwrap_joint
 from hscc_trace.events.ranges import insert, overlap, prune_below, remove
 from hscc_trace.events.synth import packets_frame
@@ -128,6 +129,25 @@ def test_pipe_islost_by_three_sack_ranges():
     a = run(p).acks.row(1, named=True)
     # outstanding 8001 - 1001 = 7000; pipe = 7000 - 1500 sacked - 2000 lost = 3500
     assert (a["outstanding"], a["sacked_bytes"], a["pipe"]) == (7000, 1500, 3500)
+
+
+def test_scoreboard_past_its_starting_room_keeps_every_range():
+    # 80 segments 1..80001, ACK 1001, then one ACK per even segment k = 2, 4, …, 78 SACKing
+    # [1 + 1000k, 1001 + 1000k): 39 disjoint ranges, more than the set array starts with
+    # (core.SETS_START = 32), so it grows at the 33rd. Each ACK SACKs 1000 new bytes. At the
+    # last: outstanding 80001 − 1001 = 79000, SACKed 39 · 1000 = 39000; IsLost from the top:
+    # the third range down (k = 74, left edge 74001) has DupThresh ranges above it, so lost =
+    # (74001 − 1001) − (39000 − 3000) = 37000 (holes k = 1, 3, …, 73), pipe = 79000 − 39000 −
+    # 37000 = 3000 (holes 75, 77, 79). A last ACK repeats the first range, [2001, 3001): 0 new
+    # bytes, pipe as before — a range lost in the growth would count 1000 new bytes there.
+    assert 39 > SETS_START
+    p = hs() + [seg(0.0502 + k * 1e-5, 1 + k * 1000) for k in range(80)]
+    p += [ack(0.1002, 1001)]
+    p += [ack(0.1003 + k * 1e-5, 1001, sack=[(IA + 1 + 1000 * k, IA + 1001 + 1000 * k)]) for k in range(2, 80, 2)]
+    p += [ack(0.1010, 1001, sack=[(IA + 2001, IA + 3001)])]
+    a = run(p).acks
+    assert a["sacked_bytes"].to_list() == [0] + [1000] * 39 + [0]
+    assert a.select("outstanding", "pipe").rows()[-2:] == [(79000, 3000)] * 2
 
 
 def test_dsack_inside_second_block_is_not_counted_as_sacked():
