@@ -1,10 +1,8 @@
-"""Say so on stderr while numba compiles (first run only), never a silent minute.
-
-The kernel decorator announces each kernel it compiles (not one a stamp says numba's cache holds),
-:func:`hscc_trace.api.watching_compilation` listens, and one status line is written, updated in
-place (which kernel, how many, how long). So is a kernel run as plain Python under the first-use
-rule on work expected to take 2 s or more. Only on a terminal, so that redirected stderr stays the command's own output — except for
-``hscc-trace compile`` (``always``: a line per kernel on any stream).
+"""Say so on stderr while numba compiles (first run only), never a silent minute: one status line,
+updated in place (which kernel, how many, how long), per kernel the kernel decorator announces
+(:func:`hscc_trace.api.watching_compilation`), or run as plain Python on work expected to take 2 s
+or more. Only on a terminal, so that redirected stderr stays the command's own output — except
+for ``hscc-trace compile`` (``always``: a line per kernel on any stream).
 """
 
 from __future__ import annotations
@@ -22,9 +20,8 @@ class _Notice:
 
     def __init__(self, out: TextIO, tty: bool) -> None:
         self.out, self.tty = out, tty
-        self.count = 0
+        self.count, self.shown = 0, False
         self.t0: float | None = None
-        self.shown = False
         self.lock = threading.Lock()
 
     def say(self, text: str, end: str = "") -> None:

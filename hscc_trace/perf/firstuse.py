@@ -12,8 +12,8 @@ The rule, per kernel and argument types (``auto``, the default), by its ``@njit(
 
 numba has no public way to ask its cache, so each compilation writes a *stamp* in the cache
 folder's ``compiled/``, named by the kernel, a hash of its install (where the package is: two
-installs may share a cache folder), one of its version (source file's mtime and size, numba,
-Python, the machine, numba's cache folder: what numba's cache entry depends on) and one of the
+installs may share a cache folder), one of its version (source file's mtime and size, its callees'
+sources, numba, Python, the machine, numba's cache folder: what its cache entry depends on) and the
 argument types; a new stamp removes the same install's stamps of the kernel's other versions and
 every older format (:func:`prune`). A stale stamp costs one compilation, not announced beforehand.
 ``HSCC_TRACE_FIRST_USE`` (``auto``, ``compile``, ``interpret``) or :func:`mode` force one path;
@@ -31,7 +31,7 @@ import re
 import sys
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,8 +166,15 @@ class Kernel:
         if self._dispatcher is None:
             from .cache import numba_njit
 
-            self._dispatcher = numba_njit(self.py_func, **self.options)
+            self._dispatcher = numba_njit(self.py_func, self.callees, **self.options)
         return self._dispatcher
+
+    @functools.cached_property
+    def callees(self) -> str:
+        """8 hex digits of the other modules its compiled code is made of (:func:`modules_of`), or "":
+        numba's cache sees edits of the kernel's own file only ("Caching Limitations" in numba's
+        docs), so this names its subfolder of numba's cache (:func:`.cache.numba_njit`), and its stamp."""
+        return sources_hash(n for n in modules_of(self.py_func) if n != self.py_func.__module__)[:8]
 
     def python(self) -> Callable[..., Any]:
         """The interpreted twin: the same source, calling the interpreted twins of its callees."""
@@ -192,8 +199,8 @@ class Kernel:
 
         source = getattr(sys.modules.get(self.py_func.__module__), "__file__", None)
         st = os.stat(source) if source else None  # numba's cache checks its mtime and size
+        src = (st.st_mtime_ns, st.st_size, self.callees) if st else None
         numba_dir = os.environ.get("NUMBA_CACHE_DIR") or str(cache_root() / "numba")
-        src = (st.st_mtime_ns, st.st_size) if st else None
         what = (src, numba.__version__, sys.version, platform.machine(), numba_dir, os.environ.get("NUMBA_OPT", ""))
         version = hashlib.sha256(repr(what).encode()).hexdigest()[:8]
         types_ = hashlib.sha256(repr((self.name, key)).encode()).hexdigest()[:12]
@@ -307,9 +314,27 @@ def pure(fn: Any, _memo: dict[int, Any] | None = None) -> Any:
     return nf
 
 
+def modules_of(*objs: Any) -> list[str]:
+    """The modules the compiled code of ``objs`` (functions, dispatchers, Kernels, modules) is made of:
+    theirs, every one :func:`pure`'s walk reaches (compiled callees, modules used), those of classes used."""
+    memo: dict[int, Any] = {}
+    for o in objs:
+        (_pure_module if isinstance(o, types.ModuleType) else pure)(o, memo)
+    fns = [v for v in memo.values() if callable(v)]  # (the others: namespaces of the modules reached)
+    used = {str(getattr(f.__globals__.get(n), "__module__", "")) for f in fns for n in f.__code__.co_names}
+    return sorted({v.__module__ if callable(v) else v.__name__ for v in memo.values()} | set(filter(_ours, used)))
+
+
+def sources_hash(names: Iterable[str]) -> str:
+    """16 hex digits of the source files of the modules ``names``, "" if none has one."""
+    files = [(n, getattr(sys.modules.get(n), "__file__", None)) for n in names]
+    data = b"".join(n.encode() + Path(f).read_bytes() for n, f in files if f)
+    return hashlib.sha256(data).hexdigest()[:16] if data else ""
+
+
 def _pure_module(mod: types.ModuleType, memo: dict[int, Any]) -> types.SimpleNamespace:
     if id(mod) not in memo:
-        ns = memo[id(mod)] = types.SimpleNamespace()
+        ns = memo[id(mod)] = types.SimpleNamespace(__name__=mod.__name__)
         for k, v in vars(mod).items():
             if not k.startswith("__"):
                 setattr(ns, k, pure(v, memo) if _is_compiled(v) else v)
