@@ -131,11 +131,11 @@ def instrument_project() -> int:
     import gc
     import types
 
-    from numba.core.dispatcher import Dispatcher
+    from numba.extending import is_jitted
 
     from hscc_trace.perf.firstuse import Kernel
 
-    compiled = {id(o.py_func) for o in gc.get_objects() if isinstance(o, (Kernel, Dispatcher))}
+    compiled = {id(o.py_func) for o in gc.get_objects() if isinstance(o, Kernel) or is_jitted(o)}
     n = 0
     for obj in gc.get_objects():
         if (

@@ -1410,42 +1410,27 @@ def activate() -> None:
 
 @contextmanager
 def watching_compilation(on_start: Any, on_end: Any, on_interpreted: Any) -> Iterator[None]:
-    """While the block runs, report numba's compilations (``numba.core.event``'s
-    ``numba:compile``; a cache hit raises none): ``on_start(kernel_name)``
-    when one starts (nested ones too: a callee compiled as part of a kernel), ``on_end()`` when
-    it ends, and ``on_interpreted(kernel_name, expect_s)`` when a kernel not compiled yet runs
-    as plain Python under the first-use rule (:mod:`hscc_trace.perf.firstuse`) on work expected
-    to take ``expect_s`` seconds. For a progress display, as ``hscc-trace`` shows on a terminal."""
-    from numba.core import event
-
+    """While the block runs, report the kernels numba compiles, as the one kernel decorator sees
+    them (:data:`hscc_trace.perf.firstuse.LISTENERS`): ``on_start(kernel_name)`` before a kernel
+    is compiled for new argument types (not when a stamp says numba's cache holds it),
+    ``on_end()`` after, and ``on_interpreted(kernel_name, expect_s)`` when a kernel not compiled
+    yet runs as plain Python under the first-use rule on work expected to take ``expect_s``
+    seconds. For a progress display, as ``hscc-trace`` shows on a terminal."""
     from hscc_trace.perf import firstuse
 
-    class Listener(event.Listener):
-        def on_start(self, ev: Any) -> None:
-            on_start(_kernel_name(ev.data))
-
-        def on_end(self, ev: Any) -> None:
+    def listener(event: str, kernel: Any, s: float) -> None:
+        if event == "compiling":
+            on_start(kernel.name)
+        elif event == "compiled":
             on_end()
+        elif event == "interpreted":
+            on_interpreted(kernel.name, s)
 
-    def interpreted(kernel: Any, expect: float) -> None:
-        on_interpreted(kernel.name, expect)
-
-    firstuse.LISTENERS.append(interpreted)
+    firstuse.LISTENERS.append(listener)
     try:
-        with event.install_listener("numba:compile", Listener()):
-            yield
+        yield
     finally:
-        firstuse.LISTENERS.remove(interpreted)
-
-
-def _kernel_name(data: Any) -> str:
-    disp = (data or {}).get("dispatcher")
-    fn = getattr(disp, "py_func", None)
-    mod = getattr(fn, "__module__", "") or ""
-    name = getattr(fn, "__name__", "kernel")
-    if mod.startswith("hscc_trace_replay_gen_"):  # a generated per-algorithm replay loop
-        return f"replay loop of {mod.removeprefix('hscc_trace_replay_gen_').rsplit('_', 1)[0]}"
-    return f"{mod.removeprefix('hscc_trace.')}.{name}"
+        firstuse.LISTENERS.remove(listener)
 
 
 # --- corpus mode ----------------------------------------------------------------------------------

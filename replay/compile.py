@@ -60,39 +60,17 @@ def cache_dir() -> Path:
 _CORE = ("_loop", "_defaults", "_jit", "tp", "helpers", "compile", "interface", "state")
 
 
-def _deps(mod: ModuleType, seen: dict[str, ModuleType]) -> None:
-    """``mod`` and every module of this package it uses (module aliases, imported functions)."""
-    name = mod.__name__
-    if name in seen:
-        return
-    seen[name] = mod
-    pkg = __name__.rpartition(".")[0]
-    for v in list(vars(mod).values()):
-        other: ModuleType | None
-        if isinstance(v, ModuleType):
-            other = v
-        else:
-            m = getattr(getattr(v, "py_func", v), "__module__", None)
-            other = sys.modules.get(m) if isinstance(m, str) else None
-        if other is not None and other.__name__.startswith(pkg) and getattr(other, "__file__", None):
-            _deps(other, seen)
-
-
 @cache
 def source_hash(*modules: ModuleType) -> str:
-    """Hash of the engine's core files, the given algorithm modules and everything they use from
-    this package, and numba's and Python's versions (memoised: ``engine.run`` asks per replay)."""
+    """Hash of the engine's core, the algorithm modules, every module their compiled code is made of
+    (:func:`hscc_trace.perf.firstuse.modules_of`), numba's and Python's versions (memoised)."""
     import numba
 
-    seen: dict[str, ModuleType] = {}
+    from hscc_trace.perf.firstuse import modules_of, sources_hash
+
     pkg = __name__.rpartition(".")[0]
-    for c in _CORE:
-        _deps(sys.modules.get(f"{pkg}.{c}") or __import__(f"{pkg}.{c}", fromlist=["_"]), seen)
-    for m in modules:
-        _deps(m, seen)
-    h = hashlib.sha256()
-    for name in sorted(seen):
-        h.update(name.encode() + Path(str(seen[name].__file__)).read_bytes())
+    core = [sys.modules.get(f"{pkg}.{c}") or __import__(f"{pkg}.{c}", fromlist=["_"]) for c in _CORE]
+    h = hashlib.sha256(sources_hash(modules_of(*core, *modules)).encode())
     h.update(numba.__version__.encode())
     h.update(sys.version.encode())
     h.update(b"nojit" if _jit.NO_JIT else b"jit")

@@ -502,6 +502,9 @@ def test_cpu_floor_splits_cpu_into_compiled_loading_and_glue() -> None:
 
 def test_cpu_floor_child_counts_every_wrapped_call_once(tmp_path: Path) -> None:
     cf = _load("cpu_floor")
+    # (a first call that compiles counts whole as loading, its run included: a first run fills
+    # numba's cache, as the benchmark's figures are taken on a warm cache)
+    cf._analyze_once(REPO / "samples" / "reno-bdp" / "capture.pcap", tmp_path)
     doc = cf._analyze_once(REPO / "samples" / "reno-bdp" / "capture.pcap", tmp_path)
     assert (tmp_path / "report.html").stat().st_size > 0 and (tmp_path / "results.json").exists()
     parts = doc["compiled"]

@@ -1,11 +1,8 @@
-"""Say so on stderr while numba compiles (first run only), never a silent minute.
-
-numba's event API (``numba.core.event``, numba's developer guide "Notes on Numba's event API")
-announces every real compilation, a cache hit none: :func:`hscc_trace.api.watching_compilation`
-listens, and one status line is written, updated in place (which kernel, how many, how long).
-So is a kernel run as plain Python under the first-use rule on work expected to take 2 s or
-more. Only on a terminal, so that redirected stderr stays the command's own output — except for
-``hscc-trace compile`` (``always``: a line per kernel on any stream).
+"""Say so on stderr while numba compiles (first run only), never a silent minute: one status line,
+updated in place (which kernel, how many, how long), per kernel the kernel decorator announces
+(:func:`hscc_trace.api.watching_compilation`), or run as plain Python on work expected to take 2 s
+or more. Only on a terminal, so that redirected stderr stays the command's own output — except
+for ``hscc-trace compile`` (``always``: a line per kernel on any stream).
 """
 
 from __future__ import annotations
@@ -19,13 +16,12 @@ from typing import TextIO
 
 
 class _Notice:
-    """A numba listener: one status line on ``out`` per outermost compilation."""
+    """One status line on ``out`` per compilation."""
 
     def __init__(self, out: TextIO, tty: bool) -> None:
         self.out, self.tty = out, tty
-        self.depth = self.count = 0
+        self.count, self.shown = 0, False
         self.t0: float | None = None
-        self.shown = False
         self.lock = threading.Lock()
 
     def say(self, text: str, end: str = "") -> None:
@@ -34,9 +30,6 @@ class _Notice:
 
     def on_start(self, name: str) -> None:
         with self.lock:
-            self.depth += 1
-            if self.depth > 1:  # a callee compiled as part of the kernel already announced
-                return
             self.t0 = time.perf_counter() if self.t0 is None else self.t0
             self.count += 1
             took = time.perf_counter() - self.t0
@@ -49,10 +42,6 @@ class _Notice:
             )
             self.shown = True
 
-    def on_end(self) -> None:
-        with self.lock:
-            self.depth = max(0, self.depth - 1)
-
     def finish(self) -> None:
         if self.t0 is not None:
             took = time.perf_counter() - self.t0
@@ -64,7 +53,7 @@ class _Notice:
 
 @contextlib.contextmanager
 def compile_notice(out: TextIO | None = None, *, always: bool = False) -> Iterator[None]:
-    """While the block runs, announce numba compilations on ``out`` (stderr) if it is a terminal
+    """While the block runs, announce kernel compilations on ``out`` (stderr) if it is a terminal
     (a status line updated in place), or with ``always`` on any stream (a line per kernel)."""
     out = out if out is not None else sys.stderr
     if not out.isatty() and not always:
@@ -73,7 +62,7 @@ def compile_notice(out: TextIO | None = None, *, always: bool = False) -> Iterat
     from hscc_trace import api
 
     notice = _Notice(out, out.isatty())
-    with api.watching_compilation(notice.on_start, notice.on_end, notice.interpreted):
+    with api.watching_compilation(notice.on_start, lambda: None, notice.interpreted):
         try:
             yield
         finally:

@@ -41,20 +41,20 @@ def writable_dir(name: str) -> Path:
     return d
 
 
-def numba_njit(fn: Callable[..., Any], **options: Any) -> Any:
-    """``numba.njit(**options)(fn)``, with numba's cache of ``fn`` in ``cache_root()/numba``:
-    numba reads ``numba.config.CACHE_DIR`` once, when the dispatcher is made, so it is set for
-    that moment only (numba has no per-function option). A ``NUMBA_CACHE_DIR`` set by the user or
-    by :func:`hscc_trace.perf.activate` is left to numba."""
+def numba_njit(fn: Callable[..., Any], callees: str = "", **options: Any) -> Any:
+    """``numba.njit(**options)(fn)``, numba's cache of ``fn`` in ``cache_root()/numba`` (or the user's or
+    :func:`hscc_trace.perf.activate`'s ``NUMBA_CACHE_DIR``), subfolder ``callees-<callees>`` if given
+    (:meth:`.firstuse.Kernel.callees`). numba reads ``numba.config.CACHE_DIR`` once, when the
+    dispatcher is made, so it is set for that moment only (numba has no per-function option)."""
     import numba
 
-    if not options.get("cache") or os.environ.get("NUMBA_CACHE_DIR"):
+    user = os.environ.get("NUMBA_CACHE_DIR")
+    if not options.get("cache") or (user and not callees):
         return numba.njit(**options)(fn)
-    folder = str(writable_dir("numba"))
+    folder = os.path.join(user or str(writable_dir("numba")), f"callees-{callees}" if callees else "")
     config: Any = numba.config  # (its settings are set from the environment: not in its stubs)
     with numba_settings_lock:
-        before = config.CACHE_DIR
-        config.CACHE_DIR = folder
+        before, config.CACHE_DIR = config.CACHE_DIR, folder
         try:
             return numba.njit(**options)(fn)
         finally:

@@ -8,14 +8,14 @@ The rule, per kernel and argument types (``auto``, the default), by its ``@njit(
 2. else, while this process's *rent* (per call its measured seconds, at least items ×
    ``interp_s``) plus this call's expected seconds (items at the rent's rate) stay within
    ``compile_s`` (break-even) → its Python function (the same source, :func:`pure`);
-3. else compile now, and stamp. A rent past half of ``compile_s`` stamps too: the next run compiles.
+3. else compile now, and stamp. A rent past half of ``compile_s`` stamps too (``due``): the next run compiles.
 
 numba has no public way to ask its cache, so each compilation writes a *stamp* in the cache
 folder's ``compiled/``, named by the kernel, a hash of its install (where the package is: two
-installs may share a cache folder), one of its version (source file's mtime and size, numba,
-Python, the machine, numba's cache folder: what numba's cache entry depends on) and one of the
+installs may share a cache folder), one of its version (source file's mtime and size, its callees'
+sources, numba, Python, the machine, numba's cache folder: what its cache entry depends on) and the
 argument types; a new stamp removes the same install's stamps of the kernel's other versions and
-every older format (:func:`prune`). A stale stamp costs one compilation, announced as any other.
+every older format (:func:`prune`). A stale stamp costs one compilation, not announced beforehand.
 ``HSCC_TRACE_FIRST_USE`` (``auto``, ``compile``, ``interpret``) or :func:`mode` force one path;
 both give identical results (``tests/perf/test_first_use.py``).
 """
@@ -31,7 +31,7 @@ import re
 import sys
 import time
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +41,11 @@ _forced: list[str] = []  # innermost :func:`mode` last
 
 #: every :class:`Kernel` made in this process
 REGISTRY: list[Kernel] = []
-#: called as ``listener(kernel, expected_s)`` before a kernel runs interpreted on work expected to
-#: take at least :data:`NOTICE_S` (the CLI says so; the library never prints)
-LISTENERS: list[Callable[[Kernel, float], None]] = []
+#: ``listener(event, kernel, s)`` (the CLI's notice; the library never prints): ``"interpreted"``
+#: before a run as plain Python on work expected to take ``s`` ≥ :data:`NOTICE_S`; ``"compiling"``
+#: before a first compiled call for new argument types unless a compilation's stamp says numba's
+#: cache holds them; after it ``"compiled"`` (so announced) or ``"loaded"``, ``s`` its time (run too)
+LISTENERS: list[Callable[[str, Kernel, float], None]] = []
 NOTICE_S = 2.0
 
 
@@ -123,12 +125,17 @@ class Kernel:
                 return self._interpret(args, key)
         if m == "interpret":
             return self._interpret(args)
+        new, fresh = key not in self._ready, key not in self._ready and not self.in_cache(key)
+        for listener in list(LISTENERS) if fresh else ():
+            listener("compiling", self, 0.0)
         t = time.perf_counter()
         out = d(*args)
-        if key not in self._ready:
+        if new:
             self._ready.add(key)
-            self.stats["first_compiled_s"] = time.perf_counter() - t
+            self.stats["first_compiled_s"] = took = time.perf_counter() - t
             self._stamp(key)
+            for listener in list(LISTENERS):
+                listener("compiled" if fresh else "loaded", self, took)
         self.stats["compiled_calls"] += 1
         return out
 
@@ -136,7 +143,7 @@ class Kernel:
         n = int(self.work(args))
         if n * self.interp_s >= NOTICE_S:
             for listener in list(LISTENERS):
-                listener(self, n * self.interp_s)
+                listener("interpreted", self, n * self.interp_s)
         import numpy as np
 
         t = time.perf_counter()
@@ -159,8 +166,15 @@ class Kernel:
         if self._dispatcher is None:
             from .cache import numba_njit
 
-            self._dispatcher = numba_njit(self.py_func, **self.options)
+            self._dispatcher = numba_njit(self.py_func, self.callees, **self.options)
         return self._dispatcher
+
+    @functools.cached_property
+    def callees(self) -> str:
+        """8 hex digits of the other modules its compiled code is made of (:func:`modules_of`), or "":
+        numba's cache sees edits of the kernel's own file only ("Caching Limitations" in numba's
+        docs), so this names its subfolder of numba's cache (:func:`.cache.numba_njit`), and its stamp."""
+        return sources_hash(n for n in modules_of(self.py_func) if n != self.py_func.__module__)[:8]
 
     def python(self) -> Callable[..., Any]:
         """The interpreted twin: the same source, calling the interpreted twins of its callees."""
@@ -185,18 +199,24 @@ class Kernel:
 
         source = getattr(sys.modules.get(self.py_func.__module__), "__file__", None)
         st = os.stat(source) if source else None  # numba's cache checks its mtime and size
+        src = (st.st_mtime_ns, st.st_size, self.callees) if st else None
         numba_dir = os.environ.get("NUMBA_CACHE_DIR") or str(cache_root() / "numba")
-        src = (st.st_mtime_ns, st.st_size) if st else None
         what = (src, numba.__version__, sys.version, platform.machine(), numba_dir, os.environ.get("NUMBA_OPT", ""))
         version = hashlib.sha256(repr(what).encode()).hexdigest()[:8]
         types_ = hashlib.sha256(repr((self.name, key)).encode()).hexdigest()[:12]
         return cache_root() / "compiled" / f"{self.name}-{install_hash()}-{version}-{types_}"
 
     def is_stamped(self, key: tuple[Any, ...]) -> bool:
-        """Was this kernel compiled for these argument types into numba's cache (a stamp exists)?"""
+        """Is there a stamp for these argument types (a compilation's, or a rent's: compile now)?"""
         if key not in self._stamped:
             self._stamped[key] = self.stamp_path(key).is_file()
         return self._stamped[key]
+
+    def in_cache(self, key: tuple[Any, ...]) -> bool:
+        """Did a compilation stamp these argument types (an empty stamp; a rent's holds ``due``)?"""
+        with contextlib.suppress(OSError):
+            return self.stamp_path(key).stat().st_size == 0
+        return False
 
     def _stamp(self, key: tuple[Any, ...], here: bool = True) -> None:
         self._stamped[key] = self._stamped.get(key, False) or here
@@ -206,7 +226,7 @@ class Kernel:
             if not path.is_file():  # a new stamp: this install's other versions of the kernel go
                 path.parent.mkdir(parents=True, exist_ok=True)
                 prune(path.parent, lambda name, i, v: name != self.name or i != install or v == version)
-            path.touch()
+            path.write_bytes(b"" if here else b"due")
 
 
 _STAMP = re.compile(r"(.+)-([0-9a-f]{8})-([0-9a-f]{8})-[0-9a-f]{12}")
@@ -294,9 +314,27 @@ def pure(fn: Any, _memo: dict[int, Any] | None = None) -> Any:
     return nf
 
 
+def modules_of(*objs: Any) -> list[str]:
+    """The modules the compiled code of ``objs`` (functions, dispatchers, Kernels, modules) is made of:
+    theirs, every one :func:`pure`'s walk reaches (compiled callees, modules used), those of classes used."""
+    memo: dict[int, Any] = {}
+    for o in objs:
+        (_pure_module if isinstance(o, types.ModuleType) else pure)(o, memo)
+    fns = [v for v in memo.values() if callable(v)]  # (the others: namespaces of the modules reached)
+    used = {str(getattr(f.__globals__.get(n), "__module__", "")) for f in fns for n in f.__code__.co_names}
+    return sorted({v.__module__ if callable(v) else v.__name__ for v in memo.values()} | set(filter(_ours, used)))
+
+
+def sources_hash(names: Iterable[str]) -> str:
+    """16 hex digits of the source files of the modules ``names``, "" if none has one."""
+    files = [(n, getattr(sys.modules.get(n), "__file__", None)) for n in names]
+    data = b"".join(n.encode() + Path(f).read_bytes() for n, f in files if f)
+    return hashlib.sha256(data).hexdigest()[:16] if data else ""
+
+
 def _pure_module(mod: types.ModuleType, memo: dict[int, Any]) -> types.SimpleNamespace:
     if id(mod) not in memo:
-        ns = memo[id(mod)] = types.SimpleNamespace()
+        ns = memo[id(mod)] = types.SimpleNamespace(__name__=mod.__name__)
         for k, v in vars(mod).items():
             if not k.startswith("__"):
                 setattr(ns, k, pure(v, memo) if _is_compiled(v) else v)

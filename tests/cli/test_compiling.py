@@ -5,10 +5,10 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-import numba
 import pytest
 
 from hscc_trace.cli.compiling import compile_notice
+from hscc_trace.perf import firstuse
 
 
 class _Terminal(io.StringIO):
@@ -16,48 +16,88 @@ class _Terminal(io.StringIO):
         return True
 
 
-def test_a_compilation_is_announced_on_a_terminal_with_a_count_and_a_final_line() -> None:
-    @numba.njit(cache=False)
-    def _first_run_kernel(x):  # compiled on its first call, inside the block
-        return x + 1
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):  # stamps in a folder of the test's own, every kernel compiled
+    monkeypatch.setenv("HSCC_TRACE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv(firstuse.MODE_ENV, "compile")
 
+
+def _kernel(fn) -> firstuse.Kernel:
+    # (cache=False: numba's files stay out of the source tree; the stamp stands for its cache)
+    return firstuse.Kernel(fn, lambda a: 1, (1.0, 1.0), {"cache": False})
+
+
+def _first_run_kernel(x):
+    return x + 1
+
+
+def _twice(x):
+    return x * 2
+
+
+def _less(x):
+    return x - 1
+
+
+def _logged(x):
+    return x + 2
+
+
+def test_a_compilation_is_announced_on_a_terminal_with_a_count_and_a_final_line() -> None:
+    k = _kernel(_first_run_kernel)  # compiled on its first call, inside the block
     out = _Terminal()
     with compile_notice(out):
-        assert _first_run_kernel(41) == 42
+        assert k(41) == 42
     text = out.getvalue()
     assert "compiling test_compiling._first_run_kernel (first run only; 1 kernels" in text
     assert text.rstrip().endswith("(cached for later runs)\x1b[K") and text.count("\n") == 1
 
 
 def test_nothing_is_written_when_nothing_compiles_or_stderr_is_not_a_terminal() -> None:
-    @numba.njit(cache=False)
-    def _kernel(x):
-        return x * 2
-
-    assert _kernel(2) == 4  # compiled before the block
+    k = _kernel(_twice)
+    assert k(2) == 4  # compiled before the block
     quiet = _Terminal()
     with compile_notice(quiet):
-        assert _kernel(3) == 6
+        assert k(3) == 6
     assert quiet.getvalue() == ""
-
-    @numba.njit(cache=False)
-    def _other(x):
-        return x - 1
-
     log = io.StringIO()  # a file or pipe, not a terminal
     with compile_notice(log):
-        assert _other(1) == 0
+        assert _kernel(_less)(1) == 0
     assert log.getvalue() == ""
 
 
-def test_the_notice_writes_a_line_per_kernel_when_asked_on_any_stream() -> None:
-    @numba.njit(cache=False)
-    def _logged(x):
-        return x + 2
+def test_a_kernel_a_compilation_stamped_is_loaded_unannounced_a_rents_stamp_is_announced() -> None:
+    """Another process (a new Kernel) of a kernel stamped by a compilation finds it in numba's
+    cache: nothing to say. A rent's stamp (``due``: compile at once next time) is no compilation:
+    the kernel is compiled, and so announced."""
+    _kernel(_twice)(1)  # compiled, stamped (empty)
+    events: list[tuple[str, str]] = []
+    firstuse.LISTENERS.append(lambda e, k, s: events.append((e, k.name)))
+    try:
+        quiet = _Terminal()
+        with compile_notice(quiet):
+            assert _kernel(_twice)(5) == 10
+        assert quiet.getvalue() == ""
+        k = _kernel(_less)
+        k._stamp(firstuse.type_key((1,)), here=False)  # as a rent past half the break-even writes it
+        assert k.stamp_path(firstuse.type_key((1,))).read_bytes() == b"due"
+        out = _Terminal()
+        with compile_notice(out):
+            assert _kernel(_less)(1) == 0
+        assert "compiling test_compiling._less (first run only; 1 kernels" in out.getvalue()
+    finally:
+        firstuse.LISTENERS.clear()
+    assert events == [
+        ("loaded", "test_compiling._twice"),
+        ("compiling", "test_compiling._less"),
+        ("compiled", "test_compiling._less"),
+    ]
 
+
+def test_the_notice_writes_a_line_per_kernel_when_asked_on_any_stream() -> None:
     log = io.StringIO()  # `hscc-trace compile` in a CI log
     with compile_notice(log, always=True):
-        assert _logged(1) == 3
+        assert _kernel(_logged)(1) == 3
     lines = log.getvalue().splitlines()
     assert lines[0].startswith("hscc-trace: compiling test_compiling._logged (first run only; 1 kernels")
     assert lines[-1].startswith("hscc-trace: compiled 1 kernels in") and "\x1b" not in log.getvalue()

@@ -405,3 +405,60 @@ def test_a_cache_index_naming_a_retired_record_class_is_a_miss_not_a_crash(tmp_p
             assert run.returncode == 0 and run.stdout.strip() == "6.0", run.stderr[-2000:]
         else:  # what the fallback is for (if numba stops failing here, the adapter can go)
             assert run.returncode != 0 and "Old" in run.stderr, run.stderr[-2000:]
+
+
+def test_an_edit_of_a_callee_in_another_module_compiles_the_kernel_again(tmp_path):
+    """numba's cache of a kernel sees edits of the kernel's own file only (numba's docs, "Caching
+    Limitations"): the flow kernel inlines ``near_by_floor`` from flows/near.py. So a kernel is
+    cached in the subfolder of numba's folder named by its callees' sources (Kernel.callees), and
+    its stamp keys on them. Here, in fresh processes: the callee's module alone is edited, and the
+    next run computes with the new callee and announces a compilation (before: 1, ``loaded``)."""
+    import os
+    import subprocess
+
+    (tmp_path / "calleemod.py").write_text(
+        "from hscc_trace.perf.jit import njit\nLIMIT = 1\n\n\ndef bump(x):\n    return x + LIMIT\n\n\n"
+        'bump_compiled = njit(cache=True, inline="always")(bump)\n'
+    )
+    (tmp_path / "kernmod.py").write_text(
+        "from calleemod import bump_compiled\nfrom hscc_trace.perf.jit import njit\n\n\n"
+        "@njit(work=lambda a: 1, cost=(1.0, 1.0), cache=True)\ndef k(a):\n    return bump_compiled(a[0])\n"
+    )
+    code = (
+        "import numpy as np, kernmod\nfrom hscc_trace.perf import firstuse\nevents = []\n"
+        "firstuse.LISTENERS.append(lambda e, k, s: events.append(e))\nprint(kernmod.k(np.arange(3)), *events)"
+    )
+    env = dict(os.environ, HSCC_TRACE_CACHE_DIR=str(tmp_path / "cache"), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    env[firstuse.MODE_ENV] = "compile"
+
+    def run() -> str:
+        p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr[-3000:]
+        return p.stdout.strip()
+
+    assert run() == "1 compiling compiled"  # a[0] + LIMIT = 0 + 1, compiled into numba's cache
+    assert run() == "1 loaded"  # the next process loads it
+    kernel_file = (tmp_path / "kernmod.py").stat()
+    (tmp_path / "calleemod.py").write_text((tmp_path / "calleemod.py").read_text().replace("LIMIT = 1", "LIMIT = 50"))
+    assert run() == "50 compiling compiled"  # 0 + 50: not the cached kernel of LIMIT = 1
+    assert run() == "50 loaded"
+    assert (tmp_path / "kernmod.py").stat().st_mtime_ns == kernel_file.st_mtime_ns  # (the kernel's file untouched)
+    assert len(list((tmp_path / "numba").glob("callees-*"))) == 2  # one folder per version of the callees
+
+
+def test_the_flow_kernels_callees_and_stamp_follow_flows_near(tmp_path, monkeypatch):
+    """The flow kernel's callees hash covers flows/near.py: another text of it (a copy standing in
+    for an edit) gives another hash, and so another stamp and numba cache folder."""
+    from pathlib import Path
+
+    from hscc_trace.flows import near, tracker
+
+    k = tracker._flow_kernel
+    key = ("types",)
+    before = (k.callees, k.stamp_path(key))
+    assert k.callees and "hscc_trace.flows.near" in firstuse.modules_of(k.py_func)
+    copy = tmp_path / "near.py"
+    copy.write_text(Path(near.__file__).read_text().replace("TURNAROUND_FLOOR_NS = 200_000", "TURNAROUND_FLOOR_NS = 1"))
+    monkeypatch.setattr(near, "__file__", str(copy))
+    monkeypatch.delitem(k.__dict__, "callees")  # (computed once per process; restored after the test)
+    assert k.callees != before[0] and k.stamp_path(key) != before[1]
