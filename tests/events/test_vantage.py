@@ -315,6 +315,86 @@ def test_h_vantage_us_rtt_sender_capture_is_at_the_sender():
     assert (row["vantage"], row["rtt_method"]) == ("sender", "data-ack")
 
 
+USRTT_RCV = USRTT.with_name("cubic-usrtt-receiver.pcap")
+USRTT_RCV_NOHS = USRTT.with_name("cubic-usrtt-receiver-nohs.pcap")
+USRTT_SND_NOHS = USRTT.with_name("cubic-usrtt-sender-nohs.pcap")
+
+
+def _data_rule_parts_us(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[float, float]:
+    """(S, X) of the data rule (hscc_trace.events.vantage's docstring) for flow 0, in µs."""
+    import hscc_trace.events.vantage as vantage
+    from hscc_trace.flows import load
+
+    seen = []
+    orig = vantage._data_parts
+    monkeypatch.setattr(vantage, "_data_parts", lambda fa: seen.append(orig(fa)) or seen[-1])
+    flow_events(load(str(path)), 0)
+    S, X = seen[0]
+    return round(S / 1e3, 1), round(X / 1e3, 1)
+
+
+def test_h_vantage_us_rtt_receiver_capture_is_mid_path_not_the_sender():
+    """The same path captured at the receiver (tests/events/data/README.md): SYN → SYN/ACK (the
+    receiver's own turnaround) 10.3 µs, SYN/ACK → ACK (the path and the sender's turnaround)
+    11.0 µs. Neither is under 10 % of the 21.3 µs, and neither is less than half the other, so
+    the handshake cannot say which gap is a turnaround: mid-path (outside the validated range),
+    never the sender. The correction is the sender's gap, d2 = 10 996 ns."""
+    from hscc_trace.flows import load
+    from hscc_trace.flows.scan import flow_rows
+
+    cap = load(str(USRTT_RCV))
+    t = cap.packets["ts_ns"].head(3).to_list()
+    assert cap.packets["flags"].head(3).to_list() == [0x02, 0x12, 0x10]
+    assert [t[1] - t[0], t[2] - t[1]] == [10282, 10996]
+    fe = flow_events(cap, 0)
+    assert (fe.vantage, fe.rtt_offset_s) == ("mid-path", 10996e-9)
+    row = flow_rows(str(USRTT_RCV)).rows[0]
+    assert (row["vantage"], row["rtt_method"]) == ("mid-path", "ts-echo")
+
+
+def test_h_vantage_us_rtt_receiver_capture_without_handshake_is_not_the_sender(monkeypatch):
+    """Captured at the receiver from 1 s into the connection: S (data → its ACK: the receiver's
+    own ACK delay, on a loaded host) = 337.9 µs, X (ACK → the sender's first echo of it: the
+    path and the sender) = 62.2 µs. 10 % of the 400.1 µs is 40.0 µs: neither part is under it,
+    so mid-path. The smaller part is the far one here, which is why the data rule has no
+    host-turnaround floor: X is under 200 µs and under half of S, and the floor would call this
+    capture the sender's."""
+    from hscc_trace.flows import load
+    from hscc_trace.flows.near import near_by_floor
+
+    assert _data_rule_parts_us(USRTT_RCV_NOHS, monkeypatch) == (337.9, 62.2)
+    assert near_by_floor(62205, 337887)  # (X and S in ns: what the floor would take as the sender's turnaround)
+
+    fe = flow_events(load(str(USRTT_RCV_NOHS)), 0)
+    assert (fe.vantage, fe.rtt_offset_s) == ("mid-path", 62205e-9)
+
+
+def test_h_vantage_us_rtt_sender_capture_without_handshake_is_not_the_receiver(monkeypatch):
+    """Captured at the sender from 1 s into the connection: S (data → its ACK: the path, the
+    queue and the receiver) = 215.7 µs, X (the sender's own reaction) = 46.4 µs. 10 % of the
+    262.1 µs is 26.2 µs: neither part is under it, so mid-path, not the receiver."""
+    from hscc_trace.flows import load
+
+    assert _data_rule_parts_us(USRTT_SND_NOHS, monkeypatch) == (215.7, 46.4)
+
+    fe = flow_events(load(str(USRTT_SND_NOHS)), 0)
+    assert (fe.vantage, fe.rtt_offset_s) == ("mid-path", 46439e-9)
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="at a µs round trip the packets' timing cannot tell the receiver's end or a capture without "
+    "the handshake (docs/events.md, Vantage point); the TTLs could, but the rules do not read them",
+)
+@pytest.mark.parametrize(
+    ("capture", "want"), [(USRTT_RCV, "receiver"), (USRTT_RCV_NOHS, "receiver"), (USRTT_SND_NOHS, "sender")]
+)
+def test_h_vantage_us_rtt_captures_are_at_their_end(capture, want):
+    from hscc_trace.flows import load
+
+    assert flow_events(load(str(capture)), 0).vantage == want
+
+
 @pytest.mark.parametrize(
     ("d1_us", "d2_us", "sender_dir", "want"),
     [
