@@ -22,10 +22,13 @@ propagation delay: the round trip is the veth hops (tens of µs) plus the bottle
 (``--queue-ms`` of the rate, 8 ms by default), as behind a bloated buffer. Every veth has
 ``gso_max_segs 1`` (no TSO/GSO super-packets; this machine has no ethtool), so every captured packet
 is one wire segment.
-The capture is ``tcpdump -s 128`` (headers only) on the sender's veth, nanosecond timestamps,
-Ethernet link type, filtered to the data connections' ports (iperf3's control connection is left
-out). The sender runs under ``nice -n -10`` (the machine is shared); tcpdump's "dropped by kernel"
-count and iperf3's achieved rate go to the manifest.
+The capture is ``tcpdump -s 128`` (headers only) on the sender's veth (``--at receiver``: the
+receiver's; ``--at router``: the router's sender-facing one), nanosecond timestamps, Ethernet link
+type, filtered to the data connections' ports (iperf3's control connection is left out). With
+``--capture-after S`` tcpdump starts S seconds after the sender (a capture that begins
+mid-connection, without the handshake); ``--count N`` stops it after N packets. The sender runs
+under ``nice -n -10`` (the machine is shared); tcpdump's "dropped by kernel" count and iperf3's
+achieved rate go to the manifest.
 
 Same parameters give the same kind of capture, not the same bytes (a real run). The ``.json``
 manifest beside each file records parameters, achieved rate, packets, flows, bytes, sha256 — the
@@ -56,6 +59,8 @@ DATA = BENCH / "data"
 NS_SND, NS_RTR, NS_RCV = "hscc_bf_snd", "hscc_bf_rtr", "hscc_bf_rcv"
 IP_SND, IP_RTR0, IP_RTR1, IP_RCV = "10.78.1.1", "10.78.1.2", "10.78.2.2", "10.78.2.1"
 PORT = 5201
+#: --at: the namespace and veth tcpdump listens on
+CAPTURE_AT = {"sender": (NS_SND, "bs0"), "router": (NS_RTR, "br0"), "receiver": (NS_RCV, "rr0")}
 CPORT = 40001  # data connections bind 40001, 40002, ... (iperf3 --cport)
 
 SHAPES = {
@@ -152,12 +157,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--name", help="output name under benchmarks/data (default: the shape)")
     ap.add_argument("--queue-ms", type=float, default=8.0, help="bottleneck queue, in ms of its rate")
     ap.add_argument("--snaplen", type=int, default=128)
+    ap.add_argument("--at", choices=sorted(CAPTURE_AT), default="sender", help="where tcpdump listens")
+    ap.add_argument("--capture-after", type=float, default=0.0, help="start tcpdump this many s after the sender")
+    ap.add_argument("--count", type=int, help="stop tcpdump after this many packets (tcpdump -c)")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("run as root (network namespaces)")
     p = dict(SHAPES[a.shape])
     if a.duration:
         p["duration"] = a.duration
+        p.pop("bytes", None)  # (a time, not the shape's amount of data, unless --bytes says so)
     if a.rate:
         p["rate"] = a.rate
     if a.bytes:
@@ -182,26 +191,33 @@ def capture(a: argparse.Namespace, p: dict, name: str, pcap: Path, queue: int) -
         stderr=subprocess.DEVNULL,
     )
     dump_err = open(pcap.with_suffix(".tcpdump.log"), "w")
-    dump = subprocess.Popen(
-        ["ip", "netns", "exec", NS_SND, "tcpdump", "-i", "bs0", "-n", "-s", str(a.snaplen), "-B", "131072"]
-        + ["--time-stamp-precision", "nano", "-w", str(pcap), f"tcp and ({ports})"],
-        stdout=subprocess.DEVNULL,
-        stderr=dump_err,
-    )
-    time.sleep(1.5)
+    ns, dev = CAPTURE_AT[a.at]
+    dump_cmd = ["ip", "netns", "exec", ns, "tcpdump", "-i", dev, "-n", "-s", str(a.snaplen), "-B", "131072"]
+    dump_cmd += ["--time-stamp-precision", "nano", "-w", str(pcap)] + (["-c", str(a.count)] if a.count else [])
+    dump_cmd += [f"tcp and ({ports})"]
+    if not a.capture_after:
+        dump = subprocess.Popen(dump_cmd, stdout=subprocess.DEVNULL, stderr=dump_err)
+    time.sleep(1.5 if not a.capture_after else 0.5)  # tcpdump and the server listening
     load0 = Path("/proc/loadavg").read_text().split()[:3]
     t0 = time.time()
-    cli = subprocess.run(
+    cli_p = subprocess.Popen(
         ["nice", "-n", "-10", "ip", "netns", "exec", NS_SND, "iperf3", "-c", IP_RCV, "-p", str(PORT)]
         + ["-B", IP_SND, "--cport", str(CPORT), "-P", str(p["flows"]), "-C", p["cc"]]
         + (["-n", p["bytes"]] if p.get("bytes") else ["-t", str(p["duration"])])
         + ["-J"],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
     )
+    if a.capture_after:
+        time.sleep(a.capture_after)
+        dump = subprocess.Popen(dump_cmd, stdout=subprocess.DEVNULL, stderr=dump_err)
+    out, err = cli_p.communicate()
+    cli = subprocess.CompletedProcess(cli_p.args, cli_p.returncode, out, err)
     wall = time.time() - t0
     time.sleep(1.0)
-    dump.send_signal(signal.SIGINT)
+    if dump.poll() is None:  # (with --count it may have stopped by itself)
+        dump.send_signal(signal.SIGINT)
     dump.wait(timeout=60)
     dump_err.close()
     srv.wait(timeout=10)
@@ -224,6 +240,9 @@ def capture(a: argparse.Namespace, p: dict, name: str, pcap: Path, queue: int) -
         params=dict(
             p,
             snaplen=a.snaplen,
+            capture_at=f"{a.at} ({dev})",
+            capture_after_s=a.capture_after,
+            count=a.count,
             queue_ms=a.queue_ms,
             queue_bytes=queue,
             offloads="gso_max_segs 1, gso_max_size = MTU on every veth",

@@ -74,6 +74,7 @@ def _one_flow(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: int) 
         return np.array([unknown if v is None else int(v)], np.int64)
 
     mss = get("mss", 0)
+    end = np.array([_END.get(str(None if flow is None else flow.get("vantage")), -1)], np.int64)
     return build_flow_events(
         src,
         order,
@@ -83,6 +84,7 @@ def _one_flow(packets: pl.DataFrame, flow: dict[str, Any] | None, flow_id: int) 
         np.maximum(mss, 0),
         get("wscale_a", -1),
         get("wscale_b", -1),
+        f_end=end,
     )[0]
 
 
@@ -117,9 +119,10 @@ def flow_events(capture: Capture, flow_id: int) -> FlowEvents:
         if not 0 <= flow_id < dec.n_flows or fs.bounds[flow_id] == fs.bounds[flow_id + 1]:
             known = "" if flows is None or not flows.height else f" (flows: 0..{flows.height - 1})"
             raise InputError(f"no flow with id {flow_id} in {capture.meta.path}{known}")
-        sdir, mss, wsa, wsb = _flow_params(flows, np.array([flow_id], np.int64))
+        sdir, mss, wsa, wsb, end = _flow_params(flows, np.array([flow_id], np.int64))
         rows = fs.rows(flow_id, flow_id + 1)  # (this flow's rows only)
-        return build_flow_events(fs.src, rows, np.array([0, rows.size], np.int64), [flow_id], sdir, mss, wsa, wsb)[0]
+        bnd = np.array([0, rows.size], np.int64)
+        return build_flow_events(fs.src, rows, bnd, [flow_id], sdir, mss, wsa, wsb, f_end=end)[0]
     packets = capture.packets
     read = [c for c in (*COLUMNS, "flow_id") if c in packets.columns]  # (not all 39 columns)
     pk = packets.select(read).filter(pl.col("flow_id") == flow_id)
@@ -135,13 +138,18 @@ def _usable(dec: Any) -> None:
         raise ValueError("this capture's packets were released while its events were built: load it again")
 
 
+#: the flows table's vantage as :func:`.tables.build_flow_events`' ``f_end`` (-1: the others)
+_END = {"sender": 0, "receiver": 1}
+
+
 def _flow_params(flows: pl.DataFrame | None, fids: np.ndarray) -> tuple[np.ndarray, ...]:
     """Per flow of ``fids``: sender_dir (-1), mss (0), wscale_a (-1), wscale_b (-1) from the flows
-    table (unknown in brackets); the last row of a flow id wins."""
+    table (unknown in brackets), and its vantage as ``f_end`` (-1); the last row of a flow id wins."""
     import polars as pl
 
     n = fids.size
     out = [np.full(n, -1, np.int64), np.zeros(n, np.int64), np.full(n, -1, np.int64), np.full(n, -1, np.int64)]
+    out.append(np.full(n, -1, np.int64))
     if flows is None or not flows.height or "flow_id" not in flows.columns:
         return tuple(out)
     pos = {int(v): i for i, v in enumerate(flows.get_column("flow_id").to_list())}
@@ -154,6 +162,11 @@ def _flow_params(flows: pl.DataFrame | None, fids: np.ndarray) -> tuple[np.ndarr
             if s.null_count():  # (then float64, NaN at the nulls: small ints, exact)
                 v = np.where(np.isnan(v), unknown, v).astype(np.int64)
             out[k][hit] = v[rows[hit]]
+    if "vantage" in flows.columns:
+        codes = np.array(
+            [_END.get(str(v), -1) for v in flows.get_column("vantage").cast(pl.String).to_list()], np.int64
+        )
+        out[4][hit] = codes[rows[hit]]
     out[1] = np.maximum(out[1], 0)
     return tuple(out)
 
@@ -173,9 +186,9 @@ def all_flow_events(capture: Capture) -> dict[int, FlowEvents]:
         _usable(dec)
         fs = dec.src
         present = np.flatnonzero(fs.first >= 0)
-        sdir, mss, wsa, wsb = _flow_params(capture.flows, present)
+        sdir, mss, wsa, wsb, end = _flow_params(capture.flows, present)
         bnd = np.concatenate((fs.bounds[present], [fs.bounds[-1]]))
-        evs = build_flow_events(fs.src, fs.order, bnd, [int(f) for f in present], sdir, mss, wsa, wsb)
+        evs = build_flow_events(fs.src, fs.order, bnd, [int(f) for f in present], sdir, mss, wsa, wsb, f_end=end)
         for k in np.argsort(fs.first[present], kind="stable"):
             out[int(present[k])] = evs[k]
         return out
@@ -198,9 +211,9 @@ def all_flow_events(capture: Capture) -> dict[int, FlowEvents]:
     bounds, first = group_rows(key, _frame_order(src[0]), nbins, order)
     present = np.flatnonzero(first >= 0)
     fids = present if ids is None else ids[present]
-    sdir, mss, wsa, wsb = _flow_params(capture.flows, fids)
+    sdir, mss, wsa, wsb, end = _flow_params(capture.flows, fids)
     bnd = np.concatenate((bounds[present], [bounds[-1]]))  # (ids without packets are empty groups)
-    evs = build_flow_events(src, order, bnd.astype(np.int64), [int(f) for f in fids], sdir, mss, wsa, wsb)
+    evs = build_flow_events(src, order, bnd.astype(np.int64), [int(f) for f in fids], sdir, mss, wsa, wsb, f_end=end)
     for k in np.argsort(first[present], kind="stable"):
         out[int(fids[k])] = evs[k]
     return out
@@ -252,7 +265,7 @@ def flow_event_batches(
     if release:  # (fewest packets first: the docstring)
         by = np.argsort(size, kind="stable")
         present, size = present[by], size[by]
-    sdir, mss, wsa, wsb = _flow_params(capture.flows, present)
+    sdir, mss, wsa, wsb, ends = _flow_params(capture.flows, present)
     cum = np.concatenate(([0], np.cumsum(size)))
     k, n = 0, present.size
     while k < n:
@@ -274,6 +287,7 @@ def flow_event_batches(
             wsa[k:end],
             wsb[k:end],
             read=functools.partial(dec.arena.release, at) if release else None,
+            f_end=ends[k:end],
         )
         del at
         yield list(zip(fids, evs))

@@ -39,7 +39,7 @@ from hscc_trace.perf.jit import njit
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
 from .records import Acks, Counts, Episodes, FlowInfo, FlowParams, PacketOut, Rounds, Rows, Segments, SenderView, Source
-from .vantage import detect, from_handshake, handshake_rtt, sender_view
+from .vantage import at_end, detect, from_handshake, handshake_rtt, sender_view
 
 if TYPE_CHECKING:  # polars and the schema are imported where tables are built (after the capture is read)
     import polars as pl
@@ -557,10 +557,15 @@ def build_flow_events(
     f_wsa: np.ndarray,
     f_wsb: np.ndarray,
     read: Callable[[], Any] | None = None,
+    f_end: np.ndarray | None = None,
 ) -> list[FlowEvents]:
     """Event streams of the flows ``fids``: flow ``k`` is rows ``order[bounds[k]:bounds[k+1]]`` of
     the source columns ``src`` (:func:`.prep.source_columns`), in frame order. Per-flow facts from
-    the flows table (``-1``/``0`` = unknown): sender direction, MSS, window scales of A and B.
+    the flows table (``-1``/``0`` = unknown): sender direction, MSS, window scales of A and B, and
+    (``f_end``) the end its vantage names, 0 sender or 1 receiver (-1: neither). That end is taken
+    where the streams' own timing cannot name one — both handshake gaps under the floor, or no
+    handshake rule (the data rule's flows) — and is then the table's TTLs' (or, where the table
+    saw a handshake the streams could not use, its gaps'): docs/events.md, "Vantage point".
 
     Flows are processed in batches of about :data:`CHUNK_ROWS` packets (a larger flow is a batch
     of its own): each stage runs once per batch (compiled loops over its flows), the working
@@ -580,8 +585,19 @@ def build_flow_events(
         cuts.append(min(max(f1, f0 + 1), nf))
     rows = max(int(bounds[b] - bounds[a]) for a, b in zip(cuts[:-1], cuts[1:])) if nf else 0
     flows = max(b - a for a, b in zip(cuts[:-1], cuts[1:])) if nf else 0
+    ends = np.full(nf, -1, np.int64) if f_end is None else f_end
     jobs = [
-        (src, order, bounds[f0 : f1 + 1], fids[f0:f1], f_sdir[f0:f1], f_mss[f0:f1], f_wsa[f0:f1], f_wsb[f0:f1])
+        (
+            src,
+            order,
+            bounds[f0 : f1 + 1],
+            fids[f0:f1],
+            f_sdir[f0:f1],
+            f_mss[f0:f1],
+            f_wsa[f0:f1],
+            f_wsb[f0:f1],
+            ends[f0:f1],
+        )
         for f0, f1 in zip(cuts[:-1], cuts[1:])
     ]
     threads = min(THREADS, len(jobs))
@@ -620,7 +636,7 @@ def _enum_idx(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:
     return _cats(names)[codes]
 
 
-def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb, read=None) -> list[FlowEvents]:
+def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb, f_end, read=None) -> list[FlowEvents]:
     import polars as pl
 
     from hscc_trace import schema
@@ -647,6 +663,8 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb, read
         vt = from_handshake(h, int(W.sdir[f]))
         if vt is None:  # the data rule needs the flow's arrays
             vt = detect(W.flow(f, lo, hi))
+        if f_end[f] >= 0 and (vt.method != "handshake" or vt.both_turnarounds):  # the TTLs name it
+            vt = at_end(vt, "sender" if f_end[f] == 0 else "receiver")
         vts.append(vt)
         at = not (vt.vantage in ("receiver", "mid-path") and vt.offset_ns > 0)
         at_sender[f] = at

@@ -6,6 +6,9 @@ and ``d2`` = SYN/ACK → ACK at the capture point: near the initiator A, ``d1`` 
 when that side's gap is below :data:`NEAR_FRACTION` of ``d1 + d2``, or below the host-turnaround
 floor (:data:`hscc_trace.flows.near.TURNAROUND_FLOOR_NS`, 200 µs) while the other gap is more than
 twice it — at a µs round trip the turnaround is no small fraction; otherwise it is mid-path.
+Where both gaps are under the floor (at a receiver over veth they are alike), or without the
+handshake, the end the flow table's IP TTLs name (:func:`hscc_trace.flows.near.ttl_near`), when
+they name one, replaces the timing's answer (:func:`at_end`, in :func:`.tables.build_flow_events`).
 
 Data rule (no handshake): ``S`` = median time from a data segment to the ACK that first covers
 exactly its end (the capture point → receiver → capture point part), ``X`` = median time from a
@@ -29,7 +32,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from hscc_trace.flows.near import near_by_floor
+from hscc_trace.flows.near import TURNAROUND_FLOOR_NS, near_by_floor
 from hscc_trace.perf.jit import njit
 
 from .core import seek
@@ -49,6 +52,9 @@ class Vantage:
     method: str  # "handshake", "data", or "none"
     near_gap_ns: int | None = None  # receiver-side part (S or the receiver's handshake gap)
     far_gap_ns: int | None = None  # sender-side part (X or the sender's handshake gap)
+    #: both handshake gaps are under the host-turnaround floor: either may be a host's own
+    #: turnaround, and the TTLs may name the end (:func:`at_end`)
+    both_turnarounds: bool = False
 
 
 def _classify(sender_part: float, receiver_part: float, floor: bool = False) -> str:
@@ -138,8 +144,20 @@ def from_handshake(h: Handshake, sender_dir: int) -> Vantage | None:
             receiver_part = d1 if sender_dir == 0 else d2
             v = _classify(sender_part, receiver_part, floor=True)
             off = 0 if v == "sender" else int(sender_part)
-            return Vantage(v, off, "handshake", int(receiver_part), int(sender_part))
+            both = max(d1, d2) < TURNAROUND_FLOOR_NS
+            return Vantage(v, off, "handshake", int(receiver_part), int(sender_part), both)
     return None
+
+
+def at_end(v: Vantage, side: str) -> Vantage:
+    """``v`` moved to ``side`` (sender or receiver), where the flow table's TTLs name that end
+    (:func:`hscc_trace.flows.near.ttl_near`) and the timing cannot: both handshake gaps under the
+    floor, or no handshake. The correction stays the sender-side part ``v`` measured (the
+    handshake's sender-side gap, or ``X``; nothing at the sender)."""
+    if v.vantage == side:
+        return v
+    off = 0 if side == "sender" else int(v.far_gap_ns or 0)
+    return Vantage(side, off, v.method, v.near_gap_ns, v.far_gap_ns, v.both_turnarounds)
 
 
 def handshake_rtt(v: Vantage) -> float | None:

@@ -36,7 +36,7 @@ from hscc_trace.addr import to_str
 from hscc_trace.errors import Warn
 from hscc_trace.perf.jit import njit
 
-from .near import near_by_floor, near_by_floor_compiled
+from .near import both_turnarounds, both_turnarounds_compiled, near_by_floor, near_by_floor_compiled, ttl_near
 
 if TYPE_CHECKING:  # polars is imported where a table is built, so the flows fast path can import it
     import polars as pl  # in the background while the compiled kernels run (hscc_trace.capture.load_flows)
@@ -116,6 +116,9 @@ _SIDE_FIELDS = (
     "fl_ack",
     "fl_last",
     "gap_min",
+    # the smallest and largest IP TTL (hop limit) of this side's packets: where the capture is
+    "ttl_lo",
+    "ttl_hi",
 )
 _COL: dict[str, int] = {}
 for _n in _FLOW_FIELDS:
@@ -150,6 +153,8 @@ for _n, _v in (
     ("fl_ack", -1),
     ("fl_last", -1),
     ("gap_min", _I64_MAX),
+    ("ttl_lo", 256),
+    ("ttl_hi", -1),
 ):
     _DEFAULT[_COL[_n]] = _v
     if _n in _SIDE_FIELDS:
@@ -192,6 +197,7 @@ C_TS_SET, C_TS_RAW, C_TS_U, C_TQ_H, C_TQ_T, C_TQ_N = (
     _COL[n] for n in ("ts_set", "ts_raw", "ts_u", "tq_h", "tq_t", "tq_n")
 )
 C_FL_ACK, C_FL_LAST, C_GAP_MIN = (_COL[n] for n in ("fl_ack", "fl_last", "gap_min"))
+C_TTL_LO, C_TTL_HI = _COL["ttl_lo"], _COL["ttl_hi"]
 
 #: RTT sample kinds (how a sample was measured; the sample's side byte is side + 2 · kind):
 #: data → its ACK at the capture point; release → ACK through the timestamp echo; release → ACK
@@ -251,6 +257,7 @@ class Packets(NamedTuple):
     tsval: np.ndarray  # uint32
     tsecr: np.ndarray  # uint32
     ipv: np.ndarray  # uint8
+    ttl: np.ndarray  # uint8, IPv4 TTL / IPv6 hop limit
     status: np.ndarray  # uint8, the decoder's status per packet (0 = TCP row); empty: every packet is one
 
     @staticmethod
@@ -279,6 +286,7 @@ class Packets(NamedTuple):
             c["opt_tsval"],
             c["opt_tsecr"],
             c["ip_version"],
+            c["ip_ttl"],
             status,
         )
 
@@ -346,7 +354,11 @@ def _away(g1, g2, a_side):
     """Where the capture is, from the handshake's gaps SYN → SYN/ACK ``g1`` and SYN/ACK → third
     ACK ``g2`` (ns) as :meth:`FlowTracker._columns` decides the vantage: near a side whose gap is
     under a quarter of the other or its turnaround (:func:`.near.near_by_floor`). Bit k set: away
-    from side k's end (endpoint A is side ``a_side``)."""
+    from side k's end (endpoint A is side ``a_side``); -1 (every kind of sample kept, as without a
+    handshake) when both gaps are under the floor (:func:`.near.both_turnarounds`): the TTLs
+    may name the end there."""
+    if both_turnarounds_compiled(g1, g2):
+        return -1
     near_a = g2 * 4 < g1 or near_by_floor_compiled(g2, g1)
     near_b = g1 * 4 < g2 or near_by_floor_compiled(g1, g2)
     return (0 if near_a else 1 << a_side) | (0 if near_b else 1 << (1 - a_side))
@@ -449,7 +461,7 @@ def _flow_kernel(i0, pk, tab, nodes, smp, per_packet, out):
     ``n_end`` (unwrapped value) and ``n_ts`` (first time seen).
     """
     (shi, slo, dhi, dlo, sport, dport, flags, seq, ack, win, plen, wire, ts, mss, has_mss, ws, has_ws) = pk[:17]
-    sackp, has_tsopt, tsval, tsecr, ipv, status = pk[17:]
+    sackp, has_tsopt, tsval, tsecr, ipv, ttl, status = pk[17:]
     S, ADDR, default, tkeys, tval, ctl, acc = tab
     n_end, n_ts, n_flag, n_next, n_rel, n_rk = nodes
     rf, rs, rv, rtt_acc = smp
@@ -536,6 +548,11 @@ def _flow_kernel(i0, pk, tab, nodes, smp, per_packet, out):
         ln = np.int64(plen[i])
         S[r, C_LAST_TS] = t
         S[r, C_PKTS + s] += 1
+        h = np.int64(ttl[i])
+        if h < S[r, C_TTL_LO + s]:
+            S[r, C_TTL_LO + s] = h
+        if h > S[r, C_TTL_HI + s]:
+            S[r, C_TTL_HI + s] = h
         S[r, C_BYTES + s] += wire[i]
         S[r, C_PAYLOAD + s] += ln
         if fl & 0x04:
@@ -1006,6 +1023,12 @@ class FlowTracker:
                 np.where(near_b, np.where(sender_is_a, "receiver", "sender"), "mid-path"),
             ),
         )
+        # where the gaps cannot name the end (both under the floor) or there is no handshake: the
+        # IP TTLs, when one side's are at an initial value and the other's below it (.near.ttl_near)
+        lo_s, hi_s, lo_r, hi_r = side(C_TTL_LO, snd), side(C_TTL_HI, snd), side(C_TTL_LO, rcv), side(C_TTL_HI, rcv)
+        ttl_snd, ttl_rcv = ttl_near(lo_s, hi_s, lo_r, hi_r), ttl_near(lo_r, hi_r, lo_s, hi_s)
+        by_ttl = (~hs_ok | both_turnarounds(g1, g2)) & (ttl_snd | ttl_rcv)
+        vantage = np.where(by_ttl, np.where(ttl_snd, "sender", "receiver"), vantage)
         # RTT of the data sender's segments, measured as the vantage point allows
         rmin, rmed, rmax, method = self._rtt_columns(nf, snd, vantage)
         handshake = (S[:, C_SYN_SIDE] >= 0) & (S[:, C_SYNACK_SIDE] >= 0) & (S[:, C_SYNACK_SIDE] != S[:, C_SYN_SIDE])
@@ -1200,6 +1223,7 @@ def _columns(pk: pl.DataFrame) -> dict[str, np.ndarray]:
             "ip_version",
         )
     }
+    c["ip_ttl"] = pk["ip_ttl"].fill_null(0).to_numpy() if "ip_ttl" in pk.columns else np.zeros(pk.height, np.uint8)
     c["opt_mss"] = pk["opt_mss"].fill_null(0).to_numpy()
     c["has_mss"] = pk["opt_mss"].is_not_null().to_numpy()
     c["opt_wscale"] = pk["opt_wscale"].fill_null(0).to_numpy()

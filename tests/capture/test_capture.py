@@ -525,7 +525,7 @@ def test_decode_all_flow_columns_equal_the_full_decoder_on_every_capture():
             split, st_split = decode.decode_all(batch, sc, m)
             assert np.array_equal(st_split, st_lite), path.name
             tcp = st_lite == decode.OK
-            for name in ("src_lo", "dst_hi", "sport", "seq", "ack", "flags", "payload_len"):
+            for name in ("src_lo", "dst_hi", "sport", "seq", "ack", "flags", "payload_len", "ip_ttl"):
                 assert np.array_equal(split[name][tcp], lite[name][tcp]), (path.name, name)
             tcp_syn = tcp & ((lite["flags"] & 0x02) != 0)
             for name in ("has_mss", "opt_sack_perm"):

@@ -315,6 +315,87 @@ def test_h_vantage_us_rtt_sender_capture_is_at_the_sender():
     assert (row["vantage"], row["rtt_method"]) == ("sender", "data-ack")
 
 
+USRTT_RCV = USRTT.with_name("cubic-usrtt-receiver.pcap")
+USRTT_RCV_NOHS = USRTT.with_name("cubic-usrtt-receiver-nohs.pcap")
+USRTT_SND_NOHS = USRTT.with_name("cubic-usrtt-sender-nohs.pcap")
+
+
+def _data_rule_parts_us(path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[float, float]:
+    """(S, X) of the data rule (hscc_trace.events.vantage's docstring) for flow 0, in µs."""
+    import hscc_trace.events.vantage as vantage
+    from hscc_trace.flows import load
+
+    seen = []
+    orig = vantage._data_parts
+    monkeypatch.setattr(vantage, "_data_parts", lambda fa: seen.append(orig(fa)) or seen[-1])
+    flow_events(load(str(path)), 0)
+    S, X = seen[0]
+    return round(S / 1e3, 1), round(X / 1e3, 1)
+
+
+def test_h_vantage_us_rtt_receiver_capture_is_at_the_receiver_by_its_ttls():
+    """The same path captured at the receiver (tests/events/data/README.md): SYN → SYN/ACK (the
+    receiver's own turnaround) 10.3 µs, SYN/ACK → ACK (the path and the sender's turnaround)
+    11.0 µs. Neither is under 10 % of the 21.3 µs, nor under half the other: by the gaps alone,
+    mid-path. Both are under the 200 µs floor, so the TTLs decide: the sender's SYN arrives with
+    63 (64 less the router), the receiver's SYN/ACK leaves with 64 — at the receiver. The
+    correction is the sender's gap, d2 = 10 996 ns."""
+    from hscc_trace.events.prep import Handshake
+    from hscc_trace.events.vantage import from_handshake
+    from hscc_trace.flows import load
+    from hscc_trace.flows.scan import flow_rows
+
+    cap = load(str(USRTT_RCV))
+    head = cap.packets.head(3)
+    assert head["flags"].to_list() == [0x02, 0x12, 0x10]
+    assert head["ip_ttl"].to_list() == [63, 64, 63]
+    t = head["ts_ns"].to_list()
+    assert [t[1] - t[0], t[2] - t[1]] == [10282, 10996]
+    h = Handshake(seen=True, syn_ns=t[0], synack_ns=t[1], ack_ns=t[2])
+    assert from_handshake(h, 0).vantage == "mid-path"  # (the gaps alone)
+    fe = flow_events(cap, 0)
+    assert (fe.vantage, fe.rtt_offset_s) == ("receiver", 10996e-9)
+    row = flow_rows(str(USRTT_RCV)).rows[0]
+    assert (row["vantage"], row["rtt_method"]) == ("receiver", "ts-echo")
+
+
+def test_h_vantage_us_rtt_receiver_capture_without_handshake_is_at_the_receiver(monkeypatch):
+    """Captured at the receiver from 1 s into the connection: S (data → its ACK: the receiver's
+    own ACK delay, on a loaded host) = 337.9 µs, X (ACK → the sender's first echo of it: the
+    path and the sender) = 62.2 µs. 10 % of the 400.1 µs is 40.0 µs: neither part is under it,
+    so the data rule says mid-path; and the smaller part is the far one, so a host-turnaround
+    floor on the data rule would call it the sender's (X under 200 µs and under half of S). The
+    TTLs decide instead: the sender's packets arrive with 63, the receiver's leave with 64. The
+    correction is X."""
+    from hscc_trace.flows import load
+    from hscc_trace.flows.near import near_by_floor
+
+    assert _data_rule_parts_us(USRTT_RCV_NOHS, monkeypatch) == (337.9, 62.2)
+    assert near_by_floor(62205, 337887)  # (what a floor would take as the sender's turnaround)
+    cap = load(str(USRTT_RCV_NOHS))
+    fl = cap.flows.row(0, named=True)
+    assert (fl["handshake"], fl["sender_dir"], str(fl["vantage"])) == (False, 1, "receiver")
+    ttl = cap.packets.group_by("dir").agg(pl.col("ip_ttl").min().alias("lo"), pl.col("ip_ttl").max().alias("hi"))
+    assert sorted(ttl.rows()) == [(0, 64, 64), (1, 63, 63)]  # (dir 1: B → A, the data sender B)
+    fe = flow_events(cap, 0)
+    assert (fe.vantage, fe.rtt_offset_s) == ("receiver", 62205e-9)
+
+
+def test_h_vantage_us_rtt_sender_capture_without_handshake_is_at_the_sender(monkeypatch):
+    """Captured at the sender from 1 s into the connection: S (data → its ACK: the path, the
+    queue and the receiver) = 215.7 µs, X (the sender's own reaction) = 46.4 µs. 10 % of the
+    262.1 µs is 26.2 µs: neither part is under it, so the data rule says mid-path. The TTLs:
+    the sender's packets leave with 64, the receiver's arrive with 63 — at the sender, no
+    correction."""
+    from hscc_trace.flows import load
+
+    assert _data_rule_parts_us(USRTT_SND_NOHS, monkeypatch) == (215.7, 46.4)
+    cap = load(str(USRTT_SND_NOHS))
+    assert str(cap.flows.row(0, named=True)["vantage"]) == "sender"
+    fe = flow_events(cap, 0)
+    assert (fe.vantage, fe.rtt_offset_s) == ("sender", 0.0)
+
+
 @pytest.mark.parametrize(
     ("d1_us", "d2_us", "sender_dir", "want"),
     [

@@ -193,6 +193,55 @@ def test_vantage_from_handshake_gaps(tmp_path, gaps, sender_is_a, want):
     assert cap(tmp_path, pkts).flows["vantage"].to_list() == [want]
 
 
+def _ttl_packets(gaps, ttl_a, ttl_b, handshake_seen=True):
+    """A sends 20 segments to B (each ACKed); with ``handshake_seen`` after a handshake with
+    gaps ``gaps`` (s). A's packets carry IP TTL ``ttl_a``, B's ``ttl_b``."""
+
+    def pkt(t, a_side, flags, seq, ack, data=b""):
+        src, dst, sp, dp, ttl = (A, B, PA, PB, ttl_a) if a_side else (B, A, PB, PA, ttl_b)
+        isn, iack = (ISN_A, ISN_B) if a_side else (ISN_B, ISN_A)
+        ip = S.IP(src=src, dst=dst, ttl=ttl)
+        tcp = S.TCP(sport=sp, dport=dp, flags=flags, seq=(isn + seq) % 2**32, ack=(iack + ack) % 2**32)
+        return t, S.Ether() / ip / tcp / data
+
+    g1, g2 = gaps
+    out = (
+        [pkt(0.0, True, "S", 0, 0), pkt(g1, False, "SA", 0, 1), pkt(g1 + g2, True, "A", 1, 1)] if handshake_seen else []
+    )
+    for k in range(20):
+        t = 0.001 + k * 0.0001
+        out += [pkt(t, True, "PA", 1 + 100 * k, 1, b"d" * 100), pkt(t + 0.00005, False, "A", 1, 101 + 100 * k)]
+    return out
+
+
+@pytest.mark.parametrize(
+    "gaps,ttl_a,ttl_b,seen,want,events_want",
+    [
+        # a µs round trip (gaps 10 / 11 µs, alike: mid-path by the timing); A sends the data
+        ((10e-6, 11e-6), 63, 64, True, "receiver", "receiver"),  # A's packets crossed a router, B's did not
+        ((10e-6, 11e-6), 64, 63, True, "sender", "sender"),  # the reverse: at A
+        ((10e-6, 11e-6), 64, 64, True, "mid-path", "mid-path"),  # no router between (loopback, one link)
+        ((10e-6, 11e-6), 128, 52, True, "sender", "sender"),  # a Windows sender, 76 hops from B
+        ((10e-6, 11e-6), 60, 63, True, "mid-path", "mid-path"),  # 60 is no initial TTL: the TTLs do not tell
+        # gaps above the floor: the timing decides and the TTLs are not read (50 ms vs 0.1 ms: at A)
+        ((0.050, 0.0001), 63, 64, True, "sender", "sender"),
+        # no handshake: the TTLs, when they tell; else the table says unknown
+        (None, 63, 64, False, "receiver", "receiver"),
+        (None, 64, 64, False, "unknown", None),
+    ],
+)
+def test_vantage_from_ttls_where_the_timing_cannot_tell(tmp_path, gaps, ttl_a, ttl_b, seen, want, events_want):
+    """.near.ttl_near: where both handshake gaps are under the 200 µs floor, or there is no
+    handshake, one side's packets at an initial TTL (64, 128, 255) and the other's below it put the
+    capture on the first side's host or link. ``events_want`` None: the data rule's (not checked)."""
+    from hscc_trace.events import flow_events
+
+    c = cap(tmp_path, _ttl_packets(gaps or (0.0, 0.0), ttl_a, ttl_b, seen))
+    assert c.flows["vantage"].cast(str).to_list() == [want]
+    if events_want is not None:
+        assert flow_events(c, 0).vantage == events_want
+
+
 def test_options_negotiated_in_the_syns(tmp_path):
     a = [("MSS", 1460), ("WScale", 7), ("SAckOK", b""), ("Timestamp", (1, 0))]
     b = [("MSS", 1400), ("WScale", 9), ("Timestamp", (2, 1))]
