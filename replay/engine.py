@@ -90,6 +90,9 @@ class Prepared:
     frame: pl.Series | None = None
     # s — the handshake's RTT as the sender measured it (FlowEvents.handshake_rtt_s; tp.handshake_rtt), nan: unknown
     handshake_rtt: float = math.nan
+    # s — when the sender's congestion control started (tp.ca_init): the SYN/ACK's capture time at a
+    # capture at the sender (its last SYN + the handshake RTT, :func:`_ca_init_time`); nan: unknown
+    ca_init: float = math.nan
     # the transmit times of new data, when the segments' capture times are the sender's (a capture
     # at the data sender): each new-data segment's first and end byte (bytes, the ACKs' sequence
     # space, ends ascending) and its capture time (s, the clock of ``ev[:, E_T]``); empty: unknown
@@ -112,6 +115,7 @@ def prepare(
     handshake_rtt: float | None = None,
     *,
     send_times: bool = False,
+    at_sender: bool = False,
 ) -> Prepared:
     """Build the input matrix from a schema.ACKS DataFrame.
 
@@ -124,7 +128,9 @@ def prepare(
     loop gives the algorithms as ``tp.handshake_rtt``. ``send_times``: the capture times of
     ``segments`` are the sender's transmit times (a capture at the data sender,
     ``FlowEvents.vantage == "sender"``); the delivery-rate samples then time each packet by its
-    own transmission (:func:`rate_samples`).
+    own transmission (:func:`rate_samples`). ``at_sender``: the capture is at the data sender,
+    so that the SYN/ACK's capture time (the SYN's + ``handshake_rtt``) is when the sender's
+    congestion control started (``tp.ca_init``, :func:`_ca_init_time`).
     """
     if mss is None or mss <= 0:
         raise InputError(f"MSS must be a positive number of bytes (got {mss!r})")
@@ -206,9 +212,29 @@ def prepare(
     _idle_times(ev, ts, segments)
     frame = acks.get_column("frame").cast(pl.UInt64).alias("frame")
     prep = Prepared(ev, ts, int(mss), first_flight, frame=frame, handshake_rtt=hs)
+    if at_sender and segments is not None and segments.height and hs == hs:
+        prep.ca_init = _ca_init_time(segments, int(ts[0]), hs)
     if send_times and segments is not None and segments.height:
         prep.send_seq, prep.send_end, prep.send_t = _new_data_send_times(segments, int(ts[0]))
     return prep
+
+
+def _ca_init_time(segments: pl.DataFrame, t0_ns: int, handshake_rtt: float) -> float:
+    """When the sender's congestion control started (s since ``t0_ns``; nan: no SYN captured).
+    An active opener runs ``tcp_init_congestion_control`` (the module's ``init``) as the SYN/ACK
+    arrives (net/ipv4/tcp_input.c ``tcp_rcv_synsent_state_process`` → ``tcp_finish_connect`` →
+    ``tcp_init_transfer``). At a capture at the sender that is the SYN/ACK's capture time: the
+    last SYN's (the segment at sequence 0 without payload that the SYN/ACK answers, the last one
+    before the first byte of data) plus the handshake RTT (SYN → SYN/ACK there)."""
+    seq = segments.get_column("seq").to_numpy()
+    length = segments.get_column("len").to_numpy()
+    end = segments.get_column("end_seq").to_numpy()
+    data = np.flatnonzero(length > 0)
+    upto = int(data[0]) if data.size else seq.size
+    syn = np.flatnonzero((seq[:upto] == 0) & (length[:upto] == 0) & (end[:upto] == 1))
+    if not syn.size:
+        return math.nan
+    return (int(segments.get_column("ts_ns").to_numpy()[syn[-1]]) - t0_ns) / 1e9 + handshake_rtt
 
 
 def _new_data_send_times(segments: pl.DataFrame, t0_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -635,6 +661,7 @@ def _setup(r: Resolved, prep: Prepared, compiled: bool | None) -> tuple[Callable
         tpa[T.CWND] = iw
     tpa[T.MSS] = float(prep.mss)
     tpa[T.HANDSHAKE_RTT] = prep.handshake_rtt
+    tpa[T.CA_INIT] = prep.ca_init
     st = S.copy(init.st)
     p = S.copy(init.p)
     fn, tops, ev = plan.fn, plan.tops, prep.ev
@@ -680,6 +707,7 @@ def _initial(r: Resolved) -> _Initial:
     tpa[T.LAST_ECN_ROUND] = -1.0
     tpa[T.DELIVERED_TIME] = math.nan
     tpa[T.HANDSHAKE_RTT] = math.nan
+    tpa[T.CA_INIT] = math.nan
     tpa[T.CWND_USAGE_SEQ] = -math.inf
     tpa.setflags(write=False)
     hit = _Initial(r, tpa, iw <= 0.0, r.new_state(), r.new_params())
@@ -986,8 +1014,9 @@ def replay(
     ``meanwhile``: called once, in this thread, while the loops run ahead in the helper thread
     (before the first table is built), or before the loops when they do not run ahead — work
     of the caller's that does not need the replays (the pipeline's evidence of the flow: the
-    loops of a long flow otherwise leave this thread waiting). ``handshake_rtt`` and
-    ``send_times``: as in :func:`prepare`.
+    loops of a long flow otherwise leave this thread waiting). ``handshake_rtt``: as in
+    :func:`prepare`; ``send_times``: the capture is at the data sender (:func:`prepare`'s
+    ``at_sender``, and its ``send_times`` when an algorithm takes rate samples).
     """
     algos = list(algos)
     names = [a for a in algos if isinstance(a, str)]
@@ -1000,7 +1029,7 @@ def replay(
         raise InputError("no algorithm given (see `hscc-trace algorithms`)")
     # (the send times serve only the rate samples: not looked up for a set that needs none)
     need_rate = any(_needs_rate(r) for r in order)
-    prep = prepare(acks, mss, segments, handshake_rtt, send_times=send_times and need_rate)
+    prep = prepare(acks, mss, segments, handshake_rtt, send_times=send_times and need_rate, at_sender=send_times)
     labels = [r.label for r in order]
     for k, label in enumerate(labels):
         if label in labels[:k]:

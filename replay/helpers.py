@@ -231,8 +231,10 @@ def westwood_on_ack(st, tp, acked_bytes):
 
 # The same estimator as Linux counts it (flavor linux): time in jiffies (1/HZ s), RTTs rounded up
 # to whole jiffies (usecs_to_jiffies), B in whole bytes per jiffy with integer 7/8 filters, the
-# window opened when the connection was established (tcp_westwood_init at the SYN-ACK, one RTT
-# before the first ACK of data, whose own bytes are not counted: first_ack), duplicate and SACK
+# window opened when the connection was established (tcp_westwood_init as the SYN-ACK arrives,
+# tp.ca_init; unknown: one RTT before the first ACK of data), the first ACK's own bytes not counted
+# (first_ack) — that ACK closes the window when more than max(RTT, 50 ms) have passed since, with
+# bk = 0, which leaves the filters empty for the next sample (westwood_filter) —, duplicate and SACK
 # ACKs counted by westwood_acked_count (one MSS each, taken back when the cumulative ACK moves).
 # The kernel's jiffies phase against the trace's clock is unknown: jiffies = ⌊t·HZ⌋ from the
 # first ACK. The caller splices WESTWOOD_LINUX_STATE into its state; westwood_linux_rtt on each
@@ -289,8 +291,12 @@ def westwood_linux_on_ack(st, tp, hz):
     # while the sender is out of the open state (its ACKs carry SACK blocks)
     slow = tp.acked == 0.0 or tp.sacked > 0.0 or tp.state != OPEN
     if st.wl_first:
-        rtt = tp.rtt if tp.rtt > 0.0 else 0.0
-        st.wl_win_sx = math.floor((tp.now - rtt) * hz + 1e-9)
+        # rtt_win_sx = the jiffies of tcp_westwood_init: as the SYN/ACK arrived (tp.ca_init) or,
+        # unknown, one RTT before this ACK (when the first data went out)
+        opened = tp.ca_init
+        if not (opened <= tp.now):  # (nan-safe)
+            opened = tp.now - (tp.rtt if tp.rtt > 0.0 else 0.0)
+        st.wl_win_sx = math.floor(opened * hz + 1e-9)
         st.wl_snd_una = tp.snd_una
         st.wl_first = False
         slow = True  # the connection's first ACKs are not header-predicted: it counts as one MSS

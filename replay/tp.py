@@ -81,7 +81,10 @@ DELIVERED_TIME = 46  # s — time of the last ACK that delivered data (Linux tp-
 HANDSHAKE_RTT = 47  # s — handshake RTT as the sender timed it (Linux tcp_min_rtt at bbr_init); nan: unknown
 # --- transmission after idle (Linux tcp_slow_start_after_idle_check / CA_EVENT_TX_START) ---
 IDLE = 48  # s — now − lsndtime of the sender's first transmission since the previous ACK when nothing was in flight (0: none)
-NTP = 49  # size of tp
+# --- the connection before the ACK stream (continued): when congestion control started (Linux
+# tcp_init_congestion_control, as the SYN/ACK arrives) ---
+CA_INIT = 49  # s — since the first ACK (negative: before it); nan: unknown
+NTP = 50  # size of tp
 
 #: tp's fields, in slot order: (name, kind) as replay.state declares records
 FIELDS: tuple[tuple[str, str], ...] = tuple(

@@ -33,7 +33,7 @@ class Hooks:
         self.named = self.r.base.named
         self.p = interp(self.r.new_params())
         self.tp = T.interp(np.zeros(T.NTP))  # tp.cwnd is tp[T.CWND]
-        for k in (T.RTT, T.MIN_RTT, T.SRTT, T.RTTVAR, T.ROUND_MIN_RTT, T.CUR_ROUND_MIN_RTT):
+        for k in (T.RTT, T.MIN_RTT, T.SRTT, T.RTTVAR, T.ROUND_MIN_RTT, T.CUR_ROUND_MIN_RTT, T.CA_INIT):
             self.tp[k] = math.nan
         self.tp[T.SSTHRESH] = math.inf
         self.tp[T.MSS] = float(MSS)

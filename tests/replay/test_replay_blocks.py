@@ -422,6 +422,33 @@ def test_westwood_linux_estimator_counts_like_tcp_westwood():
     assert h["bw_rttmin"] == 16.0
 
 
+def test_westwood_linux_window_opens_at_the_synack_and_first_ack_closes_it_empty():
+    # tcp_westwood_init sets rtt_win_sx at the SYN/ACK (tp.ca_init); here the SYN/ACK came 60 ms
+    # before the first ACK of data (the application wrote 20 ms after it, the RTT is 40 ms).
+    # HZ 250, MSS 1000 B, RTT 0.04 s → 10 jiffies.
+    def run(ca_init):
+        h = Hooks("westwood").set(FLAVOR=1.0, MSS=1000.0, SACKED=0.0, CA_INIT=ca_init)
+        h.call("init")
+        out = []
+        for now, una, acked in ((0.0, 1001, 1), (0.01, 21001, 20), (0.052, 41001, 20)):
+            h.call("on_rtt_sample", 0.04)
+            h.set(NOW=now, RTT=0.04, SND_UNA=float(una), ACKED=float(acked))
+            h.call("on_ack")
+            out.append((h.st.wl_bk, h["bw_bps"] / 8.0))
+        return out
+
+    # known: rtt_win_sx = ⌊−0.06·250⌋ = −15. First ACK (jiffy 0): Δ 15 > max(10, 12) → the window
+    # closes with bk 0: sample ⌊0/15⌋ = 0, and westwood_filter leaves the filters empty (both 0);
+    # the window reopens at jiffy 0 and the ACK counts one MSS (slow path): bk 1000, B 0.
+    # t 0.01 (jiffy 2): Δ 2, bk 21000. t 0.052 (jiffy 13): Δ 13 > 12 → sample ⌊21000/13⌋ = 1615
+    # fills both filters: B = 1615 B/jiffy = 403 750 B/s; bk restarts with this ACK's 20000.
+    assert run(-0.06) == [(1000.0, 0.0), (21000.0, 0.0), (20000.0, 1615.0 * 250.0)]
+    # unknown (nan): the window opened one RTT before the first ACK, ⌊−0.04·250⌋ = −10: Δ 10 at
+    # the first ACK, not > 12; Δ 12 at jiffy 2, not > 12; at jiffy 13 Δ 23 → ⌊21000/23⌋ = 913: the
+    # first sample takes in the first ACK's flight as well and spreads it over 23 jiffies
+    assert run(math.nan) == [(1000.0, 0.0), (21000.0, 0.0), (20000.0, 913.0 * 250.0)]
+
+
 def test_westwood_rfc_loss_cwnd_is_min_of_cwnd_and_bandwidth_delay_window():
     # Westwood+ on n dupACKs: ssthresh = max(2, B·RTTmin/MSS); if cwnd > ssthresh: cwnd = ssthresh.
     # B = 12 500 000 B/s (100 Mbit/s), RTTmin 80 ms, MSS 1000 B: B·RTTmin/MSS = 1 000 000/1000 = 1000.

@@ -344,6 +344,43 @@ def test_property_parity_and_sane_windows(specs, name, flavor):
     assert np.all(ss >= 1.0)
 
 
+def _handshake_segments(rows: list[tuple[int, int, float]]) -> pl.DataFrame:
+    """schema.SEGMENTS rows (seq, len, capture time s since the first ACK at 1 s): len 0 at seq 0 is a SYN."""
+    return schema.conform(
+        pl.DataFrame(
+            [
+                {
+                    "frame": k + 1,
+                    "ts_ns": 1_000_000_000 + int(round(t * 1e9)),
+                    "seq": seq,
+                    "len": n,
+                    "kind": "new" if k == 0 or n else "retransmission",
+                    "end_seq": seq + n + (1 if n == 0 else 0),
+                    "rexmit": False,
+                }
+                for k, (seq, n, t) in enumerate(rows)
+            ],
+            schema=schema.polars_schema(schema.SEGMENTS),
+            strict=False,
+        ),
+        schema.SEGMENTS,
+    )
+
+
+def test_ca_init_is_the_synack_time_at_a_capture_at_the_sender():
+    # A SYN at −1.2 s, retransmitted at −0.2 s (the SYN/ACK answers the last one), data from −0.1 s;
+    # handshake RTT 0.05 s → the SYN/ACK came at −0.2 + 0.05 = −0.15 s: tcp_init_congestion_control
+    # ran then (tp.ca_init). Only at the sender (elsewhere the SYN's capture time is not the
+    # sender's); no handshake RTT or no SYN captured → nan.
+    acks = stream([{}, {}])
+    seg = _handshake_segments([(0, 0, -1.2), (0, 0, -0.2), (1, MSS, -0.1), (1 + MSS, MSS, -0.1)])
+    assert engine.prepare(acks, MSS, seg, 0.05, at_sender=True).ca_init == pytest.approx(-0.15)
+    assert math.isnan(engine.prepare(acks, MSS, seg, 0.05).ca_init)
+    assert math.isnan(engine.prepare(acks, MSS, seg, None, at_sender=True).ca_init)
+    no_syn = _handshake_segments([(1, MSS, -0.1), (1 + MSS, MSS, -0.1)])
+    assert math.isnan(engine.prepare(acks, MSS, no_syn, 0.05, at_sender=True).ca_init)
+
+
 def test_empty_and_malformed_streams():
     empty = stream([{}]).head(0)
     res = engine.replay(empty, MSS, ["reno", "cubic"])
