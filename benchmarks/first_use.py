@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """Measure what the first-use rule (hscc_trace/perf/firstuse.py) needs: per kernel, the seconds
-numba takes to compile it and the seconds per item its Python function takes interpreted.
+numba takes to compile it and the seconds per item its Python function takes interpreted (CPU
+seconds of the calling thread, ``time.thread_time``, as the rule counts them: other processes'
+load does not inflate them).
 
 Two child processes run the same work — ``analyze`` of the given captures with every default
 algorithm, the HTML report and the JSON results, then per capture what ``hscc-trace flows``

@@ -313,7 +313,7 @@ def _compact(lo, hi, j, k, known, rows, sv, po, seg, acks):
     return j, k
 
 
-@njit(work=lambda a: len(a[1].snd), cost=(26.88, 1.29e-05), cache=True, nogil=True)
+@njit(work=lambda a: len(a[1].snd), cost=(52.73, 3.86e-05), cache=True, nogil=True)
 def _run_flows(bounds, rows, fp, dupthresh, rto_min_ns, sv, po, ep, seg, acks, rr, frac, lookback, counts):
     """Per flow of a batch (flow ``f`` = rows ``bounds[f]:bounds[f+1]``), while its rows are in
     cache: the state machine (:func:`.core.analyze`), its segment and ACK rows into the ``s_*`` and

@@ -5,17 +5,18 @@ and caches the machine code; interpreted, the same Python function costs microse
 The rule, per kernel and argument types (``auto``, the default), by its ``@njit(cost=…)``:
 
 1. compiled in this process, or stamped → compiled;
-2. else, while this process's *rent* (per call its measured seconds, at least items ×
-   ``interp_s``) plus this call's expected seconds (items at the rent's rate) stay within
-   ``compile_s`` (break-even) → its Python function (the same source, :func:`pure`);
-3. else compile now, and stamp. A rent past half of ``compile_s`` stamps too (``due``): the next run compiles.
+2. else, while its *rent* (CPU seconds interpreted in this and earlier runs: per call measured
+   by ``time.thread_time``, at least items × ``interp_s``) plus this call's expected seconds (items at the rent's rate) stay
+   within ``compile_s`` (break-even) → its Python function (the same source, :func:`pure`);
+3. else compile now, and stamp (ski rental: at most twice the better choice in hindsight).
 
 numba has no public way to ask its cache, so each compilation writes a *stamp* in the cache
 folder's ``compiled/``, named by the kernel, a hash of its install (where the package is: two
-installs may share a cache folder), one of its version (source file's mtime and size, its callees'
-sources, numba, Python, the machine, numba's cache folder: what its cache entry depends on) and the
-argument types; a new stamp removes the same install's stamps of the kernel's other versions and
-every older format (:func:`prune`). A stale stamp costs one compilation, not announced beforehand.
+installs may share a cache folder), one of its version (source file's mtime and size, its callees' sources,
+numba, Python, the machine, numba's cache folder: what numba's cache entry depends on) and one of the
+argument types: empty, compiled; before that, the rent (``items seconds``, per :data:`SAVE_S`). A
+new stamp removes the same install's stamps of the kernel's other versions and every older format
+(:func:`prune`). A stale stamp costs one compilation.
 ``HSCC_TRACE_FIRST_USE`` (``auto``, ``compile``, ``interpret``) or :func:`mode` force one path;
 both give identical results (``tests/perf/test_first_use.py``).
 """
@@ -47,6 +48,7 @@ REGISTRY: list[Kernel] = []
 #: cache holds them; after it ``"compiled"`` (so announced) or ``"loaded"``, ``s`` its time (run too)
 LISTENERS: list[Callable[[str, Kernel, float], None]] = []
 NOTICE_S = 2.0
+SAVE_S = 0.02  #: the stamp is rewritten each time a rent passes a multiple of this (≈ 0.1 ms a write)
 
 
 def current_mode() -> str:
@@ -86,8 +88,7 @@ class Kernel:
         python: Callable[..., Any] | None = None,
     ) -> None:
         functools.update_wrapper(self, fn)
-        self.py_func = fn
-        self.work = work
+        self.py_func, self.work = fn, work
         self.options = options or {}
         self.name = name or f"{fn.__module__.removeprefix('hscc_trace.')}.{fn.__name__}"
         self.compile_s, self.interp_s = float(cost[0]), float(cost[1])
@@ -125,14 +126,15 @@ class Kernel:
                 return self._interpret(args, key)
         if m == "interpret":
             return self._interpret(args)
-        new, fresh = key not in self._ready, key not in self._ready and not self.in_cache(key)
+        new, fresh = key not in self._ready, key not in self._ready and not self.is_stamped(key)
         for listener in list(LISTENERS) if fresh else ():
             listener("compiling", self, 0.0)
-        t = time.perf_counter()
+        t, cpu = time.perf_counter(), time.thread_time()
         out = d(*args)
         if new:
             self._ready.add(key)
-            self.stats["first_compiled_s"] = took = time.perf_counter() - t
+            self.stats["first_compiled_s"] = time.thread_time() - cpu
+            took = time.perf_counter() - t
             self._stamp(key)
             for listener in list(LISTENERS):
                 listener("compiled" if fresh else "loaded", self, took)
@@ -146,19 +148,19 @@ class Kernel:
                 listener("interpreted", self, n * self.interp_s)
         import numpy as np
 
-        t = time.perf_counter()
+        t = time.thread_time()
         # int64 arithmetic wraps silently in compiled code: alike here, without a RuntimeWarning
         with np.errstate(over="ignore"):
             out = self.python()(*args)
-        took = time.perf_counter() - t
+        took = time.thread_time() - t
         self.stats["interpreted_calls"] += 1
         self.stats["interpreted_items"] += n
         self.stats["interpreted_s"] += took
         if key is not None:  # (by the rule, not forced)
             items, rent = self._rent.get(key, (0, 0.0))
             self._rent[key] = (items + n, rent + max(took, n * self.interp_s))
-            if rent < self.compile_s / 2 <= self._rent[key][1]:
-                self._stamp(key, here=False)  # (this process goes on by its rent)
+            if rent // SAVE_S < self._rent[key][1] // SAVE_S:  # (at each multiple: a run loses < SAVE_S)
+                self._stamp(key, "{} {!r}".format(*self._rent[key]))
         return out
 
     def dispatcher(self) -> Any:
@@ -207,26 +209,26 @@ class Kernel:
         return cache_root() / "compiled" / f"{self.name}-{install_hash()}-{version}-{types_}"
 
     def is_stamped(self, key: tuple[Any, ...]) -> bool:
-        """Is there a stamp for these argument types (a compilation's, or a rent's: compile now)?"""
+        """Compiled into numba's cache for these argument types (an empty stamp)? A rent there counts."""
         if key not in self._stamped:
-            self._stamped[key] = self.stamp_path(key).is_file()
-        return self._stamped[key]
+            with contextlib.suppress(OSError, ValueError, IndexError):
+                rent = self.stamp_path(key).read_text().split()
+                self._stamped[key] = not rent
+                self._rent[key] = (int(rent[0]), float(rent[1]))
+        return self._stamped.setdefault(key, False)
 
-    def in_cache(self, key: tuple[Any, ...]) -> bool:
-        """Did a compilation stamp these argument types (an empty stamp; a rent's holds ``due``)?"""
-        with contextlib.suppress(OSError):
-            return self.stamp_path(key).stat().st_size == 0
-        return False
-
-    def _stamp(self, key: tuple[Any, ...], here: bool = True) -> None:
-        self._stamped[key] = self._stamped.get(key, False) or here
+    def _stamp(self, key: tuple[Any, ...], rent: str = "") -> None:  # compiled: empty; else the rent
+        self._stamped[key] = self._stamped.get(key, False) or not rent
         path = self.stamp_path(key)
         install, version = path.name.split("-")[-3:-1]
         with contextlib.suppress(OSError):  # a read-only cache folder: the next run decides again
             if not path.is_file():  # a new stamp: this install's other versions of the kernel go
                 path.parent.mkdir(parents=True, exist_ok=True)
                 prune(path.parent, lambda name, i, v: name != self.name or i != install or v == version)
-            path.write_bytes(b"" if here else b"due")
+            elif rent and not path.stat().st_size:
+                return
+            (tmp := path.with_name(f"{path.name}.{os.getpid()}")).write_text(rent)
+            os.replace(tmp, path)  # (whole: an empty stamp is never a rent half written)
 
 
 _STAMP = re.compile(r"(.+)-([0-9a-f]{8})-([0-9a-f]{8})-[0-9a-f]{12}")
@@ -234,15 +236,13 @@ _STAMP = re.compile(r"(.+)-([0-9a-f]{8})-([0-9a-f]{8})-[0-9a-f]{12}")
 
 @functools.cache
 def install_hash() -> str:
-    """8 hex digits of where this install's packages are (the folder holding ``hscc_trace``):
-    the install a stamp belongs to."""
+    """8 hex digits of the folder holding ``hscc_trace``: the install a stamp belongs to."""
     return hashlib.sha256(str(Path(__file__).resolve().parents[2]).encode()).hexdigest()[:8]
 
 
 def prune(folder: Path, keep: Callable[[str, str, str], bool]) -> list[str]:
-    """Remove from the stamp folder the stamps ``keep(kernel, install, version)`` rejects and
-    every file of an older format (``*.json``, ``*.rent``, hashes of another length or number);
-    their names."""
+    """Remove from ``folder`` the stamps ``keep(kernel, install, version)`` rejects and every file of
+    an older format (``*.json``, ``*.rent``, hashes of another length or number); their names."""
     removed = []
     for f in folder.iterdir():
         m = _STAMP.fullmatch(f.name)

@@ -35,33 +35,100 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def test_small_work_is_interpreted_until_the_budget_then_compiled_and_stamped(cache_dir):
+    """Declared 1 s an item, compiled in 100 s. Working: call 1, 40 items: rent 0 + 40 · 1 s = 40 s
+    ≤ 100 → interpreted, rent 40 s (the measured µs are under the floor of 40 items × 1 s), in the
+    stamp as "40 40.0" (it passed a multiple of SAVE_S); call 2: 40 + 40 = 80 ≤ 100 → interpreted,
+    "80 80.0"; call 3: 80 + 40 · (80 s / 80 items) = 120 > 100 → compiled, the stamp emptied."""
     k = _kernel(100)
     a = np.arange(40, dtype=np.int64)
     out = np.empty_like(a)
     assert k(a, out) == 40 and (out == a + 1).all()
     assert k.stats["interpreted_calls"] == 1 and k.stats["compiled_calls"] == 0
-    key = firstuse.type_key((a, out))
-    assert not k.stamp_path(key).exists()  # a rent of 40 s: under half the budget
-    assert k(a, out) == 40  # 80 s: within the budget of 100, still interpreted; past half: stamped
+    stamp = k.stamp_path(firstuse.type_key((a, out)))
+    assert stamp.read_text() == "40 40.0"
+    assert k(a, out) == 40
     assert k.stats["interpreted_calls"] == 2 and k.stats["compiled_calls"] == 0
-    assert k.stamp_path(key).is_file()
-    assert k(a, out) == 40  # 120 s in all: past the budget → compiled
+    assert stamp.read_text() == "80 80.0"
+    assert k(a, out) == 40
     assert k.stats["interpreted_calls"] == 2 and k.stats["compiled_calls"] == 1
     assert k.signatures, "numba compiled it"
-    # another process (a new Kernel) finds the stamp: compiled from the first call, however small
+    assert stamp.read_text() == ""
+    # another process (a new Kernel) finds the empty stamp: compiled from the first call, however small
     k2 = _kernel(100)
     k2(a[:1], out[:1])
     assert k2.stats["compiled_calls"] == 1 and k2.stats["interpreted_calls"] == 0
+    assert list(stamp.parent.iterdir()) == [stamp]  # (no temporary file left)
 
 
-def test_a_run_that_interpreted_past_half_the_break_even_is_followed_by_one_that_compiles(cache_dir):
-    """The rent is the measured seconds when the work took longer than its declared cost: a call
-    declared at 60 µs that takes 0.2 s pays 0.2 s, past half of the 0.3 s compilation → stamped;
-    the next call of this process still goes by its rent (0.2 s + 0.2 s expected > 0.3 s)."""
+def test_the_rent_of_earlier_runs_counts_until_the_break_even_then_the_run_compiles(cache_dir):
+    """Run 1 (a Kernel) pays 40 s of a 100 s compilation; run 2 starts from the stamp's 40 s:
+    40 + 40 = 80 ≤ 100 → interpreted, "80 80.0"; run 3: 80 + 40 · (80 s / 80 items) = 120 > 100 →
+    compiled at its first call, which a run of its own (≤ 100 s) would have interpreted."""
+    a = np.arange(40, dtype=np.int64)
+    stamp = _kernel(100).stamp_path(firstuse.type_key((a, a)))
+    runs = []
+    for _ in range(3):
+        k = _kernel(100)
+        k(a, np.empty_like(a))
+        runs.append((k.stats["interpreted_calls"], k.stats["compiled_calls"], stamp.read_text()))
+    assert runs == [(1, 0, "40 40.0"), (1, 0, "80 80.0"), (0, 1, "")]
+
+
+def test_a_rent_under_a_multiple_of_save_s_is_not_written(cache_dir):
+    """Declared 1 µs an item: 10 items are ≥ 10 µs (measured: µs), under SAVE_S (0.02 s) → no stamp;
+    the process keeps its rent (the next run starts from 0 again: it loses < SAVE_S)."""
+    k = Kernel(_count_up, lambda a: len(a[0]), (1.0, 1e-6), {"cache": False}, name="tests._count_up")
+    a = np.arange(10, dtype=np.int64)
+    k(a, np.empty_like(a))
+    key = firstuse.type_key((a, a))
+    assert k.stats["interpreted_calls"] == 1 and not k.stamp_path(key).exists()
+    assert k._rent[key][0] == 10 and 1e-5 <= k._rent[key][1] < firstuse.SAVE_S
+
+
+def test_a_rent_never_overwrites_the_stamp_of_a_compilation(cache_dir):
+    """Two runs at once: one compiles (empty stamp) while the other still interprets by its own
+    rent (40 s, then 80 s ≤ 100): its rent is not written over the compilation's stamp."""
+    a = np.arange(40, dtype=np.int64)
+    k1 = _kernel(100)
+    k1(a, np.empty_like(a))
+    stamp = k1.stamp_path(firstuse.type_key((a, a)))
+    assert stamp.read_text() == "40 40.0"
+    _kernel(100).call_compiled(a, np.empty_like(a))
+    assert stamp.read_text() == ""
+    k1(a, np.empty_like(a))
+    assert k1.stats["interpreted_calls"] == 2 and stamp.read_text() == ""
+
+
+def test_an_unreadable_stamp_is_no_rent_and_no_compilation(cache_dir):
+    """A stamp that holds neither nothing nor ``items seconds`` counts as absent: 40 items at 1 s
+    (40 ≤ 100) are interpreted, and the stamp becomes the rent."""
+    a = np.arange(40, dtype=np.int64)
+    k = _kernel(100)
+    stamp = k.stamp_path(firstuse.type_key((a, a)))
+    stamp.parent.mkdir(parents=True)
+    stamp.write_text("half")
+    k(a, np.empty_like(a))
+    assert k.stats["interpreted_calls"] == 1 and stamp.read_text() == "40 40.0"
+
+
+def _burn(seconds: float) -> None:
+    import time
+
+    t = time.thread_time()
+    while time.thread_time() - t < seconds:
+        pass
+
+
+@pytest.mark.parametrize("busy", [True, False])
+def test_the_rent_is_the_threads_cpu_time_at_least_the_declared_cost(cache_dir, busy):
+    """Declared 6 items × 10 µs = 60 µs, compiled in 0.3 s. Busy: the call takes 0.2 s of CPU →
+    rent 0.2 s; the next call expects 6 items at 0.2 s / 6 → 0.2 + 0.2 = 0.4 > 0.3 → compiled, and
+    a new run (Kernel) reads "6 0.2…" → 0.4 > 0.3 → compiled at once. Asleep 0.2 s: no CPU → the
+    rent is the declared 60 µs (the floor) → interpreted again: the machine's load is no cost."""
     import time
 
     def slow(a, out):
-        time.sleep(0.2)
+        _burn(0.2) if busy else time.sleep(0.2)
         return _count_up(a, out)
 
     def kernel() -> Kernel:
@@ -70,10 +137,17 @@ def test_a_run_that_interpreted_past_half_the_break_even_is_followed_by_one_that
     k = kernel()
     a = np.arange(6, dtype=np.int64)
     k(a, np.empty_like(a))
-    assert k.stats["interpreted_calls"] == 1 and k.stamp_path(firstuse.type_key((a, a))).is_file()
-    k(a, np.empty_like(a))  # the expected seconds are the rent's rate: compiled
+    key = firstuse.type_key((a, a))
+    assert k.stats["interpreted_calls"] == 1
+    if not busy:
+        assert k._rent[key][1] < 0.01 and not k.stamp_path(key).exists()
+        k(a, np.empty_like(a))
+        assert k.stats["interpreted_calls"] == 2 and k.stats["compiled_calls"] == 0
+        return
+    assert 0.2 <= k._rent[key][1] < 0.3 and k.stamp_path(key).read_text().startswith("6 0.2")
+    k(a, np.empty_like(a))
     assert k.stats["interpreted_calls"] == 1 and k.stats["compiled_calls"] == 1
-    k2 = kernel()  # the next run: compiled at once
+    k2 = kernel()  # the next run
     k2(a, np.empty_like(a))
     assert k2.stats["compiled_calls"] == 1 and k2.stats["interpreted_calls"] == 0
 
