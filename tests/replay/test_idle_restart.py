@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 
-import polars as pl
 import pytest
 from hook_harness import Hooks
 from replay_synth import MSS, stream
@@ -34,8 +33,7 @@ def _stream(gap: float):
     specs = [dict(a=1, F=100, t=0.001 * k) for k in range(30)]
     specs.append(dict(a=1, F=0, t=0.030))
     specs.append(dict(a=1, F=10, t=0.030 + gap))
-    # (flavor linux times congestion control on ca_rtt_s: the same samples)
-    return stream(specs).with_columns(pl.col("rtt_s").alias("ca_rtt_s"))
+    return stream(specs)  # (ca_rtt_s, which flavor linux times congestion control on, = rtt_s)
 
 
 def _cwnd(algo: str, gap: float, *params: str) -> list[float]:
