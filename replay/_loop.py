@@ -65,6 +65,7 @@ from .tp import (
     E_EVENT,
     E_FLIGHT,
     E_IDLE,
+    E_PACKETS_OUT,
     E_PIPE,
     E_PREV_ACK,
     E_PRIOR_FLIGHT,
@@ -131,7 +132,6 @@ def _label_index(v, top):
 
 def run_loop(ev, tp, st, p, tops, out, codes, nans):  # one flat loop on purpose (compiled)
     n_ev = ev.shape[0]
-    mss = tp.mss
     linux = tp.flavor == LINUX
     init(st, p, tp)
     suppressed = False  # flavor rfc + EXIT_ON_PARTIAL: local recovery ended before the trace's
@@ -177,7 +177,7 @@ def run_loop(ev, tp, st, p, tops, out, codes, nans):  # one flat loop on purpose
         if sent > 0.0 or prior_flight >= whole - 1e-9:
             is_lim = prior_flight >= whole - 1e-9
             prev_ack = ev[i, E_PREV_ACK]
-            packets_out = (ev[i, E_SND_MAX] - prev_ack) / mss
+            packets_out = ev[i, E_PACKETS_OUT]
             if (
                 prev_ack >= tp.cwnd_usage_seq
                 or is_lim

@@ -44,6 +44,7 @@ from .tp import (
     E_EVENT,
     E_FLIGHT,
     E_IDLE,
+    E_PACKETS_OUT,
     E_PIPE,
     E_PREV_ACK,
     E_PRIOR_FLIGHT,
@@ -100,6 +101,11 @@ class Prepared:
     send_seq: np.ndarray = field(default_factory=lambda: np.zeros(0))
     send_end: np.ndarray = field(default_factory=lambda: np.zeros(0))
     send_t: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # packets — each ACK's snd_max as a packet count (:func:`_packet_counts`, Linux
+    # tcp_skb_pcount per segment), and that of the cumulative ACK before the first ACK; empty
+    # when ``segments`` were not given (then bytes / MSS)
+    snd_pk: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    pk0: float = 0.0
     # the pieces of the replay tables that a flow's replays may share (built on first use by
     # _frame: the frame and ts_ns keys, and the last Enum column of each name with its codes)
     _shared: dict[Any, Any] = field(default_factory=dict, repr=False, compare=False)
@@ -208,12 +214,21 @@ def prepare(
     col(_C_ROUND_END, "round_end")
     col(_C_ECE, "ece")
     col(_C_DUPACK, "dupack")
-    first_flight = _fill_inputs(ev, ts, cols, has_extra, m)
+    pk = np.zeros((2, 0))
+    pk0 = 0.0
+    pmap = _packet_map(segments, m) if segments is not None and segments.height else None
+    if pmap is not None:  # the ACKs' and snd_max's sequence numbers as kernel packet counts
+        a0 = cols[_C_ACKED, 0] if cols[_C_ACKED, 0] > 0.0 else 0.0
+        pk = _packet_counts(pmap, np.stack((cols[_C_ACK], cols[_C_SND_MAX])), m)
+        pk0 = float(_packet_counts(pmap, np.array([cols[_C_ACK, 0] - a0]), m)[0])
+    first_flight = _fill_inputs(ev, ts, cols, has_extra, m, pk, pk0)
     _idle_times(ev, ts, segments)
     frame = acks.get_column("frame").cast(pl.UInt64).alias("frame")
     prep = Prepared(ev, ts, int(mss), first_flight, frame=frame, handshake_rtt=hs)
     if at_sender and segments is not None and segments.height and hs == hs:
         prep.ca_init = _ca_init_time(segments, int(ts[0]), hs)
+    if pmap is not None:
+        prep.snd_pk, prep.pk0 = np.ascontiguousarray(pk[1]), pk0
     if send_times and segments is not None and segments.height:
         prep.send_seq, prep.send_end, prep.send_t = _new_data_send_times(segments, int(ts[0]))
     return prep
@@ -235,6 +250,54 @@ def _ca_init_time(segments: pl.DataFrame, t0_ns: int, handshake_rtt: float) -> f
     if not syn.size:
         return math.nan
     return (int(segments.get_column("ts_ns").to_numpy()[syn[-1]]) - t0_ns) / 1e9 + handshake_rtt
+
+
+def _packet_map(segments: pl.DataFrame, mss: float) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """The sender's packets over its sequence space, as Linux counts them: (starts, ends, cum) of
+    contiguous pieces (bytes, ascending) and ``cum[k]`` the packets below piece k (``cum`` has one
+    more entry: the total); None without a new-data segment.
+
+    Linux counts the packets of an skb (``tcp_skb_pcount``) when it is built or split:
+    net/ipv4/tcp_output.c ``tcp_set_skb_tso_segs`` sets 1 for ``len`` ≤ mss_now, else
+    DIV_ROUND_UP(len, mss_now) — a short segment is one packet, a GSO super-segment
+    ⌈len / mss⌉. Each new-data segment of the capture (``kind`` new, payload > 0; FIN's
+    sequence byte left out) is one piece of ⌈len / mss⌉ packets; a segment whose end does not
+    pass every earlier one's is a re-send of captured bytes and adds none, one that overlaps
+    the bytes before it counts from their end; bytes no segment covers (not captured) are one
+    piece of ⌈gap / mss⌉."""
+    kind = segments.get_column("kind")
+    length = segments.get_column("len").cast(pl.Float64).to_numpy()
+    keep = (_codes(kind, {"new": 1.0}, 0.0) > 0.0) & (length > 0.0)
+    if not keep.any():
+        return None
+    seq = segments.get_column("seq").cast(pl.Float64).to_numpy()[keep]
+    end = seq + length[keep]
+    first = end > np.concatenate(([-np.inf], np.maximum.accumulate(end)[:-1]))
+    seq, end = seq[first], end[first]
+    prev_end = np.concatenate((seq[:1], end[:-1]))
+    start = np.maximum(seq, prev_end)
+    gap = start > prev_end
+    starts = np.concatenate((start, prev_end[gap]))
+    ends = np.concatenate((end, start[gap]))
+    order = np.argsort(starts, kind="stable")
+    starts, ends = starts[order], ends[order]
+    cum = np.concatenate(([0.0], np.cumsum(np.ceil((ends - starts) / mss))))
+    return starts, ends, cum
+
+
+def _packet_counts(pmap: tuple[np.ndarray, np.ndarray, np.ndarray], x: np.ndarray, mss: float) -> np.ndarray:
+    """Packets below each sequence number of ``x`` (bytes, any shape) by the map of
+    :func:`_packet_map`. Inside a piece of c packets ending at e: the packets below it plus
+    c − ⌈(e − x) / mss⌉ — an ACK into the middle of an skb leaves the rest as one of
+    ⌈rest / mss⌉ packets (net/ipv4/tcp_input.c ``tcp_tso_acked``: ``tcp_trim_head``, then
+    packets acked = pcount before − pcount after). Below the first piece and beyond the last
+    (a SYN or FIN byte, bytes sent after the capture ended): bytes / MSS from that end."""
+    starts, ends, cum = pmap
+    k = np.searchsorted(starts, x, side="right") - 1
+    kc = np.clip(k, 0, starts.shape[0] - 1)
+    inside = cum[kc] + np.ceil((ends[kc] - starts[kc]) / mss) - np.ceil((ends[kc] - x) / mss)
+    out = np.where(x >= ends[kc], cum[kc + 1] + (x - ends[kc]) / mss, inside)
+    return np.where(k < 0, (x - starts[0]) / mss, out)
 
 
 def _new_data_send_times(segments: pl.DataFrame, t0_ns: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -278,10 +341,20 @@ _NCOLS = 18
 
 
 @njit(work=lambda a: len(a[1]), cost=(0.74, 9.3e-06), cache=True, nogil=True)
-def _fill_inputs(ev, ts, cols, has_extra, mss):  # pragma: no cover - compiled
+def _fill_inputs(ev, ts, cols, has_extra, mss, pk, pk0):  # pragma: no cover - compiled
     """Fill the input matrix ``ev`` (n × tp.NEV, row-major) row by row from the ACK columns
     (``cols``, rows ``_C_*``: float64, nulls filled; row ``_C_EXTRA`` read only if ``has_extra``)
     and capture times ``ts`` (int64) → the flight before the first ACK of new data (packets).
+
+    Packets: ``pk`` (2 × n, or 2 × 0 without segments) holds each ACK's cumulative ACK and
+    snd_max as packet counts (:func:`_packet_counts`; ``pk0`` that of the cumulative ACK before
+    the first ACK). With them, the packets an ACK newly acknowledges cumulatively, those
+    outstanding and those sent since the previous ACK are counted per segment as Linux does
+    (``tcp_skb_pcount``: a short segment is one packet). The bytes schema.ACKS gives without
+    their segments — newly SACKed, SACKed before and now covered by the cumulative ACK, left
+    out of pipe (SACKed or lost), retransmitted since the previous ACK — are ⌈bytes / MSS⌉
+    packets: segments of the MSS with at most one short one among them. Without ``pk``:
+    bytes / MSS throughout.
 
     One pass, row by row: filling the row-major matrix a column at a time with numpy touched
     every cache line of it once per column (~25 times). Byte and packet quantities are clamped
@@ -301,6 +374,8 @@ def _fill_inputs(ev, ts, cols, has_extra, mss):  # pragma: no cover - compiled
     found = False
     s = 0.0  # bytes SACKed above the cumulative ACK
     t0 = ts[0] if n else 0
+    has_pk = pk.shape[1] == n
+    prev_pipe_pk = 0.0  # packets, pipe after the previous ACK (with pk)
     for i in range(n):
         a = acked[i] if (acked[i] > 0.0 or acked[i] != acked[i]) else 0.0
         sk = sacked[i] if (sacked[i] > 0.0 or sacked[i] != sacked[i]) else 0.0
@@ -323,18 +398,42 @@ def _fill_inputs(ev, ts, cols, has_extra, mss):  # pragma: no cover - compiled
             prev_snd_max = snd_max[i - 1]
             prev_pipe = pipe[i - 1]
         grown = snd_max[i] - prev_snd_max
-        sent = (grown if (grown > 0.0 or grown != grown) else 0.0) / mss
-        if has_extra:
-            sent = sent + extra[i] / mss
-        prior = prev_pipe / mss + sent
         pp = pipe[i]
+        if has_pk:
+            pk_prev = pk0 if i == 0 else pk[0, i - 1]
+            grown_pk = pk[1, i] - (pk_prev if i == 0 else pk[1, i - 1])
+            sent = grown_pk if (grown_pk > 0.0 or grown_pk != grown_pk) else 0.0
+            acked_pk = pk[0, i] - pk_prev - math.ceil(covered / mss - 1e-9) if a == a else a
+            acked_pk = acked_pk if (acked_pk > 0.0 or acked_pk != acked_pk) else 0.0
+            sacked_pk = math.ceil(sk / mss - 1e-9) if sk > 0.0 else sk
+            flight_pk = pk[1, i] - pk[0, i] if o == o else o
+            flight_pk = flight_pk if (flight_pk > 0.0 or flight_pk != flight_pk) else 0.0
+            left_out = o - pp  # bytes SACKed or lost (less those retransmitted)
+            pipe_pk = flight_pk - (math.ceil(left_out / mss - 1e-9) if left_out > 0.0 else left_out / mss)
+            prev_pipe_n = prev_pipe_pk
+            prev_pipe_pk = pipe_pk
+            packets_out = pk[1, i] - pk_prev
+        else:
+            sent = (grown if (grown > 0.0 or grown != grown) else 0.0) / mss
+            acked_pk = delivered / mss
+            sacked_pk = sk / mss
+            flight_pk = o / mss
+            pipe_pk = pp / mss
+            prev_pipe_n = prev_pipe / mss
+            packets_out = (snd_max[i] - prev_ack) / mss
+        if has_extra and has_pk:
+            sent = sent + (math.ceil(extra[i] / mss - 1e-9) if extra[i] > 0.0 else 0.0)
+        elif has_extra:
+            sent = sent + extra[i] / mss
+        prior = prev_pipe_n + sent
         ev[i, E_T] = (ts[i] - t0) / 1e9
-        ev[i, E_ACKED] = delivered / mss
-        ev[i, E_SACKED] = sk / mss
+        ev[i, E_ACKED] = acked_pk
+        ev[i, E_SACKED] = sacked_pk
         ev[i, E_RTT] = cols[_C_RTT, i]
-        ev[i, E_FLIGHT] = o / mss
-        ev[i, E_PIPE] = (pp if (pp > 0.0 or pp != pp) else 0.0) / mss
+        ev[i, E_FLIGHT] = flight_pk
+        ev[i, E_PIPE] = pipe_pk if (pipe_pk > 0.0 or pipe_pk != pipe_pk) else 0.0
         ev[i, E_PRIOR_FLIGHT] = prior if (prior > 0.0 or prior != prior) else 0.0
+        ev[i, E_PACKETS_OUT] = packets_out
         ev[i, E_SENT] = sent
         # a window whose scale is unknown (handshake not captured) is only a lower bound of the
         # real one: no limit rather than clamp the replay to an unscaled window
@@ -499,6 +598,8 @@ def rate_samples(prep: Prepared) -> Prepared:
         prep.send_seq,
         prep.send_end,
         prep.send_t,
+        prep.snd_pk,
+        prep.pk0,
     )
     ev[:, T.E_RS_DELIVERED] = out[0]
     ev[:, T.E_RS_INTERVAL] = out[1]
@@ -510,13 +611,15 @@ def rate_samples(prep: Prepared) -> Prepared:
 
 @njit(work=lambda a: len(a[0]), cost=(0.73, 3.7e-06), cache=True, nogil=True)
 def _rate_samples(  # pragma: no cover - compiled
-    t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, mss, send_seq, send_end, send_t
+    t, acked, sacked, ack, prev_ack, snd_max, rtt, sent, flight, mss, send_seq, send_end, send_t, snd_pk, pk0
 ):
     """(delivered, interval, prior_delivered, losses) per ACK — see :func:`rate_samples`.
     Units: t and rtt s; acked, sacked, sent, flight packets; ack, prev_ack, snd_max bytes;
     ``send_seq`` / ``send_end`` (bytes, ends ascending) / ``send_t`` (s): the new-data segments
     and their transmit times (Prepared.send_*; empty: unknown). A byte no segment covers (not
-    captured) is stamped with the ACK before its batch."""
+    captured) is stamped with the ACK before its batch. ``snd_pk`` (packets, empty: bytes / MSS)
+    and ``pk0``: snd_max and the first ACK's previous cumulative ACK as Prepared.snd_pk counts
+    them, so that new data is counted in the packets ``sent`` counts."""
     n = t.shape[0]
     n_tx = send_end.shape[0]
     res = np.full((4, n), np.nan)
@@ -541,10 +644,15 @@ def _rate_samples(  # pragma: no cover - compiled
     first_tx = np.nan  # Linux tp->first_tx_mstamp
     high = prev_ack[0]  # bytes — highest byte delivered so far (+1)
     prev_max = prev_ack[0]
+    has_pk = snd_pk.shape[0] == n
+    prev_max_pk = pk0  # packets — prev_max as snd_pk counts it
     min_rtt = np.inf
     for i in range(n):
         # 1. what was sent since the previous ACK (after it was processed)
-        new_pk = max(snd_max[i] - prev_max, 0.0) / mss
+        if has_pk:
+            new_pk = max(snd_pk[i] - prev_max_pk, 0.0)
+        else:
+            new_pk = max(snd_max[i] - prev_max, 0.0) / mss
         rtx_pk = max(sent[i] - new_pk, 0.0) if i > 0 else 0.0
         if new_pk > 0.0 or rtx_pk > 0.0:
             if i > 0:
@@ -576,6 +684,8 @@ def _rate_samples(  # pragma: no cover - compiled
                 b_first[nb] = first_tx
                 nb += 1
                 prev_max = snd_max[i]
+                if has_pk:
+                    prev_max_pk = snd_pk[i]
         # 2. what this ACK delivers
         if rtt[i] > 0.0 and rtt[i] < min_rtt:
             min_rtt = rtt[i]
@@ -619,7 +729,7 @@ def _rate_samples(  # pragma: no cover - compiled
                 res[2, i] = s_del
         # 3. losses: what the sender retransmitted before the next ACK (its reaction to this one)
         if i + 1 < n:
-            nxt_new = max(snd_max[i + 1] - snd_max[i], 0.0) / mss
+            nxt_new = max(snd_pk[i + 1] - snd_pk[i], 0.0) if has_pk else max(snd_max[i + 1] - snd_max[i], 0.0) / mss
             res[3, i] = max(sent[i + 1] - nxt_new, 0.0)
         else:
             res[3, i] = 0.0

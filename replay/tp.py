@@ -112,7 +112,7 @@ def interp(tpa: Any) -> Any:
 
 # --- ev: the per-ACK input matrix (one row per ACK, float64) ---------------------------------
 E_T = 0  # s since the first ACK
-E_ACKED = 1  # packets newly cumulatively acked
+E_ACKED = 1  # packets newly cumulatively acked (tcp_skb_pcount per segment: engine.prepare)
 E_SACKED = 2  # packets newly SACKed
 E_RTT = 3  # s, nan when this ACK formed no RTT sample
 E_FLIGHT = 4  # packets outstanding after the ACK
@@ -139,7 +139,8 @@ E_CA_RTT = 24  # s, the sample Linux gives congestion control (acks.ca_rtt_s: ne
 E_IDLE = (
     25  # s, now − lsndtime when the sender transmitted new data with nothing in flight since the previous ACK (0: none)
 )
-NEV = 26
+E_PACKETS_OUT = 26  # packets outstanding when the sender last transmitted (snd_una before this ACK to snd_max)
+NEV = 27
 
 # --- enumerations -----------------------------------------------------------------------------
 OPEN = 0

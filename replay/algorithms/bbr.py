@@ -45,7 +45,14 @@ Policer detection (``bbr_lt_bw_sampling``, parameter ``lt_bw``): two 4-16-round 
 ≥ 20 % loss and the same delivery rate → pace at their mean (gain 1) for 48 rounds; losses are
 the engine's estimate (retransmissions, tp.rs_losses).
 
-Not modelled (documented in docs/algorithms/bbr.md): idle restarts (``CA_EVENT_TX_START``), the EDT
+Restart after idle (``bbr_cwnd_event``, flavor linux: the engine raises ``CA_EVENT_TX_START``
+when the sender transmits with nothing in flight, where Linux's ``tcp_sendmsg_locked`` has just
+marked the connection app-limited, ``tcp_rate_check_app_limited``): ``idle_restart`` is set
+until an ACK delivers data, and no PROBE_RTT begins meanwhile; the ACK-aggregation epoch
+restarts; in PROBE_BW the pacing rate is btl_bw itself (gain 1), in PROBE_RTT its end is checked.
+
+Not modelled (documented in docs/algorithms/bbr.md): the app-limited marking of the rate samples
+of the flight sent after idle, the EDT
 pacing offset of ``bbr_packets_in_net_at_edt`` (taken as 0: in-flight is the trace's), the
 random first PROBE_BW phase (the kernel draws it from {0, 2..7}; here parameter ``cycle_start``),
 app-limited delivery-rate samples other than BBR's own PROBE_RTT marking. BBRv3
@@ -61,6 +68,7 @@ from hscc_trace.replay._jit import jit
 from hscc_trace.replay.interface import Algorithm, Param, Signal
 from hscc_trace.replay.state import Field, choice_names
 from hscc_trace.replay.tp import (
+    CA_EVENT_TX_START,
     LINUX,
     OPEN,
     RECOVERY,
@@ -340,6 +348,7 @@ def init(st, p, tp):
     st.min_rtt = tp.handshake_rtt if tp.handshake_rtt > 0.0 else math.inf
     st.min_rtt_stamp = tp.now
     st.probe_rtt_done = -1.0
+    st.idle_restart = False
     st.app_limited_from = math.inf
     st.app_limited_to = math.inf
     st.pacing_gain = _high_gain(p, tp)
@@ -500,7 +509,7 @@ def _update_min_rtt(st, p, tp, valid):
     if tp.rtt_new > 0.0 and (tp.rtt <= st.min_rtt or expired):
         st.min_rtt = tp.rtt
         st.min_rtt_stamp = tp.now
-    if p.probe_rtt_time > 0.0 and expired and st.mode != Mode.PROBE_RTT:
+    if p.probe_rtt_time > 0.0 and expired and not st.idle_restart and st.mode != Mode.PROBE_RTT:
         st.mode = Mode.PROBE_RTT  # dip, drain the queue
         _save_cwnd(st, tp)
         st.probe_rtt_done = -1.0
@@ -520,6 +529,30 @@ def _update_min_rtt(st, p, tp, valid):
                 _check_probe_rtt_done(st, p, tp)
     elif st.app_limited_to == math.inf and st.app_limited_from < math.inf:
         st.app_limited_to = tp.delivered  # marking ends with PROBE_RTT
+    if tp.acked + tp.sacked > 0.0:  # restart after idle ends once an ACK delivers data (rs->delivered > 0)
+        st.idle_restart = False
+
+
+@jit
+def cwnd_event(st, p, tp, event):
+    """bbr_cwnd_event, CA_EVENT_TX_START while app-limited (after idle the engine's only
+    TX_START; tcp_sendmsg_locked's tcp_rate_check_app_limited has just set tp->app_limited, the
+    write queue being empty and nothing in flight): idle_restart, a new ACK-aggregation epoch
+    (ack_epoch_mstamp = now: the engine's now is the ACK after the transmission, and the next ACK
+    restarts the epoch either way, its acked ≤ btl_bw · the time since), and "avoid pointless
+    buffer overflows": pace at btl_bw (gain 1) in PROBE_BW (bbr_set_pacing_rate: taken when the
+    pipe is full or it is a rise), check the end of PROBE_RTT in PROBE_RTT."""
+    if event != CA_EVENT_TX_START:
+        return
+    st.idle_restart = True
+    st.ack_epoch_stamp = tp.now
+    st.ack_epoch_acked = 0.0
+    if st.mode == Mode.PROBE_BW:
+        rate = _pacing_rate(st, p, tp, _bw(st), 1.0)
+        if st.full_bw_reached or rate > st.pacing_rate:
+            st.pacing_rate = rate
+    elif st.mode == Mode.PROBE_RTT:
+        _check_probe_rtt_done(st, p, tp)
 
 
 @jit
@@ -632,6 +665,7 @@ ALGORITHMS = (
             Field("min_rtt_stamp", "s", "when min_rtt was last set"),
             Field("probe_rtt_done", "s", "end of PROBE_RTT's 200 ms (-1: not yet started)"),
             Field("probe_rtt_round_done", "", "a round passed in PROBE_RTT at low in-flight", "bool"),
+            Field("idle_restart", "", "restarting after idle until an ACK delivers data (no PROBE_RTT entry)", "bool"),
             Field("prior_cwnd", "packets", "cwnd saved on entering recovery / PROBE_RTT"),
             Field("prev_ca_state", "", "engine state (0 open, 1 recovery, 2 loss) at the previous bbr_set_cwnd"),
             Field("packet_conservation", "", "in the first round of recovery", "bool"),

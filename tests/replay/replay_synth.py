@@ -30,7 +30,12 @@ SAMPLES = ROOT / "samples"
 
 
 def ack(**kw: Any) -> dict[str, Any]:
-    """One ACK row with neutral defaults (override any schema.ACKS column)."""
+    """One ACK row with neutral defaults (override any schema.ACKS column).
+
+    ``ca_rtt_s`` (the sample flavor linux gives congestion control) is ``rtt_s`` unless given,
+    as the events stage sets it on an ACK that newly SACKs nothing and whose sample is not a
+    retransmission's timestamp echo (docs/events.md): without it the column would be null after
+    :func:`frame` conforms the rows, and flavor linux would see no RTT sample at all."""
     row: dict[str, Any] = {
         "frame": 0,
         "ts_ns": 0,
@@ -53,6 +58,7 @@ def ack(**kw: Any) -> dict[str, Any]:
         "spurious_undo": False,
     }
     row.update(kw)
+    row.setdefault("ca_rtt_s", row["rtt_s"])
     return row
 
 

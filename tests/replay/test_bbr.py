@@ -102,12 +102,12 @@ def test_init_min_rtt_is_the_handshake_rtt():
 
 def test_engine_gives_bbr_the_handshake_rtt():
     # engine.replay(handshake_rtt=…) → tp.handshake_rtt → bbr_init's min_rtt; every data sample
-    # here is 0.1 s, so min_rtt stays the handshake's 0.05 s (without it: the first sample;
-    # flavor rfc: the synthetic stream has no ca_rtt_s, the samples flavor linux reads)
+    # here is 0.1 s (rtt_s and ca_rtt_s, the sample flavor linux reads), so min_rtt stays the
+    # handshake's 0.05 s (without it: the first sample)
     df = stream([{"rtt": 0.1}] * 20, flight=10)
 
     def min_rtt(**kw: float) -> list[float]:
-        (rep,) = engine.replay(df, 1000, ["bbr"], ["bbr.flavor=rfc"], **kw).values()
+        (rep,) = engine.replay(df, 1000, ["bbr"], ["bbr.flavor=linux"], **kw).values()
         return rep["min_rtt"].to_list()
 
     assert min_rtt(handshake_rtt=0.05) == [0.05] * 20

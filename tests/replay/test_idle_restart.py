@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import math
 
-import polars as pl
 import pytest
 from hook_harness import Hooks
 from replay_synth import MSS, stream
@@ -34,8 +33,7 @@ def _stream(gap: float):
     specs = [dict(a=1, F=100, t=0.001 * k) for k in range(30)]
     specs.append(dict(a=1, F=0, t=0.030))
     specs.append(dict(a=1, F=10, t=0.030 + gap))
-    # (flavor linux times congestion control on ca_rtt_s: the same samples)
-    return stream(specs).with_columns(pl.col("rtt_s").alias("ca_rtt_s"))
+    return stream(specs)  # (ca_rtt_s, which flavor linux times congestion control on, = rtt_s)
 
 
 def _cwnd(algo: str, gap: float, *params: str) -> list[float]:
@@ -84,8 +82,10 @@ def test_flavor_rfc_has_no_idle_restart():
 
 
 def test_no_restart_for_an_algorithm_with_cong_control():
-    # BBR has cong_control: tcp_slow_start_after_idle_check returns before tcp_cwnd_restart, so
-    # BBR's replay is the same with the idle column zeroed
+    # BBR has cong_control: tcp_slow_start_after_idle_check returns before tcp_cwnd_restart. Its
+    # own CA_EVENT_TX_START (bbr_cwnd_event, tests below) still runs, but BBR is in STARTUP (its
+    # pacing rate kept) and the 1.03 s stream ends long before min_rtt's 10 s expire (no PROBE_RTT
+    # to defer): the replay is the same with the idle column zeroed
     prep = engine.prepare(_stream(1.0), MSS)
     with_idle = engine.run("bbr", prep, compiled=False)["cwnd"].to_list()
     prep2 = engine.prepare(_stream(1.0), MSS)
@@ -124,3 +124,58 @@ def test_vegas_tx_start_reinitialises_vegas():
     h.call("cwnd_event", T.CA_EVENT_TX_START)
     assert math.isinf(h["base_rtt"]) and math.isinf(h["min_rtt"])
     assert h["cnt_rtt"] == 0 and h["enabled"] == 1.0 and h["beg_snd_nxt"] == 50_000.0
+
+
+# --- BBR (tcp_bbr.c bbr_cwnd_event, CA_EVENT_TX_START while app-limited) ----------------------
+
+
+def _bbr(**slots: float) -> Hooks:
+    # flavor linux, MSS 1000 B; btl_bw 1000 packets/s (the max filter's best sample)
+    return Hooks("bbr", flavor="linux").set(**{"FLAVOR": T.LINUX, "bw0_v": 1000.0, "NOW": 2.0, **slots})
+
+
+def test_bbr_tx_start_in_probe_bw_paces_at_btl_bw():
+    # PROBE_BW, pipe full, pacing at gain 1.25: 1000 · 1000 B · 8 · 1.25 · (1 − 1 %) = 9.9 Mbit/s.
+    # After idle: gain 1 → 1000 · 1000 · 8 · 0.99 = 7.92 Mbit/s (taken: the pipe is full);
+    # idle_restart set; the ACK-aggregation epoch restarts now (2.0 s) with 0 acked
+    h = _bbr(mode=2.0, full_bw_reached=1.0, pacing_rate=9.9e6, ack_epoch_stamp=1.5, ack_epoch_acked=37.0)
+    h.call("cwnd_event", T.CA_EVENT_TX_START)
+    assert h["pacing_rate"] == pytest.approx(7.92e6)
+    assert h["idle_restart"] == 1.0 and h["ack_epoch_stamp"] == 2.0 and h["ack_epoch_acked"] == 0.0
+
+
+def test_bbr_tx_start_in_startup_keeps_the_pacing_rate():
+    # STARTUP (mode 0): only idle_restart and the epoch; pacing stays 23 Mbit/s
+    h = _bbr(mode=0.0, pacing_rate=23e6, ack_epoch_acked=5.0)
+    h.call("cwnd_event", T.CA_EVENT_TX_START)
+    assert h["pacing_rate"] == 23e6 and h["idle_restart"] == 1.0 and h["ack_epoch_acked"] == 0.0
+
+
+def test_bbr_tx_start_in_probe_rtt_checks_its_end():
+    # PROBE_RTT (3) whose 200 ms ended at 1.9 s < now 2.0 s: bbr_check_probe_rtt_done →
+    # min_rtt_stamp = now, cwnd = max(4, prior_cwnd 60) = 60, back to PROBE_BW (pipe full): mode 2
+    h = _bbr(mode=3.0, full_bw_reached=1.0, probe_rtt_done=1.9, prior_cwnd=60.0, CWND=4.0, min_rtt_stamp=0.0)
+    h.call("cwnd_event", T.CA_EVENT_TX_START)
+    assert h["mode"] == 2.0 and h["CWND"] == 60.0 and h["min_rtt_stamp"] == 2.0
+
+
+def test_bbr_other_events_change_nothing():
+    # CA_EVENT_CWND_RESTART (never raised for BBR: it has cong_control) is not bbr_cwnd_event's
+    h = _bbr(mode=2.0, full_bw_reached=1.0, pacing_rate=9.9e6)
+    h.call("cwnd_event", T.CA_EVENT_CWND_RESTART)
+    assert h["pacing_rate"] == 9.9e6 and h["idle_restart"] == 0.0
+
+
+def test_bbr_idle_restart_defers_probe_rtt_until_data_is_delivered():
+    # min_rtt stamped at 0.5 s, now 11 s > 0.5 + 10 (min_rtt_win): the filter has expired.
+    # With idle_restart, bbr_update_min_rtt does not enter PROBE_RTT; this ACK delivers a packet
+    # (acked 1), which ends the restart; the next ACK enters PROBE_RTT (mode 3)
+    h = _bbr(mode=2.0, full_bw_reached=1.0, min_rtt=0.05, min_rtt_stamp=0.5, idle_restart=1.0, NOW=11.0, ACKED=1.0)
+    h.call("_update_min_rtt", 1.0)
+    assert h["mode"] == 2.0 and h["idle_restart"] == 0.0
+    h.call("_update_min_rtt", 1.0)
+    assert h["mode"] == 3.0
+    # an ACK that delivers nothing keeps the restart (and so no PROBE_RTT)
+    h2 = _bbr(mode=2.0, min_rtt=0.05, min_rtt_stamp=0.5, idle_restart=1.0, NOW=11.0, ACKED=0.0, SACKED=0.0)
+    h2.call("_update_min_rtt", 1.0)
+    assert h2["mode"] == 2.0 and h2["idle_restart"] == 1.0

@@ -22,19 +22,20 @@ Where the two are not the same number by construction, the test says why and bou
   Before the events counted it so, the µs value of the capture lowered HRF's RTTmin less than
   the kernel's on hrf-rtt20 (p90 3.74 % then) and moved Vegas' diff on vegas-loss (88 % equal).
 
-Measured on the committed samples (median / p90 of |replayed − kernel| / kernel):
+Measured on the committed samples (median / p90 of |replayed − kernel| / kernel, packets counted
+per segment as Linux's tcp_skb_pcount does; docs/bpf-senders.md "Measured agreement"):
 
     vegas             vegas-deepbuf 0 / 0                vegas-loss 0 / 0
     westwood          westwood-bdp 0 / 0                 westwood-loss 0 / 0
-    highspeed         highspeed-bdp 0.23 % / 0.27 %      highspeed-loss 0.63 % / 1.40 %
-    compound          ctcp-bdp 0.12 % / 0.25 %           ctcp-smallbuf 0.81 % / 1.30 %
-    fusion            fusion-40m 0.86 % / 1.86 %         fusion-loss 0.26 % / 0.80 %
-    hrf               hrf-rtt80-loss 0.19 % / 0.49 %     hrf-rtt20 0.70 % / 1.75 %
-    hrf-cr            hrf-cr-rtt80-loss 0.26 % / 0.87 %  hrf-cr-rtt20 0.50 % / 1.31 %
-    hrf-ci            hrf-ci-rtt80-loss 0.29 % / 0.98 %  hrf-ci-rtt20 0.50 % / 1.08 %
-    hrf-w-cr-reno     …-rtt80-loss 0.19 % / 0.52 %       …-rtt20 0.46 % / 1.12 %
-    hrf-w-cr-cr       …-rtt80-loss 0.15 % / 0.38 %       …-rtt20 0.50 % / 1.09 %
-    kyushu+highspeed  ktcp-hs-bdp 0 / 0                  ktcp-hs-loss 0.24 % / 0.99 %
+    highspeed         highspeed-bdp 0 / 0                highspeed-loss 0 / 0
+    compound          ctcp-bdp 0 / 0                     ctcp-smallbuf 0.85 % / 2.50 %
+    fusion            fusion-40m 0 / 0                   fusion-loss 0 / 0
+    hrf               hrf-rtt80-loss 0 / 0               hrf-rtt20 0 / 0
+    hrf-cr            hrf-cr-rtt80-loss 0 / 0            hrf-cr-rtt20 0 / 0
+    hrf-ci            hrf-ci-rtt80-loss 0 / 0            hrf-ci-rtt20 0 / 0
+    hrf-w-cr-reno     …-rtt80-loss 0 / 0.73 %            …-rtt20 0 / 0
+    hrf-w-cr-cr       …-rtt80-loss 0 / 0                 …-rtt20 0 / 0
+    kyushu+highspeed  ktcp-hs-bdp 0 / 0                  ktcp-hs-loss 0 / 0
     kyushu+cubic      ktcp-cubic-bdp 0 / 0               ktcp-cubic-loss 0 / 0
                                                          ktcp-cubic-loss-rtt20 0 / 0
 """
