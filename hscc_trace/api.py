@@ -216,7 +216,7 @@ def _analyze(
         raise UsageError("export writes each flow's tables as it finishes: it needs stream=True")
     stream = _stream(o) if o.stream else None
     try:
-        run = _run(paths, algos, params, bpf, o.flows, jobs, progress, stream, replay_labelled)
+        run = _run(paths, select(algos, params), bpf, o.flows, jobs, progress, stream, replay_labelled)
     except BaseException:
         if stream is not None:
             stream.close()
@@ -288,8 +288,7 @@ def _stream(o: AnalyzeOptions) -> Any:
 
 def _run(
     paths: PathLike | Iterable[PathLike],
-    algorithms: Sequence[str] | None,
-    params: dict[str, dict[str, Any]] | None,
+    sel: Selection,
     bpf: str | None,
     flows: Sequence[int] | None,
     jobs: int,
@@ -297,10 +296,9 @@ def _run(
     stream: Any,
     replay_labelled: bool = True,
 ) -> Run:
+    """``sel``: the algorithms and their parameters (:func:`select`)."""
     from hscc_trace.analysis import pipeline
-    from hscc_trace.replay import selection
 
-    sel = selection.select(algorithms, params)
     if jobs < 1:
         raise UsageError(f"jobs must be >= 1, got {jobs}")
     opts = pipeline.Options(
@@ -381,7 +379,7 @@ def analyze_run(
     """Deprecated: ``analyze(paths, AnalyzeOptions(algorithms, params, bpf=…, strict=False))``.
     Kept for callers that pass their own :class:`hscc_trace.analysis.stream.Stream` as
     ``stream`` (the corpus runner, tests of the stream)."""
-    return _run(paths, algorithms, params, bpf, flows, jobs, progress, stream)
+    return _run(paths, select(algorithms, params), bpf, flows, jobs, progress, stream)
 
 
 # --- tables over a whole analysis ---------------------------------------------------------------

@@ -68,8 +68,8 @@ def test_nothing_is_written_when_nothing_compiles_or_stderr_is_not_a_terminal() 
 
 def test_a_kernel_a_compilation_stamped_is_loaded_unannounced_a_rents_stamp_is_announced() -> None:
     """Another process (a new Kernel) of a kernel stamped by a compilation finds it in numba's
-    cache: nothing to say. A rent's stamp (``due``: compile at once next time) is no compilation:
-    the kernel is compiled, and so announced."""
+    cache: nothing to say. A rent's stamp (``items seconds`` interpreted, not compiled) is no
+    compilation: the kernel is compiled, and so announced."""
     _kernel(_twice)(1)  # compiled, stamped (empty)
     events: list[tuple[str, str]] = []
     firstuse.LISTENERS.append(lambda e, k, s: events.append((e, k.name)))
@@ -79,8 +79,8 @@ def test_a_kernel_a_compilation_stamped_is_loaded_unannounced_a_rents_stamp_is_a
             assert _kernel(_twice)(5) == 10
         assert quiet.getvalue() == ""
         k = _kernel(_less)
-        k._stamp(firstuse.type_key((1,)), here=False)  # as a rent past half the break-even writes it
-        assert k.stamp_path(firstuse.type_key((1,))).read_bytes() == b"due"
+        k._stamp(firstuse.type_key((1,)), "1 0.5")  # as an interpreted run writes its rent
+        assert k.stamp_path(firstuse.type_key((1,))).read_text() == "1 0.5"
         out = _Terminal()
         with compile_notice(out):
             assert _kernel(_less)(1) == 0
