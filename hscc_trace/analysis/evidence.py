@@ -274,17 +274,20 @@ def _epochs(ev: FlowEvents, ra: _Rounds | None = None) -> list[np.ndarray]:
     st = ra.start
     peak = ra.peak / float(ev.mss)
     usable = ~ra.rec & ra.is_("cwnd")  # (once: the limits are strings, compared one by one)
+    # each epoch's rounds by binary search over the rounds sorted by start, kept in round order
+    # (a mask over every round per episode made the evidence quadratic in a flow's length)
+    order = None if bool(np.all(st[1:] >= st[:-1])) else np.argsort(st, kind="stable")
+    sst = st if order is None else st[order]
     out = []
     n_starts, n_ends = len(starts), len(ends)
     for k, e0 in enumerate(ends):
         i = bisect.bisect_right(starts, e0)  # the first episode starting after e0
         nxt = starts[i] if i < n_starts else None
-        sel = (st >= e0) & usable
-        if nxt is not None:
-            sel &= st < nxt
-        if k + 1 < n_ends and nxt is None:
-            sel &= st < ends[k + 1]
-        pts = peak[sel]
+        top = nxt if nxt is not None else ends[k + 1] if k + 1 < n_ends else None
+        lo = int(np.searchsorted(sst, e0, side="left"))
+        hi = int(np.searchsorted(sst, top, side="left")) if top is not None else sst.size
+        idx = np.arange(lo, max(lo, hi)) if order is None else np.sort(order[lo:hi])
+        pts = peak[idx[usable[idx]]]
         if pts.size >= MIN_EPOCH_ROUNDS:
             out.append(pts)
     return out

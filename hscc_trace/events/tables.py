@@ -63,6 +63,35 @@ CHUNK_ROWS = 1 << 17  # packets per batch of flows: bounds the working arrays (~
 
 
 @njit(cache=True)
+def _in_episodes(start, end, e_start, e_end, e_closed, rec):
+    """Mark ``rec[k]`` for every round ``[start[k], end[k]]`` that meets an episode ``[e_start[j],
+    e_end[j])`` (an episode not closed runs to the flow's end).
+
+    Rounds run in time order, but capture time may go backwards, so the search bounds are
+    monotone envelopes: before the first round whose running-maximum end reaches the episode's
+    start, no round does; from the first round after which every start is at or past the
+    episode's end, none does. O(rounds + episodes · log rounds + overlaps), not their product."""
+    nr = start.shape[0]
+    end_max = end.copy()
+    for k in range(1, nr):
+        if end_max[k - 1] > end_max[k]:
+            end_max[k] = end_max[k - 1]
+    start_min = start.copy()
+    for k in range(nr - 2, -1, -1):
+        if start_min[k + 1] < start_min[k]:
+            start_min[k] = start_min[k + 1]
+    big = np.iinfo(np.int64).max
+    for j in range(e_start.shape[0]):
+        a = e_start[j]
+        b = e_end[j] if e_closed[j] else big
+        k = np.searchsorted(end_max, a)
+        while k < nr and start_min[k] < b:
+            if start[k] < b and end[k] >= a:
+                rec[k] = True
+            k += 1
+
+
+@njit(cache=True)
 def _rounds_flow(lo, hi, q, rows, sv, po, clock, mss, known, n_ep, ep, el, eh, frac, lookback, rr):
     """RTT rounds of the flow in rows ``lo:hi``, written to the ``r_*`` arrays from row ``q``;
     returns the next free row. Its episodes are the first ``n_ep`` of ``e_*``. Rules: module
@@ -88,7 +117,6 @@ def _rounds_flow(lo, hi, q, rows, sv, po, clock, mss, known, n_ep, ep, el, eh, f
     r_rwnd = rr.rwnd
     r_rec = rr.rec
     r_limit = rr.limit
-    big = np.iinfo(np.int64).max
     q0 = q
     have = False
     prev_r = np.int64(0)
@@ -188,12 +216,7 @@ def _rounds_flow(lo, hi, q, rows, sv, po, clock, mss, known, n_ep, ep, el, eh, f
             for k in range(nr):
                 unclocked[k] = n_new[k] >= CLOCK_MIN_SEGMENTS and n_clk[k] < 0.5 * n_new[k]
     rec = r_rec[q0:q]
-    for j in range(n_ep):
-        a = e_start_t[j]
-        b = e_end_t[j] if e_end_i[j] >= 0 else big
-        for k in range(nr):
-            if r_start[q0 + k] < b and r_end[q0 + k] >= a:
-                rec[k] = True
+    _in_episodes(r_start[q0:q], r_end[q0:q], e_start_t[:n_ep], e_end_t[:n_ep], e_end_i[:n_ep] >= 0, rec)
     lim = _limits(r_peak[q0:q], r_rwnd[q0:q], rec, drained, unclocked, mss, known, frac, lookback)
     r_limit[q0:q] = lim
     return q

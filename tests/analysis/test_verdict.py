@@ -279,6 +279,84 @@ def test_betas_take_the_first_round_outside_recovery_after_each_episode():
     assert evidence._betas(ev) == [0.6, 0.75]
 
 
+def test_epochs_are_the_rounds_between_an_episode_end_and_the_next_start():
+    # an epoch: the cwnd-limited rounds outside recovery that start at or after an episode's end
+    # and before the next episode's start (else the next end); it needs MIN_EPOCH_ROUNDS (6).
+    # The rounds are found by binary search over their starts: the same rounds, in round order,
+    # as a mask over every round per episode (the earlier form, the reference here), also when
+    # capture time went backwards and the rounds are out of time order
+    import bisect
+    import types
+
+    import polars as pl
+
+    from hscc_trace.analysis import evidence
+
+    def reference(ev):
+        rd = ev.rounds
+        ends = sorted(int(x) for x in ev.episodes.get_column("end_ns").to_list() if x is not None)
+        starts = sorted(int(x) for x in ev.episodes.get_column("start_ns").to_list())
+        st = rd.get_column("start_ns").to_numpy()
+        peak = rd.get_column("peak_flight_bytes").cast(pl.Float64).to_numpy() / ev.mss
+        usable = ~rd.get_column("in_recovery").to_numpy() & (rd.get_column("limit") == "cwnd").to_numpy()
+        out = []
+        for k, e0 in enumerate(ends):
+            i = bisect.bisect_right(starts, e0)
+            nxt = starts[i] if i < len(starts) else None
+            sel = (st >= e0) & usable
+            if nxt is not None:
+                sel &= st < nxt
+            if k + 1 < len(ends) and nxt is None:
+                sel &= st < ends[k + 1]
+            if int(sel.sum()) >= evidence.MIN_EPOCH_ROUNDS:
+                out.append(peak[sel])
+        return out
+
+    # by hand: rounds start every 10 ns from 0 (30 rounds, peak = 1448 · (k + 1) bytes: k + 1
+    # packets); episodes [45, 62) and [200, 215). Epoch 1: rounds starting in [62, 200) →
+    # rounds 7 … 19 (13 rounds), less round 10 (in recovery) and round 12 (rwnd-limited): 11
+    # rounds, peaks 8, 9, 10, 12, 14 … 20. Epoch 2: after 215 → rounds 22 … 29 (8 rounds), no
+    # next episode and no later end: to the flow's end
+    n = 30
+    rounds = pl.DataFrame(
+        {
+            "start_ns": np.arange(n) * 10,
+            "peak_flight_bytes": (np.arange(n) + 1) * 1448,
+            "in_recovery": [k == 10 or 4 <= k <= 6 or 20 <= k <= 21 for k in range(n)],
+            "limit": ["rwnd" if k == 12 else "cwnd" for k in range(n)],
+        }
+    )
+    episodes = pl.DataFrame({"start_ns": [45, 200], "end_ns": [62, 215]})
+    ev = types.SimpleNamespace(rounds=rounds, episodes=episodes, mss=1448)
+    got = evidence._epochs(ev)
+    assert [p.tolist() for p in got] == [
+        [8.0, 9.0, 10.0, 12.0, 14.0, 15.0, 16.0, 17.0, 18.0, 19.0, 20.0],
+        [23.0, 24.0, 25.0, 26.0, 27.0, 28.0, 29.0, 30.0],
+    ]
+    rng = np.random.default_rng(11)
+    for it in range(300):
+        n = int(rng.integers(1, 80))
+        st = np.sort(rng.integers(0, 10_000, n))
+        if it % 2:  # out of time order here and there
+            j = rng.integers(0, n, n // 5 + 1)
+            st[j] -= rng.integers(0, 2_000, j.size)
+        rounds = pl.DataFrame(
+            {
+                "start_ns": st,
+                "peak_flight_bytes": rng.integers(1, 100_000, n),
+                "in_recovery": rng.random(n) < 0.2,
+                "limit": rng.choice(["cwnd", "rwnd", "app"], n, p=[0.8, 0.1, 0.1]),
+            }
+        )
+        ne = int(rng.integers(1, 10))
+        es = np.sort(rng.integers(0, 10_000, ne))
+        ee = [None if rng.random() < 0.1 else int(x) for x in es + rng.integers(0, 800, ne)]
+        episodes = pl.DataFrame({"start_ns": es, "end_ns": pl.Series(ee, dtype=pl.Int64)})
+        ev = types.SimpleNamespace(rounds=rounds, episodes=episodes, mss=1448)
+        got, want = evidence._epochs(ev), reference(ev)
+        assert len(got) == len(want) and all(np.array_equal(a, b) for a, b in zip(got, want)), it
+
+
 def test_queued_rounds_are_those_of_the_median_polars_computes():
     # _queue decides "median RTT of the round > minimum · (1 + QUEUE_FRACTION)" by counting,
     # without sorting or a group_by: the same rounds as polars' group_by median + join (the

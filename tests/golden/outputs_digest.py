@@ -38,7 +38,17 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-EXTERNAL = REPO.parent / "shared" / "captures" / "external"
+EXTERNAL = next(  # (beside the repository, or beside the folder of worktrees it is in: as tests/conftest.py)
+    (
+        d
+        for d in (
+            REPO.parent / "shared" / "captures" / "external",
+            REPO.parents[1] / "shared" / "captures" / "external",
+        )
+        if d.is_dir()
+    ),
+    REPO.parent / "shared" / "captures" / "external",
+)
 #: ISO-8601 creation stamps written into results and reports
 _STAMP = re.compile(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ")
 
