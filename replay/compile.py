@@ -34,19 +34,8 @@ from .interface import HOOKS, VALUE_HOOKS, Algorithm, signal_sources
 _LOCK = threading.Lock()
 
 # hook -> extra arguments after (st, p, tp)
-_ARGS = {
-    "init": "",
-    "ssthresh": "",
-    "cong_avoid": ", n",
-    "on_ack": "",
-    "on_rtt_sample": ", rtt",
-    "on_round_end": "",
-    "on_recovery_exit": "",
-    "on_rto": "",
-    "cwnd_event": ", event",
-    "cong_control": ", n",
-    "undo_cwnd": "",
-}
+_ARGS = dict.fromkeys(("init", "ssthresh", "on_ack", "on_round_end", "on_recovery_exit", "on_rto", "undo_cwnd"), "")
+_ARGS.update(cong_avoid=", n", on_rtt_sample=", rtt", cwnd_event=", event", cong_control=", n")
 assert set(_ARGS) == set(HOOKS)
 
 
@@ -70,7 +59,8 @@ def source_hash(*modules: ModuleType) -> str:
 
     pkg = __name__.rpartition(".")[0]
     core = [sys.modules.get(f"{pkg}.{c}") or __import__(f"{pkg}.{c}", fromlist=["_"]) for c in _CORE]
-    h = hashlib.sha256(sources_hash(modules_of(*core, *modules)).encode())
+    names, constants = modules_of(*core, *modules, constants=True)
+    h = hashlib.sha256(sources_hash(names).encode() + constants)
     h.update(numba.__version__.encode())
     h.update(sys.version.encode())
     h.update(b"nojit" if _jit.NO_JIT else b"jit")

@@ -173,10 +173,12 @@ class Kernel:
 
     @functools.cached_property
     def callees(self) -> str:
-        """8 hex digits of the other modules its compiled code is made of (:func:`modules_of`), or "":
-        numba's cache sees edits of the kernel's own file only ("Caching Limitations" in numba's
-        docs), so this names its subfolder of numba's cache (:func:`.cache.numba_njit`), and its stamp."""
-        return sources_hash(n for n in modules_of(self.py_func) if n != self.py_func.__module__)[:8]
+        """8 hex digits of the other modules its compiled code is made of and the constants it reads
+        (:func:`modules_of`): numba's cache sees edits of the kernel's own file only ("Caching Limitations"
+        in numba's docs), so this names its subfolder of numba's cache (:func:`.cache.numba_njit`), and its stamp."""
+        names, consts = modules_of(self.py_func, constants=True)
+        other = sources_hash(n for n in names if n != self.py_func.__module__)
+        return hashlib.sha256(other.encode() + consts).hexdigest()[:8]
 
     def python(self) -> Callable[..., Any]:
         """The interpreted twin: the same source, calling the interpreted twins of its callees."""
@@ -314,15 +316,19 @@ def pure(fn: Any, _memo: dict[int, Any] | None = None) -> Any:
     return nf
 
 
-def modules_of(*objs: Any) -> list[str]:
+def modules_of(*objs: Any, constants: bool = False) -> Any:
     """The modules the compiled code of ``objs`` (functions, dispatchers, Kernels, modules) is made of:
-    theirs, every one :func:`pure`'s walk reaches (compiled callees, modules used), those of classes used."""
+    theirs, every one :func:`pure`'s walk reaches (compiled callees, modules used), those of classes used.
+    ``constants``: also the numbers, strings and tuples it reads as globals, frozen in by numba (bytes)."""
     memo: dict[int, Any] = {}
     for o in objs:
         (_pure_module if isinstance(o, types.ModuleType) else pure)(o, memo)
     fns = [v for v in memo.values() if callable(v)]  # (the others: namespaces of the modules reached)
-    used = {str(getattr(f.__globals__.get(n), "__module__", "")) for f in fns for n in f.__code__.co_names}
-    return sorted({v.__module__ if callable(v) else v.__name__ for v in memo.values()} | set(filter(_ours, used)))
+    g = [(n, f.__globals__.get(n)) for f in fns for n in f.__code__.co_names]
+    used = {str(getattr(v, "__module__", "")) for _, v in g}
+    names = sorted({v.__module__ if callable(v) else v.__name__ for v in memo.values()} | set(filter(_ours, used)))
+    consts = repr(sorted({(n, repr(v)) for n, v in g if isinstance(v, (int, float, str, tuple))})).encode()
+    return (names, consts) if constants else names
 
 
 def sources_hash(names: Iterable[str]) -> str:

@@ -520,6 +520,38 @@ def test_an_edit_of_a_callee_in_another_module_compiles_the_kernel_again(tmp_pat
     assert len(list((tmp_path / "numba").glob("callees-*"))) == 2  # one folder per version of the callees
 
 
+def test_an_edit_of_a_constant_imported_by_value_compiles_the_kernel_again(tmp_path):
+    """numba freezes a global constant into the machine code. A kernel that imports one by value
+    (``from calleemod import LIMIT``) and calls nothing of that module reaches no other module's
+    source, so only the constants' values in Kernel.callees tell the edit apart (before: the
+    kernel of LIMIT = 1 was loaded, and returned 1)."""
+    import os
+    import subprocess
+
+    (tmp_path / "calleemod.py").write_text("LIMIT = 1\n")
+    (tmp_path / "kernmod.py").write_text(
+        "from calleemod import LIMIT\nfrom hscc_trace.perf.jit import njit\n\n\n"
+        "@njit(work=lambda a: 1, cost=(1.0, 1.0), cache=True)\ndef k(a):\n    return a[0] + LIMIT\n"
+    )
+    code = (
+        "import numpy as np, kernmod\nfrom hscc_trace.perf import firstuse\nevents = []\n"
+        "firstuse.LISTENERS.append(lambda e, k, s: events.append(e))\nprint(kernmod.k(np.arange(3)), *events)"
+    )
+    env = dict(os.environ, HSCC_TRACE_CACHE_DIR=str(tmp_path / "cache"), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    env[firstuse.MODE_ENV] = "compile"
+
+    def run() -> str:
+        p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
+        assert p.returncode == 0, p.stderr[-3000:]
+        return p.stdout.strip()
+
+    assert run() == "1 compiling compiled"  # 0 + LIMIT = 1
+    assert run() == "1 loaded"
+    (tmp_path / "calleemod.py").write_text("LIMIT = 50\n")
+    assert run() == "50 compiling compiled"  # 0 + 50, not the cached kernel of LIMIT = 1
+    assert run() == "50 loaded"
+
+
 def test_the_flow_kernels_callees_and_stamp_follow_flows_near(tmp_path, monkeypatch):
     """The flow kernel's callees hash covers flows/near.py: another text of it (a copy standing in
     for an edit) gives another hash, and so another stamp and numba cache folder."""
