@@ -44,6 +44,9 @@ Usage: python benchmarks/run.py [--runs 3] [--captures replica-0.1M,replica-1M,.
 
 The big-flow captures (:data:`BIGFLOW_CAPTURES`, made beforehand by benchmarks/make_bigflow.py) are
 selected by name, e.g. ``--captures bigflows4,cubic10M --cases hscc_analyze,tcptrace_lr``.
+``--linear-flow cubic10M`` also times ``analyze`` on the first quarter, the first half and the whole
+of that one-flow capture: the cost of a flow must grow linearly with its length (a step quadratic in
+it, such as a loop over every round per congestion episode, shows there and on no many-flow capture).
 """
 
 from __future__ import annotations
@@ -393,6 +396,47 @@ def run_captures(
     return out
 
 
+def _pcap_prefix(src: Path, dst: Path, packets: int) -> bool:
+    """Copy the first ``packets`` records of the classic pcap ``src`` to ``dst``, streaming; False
+    (nothing written) for any other format."""
+    with open(src, "rb") as fi:
+        head = fi.read(24)
+        if len(head) < 24 or head[:4] not in (b"\xd4\xc3\xb2\xa1", b"\x4d\x3c\xb2\xa1"):
+            return False
+        with open(dst, "wb") as fo:
+            fo.write(head)
+            for _ in range(packets):
+                rec = fi.read(16)
+                if len(rec) < 16:
+                    break
+                fo.write(rec + fi.read(int.from_bytes(rec[8:12], "little")))
+    return True
+
+
+def flow_linearity(name: str, timeout_s: float, log: Callable[[str], None]) -> dict[str, Any] | None:
+    """``analyze`` (CPU s, peak RSS MiB) on the first quarter, the first half and all packets of the
+    one-flow capture ``name``, each measured once in this run."""
+    pcap = DATA / f"{name}.pcap"
+    n = json.loads(pcap.with_suffix(".json").read_text())["packets"]
+    scratch = Path(tempfile.mkdtemp(prefix=f"hscc-bench-linear-{name}-"))
+    analyze = next(c for c in CASES if c.key == "hscc_analyze")
+    points = []
+    try:
+        for k in (n // 4, n // 2, n):
+            f = pcap if k == n else scratch / f"first-{k}.pcap"
+            if f != pcap and not _pcap_prefix(pcap, f, k):
+                log(f"{name}: not a classic pcap, no prefixes: linearity not measured")
+                return None
+            r = measure(analyze.argv(f, scratch), timeout_s)
+            log(f"  {name} first {k:,} packets: analyze {r['cpu_s']:.1f} s cpu, {r['rss_mib']:.0f} MiB, rc {r['rc']}")
+            points.append(dict(packets=k, cpu_s=r["cpu_s"], rss_mib=r["rss_mib"], rc=r["rc"]))
+            if f != pcap:
+                f.unlink()
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return dict(capture=name, points=points)
+
+
 def jobs_bench(runs: int, timeout_s: float, warm: bool, log: Callable[[str], None]) -> dict[str, Any]:
     """``hscc_jobs``: each group of :data:`JOBS_GROUPS` analyzed in one process tree with --jobs 1
     and --jobs 2, interleaved (the order alternates between rounds so that neither always runs
@@ -682,6 +726,17 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
                     f"{pts[-2][0]:,}→{pts[-1][0]:,}: {m2 * 1e6:.2f} (ratio); marginal memory "
                     f"{r1:.0f} then {r2:.0f} bytes/packet",
                 )
+    lin = res.get("flow_linearity")
+    if lin and len(lin["points"]) == 3 and all(p["rc"] == 0 for p in lin["points"]):
+        (n1, c1, _), (n2, c2, _), (n3, c3, _) = ((p["packets"], p["cpu_s"], p["rss_mib"]) for p in lin["points"])
+        m1, m2 = (c2 - c1) / (n2 - n1), (c3 - c2) / (n3 - n2)
+        add(
+            f"one flow ({lin['capture']}): analyze time linear in packets",
+            m2 / m1 if m1 > 0 else None,
+            "<=",
+            LINEAR_TOLERANCE,
+            f"marginal CPU µs/packet {n1:,}→{n2:,}: {m1 * 1e6:.2f}, {n2:,}→{n3:,}: {m2 * 1e6:.2f} (ratio)",
+        )
     for name, g in (res.get("jobs") or {}).items():
         add(
             f"--jobs 2 faster than --jobs 1 on several captures ({name})",
@@ -934,6 +989,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scapy-slice", type=int, default=SCAPY_SLICE)
     ap.add_argument("--replay-capture", default="replica-1M", help="capture for the replay throughput ('' = skip)")
     ap.add_argument("--replay-repeat", type=int, default=3)
+    ap.add_argument("--linear-flow", default="", help="one-flow capture to time analyze on its prefixes ('' = skip)")
     ap.add_argument("--no-warmup", action="store_true", help="skip the compile-cache warm-up run")
     ap.add_argument("--cold", action="store_true", help="also time analyze with empty compile caches")
     ap.add_argument(
@@ -1019,6 +1075,8 @@ def main(argv: list[str] | None = None) -> int:
         rep = res["captures"][big]["cases"].get("_report")
         if rep and not a.no_render:
             rep["render"] = render_time(Path(rep["report_path"]), log)
+    if a.linear_flow:
+        res["flow_linearity"] = flow_linearity(a.linear_flow, a.timeout_s, log)
     if a.replay_capture:
         res["replay"] = replay_bench(a.replay_capture, a.replay_repeat, log) or {}
         res["replay"]["capture"] = a.replay_capture

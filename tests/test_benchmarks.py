@@ -222,6 +222,34 @@ def test_targets_pass_and_fail_from_ratios():
     assert "| cubic | 15.0 | 1.0 |" in md
 
 
+def test_one_flow_linearity_fails_a_cost_quadratic_in_the_flow(tmp_path):
+    run = _load("run")
+    # linear: 1 µs a packet plus 2 s start-up over 1M / 2M / 4M packets → marginal 1.0 then 1.0 µs
+    pts = [dict(packets=n, cpu_s=2 + n * 1e-6, rss_mib=0, rc=0) for n in (1_000_000, 2_000_000, 4_000_000)]
+    doc = dict(captures={}, flow_linearity=dict(capture="one", points=pts))
+    t = {x["target"]: x for x in run.targets(doc)}["one flow (one): analyze time linear in packets"]
+    assert t["value"] == pytest.approx(1.0) and t["passed"]
+    # quadratic: c · n² with c = 1e-12 s → 1, 4, 16 s: marginal (4 − 1) / 1M = 3 µs, then (16 − 4) / 2M
+    # = 6 µs: ratio 2.0 > 1.25
+    for p, c in zip(pts, (1.0, 4.0, 16.0)):
+        p["cpu_s"] = c
+    t = {x["target"]: x for x in run.targets(doc)}["one flow (one): analyze time linear in packets"]
+    assert t["value"] == pytest.approx(2.0) and t["passed"] is False
+    # the prefix writer: the global header and the first k records, each header + its bytes
+    from scapy.layers.inet import IP, TCP
+    from scapy.layers.l2 import Ether
+    from scapy.utils import rdpcap, wrpcap
+
+    src = tmp_path / "all.pcap"
+    wrpcap(str(src), [Ether() / IP() / TCP(seq=i) / (b"x" * i) for i in range(5)])
+    assert run._pcap_prefix(src, tmp_path / "p.pcap", 3)
+    got = rdpcap(str(tmp_path / "p.pcap"))
+    assert [pk[TCP].seq for pk in got] == [0, 1, 2] and len(got[2][TCP].payload) == 2
+    assert run._pcap_prefix(src, tmp_path / "q.pcap", 99) and len(rdpcap(str(tmp_path / "q.pcap"))) == 5
+    (tmp_path / "x.pcapng").write_bytes(b"\x0a\x0d\x0d\x0a" + bytes(40))
+    assert not run._pcap_prefix(tmp_path / "x.pcapng", tmp_path / "r.pcap", 3)
+
+
 def test_measure_reports_exit_code_and_peak_memory():
     run = _load("run")
     # A child that holds ~200 MiB: ru_maxrss must see it; exit code passed through.
