@@ -231,7 +231,7 @@ ACKS: tuple[Column, ...] = (
         " away from the sender, docs/events.md)",
     ),
     Column("outstanding", pl.Int64, "bytes", "snd_max − ack after this ACK"),
-    Column("pipe", pl.Int64, "bytes", "RFC 6675 SACK-aware pipe estimate after this ACK"),
+    Column("pipe", pl.Int64, "bytes", "in flight after this ACK (Linux tcp_packets_in_flight, RACK losses)"),
     Column("round", pl.UInt32, "", "RTT-round index this ACK belongs to"),
     Column("round_end", pl.Boolean, "", "this ACK covers the highest seq sent when the round began"),
     Column("state", CongState, "", "the actual sender's congestion state inferred from the trace"),

@@ -22,8 +22,8 @@ What it computes, and from which source:
   D-SACK detection (RFC 2883 §4: first block below the cumulative ACK or inside the second
   block), RTT samples (Karn/Partridge — RFC 6298 §3: a data/ACK match only when none of the
   newly acknowledged bytes was ever retransmitted or previously SACKed; otherwise from the
-  timestamp echo, RFC 7323 §4), ``outstanding = snd_max − snd_una`` and the RFC 6675 §4 pipe
-  with DupThresh and the IsLost rule.
+  timestamp echo, RFC 7323 §4), ``outstanding = snd_max − snd_una`` and the pipe (Linux's
+  ``tcp_packets_in_flight``, bytes lost as RACK marks them, :func:`tcp_pipe`).
 * **Congestion episodes and sender state**: see :func:`analyze` (rules documented in
   docs/events.md) — fast retransmit / SACK recovery after duplicate ACKs or SACK, RTO after a
   silence of about one RTO (RFC 6298 estimator with Linux's 200 ms minimum), ECN once per round
@@ -54,7 +54,7 @@ flow's; :data:`PKT`, the packet's — see "the state, in named records" below):
   ``tcp_packet_delayed``, ``tcp_try_undo_dsack``); :func:`tcp_end_recovery` (``snd_una >=
   high_seq``, and :func:`released_retx_pending` away from the sender);
   :func:`tcp_fastretrans_alert` (the restart, :func:`tcp_ecn_rcv_ecn_echo`);
-  :func:`tcp_pipe` (``tcp_packets_in_flight``, RFC 6675 SetPipe); :func:`round_update` (BBR's
+  :func:`tcp_pipe` (``tcp_packets_in_flight``, RACK's lost bytes); :func:`round_update` (BBR's
   ``bbr_update_round``); :func:`tcp_ca_rtt` (``ca_rtt_us``).
 """
 
@@ -1071,10 +1071,18 @@ def tcp_ecn_rcv_ecn_echo(st, pk, i):
 
 @njit(cache=True, inline="always")
 def tcp_pipe(st, bd):
-    """RFC 6675 §4 SetPipe in bytes (Linux's ``tcp_packets_in_flight``: packets out − left out +
-    retransmitted out), with the IsLost rule (DupThresh SACKed ranges or more than
-    (DupThresh − 1) · MSS above a byte); in Loss every byte below the recovery point not SACKed is
-    lost. Returns ``(outstanding, pipe)``."""
+    """Linux's ``tcp_packets_in_flight`` in bytes (RFC 6675 §4 SetPipe's form: outstanding −
+    SACKed − lost + retransmitted and not SACKed since), with the bytes lost as Linux's RACK marks
+    them (net/ipv4/tcp_recovery.c, ``tcp_recovery`` = 1, the default): ``tcp_rack_reo_wnd``
+    returns 0 when no reordering was seen (``tp->reord_seen``; the capture is taken to show none)
+    and either the sender is in recovery (``icsk_ca_state >= TCP_CA_Recovery``) or
+    ``sacked_out >= tp->reordering`` (3, DupThresh; counted here as DupThresh SACK ranges or more
+    than (DupThresh − 1) · MSS SACKed bytes); ``tcp_rack_detect_loss`` then marks every unSACKed
+    segment sent before the most recently delivered one lost — every unSACKed byte below the
+    highest SACKed byte (originals go out in sequence order; a retransmitted one stays in flight
+    through the retransmitted term). Without that, a hole waits out RACK's reordering window
+    (``min_rtt/4``) and nothing is lost yet. In Loss every byte below the recovery point not
+    SACKed is lost (``tcp_enter_loss``). Returns ``(outstanding, pipe)``."""
     una = st["snd_una"]
     snd_max = st["snd_max"]
     sbm = st["sack_n"]
@@ -1082,21 +1090,14 @@ def tcp_pipe(st, bd):
     out = snd_max - una
     lost = np.int64(0)
     cur = st["ep_cur"]
+    dup = st["dupthresh"]
     if st["ca_state"] == S_LOSS and cur >= 0:
         rp = st["ep_rp"] if st["ep_rp"] < snd_max else snd_max
         if rp > una:
             lost = (rp - una) - (rg.overlap(bd[SACK_L], bd[SACK_R], sbm, una, rp) if sbm > 0 else 0)
-    elif sbm > 0:
-        cum = np.int64(0)
-        cnt = 0
-        k = sbm - 1
-        while k >= 0:
-            cum += bd[SACK_R, k] - bd[SACK_L, k]
-            cnt += 1
-            if cum > (st["dupthresh"] - 1) * st["mss"] or cnt >= st["dupthresh"]:
-                lost = (bd[SACK_L, k] - una) - (sb_tot - cum)
-                break
-            k -= 1
+    elif sbm > 0 and (st["ca_state"] == S_REC or sbm >= dup or sb_tot > (dup - 1) * st["mss"]):
+        # RACK with reo_wnd 0: the ranges are sorted, the last one ends at the highest SACKed byte
+        lost = (bd[SACK_R, sbm - 1] - una) - sb_tot
     retx_in = st["rtx_bytes"] - st["rtx_sacked"]  # (retransmitted bytes in flight: not SACKed since)
     pipe = out - sb_tot - lost + retx_in
     if pipe < 0:

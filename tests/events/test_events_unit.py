@@ -116,30 +116,73 @@ def test_ack_with_new_sack_counts_as_duplicate_even_if_window_changes():
 # ---- pipe ------------------------------------------------------------------------------------------
 
 
-def test_pipe_islost_by_three_sack_ranges():
-    # 8 segments 1..8001; ACK 1001 with SACK blocks 2001-2501? No: three separate 500-byte ranges
-    # above the hole 1001-2001: 3001-3501, 5001-5501, 7001-7501 (1500 bytes SACKed, not > 2000,
-    # but 3 discontiguous ranges = DupThresh): every unSACKed byte below 3001 is lost (2000),
-    # the holes above the lowest range are not (fewer than 3 ranges above them).
+def test_pipe_three_sack_ranges_lose_every_hole_below_the_highest():
+    # 8 segments 1..8001; ACK 1001 with three separate 500-byte ranges above the hole 1001-2001:
+    # 3001-3501, 5001-5501, 7001-7501 (1500 bytes SACKed, not > 2000, but 3 ranges: Linux's
+    # sacked_out = 3 >= tp->reordering, so tcp_rack_reo_wnd is 0 and tcp_rack_detect_loss marks
+    # every unSACKed byte sent before the highest SACKed one lost): lost = (7501 − 1001) − 1500
+    # = 5000, the holes 1001-3001, 3501-5001, 5501-7001; only 7501-8001 is in flight.
     p = hs() + [seg(0.0502 + k * 1e-4, 1 + k * 1000) for k in range(8)]
     p += [
         ack(0.1002, 1001),
         ack(0.1003, 1001, sack=[(IA + 3001, IA + 3501), (IA + 5001, IA + 5501), (IA + 7001, IA + 7501)]),
     ]
     a = run(p).acks.row(1, named=True)
-    # outstanding 8001 - 1001 = 7000; pipe = 7000 - 1500 sacked - 2000 lost = 3500
-    assert (a["outstanding"], a["sacked_bytes"], a["pipe"]) == (7000, 1500, 3500)
+    # outstanding 8001 − 1001 = 7000; pipe = 7000 − 1500 SACKed − 5000 lost = 500
+    assert (a["outstanding"], a["sacked_bytes"], a["pipe"]) == (7000, 1500, 500)
+
+
+def test_pipe_every_other_segment_sacked_as_at_recovery_entry():
+    # The h6 sweep cell's recovery entry (bpf_ktcp_cubic, run 1, t = 0.0788 s), in 1000-byte
+    # segments: 8 segments 1..8001, ACK 1001, then SACKs of every other segment, 2001-3001,
+    # 4001-5001, 6001-7001, one per ACK. Third ACK: 3 segments SACKed = tp->reordering, so RACK's
+    # reo_wnd is 0 and the holes 1001-2001, 3001-4001, 5001-6001 (all sent before 6001-7001) are
+    # lost: pipe = 7000 − 3000 − 3000 = 1000 (7001-8001). RFC 6675's IsLost would count only
+    # 1001-2001 (3 segments above it) and give 3000; the kernel's cwnd at that entry was
+    # in_flight + 1 = 38 with 43 out, 3 SACKed, 3 lost.
+    p = hs() + [seg(0.0502 + k * 1e-4, 1 + k * 1000) for k in range(8)]
+    p += [
+        ack(0.1002, 1001),
+        ack(0.1003, 1001, sack=[(IA + 2001, IA + 3001)]),
+        ack(0.1004, 1001, sack=[(IA + 4001, IA + 5001), (IA + 2001, IA + 3001)]),
+        ack(0.1005, 1001, sack=[(IA + 6001, IA + 7001), (IA + 4001, IA + 5001), (IA + 2001, IA + 3001)]),
+    ]
+    a = run(p).acks
+    # second ACK: 1000 SACKed, 1 range: reo_wnd = min_rtt/4 > 0, nothing lost yet:
+    # pipe = 7000 − 1000 = 6000; third: 2000 SACKed (not > 2 · 1000), 2 ranges: 7000 − 2000
+    # = 5000; fourth: as above
+    assert a["pipe"].to_list()[1:] == [6000, 5000, 1000]
+
+
+def test_pipe_in_recovery_a_hole_below_one_sacked_segment_is_lost():
+    # In recovery tcp_rack_reo_wnd is 0 whatever sacked_out is. 6 segments 1..6001; the ACK
+    # 1001 with 3 segments SACKed (2001-5001: > 2 · 1000) starts recovery and 1001-2001 is
+    # retransmitted; its ACK (5001) leaves 5001-6001 outstanding, and a new segment 6001-7001
+    # goes out. The ACK 5001 SACKing 6001-7001 (1 segment, 1 range): in recovery (the episode's
+    # recovery point is 6001, not yet reached), so the hole 5001-6001 below it is lost:
+    # outstanding 7001 − 5001 = 2000, pipe = 2000 − 1000 SACKed − 1000 lost = 0.
+    p = hs() + [seg(0.0502 + k * 1e-4, 1 + k * 1000) for k in range(6)]
+    p += [
+        ack(0.1002, 1001),
+        ack(0.1003, 1001, sack=[(IA + 2001, IA + 5001)]),
+        seg(0.1004, 1001),  # the retransmission of 1001-2001
+        ack(0.1505, 5001),
+        seg(0.1506, 6001),
+        ack(0.2007, 5001, sack=[(IA + 6001, IA + 7001)]),
+    ]
+    a = run(p).acks.row(-1, named=True)
+    assert (a["state"], a["outstanding"], a["sacked_bytes"], a["pipe"]) == ("recovery", 2000, 1000, 0)
 
 
 def test_scoreboard_past_its_starting_room_keeps_every_range():
     # 80 segments 1..80001, ACK 1001, then one ACK per even segment k = 2, 4, …, 78 SACKing
     # [1 + 1000k, 1001 + 1000k): 39 disjoint ranges, more than the set array starts with
     # (core.SETS_START = 32), so it grows at the 33rd. Each ACK SACKs 1000 new bytes. At the
-    # last: outstanding 80001 − 1001 = 79000, SACKed 39 · 1000 = 39000; IsLost from the top:
-    # the third range down (k = 74, left edge 74001) has DupThresh ranges above it, so lost =
-    # (74001 − 1001) − (39000 − 3000) = 37000 (holes k = 1, 3, …, 73), pipe = 79000 − 39000 −
-    # 37000 = 3000 (holes 75, 77, 79). A last ACK repeats the first range, [2001, 3001): 0 new
-    # bytes, pipe as before — a range lost in the growth would count 1000 new bytes there.
+    # last: outstanding 80001 − 1001 = 79000, SACKed 39 · 1000 = 39000; more than DupThresh
+    # ranges, so RACK (reo_wnd 0) loses every hole below the highest SACKed byte 79001: lost =
+    # (79001 − 1001) − 39000 = 39000 (holes k = 1, 3, …, 77), pipe = 79000 − 39000 − 39000 =
+    # 1000 (79001-80001). A last ACK repeats the first range, [2001, 3001): 0 new bytes, pipe
+    # as before — a range lost in the growth would count 1000 new bytes there.
     assert 39 > SETS_START
     p = hs() + [seg(0.0502 + k * 1e-5, 1 + k * 1000) for k in range(80)]
     p += [ack(0.1002, 1001)]
@@ -147,7 +190,7 @@ def test_scoreboard_past_its_starting_room_keeps_every_range():
     p += [ack(0.1010, 1001, sack=[(IA + 2001, IA + 3001)])]
     a = run(p).acks
     assert a["sacked_bytes"].to_list() == [0] + [1000] * 39 + [0]
-    assert a.select("outstanding", "pipe").rows()[-2:] == [(79000, 3000)] * 2
+    assert a.select("outstanding", "pipe").rows()[-2:] == [(79000, 1000)] * 2
 
 
 def test_dsack_inside_second_block_is_not_counted_as_sacked():
