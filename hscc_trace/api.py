@@ -431,12 +431,17 @@ def flow_table(analysis: Analysis) -> pl.DataFrame:
 def _first_by_rank(fit: pl.DataFrame) -> dict[str, Any] | None:
     """The row of ``fit`` that ``fit.sort("rank")`` puts first (None for no row), found without
     a sort where the ranks are unique and none is null (a fit's are): each eager polars sort
-    plans a query (≈ 0.1 ms), once per flow."""
+    plans a query (≈ 0.1 ms), once per flow. Uniqueness by numpy: ``Series.n_unique`` took
+    ≈ 0.5 ms of a corpus worker's CPU per flow (≈ 10 µs in a loop of its own)."""
+    import numpy as np
+
     if fit.height == 0:
         return None
     rank = fit.get_column("rank")
-    if rank.null_count() == 0 and rank.n_unique() == fit.height:
-        return fit.row(int(rank.to_numpy().argmin()), named=True)
+    if rank.null_count() == 0:
+        r = rank.to_numpy()
+        if np.unique(r).size == r.size:
+            return fit.row(int(r.argmin()), named=True)
     return fit.sort("rank").row(0, named=True)
 
 

@@ -514,9 +514,25 @@ def polars_schema(columns: Iterable[Column]) -> dict[str, Any]:
     return {c.name: c.dtype for c in columns}
 
 
+#: The empty frame of each column tuple :func:`empty` built (at most :data:`_EMPTY_MAX`).
+_EMPTY: dict[tuple[Column, ...], pl.DataFrame] = {}
+_EMPTY_MAX = 256
+
+
 def empty(columns: Iterable[Column]) -> pl.DataFrame:
-    """An empty DataFrame with exactly these columns and dtypes."""
-    return pl.DataFrame(schema=polars_schema(columns))
+    """An empty DataFrame with exactly these columns and dtypes: a clone of one built once per
+    column tuple (building it costs ≈ 0.13 ms, a clone ≈ 1 µs; a small capture of a corpus asks
+    for three or four)."""
+    key = tuple(columns)
+    try:
+        hit = _EMPTY.get(key)
+    except TypeError:  # (a dtype that cannot be hashed)
+        return pl.DataFrame(schema=polars_schema(key))
+    if hit is None:
+        hit = pl.DataFrame(schema=polars_schema(key))
+        if len(_EMPTY) < _EMPTY_MAX:
+            _EMPTY[key] = hit
+    return hit.clone()
 
 
 def conform(df: pl.DataFrame, columns: Iterable[Column], *, extra: bool = False) -> pl.DataFrame:

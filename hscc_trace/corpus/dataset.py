@@ -91,8 +91,6 @@ class PartWriter:
 
     def flush(self) -> None:
         """Write the buffered captures as one part (nothing when none is buffered)."""
-        import polars as pl
-
         if not self.shas:
             return
         done = complete(self.dataset)
@@ -100,12 +98,27 @@ class PartWriter:
         if keep:
             name = self.shas[keep[0]]
             for t in (*[t for t in self.rows if t != "captures"], "captures"):  # captures last
-                parts = [self.rows[t][i] for i in keep]
-                df = parts[0] if len(parts) == 1 else pl.concat(parts, how="diagonal_relaxed")
-                write_part(self.dataset, t, name, df, extra=t == "flows")
+                write_part(self.dataset, t, name, _stacked([self.rows[t][i] for i in keep]), extra=t == "flows")
         for p in self.after:
             p.unlink(missing_ok=True)
         self._reset()
+
+
+def _stacked(parts: list[Any]) -> Any:
+    """``pl.concat(parts, how="diagonal_relaxed")``; parts of one schema (those :meth:`PartWriter.add`
+    conformed: all but a ``flows`` part with a column of its own) stacked eagerly, without the
+    query a relaxed concat plans (≈ 0.7 ms against ≈ 0.08 ms for 16 parts)."""
+    import polars as pl
+
+    if len(parts) == 1:
+        return parts[0]
+    first = parts[0].schema
+    if any(p.schema != first for p in parts[1:]):
+        return pl.concat(parts, how="diagonal_relaxed")
+    out = parts[0]
+    for p in parts[1:]:
+        out = out.vstack(p)
+    return out
 
 
 _complete: dict[str, dict[str, frozenset[str]]] = {}  # dataset -> {captures part: its hashes}

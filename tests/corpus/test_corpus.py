@@ -564,3 +564,41 @@ def test_a_part_holds_several_captures_complete_only_once_written(tmp_path):
     w.flush()
     assert ds.read(tmp_path, "captures").height == 4 and ds.read(tmp_path, "rounds").height == 7
     assert not w.shas and not ds.remove_partial_writes(tmp_path)
+
+
+def test_parts_of_one_schema_are_stacked_and_others_concatenated_relaxed():
+    # two conformed flows parts (one schema): stacked, rows in order, equal to the relaxed concat
+    a = pl.DataFrame({"flow_id": pl.Series([1, 2], dtype=pl.UInt32), "x": [0.5, None]})
+    b = pl.DataFrame({"flow_id": pl.Series([3], dtype=pl.UInt32), "x": [2.0]})
+    same = ds._stacked([a, b, a])
+    assert same.equals(pl.concat([a, b, a], how="diagonal_relaxed"))
+    assert same["flow_id"].to_list() == [1, 2, 3, 1, 2] and same["x"].to_list() == [0.5, None, 2.0, 0.5, None]
+    # a part with a column of its own (a per-flow column the analysis added): the relaxed
+    # concat, null where a part lacks it
+    c = b.with_columns(pl.Series("extra", ["e"]))
+    mixed = ds._stacked([a, c])
+    assert mixed.columns == ["flow_id", "x", "extra"] and mixed["extra"].to_list() == [None, None, "e"]
+    assert ds._stacked([b]) is b
+
+
+def test_empty_tables_are_clones_of_one_frame_per_column_tuple():
+    cols = schema.CORPUS_TABLES["rounds"]
+    first = schema.empty(cols)
+    assert first.height == 0 and first.schema == pl.Schema(schema.polars_schema(cols))
+    # a caller that changes its frame in place does not change the next caller's
+    first.insert_column(0, pl.Series("added", [], dtype=pl.Int8))
+    again = schema.empty(cols)
+    assert again.columns == [c.name for c in cols] and again is not first
+    assert schema.empty(list(cols)).schema == again.schema  # (any iterable of the same columns)
+
+
+def test_best_fit_is_the_lowest_rank_and_ties_go_to_the_sort():
+    fit = pl.DataFrame({"algo": ["reno", "cubic", "bbr"], "rank": pl.Series([2, 1, 3], dtype=pl.UInt32)})
+    assert api._first_by_rank(fit)["algo"] == "cubic"  # rank 1 is row 1
+    # a null rank: the sort decides (polars sorts nulls first: row 0, reno, not rank 1's bbr)
+    null = fit.with_columns(pl.Series("rank", [None, 3, 1], dtype=pl.UInt32))
+    assert api._first_by_rank(null)["algo"] == "reno"
+    # ranks 3, 1, 3 not unique: the sort decides too (rank 1 is row 1, cubic)
+    tie = fit.with_columns(pl.Series("rank", [3, 1, 3], dtype=pl.UInt32))
+    assert api._first_by_rank(tie)["algo"] == "cubic"
+    assert api._first_by_rank(fit.clear()) is None
