@@ -728,7 +728,7 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
                 )
     lin = res.get("flow_linearity")
     if lin and len(lin["points"]) == 3 and all(p["rc"] == 0 for p in lin["points"]):
-        (n1, c1, _), (n2, c2, _), (n3, c3, _) = ((p["packets"], p["cpu_s"], p["rss_mib"]) for p in lin["points"])
+        (n1, c1), (n2, c2), (n3, c3) = ((p["packets"], p["cpu_s"]) for p in lin["points"])
         m1, m2 = (c2 - c1) / (n2 - n1), (c3 - c2) / (n3 - n2)
         add(
             f"one flow ({lin['capture']}): analyze time linear in packets",

@@ -481,23 +481,12 @@ def test_a_cache_index_naming_a_retired_record_class_is_a_miss_not_a_crash(tmp_p
             assert run.returncode != 0 and "Old" in run.stderr, run.stderr[-2000:]
 
 
-def test_an_edit_of_a_callee_in_another_module_compiles_the_kernel_again(tmp_path):
-    """numba's cache of a kernel sees edits of the kernel's own file only (numba's docs, "Caching
-    Limitations"): the flow kernel inlines ``near_by_floor`` from flows/near.py. So a kernel is
-    cached in the subfolder of numba's folder named by its callees' sources (Kernel.callees), and
-    its stamp keys on them. Here, in fresh processes: the callee's module alone is edited, and the
-    next run computes with the new callee and announces a compilation (before: 1, ``loaded``)."""
+def _kernmod_runner(tmp_path):
+    """A function that runs ``kernmod.k(np.arange(3))`` of ``tmp_path`` in a fresh process (its own
+    caches there, every kernel compiled) and returns its result and the kernel decorator's events."""
     import os
     import subprocess
 
-    (tmp_path / "calleemod.py").write_text(
-        "from hscc_trace.perf.jit import njit\nLIMIT = 1\n\n\ndef bump(x):\n    return x + LIMIT\n\n\n"
-        'bump_compiled = njit(cache=True, inline="always")(bump)\n'
-    )
-    (tmp_path / "kernmod.py").write_text(
-        "from calleemod import bump_compiled\nfrom hscc_trace.perf.jit import njit\n\n\n"
-        "@njit(work=lambda a: 1, cost=(1.0, 1.0), cache=True)\ndef k(a):\n    return bump_compiled(a[0])\n"
-    )
     code = (
         "import numpy as np, kernmod\nfrom hscc_trace.perf import firstuse\nevents = []\n"
         "firstuse.LISTENERS.append(lambda e, k, s: events.append(e))\nprint(kernmod.k(np.arange(3)), *events)"
@@ -509,6 +498,25 @@ def test_an_edit_of_a_callee_in_another_module_compiles_the_kernel_again(tmp_pat
         p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
         assert p.returncode == 0, p.stderr[-3000:]
         return p.stdout.strip()
+
+    return run
+
+
+def test_an_edit_of_a_callee_in_another_module_compiles_the_kernel_again(tmp_path):
+    """numba's cache of a kernel sees edits of the kernel's own file only (numba's docs, "Caching
+    Limitations"): the flow kernel inlines ``near_by_floor`` from flows/near.py. So a kernel is
+    cached in the subfolder of numba's folder named by its callees' sources (Kernel.callees), and
+    its stamp keys on them. Here, in fresh processes: the callee's module alone is edited, and the
+    next run computes with the new callee and announces a compilation (before: 1, ``loaded``)."""
+    (tmp_path / "calleemod.py").write_text(
+        "from hscc_trace.perf.jit import njit\nLIMIT = 1\n\n\ndef bump(x):\n    return x + LIMIT\n\n\n"
+        'bump_compiled = njit(cache=True, inline="always")(bump)\n'
+    )
+    (tmp_path / "kernmod.py").write_text(
+        "from calleemod import bump_compiled\nfrom hscc_trace.perf.jit import njit\n\n\n"
+        "@njit(work=lambda a: 1, cost=(1.0, 1.0), cache=True)\ndef k(a):\n    return bump_compiled(a[0])\n"
+    )
+    run = _kernmod_runner(tmp_path)
 
     assert run() == "1 compiling compiled"  # a[0] + LIMIT = 0 + 1, compiled into numba's cache
     assert run() == "1 loaded"  # the next process loads it
@@ -525,25 +533,12 @@ def test_an_edit_of_a_constant_imported_by_value_compiles_the_kernel_again(tmp_p
     (``from calleemod import LIMIT``) and calls nothing of that module reaches no other module's
     source, so only the constants' values in Kernel.callees tell the edit apart (before: the
     kernel of LIMIT = 1 was loaded, and returned 1)."""
-    import os
-    import subprocess
-
     (tmp_path / "calleemod.py").write_text("LIMIT = 1\n")
     (tmp_path / "kernmod.py").write_text(
         "from calleemod import LIMIT\nfrom hscc_trace.perf.jit import njit\n\n\n"
         "@njit(work=lambda a: 1, cost=(1.0, 1.0), cache=True)\ndef k(a):\n    return a[0] + LIMIT\n"
     )
-    code = (
-        "import numpy as np, kernmod\nfrom hscc_trace.perf import firstuse\nevents = []\n"
-        "firstuse.LISTENERS.append(lambda e, k, s: events.append(e))\nprint(kernmod.k(np.arange(3)), *events)"
-    )
-    env = dict(os.environ, HSCC_TRACE_CACHE_DIR=str(tmp_path / "cache"), NUMBA_CACHE_DIR=str(tmp_path / "numba"))
-    env[firstuse.MODE_ENV] = "compile"
-
-    def run() -> str:
-        p = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
-        assert p.returncode == 0, p.stderr[-3000:]
-        return p.stdout.strip()
+    run = _kernmod_runner(tmp_path)
 
     assert run() == "1 compiling compiled"  # 0 + LIMIT = 1
     assert run() == "1 loaded"
