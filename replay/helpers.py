@@ -95,6 +95,18 @@ def linux_cwnd_limited(tp):
     return False
 
 
+@jit
+def linux_disorder(tp):
+    """Linux ``TCP_CA_Disorder``, which the trace's states fold into open: the sender is open
+    but SACKed or lost data is outstanding, or retransmissions are in flight
+    (``tcp_try_keep_open``: ``tcp_left_out(tp) || tcp_any_retrans_done(sk)``). From the trace:
+    the packets outstanding after the ACK differ from those in flight (pipe = outstanding −
+    SACKed − lost + retransmitted; schema ACKS ``outstanding`` / ``pipe``). The state is set in
+    ``tcp_fastretrans_alert``, before the ACK's ``cong_avoid``: the first SACK of a loss puts
+    that very ACK in Disorder."""
+    return tp.state == OPEN and tp.flight != tp.pipe
+
+
 #: what :func:`growth_gate` did
 HELD = 0  # flavor linux and not cwnd-limited: no growth on this ACK
 SLOW_START = 1  # cwnd < ssthresh: slow-start growth applied

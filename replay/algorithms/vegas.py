@@ -26,7 +26,9 @@ trace's rounds (the first ACK at or above the snd_max recorded when the round be
   the per-round decision and the slow start between round ends run whether or not the window was
   the limit; only its Reno fallbacks (``tcp_reno_cong_avoid``: too few samples, or Vegas disabled
   outside the open state — ``doing_vegas_now = 0`` once ``tcp_vegas_state`` left TCP_CA_Open,
-  e.g. in TCP_CA_Loss after an RTO) check it (helpers.reno_cong_avoid).
+  e.g. in TCP_CA_Loss after an RTO, or in TCP_CA_Disorder while SACKed data is outstanding before
+  a recovery (helpers.linux_disorder): a round that ends there makes no Vegas decision) check it
+  (helpers.reno_cong_avoid).
 
 Losses: Reno (``ssthresh = max(cwnd/2, 2)``, ``tcp_reno_ssthresh``); Vegas restarts its round
 sampling when it re-enters the open state (Linux ``tcp_vegas_state`` → ``vegas_enable``): at
@@ -114,7 +116,8 @@ def ssthresh(st, p, tp):
 @jit
 def cong_avoid(st, p, tp, n):
     linux = tp.flavor == LINUX
-    if linux and tp.state != OPEN:  # doing_vegas_now = 0 (tcp_vegas_state): tcp_reno_cong_avoid
+    if linux and (tp.state != OPEN or H.linux_disorder(tp)):
+        # doing_vegas_now = 0 outside TCP_CA_Open (tcp_vegas_state), Disorder too: Reno
         H.reno_cong_avoid(tp, n, 2.0)
         st.enabled = False
         return

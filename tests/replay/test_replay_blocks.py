@@ -312,6 +312,34 @@ def test_vegas_linux_outside_open_state_is_reno_with_its_cwnd_limited_check():
     assert h["CWND"] == 4.0
 
 
+def test_vegas_linux_round_end_in_disorder_is_reno_then_vegas_restarts():
+    # The first SACK of a loss puts Linux in TCP_CA_Disorder (tcp_fastretrans_alert runs before
+    # cong_avoid): tcp_vegas_state → doing_vegas_now = 0, so a round that ends on that ACK makes
+    # no Vegas decision; tcp_reno_cong_avoid runs instead. The trace shows it as open with
+    # outstanding ≠ pipe (FLIGHT 22, PIPE 21: one packet SACKed).
+    # cwnd 23, ssthresh 16 (CA), three samples of 0.080 s: in the open state diff = 0 < α → 24.
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=23.0, SSTHRESH=16.0, IS_CWND_LIMITED=1.0, FLIGHT=22.0, PIPE=22.0)
+    h.call("init")
+    _vegas_round(h, (0.08, 0.08, 0.08))
+    assert h["CWND"] == 24.0 and h["adjust"] == 1.0
+    # The same round ending in Disorder: Reno's AI, cwnd_cnt 0 + 1 < 23 → cwnd stays 23 (so the
+    # recovery that follows halves 23 to 11, not 24 to 12: sweep vegas t6).
+    h = Hooks("vegas").set(FLAVOR=1.0, CWND=23.0, SSTHRESH=16.0, IS_CWND_LIMITED=1.0, FLIGHT=22.0, PIPE=21.0)
+    h.call("init")
+    _vegas_round(h, (0.08, 0.08, 0.08))
+    assert h["CWND"] == 23.0 and h["CWND_CNT"] == 1.0
+    # The ACK that clears the scoreboard is open again: vegas_enable, the round restarts at
+    # snd_nxt (beg_snd_nxt = SND_MAX 90000) with its samples forgotten; no decision on this ACK.
+    h.set(PIPE=22.0)
+    _ack(h, 60000, 90000)
+    assert h["CWND"] == 23.0 and h["beg_snd_nxt"] == 90000.0 and h["cnt_rtt"] == 0.0
+    # flavor rfc keeps the paper's Vegas: no Disorder state, the decision is taken (23 → 24)
+    g = Hooks("vegas").set(FLAVOR=0.0, CWND=23.0, SSTHRESH=16.0, FLIGHT=22.0, PIPE=21.0, ROUND_END=1.0)
+    g.call("init")
+    _vegas_round(g, (0.08, 0.08, 0.08))
+    assert g["CWND"] == 24.0
+
+
 def test_vegas_linux_ssthresh_is_min_ssthresh_cwnd_not_cwnd_minus_1():
     # tcp_vegas_ssthresh (6.x) = min(ssthresh, cwnd); older kernels used cwnd − 1.
     # CA decrease: cwnd 20 = ssthresh 20, round min 0.15 s, base 0.1 s (µs + 1):
