@@ -38,7 +38,20 @@ from hscc_trace.perf.jit import njit
 
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
-from .records import Acks, Counts, Episodes, FlowInfo, FlowParams, PacketOut, Rounds, Rows, Segments, SenderView, Source
+from .records import (
+    Acks,
+    Counts,
+    Episodes,
+    FlowFacts,
+    FlowInfo,
+    FlowParams,
+    PacketOut,
+    Rounds,
+    Rows,
+    Segments,
+    SenderView,
+    Source,
+)
 from .vantage import at_end, detect, from_handshake, handshake_rtt, sender_view
 
 if TYPE_CHECKING:  # polars and the schema are imported where tables are built (after the capture is read)
@@ -668,7 +681,8 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb, f_en
     b = (bounds - base).astype(np.int64)
     n = int(b[-1])
     nf = len(fids)
-    prep_flows(order[base : base + n], b, f_sdir, f_mss, f_wsa, f_wsb, Source(*src), W.rows(n), W.info(nf))
+    facts = FlowFacts(f_sdir, f_mss, f_wsa, f_wsb, f_end)
+    prep_flows(order[base : base + n], b, facts, Source(*src), W.rows(n), W.info(nf))
     if read is not None:  # (the working arrays hold copies: nothing below reads ``src``)
         del src
         read()
