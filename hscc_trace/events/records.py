@@ -4,7 +4,8 @@ positional arrays.
 numba types a ``NamedTuple`` of arrays as one argument (a ``NamedTuple`` type, each field its
 own array type), caches kernels that take them like any other, and compiles field access to a
 plain load; interpreted (:mod:`hscc_trace.perf.firstuse`) they are ordinary tuples. The kernels
-unpack them on entry into the local names their loops use, so a field is named once, here.
+read the fields by name (``src.frame``) or unpack them on entry into the local names their loops
+use, so a field is named once, here.
 
 Row arrays are per packet row of a batch of flows (in flow order, each flow in frame order);
 flow arrays per flow of the batch; episode rows are ``rows + flows`` long (each flow's episodes
@@ -72,6 +73,17 @@ class Rows(NamedTuple):
     sr: np.ndarray
     sn: np.ndarray
     ecn: np.ndarray
+
+
+class FlowFacts(NamedTuple):
+    """Per flow, what the flows table tells (-1 / 0 unknown): the sender direction, the MSS, the
+    window scales of A and B, the end its vantage names (0 sender, 1 receiver; -1 neither)."""
+
+    sdir: np.ndarray
+    mss: np.ndarray
+    wsa: np.ndarray
+    wsb: np.ndarray
+    end: np.ndarray
 
 
 class FlowInfo(NamedTuple):
@@ -238,6 +250,7 @@ __all__ = [
     "Acks",
     "Counts",
     "Episodes",
+    "FlowFacts",
     "FlowInfo",
     "FlowParams",
     "PacketOut",

@@ -38,7 +38,20 @@ from hscc_trace.perf.jit import njit
 
 from . import core
 from .prep import NONE, FlowArrays, Handshake, prep_flows
-from .records import Acks, Counts, Episodes, FlowInfo, FlowParams, PacketOut, Rounds, Rows, Segments, SenderView, Source
+from .records import (
+    Acks,
+    Counts,
+    Episodes,
+    FlowFacts,
+    FlowInfo,
+    FlowParams,
+    PacketOut,
+    Rounds,
+    Rows,
+    Segments,
+    SenderView,
+    Source,
+)
 from .vantage import at_end, detect, from_handshake, handshake_rtt, sender_view
 
 if TYPE_CHECKING:  # polars and the schema are imported where tables are built (after the capture is read)
@@ -521,6 +534,63 @@ class _Work:
             self.irtt[q],
         )
 
+    def outputs(self, n: int, nf: int) -> tuple[PacketOut, Episodes]:
+        """The state machine's outputs for ``n`` rows (:class:`.records.PacketOut`) and ``nf``
+        flows' episodes (``n + nf`` rows, :class:`.records.Episodes`)."""
+        o_kind, o_probe, o_rtt_src, o_state, o_cong = (a[:n] for a in self.o8)
+        o_rexmit, o_isack, o_round_end, o_undo = (a[:n] for a in self.ob)
+        (
+            o_seg_out,
+            o_seg_round,
+            o_ackrel,
+            o_acked,
+            o_sacked,
+            o_dsack,
+            o_dup,
+            o_rwnd,
+            o_rtt,
+            o_snd_max,
+            o_out,
+            o_pipe,
+            o_round,
+            o_tgt,
+            o_ca_rtt,
+            o_rtx,
+        ) = (a[:n] for a in self.o64)
+        po = PacketOut(
+            o_kind,
+            o_probe,
+            o_rexmit,
+            o_seg_out,
+            o_seg_round,
+            o_isack,
+            o_ackrel,
+            o_acked,
+            o_sacked,
+            o_dsack,
+            o_dup,
+            o_rwnd,
+            o_rtt,
+            o_rtt_src,
+            o_snd_max,
+            o_out,
+            o_pipe,
+            o_round,
+            o_round_end,
+            o_tgt,
+            o_state,
+            o_cong,
+            o_undo,
+            o_ca_rtt,
+            o_rtx,
+        )
+        ne = n + nf
+        e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp = (a[:ne] for a in self.e64)
+        ep = Episodes(
+            self.e_kind[:ne], e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, self.e_spur[:ne]
+        )
+        return po, ep
+
     def handshake(self, f: int) -> Handshake:
         def opt(x: int) -> int | None:
             return None if x == NONE else int(x)
@@ -615,11 +685,7 @@ def build_flow_events(
             order,
             bounds[f0 : f1 + 1],
             fids[f0:f1],
-            f_sdir[f0:f1],
-            f_mss[f0:f1],
-            f_wsa[f0:f1],
-            f_wsb[f0:f1],
-            ends[f0:f1],
+            FlowFacts(f_sdir[f0:f1], f_mss[f0:f1], f_wsa[f0:f1], f_wsb[f0:f1], ends[f0:f1]),
         )
         for f0, f1 in zip(cuts[:-1], cuts[1:])
     ]
@@ -659,23 +725,53 @@ def _enum_idx(codes: np.ndarray, names: tuple[str, ...]) -> pl.Series:
     return _cats(names)[codes]
 
 
-def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb, f_end, read=None) -> list[FlowEvents]:
-    import polars as pl
-
-    from hscc_trace import schema
-
+def _batch(W: _Work, src, order, bounds, fids, facts: FlowFacts, read=None) -> list[FlowEvents]:
+    """Event streams of one batch of flows (``facts``: the flows table's, :class:`.records.FlowFacts`):
+    :func:`.prep.prep_flows`, the vantage point per flow (:func:`_vantage`), the state machine with
+    each flow's segment and ACK rows and rounds (:func:`_run_flows`), the batch's tables
+    (:func:`_segments_acks`, :func:`_episodes`, :func:`_rounds`), one FlowEvents per flow
+    (:func:`_flow_events`, slices of them). ``read``: as :func:`build_flow_events`."""
     base = int(bounds[0])
     b = (bounds - base).astype(np.int64)
     n = int(b[-1])
     nf = len(fids)
-    prep_flows(order[base : base + n], b, f_sdir, f_mss, f_wsa, f_wsb, Source(*src), W.rows(n), W.info(nf))
+    prep_flows(order[base : base + n], b, facts, Source(*src), W.rows(n), W.info(nf))
     if read is not None:  # (the working arrays hold copies: nothing below reads ``src``)
         del src
         read()
-    # ---- vantage point and RTT correction per flow ---------------------------------------------
-    off = W.off[:n]
-    ahead = W.ahead[:n]
-    rel = W.rel[:n]
+    vts, fp = _vantage(W, b, facts.end)
+    po, ep = W.outputs(n, nf)
+    S, A, rr = _columns(W, n)
+    counts = Counts(np.zeros((nf, core.N_WARN), np.int64), *(np.zeros(nf, np.int64) for _ in range(4)))
+    _run_flows(
+        b,
+        W.rows(n),
+        fp,
+        np.int64(DUPTHRESH),
+        np.int64(RTO_MIN_NS),
+        SenderView(W.off[:n], W.ahead[:n], W.rel[:n], W.peak[:n]),
+        po,
+        ep,
+        Segments(*S.values()),
+        Acks(*A.values()),
+        rr,
+        APP_FRACTION,
+        APP_LOOKBACK,
+        counts,
+    )
+    segs, acks = _segments_acks(S, A, counts)
+    del S, A
+    tables = (segs, acks, _episodes(W, ep, b, counts.n_ep), _rounds(rr, counts.n_rounds))
+    return _flow_events(W, b, fids, vts, tables, counts)
+
+
+def _vantage(W: _Work, b: np.ndarray, f_end: np.ndarray) -> tuple[list[Any], FlowParams]:
+    """Vantage point and RTT correction per flow of the batch (flow ``f``: rows ``b[f]:b[f+1]``):
+    its vantage (:mod:`.vantage`; ``f_end`` the end the flows table names, -1 none), and away from
+    the sender its view (:func:`.vantage.sender_view` into ``W.off``, ``W.ahead``, ``W.rel``).
+    Returns the vantages and what the state machine is run with."""
+    nf = b.shape[0] - 1
+    off, ahead, rel = W.off, W.ahead, W.rel
     at_sender = np.empty(nf, np.bool_)
     clock = np.empty(nf, np.bool_)
     ooo = np.empty(nf, np.int64)
@@ -711,36 +807,13 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb, f_en
                 off[r],
             )
         ooo[f] = h.irtt_ns if h.irtt_ns else OOO_DEFAULT_NS
-    # ---- state machine, segment/ACK rows and rounds, flow by flow ----------------------------------
-    o_kind, o_probe, o_rtt_src, o_state, o_cong = (a[:n] for a in W.o8)
-    o_rexmit, o_isack, o_round_end, o_undo = (a[:n] for a in W.ob)
-    (
-        o_seg_out,
-        o_seg_round,
-        o_ackrel,
-        o_acked,
-        o_sacked,
-        o_dsack,
-        o_dup,
-        o_rwnd,
-        o_rtt,
-        o_snd_max,
-        o_out,
-        o_pipe,
-        o_round,
-        o_tgt,
-        o_ca_rtt,
-        o_rtx,
-    ) = (a[:n] for a in W.o64)
-    ne = n + nf
-    e_kind = W.e_kind[:ne]
-    e_spur = W.e_spur[:ne]
-    e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp = (a[:ne] for a in W.e64)
-    warn = np.zeros((nf, core.N_WARN), np.int64)
-    n_ep, n_seg, n_ack, n_rounds = (np.zeros(nf, np.int64) for _ in range(4))
-    mss = W.mss[:nf]
-    known = W.known[:nf]
-    # segments come from the sender's rows, ACKs from the receiver's: room for that many
+    fp = FlowParams(W.mss[:nf], W.shift[:nf], W.sack[:nf], W.known[:nf], clock, ooo, at_sender)
+    return vts, fp
+
+
+def _columns(W: _Work, n: int) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray], Rounds]:
+    """The batch's data-side (segments: the sender's rows) and ACK-side (ACKs: the receiver's
+    rows) columns, room for that many, and the rounds' (at most one per ACK), by schema name."""
     n_snd = int(np.count_nonzero(W.snd[:n]))
     cs, ca = n_snd, n - n_snd
     e = np.empty
@@ -783,137 +856,125 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb, f_en
         ca_rtt_s=e(ca, np.float64),
         retrans_bytes=e(ca, np.int64),
     )
-    R = [t(f"r{k}", ca, np.int64) for k in range(7)]
-    r_id, r_start, r_end, r_target, r_peak, r_acked, r_rwnd = R
+    r_id, r_start, r_end, r_target, r_peak, r_acked, r_rwnd = (t(f"r{k}", ca, np.int64) for k in range(7))
     r_minrtt = t("r_minrtt", ca, np.float64)
     r_rec = t("r_rec", ca, np.bool_)
     r_limit = t("r_limit", ca, np.int8)
-    rows = W.rows(n)
-    sv = SenderView(off, ahead, rel, W.peak[:n])
-    fp = FlowParams(mss, W.shift[:nf], W.sack[:nf], known, clock, ooo, at_sender)
-    po = PacketOut(
-        o_kind,
-        o_probe,
-        o_rexmit,
-        o_seg_out,
-        o_seg_round,
-        o_isack,
-        o_ackrel,
-        o_acked,
-        o_sacked,
-        o_dsack,
-        o_dup,
-        o_rwnd,
-        o_rtt,
-        o_rtt_src,
-        o_snd_max,
-        o_out,
-        o_pipe,
-        o_round,
-        o_round_end,
-        o_tgt,
-        o_state,
-        o_cong,
-        o_undo,
-        o_ca_rtt,
-        o_rtx,
-    )
-    ep = Episodes(e_kind, e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, e_spur)
-    rr = Rounds(r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit)
-    counts = Counts(warn, n_ep, n_seg, n_ack, n_rounds)
-    _run_flows(
-        b,
-        rows,
-        fp,
-        np.int64(DUPTHRESH),
-        np.int64(RTO_MIN_NS),
-        sv,
-        po,
-        ep,
-        Segments(*S.values()),
-        Acks(*A.values()),
-        rr,
-        APP_FRACTION,
-        APP_LOOKBACK,
-        counts,
-    )
-    seg_at = np.concatenate(([0], np.cumsum(n_seg)))
-    ack_at = np.concatenate(([0], np.cumsum(n_ack)))
-    ns, na = int(seg_at[-1]), int(ack_at[-1])
+    return S, A, Rounds(r_id, r_start, r_end, r_target, r_peak, r_acked, r_minrtt, r_rwnd, r_rec, r_limit)
 
-    def fit(col: np.ndarray, k: int) -> np.ndarray:
-        # the first k rows; a copy when much room is left unused (the table keeps the buffer)
-        return col[:k].copy() if k < 0.9 * col.shape[0] else col[:k]
 
-    S = {name: fit(col, ns) for name, col in S.items()}
-    A = {name: fit(col, na) for name, col in A.items()}
+def _fit(col: np.ndarray, k: int) -> np.ndarray:
+    """The first ``k`` rows; a copy when much room is left unused (the table keeps the buffer)."""
+    return col[:k].copy() if k < 0.9 * col.shape[0] else col[:k]
+
+
+def _segments_acks(
+    S: dict[str, np.ndarray], A: dict[str, np.ndarray], counts: Counts
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """The batch's segments (data side) and ACKs (ACK side) tables from the columns
+    :func:`_run_flows` filled (``counts``: how many rows each flow has). Empties ``S`` and ``A``:
+    a column's room goes as soon as the table has what it needs of it."""
+    import polars as pl
+
+    from hscc_trace import schema
+
+    ns, na = int(counts.n_seg.sum()), int(counts.n_ack.sum())
+    seg = {name: _fit(col, ns) for name, col in S.items()}
+    S.clear()
+    ack = {name: _fit(col, na) for name, col in A.items()}
+    A.clear()
     segs = _frame(
-        {**S, "kind": _enum_idx(S["kind"], schema.SEGMENT_KINDS), "probe": _enum_idx(S["probe"], schema.PROBE_KINDS)},
+        {
+            **seg,
+            "kind": _enum_idx(seg["kind"], schema.SEGMENT_KINDS),
+            "probe": _enum_idx(seg["probe"], schema.PROBE_KINDS),
+        },
         schema.SEGMENTS,
     )
-    del S
-    A["rtt_s"] = pl.Series(A["rtt_s"], nan_to_null=True)
-    A["rtt_raw_s"] = pl.Series(A["rtt_raw_s"], nan_to_null=True)
-    A["ca_rtt_s"] = pl.Series(A["ca_rtt_s"], nan_to_null=True)
-    A["state"] = _enum_idx(A["state"], schema.CONG_STATES)
-    A["rtt_source"] = _enum(A["rtt_source"], schema.RTT_SOURCES)
-    A["cong_event"] = _enum(A["cong_event"], schema.EPISODE_KINDS)
-    acks = _frame(A, schema.ACKS)
-    del A
-    # ---- episodes: flow f's are rows b[f] + f + (0 .. n_ep[f]) of the episode arrays ---------------
+    del seg
+    ack["rtt_s"] = pl.Series(ack["rtt_s"], nan_to_null=True)
+    ack["rtt_raw_s"] = pl.Series(ack["rtt_raw_s"], nan_to_null=True)
+    ack["ca_rtt_s"] = pl.Series(ack["ca_rtt_s"], nan_to_null=True)
+    ack["state"] = _enum_idx(ack["state"], schema.CONG_STATES)
+    ack["rtt_source"] = _enum(ack["rtt_source"], schema.RTT_SOURCES)
+    ack["cong_event"] = _enum(ack["cong_event"], schema.EPISODE_KINDS)
+    return segs, _frame(ack, schema.ACKS)
+
+
+def _episodes(W: _Work, ep: Episodes, b: np.ndarray, n_ep: np.ndarray) -> pl.DataFrame:
+    """The batch's episodes table: flow f's are rows b[f] + f + (0 .. n_ep[f]) of ``ep``."""
+    import polars as pl
+
+    from hscc_trace import schema
+
+    nf = b.shape[0] - 1
     n_tot = int(n_ep.sum())
     ep_at = np.concatenate(([0], np.cumsum(n_ep)))
     local = np.arange(n_tot) - np.repeat(ep_at[:-1], n_ep)
     row0 = np.repeat(b[:-1], n_ep)
     idx = row0 + np.repeat(np.arange(nf), n_ep) + local
-    end_i = e_end_i[idx]
+    end_i = ep.end_i[idx]
     ended = end_i >= 0
-    end_t = pl.Series(e_end_t[idx])
+    end_t = pl.Series(ep.end_t[idx])
     end_frame = pl.Series(W.frame[row0 + np.where(ended, end_i, 0)])
     if not ended.all():
         unended = pl.Series(~ended)
         end_t = end_t.set(unended, None)
         end_frame = end_frame.set(unended, None)
-    eps = _frame(
+    return _frame(
         {
             "episode": local.astype(np.uint32),
-            "kind": _enum(e_kind[idx], schema.EPISODE_KINDS),
-            "start_ns": e_start_t[idx],
+            "kind": _enum(ep.kind[idx], schema.EPISODE_KINDS),
+            "start_ns": ep.start_t[idx],
             "end_ns": end_t,
-            "start_frame": W.frame[row0 + e_start_i[idx]],
-            "flight_bytes": e_flight[idx],
-            "retrans_bytes": e_retx[idx],
-            "recovery_point": e_rp[idx],
+            "start_frame": W.frame[row0 + ep.start_i[idx]],
+            "flight_bytes": ep.flight[idx],
+            "retrans_bytes": ep.retx[idx],
+            "recovery_point": ep.rp[idx],
             "end_frame": end_frame,
-            "spurious": e_spur[idx],
+            "spurious": ep.spur[idx],
         },
         schema.EPISODES,
     )
-    # ---- rounds (computed above) ---------------------------------------------------------------------
+
+
+def _rounds(rr: Rounds, n_rounds: np.ndarray) -> pl.DataFrame:
+    """The batch's rounds table (:func:`_run_flows` computed them, flow after flow)."""
+    from hscc_trace import schema
+
     nr = int(n_rounds.sum())
-    rnd_at = np.concatenate(([0], np.cumsum(n_rounds)))
-    rounds = _frame(
+    return _frame(
         {  # (copies: the scratch arrays are reused)
-            "round": r_id[:nr].astype(np.uint32),
-            "start_ns": r_start[:nr].copy(),
-            "end_ns": r_end[:nr].copy(),
-            "target_seq": r_target[:nr].copy(),
-            "peak_flight_bytes": r_peak[:nr].copy(),
-            "acked_bytes": r_acked[:nr].copy(),
-            "min_rtt_s": _opt_float(r_minrtt[:nr]),
-            "rwnd_bytes": r_rwnd[:nr].copy(),
-            "limit": _enum(r_limit[:nr], schema.LIMITS),
-            "in_recovery": r_rec[:nr],
+            "round": rr.id[:nr].astype(np.uint32),
+            "start_ns": rr.start[:nr].copy(),
+            "end_ns": rr.end[:nr].copy(),
+            "target_seq": rr.target[:nr].copy(),
+            "peak_flight_bytes": rr.peak[:nr].copy(),
+            "acked_bytes": rr.acked[:nr].copy(),
+            "min_rtt_s": _opt_float(rr.minrtt[:nr]),
+            "rwnd_bytes": rr.rwnd[:nr].copy(),
+            "limit": _enum(rr.limit[:nr], schema.LIMITS),
+            "in_recovery": rr.rec[:nr],
         },
         schema.ROUNDS,
     )
-    # ---- one FlowEvents per flow: slices of the batch tables ------------------------------------
+
+
+def _flow_events(
+    W: _Work, b: np.ndarray, fids: list[int], vts: list[Any], tables: tuple, counts: Counts
+) -> list[FlowEvents]:
+    """One FlowEvents per flow of the batch: slices of the batch's ``tables`` (segments, ACKs,
+    episodes, rounds; ``counts``: each flow's rows of them), its vantage and warnings."""
+    segs, acks, eps, rounds = tables
+    warn, n_ep, n_seg, n_ack, n_rounds = counts
+    at = [np.concatenate(([0], np.cumsum(c))) for c in (n_seg, n_ack, n_ep, n_rounds)]
+    n = int(b[-1])
     n_rcv = np.diff(b) - np.add.reduceat(W.snd[:n], b[:-1], dtype=np.int64)
     res = []
-    for f in range(nf):
+    for f in range(len(fids)):
         src_name = f"flow {fids[f]}"
         warnings = [Warn(src_name, msg, int(warn[f, k])) for k, msg in _WARN_MSGS.items() if warn[f, k]]
-        if not known[f] and n_rcv[f]:
+        if not W.known[f] and n_rcv[f]:
             warnings.append(
                 Warn(src_name, "window scale unknown (handshake not captured): rwnd_bytes is the raw window")
             )
@@ -922,12 +983,12 @@ def _batch(W: _Work, src, order, bounds, fids, f_sdir, f_mss, f_wsa, f_wsb, f_en
             FlowEvents(
                 flow_id=fids[f],
                 sender_dir=int(W.sdir[f]),
-                mss=int(mss[f]),
+                mss=int(W.mss[f]),
                 vantage=vt.vantage,
-                segments=segs.slice(int(seg_at[f]), int(n_seg[f])),
-                acks=acks.slice(int(ack_at[f]), int(n_ack[f])),
-                episodes=eps.slice(int(ep_at[f]), int(n_ep[f])),
-                rounds=rounds.slice(int(rnd_at[f]), int(n_rounds[f])),
+                segments=segs.slice(int(at[0][f]), int(n_seg[f])),
+                acks=acks.slice(int(at[1][f]), int(n_ack[f])),
+                episodes=eps.slice(int(at[2][f]), int(n_ep[f])),
+                rounds=rounds.slice(int(at[3][f]), int(n_rounds[f])),
                 rtt_offset_s=vt.offset_ns / 1e9,
                 warnings=warnings,
                 handshake_rtt_s=handshake_rtt(vt),
