@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import glob
+import threading
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -84,15 +85,24 @@ def name_key(item: str) -> str:
     return blake3.blake3(("input:" + item).encode()).hexdigest()
 
 
+_buffers = threading.local()  # each thread's read buffer of content_hash
+
+
 def content_hash(path: str) -> str:
     """BLAKE3 of a local file's bytes (as stored: a .gz file is hashed compressed), the digest of
-    the results document (:func:`hscc_trace.analysis.results.digest_file`)."""
+    the results document (:func:`hscc_trace.analysis.results.digest_file`). Read into one buffer
+    per thread, kept: a new 1 MiB block per read (``f.read``) cost as much CPU as the hash (a
+    corpus capture of ≈ 1 MB: 0.69 → 0.36 ms)."""
     import blake3
 
+    buf = getattr(_buffers, "buf", None)
+    if buf is None:
+        buf = _buffers.buf = bytearray(1 << 20)
+    view = memoryview(buf)
     h = blake3.blake3()
-    with open(path, "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
+    with open(path, "rb", buffering=0) as f:
+        while n := f.readinto(buf):
+            h.update(view[:n])
     return h.hexdigest()
 
 
