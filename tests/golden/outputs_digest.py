@@ -2,7 +2,8 @@
 
 Runs the installed ``hscc-trace`` on every bundled sample and every external capture
 (``../shared/captures/external`` beside the repository, when present) and records a SHA-256 of
-each output with creation timestamps and the repository's path blanked:
+each output with creation timestamps and the paths of the repository and of the external
+captures blanked:
 
 - ``flows FILE --json`` (stdout);
 - ``analyze FILE --json R --export DIR --export-format csv -o REPORT`` (the JSON results, every
@@ -60,6 +61,9 @@ _STORE_MB = re.compile(rb"\d+\.\d\d MB of this page")
 
 
 def _blank(data: bytes) -> bytes:
+    # (the external captures' folder first: from a worktree it is found beside the folder of
+    # worktrees, outside the repository, and its path would differ between two checkouts)
+    data = data.replace(str(EXTERNAL).encode(), b"<external>")
     return _STAMP.sub(b"<created>", data).replace(str(REPO).encode(), b"<repo>")
 
 
