@@ -455,6 +455,14 @@ def _run_flows(bounds, rows, fp, dupthresh, rto_min_ns, sv, po, ep, seg, acks, r
         n_rounds[f] = q - q0
 
 
+#: dtypes of the state machine's outputs (:class:`.records.PacketOut`, :class:`.records.Episodes`)
+#: that are not int64: kinds, probes, RTT sources and states as int8 codes, flags as booleans
+_OUT_DTYPES: dict[str, Any] = {
+    **dict.fromkeys(("kind", "probe", "rtt_src", "state", "cong"), np.int8),
+    **dict.fromkeys(("rexmit", "isack", "round_end", "undo", "spur"), np.bool_),
+}
+
+
 class _Work:
     """Working arrays of a batch of flows (rows in flow order, each flow in frame order), allocated
     once for the largest batch and reused: a fresh allocation per batch costs page faults."""
@@ -478,12 +486,8 @@ class _Work:
         self.rel = e(n, i64)
         self.peak = e(n, i64)  # per segment: flight after it, as the sender saw it (round peaks)
         # analyze outputs (per packet, per episode row: rows + flows)
-        self.o8 = [e(n, np.int8) for _ in range(5)]  # kind, probe, rtt_src, state, cong
-        self.ob = [e(n, np.bool_) for _ in range(4)]  # rexmit, isack, round_end, undo
-        self.o64 = [e(n, i64) for _ in range(16)]
-        self.e_kind = e(n + nf, np.int8)
-        self.e_spur = e(n + nf, np.bool_)
-        self.e64 = [e(n + nf, i64) for _ in range(7)]
+        self.po = {k: e(n, _OUT_DTYPES.get(k, i64)) for k in PacketOut._fields}
+        self.ep = {k: e(n + nf, _OUT_DTYPES.get(k, i64)) for k in Episodes._fields}
         self._n = n
         self._tmp: dict[str, np.ndarray] = {}
 
@@ -537,58 +541,8 @@ class _Work:
     def outputs(self, n: int, nf: int) -> tuple[PacketOut, Episodes]:
         """The state machine's outputs for ``n`` rows (:class:`.records.PacketOut`) and ``nf``
         flows' episodes (``n + nf`` rows, :class:`.records.Episodes`)."""
-        o_kind, o_probe, o_rtt_src, o_state, o_cong = (a[:n] for a in self.o8)
-        o_rexmit, o_isack, o_round_end, o_undo = (a[:n] for a in self.ob)
-        (
-            o_seg_out,
-            o_seg_round,
-            o_ackrel,
-            o_acked,
-            o_sacked,
-            o_dsack,
-            o_dup,
-            o_rwnd,
-            o_rtt,
-            o_snd_max,
-            o_out,
-            o_pipe,
-            o_round,
-            o_tgt,
-            o_ca_rtt,
-            o_rtx,
-        ) = (a[:n] for a in self.o64)
-        po = PacketOut(
-            o_kind,
-            o_probe,
-            o_rexmit,
-            o_seg_out,
-            o_seg_round,
-            o_isack,
-            o_ackrel,
-            o_acked,
-            o_sacked,
-            o_dsack,
-            o_dup,
-            o_rwnd,
-            o_rtt,
-            o_rtt_src,
-            o_snd_max,
-            o_out,
-            o_pipe,
-            o_round,
-            o_round_end,
-            o_tgt,
-            o_state,
-            o_cong,
-            o_undo,
-            o_ca_rtt,
-            o_rtx,
-        )
-        ne = n + nf
-        e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp = (a[:ne] for a in self.e64)
-        ep = Episodes(
-            self.e_kind[:ne], e_start_t, e_end_t, e_start_i, e_end_i, e_flight, e_retx, e_rp, self.e_spur[:ne]
-        )
+        po = PacketOut(**{k: a[:n] for k, a in self.po.items()})
+        ep = Episodes(**{k: a[: n + nf] for k, a in self.ep.items()})
         return po, ep
 
     def handshake(self, f: int) -> Handshake:
