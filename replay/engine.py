@@ -483,6 +483,8 @@ def _idle_times(ev: np.ndarray, ts: np.ndarray, segments: pl.DataFrame | None) -
         # (a numpy mask: an eager polars filter plans a query, ≈ 0.1–0.3 ms, once per replay call)
         has_data = segments.get_column("len").to_numpy() > 0
         st = np.sort(segments.get_column("ts_ns").to_numpy().astype(np.int64)[has_data])
+        if st.shape[0] < 2:  # no two data segments to bracket an idle period: no value
+            return
         j = np.searchsorted(st, ts[cand - 1], side="right")  # first segment after ACK i−1
         ok = (j > 0) & (j < st.shape[0])
         j = np.where(ok, j, 1)

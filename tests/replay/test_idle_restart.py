@@ -179,3 +179,33 @@ def test_bbr_idle_restart_defers_probe_rtt_until_data_is_delivered():
     h2 = _bbr(mode=2.0, min_rtt=0.05, min_rtt_stamp=0.5, idle_restart=1.0, NOW=11.0, ACKED=0.0, SACKED=0.0)
     h2.call("_update_min_rtt", 1.0)
     assert h2["mode"] == 2.0 and h2["idle_restart"] == 1.0
+
+
+def _segments(ts_s: list[float], lengths: list[int]):
+    import polars as pl
+
+    # (replay_synth.stream's capture clock starts at 1 s: ACK k at 1 s + t_k)
+    return pl.DataFrame({"ts_ns": [round((1.0 + t) * 1e9) for t in ts_s], "len": lengths})
+
+
+def test_idle_from_segments_is_the_gap_between_the_data_segments_around_the_idle():
+    # the same stream, with segments: ACK 30 at 0.030 s leaves nothing outstanding; the last
+    # data segment before it at 0.029 s, the first after it at 0.380 s (before ACK 31 at
+    # 0.430 s): idle = 0.380 − 0.029 = 0.351 s; the SYN at 0 and the FIN at 0.5 carry no payload
+    # and are not send times of data
+    prep = engine.prepare(_stream(0.4), MSS)
+    prep.ev[:, T.E_IDLE] = 0.0
+    engine._idle_times(prep.ev, prep.ts_ns, _segments([0.0, 0.029, 0.380, 0.5], [0, MSS, MSS, 0]))
+    assert prep.ev[:31, T.E_IDLE].tolist() == [0.0] * 31
+    assert prep.ev[31, T.E_IDLE] == pytest.approx(0.351, abs=1e-9)
+
+
+def test_no_idle_from_segments_when_fewer_than_two_carry_data():
+    # a flow whose segments are a SYN, a FIN and one data segment (the fuzz regression input
+    # ipv6_no_payload_flow.pcap has none): no two data segments bracket the idle period, so no
+    # value — where it once indexed an empty array
+    for lengths in ([0, 0], [0, MSS, 0]):
+        prep = engine.prepare(_stream(0.4), MSS)
+        prep.ev[:, T.E_IDLE] = 0.0
+        engine._idle_times(prep.ev, prep.ts_ns, _segments([0.0, 0.029, 0.5][: len(lengths)], lengths))
+        assert prep.ev[:, T.E_IDLE].tolist() == [0.0] * 32
