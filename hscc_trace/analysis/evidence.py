@@ -22,6 +22,13 @@ docs/verdicts.md for how the verdict uses them):
 * **Delay response** — over loss-free rounds after slow start: does the flight keep rising while
   the RTT is well above its minimum (loss-based) or stop (delay-based: Vegas, TCP-Fusion's
   steady phase, Compound's shrinking dwnd)?
+* **BBR's gain cycle** — in PROBE_BW, BBR paces at 1.25 × its bandwidth estimate for one
+  min_rtt, at 0.75 × for the next, and at 1 × for six more (net/ipv4/tcp_bbr.c
+  ``bbr_pacing_gain[]``, ``CYCLE_LEN`` 8; a phase ends after min_rtt, the probe once its inflight
+  target is reached, ``bbr_is_next_cycle_phase``): the flight rises above its neighbours for
+  about a round and falls back, with no loss, every eight phases — every 5 to 10 rounds, a round
+  lasting a min_rtt or more. Counted from the rounds' peak flights, at any vantage (the flight
+  is the sender's whatever the bottleneck does to the spacing): :func:`_gain_cycles`.
 * **Limits** — how many rounds the congestion window, the receive window or the application
   (or pacing) limited, and whether the path's capacity was reached at all (a loss, or a queue:
   rounds whose RTT rose above the flow's minimum).
@@ -54,6 +61,14 @@ QUEUE_FRACTION = 0.1
 MIN_EPOCH_ROUNDS = 6
 #: ACKs closer together than this fraction of the flow's mean ACK spacing arrive in one burst
 BURST_GAP_FRACTION = 0.25
+#: a probe round (BBR's gain cycle, :func:`_gain_cycles`): its peak flight at least this fraction …
+PROBE_RISE = 0.10
+#: … and at least this many packets above the median of its neighbours' …
+PROBE_RISE_PKTS = 2.0
+#: … the rounds within this many on either side (outside recovery, after slow start)
+PROBE_NEIGHBOURS = 4
+#: rounds from one probe to the next that count as one gain cycle (8 phases of ≥ 1 min_rtt)
+CYCLE_ROUNDS = (5, 10)
 
 
 @dataclass(frozen=True)
@@ -77,6 +92,10 @@ class Evidence:
     min_rtt_s: float | None = None  # s — the smallest RTT sample
     retrans_fraction: float | None = None  # retransmitted data segments / data segments
     ack_burst_pkts: float | None = None  # packets — 95th percentile of the segments acknowledged per ACK burst
+    # BBR's PROBE_BW gain cycle (:func:`_gain_cycles`): probes seen, and how many of the spans
+    # from one probe to the next lasted one cycle (CYCLE_ROUNDS); None: no rounds after slow start
+    probes: int | None = None
+    gain_cycles: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         d = asdict(self)
@@ -106,6 +125,8 @@ def describe(ev: dict[str, Any]) -> str:
         parts.append(f"growth {ev['growth']}" + (f" {rise:+.1f} pkt/round" if rise is not None else ""))
     if ev.get("delay_bounded") is not None:
         parts.append("flight held as RTT rose" if ev["delay_bounded"] else "flight grew as RTT rose")
+    if ev.get("gain_cycles"):
+        parts.append(f"{ev['gain_cycles']} gain cycle{'s' if ev['gain_cycles'] != 1 else ''} ({ev['probes']} probes)")
     return " · ".join(parts) if parts else "nothing observable"
 
 
@@ -477,6 +498,52 @@ def _delay_bounded(ev: FlowEvents, queued: np.ndarray, ra: _Rounds | None = None
     return bool(_median(rise[ok]) < 0.5)
 
 
+def _gain_cycles(ra: _Rounds | None, mss: int) -> tuple[int, int] | None:
+    """(probes, gain cycles) of BBR's PROBE_BW in the rounds' peak flights, or None without
+    rounds after slow start.
+
+    The rounds judged: those outside recovery after slow start (after the first round whose
+    peak flight is below its predecessor's). A **probe** is a round whose peak flight is at least
+    :data:`PROBE_RISE` and :data:`PROBE_RISE_PKTS` above the median of its judged neighbours
+    (:data:`PROBE_NEIGHBOURS` on either side, all present; a median of 4 packets or more), with
+    no recovery in it or the two rounds after it — BBR's probe at gain 1.25 drains at 0.75
+    without a loss; a loss-based sender's highest round is the one before its loss. Adjacent
+    probe rounds are one probe. A **gain cycle** is a span from one probe to the next of
+    :data:`CYCLE_ROUNDS` rounds. On the tuning samples: BBR alone 13 and 27 cycles (every span 6–8
+    rounds), every other tuning flow (Reno, CUBIC, the BPF senders, the open-set zoo's) at most 2;
+    BBR losing often (1 % random loss, or against Reno in a 1-BDP buffer) shows at most 1: its
+    probes end in losses there. The no-loss condition matters: the Reno flow beside that BBR
+    flow peaks every 6–11 rounds too (BBR's probes make it lose): 20 peaks, 18 of the 19 spans
+    between them cycles; 16 of the peaks are followed by recovery, and the 4 left make no cycle."""
+    if ra is None or ra.n < 2 * PROBE_NEIGHBOURS + 3:
+        return None
+    p = ra.peak / float(mss)
+    rec = ra.rec.astype(bool)
+    n = ra.n
+    down = np.flatnonzero((p[1:] < p[:-1]) & ~rec[1:])
+    if down.size == 0:
+        return None
+    ok = ~rec
+    ok[: int(down[0]) + 1] = False
+    idx = np.flatnonzero(ok)
+    if idx.size < 2 * PROBE_NEIGHBOURS + 1:
+        return None
+    spikes = []
+    h = PROBE_NEIGHBOURS
+    for j in range(h, idx.size - h):
+        k = int(idx[j])
+        if k + 2 >= n or rec[k + 1 : k + 3].any():
+            continue
+        nb = np.concatenate((p[idx[j - h : j]], p[idx[j + 1 : j + h + 1]]))
+        base = float(np.median(nb))
+        if base >= 4.0 and p[k] >= base * (1.0 + PROBE_RISE) and p[k] - base >= PROBE_RISE_PKTS:
+            spikes.append(k)
+    probes = [k for i, k in enumerate(spikes) if i == 0 or k - spikes[i - 1] > 1]
+    gaps = np.diff(np.array(probes, dtype=np.int64))
+    lo, hi = CYCLE_ROUNDS
+    return len(probes), int(((gaps >= lo) & (gaps <= hi)).sum())
+
+
 def conditions(ev: FlowEvents) -> dict[str, float | None]:
     """The path's conditions as the capture shows them (for the verdict's validated range):
 
@@ -533,6 +600,7 @@ def observe(ev: FlowEvents) -> Evidence:
     # signal as a drop is (RFC 3168 §5), and the sender's CWR reduction answers it as recovery does
     loss = ev.episodes.height > 0
     nq = int(queued.sum())
+    cycles = _gain_cycles(ra, ev.mss)
     return Evidence(
         vantage=ev.vantage,
         episodes=ev.episodes.height,
@@ -546,5 +614,7 @@ def observe(ev: FlowEvents) -> Evidence:
         rounds=dict(sorted(limits.items())),
         queued_rounds=nq,
         capacity_reached=bool(loss or nq > 0),
+        probes=None if cycles is None else cycles[0],
+        gain_cycles=None if cycles is None else cycles[1],
         **conditions(ev),
     )

@@ -33,7 +33,7 @@ from hscc_trace import schema
 from hscc_trace.errors import InputError, Warn
 from hscc_trace.model import Analysis, CaptureMeta, CaptureResult, FlowResult
 
-SCHEMA_VERSION = "2.2"
+SCHEMA_VERSION = "2.3"
 #: major versions read (``check --baseline``): 1.x differs from 2.0 only in the capture's digest
 READ_MAJORS = ("1", "2")
 #: flow fields added after 1.0: written always, optional when read, so 1.0 baselines still validate
@@ -1075,6 +1075,17 @@ def _verdict_schema() -> dict[str, Any]:
                         **num,
                         "description": "(since 1.4) [packets] 95th percentile of the segments acknowledged per ACK "
                         "burst (sender only)",
+                    },
+                    "probes": {
+                        "type": ["integer", "null"],
+                        "minimum": 0,
+                        "description": "(since 2.3) rounds whose flight rose above its neighbours' and fell back "
+                        "without a loss (BBR's probe; null: no rounds after slow start)",
+                    },
+                    "gain_cycles": {
+                        "type": ["integer", "null"],
+                        "minimum": 0,
+                        "description": "(since 2.3) spans of 5–10 rounds from one probe to the next (BBR's gain cycle)",
                     },
                 },
             },

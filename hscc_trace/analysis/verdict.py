@@ -126,6 +126,8 @@ class Rules:
     decrease_skip: int = 2  # … after the first this many (slow start: BBR's STARTUP overshoot falls back too)
     ack_clocked_above: float = 0.9  # share of segments ACK-released at or above which a sender is window-based
     name_error: float = 0.02  # a window-based algorithm is named only within this where the flight is exact
+    gain_cycles: int = 6  # BBR gain cycles (evidence.probes, every 5–10 rounds) that show a rate-based sender …
+    gain_cycle_share: float = 0.75  # … when at least this share of the spans between probes are cycles
 
 
 RULES = Rules()
@@ -609,7 +611,22 @@ def _rate_evidence(ev: Evidence, rules: Rules) -> str | None:
         and ev.beta_median >= rules.no_decrease_beta
     ):
         why.append(f"no multiplicative decrease (β {ev.beta_median:.2f} over {len(ev.beta)} episodes)")
+    if _gain_cycle(ev, rules):
+        why.append(
+            f"BBR's gain cycle ({ev.gain_cycles} of the {(ev.probes or 0) - 1} spans between {ev.probes} probes of "
+            "the flight, each followed by no loss, last 5–10 rounds)"
+        )
     return " and ".join(why) if why else None
+
+
+def _gain_cycle(ev: Evidence, rules: Rules) -> bool:
+    """BBR's PROBE_BW gain cycle as evidence (evidence._gain_cycles): at least
+    :attr:`Rules.gain_cycles` cycles, and they are :attr:`Rules.gain_cycle_share` of the spans
+    between probes or more. Chosen on the tuning flows: BBR alone 13 and 27 cycles (share 0.9–1.0),
+    every other tuning flow, the open-set zoo's included, at most 2."""
+    if ev.gain_cycles is None or ev.probes is None or ev.probes < 2:
+        return False
+    return ev.gain_cycles >= rules.gain_cycles and ev.gain_cycles >= rules.gain_cycle_share * (ev.probes - 1)
 
 
 def _active(label: str, rep: pl.DataFrame) -> np.ndarray | None:
@@ -817,7 +834,8 @@ def judge(
                 f"{outcome.name}'s model follows the flight within {outcome.error:.1%}, but nothing here shows a "
                 "rate-based sender (pacing is measured at the sender only"
                 + ("" if _clock_measurable(evidence) else f", and only where the round trip exceeds {CLOCK_US:.0f} µs")
-                + ", the absence of a multiplicative decrease needs several congestion episodes): not named — a "
+                + ", the absence of a multiplicative decrease needs several congestion episodes, BBR's gain cycle "
+                f"{rules.gain_cycles} cycles of the flight without loss): not named — a "
                 "loss-based sender can fit a rate model's wider threshold",
                 outcome.threshold,
                 verdict,

@@ -582,3 +582,75 @@ def test_a_list_with_a_rate_based_candidate_keeps_its_own_threshold():
         V.AMBIGUOUS, "2 fit", candidates=("bbr", "westwood"), candidate_errors=(0.05, 0.06), error=0.05, rounds=30
     )
     assert V._loose(v, {"bbr": True, "westwood": False}, RULES, _verdict) is v
+
+
+def _cycles(peaks, rec=None):
+    # evidence._gain_cycles on hand-made rounds: peak flights in packets (MSS 1000 B)
+    from hscc_trace.analysis import evidence
+
+    p = np.asarray(peaks, dtype=float) * 1000.0
+    r = np.zeros(p.size, dtype=bool) if rec is None else np.asarray(rec, dtype=bool)
+    return evidence._gain_cycles(evidence._Rounds(np.arange(p.size), r, p, None, p.size), 1000)
+
+
+def _bbr_like(spikes, n=42, base=20.0, high=25.0):
+    # slow start 2, 4, 8, 16, 32, the drain to 20 at round 5 (the first round below its
+    # predecessor: judged from there), then 20 packets a round with `high` at the `spikes`
+    peaks = [2.0, 4.0, 8.0, 16.0, 32.0] + [base] * (n - 5)
+    for k in spikes:
+        peaks[k] = high
+    return peaks
+
+
+def test_gain_cycle_counts_probes_eight_rounds_apart():
+    # probes at rounds 10, 18, 26, 34: each 25 against a neighbours' median of 20 (the other
+    # probes are 8 rounds away, outside ±4): 25 ≥ 20·1.1 = 22 and 25 − 20 = 5 ≥ 2 packets → 4
+    # probes; spans 8, 8, 8, each within 5–10 rounds → 3 cycles
+    assert _cycles(_bbr_like([10, 18, 26, 34])) == (4, 3)
+
+
+def test_gain_cycle_probe_followed_by_recovery_is_a_loss_peak():
+    # the same with round 27 in recovery: round 26 is the peak before a loss, not a probe;
+    # probes 10, 18, 34 → spans 8 and 16 → 1 cycle
+    rec = [False] * 42
+    rec[27] = True
+    assert _cycles(_bbr_like([10, 18, 26, 34]), rec) == (3, 1)
+
+
+def test_gain_cycle_rise_below_the_thresholds_is_no_probe():
+    # 21 against 20: 5 % (below 10 %) and 1 packet (below 2) → no probe
+    assert _cycles(_bbr_like([10, 18, 26, 34], high=21.0)) == (0, 0)
+    # 6 against 3 packets: +100 %, +3 packets, but a neighbours' median below 4 packets → none
+    assert _cycles(_bbr_like([10, 18, 26, 34], base=3.0, high=6.0)) == (0, 0)
+
+
+def test_gain_cycle_adjacent_probe_rounds_are_one_probe():
+    # rounds 10 and 11 both at 25 (each against a median of 20: one 25 among eight neighbours)
+    # → one probe; with 18 and 26: probes 10, 18, 26 → spans 8, 8 → 2 cycles
+    assert _cycles(_bbr_like([10, 11, 18, 26])) == (3, 2)
+
+
+def test_gain_cycle_spans_outside_five_to_ten_rounds_are_not_cycles():
+    # probes 10, 13, 25: spans 3 (< 5) and 12 (> 10) → 3 probes, 0 cycles
+    assert _cycles(_bbr_like([10, 13, 25])) == (3, 0)
+
+
+def test_gain_cycle_needs_rounds_after_slow_start():
+    # a flight that never falls (slow start to the end), and too few rounds: no measure
+    assert _cycles([float(2**k) for k in range(12)]) is None
+    assert _cycles([2.0, 4.0, 8.0, 5.0, 5.0]) is None
+
+
+def test_gain_cycles_are_rate_based_evidence_from_six_on():
+    rules = V.Rules()
+    # 6 cycles over 7 probes (6 spans, all cycles): evidence, at the receiver too
+    ev = Evidence(vantage="receiver", episodes=0, probes=7, gain_cycles=6)
+    assert V._rate_evidence(ev, rules) == (
+        "BBR's gain cycle (6 of the 6 spans between 7 probes of the flight, each followed by no loss, last 5–10 rounds)"
+    )
+    # 5 cycles: below Rules.gain_cycles → none
+    assert V._rate_evidence(Evidence(vantage="receiver", episodes=0, probes=6, gain_cycles=5), rules) is None
+    # 6 cycles among 10 spans (11 probes): 6 < 0.75 · 10 = 7.5 → probes at random, none
+    assert V._rate_evidence(Evidence(vantage="receiver", episodes=0, probes=11, gain_cycles=6), rules) is None
+    # 8 of 10: 8 ≥ 7.5 → evidence
+    assert V._rate_evidence(Evidence(vantage="receiver", episodes=0, probes=11, gain_cycles=8), rules) is not None

@@ -37,7 +37,7 @@ def test_results_json_carries_the_quic_connection_and_names_the_algorithm(tmp_pa
     assert r.returncode == 2, r.stderr  # one input unreadable: exit 2, the others analyzed
     assert "Traceback" not in r.stderr and len(r.stderr.strip().splitlines()) == 1
     doc = results.read(out)  # validates against results.schema.json
-    assert doc["schema_version"] == results.SCHEMA_VERSION == "2.2" and doc["captures"] == []
+    assert doc["schema_version"] == results.SCHEMA_VERSION == "2.3" and doc["captures"] == []
     reno, cubic, cut = doc["quic"]
     assert cut["connections"] == [] and cut["error"] and doc["errors"] == [cut["error"]]
     for entry, algo in ((reno, "reno"), (cubic, "cubic")):
