@@ -29,9 +29,12 @@ NDT7_BBR = (
     "mlab-etl__ndt-nnwk2_1611335823_00000000000C2DA9.pcap",
     "mlab-etl__ndt-nnwk2_1611335823_00000000000C2E15.pcap",
 )
-#: the share of each set's data flows named right (measured: tuning 30 of 34, held-out 28 of 31;
+#: the share of each set's data flows named right (measured: tuning 30 of 34, held-out 29 of 31;
 #: the rest are honest answers — docs/verdicts.md#measured)
 TARGET = 0.85
+#: the share of each set's data flows right, an honest answer counted as right where the data
+#: cannot tell (issue 38's target; measured: 34 of 34 and 31 of 31)
+TARGET_WHERE_TOLD = 0.98
 SPLITS = json.loads((REPO / "samples" / "splits.json").read_text())["samples"]
 
 
@@ -149,6 +152,30 @@ def test_the_right_name_on_most_flows_of_each_set(sample_verdicts, which) -> Non
     assert right / len(flows) >= TARGET, (
         f"{right} of {len(flows)} right ({dict(classes)}); not named right: {not_right}"
     )
+
+
+def _right_where_told(truth: str, v: dict) -> bool:
+    """Named right, or an honest answer where the data cannot tell the sender's algorithm: not
+    enough data (its algorithm never limited the window long enough), the nested-model answer
+    (the algorithm the sender's reduces to, the sender's listed as equivalent: its own mechanism
+    was not active in enough rounds to be judged), or an ambiguous list that holds it (the data
+    cannot rank the candidates). An unknown is not counted: the data could have told."""
+    if v["class"] in V.NAMED:
+        return v["name"] == truth or truth in (v.get("equivalent") or ())
+    if v["class"] == V.NOT_ENOUGH_DATA:
+        return True
+    return v["class"] == V.AMBIGUOUS and truth in (v.get("candidates") or ())
+
+
+@pytest.mark.parametrize("which", ["tuning", "held-out"])
+def test_right_where_the_data_can_tell_on_each_set(sample_verdicts, which) -> None:
+    flows = [x for x in sample_verdicts if SPLITS[x[0]]["set"] == which]
+    missed = [
+        f"{name} flow {fid} ({truth}): {v['class']} {v['name']} — {v['reason'][:120]}"
+        for name, fid, truth, v in flows
+        if not _right_where_told(truth, v)
+    ]
+    assert 1 - len(missed) / len(flows) >= TARGET_WHERE_TOLD, missed
 
 
 @pytest.fixture(scope="module")
