@@ -716,6 +716,46 @@ def _size(path: str) -> int:
         return 0
 
 
+def _run_serial_hashing(
+    inputs: list[str],
+    opts: Options,
+    on_capture: OnCapture,
+    on_flow: OnFlow,
+    on_failed: OnFailed,
+    opened: dict[str, OpenCapture],
+) -> dict[str, str | None]:
+    """:func:`_run_serial`, with the files' BLAKE3 for the JSON results hashed by one thread
+    beside the analysis (blake3 releases the GIL: its wall time on replica-5M is no longer at the
+    end), each file once it is read: while it is read, the reader thread and this thread's
+    compiled kernels take both cores (replica-5M: ≈ 0.25 s less wall). Returns the digests."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    hasher = ThreadPoolExecutor(1, thread_name_prefix="hscc-digest")
+    hashing: dict[str, Any] = {}
+
+    def hash_file(path: str) -> None:
+        if path not in hashing and not _is_stream(path):
+            hashing[path] = hasher.submit(results.digest_file, path)
+
+    def read_then_hash(path: str, ok: bool, oc: Any) -> bool:
+        hash_file(path)
+        return on_capture(path, ok, oc)
+
+    try:
+        _run_serial(inputs, opts, read_then_hash, on_flow, on_failed)
+        for p in inputs:
+            hash_file(p)
+        digests = {p: hashing[p].result() for p in inputs if p in hashing}
+    except BaseException:  # (Ctrl-C or an error: the files not hashed yet are not read …
+        hasher.shutdown(wait=False, cancel_futures=True)
+        for oc in opened.values():  # … and a batch being built ahead is waited for)
+            if isinstance(oc.batches, _Ahead):
+                oc.batches.close()
+        raise
+    hasher.shutdown()
+    return digests
+
+
 def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = None, stream: Any = None) -> Run:
     """Analyze captures: files as given and directories expanded. See the module docstring.
 
@@ -792,35 +832,7 @@ def run(paths: Iterable[str | Path], opts: Options, progress: Progress | None = 
     if opts.jobs <= 1 and not DIGEST_AND_TRIM:
         _run_serial(inputs, opts, take_capture, take_flow, capture_failed)
     elif opts.jobs <= 1:
-        # the files' BLAKE3 for the JSON results, hashed by one thread beside the analysis
-        # (blake3 releases the GIL: its wall time on replica-5M is no longer at the end),
-        # each file once it is read: while it is read, the reader thread and this thread's
-        # compiled kernels take both cores (replica-5M: ≈ 0.25 s less wall)
-        from concurrent.futures import ThreadPoolExecutor
-
-        hasher = ThreadPoolExecutor(1, thread_name_prefix="hscc-digest")
-        hashing: dict[str, Any] = {}
-
-        def hash_file(path: str) -> None:
-            if path not in hashing and not _is_stream(path):
-                hashing[path] = hasher.submit(results.digest_file, path)
-
-        def read_then_hash(path: str, ok: bool, oc: Any) -> bool:
-            hash_file(path)
-            return take_capture(path, ok, oc)
-
-        try:
-            _run_serial(inputs, opts, read_then_hash, take_flow, capture_failed)
-            for p in inputs:
-                hash_file(p)
-            digests = {p: hashing[p].result() for p in inputs if p in hashing}
-        except BaseException:  # (Ctrl-C or an error: the files not hashed yet are not read …
-            hasher.shutdown(wait=False, cancel_futures=True)
-            for oc in opened.values():  # … and a batch being built ahead is waited for)
-                if isinstance(oc.batches, _Ahead):
-                    oc.batches.close()
-            raise
-        hasher.shutdown()
+        digests = _run_serial_hashing(inputs, opts, take_capture, take_flow, capture_failed, opened)
     else:
         digests = _run_parallel(inputs, opts, take_capture, take_flow, capture_failed)
     from hscc_trace.perf.memory import trim

@@ -556,8 +556,6 @@ def schema_document() -> dict[str, Any]:
     flow_props = _columns_schema(schema.FLOWS)
     fit_props = _columns_schema(schema.FIT_METRICS, skip=("flow_id",))
     fit_props["algo"]["type"] = "string"
-    count = {"type": "integer", "minimum": 0}
-    counts = {"type": "object", "additionalProperties": count}
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "$id": "https://hscc-trace.invalid/results.schema.json",
@@ -621,157 +619,185 @@ def schema_document() -> dict[str, Any]:
             "qlog": _qlog_schema(),
             "quic_connection": _quic_connection_schema(),
             "verdict": _verdict_schema(),
-            "warning": {
-                "type": "object",
-                "required": ["source", "message", "count"],
-                "additionalProperties": False,
-                "properties": {
-                    "source": {"type": "string"},
-                    "message": {"type": "string"},
-                    "count": {"type": "integer", "minimum": 1},
-                    "lost": {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "required": ["bytes", "records"],
-                        "description": "(since 1.2) present when the capture was only partly "
-                        "read: what was not read (null: cannot be known)",
-                        "properties": {
-                            "bytes": {"type": ["integer", "null"], "minimum": 0},
-                            "records": {"type": ["integer", "null"], "minimum": 0, "description": "estimate"},
-                        },
-                    },
-                },
-            },
-            "meta": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": [
-                    "format",
-                    "link_types",
-                    "snaplen",
-                    "packets_total",
-                    "packets_tcp",
-                    "first_ns",
-                    "last_ns",
-                    "duration_s",
-                    "bpf",
-                    "skipped",
-                    "decoded_by",
-                ],
-                "properties": {
-                    "format": {"type": "string", "description": "pcap, pcap-ns or pcapng (+ .gz)"},
-                    "link_types": {"type": "array", "items": {"type": "string"}, "description": "libpcap DLT names"},
-                    "snaplen": {"type": ["integer", "null"], "description": "[bytes]"},
-                    "packets_total": {**count, "description": "records read"},
-                    "packets_tcp": {**count, "description": "records decoded as TCP"},
-                    "first_ns": {"type": ["integer", "null"], "description": "first record time [ns]"},
-                    "last_ns": {"type": ["integer", "null"], "description": "last record time [ns]"},
-                    "duration_s": {"type": "number", "minimum": 0, "description": "[s]"},
-                    "bpf": {"type": ["string", "null"], "description": "BPF filter applied when reading"},
-                    "skipped": {**counts, "description": "reason -> records not decoded as TCP"},
-                    "decoded_by": {**counts, "description": "decoder -> records"},
-                },
-            },
-            "events": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": ["segments", "acks", "episodes", "rounds", "cwnd_limited_rounds", "rtt_offset_s"],
-                "properties": {
-                    "segments": {**count, "description": "data segments of the sender"},
-                    "acks": {**count, "description": "ACKs from the receiver"},
-                    "episodes": {**count, "description": "congestion episodes"},
-                    "rounds": {**count, "description": "RTT rounds"},
-                    "cwnd_limited_rounds": {
-                        **count,
-                        "description": "rounds limited by the congestion window (the only ones fitted)",
-                    },
-                    "rtt_offset_s": {"type": "number", "description": "RTT correction for the vantage point [s]"},
-                },
-            },
+            "warning": _warning_schema(),
+            "meta": _meta_schema(),
+            "events": _events_schema(),
             "fit": {
                 "type": "object",
                 "additionalProperties": False,
                 "required": list(fit_props),
                 "properties": fit_props,
             },
-            "flow": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": [*(k for k in flow_props if k not in ADDED_SINCE_1_0), "events", "fit", "best", "warnings"],
-                "properties": {
-                    **flow_props,
-                    "events": {"$ref": "#/$defs/events"},
-                    "fit": {
-                        "type": "array",
-                        "items": {"$ref": "#/$defs/fit"},
-                        "description": "fit of each algorithm, best (rank 1) first",
-                    },
-                    "best": {
-                        "type": ["string", "null"],
-                        "description": "best-fitting algorithm (rank 1); null when nothing could be fitted",
-                    },
-                    "verdict": {"$ref": "#/$defs/verdict"},
-                    "warnings": {"type": "array", "items": {"$ref": "#/$defs/warning"}},
-                },
-            },
-            "capture": {
-                "type": "object",
-                "additionalProperties": False,
-                "required": [
-                    "path",
-                    "name",
-                    "size_bytes",
-                    "meta",
-                    "flows",
-                    "flows_total",
-                    "warnings",
-                    "error",
-                ],
-                "properties": {
-                    "path": {"type": "string", "description": "the capture's path as given (directories expanded)"},
-                    "name": {"type": "string", "description": "file name"},
-                    "path_hex": {
-                        "type": "string",
-                        "pattern": "^([0-9a-f]{2})*$",
-                        "description": "(since 1.2) the path's bytes in hex, present only when the "
-                        "path is not valid UTF-8 (path and name then show U+FFFD)",
-                    },
-                    "size_bytes": {"type": ["integer", "null"], "minimum": 0},
-                    CAPTURE_DIGEST: {
-                        "type": ["string", "null"],
-                        "pattern": "^[0-9a-f]{64}$",
-                        "description": "(since 2.0, written always) BLAKE3 of the file's bytes: identifies the "
-                        "capture when comparing with a baseline; null for a pipe",
-                    },
-                    "sha256": {
-                        "type": ["string", "null"],
-                        "pattern": "^[0-9a-f]{64}$",
-                        "description": "(1.x only) SHA-256 of the file's bytes, the identity documents of "
-                        "major 1 carry",
-                    },
-                    "meta": {
-                        "oneOf": [{"$ref": "#/$defs/meta"}, {"type": "null"}],
-                        "description": "null when the capture could not be read",
-                    },
-                    "flows": {
-                        "type": "array",
-                        "items": {"$ref": "#/$defs/flow"},
-                        "description": "analyzed flows, by flow_id",
-                    },
-                    "flows_total": {**count, "description": "flows in the capture (before --flow selection)"},
-                    "warnings": {"type": "array", "items": {"$ref": "#/$defs/warning"}},
-                    "error": {
-                        "type": ["string", "null"],
-                        "description": "one-line reason the capture could not be read",
-                    },
-                    "groups": {
-                        "type": "array",
-                        "items": {"$ref": "#/$defs/group"},
-                        "description": "(since 1.4) bottleneck groups: flows sharing a bottleneck (docs/groups.md)",
-                    },
-                },
-            },
+            "flow": _flow_schema(flow_props),
+            "capture": _capture_schema(),
             "group": _group_schema(),
+        },
+    }
+
+
+def _warning_schema() -> dict[str, Any]:
+    """A warning: source, message, count, and what was not read of a capture only partly read."""
+    return {
+        "type": "object",
+        "required": ["source", "message", "count"],
+        "additionalProperties": False,
+        "properties": {
+            "source": {"type": "string"},
+            "message": {"type": "string"},
+            "count": {"type": "integer", "minimum": 1},
+            "lost": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["bytes", "records"],
+                "description": "(since 1.2) present when the capture was only partly "
+                "read: what was not read (null: cannot be known)",
+                "properties": {
+                    "bytes": {"type": ["integer", "null"], "minimum": 0},
+                    "records": {"type": ["integer", "null"], "minimum": 0, "description": "estimate"},
+                },
+            },
+        },
+    }
+
+
+def _meta_schema() -> dict[str, Any]:
+    """A capture's file facts (formats, link types, records read and decoded)."""
+    count = {"type": "integer", "minimum": 0}
+    counts = {"type": "object", "additionalProperties": count}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [
+            "format",
+            "link_types",
+            "snaplen",
+            "packets_total",
+            "packets_tcp",
+            "first_ns",
+            "last_ns",
+            "duration_s",
+            "bpf",
+            "skipped",
+            "decoded_by",
+        ],
+        "properties": {
+            "format": {"type": "string", "description": "pcap, pcap-ns or pcapng (+ .gz)"},
+            "link_types": {"type": "array", "items": {"type": "string"}, "description": "libpcap DLT names"},
+            "snaplen": {"type": ["integer", "null"], "description": "[bytes]"},
+            "packets_total": {**count, "description": "records read"},
+            "packets_tcp": {**count, "description": "records decoded as TCP"},
+            "first_ns": {"type": ["integer", "null"], "description": "first record time [ns]"},
+            "last_ns": {"type": ["integer", "null"], "description": "last record time [ns]"},
+            "duration_s": {"type": "number", "minimum": 0, "description": "[s]"},
+            "bpf": {"type": ["string", "null"], "description": "BPF filter applied when reading"},
+            "skipped": {**counts, "description": "reason -> records not decoded as TCP"},
+            "decoded_by": {**counts, "description": "decoder -> records"},
+        },
+    }
+
+
+def _events_schema() -> dict[str, Any]:
+    """A flow's event counts."""
+    count = {"type": "integer", "minimum": 0}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["segments", "acks", "episodes", "rounds", "cwnd_limited_rounds", "rtt_offset_s"],
+        "properties": {
+            "segments": {**count, "description": "data segments of the sender"},
+            "acks": {**count, "description": "ACKs from the receiver"},
+            "episodes": {**count, "description": "congestion episodes"},
+            "rounds": {**count, "description": "RTT rounds"},
+            "cwnd_limited_rounds": {
+                **count,
+                "description": "rounds limited by the congestion window (the only ones fitted)",
+            },
+            "rtt_offset_s": {"type": "number", "description": "RTT correction for the vantage point [s]"},
+        },
+    }
+
+
+def _flow_schema(flow_props: dict[str, Any]) -> dict[str, Any]:
+    """A flow: the flows table's columns, its events, fits, best fit, verdict and warnings."""
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [*(k for k in flow_props if k not in ADDED_SINCE_1_0), "events", "fit", "best", "warnings"],
+        "properties": {
+            **flow_props,
+            "events": {"$ref": "#/$defs/events"},
+            "fit": {
+                "type": "array",
+                "items": {"$ref": "#/$defs/fit"},
+                "description": "fit of each algorithm, best (rank 1) first",
+            },
+            "best": {
+                "type": ["string", "null"],
+                "description": "best-fitting algorithm (rank 1); null when nothing could be fitted",
+            },
+            "verdict": {"$ref": "#/$defs/verdict"},
+            "warnings": {"type": "array", "items": {"$ref": "#/$defs/warning"}},
+        },
+    }
+
+
+def _capture_schema() -> dict[str, Any]:
+    """A capture: its path and identity, file facts, flows, warnings, error and groups."""
+    count = {"type": "integer", "minimum": 0}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [
+            "path",
+            "name",
+            "size_bytes",
+            "meta",
+            "flows",
+            "flows_total",
+            "warnings",
+            "error",
+        ],
+        "properties": {
+            "path": {"type": "string", "description": "the capture's path as given (directories expanded)"},
+            "name": {"type": "string", "description": "file name"},
+            "path_hex": {
+                "type": "string",
+                "pattern": "^([0-9a-f]{2})*$",
+                "description": "(since 1.2) the path's bytes in hex, present only when the "
+                "path is not valid UTF-8 (path and name then show U+FFFD)",
+            },
+            "size_bytes": {"type": ["integer", "null"], "minimum": 0},
+            CAPTURE_DIGEST: {
+                "type": ["string", "null"],
+                "pattern": "^[0-9a-f]{64}$",
+                "description": "(since 2.0, written always) BLAKE3 of the file's bytes: identifies the "
+                "capture when comparing with a baseline; null for a pipe",
+            },
+            "sha256": {
+                "type": ["string", "null"],
+                "pattern": "^[0-9a-f]{64}$",
+                "description": "(1.x only) SHA-256 of the file's bytes, the identity documents of major 1 carry",
+            },
+            "meta": {
+                "oneOf": [{"$ref": "#/$defs/meta"}, {"type": "null"}],
+                "description": "null when the capture could not be read",
+            },
+            "flows": {
+                "type": "array",
+                "items": {"$ref": "#/$defs/flow"},
+                "description": "analyzed flows, by flow_id",
+            },
+            "flows_total": {**count, "description": "flows in the capture (before --flow selection)"},
+            "warnings": {"type": "array", "items": {"$ref": "#/$defs/warning"}},
+            "error": {
+                "type": ["string", "null"],
+                "description": "one-line reason the capture could not be read",
+            },
+            "groups": {
+                "type": "array",
+                "items": {"$ref": "#/$defs/group"},
+                "description": "(since 1.4) bottleneck groups: flows sharing a bottleneck (docs/groups.md)",
+            },
         },
     }
 
