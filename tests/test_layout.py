@@ -269,7 +269,6 @@ LONG_FUNCTIONS: dict[str, tuple[int, int]] = {
     "hscc_trace.flows.arena._unplace": (43, 9),
     "hscc_trace.flows.tracker._flow_kernel": (375, 7),
     "hscc_trace.perf.warmup._frame": (18, 9),
-    "hscc_trace.qlog.replay.replay": (153, 5),
     "hscc_trace.qlog.streams._connection": (356, 4),
     "hscc_trace.replay._loop.run_loop": (239, 8),
     "hscc_trace.replay.engine._rate_samples": (121, 15),

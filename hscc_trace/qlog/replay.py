@@ -506,17 +506,26 @@ def replay(conn: Connection, algo: str, flavor: str = "rfc", losses: str = "stac
                 if infl:
                     flight -= size
     close_pending()
-    schema = {
-        "t_s": pl.Float64,
-        "event": pl.Int64,
-        "space": pl.Int64,
-        "cwnd": pl.Float64,
-        "ssthresh": pl.Float64,
-        "logged_cwnd": pl.Float64,
-        "flight": pl.Int64,
-    }
-    table = pl.DataFrame(out, schema=schema) if out else pl.DataFrame(schema=schema)
-    return Replay(algo, flavor, p, losses, table)
+    return Replay(algo, flavor, p, losses, _table(out))
+
+
+#: the replay table's columns: the ACK's time (s), timeline index and packet number space, the
+#: replayed window and threshold (bytes; null: no threshold yet), the stack's logged window
+#: (bytes), the bytes in flight after the ACK
+_TABLE = {
+    "t_s": pl.Float64,
+    "event": pl.Int64,
+    "space": pl.Int64,
+    "cwnd": pl.Float64,
+    "ssthresh": pl.Float64,
+    "logged_cwnd": pl.Float64,
+    "flight": pl.Int64,
+}
+
+
+def _table(rows: list[dict[str, Any]]) -> pl.DataFrame:
+    """The replay's rows (one per ACK frame) as a table of :data:`_TABLE`'s columns."""
+    return pl.DataFrame(rows, schema=_TABLE) if rows else pl.DataFrame(schema=_TABLE)
 
 
 def agreement(rep: Replay, skip_s: float = 0.0) -> dict[str, Any]:
