@@ -963,38 +963,21 @@ def _window_verdict(
     )
 
 
-def _judge_classes(
-    actual: np.ndarray,
+def _race(
+    fits: list[_Class],
     classes: list[_Class],
-    tie: float,
+    duel: _Duel,
+    engaged: dict[str, int],
     rules: Rules,
-    verdict: Any,
-    by_ack: tuple[np.ndarray, np.ndarray] | None,
-    engaged: dict[str, int] | None = None,
-) -> Verdict:
-    """:func:`_window_verdict` of the classes of identical replays (:func:`_classes`);
-    ``by_ack``: the sender's window after each judged ACK and its round, or None; ``engaged``:
-    per extension, the judged rounds in which its own mechanism was active in its replay
-    (:func:`engaged_rounds`; None, or a label missing: not measured, taken as active)."""
-    n = int(actual.size)
-    obs, rnd = by_ack if by_ack is not None else (np.zeros(0), np.zeros(0, dtype=np.int64))
-    duel = _Duel(actual, obs, rnd, tie, rules.tie_fraction)
-    engaged = engaged or {}
-    p_value = rules.p_value if by_ack is not None else rules.p_value_elsewhere
-    classes = sorted(classes, key=lambda c: (c.mare, c.mean, _rank(c.name)))
-    fits = [c for c in classes if c.mare <= _threshold(c, rules)]
-    if not fits:
-        best = classes[0]
-        return verdict(
-            UNKNOWN,
-            f"nothing fits: the closest replay, {best.name}, is off by {best.mare:.1%} (median over {n} "
-            f"cwnd-limited rounds), beyond its {_threshold(best, rules):.0%} threshold",
-            error=best.mare,
-            threshold=_threshold(best, rules),
-            runner_up=best.name,
-            runner_up_error=best.mare,
-            rounds=n,
-        )
+    p_value: float,
+    exact: bool,
+    n: int,
+) -> tuple[list[_Class], list[tuple[_Class, int, int]], list[tuple[_Class, _Class, int, int]], dict[int, str]]:
+    """The race among the fitting classes ``fits`` (of ``classes``, by median error) of
+    :func:`_judge_classes`: (the classes left, best first; those ruled out, each with its margin
+    against the best; the extensions set aside for what they reduce to, each with that class and
+    the margin; why each was set aside, by ``id``). ``exact``: ACK by ACK at the sender (any other
+    class may rule one out) rather than by rounds (only the best); ``n``: the judged rounds."""
     # An extension (Algorithm.reduces_to; a wrapper over its base) is named only when it fits
     # significantly better than the simpler algorithm it reduces to. When the data do not favour
     # it (closer in at most half of the rounds where the two differ) it leaves the race and the
@@ -1019,7 +1002,7 @@ def _judge_classes(
         # round, would pass for evidence against the right algorithm.
         beaten: dict[int, tuple[int, int]] = {}
         for c in pool:
-            for o in pool if by_ack is not None else pool[:1]:
+            for o in pool if exact else pool[:1]:
                 if o is c or id(c) in beaten:
                     continue
                 # (only by one whose median error is not higher: where the round-by-round test
@@ -1075,6 +1058,44 @@ def _judge_classes(
             break
         reduced.append(drop)
         pool = [c for c in pool if c is not drop[0]]
+    return keep, ruled_out, reduced, why_reduced
+
+
+def _judge_classes(
+    actual: np.ndarray,
+    classes: list[_Class],
+    tie: float,
+    rules: Rules,
+    verdict: Any,
+    by_ack: tuple[np.ndarray, np.ndarray] | None,
+    engaged: dict[str, int] | None = None,
+) -> Verdict:
+    """:func:`_window_verdict` of the classes of identical replays (:func:`_classes`);
+    ``by_ack``: the sender's window after each judged ACK and its round, or None; ``engaged``:
+    per extension, the judged rounds in which its own mechanism was active in its replay
+    (:func:`engaged_rounds`; None, or a label missing: not measured, taken as active)."""
+    n = int(actual.size)
+    obs, rnd = by_ack if by_ack is not None else (np.zeros(0), np.zeros(0, dtype=np.int64))
+    duel = _Duel(actual, obs, rnd, tie, rules.tie_fraction)
+    engaged = engaged or {}
+    p_value = rules.p_value if by_ack is not None else rules.p_value_elsewhere
+    classes = sorted(classes, key=lambda c: (c.mare, c.mean, _rank(c.name)))
+    fits = [c for c in classes if c.mare <= _threshold(c, rules)]
+    if not fits:
+        best = classes[0]
+        return verdict(
+            UNKNOWN,
+            f"nothing fits: the closest replay, {best.name}, is off by {best.mare:.1%} (median over {n} "
+            f"cwnd-limited rounds), beyond its {_threshold(best, rules):.0%} threshold",
+            error=best.mare,
+            threshold=_threshold(best, rules),
+            runner_up=best.name,
+            runner_up_error=best.mare,
+            rounds=n,
+        )
+    keep, ruled_out, reduced, why_reduced = _race(fits, classes, duel, engaged, rules, p_value, by_ack is not None, n)
+    reduce = reductions([m for c in classes for m in c.members])
+    owner = {m: c for c in classes for m in c.members}
     best = keep[0]
     eq = tuple(sorted((m for m in best.members if m != best.name), key=_rank))
     eq += tuple(c.name for c, simpler, _, _ in reduced if simpler is best)
@@ -1124,11 +1145,11 @@ def _judge_classes(
     listing = ", ".join(f"{c.name} ({c.mare:.1%})" for c in keep)
     nested = ""
     for c in keep:  # an extension closer than what it reduces to, but not significantly
-        simpler = owner.get(reduce.get(c.name, ""))
-        if simpler is not None and simpler is not c and simpler in keep:
-            closer, differ = duel(c, simpler)
+        base = owner.get(reduce.get(c.name, ""))
+        if base is not None and base is not c and base in keep:
+            closer, differ = duel(c, base)
             nested += (
-                f"; {c.name} (which reduces to {simpler.name}) is closer to the sender in {closer} of the {differ} "
+                f"; {c.name} (which reduces to {base.name}) is closer to the sender in {closer} of the {differ} "
                 f"rounds where the two differ — more often than not, too few to rule out chance (sign test p = "
                 f"{_binom_tail(closer, differ):.3g})"
             )
