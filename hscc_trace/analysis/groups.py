@@ -528,65 +528,14 @@ def measure(flows: Sequence[FlowSeries], opts: GroupOptions | None = None, index
     full = lens >= 0.5 * window_s  # (a short last window says little about the rate)
     j_in = [x for x, ok, whole in zip(wj, inside, full) if ok and whole and x is not None]
 
-    # congested windows: a loss episode starts in it, or a standing queue (median RTT > factor · base)
-    congested = np.zeros(len(lens), dtype=bool)
-    for s in flows:
-        if s.episodes:
-            at = np.searchsorted(edges, np.array([t for t, _ in s.episodes], dtype=np.int64), side="right") - 1
-            congested[at[(at >= 0) & (at < len(lens))]] = True
-    all_t = np.concatenate([s.rtt_ns for s in flows]) if flows else np.zeros(0, dtype=np.int64)
-    all_r = np.concatenate([s.rtt_s for s in flows]) if flows else np.zeros(0)
-    if all_t.size and rtts:
-        base = min(rtts)
-        where = np.searchsorted(edges, all_t, side="right") - 1
-        # (the samples by window, one median per run: a radix sort of small window numbers)
-        order = np.argsort(where.astype(np.int16 if len(lens) < 32_000 else np.int32), kind="stable")
-        where, rs = where[order], all_r[order]
-        cuts = np.flatnonzero(np.diff(where)) + 1
-        for w_idx, chunk in zip(where[np.r_[0, cuts]], np.split(rs, cuts)):
-            if 0 <= w_idx < len(lens) and float(np.median(chunk)) > opts.queue_factor * base:
-                congested[w_idx] = True
+    congested = _congested(flows, edges, len(lens), rtts, opts.queue_factor)
     cap_w = wtot[congested & full & inside] if inside.any() else wtot[congested & full]
     capacity = float(np.median(cap_w)) if cap_w.size else None
     utilization = total / capacity if capacity else None
 
-    # convergence: from the last flow's start, every later window within tolerance of the fair share
-    last_start = max(s.start_ns for s in flows)
-    conv, converged = None, False
-    if n >= 2:
-        ok = np.array(
-            [
-                wtot[k] > 0 and bool(np.all(np.abs(wg[:, k] / (wtot[k] / n) - 1.0) <= opts.tolerance))
-                for k in range(len(lens))
-            ]
-        )
-        cand = [k for k in range(len(lens)) if edges[k] >= last_start and full[k]]
-        tail_ok = True
-        first = None
-        for k in reversed(cand):
-            if ok[k] and tail_ok:
-                first = k
-            else:
-                tail_ok = False
-        if first is not None:
-            conv, converged = float(edges[first] - last_start) / 1e9, True
+    conv, converged = _convergence(wg, wtot, edges, full, max(s.start_ns for s in flows), opts.tolerance)
 
-    # loss episodes side by side
-    eps: list[dict[str, Any]] = []
-    for s in flows:
-        for t, kind in s.episodes:
-            eps.append({"flow_id": s.flow_id, "start_ns": t, "t_s": (t - start) / 1e9, "kind": kind})
-    eps.sort(key=lambda e: e["start_ns"])
-    rtt_of = {s.flow_id: (s.rtt_mean_s or 0.0) for s in flows}
-    starts = [int(e["start_ns"]) for e in eps]  # (sorted: each episode looks at its neighbours only)
-    for i, e in enumerate(eps):
-        tol = rtt_of[e["flow_id"]] * 1e9
-        lo_i = bisect.bisect_left(starts, starts[i] - tol)
-        hi_i = bisect.bisect_right(starts, starts[i] + tol)
-        e["synchronized"] = any(eps[j]["flow_id"] != e["flow_id"] for j in range(lo_i, hi_i))
-    sync_n = {s.flow_id: 0 for s in flows}
-    for e in eps:
-        sync_n[e["flow_id"]] += bool(e["synchronized"])
+    eps, sync_n = _episodes_side_by_side(flows, start)
 
     metrics = []
     for i, s in enumerate(flows):
@@ -612,31 +561,7 @@ def measure(flows: Sequence[FlowSeries], opts: GroupOptions | None = None, index
             )
         )
 
-    pairs = []
-    for i in range(n):
-        for j in range(i + 1, n):
-            a, b = metrics[i], metrics[j]
-            if a.rtt_mean_s is None or b.rtt_mean_s is None:
-                continue
-            short, long_ = (a, b) if a.rtt_mean_s <= b.rtt_mean_s else (b, a)
-            r_short, r_long = float(short.rtt_mean_s or 0.0), float(long_.rtt_mean_s or 0.0)
-            tr = _ratio(short.goodput_bps, long_.goodput_bps)
-            rr = r_long / r_short if r_short > 0 else None
-            expo = (
-                math.log(tr) / math.log(rr)
-                if tr is not None and tr > 0 and rr is not None and rr >= MIN_RTT_RATIO
-                else None
-            )
-            pairs.append(
-                {
-                    "short_rtt_flow": short.flow_id,
-                    "long_rtt_flow": long_.flow_id,
-                    "throughput_ratio": tr,
-                    "rtt_ratio": rr,
-                    "exponent": expo,
-                    "difference_bps": short.goodput_bps - long_.goodput_bps,
-                }
-            )
+    pairs = _rtt_pairs(metrics)
 
     return Group(
         index=index,
@@ -677,6 +602,116 @@ def measure(flows: Sequence[FlowSeries], opts: GroupOptions | None = None, index
             "reference": opts.reference if isinstance(opts.reference, str) else list(opts.reference),
         },
     )
+
+
+def _congested(
+    flows: Sequence[FlowSeries], edges: np.ndarray, nw: int, rtts: list[float], queue_factor: float
+) -> np.ndarray:
+    """Per window (``nw`` of them, between ``edges``): congested — a loss episode starts in it,
+    or a standing queue (the median RTT sample in it above ``queue_factor`` × the group's
+    smallest RTT, ``rtts``' minimum)."""
+    congested = np.zeros(nw, dtype=bool)
+    for s in flows:
+        if s.episodes:
+            at = np.searchsorted(edges, np.array([t for t, _ in s.episodes], dtype=np.int64), side="right") - 1
+            congested[at[(at >= 0) & (at < nw)]] = True
+    all_t = np.concatenate([s.rtt_ns for s in flows]) if flows else np.zeros(0, dtype=np.int64)
+    all_r = np.concatenate([s.rtt_s for s in flows]) if flows else np.zeros(0)
+    if all_t.size and rtts:
+        base = min(rtts)
+        where = np.searchsorted(edges, all_t, side="right") - 1
+        # (the samples by window, one median per run: a radix sort of small window numbers)
+        order = np.argsort(where.astype(np.int16 if nw < 32_000 else np.int32), kind="stable")
+        where, rs = where[order], all_r[order]
+        cuts = np.flatnonzero(np.diff(where)) + 1
+        for w_idx, chunk in zip(where[np.r_[0, cuts]], np.split(rs, cuts)):
+            if 0 <= w_idx < nw and float(np.median(chunk)) > queue_factor * base:
+                congested[w_idx] = True
+    return congested
+
+
+def _convergence(
+    wg: np.ndarray, wtot: np.ndarray, edges: np.ndarray, full: np.ndarray, last_start: int, tolerance: float
+) -> tuple[float | None, bool]:
+    """(time from the last flow's start until every later full window has each flow within
+    ``tolerance`` of the fair share, s; whether that happened). ``wg``: goodput per flow and
+    window, ``wtot`` per window."""
+    conv, converged = None, False
+    n = wg.shape[0]
+    if n >= 2:
+        ok = np.array(
+            [
+                wtot[k] > 0 and bool(np.all(np.abs(wg[:, k] / (wtot[k] / n) - 1.0) <= tolerance))
+                for k in range(wtot.shape[0])
+            ]
+        )
+        cand = [k for k in range(wtot.shape[0]) if edges[k] >= last_start and full[k]]
+        tail_ok = True
+        first = None
+        for k in reversed(cand):
+            if ok[k] and tail_ok:
+                first = k
+            else:
+                tail_ok = False
+        if first is not None:
+            conv, converged = float(edges[first] - last_start) / 1e9, True
+    return conv, converged
+
+
+def _episodes_side_by_side(flows: Sequence[FlowSeries], start: int) -> tuple[list[dict[str, Any]], dict[int, int]]:
+    """Every flow's loss episodes in time order (``t_s`` from the group's ``start``), each marked
+    ``synchronized`` when another flow's starts within one of its flow's mean RTTs; and per flow,
+    how many of its episodes are."""
+    eps: list[dict[str, Any]] = []
+    for s in flows:
+        for t, kind in s.episodes:
+            eps.append({"flow_id": s.flow_id, "start_ns": t, "t_s": (t - start) / 1e9, "kind": kind})
+    eps.sort(key=lambda e: e["start_ns"])
+    rtt_of = {s.flow_id: (s.rtt_mean_s or 0.0) for s in flows}
+    starts = [int(e["start_ns"]) for e in eps]  # (sorted: each episode looks at its neighbours only)
+    for i, e in enumerate(eps):
+        tol = rtt_of[e["flow_id"]] * 1e9
+        lo_i = bisect.bisect_left(starts, starts[i] - tol)
+        hi_i = bisect.bisect_right(starts, starts[i] + tol)
+        e["synchronized"] = any(eps[j]["flow_id"] != e["flow_id"] for j in range(lo_i, hi_i))
+    sync_n = {s.flow_id: 0 for s in flows}
+    for e in eps:
+        sync_n[e["flow_id"]] += bool(e["synchronized"])
+    return eps, sync_n
+
+
+def _rtt_pairs(metrics: list[FlowMetrics]) -> list[dict[str, Any]]:
+    """RTT fairness of every pair of flows with RTTs: the shorter-RTT flow's goodput over the
+    longer's, the RTT ratio, and the exponent log(throughput ratio) / log(RTT ratio) where the
+    RTTs differ by :data:`MIN_RTT_RATIO` or more."""
+    n = len(metrics)
+    pairs = []
+    for i in range(n):
+        for j in range(i + 1, n):
+            a, b = metrics[i], metrics[j]
+            if a.rtt_mean_s is None or b.rtt_mean_s is None:
+                continue
+            short, long_ = (a, b) if a.rtt_mean_s <= b.rtt_mean_s else (b, a)
+            r_short, r_long = float(short.rtt_mean_s or 0.0), float(long_.rtt_mean_s or 0.0)
+            tr = _ratio(short.goodput_bps, long_.goodput_bps)
+            rr = r_long / r_short if r_short > 0 else None
+            expo = (
+                math.log(tr) / math.log(rr)
+                if tr is not None and tr > 0 and rr is not None and rr >= MIN_RTT_RATIO
+                else None
+            )
+            pairs.append(
+                {
+                    "short_rtt_flow": short.flow_id,
+                    "long_rtt_flow": long_.flow_id,
+                    "throughput_ratio": tr,
+                    "rtt_ratio": rr,
+                    "exponent": expo,
+                    "difference_bps": short.goodput_bps - long_.goodput_bps,
+                }
+            )
+
+    return pairs
 
 
 # --- captures and analyses ---------------------------------------------------------------------------
