@@ -251,7 +251,6 @@ LONG_FUNCTIONS: dict[str, tuple[int, int]] = {
     "hscc_trace.capture.reader._pcap_batches": (62, 9),
     "hscc_trace.capture.slow._collect_v4": (30, 9),
     "hscc_trace.capture.slow._collect_v6": (32, 9),
-    "hscc_trace.corpus.census.build": (235, 1),
     "hscc_trace.corpus.runner.run": (136, 10),
     "hscc_trace.events.core.analyze_rows": (79, 10),
     "hscc_trace.events.sack._flow_blocks": (54, 16),

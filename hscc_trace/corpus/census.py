@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 import json
 import shlex
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -107,30 +107,42 @@ def build(dataset: str | Path) -> str:
     """The census page for ``dataset`` as an HTML string."""
     import polars as pl
 
-    from hscc_trace.reports import html as rhtml
-
     caps, flows, errors, eps = (ds.read(dataset, t) for t in ("captures", "flows", "errors", "episodes"))
     named = flows.filter(pl.col("verdict").is_in(["identified", "behaves as"])).height
     flows = flows.with_columns(flow_verdict().alias("verdict"))
     figs: list[dict[str, Any]] = []
-    sections: list[str] = []
 
     def fig(spec: dict[str, Any]) -> str:
         figs.append(spec)
         return f"<div class=fig id=fig{len(figs) - 1}></div>"
 
-    fitted = named
+    sections = [_summary(caps, errors, flows, named), _verdict_counts(flows, fig), _distributions(flows, fig)]
+    if caps.height:
+        sections.append(_episodes_per_minute(caps, eps, fig))
+    grp = ds.read(dataset, "groups")
+    if grp.height:
+        sections.append(_bottleneck_groups(grp, fig))
+    sections += [_worst_fits(flows), _errors_by_reason(errors)]
+    return _page(dataset, sections, figs)
+
+
+def _summary(caps: Any, errors: Any, flows: Any, named: int) -> str:
+    """The opening line: captures, failures, flows, how many named, packets and time span."""
     span = ""
     if caps.height:
         first, last = caps["first_ns"].min(), caps["last_ns"].max()
         if first is not None and last is not None:
             span = f", captured from {_utc(first)} to {_utc(last)}"
-    sections.append(
+    return (
         f"<p>{caps.height} capture(s) analyzed, {errors.height} capture(s) failed; {flows.height} flow(s), "
-        f"{fitted} named by their verdict; {int(caps['packets_total'].sum() or 0)} packets{_esc(span)}.</p>"
+        f"{named} named by their verdict; {int(caps['packets_total'].sum() or 0)} packets{_esc(span)}.</p>"
     )
 
-    # verdict counts ---------------------------------------------------------------------------
+
+def _verdict_counts(flows: Any, fig: Callable[[dict[str, Any]], str]) -> str:
+    """Flows by verdict: a bar chart and a table (share, captures, median goodput and RTT)."""
+    import polars as pl
+
     per = (
         flows.group_by("verdict")
         .agg(
@@ -142,7 +154,7 @@ def build(dataset: str | Path) -> str:
         .sort(["flows", "verdict"], descending=[True, False])
     )
     total = max(flows.height, 1)
-    sections.append(
+    return (
         "<h2>Verdicts by algorithm</h2><p>Flows by verdict: the algorithm a flow's verdict identifies, "
         "else the verdict's class — ambiguous (several fit), unknown (nothing fits), not enough data "
         "(docs/verdicts.md). The lowest error alone names nothing.</p>"
@@ -168,116 +180,125 @@ def build(dataset: str | Path) -> str:
         )
     )
 
-    # distributions ----------------------------------------------------------------------------
-    sections.append(
+
+def _distributions(flows: Any, fig: Callable[[dict[str, Any]], str]) -> str:
+    """Goodput and minimum-RTT histograms by verdict."""
+    return (
         "<h2>Goodput and RTT by verdict</h2>"
         + fig(_hist(flows, "goodput_bps", 1e-6, "Goodput per flow, by verdict", "Mbit/s"))
         + fig(_hist(flows, "rtt_min_s", 1e3, "Minimum RTT per flow, by verdict", "ms"))
     )
 
-    # episodes per minute ----------------------------------------------------------------------
-    if caps.height:
-        n_eps = (
-            eps.group_by("blake3").len() if eps.height else pl.DataFrame(schema={"blake3": pl.String, "len": pl.UInt32})
-        )
-        per_cap = (
-            caps.with_columns(((pl.col("last_ns") - pl.col("first_ns")) / 6e10).alias("minutes"))
-            .join(n_eps, on="blake3", how="left")
-            .with_columns(pl.col("len").fill_null(0))
-            .filter(pl.col("minutes") > 0)
-            .with_columns((pl.col("len") / pl.col("minutes")).alias("per_min"))
-        )
-        vals = per_cap["per_min"].to_numpy() if per_cap.height else np.array([])
-        c, e = np.histogram(vals, bins=BINS) if vals.size else (np.array([]), np.array([0.0]))
-        top = per_cap.sort(["per_min", "capture"], descending=[True, False]).head(WORST_FITS)
-        sections.append(
-            "<h2>Congestion episodes per minute</h2><p>Episodes (fast retransmit, SACK recovery, RTO, "
-            f"ECN) per minute of capture, over the {per_cap.height} capture(s) that last longer than "
-            "an instant; the captures with the most:</p>"
-            + fig(
-                {
-                    "data": [{"type": "bar", "x": ((e[:-1] + e[1:]) / 2).round(3).tolist(), "y": c.tolist()}],
-                    "layout": {
-                        "title": {"text": "Congestion episodes per minute (captures)"},
-                        "xaxis": {"title": {"text": "episodes / min"}},
-                        "yaxis": {"title": {"text": "captures"}},
-                        "margin": {"t": 40},
-                    },
-                }
-            )
-            + _table(
-                ["capture", "episodes", "minutes", "episodes/min", "analyze in depth"],
-                [
-                    [r["capture"], r["len"], _f(r["minutes"], ".2f"), _f(r["per_min"], ".1f"), _cmd(r["capture"])]
-                    for r in top.iter_rows(named=True)
-                ],
-                raw=(4,),
-            )
-        )
 
-    # bottleneck groups ------------------------------------------------------------------------
-    grp = ds.read(dataset, "groups")
-    if grp.height:
-        per_group = (
-            grp.group_by("blake3", "capture", "group")
-            .agg(
-                pl.col("jain").first(),
-                pl.col("utilization").first(),
-                pl.len().alias("flows"),
-                (
-                    pl.col("flow_id").cast(pl.String)
-                    + " "
-                    + pl.col("algo").fill_null("?")
-                    + " "
-                    + (pl.col("share") * 100).round(1).cast(pl.String)
-                    + " %"
-                )
-                .str.join(", ")
-                .alias("shares"),
-            )
-            .sort(["jain", "capture", "group"], nulls_last=True)
-        )
-        jv = per_group["jain"].drop_nulls().to_numpy()
-        c, e = np.histogram(jv, bins=BINS, range=(0.0, 1.0)) if jv.size else (np.array([]), np.array([0.0]))
-        sections.append(
-            f"<h2>Bottleneck groups</h2><p>{per_group.height} group(s) of flows sharing a bottleneck "
-            f"(docs/groups.md) in {per_group['blake3'].n_unique()} capture(s); median Jain's index "
-            f"{_f(float(np.median(jv)) if jv.size else None, '.3f')}. The least fair:</p>"
-            + fig(
-                {
-                    "data": [{"type": "bar", "x": ((e[:-1] + e[1:]) / 2).round(3).tolist(), "y": c.tolist()}],
-                    "layout": {
-                        "title": {"text": "Jain's fairness index per bottleneck group"},
-                        "xaxis": {"title": {"text": "Jain's index"}},
-                        "yaxis": {"title": {"text": "groups"}},
-                        "margin": {"t": 40},
-                    },
-                }
-            )
-            + _table(
-                ["capture", "group", "Jain", "utilization", "flow algorithm share", "analyze in depth"],
-                [
-                    [
-                        r["capture"],
-                        r["group"],
-                        _f(r["jain"], ".3f"),
-                        _f(None if r["utilization"] is None else 100 * r["utilization"], ".1f"),
-                        r["shares"],
-                        _cmd(r["capture"]),
-                    ]
-                    for r in per_group.head(WORST_FITS).iter_rows(named=True)
-                ],
-                raw=(5,),
-            )
-        )
+def _episodes_per_minute(caps: Any, eps: Any, fig: Callable[[dict[str, Any]], str]) -> str:
+    """Congestion episodes per minute of capture: a histogram and the captures with the most."""
+    import polars as pl
 
-    # worst fits -------------------------------------------------------------------------------
+    n_eps = eps.group_by("blake3").len() if eps.height else pl.DataFrame(schema={"blake3": pl.String, "len": pl.UInt32})
+    per_cap = (
+        caps.with_columns(((pl.col("last_ns") - pl.col("first_ns")) / 6e10).alias("minutes"))
+        .join(n_eps, on="blake3", how="left")
+        .with_columns(pl.col("len").fill_null(0))
+        .filter(pl.col("minutes") > 0)
+        .with_columns((pl.col("len") / pl.col("minutes")).alias("per_min"))
+    )
+    vals = per_cap["per_min"].to_numpy() if per_cap.height else np.array([])
+    c, e = np.histogram(vals, bins=BINS) if vals.size else (np.array([]), np.array([0.0]))
+    top = per_cap.sort(["per_min", "capture"], descending=[True, False]).head(WORST_FITS)
+    return (
+        "<h2>Congestion episodes per minute</h2><p>Episodes (fast retransmit, SACK recovery, RTO, "
+        f"ECN) per minute of capture, over the {per_cap.height} capture(s) that last longer than "
+        "an instant; the captures with the most:</p>"
+        + fig(
+            {
+                "data": [{"type": "bar", "x": ((e[:-1] + e[1:]) / 2).round(3).tolist(), "y": c.tolist()}],
+                "layout": {
+                    "title": {"text": "Congestion episodes per minute (captures)"},
+                    "xaxis": {"title": {"text": "episodes / min"}},
+                    "yaxis": {"title": {"text": "captures"}},
+                    "margin": {"t": 40},
+                },
+            }
+        )
+        + _table(
+            ["capture", "episodes", "minutes", "episodes/min", "analyze in depth"],
+            [
+                [r["capture"], r["len"], _f(r["minutes"], ".2f"), _f(r["per_min"], ".1f"), _cmd(r["capture"])]
+                for r in top.iter_rows(named=True)
+            ],
+            raw=(4,),
+        )
+    )
+
+
+def _bottleneck_groups(grp: Any, fig: Callable[[dict[str, Any]], str]) -> str:
+    """Bottleneck groups: Jain's index histogram and the least fair groups."""
+    import polars as pl
+
+    per_group = (
+        grp.group_by("blake3", "capture", "group")
+        .agg(
+            pl.col("jain").first(),
+            pl.col("utilization").first(),
+            pl.len().alias("flows"),
+            (
+                pl.col("flow_id").cast(pl.String)
+                + " "
+                + pl.col("algo").fill_null("?")
+                + " "
+                + (pl.col("share") * 100).round(1).cast(pl.String)
+                + " %"
+            )
+            .str.join(", ")
+            .alias("shares"),
+        )
+        .sort(["jain", "capture", "group"], nulls_last=True)
+    )
+    jv = per_group["jain"].drop_nulls().to_numpy()
+    c, e = np.histogram(jv, bins=BINS, range=(0.0, 1.0)) if jv.size else (np.array([]), np.array([0.0]))
+    return (
+        f"<h2>Bottleneck groups</h2><p>{per_group.height} group(s) of flows sharing a bottleneck "
+        f"(docs/groups.md) in {per_group['blake3'].n_unique()} capture(s); median Jain's index "
+        f"{_f(float(np.median(jv)) if jv.size else None, '.3f')}. The least fair:</p>"
+        + fig(
+            {
+                "data": [{"type": "bar", "x": ((e[:-1] + e[1:]) / 2).round(3).tolist(), "y": c.tolist()}],
+                "layout": {
+                    "title": {"text": "Jain's fairness index per bottleneck group"},
+                    "xaxis": {"title": {"text": "Jain's index"}},
+                    "yaxis": {"title": {"text": "groups"}},
+                    "margin": {"t": 40},
+                },
+            }
+        )
+        + _table(
+            ["capture", "group", "Jain", "utilization", "flow algorithm share", "analyze in depth"],
+            [
+                [
+                    r["capture"],
+                    r["group"],
+                    _f(r["jain"], ".3f"),
+                    _f(None if r["utilization"] is None else 100 * r["utilization"], ".1f"),
+                    r["shares"],
+                    _cmd(r["capture"]),
+                ]
+                for r in per_group.head(WORST_FITS).iter_rows(named=True)
+            ],
+            raw=(5,),
+        )
+    )
+
+
+def _worst_fits(flows: Any) -> str:
+    """The flows whose best fit has the largest error."""
+    import polars as pl
+
     worst = (
         flows.filter(pl.col("best_mare").is_not_null())
         .sort(["best_mare", "capture", "flow_id"], descending=[True, False, False])
         .head(WORST_FITS)
     )
-    sections.append(
+    return (
         "<h2>Worst fits</h2><p>Flows whose best fit has the largest error (mare: median relative "
         "error of the replayed window).</p>"
         + (
@@ -294,19 +315,25 @@ def build(dataset: str | Path) -> str:
         )
     )
 
-    # errors -----------------------------------------------------------------------------------
+
+def _errors_by_reason(errors: Any) -> str:
+    """The failed captures by reason, and the first of them."""
     if errors.height:
         by = errors.group_by("reason").len().sort(["len", "reason"], descending=[True, False])
         listed = errors.select("capture", "reason", "message").sort("reason", "capture").head(ERROR_ROWS)
         more = errors.height - listed.height
-        sections.append(
+        return (
             "<h2>Errors by reason</h2>"
             + _table(["reason", "captures"], by.rows())
             + _table(["capture", "reason", "message"], listed.rows())
             + (f"<p>… and {more} more (all in the dataset's <code>errors</code> table).</p>" if more else "")
         )
-    else:
-        sections.append("<h2>Errors by reason</h2><p>No errors.</p>")
+    return "<h2>Errors by reason</h2><p>No errors.</p>"
+
+
+def _page(dataset: str | Path, sections: list[str], figs: list[dict[str, Any]]) -> str:
+    """The whole page: the sections, the figures' specs and the script that draws them."""
+    from hscc_trace.reports import html as rhtml
 
     plotly = rhtml._asset("plotly-basic.min.js")
     data = (
