@@ -1654,146 +1654,16 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
     tb = c.replay_table(label, df)
     color = c.colors.get(label, "#444")
     palette = [col for col in ALGO_COLORS if col != color]
+    a = _AlgoRow(c, p, label, df, t, fr_, tb, color, palette, float(c.mss), pk)
     flag_runs = _replay_flag_runs(c, label, t, df, flags, infos, types)
     shades: dict[str, list[_FlagShade]] = {}  # (_flag_bands: found once for the panel's rows)
-    mss = float(c.mss)
     n_color = 0
     out_rows: list[Row] = []
     for r, (kind, names, _title, row_unit) in enumerate(rows, start=1):
-        traces: list[Trace | None] = []
         if kind == "window":
-            acks = c.fr.events.acks
-            cwnd = c.cwnd(label, df)
-            cwnd_src = c.col(tb, c.sid(label, "cwnd"), cwnd)
-            stacked = _stack_parts(df, names)
-            drawn: set[str] = set()
-            if stacked is not None:
-                # Compound TCP: the loss-based window and dwnd stacked, the total (win, when the
-                # replay has it) and cwnd on top, all drawn at the same ACKs so that each is exact at
-                # every point and the stack adds up there (decimate.select_shared; report.js zooms
-                # them as one group)
-                loss_name, loss = stacked
-                dwnd = c.values(label, df, "dwnd")
-                parts: list[tuple[np.ndarray, str, dict[str, Any]]] = [
-                    (
-                        loss,
-                        f"{_esc(loss_name)} (loss-based part)",
-                        dict(stackgroup="win", line={"color": color, "width": 0.8}, hovertemplate=f"%{{y:.1f}} {pk}"),
-                    ),
-                    (
-                        dwnd,
-                        "dwnd (delay-based part, stacked on it)",
-                        dict(
-                            stackgroup="win", line={"color": "#ff9896", "width": 0.8}, hovertemplate=f"%{{y:.1f}} {pk}"
-                        ),
-                    ),
-                    (
-                        cwnd,
-                        f"{_esc(label)} cwnd",
-                        dict(line=dict(color=color, width=2.2), hovertemplate=f"%{{y:.1f}} {pk}"),
-                    ),
-                ]
-                srcs = [c.col(tb, c.sid(label, loss_name), loss), c.col(tb, c.sid(label, "dwnd"), dwnd), cwnd_src]
-                drawn = {"dwnd", loss_name}
-                if "win" in df.columns and loss_name != "win − dwnd":
-                    drawn.add("win")
-                    win = c.values(label, df, "win")
-                    parts.append(
-                        (
-                            win,
-                            "win",
-                            dict(line=dict(color="#444", width=1.2, dash="dash"), hovertemplate=f"%{{y:.1f}} {pk}"),
-                        )
-                    )
-                    srcs.append(c.col(tb, c.sid(label, "win"), win))
-                traces += p.lines_shared(t, parts, frame=fr_, mss=mss, group=f"stack:{label}", src=srcs)
-            # the row's series on the replay's time axis, decimated together (_Panel.lines)
-            row: list[tuple[np.ndarray, str, dict[str, Any], dict[str, Any] | None]] = []
-            if stacked is None:
-                row.append(
-                    (
-                        cwnd,
-                        f"{_esc(label)} cwnd",
-                        {"line": {"color": color, "width": 2.2}, "hovertemplate": f"%{{y:.1f}} {pk}"},
-                        cwnd_src,
-                    )
-                )
-            ss = _f(df.get_column("ssthresh"))  # (drawn once: not kept; a copy when polars lent its own)
-            ss = ss if ss.flags.writeable else ss.copy()
-            top = float(cwnd.max()) if df.height else 1.0  # (np.nanmax's answer without NaN, and faster)
-            top = float(np.nanmax(cwnd)) if math.isnan(top) else top
-            cap = 10 * max(top, 1.0)
-            ss[ss > cap] = np.nan  # "infinite" ssthresh before the first loss
-            row.append(
-                (
-                    ss,
-                    "ssthresh",
-                    {
-                        "line": {"color": color, "width": 1, "dash": "dot"},
-                        "visible": "legendonly",
-                        "hovertemplate": f"%{{y:.1f}} {pk}",
-                    },
-                    c.col(tb, c.sid(label, "ssthresh"), ss),
-                )
-            )
-            for i, s in enumerate(n for n in names if n not in drawn):
-                y = c.values(label, df, s)
-                row.append(
-                    (
-                        y,
-                        _esc(s),
-                        {
-                            "line": {"color": palette[i % len(palette)], "width": 1.4, "dash": "dash"},
-                            "hovertemplate": f"%{{y:.2f}} {pk}",
-                        },
-                        c.col(tb, c.sid(label, s), y),
-                    )
-                )
-            traces += p.lines(t, row, frame=fr_, mss=mss)
-            traces.append(_kernel_window(c, p) if c.fr.truth is not None and c.fr.truth.algo == label else None)
-            stack_on = stacked[0] if stacked is not None else None
-            traces += _kernel_signals(c, p, label, names, {s: pk for s in names}, stack_on)
-            if acks.height:
-                ta = c.acks_table()
-                traces.append(
-                    p.line(
-                        c.ack_t,
-                        c.flight,
-                        "actual: bytes in flight",
-                        line=dict(color=ACTUAL_COLOR, width=1),
-                        opacity=0.55,
-                        hovertemplate=f"%{{y:.1f}} {pk}",
-                        frame=c.ack_frame,
-                        mss=mss,
-                        src=c.col_bytes(ta, "outstanding", c.outstanding),
-                        once=True,
-                    )
-                )
+            traces = _window_row(a, names)
         else:
-            n_thr = 0
-            series: list[tuple[np.ndarray, str, dict[str, Any], dict[str, Any] | None]] = []
-            for s in names:
-                thr = is_threshold_signal(s)
-                style = (
-                    dict(color="#333", width=1.3, dash=_THRESHOLD_DASH[n_thr % len(_THRESHOLD_DASH)])
-                    if thr
-                    else dict(color=palette[(n_color + 3) % len(palette)], width=1.5)
-                )
-                n_thr += thr
-                n_color += not thr
-                u, k = shown(sunit[s]) if sunit[s] else ("", 1.0)  # delays and durations in ms
-                y = c.values(label, df, s)
-                y = y * k if k != 1.0 else y  # (the same values: no copy)
-                series.append(
-                    (
-                        y,
-                        _esc(s) + (" (threshold)" if thr else ""),
-                        {"line": style, "hovertemplate": "%{y:.4g}" + (f" {_esc(u)}" if u else "")},
-                        c.col(tb, c.sid(label, s), y),
-                    )
-                )
-            traces += p.lines(t, series, frame=fr_)
-            traces += _kernel_signals(c, p, label, names, sunit)
+            traces, n_color = _signal_row(a, names, sunit, n_color)
         y0, y1 = _extent(traces, p.ext)
         bands = c.episode_bands(y0, y1, legend=r == 1)
         if kind != "other":  # phases/modes shade the window and threshold rows (episodes shade all)
@@ -1814,6 +1684,182 @@ def _algo_panel(c: _Ctx, label: str, df: pl.DataFrame) -> Block | None:
         flag_note += " — magenta: what the sending kernel itself had (its snd_cwnd and the program's variables)"
     c.done_with(label)
     return Block(f"algo:{label}", f"{_esc(label)}: the algorithm's own signals{flag_note}", out_rows)
+
+
+@dataclass(frozen=True)
+class _AlgoRow:
+    """What every row of an algorithm's panel draws with (:func:`_algo_panel`): the context, the
+    panel, the replay (``df``, its label, times ``t``, frames ``fr_``, table ``tb``), its colour
+    and the palette of its other series, the MSS (bytes) and the window unit ``pk``."""
+
+    c: _Ctx
+    p: Any
+    label: str
+    df: pl.DataFrame
+    t: np.ndarray
+    fr_: Any
+    tb: Any
+    color: str
+    palette: list[str]
+    mss: float
+    pk: str
+
+
+def _window_row(a: _AlgoRow, names: list[str]) -> list[Trace | None]:
+    """The window row: cwnd (or Compound's stacked parts), ssthresh, the row's other window
+    signals, the kernel's own window and signals where known, and the actual flight."""
+    c, p, label, df, t, fr_, tb, color, palette, mss, pk = (
+        a.c,
+        a.p,
+        a.label,
+        a.df,
+        a.t,
+        a.fr_,
+        a.tb,
+        a.color,
+        a.palette,
+        a.mss,
+        a.pk,
+    )
+    traces: list[Trace | None] = []
+    acks = c.fr.events.acks
+    cwnd = c.cwnd(label, df)
+    cwnd_src = c.col(tb, c.sid(label, "cwnd"), cwnd)
+    stacked = _stack_parts(df, names)
+    drawn: set[str] = set()
+    if stacked is not None:
+        # Compound TCP: the loss-based window and dwnd stacked, the total (win, when the
+        # replay has it) and cwnd on top, all drawn at the same ACKs so that each is exact at
+        # every point and the stack adds up there (decimate.select_shared; report.js zooms
+        # them as one group)
+        loss_name, loss = stacked
+        dwnd = c.values(label, df, "dwnd")
+        parts: list[tuple[np.ndarray, str, dict[str, Any]]] = [
+            (
+                loss,
+                f"{_esc(loss_name)} (loss-based part)",
+                dict(stackgroup="win", line={"color": color, "width": 0.8}, hovertemplate=f"%{{y:.1f}} {pk}"),
+            ),
+            (
+                dwnd,
+                "dwnd (delay-based part, stacked on it)",
+                dict(stackgroup="win", line={"color": "#ff9896", "width": 0.8}, hovertemplate=f"%{{y:.1f}} {pk}"),
+            ),
+            (
+                cwnd,
+                f"{_esc(label)} cwnd",
+                dict(line=dict(color=color, width=2.2), hovertemplate=f"%{{y:.1f}} {pk}"),
+            ),
+        ]
+        srcs = [c.col(tb, c.sid(label, loss_name), loss), c.col(tb, c.sid(label, "dwnd"), dwnd), cwnd_src]
+        drawn = {"dwnd", loss_name}
+        if "win" in df.columns and loss_name != "win − dwnd":
+            drawn.add("win")
+            win = c.values(label, df, "win")
+            parts.append(
+                (
+                    win,
+                    "win",
+                    dict(line=dict(color="#444", width=1.2, dash="dash"), hovertemplate=f"%{{y:.1f}} {pk}"),
+                )
+            )
+            srcs.append(c.col(tb, c.sid(label, "win"), win))
+        traces += p.lines_shared(t, parts, frame=fr_, mss=mss, group=f"stack:{label}", src=srcs)
+    # the row's series on the replay's time axis, decimated together (_Panel.lines)
+    row: list[tuple[np.ndarray, str, dict[str, Any], dict[str, Any] | None]] = []
+    if stacked is None:
+        row.append(
+            (
+                cwnd,
+                f"{_esc(label)} cwnd",
+                {"line": {"color": color, "width": 2.2}, "hovertemplate": f"%{{y:.1f}} {pk}"},
+                cwnd_src,
+            )
+        )
+    ss = _f(df.get_column("ssthresh"))  # (drawn once: not kept; a copy when polars lent its own)
+    ss = ss if ss.flags.writeable else ss.copy()
+    top = float(cwnd.max()) if df.height else 1.0  # (np.nanmax's answer without NaN, and faster)
+    top = float(np.nanmax(cwnd)) if math.isnan(top) else top
+    cap = 10 * max(top, 1.0)
+    ss[ss > cap] = np.nan  # "infinite" ssthresh before the first loss
+    row.append(
+        (
+            ss,
+            "ssthresh",
+            {
+                "line": {"color": color, "width": 1, "dash": "dot"},
+                "visible": "legendonly",
+                "hovertemplate": f"%{{y:.1f}} {pk}",
+            },
+            c.col(tb, c.sid(label, "ssthresh"), ss),
+        )
+    )
+    for i, s in enumerate(n for n in names if n not in drawn):
+        y = c.values(label, df, s)
+        row.append(
+            (
+                y,
+                _esc(s),
+                {
+                    "line": {"color": palette[i % len(palette)], "width": 1.4, "dash": "dash"},
+                    "hovertemplate": f"%{{y:.2f}} {pk}",
+                },
+                c.col(tb, c.sid(label, s), y),
+            )
+        )
+    traces += p.lines(t, row, frame=fr_, mss=mss)
+    traces.append(_kernel_window(c, p) if c.fr.truth is not None and c.fr.truth.algo == label else None)
+    stack_on = stacked[0] if stacked is not None else None
+    traces += _kernel_signals(c, p, label, names, {s: pk for s in names}, stack_on)
+    if acks.height:
+        ta = c.acks_table()
+        traces.append(
+            p.line(
+                c.ack_t,
+                c.flight,
+                "actual: bytes in flight",
+                line=dict(color=ACTUAL_COLOR, width=1),
+                opacity=0.55,
+                hovertemplate=f"%{{y:.1f}} {pk}",
+                frame=c.ack_frame,
+                mss=mss,
+                src=c.col_bytes(ta, "outstanding", c.outstanding),
+                once=True,
+            )
+        )
+    return traces
+
+
+def _signal_row(a: _AlgoRow, names: list[str], sunit: dict[str, str], n_color: int) -> tuple[list[Trace | None], int]:
+    """A row of the algorithm's other signals (thresholds dashed), in their shown units, with the
+    kernel's own where known; returns the traces and the colours used so far."""
+    c, p, label, df, t, fr_, tb, palette = a.c, a.p, a.label, a.df, a.t, a.fr_, a.tb, a.palette
+    traces: list[Trace | None] = []
+    n_thr = 0
+    series: list[tuple[np.ndarray, str, dict[str, Any], dict[str, Any] | None]] = []
+    for s in names:
+        thr = is_threshold_signal(s)
+        style = (
+            dict(color="#333", width=1.3, dash=_THRESHOLD_DASH[n_thr % len(_THRESHOLD_DASH)])
+            if thr
+            else dict(color=palette[(n_color + 3) % len(palette)], width=1.5)
+        )
+        n_thr += thr
+        n_color += not thr
+        u, k = shown(sunit[s]) if sunit[s] else ("", 1.0)  # delays and durations in ms
+        y = c.values(label, df, s)
+        y = y * k if k != 1.0 else y  # (the same values: no copy)
+        series.append(
+            (
+                y,
+                _esc(s) + (" (threshold)" if thr else ""),
+                {"line": style, "hovertemplate": "%{y:.4g}" + (f" {_esc(u)}" if u else "")},
+                c.col(tb, c.sid(label, s), y),
+            )
+        )
+    traces += p.lines(t, series, frame=fr_)
+    traces += _kernel_signals(c, p, label, names, sunit)
+    return traces, n_color
 
 
 def _stack_parts(df: pl.DataFrame, names: list[str]) -> tuple[str, np.ndarray] | None:

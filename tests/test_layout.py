@@ -270,7 +270,6 @@ LONG_FUNCTIONS: dict[str, tuple[int, int]] = {
     "hscc_trace.replay._loop.run_loop": (239, 8),
     "hscc_trace.replay.engine._rate_samples": (121, 15),
     "hscc_trace.replay.engine.replay": (54, 9),
-    "hscc_trace.reports.figures._algo_panel": (174, 3),
     "hscc_trace.reports.figures._band": (25, 13),
     "hscc_trace.reports.figures.line": (17, 11),
     "hscc_trace.reports.html._section_key": (3, 9),
