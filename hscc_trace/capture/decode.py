@@ -312,7 +312,7 @@ def _decode(full, rec, cols, compact):
                         if ot == 0:
                             o += 1
                             continue
-                        ol = buf[o + 1]
+                        ol = np.int64(buf[o + 1])  # (a uint8 sum 2 + 254 would wrap to 0)
                         if ot == 0xC2 and ol == 4 and o + 6 <= end:
                             jumbo = np.int64(_be32(buf, o + 2))
                         o += 2 + ol

@@ -144,6 +144,31 @@ def test_ipv6_extension_headers_skipped(tmp_path):
     assert (r["sport"], r["payload_len"], r["decoder"]) == (1, 5, 0)
 
 
+@pytest.mark.parametrize("mode", ["interpret", "compile"])
+def test_hop_by_hop_option_longer_than_its_header_ends_the_scan(tmp_path, mode):
+    # A hop-by-hop header of 8 bytes (length field 0) whose one option (type 5) claims 254 bytes
+    # of data: the option scan steps 2 + 254 = 256 bytes, past the header's end (q + 8), and
+    # stops. Summed in uint8 (the option length as read from the buffer) the step was 256 mod
+    # 256 = 0 in the interpreted twin and the scan never ended (found by the fuzzer). The
+    # packet is then the TCP segment after the 8-byte header. In a child process with a time
+    # limit, so that a regression fails instead of hanging the suite.
+    import subprocess
+    import sys
+
+    pkt = S.Ether() / S.IPv6(src="2001:db8::1", dst="2001:db8::2", nh=0)
+    pkt = pkt / bytes([6, 0, 0x05, 254, 0, 0, 0, 0]) / _tcp(sport=7) / b"hello"
+    path = _write(tmp_path, "hbh.pcap", [pkt])
+    code = (
+        "import sys; from hscc_trace.capture import load_packets; "
+        "pk, meta, w = load_packets(sys.argv[1]); r = pk.row(0, named=True); "
+        "print(pk.height, r['sport'], r['payload_len'])"
+    )
+    env = {**os.environ, "HSCC_TRACE_FIRST_USE": mode}
+    r = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, env=env, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["1", "7", "5"]
+
+
 @pytest.mark.parametrize(
     "linktype,frame",
     [
