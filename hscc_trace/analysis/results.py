@@ -1074,10 +1074,10 @@ def _verdict_schema() -> dict[str, Any]:
             "reason": {"type": "string", "description": "the verdict in plain words"},
             "outside_range": {
                 **names,
-                "description": "(since 1.4) where the flow lies outside the conditions the verdict was validated "
+                "description": "(since 1.5) where the flow lies outside the conditions the verdict was validated "
                 "on, one phrase each; empty: within (docs/verdicts.md)",
             },
-            "validated_range": {"type": "string", "description": "(since 1.4) those conditions, in words"},
+            "validated_range": {"type": "string", "description": "(since 1.5) those conditions, in words"},
             "evidence": {
                 "type": "object",
                 "additionalProperties": False,
@@ -1094,12 +1094,12 @@ def _verdict_schema() -> dict[str, Any]:
                     "rounds": {"type": "object", "additionalProperties": {"type": "integer", "minimum": 0}},
                     "queued_rounds": {"type": "integer", "minimum": 0},
                     "capacity_reached": {"type": "boolean"},
-                    "rate_bps": {**num, "description": "(since 1.4) [bit/s] bytes acknowledged over the ACK span"},
-                    "min_rtt_s": {**num, "description": "(since 1.4) [s] the smallest RTT sample"},
-                    "retrans_fraction": {**num, "description": "(since 1.4) retransmitted / data segments"},
+                    "rate_bps": {**num, "description": "(since 1.5) [bit/s] bytes acknowledged over the ACK span"},
+                    "min_rtt_s": {**num, "description": "(since 1.5) [s] the smallest RTT sample"},
+                    "retrans_fraction": {**num, "description": "(since 1.5) retransmitted / data segments"},
                     "ack_burst_pkts": {
                         **num,
-                        "description": "(since 1.4) [packets] 95th percentile of the segments acknowledged per ACK "
+                        "description": "(since 1.5) [packets] 95th percentile of the segments acknowledged per ACK "
                         "burst (sender only)",
                     },
                     "probes": {
