@@ -20,8 +20,10 @@ The bottleneck is the router's ``tbf`` toward the receiver: its drop-tail queue 
 losses that the sender recovers with SACK). This kernel has no ``netem``, so there is no added
 propagation delay: the round trip is the veth hops (tens of µs) plus the bottleneck's queue
 (``--queue-ms`` of the rate, 8 ms by default), as behind a bloated buffer. Every veth has
-``gso_max_segs 1`` (no TSO/GSO super-packets; this machine has no ethtool), so every captured packet
-is one wire segment.
+``gso_max_segs 1`` (no TSO/GSO super-packets), so every captured packet is one wire segment;
+``--offloads`` leaves the veths' defaults (TSO/GSO on: the sender's capture holds super-segments of
+up to 64 KB, as a Linux sender's own capture does by default). ``--cc`` replaces the shape's
+congestion control (any the kernel offers: reno, cubic, bbr here).
 The capture is ``tcpdump -s 128`` (headers only) on the sender's veth (``--at receiver``: the
 receiver's; ``--at router``: the router's sender-facing one), nanosecond timestamps, Ethernet link
 type, filtered to the data connections' ports (iperf3's control connection is left out). With
@@ -90,7 +92,7 @@ def rate_bps(s: str) -> float:
     return float(m.group(1)) * {"g": 1e9, "m": 1e6, "k": 1e3, None: 1.0}[m.group(2)]
 
 
-def setup(rate: str, queue_bytes: int, mtu: int = 1500) -> None:
+def setup(rate: str, queue_bytes: int, mtu: int = 1500, offloads: bool = False) -> None:
     teardown()
     for ns in (NS_SND, NS_RTR, NS_RCV):
         sh(f"ip netns add {ns}")
@@ -109,7 +111,7 @@ def setup(rate: str, queue_bytes: int, mtu: int = 1500) -> None:
         sh(f"ip -n {ns} link set {dev} up")
         # one wire segment per skb (TSO/GSO never build larger ones); veth has no GRO unless
         # XDP is attached, so the receive side sees the same segments
-        sh(f"ip -n {ns} link set {dev} mtu {mtu} gso_max_segs 1 gso_max_size {mtu}")
+        sh(f"ip -n {ns} link set {dev} mtu {mtu}" + ("" if offloads else f" gso_max_segs 1 gso_max_size {mtu}"))
     sh(f"ip -n {NS_SND} route add default via {IP_RTR0}")
     sh(f"ip -n {NS_RCV} route add default via {IP_RTR1}")
     sh(f"ip netns exec {NS_RTR} sysctl -qw net.ipv4.ip_forward=1")
@@ -160,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--at", choices=sorted(CAPTURE_AT), default="sender", help="where tcpdump listens")
     ap.add_argument("--capture-after", type=float, default=0.0, help="start tcpdump this many s after the sender")
     ap.add_argument("--count", type=int, help="stop tcpdump after this many packets (tcpdump -c)")
+    ap.add_argument("--cc", help="congestion control of every flow (default: the shape's)")
+    ap.add_argument("--offloads", action="store_true", help="keep TSO/GSO on (super-segments in the capture)")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         raise SystemExit("run as root (network namespaces)")
@@ -172,12 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     if a.bytes:
         p["bytes"] = a.bytes
     p["mtu"] = a.mtu
+    if a.cc:
+        p["cc"] = a.cc
     name = a.name or a.shape
     DATA.mkdir(parents=True, exist_ok=True)
     pcap = DATA / f"{name}.pcap"
     queue = int(rate_bps(p["rate"]) / 8 * a.queue_ms / 1e3)
     try:
-        setup(p["rate"], queue, a.mtu)
+        setup(p["rate"], queue, a.mtu, a.offloads)
         return capture(a, p, name, pcap, queue)
     finally:
         teardown()
@@ -245,7 +251,7 @@ def capture(a: argparse.Namespace, p: dict, name: str, pcap: Path, queue: int) -
             count=a.count,
             queue_ms=a.queue_ms,
             queue_bytes=queue,
-            offloads="gso_max_segs 1, gso_max_size = MTU on every veth",
+            offloads="veth defaults (TSO/GSO on)" if a.offloads else "gso_max_segs 1, gso_max_size = MTU on every veth",
         ),
         kernel=os.uname().release,
         achieved_bps=end["sum_sent"]["bits_per_second"],
