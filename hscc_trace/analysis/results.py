@@ -1087,7 +1087,11 @@ def _verdict_schema() -> dict[str, Any]:
                     "beta": {"type": "array", "items": {"type": "number"}, "description": "per loss episode"},
                     "beta_median": num,
                     "ack_clocked": {**num, "description": "share of segments released by ACKs (sender only)"},
-                    "paced": {"type": ["boolean", "null"]},
+                    "paced": {
+                        "type": ["boolean", "null"],
+                        "description": "ack_clocked below 0.5 (sender only); null where the smallest RTT is 200 µs or "
+                        "less: the share cannot tell pacing there (docs/verdicts.md)",
+                    },
                     "growth": {"type": ["string", "null"]},
                     "growth_pkts_per_round": {**num, "description": "[packets]"},
                     "delay_bounded": {"type": ["boolean", "null"]},

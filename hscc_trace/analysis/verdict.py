@@ -55,7 +55,7 @@ from typing import Any
 import numpy as np
 import polars as pl
 
-from hscc_trace.analysis.evidence import CLOCK_US, Evidence, observe
+from hscc_trace.analysis.evidence import CLOCK_US, Evidence, clock_measurable, observe
 from hscc_trace.model import FlowEvents
 from hscc_trace.perf.jit import njit
 
@@ -585,14 +585,9 @@ def _limits_phrase(ev: Evidence) -> str:
 
 
 def _clock_measurable(ev: Evidence) -> bool:
-    """Whether the ACK-clock measure (a segment that left within :data:`CLOCK_US` of the latest
-    ACK was released by it, evidence.py) can tell anything on this flow: only where the round
-    trip is longer than that window. Below it, every segment of a window-limited sender leaves
-    within a round trip of some ACK and the measure reads the host's own send bursts (TCP small
-    queues, the qdisc) as pacing: Linux CUBIC through a 1.4 Gbit/s veth + tbf path with a 4 µs
-    round trip, captured at the sender, had 12–73 % of its segments "ACK-released"
-    (tests/events/data/cubic-usrtt-sender.pcap among them)."""
-    return ev.min_rtt_s is None or ev.min_rtt_s * 1e6 > CLOCK_US
+    """Whether the ACK-clock measure tells anything on this flow (:func:`evidence.clock_measurable`):
+    neither paced nor ACK-clocked sending is evidence on a round trip shorter than its window."""
+    return clock_measurable(ev.min_rtt_s)
 
 
 def _paced(ev: Evidence) -> bool:
@@ -697,7 +692,8 @@ def _window_evidence(ev: Evidence, rules: Rules) -> str | None:
     """Why the sender is not rate-based (BBR is then not a candidate), or None: a multiplicative
     decrease at its congestion episodes (β at most :attr:`Rules.decrease_beta` over at least
     :attr:`Rules.decrease_episodes`; BBR keeps its flight at the BDP estimate), or, at the
-    sender, ACK-clocked sending (a paced sender is not). The first :attr:`Rules.decrease_skip`
+    sender on a round trip longer than the ACK-clock window (:func:`_clock_measurable`),
+    ACK-clocked sending (a paced sender is not). The first :attr:`Rules.decrease_skip`
     episodes are left out: they end slow start, where BBR too falls back (STARTUP's overshoot and
     DRAIN: β 0.23–0.49 on the first two episodes of every BBR sample that lost in STARTUP)."""
     later = ev.beta[rules.decrease_skip :]
@@ -706,7 +702,7 @@ def _window_evidence(ev: Evidence, rules: Rules) -> str | None:
             f"a multiplicative decrease (β {float(np.median(later)):.2f}, median of {len(later)} episodes after "
             "slow start)"
         )
-    if ev.ack_clocked is not None and ev.ack_clocked >= rules.ack_clocked_above:
+    if ev.ack_clocked is not None and _clock_measurable(ev) and ev.ack_clocked >= rules.ack_clocked_above:
         return f"ACK-clocked sending ({ev.ack_clocked:.0%} of segments released by ACKs)"
     return None
 

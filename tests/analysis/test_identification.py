@@ -224,5 +224,8 @@ def test_a_cubic_sender_at_a_microsecond_round_trip_is_not_named_bbr() -> None:
     cap = REPO / "tests" / "events" / "data" / "cubic-usrtt-sender.pcap"
     (f,) = [f for f in api.results(api.analyze([str(cap)]).analysis)["captures"][0]["flows"] if f["events"]["segments"]]
     v = f["verdict"]
-    assert f["vantage"] == "sender" and v["evidence"]["paced"] is True and v["evidence"]["min_rtt_s"] < 200e-6
+    ev = v["evidence"]
+    # (the share is kept; "paced" is null: not measurable at this round trip)
+    assert f["vantage"] == "sender" and ev["paced"] is None and ev["ack_clocked"] is not None
+    assert ev["min_rtt_s"] < 200e-6
     assert v["class"] not in V.NAMED and "bbr" not in v["candidates"], v["reason"]

@@ -471,6 +471,29 @@ def test_window_based_evidence_rules_bbr_out():
     assert "ACK-clocked" in V._window_evidence(ev, rules)
 
 
+def test_ack_clocked_sending_is_no_evidence_on_a_round_trip_shorter_than_the_release_window():
+    # 92 % of the segments within CLOCK_US = 200 µs of the latest ACK: window-based at a 40 ms
+    # round trip (≥ ack_clocked_above = 0.9), nothing at 6.8 µs (Linux CUBIC with TSO on a
+    # 1 Gbit/s veth path, docs/verdicts.md): any sender's segments leave within 200 µs of an ACK
+    # there, so BBR stays a candidate (and is named only with rate-based evidence)
+    rules = V.Rules()
+    ev = Evidence(vantage="sender", episodes=0, ack_clocked=0.92, paced=False, min_rtt_s=0.040)
+    assert V._window_evidence(ev, rules) == "ACK-clocked sending (92% of segments released by ACKs)"
+    ev = Evidence(vantage="sender", episodes=0, ack_clocked=0.92, paced=None, min_rtt_s=6.8e-6)
+    assert V._window_evidence(ev, rules) is None and V._rate_evidence(ev, rules) is None
+
+
+def test_the_evidence_line_does_not_call_a_sender_paced_where_the_round_trip_cannot_tell():
+    from hscc_trace.analysis.evidence import describe
+
+    at_40ms = Evidence(vantage="sender", episodes=0, ack_clocked=0.26, paced=True, min_rtt_s=0.040)
+    assert "paced (26% of segments released by ACKs)" in describe(at_40ms.as_dict())
+    at_4us = Evidence(vantage="sender", episodes=0, ack_clocked=0.26, paced=None, min_rtt_s=4.4e-6)
+    line = describe(at_4us.as_dict())
+    assert "26% of segments released by ACKs (a round trip too short to tell pacing)" in line
+    assert "paced (" not in line and "ACK-clocked (" not in line
+
+
 def test_pacing_is_evidence_only_where_the_round_trip_exceeds_the_release_window():
     rules = V.Rules()
     # 13 % of the segments within CLOCK_US = 200 µs of the latest ACK, at a 40 ms round trip:
