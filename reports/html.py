@@ -1351,6 +1351,121 @@ class Drawer:
             self._packer = None
 
 
+@dataclass(frozen=True)
+class _Counts:
+    """What the report's sections hold, for its notes (series, points, events, bytes)."""
+
+    decimated: int  # series reduced for the first view
+    traces: int  # series in all
+    points_in: int  # points before the reduction
+    points_out: int  # … and after it
+    full_flows: int  # flow sections that hold every event
+    full_events: int  # events those sections hold
+    events: int  # events of every drawn flow
+    store_bytes: int  # bytes of the page those events take (base64)
+
+
+def _notes(
+    c: _Counts,
+    per_series: int,
+    drawn: int,
+    omitted: int,
+    max_flows: int,
+    full_resolution: bool,
+    full_resolution_events: int,
+) -> list[str]:
+    """The report's notes under its header: decimation, full resolution, flows without a section."""
+    info = []
+    if c.decimated:
+        info.append(
+            f'<p class="note"><strong>Decimation.</strong> {c.decimated} of {c.traces} series had more than '
+            f"{per_series:,} points and were reduced for the first view, shape-preserving, from {_short(c.points_in)} "
+            f"to {_short(c.points_out)} points in total (first/min/max/last per time column, never truncated). "
+            "Each flow section says which.</p>"
+        )
+    if drawn:
+        left_out = drawn - c.full_flows
+        info.append(
+            f'<p class="note"><strong>Full resolution.</strong> {c.full_flows} of {drawn} flow section(s) '
+            f"hold every event ({_count(c.full_events)} of {_count(c.events)} ACKs and data segments, "
+            f"{c.store_bytes / 1e6:.2f} MB of this page): zoom in and the figures show each event, and "
+            "the packet list under the figures follows the zoom."
+            + (
+                f" {left_out} flow(s) show their reduced first view only "
+                + (
+                    "(<code>--no-full-resolution</code>)."
+                    if not full_resolution
+                    else f"(beyond the report's budget of {_count(full_resolution_events)} events)."
+                )
+                if left_out
+                else ""
+            )
+            + "</p>"
+        )
+    if omitted:
+        info.append(
+            f'<p class="note">{omitted} replayed flow(s) beyond the {max_flows} with the most data are '
+            "listed in the flow table without a section (select them with <code>--flow</code>).</p>"
+        )
+    return info
+
+
+def _toc(drawn_results: list[tuple[int, FlowResult]]) -> str:
+    """Links to the flow sections, where there are several."""
+    if len(drawn_results) <= 1:
+        return ""
+    return (
+        '<ul class="toc">'
+        + "".join(
+            f'<li><a href="#{_flow_anchor(ci, int(fr.flow["flow_id"]))}">flow {int(fr.flow["flow_id"])}</a></li>'
+            for ci, fr in drawn_results
+        )
+        + "</ul>"
+    )
+
+
+def _fields(
+    analysis: Analysis,
+    body: str,
+    n_fig: int,
+    basic: bool | None,
+    page_config: dict[str, int],
+    payloads: str,
+    stores: str,
+) -> dict[str, str]:
+    """The page template's fields: ``basic`` says whether every trace is of a basic type (the
+    smaller plotly bundle), None when there are no figures (no plotly at all)."""
+    js = _asset("report.js")
+    plotly_gz, plotly_hash, plotly_version = _plotly_js(basic) if basic is not None else ("", "", "")
+    csp = (
+        "default-src 'none'; "
+        + f"script-src {_csp_hash(js)} {plotly_hash}; ".replace("  ", " ")
+        + "style-src 'unsafe-inline'; img-src data: blob:; font-src 'none'; connect-src 'none'; "
+        "base-uri 'none'; form-action 'none'"
+    )
+    first_path = analysis.captures[0].meta.path if analysis.captures else "no capture"
+    return {
+        "CSP": e(csp),
+        "VERSION": e(analysis.version),
+        "TITLE": e(
+            f"hscc-trace report: {Path(first_path).name}"
+            + (f" (+{len(analysis.captures) - 1})" if len(analysis.captures) > 1 else "")
+        ),
+        "CSS": _asset("report.css"),
+        "N_FIGURES": str(n_fig),
+        "BODY": body,
+        "CREATED": e(analysis.created),
+        "PLOTLY_VERSION": e(plotly_version),
+        "TEMPLATE_JSON": _json_script(F.TEMPLATE),
+        "CONFIG_JSON": _json_script(_PLOTLY_CONFIG),
+        "REPORT_JSON": _json_script(page_config),
+        "PAYLOADS": payloads,
+        "PLOTLYJS_GZ": plotly_gz,
+        "JS": js,
+        "STORES": stores,
+    }
+
+
 def write_report(
     analysis: Analysis,
     path: str | Path,
@@ -1471,49 +1586,10 @@ def write_report(
     finally:
         packer.shutdown(cancel_futures=True)
     omitted = n_flows - len(drawn_results)
-    info = []
-    if n_dec:
-        info.append(
-            f'<p class="note"><strong>Decimation.</strong> {n_dec} of {n_traces} series had more than '
-            f"{per_series:,} points and were reduced for the first view, shape-preserving, from {_short(p_in)} "
-            f"to {_short(p_out)} points in total (first/min/max/last per time column, never truncated). "
-            "Each flow section says which.</p>"
-        )
     n_full = len([1 for _, fr in drawn_results if id(fr) in full_ids])
-    if drawn_results:
-        left_out = len(drawn_results) - n_full
-        info.append(
-            f'<p class="note"><strong>Full resolution.</strong> {n_full} of {len(drawn_results)} flow section(s) '
-            f"hold every event ({_count(full_events)} of {_count(n_events)} ACKs and data segments, "
-            f"{store_bytes / 1e6:.2f} MB of this page): zoom in and the figures show each event, and "
-            "the packet list under the figures follows the zoom."
-            + (
-                f" {left_out} flow(s) show their reduced first view only "
-                + (
-                    "(<code>--no-full-resolution</code>)."
-                    if not full_resolution
-                    else f"(beyond the report's budget of {_count(full_resolution_events)} events)."
-                )
-                if left_out
-                else ""
-            )
-            + "</p>"
-        )
-    if omitted:
-        info.append(
-            f'<p class="note">{omitted} replayed flow(s) beyond the {max_flows} with the most data are '
-            "listed in the flow table without a section (select them with <code>--flow</code>).</p>"
-        )
-    toc = ""
-    if len(drawn_results) > 1:
-        toc = (
-            '<ul class="toc">'
-            + "".join(
-                f'<li><a href="#{_flow_anchor(ci, int(fr.flow["flow_id"]))}">flow {int(fr.flow["flow_id"])}</a></li>'
-                for ci, fr in drawn_results
-            )
-            + "</ul>"
-        )
+    counts = _Counts(n_dec, n_traces, p_in, p_out, n_full, full_events, n_events, store_bytes)
+    info = _notes(counts, per_series, len(drawn_results), omitted, max_flows, full_resolution, full_resolution_events)
+    toc = _toc(drawn_results)
     body = "\n".join(
         [
             '<div id="render-error" class="error" hidden></div>',
@@ -1525,38 +1601,9 @@ def write_report(
     if not drawn_results:
         body += '<p class="muted">No flow was replayed, so there are no figures.</p>'
 
-    js = _asset("report.js")
-    plotly_gz, plotly_hash, plotly_version = (
-        _plotly_js(trace_types <= BASIC_TRACE_TYPES) if drawn_results else ("", "", "")
-    )
-    csp = (
-        "default-src 'none'; "
-        + f"script-src {_csp_hash(js)} {plotly_hash}; ".replace("  ", " ")
-        + "style-src 'unsafe-inline'; img-src data: blob:; font-src 'none'; connect-src 'none'; "
-        "base-uri 'none'; form-action 'none'"
-    )
-    first_path = analysis.captures[0].meta.path if analysis.captures else "no capture"
     page_config = {"detailPoints": int(detail_points), "listRows": PACKET_LIST_ROWS, "columns": max(per_series // 4, 1)}
-    fields = {
-        "CSP": e(csp),
-        "VERSION": e(analysis.version),
-        "TITLE": e(
-            f"hscc-trace report: {Path(first_path).name}"
-            + (f" (+{len(analysis.captures) - 1})" if len(analysis.captures) > 1 else "")
-        ),
-        "CSS": _asset("report.css"),
-        "N_FIGURES": str(n_fig),
-        "BODY": body,
-        "CREATED": e(analysis.created),
-        "PLOTLY_VERSION": e(plotly_version),
-        "TEMPLATE_JSON": _json_script(F.TEMPLATE),
-        "CONFIG_JSON": _json_script(_PLOTLY_CONFIG),
-        "REPORT_JSON": _json_script(page_config),
-        "PAYLOADS": "\n".join(payload_scripts),
-        "PLOTLYJS_GZ": plotly_gz,
-        "JS": js,
-        "STORES": "\n".join(store_scripts),
-    }
+    basic = (trace_types <= BASIC_TRACE_TYPES) if drawn_results else None
+    fields = _fields(analysis, body, n_fig, basic, page_config, "\n".join(payload_scripts), "\n".join(store_scripts))
     del payload_scripts, store_scripts  # (in fields now: one copy of the page's text)
     from hscc_trace.atomic import write_texts
 
