@@ -617,14 +617,13 @@ def observe(ev: FlowEvents) -> Evidence:
     nq = int(queued.sum())
     cycles = _gain_cycles(ra, ev.mss)
     path = conditions(ev)
-    told = clocked is not None and clock_measurable(path["min_rtt_s"])
     return Evidence(
         vantage=ev.vantage,
         episodes=ev.episodes.height,
         beta=tuple(betas),
         beta_median=float(_median(np.array(betas))) if betas else None,
         ack_clocked=clocked,
-        paced=clocked < PACED_BELOW if told else None,
+        paced=None if clocked is None or not clock_measurable(path["min_rtt_s"]) else clocked < PACED_BELOW,
         growth=shape,
         growth_pkts_per_round=None if rise is None or not math.isfinite(rise) else rise,
         delay_bounded=_delay_bounded(ev, queued, ra),
