@@ -30,8 +30,9 @@ docs/verdicts.md for how the verdict uses them):
   lasting a min_rtt or more. Counted from the rounds' peak flights, at any vantage (the flight
   is the sender's whatever the bottleneck does to the spacing): :func:`_gain_cycles`.
 * **Limits** — how many rounds the congestion window, the receive window or the application
-  (or pacing) limited, and whether the path's capacity was reached at all (a loss, or a queue:
-  rounds whose RTT rose above the flow's minimum).
+  (or pacing) limited, and whether the path's capacity was reached at all (a congestion
+  episode, or a queue — a round whose RTT rose above the flow's minimum — in one round of 16 or
+  more: :func:`capacity_reached`).
 
 Nothing here prints; every quantity carries its unit in :class:`Evidence`.
 """
@@ -57,6 +58,13 @@ CLOCK_US = 200.0
 PACED_BELOW = 0.5
 #: a round is queued when its median RTT sample exceeds the flow's minimum by this fraction
 QUEUE_FRACTION = 0.1
+#: the path's capacity is reached with a congestion episode, or with a queue in at least this
+#: share of the rounds. At capacity BBR's PROBE_BW raises its flight above the path's BDP in one
+#: phase of 8 (tcp_bbr.c, CYCLE_LEN), so a queue shows in about one round in 8 or more; half
+#: that is asked. A queue in fewer rounds is a burst (slow start's first flights, one write of an
+#: application). Tuning flows: every BBR flow 79–99 % of its rounds, the application-limited
+#: one 0 % (docs/verdicts.md)
+CAPACITY_QUEUED_SHARE = 1 / 16
 #: epochs shorter than this many cwnd-limited rounds are not given a growth shape
 MIN_EPOCH_ROUNDS = 6
 #: ACKs closer together than this fraction of the flow's mean ACK spacing arrive in one burst
@@ -69,6 +77,15 @@ PROBE_RISE_PKTS = 2.0
 PROBE_NEIGHBOURS = 4
 #: rounds from one probe to the next that count as one gain cycle (8 phases of ≥ 1 min_rtt)
 CYCLE_ROUNDS = (5, 10)
+
+
+def capacity_reached(episodes: int, queued: np.ndarray) -> bool:
+    """Whether a flow reached the path's capacity: a congestion episode of any kind, an ECN one
+    too (a CE mark is the bottleneck's congestion signal as a drop is, RFC 3168 §5, and the
+    sender's CWR reduction answers it as recovery does), or a queue (``queued``, per round) in at
+    least :data:`CAPACITY_QUEUED_SHARE` of its rounds."""
+    nq = int(queued.sum())
+    return episodes > 0 or (nq > 0 and nq >= CAPACITY_QUEUED_SHARE * queued.size)
 
 
 def clock_measurable(min_rtt_s: float | None) -> bool:
@@ -99,7 +116,7 @@ class Evidence:
     delay_bounded: bool | None = None  # flight held while RTT rose, without loss
     rounds: dict[str, int] = field(default_factory=dict)  # limit -> rounds (cwnd, rwnd, app)
     queued_rounds: int = 0  # rounds whose median RTT exceeded the minimum by QUEUE_FRACTION
-    capacity_reached: bool = False  # a loss episode, or at least one queued round
+    capacity_reached: bool = False  # a congestion episode, or CAPACITY_QUEUED_SHARE of the rounds queued
     # the path's conditions, for the verdict's validated range (:func:`conditions`)
     rate_bps: float | None = None  # bit/s — bytes newly acknowledged over the ACK stream's span
     min_rtt_s: float | None = None  # s — the smallest RTT sample
@@ -611,9 +628,6 @@ def observe(ev: FlowEvents) -> Evidence:
     shape, rise = _growth(_epochs(ev, ra))
     queued, _ = _queue(ev)
     limits = _limit_counts(ra) if ra is not None else {}
-    # a congestion episode of any kind, an ECN one too: a CE mark is the bottleneck's congestion
-    # signal as a drop is (RFC 3168 §5), and the sender's CWR reduction answers it as recovery does
-    loss = ev.episodes.height > 0
     nq = int(queued.sum())
     cycles = _gain_cycles(ra, ev.mss)
     path = conditions(ev)
@@ -629,7 +643,7 @@ def observe(ev: FlowEvents) -> Evidence:
         delay_bounded=_delay_bounded(ev, queued, ra),
         rounds=dict(sorted(limits.items())),
         queued_rounds=nq,
-        capacity_reached=bool(loss or nq > 0),
+        capacity_reached=capacity_reached(ev.episodes.height, queued),
         probes=None if cycles is None else cycles[0],
         gain_cycles=None if cycles is None else cycles[1],
         **path,

@@ -595,10 +595,18 @@ def _paced(ev: Evidence) -> bool:
     return bool(ev.paced) and _clock_measurable(ev)
 
 
+def _paced_at_capacity(ev: Evidence) -> bool:
+    """Paced sending as evidence of a rate-based algorithm: :func:`_paced`, on a flow that reached
+    the path's capacity. Below it an application that writes at its own rate paces the segments
+    as BBR would (Linux Reno writing 20 Mbit/s into a 50 Mbit/s path: 1 % of its segments
+    released by ACKs), and its algorithm shows nothing."""
+    return _paced(ev) and ev.capacity_reached
+
+
 def _rate_evidence(ev: Evidence, rules: Rules) -> str | None:
     """Why the sender looks rate-based, or None."""
     why = []
-    if _paced(ev):
+    if _paced_at_capacity(ev):
         why.append(f"paced sending ({ev.ack_clocked:.0%} of segments released by ACKs)")
     if (
         ev.beta_median is not None
@@ -730,14 +738,24 @@ def reductions(labels: list[str]) -> dict[str, str]:
     return out
 
 
+def _rounds(n: int) -> str:
+    return f"{n} round{'s' if n != 1 else ''}"
+
+
+def _paced_words(ev: Evidence) -> str:
+    return f"paced sending ({ev.ack_clocked:.0%} of segments released by ACKs)"
+
+
 def _rate_note(rate_why: str | None, evidence: Evidence) -> str:
+    if not evidence.capacity_reached and (rate_why or _paced(evidence)):
+        return (
+            f"; it sent at its own pace ({rate_why or _paced_words(evidence)}) but never reached the path's "
+            "capacity (no congestion "
+            f"episode, a queue in {_rounds(evidence.queued_rounds)}): an "
+            "application-limited sender shows nothing of its algorithm"
+        )
     if rate_why is None:
         return ""
-    if not evidence.capacity_reached:
-        return (
-            f"; it sent at its own pace ({rate_why}) but never reached the path's capacity (no loss, no "
-            "queue): an application-limited sender shows nothing of its algorithm"
-        )
     return f"; rate-based signs ({rate_why}), but BBR's model does not follow the flight"
 
 
@@ -830,9 +848,17 @@ def judge(
                 f"{outcome.name}'s model follows the flight within {outcome.error:.1%}, but nothing here shows a "
                 "rate-based sender (pacing is measured at the sender only"
                 + ("" if _clock_measurable(evidence) else f", and only where the round trip exceeds {CLOCK_US:.0f} µs")
-                + ", the absence of a multiplicative decrease needs several congestion episodes, BBR's gain cycle "
-                f"{rules.gain_cycles} cycles of the flight without loss): not named — a "
-                "loss-based sender can fit a rate model's wider threshold",
+                + ", and only on a flow that reached the path's capacity, the absence of a multiplicative decrease "
+                f"needs several congestion episodes, BBR's gain cycle {rules.gain_cycles} cycles of the flight "
+                "without loss)"
+                + (
+                    f"; this flow paced ({evidence.ack_clocked:.0%} of its segments released by ACKs) but never "
+                    f"reached the path's capacity (no congestion episode, a queue in {_rounds(evidence.queued_rounds)}), "
+                    "as an application pacing its writes does"
+                    if _paced(evidence) and not evidence.capacity_reached
+                    else ""
+                )
+                + ": not named — a loss-based sender can fit a rate model's wider threshold",
                 outcome.threshold,
                 verdict,
             )
@@ -840,7 +866,7 @@ def judge(
         rv = _rate_verdict(ev, replays, rate, rate_why, rules, verdict)
         if rv is not None:
             return rv
-    if outcome is not None and outcome.cls == AMBIGUOUS and _paced(evidence):
+    if outcome is not None and outcome.cls == AMBIGUOUS and _paced_at_capacity(evidence):
         rated = [c for c in outcome.candidates if rate.get(c)]
         if len(rated) == 1:  # a paced sender is not ACK-clocked: the window-based candidates go
             return verdict(

@@ -464,7 +464,15 @@ def test_window_based_evidence_rules_bbr_out():
     ev = Evidence(vantage="receiver", episodes=5, beta=(0.3, 0.4, 0.7, 0.69, 0.71), beta_median=0.69)
     assert "multiplicative decrease (β 0.70, median of 3 episodes after slow start)" in V._window_evidence(ev, rules)
     # BBR's STARTUP overshoot (β 0.32, 0.33) alone is no evidence: no episode after it
-    ev = Evidence(vantage="sender", episodes=2, beta=(0.32, 0.33), beta_median=0.32, ack_clocked=0.47, paced=True)
+    ev = Evidence(
+        vantage="sender",
+        episodes=2,
+        beta=(0.32, 0.33),
+        beta_median=0.32,
+        ack_clocked=0.47,
+        paced=True,
+        capacity_reached=True,
+    )
     assert V._window_evidence(ev, rules) is None and V._rate_evidence(ev, rules) is not None
     # at the sender, ACK-clocked sending is window-based
     ev = Evidence(vantage="sender", episodes=0, ack_clocked=0.998, paced=False)
@@ -498,11 +506,11 @@ def test_pacing_is_evidence_only_where_the_round_trip_exceeds_the_release_window
     rules = V.Rules()
     # 13 % of the segments within CLOCK_US = 200 µs of the latest ACK, at a 40 ms round trip:
     # paced, rate-based evidence
-    ev = Evidence(vantage="sender", episodes=0, ack_clocked=0.13, paced=True, min_rtt_s=0.040)
+    ev = Evidence(vantage="sender", episodes=0, ack_clocked=0.13, paced=True, min_rtt_s=0.040, capacity_reached=True)
     assert V._rate_evidence(ev, rules) == "paced sending (13% of segments released by ACKs)"
     # the same share at a 3.6 µs round trip (a veth path, cubic-usrtt-sender.pcap): every segment
     # leaves within a round trip of some ACK, the 200 µs window tells nothing — no evidence
-    ev = Evidence(vantage="sender", episodes=0, ack_clocked=0.13, paced=True, min_rtt_s=3.6e-6)
+    ev = Evidence(vantage="sender", episodes=0, ack_clocked=0.13, paced=True, min_rtt_s=3.6e-6, capacity_reached=True)
     assert V._rate_evidence(ev, rules) is None
     # at exactly 200 µs the window is the whole round trip: still no evidence; above it, evidence
     assert not V._clock_measurable(Evidence(vantage="sender", episodes=0, min_rtt_s=200e-6))
@@ -677,3 +685,44 @@ def test_gain_cycles_are_rate_based_evidence_from_six_on():
     assert V._rate_evidence(Evidence(vantage="receiver", episodes=0, probes=11, gain_cycles=6), rules) is None
     # 8 of 10: 8 ≥ 7.5 → evidence
     assert V._rate_evidence(Evidence(vantage="receiver", episodes=0, probes=11, gain_cycles=8), rules) is not None
+
+
+def test_capacity_is_reached_by_an_episode_or_a_queue_in_one_round_of_16():
+    from hscc_trace.analysis.evidence import capacity_reached
+
+    q = np.zeros(201, dtype=bool)
+    assert not capacity_reached(0, q)  # no episode, no queue
+    assert capacity_reached(1, q)  # one congestion episode is enough
+    q[:2] = True  # an application-limited CUBIC's two queued rounds of 201 (its first flights)
+    assert not capacity_reached(0, q)
+    # 201 / 16 = 12.56 rounds: 12 queued are too few, 13 enough
+    q[:12] = True
+    assert not capacity_reached(0, q)
+    q[:13] = True
+    assert capacity_reached(0, q)
+    q = np.zeros(5, dtype=bool)
+    q[0] = True  # on a short flow one queued round is a share of 1/5
+    assert capacity_reached(0, q)
+
+
+def test_pacing_names_no_rate_based_sender_on_a_flow_below_the_paths_capacity():
+    rules = V.Rules()
+    at_capacity = Evidence(
+        vantage="sender", episodes=0, ack_clocked=0.01, paced=True, min_rtt_s=0.020, capacity_reached=True
+    )
+    assert V._rate_evidence(at_capacity, rules) == "paced sending (1% of segments released by ACKs)"
+    # Linux Reno writing 20 Mbit/s into a 50 Mbit/s path: as paced, but no episode and a queue
+    # in 1 round — an application pacing its writes
+    below = Evidence(
+        vantage="sender",
+        episodes=0,
+        ack_clocked=0.01,
+        paced=True,
+        min_rtt_s=0.020,
+        queued_rounds=1,
+        capacity_reached=False,
+    )
+    assert V._rate_evidence(below, rules) is None and not V._paced_at_capacity(below)
+    note = V._rate_note(None, below)
+    assert "paced sending (1% of segments released by ACKs)" in note
+    assert "never reached the path's capacity (no congestion episode, a queue in 1 round)" in note
