@@ -24,7 +24,7 @@ import secrets
 from collections.abc import Callable, Iterable
 from collections.abc import Set as AbstractSet
 from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any, cast
@@ -1351,44 +1351,23 @@ class Drawer:
             self._packer = None
 
 
-@dataclass(frozen=True)
-class _Counts:
-    """What the report's sections hold, for its notes (series, points, events, bytes)."""
-
-    decimated: int  # series reduced for the first view
-    traces: int  # series in all
-    points_in: int  # points before the reduction
-    points_out: int  # … and after it
-    full_flows: int  # flow sections that hold every event
-    full_events: int  # events those sections hold
-    events: int  # events of every drawn flow
-    store_bytes: int  # bytes of the page those events take (base64)
-
-
-def _notes(
-    c: _Counts,
-    per_series: int,
-    drawn: int,
-    omitted: int,
-    max_flows: int,
-    full_resolution: bool,
-    full_resolution_events: int,
-) -> list[str]:
-    """The report's notes under its header: decimation, full resolution, flows without a section."""
+def _notes(r: ReportInfo, max_flows: int, full_resolution: bool, full_resolution_events: int) -> list[str]:
+    """The report's notes under its header, from what its sections hold (``r``, its size not yet
+    known): decimation, full resolution, flows without a section."""
     info = []
-    if c.decimated:
+    if r.decimated_traces:
         info.append(
-            f'<p class="note"><strong>Decimation.</strong> {c.decimated} of {c.traces} series had more than '
-            f"{per_series:,} points and were reduced for the first view, shape-preserving, from {_short(c.points_in)} "
-            f"to {_short(c.points_out)} points in total (first/min/max/last per time column, never truncated). "
-            "Each flow section says which.</p>"
+            f'<p class="note"><strong>Decimation.</strong> {r.decimated_traces} of {r.traces} series had more '
+            f"than {r.max_points:,} points and were reduced for the first view, shape-preserving, from "
+            f"{_short(r.points_in)} to {_short(r.points_out)} points in total (first/min/max/last per time column, "
+            "never truncated). Each flow section says which.</p>"
         )
-    if drawn:
-        left_out = drawn - c.full_flows
+    if r.flows:
+        left_out = r.flows - r.full_resolution_flows
         info.append(
-            f'<p class="note"><strong>Full resolution.</strong> {c.full_flows} of {drawn} flow section(s) '
-            f"hold every event ({_count(c.full_events)} of {_count(c.events)} ACKs and data segments, "
-            f"{c.store_bytes / 1e6:.2f} MB of this page): zoom in and the figures show each event, and "
+            f'<p class="note"><strong>Full resolution.</strong> {r.full_resolution_flows} of {r.flows} flow '
+            f"section(s) hold every event ({_count(r.full_resolution_events)} of {_count(r.events)} ACKs and data "
+            f"segments, {r.store_bytes / 1e6:.2f} MB of this page): zoom in and the figures show each event, and "
             "the packet list under the figures follows the zoom."
             + (
                 f" {left_out} flow(s) show their reduced first view only "
@@ -1402,9 +1381,9 @@ def _notes(
             )
             + "</p>"
         )
-    if omitted:
+    if r.flows_omitted:
         info.append(
-            f'<p class="note">{omitted} replayed flow(s) beyond the {max_flows} with the most data are '
+            f'<p class="note">{r.flows_omitted} replayed flow(s) beyond the {max_flows} with the most data are '
             "listed in the flow table without a section (select them with <code>--flow</code>).</p>"
         )
     return info
@@ -1585,10 +1564,23 @@ def write_report(
             )
     finally:
         packer.shutdown(cancel_futures=True)
-    omitted = n_flows - len(drawn_results)
-    n_full = len([1 for _, fr in drawn_results if id(fr) in full_ids])
-    counts = _Counts(n_dec, n_traces, p_in, p_out, n_full, full_events, n_events, store_bytes)
-    info = _notes(counts, per_series, len(drawn_results), omitted, max_flows, full_resolution, full_resolution_events)
+    held = ReportInfo(
+        path=path,
+        size=0,  # (known once written)
+        flows=len(drawn_results),
+        flows_omitted=n_flows - len(drawn_results),
+        figures=n_fig,
+        traces=n_traces,
+        decimated_traces=n_dec,
+        points_in=p_in,
+        points_out=p_out,
+        max_points=per_series,
+        events=n_events,
+        full_resolution_flows=len([1 for _, fr in drawn_results if id(fr) in full_ids]),
+        full_resolution_events=full_events,
+        store_bytes=store_bytes,
+    )
+    info = _notes(held, max_flows, full_resolution, full_resolution_events)
     toc = _toc(drawn_results)
     body = "\n".join(
         [
@@ -1610,19 +1602,4 @@ def write_report(
     template = re.split(r"\{\{([A-Z_]+)\}\}", _asset("template.html"))  # (a field's name at each odd place)
     page = [fields[t] if k % 2 else t for k, t in enumerate(template)]  # (written without joining: memory)
     write_texts(path, page, "report", parents=False)  # temporary file + rename: never a truncated report
-    return ReportInfo(
-        path=path,
-        size=path.stat().st_size,
-        flows=len(drawn_results),
-        flows_omitted=omitted,
-        figures=n_fig,
-        traces=n_traces,
-        decimated_traces=n_dec,
-        points_in=p_in,
-        points_out=p_out,
-        max_points=per_series,
-        events=n_events,
-        full_resolution_flows=n_full,
-        full_resolution_events=full_events,
-        store_bytes=store_bytes,
-    )
+    return replace(held, size=path.stat().st_size)
