@@ -595,6 +595,10 @@ def _paced(ev: Evidence) -> bool:
     return bool(ev.paced) and _clock_measurable(ev)
 
 
+def _paced_words(ev: Evidence) -> str:
+    return f"paced sending ({ev.ack_clocked:.0%} of segments released by ACKs)"
+
+
 def _paced_at_capacity(ev: Evidence) -> bool:
     """Paced sending as evidence of a rate-based algorithm: :func:`_paced`, on a flow that reached
     the path's capacity. Below it an application that writes at its own rate paces the segments
@@ -607,7 +611,7 @@ def _rate_evidence(ev: Evidence, rules: Rules) -> str | None:
     """Why the sender looks rate-based, or None."""
     why = []
     if _paced_at_capacity(ev):
-        why.append(f"paced sending ({ev.ack_clocked:.0%} of segments released by ACKs)")
+        why.append(_paced_words(ev))
     if (
         ev.beta_median is not None
         and len(ev.beta) >= rules.no_decrease_episodes
@@ -738,21 +742,16 @@ def reductions(labels: list[str]) -> dict[str, str]:
     return out
 
 
-def _rounds(n: int) -> str:
-    return f"{n} round{'s' if n != 1 else ''}"
-
-
-def _paced_words(ev: Evidence) -> str:
-    return f"paced sending ({ev.ack_clocked:.0%} of segments released by ACKs)"
+def _short_of_capacity(ev: Evidence) -> str:
+    n = ev.queued_rounds
+    return f"never reached the path's capacity (no congestion episode, a queue in {n} round{'s' if n != 1 else ''})"
 
 
 def _rate_note(rate_why: str | None, evidence: Evidence) -> str:
     if not evidence.capacity_reached and (rate_why or _paced(evidence)):
         return (
-            f"; it sent at its own pace ({rate_why or _paced_words(evidence)}) but never reached the path's "
-            "capacity (no congestion "
-            f"episode, a queue in {_rounds(evidence.queued_rounds)}): an "
-            "application-limited sender shows nothing of its algorithm"
+            f"; it sent at its own pace ({rate_why or _paced_words(evidence)}) but {_short_of_capacity(evidence)}: "
+            "an application-limited sender shows nothing of its algorithm"
         )
     if rate_why is None:
         return ""
@@ -852,9 +851,8 @@ def judge(
                 f"needs several congestion episodes, BBR's gain cycle {rules.gain_cycles} cycles of the flight "
                 "without loss)"
                 + (
-                    f"; this flow paced ({evidence.ack_clocked:.0%} of its segments released by ACKs) but never "
-                    f"reached the path's capacity (no congestion episode, a queue in {_rounds(evidence.queued_rounds)}), "
-                    "as an application pacing its writes does"
+                    f"; this flow paced ({evidence.ack_clocked:.0%} of its segments released by ACKs) but "
+                    f"{_short_of_capacity(evidence)}, as an application pacing its writes does"
                     if _paced(evidence) and not evidence.capacity_reached
                     else ""
                 )
