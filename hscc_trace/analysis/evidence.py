@@ -551,7 +551,6 @@ def _gain_cycles(ra: _Rounds | None, mss: int) -> tuple[int, int] | None:
         return None
     p = ra.peak / float(mss)
     rec = ra.rec.astype(bool)
-    n = ra.n
     down = np.flatnonzero((p[1:] < p[:-1]) & ~rec[1:])
     if down.size == 0:
         return None
@@ -560,18 +559,19 @@ def _gain_cycles(ra: _Rounds | None, mss: int) -> tuple[int, int] | None:
     idx = np.flatnonzero(ok)
     if idx.size < 2 * PROBE_NEIGHBOURS + 1:
         return None
-    spikes = []
     h = PROBE_NEIGHBOURS
-    for j in range(h, idx.size - h):
-        k = int(idx[j])
-        if k + 2 >= n or rec[k + 1 : k + 3].any():
-            continue
-        nb = np.concatenate((p[idx[j - h : j]], p[idx[j + 1 : j + h + 1]]))
-        base = float(np.median(nb))
-        if base >= 4.0 and p[k] >= base * (1.0 + PROBE_RISE) and p[k] - base >= PROBE_RISE_PKTS:
-            spikes.append(k)
-    probes = [k for i, k in enumerate(spikes) if i == 0 or k - spikes[i - 1] > 1]
-    gaps = np.diff(np.array(probes, dtype=np.int64))
+    # each judged round with its h judged neighbours on either side: the median of the 2h
+    win = np.lib.stride_tricks.sliding_window_view(p[idx], 2 * h + 1)
+    base = np.median(np.delete(win, h, axis=1), axis=1)
+    k = idx[h : idx.size - h]
+    pk = p[k]
+    # (no recovery in the round after it or the one after that; rec[n] stands for "no such round")
+    rec_pad = np.concatenate((rec, [True, True]))
+    calm = ~rec_pad[k + 1] & ~rec_pad[k + 2]
+    hit = calm & (base >= 4.0) & (pk >= base * (1.0 + PROBE_RISE)) & (pk - base >= PROBE_RISE_PKTS)
+    spikes = k[hit]
+    probes = spikes[np.concatenate(([True], np.diff(spikes) > 1))] if spikes.size else spikes
+    gaps = np.diff(probes.astype(np.int64))
     lo, hi = CYCLE_ROUNDS
     return len(probes), int(((gaps >= lo) & (gaps <= hi)).sum())
 
