@@ -190,7 +190,8 @@ def outside_range(ev: Evidence, env: Envelope = ENVELOPE) -> tuple[str, ...]:
             f"{ev.retrans_fraction:.1%} of segments retransmitted: beyond the validated {env.retrans_fraction:.0%}"
         )
     if ev.vantage not in env.vantages:
-        out.append(f"captured {ev.vantage}: validated at the {' and '.join(env.vantages)} only")
+        where = "capture point unknown" if ev.vantage == "unknown" else f"captured {ev.vantage}"
+        out.append(f"{where}: validated at the {' and '.join(env.vantages)} only")
     if ev.ack_burst_pkts is not None and ev.ack_burst_pkts > env.ack_burst_pkts:
         out.append(
             f"ACKs arrive in bursts of {ev.ack_burst_pkts:.0f} packets: beyond the validated {env.ack_burst_pkts:g}"

@@ -143,8 +143,10 @@ def from_handshake(h: Handshake, sender_dir: int) -> Vantage | None:
             sender_part = d2 if sender_dir == 0 else d1
             receiver_part = d1 if sender_dir == 0 else d2
             v = _classify(sender_part, receiver_part, floor=True)
-            off = 0 if v == "sender" else int(sender_part)
             both = max(d1, d2) < TURNAROUND_FLOOR_NS
+            if both and v == "mid-path":  # gaps alike, either may be a host's own turnaround
+                v = "unknown"  # (the TTLs may still name the end: at_end)
+            off = int(sender_part) if v in ("receiver", "mid-path") else 0
             return Vantage(v, off, "handshake", int(receiver_part), int(sender_part), both)
     return None
 
