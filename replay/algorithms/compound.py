@@ -11,7 +11,8 @@ reading used here:
   start is Reno's with ``dwnd = 0`` (§III-A, "we initially set dwnd to zero if the connection
   is in slow-start state").
 * §III-B eqs. (3)-(5), once per round (skipped when the round had ≤ 2 samples; no sampling or
-  update during recovery), with ``RTT`` per the ``rtt_source`` parameter — ``round_min`` (default:
+  update during recovery — flavor linux: outside TCP_CA_Open, so in Disorder too, judged on the
+  state before the ACK's state machine as the kernel's pkts_acked / in_ack_event see it), with ``RTT`` per the ``rtt_source`` parameter — ``round_min`` (default:
   the smallest sample of the round, as Vegas, which §III-B says the scheme derives from) or
   ``srtt`` (the "exponentially smoothed current RTT, sRTT" of §III-B's text; the engine's RFC 6298
   srtt at the round end): ``diff = win·(1 − baseRTT/RTT)``;
@@ -27,6 +28,8 @@ reading used here:
   ``win > low_window``; at or below it dwnd is held, so the whole window grows by 1 packet per
   round (eq. (2)) and halves on loss (eq. (5) line 3 with β = 1/2) — standard TCP behaviour,
   as the paragraph asks ("CTCP also revert to standard TCP behavior when the window is small").
+  Flavor linux compares the window the TCP core sends with, whole packets (``⌊win⌋``, as
+  ``snd_cwnd``): a window of 41.4 is at the low window of 41, not above it.
   The loss rule always applies: the whole window goes to ``win·(1 − β)``, whether or not the
   reduced window is above ``low_window``.
 * γ auto-tuning (§III-C; draft-sridharan-tcpm-ctcp): at each loss with a valid measurement
@@ -121,16 +124,36 @@ def init(st, p, tp):
     st.prior_loss = tp.cwnd
     st.prior_dwnd = 0.0
     st.active = False
+    st.sampling = True
+    st.left_out = False
+
+
+@jit
+def _open_before_ack(st, tp):
+    """The sender was open before this ACK's state machine: no sampling or delay update during
+    recovery (§III-B). Flavor linux: TCP_CA_Open exactly — not Disorder either, where the
+    previous ACK left SACKed, lost or retransmitted data (``tcp_set_ca_state`` to Disorder in
+    ``tcp_try_keep_open``); pkts_acked and in_ack_event run before ``tcp_fastretrans_alert``,
+    so it is the previous ACK's state that counts."""
+    if tp.state != OPEN:
+        return False
+    return not (tp.flavor == LINUX and st.left_out)
 
 
 @jit
 def on_rtt_sample(st, p, tp, rtt):
     if not (st.base_rtt <= rtt):
         st.base_rtt = rtt
-    if tp.state == OPEN:  # no sampling during recovery
+    if _open_before_ack(st, tp):  # no sampling during recovery
         if not (st.rnd_min <= rtt):
             st.rnd_min = rtt
         st.rnd_n += 1
+
+
+@jit
+def on_ack(st, p, tp):
+    st.sampling = _open_before_ack(st, tp)
+    st.left_out = H.linux_disorder(tp)  # for the next ACK (before its state machine)
 
 
 @jit
@@ -139,7 +162,8 @@ def on_round_end(st, p, tp):
     nsamp = st.rnd_n
     st.rnd_min = math.nan
     st.rnd_n = 0
-    if tp.state != OPEN or tp.cwnd < tp.ssthresh:  # recovery, or slow start (dwnd stays 0)
+    linux_held = tp.flavor == LINUX and not st.sampling  # Disorder or recovery before this ACK
+    if linux_held or tp.state != OPEN or tp.cwnd < tp.ssthresh:  # recovery, or slow start
         st.active = False
         return
     if nsamp <= p.min_samples or not (rtt > 0.0) or not (st.base_rtt > 0.0):
@@ -148,7 +172,8 @@ def on_round_end(st, p, tp):
     st.diff = st.win * q
     st.diff_reno = st.cwnd_loss * q
     st.diff_reno_valid = True
-    if st.win > p.low_window:
+    # (flavor linux: the window the TCP core sends with is whole packets, ⌊win⌋ — snd_cwnd)
+    if (math.floor(st.win) if tp.flavor == LINUX else st.win) > p.low_window:
         st.active = True
         if tp.flavor == LINUX and st.diff < st.gamma and not H.linux_cwnd_limited(tp):
             return  # linux: no growth of an unused window
@@ -353,6 +378,8 @@ _STATE = (
     Field("prior_loss", "packets", "cwnd_loss before the last reduction (undo)"),
     Field("prior_dwnd", "packets", "dwnd before the last reduction (undo)"),
     Field("active", "", "the delay component was active at the last round end", "bool"),
+    Field("sampling", "", "open before this ACK's state machine (flavor linux: not Disorder either)", "bool"),
+    Field("left_out", "", "the last ACK left the sender in Disorder (helpers.linux_disorder)", "bool"),
 )
 
 ALGORITHMS = (

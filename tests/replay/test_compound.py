@@ -139,6 +139,48 @@ def test_ctcp_no_sampling_or_update_during_recovery():
     assert h["dwnd"] == 10.0 and h["CWND"] == 110.0
 
 
+def test_ctcp_linux_no_sampling_or_update_after_an_ack_that_left_disorder():
+    # flavor linux: TCP_CA_Open exactly. An ACK that leaves SACKed or lost data outstanding
+    # (outstanding 110 ≠ pipe 107 packets) puts Linux in Disorder; the next ACK's RTT sample and
+    # round end come before its tcp_fastretrans_alert, so they see Disorder: no round sample, no
+    # dwnd update. The growth case of test_ctcp_dwnd_grows_… (win 100, baseRTT 100 ms, round min
+    # 101 ms, 3 samples) then updates only once an ACK left the sender open again.
+    h = ca(100.0, 0.0, SSTHRESH=50.0, base_rtt=0.100, rnd_min=0.101, rnd_n=3.0, FLAVOR=float(T.LINUX))
+    h.set(IS_CWND_LIMITED=1.0)  # (linux grows dwnd only when the window was the limit)
+    h.set(FLIGHT=110.0, PIPE=107.0)
+    h.call("on_ack")  # this ACK itself was judged on the open state before it
+    assert h["sampling"] == 1.0 and h["left_out"] == 1.0
+    h.set(FLIGHT=110.0, PIPE=110.0)  # the next ACK: the SACKed data acknowledged
+    h.call("on_rtt_sample", 0.1005)
+    assert h["rnd_n"] == 3.0 and h["rnd_min"] == 0.101  # the previous ACK left Disorder: no sample
+    h.call("on_ack")
+    assert h["sampling"] == 0.0 and h["left_out"] == 0.0
+    h.call("on_round_end")
+    assert h["dwnd"] == 0.0 and h["CWND"] == 100.0  # held: the round ended in Disorder
+    # a round later, after an ACK that left the sender open: 3 samples at 101 ms → +2.9528471
+    h.set(rnd_min=0.101, rnd_n=3.0)
+    h.call("on_ack")
+    assert h["sampling"] == 1.0
+    h.call("on_round_end")
+    assert h["dwnd"] == pytest.approx(2.9528471, abs=1e-7)
+
+
+def test_ctcp_rfc_samples_in_disorder():
+    # flavor rfc: the paper's "recovery" is the trace's recovery state; Disorder is open. The
+    # same ACKs as above: the sample counts (4 samples, min 100.5 ms) and the round updates:
+    #   diff = 100·(1 − 0.1/0.1005) = 0.4975124 < γ → dwnd += 2.9528471
+    h = ca(100.0, 0.0, SSTHRESH=50.0, base_rtt=0.100, rnd_min=0.101, rnd_n=3.0, FLAVOR=float(T.RFC))
+    h.set(FLIGHT=110.0, PIPE=107.0)
+    h.call("on_ack")
+    h.set(FLIGHT=110.0, PIPE=110.0)
+    h.call("on_rtt_sample", 0.1005)
+    assert h["rnd_n"] == 4.0 and h["rnd_min"] == 0.1005
+    h.call("on_ack")
+    h.call("on_round_end")
+    assert h["diff"] == pytest.approx(0.4975124, abs=1e-7)
+    assert h["dwnd"] == pytest.approx(2.9528471, abs=1e-7)
+
+
 def test_ctcp_dwnd_held_at_or_below_low_window():
     # §III-B last paragraph: the delay component "only kicks in when win is larger than" low_window.
     # cwnd 33, dwnd 8, win 41 = low_window, no queue (round min = baseRTT, 3 samples):
@@ -156,6 +198,23 @@ def test_ctcp_dwnd_held_at_or_below_low_window():
     h = ca(42.0, 0.0, SSTHRESH=20.0, base_rtt=0.100, rnd_min=0.100, rnd_n=3.0)
     h.call("on_round_end")
     assert h["dwnd"] == pytest.approx(1.0622769, abs=1e-7)
+
+
+@pytest.mark.parametrize(
+    "flavor, dwnd, active",
+    [
+        # cwnd 33.4, dwnd 8, win 41.4, no queue (3 samples at baseRTT 100 ms): diff = 0 < γ.
+        # linux: ⌊41.4⌋ = 41 is at the low window (snd_cwnd is whole packets): dwnd held at 8.
+        (T.LINUX, 8.0, 0.0),
+        # rfc: 41.4 > 41: dwnd += 0.125·41.4^0.75 − 1 = 0.125·16.3211312 − 1 = 1.0401414 → 9.0401414
+        (T.RFC, 9.0401414, 1.0),
+    ],
+)
+def test_ctcp_linux_low_window_compares_whole_packets(flavor, dwnd, active):
+    h = ca(33.4, 8.0, SSTHRESH=20.0, base_rtt=0.100, rnd_min=0.100, rnd_n=3.0, FLAVOR=float(flavor))
+    h.set(IS_CWND_LIMITED=1.0)
+    h.call("on_round_end")
+    assert h["dwnd"] == pytest.approx(dwnd, abs=1e-7) and h["active"] == active
 
 
 # --- loss, RTO, γ auto-tuning ---------------------------------------------------------------------------
