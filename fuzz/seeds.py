@@ -48,7 +48,7 @@ def seed_inputs() -> list[tuple[str, bytes]]:
     """(name, bytes) of every seed."""
     out: list[tuple[str, bytes]] = []
     for f in sorted(REGRESSION.glob("*")):
-        if f.is_file():
+        if f.is_file() and f.suffix != ".md":  # (the folder's README says what each input is)
             out.append((f"regression-{f.name}", f.read_bytes()))
     sources = sorted(REPO.glob("samples/*/capture.pcap"))
     if EXTERNAL.is_dir():

@@ -88,7 +88,7 @@ def _harness():
 def test_regression_inputs_through_every_stage(tmp_path):
     # the harness's run_one without atheris' engine: every stage on every regression input
     harness = _harness()
-    inputs = sorted(harness.seeds.REGRESSION.glob("*"))
+    inputs = sorted(f for f in harness.seeds.REGRESSION.glob("*") if f.suffix != ".md")
     assert len(inputs) >= 4
     for f in inputs:
         harness.run_one(f.read_bytes(), tmp_path / "in.pcap")
