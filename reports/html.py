@@ -993,14 +993,14 @@ class Section:
     """One drawn flow's section of the page (:func:`_section`): its HTML, its figures' payloads and
     its store, compressed (or being compressed in a worker thread), and what the header counts.
 
-    ``key`` is everything the section depends on besides the flow itself (:func:`_section_key`):
+    ``key`` is everything the section depends on besides the flow itself (:class:`SectionKey`):
     a section built as its flow finished (a streamed run, :class:`Drawer`) is used by
     :func:`write_report` only when its key is the report's own. The figures' ids depend on the
     sections before it: ``parts`` holds an int ``k`` where the id of the section's ``k``-th figure
     goes, and the payloads were written for the first figure being ``fig{base + 1}`` (rewritten
     when the section lands elsewhere, :meth:`payloads`)."""
 
-    key: tuple[Any, ...]
+    key: SectionKey
     labels: tuple[str, ...]
     events: int  # ACKs + data segments
     parts: list[str | int]
@@ -1031,33 +1031,30 @@ class Section:
         return out
 
 
-def _section_key(
-    ci: int,
-    fid: int,
-    *,
-    per_series: int,
-    full: bool,
-    colors: dict[str, str],
-    detail_points: int,
-    row_class: Callable[[FlowResult, dict[str, Any]], str],
-    capture: str | None,
-    bpf: str | None,
-) -> tuple[Any, ...]:
-    """What a flow's section depends on besides the flow (``capture``: the capture's path, shown
-    when the report has several)."""
-    return (ci, fid, per_series, full, tuple(colors.items()), detail_points, row_class, capture, bpf)
+@dataclass(frozen=True)
+class SectionKey:
+    """What a flow's section depends on besides the flow (:class:`Section`'s ``key``)."""
+
+    ci: int  # the capture's index in the analysis
+    fid: int  # the flow's id
+    per_series: int  # points per series at the drawn resolution
+    full: bool  # the flow's full-resolution events are in the report
+    colors: tuple[tuple[str, str], ...]  # (algorithm, colour) pairs
+    detail_points: int
+    row_class: Callable[[FlowResult, dict[str, Any]], str]
+    capture: str | None  # the capture's path, shown when the report has several
+    bpf: str | None
 
 
-def _section(
-    fr: FlowResult, key: tuple[Any, ...], base: int, packer: ThreadPoolExecutor, wait: Section | None
-) -> Section:
-    """Build one drawn flow's section (figures, store, HTML) for ``key`` (:func:`_section_key`),
+def _section(fr: FlowResult, key: SectionKey, base: int, packer: ThreadPoolExecutor, wait: Section | None) -> Section:
+    """Build one drawn flow's section (figures, store, HTML) for ``key``,
     its first figure ``fig{base + 1}``. The figures' JSON and compression and the store's encoding
     run in ``packer`` (one worker thread: the number formatting, zlib and the store's kernels
     release the GIL) while the caller goes on; ``wait``: the previous section, whose store is
     encoded before this one's is queued (at most one flow's store columns wait there)."""
-    ci, fid, per_series, full, colors_t, detail_points, row_class, capture, bpf = key
-    colors = dict(colors_t)
+    ci, fid, per_series, full, detail_points = key.ci, key.fid, key.per_series, key.full, key.detail_points
+    row_class, capture, bpf = key.row_class, key.capture, key.bpf
+    colors = dict(key.colors)
     anchor = _flow_anchor(ci, fid)
     ff = F.build_flow(fr, max_points=per_series, colors=colors, full_resolution=full, store_pool=packer)
     n_events = _events(fr)
@@ -1223,7 +1220,7 @@ class Drawer:
         )
         self.detail_points = detail_points
         self.row_class = row_class
-        self._keys: dict[int, tuple[Any, ...]] = {}  # planned flow (index) -> its section's key
+        self._keys: dict[int, SectionKey] = {}  # planned flow (index) -> its section's key
         self._order: list[int] = []  # the planned flows, in analysis order
         self._ranked: list[int] = []  # the planned flows, largest first (write_report's budget order)
         self._open: set[int] = set()  # planned flows whose full resolution is not known yet
@@ -1278,12 +1275,12 @@ class Drawer:
             self._ranked.append(i)
             if not out[i]:
                 self._open.add(i)
-            self._keys[i] = _section_key(
+            self._keys[i] = SectionKey(
                 0,
                 int(ids[i]),
                 per_series=per_series,
                 full=bool(self.options["full_resolution"]),
-                colors=colors,
+                colors=tuple(colors.items()),
                 detail_points=self.detail_points,
                 row_class=self.row_class,
                 capture=None,
@@ -1312,8 +1309,7 @@ class Drawer:
             if j == index:
                 break
         self._open.discard(index)
-        ci, fid, per_series, _, colors, detail, row_class, capture, bpf = self._keys[index]
-        self._keys[index] = (ci, fid, per_series, fits, colors, detail, row_class, capture, bpf)
+        self._keys[index] = replace(self._keys[index], full=fits)
         return True
 
     def draw(self, index: int, fr: FlowResult) -> Section:
@@ -1512,12 +1508,12 @@ def write_report(
             drawn.add((ci, fid))
             full = id(kept) in full_ids
             meta_ = analysis.captures[ci].meta
-            key = _section_key(
+            key = SectionKey(
                 ci,
                 fid,
                 per_series=per_series,
                 full=full,
-                colors=colors,
+                colors=tuple(colors.items()),
                 detail_points=detail_points,
                 row_class=row_class,
                 capture=meta_.path if several else None,

@@ -272,7 +272,6 @@ LONG_FUNCTIONS: dict[str, tuple[int, int]] = {
     "hscc_trace.replay.engine.replay": (54, 9),
     "hscc_trace.reports.figures._band": (25, 13),
     "hscc_trace.reports.figures.line": (17, 11),
-    "hscc_trace.reports.html._section_key": (3, 9),
     "hscc_trace.reports.html.write_report": (148, 9),
     "hscc_trace.reports.store._encode_kernel": (25, 12),
 }

@@ -542,12 +542,12 @@ def test_a_section_drawn_ahead_is_moved_to_its_place_exactly() -> None:
     from hscc_trace.reports import html
 
     fr = api.analyze([ONE], api.AnalyzeOptions(ALGOS)).analysis.captures[0].results[0]
-    key = html._section_key(
+    key = html.SectionKey(
         0,
         0,
         per_series=500,
         full=True,
-        colors={},
+        colors=(),
         detail_points=100,
         row_class=html.default_row_class,
         capture=None,
