@@ -294,11 +294,12 @@ def westwood_linux_rtt(st, rtt, hz):
 
 
 @jit
-def westwood_linux_on_ack(st, tp, hz):
+def westwood_linux_on_ack(st, tp, hz, phase):
     """tcp_westwood_ack on one ACK: close the window if more than max(RTT, HZ/20) jiffies have
     passed (B ← integer 7/8 filters of bk/Δt), count the ACK's bytes, update RTTmin. Returns B
-    in bytes/s (bytes per jiffy × HZ)."""
-    now = math.floor(tp.now * hz + 1e-9)
+    in bytes/s (bytes per jiffy × HZ). ``phase``: the tick's place on the capture's clock (s, the
+    parameter ``tick_phase``): jiffies = ⌊(t + phase)·HZ⌋."""
+    now = math.floor((tp.now + phase) * hz + 1e-9)
     # the slow path (not header-predicted): duplicate ACKs, ACKs with SACK information, every ACK
     # while the sender is out of the open state (its ACKs carry SACK blocks)
     slow = tp.acked == 0.0 or tp.sacked > 0.0 or tp.state != OPEN
@@ -308,7 +309,7 @@ def westwood_linux_on_ack(st, tp, hz):
         opened = tp.ca_init
         if not (opened <= tp.now):  # (nan-safe)
             opened = tp.now - (tp.rtt if tp.rtt > 0.0 else 0.0)
-        st.wl_win_sx = math.floor(opened * hz + 1e-9)
+        st.wl_win_sx = math.floor((opened + phase) * hz + 1e-9)
         st.wl_snd_una = tp.snd_una
         st.wl_first = False
         slow = True  # the connection's first ACKs are not header-predicted: it counts as one MSS

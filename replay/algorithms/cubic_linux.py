@@ -173,7 +173,7 @@ def cwnd_event(st, p, tp, event):
         hz = p.HZ
         delta = math.floor(tp.idle * hz)
         if st.t_epoch >= 0.0 and delta > 0:
-            now = math.floor(tp.now * hz)
+            now = math.floor((tp.now + p.tick_phase) * hz)
             st.t_epoch = min(st.t_epoch + delta, now)
 
 
@@ -202,7 +202,7 @@ def on_rto(st, p, tp):
 @jit
 def on_rtt_sample(st, p, tp, rtt):
     hz = p.HZ
-    jiffies = math.floor(tp.now * hz)
+    jiffies = math.floor((tp.now + p.tick_phase) * hz)
     if st.t_epoch >= 0.0 and jiffies - st.t_epoch < hz:  # discard samples right after recovery
         return
     delay = max(math.floor(rtt * 1e6), 1.0)
@@ -252,7 +252,7 @@ def _hystart_update(st, p, tp, delay):
 def _update(st, p, tp, cwnd, acked):
     """bictcp_update: sets st.cnt (and the region and target signals)."""
     hz = p.HZ
-    jiffies = math.floor(tp.now * hz)
+    jiffies = math.floor((tp.now + p.tick_phase) * hz)
     st.ack_cnt += acked
     if st.last_cwnd == cwnd and jiffies - st.last_time <= math.floor(hz / 32.0):
         return
@@ -382,6 +382,17 @@ ALGORITHMS = (
                 "kernel tick rate (time is counted in jiffies)",
                 lo=1.0,
                 hi=10000.0,
+            ),
+            Param(
+                "tick_phase",
+                "s",
+                0.0,
+                "docs/replay.md#jiffies (Linux aligns its tick to multiples of 1/HZ of CLOCK_MONOTONIC)",
+                "where the sender's tick falls on the capture's clock: jiffies = ⌊(t + tick_phase)·HZ⌋ with t "
+                "the time since the flow's first ACK; ((first ACK's capture time − (CLOCK_REALTIME − "
+                "CLOCK_MONOTONIC of the sender)) mod 1/HZ), 0 when unknown (the tick at the first ACK)",
+                lo=0.0,
+                hi=1.0,
             ),
             Param(
                 "hystart_low_window",

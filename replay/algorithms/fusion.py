@@ -84,7 +84,7 @@ def on_rtt_sample(st, p, tp, rtt):
 @jit
 def on_ack(st, p, tp):
     if tp.flavor == LINUX:  # the estimator as tcp_westwood.c counts it (helpers.westwood_linux_on_ack)
-        bw = H.westwood_linux_on_ack(st, tp, p.HZ)
+        bw = H.westwood_linux_on_ack(st, tp, p.HZ, p.tick_phase)
         st.bw = 8.0 * bw
         st.w_inc = max(bw * p.dwinc / tp.mss, p.winc_min)
         return
@@ -203,6 +203,17 @@ _PARAMS = (
         "flavor linux: kernel tick rate of the Westwood+ estimator behind W_inc (tcp_westwood.c counts jiffies)",
         lo=1.0,
         hi=10000.0,
+    ),
+    Param(
+        "tick_phase",
+        "s",
+        0.0,
+        "docs/replay.md#jiffies (Linux aligns its tick to multiples of 1/HZ of CLOCK_MONOTONIC)",
+        "where the sender's tick falls on the capture's clock: jiffies = ⌊(t + tick_phase)·HZ⌋ with t "
+        "the time since the flow's first ACK; ((first ACK's capture time − (CLOCK_REALTIME − "
+        "CLOCK_MONOTONIC of the sender)) mod 1/HZ), 0 when unknown (the tick at the first ACK)",
+        lo=0.0,
+        hi=1.0,
     ),
 )
 

@@ -62,7 +62,7 @@ def _bw_rttmin(st, tp):
 @jit
 def on_ack(st, p, tp):
     if tp.flavor == LINUX:
-        bw = H.westwood_linux_on_ack(st, tp, p.HZ)
+        bw = H.westwood_linux_on_ack(st, tp, p.HZ, p.tick_phase)
         st.rtt_min = st.wl_rtt_min_j / p.HZ
     else:
         bw = H.westwood_on_ack(st, tp, (tp.acked + tp.sacked) * tp.mss)
@@ -127,6 +127,17 @@ ALGORITHMS = (
                 "flavor linux: kernel tick rate (tcp_westwood.c counts time and RTTs in jiffies)",
                 lo=1.0,
                 hi=10000.0,
+            ),
+            Param(
+                "tick_phase",
+                "s",
+                0.0,
+                "docs/replay.md#jiffies (Linux aligns its tick to multiples of 1/HZ of CLOCK_MONOTONIC)",
+                "where the sender's tick falls on the capture's clock: jiffies = ⌊(t + tick_phase)·HZ⌋ with t "
+                "the time since the flow's first ACK; ((first ACK's capture time − (CLOCK_REALTIME − "
+                "CLOCK_MONOTONIC of the sender)) mod 1/HZ), 0 when unknown (the tick at the first ACK)",
+                lo=0.0,
+                hi=1.0,
             ),
         ),
         signals=(

@@ -130,14 +130,29 @@ def run_path(sender: str, p: SweepPath, out: Path, seed: int) -> str | None:
     return None
 
 
+def tick_phase(meta: dict, sport: int, first_ack_ns: int, hz: float) -> float | None:
+    """Where the sender's kernel tick falls on the capture's clock (s, the replay parameter
+    ``tick_phase``): Linux ticks at multiples of 1/HZ of CLOCK_MONOTONIC, and the testbed
+    recorded the capture clock (CLOCK_REALTIME) minus CLOCK_MONOTONIC when it aligned
+    tcp_probe's times (meta.json ``trace.alignment``). None without that record."""
+    al = (meta.get("trace") or {}).get("alignment") or {}
+    row = al.get(str(sport))
+    if not row or "offset_ns" not in row:
+        return None
+    tick_ns = round(1e9 / hz)
+    return ((int(first_ack_ns) - int(row["offset_ns"])) % tick_ns) / 1e9
+
+
 def evaluate(folder: Path, algo: str | None = None, settings: tuple[str, ...] = ()) -> dict:
-    """Replay the BPF flow of one capture folder and compare with the kernel's snd_cwnd."""
+    """Replay the BPF flow of one capture folder and compare with the kernel's snd_cwnd. An
+    algorithm that counts jiffies (parameter ``tick_phase``) is told the sender's tick phase
+    (:func:`tick_phase`), which the testbed's clock record gives."""
     import numpy as np
     import polars as pl
 
     from hscc_trace import events
     from hscc_trace import flows as capture
-    from hscc_trace.replay import engine, metrics
+    from hscc_trace.replay import engine, metrics, registry
 
     meta = json.loads((folder / "meta.json").read_text())
     flow = next(f for f in meta["flows"] if "algo" in f)
@@ -149,7 +164,14 @@ def evaluate(folder: Path, algo: str | None = None, settings: tuple[str, ...] = 
     ca = pl.read_parquet(folder / "truth_ca_state.parquet")
     if "sport" in ca.columns:
         ca = ca.filter(pl.col("sport") == flow["sport"])
-    rep = next(iter(engine.replay_flow(fe, [algo], [f"{algo}.flavor=linux", *settings]).values()))
+    extra = []
+    phase = None
+    values = registry.resolve(algo, {"flavor": "linux"}).values
+    if "tick_phase" in values and not any(".tick_phase=" in x for x in settings):
+        phase = tick_phase(meta, flow["sport"], int(fe.acks["ts_ns"][0]), float(values["HZ"]))
+        if phase is not None:
+            extra.append(f"{algo}.tick_phase={phase:.9f}")
+    rep = next(iter(engine.replay_flow(fe, [algo], [f"{algo}.flavor=linux", *settings, *extra]).values()))
     e = metrics.truth_errors(fe.acks, rep, probe, ca)
     rel = e.filter("outside_recovery")["rel_err"].to_numpy()
     med = float(np.median(rel)) if rel.size else math.nan
@@ -164,6 +186,7 @@ def evaluate(folder: Path, algo: str | None = None, settings: tuple[str, ...] = 
         "ok": bool(rel.size > 0 and med <= MEDIAN_MAX and p90 <= P90_MAX),
         "throughput_mbit": round(flow["capture_summary"]["throughput_bps"] / 1e6, 2),
         "retransmitted": int(flow["capture_summary"]["retransmitted_segments"]),
+        "tick_phase_s": phase,
     }
 
 

@@ -195,6 +195,23 @@ def test_cubic_linux_state_wiped_on_rto():
     assert (h["w_max"], h["delay_min"], h["t_epoch"]) == (0.0, 0.0, -1.0)
 
 
+@pytest.mark.parametrize(
+    "phase, epoch",
+    [
+        # HZ 250 (4 ms jiffies), the first congestion-avoidance ACK 2.5 ms after the flow's first ACK:
+        (0.0, 0.0),  # tick at the first ACK: ⌊0.0025·250⌋ = ⌊0.625⌋ = 0
+        (0.003, 1.0),  # the sender's tick 3 ms into a jiffy: ⌊(0.0025 + 0.003)·250⌋ = ⌊1.375⌋ = 1
+    ],
+)
+def test_cubic_linux_counts_jiffies_from_the_tick_phase(phase, epoch):
+    # bictcp_update starts the epoch at tcp_jiffies32 (docs/replay.md#jiffies)
+    h = Hooks("cubic", flavor="linux", tick_phase=str(phase)).set(FLAVOR=1.0, CWND=50.0, SSTHRESH=40.0, NOW=0.0025)
+    h.call("init")  # (no epoch yet)
+    h.set(IS_CWND_LIMITED=1.0)
+    h.call("cong_avoid", 1.0)
+    assert (h["t_epoch"], h["last_time"]) == (epoch, epoch)
+
+
 # --- Vegas -----------------------------------------------------------------------------------------
 
 
@@ -448,6 +465,30 @@ def test_westwood_linux_estimator_counts_like_tcp_westwood():
     assert ack(0.064, 61001, 20) == 1613.0 * 250.0
     # B·RTTmin/MSS = ⌊1613·10/1000⌋ = 16 (the continuous filter would give a fraction)
     assert h["bw_rttmin"] == 16.0
+
+
+def test_westwood_linux_counts_jiffies_from_the_tick_phase():
+    # the estimator test above with the sender's tick 3 ms into a jiffy (tick_phase 0.003 s): the
+    # ACKs at t 0, 0.01, 0.012, 0.064 s fall in jiffies ⌊0.75⌋ = 0, ⌊3.25⌋ = 3, ⌊3.75⌋ = 3,
+    # ⌊16.75⌋ = 16; the window opened one RTT before the first ACK, ⌊(−0.04 + 0.003)·250⌋ = −10.
+    h = Hooks("westwood", tick_phase="0.003").set(FLAVOR=1.0, MSS=1000.0, SACKED=0.0)
+    h.call("init")
+
+    def ack(now, una, acked):
+        h.call("on_rtt_sample", 0.04)
+        h.set(NOW=now, RTT=0.04, SND_UNA=float(una), ACKED=float(acked))
+        h.call("on_ack")
+        return h["bw_bps"] / 8.0
+
+    # first ACK (jiffy 0): Δ 10, not > 12; bk 1000 (one MSS, the slow path)
+    assert ack(0.0, 1001, 1) == 0.0
+    # t 0.01 (jiffy 3): Δ 13 > 12 → sample ⌊1000/13⌋ = 76 B/jiffy fills both filters (with tick 0,
+    # jiffy 2, Δ 12: no sample yet); this ACK's 20000 B start the next window
+    assert ack(0.01, 21001, 20) == 76.0 * 250.0
+    # t 0.012 (jiffy 3): Δ 0, bk 40000. t 0.064 (jiffy 16): Δ 13 → ⌊40000/13⌋ = 3076;
+    # bw_ns = ⌊(7·76 + 3076)/8⌋ = ⌊3608/8⌋ = 451; bw = ⌊(7·76 + 451)/8⌋ = ⌊983/8⌋ = 122 B/jiffy
+    ack(0.012, 41001, 20)
+    assert ack(0.064, 61001, 20) == 122.0 * 250.0
 
 
 def test_westwood_linux_window_opens_at_the_synack_and_first_ack_closes_it_empty():

@@ -13,9 +13,9 @@ Where the two are not the same number by construction, the test says why and bou
 * windows: the BPF programs keep fixed-point windows (Q16) and the kernel's ``snd_cwnd`` is the
   integer part; the replay keeps a real-valued window — up to 1 packet apart (< 1 % above 100
   packets, ≤ 2.5 % at 40);
-* jiffies: the Westwood+ estimator (Westwood+, and TCP-Fusion's W_inc) counts time in jiffies
-  whose phase against the trace's clock the replay cannot know (it takes ⌊t·HZ⌋ from the first
-  ACK): a bandwidth sample may close one jiffy (4 ms) apart;
+* jiffies: the Westwood+ estimator (Westwood+, and TCP-Fusion's W_inc) counts time in jiffies;
+  these tests replay with ``tick_phase`` 0, as a user without the sender's clocks would (a tick
+  at the first ACK, docs/replay.md#jiffies): a bandwidth sample may close one jiffy (4 ms) apart;
 * RTT samples: the replay's linux flavor uses the sample Linux gives congestion control
   (acks.ca_rtt_s: the newest newly SACKed segment's when there is one; a retransmission's
   timestamp-echo sample in whole ms as the kernel counts it, from the sender's TSval clock).
