@@ -12,7 +12,8 @@ reading used here:
   is in slow-start state").
 * §III-B eqs. (3)-(5), once per round (skipped when the round had ≤ 2 samples; no sampling or
   update during recovery — flavor linux: outside TCP_CA_Open, so in Disorder too, judged on the
-  state before the ACK's state machine as the kernel's pkts_acked / in_ack_event see it), with ``RTT`` per the ``rtt_source`` parameter — ``round_min`` (default:
+  state before the ACK's state machine as the kernel's pkts_acked / in_ack_event see it), with
+  ``RTT`` per the ``rtt_source`` parameter — ``round_min`` (default:
   the smallest sample of the round, as Vegas, which §III-B says the scheme derives from) or
   ``srtt`` (the "exponentially smoothed current RTT, sRTT" of §III-B's text; the engine's RFC 6298
   srtt at the round end): ``diff = win·(1 − baseRTT/RTT)``;
