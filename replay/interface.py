@@ -264,6 +264,21 @@ def common_params(algo: Algorithm) -> tuple[Param, ...]:
     )
 
 
+#: The parameter ``tick_phase`` of every replay that counts jiffies (cubic flavor linux, westwood,
+#: fusion): where the sender's kernel tick falls on the capture's clock (docs/replay.md#jiffies).
+TICK_PHASE = Param(
+    "tick_phase",
+    "s",
+    0.0,
+    "docs/replay.md#jiffies (Linux aligns its tick to multiples of 1/HZ of CLOCK_MONOTONIC)",
+    "where the sender's tick falls on the capture's clock: jiffies = ⌊(t + tick_phase)·HZ⌋ with t "
+    "the time since the flow's first ACK; ((first ACK's capture time − (CLOCK_REALTIME − "
+    "CLOCK_MONOTONIC of the sender)) mod 1/HZ), 0 when unknown (the tick at the first ACK)",
+    lo=0.0,
+    hi=1.0,
+)
+
+
 def signal_sources(base: Algorithm, wrapper: Algorithm | None = None) -> list[tuple[Signal, str, str]]:
     """(signal, the Python expression reading it from the loop's ``st``, the kind of what it
     reads: float, int or bool) of every signal, wrapper's first, ordered as the loop writes them:

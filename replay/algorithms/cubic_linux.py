@@ -23,7 +23,7 @@ import numpy as np
 from hscc_trace.replay import helpers as H
 from hscc_trace.replay._jit import jit
 from hscc_trace.replay.algorithms.cubic_rfc import Region
-from hscc_trace.replay.interface import Algorithm, Param, Signal
+from hscc_trace.replay.interface import TICK_PHASE, Algorithm, Param, Signal
 from hscc_trace.replay.state import Field, choice_names
 from hscc_trace.replay.tp import CA_EVENT_TX_START
 
@@ -383,17 +383,7 @@ ALGORITHMS = (
                 lo=1.0,
                 hi=10000.0,
             ),
-            Param(
-                "tick_phase",
-                "s",
-                0.0,
-                "docs/replay.md#jiffies (Linux aligns its tick to multiples of 1/HZ of CLOCK_MONOTONIC)",
-                "where the sender's tick falls on the capture's clock: jiffies = ⌊(t + tick_phase)·HZ⌋ with t "
-                "the time since the flow's first ACK; ((first ACK's capture time − (CLOCK_REALTIME − "
-                "CLOCK_MONOTONIC of the sender)) mod 1/HZ), 0 when unknown (the tick at the first ACK)",
-                lo=0.0,
-                hi=1.0,
-            ),
+            TICK_PHASE,
             Param(
                 "hystart_low_window",
                 "packets",
